@@ -1,0 +1,35 @@
+# The two commands of the README:
+#   make run    builds and runs the main job (examples/quickstart.cpp)
+#   make test   builds and runs every test
+# plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan) and `make format`.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: run test test-sanitize setup configure build format clean
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/build.ninja: | setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+
+build: setup $(BUILD)/build.ninja
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@$(BUILD)/examples/quickstart
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-sanitize: setup
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLUMINAL_WERROR=ON -DLUMINAL_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu
+
+format:
+	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
+
+clean:
+	@rm -rf build build-asan

@@ -1,0 +1,92 @@
+#pragma once
+// Views: how an op reads its input's contiguous buffer.
+//
+// A View has one dim and one stride expression per axis. A stride is a function of the reserved
+// index variable `z` (the index along that axis) giving that axis' contribution to the element
+// offset; the offset of a logical index (i0, i1, ...) is sum_k strides[k](z = i_k).
+//
+//   row-major [m, k]:       dims [m, k], strides [k*z, z]
+//   transposed (permute):   dims [k, m], strides [z, k*z]
+//   broadcast (expand):     stride 0
+//   repeat d -> d*n:        stride s(z % d)
+//   merge a,b:              stride s_a(z / d_b) + s_b(z % d_b)
+//
+// So permute, expand, repeat, merge, split, unsqueeze and squeeze move no data. Every stride of a
+// view satisfies s(0) = 0; offsets (slicing with a start), padding and unfold are ops (Iota +
+// Gather), see ir/.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "luminal/core/expr.hpp"
+
+namespace luminal {
+
+/// One dimension of a shape as written by users: a number, a dynamic dimension's name, or an Expr.
+struct Dim {
+  Expr e;
+  Dim(Expr x) : e(std::move(x)) {}            // NOLINT(google-explicit-constructor)
+  Dim(int64_t v) : e(v) {}                     // NOLINT
+  Dim(int v) : e(static_cast<int64_t>(v)) {}   // NOLINT
+  Dim(const char* name) : e(Expr::var(name)) {}  // NOLINT
+  Dim(std::string_view name) : e(Expr::var(name)) {}  // NOLINT
+  Dim(const std::string& name) : e(Expr::var(name)) {}  // NOLINT
+};
+
+using Shape = std::vector<Expr>;
+
+Shape to_shape(const std::vector<Dim>& dims);
+/// "[s, 4096]"
+std::string shape_to_string(const Shape& s);
+/// Product of the dims (1 for rank 0).
+Expr numel(const Shape& s);
+/// Evaluates every dim; throws luminal::Error naming a missing dynamic dimension.
+std::vector<int64_t> eval_shape(const Shape& s, const DynMap& dyn);
+
+struct View {
+  Shape dims;
+  std::vector<Expr> strides;
+
+  /// Row-major contiguous strides for `dims`.
+  static View contiguous(Shape dims);
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  Expr numel() const { return luminal::numel(dims); }
+  /// True when the strides equal the row-major contiguous strides of dims (size-1 axes ignored).
+  bool is_contiguous() const;
+  /// Element offset of a logical index.
+  Expr offset(const std::vector<Expr>& index) const;
+
+  View permute(const std::vector<int>& order) const;
+  /// Inserts a new axis of `size` at `axis` with stride 0.
+  View expand(int axis, Expr size) const;
+  /// Sets a size-1 axis to `size` (stride 0).
+  View broadcast_axis(int axis, Expr size) const;
+  /// Inserts a size-1 axis.
+  View unsqueeze(int axis) const;
+  /// Removes a size-1 axis.
+  View squeeze(int axis) const;
+  /// Tiles `axis` `times` times: dim d becomes d*times, stride s(z % d).
+  View repeat(int axis, Expr times) const;
+  /// Merges axis and axis+1 into one axis (always possible).
+  View merge(int axis) const;
+  /// Splits axis into [dim/inner, inner]; nothing when the stride cannot be split exactly.
+  std::optional<View> split(int axis, Expr inner) const;
+  /// Keeps the first `len` elements of an axis.
+  View shrink(int axis, Expr len) const;
+  /// Every `step`-th element of an axis starting at 0: dim ceil(d/step), stride s(z*step).
+  View stride_by(int axis, Expr step) const;
+  /// A view of the same elements with new dims; nothing when that needs a copy.
+  std::optional<View> reshape(const Shape& new_dims) const;
+
+  std::string to_string() const;
+  bool operator==(const View&) const = default;
+};
+
+/// Normalises a possibly negative axis against `rank` (for `rank+1` when inserting); throws
+/// luminal::Error naming the op when out of range.
+int normalize_axis(int axis, int rank, std::string_view op);
+
+}  // namespace luminal

@@ -1,0 +1,232 @@
+#include "luminal/ir/graph.hpp"
+
+#include <sstream>
+
+#include "luminal/core/error.hpp"
+#include "luminal/ir/tensor.hpp"
+
+namespace luminal {
+
+struct GraphData {
+  std::vector<Node> nodes;
+  DynMap dims;
+  Facts declared;
+};
+
+Graph::Graph() : data_(std::make_shared<GraphData>()) {}
+
+const std::vector<Node>& Graph::nodes() const { return data_->nodes; }
+
+const Node& Graph::node(NodeId id) const {
+  LUMINAL_ASSERT(id >= 0 && id < static_cast<NodeId>(data_->nodes.size()), "node id out of range");
+  return data_->nodes[id];
+}
+
+Node& Graph::mutable_node(NodeId id) {
+  LUMINAL_ASSERT(id >= 0 && id < static_cast<NodeId>(data_->nodes.size()), "node id out of range");
+  return data_->nodes[id];
+}
+
+namespace {
+
+std::vector<NodeId> nodes_of(const std::vector<Node>& nodes, OpKind op) {
+  std::vector<NodeId> out;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].op == op) out.push_back(static_cast<NodeId>(i));
+  return out;
+}
+
+void check_label(const std::vector<Node>& nodes, OpKind op, const std::string& label) {
+  if (label.empty()) throw Error(std::string(op_name(op)) + ": the label must not be empty");
+  for (const Node& n : nodes) {
+    if (n.op == op && n.label == label) {
+      throw Error(std::string(op_name(op)) + " label '" + label +
+                  "' is already used in this graph; labels of inputs and of outputs must be unique");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<NodeId> Graph::outputs() const { return nodes_of(data_->nodes, OpKind::Output); }
+std::vector<NodeId> Graph::inputs() const { return nodes_of(data_->nodes, OpKind::Input); }
+
+NodeId Graph::find(std::string_view label) const {
+  std::string known;
+  for (size_t i = 0; i < data_->nodes.size(); ++i) {
+    const Node& n = data_->nodes[i];
+    if (n.op != OpKind::Input && n.op != OpKind::Output) continue;
+    if (n.label == label) return static_cast<NodeId>(i);
+    known += (known.empty() ? "" : ", ") + n.label;
+  }
+  throw Error("no input or output named '" + std::string(label) + "' in this graph (known: " +
+              (known.empty() ? std::string("none") : known) + ")");
+}
+
+NodeId Graph::add_node(Node n) {
+  const NodeId id = static_cast<NodeId>(data_->nodes.size());
+  for (const Operand& in : n.inputs) {
+    LUMINAL_ASSERT(in.node >= 0 && in.node < id, "operand refers to a later node");
+  }
+  if (n.op == OpKind::Input || n.op == OpKind::Output) check_label(data_->nodes, n.op, n.label);
+  data_->nodes.push_back(std::move(n));
+  return id;
+}
+
+Tensor Graph::tensor(std::string_view label, const std::vector<Dim>& shape, DType dtype) {
+  Node n;
+  n.op = OpKind::Input;
+  n.label = std::string(label);
+  n.dtype = dtype;
+  n.shape = to_shape(shape);
+  NodeId id = add_node(n);
+  return Tensor(*this, id, View::contiguous(data_->nodes[id].shape), dtype);
+}
+
+Tensor Graph::constant(double value, DType dtype) {
+  Node n;
+  n.op = OpKind::Constant;
+  n.dtype = dtype;
+  if (is_integer(dtype)) {
+    if (value != static_cast<double>(static_cast<int64_t>(value))) {
+      throw Error("constant " + std::to_string(value) + " is not an integer; it cannot be a " +
+                  std::string(name(dtype)) + " constant");
+    }
+    n.int_value = static_cast<int64_t>(value);
+  }
+  n.value = dtype == DType::Bool ? (value != 0 ? 1.0 : 0.0) : value;
+  NodeId id = add_node(n);
+  return Tensor(*this, id, View::contiguous({}), dtype);
+}
+
+Tensor Graph::full(const std::vector<Dim>& shape, double value, DType dtype) {
+  return constant(value, dtype).expand(shape);
+}
+
+Tensor Graph::zeros(const std::vector<Dim>& shape, DType dtype) { return full(shape, 0, dtype); }
+Tensor Graph::ones(const std::vector<Dim>& shape, DType dtype) { return full(shape, 1, dtype); }
+
+Tensor Graph::iota(Expr expr, Dim n) {
+  Node node;
+  node.op = OpKind::Iota;
+  node.dtype = DType::I32;
+  node.iota_expr = expr;
+  node.iota_len = n.e;
+  node.shape = {n.e};
+  NodeId id = add_node(node);
+  return Tensor(*this, id, View::contiguous({n.e}), DType::I32);
+}
+
+Tensor Graph::arange(Dim n, DType dtype) {
+  Tensor t = iota(Expr::z(), n);
+  return dtype == DType::I32 ? t : t.cast(dtype);
+}
+
+Tensor Graph::arange(Dim n, double start, double step, DType dtype) {
+  Tensor t = arange(n, is_float(dtype) ? dtype : DType::I64);
+  if (is_float(dtype)) return t * step + start;
+  if (start != static_cast<double>(static_cast<int64_t>(start)) ||
+      step != static_cast<double>(static_cast<int64_t>(step))) {
+    throw Error("arange: start and step must be integers for " + std::string(name(dtype)));
+  }
+  return (t * step + start).cast(dtype);
+}
+
+void Graph::set_dim(std::string_view name, int64_t value) {
+  auto it = data_->declared.find(name);
+  if (it != data_->declared.end() && !it->second.contains(value)) {
+    throw Error("set_dim: " + std::string(name) + " = " + std::to_string(value) +
+                " is outside its declared range [" + std::to_string(it->second.lo) + ", " +
+                std::to_string(it->second.hi) + "]");
+  }
+  data_->dims[std::string(name)] = value;
+}
+
+const DynMap& Graph::dims() const { return data_->dims; }
+
+void Graph::declare_dim(std::string_view name, int64_t min, int64_t max) {
+  if (min > max) {
+    throw Error("declare_dim: range [" + std::to_string(min) + ", " + std::to_string(max) + "] for " +
+                std::string(name) + " is empty; give min <= max");
+  }
+  (void)Expr::var(name);  // validates the name
+  data_->declared[std::string(name)] = Interval{min, max};
+}
+
+Facts Graph::dim_facts() const {
+  Facts f;
+  auto add = [&](const Expr& e) {
+    for (const std::string& v : e.vars()) {
+      if (v == "z") continue;
+      auto it = data_->declared.find(v);
+      f[v] = it != data_->declared.end() ? it->second : Interval{0, INT32_MAX};
+    }
+  };
+  for (const Node& n : data_->nodes) {
+    for (const Expr& d : n.shape) add(d);
+    for (const Operand& o : n.inputs) {
+      for (const Expr& d : o.view.dims) add(d);
+      for (const Expr& s : o.view.strides) add(s);
+    }
+    if (n.op == OpKind::Iota) add(n.iota_expr);
+  }
+  return f;
+}
+
+namespace {
+
+std::string attrs_text(const Node& n) {
+  std::ostringstream os;
+  switch (n.op) {
+    case OpKind::Input:
+    case OpKind::Output: os << " \"" << n.label << "\"" << (n.persist ? " persist" : ""); break;
+    case OpKind::Constant:
+      if (is_integer(n.dtype)) os << " " << n.int_value;
+      else os << " " << n.value;
+      break;
+    case OpKind::Iota: os << " expr=" << n.iota_expr << " len=" << n.iota_len; break;
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce: os << " axis=" << n.axis; break;
+    default: break;
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string Graph::to_text() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < data_->nodes.size(); ++i) {
+    const Node& n = data_->nodes[i];
+    os << "%" << i << " = " << op_name(n.op) << attrs_text(n) << "(";
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Operand& in = n.inputs[k];
+      os << (k ? ", " : "") << "%" << in.node;
+      if (!in.view.is_contiguous() || in.view.dims != data_->nodes[in.node].shape)
+        os << " {" << in.view.to_string() << "}";
+    }
+    os << ") : " << name(n.dtype) << shape_to_string(n.shape) << "\n";
+  }
+  return os.str();
+}
+
+std::string Graph::to_dot() const {
+  std::ostringstream os;
+  os << "digraph luminal {\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (size_t i = 0; i < data_->nodes.size(); ++i) {
+    const Node& n = data_->nodes[i];
+    std::string label = std::string(op_name(n.op)) + attrs_text(n);
+    std::string escaped;
+    for (char c : label) {
+      if (c == '"' || c == '\\') escaped += '\\';
+      escaped += c;
+    }
+    os << "  n" << i << " [label=\"%" << i << " " << escaped << "\\n" << name(n.dtype)
+       << shape_to_string(n.shape) << "\"];\n";
+    for (const Operand& in : n.inputs) os << "  n" << in.node << " -> n" << i << ";\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace luminal

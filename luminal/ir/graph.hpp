@@ -1,0 +1,82 @@
+#pragma once
+// Graph: the HLIR nodes of one model plus its dynamic dimensions.
+//
+//   luminal::Graph g;
+//   auto x = g.tensor("x", {"s", 4}, luminal::DType::F32);   // input with a dynamic dim s
+//   auto w = g.tensor("w", {4, 8});
+//   auto y = x.matmul(w).relu().output("y");
+//   g.set_dim("s", 3);
+//
+// A Graph is a handle: copies share the same nodes. Tensors keep their graph alive.
+// Nodes are appended in creation order; every node's inputs come before it, so node order is
+// a valid (and deterministic) execution order.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "luminal/core/expr.hpp"
+#include "luminal/core/shape.hpp"
+#include "luminal/ir/op.hpp"
+
+namespace luminal {
+
+class Tensor;
+struct GraphData;
+
+class Graph {
+ public:
+  Graph();
+
+  /// A named input. `shape` entries are numbers, dynamic-dimension names or Exprs.
+  /// Throws luminal::Error if the label is empty or already used by another input.
+  Tensor tensor(std::string_view label, const std::vector<Dim>& shape, DType dtype = DType::F32);
+  /// A scalar constant (rank 0). Integer dtypes take `value` exactly when it is integral.
+  Tensor constant(double value, DType dtype = DType::F32);
+  /// A tensor of `shape` filled with `value` (a broadcast view of one constant: no memory).
+  Tensor full(const std::vector<Dim>& shape, double value, DType dtype = DType::F32);
+  Tensor zeros(const std::vector<Dim>& shape, DType dtype = DType::F32);
+  Tensor ones(const std::vector<Dim>& shape, DType dtype = DType::F32);
+  /// 0, 1, ..., n-1 as `dtype` (I32 by default).
+  Tensor arange(Dim n, DType dtype = DType::I32);
+  /// start, start+step, ... (n elements) as `dtype`.
+  Tensor arange(Dim n, double start, double step, DType dtype);
+  /// 1-D I32 tensor of length n with element i = expr(z = i).
+  Tensor iota(Expr expr, Dim n);
+
+  /// Sets the value of a dynamic dimension for the next executions.
+  void set_dim(std::string_view name, int64_t value);
+  /// Current values of the dynamic dimensions set with set_dim().
+  const DynMap& dims() const;
+  /// Declares the range a dynamic dimension can take (defaults: [0, 2^31-1]). Used to simplify
+  /// expressions; values outside are rejected at execution.
+  void declare_dim(std::string_view name, int64_t min, int64_t max);
+  /// Ranges of every dynamic dimension used by the graph.
+  Facts dim_facts() const;
+
+  const std::vector<Node>& nodes() const;
+  const Node& node(NodeId id) const;
+  /// Output nodes in creation order.
+  std::vector<NodeId> outputs() const;
+  /// Input nodes in creation order.
+  std::vector<NodeId> inputs() const;
+  /// The input or output with this label; throws luminal::Error listing the labels if none.
+  NodeId find(std::string_view label) const;
+
+  /// One line per node: "%3 = Add(%1 [dims..strides..], %2 [...]) : f32[s, 4]".
+  std::string to_text() const;
+  /// Graphviz DOT.
+  std::string to_dot() const;
+
+  /// Appends a node after checking it (internal; used by the Tensor API).
+  NodeId add_node(Node n);
+  Node& mutable_node(NodeId id);
+  bool operator==(const Graph& o) const { return data_ == o.data_; }
+
+ private:
+  friend class Tensor;
+  explicit Graph(std::shared_ptr<GraphData> d) : data_(std::move(d)) {}
+  std::shared_ptr<GraphData> data_;
+};
+
+}  // namespace luminal

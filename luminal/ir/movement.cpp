@@ -1,0 +1,231 @@
+// Shape and movement ops: views where possible, Iota + Gather/Scatter index maps otherwise.
+#include <algorithm>
+
+#include "luminal/core/error.hpp"
+#include "luminal/ir/prim.hpp"
+#include "luminal/ir/tensor.hpp"
+
+namespace luminal {
+
+namespace {
+
+std::string shape_str(const Tensor& t) { return shape_to_string(t.shape()); }
+
+Tensor with_view(const Tensor& t, View v) { return Tensor(t.graph(), t.id(), std::move(v), t.dtype()); }
+
+}  // namespace
+
+Tensor Tensor::reshape(const std::vector<Dim>& dims) const {
+  Shape target = to_shape(dims);
+  if (numel() != luminal::numel(target)) {
+    throw Error("reshape: cannot reshape " + shape_str(*this) + " (" + numel().to_string() +
+                " elements) to " + shape_to_string(target) + " (" + luminal::numel(target).to_string() +
+                " elements)");
+  }
+  if (auto v = view_.reshape(target)) return with_view(*this, *v);
+  Tensor c = contiguous();
+  return with_view(c, View::contiguous(target));
+}
+
+Tensor Tensor::permute(const std::vector<int>& order) const { return with_view(*this, view_.permute(order)); }
+
+Tensor Tensor::transpose(int a, int b) const {
+  int x = normalize_axis(a, rank(), "transpose"), y = normalize_axis(b, rank(), "transpose");
+  std::vector<int> order(rank());
+  for (int i = 0; i < rank(); ++i) order[i] = i;
+  std::swap(order[x], order[y]);
+  return permute(order);
+}
+
+Tensor Tensor::expand(const std::vector<Dim>& dims) const {
+  Shape target = to_shape(dims);
+  if (target.size() < shape().size()) {
+    throw Error("expand: cannot expand " + shape_str(*this) + " to the lower-rank shape " +
+                shape_to_string(target));
+  }
+  View v = view_;
+  while (v.rank() < static_cast<int>(target.size())) v = v.expand(0, 1);
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (v.dims[i] == target[i]) continue;
+    if (v.dims[i] != Expr(1)) {
+      throw Error("expand: cannot expand " + shape_str(*this) + " to " + shape_to_string(target) +
+                  " (axis " + std::to_string(i) + " has size " + v.dims[i].to_string() +
+                  "; only size-1 axes broadcast)");
+    }
+    v = v.broadcast_axis(static_cast<int>(i), target[i]);
+  }
+  return with_view(*this, v);
+}
+
+Tensor Tensor::expand_dim(int axis, Dim size) const { return with_view(*this, view_.expand(axis, size.e)); }
+Tensor Tensor::squeeze(int axis) const { return with_view(*this, view_.squeeze(axis)); }
+Tensor Tensor::unsqueeze(int axis) const { return with_view(*this, view_.unsqueeze(axis)); }
+
+Tensor Tensor::merge_dims(int axis) const { return with_view(*this, view_.merge(axis)); }
+
+Tensor Tensor::flatten(int start, int end) const {
+  if (rank() == 0) return reshape({1});
+  int s = normalize_axis(start, rank(), "flatten"), e = normalize_axis(end, rank(), "flatten");
+  if (s > e) throw Error("flatten: start axis " + std::to_string(start) + " is after end axis " + std::to_string(end));
+  View v = view_;
+  for (int i = s; i < e; ++i) v = v.merge(s);
+  return with_view(*this, v);
+}
+
+Tensor Tensor::split_dims(int axis, Dim inner) const {
+  int a = normalize_axis(axis, rank(), "split_dims");
+  if (dim(a).is_const() && inner.e.is_const() &&
+      (inner.e.as_const() <= 0 || dim(a).as_const() % inner.e.as_const() != 0)) {
+    throw Error("split_dims: axis " + std::to_string(axis) + " of " + shape_str(*this) +
+                " is not divisible by " + inner.e.to_string());
+  }
+  if (auto v = view_.split(a, inner.e)) return with_view(*this, *v);
+  return contiguous().split_dims(a, inner);
+}
+
+Tensor Tensor::slice(int axis, Dim start, std::optional<Dim> end, int64_t step) const {
+  int a = normalize_axis(axis, rank(), "slice");
+  if (step <= 0) throw Error("slice: step must be positive, got " + std::to_string(step));
+  const Expr d = dim(a);
+  auto resolve = [&](Expr e) {
+    if (e.is_const() && e.as_const() < 0) e = d + e;  // negative bounds count from the end
+    return luminal::max(Expr(0), luminal::min(e, d));
+  };
+  Expr s = resolve(start.e);
+  Expr e = end ? resolve(end->e) : d;
+  Expr len = luminal::max(Expr(0), ceil_div(e - s, step));
+  if (s == Expr(0) && step == 1) return with_view(*this, view_.shrink(a, len));
+  Shape out = shape();
+  out[a] = len;
+  return prim::gather_by_map(*this, out, [&](const std::vector<Expr>& i) {
+    std::vector<Expr> src = i;
+    src[a] = s + i[a] * step;
+    return src;
+  });
+}
+
+Tensor Tensor::pad(const std::vector<std::pair<Dim, Dim>>& pads, double value) const {
+  if (pads.size() > static_cast<size_t>(rank())) {
+    throw Error("pad: " + std::to_string(pads.size()) + " (before, after) pairs for a tensor of rank " +
+                std::to_string(rank()));
+  }
+  // Negative constant padding crops.
+  Tensor x = *this;
+  std::vector<Expr> before(rank(), Expr(0)), after(rank(), Expr(0));
+  for (size_t i = 0; i < pads.size(); ++i) {
+    Expr b = pads[i].first.e, e = pads[i].second.e;
+    int ax = static_cast<int>(i);
+    if (b.is_const() && b.as_const() < 0) {
+      x = x.slice(ax, -b.as_const());
+      b = 0;
+    }
+    if (e.is_const() && e.as_const() < 0) {
+      x = x.slice(ax, 0, x.dim(ax) + e);
+      e = 0;
+    }
+    before[i] = b;
+    after[i] = e;
+  }
+  std::vector<Dim> out;
+  for (int i = 0; i < rank(); ++i) out.push_back(before[i] + x.dim(i) + after[i]);
+  Tensor dest = graph().full(out, value, dtype_);
+  return prim::scatter_by_map(dest, x, [&](const std::vector<Expr>& i) {
+    std::vector<Expr> dst = i;
+    for (size_t k = 0; k < dst.size(); ++k) dst[k] = dst[k] + before[k];
+    return dst;
+  });
+}
+
+Tensor Tensor::unfold(int axis, Dim size, Dim step) const {
+  int a = normalize_axis(axis, rank(), "unfold");
+  if (size.e.is_const() && dim(a).is_const() && size.e.as_const() > dim(a).as_const()) {
+    throw Error("unfold: window size " + size.e.to_string() + " is larger than axis " + std::to_string(axis) +
+                " of " + shape_str(*this));
+  }
+  Shape out = shape();
+  out[a] = (dim(a) - size.e) / step.e + 1;
+  out.push_back(size.e);
+  return prim::gather_by_map(*this, out, [&](const std::vector<Expr>& i) {
+    std::vector<Expr> src(i.begin(), i.end() - 1);
+    src[a] = i[a] * step.e + i.back();
+    return src;
+  });
+}
+
+Tensor Tensor::repeat(const std::vector<Dim>& repeats) const {
+  if (repeats.size() < static_cast<size_t>(rank())) {
+    throw Error("repeat: " + std::to_string(repeats.size()) + " repeat counts for a tensor of rank " +
+                std::to_string(rank()) + "; give at least one per axis");
+  }
+  View v = view_;
+  while (v.rank() < static_cast<int>(repeats.size())) v = v.unsqueeze(0);
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    if (repeats[i].e == Expr(1)) continue;
+    v = v.dims[i] == Expr(1) ? v.broadcast_axis(static_cast<int>(i), repeats[i].e)
+                             : v.repeat(static_cast<int>(i), repeats[i].e);
+  }
+  return with_view(*this, v);
+}
+
+namespace {
+
+// Keeps elements whose (col - row) satisfies `keep`, zero elsewhere, over the last two axes.
+Tensor triangle(const Tensor& x, bool upper, int64_t k) {
+  if (x.rank() < 2) throw Error(std::string(upper ? "triu" : "tril") + " needs at least 2 dims, got " +
+                                shape_to_string(x.shape()));
+  Expr rows = x.dim(-2), cols = x.dim(-1);
+  Expr z = Expr::z();
+  Expr diff = z % cols - z / cols;  // col - row of the flat index over [rows, cols]
+  Expr keep = upper ? ge(diff, Expr(k)) : le(diff, Expr(k));
+  Tensor mask = x.graph().iota(keep, rows * cols).reshape({rows, cols}).cast(DType::Bool);
+  return mask.where(x, prim::scalar_like(x, 0));
+}
+
+}  // namespace
+
+Tensor Tensor::triu(int64_t k) const { return triangle(*this, true, k); }
+Tensor Tensor::tril(int64_t k) const { return triangle(*this, false, k); }
+
+Tensor concat(const std::vector<Tensor>& xs, int axis) {
+  if (xs.empty()) throw Error("concat: no tensors given");
+  const Tensor& first = xs[0];
+  int a = normalize_axis(axis, first.rank(), "concat");
+  Expr total = 0;
+  for (const Tensor& x : xs) {
+    if (x.rank() != first.rank() || x.dtype() != first.dtype()) {
+      throw Error("concat: " + std::string(name(x.dtype())) + shape_to_string(x.shape()) + " does not match " +
+                  std::string(name(first.dtype())) + shape_to_string(first.shape()) + " (rank and dtype must agree)");
+    }
+    for (int i = 0; i < first.rank(); ++i) {
+      if (i != a && x.dim(i) != first.dim(i)) {
+        throw Error("concat along axis " + std::to_string(axis) + ": shapes " + shape_to_string(first.shape()) +
+                    " and " + shape_to_string(x.shape()) + " differ on axis " + std::to_string(i));
+      }
+    }
+    total = total + x.dim(a);
+  }
+  if (xs.size() == 1) return first;
+  Shape out = first.shape();
+  out[a] = total;
+  Tensor result = first.graph().full(std::vector<Dim>(out.begin(), out.end()), 0, first.dtype());
+  Expr offset = 0;
+  for (const Tensor& x : xs) {
+    result = prim::scatter_by_map(result, x, [&](const std::vector<Expr>& i) {
+      std::vector<Expr> dst = i;
+      dst[a] = dst[a] + offset;
+      return dst;
+    });
+    offset = offset + x.dim(a);
+  }
+  return result;
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int axis) {
+  if (xs.empty()) throw Error("stack: no tensors given");
+  int a = normalize_axis(axis, xs[0].rank() + 1, "stack");
+  std::vector<Tensor> ys;
+  for (const Tensor& x : xs) ys.push_back(x.unsqueeze(a));
+  return concat(ys, a);
+}
+
+}  // namespace luminal

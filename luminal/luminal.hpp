@@ -1,0 +1,9 @@
+#pragma once
+// One include for the public API.
+#include "luminal/core/dtype.hpp"
+#include "luminal/core/error.hpp"
+#include "luminal/core/expr.hpp"
+#include "luminal/core/shape.hpp"
+#include "luminal/ir/graph.hpp"
+#include "luminal/ir/tensor.hpp"
+#include "luminal/runtime/reference.hpp"

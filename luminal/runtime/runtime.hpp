@@ -1,0 +1,83 @@
+#pragma once
+// The data API every runtime offers (reference, CPU, CUDA):
+//
+//   luminal::ReferenceRuntime rt(g);
+//   rt.set(x, std::vector<float>{...});      // or rt.set("x", ...)
+//   rt.execute({{"s", 3}});                  // dyn values (merged over g.set_dim values)
+//   std::vector<float> y = rt.get<float>(out);
+//
+// Inputs keep their data across executions until set again. Errors (each names the tensor or
+// dimension): unknown label, a tensor that is not an input/output, unset input, wrong element
+// count, missing dynamic dimension, dtype conversions that lose information.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "luminal/core/expr.hpp"
+#include "luminal/ir/graph.hpp"
+#include "luminal/ir/tensor.hpp"
+#include "luminal/runtime/host_buffer.hpp"
+
+namespace luminal {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  template <class T>
+  void set(const Tensor& input, const std::vector<T>& data) {
+    set(input, std::span<const T>(data.data(), data.size()));
+  }
+  template <class T>
+  void set(const Tensor& input, std::span<const T> data) {
+    NodeId id = resolve_input(input);
+    set_input(id, to_host_buffer(data.data(), data.size(), graph().node(id).dtype, graph().node(id).label));
+  }
+  template <class T>
+  void set(std::string_view label, const std::vector<T>& data) {
+    NodeId id = resolve_input(label);
+    set_input(id, to_host_buffer(data.data(), data.size(), graph().node(id).dtype, label));
+  }
+  void set(const Tensor& input, const std::vector<bool>& data);
+  /// Raw bytes already in the input's dtype (size must be a whole number of elements).
+  void set_bytes(const Tensor& input, const void* data, size_t bytes);
+  void set_bytes(std::string_view label, const void* data, size_t bytes);
+
+  /// Runs the graph. Values in `dyn` override the graph's set_dim values.
+  virtual void execute(const DynMap& dyn = {}) = 0;
+
+  template <class T>
+  std::vector<T> get(const Tensor& output) const {
+    NodeId id = resolve_output(output);
+    return from_host_buffer<T>(output_buffer(id), graph().node(id).label, type_name<T>());
+  }
+  template <class T>
+  std::vector<T> get(std::string_view label) const {
+    NodeId id = resolve_output(label);
+    return from_host_buffer<T>(output_buffer(id), label, type_name<T>());
+  }
+  /// The output's bytes in its own dtype.
+  std::vector<uint8_t> get_bytes(const Tensor& output) const;
+  /// The output's shape at the last execution.
+  std::vector<int64_t> shape(const Tensor& output) const;
+
+  virtual const Graph& graph() const = 0;
+
+ protected:
+  virtual void set_input(NodeId id, HostBuffer data) = 0;
+  virtual const HostBuffer& output_buffer(NodeId id) const = 0;
+  virtual std::vector<int64_t> output_shape(NodeId id) const = 0;
+
+  NodeId resolve_input(const Tensor& t) const;
+  NodeId resolve_input(std::string_view label) const;
+  NodeId resolve_output(const Tensor& t) const;
+  NodeId resolve_output(std::string_view label) const;
+  /// The graph's dims overlaid with `dyn`, checked against declared ranges.
+  DynMap merged_dims(const DynMap& dyn) const;
+  /// Throws naming the first dynamic dimension a node shape needs but `dyn` lacks.
+  void check_dims(const DynMap& dyn) const;
+};
+
+}  // namespace luminal

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what building and testing luminal-cpp needs on a fresh Debian 12 / Ubuntu machine.
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+
+need_pkgs=()
+have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in cmake ninja-build g++ make libgtest-dev libgmock-dev ccache; do
+  have "$p" || need_pkgs+=("$p")
+done
+
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${need_pkgs[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
