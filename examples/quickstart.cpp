@@ -6,11 +6,14 @@
 
 using luminal::DType;
 
-static void print(const char* name, const std::vector<float>& v, const std::vector<int64_t>& shape) {
+static void print(const char* name, const std::vector<float>& v,
+                  const std::vector<int64_t>& shape) {
   std::printf("%s [", name);
-  for (size_t i = 0; i < shape.size(); ++i) std::printf(i ? ", %lld" : "%lld", static_cast<long long>(shape[i]));
+  for (size_t i = 0; i < shape.size(); ++i)
+    std::printf(i ? ", %lld" : "%lld", static_cast<long long>(shape[i]));
   std::printf("] =");
-  for (float x : v) std::printf(" %g", x);
+  for (float x : v)
+    std::printf(" %g", x);
   std::printf("\n");
 }
 
@@ -38,10 +41,12 @@ int main() {
     std::printf("\nHLIR (%zu nodes):\n%s\n", g.nodes().size(), g.to_text().c_str());
 
     luminal::ReferenceRuntime rt(g);
-    rt.set(w, std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f, 1.2f});
+    rt.set(w, std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f,
+                                 1.2f});
     for (int64_t s : {1, 3}) {
       std::vector<float> xs(s * 4);
-      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * static_cast<float>(i);
+      for (size_t i = 0; i < xs.size(); ++i)
+        xs[i] = 0.25f * static_cast<float>(i);
       rt.set(x, xs);
       rt.execute({{"s", s}});
       print(s == 1 ? "softmax(x @ w), s=1" : "softmax(x @ w), s=3", rt.get<float>(y), rt.shape(y));

@@ -32,7 +32,8 @@ std::optional<Expr> linear_coefficient(const Expr& stride) {
 Shape to_shape(const std::vector<Dim>& dims) {
   Shape s;
   s.reserve(dims.size());
-  for (const Dim& d : dims) s.push_back(d.e);
+  for (const Dim& d : dims)
+    s.push_back(d.e);
   return s;
 }
 
@@ -40,23 +41,25 @@ std::string shape_to_string(const Shape& s) { return "[" + join(s) + "]"; }
 
 Expr numel(const Shape& s) {
   Expr n = 1;
-  for (const Expr& d : s) n = n * d;
+  for (const Expr& d : s)
+    n = n * d;
   return n;
 }
 
 std::vector<int64_t> eval_shape(const Shape& s, const DynMap& dyn) {
   std::vector<int64_t> out;
   out.reserve(s.size());
-  for (const Expr& d : s) out.push_back(d.eval(dyn));
+  for (const Expr& d : s)
+    out.push_back(d.eval(dyn));
   return out;
 }
 
 int normalize_axis(int axis, int rank, std::string_view op) {
   int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) {
-    throw Error(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
-                std::to_string(rank == 0 ? 0 : rank) + " (valid: " + std::to_string(-rank) + ".." +
-                std::to_string(rank - 1) + ")");
+    throw Error(std::string(op) + ": axis " + std::to_string(axis) +
+                " is out of range for a tensor of rank " + std::to_string(rank == 0 ? 0 : rank) +
+                " (valid: " + std::to_string(-rank) + ".." + std::to_string(rank - 1) + ")");
   }
   return a;
 }
@@ -85,7 +88,8 @@ bool View::is_contiguous() const {
 Expr View::offset(const std::vector<Expr>& index) const {
   LUMINAL_ASSERT(index.size() == dims.size(), "View::offset: index rank mismatch");
   Expr off = 0;
-  for (size_t i = 0; i < dims.size(); ++i) off = off + at(strides[i], index[i]);
+  for (size_t i = 0; i < dims.size(); ++i)
+    off = off + at(strides[i], index[i]);
   return off;
 }
 
@@ -98,7 +102,8 @@ View View::permute(const std::vector<int>& order) const {
   View v;
   for (int a : order) {
     int n = normalize_axis(a, rank(), "permute");
-    if (seen[n]) throw Error("permute: axis " + std::to_string(a) + " appears twice; give each axis once");
+    if (seen[n])
+      throw Error("permute: axis " + std::to_string(a) + " appears twice; give each axis once");
     seen[n] = true;
     v.dims.push_back(dims[n]);
     v.strides.push_back(strides[n]);
@@ -150,7 +155,8 @@ View View::repeat(int axis, Expr times) const {
 
 View View::merge(int axis) const {
   int a = normalize_axis(axis, rank(), "merge");
-  if (a + 1 >= rank()) throw Error("merge: axis " + std::to_string(axis) + " has no following axis to merge with");
+  if (a + 1 >= rank())
+    throw Error("merge: axis " + std::to_string(axis) + " has no following axis to merge with");
   const Expr& outer = strides[a];
   const Expr& inner = strides[a + 1];
   const Expr& inner_dim = dims[a + 1];
@@ -257,10 +263,12 @@ std::optional<View> View::reshape(const Shape& new_dims) const {
     View group;
     group.dims.assign(src.dims.begin() + i, src.dims.begin() + gi);
     group.strides.assign(src.strides.begin() + i, src.strides.begin() + gi);
-    while (group.rank() > 1) group = group.merge(0);
+    while (group.rank() > 1)
+      group = group.merge(0);
     for (size_t b = j; b + 1 < gj; ++b) {
       Expr rest = 1;
-      for (size_t c = b + 1; c < gj; ++c) rest = rest * target[c];
+      for (size_t c = b + 1; c < gj; ++c)
+        rest = rest * target[c];
       auto s = group.split(group.rank() - 1, rest);
       if (!s) return std::nullopt;
       group = *s;

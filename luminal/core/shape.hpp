@@ -27,11 +27,11 @@ namespace luminal {
 /// One dimension of a shape as written by users: a number, a dynamic dimension's name, or an Expr.
 struct Dim {
   Expr e;
-  Dim(Expr x) : e(std::move(x)) {}            // NOLINT(google-explicit-constructor)
-  Dim(int64_t v) : e(v) {}                     // NOLINT
-  Dim(int v) : e(static_cast<int64_t>(v)) {}   // NOLINT
-  Dim(const char* name) : e(Expr::var(name)) {}  // NOLINT
-  Dim(std::string_view name) : e(Expr::var(name)) {}  // NOLINT
+  Dim(Expr x) : e(std::move(x)) {}                      // NOLINT(google-explicit-constructor)
+  Dim(int64_t v) : e(v) {}                              // NOLINT
+  Dim(int v) : e(static_cast<int64_t>(v)) {}            // NOLINT
+  Dim(const char* name) : e(Expr::var(name)) {}         // NOLINT
+  Dim(std::string_view name) : e(Expr::var(name)) {}    // NOLINT
   Dim(const std::string& name) : e(Expr::var(name)) {}  // NOLINT
 };
 

@@ -40,8 +40,9 @@ void check_label(const std::vector<Node>& nodes, OpKind op, const std::string& l
   if (label.empty()) throw Error(std::string(op_name(op)) + ": the label must not be empty");
   for (const Node& n : nodes) {
     if (n.op == op && n.label == label) {
-      throw Error(std::string(op_name(op)) + " label '" + label +
-                  "' is already used in this graph; labels of inputs and of outputs must be unique");
+      throw Error(
+          std::string(op_name(op)) + " label '" + label +
+          "' is already used in this graph; labels of inputs and of outputs must be unique");
     }
   }
 }
@@ -59,8 +60,8 @@ NodeId Graph::find(std::string_view label) const {
     if (n.label == label) return static_cast<NodeId>(i);
     known += (known.empty() ? "" : ", ") + n.label;
   }
-  throw Error("no input or output named '" + std::string(label) + "' in this graph (known: " +
-              (known.empty() ? std::string("none") : known) + ")");
+  throw Error("no input or output named '" + std::string(label) +
+              "' in this graph (known: " + (known.empty() ? std::string("none") : known) + ")");
 }
 
 NodeId Graph::add_node(Node n) {
@@ -146,8 +147,8 @@ const DynMap& Graph::dims() const { return data_->dims; }
 
 void Graph::declare_dim(std::string_view name, int64_t min, int64_t max) {
   if (min > max) {
-    throw Error("declare_dim: range [" + std::to_string(min) + ", " + std::to_string(max) + "] for " +
-                std::string(name) + " is empty; give min <= max");
+    throw Error("declare_dim: range [" + std::to_string(min) + ", " + std::to_string(max) +
+                "] for " + std::string(name) + " is empty; give min <= max");
   }
   (void)Expr::var(name);  // validates the name
   data_->declared[std::string(name)] = Interval{min, max};
@@ -163,10 +164,13 @@ Facts Graph::dim_facts() const {
     }
   };
   for (const Node& n : data_->nodes) {
-    for (const Expr& d : n.shape) add(d);
+    for (const Expr& d : n.shape)
+      add(d);
     for (const Operand& o : n.inputs) {
-      for (const Expr& d : o.view.dims) add(d);
-      for (const Expr& s : o.view.strides) add(s);
+      for (const Expr& d : o.view.dims)
+        add(d);
+      for (const Expr& s : o.view.strides)
+        add(s);
     }
     if (n.op == OpKind::Iota) add(n.iota_expr);
   }
@@ -179,15 +183,24 @@ std::string attrs_text(const Node& n) {
   std::ostringstream os;
   switch (n.op) {
     case OpKind::Input:
-    case OpKind::Output: os << " \"" << n.label << "\"" << (n.persist ? " persist" : ""); break;
-    case OpKind::Constant:
-      if (is_integer(n.dtype)) os << " " << n.int_value;
-      else os << " " << n.value;
+    case OpKind::Output:
+      os << " \"" << n.label << "\"" << (n.persist ? " persist" : "");
       break;
-    case OpKind::Iota: os << " expr=" << n.iota_expr << " len=" << n.iota_len; break;
+    case OpKind::Constant:
+      if (is_integer(n.dtype))
+        os << " " << n.int_value;
+      else
+        os << " " << n.value;
+      break;
+    case OpKind::Iota:
+      os << " expr=" << n.iota_expr << " len=" << n.iota_len;
+      break;
     case OpKind::SumReduce:
-    case OpKind::MaxReduce: os << " axis=" << n.axis; break;
-    default: break;
+    case OpKind::MaxReduce:
+      os << " axis=" << n.axis;
+      break;
+    default:
+      break;
   }
   return os.str();
 }
@@ -221,9 +234,10 @@ std::string Graph::to_dot() const {
       if (c == '"' || c == '\\') escaped += '\\';
       escaped += c;
     }
-    os << "  n" << i << " [label=\"%" << i << " " << escaped << "\\n" << name(n.dtype)
-       << shape_to_string(n.shape) << "\"];\n";
-    for (const Operand& in : n.inputs) os << "  n" << in.node << " -> n" << i << ";\n";
+    os << "  n" << i << " [label=\"%" << i << " " << escaped << "\\n"
+       << name(n.dtype) << shape_to_string(n.shape) << "\"];\n";
+    for (const Operand& in : n.inputs)
+      os << "  n" << in.node << " -> n" << i << ";\n";
   }
   os << "}\n";
   return os.str();

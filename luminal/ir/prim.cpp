@@ -8,7 +8,9 @@ namespace luminal::prim {
 
 namespace {
 
-std::string desc(const Tensor& t) { return std::string(name(t.dtype())) + shape_to_string(t.shape()); }
+std::string desc(const Tensor& t) {
+  return std::string(name(t.dtype())) + shape_to_string(t.shape());
+}
 
 Tensor make(Graph g, Node n) {
   Shape shape = n.shape;
@@ -19,7 +21,8 @@ Tensor make(Graph g, Node n) {
 
 void require_same_graph(const Tensor& a, const Tensor& b, std::string_view op) {
   if (!(a.graph() == b.graph())) {
-    throw Error(std::string(op) + ": the two tensors belong to different graphs; build them in one Graph");
+    throw Error(std::string(op) +
+                ": the two tensors belong to different graphs; build them in one Graph");
   }
 }
 
@@ -114,9 +117,9 @@ Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op) {
     } else if (da == Expr(1)) {
       out[i] = db;
     } else {
-      throw Error(std::string(op) + ": shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
-                  " cannot be broadcast together (axis " + std::to_string(i) + ": " + da.to_string() +
-                  " vs " + db.to_string() + ")");
+      throw Error(std::string(op) + ": shapes " + shape_to_string(a) + " and " +
+                  shape_to_string(b) + " cannot be broadcast together (axis " + std::to_string(i) +
+                  ": " + da.to_string() + " vs " + db.to_string() + ")");
     }
   }
   return out;
@@ -130,8 +133,9 @@ std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, std::strin
 
 Tensor scalar_for(const Tensor& x, double value, std::string_view op) {
   if (is_integer(x.dtype()) && value != std::trunc(value)) {
-    throw Error(std::string(op) + ": scalar " + std::to_string(value) + " is not an integer but the tensor is " +
-                desc(x) + "; cast the tensor to a float dtype first");
+    throw Error(std::string(op) + ": scalar " + std::to_string(value) +
+                " is not an integer but the tensor is " + desc(x) +
+                "; cast the tensor to a float dtype first");
   }
   return x.graph().constant(value, x.dtype());
 }
@@ -179,7 +183,8 @@ namespace {
 Expr flat_of(const std::vector<Expr>& idx, const Shape& shape) {
   std::vector<Expr> p = row_major_products(shape);
   Expr f = 0;
-  for (size_t i = 0; i < idx.size(); ++i) f = f + idx[i] * p[i];
+  for (size_t i = 0; i < idx.size(); ++i)
+    f = f + idx[i] * p[i];
   return f;
 }
 

@@ -8,7 +8,8 @@
 
 namespace luminal::prim {
 
-/// Unary primitive (Cast, Exp2, Log2, Sin, Recip, Sqrt); output dtype `out` (input dtype if not Cast).
+/// Unary primitive (Cast, Exp2, Log2, Sin, Recip, Sqrt); output dtype `out` (input dtype if not
+/// Cast).
 Tensor unary(OpKind op, const Tensor& x, DType out);
 /// Binary primitive on two tensors of the same shape (already broadcast) and dtype.
 Tensor binary(OpKind op, const Tensor& a, const Tensor& b);

@@ -4,7 +4,8 @@ namespace luminal::detail {
 
 void throw_float_into_int(std::string_view tensor, DType target) {
   throw Error("input '" + std::string(tensor) + "' is " + std::string(name(target)) +
-              " but was given floating-point data; pass integer data, or declare the input with a float dtype");
+              " but was given floating-point data; pass integer data, or declare the input with a "
+              "float dtype");
 }
 
 void throw_int_out_of_range(std::string_view tensor, DType target, int64_t value, size_t index) {
@@ -15,14 +16,15 @@ void throw_int_out_of_range(std::string_view tensor, DType target, int64_t value
 }
 
 void throw_float_out_of_int(std::string_view tensor, DType source, std::string_view type) {
-  throw Error("output '" + std::string(tensor) + "' is " + std::string(name(source)) + "; it cannot be read as " +
-              std::string(type) + " (use get<float> or get<double>)");
+  throw Error("output '" + std::string(tensor) + "' is " + std::string(name(source)) +
+              "; it cannot be read as " + std::string(type) + " (use get<float> or get<double>)");
 }
 
-void throw_value_does_not_fit(std::string_view tensor, std::string_view type, double value, size_t index) {
-  throw Error("output '" + std::string(tensor) + "': value " + std::to_string(static_cast<int64_t>(value)) +
-              " at index " + std::to_string(index) + " does not fit " + std::string(type) +
-              "; read it with get<int64_t>");
+void throw_value_does_not_fit(std::string_view tensor, std::string_view type, double value,
+                              size_t index) {
+  throw Error("output '" + std::string(tensor) + "': value " +
+              std::to_string(static_cast<int64_t>(value)) + " at index " + std::to_string(index) +
+              " does not fit " + std::string(type) + "; read it with get<int64_t>");
 }
 
 bool fits(DType target, int64_t v) {

@@ -29,10 +29,12 @@ struct HostBuffer {
 
 namespace detail {
 [[noreturn]] void throw_float_into_int(std::string_view tensor, DType target);
-[[noreturn]] void throw_int_out_of_range(std::string_view tensor, DType target, int64_t value, size_t index);
-[[noreturn]] void throw_float_out_of_int(std::string_view tensor, DType source, std::string_view type);
-[[noreturn]] void throw_value_does_not_fit(std::string_view tensor, std::string_view type, double value,
-                                           size_t index);
+[[noreturn]] void throw_int_out_of_range(std::string_view tensor, DType target, int64_t value,
+                                         size_t index);
+[[noreturn]] void throw_float_out_of_int(std::string_view tensor, DType source,
+                                         std::string_view type);
+[[noreturn]] void throw_value_does_not_fit(std::string_view tensor, std::string_view type,
+                                           double value, size_t index);
 bool fits(DType target, int64_t v);
 }  // namespace detail
 
@@ -44,13 +46,16 @@ HostBuffer to_host_buffer(const T* data, size_t n, DType target, std::string_vie
   for (size_t i = 0; i < n; ++i) {
     if constexpr (std::is_floating_point_v<T>) {
       if (!is_float(target)) detail::throw_float_into_int(tensor, target);
-      store_from_double(target, b.bytes.data(), static_cast<int64_t>(i), static_cast<double>(data[i]));
+      store_from_double(target, b.bytes.data(), static_cast<int64_t>(i),
+                        static_cast<double>(data[i]));
     } else {
       int64_t v = static_cast<int64_t>(data[i]);
       if constexpr (std::is_same_v<T, uint64_t>) {
-        if (data[i] > static_cast<uint64_t>(INT64_MAX)) detail::throw_int_out_of_range(tensor, target, -1, i);
+        if (data[i] > static_cast<uint64_t>(INT64_MAX))
+          detail::throw_int_out_of_range(tensor, target, -1, i);
       }
-      if (!is_float(target) && !detail::fits(target, v)) detail::throw_int_out_of_range(tensor, target, v, i);
+      if (!is_float(target) && !detail::fits(target, v))
+        detail::throw_int_out_of_range(tensor, target, v, i);
       store_from_int64(target, b.bytes.data(), static_cast<int64_t>(i), v);
     }
   }
@@ -59,7 +64,8 @@ HostBuffer to_host_buffer(const T* data, size_t n, DType target, std::string_vie
 
 /// Converts a buffer to host values of type T (rules above).
 template <class T>
-std::vector<T> from_host_buffer(const HostBuffer& b, std::string_view tensor, std::string_view type_name) {
+std::vector<T> from_host_buffer(const HostBuffer& b, std::string_view tensor,
+                                std::string_view type_name) {
   static_assert(std::is_arithmetic_v<T>, "get() returns arithmetic element types");
   const int64_t n = b.numel();
   std::vector<T> out(static_cast<size_t>(n));
@@ -73,10 +79,15 @@ std::vector<T> from_host_buffer(const HostBuffer& b, std::string_view tensor, st
     } else {
       int64_t v = load_as_int64(b.dtype, b.bytes.data(), i);
       if constexpr (std::is_integral_v<T>) {
-        bool ok = std::is_signed_v<T> ? (v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                                         (std::is_same_v<T, int64_t> || v <= static_cast<int64_t>(std::numeric_limits<T>::max())))
-                                      : (v >= 0 && (sizeof(T) >= 8 || v <= static_cast<int64_t>(std::numeric_limits<T>::max())));
-        if (!ok) detail::throw_value_does_not_fit(tensor, type_name, static_cast<double>(v), static_cast<size_t>(i));
+        bool ok = std::is_signed_v<T>
+                      ? (v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                         (std::is_same_v<T, int64_t> ||
+                          v <= static_cast<int64_t>(std::numeric_limits<T>::max())))
+                      : (v >= 0 && (sizeof(T) >= 8 ||
+                                    v <= static_cast<int64_t>(std::numeric_limits<T>::max())));
+        if (!ok)
+          detail::throw_value_does_not_fit(tensor, type_name, static_cast<double>(v),
+                                           static_cast<size_t>(i));
       }
       out[i] = static_cast<T>(v);
     }
@@ -86,18 +97,30 @@ std::vector<T> from_host_buffer(const HostBuffer& b, std::string_view tensor, st
 
 template <class T>
 constexpr std::string_view type_name() {
-  if constexpr (std::is_same_v<T, float>) return "float";
-  else if constexpr (std::is_same_v<T, double>) return "double";
-  else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
-  else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
-  else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
-  else if constexpr (std::is_same_v<T, uint16_t>) return "uint16_t";
-  else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
-  else if constexpr (std::is_same_v<T, uint32_t>) return "uint32_t";
-  else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
-  else if constexpr (std::is_same_v<T, uint64_t>) return "uint64_t";
-  else if constexpr (std::is_same_v<T, bool>) return "bool";
-  else return "arithmetic type";
+  if constexpr (std::is_same_v<T, float>)
+    return "float";
+  else if constexpr (std::is_same_v<T, double>)
+    return "double";
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return "int8_t";
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return "uint8_t";
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return "int16_t";
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return "uint16_t";
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return "int32_t";
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return "uint32_t";
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return "int64_t";
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return "uint64_t";
+  else if constexpr (std::is_same_v<T, bool>)
+    return "bool";
+  else
+    return "arithmetic type";
 }
 
 }  // namespace luminal

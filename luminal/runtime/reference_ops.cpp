@@ -10,7 +10,8 @@ namespace luminal::reference {
 
 StridedView::StridedView(const View& v, const DynMap& dyn) {
   std::map<std::string, Expr, std::less<>> values;
-  for (const auto& [k, x] : dyn) values[k] = Expr(x);
+  for (const auto& [k, x] : dyn)
+    values[k] = Expr(x);
   for (size_t i = 0; i < v.dims.size(); ++i) {
     dims_.push_back(v.dims[i].eval(dyn));
     numel_ *= dims_.back();
@@ -77,11 +78,14 @@ void store(DType t, HostBuffer& b, int64_t i, C v) {
   }
 }
 
-HostBuffer make_buffer(DType t, int64_t n) { return HostBuffer{t, std::vector<uint8_t>(n * size_bytes(t))}; }
+HostBuffer make_buffer(DType t, int64_t n) {
+  return HostBuffer{t, std::vector<uint8_t>(n * size_bytes(t))};
+}
 
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims)
+    n *= d;
   return n;
 }
 
@@ -120,12 +124,18 @@ int64_t int_mod(int64_t a, int64_t b) {
 template <class C>
 C apply_unary(OpKind op, C x) {
   switch (op) {
-    case OpKind::Exp2: return std::exp2(x);
-    case OpKind::Log2: return std::log2(x);
-    case OpKind::Sin: return std::sin(x);
-    case OpKind::Recip: return C(1) / x;
-    case OpKind::Sqrt: return std::sqrt(x);
-    default: return x;
+    case OpKind::Exp2:
+      return std::exp2(x);
+    case OpKind::Log2:
+      return std::log2(x);
+    case OpKind::Sin:
+      return std::sin(x);
+    case OpKind::Recip:
+      return C(1) / x;
+    case OpKind::Sqrt:
+      return std::sqrt(x);
+    default:
+      return x;
   }
 }
 
@@ -133,17 +143,25 @@ template <class C>
 C apply_binary(OpKind op, C a, C b) {
   if constexpr (std::is_same_v<C, int64_t>) {
     switch (op) {
-      case OpKind::Add: return wrap_add(a, b);
-      case OpKind::Mul: return wrap_mul(a, b);
-      case OpKind::Mod: return int_mod(a, b);
-      default: return a < b;
+      case OpKind::Add:
+        return wrap_add(a, b);
+      case OpKind::Mul:
+        return wrap_mul(a, b);
+      case OpKind::Mod:
+        return int_mod(a, b);
+      default:
+        return a < b;
     }
   } else {
     switch (op) {
-      case OpKind::Add: return a + b;
-      case OpKind::Mul: return a * b;
-      case OpKind::Mod: return std::fmod(a, b);
-      default: return a < b ? C(1) : C(0);
+      case OpKind::Add:
+        return a + b;
+      case OpKind::Mul:
+        return a * b;
+      case OpKind::Mod:
+        return std::fmod(a, b);
+      default:
+        return a < b ? C(1) : C(0);
     }
   }
 }
@@ -168,9 +186,15 @@ HostBuffer run_unary(const Node& n, const HostBuffer& x, const StridedView& v) {
     return out;
   }
   switch (compute_of(x.dtype)) {
-    case Compute::F32: unary_loop<float>(n, x, v, out); break;
-    case Compute::F64: unary_loop<double>(n, x, v, out); break;
-    case Compute::Int: unary_loop<int64_t>(n, x, v, out); break;
+    case Compute::F32:
+      unary_loop<float>(n, x, v, out);
+      break;
+    case Compute::F64:
+      unary_loop<double>(n, x, v, out);
+      break;
+    case Compute::Int:
+      unary_loop<int64_t>(n, x, v, out);
+      break;
   }
   return out;
 }
@@ -190,13 +214,19 @@ void binary_loop(const Node& n, const HostBuffer& a, const StridedView& va, cons
   });
 }
 
-HostBuffer run_binary(const Node& n, const HostBuffer& a, const StridedView& va, const HostBuffer& b,
-                      const StridedView& vb) {
+HostBuffer run_binary(const Node& n, const HostBuffer& a, const StridedView& va,
+                      const HostBuffer& b, const StridedView& vb) {
   HostBuffer out = make_buffer(n.dtype, va.numel());
   switch (compute_of(a.dtype)) {
-    case Compute::F32: binary_loop<float>(n, a, va, b, vb, out); break;
-    case Compute::F64: binary_loop<double>(n, a, va, b, vb, out); break;
-    case Compute::Int: binary_loop<int64_t>(n, a, va, b, vb, out); break;
+    case Compute::F32:
+      binary_loop<float>(n, a, va, b, vb, out);
+      break;
+    case Compute::F64:
+      binary_loop<double>(n, a, va, b, vb, out);
+      break;
+    case Compute::Int:
+      binary_loop<int64_t>(n, a, va, b, vb, out);
+      break;
   }
   return out;
 }
@@ -210,7 +240,8 @@ HostBuffer run_reduce(const Node& n, const HostBuffer& x, const StridedView& v,
   const Compute c = compute_of(x.dtype);
   std::vector<int64_t> in_idx(v.dims().size());
   for_each_index(out_shape, [&](const std::vector<int64_t>& idx, int64_t flat) {
-    for (int k = 0, j = 0; k < static_cast<int>(in_idx.size()); ++k) in_idx[k] = k == axis ? 0 : idx[j++];
+    for (int k = 0, j = 0; k < static_cast<int>(in_idx.size()); ++k)
+      in_idx[k] = k == axis ? 0 : idx[j++];
     if (c == Compute::Int) {
       int64_t acc = is_sum ? 0 : std::numeric_limits<int64_t>::min();
       if (!is_sum) acc = static_cast<int64_t>(min_value(x.dtype));
@@ -225,9 +256,12 @@ HostBuffer run_reduce(const Node& n, const HostBuffer& x, const StridedView& v,
       for (int64_t k = 0; k < len; ++k) {
         in_idx[axis] = k;
         double e = load<double>(x.dtype, x, v.offset(in_idx));
-        if (is_sum) acc += e;
-        else if (std::isnan(e) || std::isnan(acc)) acc = NAN;
-        else acc = std::max(acc, e);
+        if (is_sum)
+          acc += e;
+        else if (std::isnan(e) || std::isnan(acc))
+          acc = NAN;
+        else
+          acc = std::max(acc, e);
       }
       if (c == Compute::F32) acc = static_cast<float>(acc);  // round once through f32
       store<double>(n.dtype, out, flat, acc);
@@ -236,8 +270,8 @@ HostBuffer run_reduce(const Node& n, const HostBuffer& x, const StridedView& v,
   return out;
 }
 
-HostBuffer run_gather(const Node& n, const HostBuffer& indexes, const StridedView& vi, const HostBuffer& data,
-                      const StridedView& vd) {
+HostBuffer run_gather(const Node& n, const HostBuffer& indexes, const StridedView& vi,
+                      const HostBuffer& data, const StridedView& vd) {
   HostBuffer out = make_buffer(n.dtype, vi.numel());
   for_each_index(vi.dims(), [&](const std::vector<int64_t>& idx, int64_t flat) {
     int64_t j = load<int64_t>(indexes.dtype, indexes, vi.offset(idx));
@@ -250,8 +284,9 @@ HostBuffer run_gather(const Node& n, const HostBuffer& indexes, const StridedVie
   return out;
 }
 
-HostBuffer run_scatter(const Node& n, const HostBuffer& dest, const StridedView& vdest, const HostBuffer& indexes,
-                       const StridedView& vi, const HostBuffer& src, const StridedView& vs) {
+HostBuffer run_scatter(const Node& n, const HostBuffer& dest, const StridedView& vdest,
+                       const HostBuffer& indexes, const StridedView& vi, const HostBuffer& src,
+                       const StridedView& vs) {
   HostBuffer out = make_buffer(n.dtype, vdest.numel());
   for_each_index(vdest.dims(), [&](const std::vector<int64_t>& idx, int64_t flat) {
     copy_element(dest, vdest.offset(idx), out, flat);
@@ -266,18 +301,23 @@ HostBuffer run_scatter(const Node& n, const HostBuffer& dest, const StridedView&
 
 HostBuffer run_constant(const Node& n) {
   HostBuffer out = make_buffer(n.dtype, 1);
-  if (is_float(n.dtype)) store_from_double(n.dtype, out.bytes.data(), 0, n.value);
-  else if (n.dtype == DType::Bool) store_from_int64(n.dtype, out.bytes.data(), 0, n.value != 0);
-  else store_from_int64(n.dtype, out.bytes.data(), 0, n.int_value);
+  if (is_float(n.dtype))
+    store_from_double(n.dtype, out.bytes.data(), 0, n.value);
+  else if (n.dtype == DType::Bool)
+    store_from_int64(n.dtype, out.bytes.data(), 0, n.value != 0);
+  else
+    store_from_int64(n.dtype, out.bytes.data(), 0, n.int_value);
   return out;
 }
 
 HostBuffer run_iota(const Node& n, const DynMap& dyn, int64_t len) {
   HostBuffer out = make_buffer(n.dtype, len);
   std::map<std::string, Expr, std::less<>> values;
-  for (const auto& [k, x] : dyn) values[k] = Expr(x);
+  for (const auto& [k, x] : dyn)
+    values[k] = Expr(x);
   Expr e = n.iota_expr.substitute(values);
-  for (int64_t i = 0; i < len; ++i) store_from_int64(n.dtype, out.bytes.data(), i, e.eval({}, i));
+  for (int64_t i = 0; i < len; ++i)
+    store_from_int64(n.dtype, out.bytes.data(), i, e.eval({}, i));
   return out;
 }
 
@@ -286,16 +326,20 @@ HostBuffer run_iota(const Node& n, const DynMap& dyn, int64_t len) {
 HostBuffer run_node(const Node& n, const std::vector<const HostBuffer*>& in, const DynMap& dyn,
                     const std::vector<int64_t>& out_shape) {
   std::vector<StridedView> views;
-  for (const Operand& o : n.inputs) views.emplace_back(o.view, dyn);
+  for (const Operand& o : n.inputs)
+    views.emplace_back(o.view, dyn);
   switch (n.op) {
-    case OpKind::Constant: return run_constant(n);
-    case OpKind::Iota: return run_iota(n, dyn, product(out_shape));
+    case OpKind::Constant:
+      return run_constant(n);
+    case OpKind::Iota:
+      return run_iota(n, dyn, product(out_shape));
     case OpKind::Cast:
     case OpKind::Exp2:
     case OpKind::Log2:
     case OpKind::Sin:
     case OpKind::Recip:
-    case OpKind::Sqrt: return run_unary(n, *in[0], views[0]);
+    case OpKind::Sqrt:
+      return run_unary(n, *in[0], views[0]);
     case OpKind::Output: {
       Node copy = n;
       copy.op = OpKind::Cast;
@@ -304,12 +348,17 @@ HostBuffer run_node(const Node& n, const std::vector<const HostBuffer*>& in, con
     case OpKind::Add:
     case OpKind::Mul:
     case OpKind::Mod:
-    case OpKind::LessThan: return run_binary(n, *in[0], views[0], *in[1], views[1]);
+    case OpKind::LessThan:
+      return run_binary(n, *in[0], views[0], *in[1], views[1]);
     case OpKind::SumReduce:
-    case OpKind::MaxReduce: return run_reduce(n, *in[0], views[0], out_shape);
-    case OpKind::Gather: return run_gather(n, *in[0], views[0], *in[1], views[1]);
-    case OpKind::Scatter: return run_scatter(n, *in[0], views[0], *in[1], views[1], *in[2], views[2]);
-    case OpKind::Input: break;
+    case OpKind::MaxReduce:
+      return run_reduce(n, *in[0], views[0], out_shape);
+    case OpKind::Gather:
+      return run_gather(n, *in[0], views[0], *in[1], views[1]);
+    case OpKind::Scatter:
+      return run_scatter(n, *in[0], views[0], *in[1], views[1], *in[2], views[2]);
+    case OpKind::Input:
+      break;
   }
   LUMINAL_ASSERT(false, "run_node: unexpected op " + std::string(op_name(n.op)));
   return {};

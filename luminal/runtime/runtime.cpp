@@ -15,20 +15,26 @@ void Runtime::set_bytes(std::string_view label, const void* data, size_t bytes) 
   NodeId id = resolve_input(label);
   DType dt = graph().node(id).dtype;
   if (bytes % size_bytes(dt) != 0) {
-    throw Error("input '" + std::string(label) + "': " + std::to_string(bytes) + " bytes is not a whole number of " +
-                std::string(name(dt)) + " elements (" + std::to_string(size_bytes(dt)) + " bytes each)");
+    throw Error("input '" + std::string(label) + "': " + std::to_string(bytes) +
+                " bytes is not a whole number of " + std::string(name(dt)) + " elements (" +
+                std::to_string(size_bytes(dt)) + " bytes each)");
   }
   HostBuffer b{dt, std::vector<uint8_t>(bytes)};
   if (bytes) std::memcpy(b.bytes.data(), data, bytes);
   set_input(id, std::move(b));
 }
 
-std::vector<uint8_t> Runtime::get_bytes(const Tensor& output) const { return output_buffer(resolve_output(output)).bytes; }
+std::vector<uint8_t> Runtime::get_bytes(const Tensor& output) const {
+  return output_buffer(resolve_output(output)).bytes;
+}
 
-std::vector<int64_t> Runtime::shape(const Tensor& output) const { return output_shape(resolve_output(output)); }
+std::vector<int64_t> Runtime::shape(const Tensor& output) const {
+  return output_shape(resolve_output(output));
+}
 
 NodeId Runtime::resolve_input(const Tensor& t) const {
-  if (!(t.graph() == graph())) throw Error("set: the tensor belongs to a different graph than this runtime's");
+  if (!(t.graph() == graph()))
+    throw Error("set: the tensor belongs to a different graph than this runtime's");
   const Node& n = graph().node(t.id());
   if (n.op != OpKind::Input) {
     throw Error("set: the tensor is the result of " + std::string(op_name(n.op)) +
@@ -39,12 +45,14 @@ NodeId Runtime::resolve_input(const Tensor& t) const {
 
 NodeId Runtime::resolve_input(std::string_view label) const {
   NodeId id = graph().find(label);
-  if (graph().node(id).op != OpKind::Input) throw Error("set: '" + std::string(label) + "' is an output, not an input");
+  if (graph().node(id).op != OpKind::Input)
+    throw Error("set: '" + std::string(label) + "' is an output, not an input");
   return id;
 }
 
 NodeId Runtime::resolve_output(const Tensor& t) const {
-  if (!(t.graph() == graph())) throw Error("get: the tensor belongs to a different graph than this runtime's");
+  if (!(t.graph() == graph()))
+    throw Error("get: the tensor belongs to a different graph than this runtime's");
   const Node& n = graph().node(t.id());
   if (n.op == OpKind::Output) return t.id();
   for (NodeId o : graph().outputs()) {
@@ -57,19 +65,22 @@ NodeId Runtime::resolve_output(const Tensor& t) const {
 
 NodeId Runtime::resolve_output(std::string_view label) const {
   NodeId id = graph().find(label);
-  if (graph().node(id).op != OpKind::Output) throw Error("get: '" + std::string(label) + "' is an input, not an output");
+  if (graph().node(id).op != OpKind::Output)
+    throw Error("get: '" + std::string(label) + "' is an input, not an output");
   return id;
 }
 
 DynMap Runtime::merged_dims(const DynMap& dyn) const {
   DynMap all = graph().dims();
-  for (const auto& [k, v] : dyn) all[k] = v;
+  for (const auto& [k, v] : dyn)
+    all[k] = v;
   Facts facts = graph().dim_facts();
   for (const auto& [k, v] : all) {
     auto it = facts.find(k);
     if (it != facts.end() && !it->second.contains(v)) {
-      throw Error("dynamic dimension " + k + " = " + std::to_string(v) + " is outside its declared range [" +
-                  std::to_string(it->second.lo) + ", " + std::to_string(it->second.hi) + "]");
+      throw Error("dynamic dimension " + k + " = " + std::to_string(v) +
+                  " is outside its declared range [" + std::to_string(it->second.lo) + ", " +
+                  std::to_string(it->second.hi) + "]");
     }
   }
   return all;

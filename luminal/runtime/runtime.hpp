@@ -33,7 +33,8 @@ class Runtime {
   template <class T>
   void set(const Tensor& input, std::span<const T> data) {
     NodeId id = resolve_input(input);
-    set_input(id, to_host_buffer(data.data(), data.size(), graph().node(id).dtype, graph().node(id).label));
+    set_input(id, to_host_buffer(data.data(), data.size(), graph().node(id).dtype,
+                                 graph().node(id).label));
   }
   template <class T>
   void set(std::string_view label, const std::vector<T>& data) {

@@ -12,12 +12,14 @@ Expr s() { return Expr::var("s"); }
 std::vector<int64_t> offsets(const View& v, const DynMap& dyn = {}) {
   std::vector<int64_t> dims = eval_shape(v.dims, dyn);
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims)
+    n *= d;
   std::vector<int64_t> out;
   std::vector<int64_t> idx(dims.size(), 0);
   for (int64_t f = 0; f < n; ++f) {
     int64_t off = 0;
-    for (size_t k = 0; k < dims.size(); ++k) off += v.strides[k].eval(dyn, idx[k]);
+    for (size_t k = 0; k < dims.size(); ++k)
+      off += v.strides[k].eval(dyn, idx[k]);
     out.push_back(off);
     for (size_t k = dims.size(); k-- > 0;) {
       if (++idx[k] < dims[k]) break;
@@ -75,7 +77,7 @@ TEST(View, MergeOfContiguousStaysLinear) {
 
 TEST(View, MergeOfPermutedIsExact) {
   View p = View::contiguous({2, 3, 4}).permute({2, 0, 1});  // [4, 2, 3]
-  View m = p.merge(1);                                       // [4, 6]
+  View m = p.merge(1);                                      // [4, 6]
   std::vector<int64_t> want = offsets(p);
   EXPECT_EQ(offsets(m), want);
   View all = m.merge(0);

@@ -5,7 +5,9 @@
 namespace luminal {
 namespace {
 
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
 
 TEST(Graph, NodesInCreationOrderAndText) {
   Graph g;
@@ -17,7 +19,8 @@ TEST(Graph, NodesInCreationOrderAndText) {
   EXPECT_EQ(nodes[0].op, OpKind::Input);
   EXPECT_EQ(nodes.back().op, OpKind::Output);
   for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Operand& o : nodes[i].inputs) EXPECT_LT(o.node, static_cast<NodeId>(i));
+    for (const Operand& o : nodes[i].inputs)
+      EXPECT_LT(o.node, static_cast<NodeId>(i));
   std::string text = g.to_text();
   EXPECT_TRUE(contains(text, "%0 = Input \"x\"() : f32[s, 4]")) << text;
   EXPECT_TRUE(contains(text, "Mul(")) << text;
@@ -118,7 +121,8 @@ TEST(Graph, ViewsAddNoNodes) {
   Graph g;
   auto x = g.tensor("x", {2, 3, 4});
   size_t before = g.nodes().size();
-  auto y = x.permute({2, 0, 1}).unsqueeze(0).squeeze(0).transpose(0, 1).expand_dim(0, 5).flatten(1, 2);
+  auto y =
+      x.permute({2, 0, 1}).unsqueeze(0).squeeze(0).transpose(0, 1).expand_dim(0, 5).flatten(1, 2);
   EXPECT_EQ(g.nodes().size(), before);
   EXPECT_EQ(y.shape(), (Shape{5, 8, 3}));
 }

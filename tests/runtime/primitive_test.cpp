@@ -37,7 +37,9 @@ TEST(Primitive, UnaryFloatOpsAllFloatTypes) {
     std::vector<double> we, wl, ws, wr, wq;
     for (double v : in) {
       bool f64 = t == DType::F64;
-      auto f = [&](double d) { return round_to(t, f64 ? d : static_cast<double>(static_cast<float>(d))); };
+      auto f = [&](double d) {
+        return round_to(t, f64 ? d : static_cast<double>(static_cast<float>(d)));
+      };
       we.push_back(f(f64 ? std::exp2(v) : std::exp2(static_cast<float>(v))));
       wl.push_back(f(f64 ? std::log2(v) : std::log2(static_cast<float>(v))));
       ws.push_back(f(f64 ? std::sin(v) : std::sin(static_cast<float>(v))));
@@ -127,8 +129,10 @@ TEST(Primitive, BinaryIntegersWrapAndTruncatedMod) {
     };
     std::vector<int64_t> wadd, wmul, wmod, wlt;
     for (size_t i = 0; i < av.size(); ++i) {
-      wadd.push_back(wrap(static_cast<int64_t>(static_cast<uint64_t>(av[i]) + static_cast<uint64_t>(bv[i]))));
-      wmul.push_back(wrap(static_cast<int64_t>(static_cast<uint64_t>(av[i]) * static_cast<uint64_t>(bv[i]))));
+      wadd.push_back(
+          wrap(static_cast<int64_t>(static_cast<uint64_t>(av[i]) + static_cast<uint64_t>(bv[i]))));
+      wmul.push_back(
+          wrap(static_cast<int64_t>(static_cast<uint64_t>(av[i]) * static_cast<uint64_t>(bv[i]))));
       wmod.push_back(bv[i] == 0 ? 0 : av[i] % bv[i]);
       wlt.push_back(av[i] < bv[i]);
     }
@@ -168,7 +172,8 @@ TEST(Primitive, CastBetweenDtypes) {
   rt.set(x, std::vector<float>{1.7f, -2.9f, NAN, 300.0f, 0.0f, 1000.0f});
   rt.execute();
   EXPECT_EQ(rt.get<int64_t>(i), (std::vector<int64_t>{1, -2, 0, 300, 0, 1000}));
-  EXPECT_EQ(rt.get<int64_t>(u), (std::vector<int64_t>{1, 254, 0, 44, 0, 232}));  // truncate, then wrap
+  EXPECT_EQ(rt.get<int64_t>(u),
+            (std::vector<int64_t>{1, 254, 0, 44, 0, 232}));  // truncate, then wrap
   expect_close(rt.get<double>(h), {1.7001953125, -2.900390625, NAN, 300, 0, 1000}, {0, 0});
   EXPECT_EQ(rt.get<int>(b), (std::vector<int>{1, 1, 1, 1, 0, 1}));
   expect_close(rt.get<double>(f8), {1.75, -3, NAN, 288, 0, 448}, {0, 0});  // saturates
@@ -303,7 +308,8 @@ TEST(Primitive, DynamicDimsAtSeveralValues) {
   ReferenceRuntime rt(g);
   for (int64_t s : {1, 2, 5, 17}) {
     std::vector<float> v(s * 2);
-    for (int64_t i = 0; i < s * 2; ++i) v[i] = static_cast<float>(i);
+    for (int64_t i = 0; i < s * 2; ++i)
+      v[i] = static_cast<float>(i);
     rt.set(x, v);
     rt.execute({{"s", s}});
     float even = 0, odd = 0;

@@ -36,7 +36,8 @@ inline std::vector<double> random_values(size_t n, double lo, double hi, uint64_
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> d(lo, hi);
   std::vector<double> v(n);
-  for (double& x : v) x = d(rng);
+  for (double& x : v)
+    x = d(rng);
   return v;
 }
 
@@ -44,7 +45,8 @@ inline std::vector<int64_t> random_ints(size_t n, int64_t lo, int64_t hi, uint64
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int64_t> d(lo, hi);
   std::vector<int64_t> v(n);
-  for (int64_t& x : v) x = d(rng);
+  for (int64_t& x : v)
+    x = d(rng);
   return v;
 }
 
