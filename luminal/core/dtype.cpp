@@ -18,79 +18,48 @@ namespace luminal {
 
 int bit_width(DType t) {
   switch (t) {
-    case DType::F32:
-      return 32;
-    case DType::F64:
-      return 64;
-    case DType::F16:
-      return 16;
-    case DType::BF16:
-      return 16;
-    case DType::TF32:
-      return 19;
-    case DType::I8:
-      return 8;
-    case DType::U8:
-      return 8;
-    case DType::I16:
-      return 16;
-    case DType::U16:
-      return 16;
-    case DType::I32:
-      return 32;
-    case DType::I64:
-      return 64;
-    case DType::Bool:
-      return 1;
-    case DType::F8E4M3:
-      return 8;
-    case DType::F8E5M2:
-      return 8;
+    case DType::F32: return 32;
+    case DType::F64: return 64;
+    case DType::F16: return 16;
+    case DType::BF16: return 16;
+    case DType::TF32: return 19;
+    case DType::I8: return 8;
+    case DType::U8: return 8;
+    case DType::I16: return 16;
+    case DType::U16: return 16;
+    case DType::I32: return 32;
+    case DType::I64: return 64;
+    case DType::Bool: return 1;
+    case DType::F8E4M3: return 8;
+    case DType::F8E5M2: return 8;
   }
   internal_error(__FILE__, __LINE__, "bit_width: invalid DType");
 }
 
 int size_bytes(DType t) {
   switch (t) {
-    case DType::TF32:
-      return 4;
-    case DType::Bool:
-      return 1;
-    default:
-      return bit_width(t) / 8;
+    case DType::TF32: return 4;
+    case DType::Bool: return 1;
+    default: return bit_width(t) / 8;
   }
 }
 
 std::string_view name(DType t) {
   switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F64:
-      return "f64";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-    case DType::TF32:
-      return "tf32";
-    case DType::I8:
-      return "i8";
-    case DType::U8:
-      return "u8";
-    case DType::I16:
-      return "i16";
-    case DType::U16:
-      return "u16";
-    case DType::I32:
-      return "i32";
-    case DType::I64:
-      return "i64";
-    case DType::Bool:
-      return "bool";
-    case DType::F8E4M3:
-      return "f8e4m3";
-    case DType::F8E5M2:
-      return "f8e5m2";
+    case DType::F32: return "f32";
+    case DType::F64: return "f64";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::TF32: return "tf32";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
+    case DType::I16: return "i16";
+    case DType::U16: return "u16";
+    case DType::I32: return "i32";
+    case DType::I64: return "i64";
+    case DType::Bool: return "bool";
+    case DType::F8E4M3: return "f8e4m3";
+    case DType::F8E5M2: return "f8e5m2";
   }
   internal_error(__FILE__, __LINE__, "name: invalid DType");
 }
@@ -160,10 +129,8 @@ bool is_float(DType t) {
     case DType::BF16:
     case DType::TF32:
     case DType::F8E4M3:
-    case DType::F8E5M2:
-      return true;
-    default:
-      return false;
+    case DType::F8E5M2: return true;
+    default: return false;
   }
 }
 
@@ -174,10 +141,8 @@ bool is_integer(DType t) {
     case DType::I16:
     case DType::U16:
     case DType::I32:
-    case DType::I64:
-      return true;
-    default:
-      return false;
+    case DType::I64: return true;
+    default: return false;
   }
 }
 
@@ -186,43 +151,27 @@ bool is_signed(DType t) {
     case DType::I8:
     case DType::I16:
     case DType::I32:
-    case DType::I64:
-      return true;
-    default:
-      return is_float(t);
+    case DType::I64: return true;
+    default: return is_float(t);
   }
 }
 
 double max_value(DType t) {
   switch (t) {
-    case DType::F32:
-      return std::numeric_limits<float>::max();
-    case DType::F64:
-      return std::numeric_limits<double>::max();
-    case DType::F16:
-      return 65504.0;
-    case DType::BF16:
-      return std::ldexp(2.0 - std::ldexp(1.0, -7), 127);
-    case DType::TF32:
-      return std::ldexp(2.0 - std::ldexp(1.0, -10), 127);
-    case DType::I8:
-      return INT8_MAX;
-    case DType::U8:
-      return UINT8_MAX;
-    case DType::I16:
-      return INT16_MAX;
-    case DType::U16:
-      return UINT16_MAX;
-    case DType::I32:
-      return INT32_MAX;
-    case DType::I64:
-      return static_cast<double>(INT64_MAX);  // rounds to 2^63
-    case DType::Bool:
-      return 1.0;
-    case DType::F8E4M3:
-      return 448.0;
-    case DType::F8E5M2:
-      return 57344.0;
+    case DType::F32: return std::numeric_limits<float>::max();
+    case DType::F64: return std::numeric_limits<double>::max();
+    case DType::F16: return 65504.0;
+    case DType::BF16: return std::ldexp(2.0 - std::ldexp(1.0, -7), 127);
+    case DType::TF32: return std::ldexp(2.0 - std::ldexp(1.0, -10), 127);
+    case DType::I8: return INT8_MAX;
+    case DType::U8: return UINT8_MAX;
+    case DType::I16: return INT16_MAX;
+    case DType::U16: return UINT16_MAX;
+    case DType::I32: return INT32_MAX;
+    case DType::I64: return static_cast<double>(INT64_MAX);  // rounds to 2^63
+    case DType::Bool: return 1.0;
+    case DType::F8E4M3: return 448.0;
+    case DType::F8E5M2: return 57344.0;
   }
   internal_error(__FILE__, __LINE__, "max_value: invalid DType");
 }
@@ -230,37 +179,24 @@ double max_value(DType t) {
 double min_value(DType t) {
   if (is_float(t)) return -max_value(t);
   switch (t) {
-    case DType::I8:
-      return INT8_MIN;
-    case DType::I16:
-      return INT16_MIN;
-    case DType::I32:
-      return INT32_MIN;
-    case DType::I64:
-      return static_cast<double>(INT64_MIN);
-    default:
-      return 0.0;  // unsigned and Bool
+    case DType::I8: return INT8_MIN;
+    case DType::I16: return INT16_MIN;
+    case DType::I32: return INT32_MIN;
+    case DType::I64: return static_cast<double>(INT64_MIN);
+    default: return 0.0;  // unsigned and Bool
   }
 }
 
 double epsilon(DType t) {
   switch (t) {
-    case DType::F32:
-      return std::ldexp(1.0, -23);
-    case DType::F64:
-      return std::ldexp(1.0, -52);
-    case DType::F16:
-      return std::ldexp(1.0, -10);
-    case DType::BF16:
-      return std::ldexp(1.0, -7);
-    case DType::TF32:
-      return std::ldexp(1.0, -10);
-    case DType::F8E4M3:
-      return std::ldexp(1.0, -3);
-    case DType::F8E5M2:
-      return std::ldexp(1.0, -2);
-    default:
-      return 0.0;
+    case DType::F32: return std::ldexp(1.0, -23);
+    case DType::F64: return std::ldexp(1.0, -52);
+    case DType::F16: return std::ldexp(1.0, -10);
+    case DType::BF16: return std::ldexp(1.0, -7);
+    case DType::TF32: return std::ldexp(1.0, -10);
+    case DType::F8E4M3: return std::ldexp(1.0, -3);
+    case DType::F8E5M2: return std::ldexp(1.0, -2);
+    default: return 0.0;
   }
 }
 
@@ -464,52 +400,26 @@ int64_t double_to_int64_sat(double v) {
 void store_wrapped(DType t, void* data, int64_t i, int64_t v) {
   const auto u = static_cast<uint64_t>(v);
   switch (t) {
-    case DType::I8:
-      write_elem(data, i, static_cast<int8_t>(u));
-      break;
-    case DType::U8:
-      write_elem(data, i, static_cast<uint8_t>(u));
-      break;
-    case DType::I16:
-      write_elem(data, i, static_cast<int16_t>(u));
-      break;
-    case DType::U16:
-      write_elem(data, i, static_cast<uint16_t>(u));
-      break;
-    case DType::I32:
-      write_elem(data, i, static_cast<int32_t>(u));
-      break;
-    case DType::I64:
-      write_elem(data, i, v);
-      break;
-    default:
-      LUMINAL_ASSERT(false, "store_wrapped: not an integer dtype");
+    case DType::I8: write_elem(data, i, static_cast<int8_t>(u)); break;
+    case DType::U8: write_elem(data, i, static_cast<uint8_t>(u)); break;
+    case DType::I16: write_elem(data, i, static_cast<int16_t>(u)); break;
+    case DType::U16: write_elem(data, i, static_cast<uint16_t>(u)); break;
+    case DType::I32: write_elem(data, i, static_cast<int32_t>(u)); break;
+    case DType::I64: write_elem(data, i, v); break;
+    default: LUMINAL_ASSERT(false, "store_wrapped: not an integer dtype");
   }
 }
 
 // Writes a float-typed element from an f32 value (F64 is handled by the callers).
 void store_float_from_f32(DType t, void* data, int64_t i, float f) {
   switch (t) {
-    case DType::F32:
-      write_elem(data, i, f);
-      break;
-    case DType::TF32:
-      write_elem(data, i, round_to_tf32(f));
-      break;
-    case DType::F16:
-      write_elem(data, i, f32_to_f16_bits(f));
-      break;
-    case DType::BF16:
-      write_elem(data, i, f32_to_bf16_bits(f));
-      break;
-    case DType::F8E4M3:
-      write_elem(data, i, f32_to_f8e4m3_bits(f));
-      break;
-    case DType::F8E5M2:
-      write_elem(data, i, f32_to_f8e5m2_bits(f));
-      break;
-    default:
-      LUMINAL_ASSERT(false, "store_float_from_f32: not a sub-64-bit float dtype");
+    case DType::F32: write_elem(data, i, f); break;
+    case DType::TF32: write_elem(data, i, round_to_tf32(f)); break;
+    case DType::F16: write_elem(data, i, f32_to_f16_bits(f)); break;
+    case DType::BF16: write_elem(data, i, f32_to_bf16_bits(f)); break;
+    case DType::F8E4M3: write_elem(data, i, f32_to_f8e4m3_bits(f)); break;
+    case DType::F8E5M2: write_elem(data, i, f32_to_f8e5m2_bits(f)); break;
+    default: LUMINAL_ASSERT(false, "store_float_from_f32: not a sub-64-bit float dtype");
   }
 }
 
@@ -517,56 +427,34 @@ void store_float_from_f32(DType t, void* data, int64_t i, float f) {
 
 double load_as_double(DType t, const void* data, int64_t i) {
   switch (t) {
-    case DType::F32:
-      return read_elem<float>(data, i);
-    case DType::F64:
-      return read_elem<double>(data, i);
-    case DType::F16:
-      return f16_bits_to_f32(read_elem<uint16_t>(data, i));
-    case DType::BF16:
-      return bf16_bits_to_f32(read_elem<uint16_t>(data, i));
-    case DType::TF32:
-      return read_elem<float>(data, i);
-    case DType::I8:
-      return read_elem<int8_t>(data, i);
-    case DType::U8:
-      return read_elem<uint8_t>(data, i);
-    case DType::I16:
-      return read_elem<int16_t>(data, i);
-    case DType::U16:
-      return read_elem<uint16_t>(data, i);
-    case DType::I32:
-      return read_elem<int32_t>(data, i);
-    case DType::I64:
-      return static_cast<double>(read_elem<int64_t>(data, i));
-    case DType::Bool:
-      return read_elem<uint8_t>(data, i) != 0 ? 1.0 : 0.0;
-    case DType::F8E4M3:
-      return f8e4m3_bits_to_f32(read_elem<uint8_t>(data, i));
-    case DType::F8E5M2:
-      return f8e5m2_bits_to_f32(read_elem<uint8_t>(data, i));
+    case DType::F32: return read_elem<float>(data, i);
+    case DType::F64: return read_elem<double>(data, i);
+    case DType::F16: return f16_bits_to_f32(read_elem<uint16_t>(data, i));
+    case DType::BF16: return bf16_bits_to_f32(read_elem<uint16_t>(data, i));
+    case DType::TF32: return read_elem<float>(data, i);
+    case DType::I8: return read_elem<int8_t>(data, i);
+    case DType::U8: return read_elem<uint8_t>(data, i);
+    case DType::I16: return read_elem<int16_t>(data, i);
+    case DType::U16: return read_elem<uint16_t>(data, i);
+    case DType::I32: return read_elem<int32_t>(data, i);
+    case DType::I64: return static_cast<double>(read_elem<int64_t>(data, i));
+    case DType::Bool: return read_elem<uint8_t>(data, i) != 0 ? 1.0 : 0.0;
+    case DType::F8E4M3: return f8e4m3_bits_to_f32(read_elem<uint8_t>(data, i));
+    case DType::F8E5M2: return f8e5m2_bits_to_f32(read_elem<uint8_t>(data, i));
   }
   internal_error(__FILE__, __LINE__, "load_as_double: invalid DType");
 }
 
 int64_t load_as_int64(DType t, const void* data, int64_t i) {
   switch (t) {
-    case DType::I8:
-      return read_elem<int8_t>(data, i);
-    case DType::U8:
-      return read_elem<uint8_t>(data, i);
-    case DType::I16:
-      return read_elem<int16_t>(data, i);
-    case DType::U16:
-      return read_elem<uint16_t>(data, i);
-    case DType::I32:
-      return read_elem<int32_t>(data, i);
-    case DType::I64:
-      return read_elem<int64_t>(data, i);
-    case DType::Bool:
-      return read_elem<uint8_t>(data, i) != 0 ? 1 : 0;
-    default:
-      return double_to_int64_sat(load_as_double(t, data, i));
+    case DType::I8: return read_elem<int8_t>(data, i);
+    case DType::U8: return read_elem<uint8_t>(data, i);
+    case DType::I16: return read_elem<int16_t>(data, i);
+    case DType::U16: return read_elem<uint16_t>(data, i);
+    case DType::I32: return read_elem<int32_t>(data, i);
+    case DType::I64: return read_elem<int64_t>(data, i);
+    case DType::Bool: return read_elem<uint8_t>(data, i) != 0 ? 1 : 0;
+    default: return double_to_int64_sat(load_as_double(t, data, i));
   }
 }
 

@@ -23,6 +23,7 @@ void ReferenceRuntime::set_input(NodeId id, HostBuffer data) {
 }
 
 void ReferenceRuntime::execute(const DynMap& dyn_in) {
+  executed_ = false;  // stays false if this run throws
   const DynMap dyn = merged_dims(dyn_in);
   check_dims(dyn);
   const std::vector<Node>& nodes = graph_.nodes();
@@ -35,38 +36,52 @@ void ReferenceRuntime::execute(const DynMap& dyn_in) {
     for (const Operand& in : nodes[i].inputs)
       needed[in.node] = true;
   }
+  // Each value is freed after its last consumer runs; inputs are read in place.
+  std::vector<size_t> last_use(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (needed[i])
+      for (const Operand& in : nodes[i].inputs)
+        last_use[in.node] = i;
   values_.assign(nodes.size(), HostBuffer{});
   shapes_.assign(nodes.size(), {});
+  std::vector<const HostBuffer*> value_of(nodes.size(), nullptr);
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!needed[i]) continue;
     const Node& n = nodes[i];
     shapes_[i] = eval_shape(n.shape, dyn);
     if (n.op == OpKind::Input) {
-      auto it = inputs_.find(static_cast<NodeId>(i));
-      if (it == inputs_.end()) {
-        throw Error("input '" + n.label + "' has no data: call runtime.set(\"" + n.label +
-                    "\", ...) before execute()");
-      }
-      int64_t need = 1;
-      for (int64_t d : shapes_[i])
-        need *= d;
-      if (it->second.numel() != need) {
-        throw Error("input '" + n.label + "' was given " + std::to_string(it->second.numel()) +
-                    " elements but its shape " + shape_to_string(n.shape) + " needs " +
-                    std::to_string(need) + " at these dims");
-      }
-      values_[i] = it->second;
+      value_of[i] = &checked_input(static_cast<NodeId>(i), shapes_[i]);
       continue;
     }
     std::vector<const HostBuffer*> in;
     for (const Operand& o : n.inputs)
-      in.push_back(&values_[o.node]);
+      in.push_back(value_of[o.node]);
     values_[i] = reference::run_node(n, in, dyn, shapes_[i]);
+    value_of[i] = &values_[i];
+    for (const Operand& o : n.inputs)
+      if (last_use[o.node] == i && nodes[o.node].op != OpKind::Input)
+        values_[o.node] = HostBuffer{};
   }
-  // Free what no output needs to keep.
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].op != OpKind::Output) values_[i] = HostBuffer{};
   executed_ = true;
+}
+
+const HostBuffer& ReferenceRuntime::checked_input(NodeId id,
+                                                  const std::vector<int64_t>& shape) const {
+  const Node& n = graph_.node(id);
+  auto it = inputs_.find(id);
+  if (it == inputs_.end()) {
+    throw Error("input '" + n.label + "' has no data: call runtime.set(\"" + n.label +
+                "\", ...) before execute()");
+  }
+  int64_t need = 1;
+  for (int64_t d : shape)
+    need *= d;
+  if (it->second.numel() != need) {
+    throw Error("input '" + n.label + "' was given " + std::to_string(it->second.numel()) +
+                " elements but its shape " + shape_to_string(n.shape) + " needs " +
+                std::to_string(need) + " at these dims");
+  }
+  return it->second;
 }
 
 const HostBuffer& ReferenceRuntime::output_buffer(NodeId id) const {

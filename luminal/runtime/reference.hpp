@@ -28,6 +28,9 @@ class ReferenceRuntime : public Runtime {
   std::vector<int64_t> output_shape(NodeId id) const override;
 
  private:
+  /// The data set for an input, checked against its shape at these dims.
+  const HostBuffer& checked_input(NodeId id, const std::vector<int64_t>& shape) const;
+
   Graph graph_;
   std::map<NodeId, HostBuffer> inputs_;
   std::vector<HostBuffer> values_;

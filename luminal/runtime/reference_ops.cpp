@@ -124,18 +124,12 @@ int64_t int_mod(int64_t a, int64_t b) {
 template <class C>
 C apply_unary(OpKind op, C x) {
   switch (op) {
-    case OpKind::Exp2:
-      return std::exp2(x);
-    case OpKind::Log2:
-      return std::log2(x);
-    case OpKind::Sin:
-      return std::sin(x);
-    case OpKind::Recip:
-      return C(1) / x;
-    case OpKind::Sqrt:
-      return std::sqrt(x);
-    default:
-      return x;
+    case OpKind::Exp2: return std::exp2(x);
+    case OpKind::Log2: return std::log2(x);
+    case OpKind::Sin: return std::sin(x);
+    case OpKind::Recip: return C(1) / x;
+    case OpKind::Sqrt: return std::sqrt(x);
+    default: return x;
   }
 }
 
@@ -143,25 +137,17 @@ template <class C>
 C apply_binary(OpKind op, C a, C b) {
   if constexpr (std::is_same_v<C, int64_t>) {
     switch (op) {
-      case OpKind::Add:
-        return wrap_add(a, b);
-      case OpKind::Mul:
-        return wrap_mul(a, b);
-      case OpKind::Mod:
-        return int_mod(a, b);
-      default:
-        return a < b;
+      case OpKind::Add: return wrap_add(a, b);
+      case OpKind::Mul: return wrap_mul(a, b);
+      case OpKind::Mod: return int_mod(a, b);
+      default: return a < b;
     }
   } else {
     switch (op) {
-      case OpKind::Add:
-        return a + b;
-      case OpKind::Mul:
-        return a * b;
-      case OpKind::Mod:
-        return std::fmod(a, b);
-      default:
-        return a < b ? C(1) : C(0);
+      case OpKind::Add: return a + b;
+      case OpKind::Mul: return a * b;
+      case OpKind::Mod: return std::fmod(a, b);
+      default: return a < b ? C(1) : C(0);
     }
   }
 }
@@ -186,15 +172,9 @@ HostBuffer run_unary(const Node& n, const HostBuffer& x, const StridedView& v) {
     return out;
   }
   switch (compute_of(x.dtype)) {
-    case Compute::F32:
-      unary_loop<float>(n, x, v, out);
-      break;
-    case Compute::F64:
-      unary_loop<double>(n, x, v, out);
-      break;
-    case Compute::Int:
-      unary_loop<int64_t>(n, x, v, out);
-      break;
+    case Compute::F32: unary_loop<float>(n, x, v, out); break;
+    case Compute::F64: unary_loop<double>(n, x, v, out); break;
+    case Compute::Int: unary_loop<int64_t>(n, x, v, out); break;
   }
   return out;
 }
@@ -218,15 +198,9 @@ HostBuffer run_binary(const Node& n, const HostBuffer& a, const StridedView& va,
                       const HostBuffer& b, const StridedView& vb) {
   HostBuffer out = make_buffer(n.dtype, va.numel());
   switch (compute_of(a.dtype)) {
-    case Compute::F32:
-      binary_loop<float>(n, a, va, b, vb, out);
-      break;
-    case Compute::F64:
-      binary_loop<double>(n, a, va, b, vb, out);
-      break;
-    case Compute::Int:
-      binary_loop<int64_t>(n, a, va, b, vb, out);
-      break;
+    case Compute::F32: binary_loop<float>(n, a, va, b, vb, out); break;
+    case Compute::F64: binary_loop<double>(n, a, va, b, vb, out); break;
+    case Compute::Int: binary_loop<int64_t>(n, a, va, b, vb, out); break;
   }
   return out;
 }
@@ -329,17 +303,14 @@ HostBuffer run_node(const Node& n, const std::vector<const HostBuffer*>& in, con
   for (const Operand& o : n.inputs)
     views.emplace_back(o.view, dyn);
   switch (n.op) {
-    case OpKind::Constant:
-      return run_constant(n);
-    case OpKind::Iota:
-      return run_iota(n, dyn, product(out_shape));
+    case OpKind::Constant: return run_constant(n);
+    case OpKind::Iota: return run_iota(n, dyn, product(out_shape));
     case OpKind::Cast:
     case OpKind::Exp2:
     case OpKind::Log2:
     case OpKind::Sin:
     case OpKind::Recip:
-    case OpKind::Sqrt:
-      return run_unary(n, *in[0], views[0]);
+    case OpKind::Sqrt: return run_unary(n, *in[0], views[0]);
     case OpKind::Output: {
       Node copy = n;
       copy.op = OpKind::Cast;
@@ -348,17 +319,13 @@ HostBuffer run_node(const Node& n, const std::vector<const HostBuffer*>& in, con
     case OpKind::Add:
     case OpKind::Mul:
     case OpKind::Mod:
-    case OpKind::LessThan:
-      return run_binary(n, *in[0], views[0], *in[1], views[1]);
+    case OpKind::LessThan: return run_binary(n, *in[0], views[0], *in[1], views[1]);
     case OpKind::SumReduce:
-    case OpKind::MaxReduce:
-      return run_reduce(n, *in[0], views[0], out_shape);
-    case OpKind::Gather:
-      return run_gather(n, *in[0], views[0], *in[1], views[1]);
+    case OpKind::MaxReduce: return run_reduce(n, *in[0], views[0], out_shape);
+    case OpKind::Gather: return run_gather(n, *in[0], views[0], *in[1], views[1]);
     case OpKind::Scatter:
       return run_scatter(n, *in[0], views[0], *in[1], views[1], *in[2], views[2]);
-    case OpKind::Input:
-      break;
+    case OpKind::Input: break;
   }
   LUMINAL_ASSERT(false, "run_node: unexpected op " + std::string(op_name(n.op)));
   return {};
