@@ -70,7 +70,8 @@ size_t compute_hash(const ExprNode& n) {
   size_t h = (static_cast<size_t>(n.kind) + 1) * 0x100000001b3ULL;
   h = mix(h, std::hash<int64_t>{}(n.value));
   if (!n.name.empty()) h = mix(h, std::hash<std::string>{}(n.name));
-  for (Node c : n.children) h = mix(h, c->hash);
+  for (Node c : n.children)
+    h = mix(h, c->hash);
   return h;
 }
 
@@ -104,7 +105,8 @@ Node intern_node(ExprNode&& tmp) {
   } else if (tmp.kind != Kind::Var) {
     std::vector<Interval> kids;
     kids.reserve(tmp.children.size());
-    for (Node c : tmp.children) kids.push_back(c->ubounds);
+    for (Node c : tmp.children)
+      kids.push_back(c->ubounds);
     tmp.ubounds = local_bounds(&tmp, kids.data());
   }
   auto* n = new ExprNode(std::move(tmp));
@@ -210,9 +212,7 @@ Node term_node(const Term& t) {
 Poly to_poly(Node n) {
   Poly p;
   switch (n->kind) {
-    case Kind::Const:
-      p.constant = n->value;
-      break;
+    case Kind::Const: p.constant = n->value; break;
     case Kind::Add:
       p.terms.reserve(n->children.size());
       for (Node c : n->children) {
@@ -222,8 +222,7 @@ Poly to_poly(Node n) {
           p.terms.push_back(term_of(c));
       }
       break;
-    default:
-      p.terms.push_back(term_of(n));
+    default: p.terms.push_back(term_of(n));
   }
   return p;
 }
@@ -231,7 +230,8 @@ Poly to_poly(Node n) {
 Node from_poly(const Poly& p) {
   std::vector<Node> kids;
   kids.reserve(p.terms.size() + 1);
-  for (const Term& t : p.terms) kids.push_back(term_node(t));
+  for (const Term& t : p.terms)
+    kids.push_back(term_node(t));
   if (p.constant != 0 || kids.empty()) kids.push_back(intern_const(p.constant));
   if (kids.size() == 1) return kids[0];
   return intern(Kind::Add, std::move(kids));
@@ -296,7 +296,8 @@ Poly poly_mul(const Poly& a, const Poly& b) {
     }
   }
   if (a.constant != 0) {
-    for (const Term& tb : b.terms) r.terms.push_back({checked_mul(a.constant, tb.coef), tb.atoms});
+    for (const Term& tb : b.terms)
+      r.terms.push_back({checked_mul(a.constant, tb.coef), tb.atoms});
   }
   normalize(r);
   return r;
@@ -329,40 +330,34 @@ Node mul(Node a, Node b) {
 Node rebuild(Node orig, const std::vector<Node>& kids, BoundsCtx* ctx) {
   switch (orig->kind) {
     case Kind::Const:
-    case Kind::Var:
-      return orig;
+    case Kind::Var: return orig;
     case Kind::Add: {
       Poly p;
       for (Node k : kids) {
         Poly q = to_poly(k);
         p.constant = checked_add(p.constant, q.constant);
-        for (Term& t : q.terms) p.terms.push_back(std::move(t));
+        for (Term& t : q.terms)
+          p.terms.push_back(std::move(t));
       }
       normalize(p);
       return from_poly(p);
     }
     case Kind::Mul: {
       Node r = kids[0];
-      for (size_t i = 1; i < kids.size(); ++i) r = mul(r, kids[i]);
+      for (size_t i = 1; i < kids.size(); ++i)
+        r = mul(r, kids[i]);
       return r;
     }
-    case Kind::Div:
-      return make_div(kids[0], kids[1], ctx);
-    case Kind::Mod:
-      return make_mod(kids[0], kids[1], ctx);
+    case Kind::Div: return make_div(kids[0], kids[1], ctx);
+    case Kind::Mod: return make_mod(kids[0], kids[1], ctx);
     case Kind::Min:
-    case Kind::Max:
-      return make_minmax(orig->kind, kids[0], kids[1], ctx);
-    case Kind::Lt:
-      return make_lt(kids[0], kids[1], ctx);
-    case Kind::Le:
-      return make_le(kids[0], kids[1], ctx);
+    case Kind::Max: return make_minmax(orig->kind, kids[0], kids[1], ctx);
+    case Kind::Lt: return make_lt(kids[0], kids[1], ctx);
+    case Kind::Le: return make_le(kids[0], kids[1], ctx);
     case Kind::Eq:
-    case Kind::Ne:
-      return make_eq(orig->kind, kids[0], kids[1], ctx);
+    case Kind::Ne: return make_eq(orig->kind, kids[0], kids[1], ctx);
     case Kind::And:
-    case Kind::Or:
-      return make_logic(orig->kind, kids[0], kids[1]);
+    case Kind::Or: return make_logic(orig->kind, kids[0], kids[1]);
   }
   internal_error(__FILE__, __LINE__, "unknown expression kind");
 }
@@ -393,7 +388,8 @@ void collect_vars(Node n, std::unordered_set<Node>& seen, std::vector<std::strin
     out.push_back(n->name);
     return;
   }
-  for (Node c : n->children) collect_vars(c, seen, out);
+  for (Node c : n->children)
+    collect_vars(c, seen, out);
 }
 
 bool mentions(Node n, Node v, std::unordered_map<Node, bool>& memo) {
@@ -468,14 +464,16 @@ int64_t Expr::as_const() const {
 
 const std::string& Expr::var_name() const {
   if (node_->kind != Kind::Var)
-    throw Error("var_name() called on the expression '" + to_string() + "', which is not a variable");
+    throw Error("var_name() called on the expression '" + to_string() +
+                "', which is not a variable");
   return node_->name;
 }
 
 std::vector<Expr> Expr::children() const {
   std::vector<Expr> out;
   out.reserve(node_->children.size());
-  for (Node c : node_->children) out.push_back(Expr(c));
+  for (Node c : node_->children)
+    out.push_back(Expr(c));
   return out;
 }
 
@@ -497,8 +495,7 @@ bool Expr::has_var(std::string_view name) const {
 Expr Expr::substitute(std::string_view name, const Expr& with) const {
   std::unordered_map<Node, Node> memo;
   return Expr(substitute_rec(
-      node_, [&](const std::string& n) -> Node { return n == name ? with.node_ : nullptr; },
-      memo));
+      node_, [&](const std::string& n) -> Node { return n == name ? with.node_ : nullptr; }, memo));
 }
 
 Expr Expr::substitute(const std::map<std::string, Expr, std::less<>>& with) const {
@@ -553,12 +550,8 @@ Expr operator+(const Expr& a, const Expr& b) { return wrap(add(a.node(), b.node(
 Expr operator-(const Expr& a, const Expr& b) { return wrap(sub(a.node(), b.node())); }
 Expr operator-(const Expr& a) { return wrap(neg(a.node())); }
 Expr operator*(const Expr& a, const Expr& b) { return wrap(mul(a.node(), b.node())); }
-Expr operator/(const Expr& a, const Expr& b) {
-  return wrap(make_div(a.node(), b.node(), nullptr));
-}
-Expr operator%(const Expr& a, const Expr& b) {
-  return wrap(make_mod(a.node(), b.node(), nullptr));
-}
+Expr operator/(const Expr& a, const Expr& b) { return wrap(make_div(a.node(), b.node(), nullptr)); }
+Expr operator%(const Expr& a, const Expr& b) { return wrap(make_mod(a.node(), b.node(), nullptr)); }
 
 Expr ceil_div(const Expr& a, const Expr& b) { return -((-a) / b); }
 Expr min(const Expr& a, const Expr& b) {

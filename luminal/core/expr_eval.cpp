@@ -93,8 +93,7 @@ i128 ev_wide(Node n, const EvalCtx& c) {
 int64_t ev(Node n, const EvalCtx& c) {
   const auto& k = n->children;
   switch (n->kind) {
-    case Kind::Const:
-      return n->value;
+    case Kind::Const: return n->value;
     case Kind::Var: {
       if (c.has_z && n->name.size() == 1 && n->name[0] == 'z') return c.z;
       auto it = c.dyn->find(n->name);
@@ -126,14 +125,10 @@ int64_t ev(Node n, const EvalCtx& c) {
       int64_t a = ev(k[0], c), b = ev(k[1], c);
       return a > b ? a : b;
     }
-    case Kind::Lt:
-      return ev_wide(k[0], c) < ev_wide(k[1], c) ? 1 : 0;
-    case Kind::Le:
-      return ev_wide(k[0], c) <= ev_wide(k[1], c) ? 1 : 0;
-    case Kind::Eq:
-      return ev_wide(k[0], c) == ev_wide(k[1], c) ? 1 : 0;
-    case Kind::Ne:
-      return ev_wide(k[0], c) != ev_wide(k[1], c) ? 1 : 0;
+    case Kind::Lt: return ev_wide(k[0], c) < ev_wide(k[1], c) ? 1 : 0;
+    case Kind::Le: return ev_wide(k[0], c) <= ev_wide(k[1], c) ? 1 : 0;
+    case Kind::Eq: return ev_wide(k[0], c) == ev_wide(k[1], c) ? 1 : 0;
+    case Kind::Ne: return ev_wide(k[0], c) != ev_wide(k[1], c) ? 1 : 0;
     case Kind::And: {
       bool a = ev(k[0], c) != 0, b = ev(k[1], c) != 0;
       return a && b ? 1 : 0;

@@ -107,6 +107,8 @@ struct BoundsCtx {
 };
 bool has_facts(const BoundsCtx* ctx);
 Interval bounds(Node n, BoundsCtx* ctx);
+// Range of `a op b` (op a comparison kind) for a, b in the given ranges: {0,0}, {1,1} or {0,1}.
+Interval cmp_bounds(Kind op, Interval a, Interval b);
 // Bounds of n from its children's bounds (not used for Const/Var).
 Interval local_bounds(Node n, const Interval* child);
 

@@ -133,7 +133,8 @@ class Printer {
     int prec = (kind == Kind::Eq || kind == Kind::Ne) ? kEquality : kRelational;
     Poly p = to_poly(a);
     bool split = is_const(b) && b->value == 0 && p.constant != INT64_MIN && kind != Kind::Lt;
-    for (const Term& t : p.terms) split = split && t.coef != INT64_MIN;
+    for (const Term& t : p.terms)
+      split = split && t.coef != INT64_MIN;
     if (!split) return {at(a, kAdditive) + op + at(b, kAdditive), prec};
     Poly lhs, rhs;
     for (const Term& t : p.terms) {
@@ -175,7 +176,8 @@ class Printer {
   Text div_mod(Node n) {
     Node a = n->children[0], b = n->children[1];
     bool is_div = n->kind == Kind::Div;
-    if (!c_mode()) return {at(a, kPrimary) + (is_div ? "/" : "%") + at(b, kPrimary), kMultiplicative};
+    if (!c_mode())
+      return {at(a, kPrimary) + (is_div ? "/" : "%") + at(b, kPrimary), kMultiplicative};
     if (bounds(a, ctx_).lo >= 0 && bounds(b, ctx_).lo >= 1) {
       return {at(a, kPrimary) + (is_div ? " / " : " % ") + at(b, kPrimary), kMultiplicative};
     }
@@ -195,30 +197,24 @@ class Printer {
 
   Text print(Node n) {
     switch (n->kind) {
-      case Kind::Const:
-        return constant(n->value);
+      case Kind::Const: return constant(n->value);
       case Kind::Var: {
         if (!c_mode() || var_name_ == nullptr || !*var_name_) return {n->name, kPrimary};
         std::string s = (*var_name_)(n->name);
         return {is_identifier(s) ? s : "(" + s + ")", kPrimary};
       }
       case Kind::Add:
-      case Kind::Mul:
-        return poly(to_poly(n));
+      case Kind::Mul: return poly(to_poly(n));
       case Kind::Div:
-      case Kind::Mod:
-        return div_mod(n);
+      case Kind::Mod: return div_mod(n);
       case Kind::Min:
-      case Kind::Max:
-        return minmax(n);
+      case Kind::Max: return minmax(n);
       case Kind::Lt:
       case Kind::Le:
       case Kind::Eq:
-      case Kind::Ne:
-        return comparison(n->kind, n);
+      case Kind::Ne: return comparison(n->kind, n);
       case Kind::And:
-      case Kind::Or:
-        return logic(n->kind, n);
+      case Kind::Or: return logic(n->kind, n);
     }
     return {"?", kPrimary};
   }

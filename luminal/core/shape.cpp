@@ -148,7 +148,7 @@ View View::squeeze(int axis) const {
 View View::repeat(int axis, Expr times) const {
   int a = normalize_axis(axis, rank(), "repeat");
   View v = *this;
-  v.strides[a] = at(strides[a], Expr::z() % dims[a]);
+  if (dims[a] != Expr(0)) v.strides[a] = at(strides[a], Expr::z() % dims[a]);  // (empty: no z % 0)
   v.dims[a] = dims[a] * times;
   return v;
 }
@@ -164,6 +164,8 @@ View View::merge(int axis) const {
   auto co = linear_coefficient(outer), ci = linear_coefficient(inner);
   if (inner_dim == Expr(1)) {
     merged = outer;
+  } else if (inner_dim == Expr(0) || dims[a] == Expr(0)) {
+    merged = 0;  // an empty axis: no element is read (and no z / 0)
   } else if (dims[a] == Expr(1)) {
     merged = inner;
   } else if (co && ci && *co == *ci * inner_dim) {

@@ -1,6 +1,7 @@
 // Elementwise high-level ops lowered to primitives.
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "luminal/core/error.hpp"
 #include "luminal/ir/prim.hpp"
@@ -13,17 +14,11 @@ namespace {
 using prim::scalar_for;
 using prim::scalar_like;
 
-bool low_precision_float(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::TF32 || t == DType::F8E4M3 ||
-         t == DType::F8E5M2;
-}
-
-// Composite float math on 16/8-bit floats runs in f32 and rounds once at the end.
+// A float-only op; composite math on 16/8-bit floats runs in f32 and rounds once at the end.
 template <class F>
 Tensor in_f32(const Tensor& x, std::string_view op, F&& fn) {
   prim::require_float(x, op);
-  if (!low_precision_float(x.dtype())) return fn(x);
-  return fn(x.cast(DType::F32)).cast(x.dtype());
+  return prim::in_f32(x, std::forward<F>(fn));
 }
 
 Tensor bool_not(const Tensor& b) { return prim::binary(OpKind::LessThan, b, scalar_like(b, 1)); }
@@ -32,14 +27,63 @@ Tensor bool_or(const Tensor& a, const Tensor& b) { return prim::binary(OpKind::A
 Tensor as_bool(const Tensor& x) { return x.dtype() == DType::Bool ? x : x.ne(0); }
 
 Tensor not_nan(const Tensor& x) {
-  return is_float(x.dtype()) ? bool_not(x.isnan()) : x.graph().ones({}, DType::Bool).expand(
-                                                         std::vector<Dim>(x.shape().begin(), x.shape().end()));
+  return is_float(x.dtype()) ? bool_not(x.isnan())
+                             : x.graph()
+                                   .ones({}, DType::Bool)
+                                   .expand(std::vector<Dim>(x.shape().begin(), x.shape().end()));
 }
 
 void no_bool(const Tensor& x, std::string_view op) {
   if (x.dtype() == DType::Bool) {
-    throw Error(std::string(op) + " is not defined for bool tensors; cast to an integer or float dtype first");
+    throw Error(std::string(op) +
+                " is not defined for bool tensors; cast to an integer or float dtype first");
   }
+}
+
+// Both operands must have one dtype; errors name the op the caller used.
+void same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
+  if (a.dtype() != b.dtype()) {
+    throw Error(std::string(op) + ": dtypes differ (" + std::string(name(a.dtype())) +
+                shape_to_string(a.shape()) + " vs " + std::string(name(b.dtype())) +
+                shape_to_string(b.shape()) + "); cast one side so both match");
+  }
+}
+
+// Same dtype, then broadcast to the common shape.
+std::pair<Tensor, Tensor> operands(const Tensor& a, const Tensor& b, std::string_view op) {
+  same_dtype(a, b, op);
+  return prim::broadcast(a, b, op);
+}
+
+// Integer tensors against a scalar outside their dtype's range (which would wrap as a constant):
+// every element is on the same side of it. Returns the answer when s is below / above the range.
+std::optional<bool> beyond_range(const Tensor& x, double s, bool if_below, bool if_above) {
+  if (!is_integer(x.dtype())) return std::nullopt;
+  if (s < min_value(x.dtype())) return if_below;
+  if (s >= max_value(x.dtype()) + 1.0) return if_above;  // +1: I64's max is 2^63 as a double
+  return std::nullopt;
+}
+
+Tensor all_bool(const Tensor& x, bool value) {
+  std::vector<Dim> dims(x.shape().begin(), x.shape().end());
+  return x.graph().constant(value ? 1 : 0, DType::Bool).expand(dims);
+}
+
+// a <= b: not (b < a), and false when either side is NaN.
+Tensor less_equal(const Tensor& a, const Tensor& b, std::string_view op) {
+  auto [x, y] = operands(a, b, op);
+  Tensor r = bool_not(prim::binary(OpKind::LessThan, y, x));
+  if (!is_float(x.dtype())) return r;
+  return bool_and(r, bool_and(not_nan(x), not_nan(y)));
+}
+
+// a == b: neither is less, and false when either side is NaN.
+Tensor equal(const Tensor& a, const Tensor& b, std::string_view op) {
+  auto [x, y] = operands(a, b, op);
+  Tensor r = bool_and(bool_not(prim::binary(OpKind::LessThan, x, y)),
+                      bool_not(prim::binary(OpKind::LessThan, y, x)));
+  if (!is_float(x.dtype())) return r;
+  return bool_and(r, bool_and(not_nan(x), not_nan(y)));
 }
 
 }  // namespace
@@ -51,11 +95,12 @@ Tensor Tensor::cast(DType to) const {
 
 Tensor Tensor::neg() const {
   no_bool(*this, "neg");
-  return *this * -1.0;
+  return mul(scalar_like(*this, -1));  // -1 wraps to the maximum for unsigned dtypes
 }
 
 Tensor Tensor::exp2() const {
-  return in_f32(*this, "exp2", [](const Tensor& x) { return prim::unary(OpKind::Exp2, x, x.dtype()); });
+  return in_f32(*this, "exp2",
+                [](const Tensor& x) { return prim::unary(OpKind::Exp2, x, x.dtype()); });
 }
 
 Tensor Tensor::exp() const {
@@ -65,7 +110,8 @@ Tensor Tensor::exp() const {
 }
 
 Tensor Tensor::log2() const {
-  return in_f32(*this, "log2", [](const Tensor& x) { return prim::unary(OpKind::Log2, x, x.dtype()); });
+  return in_f32(*this, "log2",
+                [](const Tensor& x) { return prim::unary(OpKind::Log2, x, x.dtype()); });
 }
 
 Tensor Tensor::log() const {
@@ -75,12 +121,16 @@ Tensor Tensor::log() const {
 }
 
 Tensor Tensor::sin() const {
-  return in_f32(*this, "sin", [](const Tensor& x) { return prim::unary(OpKind::Sin, x, x.dtype()); });
+  return in_f32(*this, "sin",
+                [](const Tensor& x) { return prim::unary(OpKind::Sin, x, x.dtype()); });
 }
 
 Tensor Tensor::cos() const {
+  // 1 - 2*sin(x/2)^2: x/2 is exact, so the error stays a few eps for any |x| (sin(x + pi/2)
+  // would round x + pi/2, an absolute error of ~|x|*eps).
   return in_f32(*this, "cos", [](const Tensor& x) {
-    return prim::unary(OpKind::Sin, x + std::numbers::pi / 2, x.dtype());
+    Tensor s = prim::unary(OpKind::Sin, x * 0.5, x.dtype());
+    return 1.0 - s * s * 2.0;
   });
 }
 
@@ -142,7 +192,8 @@ Tensor Tensor::abs() const {
 }
 
 Tensor Tensor::sqrt() const {
-  return in_f32(*this, "sqrt", [](const Tensor& x) { return prim::unary(OpKind::Sqrt, x, x.dtype()); });
+  return in_f32(*this, "sqrt",
+                [](const Tensor& x) { return prim::unary(OpKind::Sqrt, x, x.dtype()); });
 }
 
 Tensor Tensor::reciprocal() const {
@@ -160,29 +211,51 @@ Tensor Tensor::pow(double p) const {
   no_bool(*this, "pow");
   const bool integral = p == std::trunc(p) && std::fabs(p) <= 16;
   if (is_integer(dtype_) && (!integral || p < 0)) {
-    throw Error("pow: integer tensors take only integral exponents 0..16, got " + std::to_string(p));
+    throw Error("pow: integer tensors take only integral exponents 0..16, got " +
+                std::to_string(p));
   }
   if (integral) {
-    int64_t n = static_cast<int64_t>(std::fabs(p));
-    Tensor result = scalar_like(*this, 1);
-    Tensor base = *this;
-    bool first = true;
-    while (n > 0) {
-      if (n & 1) {
-        result = first ? base : result * base;
-        first = false;
+    // Repeated squaring of x (or of 1/x for p < 0, so intermediates overflow only when the
+    // result does); floats compute in f32 for the low-precision dtypes.
+    auto power = [p](const Tensor& x) {
+      int64_t n = static_cast<int64_t>(std::fabs(p));
+      Tensor result = scalar_like(x, 1);
+      Tensor base = p < 0 ? x.reciprocal() : x;
+      bool first = true;
+      while (n > 0) {
+        if (n & 1) {
+          result = first ? base : result * base;
+          first = false;
+        }
+        n >>= 1;
+        if (n) base = base * base;
       }
-      n >>= 1;
-      if (n) base = base * base;
-    }
-    return p < 0 ? result.reciprocal() : result;
+      return result;
+    };
+    return is_float(dtype_) ? in_f32(*this, "pow", power) : power(*this);
   }
   if (p == 0.5) return sqrt();
   return in_f32(*this, "pow", [p](const Tensor& x) { return (x.log2() * p).exp2(); });
 }
 
 Tensor Tensor::pow(const Tensor& p) const {
-  return in_f32(*this, "pow", [&](const Tensor& x) { return (x.log2() * p.cast(x.dtype())).exp2(); });
+  // std::pow semantics: |x|^p through exp2(p*log2|x|), then the sign for negative bases with odd
+  // integral exponents, NaN for negative finite bases with non-integral exponents, and the
+  // special cases pow(x, 0) = pow(1, y) = pow(-1, +-inf) = 1.
+  return in_f32(*this, "pow", [&](const Tensor& x) {
+    auto [b, e] = prim::broadcast(x, p.cast(x.dtype()), "pow");
+    Tensor mag = (b.abs().log2() * e).exp2();
+    Tensor e_inf = e.isinf();
+    Tensor e_integral = (e % 1.0).eq(0).logical_or(e_inf);
+    Tensor e_odd = (e % 2.0).abs().eq(1);
+    // x < 0, or x == -0 (whose reciprocal is -inf).
+    Tensor negative = b.lt(0).logical_or(b.reciprocal().lt(0));
+    Tensor r = negative.logical_and(e_odd).where(-mag, mag);
+    Tensor nan = b.lt(0).logical_and(bool_not(b.isinf())).logical_and(bool_not(e_integral));
+    r = nan.where(NAN, r);
+    Tensor one = e.eq(0).logical_or(b.eq(1)).logical_or(b.eq(-1).logical_and(e_inf));
+    return one.where(1.0, r);
+  });
 }
 
 Tensor Tensor::isnan() const {
@@ -208,18 +281,20 @@ Tensor Tensor::logical_not() const {
 // ---- binary ----
 
 Tensor Tensor::add(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "add");
+  auto [x, y] = operands(*this, b, "add");
   return prim::binary(OpKind::Add, x, y);
 }
 
 Tensor Tensor::mul(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "mul");
+  auto [x, y] = operands(*this, b, "mul");
   return prim::binary(OpKind::Mul, x, y);
 }
 
 Tensor Tensor::sub(const Tensor& b) const {
   no_bool(*this, "sub");
-  return add(b * -1.0);
+  same_dtype(*this, b, "sub");
+  prim::broadcast_shape(shape(), b.shape(), "sub");
+  return add(b.mul(scalar_like(b, -1)));
 }
 
 Tensor Tensor::div(const Tensor& b) const {
@@ -227,17 +302,22 @@ Tensor Tensor::div(const Tensor& b) const {
     throw Error("div: " + std::string(name(dtype_)) +
                 " tensors have no true division; cast to a float dtype first (x.cast(DType::F32))");
   }
-  if (low_precision_float(dtype_)) return (cast(DType::F32).div(b.cast(DType::F32))).cast(dtype_);
+  same_dtype(*this, b, "div");
+  prim::broadcast_shape(shape(), b.shape(), "div");
+  if (prim::computes_in_f32(dtype_)) return (cast(DType::F32).div(b.cast(DType::F32))).cast(dtype_);
   return mul(b.reciprocal());
 }
 
 Tensor Tensor::fmod(const Tensor& b) const {
   no_bool(*this, "fmod");
-  auto [x, y] = prim::broadcast(*this, b, "fmod");
+  auto [x, y] = operands(*this, b, "fmod");
   return prim::binary(OpKind::Mod, x, y);
 }
 
 Tensor Tensor::remainder(const Tensor& b) const {
+  no_bool(*this, "remainder");
+  same_dtype(*this, b, "remainder");
+  prim::broadcast_shape(shape(), b.shape(), "remainder");
   Tensor r = fmod(b);
   auto [rr, bb] = prim::broadcast(r, b, "remainder");
   Tensor adjust = r.ne(0).logical_and(rr.lt(0).ne(bb.lt(0)));
@@ -245,58 +325,80 @@ Tensor Tensor::remainder(const Tensor& b) const {
 }
 
 Tensor Tensor::maximum(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "maximum");
+  auto [x, y] = operands(*this, b, "maximum");
   Tensor take_y = x.lt(y);
   if (is_float(dtype_)) take_y = take_y.logical_or(y.isnan());
   return take_y.where(y, x);
 }
 
 Tensor Tensor::minimum(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "minimum");
+  auto [x, y] = operands(*this, b, "minimum");
   Tensor take_y = y.lt(x);
   if (is_float(dtype_)) take_y = take_y.logical_or(y.isnan());
   return take_y.where(y, x);
 }
 
 Tensor Tensor::clamp(double lo, double hi) const {
-  if (lo > hi) throw Error("clamp: lo " + std::to_string(lo) + " is greater than hi " + std::to_string(hi));
-  return maximum(scalar_for(*this, lo, "clamp")).minimum(scalar_for(*this, hi, "clamp"));
+  if (lo > hi)
+    throw Error("clamp: lo " + std::to_string(lo) + " is greater than hi " + std::to_string(hi));
+  Tensor r = *this;
+  // Integer bounds beyond the dtype's range bound nothing (as constants they would wrap).
+  const std::optional<bool> lo_below = beyond_range(*this, lo, true, false);
+  const std::optional<bool> hi_above = beyond_range(*this, hi, false, true);
+  if (beyond_range(*this, lo, false, true).value_or(false) ||
+      beyond_range(*this, hi, true, false).value_or(false)) {
+    throw Error("clamp: the interval [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                "] lies outside the range of " + std::string(name(dtype_)) +
+                "; cast to a wider dtype first");
+  }
+  if (!lo_below.value_or(false)) r = r.maximum(scalar_for(*this, lo, "clamp"));
+  if (!hi_above.value_or(false)) r = r.minimum(scalar_for(*this, hi, "clamp"));
+  return r;
 }
 
 Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const { return maximum(lo).minimum(hi); }
 
 Tensor Tensor::lt(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "lt");
+  auto [x, y] = operands(*this, b, "lt");
   return prim::binary(OpKind::LessThan, x, y);
 }
 
-Tensor Tensor::gt(const Tensor& b) const { return b.lt(*this); }
-
-Tensor Tensor::le(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "le");
-  Tensor r = bool_not(prim::binary(OpKind::LessThan, y, x));
-  if (!is_float(dtype_)) return r;
-  return bool_and(r, bool_and(not_nan(x), not_nan(y)));
+Tensor Tensor::gt(const Tensor& b) const {
+  auto [x, y] = operands(*this, b, "gt");
+  return prim::binary(OpKind::LessThan, y, x);
 }
 
-Tensor Tensor::ge(const Tensor& b) const { return b.le(*this); }
+Tensor Tensor::le(const Tensor& b) const { return less_equal(*this, b, "le"); }
+Tensor Tensor::ge(const Tensor& b) const { return less_equal(b, *this, "ge"); }
+Tensor Tensor::eq(const Tensor& b) const { return equal(*this, b, "eq"); }
+Tensor Tensor::ne(const Tensor& b) const { return bool_not(equal(*this, b, "ne")); }
 
-Tensor Tensor::eq(const Tensor& b) const {
-  auto [x, y] = prim::broadcast(*this, b, "eq");
-  Tensor r = bool_and(bool_not(prim::binary(OpKind::LessThan, x, y)),
-                      bool_not(prim::binary(OpKind::LessThan, y, x)));
-  if (!is_float(dtype_)) return r;
-  return bool_and(r, bool_and(not_nan(x), not_nan(y)));
+// Scalar comparisons: the scalar takes the tensor's dtype, except that integer tensors compared
+// with a scalar beyond their range give the constant answer.
+Tensor Tensor::lt(double b) const {
+  if (auto c = beyond_range(*this, b, false, true)) return all_bool(*this, *c);
+  return lt(scalar_for(*this, b, "lt"));
 }
-
-Tensor Tensor::ne(const Tensor& b) const { return bool_not(eq(b)); }
-
-Tensor Tensor::lt(double b) const { return lt(scalar_for(*this, b, "lt")); }
-Tensor Tensor::le(double b) const { return le(scalar_for(*this, b, "le")); }
-Tensor Tensor::gt(double b) const { return gt(scalar_for(*this, b, "gt")); }
-Tensor Tensor::ge(double b) const { return ge(scalar_for(*this, b, "ge")); }
-Tensor Tensor::eq(double b) const { return eq(scalar_for(*this, b, "eq")); }
-Tensor Tensor::ne(double b) const { return ne(scalar_for(*this, b, "ne")); }
+Tensor Tensor::le(double b) const {
+  if (auto c = beyond_range(*this, b, false, true)) return all_bool(*this, *c);
+  return le(scalar_for(*this, b, "le"));
+}
+Tensor Tensor::gt(double b) const {
+  if (auto c = beyond_range(*this, b, true, false)) return all_bool(*this, *c);
+  return gt(scalar_for(*this, b, "gt"));
+}
+Tensor Tensor::ge(double b) const {
+  if (auto c = beyond_range(*this, b, true, false)) return all_bool(*this, *c);
+  return ge(scalar_for(*this, b, "ge"));
+}
+Tensor Tensor::eq(double b) const {
+  if (auto c = beyond_range(*this, b, false, false)) return all_bool(*this, *c);
+  return eq(scalar_for(*this, b, "eq"));
+}
+Tensor Tensor::ne(double b) const {
+  if (auto c = beyond_range(*this, b, true, true)) return all_bool(*this, *c);
+  return ne(scalar_for(*this, b, "ne"));
+}
 
 Tensor Tensor::logical_and(const Tensor& b) const {
   auto [x, y] = prim::broadcast(as_bool(*this), as_bool(b), "logical_and");
@@ -310,11 +412,12 @@ Tensor Tensor::logical_or(const Tensor& b) const {
 
 Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   if (a.dtype() != b.dtype()) {
-    throw Error("where: the two branches have different dtypes (" + std::string(name(a.dtype())) + " vs " +
-                std::string(name(b.dtype())) + "); cast one to match");
+    throw Error("where: the two branches have different dtypes (" + std::string(name(a.dtype())) +
+                " vs " + std::string(name(b.dtype())) + "); cast one to match");
   }
   Tensor cond = as_bool(*this);
-  Shape s = prim::broadcast_shape(prim::broadcast_shape(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Shape s = prim::broadcast_shape(prim::broadcast_shape(cond.shape(), a.shape(), "where"),
+                                  b.shape(), "where");
   std::vector<Dim> dims(s.begin(), s.end());
   // Scatter a over b at the flat indices where cond holds; elsewhere the index is -1 (skipped),
   // so values of the unselected branch never mix into the result.
@@ -322,8 +425,12 @@ Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   return prim::scatter(b.expand(dims), index, a.expand(dims));
 }
 
-Tensor Tensor::where(const Tensor& a, double b) const { return where(a, scalar_for(a, b, "where")); }
-Tensor Tensor::where(double a, const Tensor& b) const { return where(scalar_for(b, a, "where"), b); }
+Tensor Tensor::where(const Tensor& a, double b) const {
+  return where(a, scalar_for(a, b, "where"));
+}
+Tensor Tensor::where(double a, const Tensor& b) const {
+  return where(scalar_for(b, a, "where"), b);
+}
 
 Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
   return mask.where(scalar_for(*this, value, "masked_fill"), *this);
@@ -338,15 +445,24 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
 Tensor operator%(const Tensor& a, const Tensor& b) { return a.fmod(b); }
 Tensor operator-(const Tensor& a) { return a.neg(); }
 Tensor operator+(const Tensor& a, double b) { return a.add(scalar_for(a, b, "add")); }
-Tensor operator-(const Tensor& a, double b) { return a.add(scalar_for(a, -b, "sub")); }
+Tensor operator-(const Tensor& a, double b) {
+  no_bool(a, "sub");
+  return a.sub(scalar_for(a, b, "sub"));
+}
 Tensor operator*(const Tensor& a, double b) { return a.mul(scalar_for(a, b, "mul")); }
 Tensor operator/(const Tensor& a, double b) {
-  if (!is_float(a.dtype())) return a.div(scalar_for(a, b, "div"));  // throws the dtype error
+  // Integers: div throws the dtype error. Low-precision floats: the scalar takes the dtype, the
+  // division runs in f32 (1/b itself may not fit the dtype, e.g. 1/1e-5 in f16).
+  if (!is_float(a.dtype()) || prim::computes_in_f32(a.dtype()))
+    return a.div(scalar_for(a, b, "div"));
   return a * (1.0 / b);
 }
 Tensor operator%(const Tensor& a, double b) { return a.fmod(scalar_for(a, b, "fmod")); }
 Tensor operator+(double a, const Tensor& b) { return b + a; }
-Tensor operator-(double a, const Tensor& b) { return (-b) + a; }
+Tensor operator-(double a, const Tensor& b) {
+  no_bool(b, "sub");
+  return scalar_for(b, a, "sub").sub(b);
+}
 Tensor operator*(double a, const Tensor& b) { return b * a; }
 Tensor operator/(double a, const Tensor& b) { return scalar_for(b, a, "div").div(b); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }

@@ -1,5 +1,6 @@
 #include "luminal/ir/graph.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "luminal/core/error.hpp"
@@ -89,8 +90,10 @@ Tensor Graph::constant(double value, DType dtype) {
   n.op = OpKind::Constant;
   n.dtype = dtype;
   if (is_integer(dtype)) {
-    if (value != static_cast<double>(static_cast<int64_t>(value))) {
-      throw Error("constant " + std::to_string(value) + " is not an integer; it cannot be a " +
+    // Any integral int64 value; it wraps to the dtype's width like integer arithmetic does.
+    if (!(value == std::trunc(value) && value >= -0x1p63 && value < 0x1p63)) {
+      throw Error("constant " + std::to_string(value) +
+                  " is not an integer in the 64-bit range; it cannot be a " +
                   std::string(name(dtype)) + " constant");
     }
     n.int_value = static_cast<int64_t>(value);
@@ -183,24 +186,17 @@ std::string attrs_text(const Node& n) {
   std::ostringstream os;
   switch (n.op) {
     case OpKind::Input:
-    case OpKind::Output:
-      os << " \"" << n.label << "\"" << (n.persist ? " persist" : "");
-      break;
+    case OpKind::Output: os << " \"" << n.label << "\"" << (n.persist ? " persist" : ""); break;
     case OpKind::Constant:
       if (is_integer(n.dtype))
         os << " " << n.int_value;
       else
         os << " " << n.value;
       break;
-    case OpKind::Iota:
-      os << " expr=" << n.iota_expr << " len=" << n.iota_len;
-      break;
+    case OpKind::Iota: os << " expr=" << n.iota_expr << " len=" << n.iota_len; break;
     case OpKind::SumReduce:
-    case OpKind::MaxReduce:
-      os << " axis=" << n.axis;
-      break;
-    default:
-      break;
+    case OpKind::MaxReduce: os << " axis=" << n.axis; break;
+    default: break;
   }
   return os.str();
 }

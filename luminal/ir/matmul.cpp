@@ -12,18 +12,25 @@ Tensor Tensor::matmul(const Tensor& b) const {
     throw Error("matmul: operands must be 1-D to 5-D, got " + shapes());
   }
   if (a.dtype() != b.dtype()) {
-    throw Error("matmul: dtypes differ (" + std::string(name(a.dtype())) + " vs " + std::string(name(b.dtype())) +
-                "); cast one side");
+    throw Error("matmul: dtypes differ (" + std::string(name(a.dtype())) + " vs " +
+                std::string(name(b.dtype())) + "); cast one side");
   }
-  if (a.rank() == 1 && b.rank() == 1) {
-    if (a.dim(0) != b.dim(0)) throw Error("matmul: inner dimensions differ in " + shapes());
-    return (a * b).sum(0);
+  // Checked on the caller's shapes (before 1-D operands get their unit axis).
+  Expr ka = a.dim(-1), kb = b.rank() == 1 ? b.dim(0) : b.dim(-2);
+  if (ka != kb) {
+    throw Error("matmul: inner dimensions differ in " + shapes() + " (" + ka.to_string() + " vs " +
+                kb.to_string() + ")");
   }
+  if (a.rank() == 1 && b.rank() == 1) return (a * b).sum(0);
   if (a.rank() == 1) return a.unsqueeze(0).matmul(b).squeeze(-2);
   if (b.rank() == 1) return a.matmul(b.unsqueeze(-1)).squeeze(-1);
-  if (a.dim(-1) != b.dim(-2)) {
-    throw Error("matmul: inner dimensions differ in " + shapes() + " (" + a.dim(-1).to_string() + " vs " +
-                b.dim(-2).to_string() + ")");
+  // Batch dims broadcast (checked here so the error names matmul, not mul).
+  Shape batch_a(a.shape().begin(), a.shape().end() - 2),
+      batch_b(b.shape().begin(), b.shape().end() - 2);
+  try {
+    prim::broadcast_shape(batch_a, batch_b, "matmul");
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (batch dims of " + shapes() + ")");
   }
   // a [..., m, k] -> [..., m, 1, k];  b [..., k, n] -> [..., 1, n, k];  product summed over k.
   Tensor x = a.unsqueeze(-2);

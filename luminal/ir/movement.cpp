@@ -11,7 +11,22 @@ namespace {
 
 std::string shape_str(const Tensor& t) { return shape_to_string(t.shape()); }
 
-Tensor with_view(const Tensor& t, View v) { return Tensor(t.graph(), t.id(), std::move(v), t.dtype()); }
+Tensor with_view(const Tensor& t, View v) {
+  return Tensor(t.graph(), t.id(), std::move(v), t.dtype());
+}
+
+// Normalises a possibly negative axis of t (of t.rank() + extra axes, for inserting); the error
+// names the op and t's shape.
+int axis_of(const Tensor& t, int axis, std::string_view op, int extra = 0) {
+  const int r = t.rank() + extra;
+  const int a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r) {
+    throw Error(std::string(op) + ": axis " + std::to_string(axis) +
+                " is out of range for a tensor of shape " + shape_str(t) +
+                " (valid: " + std::to_string(-r) + ".." + std::to_string(r - 1) + ")");
+  }
+  return a;
+}
 
 }  // namespace
 
@@ -19,20 +34,41 @@ Tensor Tensor::reshape(const std::vector<Dim>& dims) const {
   Shape target = to_shape(dims);
   if (numel() != luminal::numel(target)) {
     throw Error("reshape: cannot reshape " + shape_str(*this) + " (" + numel().to_string() +
-                " elements) to " + shape_to_string(target) + " (" + luminal::numel(target).to_string() +
-                " elements)");
+                " elements) to " + shape_to_string(target) + " (" +
+                luminal::numel(target).to_string() + " elements)");
   }
   if (auto v = view_.reshape(target)) return with_view(*this, *v);
   Tensor c = contiguous();
   return with_view(c, View::contiguous(target));
 }
 
-Tensor Tensor::permute(const std::vector<int>& order) const { return with_view(*this, view_.permute(order)); }
+Tensor Tensor::permute(const std::vector<int>& order) const {
+  std::vector<bool> seen(rank(), false);
+  bool ok = static_cast<int>(order.size()) == rank();
+  for (int a : order) {
+    int n = a < 0 ? a + rank() : a;
+    if (n < 0 || n >= rank() || seen[n]) {
+      ok = false;
+      break;
+    }
+    seen[n] = true;
+  }
+  if (!ok) {
+    std::string o;
+    for (size_t i = 0; i < order.size(); ++i)
+      o += (i ? ", " : "") + std::to_string(order[i]);
+    throw Error("permute: order [" + o +
+                "] is not a permutation of the axes of a tensor of shape " + shape_str(*this) +
+                "; give each axis exactly once");
+  }
+  return with_view(*this, view_.permute(order));
+}
 
 Tensor Tensor::transpose(int a, int b) const {
-  int x = normalize_axis(a, rank(), "transpose"), y = normalize_axis(b, rank(), "transpose");
+  int x = axis_of(*this, a, "transpose"), y = axis_of(*this, b, "transpose");
   std::vector<int> order(rank());
-  for (int i = 0; i < rank(); ++i) order[i] = i;
+  for (int i = 0; i < rank(); ++i)
+    order[i] = i;
   std::swap(order[x], order[y]);
   return permute(order);
 }
@@ -44,7 +80,8 @@ Tensor Tensor::expand(const std::vector<Dim>& dims) const {
                 shape_to_string(target));
   }
   View v = view_;
-  while (v.rank() < static_cast<int>(target.size())) v = v.expand(0, 1);
+  while (v.rank() < static_cast<int>(target.size()))
+    v = v.expand(0, 1);
   for (size_t i = 0; i < target.size(); ++i) {
     if (v.dims[i] == target[i]) continue;
     if (v.dims[i] != Expr(1)) {
@@ -57,23 +94,48 @@ Tensor Tensor::expand(const std::vector<Dim>& dims) const {
   return with_view(*this, v);
 }
 
-Tensor Tensor::expand_dim(int axis, Dim size) const { return with_view(*this, view_.expand(axis, size.e)); }
-Tensor Tensor::squeeze(int axis) const { return with_view(*this, view_.squeeze(axis)); }
-Tensor Tensor::unsqueeze(int axis) const { return with_view(*this, view_.unsqueeze(axis)); }
+Tensor Tensor::expand_dim(int axis, Dim size) const {
+  return with_view(*this, view_.expand(axis_of(*this, axis, "expand_dim", 1), size.e));
+}
 
-Tensor Tensor::merge_dims(int axis) const { return with_view(*this, view_.merge(axis)); }
+Tensor Tensor::squeeze(int axis) const {
+  int a = axis_of(*this, axis, "squeeze");
+  if (dim(a) != Expr(1)) {
+    throw Error("squeeze: axis " + std::to_string(axis) + " of a tensor of shape " +
+                shape_str(*this) + " has size " + dim(a).to_string() +
+                "; only size-1 axes can be squeezed");
+  }
+  return with_view(*this, view_.squeeze(a));
+}
+
+Tensor Tensor::unsqueeze(int axis) const {
+  return with_view(*this, view_.unsqueeze(axis_of(*this, axis, "unsqueeze", 1)));
+}
+
+Tensor Tensor::merge_dims(int axis) const {
+  int a = axis_of(*this, axis, "merge_dims");
+  if (a + 1 >= rank()) {
+    throw Error("merge_dims: axis " + std::to_string(axis) + " of a tensor of shape " +
+                shape_str(*this) + " has no following axis to merge with");
+  }
+  return with_view(*this, view_.merge(a));
+}
 
 Tensor Tensor::flatten(int start, int end) const {
   if (rank() == 0) return reshape({1});
-  int s = normalize_axis(start, rank(), "flatten"), e = normalize_axis(end, rank(), "flatten");
-  if (s > e) throw Error("flatten: start axis " + std::to_string(start) + " is after end axis " + std::to_string(end));
+  int s = axis_of(*this, start, "flatten"), e = axis_of(*this, end, "flatten");
+  if (s > e) {
+    throw Error("flatten: start axis " + std::to_string(start) + " is after end axis " +
+                std::to_string(end) + " for a tensor of shape " + shape_str(*this));
+  }
   View v = view_;
-  for (int i = s; i < e; ++i) v = v.merge(s);
+  for (int i = s; i < e; ++i)
+    v = v.merge(s);
   return with_view(*this, v);
 }
 
 Tensor Tensor::split_dims(int axis, Dim inner) const {
-  int a = normalize_axis(axis, rank(), "split_dims");
+  int a = axis_of(*this, axis, "split_dims");
   if (dim(a).is_const() && inner.e.is_const() &&
       (inner.e.as_const() <= 0 || dim(a).as_const() % inner.e.as_const() != 0)) {
     throw Error("split_dims: axis " + std::to_string(axis) + " of " + shape_str(*this) +
@@ -84,8 +146,11 @@ Tensor Tensor::split_dims(int axis, Dim inner) const {
 }
 
 Tensor Tensor::slice(int axis, Dim start, std::optional<Dim> end, int64_t step) const {
-  int a = normalize_axis(axis, rank(), "slice");
-  if (step <= 0) throw Error("slice: step must be positive, got " + std::to_string(step));
+  int a = axis_of(*this, axis, "slice");
+  if (step <= 0) {
+    throw Error("slice: step must be positive, got " + std::to_string(step) + " (axis " +
+                std::to_string(axis) + " of a tensor of shape " + shape_str(*this) + ")");
+  }
   const Expr d = dim(a);
   auto resolve = [&](Expr e) {
     if (e.is_const() && e.as_const() < 0) e = d + e;  // negative bounds count from the end
@@ -106,41 +171,62 @@ Tensor Tensor::slice(int axis, Dim start, std::optional<Dim> end, int64_t step) 
 
 Tensor Tensor::pad(const std::vector<std::pair<Dim, Dim>>& pads, double value) const {
   if (pads.size() > static_cast<size_t>(rank())) {
-    throw Error("pad: " + std::to_string(pads.size()) + " (before, after) pairs for a tensor of rank " +
-                std::to_string(rank()));
+    throw Error("pad: " + std::to_string(pads.size()) +
+                " (before, after) pairs for a tensor of shape " + shape_str(*this) +
+                "; give at most one per axis");
   }
-  // Negative constant padding crops.
+  // Negative constant padding crops (one slice per axis); the rest is a scatter into a filled
+  // tensor, so values never mix with the fill (exact with inf/NaN).
   Tensor x = *this;
   std::vector<Expr> before(rank(), Expr(0)), after(rank(), Expr(0));
   for (size_t i = 0; i < pads.size(); ++i) {
     Expr b = pads[i].first.e, e = pads[i].second.e;
-    int ax = static_cast<int>(i);
-    if (b.is_const() && b.as_const() < 0) {
-      x = x.slice(ax, -b.as_const());
-      b = 0;
+    const int ax = static_cast<int>(i);
+    const int64_t crop_b = b.is_const() && b.as_const() < 0 ? -b.as_const() : 0;
+    const int64_t crop_e = e.is_const() && e.as_const() < 0 ? -e.as_const() : 0;
+    if (crop_b == 0 && crop_e == 0) {
+      before[i] = b;
+      after[i] = e;
+      continue;
     }
-    if (e.is_const() && e.as_const() < 0) {
-      x = x.slice(ax, 0, x.dim(ax) + e);
-      e = 0;
+    const Expr d = x.dim(ax);
+    if (d.is_const() && crop_b + crop_e > d.as_const()) {
+      throw Error("pad: padding (" + b.to_string() + ", " + e.to_string() + ") crops " +
+                  std::to_string(crop_b + crop_e) + " elements from axis " + std::to_string(i) +
+                  " of a tensor of shape " + shape_str(*this) + ", which has only " +
+                  d.to_string());
     }
-    before[i] = b;
-    after[i] = e;
+    // Crop [crop_b, d - crop_e). For a dynamic d the end is an expression, which slice clamps
+    // (never read as counting from the end).
+    x = x.slice(ax, crop_b, d - crop_e);
+    before[i] = crop_b ? Expr(0) : b;
+    after[i] = crop_e ? Expr(0) : e;
   }
   std::vector<Dim> out;
-  for (int i = 0; i < rank(); ++i) out.push_back(before[i] + x.dim(i) + after[i]);
+  for (int i = 0; i < rank(); ++i)
+    out.push_back(before[i] + x.dim(i) + after[i]);
   Tensor dest = graph().full(out, value, dtype_);
   return prim::scatter_by_map(dest, x, [&](const std::vector<Expr>& i) {
     std::vector<Expr> dst = i;
-    for (size_t k = 0; k < dst.size(); ++k) dst[k] = dst[k] + before[k];
+    for (size_t k = 0; k < dst.size(); ++k)
+      dst[k] = dst[k] + before[k];
     return dst;
   });
 }
 
 Tensor Tensor::unfold(int axis, Dim size, Dim step) const {
-  int a = normalize_axis(axis, rank(), "unfold");
+  int a = axis_of(*this, axis, "unfold");
+  if (step.e.is_const() && step.e.as_const() <= 0) {
+    throw Error("unfold: step must be positive, got " + step.e.to_string() + " (axis " +
+                std::to_string(axis) + " of a tensor of shape " + shape_str(*this) + ")");
+  }
+  if (size.e.is_const() && size.e.as_const() < 0) {
+    throw Error("unfold: window size " + size.e.to_string() + " is negative (tensor of shape " +
+                shape_str(*this) + ")");
+  }
   if (size.e.is_const() && dim(a).is_const() && size.e.as_const() > dim(a).as_const()) {
-    throw Error("unfold: window size " + size.e.to_string() + " is larger than axis " + std::to_string(axis) +
-                " of " + shape_str(*this));
+    throw Error("unfold: window size " + size.e.to_string() + " is larger than axis " +
+                std::to_string(axis) + " of a tensor of shape " + shape_str(*this));
   }
   Shape out = shape();
   out[a] = (dim(a) - size.e) / step.e + 1;
@@ -154,11 +240,19 @@ Tensor Tensor::unfold(int axis, Dim size, Dim step) const {
 
 Tensor Tensor::repeat(const std::vector<Dim>& repeats) const {
   if (repeats.size() < static_cast<size_t>(rank())) {
-    throw Error("repeat: " + std::to_string(repeats.size()) + " repeat counts for a tensor of rank " +
-                std::to_string(rank()) + "; give at least one per axis");
+    throw Error("repeat: " + std::to_string(repeats.size()) +
+                " repeat counts for a tensor of shape " + shape_str(*this) +
+                "; give at least one per axis");
+  }
+  for (const Dim& r : repeats) {
+    if (r.e.is_const() && r.e.as_const() < 0) {
+      throw Error("repeat: negative repeat count " + r.e.to_string() + " for a tensor of shape " +
+                  shape_str(*this));
+    }
   }
   View v = view_;
-  while (v.rank() < static_cast<int>(repeats.size())) v = v.unsqueeze(0);
+  while (v.rank() < static_cast<int>(repeats.size()))
+    v = v.unsqueeze(0);
   for (size_t i = 0; i < repeats.size(); ++i) {
     if (repeats[i].e == Expr(1)) continue;
     v = v.dims[i] == Expr(1) ? v.broadcast_axis(static_cast<int>(i), repeats[i].e)
@@ -171,8 +265,10 @@ namespace {
 
 // Keeps elements whose (col - row) satisfies `keep`, zero elsewhere, over the last two axes.
 Tensor triangle(const Tensor& x, bool upper, int64_t k) {
-  if (x.rank() < 2) throw Error(std::string(upper ? "triu" : "tril") + " needs at least 2 dims, got " +
-                                shape_to_string(x.shape()));
+  if (x.rank() < 2)
+    throw Error(std::string(upper ? "triu" : "tril") + " needs at least 2 dims, got " +
+                shape_to_string(x.shape()));
+  if (x.numel() == Expr(0)) return x;  // nothing to mask (and no z % 0 below)
   Expr rows = x.dim(-2), cols = x.dim(-1);
   Expr z = Expr::z();
   Expr diff = z % cols - z / cols;  // col - row of the flat index over [rows, cols]
@@ -189,17 +285,19 @@ Tensor Tensor::tril(int64_t k) const { return triangle(*this, false, k); }
 Tensor concat(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw Error("concat: no tensors given");
   const Tensor& first = xs[0];
-  int a = normalize_axis(axis, first.rank(), "concat");
+  int a = axis_of(first, axis, "concat");
   Expr total = 0;
   for (const Tensor& x : xs) {
     if (x.rank() != first.rank() || x.dtype() != first.dtype()) {
-      throw Error("concat: " + std::string(name(x.dtype())) + shape_to_string(x.shape()) + " does not match " +
-                  std::string(name(first.dtype())) + shape_to_string(first.shape()) + " (rank and dtype must agree)");
+      throw Error("concat: " + std::string(name(x.dtype())) + shape_to_string(x.shape()) +
+                  " does not match " + std::string(name(first.dtype())) +
+                  shape_to_string(first.shape()) + " (rank and dtype must agree)");
     }
     for (int i = 0; i < first.rank(); ++i) {
       if (i != a && x.dim(i) != first.dim(i)) {
-        throw Error("concat along axis " + std::to_string(axis) + ": shapes " + shape_to_string(first.shape()) +
-                    " and " + shape_to_string(x.shape()) + " differ on axis " + std::to_string(i));
+        throw Error("concat along axis " + std::to_string(axis) + ": shapes " +
+                    shape_to_string(first.shape()) + " and " + shape_to_string(x.shape()) +
+                    " differ on axis " + std::to_string(i));
       }
     }
     total = total + x.dim(a);
@@ -222,9 +320,17 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw Error("stack: no tensors given");
-  int a = normalize_axis(axis, xs[0].rank() + 1, "stack");
+  int a = axis_of(xs[0], axis, "stack", 1);
+  for (const Tensor& x : xs) {
+    if (x.shape() != xs[0].shape() || x.dtype() != xs[0].dtype()) {
+      throw Error("stack: " + std::string(name(x.dtype())) + shape_str(x) + " does not match " +
+                  std::string(name(xs[0].dtype())) + shape_str(xs[0]) +
+                  " (every tensor must have the same shape and dtype)");
+    }
+  }
   std::vector<Tensor> ys;
-  for (const Tensor& x : xs) ys.push_back(x.unsqueeze(a));
+  for (const Tensor& x : xs)
+    ys.push_back(x.unsqueeze(a));
   return concat(ys, a);
 }
 

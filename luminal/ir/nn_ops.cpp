@@ -7,25 +7,23 @@ namespace luminal {
 
 namespace {
 
-bool sub32_float(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::TF32 || t == DType::F8E4M3 || t == DType::F8E5M2;
-}
-
 Tensor to_compute(const Tensor& x, std::string_view op) {
   prim::require_float(x, op);
-  return sub32_float(x.dtype()) ? x.cast(DType::F32) : x;
+  return prim::computes_in_f32(x.dtype()) ? x.cast(DType::F32) : x;
 }
 
 }  // namespace
 
 Tensor Tensor::softmax(int axis) const {
   Tensor x = to_compute(*this, "softmax");
+  axis = normalize_axis(axis, rank(), "softmax");
   Tensor e = (x - x.max(axis, true)).exp();
   return (e / e.sum(axis, true)).cast(dtype_);
 }
 
 Tensor Tensor::log_softmax(int axis) const {
   Tensor x = to_compute(*this, "log_softmax");
+  axis = normalize_axis(axis, rank(), "log_softmax");
   Tensor shifted = x - x.max(axis, true);
   return (shifted - shifted.exp().sum(axis, true).log()).cast(dtype_);
 }
@@ -33,19 +31,32 @@ Tensor Tensor::log_softmax(int axis) const {
 Tensor Tensor::layer_norm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                           double eps) const {
   Tensor x = to_compute(*this, "layer_norm");
-  int n = weight ? weight->rank() : 1;
+  // The normalised axes: the last weight.rank() (else bias.rank(), else 1) axes, as torch's
+  // normalized_shape; weight and bias must both have exactly that shape.
+  const int n = weight ? weight->rank() : bias ? bias->rank() : 1;
   if (n > rank() || n == 0) {
-    throw Error("layer_norm: weight " + shape_to_string(weight->shape()) + " does not fit input " +
-                shape_to_string(shape()));
+    throw Error("layer_norm: " +
+                (weight ? "weight " + shape_to_string(weight->shape())
+                 : bias ? "bias " + shape_to_string(bias->shape())
+                        : std::string("normalising the last axis")) +
+                " does not fit input " + shape_to_string(shape()) +
+                (rank() == 0 ? " (a scalar has no axis to normalise)" : ""));
   }
-  for (int i = 0; i < n && weight; ++i) {
-    if (weight->dim(-1 - i) != dim(-1 - i)) {
-      throw Error("layer_norm: weight " + shape_to_string(weight->shape()) + " must match the last dims of " +
-                  shape_to_string(shape()));
+  for (const auto* p : {&weight, &bias}) {
+    if (!*p) continue;
+    const Tensor& t = **p;
+    bool ok = t.rank() == n;
+    for (int i = 0; ok && i < n; ++i)
+      ok = t.dim(-1 - i) == dim(-1 - i);
+    if (!ok) {
+      throw Error(std::string("layer_norm: ") + (p == &weight ? "weight " : "bias ") +
+                  shape_to_string(t.shape()) + " must equal the last " + std::to_string(n) +
+                  " dims of the input " + shape_to_string(shape()));
     }
   }
   std::vector<int> axes;
-  for (int i = rank() - n; i < rank(); ++i) axes.push_back(i);
+  for (int i = rank() - n; i < rank(); ++i)
+    axes.push_back(i);
   Tensor mu = x.mean(axes, true);
   Tensor d = x - mu;
   Tensor y = d * ((d * d).mean(axes, true) + eps).rsqrt();
@@ -56,9 +67,10 @@ Tensor Tensor::layer_norm(const std::optional<Tensor>& weight, const std::option
 
 Tensor Tensor::rms_norm(const std::optional<Tensor>& weight, double eps) const {
   Tensor x = to_compute(*this, "rms_norm");
+  if (rank() == 0) throw Error("rms_norm: a scalar input has no axis to normalise");
   if (weight && (weight->rank() != 1 || weight->dim(0) != dim(-1))) {
-    throw Error("rms_norm: weight " + shape_to_string(weight->shape()) + " must be 1-D of the last dim of " +
-                shape_to_string(shape()));
+    throw Error("rms_norm: weight " + shape_to_string(weight->shape()) +
+                " must be 1-D of the last dim of " + shape_to_string(shape()));
   }
   // As Hugging Face computes it: normalise in f32, cast back, then scale in the weight's dtype.
   Tensor y = (x * ((x * x).mean(-1, true) + eps).rsqrt()).cast(dtype_);

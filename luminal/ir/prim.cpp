@@ -35,6 +35,11 @@ void require_float(const Tensor& x, std::string_view op) {
   }
 }
 
+bool computes_in_f32(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::TF32 || t == DType::F8E4M3 ||
+         t == DType::F8E5M2;
+}
+
 Tensor unary(OpKind op, const Tensor& x, DType out) {
   if (op != OpKind::Cast) require_float(x, op_name(op));
   Node n;
@@ -137,6 +142,12 @@ Tensor scalar_for(const Tensor& x, double value, std::string_view op) {
                 " is not an integer but the tensor is " + desc(x) +
                 "; cast the tensor to a float dtype first");
   }
+  if (is_integer(x.dtype()) && !(value >= min_value(x.dtype()) && value <= max_value(x.dtype()) &&
+                                 (x.dtype() != DType::I64 || value < 0x1p63))) {
+    throw Error(std::string(op) + ": scalar " + std::to_string(static_cast<long double>(value)) +
+                " does not fit the tensor's dtype (" + desc(x) +
+                "); cast the tensor to a wider dtype first");
+  }
   return x.graph().constant(value, x.dtype());
 }
 
@@ -171,7 +182,8 @@ std::vector<Expr> row_major_products(const Shape& shape) {
 
 std::vector<Expr> unflatten_index(const Expr& z, const Shape& shape) {
   std::vector<Expr> p = row_major_products(shape);
-  std::vector<Expr> idx(shape.size());
+  std::vector<Expr> idx(shape.size(), Expr(0));
+  if (numel(shape) == Expr(0)) return idx;  // no elements: never evaluated (and avoids z/0)
   for (size_t i = 0; i < shape.size(); ++i) {
     idx[i] = i == 0 ? z / p[i] : (z / p[i]) % shape[i];
   }

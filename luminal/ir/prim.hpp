@@ -32,6 +32,14 @@ Tensor scalar_for(const Tensor& x, double value, std::string_view op);
 Tensor flat_index(Graph g, const Shape& shape);
 /// Requires a float dtype.
 void require_float(const Tensor& x, std::string_view op);
+/// f16, bf16, tf32 and the fp8 formats: composite math on them runs in f32.
+bool computes_in_f32(DType t);
+/// fn(x) evaluated in f32 and cast back once for those dtypes; fn(x) as is otherwise.
+template <class F>
+Tensor in_f32(const Tensor& x, F&& fn) {
+  if (!computes_in_f32(x.dtype())) return fn(x);
+  return fn(x.cast(DType::F32)).cast(x.dtype());
+}
 
 }  // namespace luminal::prim
 

@@ -10,7 +10,8 @@ namespace {
 // I32 positions 0..d-1 along `axis`, broadcast to x's shape.
 Tensor positions(const Tensor& x, int axis) {
   Tensor p = x.graph().arange(x.dim(axis));
-  for (int k = axis + 1; k < x.rank(); ++k) p = p.unsqueeze(-1);
+  for (int k = axis + 1; k < x.rank(); ++k)
+    p = p.unsqueeze(-1);
   return p.expand(std::vector<Dim>(x.shape().begin(), x.shape().end()));
 }
 
@@ -48,12 +49,17 @@ Tensor same_key(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor Tensor::argmax(int axis, bool keepdim) const { return arg_extreme(*this, axis, keepdim, true); }
-Tensor Tensor::argmin(int axis, bool keepdim) const { return arg_extreme(*this, axis, keepdim, false); }
+Tensor Tensor::argmax(int axis, bool keepdim) const {
+  return arg_extreme(*this, axis, keepdim, true);
+}
+Tensor Tensor::argmin(int axis, bool keepdim) const {
+  return arg_extreme(*this, axis, keepdim, false);
+}
 
 Tensor Tensor::argsort(int axis, bool descending) const {
   int a = normalize_axis(axis, rank(), "argsort");
-  Tensor x = (dtype_ == DType::Bool ? cast(DType::I32) : *this).transpose(a, -1);  // sort the last axis
+  Tensor x =
+      (dtype_ == DType::Bool ? cast(DType::I32) : *this).transpose(a, -1);  // sort the last axis
   const int r = x.rank();
   // Element i (axis r-1 of xi) against every j (axis r of xj).
   Tensor xi = x.unsqueeze(-1);
@@ -74,8 +80,8 @@ Tensor Tensor::argsort(int axis, bool descending) const {
 std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int axis, bool largest) const {
   int a = normalize_axis(axis, rank(), "topk");
   if (k < 0 || (dim(a).is_const() && k > dim(a).as_const())) {
-    throw Error("topk: k = " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) + " of " +
-                shape_to_string(shape()));
+    throw Error("topk: k = " + std::to_string(k) + " is out of range for axis " +
+                std::to_string(axis) + " of " + shape_to_string(shape()));
   }
   Tensor idx = argsort(a, largest).slice(a, 0, k);
   return {gather_elements(a, idx), idx};
@@ -85,6 +91,7 @@ Tensor Tensor::cumsum(int axis) const {
   int a = normalize_axis(axis, rank(), "cumsum");
   Tensor x = dtype_ == DType::Bool ? cast(DType::I32) : *this;
   Expr n = dim(a);
+  if (n == Expr(0)) return x;  // an empty axis: nothing to sum (the windows below need n >= 1)
   // Window i of the left-padded axis covers x[i-n+1 .. i]: summing it gives the prefix sum.
   std::vector<std::pair<Dim, Dim>> pads(a + 1, {0, 0});
   pads[a] = {n - 1, 0};

@@ -12,10 +12,16 @@ StridedView::StridedView(const View& v, const DynMap& dyn) {
   std::map<std::string, Expr, std::less<>> values;
   for (const auto& [k, x] : dyn)
     values[k] = Expr(x);
-  for (size_t i = 0; i < v.dims.size(); ++i) {
-    dims_.push_back(v.dims[i].eval(dyn));
+  for (const Expr& d : v.dims) {
+    dims_.push_back(d.eval(dyn));
     numel_ *= dims_.back();
+  }
+  for (size_t i = 0; i < v.dims.size(); ++i) {
     Axis a;
+    if (numel_ == 0) {  // nothing is read; strides may divide by a dim that is 0 now
+      axes_.push_back(a);
+      continue;
+    }
     Expr s = v.strides[i].substitute(values);
     auto lin = s.as_linear("z");
     if (lin && lin->first.is_const() && lin->second == Expr(0)) {
@@ -286,6 +292,7 @@ HostBuffer run_constant(const Node& n) {
 
 HostBuffer run_iota(const Node& n, const DynMap& dyn, int64_t len) {
   HostBuffer out = make_buffer(n.dtype, len);
+  if (len == 0) return out;  // the expression may divide by a dim that is 0 now
   std::map<std::string, Expr, std::less<>> values;
   for (const auto& [k, x] : dyn)
     values[k] = Expr(x);

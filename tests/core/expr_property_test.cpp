@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <array>
-#include <map>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -125,98 +125,65 @@ std::optional<int64_t> ref_eval(const Tree& t, const Values& v) {
     case Op::Mul:
       if (__builtin_mul_overflow(x, y, &r)) return std::nullopt;
       return r;
-    case Op::Div:
-      return fdiv(x, y);
-    case Op::Mod:
-      return fmod(x, y);
+    case Op::Div: return fdiv(x, y);
+    case Op::Mod: return fmod(x, y);
     case Op::CeilDiv: {  // -floor(-x / y)
       if (x == INT64_MIN) return std::nullopt;
       std::optional<int64_t> q = fdiv(-x, y);
       if (!q || *q == INT64_MIN) return std::nullopt;
       return -*q;
     }
-    case Op::Min:
-      return std::min(x, y);
-    case Op::Max:
-      return std::max(x, y);
-    case Op::Lt:
-      return x < y;
-    case Op::Le:
-      return x <= y;
-    case Op::Gt:
-      return x > y;
-    case Op::Ge:
-      return x >= y;
-    case Op::Eq:
-      return x == y;
-    case Op::Ne:
-      return x != y;
-    case Op::And:
-      return x != 0 && y != 0;
-    case Op::Or:
-      return x != 0 || y != 0;
-    default:
-      return std::nullopt;
+    case Op::Min: return std::min(x, y);
+    case Op::Max: return std::max(x, y);
+    case Op::Lt: return x < y;
+    case Op::Le: return x <= y;
+    case Op::Gt: return x > y;
+    case Op::Ge: return x >= y;
+    case Op::Eq: return x == y;
+    case Op::Ne: return x != y;
+    case Op::And: return x != 0 && y != 0;
+    case Op::Or: return x != 0 || y != 0;
+    default: return std::nullopt;
   }
 }
 
 Expr build(const Tree& t) {
   switch (t.op) {
-    case Op::Const:
-      return Expr(t.value);
-    case Op::Var:
-      return Expr::var(kVars[t.var].name);
-    case Op::Neg:
-      return -build(t.kids[0]);
-    default:
-      break;
+    case Op::Const: return Expr(t.value);
+    case Op::Var: return Expr::var(kVars[t.var].name);
+    case Op::Neg: return -build(t.kids[0]);
+    default: break;
   }
   Expr a = build(t.kids[0]), b = build(t.kids[1]);
   switch (t.op) {
-    case Op::Add:
-      return a + b;
-    case Op::Sub:
-      return a - b;
-    case Op::Mul:
-      return a * b;
-    case Op::Div:
-      return a / b;
-    case Op::Mod:
-      return a % b;
-    case Op::CeilDiv:
-      return ceil_div(a, b);
-    case Op::Min:
-      return min(a, b);
-    case Op::Max:
-      return max(a, b);
-    case Op::Lt:
-      return lt(a, b);
-    case Op::Le:
-      return le(a, b);
-    case Op::Gt:
-      return gt(a, b);
-    case Op::Ge:
-      return ge(a, b);
-    case Op::Eq:
-      return eq(a, b);
-    case Op::Ne:
-      return ne(a, b);
-    case Op::And:
-      return logical_and(a, b);
-    case Op::Or:
-      return logical_or(a, b);
-    default:
-      return Expr();
+    case Op::Add: return a + b;
+    case Op::Sub: return a - b;
+    case Op::Mul: return a * b;
+    case Op::Div: return a / b;
+    case Op::Mod: return a % b;
+    case Op::CeilDiv: return ceil_div(a, b);
+    case Op::Min: return min(a, b);
+    case Op::Max: return max(a, b);
+    case Op::Lt: return lt(a, b);
+    case Op::Le: return le(a, b);
+    case Op::Gt: return gt(a, b);
+    case Op::Ge: return ge(a, b);
+    case Op::Eq: return eq(a, b);
+    case Op::Ne: return ne(a, b);
+    case Op::And: return logical_and(a, b);
+    case Op::Or: return logical_or(a, b);
+    default: return Expr();
   }
 }
 
 std::string show(const Tree& t) {
-  static const char* names[] = {"", "", "+", "-", "*", "neg", "/", "%", "cdiv", "min",
-                                "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+  static const char* names[] = {"",    "",  "+",  "-", "*",  "neg", "/",  "%",  "cdiv", "min",
+                                "max", "<", "<=", ">", ">=", "==",  "!=", "&&", "||"};
   if (t.op == Op::Const) return std::to_string(t.value);
   if (t.op == Op::Var) return kVars[t.var].name;
   std::string s = std::string("(") + names[static_cast<int>(t.op)];
-  for (const Tree& k : t.kids) s += " " + show(k);
+  for (const Tree& k : t.kids)
+    s += " " + show(k);
   return s + ")";
 }
 
@@ -251,10 +218,10 @@ class Gen {
       if (chance(0.6)) return {Op::Var, 0, static_cast<int>(uniform(0, kNumVars - 1)), {}};
       return constant();
     }
-    static const Op ops[] = {Op::Add, Op::Add, Op::Add, Op::Sub, Op::Sub, Op::Mul, Op::Mul,
-                             Op::Mul, Op::Neg, Op::Div, Op::Div, Op::Mod, Op::Mod, Op::CeilDiv,
-                             Op::Min, Op::Max, Op::Lt,  Op::Le,  Op::Gt,  Op::Ge,  Op::Eq,
-                             Op::Ne,  Op::And, Op::Or};
+    static const Op ops[] = {Op::Add, Op::Add,     Op::Add, Op::Sub, Op::Sub, Op::Mul,
+                             Op::Mul, Op::Mul,     Op::Neg, Op::Div, Op::Div, Op::Mod,
+                             Op::Mod, Op::CeilDiv, Op::Min, Op::Max, Op::Lt,  Op::Le,
+                             Op::Gt,  Op::Ge,      Op::Eq,  Op::Ne,  Op::And, Op::Or};
     Op op = ops[uniform(0, std::size(ops) - 1)];
     if (op == Op::Neg) return {op, 0, 0, {tree(depth - 1)}};
     if (op == Op::Div || op == Op::Mod || op == Op::CeilDiv)
@@ -317,7 +284,8 @@ TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
     Tree tree = gen.tree(static_cast<int>(gen.uniform(1, 5)));
     Facts facts = gen.facts();
     std::vector<Values> assigns;
-    for (int k = 0; k < kAssignments; ++k) assigns.push_back(gen.assignment(facts));
+    for (int k = 0; k < kAssignments; ++k)
+      assigns.push_back(gen.assignment(facts));
 
     Expr e;
     try {
@@ -360,8 +328,9 @@ TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
         ++overflow_evals;
         continue;
       }
-      if (*got != *ref) fails.add(where.str() + ": eval " + std::to_string(*got) + " != ref " +
-                                  std::to_string(*ref));
+      if (*got != *ref)
+        fails.add(where.str() + ": eval " + std::to_string(*got) + " != ref " +
+                  std::to_string(*ref));
       // (2) simplify(facts) keeps the value inside the facts.
       if (simplified) {
         std::optional<int64_t> s =
@@ -388,7 +357,8 @@ TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
                     sub.to_string() + " = " + std::to_string(*s));
         }
         std::map<std::string, Expr, std::less<>> all;
-        for (int k = 0; k < kNumVars; ++k) all.emplace(kVars[k].name, Expr(v[k]));
+        for (int k = 0; k < kNumVars; ++k)
+          all.emplace(kVars[k].name, Expr(v[k]));
         Expr folded = e.substitute(all);
         if (!folded.is_const() || folded.as_const() != *ref) {
           fails.add(where.str() + ": full substitution gives " + folded.to_string());
@@ -401,8 +371,8 @@ TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
   }
   EXPECT_EQ(fails.count(), 0) << fails.first();
   if (std::getenv("LUMINAL_EXPR_STATS")) {
-    std::printf("checked %d, overflow evals %d, construction skipped %d\n", checked,
-                overflow_evals, skipped_construction);
+    std::printf("checked %d, overflow evals %d, construction skipped %d\n", checked, overflow_evals,
+                skipped_construction);
   }
   EXPECT_GT(checked, kExprs * kAssignments / 3);
   // Overflow exposed by canonicalisation and construction failures are rare.
@@ -429,14 +399,16 @@ TEST(ExprProperty, SpellingsOfOnePolynomialAreIdentical) {
     for (int k = 0; k < n; ++k) {
       T t{gen.uniform(-9, 9), {}};
       int f = static_cast<int>(gen.uniform(0, 3));
-      for (int j = 0; j < f; ++j) t.factors.push_back(atoms[gen.uniform(0, atoms.size() - 1)]);
+      for (int j = 0; j < f; ++j)
+        t.factors.push_back(atoms[gen.uniform(0, atoms.size() - 1)]);
       terms.push_back(t);
     }
     // Spelling 1: left to right, coefficient first.
     Expr one;
     for (const T& t : terms) {
       Expr m = Expr(t.coef);
-      for (const Expr& f : t.factors) m = m * f;
+      for (const Expr& f : t.factors)
+        m = m * f;
       one = one + m;
     }
     // Spelling 2: shuffled terms and factors, coefficient split in two and placed anywhere,

@@ -114,7 +114,8 @@ TEST_F(ExprTest, CanonicalShape) {
   // A Mul never contains an Add.
   Expr p = (s + 1) * t;
   EXPECT_EQ(p.kind(), Kind::Add);
-  for (const Expr& c : p.children()) EXPECT_NE(c.kind(), Kind::Add);
+  for (const Expr& c : p.children())
+    EXPECT_NE(c.kind(), Kind::Add);
 }
 
 TEST_F(ExprTest, FloorDivisionRules) {
@@ -264,7 +265,7 @@ TEST_F(ExprTest, SimplifyWithFacts) {
   EXPECT_EQ((u / u).simplify({{"u", {1, 10}}}), Expr(1));
   EXPECT_EQ((u % u).simplify({{"u", {-10, -1}}}), Expr(0));
   EXPECT_EQ((u / u).simplify({{"u", {0, 10}}}), u / u);  // u may be 0
-  EXPECT_EQ(max(u, 1) / max(u, 1), Expr(1));            // no facts needed
+  EXPECT_EQ(max(u, 1) / max(u, 1), Expr(1));             // no facts needed
   EXPECT_EQ((s / u).simplify({{"s", {0, 3}}, {"u", {4, 10}}}), Expr(0));
   EXPECT_EQ((s % u).simplify({{"s", {0, 3}}, {"u", {4, 10}}}), s);
   EXPECT_EQ(min(s, t).simplify(f), min(s, t));
@@ -479,12 +480,15 @@ TEST_F(ExprTest, ConcurrentInterningGivesOneNode) {
   for (size_t i = 0; i < results.size(); ++i) {
     threads.emplace_back([&results, i] {
       Expr e;
-      for (int k = 0; k < 200; ++k) e = e + Expr::var("v" + std::to_string(k % 17)) * (k + 1);
+      for (int k = 0; k < 200; ++k)
+        e = e + Expr::var("v" + std::to_string(k % 17)) * (k + 1);
       results[i] = min(e / 7, Expr::var("cap"));
     });
   }
-  for (auto& th : threads) th.join();
-  for (const Expr& r : results) EXPECT_EQ(r, results[0]);
+  for (auto& th : threads)
+    th.join();
+  for (const Expr& r : results)
+    EXPECT_EQ(r, results[0]);
 }
 
 }  // namespace

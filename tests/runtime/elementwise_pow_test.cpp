@@ -1,0 +1,276 @@
+// pow(double) and pow(Tensor) (luminal/ir/elementwise.cpp) on the ReferenceRuntime, against
+// std::pow in double.
+//
+// Tolerances: |got - want| <= atol + rtol*|want|, want = std::pow of the inputs as rounded to the
+// dtype, rounded to the dtype; rtol = atol = 4*eps(dtype), plus, in units of the compute epsilon ec
+// (f64 for f64, f32 for the other float dtypes, which compute in f32):
+//   rtol += (|p|+1)*ec for integral |p| <= 16 (repeated squaring: each squaring doubles the
+//           relative error of the previous power), (|p*log2|x||+4)*ec otherwise (exp2(p*log2|x|):
+//           the rounding of p*log2|x| is amplified by ln2*|p*log2|x||).
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "support/check.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::random_values;
+using testing::rounded;
+using testing::Tol;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+
+double round_to(DType t, double v) { return rounded({v}, t)[0]; }
+// Epsilon of the precision the op computes in.
+double compute_eps(DType t) { return t == DType::F64 ? epsilon(DType::F64) : epsilon(DType::F32); }
+
+// Wraps an int64 to dtype t (two's complement), as the runtime stores integers.
+int64_t wrap_to(DType t, int64_t v) {
+  std::vector<uint8_t> buf(8);
+  store_from_int64(t, buf.data(), 0, v);
+  return load_as_int64(t, buf.data(), 0);
+}
+
+// Checks got against want with a per-element tolerance; reports at most a few failures.
+void expect_within(const std::vector<double>& in, const std::vector<double>& got,
+                   const std::vector<double>& want, const std::function<Tol(size_t)>& tol,
+                   const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int failures = 0;
+  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
+    double a = got[i], b = want[i];
+    bool ok;
+    if (std::isnan(b))
+      ok = std::isnan(a);
+    else if (std::isinf(b))
+      ok = a == b;
+    else {
+      Tol t = tol(i);
+      ok = std::fabs(a - b) <= t.atol + t.rtol * std::fabs(b);
+    }
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << what << " [" << i << "] x=" << (i < in.size() ? in[i] : kNaN) << ": got "
+                    << a << ", want " << b << " (diff " << std::fabs(a - b) << ")";
+    }
+  }
+}
+
+// True when `op` occurs in `msg` as a whole word (not inside a longer identifier).
+bool names_op(const std::string& msg, const std::string& op) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = msg.find(op); at != std::string::npos; at = msg.find(op, at + 1)) {
+    const size_t end = at + op.size();
+    if ((at == 0 || !word(msg[at - 1])) && (end == msg.size() || !word(msg[end]))) return true;
+  }
+  return false;
+}
+
+// Expects fn() to throw luminal::Error whose message names `op`.
+template <class F>
+void expect_error_naming(F&& fn, const std::string& op) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error naming '" << op << "'";
+  } catch (const Error& e) {
+    EXPECT_TRUE(names_op(e.what(), op)) << "'" << op << "' not named in: " << e.what();
+  }
+}
+
+using UnaryOp = std::function<Tensor(const Tensor&)>;
+
+// Runs op on a 1-D input of dtype t holding `in` (already representable in t).
+std::vector<double> run_unary(DType t, const std::vector<double>& in, const UnaryOp& op,
+                              DType* out_dtype = nullptr) {
+  Graph g;
+  auto x = g.tensor("x", {static_cast<int64_t>(in.size())}, t);
+  auto y = op(x).output("y");
+  if (out_dtype) *out_dtype = y.dtype();
+  ReferenceRuntime rt(g);
+  if (is_float(t)) {
+    rt.set(x, in);
+  } else {
+    rt.set(x, std::vector<int64_t>(in.begin(), in.end()));
+  }
+  rt.execute();
+  return rt.get<double>(y);
+}
+
+double pow_tol_extra(double x, double p, double ec) {
+  const bool integral = p == std::trunc(p) && std::fabs(p) <= 16;
+  if (integral) return (std::fabs(p) + 1) * ec;
+  double ylog = std::fabs(p * std::log2(std::fabs(x)));
+  return ((std::isfinite(ylog) ? ylog : 0) + 4) * ec;
+}
+
+TEST(ElementwisePow, ScalarExponentFloat) {
+  const double exps[] = {0,  1,   2,   3,    4,   5,   7,    16,      -1, -2,
+                         -3, -16, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0 / 3, 17, 20.5};
+  uint64_t seed = 200;
+  for (double p : exps) {
+    const bool integral = p == std::trunc(p) && std::fabs(p) <= 16;
+    for (DType t : kFloatTypes) {
+      // Integral exponents take negative bases; the others NaN there.
+      std::vector<double> in = random_values(48, integral ? -3 : 0, 3, seed++);
+      in.insert(in.end(), {kNaN, kInf, -kInf, 0.0, -0.0, 1.0, -1.0, -2.0, 2.0, -0.5, 10.0, -10.0});
+      in = rounded(in, t);
+      std::vector<double> got = run_unary(t, in, [p](const Tensor& x) { return x.pow(p); });
+      std::vector<double> want;
+      for (double v : in) {
+        // |p| > 16 or fractional: exp2(p*log2(x)), documented NaN for every negative x.
+        double w = !integral && v < 0 ? kNaN : std::pow(v, p);
+        want.push_back(round_to(t, w));
+      }
+      const double e = epsilon(t), ec = compute_eps(t);
+      expect_within(
+          in, got, want,
+          [&](size_t i) {
+            return Tol{4 * e + pow_tol_extra(in[i], p, ec), 4 * e};
+          },
+          "pow(" + std::to_string(p) + ") " + std::string(name(t)));
+    }
+  }
+}
+
+TEST(ElementwisePow, IntegralExponentIsExactForSmallValues) {
+  for (DType t : kFloatTypes) {
+    std::vector<double> in = {-3, -2, -1, 0, 1, 2, 3};
+    EXPECT_EQ(run_unary(t, in, [](const Tensor& x) { return x.pow(3.0); }),
+              (std::vector<double>{-27, -8, -1, 0, 1, 8, 27}))
+        << name(t);
+    EXPECT_EQ(run_unary(t, in, [](const Tensor& x) { return x.pow(4.0); }),
+              (std::vector<double>{81, 16, 1, 0, 1, 16, 81}))
+        << name(t);
+    std::vector<double> inv = run_unary(t, in, [](const Tensor& x) { return x.pow(-1.0); });
+    EXPECT_EQ(inv[0], round_to(t, -1.0 / 3)) << name(t);
+    EXPECT_EQ(inv[1], -0.5) << name(t);
+    EXPECT_EQ(inv[3], kInf) << name(t);
+    std::vector<double> z =
+        run_unary(t, {kNaN, kInf, 0.0}, [](const Tensor& x) { return x.pow(0.0); });
+    EXPECT_EQ(z, (std::vector<double>{1, 1, 1})) << name(t);
+  }
+}
+
+TEST(ElementwisePow, LowPrecisionComputesInF32) {
+  // 300^-2 = 1.1e-5 is representable in f16 although 300^2 is not.
+  std::vector<double> in = rounded({300.0, 250.0, 0.01, 1e-3}, DType::F16);
+  std::vector<double> got = run_unary(DType::F16, in, [](const Tensor& x) { return x.pow(-2.0); });
+  std::vector<double> want;
+  for (double v : in)
+    want.push_back(round_to(DType::F16, std::pow(v, -2.0)));
+  EXPECT_EQ(got, want);  // the last one overflows f16 to inf
+  // bf16 x^16 for x = 3: exact 43046721 rounds once to bf16.
+  std::vector<double> b =
+      run_unary(DType::BF16, {3.0}, [](const Tensor& x) { return x.pow(16.0); });
+  EXPECT_EQ(b[0], round_to(DType::BF16, 43046721.0));
+}
+
+TEST(ElementwisePow, Integer) {
+  for (DType t : {DType::I8, DType::U8, DType::I32, DType::I64}) {
+    std::vector<int64_t> in = {
+        0, 1, 2, 3, 5, 7, 11, is_signed(t) ? -3 : 200, is_signed(t) ? -1 : 255};
+    for (double p : {0.0, 1.0, 2.0, 3.0, 5.0, 16.0}) {
+      Graph g;
+      auto x = g.tensor("x", {static_cast<int64_t>(in.size())}, t);
+      auto y = x.pow(p).output("y");
+      ReferenceRuntime rt(g);
+      rt.set(x, in);
+      rt.execute();
+      std::vector<int64_t> want;
+      for (int64_t v : in) {
+        uint64_t acc = 1;
+        for (int k = 0; k < static_cast<int>(p); ++k)
+          acc *= static_cast<uint64_t>(v);
+        want.push_back(wrap_to(t, static_cast<int64_t>(acc)));
+      }
+      EXPECT_EQ(rt.get<int64_t>(y), want) << name(t) << " p=" << p;
+      EXPECT_EQ(y.dtype(), t);
+    }
+    Graph g;
+    auto x = g.tensor("x", {3}, t);
+    expect_error_naming([&] { x.pow(-1.0); }, "pow");
+    expect_error_naming([&] { x.pow(2.5); }, "pow");
+    expect_error_naming([&] { x.pow(17.0); }, "pow");
+  }
+}
+
+TEST(ElementwisePow, TensorExponent) {
+  // std::pow semantics, including integral exponents of negative bases and the special cases of
+  // C99 Annex F (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, signed zeros and infinities).
+  std::vector<std::pair<double, double>> specials = {
+      {0, 0},      {kNaN, 0},  {kInf, 0},    {1, kNaN},   {1, kInf},    {-1, kInf},   {-1, -kInf},
+      {-2, 3},     {-2, 2},    {-2, -1},     {-2, -2},    {-2, 0.5},    {-0.5, 1.5},  {0, -1},
+      {-0.0, -1},  {-0.0, -2}, {-0.0, 3},    {0, 2},      {0, 0.5},     {0, -0.5},    {kInf, -1},
+      {kInf, 0.5}, {-kInf, 3}, {-kInf, 2},   {-kInf, -1}, {-kInf, -2},  {-kInf, 0.5}, {2, kInf},
+      {0.5, kInf}, {2, -kInf}, {0.5, -kInf}, {-2, kInf},  {-0.5, kInf}, {kNaN, 1},    {2, kNaN},
+      {-1, kNaN},  {-3, 16},   {-3, 15},     {-1.5, -7},  {10, -3},     {4, 0.5},     {8, 1.0 / 3}};
+  uint64_t seed = 300;
+  for (DType t : kFloatTypes) {
+    std::vector<double> xs = random_values(40, -4, 4, seed++);
+    std::vector<double> ps = random_values(40, -4, 4, seed++);
+    for (size_t i = 0; i < 20; ++i)
+      ps[i] = std::round(ps[i]);  // half integral exponents
+    for (auto [x, p] : specials) {
+      xs.push_back(x);
+      ps.push_back(p);
+    }
+    xs = rounded(xs, t);
+    ps = rounded(ps, t);
+    Graph g;
+    auto x = g.tensor("x", {static_cast<int64_t>(xs.size())}, t);
+    auto p = g.tensor("p", {static_cast<int64_t>(ps.size())}, t);
+    auto y = x.pow(p).output("y");
+    EXPECT_EQ(y.dtype(), t);
+    ReferenceRuntime rt(g);
+    rt.set(x, xs);
+    rt.set(p, ps);
+    rt.execute();
+    std::vector<double> got = rt.get<double>(y), want;
+    for (size_t i = 0; i < xs.size(); ++i)
+      want.push_back(round_to(t, std::pow(xs[i], ps[i])));
+    const double e = epsilon(t), ec = compute_eps(t);
+    expect_within(
+        xs, got, want,
+        [&](size_t i) {
+          double ylog = std::fabs(ps[i] * std::log2(std::fabs(xs[i])));
+          if (!std::isfinite(ylog)) ylog = 0;
+          return Tol{4 * e + (ylog + 4) * ec, 4 * e};
+        },
+        "pow(tensor) " + std::string(name(t)));
+    // Signs of zero results: pow(-0, 3) = -0, pow(-inf, -1) = -0.
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double w = std::pow(xs[i], ps[i]);
+      if (w == 0 && !std::isnan(got[i])) {
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(w)) << "pow(" << xs[i] << ", " << ps[i] << ")";
+      }
+    }
+  }
+}
+
+TEST(ElementwisePow, TensorBroadcastsAndRejectsIntegers) {
+  Graph g;
+  auto x = g.tensor("x", {3, 1});
+  auto p = g.tensor("p", {1, 4});
+  auto y = x.pow(p).output("y");
+  ReferenceRuntime rt(g);
+  rt.set(x, std::vector<float>{2, -3, 0.5});
+  rt.set(p, std::vector<float>{0, 1, 2, -1});
+  rt.execute();
+  EXPECT_EQ(rt.shape(y), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(rt.get<float>(y),
+            (std::vector<float>{1, 2, 4, 0.5f, 1, -3, 9, -1.0f / 3, 1, 0.5f, 0.25f, 2}));
+  auto xi = g.tensor("xi", {3}, DType::I32);
+  auto bi = g.tensor("bi", {3}, DType::Bool);
+  expect_error_naming([&] { xi.pow(xi); }, "pow");
+  expect_error_naming([&] { bi.pow(bi); }, "pow");
+}
+
+}  // namespace
+}  // namespace luminal
