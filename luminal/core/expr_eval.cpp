@@ -68,22 +68,47 @@ std::string i128_to_string(i128 v) {
 
 int64_t ev(Node n, const EvalCtx& c);
 
+bool fits(i128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
+
+// Sums and products in 128 bits; the common case stays in 64-bit arithmetic.
 i128 ev_wide(Node n, const EvalCtx& c) {
   if (n->kind == Kind::Add) {
-    i128 s = 0;
-    for (Node k : n->children) {
-      i128 v = ev_wide(k, c);
+    int64_t s64 = 0;
+    size_t i = 0;
+    const auto& k = n->children;
+    i128 v = 0;
+    for (; i < k.size(); ++i) {
+      v = ev_wide(k[i], c);
+      int64_t next;
+      if (!fits(v) || __builtin_add_overflow(s64, static_cast<int64_t>(v), &next)) break;
+      s64 = next;
+    }
+    if (i == k.size()) return s64;
+    i128 s = s64;  // continue from the term that did not fit, in 128 bits
+    for (size_t j = i; j < k.size(); ++j) {
+      if (j > i) v = ev_wide(k[j], c);
       i128 prev = s;
       if (__builtin_add_overflow(prev, v, &s)) eval_overflow(c, "addition", prev, v);
     }
     return s;
   }
   if (n->kind == Kind::Mul) {
-    i128 p = 1;
-    for (Node k : n->children) {
-      i128 v = ev(k, c);
+    int64_t p64 = 1;
+    size_t i = 0;
+    const auto& k = n->children;
+    int64_t v = 0;
+    for (; i < k.size(); ++i) {
+      v = ev(k[i], c);
+      int64_t next;
+      if (__builtin_mul_overflow(p64, v, &next)) break;
+      p64 = next;
+    }
+    if (i == k.size()) return p64;
+    i128 p = p64;  // p64 still holds the product before factor i
+    for (size_t j = i; j < k.size(); ++j) {
+      i128 f = j == i ? v : ev(k[j], c);
       i128 prev = p;
-      if (__builtin_mul_overflow(prev, v, &p)) eval_overflow(c, "multiplication", prev, v);
+      if (__builtin_mul_overflow(prev, f, &p)) eval_overflow(c, "multiplication", prev, f);
     }
     return p;
   }

@@ -408,12 +408,17 @@ Node make_eq(Kind k, Node a, Node b, BoundsCtx* ctx) {
   bool is_eq = k == Kind::Eq;
   if (is_const(a) && is_const(b)) return intern_const((a->value == b->value) == is_eq ? 1 : 0);
   if (a == b) return intern_const(is_eq ? 1 : 0);
+  // a == b  <=>  a - b == 0  <=>  b - a == 0 (whichever does not overflow).
   Poly p;
   try {
     p = poly_combine(to_poly(a), to_poly(b), true);
   } catch (const Overflow&) {
-    if (compare(b, a) < 0) std::swap(a, b);
-    return intern(k, {a, b});
+    try {
+      p = poly_combine(to_poly(b), to_poly(a), true);
+    } catch (const Overflow&) {
+      if (compare(b, a) < 0) std::swap(a, b);
+      return intern(k, {a, b});
+    }
   }
   return eq_poly(k, std::move(p), ctx);
 }
@@ -446,9 +451,9 @@ Node simplify_rec(Node n, BoundsCtx& ctx, std::unordered_map<Node, Node>& memo) 
   try {
     r = rebuild(n, kids, &ctx);
   } catch (const Error&) {
-    // A divisor the facts pin to 0, or an overflow: keep the operation as it is (eval reports
-    // the error for the assignments that reach it).
-    r = intern(n->kind, kids);
+    // A divisor the facts pin to 0, or an overflow: keep this node as it was (eval reports the
+    // error for the assignments that reach it).
+    r = n;
   }
   memo.emplace(n, r);
   return r;

@@ -56,7 +56,10 @@ class Tensor {
   Tensor log() const;
   Tensor log2() const;
   Tensor sin() const;
+  /// 1 - 2*sin(x/2)^2 (accurate for large |x|, e.g. RoPE angles).
   Tensor cos() const;
+  /// 2*sigmoid(2x) - 1: accurate in absolute terms (a few f32 eps); relative error grows for
+  /// |x| < 1e-3.
   Tensor tanh() const;
   Tensor sigmoid() const;
   Tensor relu() const;
@@ -77,6 +80,7 @@ class Tensor {
   /// x^p: integral p with |p| <= 16 is repeated multiplication (exact for negative x);
   /// otherwise exp2(p*log2(x)) (NaN for negative x).
   Tensor pow(double p) const;
+  /// Elementwise x^p with std::pow's rules (negative bases with integral exponents, pow(x, 0) = 1).
   Tensor pow(const Tensor& p) const;
   /// Bool: logical not. Integers/floats: x == 0.
   Tensor logical_not() const;

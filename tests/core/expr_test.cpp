@@ -237,6 +237,11 @@ TEST_F(ExprTest, ConstructionOverflowThrows) {
   EXPECT_NE(msg.find("division"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)(s * INT64_MAX + s); }).find("overflow"), std::string::npos);
   EXPECT_EQ(Expr(-1) - Expr(INT64_MIN), Expr(INT64_MAX));
+  // A comparison whose difference would overflow keeps its operands instead of throwing.
+  Expr cmp = lt(INT64_MAX * s, -s);
+  EXPECT_EQ(cmp.kind(), Kind::Lt);
+  EXPECT_EQ(cmp.eval({{"s", 0}}), 0);
+  EXPECT_EQ(cmp.eval({{"s", -1}}), 1);
   EXPECT_EQ(Expr(INT64_MIN) % -1, Expr(0));
 }
 
@@ -275,6 +280,10 @@ TEST_F(ExprTest, SimplifyWithFacts) {
   EXPECT_EQ((min(s, 1024) * 2 + u).simplify(f), 2 * s + u);
   // Without facts nothing changes.
   EXPECT_EQ(min(s, 1024).simplify({}), min(s, 1024));
+  // A divisor the facts pin to 0 is left alone (eval reports it), simplify does not throw.
+  Expr bad = s / (u - 3);
+  EXPECT_EQ(bad.simplify({{"u", {3, 3}}}), bad);
+  EXPECT_THROW((void)bad.eval({{"s", 1}, {"u", 3}}), Error);
 }
 
 TEST_F(ExprTest, Bounds) {
