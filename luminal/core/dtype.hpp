@@ -33,10 +33,9 @@ enum class DType : uint8_t {
   F8E5M2,
 };
 
-inline constexpr DType kAllDTypes[] = {DType::F32, DType::F64,   DType::F16,   DType::BF16,
-                                       DType::TF32, DType::I8,    DType::U8,    DType::I16,
-                                       DType::U16,  DType::I32,   DType::I64,   DType::Bool,
-                                       DType::F8E4M3, DType::F8E5M2};
+inline constexpr DType kAllDTypes[] = {
+    DType::F32, DType::F64, DType::F16, DType::BF16, DType::TF32, DType::I8,     DType::U8,
+    DType::I16, DType::U16, DType::I32, DType::I64,  DType::Bool, DType::F8E4M3, DType::F8E5M2};
 
 /// Bits of one element as computed on (TF32: 19 significant bits, stored in 32).
 int bit_width(DType t);
@@ -48,9 +47,9 @@ std::string_view name(DType t);
 /// Throws luminal::Error naming the unknown string and listing the valid ones.
 DType parse_dtype(std::string_view s);
 
-bool is_float(DType t);     // F32 F64 F16 BF16 TF32 F8E4M3 F8E5M2
-bool is_integer(DType t);   // I8..I64 (not Bool)
-bool is_signed(DType t);    // floats and signed integers
+bool is_float(DType t);    // F32 F64 F16 BF16 TF32 F8E4M3 F8E5M2
+bool is_integer(DType t);  // I8..I64 (not Bool)
+bool is_signed(DType t);   // floats and signed integers
 /// Largest / smallest finite value representable (as double; exact for all but I64's extremes,
 /// which are exact too since they are powers of two).
 double max_value(DType t);

@@ -49,6 +49,11 @@ using Facts = std::map<std::string, Interval, std::less<>>;
 
 struct ExprNode;  // defined in expr_node.hpp (internal)
 
+/// Integer types other than int and int64_t (and bool) that convert implicitly to an Expr.
+template <typename T>
+concept ExprOtherInteger = std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                           !std::is_same_v<T, int> && !std::is_same_v<T, int64_t>;
+
 class Expr {
  public:
   enum class Kind : uint8_t {
@@ -71,14 +76,12 @@ class Expr {
   /// The constant 0.
   Expr();
   /// A constant (implicit, so `s * 4` and `Expr(4)` both work).
-  Expr(int64_t value);  // NOLINT(google-explicit-constructor)
+  Expr(int64_t value);                                    // NOLINT(google-explicit-constructor)
   Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
   /// Any other integer type (long long, size_t, unsigned, ...), so `s * 3LL` and
   /// `s * v.size()` are not ambiguous. Throws luminal::Error for an unsigned value above
   /// INT64_MAX.
-  template <typename T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int> &&
-             !std::is_same_v<T, int64_t>)
+  template <ExprOtherInteger T>
   Expr(T value)  // NOLINT(google-explicit-constructor)
       : Expr(std::is_signed_v<T> ? static_cast<int64_t>(value)
                                  : from_unsigned(static_cast<unsigned long long>(value))) {}
@@ -153,7 +156,8 @@ class Expr {
 
  private:
   explicit Expr(const ExprNode* n) : node_(n) {}
-  static int64_t from_unsigned(unsigned long long v);  // throws if v > INT64_MAX
+  // Throws if v > INT64_MAX.
+  static int64_t from_unsigned(unsigned long long v);
   friend struct ExprBuilder;  // expr.cpp
   const ExprNode* node_;
 };

@@ -344,7 +344,7 @@ namespace {
 Node le_poly(Poly p, BoundsCtx* ctx) {
   if (p.terms.empty()) return intern_const(p.constant <= 0 ? 1 : 0);
   // g*x + k <= 0  <=>  x + ceil(k/g) <= 0.
-  if (uint64_t g = coef_gcd(p, 0); g > 1) {
+  if (uint64_t g = coef_gcd(p, 0); g > 1 && g <= uint64_t{INT64_MAX}) {
     int64_t gi = static_cast<int64_t>(g);
     for (Term& t : p.terms)
       t.coef /= gi;
@@ -360,7 +360,7 @@ Node le_poly(Poly p, BoundsCtx* ctx) {
 Node eq_poly(Kind k, Poly p, BoundsCtx* ctx) {
   bool is_eq = k == Kind::Eq;
   if (p.terms.empty()) return intern_const((p.constant == 0) == is_eq ? 1 : 0);
-  if (uint64_t g = coef_gcd(p, 0); g > 1) {
+  if (uint64_t g = coef_gcd(p, 0); g > 1 && g <= uint64_t{INT64_MAX}) {
     int64_t gi = static_cast<int64_t>(g);
     if (p.constant % gi != 0) return intern_const(is_eq ? 0 : 1);
     for (Term& t : p.terms)

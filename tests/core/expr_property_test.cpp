@@ -83,9 +83,17 @@ struct VarSpec {
   const char* name;
   int64_t lo, hi;
 };
-// "d" never is 0 (a divisor); "z" exercises eval(dyn, z).
-const VarSpec kVars[] = {{"a", -8, 8}, {"b", 0, 12}, {"c", -5, 5}, {"d", 1, 6}, {"z", 0, 20}};
+// "d" never is 0 (a divisor); "z" exercises eval(dyn, z) and is never negative.
 constexpr int kNumVars = 5;
+using Domain = std::array<VarSpec, kNumVars>;
+constexpr Domain kSmall = {{{"a", -8, 8}, {"b", 0, 12}, {"c", -5, 5}, {"d", 1, 6}, {"z", 0, 20}}};
+// Values up to the int64 limits, where overflow handling and the interval saturation matter.
+constexpr Domain kExtreme = {{{"a", -(int64_t{1} << 40), int64_t{1} << 40},
+                              {"b", 0, 12},
+                              {"c", INT64_MIN, 5},
+                              {"d", 1, INT64_MAX},
+                              {"z", 0, 20}}};
+const Domain& kVars = kSmall;  // names are the same in both domains
 
 using Values = std::array<int64_t, kNumVars>;
 
@@ -189,7 +197,8 @@ std::string show(const Tree& t) {
 
 class Gen {
  public:
-  explicit Gen(uint64_t seed) : rng_(seed) {}
+  explicit Gen(uint64_t seed, const Domain& domain = kSmall)
+      : rng_(seed), domain_(domain), extreme_(&domain == &kExtreme) {}
 
   int64_t uniform(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
@@ -200,6 +209,10 @@ class Gen {
   Tree constant() {
     static const int64_t special[] = {16, 32, 64, -16, 1000, 4096};
     if (chance(0.15)) return {Op::Const, special[uniform(0, 5)], 0, {}};
+    if (extreme_ && chance(0.1)) return {Op::Const, chance(0.5) ? INT64_MIN : INT64_MAX, 0, {}};
+    if (extreme_ && chance(0.4)) {
+      return {Op::Const, uniform(-(int64_t{1} << 33), int64_t{1} << 33), 0, {}};
+    }
     return {Op::Const, uniform(-6, 9), 0, {}};
   }
 
@@ -231,7 +244,7 @@ class Gen {
 
   Facts facts() {
     Facts f;
-    for (const VarSpec& v : kVars) {
+    for (const VarSpec& v : domain_) {
       int64_t lo = uniform(v.lo, v.hi), hi = uniform(v.lo, v.hi);
       if (lo > hi) std::swap(lo, hi);
       if (chance(0.3)) lo = v.lo;
@@ -252,6 +265,8 @@ class Gen {
 
  private:
   std::mt19937_64 rng_;
+  const Domain& domain_;
+  bool extreme_;
 };
 
 DynMap dyn_of(const Values& v, bool with_z) {
@@ -275,12 +290,19 @@ std::optional<int64_t> eval_or_overflow(const Expr& e, const DynMap& dyn, int64_
   }
 }
 
-TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
-  Gen gen(seed(0x5eed1234abcdULL));
-  Failures fails;
+struct Stats {
   int checked = 0, skipped_construction = 0, overflow_evals = 0;
-  constexpr int kExprs = 3000, kAssignments = 24;
-  for (int i = 0; i < kExprs; ++i) {
+};
+
+// Properties (1)-(4) over `exprs` random expressions, each at kAssignments random assignments
+// inside random facts.
+Stats check_values(Gen& gen, int exprs, Failures& fails) {
+  constexpr int kAssignments = 24;
+  Stats st;
+  int& checked = st.checked;
+  int& skipped_construction = st.skipped_construction;
+  int& overflow_evals = st.overflow_evals;
+  for (int i = 0; i < exprs; ++i) {
     Tree tree = gen.tree(static_cast<int>(gen.uniform(1, 5)));
     Facts facts = gen.facts();
     std::vector<Values> assigns;
@@ -369,15 +391,32 @@ TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
       }
     }
   }
-  EXPECT_EQ(fails.count(), 0) << fails.first();
   if (std::getenv("LUMINAL_EXPR_STATS")) {
     std::printf("checked %d, overflow evals %d, construction skipped %d\n", checked, overflow_evals,
                 skipped_construction);
   }
-  EXPECT_GT(checked, kExprs * kAssignments / 3);
+  return st;
+}
+
+TEST(ExprProperty, RandomExpressionsKeepTheirValue) {
+  Gen gen(seed(0x5eed1234abcdULL));
+  Failures fails;
+  constexpr int kExprs = 3000;
+  Stats st = check_values(gen, kExprs, fails);
+  EXPECT_EQ(fails.count(), 0) << fails.first();
+  EXPECT_GT(st.checked, kExprs * 8);
   // Overflow exposed by canonicalisation and construction failures are rare.
-  EXPECT_LT(overflow_evals, checked / 100);
-  EXPECT_LT(skipped_construction, kExprs / 20);
+  EXPECT_LT(st.overflow_evals, st.checked / 100);
+  EXPECT_LT(st.skipped_construction, kExprs / 20);
+}
+
+TEST(ExprProperty, ExtremeValuesKeepTheirValue) {
+  Gen gen(seed(0xe7e7e7e7ULL), kExtreme);
+  Failures fails;
+  constexpr int kExprs = 1500;
+  Stats st = check_values(gen, kExprs, fails);
+  EXPECT_EQ(fails.count(), 0) << fails.first();
+  EXPECT_GT(st.checked, kExprs * 4);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,17 +490,19 @@ TEST(ExprProperty, SpellingsOfOnePolynomialAreIdentical) {
 // Canonical forms are idempotent: simplify({}) rebuilds every node from its children with the
 // unconditional rules and must give the same node back.
 TEST(ExprProperty, RebuildingIsIdentity) {
-  Gen gen(seed(42));
   Failures fails;
-  for (int i = 0; i < 1000; ++i) {
-    Expr e;
-    try {
-      e = build(gen.tree(5));
-    } catch (const Error&) {
-      continue;
+  for (const Domain* domain : {&kSmall, &kExtreme}) {
+    Gen gen(seed(42), *domain);
+    for (int i = 0; i < 1000; ++i) {
+      Expr e;
+      try {
+        e = build(gen.tree(5));
+      } catch (const Error&) {
+        continue;
+      }
+      Expr again = e.simplify({});
+      if (again != e) fails.add(e.to_string() + " rebuilds as " + again.to_string());
     }
-    Expr again = e.simplify({});
-    if (again != e) fails.add(e.to_string() + " rebuilds as " + again.to_string());
   }
   EXPECT_EQ(fails.count(), 0) << fails.first();
 }

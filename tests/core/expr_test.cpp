@@ -237,6 +237,13 @@ TEST_F(ExprTest, ConstructionOverflowThrows) {
   EXPECT_NE(msg.find("division"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)(s * INT64_MAX + s); }).find("overflow"), std::string::npos);
   EXPECT_EQ(Expr(-1) - Expr(INT64_MIN), Expr(INT64_MAX));
+  // Coefficients at the int64 limit: the gcd 2^63 must not be used as a divisor.
+  Expr huge = Expr(INT64_MIN) * s - 1;
+  EXPECT_EQ(le(huge, 0).eval({{"s", 1}}), 1);
+  EXPECT_EQ(le(huge, 0).simplify({{"s", {1, 5}}}), Expr(1));
+  EXPECT_EQ(eq(huge, 0).eval({{"s", 1}}), 0);
+  EXPECT_EQ(eq(Expr(INT64_MIN) * s, Expr(0)).eval({{"s", 1}}), 0);
+  EXPECT_EQ(ne(s, Expr(INT64_MIN)), ne(Expr(INT64_MIN), s));  // either orientation
   // A comparison whose difference would overflow keeps its operands instead of throwing.
   Expr cmp = lt(INT64_MAX * s, -s);
   EXPECT_EQ(cmp.kind(), Kind::Lt);
