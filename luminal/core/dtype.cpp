@@ -335,15 +335,22 @@ float round_to_tf32(float f) {
   return bits_f32(sign | (rne_shift(abs, kDrop) << kDrop));
 }
 
-uint8_t f32_to_f8e4m3_bits(float f) {
+namespace {
+
+// FP8 encoding with SATFINITE saturation: +-Inf and overflow give +-max_finite, NaN gives nan.
+uint8_t f32_to_f8_saturating(float f, Format fmt, uint32_t max_finite, uint32_t nan) {
   const uint32_t bits = f32_bits(f);
   const uint32_t sign = (bits >> 24) & 0x80u;
   const uint32_t abs = bits & kF32AbsMask;
-  constexpr uint32_t kMaxFinite = 0x7Eu;  // 448
-  constexpr uint32_t kNaN = 0x7Fu;
-  if (abs > kF32Inf) return static_cast<uint8_t>(sign | kNaN);
-  if (abs == kF32Inf) return static_cast<uint8_t>(sign | kMaxFinite);
-  return static_cast<uint8_t>(sign | std::min(round_magnitude(abs, kE4M3), kMaxFinite));
+  if (abs > kF32Inf) return static_cast<uint8_t>(sign | nan);
+  if (abs == kF32Inf) return static_cast<uint8_t>(sign | max_finite);
+  return static_cast<uint8_t>(sign | std::min(round_magnitude(abs, fmt), max_finite));
+}
+
+}  // namespace
+
+uint8_t f32_to_f8e4m3_bits(float f) {
+  return f32_to_f8_saturating(f, kE4M3, 0x7Eu /* 448 */, 0x7Fu);
 }
 
 float f8e4m3_bits_to_f32(uint8_t b) {
@@ -355,14 +362,7 @@ float f8e4m3_bits_to_f32(uint8_t b) {
 }
 
 uint8_t f32_to_f8e5m2_bits(float f) {
-  const uint32_t bits = f32_bits(f);
-  const uint32_t sign = (bits >> 24) & 0x80u;
-  const uint32_t abs = bits & kF32AbsMask;
-  constexpr uint32_t kMaxFinite = 0x7Bu;  // 57344
-  constexpr uint32_t kNaN = 0x7Eu;
-  if (abs > kF32Inf) return static_cast<uint8_t>(sign | kNaN);
-  if (abs == kF32Inf) return static_cast<uint8_t>(sign | kMaxFinite);
-  return static_cast<uint8_t>(sign | std::min(round_magnitude(abs, kE5M2), kMaxFinite));
+  return f32_to_f8_saturating(f, kE5M2, 0x7Bu /* 57344 */, 0x7Eu);
 }
 
 float f8e5m2_bits_to_f32(uint8_t b) { return decode_ieee(b, kE5M2); }

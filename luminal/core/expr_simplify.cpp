@@ -59,6 +59,15 @@ Poly reflect(const Poly& p, int64_t c) {
   return n;
 }
 
+// (p - p mod g) / g: every coefficient divided by g (which divides them), constant floored.
+Poly divide_by_gcd(const Poly& p, int64_t g) {
+  Poly q;
+  for (const Term& t : p.terms)
+    q.terms.push_back({t.coef / g, t.atoms});
+  q.constant = floor_div(p.constant, g);
+  return q;
+}
+
 Node div_pos(const Poly& p, int64_t c, BoundsCtx* ctx);
 
 // Splits p = c*q + r where q takes the terms whose coefficients are multiples of c and r keeps
@@ -86,11 +95,7 @@ Node div_pos(const Poly& p, int64_t c, BoundsCtx* ctx) {
   // (g*x + k) / (g*d) = (x + floor(k/g)) / d.
   if (uint64_t g = coef_gcd(r, static_cast<uint64_t>(c)); g > 1) {
     int64_t gi = static_cast<int64_t>(g);
-    Poly r2;
-    for (const Term& t : r.terms)
-      r2.terms.push_back({t.coef / gi, t.atoms});
-    r2.constant = floor_div(r.constant, gi);
-    return div_pos(r2, c / gi, ctx);
+    return div_pos(divide_by_gcd(r, gi), c / gi, ctx);
   }
   // floor(-x / c) = -floor((x + c - 1) / c): make the leading coefficient positive.
   if (r.terms.front().coef < 0 && !any_min_coef(r)) return neg(div_pos(reflect(r, c), c, ctx));
@@ -147,11 +152,7 @@ Node mod_pos(const Poly& p_in, int64_t c, BoundsCtx* ctx) {
   // (g*x + k) % (g*d) = g*((x + floor(k/g)) % d) + k mod g.
   if (uint64_t g = coef_gcd(r, static_cast<uint64_t>(c)); g > 1) {
     int64_t gi = static_cast<int64_t>(g);
-    Poly r2;
-    for (const Term& t : r.terms)
-      r2.terms.push_back({t.coef / gi, t.atoms});
-    r2.constant = floor_div(r.constant, gi);
-    return add(mul(intern_const(gi), mod_pos(r2, c / gi, ctx)),
+    return add(mul(intern_const(gi), mod_pos(divide_by_gcd(r, gi), c / gi, ctx)),
                intern_const(floor_mod(r.constant, gi)));
   }
   // (-x) mod c = c - 1 - ((x + c - 1) mod c).
