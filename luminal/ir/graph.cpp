@@ -48,6 +48,14 @@ void check_label(const std::vector<Node>& nodes, OpKind op, const std::string& l
   }
 }
 
+void check_dim_name(std::string_view name, std::string_view where) {
+  if (name == "z") {
+    throw Error(std::string(where) +
+                ": 'z' is reserved for the index variable of stride expressions; give the " +
+                "dynamic dimension another name");
+  }
+}
+
 }  // namespace
 
 std::vector<NodeId> Graph::outputs() const { return nodes_of(data_->nodes, OpKind::Output); }
@@ -81,6 +89,8 @@ Tensor Graph::tensor(std::string_view label, const std::vector<Dim>& shape, DTyp
   n.label = std::string(label);
   n.dtype = dtype;
   n.shape = to_shape(shape);
+  for (const Expr& d : n.shape)
+    if (d.has_var("z")) check_dim_name("z", "tensor '" + n.label + "'");
   NodeId id = add_node(n);
   return Tensor(*this, id, View::contiguous(data_->nodes[id].shape), dtype);
 }
@@ -137,6 +147,7 @@ Tensor Graph::arange(Dim n, double start, double step, DType dtype) {
 }
 
 void Graph::set_dim(std::string_view name, int64_t value) {
+  check_dim_name(name, "set_dim");
   auto it = data_->declared.find(name);
   if (it != data_->declared.end() && !it->second.contains(value)) {
     throw Error("set_dim: " + std::string(name) + " = " + std::to_string(value) +
@@ -154,6 +165,7 @@ void Graph::declare_dim(std::string_view name, int64_t min, int64_t max) {
                 "] for " + std::string(name) + " is empty; give min <= max");
   }
   (void)Expr::var(name);  // validates the name
+  check_dim_name(name, "declare_dim");
   data_->declared[std::string(name)] = Interval{min, max};
 }
 

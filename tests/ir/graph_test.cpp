@@ -81,6 +81,18 @@ TEST(Graph, DimsAndFacts) {
   EXPECT_THROW(g.declare_dim("c", 5, 1), Error);
 }
 
+TEST(Graph, ZIsReservedForTheIndexVariable) {
+  Graph g;
+  try {
+    g.tensor("x", {"z", 4});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "'z' is reserved")) << e.what();
+  }
+  EXPECT_THROW(g.set_dim("z", 1), Error);
+  EXPECT_THROW(g.declare_dim("z", 1, 2), Error);
+}
+
 TEST(Graph, PersistOnlyOnInputsAndOutputs) {
   Graph g;
   auto w = g.tensor("w", {2}).persist();
