@@ -72,8 +72,13 @@ NodeId Runtime::resolve_output(std::string_view label) const {
 
 DynMap Runtime::merged_dims(const DynMap& dyn) const {
   DynMap all = graph().dims();
-  for (const auto& [k, v] : dyn)
+  for (const auto& [k, v] : dyn) {
+    if (k == "z")
+      throw Error(
+          "execute: 'z' is the index variable, not a dynamic dimension; remove it from the dyn "
+          "map");
     all[k] = v;
+  }
   Facts facts = graph().dim_facts();
   for (const auto& [k, v] : all) {
     auto it = facts.find(k);

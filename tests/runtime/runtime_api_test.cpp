@@ -113,6 +113,15 @@ TEST(RuntimeApi, MissingDynamicDim) {
   EXPECT_EQ(rt.get<float>("y"), (std::vector<float>{0, 0}));
 }
 
+TEST(RuntimeApi, ZIsNotADynamicDimension) {
+  Graph g;
+  auto x = g.tensor("x", {2});
+  x.output("y");
+  ReferenceRuntime rt(g);
+  rt.set(x, std::vector<float>(2));
+  expect_error([&] { rt.execute({{"z", 1}}); }, {"'z'", "index variable"});
+}
+
 TEST(RuntimeApi, DimOutsideDeclaredRange) {
   Graph g;
   auto x = g.tensor("x", {"s"});
