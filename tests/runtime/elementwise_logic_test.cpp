@@ -4,125 +4,24 @@
 // truthy when != 0 (NaN is truthy), and where never lets the unselected branch leak.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
 
+#include "support/binary_check.hpp"
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
 
 namespace luminal {
 namespace {
 
+using testing::BinaryOp;
+using testing::check_binary;
+using testing::expect_error_naming;
+using testing::kFloatTypes;
+using testing::kInf;
+using testing::kNaN;
 using testing::random_values;
-using testing::rounded;
-using testing::Tol;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-
-// True when `op` occurs in `msg` as a whole word (not inside a longer identifier).
-bool names_op(const std::string& msg, const std::string& op) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = msg.find(op); at != std::string::npos; at = msg.find(op, at + 1)) {
-    const size_t end = at + op.size();
-    if ((at == 0 || !word(msg[at - 1])) && (end == msg.size() || !word(msg[end]))) return true;
-  }
-  return false;
-}
-
-// Expects fn() to throw luminal::Error whose message names `op`.
-template <class F>
-void expect_error_naming(F&& fn, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error naming '" << op << "'";
-  } catch (const Error& e) {
-    EXPECT_TRUE(names_op(e.what(), op)) << "'" << op << "' not named in: " << e.what();
-  }
-}
-
-// numpy broadcasting of two static shapes, and the reference over it.
-template <class T, class F>
-std::vector<T> broadcast_ref(const std::vector<int64_t>& sa, const std::vector<T>& a,
-                             const std::vector<int64_t>& sb, const std::vector<T>& b,
-                             std::vector<int64_t>& out_shape, F&& f) {
-  const size_t r = std::max(sa.size(), sb.size());
-  auto pad = [r](std::vector<int64_t> s) {
-    s.insert(s.begin(), r - s.size(), 1);
-    return s;
-  };
-  std::vector<int64_t> pa = pad(sa), pb = pad(sb);
-  out_shape.assign(r, 1);
-  for (size_t i = 0; i < r; ++i)
-    out_shape[i] = std::max(pa[i], pb[i]);
-  int64_t n = 1;
-  for (int64_t d : out_shape)
-    n *= d;
-  std::vector<T> out;
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t rest = flat, ia = 0, ib = 0, stride_a = 1, stride_b = 1;
-    for (size_t k = r; k-- > 0;) {
-      int64_t idx = rest % out_shape[k];
-      rest /= out_shape[k];
-      ia += (pa[k] == 1 ? 0 : idx) * stride_a;
-      ib += (pb[k] == 1 ? 0 : idx) * stride_b;
-      stride_a *= pa[k];
-      stride_b *= pb[k];
-    }
-    out.push_back(f(a[ia], b[ib]));
-  }
-  return out;
-}
-
-using BinaryOp = std::function<Tensor(const Tensor&, const Tensor&)>;
-
-struct Result {
-  std::vector<double> values;
-  std::vector<int64_t> shape;
-  DType dtype;
-};
-
-// Runs op(a, b) with both inputs of dtype t (float values for float dtypes, integers otherwise).
-Result run_binary(DType t, const std::vector<int64_t>& sa, const std::vector<double>& a,
-                  const std::vector<int64_t>& sb, const std::vector<double>& b,
-                  const BinaryOp& op) {
-  Graph g;
-  auto x = g.tensor("a", std::vector<Dim>(sa.begin(), sa.end()), t);
-  auto y = g.tensor("b", std::vector<Dim>(sb.begin(), sb.end()), t);
-  auto z = op(x, y).output("z");
-  ReferenceRuntime rt(g);
-  if (is_float(t)) {
-    rt.set(x, a);
-    rt.set(y, b);
-  } else {
-    rt.set(x, std::vector<int64_t>(a.begin(), a.end()));
-    rt.set(y, std::vector<int64_t>(b.begin(), b.end()));
-  }
-  rt.execute();
-  return {rt.get<double>(z), rt.shape(z), z.dtype()};
-}
-
-// Checks op against ref over broadcast shapes; `tol_eps` is the tolerance in units of eps(dtype).
-void check_binary(DType t, const std::string& what, const BinaryOp& op,
-                  const std::function<double(double, double)>& ref, const std::vector<int64_t>& sa,
-                  std::vector<double> a, const std::vector<int64_t>& sb, std::vector<double> b,
-                  double tol_eps, DType out = DType::F32, bool same_dtype_out = true) {
-  if (is_float(t)) {
-    a = rounded(a, t);
-    b = rounded(b, t);
-  }
-  Result r = run_binary(t, sa, a, sb, b, op);
-  std::vector<int64_t> shape;
-  std::vector<double> want = broadcast_ref(sa, a, sb, b, shape, ref);
-  const DType out_t = same_dtype_out ? t : out;
-  if (is_float(out_t)) want = rounded(want, out_t);
-  EXPECT_EQ(r.shape, shape) << what;
-  EXPECT_EQ(r.dtype, out_t) << what;
-  const double e = tol_eps * epsilon(out_t);
-  testing::expect_close(r.values, want, Tol{e, e}, what + " " + std::string(name(t)));
-}
 
 // ---- comparisons and logic ----
 

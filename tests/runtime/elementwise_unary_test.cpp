@@ -13,100 +13,31 @@
 //   gelu_tanh:          atol += (|x|+1)*8*ec
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <numbers>
 
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
+#include "support/run_graph.hpp"
 
 namespace luminal {
 namespace {
 
+using testing::compute_eps;
+using testing::expect_error_naming;
+using testing::expect_within;
+using testing::kFloatTypes;
+using testing::kInf;
+using testing::kNaN;
 using testing::random_values;
+using testing::round_to;
 using testing::rounded;
+using testing::run_unary;
 using testing::Tol;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-
-double round_to(DType t, double v) { return rounded({v}, t)[0]; }
-// Epsilon of the precision the op computes in.
-double compute_eps(DType t) { return t == DType::F64 ? epsilon(DType::F64) : epsilon(DType::F32); }
-
-// Wraps an int64 to dtype t (two's complement), as the runtime stores integers.
-int64_t wrap_to(DType t, int64_t v) {
-  std::vector<uint8_t> buf(8);
-  store_from_int64(t, buf.data(), 0, v);
-  return load_as_int64(t, buf.data(), 0);
-}
-
-// Checks got against want with a per-element tolerance; reports at most a few failures.
-void expect_within(const std::vector<double>& in, const std::vector<double>& got,
-                   const std::vector<double>& want, const std::function<Tol(size_t)>& tol,
-                   const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int failures = 0;
-  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
-    double a = got[i], b = want[i];
-    bool ok;
-    if (std::isnan(b))
-      ok = std::isnan(a);
-    else if (std::isinf(b))
-      ok = a == b;
-    else {
-      Tol t = tol(i);
-      ok = std::fabs(a - b) <= t.atol + t.rtol * std::fabs(b);
-    }
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << what << " [" << i << "] x=" << (i < in.size() ? in[i] : kNaN) << ": got "
-                    << a << ", want " << b << " (diff " << std::fabs(a - b) << ")";
-    }
-  }
-}
-
-// True when `op` occurs in `msg` as a whole word (not inside a longer identifier).
-bool names_op(const std::string& msg, const std::string& op) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = msg.find(op); at != std::string::npos; at = msg.find(op, at + 1)) {
-    const size_t end = at + op.size();
-    if ((at == 0 || !word(msg[at - 1])) && (end == msg.size() || !word(msg[end]))) return true;
-  }
-  return false;
-}
-
-// Expects fn() to throw luminal::Error whose message names `op`.
-template <class F>
-void expect_error_naming(F&& fn, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error naming '" << op << "'";
-  } catch (const Error& e) {
-    EXPECT_TRUE(names_op(e.what(), op)) << "'" << op << "' not named in: " << e.what();
-  }
-}
-
-using UnaryOp = std::function<Tensor(const Tensor&)>;
-
-// Runs op on a 1-D input of dtype t holding `in` (already representable in t).
-std::vector<double> run_unary(DType t, const std::vector<double>& in, const UnaryOp& op,
-                              DType* out_dtype = nullptr) {
-  Graph g;
-  auto x = g.tensor("x", {static_cast<int64_t>(in.size())}, t);
-  auto y = op(x).output("y");
-  if (out_dtype) *out_dtype = y.dtype();
-  ReferenceRuntime rt(g);
-  if (is_float(t)) {
-    rt.set(x, in);
-  } else {
-    rt.set(x, std::vector<int64_t>(in.begin(), in.end()));
-  }
-  rt.execute();
-  return rt.get<double>(y);
-}
+using testing::UnaryOp;
+using testing::wrap_to;
 
 struct FloatUnaryCase {
   std::string name;

@@ -7,70 +7,33 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <optional>
-#include <sstream>
 
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
+#include "support/index_map.hpp"
 
 namespace luminal {
 namespace {
 
-using Ints = std::vector<int64_t>;
+using testing::dims;
+using testing::expect_bytes;
+using testing::expect_error;
+using testing::input;
+using testing::Ints;
+using testing::prod;
+using testing::ravel;
+using testing::Ref;
+using testing::run_context;
+using testing::str;
+using testing::unravel;
 
 const DType kTypes[] = {DType::F32, DType::F64, DType::BF16, DType::F16,
                         DType::I32, DType::I64, DType::U8,   DType::Bool};
 const DType kIndexTypes[] = {DType::I32, DType::I64, DType::I16, DType::U8};
 
 // ---------------------------------------------------------------- host reference
-
-int64_t prod(const Ints& s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-Ints unravel(int64_t f, const Ints& s) {
-  Ints i(s.size(), 0);
-  for (size_t k = s.size(); k-- > 0;) {
-    if (s[k] == 0) return i;
-    i[k] = f % s[k];
-    f /= s[k];
-  }
-  return i;
-}
-
-int64_t ravel(const Ints& i, const Ints& s) {
-  int64_t f = 0;
-  for (size_t k = 0; k < s.size(); ++k)
-    f = f * s[k] + i[k];
-  return f;
-}
-
-std::string str(const Ints& v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
-
-std::vector<Dim> dims(const Ints& s) { return std::vector<Dim>(s.begin(), s.end()); }
-
-struct Ref {
-  Ints shape;
-  Ints src;  // per element: flat index into the concatenated data inputs
-};
-
-Ref input(const Ints& shape, int64_t offset = 0) {
-  Ref r{shape, {}};
-  for (int64_t i = 0; i < prod(shape); ++i)
-    r.src.push_back(offset + i);
-  return r;
-}
 
 Ref r_transpose(const Ref& x) {  // of a 2-D ref
   Ref r{{x.shape[1], x.shape[0]}, {}};
@@ -185,14 +148,6 @@ std::vector<uint8_t> test_bits(DType t, int64_t n, uint64_t seed) {
   return b;
 }
 
-std::string hex(const uint8_t* p, int n) {
-  std::ostringstream os;
-  os << "0x";
-  for (int i = n; i-- > 0;)
-    os << "0123456789abcdef"[p[i] >> 4] << "0123456789abcdef"[p[i] & 15];
-  return os.str();
-}
-
 using Build =
     std::function<Tensor(const std::vector<Tensor>& data, const std::vector<Tensor>& idx)>;
 
@@ -224,9 +179,7 @@ void check(DType t, const std::vector<std::vector<Dim>>& data_shapes,
   const int sz = size_bytes(t);
   uint64_t seed = 5;
   for (const Trial& r : runs) {
-    std::string ctx = what + " " + std::string(name(t));
-    for (const auto& [k, v] : r.dyn)
-      ctx += " " + k + "=" + std::to_string(v);
+    const std::string ctx = run_context(what, t, r.dyn);
     std::vector<uint8_t> all;
     for (size_t k = 0; k < data.size(); ++k) {
       int64_t n = prod(eval_shape(to_shape(data_shapes[k]), r.dyn));
@@ -240,29 +193,7 @@ void check(DType t, const std::vector<std::vector<Dim>>& data_shapes,
     ASSERT_EQ(rt.shape(y), r.want.shape) << ctx;
     std::vector<uint8_t> got = rt.get_bytes(y);
     ASSERT_EQ(got.size(), r.want.src.size() * sz) << ctx;
-    int bad = 0;
-    for (size_t i = 0; i < r.want.src.size(); ++i) {
-      const uint8_t* w = all.data() + r.want.src[i] * sz;
-      if (std::memcmp(got.data() + i * sz, w, sz) != 0 && bad++ < 4) {
-        ADD_FAILURE() << ctx << ": element " << str(unravel(static_cast<int64_t>(i), r.want.shape))
-                      << " got " << hex(got.data() + i * sz, sz) << ", want " << hex(w, sz)
-                      << " (data element " << r.want.src[i] << ")";
-      }
-    }
-    EXPECT_EQ(bad, 0) << ctx;
-  }
-}
-
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no luminal::Error thrown (expected one mentioning '" << *parts.begin()
-                  << "')";
-  } catch (const Error& e) {
-    std::string m = e.what();
-    for (std::string_view p : parts)
-      EXPECT_NE(m.find(p), std::string::npos) << "message '" << m << "' lacks '" << p << "'";
+    expect_bytes(got, all, r.want, sz, nullptr, "data", ctx);
   }
 }
 

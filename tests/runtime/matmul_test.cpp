@@ -5,26 +5,25 @@
 #include <string>
 
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
+#include "support/index_map.hpp"
+#include "support/run_graph.hpp"
 
 namespace luminal {
 namespace {
 
+using testing::dims;
 using testing::expect_close;
+using testing::expect_error;
+using testing::kFloatTypes;
+using testing::prod;
 using testing::random_ints;
 using testing::random_values;
 using testing::rounded;
+using testing::set_values;
 using testing::Tol;
 
 using Dims = std::vector<int64_t>;
-
-const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-
-int64_t numel_of(const Dims& d) {
-  int64_t n = 1;
-  for (int64_t x : d)
-    n *= x;
-  return n;
-}
 
 std::string dims_str(const Dims& d) {
   std::string s = "[";
@@ -57,7 +56,7 @@ Result ref_matmul(const std::vector<double>& a, Dims da, const std::vector<doubl
   res.shape = batch;
   if (!a1) res.shape.push_back(m);
   if (!b1) res.shape.push_back(n);
-  const int64_t nb = numel_of(batch);
+  const int64_t nb = prod(batch);
   for (int64_t f = 0; f < nb; ++f) {
     // Batch multi-index, then each operand's batch offset (size-1 axes broadcast).
     Dims idx(r);
@@ -96,29 +95,6 @@ std::vector<double> data_for(DType t, int64_t n, uint64_t seed) {
   return std::vector<double>(v.begin(), v.end());
 }
 
-void set_values(ReferenceRuntime& rt, const Tensor& t, const std::vector<double>& v) {
-  if (is_float(t.dtype())) {
-    rt.set(t, v);
-  } else {
-    std::vector<int64_t> iv;
-    for (double x : v)
-      iv.push_back(static_cast<int64_t>(x));
-    rt.set(t, iv);
-  }
-}
-
-std::vector<Dim> to_dims(const Dims& d) { return std::vector<Dim>(d.begin(), d.end()); }
-
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected luminal::Error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
 const std::vector<std::pair<Dims, Dims>> kShapes = {
     {{5}, {5}},                    // dot
     {{4}, {4, 3}},                 // vector @ matrix
@@ -147,15 +123,15 @@ TEST(Matmul, TorchSemanticsAllFloatDtypes) {
     std::vector<Case> cases;
     for (size_t i = 0; i < shapes.size(); ++i) {
       auto [da, db] = shapes[i];
-      auto a = g.tensor("a" + std::to_string(i), to_dims(da), t);
-      auto b = g.tensor("b" + std::to_string(i), to_dims(db), t);
+      auto a = g.tensor("a" + std::to_string(i), dims(da), t);
+      auto b = g.tensor("b" + std::to_string(i), dims(db), t);
       cases.push_back({da, db, a, b, a.matmul(b).output("o" + std::to_string(i))});
     }
     ReferenceRuntime rt(g);
     std::vector<std::pair<std::vector<double>, std::vector<double>>> data;
     for (size_t i = 0; i < cases.size(); ++i) {
-      data.push_back({data_for(t, numel_of(cases[i].da), 2 * i),
-                      data_for(t, numel_of(cases[i].db), 2 * i + 1)});
+      data.push_back(
+          {data_for(t, prod(cases[i].da), 2 * i), data_for(t, prod(cases[i].db), 2 * i + 1)});
       rt.set(cases[i].a, data[i].first);
       rt.set(cases[i].b, data[i].second);
     }
@@ -177,15 +153,15 @@ TEST(Matmul, IntegersExact) {
     std::vector<std::tuple<Dims, Dims, Tensor, Tensor, Tensor>> cases;
     for (size_t i = 0; i < kShapes.size(); ++i) {
       auto [da, db] = kShapes[i];
-      auto a = g.tensor("a" + std::to_string(i), to_dims(da), t);
-      auto b = g.tensor("b" + std::to_string(i), to_dims(db), t);
+      auto a = g.tensor("a" + std::to_string(i), dims(da), t);
+      auto b = g.tensor("b" + std::to_string(i), dims(db), t);
       cases.push_back({da, db, a, b, a.matmul(b).output("o" + std::to_string(i))});
     }
     ReferenceRuntime rt(g);
     std::vector<std::pair<std::vector<double>, std::vector<double>>> data;
     for (size_t i = 0; i < cases.size(); ++i) {
       auto& [da, db, a, b, o] = cases[i];
-      data.push_back({data_for(t, numel_of(da), 5 * i), data_for(t, numel_of(db), 5 * i + 1)});
+      data.push_back({data_for(t, prod(da), 5 * i), data_for(t, prod(db), 5 * i + 1)});
       set_values(rt, a, data[i].first);
       set_values(rt, b, data[i].second);
     }

@@ -5,44 +5,24 @@
 #include <optional>
 #include <string>
 
+#include "support/along_axis.hpp"
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
 
 namespace luminal {
 namespace {
 
+using testing::along_axis;
 using testing::expect_close;
+using testing::expect_error;
+using testing::kFloatTypes;
 using testing::random_values;
 using testing::rounded;
+using testing::Row;
 using testing::Tol;
 using testing::tol_for;
 
 using Dims = std::vector<int64_t>;
-using Row = std::vector<double>;
-
-const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-
-// Applies f to every 1-D row along `axis` and writes the results back in place.
-template <class F>
-std::vector<double> along_axis(const std::vector<double>& x, const Dims& d, int axis, F f) {
-  const int a = axis < 0 ? axis + static_cast<int>(d.size()) : axis;
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < a; ++i)
-    outer *= d[i];
-  for (size_t i = a + 1; i < d.size(); ++i)
-    inner *= d[i];
-  const int64_t n = d[a];
-  std::vector<double> out(x.size());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      Row row(n);
-      for (int64_t k = 0; k < n; ++k)
-        row[k] = x[(o * n + k) * inner + i];
-      Row r = f(row);
-      for (int64_t k = 0; k < n; ++k)
-        out[(o * n + k) * inner + i] = r[k];
-    }
-  return out;
-}
 
 // Applies f to consecutive blocks of `block` elements (normalising over the last axes).
 template <class F>
@@ -112,16 +92,6 @@ Row ref_rms_norm(const Row& x, const Row* w, double eps, DType t) {
     for (size_t i = 0; i < x.size(); ++i)
       out[i] *= (*w)[i];
   return out;
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected luminal::Error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 // ---------------------------------------------------------------- softmax / log_softmax

@@ -10,16 +10,14 @@ namespace luminal {
 namespace {
 
 using testing::expect_close;
+using testing::kFloatTypes;
 using testing::random_values;
+using testing::round_to;
 using testing::rounded;
 
-const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
 const DType kIntTypes[] = {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::I64};
 
 std::vector<double> as_doubles(ReferenceRuntime& rt, const Tensor& t) { return rt.get<double>(t); }
-
-// Rounds a double the way storing into dtype t does.
-double round_to(DType t, double v) { return rounded({v}, t)[0]; }
 
 TEST(Primitive, UnaryFloatOpsAllFloatTypes) {
   for (DType t : kFloatTypes) {

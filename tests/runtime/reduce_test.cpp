@@ -7,27 +7,25 @@
 #include <string>
 
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
+#include "support/index_map.hpp"
+#include "support/run_graph.hpp"
 
 namespace luminal {
 namespace {
 
 using testing::expect_close;
+using testing::expect_error;
+using testing::kFloatTypes;
+using testing::prod;
 using testing::random_ints;
 using testing::random_values;
 using testing::rounded;
+using testing::set_values;
 using testing::Tol;
 using testing::tol_for;
 
 using Dims = std::vector<int64_t>;
-
-const DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-
-int64_t numel_of(const Dims& d) {
-  int64_t n = 1;
-  for (int64_t x : d)
-    n *= x;
-  return n;
-}
 
 Dims unflat(int64_t f, const Dims& d) {
   Dims idx(d.size());
@@ -63,8 +61,8 @@ template <class F>
 std::vector<double> ref_reduce(const std::vector<double>& x, const Dims& dims,
                                const std::vector<int>& axes, double init, F f) {
   std::vector<bool> red = reduced_mask(dims.size(), axes);
-  std::vector<double> out(numel_of(reduced_dims(dims, axes, false)), init);
-  for (int64_t flat = 0; flat < numel_of(dims); ++flat) {
+  std::vector<double> out(prod(reduced_dims(dims, axes, false)), init);
+  for (int64_t flat = 0; flat < prod(dims); ++flat) {
     Dims idx = unflat(flat, dims);
     int64_t o = 0;
     for (size_t i = 0; i < dims.size(); ++i)
@@ -85,7 +83,7 @@ std::vector<double> ref_sum(const std::vector<double>& x, const Dims& d,
 std::vector<double> ref_mean(const std::vector<double>& x, const Dims& d,
                              const std::vector<int>& axes) {
   std::vector<double> s = ref_sum(x, d, axes);
-  double n = static_cast<double>(numel_of(d) / numel_of(reduced_dims(d, axes, false)));
+  double n = static_cast<double>(prod(d) / prod(reduced_dims(d, axes, false)));
   for (double& v : s)
     v /= n;
   return s;
@@ -96,7 +94,7 @@ std::vector<double> ref_var(const std::vector<double>& x, const Dims& d, int axi
   std::vector<double> m = ref_mean(x, d, {axis});
   std::vector<bool> red = reduced_mask(d.size(), {axis});
   std::vector<double> out(m.size(), 0.0);
-  for (int64_t flat = 0; flat < numel_of(d); ++flat) {
+  for (int64_t flat = 0; flat < prod(d); ++flat) {
     Dims idx = unflat(flat, d);
     int64_t o = 0;
     for (size_t i = 0; i < d.size(); ++i)
@@ -108,17 +106,6 @@ std::vector<double> ref_var(const std::vector<double>& x, const Dims& d, int axi
   for (double& v : out)
     v /= n;
   return out;
-}
-
-void set_values(ReferenceRuntime& rt, const Tensor& t, const std::vector<double>& v) {
-  if (is_float(t.dtype())) {
-    rt.set(t, v);
-  } else {
-    std::vector<int64_t> iv;
-    for (double x : v)
-      iv.push_back(static_cast<int64_t>(x));
-    rt.set(t, iv);
-  }
 }
 
 // Test data for dtype t: positive floats (no cancellation), signed ints, or 0/1 for bool.
@@ -166,16 +153,6 @@ void check_reduction(DType t, Build build, Ref ref, DType want_dtype, Tol tol,
     EXPECT_EQ(g.node(c.out.id()).dtype, want_dtype) << what;
     EXPECT_EQ(rt.shape(c.out), reduced_dims(dims, c.axes, c.keepdim)) << what;
     expect_close(rt.get<double>(c.out), ref(in, dims, c.axes), tol, what);
-  }
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected luminal::Error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
 

@@ -6,59 +6,38 @@
 #include <numeric>
 #include <string>
 
+#include "support/along_axis.hpp"
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
+#include "support/run_graph.hpp"
 
 namespace luminal {
 namespace {
 
+using testing::along_axis;
 using testing::expect_close;
+using testing::expect_error;
+using testing::normalize_axis;
 using testing::random_ints;
 using testing::random_values;
 using testing::rounded;
+using testing::Row;
+using testing::set_values;
 using testing::tol_for;
 
 using Dims = std::vector<int64_t>;
-using Row = std::vector<double>;
 
 const DType kAllTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16,
                            DType::I32, DType::I64, DType::Bool};
 
-int normalize(int axis, size_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
-
-// Applies f to every 1-D row along `axis`; f returns a row of any length m, written along the
-// same axis of an output whose axis has size m.
-template <class F>
-std::vector<double> along_axis(const std::vector<double>& x, const Dims& d, int axis, F f) {
-  const int a = normalize(axis, d.size());
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < a; ++i)
-    outer *= d[i];
-  for (size_t i = a + 1; i < d.size(); ++i)
-    inner *= d[i];
-  const int64_t n = d[a];
-  std::vector<double> out;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      Row row(n);
-      for (int64_t k = 0; k < n; ++k)
-        row[k] = x[(o * n + k) * inner + i];
-      Row r = f(row);
-      const int64_t m = static_cast<int64_t>(r.size());
-      if (out.empty()) out.resize(outer * m * inner);
-      for (int64_t k = 0; k < m; ++k)
-        out[(o * m + k) * inner + i] = r[k];
-    }
-  return out;
-}
-
 Dims with_axis(Dims d, int axis, int64_t size) {
-  const int a = normalize(axis, d.size());
+  const int a = normalize_axis(axis, d.size());
   d[a] = size;
   return d;
 }
 
 Dims without_axis(Dims d, int axis) {
-  d.erase(d.begin() + normalize(axis, d.size()));
+  d.erase(d.begin() + normalize_axis(axis, d.size()));
   return d;
 }
 
@@ -110,29 +89,8 @@ std::vector<double> tie_data(DType t, size_t n, uint64_t seed) {
   return out;
 }
 
-void set_values(ReferenceRuntime& rt, const Tensor& t, const std::vector<double>& v) {
-  if (is_float(t.dtype())) {
-    rt.set(t, v);
-  } else {
-    std::vector<int64_t> iv;
-    for (double x : v)
-      iv.push_back(static_cast<int64_t>(x));
-    rt.set(t, iv);
-  }
-}
-
 std::vector<double> as_doubles(const std::vector<int64_t>& v) {
   return std::vector<double>(v.begin(), v.end());
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected luminal::Error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 // ---------------------------------------------------------------- argmax / argmin

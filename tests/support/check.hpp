@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,6 +12,10 @@
 #include "luminal/luminal.hpp"
 
 namespace luminal::testing {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr DType kFloatTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
 
 /// Tolerances per dtype: |a - b| <= atol + rtol * |b|.
 struct Tol {
@@ -30,6 +36,21 @@ inline std::vector<double> rounded(const std::vector<double>& v, DType t) {
     out.push_back(load_as_double(t, buf.data(), 0));
   }
   return out;
+}
+
+/// One value as it is after rounding to dtype t.
+inline double round_to(DType t, double v) { return rounded({v}, t)[0]; }
+
+/// Wraps an int64 to dtype t (two's complement), as the runtime stores integers.
+inline int64_t wrap_to(DType t, int64_t v) {
+  std::vector<uint8_t> buf(8);
+  store_from_int64(t, buf.data(), 0, v);
+  return load_as_int64(t, buf.data(), 0);
+}
+
+/// Epsilon of the precision the op computes in.
+inline double compute_eps(DType t) {
+  return t == DType::F64 ? epsilon(DType::F64) : epsilon(DType::F32);
 }
 
 inline std::vector<double> random_values(size_t n, double lo, double hi, uint64_t seed) {
@@ -63,6 +84,31 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
     } else {
       EXPECT_LE(std::fabs(a - b), tol.atol + tol.rtol * std::fabs(b))
           << what << " [" << i << "]: got " << a << ", want " << b;
+    }
+  }
+}
+
+/// Checks got against want with a per-element tolerance; reports at most a few failures.
+inline void expect_within(const std::vector<double>& in, const std::vector<double>& got,
+                          const std::vector<double>& want, const std::function<Tol(size_t)>& tol,
+                          const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int failures = 0;
+  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
+    double a = got[i], b = want[i];
+    bool ok;
+    if (std::isnan(b))
+      ok = std::isnan(a);
+    else if (std::isinf(b))
+      ok = a == b;
+    else {
+      Tol t = tol(i);
+      ok = std::fabs(a - b) <= t.atol + t.rtol * std::fabs(b);
+    }
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << what << " [" << i << "] x=" << (i < in.size() ? in[i] : kNaN) << ": got "
+                    << a << ", want " << b << " (diff " << std::fabs(a - b) << ")";
     }
   }
 }

@@ -15,62 +15,27 @@
 #include <sstream>
 
 #include "support/check.hpp"
+#include "support/expect_error.hpp"
+#include "support/index_map.hpp"
 
 namespace luminal::movement_testing {
 
-using Ints = std::vector<int64_t>;
+using testing::dims;
+using testing::expect_bytes;
+using testing::expect_error;
+using testing::input;
+using testing::Ints;
+using testing::prod;
+using testing::ravel;
+using testing::Ref;
+using testing::run_context;
+using testing::str;
+using testing::unravel;
 
 inline constexpr DType kTypes[] = {DType::F32, DType::F64, DType::BF16, DType::F16,   DType::I32,
                                    DType::I64, DType::I8,  DType::Bool, DType::F8E4M3};
 
 // ---------------------------------------------------------------- host reference
-
-inline int64_t prod(const Ints& s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-inline Ints unravel(int64_t f, const Ints& s) {
-  Ints i(s.size(), 0);
-  for (size_t k = s.size(); k-- > 0;) {
-    if (s[k] == 0) return i;
-    i[k] = f % s[k];
-    f /= s[k];
-  }
-  return i;
-}
-
-inline int64_t ravel(const Ints& i, const Ints& s) {
-  int64_t f = 0;
-  for (size_t k = 0; k < s.size(); ++k)
-    f = f * s[k] + i[k];
-  return f;
-}
-
-inline std::string str(const Ints& v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
-
-inline std::vector<Dim> dims(const Ints& s) { return std::vector<Dim>(s.begin(), s.end()); }
-
-struct Ref {
-  Ints shape;
-  Ints src;  // per output element: flat index into the concatenated inputs, or -1 (fill)
-};
-
-inline Ref input(const Ints& shape, int64_t offset = 0) {
-  Ref r{shape, {}};
-  for (int64_t i = 0; i < prod(shape); ++i)
-    r.src.push_back(offset + i);
-  return r;
-}
 
 // out[o] = in[f(o)], or the fill value where f gives nothing.
 inline Ref remap(const Ref& in, const Ints& out_shape,
@@ -232,14 +197,6 @@ inline std::vector<uint8_t> fill_bytes(DType t, double v) {
   return b;
 }
 
-inline std::string hex(const uint8_t* p, int n) {
-  std::ostringstream os;
-  os << "0x";
-  for (int i = n; i-- > 0;)
-    os << "0123456789abcdef"[p[i] >> 4] << "0123456789abcdef"[p[i] & 15];
-  return os.str();
-}
-
 using Build = std::function<Tensor(const std::vector<Tensor>&)>;
 
 struct Case {
@@ -261,9 +218,7 @@ inline void check(DType t, const std::vector<std::vector<Dim>>& shapes, const Bu
   const std::vector<uint8_t> fb = fill_bytes(t, fill);
   uint64_t seed = 17;
   for (const Case& c : cases) {
-    std::string ctx = what + " " + std::string(name(t));
-    for (const auto& [k, v] : c.dyn)
-      ctx += " " + k + "=" + std::to_string(v);
+    const std::string ctx = run_context(what, t, c.dyn);
     std::vector<uint8_t> all;
     for (size_t k = 0; k < shapes.size(); ++k) {
       int64_t n = prod(eval_shape(to_shape(shapes[k]), c.dyn));
@@ -275,17 +230,7 @@ inline void check(DType t, const std::vector<std::vector<Dim>>& shapes, const Bu
     ASSERT_EQ(rt.shape(y), c.want.shape) << ctx;
     std::vector<uint8_t> got = rt.get_bytes(y);
     ASSERT_EQ(got.size(), c.want.src.size() * sz) << ctx;
-    int bad = 0;
-    for (size_t i = 0; i < c.want.src.size(); ++i) {
-      const int64_t s = c.want.src[i];
-      const uint8_t* w = s < 0 ? fb.data() : all.data() + s * sz;
-      if (std::memcmp(got.data() + i * sz, w, sz) != 0 && bad++ < 4) {
-        ADD_FAILURE() << ctx << ": element " << str(unravel(static_cast<int64_t>(i), c.want.shape))
-                      << " got " << hex(got.data() + i * sz, sz) << ", want " << hex(w, sz)
-                      << " (input element " << s << ")";
-      }
-    }
-    EXPECT_EQ(bad, 0) << ctx;
+    expect_bytes(got, all, c.want, sz, fb.data(), "input", ctx);
   }
 }
 
@@ -299,19 +244,6 @@ inline void check_all_types(const Ints& shape, const Build& build, const Ref& wa
                             const std::string& what = "") {
   for (DType t : kTypes)
     check1(t, shape, build, want, fill, what);
-}
-
-template <class F>
-inline void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no luminal::Error thrown (expected one mentioning '" << *parts.begin()
-                  << "')";
-  } catch (const Error& e) {
-    std::string m = e.what();
-    for (std::string_view p : parts)
-      EXPECT_NE(m.find(p), std::string::npos) << "message '" << m << "' lacks '" << p << "'";
-  }
 }
 
 inline std::vector<std::vector<int>> permutations(int n) {
