@@ -54,14 +54,28 @@ std::vector<int64_t> eval_shape(const Shape& s, const DynMap& dyn) {
   return out;
 }
 
-int normalize_axis(int axis, int rank, std::string_view op) {
+namespace {
+
+// `what` describes the tensor in the error ("rank 2", "shape [2, 3]").
+int normalize(int axis, int rank, std::string_view op, const std::string& what) {
   int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) {
     throw Error(std::string(op) + ": axis " + std::to_string(axis) +
-                " is out of range for a tensor of rank " + std::to_string(rank == 0 ? 0 : rank) +
-                " (valid: " + std::to_string(-rank) + ".." + std::to_string(rank - 1) + ")");
+                " is out of range for a tensor of " + what + " (valid: " + std::to_string(-rank) +
+                ".." + std::to_string(rank - 1) + ")");
   }
   return a;
+}
+
+}  // namespace
+
+int normalize_axis(int axis, int rank, std::string_view op) {
+  return normalize(axis, rank, op, "rank " + std::to_string(rank));
+}
+
+int normalize_axis(int axis, const Shape& shape, std::string_view op, int extra) {
+  return normalize(axis, static_cast<int>(shape.size()) + extra, op,
+                   "shape " + shape_to_string(shape));
 }
 
 View View::contiguous(Shape dims) {
@@ -94,16 +108,20 @@ Expr View::offset(const std::vector<Expr>& index) const {
 }
 
 View View::permute(const std::vector<int>& order) const {
-  if (static_cast<int>(order.size()) != rank()) {
-    throw Error("permute: got " + std::to_string(order.size()) + " axes for a tensor of rank " +
-                std::to_string(rank()) + "; give each axis exactly once");
-  }
+  auto bad_order = [&] {
+    std::string o;
+    for (size_t i = 0; i < order.size(); ++i)
+      o += (i ? ", " : "") + std::to_string(order[i]);
+    return Error("permute: order [" + o +
+                 "] is not a permutation of the axes of a tensor of shape " +
+                 shape_to_string(dims) + "; give each axis exactly once");
+  };
+  if (static_cast<int>(order.size()) != rank()) throw bad_order();
   std::vector<bool> seen(order.size(), false);
   View v;
   for (int a : order) {
-    int n = normalize_axis(a, rank(), "permute");
-    if (seen[n])
-      throw Error("permute: axis " + std::to_string(a) + " appears twice; give each axis once");
+    int n = a < 0 ? a + rank() : a;
+    if (n < 0 || n >= rank() || seen[n]) throw bad_order();
     seen[n] = true;
     v.dims.push_back(dims[n]);
     v.strides.push_back(strides[n]);
@@ -134,9 +152,10 @@ View View::broadcast_axis(int axis, Expr size) const {
 View View::unsqueeze(int axis) const { return expand(axis, 1); }
 
 View View::squeeze(int axis) const {
-  int a = normalize_axis(axis, rank(), "squeeze");
+  int a = normalize_axis(axis, dims, "squeeze");
   if (dims[a] != Expr(1)) {
-    throw Error("squeeze: axis " + std::to_string(axis) + " has size " + dims[a].to_string() +
+    throw Error("squeeze: axis " + std::to_string(axis) + " of a tensor of shape " +
+                shape_to_string(dims) + " has size " + dims[a].to_string() +
                 "; only size-1 axes can be squeezed");
   }
   View v = *this;

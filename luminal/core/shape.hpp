@@ -88,5 +88,8 @@ struct View {
 /// Normalises a possibly negative axis against `rank` (for `rank+1` when inserting); throws
 /// luminal::Error naming the op when out of range.
 int normalize_axis(int axis, int rank, std::string_view op);
+/// As above for an axis of `shape` (of shape.size() + extra axes when inserting); the error
+/// names the shape.
+int normalize_axis(int axis, const Shape& shape, std::string_view op, int extra = 0);
 
 }  // namespace luminal

@@ -292,9 +292,8 @@ Tensor Tensor::mul(const Tensor& b) const {
 
 Tensor Tensor::sub(const Tensor& b) const {
   no_bool(*this, "sub");
-  same_dtype(*this, b, "sub");
-  prim::broadcast_shape(shape(), b.shape(), "sub");
-  return add(b.mul(scalar_like(b, -1)));
+  auto [x, y] = operands(*this, b, "sub");
+  return x.add(y.mul(scalar_like(y, -1)));
 }
 
 Tensor Tensor::div(const Tensor& b) const {
@@ -302,10 +301,9 @@ Tensor Tensor::div(const Tensor& b) const {
     throw Error("div: " + std::string(name(dtype_)) +
                 " tensors have no true division; cast to a float dtype first (x.cast(DType::F32))");
   }
-  same_dtype(*this, b, "div");
-  prim::broadcast_shape(shape(), b.shape(), "div");
-  if (prim::computes_in_f32(dtype_)) return (cast(DType::F32).div(b.cast(DType::F32))).cast(dtype_);
-  return mul(b.reciprocal());
+  auto [x, y] = operands(*this, b, "div");
+  if (prim::computes_in_f32(dtype_)) return x.cast(DType::F32).div(y.cast(DType::F32)).cast(dtype_);
+  return x.mul(y.reciprocal());
 }
 
 Tensor Tensor::fmod(const Tensor& b) const {
@@ -316,12 +314,10 @@ Tensor Tensor::fmod(const Tensor& b) const {
 
 Tensor Tensor::remainder(const Tensor& b) const {
   no_bool(*this, "remainder");
-  same_dtype(*this, b, "remainder");
-  prim::broadcast_shape(shape(), b.shape(), "remainder");
-  Tensor r = fmod(b);
-  auto [rr, bb] = prim::broadcast(r, b, "remainder");
-  Tensor adjust = r.ne(0).logical_and(rr.lt(0).ne(bb.lt(0)));
-  return adjust.where(rr + bb, rr);
+  auto [x, y] = operands(*this, b, "remainder");
+  Tensor r = x.fmod(y);
+  Tensor adjust = r.ne(0).logical_and(r.lt(0).ne(y.lt(0)));
+  return adjust.where(r + y, r);
 }
 
 Tensor Tensor::maximum(const Tensor& b) const {

@@ -15,17 +15,9 @@ Tensor with_view(const Tensor& t, View v) {
   return Tensor(t.graph(), t.id(), std::move(v), t.dtype());
 }
 
-// Normalises a possibly negative axis of t (of t.rank() + extra axes, for inserting); the error
-// names the op and t's shape.
+// A possibly negative axis of t (of t.rank() + extra axes, for inserting); errors name t's shape.
 int axis_of(const Tensor& t, int axis, std::string_view op, int extra = 0) {
-  const int r = t.rank() + extra;
-  const int a = axis < 0 ? axis + r : axis;
-  if (a < 0 || a >= r) {
-    throw Error(std::string(op) + ": axis " + std::to_string(axis) +
-                " is out of range for a tensor of shape " + shape_str(t) +
-                " (valid: " + std::to_string(-r) + ".." + std::to_string(r - 1) + ")");
-  }
-  return a;
+  return normalize_axis(axis, t.shape(), op, extra);
 }
 
 }  // namespace
@@ -43,24 +35,6 @@ Tensor Tensor::reshape(const std::vector<Dim>& dims) const {
 }
 
 Tensor Tensor::permute(const std::vector<int>& order) const {
-  std::vector<bool> seen(rank(), false);
-  bool ok = static_cast<int>(order.size()) == rank();
-  for (int a : order) {
-    int n = a < 0 ? a + rank() : a;
-    if (n < 0 || n >= rank() || seen[n]) {
-      ok = false;
-      break;
-    }
-    seen[n] = true;
-  }
-  if (!ok) {
-    std::string o;
-    for (size_t i = 0; i < order.size(); ++i)
-      o += (i ? ", " : "") + std::to_string(order[i]);
-    throw Error("permute: order [" + o +
-                "] is not a permutation of the axes of a tensor of shape " + shape_str(*this) +
-                "; give each axis exactly once");
-  }
   return with_view(*this, view_.permute(order));
 }
 
@@ -98,15 +72,7 @@ Tensor Tensor::expand_dim(int axis, Dim size) const {
   return with_view(*this, view_.expand(axis_of(*this, axis, "expand_dim", 1), size.e));
 }
 
-Tensor Tensor::squeeze(int axis) const {
-  int a = axis_of(*this, axis, "squeeze");
-  if (dim(a) != Expr(1)) {
-    throw Error("squeeze: axis " + std::to_string(axis) + " of a tensor of shape " +
-                shape_str(*this) + " has size " + dim(a).to_string() +
-                "; only size-1 axes can be squeezed");
-  }
-  return with_view(*this, view_.squeeze(a));
-}
+Tensor Tensor::squeeze(int axis) const { return with_view(*this, view_.squeeze(axis)); }
 
 Tensor Tensor::unsqueeze(int axis) const {
   return with_view(*this, view_.unsqueeze(axis_of(*this, axis, "unsqueeze", 1)));
