@@ -187,6 +187,10 @@ double min_value(DType t) {
   }
 }
 
+bool in_range(DType t, double v) {
+  return v >= min_value(t) && v <= max_value(t) && (t != DType::I64 || v < 0x1p63);
+}
+
 double epsilon(DType t) {
   switch (t) {
     case DType::F32: return std::ldexp(1.0, -23);

@@ -54,6 +54,9 @@ bool is_signed(DType t);   // floats and signed integers
 /// which are exact too since they are powers of two).
 double max_value(DType t);
 double min_value(DType t);
+/// True when v lies in [min_value(t), max_value(t)] (for I64: below 2^63, which a double can hold
+/// but an int64 cannot). Integrality is not checked.
+bool in_range(DType t, double v);
 /// Machine epsilon: the gap between 1 and the next representable value (integers: 0).
 double epsilon(DType t);
 

@@ -142,8 +142,7 @@ Tensor scalar_for(const Tensor& x, double value, std::string_view op) {
                 " is not an integer but the tensor is " + desc(x) +
                 "; cast the tensor to a float dtype first");
   }
-  if (is_integer(x.dtype()) && !(value >= min_value(x.dtype()) && value <= max_value(x.dtype()) &&
-                                 (x.dtype() != DType::I64 || value < 0x1p63))) {
+  if (is_integer(x.dtype()) && !in_range(x.dtype(), value)) {
     throw Error(std::string(op) + ": scalar " + std::to_string(static_cast<long double>(value)) +
                 " does not fit the tensor's dtype (" + desc(x) +
                 "); cast the tensor to a wider dtype first");

@@ -28,8 +28,7 @@ void throw_value_does_not_fit(std::string_view tensor, std::string_view type, do
 }
 
 bool fits(DType target, int64_t v) {
-  if (target == DType::I64) return true;
-  return static_cast<double>(v) >= min_value(target) && static_cast<double>(v) <= max_value(target);
+  return target == DType::I64 || in_range(target, static_cast<double>(v));
 }
 
 }  // namespace luminal::detail
