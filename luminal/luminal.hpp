@@ -7,3 +7,6 @@
 #include "luminal/ir/graph.hpp"
 #include "luminal/ir/tensor.hpp"
 #include "luminal/runtime/reference.hpp"
+#include "luminal/compiler/compiled_graph.hpp"
+#include "luminal/compiler/options.hpp"
+#include "luminal/cpu/cpu_backend.hpp"

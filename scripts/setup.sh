@@ -5,7 +5,7 @@ set -euo pipefail
 
 need_pkgs=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake ninja-build g++ make libgtest-dev libgmock-dev ccache; do
+for p in cmake ninja-build g++ make libgtest-dev libgmock-dev ccache libopenblas-dev; do
   have "$p" || need_pkgs+=("$p")
 done
 

@@ -12,6 +12,7 @@ struct GraphData {
   std::vector<Node> nodes;
   DynMap dims;
   Facts declared;
+  std::vector<std::pair<NodeId, NodeId>> carried;
 };
 
 Graph::Graph() : data_(std::make_shared<GraphData>()) {}
@@ -60,6 +61,29 @@ void check_dim_name(std::string_view name, std::string_view where) {
 
 std::vector<NodeId> Graph::outputs() const { return nodes_of(data_->nodes, OpKind::Output); }
 std::vector<NodeId> Graph::inputs() const { return nodes_of(data_->nodes, OpKind::Input); }
+
+void Graph::carry(const Tensor& output, const Tensor& input) {
+  const Node& out = node(output.id());
+  const Node& in = node(input.id());
+  if (out.op != OpKind::Output)
+    throw Error("carry: the first tensor must be an output (call .output(\"label\") on it)");
+  if (in.op != OpKind::Input)
+    throw Error("carry: the second tensor must be a graph input, got " +
+                std::string(op_name(in.op)));
+  if (out.dtype != in.dtype || out.shape != in.shape) {
+    throw Error("carry: output '" + out.label + "' (" + std::string(name(out.dtype)) + " " +
+                shape_to_string(out.shape) + ") and input '" + in.label + "' (" +
+                std::string(name(in.dtype)) + " " + shape_to_string(in.shape) +
+                ") must have the same dtype and shape");
+  }
+  for (auto [o, i] : data_->carried) {
+    if (i == input.id() || o == output.id())
+      throw Error("carry: '" + node(o).label + "' -> '" + node(i).label + "' is already declared");
+  }
+  data_->carried.emplace_back(output.id(), input.id());
+}
+
+const std::vector<std::pair<NodeId, NodeId>>& Graph::carried() const { return data_->carried; }
 
 NodeId Graph::find(std::string_view label) const {
   std::string known;
@@ -167,6 +191,11 @@ void Graph::declare_dim(std::string_view name, int64_t min, int64_t max) {
   (void)Expr::var(name);  // validates the name
   check_dim_name(name, "declare_dim");
   data_->declared[std::string(name)] = Interval{min, max};
+}
+
+Interval Graph::dim_range(std::string_view name) const {
+  auto it = data_->declared.find(name);
+  return it != data_->declared.end() ? it->second : Interval{0, INT32_MAX};
 }
 
 Facts Graph::dim_facts() const {

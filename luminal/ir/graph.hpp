@@ -23,6 +23,9 @@ namespace luminal {
 
 class Tensor;
 struct GraphData;
+class Backend;
+class CompileOptions;
+class CompiledGraph;
 
 class Graph {
  public:
@@ -53,6 +56,21 @@ class Graph {
   void declare_dim(std::string_view name, int64_t min, int64_t max);
   /// Ranges of every dynamic dimension used by the graph.
   Facts dim_facts() const;
+  /// Range of one dynamic dimension (declared, or [0, 2^31-1]).
+  Interval dim_range(std::string_view name) const;
+
+  /// Declares state carried between runs (a KV cache): after every execute, the input takes the
+  /// output's value, without a copy (the output stays readable until the next execute). Both
+  /// must have the same dtype and shape. Lets the compiler update the input in place.
+  void carry(const Tensor& output, const Tensor& input);
+  /// (output, input) pairs declared with carry().
+  const std::vector<std::pair<NodeId, NodeId>>& carried() const;
+
+  /// Compiles the graph for `backend`: saturates the e-graph with the backend's rules, searches
+  /// for the fastest program per dim bucket (see compiler/options.hpp) and loads it.
+  /// Defined in luminal/compiler/compiled_graph.cpp.
+  CompiledGraph compile(Backend& backend, const CompileOptions& options) const;
+  CompiledGraph compile(Backend& backend) const;
 
   const std::vector<Node>& nodes() const;
   const Node& node(NodeId id) const;

@@ -124,7 +124,14 @@ Tensor Tensor::slice(int axis, Dim start, std::optional<Dim> end, int64_t step) 
   };
   Expr s = resolve(start.e);
   Expr e = end ? resolve(end->e) : d;
-  Expr len = luminal::max(Expr(0), ceil_div(e - s, step));
+  // Declared dim ranges decide the clamps (slice(0, 0, "c") of a [slots] axis with c <= slots
+  // has length c).
+  Facts facts;
+  for (const Expr& x : {d, s, e})
+    for (const std::string& v : x.vars())
+      facts[v] = graph_.dim_range(v);
+  s = s.simplify(facts);
+  Expr len = luminal::max(Expr(0), ceil_div(e - s, step)).simplify(facts);
   if (s == Expr(0) && step == 1) return with_view(*this, view_.shrink(a, len));
   Shape out = shape();
   out[a] = len;

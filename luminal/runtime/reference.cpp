@@ -59,10 +59,12 @@ void ReferenceRuntime::execute(const DynMap& dyn_in) {
     values_[i] = reference::run_node(n, in, dyn, shapes_[i]);
     value_of[i] = &values_[i];
     for (const Operand& o : n.inputs)
-      if (last_use[o.node] == i && nodes[o.node].op != OpKind::Input)
+      if (last_use[o.node] == i && nodes[o.node].op != OpKind::Input &&
+          nodes[o.node].op != OpKind::Output)  // outputs are read after the run
         values_[o.node] = HostBuffer{};
   }
   executed_ = true;
+  carry_state();
 }
 
 const HostBuffer& ReferenceRuntime::checked_input(NodeId id,
@@ -90,6 +92,10 @@ const HostBuffer& ReferenceRuntime::output_buffer(NodeId id) const {
                 "' has no value yet: call execute() first");
   }
   return values_[id];
+}
+
+void ReferenceRuntime::move_output_to_input(NodeId output, NodeId input) {
+  inputs_[input] = output_buffer(output);  // the oracle copies; the output stays readable
 }
 
 std::vector<int64_t> ReferenceRuntime::output_shape(NodeId id) const {

@@ -26,6 +26,7 @@ class ReferenceRuntime : public Runtime {
   void set_input(NodeId id, HostBuffer data) override;
   const HostBuffer& output_buffer(NodeId id) const override;
   std::vector<int64_t> output_shape(NodeId id) const override;
+  void move_output_to_input(NodeId output, NodeId input) override;
 
  private:
   /// The data set for an input, checked against its shape at these dims.

@@ -102,3 +102,35 @@ void Runtime::check_dims(const DynMap& dyn) const {
 }
 
 }  // namespace luminal
+
+namespace luminal {
+
+void Runtime::check_hand_off(NodeId output, NodeId input) const {
+  const Node& out = graph().node(output);
+  const Node& in = graph().node(input);
+  if (out.dtype != in.dtype || out.shape != in.shape) {
+    throw Error("hand_off: output '" + out.label + "' (" + std::string(name(out.dtype)) + " " +
+                shape_to_string(out.shape) + ") and input '" + in.label + "' (" +
+                std::string(name(in.dtype)) + " " + shape_to_string(in.shape) +
+                ") must have the same dtype and shape");
+  }
+}
+
+void Runtime::hand_off(const Tensor& output, const Tensor& input) {
+  NodeId o = resolve_output(output), i = resolve_input(input);
+  check_hand_off(o, i);
+  move_output_to_input(o, i);
+}
+
+void Runtime::hand_off(std::string_view output, std::string_view input) {
+  NodeId o = resolve_output(output), i = resolve_input(input);
+  check_hand_off(o, i);
+  move_output_to_input(o, i);
+}
+
+void Runtime::carry_state() {
+  for (auto [o, i] : graph().carried())
+    move_output_to_input(o, i);
+}
+
+}  // namespace luminal

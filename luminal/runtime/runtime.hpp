@@ -64,9 +64,20 @@ class Runtime {
   /// The output's shape at the last execution.
   std::vector<int64_t> shape(const Tensor& output) const;
 
+  /// Makes `output`'s last value the new data of `input` without copying (a KV cache step).
+  /// The output may have no value afterwards until the next execute. Same dtype and shape
+  /// required.
+  void hand_off(const Tensor& output, const Tensor& input);
+  void hand_off(std::string_view output, std::string_view input);
+
   virtual const Graph& graph() const = 0;
 
  protected:
+  /// Moves an output's buffer into an input (checked by hand_off).
+  virtual void move_output_to_input(NodeId output, NodeId input) = 0;
+  /// Calls move_output_to_input for every Graph::carry pair (after each execute).
+  void carry_state();
+  void check_hand_off(NodeId output, NodeId input) const;
   virtual void set_input(NodeId id, HostBuffer data) = 0;
   virtual const HostBuffer& output_buffer(NodeId id) const = 0;
   virtual std::vector<int64_t> output_shape(NodeId id) const = 0;

@@ -1,0 +1,31 @@
+#pragma once
+// The compiler's front half, reusable on its own (tests, benchmarks, tools):
+// HLIR -> e-graph -> saturate with the backend's rules -> prune -> search space.
+//
+//   BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+//   Genome first = b.space->first_genome();
+//   LlirGraph program = to_llir(*b.space, first);
+#include <memory>
+
+#include "luminal/compiler/lower.hpp"
+#include "luminal/egraph/extract.hpp"
+#include "luminal/egraph/prune.hpp"
+#include "luminal/egraph/schedule.hpp"
+#include "luminal/runtime/backend.hpp"
+
+namespace luminal {
+
+struct BuiltSpace {
+  std::unique_ptr<EGraph> eg;
+  Lowered lowered;
+  std::unique_ptr<SearchSpace> space;
+  SaturationReport saturation;
+  PruneReport pruning;
+  double lower_s = 0, saturate_s = 0, prune_s = 0, space_s = 0;
+};
+
+/// `facts`: ranges of the dynamic dims (a bucket's); a dim with lo == hi is substituted.
+BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& facts,
+                              const Limits& limits = {});
+
+}  // namespace luminal

@@ -1,0 +1,94 @@
+#include "luminal/compiler/lower.hpp"
+
+#include "luminal/egraph/op_def.hpp"
+
+namespace luminal {
+
+namespace {
+
+// Substitutes dims fixed to a single value and simplifies under the facts.
+struct Simplifier {
+  const Facts& facts;
+  std::map<std::string, Expr, std::less<>> fixed;
+
+  explicit Simplifier(const Facts& f) : facts(f) {
+    for (const auto& [name, iv] : f)
+      if (iv.lo == iv.hi) fixed.emplace(name, Expr(iv.lo));
+  }
+  Expr operator()(const Expr& e) const {
+    Expr x = fixed.empty() ? e : e.substitute(fixed);
+    return facts.empty() ? x : x.simplify(facts);
+  }
+  Shape operator()(const Shape& s) const {
+    Shape out;
+    out.reserve(s.size());
+    for (const Expr& e : s)
+      out.push_back((*this)(e));
+    return out;
+  }
+  View operator()(const View& v) const { return View{(*this)(v.dims), (*this)(v.strides)}; }
+};
+
+}  // namespace
+
+Attrs attrs_of(const Node& n) {
+  Attrs a;
+  a.dtype = n.dtype;
+  a.shape = n.shape;
+  for (const Operand& o : n.inputs)
+    a.views.push_back(o.view);
+  switch (n.op) {
+    case OpKind::Input:
+    case OpKind::Output:
+      a.label = n.label;
+      a.persist = n.persist;
+      break;
+    case OpKind::Constant:
+      a.value = n.value;
+      a.int_value = n.int_value;
+      break;
+    case OpKind::Iota:
+      a.iota_expr = n.iota_expr;
+      a.iota_len = n.iota_len;
+      break;
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce: a.axis = n.axis; break;
+    default: break;
+  }
+  return a;
+}
+
+Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
+  Simplifier simp(facts);
+  Lowered out;
+  const std::vector<Node>& nodes = g.nodes();
+  out.class_of.assign(nodes.size(), 0);
+  // Only nodes an output depends on are lowered.
+  std::vector<bool> needed(nodes.size(), false);
+  for (NodeId o : g.outputs())
+    needed[o] = true;
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (needed[i])
+      for (const Operand& in : nodes[i].inputs)
+        needed[in.node] = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!needed[i]) continue;
+    const Node& n = nodes[i];
+    Attrs a = attrs_of(n);
+    a.shape = simp(a.shape);
+    for (View& v : a.views)
+      v = simp(v);
+    if (n.op == OpKind::Iota) {
+      a.iota_expr = simp(a.iota_expr);
+      a.iota_len = simp(a.iota_len);
+    }
+    std::vector<ClassId> children;
+    for (const Operand& o : n.inputs)
+      children.push_back(out.class_of[o.node]);
+    out.class_of[i] = eg.add(hlir_op(n.op), a, std::move(children));
+    if (n.op == OpKind::Output) out.roots.push_back(out.class_of[i]);
+  }
+  return out;
+}
+
+}  // namespace luminal

@@ -1,0 +1,199 @@
+#include "luminal/compiler/search.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <unordered_set>
+
+#include "luminal/core/error.hpp"
+
+namespace luminal {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string fmt_time(double s) {
+  char buf[32];
+  if (s < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+// A progress bar on a terminal, plain lines otherwise.
+class Progress {
+ public:
+  Progress(bool enabled, int total, std::string bucket)
+      : enabled_(enabled), tty_(isatty(2)), total_(total), bucket_(std::move(bucket)) {}
+  void update(int done, int rejected, double best, bool force_line) {
+    if (!enabled_) return;
+    if (tty_) {
+      const int width = 30;
+      int fill = total_ > 0 ? std::min(width, done * width / total_) : width;
+      std::fprintf(stderr, "\rsearch%s [%s%s] %d/%d  best %s  rejected %d ",
+                   bucket_.empty() ? "" : (" " + bucket_).c_str(), std::string(fill, '#').c_str(),
+                   std::string(width - fill, '.').c_str(), done, total_,
+                   best > 0 ? fmt_time(best).c_str() : "-", rejected);
+      std::fflush(stderr);
+    } else if (force_line) {
+      std::fprintf(stderr, "search%s: %d/%d candidates, best %s, rejected %d\n",
+                   bucket_.empty() ? "" : (" " + bucket_).c_str(), done, total_,
+                   best > 0 ? fmt_time(best).c_str() : "-", rejected);
+    }
+  }
+  void finish() {
+    if (enabled_ && tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool enabled_, tty_;
+  int total_;
+  std::string bucket_;
+};
+
+}  // namespace
+
+std::string SearchReport::to_string() const {
+  std::ostringstream os;
+  os << "search report" << (bucket.empty() ? "" : " for " + bucket) << "\n";
+  os << "  graph:      " << hlir_nodes << " HLIR nodes -> " << enodes << " e-nodes in " << eclasses
+     << " e-classes; " << genes << " genes (10^" << static_cast<int>(log10_space) << " programs)\n";
+  os << "  candidates: " << candidates << " tried, " << rejected << " rejected";
+  if (!first_rejection.empty()) os << " (first: " << first_rejection << ")";
+  os << "; stopped: " << stop << "\n";
+  os << "  best:       " << fmt_time(best_seconds) << " (first valid candidate "
+     << fmt_time(first_seconds) << ")\n";
+  os << "  op mix:     ";
+  std::vector<std::pair<std::string, int>> mix(best_op_mix.begin(), best_op_mix.end());
+  std::stable_sort(mix.begin(), mix.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < mix.size(); ++i)
+    os << (i ? ", " : "") << mix[i].second << " " << mix[i].first;
+  os << "\n";
+  os << "  time:       lower " << fmt_time(lower_s) << ", saturate " << fmt_time(saturate_s)
+     << ", prune " << fmt_time(prune_s) << ", extract " << fmt_time(extract_s) << ", compile "
+     << fmt_time(compile_s) << ", profile " << fmt_time(profile_s) << "\n";
+  return os.str();
+}
+
+SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
+                    const DynMap& dyn, IoTable& io, SearchReport report,
+                    const std::function<void(const std::string&, const std::string&)>& trace) {
+  const auto start = Clock::now();
+  Rng rng(opts.seed());
+  SearchResult best;
+  bool have_best = false;
+  std::vector<std::pair<double, Genome>> ranked;  // valid candidates, fastest first
+  std::unordered_set<uint64_t> seen;
+  Progress progress(opts.verbose(), opts.search_graph_limit(), report.bucket);
+  report.genes = space.num_genes();
+  report.log10_space = space.log10_size();
+
+  auto out_of_time = [&] { return opts.time_budget() && since(start) >= *opts.time_budget(); };
+  auto limit_hit = [&] { return report.candidates >= opts.search_graph_limit(); };
+
+  // Returns false when the genome was seen before.
+  auto try_genome = [&](const Genome& g) {
+    if (!seen.insert(SearchSpace::hash(g)).second) return false;
+    ++report.candidates;
+    auto t0 = Clock::now();
+    LlirGraph llir = to_llir(space, g);
+    report.extract_s += since(t0);
+    try {
+      t0 = Clock::now();
+      std::unique_ptr<Executable> exe = backend.load(llir);
+      double load_s = since(t0);
+      report.compile_s += load_s;
+      if (load_s > opts.candidate_timeout()) {
+        throw Error("loading took " + fmt_time(load_s) + ", over the candidate timeout of " +
+                    fmt_time(opts.candidate_timeout()));
+      }
+      if (opts.max_memory()) {
+        uint64_t need = exe->memory_bytes(dyn);
+        if (need > *opts.max_memory()) {
+          throw Error("needs " + std::to_string(need >> 20) + " MiB (" + std::to_string(need) +
+                      " bytes) of working memory but max_memory is " +
+                      std::to_string(*opts.max_memory() >> 20) + " MiB (" +
+                      std::to_string(*opts.max_memory()) + " bytes)");
+        }
+      }
+      t0 = Clock::now();
+      double t = exe->profile(dyn, io, opts.trials(), opts.profile_timeout());
+      report.profile_s += since(t0);
+      if (report.first_seconds == 0) report.first_seconds = t;
+      ranked.emplace_back(t, g);
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](auto& a, auto& b) { return a.first < b.first; });
+      if (!have_best || t < report.best_seconds) {
+        have_best = true;
+        report.best_seconds = t;
+        report.best_op_mix = llir.op_mix();
+        if (trace) {
+          trace("best-" + std::to_string(report.candidates) + ".llir",
+                "# candidate " + std::to_string(report.candidates) + ": " + fmt_time(t) + "\n" +
+                    llir.to_text());
+        }
+        best.best = g;
+        best.llir = std::move(llir);
+        best.executable = std::move(exe);
+      }
+    } catch (const std::exception& e) {
+      ++report.rejected;
+      if (report.first_rejection.empty()) report.first_rejection = e.what();
+    }
+    progress.update(report.candidates, report.rejected, have_best ? report.best_seconds : 0, false);
+    return true;
+  };
+
+  // Generation 0: the first genome, then random ones.
+  try_genome(space.first_genome());
+  int misses = 0;
+  for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 64;) {
+    if (try_genome(space.random_genome(rng)))
+      ++i;
+    else
+      ++misses;
+  }
+  progress.update(report.candidates, report.rejected, have_best ? report.best_seconds : 0, true);
+  // Later generations: mutations of the best so far.
+  while (!limit_hit() && !out_of_time() && misses < 64) {
+    int parents =
+        std::max<int>(1, std::min<int>(opts.keep_best(), static_cast<int>(ranked.size())));
+    std::vector<Genome> pool;
+    for (int p = 0; p < parents && p < static_cast<int>(ranked.size()); ++p)
+      pool.push_back(ranked[p].second);
+    if (pool.empty()) pool.push_back(space.random_genome(rng));
+    for (int i = 0; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 64;) {
+      Genome g = pool[static_cast<size_t>(i) % pool.size()];
+      space.mutate(g, opts.mutations(), rng);
+      if (try_genome(g)) {
+        ++i;
+        misses = 0;
+      } else {
+        ++misses;
+      }
+    }
+    progress.update(report.candidates, report.rejected, have_best ? report.best_seconds : 0, true);
+  }
+  progress.finish();
+  report.stop = limit_hit() ? "candidate limit (" + std::to_string(opts.search_graph_limit()) + ")"
+                : out_of_time() ? "time budget"
+                                : "no unseen program left";
+  if (!have_best) {
+    throw Error("search: all " + std::to_string(report.candidates) +
+                " candidates were rejected; first error: " + report.first_rejection);
+  }
+  best.report = std::move(report);
+  return best;
+}
+
+}  // namespace luminal

@@ -1,0 +1,54 @@
+#pragma once
+// The search: a genetic algorithm over a SearchSpace's genes, timing candidates on the backend.
+//
+// Generation 0 is the first genome plus random ones; every later generation mutates the
+// keep_best fastest genomes found so far. A candidate that fails to load or run (or exceeds a
+// timeout) is rejected and counted, never chosen. The search stops at search_graph_limit
+// candidates, at the time budget, or when no unseen genome can be drawn.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "luminal/compiler/llir.hpp"
+#include "luminal/compiler/options.hpp"
+#include "luminal/egraph/extract.hpp"
+#include "luminal/runtime/backend.hpp"
+
+namespace luminal {
+
+struct SearchReport {
+  std::string bucket;  // "s=[2, 512] rep 16" or "" without buckets
+  size_t hlir_nodes = 0;
+  size_t enodes = 0;
+  size_t eclasses = 0;
+  size_t genes = 0;
+  double log10_space = 0;
+  int candidates = 0;  // profiled or rejected
+  int rejected = 0;
+  std::string first_rejection;  // message of the first rejection
+  double best_seconds = 0;
+  double first_seconds = 0;  // time of the first valid candidate
+  std::map<std::string, int> best_op_mix;
+  std::string stop;  // why the search ended
+  double lower_s = 0, saturate_s = 0, prune_s = 0, extract_s = 0, compile_s = 0, profile_s = 0;
+  std::string saturation;  // SaturationReport::to_string()
+  std::string pruning;     // PruneReport::to_string()
+  /// Multi-line closing report.
+  std::string to_string() const;
+};
+
+struct SearchResult {
+  Genome best;
+  LlirGraph llir;
+  std::unique_ptr<Executable> executable;
+  SearchReport report;
+};
+
+/// Runs the search. `io` holds zero-filled inputs to profile on; `trace` (may be null) receives
+/// each new best candidate's LLIR.
+SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
+                    const DynMap& dyn, IoTable& io, SearchReport report,
+                    const std::function<void(const std::string&, const std::string&)>& trace);
+
+}  // namespace luminal

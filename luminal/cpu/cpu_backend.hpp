@@ -1,0 +1,30 @@
+#pragma once
+// The CPU backend: kernels for every HLIR primitive over strided views, fused elementwise
+// regions, reductions, gather/scatter (with an in-place scatter), and matmul as a generic strided
+// kernel or an OpenBLAS sgemm/dgemm call. Multi-threaded with OpenMP.
+//
+//   luminal::cpu::CpuBackend cpu;                 // threads: OMP_NUM_THREADS or all cores
+//   auto model = g.compile(cpu, CompileOptions().search_graph_limit(20));
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/runtime/backend.hpp"
+
+namespace luminal::cpu {
+
+class CpuBackend : public Backend {
+ public:
+  /// `threads` <= 0: OpenMP's default.
+  explicit CpuBackend(int threads = 0);
+  std::string name() const override { return "cpu"; }
+  std::vector<RuleSet> rulesets() const override;
+  bool executes(const OpDef* op) const override;
+  std::unique_ptr<Executable> load(const LlirGraph& g) override;
+  int threads() const { return threads_; }
+
+ private:
+  int threads_;
+};
+
+}  // namespace luminal::cpu

@@ -1,0 +1,50 @@
+#pragma once
+// How a CPU op is defined (internal). Each op lives in one file: its OpDef, the rules that
+// introduce it, and its kernel. The registry (cpu_ops.cpp) lists them.
+//
+//   const OpDef kMyOp{"cpu.MyOp"};
+//   class MyKernel : public Kernel { void run(const KernelContext& k) override; };
+//   const CpuOp& my_op() {
+//     static const CpuOp op{&kMyOp, "cpu.fusion", my_rules,
+//                           [](const LlirNode& n) -> std::unique_ptr<Kernel> { ... }};
+//     return op;
+//   }
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "luminal/compiler/llir.hpp"
+#include "luminal/egraph/rule.hpp"
+
+namespace luminal::cpu {
+
+struct KernelContext {
+  const LlirNode& node;
+  const DynMap& dyn;
+  std::vector<const uint8_t*> in;  // contiguous buffers of the node's inputs
+  uint8_t* out;                    // output buffer (the in-place input's buffer for in-place ops)
+  int threads;
+};
+
+/// One node's compiled kernel; may cache work that depends only on the dyn values.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const KernelContext& k) = 0;
+};
+
+struct CpuOp {
+  const OpDef* def;
+  /// Ruleset its rules belong to ("cpu.fusion", "cpu.library", "cpu.inplace"); empty if none.
+  std::string_view ruleset;
+  std::vector<Rule> (*rules)();  // may be null
+  std::unique_ptr<Kernel> (*make)(const LlirNode& n);
+};
+
+/// Every CPU op (HLIR primitives included), in registry order.
+const std::vector<const CpuOp*>& cpu_ops();
+/// The CpuOp implementing `def`, or null.
+const CpuOp* find_cpu_op(const OpDef* def);
+
+}  // namespace luminal::cpu

@@ -1,0 +1,113 @@
+// Constant and Iota on the CPU.
+//
+//   Constant: one element of the node's dtype (floats from `value`, Bool value != 0, integers
+//             from `int_value`, wrapped), encoded once when the kernel is made.
+//   Iota:     element i = iota_expr(z = i) at the dyn values, stored with wrap. A linear
+//             expression a*z + b runs as a plain loop; anything else is evaluated per element.
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cpu/primitive_util.hpp"
+
+namespace luminal::cpu {
+
+namespace {
+
+class ConstantKernel final : public Kernel {
+ public:
+  explicit ConstantKernel(const LlirNode& n) : bytes_(size_bytes(n.attrs.dtype)) {
+    const DType t = n.attrs.dtype;
+    if (is_float(t))
+      store_from_double(t, bytes_.data(), 0, n.attrs.value);
+    else if (t == DType::Bool)
+      store_from_int64(t, bytes_.data(), 0, n.attrs.value != 0 ? 1 : 0);
+    else
+      store_from_int64(t, bytes_.data(), 0, n.attrs.int_value);
+  }
+  void run(const KernelContext& k) override { std::memcpy(k.out, bytes_.data(), bytes_.size()); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+class IotaKernel final : public Kernel {
+ public:
+  explicit IotaKernel(const LlirNode& n)
+      : t_(n.attrs.dtype), shape_(n.attrs.shape), expr_(n.attrs.iota_expr) {}
+
+  void run(const KernelContext& k) override {
+    update(k.dyn);
+    if (len_ == 0) return;
+    dispatch_dtype(t_, [&](auto tag) {
+      constexpr DType T = decltype(tag)::value;
+      uint8_t* out = k.out;
+      if (linear_) {
+        const int64_t a = a_, b = b_;
+        parallel_blocks(len_, 1 << 14, k.threads, len_, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) {
+            const auto v =
+                static_cast<uint64_t>(a) * static_cast<uint64_t>(i) + static_cast<uint64_t>(b);
+            store_elem<T>(out, i, static_cast<int64_t>(v));
+          }
+        });
+        return;
+      }
+      const DynMap none;
+      parallel_blocks(len_, 1 << 12, k.threads, len_ * 32, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i)
+          store_elem<T>(out, i, expr_at_.eval(none, i));
+      });
+    });
+  }
+
+ private:
+  void update(const DynMap& dyn) {
+    if (valid_ && dyn == dyn_) return;
+    valid_ = false;
+    len_ = 1;
+    for (int64_t d : eval_shape(shape_, dyn))
+      len_ *= d;
+    linear_ = false;
+    if (len_ > 0) {  // else the expression may divide by a dim that is 0 now
+      std::map<std::string, Expr, std::less<>> values;
+      for (const auto& [name, v] : dyn)
+        values[name] = Expr(v);
+      expr_at_ = expr_.substitute(values);
+      auto lin = expr_at_.as_linear("z");
+      if (lin && lin->first.is_const() && lin->second.is_const()) {
+        linear_ = true;
+        a_ = lin->first.as_const();
+        b_ = lin->second.as_const();
+      }
+    }
+    dyn_ = dyn;
+    valid_ = true;
+  }
+
+  DType t_;
+  Shape shape_;
+  Expr expr_;
+  // per dyn map
+  bool valid_ = false;
+  DynMap dyn_;
+  int64_t len_ = 0;
+  Expr expr_at_;
+  bool linear_ = false;
+  int64_t a_ = 0, b_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_constant_kernel(const LlirNode& n) {
+  return std::make_unique<ConstantKernel>(n);
+}
+
+std::unique_ptr<Kernel> make_iota_kernel(const LlirNode& n) {
+  return std::make_unique<IotaKernel>(n);
+}
+
+}  // namespace luminal::cpu

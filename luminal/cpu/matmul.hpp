@@ -1,0 +1,71 @@
+#pragma once
+// Matmul ops of the CPU backend (internal): what cpu.Matmul (matmul_generic.cpp) and
+// cpu.BlasMatmul (matmul_blas.cpp) share.
+//
+// Both replace SumReduce(axis k) over Mul(a, b) when the SumReduce reads the Mul's class through
+// a contiguous view. The new node has
+//   children  = the Mul's two children,
+//   views     = the Mul's two views (over the Mul's dims, the reduced axis k included),
+//   axis      = k,
+//   shape/dtype = the SumReduce's,
+// and out[i...] = sum over k of a[i.., k, ..] * b[i.., k, ..]. It dominates the SumReduce e-node
+// (which would materialise the whole product).
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/strided.hpp"
+
+namespace luminal::cpu {
+
+/// A SumReduce-over-Mul match, as the matmul node's children and attributes.
+struct MatmulParts {
+  std::vector<ClassId> children;  // the Mul's a, b
+  Attrs attrs;                    // the matmul node's attributes
+  ENodeId sum_node = 0;
+};
+
+/// SumReduce(Mul(a, b)), the SumReduce bound "sum", the Mul "mul".
+Pattern matmul_pattern();
+/// The parts of a matmul_pattern() match, or nothing when the SumReduce's view of the Mul is not
+/// a reshape of it.
+std::optional<MatmulParts> matmul_parts(const EGraph& eg, const Match& m);
+/// Adds `op` with `parts` to the match's class; the new e-node dominates the SumReduce.
+void add_matmul_node(EGraph& eg, const OpDef* op, const MatmulParts& parts, ClassId root);
+
+/// Counters of cpu.BlasMatmul kernels (process-wide; for tests and traces): gemm calls made, and
+/// runs that fell back to the generic kernel because no gemm fits the layout at those dims.
+struct BlasStats {
+  uint64_t gemm_calls = 0;
+  uint64_t fallbacks = 0;
+};
+BlasStats blas_stats();
+
+/// How cpu.BlasMatmul runs a batch of gemms. Auto: one gemm per OpenMP thread (OpenBLAS
+/// single-threaded inside) when there are at least as many batches as threads and each product is
+/// small (<= 2^21 multiply-adds), else one call after another with OpenBLAS threading inside.
+/// Process-wide; the other modes force one strategy (for benchmarks).
+enum class BlasBatchMode { Auto, Sequential, PerThread };
+void set_blas_batch_mode(BlasBatchMode m);
+
+/// The strided dot-product kernel: any views, any dtype, numerics of the reference
+/// (products rounded to the dtype, float sums accumulated in double and rounded once, integers
+/// wrapped). cpu.BlasMatmul falls back to it where a layout is not a gemm.
+class GenericMatmul {
+ public:
+  explicit GenericMatmul(const LlirNode& n);
+  void run(const KernelContext& k);
+
+ private:
+  void prepare(const DynMap& dyn);
+
+  Attrs attrs_;
+  bool cached_ = false;
+  DynMap cached_dyn_;
+  StridedIndex out_a_, out_b_;      // per output element: offsets into a and b
+  std::vector<int64_t> k_a_, k_b_;  // per k: offsets into a and b
+  int64_t numel_ = 0;
+};
+
+}  // namespace luminal::cpu

@@ -1,0 +1,191 @@
+// cpu.Matmul: SumReduce over Mul as one strided dot-product kernel (any layout, any dtype).
+#include <omp.h>
+
+#include <algorithm>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cpu/elem_types.hpp"
+#include "luminal/cpu/matmul.hpp"
+
+namespace luminal::cpu {
+
+// ================================================================ shared with cpu.BlasMatmul
+
+Pattern matmul_pattern() {
+  return Pattern::op(OpKind::SumReduce,
+                     {Pattern::op(OpKind::Mul, {Pattern::var("a"), Pattern::var("b")}).bind("mul")})
+      .bind("sum");
+}
+
+std::optional<MatmulParts> matmul_parts(const EGraph& eg, const Match& m) {
+  const ENodeId sum_id = m.node("sum");
+  const ENodeId mul_id = m.node("mul");
+  const Attrs& sum = eg.attrs_of(sum_id);
+  const Attrs& mul = eg.attrs_of(mul_id);
+  const ENode& mul_node = eg.node(mul_id);
+  if (sum.views.size() != 1 || mul.views.size() != 2 || mul_node.children.size() != 2)
+    return std::nullopt;
+  const View& sv = sum.views[0];
+  if (!sv.is_contiguous()) return std::nullopt;
+  View va = mul.views[0], vb = mul.views[1];
+  if (sv.dims != mul.shape) {  // the SumReduce reads the product reshaped
+    if (sv.numel() != numel(mul.shape)) return std::nullopt;
+    std::optional<View> ra = va.reshape(sv.dims), rb = vb.reshape(sv.dims);
+    if (!ra || !rb) return std::nullopt;
+    va = *ra;
+    vb = *rb;
+  }
+  if (sum.axis < 0 || sum.axis >= va.rank()) return std::nullopt;
+  if (sum.dtype != mul.dtype) return std::nullopt;
+  for (ClassId c : mul_node.children)
+    if (eg.dtype(c) != sum.dtype) return std::nullopt;
+  MatmulParts p;
+  p.children = {eg.find(mul_node.children[0]), eg.find(mul_node.children[1])};
+  p.attrs.dtype = sum.dtype;
+  p.attrs.shape = sum.shape;
+  p.attrs.views = {va, vb};
+  p.attrs.axis = sum.axis;
+  p.sum_node = sum_id;
+  return p;
+}
+
+void add_matmul_node(EGraph& eg, const OpDef* op, const MatmulParts& parts, ClassId root) {
+  const ClassId c = eg.add(op, parts.attrs, parts.children);
+  eg.merge(c, root);
+  const AttrId attr = eg.intern(parts.attrs);
+  for (ENodeId n : eg.nodes_of(c)) {
+    const ENode& node = eg.node(n);
+    if (node.op != op || node.attr != attr || node.children.size() != parts.children.size())
+      continue;
+    bool same = true;
+    for (size_t i = 0; i < node.children.size(); ++i)
+      same = same && eg.find(node.children[i]) == eg.find(parts.children[i]);
+    if (same) {
+      eg.dominate(n, parts.sum_node);
+      return;
+    }
+  }
+}
+
+// ================================================================ kernel
+
+namespace {
+
+View drop_axis(const View& v, int axis) {
+  View out = v;
+  out.dims.erase(out.dims.begin() + axis);
+  out.strides.erase(out.strides.begin() + axis);
+  return out;
+}
+
+constexpr int64_t kChunk = 256;
+
+}  // namespace
+
+GenericMatmul::GenericMatmul(const LlirNode& n) : attrs_(n.attrs) {
+  if (attrs_.views.size() != 2 || attrs_.axis < 0 || attrs_.axis >= attrs_.views[0].rank() ||
+      attrs_.views[1].rank() != attrs_.views[0].rank())
+    throw Error("cpu.Matmul: expected two views of one rank and a reduced axis inside them, got " +
+                attrs_.to_string());
+}
+
+void GenericMatmul::prepare(const DynMap& dyn) {
+  if (cached_ && cached_dyn_ == dyn) return;
+  cached_dyn_ = dyn;
+  cached_ = true;
+  numel_ = 1;
+  for (int64_t d : eval_shape(attrs_.shape, dyn))
+    numel_ *= d;
+  if (numel_ == 0) return;  // (a stride may divide by a dim that is 0 now)
+  const int k = attrs_.axis;
+  const View& va = attrs_.views[0];
+  const View& vb = attrs_.views[1];
+  out_a_ = StridedIndex(drop_axis(va, k), dyn);
+  out_b_ = StridedIndex(drop_axis(vb, k), dyn);
+  const StridedIndex ka(View{{va.dims[k]}, {va.strides[k]}}, dyn);
+  const StridedIndex kb(View{{vb.dims[k]}, {vb.strides[k]}}, dyn);
+  k_a_.resize(static_cast<size_t>(ka.numel()));
+  k_b_.resize(static_cast<size_t>(ka.numel()));
+  for (int64_t i = 0; i < ka.numel(); ++i) {
+    k_a_[i] = ka.axis_offset(0, i);
+    k_b_[i] = kb.axis_offset(0, i);
+  }
+}
+
+void GenericMatmul::run(const KernelContext& k) {
+  prepare(k.dyn);
+  if (numel_ == 0) return;
+  const uint8_t* A = k.in[0];
+  const uint8_t* B = k.in[1];
+  uint8_t* out = k.out;
+  const int64_t K = static_cast<int64_t>(k_a_.size());
+  const int64_t nchunks = (numel_ + kChunk - 1) / kChunk;
+  const int threads = k.threads > 0 ? k.threads : omp_get_max_threads();
+  const bool parallel = threads > 1 && nchunks > 1 && numel_ * std::max<int64_t>(K, 1) > 32768;
+  dispatch_dtype(attrs_.dtype, [&](auto tag) {
+    constexpr DType T = decltype(tag)::value;
+    using R = compute_t<T>;
+    using Acc = std::conditional_t<std::is_same_v<R, int64_t>, int64_t, double>;
+#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
+    for (int64_t c = 0; c < nchunks; ++c) {
+      const int64_t begin = c * kChunk;
+      const int64_t n = std::min(kChunk, numel_ - begin);
+      int64_t oa[kChunk], ob[kChunk];
+      Acc acc[kChunk];
+      out_a_.for_range(begin, begin + n, [&](int64_t i, int64_t off) { oa[i - begin] = off; });
+      out_b_.for_range(begin, begin + n, [&](int64_t i, int64_t off) { ob[i - begin] = off; });
+      std::fill_n(acc, n, Acc(0));
+      for (int64_t kk = 0; kk < K; ++kk) {
+        const int64_t da = k_a_[kk], db = k_b_[kk];
+        for (int64_t j = 0; j < n; ++j) {
+          const R x = load_elem<T>(A, oa[j] + da);
+          const R y = load_elem<T>(B, ob[j] + db);
+          if constexpr (std::is_same_v<R, int64_t>)
+            acc[j] = num::wrap_add(acc[j], num::round_to<T>(num::wrap_mul(x, y)));
+          else
+            acc[j] += static_cast<double>(num::round_to<T>(x * y));
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        if constexpr (std::is_same_v<R, float>)
+          store_elem<T>(out, begin + j, num::round_to<T>(static_cast<float>(acc[j])));
+        else
+          store_elem<T>(out, begin + j, num::round_to<T>(acc[j]));
+      }
+    }
+  });
+}
+
+namespace {
+
+const OpDef kMatmul{"cpu.Matmul"};
+
+std::vector<Rule> generic_rules() {
+  Rule r{"cpu.matmul-generic", matmul_pattern(),
+         [](const Match& m, const EGraph& eg) { return matmul_parts(eg, m).has_value(); },
+         [](const Match& m, EGraph& eg) {
+           if (std::optional<MatmulParts> p = matmul_parts(eg, m))
+             add_matmul_node(eg, &kMatmul, *p, m.root);
+         }};
+  return {r};
+}
+
+class MatmulKernel : public Kernel {
+ public:
+  explicit MatmulKernel(const LlirNode& n) : impl_(n) {}
+  void run(const KernelContext& k) override { impl_.run(k); }
+
+ private:
+  GenericMatmul impl_;
+};
+
+std::unique_ptr<Kernel> make_matmul(const LlirNode& n) { return std::make_unique<MatmulKernel>(n); }
+
+}  // namespace
+
+void register_matmul_generic_ops(std::vector<const CpuOp*>& ops) {
+  static const CpuOp op{&kMatmul, "cpu.library", generic_rules, make_matmul};
+  ops.push_back(&op);
+}
+
+}  // namespace luminal::cpu

@@ -1,0 +1,43 @@
+#include "luminal/cpu/strided.hpp"
+
+#include <algorithm>
+
+namespace luminal::cpu {
+
+StridedIndex::StridedIndex(const View& v, const DynMap& dyn) {
+  dims_ = eval_shape(v.dims, dyn);
+  numel_ = 1;
+  for (int64_t d : dims_)
+    numel_ *= d;
+  axes_.resize(dims_.size());
+  int64_t expect = 1;  // contiguous stride of the current axis
+  for (int k = rank() - 1; k >= 0; --k) {
+    Axis& a = axes_[k];
+    const Expr& s = v.strides[k];
+    auto lin = s.as_linear("z");
+    if (lin && lin->second.try_eval(dyn) == std::optional<int64_t>(0) && !lin->first.has_var("z")) {
+      a.linear = true;
+      a.coef = lin->first.eval(dyn);
+    } else {
+      a.linear = false;
+      a.table.resize(static_cast<size_t>(dims_[k]));
+      for (int64_t i = 0; i < dims_[k]; ++i)
+        a.table[i] = s.eval(dyn, i);
+    }
+    if (dims_[k] != 1 && !(a.linear && a.coef == expect)) identity_ = false;
+    expect *= dims_[k];
+  }
+}
+
+int64_t StridedIndex::offset_of_flat(int64_t flat) const {
+  if (identity_) return flat;
+  int64_t off = 0;
+  for (int k = rank() - 1; k >= 0; --k) {
+    int64_t i = flat % dims_[k];
+    flat /= dims_[k];
+    off += axis_offset(k, i);
+  }
+  return off;
+}
+
+}  // namespace luminal::cpu

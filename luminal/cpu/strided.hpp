@@ -1,0 +1,98 @@
+#pragma once
+// Strided access for CPU kernels (internal): a View evaluated at dyn values.
+//
+// Every stride of a View is a function of its own axis index only, so a view is one offset table
+// per axis (offset contribution of each index along the axis) or, for the common linear stride
+// c*z, just the coefficient. offset(i0, i1, ...) = sum_k axis_k(i_k).
+//
+//   StridedIndex idx(view, dyn);
+//   int64_t off = idx.offset_of_flat(17);                    // random access
+//   idx.for_range(begin, end, [&](int64_t i, int64_t off) { out[i] = in[off]; });  // sequential
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "luminal/core/shape.hpp"
+
+namespace luminal::cpu {
+
+class StridedIndex {
+ public:
+  StridedIndex() = default;
+  StridedIndex(const View& v, const DynMap& dyn);
+
+  int rank() const { return static_cast<int>(dims_.size()); }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t numel() const { return numel_; }
+  /// True when offset(flat) == flat for every element.
+  bool is_identity() const { return identity_; }
+  int64_t axis_offset(int axis, int64_t i) const {
+    const Axis& a = axes_[axis];
+    return a.linear ? a.coef * i : a.table[i];
+  }
+  int64_t offset_of_flat(int64_t flat) const;
+
+  /// Calls fn(flat, offset) for flat in [begin, end), in order, without divisions per element.
+  template <class F>
+  void for_range(int64_t begin, int64_t end, F&& fn) const {
+    if (begin >= end) return;
+    if (identity_) {
+      for (int64_t i = begin; i < end; ++i)
+        fn(i, i);
+      return;
+    }
+    const int r = rank();
+    if (r == 0) {
+      fn(begin, int64_t{0});
+      return;
+    }
+    std::vector<int64_t> idx(r);
+    int64_t rem = begin;
+    for (int k = r - 1; k >= 0; --k) {
+      idx[k] = rem % dims_[k];
+      rem /= dims_[k];
+    }
+    int64_t base = 0;  // offset of all axes but the last
+    for (int k = 0; k < r - 1; ++k)
+      base += axis_offset(k, idx[k]);
+    const Axis& last = axes_[r - 1];
+    const int64_t inner = dims_[r - 1];
+    int64_t i = begin;
+    while (i < end) {
+      int64_t j = idx[r - 1];
+      int64_t stop = std::min<int64_t>(inner, j + (end - i));
+      if (last.linear) {
+        for (; j < stop; ++j, ++i)
+          fn(i, base + last.coef * j);
+      } else {
+        for (; j < stop; ++j, ++i)
+          fn(i, base + last.table[j]);
+      }
+      if (i >= end) break;
+      // carry into the outer axes
+      idx[r - 1] = 0;
+      for (int k = r - 2; k >= 0; --k) {
+        base -= axis_offset(k, idx[k]);
+        if (++idx[k] < dims_[k]) {
+          base += axis_offset(k, idx[k]);
+          break;
+        }
+        idx[k] = 0;
+        base += axis_offset(k, 0);
+      }
+    }
+  }
+
+ private:
+  struct Axis {
+    bool linear = true;
+    int64_t coef = 0;
+    std::vector<int64_t> table;  // when not linear
+  };
+  std::vector<int64_t> dims_;
+  std::vector<Axis> axes_;
+  int64_t numel_ = 1;
+  bool identity_ = true;
+};
+
+}  // namespace luminal::cpu

@@ -1,0 +1,125 @@
+#include "luminal/egraph/attrs.hpp"
+
+#include <bit>
+#include <cstdio>
+#include <typeinfo>
+
+namespace luminal {
+
+namespace {
+
+// 64-bit mix (splitmix64 finaliser) so that combined hashes spread over every bit.
+inline size_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return static_cast<size_t>(x);
+}
+
+inline void combine(size_t& h, size_t v) { h = mix(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6))); }
+
+void hash_exprs(size_t& h, const std::vector<Expr>& es) {
+  combine(h, es.size());
+  for (const Expr& e : es)
+    combine(h, e.hash());
+}
+
+bool same_bits(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+bool same_payload(const std::shared_ptr<const Payload>& a,
+                  const std::shared_ptr<const Payload>& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (typeid(*a) != typeid(*b)) return false;
+  return a->equals(*b);
+}
+
+// Every field but `label`.
+size_t hash_without_label(const Attrs& a) {
+  size_t h = 0x51ed270b27cbd4f1ULL;
+  combine(h, static_cast<size_t>(a.dtype));
+  hash_exprs(h, a.shape);
+  combine(h, a.views.size());
+  for (const View& v : a.views) {
+    hash_exprs(h, v.dims);
+    hash_exprs(h, v.strides);
+  }
+  combine(h, a.persist ? 1 : 0);
+  combine(h, std::bit_cast<uint64_t>(a.value));
+  combine(h, static_cast<uint64_t>(a.int_value));
+  combine(h, a.iota_expr.hash());
+  combine(h, a.iota_len.hash());
+  combine(h, static_cast<size_t>(static_cast<int64_t>(a.axis)));
+  if (a.payload) {
+    const Payload& p = *a.payload;
+    combine(h, typeid(p).hash_code());
+    combine(h, p.hash());
+  } else {
+    combine(h, 0);
+  }
+  return h;
+}
+
+}  // namespace
+
+size_t Attrs::structural_hash() const { return hash_without_label(*this); }
+
+size_t Attrs::hash() const {
+  size_t h = hash_without_label(*this);
+  combine(h, std::hash<std::string>{}(label));
+  return h;
+}
+
+bool Attrs::operator==(const Attrs& o) const {
+  return dtype == o.dtype && shape == o.shape && views == o.views && label == o.label &&
+         persist == o.persist && same_bits(value, o.value) && int_value == o.int_value &&
+         iota_expr == o.iota_expr && iota_len == o.iota_len && axis == o.axis &&
+         same_payload(payload, o.payload);
+}
+
+std::string Attrs::to_string() const {
+  std::string s(name(dtype));
+  s += shape_to_string(shape);
+  if (!views.empty()) {
+    s += " (";
+    for (size_t i = 0; i < views.size(); ++i) {
+      if (i) s += ", ";
+      // Children are named a, b, c, ... (then c26, c27, ... past z).
+      if (i < 26) {
+        s += static_cast<char>('a' + i);
+      } else {
+        s += "c" + std::to_string(i);
+      }
+      s += ": ";
+      s += shape_to_string(views[i].dims);
+      s += " {";
+      for (size_t k = 0; k < views[i].strides.size(); ++k) {
+        if (k) s += ", ";
+        s += views[i].strides[k].to_string();
+      }
+      s += "}";
+    }
+    s += ")";
+  }
+  if (!label.empty()) s += " label=\"" + label + "\"";
+  if (persist) s += " persist";
+  if (!same_bits(value, 0.0)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", value);
+    s += " value=";
+    s += buf;
+  }
+  if (int_value != 0) s += " int_value=" + std::to_string(int_value);
+  if (iota_expr != Expr() || iota_len != Expr()) {
+    s += " iota=" + iota_expr.to_string() + " len=" + iota_len.to_string();
+  }
+  if (axis != 0) s += " axis=" + std::to_string(axis);
+  if (payload) s += " " + payload->to_string();
+  return s;
+}
+
+}  // namespace luminal

@@ -1,0 +1,63 @@
+#pragma once
+// Extraction: choosing one e-node per class, and the genes the search varies.
+//
+//   SearchSpace space(eg, roots);              // after prune()
+//   Genome g = space.random_genome(rng);
+//   space.mutate(g, 3, rng);
+//   std::vector<ENodeId> chosen = space.choose(g);   // per reachable class
+//
+// Every class reachable from the roots with more than one option gets a gene; classes that came
+// from alike HLIR nodes (same op and attributes up to input labels, e.g. the same op in every
+// layer of a model) share one gene, so repeated layers do not grow the search. Options are
+// ordered by op name; a gene's value is an option index taken modulo each class's option
+// count. Any genome is a valid choice set because pruning made every option executable and
+// every choice acyclic. Classes with one option have no gene.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "luminal/egraph/egraph.hpp"
+
+namespace luminal {
+
+using Genome = std::vector<uint32_t>;
+using Rng = std::mt19937_64;
+
+class SearchSpace {
+ public:
+  SearchSpace(const EGraph& eg, std::vector<ClassId> roots);
+
+  const EGraph& egraph() const { return *eg_; }
+  const std::vector<ClassId>& roots() const { return roots_; }
+  /// Number of genes (shared choices with more than one option).
+  size_t num_genes() const { return gene_sizes_.size(); }
+  /// Options of each gene.
+  const std::vector<uint32_t>& gene_sizes() const { return gene_sizes_; }
+  /// log10 of the number of distinct genomes.
+  double log10_size() const;
+
+  Genome first_genome() const;  // every gene 0 (the first option of each class)
+  Genome random_genome(Rng& rng) const;
+  /// Changes `count` random genes to a different value (where they have one).
+  void mutate(Genome& g, int count, Rng& rng) const;
+  static uint64_t hash(const Genome& g);
+
+  /// The e-node chosen for class `c` by `g`.
+  ENodeId chosen(const Genome& g, ClassId c) const;
+  /// Classes reachable from the roots under `g`, children before parents (execution order).
+  std::vector<ClassId> topo_order(const Genome& g) const;
+
+  /// Options of a class (canonical order) and its gene (-1 when it has one option).
+  const std::vector<ENodeId>& options(ClassId c) const;
+  int gene_of(ClassId c) const;
+
+ private:
+  const EGraph* eg_;
+  std::vector<ClassId> roots_;
+  std::vector<uint32_t> gene_sizes_;
+  // indexed by canonical class id
+  std::vector<std::vector<ENodeId>> options_;
+  std::vector<int> gene_;
+};
+
+}  // namespace luminal

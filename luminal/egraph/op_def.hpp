@@ -1,0 +1,31 @@
+#pragma once
+// OpDef: the identity of an op kind inside the e-graph and the LLIR.
+//
+// HLIR primitives have one OpDef each (hlir_op()); a backend defines its own ops (fused
+// kernels, library calls, in-place variants) as `static const OpDef` objects in the file that
+// implements them. An e-node refers to its op by pointer, so comparing ops is comparing pointers.
+//
+//   const OpDef kBlasMatmul{"cpu.BlasMatmul"};
+//   if (node.op == hlir_op(OpKind::Add)) ...
+#include <string_view>
+
+#include "luminal/ir/op.hpp"
+
+namespace luminal {
+
+struct OpDef {
+  std::string_view name;
+  /// For HLIR primitives: the OpKind (is_hlir is true).
+  OpKind kind = OpKind::Input;
+  bool is_hlir = false;
+  /// The op may write its output into the buffer of this input (in-place); -1 when it never
+  /// does. Pruning keeps such an e-node only when that input has no other consumer.
+  int inplace_input = -1;
+};
+
+/// The OpDef of an HLIR primitive.
+const OpDef* hlir_op(OpKind k);
+/// True when `op` is the HLIR primitive `k`.
+inline bool is_op(const OpDef* op, OpKind k) { return op == hlir_op(k); }
+
+}  // namespace luminal

@@ -1,0 +1,32 @@
+#pragma once
+// Rules and rulesets.
+//
+// A rule is a pattern, an optional guard and a builder. The builder adds e-nodes and merges them
+// with the match's root (or declares dominations); it must keep the program's meaning.
+//
+//   Rule r{"fold-double-recip",
+//          Pattern::op(OpKind::Recip, {Pattern::op(OpKind::Recip, {Pattern::var("x")})}),
+//          nullptr,
+//          [](const Match& m, EGraph& eg) { eg.merge(m.root, m.cls("x")); }};
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "luminal/egraph/pattern.hpp"
+
+namespace luminal {
+
+struct Rule {
+  std::string name;
+  Pattern pattern;
+  /// Optional: reject a match (read-only).
+  std::function<bool(const Match&, const EGraph&)> guard;
+  std::function<void(const Match&, EGraph&)> apply;
+};
+
+struct RuleSet {
+  std::string name;
+  std::vector<Rule> rules;
+};
+
+}  // namespace luminal

@@ -1,0 +1,145 @@
+// Dynamic-dim buckets: dispatch, equality with unbucketed plans, stability across switches, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "luminal/compiler/compiled_graph.hpp"
+#include "luminal/cpu/cpu_backend.hpp"
+#include "support/expect_error.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::expect_error;
+
+// softmax(x @ w + b) over a dynamic number of rows s.
+struct Model {
+  Graph g;
+  Tensor x, w, b, y;
+  Model() {
+    g.declare_dim("s", 1, 64);
+    x = g.tensor("x", {"s", 8});
+    w = g.tensor("w", {8, 6});
+    b = g.tensor("b", {6});
+    y = (x.matmul(w) + b).softmax(1).output("y");
+  }
+};
+
+std::vector<float> xs(int s) {
+  std::vector<float> v(s * 8);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::sin(0.37f * static_cast<float>(i));
+  return v;
+}
+
+void set_weights(Runtime& rt, Model& m) {
+  std::vector<float> w(48), b(6);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = std::cos(0.11f * static_cast<float>(i));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = 0.1f * static_cast<float>(i);
+  rt.set(m.w, w);
+  rt.set(m.b, b);
+}
+
+std::vector<float> run(Runtime& rt, Model& m, int s) {
+  rt.set(m.x, xs(s));
+  rt.execute({{"s", s}});
+  return rt.get<float>(m.y);
+}
+
+CompileOptions quiet() { return CompileOptions().search_graph_limit(4).verbose(false).seed(3); }
+
+TEST(Buckets, DispatchMatchesReferenceAtSeveralValues) {
+  Model m;
+  m.g.set_dim("s", 1);
+  cpu::CpuBackend cpu(1);
+  CompiledGraph c = m.g.compile(
+      cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64).representative(16)}));
+  EXPECT_EQ(c.reports().size(), 2u);
+  ReferenceRuntime ref(m.g);
+  set_weights(c, m);
+  set_weights(ref, m);
+  for (int s : {1, 2, 3, 16, 17, 64}) {
+    auto got = run(c, m, s);
+    auto want = run(ref, m, s);
+    ASSERT_EQ(got.size(), want.size()) << "s=" << s;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5) << "s=" << s << " i=" << i;
+    EXPECT_EQ(c.shape(m.y), (std::vector<int64_t>{s, 6}));
+  }
+}
+
+TEST(Buckets, BucketedEqualsUnbucketed) {
+  Model m;
+  m.g.set_dim("s", 5);
+  cpu::CpuBackend cpu(1);
+  CompiledGraph bucketed =
+      m.g.compile(cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64)}));
+  CompiledGraph plain = m.g.compile(cpu, quiet());
+  set_weights(bucketed, m);
+  set_weights(plain, m);
+  for (int s : {1, 5, 33}) {
+    auto a = run(bucketed, m, s);
+    auto b = run(plain, m, s);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 1e-6) << "s=" << s;
+  }
+}
+
+TEST(Buckets, SwitchingBucketsKeepsResultsIdentical) {
+  Model m;
+  m.g.set_dim("s", 1);
+  cpu::CpuBackend cpu(1);
+  CompiledGraph c = m.g.compile(cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 8)}));
+  set_weights(c, m);
+  auto first = run(c, m, 1);
+  auto three = run(c, m, 3);
+  auto again = run(c, m, 1);
+  EXPECT_EQ(three.size(), 18u);
+  EXPECT_EQ(first, again);  // bit-identical
+}
+
+TEST(Buckets, ValueOutsideEveryBucketIsAnError) {
+  Model m;
+  m.g.set_dim("s", 1);
+  cpu::CpuBackend cpu(1);
+  CompiledGraph c = m.g.compile(cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(4, 8)}));
+  set_weights(c, m);
+  c.set(m.x, xs(3));
+  expect_error(
+      [&] {
+        c.execute({{"s", 3}});
+      },
+      {"no bucket matches", "s=3", "[1, 1] (rep 1)", "[4, 8] (rep 6)", "dim_buckets"});
+}
+
+TEST(Buckets, UnknownDimInBucketsIsAnError) {
+  Model m;
+  m.g.set_dim("s", 1);
+  cpu::CpuBackend cpu(1);
+  expect_error([&] { m.g.compile(cpu, quiet().dim_buckets("t", {DimBucket(1, 4)})); },
+               {"dim_buckets(\"t\")", "no dynamic dimension 't'"});
+}
+
+TEST(Buckets, RepresentativeIsWhereTheSearchRuns) {
+  Model m;
+  cpu::CpuBackend cpu(1);
+  // No set_dim: the search can only run at the representatives.
+  CompiledGraph c = m.g.compile(
+      cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 40).representative(7)}));
+  ASSERT_EQ(c.reports().size(), 2u);
+  EXPECT_NE(c.reports()[1].bucket.find("[2, 40] (rep 7)"), std::string::npos);
+  set_weights(c, m);
+  EXPECT_EQ(run(c, m, 40).size(), 240u);
+}
+
+TEST(Buckets, DynamicDimWithoutValueOrBucketIsAnError) {
+  Model m;
+  cpu::CpuBackend cpu(1);
+  expect_error([&] { m.g.compile(cpu, quiet()); }, {"'s'", "set_dim", "dim_buckets"});
+}
+
+}  // namespace
+}  // namespace luminal

@@ -1,0 +1,401 @@
+// cpu.Matmul (generic strided) and cpu.BlasMatmul (OpenBLAS): the rules (which SumReduce-over-Mul
+// matches get which alternative, domination of the SumReduce) and both kernels against the
+// ReferenceRuntime: row/column-major operands, batched and broadcast batches, the reduced axis in
+// any position, a transposed product, dynamic m and k (0 included). The generic kernel matches
+// the reference bit for bit in every dtype; BLAS within eps(dtype) * sqrt(k).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "luminal/compiler/lower.hpp"
+#include "luminal/cpu/matmul.hpp"
+#include "luminal/ir/prim.hpp"
+#include "ops_test_util.hpp"
+#include "support/expect_error.hpp"
+
+namespace luminal {
+namespace {
+
+using opstest::kExact;
+using testing::Tol;
+
+const Expr kS = Expr::var("s");
+
+/// BLAS accumulates in the dtype: |err| <= eps * (k + 4 sqrt(k) |want|) for inputs in [-1, 1].
+Tol blas_tol(DType t, int64_t k) {
+  const double eps = epsilon(t);
+  const double kk = static_cast<double>(std::max<int64_t>(k, 1));
+  return {4 * eps * std::sqrt(kk), eps * kk};
+}
+
+/// A stored [r, c] tensor read as [c, r] (its transpose).
+Tensor transposed_input(Graph& g, const std::string& label, Dim r, Dim c, DType t) {
+  return g.tensor(label, {r, c}, t).transpose(0, 1);
+}
+
+/// The program preferring `op` in every class where it is an option.
+LlirGraph program_with(const Graph& g, const std::string& op, const Facts& facts = {}) {
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, facts);
+  EXPECT_EQ(b.saturation.stop, StopReason::Saturated) << b.saturation.to_string();
+  return opstest::choose(b, opstest::prefer_op(op));
+}
+
+/// Checks g with the op chosen wherever it can be, expecting `count` nodes of it.
+void check_with(const Graph& g, const std::string& op, int count, const std::vector<DynMap>& dyns,
+                Tol tol, const std::string& what) {
+  LlirGraph p = program_with(g, op);
+  EXPECT_EQ(opstest::count_op(p, op), count) << what << "\n" << p.to_text();
+  EXPECT_EQ(opstest::count_op(p, "SumReduce"), 0) << what << "\n" << p.to_text();
+  opstest::check_program(g, p, dyns, tol, what + " [" + op + "]", 2, 3, -1, 1);
+}
+
+// ---------------------------------------------------------------- rules
+
+RuleSet library_rules() {
+  cpu::CpuBackend cpu(1);
+  for (RuleSet& rs : cpu.rulesets())
+    if (rs.name == "cpu.library") return rs;
+  ADD_FAILURE() << "no cpu.library ruleset";
+  return {};
+}
+
+TEST(MatmulRules, BothAlternativesJoinTheSumClassAndDominateIt) {
+  Graph g;
+  Tensor x = g.tensor("x", {kS, 8});
+  Tensor w = g.tensor("w", {8, 5});
+  Tensor y = x.matmul(w).output("y");
+  EGraph eg;
+  Lowered low = lower(g, eg);
+  SaturationReport r = run_schedule(eg, Schedule::saturate(library_rules()));
+  EXPECT_EQ(r.stop, StopReason::Saturated);
+  const ClassId out = eg.find(eg.node(eg.nodes_of(low.roots[0])[0]).children[0]);
+  std::vector<std::string> ops;
+  ENodeId sum = 0, generic = 0, blas = 0;
+  for (ENodeId n : eg.nodes_of(out)) {
+    ops.emplace_back(eg.node(n).op->name);
+    if (is_op(eg.node(n).op, OpKind::SumReduce)) sum = n;
+    if (eg.node(n).op->name == "cpu.Matmul") generic = n;
+    if (eg.node(n).op->name == "cpu.BlasMatmul") blas = n;
+  }
+  ASSERT_EQ(ops, (std::vector<std::string>{"SumReduce", "cpu.Matmul", "cpu.BlasMatmul"}));
+  // Children are x and w (not the product); views over [s, 5, 8]; k = axis 2.
+  const Attrs& a = eg.attrs_of(generic);
+  EXPECT_EQ(eg.find(eg.node(generic).children[0]), eg.find(low.class_of[x.id()]));
+  EXPECT_EQ(eg.find(eg.node(generic).children[1]), eg.find(low.class_of[w.id()]));
+  EXPECT_EQ(a.axis, 2);
+  EXPECT_EQ(a.views[0].dims, (Shape{kS, 5, 8}));
+  EXPECT_EQ(a.views[0].strides, (std::vector<Expr>{8 * Expr::z(), Expr(0), Expr::z()}));
+  EXPECT_EQ(a.views[1].strides, (std::vector<Expr>{Expr(0), Expr::z(), 5 * Expr::z()}));
+  EXPECT_EQ(a.shape, (Shape{kS, 5}));
+  bool gen_dom = false, blas_dom = false;
+  for (auto [winner, loser] : eg.dominations()) {
+    gen_dom |= winner == generic && loser == sum;
+    blas_dom |= winner == blas && loser == sum;
+  }
+  EXPECT_TRUE(gen_dom);
+  EXPECT_TRUE(blas_dom);
+  (void)y;
+}
+
+TEST(MatmulRules, PruningKeepsBothAndDropsTheSum) {
+  Graph g;
+  g.tensor("x", {kS, 8}).matmul(g.tensor("w", {8, 5})).output("y");
+  cpu::CpuBackend cpu(1);
+  BuiltSpace b = build_search_space(g, cpu, {});
+  EXPECT_GE(b.pruning.dominated, 1u) << b.pruning.to_string();
+  EXPECT_EQ(opstest::count_op(opstest::choose(b, opstest::prefer_op("SumReduce")), "SumReduce"), 0);
+  EXPECT_EQ(b.space->num_genes(), 1u);
+  EXPECT_EQ(b.space->gene_sizes()[0], 2u);
+}
+
+TEST(MatmulRules, BlasOnlyForF32AndF64AndGemmLayouts) {
+  auto ops_of = [](const Graph& g) {
+    EGraph eg;
+    lower(g, eg);
+    run_schedule(eg, Schedule::saturate(library_rules()));
+    return std::make_pair(
+        opstest::live_nodes_of(eg, opstest::cpu_op_named("cpu.Matmul")).size(),
+        opstest::live_nodes_of(eg, opstest::cpu_op_named("cpu.BlasMatmul")).size());
+  };
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32}) {
+    Graph g;
+    g.tensor("x", {4, 8}, t).matmul(g.tensor("w", {8, 5}, t)).output("y");
+    auto [gen, blas] = ops_of(g);
+    EXPECT_EQ(gen, 1u) << name(t);
+    EXPECT_EQ(blas, is_float(t) && (t == DType::F32 || t == DType::F64) ? 1u : 0u) << name(t);
+  }
+  // Every other column of a stored [4, 16]: no unit stride along k or m, not a gemm operand.
+  Graph g;
+  Tensor a = g.tensor("a", {4, 16});
+  Tensor strided(g, a.id(), View::contiguous({4, 16}).stride_by(1, 2), DType::F32);
+  strided.matmul(g.tensor("w", {8, 5})).output("y");
+  auto [gen, blas] = ops_of(g);
+  EXPECT_EQ(gen, 1u);
+  EXPECT_EQ(blas, 0u);
+}
+
+// ---------------------------------------------------------------- numerics: layouts
+
+struct Case {
+  std::string name;
+  std::function<Tensor(Graph&, DType)> build;  // returns the product
+  std::vector<DynMap> dyns;
+  int64_t k;
+};
+
+std::vector<Case> cases() {
+  const std::vector<DynMap> s_vals = {{{"s", 7}}, {{"s", 1}}, {{"s", 0}}, {{"s", 33}}};
+  return {
+      {"row x row",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {kS, 12}, t).matmul(g.tensor("b", {12, 9}, t));
+       },
+       s_vals, 12},
+      {"col x row",
+       [](Graph& g, DType t) {
+         return transposed_input(g, "a", 12, kS, t).matmul(g.tensor("b", {12, 9}, t));
+       },
+       s_vals, 12},
+      {"row x col",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {kS, 12}, t).matmul(transposed_input(g, "b", 9, 12, t));
+       },
+       s_vals, 12},
+      {"col x col",
+       [](Graph& g, DType t) {
+         return transposed_input(g, "a", 12, kS, t).matmul(transposed_input(g, "b", 9, 12, t));
+       },
+       s_vals, 12},
+      {"batched",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {3, kS, 10}, t).matmul(g.tensor("b", {3, 10, 6}, t));
+       },
+       s_vals, 10},
+      {"batch x shared weight",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {2, kS, 10}, t).matmul(g.tensor("b", {10, 6}, t));
+       },
+       s_vals, 10},
+      {"shared lhs x batch",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {kS, 10}, t).matmul(g.tensor("b", {4, 10, 6}, t));
+       },
+       s_vals, 10},
+      {"batched transposed rhs (attention scores)",
+       [](Graph& g, DType t) {
+         Tensor q = g.tensor("q", {2, kS, 8}, t);
+         Tensor k = g.tensor("k", {2, kS, 8}, t);
+         return q.matmul(k.transpose(1, 2));
+       },
+       s_vals, 8},
+      {"contraction over the dynamic dim",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {5, kS}, t).matmul(g.tensor("b", {kS, 4}, t));
+       },
+       s_vals, 33},
+      {"vector x matrix",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {kS}, t).matmul(g.tensor("b", {kS, 7}, t));
+       },
+       s_vals, 33},
+      {"matrix x vector",
+       [](Graph& g, DType t) {
+         return g.tensor("a", {6, kS}, t).matmul(g.tensor("b", {kS}, t));
+       },
+       s_vals, 33},
+      {"product transposed: mul dims [n, m, k]",
+       [](Graph& g, DType t) {
+         Tensor a = g.tensor("a", {kS, 11}, t);  // [m, k]
+         Tensor b = g.tensor("b", {11, 5}, t);   // [k, n]
+         Tensor av(g, a.id(), View::contiguous({kS, 11}).expand(0, 5), t);
+         Tensor bv(g, b.id(), View::contiguous({11, 5}).permute({1, 0}).expand(1, kS), t);
+         return prim::reduce(OpKind::SumReduce, prim::binary(OpKind::Mul, av, bv), 2);  // [n, m]
+       },
+       s_vals, 11},
+      {"k in the middle: mul dims [m, k, n]",
+       [](Graph& g, DType t) {
+         Tensor a = g.tensor("a", {kS, 11}, t);
+         Tensor b = g.tensor("b", {11, 5}, t);
+         Tensor av(g, a.id(), View::contiguous({kS, 11}).expand(2, 5), t);
+         Tensor bv(g, b.id(), View::contiguous({11, 5}).expand(0, kS), t);
+         return prim::reduce(OpKind::SumReduce, prim::binary(OpKind::Mul, av, bv), 1);  // [m, n]
+       },
+       s_vals, 11},
+  };
+}
+
+TEST(MatmulNumerics, GenericMatchesTheReferenceBitForBit) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I8}) {
+    for (const Case& c : cases()) {
+      Graph g;
+      c.build(g, t).output("y");
+      check_with(g, "cpu.Matmul", 1, c.dyns, kExact, std::string(name(t)) + " " + c.name);
+    }
+  }
+}
+
+TEST(MatmulNumerics, BlasMatchesTheReferenceWithinTolerance) {
+  for (DType t : {DType::F32, DType::F64}) {
+    for (const Case& c : cases()) {
+      Graph g;
+      c.build(g, t).output("y");
+      // At s = 7 every case is a gemm layout: no fallback to the generic kernel.
+      const cpu::BlasStats before = cpu::blas_stats();
+      opstest::check_program(g, program_with(g, "cpu.BlasMatmul"), {{{"s", 7}}}, blas_tol(t, c.k),
+                             c.name, 2, 3, -1, 1);
+      const cpu::BlasStats after = cpu::blas_stats();
+      EXPECT_GT(after.gemm_calls, before.gemm_calls) << c.name;
+      EXPECT_EQ(after.fallbacks, before.fallbacks) << c.name;
+      check_with(g, "cpu.BlasMatmul", 1, c.dyns, blas_tol(t, c.k),
+                 std::string(name(t)) + " " + c.name);
+    }
+  }
+}
+
+TEST(MatmulNumerics, IntegersWrap) {
+  Graph g;
+  Tensor a = g.tensor("a", {kS, 6}, DType::I8);
+  Tensor b = g.tensor("b", {6, 3}, DType::I8);
+  a.matmul(b).output("y");  // products and sums wrap in i8
+  Tensor c = g.tensor("c", {kS, 6}, DType::I64);
+  Tensor d = g.tensor("d", {6, 3}, DType::I64);
+  (c * 40000000000LL).matmul(d * 40000000000LL).output("z");  // products wrap in i64
+  LlirGraph prog = program_with(g, "cpu.Matmul");
+  EXPECT_EQ(opstest::count_op(prog, "cpu.Matmul"), 2) << prog.to_text();
+  opstest::check_program(g, prog, {{{"s", 9}}}, kExact, "i8 and i64", 2, 5, -120, 120);
+}
+
+TEST(MatmulNumerics, LargeBatchedF32BothKernels) {
+  // Large enough for OpenBLAS threading and for the per-batch OpenMP path.
+  Graph g;
+  Tensor a = g.tensor("a", {8, kS, 64});
+  Tensor b = g.tensor("b", {8, 64, 48});
+  a.matmul(b).output("y");
+  g.tensor("x", {kS, 96}).matmul(g.tensor("w", {96, 130})).output("z");
+  for (const char* op : {"cpu.Matmul", "cpu.BlasMatmul"}) {
+    LlirGraph p = program_with(g, op);
+    EXPECT_EQ(opstest::count_op(p, op), 2);
+    opstest::check_program(g, p, {{{"s", 70}}, {{"s", 5}}}, blas_tol(DType::F32, 96), op, 4, 9, -1,
+                           1);
+  }
+}
+
+// ---------------------------------------------------------------- kernels, directly
+
+TEST(MatmulKernels, BlasFallsBackToGenericWhereNoGemmFits) {
+  // A[i, k] = a[i + k] (a Hankel view: unit stride on both axes, leading dimension 1 < k).
+  const int64_t m = 6, k = 5, n = 4;
+  HostBuffer a = opstest::random_buffer(DType::F32, m + k, 11, -1, 1);
+  HostBuffer b = opstest::random_buffer(DType::F32, k * n, 12, -1, 1);
+  Attrs at;
+  at.dtype = DType::F32;
+  at.shape = {m, n};
+  at.axis = 2;
+  at.views = {View{{m, n, k}, {Expr::z(), Expr(0), Expr::z()}},
+              View::contiguous({k, n}).permute({1, 0}).expand(0, m)};
+  HostBuffer blas = opstest::run_kernel(opstest::cpu_op_named("cpu.BlasMatmul"), at, {&a, &b});
+  HostBuffer gen = opstest::run_kernel(opstest::cpu_op_named("cpu.Matmul"), at, {&a, &b});
+  opstest::expect_same(blas, gen, kExact, "fallback");
+  EXPECT_GE(cpu::blas_stats().fallbacks, 1u);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const float x = static_cast<float>(load_as_double(DType::F32, a.bytes.data(), i + kk));
+        const float y = static_cast<float>(load_as_double(DType::F32, b.bytes.data(), kk * n + j));
+        want += static_cast<double>(x * y);  // the product rounds to f32, the sum is in double
+      }
+      EXPECT_EQ(load_as_double(DType::F32, gen.bytes.data(), i * n + j),
+                static_cast<double>(static_cast<float>(want)));
+    }
+}
+
+TEST(MatmulKernels, RejectMalformedNodes) {
+  Attrs at;
+  at.dtype = DType::F16;
+  at.shape = {2, 2};
+  at.axis = 2;
+  at.views = {View::contiguous({2, 2, 3}), View::contiguous({2, 2, 3})};
+  testing::expect_error(
+      [&] { opstest::run_kernel(opstest::cpu_op_named("cpu.BlasMatmul"), at, {}); },
+      {"cpu.BlasMatmul", "f16"});
+  at.axis = 3;
+  testing::expect_error([&] { opstest::run_kernel(opstest::cpu_op_named("cpu.Matmul"), at, {}); },
+                        {"cpu.Matmul", "axis"});
+}
+
+// Not a test: the two kernels on a 512 x 512 x 512 f32 product (run with
+// --gtest_also_run_disabled_tests to see the figures).
+TEST(MatmulKernels, DISABLED_SpeedBlasVsGeneric) {
+  for (int64_t size : {256, 512, 1024}) {
+    const int64_t m = size, k = size, n = size;
+    HostBuffer a = opstest::random_buffer(DType::F32, m * k, 1, -1, 1);
+    HostBuffer b = opstest::random_buffer(DType::F32, k * n, 2, -1, 1);
+    Attrs at;
+    at.dtype = DType::F32;
+    at.shape = {m, n};
+    at.axis = 2;
+    at.views = {View::contiguous({m, k}).expand(1, n),
+                View::contiguous({k, n}).permute({1, 0}).expand(0, m)};
+    for (const char* op : {"cpu.BlasMatmul", "cpu.Matmul"}) {
+      if (size == 1024 && std::string(op) == "cpu.Matmul") continue;
+      for (int threads : {1, 0}) {
+        opstest::run_kernel(opstest::cpu_op_named(op), at, {&a, &b}, {}, threads);  // warm up
+        auto t0 = std::chrono::steady_clock::now();
+        const int reps = 3;
+        for (int r = 0; r < reps; ++r)
+          opstest::run_kernel(opstest::cpu_op_named(op), at, {&a, &b}, {}, threads);
+        double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+        std::cout << op << " " << size << "^3 f32, threads " << (threads ? "1" : "all") << ": "
+                  << s * 1e3 << " ms, " << 2.0 * m * n * k / s / 1e9 << " GFLOP/s\n";
+      }
+    }
+  }
+}
+
+// Not a test: batched products, one gemm per OpenMP thread vs one call after another (OpenBLAS
+// threading inside each).
+TEST(MatmulKernels, DISABLED_SpeedBlasBatchModes) {
+  struct Shape3 {
+    int64_t batch, m, k, n;
+  };
+  for (Shape3 sh : {Shape3{64, 128, 64, 128}, Shape3{32, 64, 64, 64}, Shape3{8, 256, 256, 256},
+                    Shape3{4, 512, 512, 512}}) {
+    HostBuffer a = opstest::random_buffer(DType::F32, sh.batch * sh.m * sh.k, 1, -1, 1);
+    HostBuffer b = opstest::random_buffer(DType::F32, sh.batch * sh.k * sh.n, 2, -1, 1);
+    Attrs at;
+    at.dtype = DType::F32;
+    at.shape = {sh.batch, sh.m, sh.n};
+    at.axis = 3;
+    at.views = {View::contiguous({sh.batch, sh.m, sh.k}).expand(2, sh.n),
+                View::contiguous({sh.batch, sh.k, sh.n}).permute({0, 2, 1}).expand(1, sh.m)};
+    for (cpu::BlasBatchMode mode : {cpu::BlasBatchMode::Sequential, cpu::BlasBatchMode::PerThread,
+                                    cpu::BlasBatchMode::Auto}) {
+      cpu::set_blas_batch_mode(mode);
+      const OpDef* op = opstest::cpu_op_named("cpu.BlasMatmul");
+      opstest::run_kernel(op, at, {&a, &b}, {}, 0);
+      const int reps = 5;
+      auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r)
+        opstest::run_kernel(op, at, {&a, &b}, {}, 0);
+      double sec =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+      std::cout << "batch " << sh.batch << " x " << sh.m << "x" << sh.k << "x" << sh.n << " "
+                << (mode == cpu::BlasBatchMode::Sequential  ? "sequential"
+                    : mode == cpu::BlasBatchMode::PerThread ? "per-thread"
+                                                            : "auto")
+                << ": " << sec * 1e3 << " ms, " << 2.0 * sh.batch * sh.m * sh.n * sh.k / sec / 1e9
+                << " GFLOP/s\n";
+    }
+    cpu::set_blas_batch_mode(cpu::BlasBatchMode::Auto);
+  }
+}
+
+}  // namespace
+}  // namespace luminal
