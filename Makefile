@@ -1,12 +1,13 @@
 # The two commands of the README:
 #   make run    builds and runs the main job (examples/quickstart.cpp)
 #   make test   builds and runs every test
-# plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan) and `make format`.
+# plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan), `make bench` and
+# `make format`.
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: run test test-sanitize setup configure build format clean
+.PHONY: run test test-sanitize bench setup configure build format clean
 
 setup:
 	@scripts/setup.sh
@@ -27,6 +28,10 @@ test-sanitize: setup
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLUMINAL_WERROR=ON -DLUMINAL_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu
+
+bench: build
+	@$(BUILD)/bench/bench_llama_hlir
+	@$(BUILD)/bench/bench_small_transformer
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -119,6 +119,9 @@ CompiledBucket compile_bucket(const Graph& g, Backend& backend, const CompileOpt
     facts[d] = Interval{b.min(), b.max()};
     dyn[d] = b.rep();
   }
+  DynMap largest = dyn;  // max_memory must hold for every value of the bucket
+  for (const auto& [d, b] : cb.ranges)
+    largest[d] = b.max();
   for (const Node& n : g.nodes())
     for (const Expr& e : n.shape)
       for (const std::string& v : e.vars())
@@ -163,7 +166,7 @@ CompiledBucket compile_bucket(const Graph& g, Backend& backend, const CompileOpt
     trace.emit(prefix + name, text);
   };
   SearchResult r =
-      search(space, backend, opts, dyn, io, std::move(report),
+      search(space, backend, opts, dyn, largest, io, std::move(report),
              trace.on() ? std::function(trace_fn)
                         : std::function<void(const std::string&, const std::string&)>{});
   cb.llir = std::move(r.llir);

@@ -86,7 +86,7 @@ std::string SearchReport::to_string() const {
 }
 
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
-                    const DynMap& dyn, IoTable& io, SearchReport report,
+                    const DynMap& dyn, const DynMap& memory_dyn, IoTable& io, SearchReport report,
                     const std::function<void(const std::string&, const std::string&)>& trace) {
   const auto start = Clock::now();
   Rng rng(opts.seed());
@@ -118,7 +118,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
                     fmt_time(opts.candidate_timeout()));
       }
       if (opts.max_memory()) {
-        uint64_t need = exe->memory_bytes(dyn);
+        uint64_t need = exe->memory_bytes(memory_dyn);
         if (need > *opts.max_memory()) {
           throw Error("needs " + std::to_string(need >> 20) + " MiB (" + std::to_string(need) +
                       " bytes) of working memory but max_memory is " +

@@ -45,10 +45,11 @@ struct SearchResult {
   SearchReport report;
 };
 
-/// Runs the search. `io` holds zero-filled inputs to profile on; `trace` (may be null) receives
-/// each new best candidate's LLIR.
+/// Runs the search at dims `dyn`. `io` holds zero-filled inputs to profile on; max_memory is
+/// checked at `memory_dyn` (the largest dims of the bucket); `trace` (may be null) receives each
+/// new best candidate's LLIR.
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
-                    const DynMap& dyn, IoTable& io, SearchReport report,
+                    const DynMap& dyn, const DynMap& memory_dyn, IoTable& io, SearchReport report,
                     const std::function<void(const std::string&, const std::string&)>& trace);
 
 }  // namespace luminal

@@ -1,15 +1,31 @@
 #include "luminal/cpu/cpu_backend.hpp"
 
-#include <omp.h>
-
+#include <cstdlib>
 #include <string>
 
+#include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/executable.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
 
-CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_max_threads()) {}
+namespace {
+int default_threads() {
+  if (const char* v = std::getenv("LUMINAL_CPU_THREADS"); v && *v) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > 4096) {
+      throw Error("LUMINAL_CPU_THREADS='" + std::string(v) +
+                  "' is not a thread count: give a number from 1 to 4096, or unset it");
+    }
+    return static_cast<int>(n);
+  }
+  return hardware_threads();
+}
+}  // namespace
+
+CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : default_threads()) {}
 
 std::vector<RuleSet> CpuBackend::rulesets() const {
   std::vector<RuleSet> sets;

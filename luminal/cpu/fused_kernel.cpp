@@ -4,7 +4,6 @@
 // f32/f16/bf16/tf32/fp8, double for f64, int64 for integers and Bool), rounding every result to
 // the instruction's dtype as the reference does; the last array is stored. Blocks run on OpenMP
 // threads, each with its own scratch; constants are filled once per thread.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include "luminal/cpu/elem_types.hpp"
 #include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/strided.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
 
@@ -60,23 +60,20 @@ class FusedKernel : public Kernel {
     }
     if (numel_ == 0) return;
     const int64_t nblocks = (numel_ + kBlock - 1) / kBlock;
-    const int threads = k.threads > 0 ? k.threads : omp_get_max_threads();
-    const bool parallel = nblocks > 4 && threads > 1;
-#pragma omp parallel num_threads(threads) if (parallel)
-    {
-      void* scratch = std::malloc(insts_.size() * kBlock * 8);
-      LUMINAL_ASSERT(scratch != nullptr, "cpu.Fused: out of memory for scratch");
-      fill_constants(scratch);
-#pragma omp for schedule(static)
-      for (int64_t b = 0; b < nblocks; ++b) {
+    const int threads = k.threads > 0 ? k.threads : hardware_threads();
+    const int parts = nblocks > 4 ? static_cast<int>(std::min<int64_t>(threads, nblocks)) : 1;
+    // Each part: a contiguous range of blocks and its own scratch.
+    parallel_for(parts, parts, [&](int64_t part) {
+      std::unique_ptr<uint8_t[]> scratch(new uint8_t[insts_.size() * kBlock * 8]);
+      fill_constants(scratch.get());
+      for (int64_t b = nblocks * part / parts; b < nblocks * (part + 1) / parts; ++b) {
         const int64_t begin = b * kBlock;
         const int64_t n = std::min(kBlock, numel_ - begin);
         for (size_t i = 0; i < insts_.size(); ++i)
-          eval(k, scratch, static_cast<int>(i), begin, n);
-        store(k, scratch, begin, n);
+          eval(k, scratch.get(), static_cast<int>(i), begin, n);
+        store(k, scratch.get(), begin, n);
       }
-      std::free(scratch);
-    }
+    });
   }
 
  private:

@@ -42,10 +42,11 @@ struct BlasStats {
 };
 BlasStats blas_stats();
 
-/// How cpu.BlasMatmul runs a batch of gemms. Auto: one gemm per OpenMP thread (OpenBLAS
-/// single-threaded inside) when there are at least as many batches as threads and each product is
-/// small (<= 2^21 multiply-adds), else one call after another with OpenBLAS threading inside.
-/// Process-wide; the other modes force one strategy (for benchmarks).
+/// How cpu.BlasMatmul spreads work over threads (OpenBLAS itself runs single-threaded, so only
+/// OpenMP's threads use the cores). Auto: small products run as one call; otherwise whole products
+/// per thread when there are at least as many as threads, else each product split by rows (or
+/// columns) of the output. Sequential: one call per product on the calling thread. PerThread:
+/// whole products per thread. Process-wide (for benchmarks).
 enum class BlasBatchMode { Auto, Sequential, PerThread };
 void set_blas_batch_mode(BlasBatchMode m);
 

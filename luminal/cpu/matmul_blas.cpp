@@ -18,7 +18,6 @@
 // to the generic strided kernel (cpu.Matmul's) where a plan fails at those values (for example
 // a leading dimension smaller than its row).
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +25,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
 
@@ -34,6 +34,15 @@ namespace {
 const OpDef kBlasMatmul{"cpu.BlasMatmul"};
 std::atomic<uint64_t> g_gemm_calls{0}, g_fallbacks{0};
 std::atomic<BlasBatchMode> g_batch_mode{BlasBatchMode::Auto};
+
+// OpenBLAS's own threads would compete with OpenMP's for the same cores.
+void ensure_single_threaded_blas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
 
 // ---------------------------------------------------------------- planning
 
@@ -271,7 +280,8 @@ class BlasMatmulKernel : public Kernel {
     const int M = static_cast<int>(p.M), N = static_cast<int>(p.Nn), K = static_cast<int>(p.K);
     const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
               ldc = static_cast<int>(p.ldc);
-    auto one = [&](int64_t batch) {
+    // Rows [m0, m1) and columns [n0, n1) of product `batch`.
+    auto one = [&](int64_t batch, int m0, int m1, int n0, int n1) {
       int64_t oa = 0, ob = 0, oc = 0;
       for (int i = static_cast<int>(p.batch.size()) - 1; i >= 0; --i) {
         const Axis<int64_t>& ax = p.batch[i];
@@ -283,32 +293,46 @@ class BlasMatmulKernel : public Kernel {
       }
       const T* x = p.swap ? B + ob : A + oa;
       const T* y = p.swap ? A + oa : B + ob;
+      // Row m of op(x) starts at x + m*lda (not transposed) or x + m (transposed); column n of
+      // op(y) at y + n (not transposed) or y + n*ldb.
+      x += p.trans_a ? m0 : static_cast<int64_t>(m0) * lda;
+      y += p.trans_b ? static_cast<int64_t>(n0) * ldb : n0;
+      T* c = C + oc + static_cast<int64_t>(m0) * ldc + n0;
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, x, lda, y, ldb, 0.0f, C + oc, ldc);
+        cblas_sgemm(CblasRowMajor, ta, tb, m1 - m0, n1 - n0, K, 1.0f, x, lda, y, ldb, 0.0f, c, ldc);
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, x, lda, y, ldb, 0.0, C + oc, ldc);
+        cblas_dgemm(CblasRowMajor, ta, tb, m1 - m0, n1 - n0, K, 1.0, x, lda, y, ldb, 0.0, c, ldc);
     };
     g_gemm_calls.fetch_add(static_cast<uint64_t>(batches_), std::memory_order_relaxed);
-    const int threads = k.threads > 0 ? k.threads : omp_get_max_threads();
-    // Many small products: one gemm per thread, OpenBLAS single-threaded inside. Otherwise one
-    // call after another, OpenBLAS threading inside each.
+    // One thread pool only: OpenBLAS runs single-threaded (two pools on the same cores compete)
+    // and our pool splits the work: whole products per thread when there are
+    // enough of them, else each product by rows of C (or by columns when it has few rows).
+    ensure_single_threaded_blas();
+    const int threads = k.threads > 0 ? k.threads : hardware_threads();
+    const int64_t work = batches_ * p.M * p.Nn * p.K;
     const BlasBatchMode mode = g_batch_mode.load(std::memory_order_relaxed);
-    const bool per_batch =
-        batches_ > 1 && threads > 1 &&
-        (mode == BlasBatchMode::PerThread ||
-         (mode == BlasBatchMode::Auto && batches_ >= threads && p.M * p.Nn * p.K <= (1 << 21)));
-    if (per_batch) {
-      const int saved = openblas_get_num_threads();
-      openblas_set_num_threads(1);
-#pragma omp parallel for num_threads(threads) schedule(static)
+    if (threads <= 1 || work < (int64_t{1} << 17) || mode == BlasBatchMode::Sequential) {
       for (int64_t b = 0; b < batches_; ++b)
-        one(b);
-      openblas_set_num_threads(saved);
-    } else {
-      if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
-      for (int64_t b = 0; b < batches_; ++b)
-        one(b);
+        one(b, 0, M, 0, N);
+      return;
     }
+    if (batches_ >= threads || mode == BlasBatchMode::PerThread) {
+      parallel_for(batches_, threads, [&](int64_t b) { one(b, 0, M, 0, N); });
+      return;
+    }
+    const bool by_rows = M >= 4 * threads;
+    const int parts = threads;
+    const int len = by_rows ? M : N;
+    parallel_for(batches_ * parts, threads, [&](int64_t task) {
+      const int64_t b = task / parts, t = task % parts;
+      const int lo = static_cast<int>(len * t / parts);
+      const int hi = static_cast<int>(len * (t + 1) / parts);
+      if (lo == hi) return;
+      if (by_rows)
+        one(b, lo, hi, 0, N);
+      else
+        one(b, 0, M, lo, hi);
+    });
   }
 
   Attrs attrs_;

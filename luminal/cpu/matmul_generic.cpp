@@ -1,11 +1,11 @@
 // cpu.Matmul: SumReduce over Mul as one strided dot-product kernel (any layout, any dtype).
-#include <omp.h>
 
 #include <algorithm>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/elem_types.hpp"
 #include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
 
@@ -120,14 +120,13 @@ void GenericMatmul::run(const KernelContext& k) {
   uint8_t* out = k.out;
   const int64_t K = static_cast<int64_t>(k_a_.size());
   const int64_t nchunks = (numel_ + kChunk - 1) / kChunk;
-  const int threads = k.threads > 0 ? k.threads : omp_get_max_threads();
+  const int threads = k.threads > 0 ? k.threads : hardware_threads();
   const bool parallel = threads > 1 && nchunks > 1 && numel_ * std::max<int64_t>(K, 1) > 32768;
   dispatch_dtype(attrs_.dtype, [&](auto tag) {
     constexpr DType T = decltype(tag)::value;
     using R = compute_t<T>;
     using Acc = std::conditional_t<std::is_same_v<R, int64_t>, int64_t, double>;
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-    for (int64_t c = 0; c < nchunks; ++c) {
+    parallel_for(nchunks, parallel ? threads : 1, [&](int64_t c) {
       const int64_t begin = c * kChunk;
       const int64_t n = std::min(kChunk, numel_ - begin);
       int64_t oa[kChunk], ob[kChunk];
@@ -152,7 +151,7 @@ void GenericMatmul::run(const KernelContext& k) {
         else
           store_elem<T>(out, begin + j, num::round_to<T>(acc[j]));
       }
-    }
+    });
   });
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Shared pieces of the CPU primitive kernels (internal): typed element access that matches the
 // reference interpreter's numerics, views evaluated and cached per dyn map, and a block-parallel
-// loop that never lets an exception escape an OpenMP region.
+// loop (thread_pool.hpp) that rethrows a kernel's exception on the calling thread.
 //
 // Numerics (as luminal/runtime/reference_ops.cpp): an element is computed in its dtype's compute
 // type (f32 for f32/f16/bf16/tf32/fp8, double for f64, int64 for integers and Bool) and rounded or
@@ -23,6 +23,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/strided.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
 
@@ -262,7 +263,7 @@ class ViewCache {
 /// Elements below which a kernel runs on one thread.
 inline constexpr int64_t kParallelMin = 1 << 15;
 
-/// Runs fn(begin, end) over [0, n) in blocks of `block`, on up to `threads` OpenMP threads when
+/// Runs fn(begin, end) over [0, n) in blocks of `block`, on up to `threads` threads when
 /// `work` >= kParallelMin. An exception thrown by fn is rethrown after the loop (the one of the
 /// lowest block), never escaping the parallel region.
 template <class F>
@@ -274,23 +275,7 @@ void parallel_blocks(int64_t n, int64_t block, int threads, int64_t work, F&& fn
       fn(b * block, std::min(n, (b + 1) * block));
     return;
   }
-  std::exception_ptr err;
-  int64_t err_block = INT64_MAX;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t b = 0; b < nb; ++b) {
-    try {
-      fn(b * block, std::min(n, (b + 1) * block));
-    } catch (...) {
-#pragma omp critical(luminal_cpu_kernel_error)
-      {
-        if (b < err_block) {
-          err_block = b;
-          err = std::current_exception();
-        }
-      }
-    }
-  }
-  if (err) std::rethrow_exception(err);
+  parallel_for(nb, threads, [&](int64_t b) { fn(b * block, std::min(n, (b + 1) * block)); });
 }
 
 /// Copies the elements of `v` (over `src`, elements of `es` bytes) into contiguous `dst`.

@@ -4,20 +4,21 @@
 // Each node writes one contiguous output of `shape` and `dtype`. Each input is read through a
 // View (permute/broadcast/reshape live there, not as nodes).
 //
-// | op        | inputs                 | meaning                                                  |
-// |-----------|------------------------|----------------------------------------------------------|
-// | Input     | -                      | user data `label`; `persist` keeps it across runs | |
-// Constant  | -                      | scalar (rank 0) `value` of `dtype`                         |
-// | Iota      | -                      | 1-D I32 of length `iota_len`: element i = iota_expr(z=i) |
-// | Cast      | x                      | elementwise conversion to `dtype` | | Exp2 Log2 Sin Recip
-// Sqrt | x       | float unary                                                | | Add Mul Mod | a,
-// b                 | elementwise; same dtype; Mod is C's % / fmod (truncated)   | | LessThan  | a,
-// b                   | a < b, output Bool                                         | | SumReduce
-// MaxReduce | x            | reduce `axis` of the input view (output drops that axis)  | | Gather
-// | indexes(int), data     | out[i] = data_view_flat[indexes[i]], out has index shape   | | Scatter
-// | dest, indexes(int), src| copy of dest, then out_flat[indexes[i]] = src[i] in order; | | | |
-// out-of-range indices are skipped                           | | Output    | x | marks a value the
-// user reads, under `label`                |
+// clang-format off
+// | op                        | inputs                  | meaning                                       |
+// |---------------------------|-------------------------|-----------------------------------------------|
+// | Input                     | -                       | user data `label`; `persist` keeps it         |
+// | Constant                  | -                       | scalar (rank 0) `value` of `dtype`            |
+// | Iota                      | -                       | 1-D I32 of length `iota_len`: i -> iota_expr(z=i) |
+// | Cast                      | x                       | elementwise conversion to `dtype`             |
+// | Exp2 Log2 Sin Recip Sqrt  | x                       | float unary                                   |
+// | Add Mul Mod               | a, b                    | elementwise; same dtype; Mod is C's % / fmod  |
+// | LessThan                  | a, b                    | a < b, output Bool                            |
+// | SumReduce MaxReduce       | x                       | reduce `axis` of the input view (axis dropped) |
+// | Gather                    | indexes (int), data     | out[i] = data_view_flat[indexes[i]]           |
+// | Scatter                   | dest, indexes (int), src| copy of dest, then out_flat[indexes[i]] = src[i] in order; out-of-range indices skipped |
+// | Output                    | x                       | a value the user reads, under `label`         |
+// clang-format on
 #include <cstdint>
 #include <string>
 #include <string_view>

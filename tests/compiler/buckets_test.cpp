@@ -135,6 +135,18 @@ TEST(Buckets, RepresentativeIsWhereTheSearchRuns) {
   EXPECT_EQ(run(c, m, 40).size(), 240u);
 }
 
+TEST(Buckets, MaxMemoryMustHoldAtTheLargestValueOfABucket) {
+  Model m;
+  cpu::CpuBackend cpu(1);
+  // Tiny at the representative (s = 2), too big at s = 64: rejected, naming both sizes.
+  expect_error(
+      [&] {
+        m.g.compile(
+            cpu, quiet().max_memory(1024).dim_buckets("s", {DimBucket(2, 64).representative(2)}));
+      },
+      {"rejected", "working memory but max_memory is 0 MiB (1024 bytes)"});
+}
+
 TEST(Buckets, DynamicDimWithoutValueOrBucketIsAnError) {
   Model m;
   cpu::CpuBackend cpu(1);
