@@ -101,13 +101,17 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   auto out_of_time = [&] { return opts.time_budget() && since(start) >= *opts.time_budget(); };
   auto limit_hit = [&] { return report.candidates >= opts.search_graph_limit(); };
 
-  // Returns false when the genome was seen before.
+  // Returns false when the genome, or the program it extracts, was seen before (genes of classes
+  // that other choices leave unreachable change the genome but not the program).
+  std::unordered_set<size_t> programs;
   auto try_genome = [&](const Genome& g) {
     if (!seen.insert(SearchSpace::hash(g)).second) return false;
-    ++report.candidates;
     auto t0 = Clock::now();
     LlirGraph llir = to_llir(space, g);
+    bool fresh = programs.insert(std::hash<std::string>{}(llir.to_text())).second;
     report.extract_s += since(t0);
+    if (!fresh) return false;
+    ++report.candidates;
     try {
       t0 = Clock::now();
       std::unique_ptr<Executable> exe = backend.load(llir);
@@ -157,7 +161,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // Generation 0: the first genome, then random ones.
   try_genome(space.first_genome());
   int misses = 0;
-  for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 64;) {
+  for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 256;) {
     if (try_genome(space.random_genome(rng)))
       ++i;
     else
@@ -165,14 +169,14 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   }
   progress.update(report.candidates, report.rejected, have_best ? report.best_seconds : 0, true);
   // Later generations: mutations of the best so far.
-  while (!limit_hit() && !out_of_time() && misses < 64) {
+  while (!limit_hit() && !out_of_time() && misses < 256) {
     int parents =
         std::max<int>(1, std::min<int>(opts.keep_best(), static_cast<int>(ranked.size())));
     std::vector<Genome> pool;
     for (int p = 0; p < parents && p < static_cast<int>(ranked.size()); ++p)
       pool.push_back(ranked[p].second);
     if (pool.empty()) pool.push_back(space.random_genome(rng));
-    for (int i = 0; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 64;) {
+    for (int i = 0; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 256;) {
       Genome g = pool[static_cast<size_t>(i) % pool.size()];
       space.mutate(g, opts.mutations(), rng);
       if (try_genome(g)) {

@@ -9,7 +9,7 @@
 // back by gather). Model blocks must have at least 50 distinct programs, and all must match.
 //
 // Environment:
-//   LUMINAL_FUZZ_SEEDS=n      random graphs to test (default 24)
+//   LUMINAL_FUZZ_SEEDS=n      random graphs to test (default 64; 32 under AddressSanitizer)
 //   LUMINAL_FUZZ_SEED_BASE=n  first seed (default 0): LUMINAL_FUZZ_SEED_BASE=1000 explores others
 //   LUMINAL_FUZZ_PROGRAMS=n   programs per random graph (default 50; the model blocks always 50)
 //   LUMINAL_FUZZ_VERBOSE=1    prints one line per graph (space size, programs, time)
@@ -46,6 +46,20 @@ constexpr int kModelPrograms = 50;
 constexpr int kMaxDraws = 2000;
 // Spaces up to 10^4.5 genomes are enumerated when sampling finds too few programs.
 constexpr double kMaxEnumerateLog10 = 4.5;
+
+// Sanitizer builds run ~10x slower: fewer random graphs by default there (never fewer programs
+// per model block).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kDefaultSeeds = 32;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kDefaultSeeds = 32;
+#else
+constexpr int kDefaultSeeds = 64;
+#endif
+#else
+constexpr int kDefaultSeeds = 64;
+#endif
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -93,10 +107,14 @@ std::vector<Case> reference_cases(const FuzzGraph& fg) {
     rt.execute(c.dyn);
     for (const FuzzOutput& o : fg.outputs) {
       Expected e;
-      if (is_float(o.dtype))
+      if (is_float(o.dtype)) {
         e.f = rt.get<double>(o.label);
-      else
+        for (double v : e.f)
+          if (!std::isfinite(v))
+            throw Error("output '" + o.label + "' has a non-finite value at " + dyn_text(c.dyn));
+      } else {
         e.i = rt.get<int64_t>(o.label);
+      }
       c.want.emplace(o.label, std::move(e));
     }
     cases.push_back(std::move(c));
@@ -251,7 +269,9 @@ struct CheckResult {
   bool exhaustive = false;
   double log10_size = 0;
   size_t genes = 0;
-  double worst = 0;  // largest |got - want| / tolerance over every float output
+  double worst = 0;           // largest |got - want| / tolerance over every float output
+  double loosest = 0;         // largest absolute tolerance / largest |want| of a float output
+  int outputs_in_inputs = 0;  // outputs read from an input's buffer (in-place updates)
   std::map<std::string, int> programs_using;  // op name -> programs that use it
 };
 
@@ -263,7 +283,7 @@ std::string context(const FuzzGraph& fg) {
 
 /// Runs one program on every case; "" when it matches the reference.
 std::string run_program(cpu::CpuBackend& cpu, const Program& prog, const FuzzGraph& fg,
-                        const std::vector<Case>& cases, double& worst) {
+                        const std::vector<Case>& cases, CheckResult& r) {
   std::string problem;
   try {
     std::unique_ptr<Executable> exe = cpu.load(prog.llir);
@@ -288,10 +308,21 @@ std::string run_program(cpu::CpuBackend& cpu, const Program& prog, const FuzzGra
       for (const FuzzOutput& o : fg.outputs) {
         const HostBuffer* got = &out.at(o.label);
         auto it = io.output_in_input.find(o.label);
-        if (it != io.output_in_input.end()) got = &in.at(it->second);
-        std::string diff = compare(o, *got, c.want.at(o.label), worst);
+        if (it != io.output_in_input.end()) {
+          got = &in.at(it->second);
+          ++r.outputs_in_inputs;
+        }
+        std::string diff = compare(o, *got, c.want.at(o.label), r.worst);
         if (!diff.empty())
           problem += "output '" + o.label + "' at " + dyn_text(c.dyn) + ": " + diff + "\n";
+      }
+      // Inputs are written only where an output was placed in them (a carried state).
+      for (const auto& [label, buf] : in) {
+        bool holds_output = false;
+        for (const auto& [o, i] : io.output_in_input)
+          holds_output = holds_output || i == label;
+        if (!holds_output && buf.bytes != c.inputs.at(label).bytes)
+          problem += "input '" + label + "' was modified at " + dyn_text(c.dyn) + "\n";
       }
     }
   } catch (const std::exception& e) {
@@ -309,6 +340,14 @@ CheckResult run_check(const FuzzGraph& fg, const CheckOptions& opt) {
     r.errors.push_back(std::string("the reference failed (a generator bug): ") + e.what() + "\n" +
                        context(fg));
     return r;
+  }
+  for (const Case& c : cases) {
+    for (const FuzzOutput& o : fg.outputs) {
+      double m = 0;
+      for (double v : c.want.at(o.label).f)
+        m = std::max(m, std::fabs(v));
+      if (m > 0) r.loosest = std::max(r.loosest, epsilon(o.dtype) * o.err / m);
+    }
   }
   cpu::CpuBackend cpu(1), cpu2(2);
   BuiltSpace b;
@@ -346,7 +385,7 @@ CheckResult run_check(const FuzzGraph& fg, const CheckOptions& opt) {
     for (const auto& [op, count] : prog.llir.op_mix())
       ++r.programs_using[op];
     const bool two = opt.multithread_every > 0 && p % opt.multithread_every == 0;
-    std::string problem = run_program(two ? cpu2 : cpu, prog, fg, cases, r.worst);
+    std::string problem = run_program(two ? cpu2 : cpu, prog, fg, cases, r);
     if (!problem.empty()) problem = (two ? "(2 threads) " : "(1 thread) ") + problem;
     if (problem.empty()) continue;
     std::ostringstream os;
@@ -375,9 +414,9 @@ void check_graph(const FuzzGraph& fg, const CheckOptions& opt) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf(
         "[fuzz] %-40s 10^%-5.2f genomes %3zu genes %3d programs %4d draws%s, %zu failing, "
-        "worst err/tol %.3f, %.3fs\n",
+        "worst err/tol %.3f, atol/max %.1e, %d in-place outputs, %.3fs\n",
         fg.name.c_str(), r.log10_size, r.genes, r.programs, r.draws, r.exhaustive ? " (all)" : "",
-        r.failures.size(), r.worst, total_s);
+        r.failures.size(), r.worst, r.loosest, r.outputs_in_inputs, total_s);
     std::string ops;
     for (const auto& [op, count] : r.programs_using)
       ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count);
@@ -597,7 +636,7 @@ TEST_P(RandomGraphs, MatchReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomGraphs,
-                         ::testing::Range(0, env_int("LUMINAL_FUZZ_SEEDS", 24)));
+                         ::testing::Range(0, env_int("LUMINAL_FUZZ_SEEDS", kDefaultSeeds)));
 
 }  // namespace
 }  // namespace luminal
