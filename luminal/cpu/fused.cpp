@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/hash.hpp"
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/elem_types.hpp"
 
@@ -20,7 +21,7 @@ namespace luminal::cpu {
 namespace {
 const OpDef kFused{"cpu.Fused"};
 
-size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+size_t mix(size_t h, size_t v) { return hash_combined(h, v); }
 
 bool is_unary_math(FusedOpcode op) {
   return op == FusedOpcode::Exp2 || op == FusedOpcode::Log2 || op == FusedOpcode::Sin ||

@@ -1,5 +1,7 @@
 #include "luminal/egraph/attrs.hpp"
 
+#include "luminal/core/hash.hpp"
+
 #include <bit>
 #include <cstdio>
 #include <typeinfo>
@@ -8,17 +10,8 @@ namespace luminal {
 
 namespace {
 
-// 64-bit mix (splitmix64 finaliser) so that combined hashes spread over every bit.
-inline size_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<size_t>(x);
-}
-
-inline void combine(size_t& h, size_t v) { h = mix(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6))); }
+using luminal::hash_combine;
+inline void combine(size_t& h, size_t v) { hash_combine(h, v); }
 
 void hash_exprs(size_t& h, const std::vector<Expr>& es) {
   combine(h, es.size());

@@ -4,19 +4,13 @@
 #include <cstdint>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/hash.hpp"
 
 namespace luminal {
 
 namespace {
 
-inline size_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<size_t>(x);
-}
+inline size_t mix(uint64_t x) { return static_cast<size_t>(hash_mix(x)); }
 
 std::string class_name(ClassId c) { return "%c" + std::to_string(c); }
 

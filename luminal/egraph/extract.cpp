@@ -5,27 +5,18 @@
 #include <unordered_map>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/hash.hpp"
 
 namespace luminal {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
-uint64_t fnv(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : s)
-    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
+uint64_t mix(uint64_t h, uint64_t v) { return hash_combined(h, v); }
 
 // What an e-node looks like locally: op, attributes without labels, arity.
 uint64_t option_signature(const EGraph& eg, ENodeId n) {
   const ENode& e = eg.node(n);
-  uint64_t h = fnv(e.op->name);
+  uint64_t h = hash_string(e.op->name);
   h = mix(h, eg.attrs(e.attr).structural_hash());
   return mix(h, e.children.size());
 }
