@@ -203,6 +203,10 @@ inline HostBuffer run_kernel(const OpDef* op, const Attrs& attrs,
   LlirNode n;
   n.op = op;
   n.attrs = attrs;
+  for (size_t i = 0; i < in.size(); ++i) {  // inputs as if produced by earlier nodes
+    n.inputs.push_back(static_cast<int>(i));
+    n.input_dtypes.push_back(in[i]->dtype);
+  }
   const cpu::CpuOp* cop = cpu::find_cpu_op(op);
   if (!cop) throw Error("no CPU op " + std::string(op->name));
   auto kernel = cop->make(n);

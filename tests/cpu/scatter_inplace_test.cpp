@@ -50,7 +50,6 @@ Attrs scatter_attrs(DType t, int64_t n, DType idx_t, const View& idx_view, const
   EXPECT_EQ(nodes.size(), 1u);
   if (nodes.empty()) return {};
   Attrs a = eg.attrs_of(nodes[0]);
-  EXPECT_EQ(a.payload->to_string(), "index=" + std::string(name(idx_t)));
   a.views[1] = idx_view;
   a.views[2] = src_view;
   return a;
@@ -101,13 +100,13 @@ TEST(ScatterInPlaceKernel, StridedSourceAndSeparateOutputBuffer) {
     EXPECT_EQ(load_as_int64(DType::I32, out.bytes.data(), i), want[i]) << i;
 }
 
-TEST(ScatterInPlaceKernel, RejectsANodeWithoutItsIndexDtype) {
+TEST(ScatterInPlaceKernel, RejectsANodeWithoutItsInputs) {
   Attrs a;
   a.dtype = DType::F32;
   a.shape = {4};
   a.views = {View::contiguous({4}), View::contiguous({2}), View::contiguous({2})};
   testing::expect_error([&] { opstest::run_kernel(inplace_op(), a, {}); },
-                        {"cpu.ScatterInPlace", "index dtype"});
+                        "needs (dest, indexes, src)");
 }
 
 // ---------------------------------------------------------------- rules and pruning
@@ -129,7 +128,6 @@ TEST(ScatterInPlaceRules, ContiguousDestGetsTheAlternative) {
   ASSERT_EQ(nodes.size(), 1u);
   const ClassId scatter_class = eg.find(eg.node(eg.nodes_of(low.roots[0])[0]).children[0]);
   EXPECT_EQ(eg.class_of(nodes[0]), scatter_class);
-  EXPECT_EQ(eg.attrs_of(nodes[0]).payload->to_string(), "index=i64");
   EXPECT_EQ(eg.node(nodes[0]).children.size(), 3u);
   (void)y;
 }
