@@ -43,11 +43,6 @@ class Trace {
   std::string dir_;
 };
 
-std::string sanitize(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
-  return s;
-}
 
 }  // namespace
 
@@ -110,7 +105,12 @@ CompiledBucket compile_bucket(const Graph& g, Backend& backend, const CompileOpt
   SearchReport report;
   report.bucket = cb.name();
   report.hlir_nodes = g.nodes().size();
-  const std::string prefix = cb.ranges.empty() ? "" : sanitize(report.bucket) + "-";
+  // Trace files of a bucket start with its ranges: "s2-512.best-3.llir".
+  std::string prefix;
+  for (const auto& [d, b] : cb.ranges)
+    prefix += (prefix.empty() ? "" : "_") + d + std::to_string(b.min()) + "-" +
+              std::to_string(b.max());
+  if (!prefix.empty()) prefix += ".";
 
   // Facts and the dyn values to profile at.
   Facts facts = g.dim_facts();
