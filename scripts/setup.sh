@@ -5,7 +5,8 @@ set -euo pipefail
 
 need_pkgs=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake ninja-build g++ make libgtest-dev libgmock-dev ccache libopenblas-dev; do
+for p in cmake ninja-build g++ make libgtest-dev libgmock-dev ccache libopenblas-dev \
+  nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev clang libclang-rt-14-dev python3-pip; do
   have "$p" || need_pkgs+=("$p")
 done
 
@@ -16,4 +17,12 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+# Python packages that generate the test fixtures (scripts/fixtures/): the reference
+# implementations our safetensors reader, tokenizers and chat templates are compared with.
+if ! python3 -c "import safetensors, tokenizers, jinja2, numpy" 2>/dev/null; then
+  echo "setup: installing Python packages safetensors tokenizers jinja2 numpy"
+  python3 -m pip install -q safetensors tokenizers jinja2 numpy 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages safetensors tokenizers jinja2 numpy
 fi

@@ -1,0 +1,15 @@
+# ctest helper (cmake -P): runs `EXE ARGS DIR` (tokenize: plus a text) and passes when it exits
+# with code 1 (an error, not a crash) and its stderr contains EXPECT.
+set(cmd ${EXE} ${ARGS} ${DIR})
+if(ARGS STREQUAL "tokenize")
+  list(APPEND cmd "some text")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "expected exit code 1, got '${rc}'\nstdout: ${out}\nstderr: ${err}")
+endif()
+string(FIND "${err}" "${EXPECT}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "stderr lacks '${EXPECT}':\n${err}")
+endif()
+message(STATUS "ok: ${err}")

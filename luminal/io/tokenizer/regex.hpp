@@ -1,0 +1,31 @@
+#pragma once
+// PCRE2 regular expressions (UTF + Unicode properties, JIT-compiled where available) for the
+// split patterns tokenizer.json specifies (internal).
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace luminal::io::tok {
+
+class Regex {
+ public:
+  /// Throws luminal::Error naming the pattern and the offset of a syntax error.
+  explicit Regex(const std::string& pattern);
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  ~Regex();
+
+  /// Appends the [begin, end) byte ranges of the non-overlapping, non-empty matches in `s`
+  /// (valid UTF-8), left to right.
+  void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const;
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  std::string pattern_;
+  void* code_ = nullptr;  // pcre2_code_8
+  bool jit_ = false;
+};
+
+}  // namespace luminal::io::tok
