@@ -4,7 +4,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/impl.hpp"
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io {
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "luminal/io/chat/ast.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::chat {
 namespace {
@@ -68,21 +69,7 @@ int count_newlines(std::string_view s) {
 }
 
 void append_utf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  tok::append_utf8(out, static_cast<char32_t>(cp));
 }
 
 // Python's "unicode-escape" decoding of a string literal body.

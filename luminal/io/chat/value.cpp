@@ -1,4 +1,5 @@
 #include "luminal/io/chat/value.hpp"
+#include "luminal/io/unicode.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -226,23 +227,7 @@ uint32_t decode(std::string_view s, size_t& i) {
   i += static_cast<size_t>(n);
   return cp;
 }
-void encode(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void encode(uint32_t cp, std::string& out) { tok::append_utf8(out, static_cast<char32_t>(cp)); }
 
 std::string repr_string(const std::string& s) {
   bool has_single = s.find('\'') != std::string::npos;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
 

@@ -3,7 +3,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/byte_level.hpp"
 #include "luminal/io/tokenizer/components.hpp"
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
 

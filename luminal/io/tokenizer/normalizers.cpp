@@ -11,7 +11,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/components.hpp"
 #include "luminal/io/tokenizer/regex.hpp"
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
 

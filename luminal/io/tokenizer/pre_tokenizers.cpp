@@ -5,7 +5,7 @@
 #include "luminal/io/tokenizer/byte_level.hpp"
 #include "luminal/io/tokenizer/components.hpp"
 #include "luminal/io/tokenizer/regex.hpp"
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
 

@@ -4,7 +4,7 @@
 #include <pcre2.h>
 
 #include "luminal/core/error.hpp"
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
 

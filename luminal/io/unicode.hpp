@@ -1,5 +1,5 @@
 #pragma once
-// UTF-8 helpers shared by the tokenizer components (internal).
+// UTF-8 helpers shared by the tokenizer and the chat templates (internal).
 #include <cstddef>
 #include <string>
 #include <string_view>

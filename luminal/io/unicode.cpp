@@ -1,4 +1,4 @@
-#include "luminal/io/tokenizer/unicode.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
 
