@@ -1,5 +1,5 @@
 # Installation: `cmake --install build --prefix P` then `find_package(luminal)` with
-# CMAKE_PREFIX_PATH=P gives the imported target luminal::luminal.
+# CMAKE_PREFIX_PATH=P gives the imported targets luminal::luminal and luminal::io.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -7,6 +7,10 @@ install(TARGETS luminal EXPORT luminalTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET luminal_io)
+  install(TARGETS luminal_io EXPORT luminalTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/luminal DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT luminalTargets NAMESPACE luminal:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/luminal)
