@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "luminal/io/chat/interp.hpp"
 
@@ -23,6 +24,8 @@ bool is_word_char(std::string_view ch);
 /// str.capitalize, and jinja2's title filter.
 std::string capitalize(std::string_view s);
 std::string jinja_title(std::string_view s);
+/// str.splitlines(): lines split at \n, \r or \r\n, without the line breaks.
+std::vector<std::string> split_lines(const std::string& s);
 /// str.replace(old, new, count) (count < 0: all).
 std::string replace_all(const std::string& s, const std::string& old, const std::string& repl,
                         int64_t count);

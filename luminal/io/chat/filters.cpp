@@ -548,20 +548,7 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
             ? width.s
             : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
     std::string s = to_str(v) + "\n";
-    std::vector<std::string> lines;
-    {
-      std::string cur;
-      for (size_t k = 0; k < s.size(); ++k) {
-        if (s[k] == '\n' || s[k] == '\r') {
-          lines.push_back(cur);
-          cur.clear();
-          if (s[k] == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ++k;
-        } else {
-          cur += s[k];
-        }
-      }
-      if (!cur.empty()) lines.push_back(cur);
-    }
+    std::vector<std::string> lines = split_lines(s);
     std::string rv;
     if (blank) {
       for (size_t k = 0; k < lines.size(); ++k)

@@ -142,6 +142,22 @@ std::string replace_all(const std::string& s, const std::string& old, const std:
   return out + s.substr(start);
 }
 
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::string cur;
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (s[k] == '\n' || s[k] == '\r') {
+      lines.push_back(cur);
+      cur.clear();
+      if (s[k] == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ++k;
+    } else {
+      cur += s[k];
+    }
+  }
+  if (!cur.empty()) lines.push_back(cur);
+  return lines;
+}
+
 static Value string_list(const std::vector<std::string>& parts) {
   List items;
   for (const auto& p : parts)
@@ -239,21 +255,7 @@ Value string_method(const Value& self, const std::string& name) {
         ++n;
       return Value::integer(n);
     }
-    if (name == "splitlines") {
-      std::vector<std::string> lines;
-      std::string cur;
-      for (size_t k = 0; k < s.size(); ++k) {
-        if (s[k] == '\n' || s[k] == '\r') {
-          lines.push_back(cur);
-          cur.clear();
-          if (s[k] == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ++k;
-        } else {
-          cur += s[k];
-        }
-      }
-      if (!cur.empty()) lines.push_back(cur);
-      return string_list(lines);
-    }
+    if (name == "splitlines") return string_list(split_lines(s));
     if (s.empty()) return Value::boolean(false);
     if (name == "isdigit")
       return Value::boolean(
