@@ -11,7 +11,7 @@
 #include "luminal/egraph/extract.hpp"
 #include "luminal/egraph/prune.hpp"
 #include "luminal/egraph/schedule.hpp"
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 
 namespace luminal {
 

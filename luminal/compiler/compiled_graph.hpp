@@ -13,7 +13,7 @@
 
 #include "luminal/compiler/options.hpp"
 #include "luminal/compiler/search.hpp"
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 #include "luminal/runtime/runtime.hpp"
 
 namespace luminal {

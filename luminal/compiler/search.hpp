@@ -10,10 +10,10 @@
 #include <map>
 #include <string>
 
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/compiler/options.hpp"
 #include "luminal/egraph/extract.hpp"
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 
 namespace luminal {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 
 namespace luminal::cpu {
 

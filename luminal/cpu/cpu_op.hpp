@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/egraph/rule.hpp"
 
 namespace luminal::cpu {

@@ -13,7 +13,7 @@
 
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/primitive_util.hpp"
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 #include "luminal/runtime/memory_plan.hpp"
 
 namespace luminal::cpu {

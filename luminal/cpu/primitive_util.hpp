@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/core/expr.hpp"
 
 namespace luminal {

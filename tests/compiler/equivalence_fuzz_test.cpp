@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "luminal/compiler/build_space.hpp"
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/luminal.hpp"
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 #include "luminal/runtime/host_buffer.hpp"
 #include "support/random_graph.hpp"
 

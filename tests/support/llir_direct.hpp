@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/compiler/lower.hpp"
 #include "luminal/egraph/op_def.hpp"
 #include "luminal/ir/graph.hpp"
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 #include "luminal/runtime/host_buffer.hpp"
 
 namespace luminal::testing {

@@ -1,4 +1,4 @@
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 
 #include <algorithm>
 #include <sstream>

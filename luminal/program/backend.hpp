@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "luminal/compiler/llir.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/core/expr.hpp"
 #include "luminal/egraph/rule.hpp"
 #include "luminal/runtime/host_buffer.hpp"

@@ -1,4 +1,4 @@
-#include "luminal/runtime/backend.hpp"
+#include "luminal/program/backend.hpp"
 
 #include <algorithm>
 #include <chrono>
