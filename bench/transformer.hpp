@@ -3,9 +3,11 @@
 // RMSNorm -> GQA attention with RoPE and a KV cache (written by scatter, read by slicing the
 // first c slots) -> residual -> RMSNorm -> SwiGLU MLP -> residual; final norm and LM head.
 //
-// Inputs: "ids" [s] (I32), "rope_cos"/"rope_sin" [s, head_dim/2], "write_idx" [s, kv_dim] (I32,
-// flat cache index of each new K/V element), "mask" [s, c] (additive), weights per layer, and
-// caches "k_cache.<l>"/"v_cache.<l>" [slots, kv_dim] carried from "k_cache_out.<l>" etc.
+// Dims: s (tokens in this step) and c (context after it). Inputs: "ids" [s] (I32), weights per
+// layer, and caches "k_cache.<l>"/"v_cache.<l>" [slots, kv_dim] carried from "k_cache_out.<l>"
+// etc. Everything else comes from the dims inside the graph: positions c - s + i, the rope
+// tables, the causal mask (key j visible to query i when j <= c - s + i, so a prefill on top of
+// a filled cache is correct) and the cache rows the new keys and values are written to.
 // Output: "logits" [s, vocab].
 #include <cmath>
 #include <string>
@@ -22,6 +24,7 @@ struct TransformerConfig {
   int kv_heads = 4;
   int vocab = 1000;
   int slots = 64;  // KV cache rows
+  double rope_base = 10000.0;
   luminal::DType dtype = luminal::DType::F32;
   int head_dim() const { return hidden / heads; }
   int kv_dim() const { return kv_heads * head_dim(); }
@@ -44,11 +47,19 @@ inline luminal::Tensor transformer(luminal::Graph& g, const TransformerConfig& c
   using luminal::DType;
   using luminal::Tensor;
   const int hd = cfg.head_dim(), kvd = cfg.kv_dim(), groups = cfg.heads / cfg.kv_heads;
+  using luminal::Expr;
+  const Expr s = Expr::var("s"), c = Expr::var("c");
   Tensor ids = g.tensor("ids", {"s"}, DType::I32);
-  Tensor cos = g.tensor("rope_cos", {"s", hd / 2}, cfg.dtype);
-  Tensor sin = g.tensor("rope_sin", {"s", hd / 2}, cfg.dtype);
-  Tensor write_idx = g.tensor("write_idx", {"s", kvd}, DType::I32);
-  Tensor mask = g.tensor("mask", {"s", "c"}, cfg.dtype);
+  // Positions of this step's tokens, rope tables, causal mask and cache rows from the dims.
+  Tensor pos = g.iota(c - s + Expr::z(), "s");  // I32 [s]
+  Tensor inv_freq =
+      (g.arange(hd / 2, 0.0, 1.0, DType::F32) * (-2.0 / hd * std::log(cfg.rope_base))).exp();
+  Tensor angles = pos.cast(DType::F32).reshape({"s", 1}) * inv_freq.reshape({1, hd / 2});
+  Tensor cos = angles.cos().cast(cfg.dtype);
+  Tensor sin = angles.sin().cast(cfg.dtype);
+  Tensor hidden_keys = pos.reshape({"s", 1}).lt(g.arange("c").reshape({1, "c"}));  // [s, c]
+  Tensor mask = g.zeros({"s", "c"}, cfg.dtype).masked_fill(hidden_keys, -1e9);
+  Tensor write_idx = g.iota((c - s) * kvd + Expr::z(), s * kvd).reshape({"s", kvd});
   Tensor x = g.tensor("embed", {cfg.vocab, cfg.hidden}, cfg.dtype).embedding(ids);
   for (int l = 0; l < cfg.layers; ++l) {
     auto w = [&](const std::string& n, std::vector<luminal::Dim> shape) {

@@ -65,9 +65,11 @@ int main() {
     luminal::cpu::CpuBackend cpu;
     auto opts = luminal::CompileOptions().search_graph_limit(20).seed(1).dim_buckets(
         "s", {luminal::DimBucket(1, 1), luminal::DimBucket(2, 512).representative(16)});
-    luminal::CompiledGraph model = g.compile(cpu, opts);  // prints progress and the reports
+    // A session owns the buffers; weights bound before compile() are what the search times on.
+    luminal::Session model(g, cpu, opts);
     model.set(w, std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f,
                                     1.1f, 1.2f});
+    model.compile();  // prints progress and the reports
     for (int64_t s : {1, 3}) {
       std::vector<float> xs(s * 4);
       for (size_t i = 0; i < xs.size(); ++i)

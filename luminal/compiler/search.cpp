@@ -86,7 +86,8 @@ std::string SearchReport::to_string() const {
 }
 
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
-                    const DynMap& dyn, const DynMap& memory_dyn, IoTable& io, SearchReport report,
+                    const PlanSpec& spec, const std::vector<int64_t>& dims, const ProfileData& data,
+                    SearchReport report,
                     const std::function<void(const std::string&, const std::string&)>& trace) {
   const auto start = Clock::now();
   Rng rng(opts.seed());
@@ -101,6 +102,37 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   auto out_of_time = [&] { return opts.time_budget() && since(start) >= *opts.time_budget(); };
   auto limit_hit = [&] { return report.candidates >= opts.search_graph_limit(); };
 
+  // One scratch arena for every candidate, grown as needed.
+  struct ScratchArena {
+    Backend& backend;
+    Buffer buf;
+    void reserve(uint64_t bytes) {
+      if (buf && buf.bytes >= bytes) return;
+      if (buf) backend.release(buf);
+      buf = Buffer{};
+      buf = backend.allocate(bytes);
+    }
+    ~ScratchArena() {
+      if (buf) backend.release(buf);
+    }
+  } arena{backend, {}};
+  auto bindings = [&](const Plan& plan) {
+    Bindings b;
+    for (const std::string& l : plan.io().inputs) {
+      auto it = data.inputs.find(l);
+      if (it == data.inputs.end()) throw Error("search: no profiling data for input '" + l + "'");
+      b.inputs.push_back(it->second);
+    }
+    for (const std::string& l : plan.io().outputs) {
+      auto it = data.outputs.find(l);
+      if (it == data.outputs.end())
+        throw Error("search: no profiling buffer for output '" + l + "'");
+      b.outputs.push_back(it->second);
+    }
+    b.arena = arena.buf;
+    return b;
+  };
+
   // Returns false when the genome, or the program it extracts, was seen before (genes of classes
   // that other choices leave unreachable change the genome but not the program).
   std::unordered_set<size_t> programs;
@@ -114,24 +146,26 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     ++report.candidates;
     try {
       t0 = Clock::now();
-      std::unique_ptr<Executable> exe = backend.load(llir);
+      std::unique_ptr<Plan> plan = backend.load(llir, spec);
       double load_s = since(t0);
       report.compile_s += load_s;
       if (load_s > opts.candidate_timeout()) {
         throw Error("loading took " + fmt_time(load_s) + ", over the candidate timeout of " +
                     fmt_time(opts.candidate_timeout()));
       }
-      if (opts.max_memory()) {
-        uint64_t need = exe->memory_bytes(memory_dyn);
-        if (need > *opts.max_memory()) {
-          throw Error("needs " + std::to_string(need >> 20) + " MiB (" + std::to_string(need) +
-                      " bytes) of working memory but max_memory is " +
-                      std::to_string(*opts.max_memory() >> 20) + " MiB (" +
-                      std::to_string(*opts.max_memory()) + " bytes)");
-        }
+      const uint64_t working = plan->arena_bytes() + plan->workspace_bytes();
+      if (opts.max_memory() && data.fixed_bytes + working > *opts.max_memory()) {
+        const uint64_t need = data.fixed_bytes + working;
+        throw Error("needs " + std::to_string(need >> 20) + " MiB (" + std::to_string(need) +
+                    " bytes: " + std::to_string(data.fixed_bytes) + " in the session's buffers, " +
+                    std::to_string(working) + " of working memory) but max_memory is " +
+                    std::to_string(*opts.max_memory() >> 20) + " MiB (" +
+                    std::to_string(*opts.max_memory()) + " bytes)");
       }
+      arena.reserve(plan->arena_bytes());
+      plan->bind(0, bindings(*plan));
       t0 = Clock::now();
-      double t = exe->profile(dyn, io, opts.trials(), opts.profile_timeout());
+      double t = backend.time(*plan, 0, dims.data(), opts.trials(), opts.profile_timeout());
       report.profile_s += since(t0);
       if (report.first_seconds == 0) report.first_seconds = t;
       ranked.emplace_back(t, g);
@@ -148,7 +182,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
         }
         best.best = g;
         best.llir = std::move(llir);
-        best.executable = std::move(exe);
+        best.plan = std::move(plan);
       }
     } catch (const std::exception& e) {
       ++report.rejected;

@@ -10,10 +10,10 @@
 #include <map>
 #include <string>
 
-#include "luminal/program/llir.hpp"
 #include "luminal/compiler/options.hpp"
 #include "luminal/egraph/extract.hpp"
 #include "luminal/program/backend.hpp"
+#include "luminal/program/llir.hpp"
 
 namespace luminal {
 
@@ -41,15 +41,27 @@ struct SearchReport {
 struct SearchResult {
   Genome best;
   LlirGraph llir;
-  std::unique_ptr<Executable> executable;
+  std::unique_ptr<Plan> plan;
   SearchReport report;
 };
 
-/// Runs the search at dims `dyn`. `io` holds zero-filled inputs to profile on; max_memory is
-/// checked at `memory_dyn` (the largest dims of the bucket); `trace` (may be null) receives each
-/// new best candidate's LLIR.
+/// The data candidates run on while they are timed: a buffer of the backend per program input
+/// and output label, sized for every value of the bucket. Candidates may write carried inputs in
+/// place, so those must be scratch copies.
+struct ProfileData {
+  std::map<std::string, Buffer, std::less<>> inputs;
+  std::map<std::string, Buffer, std::less<>> outputs;
+  /// Bytes of the session's own buffers (weights, state, inputs, outputs): a candidate's arena
+  /// and workspaces must fit in max_memory beside them.
+  uint64_t fixed_bytes = 0;
+};
+
+/// Runs the search for the bucket `spec`, timing each candidate at `dims` (slot order of
+/// spec.dim_names; the bucket's representative values) on `data`. `trace` (may be null) receives
+/// each new best candidate's LLIR.
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
-                    const DynMap& dyn, const DynMap& memory_dyn, IoTable& io, SearchReport report,
+                    const PlanSpec& spec, const std::vector<int64_t>& dims, const ProfileData& data,
+                    SearchReport report,
                     const std::function<void(const std::string&, const std::string&)>& trace);
 
 }  // namespace luminal

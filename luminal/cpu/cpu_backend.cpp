@@ -1,11 +1,14 @@
 #include "luminal/cpu/cpu_backend.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
-#include "luminal/cpu/executable.hpp"
+#include "luminal/cpu/plan.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
@@ -50,8 +53,41 @@ bool CpuBackend::executes(const OpDef* op) const {
   return is_op(op, OpKind::Input) || is_op(op, OpKind::Output) || find_cpu_op(op) != nullptr;
 }
 
-std::unique_ptr<Executable> CpuBackend::load(const LlirGraph& g) {
-  return std::make_unique<CpuExecutable>(g, threads_);
+std::unique_ptr<Plan> CpuBackend::load(const LlirGraph& g, const PlanSpec& spec) {
+  return std::make_unique<CpuPlan>(g, spec, threads_);
+}
+
+Buffer CpuBackend::allocate(uint64_t bytes) {
+  constexpr uint64_t a = CpuPlan::kAlignment;
+  const uint64_t cap = (std::max<uint64_t>(bytes, 1) + a - 1) / a * a;
+  void* p = std::aligned_alloc(a, cap);
+  if (!p) {
+    throw Error("cpu: cannot allocate " + std::to_string(bytes) +
+                " bytes of host memory; lower max_memory or the dim ranges");
+  }
+  return Buffer{p, bytes};
+}
+
+void CpuBackend::release(Buffer b) { std::free(b.ptr); }
+
+void CpuBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) {
+  LUMINAL_ASSERT(offset + bytes <= dst.bytes, "cpu: upload past the end of a buffer");
+  if (bytes) std::memcpy(static_cast<uint8_t*>(dst.ptr) + offset, src, bytes);
+}
+
+void CpuBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) {
+  LUMINAL_ASSERT(offset + bytes <= src.bytes, "cpu: download past the end of a buffer");
+  if (bytes) std::memcpy(dst, static_cast<const uint8_t*>(src.ptr) + offset, bytes);
+}
+
+void CpuBackend::copy(Buffer dst, Buffer src, uint64_t bytes) {
+  LUMINAL_ASSERT(bytes <= dst.bytes && bytes <= src.bytes, "cpu: copy past the end of a buffer");
+  if (bytes && dst.ptr != src.ptr) std::memmove(dst.ptr, src.ptr, bytes);
+}
+
+Buffer CpuBackend::wrap_host(const void* data, uint64_t bytes) {
+  if (reinterpret_cast<uintptr_t>(data) % 64 != 0) return {};
+  return Buffer{const_cast<void*>(data), bytes};
 }
 
 }  // namespace luminal::cpu

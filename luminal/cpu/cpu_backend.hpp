@@ -4,7 +4,7 @@
 // kernel or an OpenBLAS sgemm/dgemm call. Multi-threaded (its own pool: thread_pool.hpp).
 //
 //   luminal::cpu::CpuBackend cpu;                 // threads: all hardware threads
-//   auto model = g.compile(cpu, CompileOptions().search_graph_limit(20));
+//   luminal::Session model = luminal::compile(g, cpu, CompileOptions().search_graph_limit(20));
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,7 +20,18 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
   std::vector<RuleSet> rulesets() const override;
   bool executes(const OpDef* op) const override;
-  std::unique_ptr<Executable> load(const LlirGraph& g) override;
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
+
+  /// Host memory, 256-byte aligned.
+  Buffer allocate(uint64_t bytes) override;
+  void release(Buffer b) override;
+  void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) override;
+  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) override;
+  void copy(Buffer dst, Buffer src, uint64_t bytes) override;
+  /// Kernels read host memory directly: any 64-byte-aligned range is used in place.
+  Buffer wrap_host(const void* data, uint64_t bytes) override;
+  /// Executes are synchronous on the CPU: nothing to wait for.
+  void sync() override {}
   int threads() const { return threads_; }
 
  private:

@@ -11,19 +11,22 @@
 //   }
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
-#include "luminal/program/llir.hpp"
 #include "luminal/egraph/rule.hpp"
+#include "luminal/program/llir.hpp"
 
 namespace luminal::cpu {
 
 struct KernelContext {
   const LlirNode& node;
   const DynMap& dyn;
-  std::vector<const uint8_t*> in;  // contiguous buffers of the node's inputs
-  uint8_t* out;                    // output buffer (the in-place input's buffer for in-place ops)
+  /// Changes whenever a value in `dyn` changes: kernels cache per version, never compare maps.
+  uint64_t dims_version;
+  std::span<const uint8_t* const> in;  // contiguous buffers of the node's inputs
+  uint8_t* out;  // output buffer (the in-place input's buffer for in-place ops)
   int threads;
 };
 

@@ -144,7 +144,7 @@ class ElementwiseKernel final : public Kernel {
       : op_(n.op->kind), in_t_(in_t), out_t_(n.attrs.dtype), views_(n.attrs.views) {}
 
   void run(const KernelContext& k) override {
-    cache_.update(views_, k.dyn);
+    cache_.update(views_, k.dyn, k.dims_version);
     const int64_t n = cache_[0].numel;
     if (n == 0) return;
     if (op_ == OpKind::Cast && in_t_ == out_t_) {  // same-dtype cast: an exact copy

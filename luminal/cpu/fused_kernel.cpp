@@ -47,7 +47,7 @@ class FusedKernel : public Kernel {
   }
 
   void run(const KernelContext& k) override {
-    if (!cached_ || cached_dyn_ != k.dyn) {
+    if (version_ != k.dims_version) {
       numel_ = 1;
       for (int64_t d : eval_shape(node_.attrs.shape, k.dyn))
         numel_ *= d;
@@ -55,8 +55,7 @@ class FusedKernel : public Kernel {
       if (numel_ > 0)  // (with no element, a stride may divide by a dim that is 0 now)
         for (const View& v : node_.attrs.views)
           idx_.emplace_back(v, k.dyn);
-      cached_dyn_ = k.dyn;
-      cached_ = true;
+      version_ = k.dims_version;
     }
     if (numel_ == 0) return;
     const int64_t nblocks = (numel_ + kBlock - 1) / kBlock;
@@ -258,8 +257,7 @@ class FusedKernel : public Kernel {
 
   LlirNode node_;
   std::vector<FusedInst> insts_;
-  bool cached_ = false;
-  DynMap cached_dyn_;
+  uint64_t version_ = 0;
   std::vector<StridedIndex> idx_;
   int64_t numel_ = 0;
 };

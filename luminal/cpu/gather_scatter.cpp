@@ -68,7 +68,7 @@ class GatherKernel final : public Kernel {
       : load_(index_load_fn(index_t)), es_(size_bytes(n.attrs.dtype)), views_(n.attrs.views) {}
 
   void run(const KernelContext& k) override {
-    cache_.update(views_, k.dyn);
+    cache_.update(views_, k.dyn, k.dims_version);
     const EvalView& iv = cache_[0];
     const EvalView& dv = cache_[1];
     const int64_t n = iv.numel;
@@ -103,7 +103,7 @@ class ScatterKernel final : public Kernel {
       : load_(index_load_fn(index_t)), es_(size_bytes(n.attrs.dtype)), views_(n.attrs.views) {}
 
   void run(const KernelContext& k) override {
-    cache_.update(views_, k.dyn);
+    cache_.update(views_, k.dyn, k.dims_version);
     const EvalView& dest = cache_[0];
     const EvalView& iv = cache_[1];
     const EvalView& sv = cache_[2];

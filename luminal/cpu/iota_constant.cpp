@@ -40,7 +40,7 @@ class IotaKernel final : public Kernel {
       : t_(n.attrs.dtype), shape_(n.attrs.shape), expr_(n.attrs.iota_expr) {}
 
   void run(const KernelContext& k) override {
-    update(k.dyn);
+    update(k.dyn, k.dims_version);
     if (len_ == 0) return;
     dispatch_dtype(t_, [&](auto tag) {
       constexpr DType T = decltype(tag)::value;
@@ -65,9 +65,9 @@ class IotaKernel final : public Kernel {
   }
 
  private:
-  void update(const DynMap& dyn) {
-    if (valid_ && dyn == dyn_) return;
-    valid_ = false;
+  void update(const DynMap& dyn, uint64_t version) {
+    if (version_ == version) return;
+    version_ = 0;
     len_ = 1;
     for (int64_t d : eval_shape(shape_, dyn))
       len_ *= d;
@@ -84,16 +84,14 @@ class IotaKernel final : public Kernel {
         b_ = lin->second.as_const();
       }
     }
-    dyn_ = dyn;
-    valid_ = true;
+    version_ = version;
   }
 
   DType t_;
   Shape shape_;
   Expr expr_;
   // per dyn map
-  bool valid_ = false;
-  DynMap dyn_;
+  uint64_t version_ = 0;
   int64_t len_ = 0;
   Expr expr_at_;
   bool linear_ = false;

@@ -59,11 +59,10 @@ class GenericMatmul {
   void run(const KernelContext& k);
 
  private:
-  void prepare(const DynMap& dyn);
+  void prepare(const DynMap& dyn, uint64_t version);
 
   Attrs attrs_;
-  bool cached_ = false;
-  DynMap cached_dyn_;
+  uint64_t version_ = 0;            // dims version prepared for (0: never)
   StridedIndex out_a_, out_b_;      // per output element: offsets into a and b
   std::vector<int64_t> k_a_, k_b_;  // per k: offsets into a and b
   int64_t numel_ = 0;

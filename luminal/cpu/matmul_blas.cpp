@@ -222,7 +222,7 @@ class BlasMatmulKernel : public Kernel {
   }
 
   void run(const KernelContext& k) override {
-    if (!cached_ || cached_dyn_ != k.dyn) plan(k.dyn);
+    if (version_ != k.dims_version) plan(k.dyn, k.dims_version);
     if (!plan_) {
       g_fallbacks.fetch_add(1, std::memory_order_relaxed);
       return generic_.run(k);
@@ -234,7 +234,7 @@ class BlasMatmulKernel : public Kernel {
   }
 
  private:
-  void plan(const DynMap& dyn) {
+  void plan(const DynMap& dyn, uint64_t version) {
     const View& va = attrs_.views[0];
     const View& vb = attrs_.views[1];
     std::vector<int64_t> dims = eval_shape(va.dims, dyn), sa, sb;
@@ -259,8 +259,7 @@ class BlasMatmulKernel : public Kernel {
           plan_->ldb > lim || plan_->ldc > lim)
         plan_.reset();
     }
-    cached_dyn_ = dyn;
-    cached_ = true;
+    version_ = version;
   }
 
   template <class T>
@@ -337,8 +336,7 @@ class BlasMatmulKernel : public Kernel {
 
   Attrs attrs_;
   GenericMatmul generic_;
-  bool cached_ = false;
-  DynMap cached_dyn_;
+  uint64_t version_ = 0;
   std::optional<GemmPlan<int64_t>> plan_;
   int64_t batches_ = 1;
 };

@@ -89,10 +89,9 @@ GenericMatmul::GenericMatmul(const LlirNode& n) : attrs_(n.attrs) {
                 attrs_.to_string());
 }
 
-void GenericMatmul::prepare(const DynMap& dyn) {
-  if (cached_ && cached_dyn_ == dyn) return;
-  cached_dyn_ = dyn;
-  cached_ = true;
+void GenericMatmul::prepare(const DynMap& dyn, uint64_t version) {
+  if (version_ == version) return;
+  version_ = version;
   numel_ = 1;
   for (int64_t d : eval_shape(attrs_.shape, dyn))
     numel_ *= d;
@@ -113,7 +112,7 @@ void GenericMatmul::prepare(const DynMap& dyn) {
 }
 
 void GenericMatmul::run(const KernelContext& k) {
-  prepare(k.dyn);
+  prepare(k.dyn, k.dims_version);
   if (numel_ == 0) return;
   const uint8_t* A = k.in[0];
   const uint8_t* B = k.in[1];

@@ -18,12 +18,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "luminal/program/llir.hpp"
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/strided.hpp"
 #include "luminal/cpu/thread_pool.hpp"
+#include "luminal/program/llir.hpp"
 
 namespace luminal::cpu {
 
@@ -245,16 +245,15 @@ struct EvalView {
 
 EvalView eval_view(const View& v, const DynMap& dyn);
 
-/// Views of a node evaluated once per distinct dyn map (re-evaluated when the dyn values change).
+/// Views of a node evaluated once per dims version (re-evaluated when the dyn values change).
 class ViewCache {
  public:
   /// Returns true when the views were (re-)evaluated.
-  bool update(const std::vector<View>& views, const DynMap& dyn);
+  bool update(const std::vector<View>& views, const DynMap& dyn, uint64_t version);
   const EvalView& operator[](size_t i) const { return views_[i]; }
 
  private:
-  bool valid_ = false;
-  DynMap dyn_;
+  uint64_t version_ = 0;  // 0: never evaluated
   std::vector<EvalView> views_;
 };
 

@@ -21,14 +21,13 @@ EvalView eval_view(const View& v, const DynMap& dyn) {
   return e;
 }
 
-bool ViewCache::update(const std::vector<View>& views, const DynMap& dyn) {
-  if (valid_ && dyn == dyn_) return false;
-  valid_ = false;
+bool ViewCache::update(const std::vector<View>& views, const DynMap& dyn, uint64_t version) {
+  if (version_ == version) return false;
+  version_ = 0;
   views_.clear();
   for (const View& v : views)
     views_.push_back(eval_view(v, dyn));
-  dyn_ = dyn;
-  valid_ = true;
+  version_ = version;
   return true;
 }
 

@@ -111,7 +111,7 @@ class ReduceKernel final : public Kernel {
   }
 
   void run(const KernelContext& k) override {
-    update(k.dyn);
+    update(k.dyn, k.dims_version);
     if (out_n_ == 0) return;
     dispatch_dtype(t_, [&](auto tag) {
       constexpr DType T = decltype(tag)::value;
@@ -123,9 +123,9 @@ class ReduceKernel final : public Kernel {
   }
 
  private:
-  void update(const DynMap& dyn) {
-    if (valid_ && dyn == dyn_) return;
-    valid_ = false;
+  void update(const DynMap& dyn, uint64_t version) {
+    if (version_ == version) return;
+    version_ = 0;
     std::vector<int64_t> dims = eval_shape(view_.dims, dyn);
     len_ = dims[axis_];
     out_n_ = 1;
@@ -142,8 +142,7 @@ class ReduceKernel final : public Kernel {
       for (int64_t i = 0; i < len_ && unit_axis_; ++i)
         unit_axis_ = ax_[i] == i;
     }
-    dyn_ = dyn;
-    valid_ = true;
+    version_ = version;
   }
 
   template <DType T, bool kSum>
@@ -222,8 +221,7 @@ class ReduceKernel final : public Kernel {
   int axis_;
   View view_, outer_view_, axis_view_;
   // per dyn map
-  bool valid_ = false;
-  DynMap dyn_;
+  uint64_t version_ = 0;
   int64_t len_ = 0, out_n_ = 0;
   EvalView outer_;
   std::vector<int64_t> ax_;

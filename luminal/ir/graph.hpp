@@ -23,9 +23,6 @@ namespace luminal {
 
 class Tensor;
 struct GraphData;
-class Backend;
-class CompileOptions;
-class CompiledGraph;
 
 class Graph {
  public:
@@ -65,12 +62,6 @@ class Graph {
   void carry(const Tensor& output, const Tensor& input);
   /// (output, input) pairs declared with carry().
   const std::vector<std::pair<NodeId, NodeId>>& carried() const;
-
-  /// Compiles the graph for `backend`: saturates the e-graph with the backend's rules, searches
-  /// for the fastest program per dim bucket (see compiler/options.hpp) and loads it.
-  /// Defined in luminal/compiler/compiled_graph.cpp.
-  CompiledGraph compile(Backend& backend, const CompileOptions& options) const;
-  CompiledGraph compile(Backend& backend) const;
 
   const std::vector<Node>& nodes() const;
   const Node& node(NodeId id) const;

@@ -20,15 +20,53 @@ std::string seconds(double s) {
 
 }  // namespace
 
-double Executable::profile(const DynMap& dyn, IoTable& io, int trials, double timeout_s) {
+PlanIo PlanIo::of(const LlirGraph& g) {
+  PlanIo io;
+  std::vector<int> input_index(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const LlirNode& n = g.nodes[i];
+    if (is_op(n.op, OpKind::Input)) {
+      input_index[i] = static_cast<int>(io.inputs.size());
+      io.inputs.push_back(n.attrs.label);
+    }
+  }
+  for (const LlirNode& n : g.nodes) {
+    if (!is_op(n.op, OpKind::Output)) continue;
+    io.outputs.push_back(n.attrs.label);
+    // Follow in-place updates back to the buffer they write (never into an Output's buffer).
+    int src = n.inputs.at(0), root = src;
+    while (g.nodes[root].op->inplace_input >= 0) {
+      const int next = g.nodes[root].inputs.at(g.nodes[root].op->inplace_input);
+      if (is_op(g.nodes[next].op, OpKind::Output)) break;
+      root = next;
+    }
+    const bool in_place = root != src && input_index[root] >= 0 &&
+                          n.attrs.views.at(0).is_contiguous() &&
+                          numel(n.attrs.shape) == numel(g.nodes[root].attrs.shape);
+    io.output_in_input.push_back(in_place ? input_index[root] : -1);
+  }
+  return io;
+}
+
+Buffer Backend::wrap_host(const void*, uint64_t) { return {}; }
+
+double Backend::time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) {
   trials = std::max(trials, 1);
+  auto run = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    plan.execute(parity, dims);
+    sync();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double warm = run();
+  if (timeout_s > 0 && warm > timeout_s) {
+    throw Error("profile: the warm-up run took " + seconds(warm) + ", over the timeout of " +
+                seconds(timeout_s));
+  }
   std::vector<double> times;
   times.reserve(static_cast<size_t>(trials));
   for (int t = 0; t < trials; ++t) {
-    const auto start = std::chrono::steady_clock::now();
-    execute(dyn, io);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = run();
     if (timeout_s > 0 && s > timeout_s) {
       throw Error("profile: a run took " + seconds(s) + ", over the timeout of " +
                   seconds(timeout_s) + " (trial " + std::to_string(t + 1) + " of " +

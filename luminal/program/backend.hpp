@@ -1,47 +1,89 @@
 #pragma once
-// Backend: what a device provides to the compiler.
+// Backend: what a device provides to the compiler and to sessions.
 //
 //   class MyBackend : public Backend {
-//     std::string name() const override;                    // "cpu"
-//     std::vector<RuleSet> rulesets() const override;       // its ops' rewrite rules, in order
-//     bool executes(const OpDef* op) const override;        // ops it can run
-//     std::unique_ptr<Executable> load(const LlirGraph&) override;   // compile one candidate
+//     std::string name() const override;                         // "cpu"
+//     std::vector<RuleSet> rulesets() const override;            // its ops' rewrite rules
+//     bool executes(const OpDef* op) const override;             // ops it can run
+//     std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override;  // one program
+//     Buffer allocate(uint64_t bytes) override; ...              // its own memory
 //   };
 //
-// An Executable is one loaded LLIR program (one per bucket once compiled). It runs with a dyn
-// map over an IoTable: the user's input buffers by label (read; written only by in-place ops
-// on carried inputs) and the output buffers by label (resized and filled).
+// Memory belongs to the backend: host memory for the CPU, device memory for CUDA. A session
+// allocates its input, output and arena buffers through it once, uploads into them, and hands
+// them to plans as Bindings.
+//
+// A Plan is one loaded LLIR program for one bucket of dim values. Its working memory (the arena)
+// is sized at the bucket's upper bounds, so nothing is re-planned while executing and every
+// intermediate address is the same on every execute. Dims arrive as a flat array in the slot
+// order of PlanSpec::dims. Buffers are bound per parity (0 and 1): a carried output that is not
+// updated in place alternates between two buffers, and a backend that captures launches (a CUDA
+// graph) captures one per parity.
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "luminal/program/llir.hpp"
 #include "luminal/core/expr.hpp"
 #include "luminal/egraph/rule.hpp"
-#include "luminal/runtime/host_buffer.hpp"
+#include "luminal/program/llir.hpp"
 
 namespace luminal {
 
-struct IoTable {
-  std::map<std::string, HostBuffer*, std::less<>> inputs;
-  std::map<std::string, HostBuffer*, std::less<>> outputs;
-  /// Filled by the executable: outputs whose value was written into an input's buffer
-  /// (in-place update of a carried input): output label -> input label.
-  std::map<std::string, std::string, std::less<>> output_in_input;
+/// Memory a backend allocated (or a host range it can read directly). `ptr` is the address the
+/// backend's kernels use: a host pointer on the CPU, a device pointer on CUDA.
+struct Buffer {
+  void* ptr = nullptr;
+  uint64_t bytes = 0;
+  explicit operator bool() const { return ptr != nullptr || bytes != 0; }
+  bool operator==(const Buffer&) const = default;
 };
 
-class Executable {
+/// What a plan is loaded for.
+struct PlanSpec {
+  /// The range of every dim the program uses, in this bucket.
+  Facts facts;
+  /// Slot order of the dims array execute() takes: dims[i] is the value of dims_names[i].
+  std::vector<std::string> dim_names;
+};
+
+/// The buffers one execution reads and writes.
+struct Bindings {
+  std::vector<Buffer> inputs;   // one per Plan::inputs(), in that order
+  std::vector<Buffer> outputs;  // one per Plan::outputs(); unused for outputs written in place
+  Buffer arena;                 // at least Plan::arena_bytes()
+};
+
+/// The user-visible inputs and outputs of a program, by label, in binding order.
+struct PlanIo {
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  /// Per output: the index into `inputs` whose buffer holds the output's value after execute
+  /// (a carried input updated in place; nothing is copied), or -1 (the output's own buffer).
+  std::vector<int> output_in_input;
+
+  /// Reads Input/Output labels and in-place chains from the program. An output counts as written
+  /// in place when its value is an in-place update of an input, read through an identity view of
+  /// the same element count.
+  static PlanIo of(const LlirGraph& g);
+};
+
+class Plan {
  public:
-  virtual ~Executable() = default;
-  /// Runs the program once. Throws luminal::Error on a missing input or bad dyn values.
-  virtual void execute(const DynMap& dyn, IoTable& io) = 0;
-  /// Bytes of working memory (arena and workspaces, not inputs/outputs) at these dims.
-  virtual uint64_t memory_bytes(const DynMap& dyn) const = 0;
-  /// Median seconds over `trials` runs; throws luminal::Error when one run exceeds `timeout_s`.
-  /// The default times execute() with a steady clock (fine for synchronous backends).
-  virtual double profile(const DynMap& dyn, IoTable& io, int trials, double timeout_s);
+  virtual ~Plan() = default;
+  const PlanIo& io() const { return io_; }
+  /// Arena bytes for every dim value of the bucket.
+  virtual uint64_t arena_bytes() const = 0;
+  /// Bytes of workspaces the plan allocated for itself (library calls), counted by sessions.
+  virtual uint64_t workspace_bytes() const { return 0; }
+  /// Attaches buffers to `parity` (0 or 1). Later executes of that parity use them.
+  virtual void bind(int parity, const Bindings& b) = 0;
+  /// Runs once on the buffers bound to `parity` with dims[i] the value of slot i. May return
+  /// before the work is done (Backend::sync waits). Nothing allocates or looks names up here.
+  virtual void execute(int parity, const int64_t* dims) = 0;
+
+ protected:
+  PlanIo io_;
 };
 
 class Backend {
@@ -51,8 +93,29 @@ class Backend {
   /// The backend's rewrite rules, run in this order after the core rules (each saturated).
   virtual std::vector<RuleSet> rulesets() const = 0;
   virtual bool executes(const OpDef* op) const = 0;
-  /// Compiles a candidate. Throws luminal::Error when it cannot (the search rejects it).
-  virtual std::unique_ptr<Executable> load(const LlirGraph& g) = 0;
+  /// Compiles a candidate for one bucket. Throws luminal::Error when it cannot (the search
+  /// rejects it).
+  virtual std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) = 0;
+
+  // Memory. Buffers are aligned to at least 256 bytes; contents start undefined.
+  virtual Buffer allocate(uint64_t bytes) = 0;
+  virtual void release(Buffer b) = 0;
+  /// Copies host bytes into a buffer, ordered after work already launched.
+  virtual void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) = 0;
+  /// Waits for launched work, then copies bytes out of a buffer.
+  virtual void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) = 0;
+  /// Copies between two buffers of this backend, ordered with launched work.
+  virtual void copy(Buffer dst, Buffer src, uint64_t bytes) = 0;
+  /// A buffer over host memory that kernels can read directly (zero-copy weights), or an empty
+  /// Buffer when this backend cannot (CUDA device memory) or the alignment does not allow it.
+  virtual Buffer wrap_host(const void* data, uint64_t bytes);
+  /// Waits until every launched execute and copy has finished.
+  virtual void sync() = 0;
+
+  /// Median seconds of one execute of `plan` over `trials` runs, after one untimed warm-up run.
+  /// Throws luminal::Error when a run exceeds `timeout_s`. The default times execute() + sync()
+  /// with a steady clock.
+  virtual double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s);
 };
 
 }  // namespace luminal

@@ -9,12 +9,17 @@
 // largest first, reusing the space of buffers whose lifetimes ended. In-place ops share their
 // input's buffer (the lifetime extends). Input and Output nodes, and what must outlive the run,
 // are not in the arena (`in_arena` false).
+//
+// Placement looks only at the buffers live during the new one's lifetime (an interval index
+// over steps), so a 10,000-node program plans in milliseconds; the offsets are those of
+// scanning every placed buffer (bench/memory_plan_bench.cpp compares both).
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
-#include "luminal/program/llir.hpp"
 #include "luminal/core/expr.hpp"
+#include "luminal/program/llir.hpp"
 
 namespace luminal {
 
@@ -41,5 +46,18 @@ struct MemoryPlan {
 /// it, giving both sizes.
 MemoryPlan plan_memory(const std::vector<BufferUse>& uses, const DynMap& dyn,
                        int64_t alignment = 256, int64_t max_bytes = -1);
+
+/// The same with concrete sizes: bytes[i] (one per node, >= 0 where in the arena) instead of
+/// uses[i].bytes evaluated (e.g. sizes at a dim bucket's upper bounds). Entries of nodes not in
+/// the arena are ignored.
+MemoryPlan plan_memory(const std::vector<BufferUse>& uses, const std::vector<int64_t>& bytes,
+                       int64_t alignment = 256, int64_t max_bytes = -1);
+
+/// Braced dims (`{}`, `{{"s", 8}}`) would be ambiguous between the two above: they mean dims.
+inline MemoryPlan plan_memory(const std::vector<BufferUse>& uses,
+                              std::initializer_list<DynMap::value_type> dyn,
+                              int64_t alignment = 256, int64_t max_bytes = -1) {
+  return plan_memory(uses, DynMap(dyn), alignment, max_bytes);
+}
 
 }  // namespace luminal

@@ -86,7 +86,7 @@ const HostBuffer& ReferenceRuntime::checked_input(NodeId id,
   return it->second;
 }
 
-const HostBuffer& ReferenceRuntime::output_buffer(NodeId id) const {
+HostBuffer ReferenceRuntime::output_value(NodeId id) const {
   if (!executed_) {
     throw Error("get: output '" + graph_.node(id).label +
                 "' has no value yet: call execute() first");
@@ -95,11 +95,11 @@ const HostBuffer& ReferenceRuntime::output_buffer(NodeId id) const {
 }
 
 void ReferenceRuntime::move_output_to_input(NodeId output, NodeId input) {
-  inputs_[input] = output_buffer(output);  // the oracle copies; the output stays readable
+  inputs_[input] = output_value(output);  // the oracle copies; the output stays readable
 }
 
 std::vector<int64_t> ReferenceRuntime::output_shape(NodeId id) const {
-  output_buffer(id);
+  output_value(id);
   return shapes_[id];
 }
 

@@ -24,7 +24,7 @@ class ReferenceRuntime : public Runtime {
 
  protected:
   void set_input(NodeId id, HostBuffer data) override;
-  const HostBuffer& output_buffer(NodeId id) const override;
+  HostBuffer output_value(NodeId id) const override;
   std::vector<int64_t> output_shape(NodeId id) const override;
   void move_output_to_input(NodeId output, NodeId input) override;
 

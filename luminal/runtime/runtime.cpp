@@ -1,5 +1,7 @@
 #include "luminal/runtime/runtime.hpp"
 
+#include <cstring>
+
 namespace luminal {
 
 void Runtime::set(const Tensor& input, const std::vector<bool>& data) {
@@ -19,13 +21,17 @@ void Runtime::set_bytes(std::string_view label, const void* data, size_t bytes) 
                 " bytes is not a whole number of " + std::string(name(dt)) + " elements (" +
                 std::to_string(size_bytes(dt)) + " bytes each)");
   }
-  HostBuffer b{dt, std::vector<uint8_t>(bytes)};
+  set_input_bytes(id, data, bytes);
+}
+
+void Runtime::set_input_bytes(NodeId id, const void* data, uint64_t bytes) {
+  HostBuffer b{graph().node(id).dtype, std::vector<uint8_t>(bytes)};
   if (bytes) std::memcpy(b.bytes.data(), data, bytes);
   set_input(id, std::move(b));
 }
 
 std::vector<uint8_t> Runtime::get_bytes(const Tensor& output) const {
-  return output_buffer(resolve_output(output)).bytes;
+  return output_value(resolve_output(output)).bytes;
 }
 
 std::vector<int64_t> Runtime::shape(const Tensor& output) const {

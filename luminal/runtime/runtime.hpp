@@ -52,12 +52,12 @@ class Runtime {
   template <class T>
   std::vector<T> get(const Tensor& output) const {
     NodeId id = resolve_output(output);
-    return from_host_buffer<T>(output_buffer(id), graph().node(id).label, type_name<T>());
+    return from_host_buffer<T>(output_value(id), graph().node(id).label, type_name<T>());
   }
   template <class T>
   std::vector<T> get(std::string_view label) const {
     NodeId id = resolve_output(label);
-    return from_host_buffer<T>(output_buffer(id), label, type_name<T>());
+    return from_host_buffer<T>(output_value(id), label, type_name<T>());
   }
   /// The output's bytes in its own dtype.
   std::vector<uint8_t> get_bytes(const Tensor& output) const;
@@ -79,7 +79,11 @@ class Runtime {
   void carry_state();
   void check_hand_off(NodeId output, NodeId input) const;
   virtual void set_input(NodeId id, HostBuffer data) = 0;
-  virtual const HostBuffer& output_buffer(NodeId id) const = 0;
+  /// Raw bytes already in the input's dtype (checked to be whole elements). The default wraps
+  /// them in a HostBuffer for set_input.
+  virtual void set_input_bytes(NodeId id, const void* data, uint64_t bytes);
+  /// An output's last value (a device runtime synchronises and downloads here).
+  virtual HostBuffer output_value(NodeId id) const = 0;
   virtual std::vector<int64_t> output_shape(NodeId id) const = 0;
 
   NodeId resolve_input(const Tensor& t) const;

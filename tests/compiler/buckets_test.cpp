@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "luminal/compiler/compiled_graph.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/runtime/session.hpp"
 #include "support/expect_error.hpp"
 
 namespace luminal {
@@ -54,8 +54,8 @@ TEST(Buckets, DispatchMatchesReferenceAtSeveralValues) {
   Model m;
   m.g.set_dim("s", 1);
   cpu::CpuBackend cpu(1);
-  CompiledGraph c = m.g.compile(
-      cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64).representative(16)}));
+  Session c = compile(
+      m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64).representative(16)}));
   EXPECT_EQ(c.reports().size(), 2u);
   ReferenceRuntime ref(m.g);
   set_weights(c, m);
@@ -74,9 +74,9 @@ TEST(Buckets, BucketedEqualsUnbucketed) {
   Model m;
   m.g.set_dim("s", 5);
   cpu::CpuBackend cpu(1);
-  CompiledGraph bucketed =
-      m.g.compile(cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64)}));
-  CompiledGraph plain = m.g.compile(cpu, quiet());
+  Session bucketed =
+      compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64)}));
+  Session plain = compile(m.g, cpu, quiet());
   set_weights(bucketed, m);
   set_weights(plain, m);
   for (int s : {1, 5, 33}) {
@@ -92,7 +92,7 @@ TEST(Buckets, SwitchingBucketsKeepsResultsIdentical) {
   Model m;
   m.g.set_dim("s", 1);
   cpu::CpuBackend cpu(1);
-  CompiledGraph c = m.g.compile(cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 8)}));
+  Session c = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 8)}));
   set_weights(c, m);
   auto first = run(c, m, 1);
   auto three = run(c, m, 3);
@@ -105,7 +105,7 @@ TEST(Buckets, ValueOutsideEveryBucketIsAnError) {
   Model m;
   m.g.set_dim("s", 1);
   cpu::CpuBackend cpu(1);
-  CompiledGraph c = m.g.compile(cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(4, 8)}));
+  Session c = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(4, 8)}));
   set_weights(c, m);
   c.set(m.x, xs(3));
   expect_error(
@@ -119,7 +119,7 @@ TEST(Buckets, UnknownDimInBucketsIsAnError) {
   Model m;
   m.g.set_dim("s", 1);
   cpu::CpuBackend cpu(1);
-  expect_error([&] { m.g.compile(cpu, quiet().dim_buckets("t", {DimBucket(1, 4)})); },
+  expect_error([&] { compile(m.g, cpu, quiet().dim_buckets("t", {DimBucket(1, 4)})); },
                {"dim_buckets(\"t\")", "no dynamic dimension 't'"});
 }
 
@@ -127,8 +127,8 @@ TEST(Buckets, RepresentativeIsWhereTheSearchRuns) {
   Model m;
   cpu::CpuBackend cpu(1);
   // No set_dim: the search can only run at the representatives.
-  CompiledGraph c = m.g.compile(
-      cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 40).representative(7)}));
+  Session c = compile(
+      m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 40).representative(7)}));
   ASSERT_EQ(c.reports().size(), 2u);
   EXPECT_NE(c.reports()[1].bucket.find("[2, 40] (rep 7)"), std::string::npos);
   set_weights(c, m);
@@ -138,19 +138,32 @@ TEST(Buckets, RepresentativeIsWhereTheSearchRuns) {
 TEST(Buckets, MaxMemoryMustHoldAtTheLargestValueOfABucket) {
   Model m;
   cpu::CpuBackend cpu(1);
-  // Tiny at the representative (s = 2), too big at s = 64: rejected, naming both sizes.
+  // The session's buffers are sized at s = 64: x (2048 bytes), w, b and y (1536). Room for them
+  // but not for the arena at s = 64, though the arena at the representative (s = 2) would fit:
+  // every candidate is rejected, naming both sizes.
+  const uint64_t buffers = 64 * 8 * 4 + 48 * 4 + 6 * 4 + 64 * 6 * 4;
   expect_error(
       [&] {
-        m.g.compile(
-            cpu, quiet().max_memory(1024).dim_buckets("s", {DimBucket(2, 64).representative(2)}));
+        compile(m.g, cpu,
+                quiet()
+                    .max_memory(buffers + 1024)
+                    .dim_buckets("s", {DimBucket(2, 64).representative(2)}));
       },
-      {"rejected", "working memory but max_memory is 0 MiB (1024 bytes)"});
+      {"rejected",
+       "working memory) but max_memory is 0 MiB (" + std::to_string(buffers + 1024) + " bytes)"});
+  // Buffers alone over the limit: an error when the session is made, with both sizes.
+  expect_error([&] { Session s(m.g, cpu, quiet().max_memory(1024)); },
+               {"buffers need", "(" + std::to_string(buffers) + " bytes)", "(1024 bytes)"});
 }
 
-TEST(Buckets, DynamicDimWithoutValueOrBucketIsAnError) {
-  Model m;
+TEST(Buckets, DimWithoutRangeOrBucketIsAnError) {
+  Graph g;
+  Tensor x = g.tensor("x", {"t", 4});
+  (x * 2.0).output("y");
+  g.set_dim("t", 3);
   cpu::CpuBackend cpu(1);
-  expect_error([&] { m.g.compile(cpu, quiet()); }, {"'s'", "set_dim", "dim_buckets"});
+  expect_error([&] { compile(g, cpu, quiet()); },
+               {"'t'", "no range", "declare_dim(\"t\"", "dim_buckets"});
 }
 
 }  // namespace

@@ -28,11 +28,12 @@
 #include <vector>
 
 #include "luminal/compiler/build_space.hpp"
-#include "luminal/program/llir.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/program/backend.hpp"
+#include "luminal/program/llir.hpp"
 #include "luminal/runtime/host_buffer.hpp"
+#include "support/llir_direct.hpp"
 #include "support/random_graph.hpp"
 
 namespace luminal {
@@ -286,7 +287,10 @@ std::string run_program(cpu::CpuBackend& cpu, const Program& prog, const FuzzGra
                         const std::vector<Case>& cases, CheckResult& r) {
   std::string problem;
   try {
-    std::unique_ptr<Executable> exe = cpu.load(prog.llir);
+    std::vector<DynMap> dyns;
+    for (const Case& c : cases)
+      dyns.push_back(c.dyn);
+    testing::LoadedPlan exe = testing::load_plan(cpu, prog.llir, dyns);
     // Every case in turn, then the first again: a loaded program must follow the dims back.
     std::vector<const Case*> order;
     for (const Case& c : cases)
@@ -294,32 +298,18 @@ std::string run_program(cpu::CpuBackend& cpu, const Program& prog, const FuzzGra
     if (cases.size() > 1) order.push_back(&cases.front());
     for (const Case* cp : order) {
       const Case& c = *cp;
-      Buffers in = c.inputs;  // in-place ops may write into carried inputs
-      Buffers out;
-      IoTable io;
-      for (auto& [label, buf] : in)
-        io.inputs[label] = &buf;
+      testing::PlanRun run = testing::run_plan(exe, c.inputs, c.dyn);
       for (const FuzzOutput& o : fg.outputs) {
-        HostBuffer& buf = out[o.label];
-        buf.dtype = o.dtype;
-        io.outputs[o.label] = &buf;
-      }
-      exe->execute(c.dyn, io);
-      for (const FuzzOutput& o : fg.outputs) {
-        const HostBuffer* got = &out.at(o.label);
-        auto it = io.output_in_input.find(o.label);
-        if (it != io.output_in_input.end()) {
-          got = &in.at(it->second);
-          ++r.outputs_in_inputs;
-        }
+        const HostBuffer* got = &run.outputs.at(o.label);
+        if (run.output_in_input.count(o.label)) ++r.outputs_in_inputs;
         std::string diff = compare(o, *got, c.want.at(o.label), r.worst);
         if (!diff.empty())
           problem += "output '" + o.label + "' at " + dyn_text(c.dyn) + ": " + diff + "\n";
       }
       // Inputs are written only where an output was placed in them (a carried state).
-      for (const auto& [label, buf] : in) {
+      for (const auto& [label, buf] : run.inputs) {
         bool holds_output = false;
-        for (const auto& [o, i] : io.output_in_input)
+        for (const auto& [o, i] : run.output_in_input)
           holds_output = holds_output || i == label;
         if (!holds_output && buf.bytes != c.inputs.at(label).bytes)
           problem += "input '" + label + "' was modified at " + dyn_text(c.dyn) + "\n";

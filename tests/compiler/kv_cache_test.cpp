@@ -2,8 +2,9 @@
 // handed off), matches the reference exactly over several steps.
 #include <gtest/gtest.h>
 
-#include "luminal/compiler/compiled_graph.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/runtime/session.hpp"
+#include "support/delegating_backend.hpp"
 #include "support/expect_error.hpp"
 
 namespace luminal {
@@ -65,28 +66,19 @@ std::vector<std::vector<float>> run_steps(Runtime& rt, Model& m, bool manual_han
 }
 
 // Prefers programs that update the cache in place (fake timing), so the test covers that path.
-class PreferInPlace : public Backend {
+class PreferInPlace : public testing::CpuDelegate {
  public:
-  struct Exe : Executable {
-    std::unique_ptr<Executable> inner;
-    double t;
-    void execute(const DynMap& d, IoTable& io) override { inner->execute(d, io); }
-    uint64_t memory_bytes(const DynMap& d) const override { return inner->memory_bytes(d); }
-    double profile(const DynMap& d, IoTable& io, int, double) override {
-      inner->execute(d, io);
-      return t;
-    }
-  };
   std::string name() const override { return "prefer-in-place"; }
-  std::vector<RuleSet> rulesets() const override { return cpu.rulesets(); }
-  bool executes(const OpDef* op) const override { return cpu.executes(op); }
-  std::unique_ptr<Executable> load(const LlirGraph& g) override {
-    auto e = std::make_unique<Exe>();
-    e->inner = cpu.load(g);
-    e->t = g.to_text().find("cpu.ScatterInPlace") != std::string::npos ? 1e-3 : 2e-3;
-    return e;
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
+    auto p = cpu.load(g, spec);
+    seconds[p.get()] = g.to_text().find("cpu.ScatterInPlace") != std::string::npos ? 1e-3 : 2e-3;
+    return p;
   }
-  cpu::CpuBackend cpu{1};
+  double time(Plan& plan, int parity, const int64_t* dims, int, double) override {
+    plan.execute(parity, dims);
+    return seconds.at(&plan);
+  }
+  std::map<const Plan*, double> seconds;
 };
 
 CompileOptions opts() {
@@ -98,7 +90,7 @@ TEST(KvCache, CarriedInPlaceMatchesReferenceExactly) {
   Model m(true);
   m.g.set_dim("c", 1);
   PreferInPlace backend;
-  CompiledGraph c = m.g.compile(backend, opts());
+  Session c = compile(m.g, backend, opts());
   // The decode bucket updates the cache in place.
   EXPECT_NE(c.llir({{"s", 1}, {"c", 1}}).to_text().find("cpu.ScatterInPlace"), std::string::npos)
       << c.llir({{"s", 1}, {"c", 1}}).to_text();
@@ -114,7 +106,7 @@ TEST(KvCache, ManualHandOffMatchesReferenceExactly) {
   Model m(false);
   m.g.set_dim("c", 1);
   PreferInPlace backend;
-  CompiledGraph c = m.g.compile(backend, opts());
+  Session c = compile(m.g, backend, opts());
   // Without carry(), the input may not be overwritten: no in-place update of the cache input.
   EXPECT_EQ(c.llir({{"s", 1}, {"c", 1}}).to_text().find("cpu.ScatterInPlace"), std::string::npos);
   ReferenceRuntime ref(m.g);

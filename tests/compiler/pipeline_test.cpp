@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "luminal/compiler/build_space.hpp"
-#include "luminal/compiler/compiled_graph.hpp"
 #include "luminal/compiler/core_rules.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/runtime/session.hpp"
 
 namespace luminal {
 namespace {
@@ -89,7 +89,7 @@ TEST(Trace, WritesEachStageToAFolder) {
   Tensor x = g.tensor("x", {4, 4});
   (x.exp() * 2.0 + x).sum(1).output("y");
   cpu::CpuBackend cpu(1);
-  CompiledGraph c = g.compile(cpu, CompileOptions().search_graph_limit(4).verbose(false));
+  Session c = compile(g, cpu, CompileOptions().search_graph_limit(4).verbose(false));
   unsetenv("LUMINAL_TRACE");
   for (const char* f : {"hlir.txt", "saturation.txt", "pruned-egraph.txt", "best-1.llir"})
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
@@ -120,7 +120,7 @@ TEST(SearchSpace, EveryGenomeIsAValidProgram) {
       outputs += is_op(p.nodes[k].op, OpKind::Output);
     }
     EXPECT_EQ(outputs, 1);
-    EXPECT_NO_THROW(cpu.load(p));
+    EXPECT_NO_THROW(cpu.load(p, PlanSpec{}));
   }
 }
 

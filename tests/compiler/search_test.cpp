@@ -4,8 +4,9 @@
 #include <chrono>
 #include <thread>
 
-#include "luminal/compiler/compiled_graph.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/runtime/session.hpp"
+#include "support/delegating_backend.hpp"
 #include "support/expect_error.hpp"
 
 namespace luminal {
@@ -15,37 +16,27 @@ using testing::expect_error;
 
 // The CPU backend with deterministic, fake timings (a hash of the program) and optional
 // failures, recording every program it was asked to load.
-class FakeTimedBackend : public Backend {
+class FakeTimedBackend : public testing::CpuDelegate {
  public:
-  struct Exe : Executable {
-    std::unique_ptr<Executable> inner;
-    double seconds;
-    double sleep_s;
-    void execute(const DynMap& dyn, IoTable& io) override { inner->execute(dyn, io); }
-    uint64_t memory_bytes(const DynMap& dyn) const override { return inner->memory_bytes(dyn); }
-    double profile(const DynMap& dyn, IoTable& io, int, double) override {
-      inner->execute(dyn, io);
-      if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
-      return seconds;
-    }
-  };
   std::string name() const override { return "fake"; }
-  std::vector<RuleSet> rulesets() const override { return cpu.rulesets(); }
-  bool executes(const OpDef* op) const override { return cpu.executes(op); }
-  std::unique_ptr<Executable> load(const LlirGraph& g) override {
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
     std::string text = g.to_text();
     loaded.push_back(text);
     if (fail_when_blas && text.find("cpu.BlasMatmul") != std::string::npos)
       throw Error("fake: refusing a BLAS program");
-    auto e = std::make_unique<Exe>();
-    e->inner = cpu.load(g);
-    e->seconds = 1e-3 * (1.0 + static_cast<double>(std::hash<std::string>{}(text) % 1000) / 1000);
-    e->sleep_s = sleep_s;
-    return e;
+    auto p = cpu.load(g, spec);
+    seconds[p.get()] =
+        1e-3 * (1.0 + static_cast<double>(std::hash<std::string>{}(text) % 1000) / 1000);
+    return p;
+  }
+  double time(Plan& plan, int parity, const int64_t* dims, int, double) override {
+    plan.execute(parity, dims);
+    if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    return seconds.at(&plan);
   }
 
-  cpu::CpuBackend cpu{1};
   std::vector<std::string> loaded;
+  std::map<const Plan*, double> seconds;
   bool fail_when_blas = false;
   double sleep_s = 0;
 };
@@ -67,9 +58,9 @@ TEST(Search, SameSeedSameSearch) {
   FakeTimedBackend a, b, c;
   auto opts =
       CompileOptions().search_graph_limit(25).generation_size(5).mutations(2).verbose(false);
-  CompiledGraph ca = m.g.compile(a, CompileOptions(opts).seed(11));
-  CompiledGraph cb = m.g.compile(b, CompileOptions(opts).seed(11));
-  CompiledGraph cc = m.g.compile(c, CompileOptions(opts).seed(12));
+  Session ca = compile(m.g, a, CompileOptions(opts).seed(11));
+  Session cb = compile(m.g, b, CompileOptions(opts).seed(11));
+  Session cc = compile(m.g, c, CompileOptions(opts).seed(12));
   ASSERT_GT(a.loaded.size(), 5u);
   EXPECT_EQ(a.loaded, b.loaded);
   EXPECT_EQ(ca.llir().to_text(), cb.llir().to_text());
@@ -80,7 +71,7 @@ TEST(Search, SameSeedSameSearch) {
 TEST(Search, RespectsTheCandidateLimit) {
   Model m;
   FakeTimedBackend fake;
-  CompiledGraph c = m.g.compile(fake, CompileOptions().search_graph_limit(7).verbose(false));
+  Session c = compile(m.g, fake, CompileOptions().search_graph_limit(7).verbose(false));
   EXPECT_EQ(fake.loaded.size(), 7u);
   EXPECT_EQ(c.reports()[0].candidates, 7);
   EXPECT_NE(c.reports()[0].stop.find("candidate limit"), std::string::npos);
@@ -91,8 +82,8 @@ TEST(Search, RespectsTheTimeBudget) {
   FakeTimedBackend fake;
   fake.sleep_s = 0.02;
   auto t0 = std::chrono::steady_clock::now();
-  CompiledGraph c =
-      m.g.compile(fake, CompileOptions().search_graph_limit(1000).time_budget(0.2).verbose(false));
+  Session c =
+      compile(m.g, fake, CompileOptions().search_graph_limit(1000).time_budget(0.2).verbose(false));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(s, 2.0);
   EXPECT_LT(c.reports()[0].candidates, 30);
@@ -103,7 +94,7 @@ TEST(Search, RejectedCandidatesAreCountedNeverChosen) {
   Model m;
   FakeTimedBackend fake;
   fake.fail_when_blas = true;
-  CompiledGraph c = m.g.compile(fake, CompileOptions().search_graph_limit(30).verbose(false));
+  Session c = compile(m.g, fake, CompileOptions().search_graph_limit(30).verbose(false));
   const SearchReport& r = c.reports()[0];
   EXPECT_GT(r.rejected, 0);
   EXPECT_NE(r.first_rejection.find("refusing a BLAS program"), std::string::npos);
@@ -133,16 +124,19 @@ TEST(Search, AllCandidatesRejectedIsAnError) {
   Tensor x = g.tensor("x", {4});
   (x.exp() + 1.0).output("y");
   FakeTimedBackend fake;
-  // Force failure of everything through max_memory = 0 bytes on a graph that needs memory.
+  // Force failure of everything: max_memory holds the session's buffers (x and y, 16 bytes
+  // each) but no arena.
   expect_error(
-      [&] { g.compile(fake, CompileOptions().search_graph_limit(5).max_memory(0).verbose(false)); },
+      [&] {
+        compile(g, fake, CompileOptions().search_graph_limit(5).max_memory(32).verbose(false));
+      },
       {"all", "rejected", "max_memory"});
 }
 
 TEST(Search, ReportNamesPhasesAndOpMix) {
   Model m;
   cpu::CpuBackend cpu(1);
-  CompiledGraph c = m.g.compile(cpu, CompileOptions().search_graph_limit(5).verbose(false));
+  Session c = compile(m.g, cpu, CompileOptions().search_graph_limit(5).verbose(false));
   std::string r = c.report();
   for (const char* part : {"search report", "HLIR nodes", "e-nodes", "genes", "candidates", "best",
                            "op mix", "saturate", "prune", "extract", "compile", "profile"})

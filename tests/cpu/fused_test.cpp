@@ -91,7 +91,7 @@ HostBuffer run_direct(const FusedProgram& p, DType out, const Shape& shape,
   std::vector<const uint8_t*> ptrs;
   for (const HostBuffer* b : in)
     ptrs.push_back(b->bytes.data());
-  cpu::KernelContext k{n, dyn, ptrs, o.bytes.data(), threads};
+  cpu::KernelContext k{n, dyn, 1, ptrs, o.bytes.data(), threads};
   kernel->run(k);
   return o;
 }
@@ -453,8 +453,8 @@ TEST(FusedNumerics, CastsBetweenEveryPairOfDtypes) {
       ASSERT_EQ(opstest::count_op(p, "cpu.Fused"), from == to ? 0 : 1) << p.to_text();
       testing::BufferMap in{{"x", special_buffer(from, 40, 7)}};
       testing::BufferMap want = opstest::run_reference(g, in, {});
-      auto exe = cpu.load(p);
-      testing::BufferMap got = testing::run_executable(*exe, g, in, {});
+      auto exe = testing::load_plan(cpu, p);
+      testing::BufferMap got = testing::run_executable(exe, g, in, {});
       opstest::expect_same(got.at("y"), want.at("y"), kExact,
                            std::string(name(from)) + " -> " + std::string(name(to)));
       ++checked;
@@ -551,8 +551,8 @@ TEST(FusedWhere, NaNAndInfNeverLeakFromTheUnselectedBranch) {
   // Shift y so that NaN/Inf meet finite values of x.
   std::rotate(in["y"].bytes.begin(), in["y"].bytes.begin() + 12, in["y"].bytes.end());
   testing::BufferMap want = opstest::run_reference(g, in, {});
-  auto exe = cpu.load(p);
-  testing::BufferMap got = testing::run_executable(*exe, g, in, {});
+  auto exe = testing::load_plan(cpu, p);
+  testing::BufferMap got = testing::run_executable(exe, g, in, {});
   for (const auto& [label, buf] : want)
     opstest::expect_same(got.at(label), buf, kExact, label);
 }
@@ -572,12 +572,12 @@ TEST(FusedWhere, DISABLED_SpeedFusedVsPrimitives) {
   testing::BufferMap in = opstest::random_inputs(g, dyn, 1);
   for (auto [label, prog] : {std::pair{"fused", &fused},
                              std::pair{"primitives", prims.nodes.empty() ? &fused : &prims}}) {
-    auto exe = cpu.load(*prog);
-    testing::run_executable(*exe, g, in, dyn);
+    auto exe = testing::load_plan(cpu, *prog, {dyn});
+    testing::run_executable(exe, g, in, dyn);
     const int reps = 10;
     auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < reps; ++r)
-      testing::run_executable(*exe, g, in, dyn);
+      testing::run_executable(exe, g, in, dyn);
     double sec =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
     std::cout << label << " (" << prog->op_mix_string() << "): " << sec * 1e3 << " ms\n";

@@ -170,14 +170,14 @@ inline void check_program(const Graph& g, const LlirGraph& program, const std::v
                           Tol tol, const std::string& what, int threads = 2, uint64_t seed = 1,
                           double lo = -4, double hi = 4) {
   cpu::CpuBackend cpu(threads);
-  auto exe = cpu.load(program);
+  auto exe = testing::load_plan(cpu, program, dyns);
   for (const DynMap& dyn : dyns) {
     std::string at = what;
     for (const auto& [k, v] : dyn)
       at += " " + k + "=" + std::to_string(v);
     BufferMap in = random_inputs(g, dyn, seed, lo, hi);
     BufferMap want = run_reference(g, in, dyn);
-    BufferMap got = testing::run_executable(*exe, g, in, dyn);
+    BufferMap got = testing::run_executable(exe, g, in, dyn);
     for (const auto& [label, buf] : want)
       expect_same(got.at(label), buf, tol, at + " output " + label + "\n" + program.to_text());
   }
@@ -218,7 +218,7 @@ inline HostBuffer run_kernel(const OpDef* op, const Attrs& attrs,
   std::vector<const uint8_t*> ptrs;
   for (const HostBuffer* b : in)
     ptrs.push_back(b->bytes.data());
-  cpu::KernelContext k{n, dyn, ptrs, o.bytes.data(), threads};
+  cpu::KernelContext k{n, dyn, 1, ptrs, o.bytes.data(), threads};
   kernel->run(k);
   return o;
 }

@@ -114,7 +114,7 @@ void check_cpu(const Graph& g, const std::vector<DynMap>& dyns, const std::strin
                const TolFn& tol = default_tol, int threads = 3, bool specials = true,
                uint64_t seed = 1) {
   cpu::CpuBackend cpu(threads);
-  auto exe = cpu.load(testing::llir_direct(g));
+  auto exe = testing::load_plan(cpu, testing::llir_direct(g), dyns);
   for (const DynMap& dyn : dyns) {
     std::string at = what;
     for (const auto& [k, v] : dyn)
@@ -124,7 +124,7 @@ void check_cpu(const Graph& g, const std::vector<DynMap>& dyns, const std::strin
     for (const auto& [label, buf] : in)
       rt.set_bytes(label, buf.bytes.data(), buf.bytes.size());
     rt.execute(dyn);
-    BufferMap got = testing::run_executable(*exe, g, in, dyn);
+    BufferMap got = testing::run_executable(exe, g, in, dyn);
     for (NodeId o : g.outputs()) {
       const Node& n = g.node(o);
       HostBuffer want{n.dtype, rt.get_bytes(Tensor(g, o, View::contiguous(n.shape), n.dtype))};
@@ -264,14 +264,14 @@ TEST(CpuPrimitives, CastEveryPair) {
       prim::unary(OpKind::Cast, x, to).output(std::string(name(to)));
     // Large magnitudes: float -> int truncates, saturates at int64, then wraps.
     cpu::CpuBackend cpu(2);
-    auto exe = cpu.load(testing::llir_direct(g));
+    auto exe = testing::load_plan(cpu, testing::llir_direct(g), kDyns);
     for (const DynMap& dyn : kDyns) {
       BufferMap in = random_inputs(g, dyn, 7);
       if (is_float(from)) in["x"] = random_buffer(from, 6 * dyn.at("s"), 11, true, -5e9, 5e9);
       ReferenceRuntime rt(g);
       rt.set_bytes("x", in["x"].bytes.data(), in["x"].bytes.size());
       rt.execute(dyn);
-      BufferMap got = testing::run_executable(*exe, g, in, dyn);
+      BufferMap got = testing::run_executable(exe, g, in, dyn);
       for (NodeId o : g.outputs()) {
         const Node& n = g.node(o);
         HostBuffer want{n.dtype, rt.get_bytes(Tensor(g, o, View::contiguous(n.shape), n.dtype))};
@@ -428,7 +428,7 @@ TEST(CpuPrimitives, GatherEveryDtypeAndIndexType) {
         Tensor idx = g.tensor("idx", {kS, 4}, it);
         prim::gather(idx, data).output("y");
         cpu::CpuBackend cpu(2);
-        auto exe = cpu.load(testing::llir_direct(g));
+        auto exe = testing::load_plan(cpu, testing::llir_direct(g), {{{"s", 1}}, {{"s", 9}}});
         for (int64_t s : {1, 4, 9}) {
           DynMap dyn{{"s", s}};
           BufferMap in = random_inputs(g, dyn, 3);
@@ -439,7 +439,7 @@ TEST(CpuPrimitives, GatherEveryDtypeAndIndexType) {
           for (const auto& [label, buf] : in)
             rt.set_bytes(label, buf.bytes.data(), buf.bytes.size());
           rt.execute(dyn);
-          BufferMap got = testing::run_executable(*exe, g, in, dyn);
+          BufferMap got = testing::run_executable(exe, g, in, dyn);
           const Node& n = g.node(g.find("y"));
           HostBuffer want{t, rt.get_bytes(Tensor(g, g.find("y"), View::contiguous(n.shape), t))};
           EXPECT_EQ(got.at("y").bytes, want.bytes)
@@ -456,7 +456,7 @@ TEST(CpuPrimitives, GatherOutOfRangeThrows) {
   Tensor idx = g.tensor("idx", {5}, DType::I32);
   prim::gather(idx, data).output("y");
   cpu::CpuBackend cpu(2);
-  auto exe = cpu.load(testing::llir_direct(g));
+  auto exe = testing::load_plan(cpu, testing::llir_direct(g), {{{"s", 2}}});
   for (int32_t bad : {6, -1, 1000}) {
     BufferMap in;
     std::vector<float> d(6, 1.0f);
@@ -465,7 +465,7 @@ TEST(CpuPrimitives, GatherOutOfRangeThrows) {
     in["idx"] = to_host_buffer(iv.data(), iv.size(), DType::I32, "idx");
     testing::expect_error(
         [&] {
-          testing::run_executable(*exe, g, in, {{"s", 2}});
+          testing::run_executable(exe, g, in, {{"s", 2}});
         },
         {"Gather", "index " + std::to_string(bad), "position 2", "6 elements"});
   }
@@ -494,7 +494,7 @@ TEST(CpuPrimitives, ScatterDuplicatesAndSkippedIndices) {
     Tensor src = g.tensor("src", {kS, 3}, t);
     prim::scatter(dest, idx, src).output("y");
     cpu::CpuBackend cpu(2);
-    auto exe = cpu.load(testing::llir_direct(g));
+    auto exe = testing::load_plan(cpu, testing::llir_direct(g), {{{"s", 1}}, {{"s", 5}}});
     for (int64_t s : {1, 2, 5}) {
       DynMap dyn{{"s", s}};
       BufferMap in = random_inputs(g, dyn, 9, false);
@@ -509,7 +509,7 @@ TEST(CpuPrimitives, ScatterDuplicatesAndSkippedIndices) {
       for (const auto& [label, buf] : in)
         rt.set_bytes(label, buf.bytes.data(), buf.bytes.size());
       rt.execute(dyn);
-      BufferMap got = testing::run_executable(*exe, g, in, dyn);
+      BufferMap got = testing::run_executable(exe, g, in, dyn);
       const Node& n = g.node(g.find("y"));
       HostBuffer want{t, rt.get_bytes(Tensor(g, g.find("y"), View::contiguous(n.shape), t))};
       EXPECT_EQ(got.at("y").bytes, want.bytes) << name(t) << " s=" << s;

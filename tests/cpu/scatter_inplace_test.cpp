@@ -149,8 +149,8 @@ TEST(ScatterInPlaceRules, IntermediateDestIsUpdatedInPlace) {
     std::vector<int64_t> iv = {0, 3, 3, -1, s * 5, s * 5 - 1};
     in["idx"] = int_buffer(DType::I32, iv);
     BufferMap want = opstest::run_reference(g, in, {{"s", s}});
-    auto exe = cpu.load(p);
-    BufferMap got = testing::run_executable(*exe, g, in, {{"s", s}});
+    auto exe = testing::load_plan(cpu, p, {{{"s", s}}});
+    BufferMap got = testing::run_executable(exe, g, in, {{"s", s}});
     opstest::expect_same(got.at("y"), want.at("y"), kExact, "s=" + std::to_string(s));
   }
 }
@@ -185,21 +185,13 @@ TEST(ScatterInPlaceRules, CarriedCacheIsUpdatedInItsInputBuffer) {
     BufferMap in = opstest::random_inputs(g, {{"s", 2}}, 3);
     in["idx"] = int_buffer(DType::I32, {4, 5, 6, 7, 20, 21, 22, 100});  // the last one skipped
     BufferMap want = opstest::run_reference(g, in, {{"s", 2}});
-    auto exe = cpu.load(p);
-    IoTable io;
-    BufferMap inputs = in;
-    for (auto& [label, buf] : inputs)
-      io.inputs[label] = &buf;
-    HostBuffer result;
-    io.outputs["cache_out"] = &result;
-    exe->execute({{"s", 2}}, io);
-    const HostBuffer& got = io.output_in_input.count("cache_out")
-                                ? inputs.at(io.output_in_input.at("cache_out"))
-                                : result;
-    EXPECT_EQ(io.output_in_input.count("cache_out"), carry ? 1u : 0u);
+    auto exe = testing::load_plan(cpu, p, {{{"s", 2}}});
+    testing::PlanRun run = testing::run_plan(exe, in, {{"s", 2}});
+    const HostBuffer& got = run.outputs.at("cache_out");
+    EXPECT_EQ(run.output_in_input.count("cache_out"), carry ? 1u : 0u);
     opstest::expect_same(got, want.at("cache_out"), kExact, carry ? "carried" : "not carried");
     if (!carry) {
-      EXPECT_EQ(inputs.at("cache").bytes, in.at("cache").bytes);  // input untouched
+      EXPECT_EQ(run.inputs.at("cache").bytes, in.at("cache").bytes);  // input untouched
     }
   }
 }

@@ -11,16 +11,17 @@ int main() {
   rt.set(a, std::vector<float>{1, 2});
   rt.execute();
   float v = rt.get<float>(y)[0];
-  // The compiler and the CPU backend (OpenMP + OpenBLAS) link from an installed package too.
+  // The compiler, sessions and the CPU backend (OpenBLAS) link from an installed package too.
   luminal::cpu::CpuBackend cpu(1);
-  auto model = g.compile(cpu, luminal::CompileOptions().search_graph_limit(3).verbose(false));
+  auto model =
+      luminal::compile(g, cpu, luminal::CompileOptions().search_graph_limit(3).verbose(false));
   model.set(a, std::vector<float>{1, 2});
   model.execute();
   float w = model.get<float>(y)[0];
   // luminal::io links too: round-trip a tensor through the safetensors writer and parser.
   std::vector<float> data{1.5f, -2.0f};
-  luminal::io::TensorView t{"t", luminal::DType::F32, {2},
-                            {reinterpret_cast<const uint8_t*>(data.data()), 8}, ""};
+  luminal::io::TensorView t{
+      "t", luminal::DType::F32, {2}, {reinterpret_cast<const uint8_t*>(data.data()), 8}, ""};
   std::vector<luminal::io::TensorView> ts{t};
   auto bytes = luminal::io::serialize_safetensors(ts);
   auto back = luminal::io::SafeTensors::from_bytes(bytes, "memory");

@@ -1,0 +1,55 @@
+#pragma once
+// The compiler's back half: one search per dim bucket, each producing a loaded Plan.
+//
+//   for (auto& ranges : bucket_combinations(opts)) {
+//     BucketPlan b = search_bucket(g, backend, opts, ranges, dim_names, profile_data, trace);
+//     ...   // b.plan is loaded for b.spec; bind it to buffers and execute
+//   }
+//
+// A session (luminal/runtime/session.hpp) owns the buffers the search profiles on, runs this for
+// every bucket, then binds the winners to its buffers.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/compiler/options.hpp"
+#include "luminal/compiler/search.hpp"
+#include "luminal/compiler/trace.hpp"
+#include "luminal/ir/graph.hpp"
+#include "luminal/program/backend.hpp"
+
+namespace luminal {
+
+using BucketRanges = std::map<std::string, DimBucket>;
+
+struct BucketPlan {
+  BucketRanges ranges;  // the bucketed dims' ranges
+  PlanSpec spec;        // every dim's range in this bucket, and the slot order
+  LlirGraph llir;
+  std::unique_ptr<Plan> plan;
+  SearchReport report;
+  /// "s=[2, 512] (rep 16)"; "" without buckets.
+  std::string name() const;
+};
+
+/// Every combination of one bucket per bucketed dim ({{}} when no dim has buckets). Throws if a
+/// bucketed dim is not a dim of the graph.
+std::vector<BucketRanges> bucket_combinations(const Graph& g, const CompileOptions& opts);
+
+/// The ranges of every dim of `g` in a bucket: declared ranges, overridden by the bucket's.
+/// Throws naming a dim with neither a bucket nor a declared range (declare_dim was never called:
+/// nothing bounds its buffers).
+Facts bucket_facts(const Graph& g, const BucketRanges& ranges);
+
+/// The dims a bucket is timed at (slot order of `dim_names`): a bucket's representative, else the
+/// graph's set_dim value, else the middle of the declared range.
+std::vector<int64_t> representative_dims(const Graph& g, const BucketRanges& ranges,
+                                         const std::vector<std::string>& dim_names);
+
+/// Saturates, prunes and searches one bucket, timing candidates on `data`.
+BucketPlan search_bucket(const Graph& g, Backend& backend, const CompileOptions& opts,
+                         BucketRanges ranges, const std::vector<std::string>& dim_names,
+                         const ProfileData& data, const Trace& trace);
+
+}  // namespace luminal

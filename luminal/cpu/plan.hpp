@@ -1,0 +1,65 @@
+#pragma once
+// One loaded LLIR program on the CPU for one bucket (internal; CpuBackend::load makes it).
+//
+// Each node has a Kernel (Input and Output nodes are handled here). Intermediates live in the
+// bound arena at offsets the shared memory planner chose at load, with every buffer sized at the
+// bucket's upper bounds: nothing is re-planned while executing, and every intermediate address
+// is the same on every execute. In-place nodes write into their in-place input's buffer; an
+// Output whose value ends up in an Input's buffer that way is not copied (PlanIo says which).
+//
+// Kernels see the dims as a DynMap whose values are refreshed in place when a slot changes, and
+// a version number that changes with them (their caches compare the version, not the map).
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/primitive_util.hpp"
+#include "luminal/program/backend.hpp"
+#include "luminal/runtime/memory_plan.hpp"
+
+namespace luminal::cpu {
+
+class CpuPlan final : public Plan {
+ public:
+  /// Makes a kernel per node and places the arena. Throws luminal::Error naming a node no CPU op
+  /// implements, or a dim of the program that `spec` gives no slot or range.
+  CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads);
+
+  uint64_t arena_bytes() const override { return static_cast<uint64_t>(mem_.arena_bytes); }
+  void bind(int parity, const Bindings& b) override;
+  void execute(int parity, const int64_t* dims) override;
+
+  /// Buffers allocated by the CPU backend are aligned to this.
+  static constexpr int64_t kAlignment = 256;
+
+ private:
+  /// Refreshes the DynMap, shapes and Output views when a dim value changed.
+  void update_dims(const int64_t* dims);
+
+  LlirGraph g_;
+  int threads_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // null for Input / Output
+  std::vector<int> root_;                         // node whose buffer holds node i's value
+  std::vector<int> input_slot_;                   // per node: index into PlanIo::inputs or -1
+  std::vector<int> output_slot_;                  // per node: index into PlanIo::outputs or -1
+  MemoryPlan mem_;
+
+  // Dims: slot values seen last, the DynMap kernels read, and its version.
+  std::vector<int64_t> dims_;
+  std::vector<DynMap::iterator> dim_entry_;  // per slot, its entry in dyn_ (or end())
+  DynMap dyn_;
+  uint64_t version_ = 0;
+  std::vector<int64_t> numel_;      // per node
+  std::vector<EvalView> out_view_;  // per Output node
+
+  struct Bound {
+    bool bound = false;
+    std::vector<uint8_t*> ptr;  // per node
+  };
+  std::array<Bound, 2> bound_;
+  std::vector<const uint8_t*> in_scratch_;
+};
+
+}  // namespace luminal::cpu

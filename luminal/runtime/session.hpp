@@ -1,0 +1,123 @@
+#pragma once
+// Session: a graph's resident state on one backend, and the plans that run it.
+//
+//   luminal::cpu::CpuBackend cpu;
+//   luminal::Session s(g, cpu, CompileOptions().dim_buckets("s", {DimBucket(1, 1),
+//                                                                  DimBucket(2, 512)}));
+//   io::bind(s, weights);                 // uploaded once, resident from now on
+//   s.compile();                          // searches each bucket on the bound data
+//   s.set(ids, tokens);
+//   s.execute({{"s", 7}, {"c", 7}});      // convenience: dims by name
+//
+//   // The hot path: dims as a flat array in slot order, no string or map work.
+//   DimSlot c = s.dim("c");
+//   std::vector<int64_t> dims = s.dims();
+//   dims[c] = 8;
+//   s.execute(dims);
+//   auto logits = s.get<float>("logits");  // synchronises, then downloads
+//
+// Buffers belong to the backend. Every input and output buffer is allocated once, at the largest
+// size any bucket needs; set() uploads into it and never reallocates. The buckets' plans share
+// one arena sized for the largest of them, so no pointer moves while executing. Carried state
+// (Graph::carry) and hand_off swap buffer handles, never bytes: a carried output not updated in
+// place alternates between two buffers, and each plan is bound once per parity.
+//
+// `luminal::compile(g, backend, options)` makes a session and compiles it in one call, timing
+// candidates on generated data (set inputs afterwards).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "luminal/compiler/compile.hpp"
+#include "luminal/compiler/options.hpp"
+#include "luminal/program/backend.hpp"
+#include "luminal/runtime/runtime.hpp"
+
+namespace luminal {
+
+/// Index of a dynamic dimension in a session's dims array.
+using DimSlot = int;
+
+class Session : public Runtime {
+ public:
+  /// Allocates every input and output buffer on `backend`. Nothing is searched yet. Throws when a
+  /// dynamic dimension has neither a declared range nor buckets (its buffers would be unbounded),
+  /// or when the buffers alone exceed max_memory.
+  Session(Graph graph, Backend& backend, CompileOptions options = {});
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session() override;
+
+  /// Searches every bucket, timing candidates on the data bound so far (inputs not set get
+  /// generated data; carried state is profiled on scratch copies, so nothing visible changes),
+  /// then binds the winners. Runs once; execute() calls it if needed.
+  void compile();
+  bool compiled() const;
+
+  /// Dims by name, over the graph's set_dim values. Picks the bucket, runs, carries state.
+  void execute(const DynMap& dyn = {}) override;
+  /// The hot path: one value per slot (see dim()). No string or map lookups, no allocation.
+  void execute(std::span<const int64_t> dims);
+  /// Waits for launched work (reading an output, a shape or a carried value also does).
+  void sync();
+
+  /// The slot of a dynamic dimension; throws listing the dims for an unknown name.
+  DimSlot dim(std::string_view name) const;
+  /// Dim names in slot order (sorted).
+  const std::vector<std::string>& dim_names() const;
+  /// A dims array holding the graph's set_dim values (0 where none was set).
+  std::vector<int64_t> dims() const;
+
+  /// Uses `bytes` of host memory at `data` as an input's value without a copy when the backend
+  /// can read it directly (the CPU, 64-byte aligned), else uploads it once. `keep_alive` keeps
+  /// the memory valid for as long as the session uses it. Not for carried inputs (written in
+  /// place).
+  void set_external(std::string_view label, const void* data, uint64_t bytes,
+                    std::shared_ptr<const void> keep_alive);
+
+  struct Stats {
+    uint64_t bytes_uploaded = 0;    // host -> backend (set, generated search data)
+    uint64_t bytes_downloaded = 0;  // backend -> host (get)
+    uint64_t bytes_wrapped = 0;     // host memory used in place (set_external)
+    uint64_t executes = 0;
+    uint64_t rebinds = 0;  // plans re-bound because buffers moved (hand_off, bucket switches)
+  };
+  const Stats& stats() const;
+  /// Weights + state + input/output buffers + arena + workspaces, in bytes.
+  uint64_t memory_bytes() const;
+  Backend& backend() const;
+  const CompileOptions& options() const;
+
+  /// The search reports of every bucket, joined.
+  std::string report() const;
+  const std::vector<SearchReport>& reports() const;
+  /// The chosen LLIR of the bucket that `dyn` selects.
+  const LlirGraph& llir(const DynMap& dyn = {}) const;
+  /// The loaded plan of that bucket (tests and tools).
+  const Plan& plan(const DynMap& dyn = {}) const;
+  /// The backend address of an output's buffer, or of an input's (tests: stable pointers).
+  const void* buffer_address(std::string_view label) const;
+
+  const Graph& graph() const override;
+
+ protected:
+  void set_input(NodeId id, HostBuffer data) override;
+  void set_input_bytes(NodeId id, const void* data, uint64_t bytes) override;
+  HostBuffer output_value(NodeId id) const override;
+  std::vector<int64_t> output_shape(NodeId id) const override;
+  void move_output_to_input(NodeId output, NodeId input) override;
+
+ private:
+  struct State;
+  int pick_bucket(std::span<const int64_t> dims) const;
+  int pick_parity(int bucket);
+  std::unique_ptr<State> s_;
+};
+
+/// Makes a session and compiles it, timing candidates on generated data.
+Session compile(const Graph& g, Backend& backend, const CompileOptions& options = {});
+
+}  // namespace luminal

@@ -1,0 +1,37 @@
+#pragma once
+// Test helper: a Backend that forwards everything to the CPU backend, for tests that override
+// one part (load, timing) and keep the rest real.
+//
+//   struct FakeTimes : testing::CpuDelegate {
+//     double time(Plan& p, int parity, const int64_t* d, int, double) override { ... }
+//   };
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/program/backend.hpp"
+
+namespace luminal::testing {
+
+class CpuDelegate : public Backend {
+ public:
+  explicit CpuDelegate(int threads = 1) : cpu(threads) {}
+  std::string name() const override { return "cpu-delegate"; }
+  std::vector<RuleSet> rulesets() const override { return cpu.rulesets(); }
+  bool executes(const OpDef* op) const override { return cpu.executes(op); }
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
+    return cpu.load(g, spec);
+  }
+  Buffer allocate(uint64_t bytes) override { return cpu.allocate(bytes); }
+  void release(Buffer b) override { cpu.release(b); }
+  void upload(Buffer d, uint64_t o, const void* s, uint64_t n) override { cpu.upload(d, o, s, n); }
+  void download(void* d, Buffer s, uint64_t o, uint64_t n) override { cpu.download(d, s, o, n); }
+  void copy(Buffer d, Buffer s, uint64_t n) override { cpu.copy(d, s, n); }
+  Buffer wrap_host(const void* p, uint64_t n) override { return cpu.wrap_host(p, n); }
+  void sync() override { cpu.sync(); }
+
+  cpu::CpuBackend cpu;
+};
+
+}  // namespace luminal::testing
