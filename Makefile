@@ -32,6 +32,8 @@ test-sanitize: setup
 bench: build
 	@$(BUILD)/bench/bench_llama_hlir
 	@$(BUILD)/bench/bench_small_transformer
+	@$(BUILD)/bench/bench_session_overhead
+	@$(BUILD)/bench/bench_memory_plan
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
 	@LUMINAL_FIXTURES=$(BUILD)/fixtures $(BUILD)/bench/bench_tokenizer
 

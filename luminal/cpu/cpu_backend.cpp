@@ -86,7 +86,7 @@ void CpuBackend::copy(Buffer dst, Buffer src, uint64_t bytes) {
 }
 
 Buffer CpuBackend::wrap_host(const void* data, uint64_t bytes) {
-  if (reinterpret_cast<uintptr_t>(data) % 64 != 0) return {};
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) return {};
   return Buffer{const_cast<void*>(data), bytes};
 }
 

@@ -28,7 +28,7 @@ class CpuBackend : public Backend {
   void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) override;
   void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) override;
   void copy(Buffer dst, Buffer src, uint64_t bytes) override;
-  /// Kernels read host memory directly: any 64-byte-aligned range is used in place.
+  /// Kernels read host memory directly: any 8-byte-aligned range is used in place.
   Buffer wrap_host(const void* data, uint64_t bytes) override;
   /// Executes are synchronous on the CPU: nothing to wait for.
   void sync() override {}

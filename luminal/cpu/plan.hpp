@@ -31,6 +31,11 @@ class CpuPlan final : public Plan {
   void bind(int parity, const Bindings& b) override;
   void execute(int parity, const int64_t* dims) override;
 
+  /// Every node's buffer address for `parity` (as bound; tests check they never move).
+  const std::vector<uint8_t*>& addresses(int parity) const { return bound_[parity].ptr; }
+  /// How many times the dims changed (each re-evaluates shapes; the arena is never re-planned).
+  uint64_t dim_updates() const { return version_; }
+
   /// Buffers allocated by the CPU backend are aligned to this.
   static constexpr int64_t kAlignment = 256;
 

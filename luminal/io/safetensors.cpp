@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "luminal/runtime/runtime.hpp"
+#include "luminal/runtime/session.hpp"
 
 namespace luminal::io {
 
@@ -295,8 +296,13 @@ HostBuffer convert(const TensorView& t, DType target) {
 
 // ---- binding ----
 
-BindReport bind(Runtime& rt, const Weights& weights, const BindOptions& options) {
-  const Graph& g = rt.graph();
+namespace {
+
+// Binds every matching tensor through `set_same` (the tensor's dtype equals the input's) or
+// `set_converted` (converted floats).
+template <class SetSame, class SetConverted>
+BindReport bind_with(const Graph& g, const Weights& weights, const BindOptions& options,
+                     SetSame set_same, SetConverted set_converted) {
   std::map<std::string, NodeId, std::less<>> inputs;
   for (NodeId id : g.inputs())
     inputs.emplace(g.node(id).label, id);
@@ -328,10 +334,9 @@ BindReport bind(Runtime& rt, const Weights& weights, const BindOptions& options)
       throw Error(where + "shape mismatch: input expects " + shape_to_string(node.shape) +
                   ", file has " + shape_str(t.shape));
     if (node.dtype == t.dtype) {
-      rt.set_bytes(label, t.bytes.data(), t.bytes.size());
+      set_same(label, t);
     } else if (options.convert_floats && is_float(node.dtype) && is_float(t.dtype)) {
-      HostBuffer b = convert(t, node.dtype);
-      rt.set_bytes(label, b.bytes.data(), b.bytes.size());
+      set_converted(label, convert(t, node.dtype));
     } else {
       throw Error(where + "dtype mismatch: input expects " + std::string(name(node.dtype)) +
                   ", file has " + std::string(name(t.dtype)) +
@@ -351,6 +356,32 @@ BindReport bind(Runtime& rt, const Weights& weights, const BindOptions& options)
     throw Error("bind: graph inputs left unset (no tensor of that name in the weights): " + list);
   }
   return report;
+}
+
+}  // namespace
+
+BindReport bind(Runtime& rt, const Weights& weights, const BindOptions& options) {
+  return bind_with(
+      rt.graph(), weights, options,
+      [&](const std::string& label, const TensorView& t) {
+        rt.set_bytes(label, t.bytes.data(), t.bytes.size());
+      },
+      [&](const std::string& label, const HostBuffer& b) {
+        rt.set_bytes(label, b.bytes.data(), b.bytes.size());
+      });
+}
+
+BindReport bind(Session& session, std::shared_ptr<const Weights> weights,
+                const BindOptions& options) {
+  if (!weights) throw Error("bind: no weights (a null pointer)");
+  return bind_with(
+      session.graph(), *weights, options,
+      [&](const std::string& label, const TensorView& t) {
+        session.set_external(label, t.bytes.data(), t.bytes.size(), weights);
+      },
+      [&](const std::string& label, const HostBuffer& b) {
+        session.set_bytes(label, b.bytes.data(), b.bytes.size());
+      });
 }
 
 }  // namespace luminal::io

@@ -39,7 +39,8 @@
 
 namespace luminal {
 class Runtime;
-}
+class Session;
+}  // namespace luminal
 
 namespace luminal::io {
 
@@ -181,6 +182,13 @@ struct BindReport {
 /// rank, every dim that can be evaluated (static, or dynamic with a value set on the graph) and
 /// the dtype. Errors name the tensor, its file and the input, with expected and actual.
 BindReport bind(Runtime& rt, const Weights& weights, const BindOptions& options = {});
+
+/// bind() into a session without copies where possible: a tensor whose dtype matches its input
+/// is used in place from the mapped file when the backend reads host memory (the CPU backend:
+/// zero copies; `weights` is kept alive by the session), else uploaded once; converted tensors
+/// are uploaded once. Carried inputs (state the plans write) always get their own buffer.
+BindReport bind(Session& session, std::shared_ptr<const Weights> weights,
+                const BindOptions& options = {});
 
 /// Serializes tensors as a safetensors file: header JSON ({"__metadata__": ...} first when
 /// non-empty, then tensors in name order with dtype, shape, data_offsets) padded with spaces

@@ -72,7 +72,7 @@ class Session : public Runtime {
   std::vector<int64_t> dims() const;
 
   /// Uses `bytes` of host memory at `data` as an input's value without a copy when the backend
-  /// can read it directly (the CPU, 64-byte aligned), else uploads it once. `keep_alive` keeps
+  /// can read it directly (the CPU, 8-byte aligned), else uploads it once. `keep_alive` keeps
   /// the memory valid for as long as the session uses it. Not for carried inputs (written in
   /// place).
   void set_external(std::string_view label, const void* data, uint64_t bytes,

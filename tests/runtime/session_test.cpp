@@ -1,0 +1,223 @@
+// Sessions: buffers allocated once and never moved, plans per bucket, dim slots, carried state in
+// both buffer parities, hand_off and set_external without copies, byte counters and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/cpu/plan.hpp"
+#include "luminal/runtime/session.hpp"
+#include "support/delegating_backend.hpp"
+#include "support/expect_error.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::expect_error;
+
+CompileOptions quiet() { return CompileOptions().search_graph_limit(6).verbose(false).seed(2); }
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * std::sin(0.3f * static_cast<float>(i) + scale);
+  return v;
+}
+
+// A backend that counts plan loads.
+struct CountingBackend : testing::CpuDelegate {
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
+    ++loads;
+    return cpu.load(g, spec);
+  }
+  int loads = 0;
+};
+
+// softmax(x @ w) * 2 + x @ w over s rows, with an extra intermediate chain.
+struct Mlp {
+  Graph g;
+  Tensor x, w, y;
+  Mlp() {
+    g.declare_dim("s", 1, 64);
+    x = g.tensor("x", {"s", 8});
+    w = g.tensor("w", {8, 8}).persist();
+    Tensor h = x.matmul(w);
+    y = (h.softmax(1) * 2.0 + h.exp().sqrt()).output("y");
+  }
+};
+
+TEST(Session, PointersNeverMoveWhileDimsChange) {
+  Mlp m;
+  CountingBackend be;
+  Session s(m.g, be, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64)}));
+  s.set(m.w, ramp(64, 0.5f));
+  s.compile();
+  const int loads = be.loads;
+  const DimSlot S = s.dim("s");
+  std::vector<int64_t> dims = s.dims();
+  const void* out_addr = s.buffer_address("y");
+  const void* w_addr = s.buffer_address("w");
+  std::vector<uint8_t*> first;
+  ReferenceRuntime ref(m.g);
+  ref.set(m.w, ramp(64, 0.5f));
+  for (int i = 0; i < 100; ++i) {
+    const int rows = 2 + (i * 7) % 63;  // inside the [2, 64] bucket, changing every time
+    dims[S] = rows;
+    s.set(m.x, ramp(rows * 8, 1.0f));
+    s.execute(dims);
+    const auto& plan = dynamic_cast<const cpu::CpuPlan&>(s.plan({{"s", rows}}));
+    if (i == 0) first = plan.addresses(0);
+    EXPECT_EQ(plan.addresses(0), first) << "execute " << i;
+    EXPECT_EQ(s.buffer_address("y"), out_addr);
+    EXPECT_EQ(s.buffer_address("w"), w_addr);
+    if (i % 25 == 0) {
+      ref.set(m.x, ramp(rows * 8, 1.0f));
+      ref.execute({{"s", rows}});
+      auto a = s.get<float>(m.y), b = ref.get<float>(m.y);
+      ASSERT_EQ(a.size(), static_cast<size_t>(rows * 8));
+      for (size_t k = 0; k < a.size(); ++k)
+        ASSERT_NEAR(a[k], b[k], 1e-4) << "rows " << rows;
+    }
+  }
+  EXPECT_EQ(be.loads, loads) << "executing loaded a plan";
+  EXPECT_EQ(s.stats().rebinds, 1u);  // bound once, never again
+  // Weights were uploaded once, at set(); executes moved only x in.
+  EXPECT_EQ(s.stats().executes, 100u);
+}
+
+TEST(Session, BytesMovedAreOnlyWhatTheUserSetAndGot) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  Session s(m.g, cpu, quiet());
+  s.set(m.w, ramp(64, 0.5f));
+  s.set(m.x, ramp(3 * 8, 1.0f));
+  s.compile();
+  const uint64_t up = s.stats().bytes_uploaded;
+  EXPECT_EQ(up, 64u * 4 + 24u * 4);  // nothing generated: every input was bound
+  for (int i = 0; i < 5; ++i) {
+    s.set(m.x, ramp(3 * 8, 1.0f + i));
+    s.execute({{"s", 3}});
+    (void)s.get<float>(m.y);
+  }
+  EXPECT_EQ(s.stats().bytes_uploaded - up, 5u * 24 * 4);
+  EXPECT_EQ(s.stats().bytes_downloaded, 5u * 24 * 4);
+}
+
+// A carried state that is never written in place (an elementwise update): the input and output
+// swap buffers after each step, and the plan runs from both parities.
+TEST(Session, CarriedStateAlternatesBuffersAndMatchesReference) {
+  Graph g;
+  g.declare_dim("s", 1, 4);
+  Tensor state = g.tensor("state", {6, 4});
+  Tensor x = g.tensor("x", {"s", 4});
+  Tensor next = (state * 0.5 + x.sum(0).reshape({1, 4}).expand({6, 4}).sin()).output("next");
+  g.carry(next, state);
+  Tensor read = (next * 3.0).output("read");
+  cpu::CpuBackend cpu(1);
+  Session s(g, cpu, quiet());
+  ReferenceRuntime ref(g);
+  for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)})
+    rt->set(state, ramp(24, 0.25f));
+  s.compile();
+  std::vector<const void*> state_addr;
+  for (int step = 0; step < 3; ++step) {
+    for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)}) {
+      rt->set(x, ramp(8, 1.0f + step));
+      rt->execute({{"s", 2}});
+    }
+    state_addr.push_back(s.buffer_address("state"));
+    auto a = s.get<float>(read), b = ref.get<float>(read);
+    auto na = s.get<float>(next), nb = ref.get<float>(next);
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k], b[k]) << "step " << step;
+      EXPECT_EQ(na[k], nb[k]) << "step " << step;
+    }
+  }
+  // The state's buffer alternates: A, B, A. Both parities were bound once.
+  EXPECT_NE(state_addr[0], state_addr[1]);
+  EXPECT_EQ(state_addr[0], state_addr[2]);
+  EXPECT_EQ(s.stats().rebinds, 1u);
+}
+
+TEST(Session, HandOffSwapsHandlesWithoutCopying) {
+  Graph g;
+  Tensor a = g.tensor("a", {4});
+  Tensor b = (a + 1.0).output("b");
+  cpu::CpuBackend cpu(1);
+  Session s = compile(g, cpu, quiet());
+  s.set(a, std::vector<float>{1, 2, 3, 4});
+  s.execute();
+  const void* out = s.buffer_address("b");
+  const uint64_t moved = s.stats().bytes_uploaded + s.stats().bytes_downloaded;
+  s.hand_off(b, a);
+  EXPECT_EQ(s.buffer_address("a"), out);  // the input took the output's buffer
+  EXPECT_EQ(s.stats().bytes_uploaded + s.stats().bytes_downloaded, moved);
+  EXPECT_EQ(s.get<float>(b), (std::vector<float>{2, 3, 4, 5}));  // still readable
+  s.execute();
+  EXPECT_EQ(s.get<float>(b), (std::vector<float>{3, 4, 5, 6}));
+}
+
+TEST(Session, SetExternalUsesHostMemoryInPlace) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  Session s(m.g, cpu, quiet());
+  auto w = std::shared_ptr<float[]>(static_cast<float*>(std::aligned_alloc(64, 256)), std::free);
+  std::vector<float> wv = ramp(64, 0.5f);
+  std::copy(wv.begin(), wv.end(), w.get());
+  const uint64_t before = s.memory_bytes();
+  s.set_external("w", w.get(), 256, w);
+  EXPECT_EQ(s.buffer_address("w"), w.get());
+  EXPECT_EQ(s.stats().bytes_wrapped, 256u);
+  EXPECT_EQ(s.stats().bytes_uploaded, 0u);
+  EXPECT_EQ(s.memory_bytes(), before);  // the session's own buffer was given back
+  s.set(m.x, ramp(16, 1.0f));
+  s.execute({{"s", 2}});
+  ReferenceRuntime ref(m.g);
+  ref.set(m.w, wv);
+  ref.set(m.x, ramp(16, 1.0f));
+  ref.execute({{"s", 2}});
+  auto a = s.get<float>(m.y), b = ref.get<float>(m.y);
+  for (size_t k = 0; k < a.size(); ++k)
+    EXPECT_NEAR(a[k], b[k], 1e-4);
+  // Unaligned memory is uploaded instead.
+  std::vector<float> big(65);
+  s.set_external("w", big.data() + 1, 256, nullptr);
+  EXPECT_EQ(s.stats().bytes_uploaded, 256u + 16u * 4);
+}
+
+TEST(Session, DimSlotsAndExecuteErrors) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  Session s = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 8), DimBucket(9, 64)}));
+  EXPECT_EQ(s.dim_names(), (std::vector<std::string>{"s"}));
+  EXPECT_EQ(s.dim("s"), 0);
+  expect_error([&] { s.dim("t"); }, {"'t'", "not a dynamic dimension", "s"});
+  s.set(m.w, ramp(64, 0.5f));
+  expect_error([&] { s.execute({{"s", 2}}); }, {"input 'x'", "no data"});
+  s.set(m.x, ramp(3 * 8, 1.0f));
+  expect_error([&] { s.execute({{"s", 2}}); }, {"input 'x'", "24 elements", "needs 16"});
+  expect_error([&] { s.set(m.x, std::vector<float>(65 * 8)); },
+               {"input 'x'", "520 elements", "largest dims (512)"});
+  expect_error([&] { s.execute(std::vector<int64_t>{}); }, {"0 dim values", "1 dynamic"});
+  expect_error([&] { s.execute({{"s", 65}}); }, {"s = 65", "outside its declared range"});
+  s.execute({{"s", 3}});
+  EXPECT_EQ(s.shape(m.y), (std::vector<int64_t>{3, 8}));
+}
+
+TEST(Session, BucketsShareOneArena) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  Session s = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 64)}));
+  const uint64_t small = s.plan({{"s", 1}}).arena_bytes();
+  const uint64_t large = s.plan({{"s", 2}}).arena_bytes();
+  EXPECT_LT(small, large);
+  uint64_t buffers = 0;
+  for (int64_t b : {64 * 8 * 4, 64 * 4, 64 * 8 * 4})
+    buffers += static_cast<uint64_t>(b);
+  EXPECT_EQ(s.memory_bytes(), buffers + large);  // one arena, the largest
+}
+
+}  // namespace
+}  // namespace luminal
