@@ -245,8 +245,22 @@ void Session::compile() {
     if (!i.has_data) {
       std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity, 0x5eed + k);
       be.upload(i.buf, 0, bytes.data(), bytes.size());
-      s.stats.bytes_uploaded += bytes.size();
+      s.stats.bytes_generated += bytes.size();
       data.inputs[i.label] = i.buf;
+    } else if (i.bytes_set < i.capacity && !i.external) {
+      // Set for smaller dims than a bucket is timed at: the tail gets generated data too (it is
+      // past the value the user set, so nothing visible changes).
+      std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - i.bytes_set, 0x5eed + k);
+      be.upload(i.buf, i.bytes_set, bytes.data(), bytes.size());
+      s.stats.bytes_generated += bytes.size();
+      if (i.carried) {
+        Buffer c = s.allocate(i.capacity);
+        scratch.push_back(c);
+        be.copy(c, i.buf, i.capacity);
+        data.inputs[i.label] = c;
+      } else {
+        data.inputs[i.label] = i.buf;
+      }
     } else if (i.carried) {
       Buffer c = s.allocate(i.capacity);
       scratch.push_back(c);
@@ -500,7 +514,9 @@ void Session::set_external(std::string_view label, const void* data, uint64_t by
     set_input_bytes(id, data, bytes);  // carried state is written in place: keep our own copy
     return;
   }
-  const Buffer wrapped = bytes <= in.capacity ? s.backend->wrap_host(data, bytes) : Buffer{};
+  // Only a value filling the whole buffer is used in place: the search may time a bucket at larger
+  // dims than the value was set for, reading past it.
+  const Buffer wrapped = bytes == in.capacity ? s.backend->wrap_host(data, bytes) : Buffer{};
   if (!wrapped) {
     set_input_bytes(id, data, bytes);
     return;

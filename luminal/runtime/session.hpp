@@ -79,7 +79,8 @@ class Session : public Runtime {
                     std::shared_ptr<const void> keep_alive);
 
   struct Stats {
-    uint64_t bytes_uploaded = 0;    // host -> backend (set, generated search data)
+    uint64_t bytes_uploaded = 0;    // host -> backend (set, set_bytes, bind)
+    uint64_t bytes_generated = 0;   // generated data the search timed on (host -> backend)
     uint64_t bytes_downloaded = 0;  // backend -> host (get)
     uint64_t bytes_wrapped = 0;     // host memory used in place (set_external)
     uint64_t executes = 0;

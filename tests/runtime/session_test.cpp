@@ -95,7 +95,9 @@ TEST(Session, BytesMovedAreOnlyWhatTheUserSetAndGot) {
   s.set(m.x, ramp(3 * 8, 1.0f));
   s.compile();
   const uint64_t up = s.stats().bytes_uploaded;
-  EXPECT_EQ(up, 64u * 4 + 24u * 4);  // nothing generated: every input was bound
+  EXPECT_EQ(up, 64u * 4 + 24u * 4);
+  // x was set for s = 3; the search may time at up to s = 64: the rest of its buffer got data.
+  EXPECT_EQ(s.stats().bytes_generated, (64u - 3u) * 8 * 4);
   for (int i = 0; i < 5; ++i) {
     s.set(m.x, ramp(3 * 8, 1.0f + i));
     s.execute({{"s", 3}});
@@ -217,6 +219,28 @@ TEST(Session, BucketsShareOneArena) {
   for (int64_t b : {64 * 8 * 4, 64 * 4, 64 * 8 * 4})
     buffers += static_cast<uint64_t>(b);
   EXPECT_EQ(s.memory_bytes(), buffers + large);  // one arena, the largest
+}
+
+// Ids set for s = 1 before compiling, while the prefill bucket is timed at s = 8: the search
+// must not read indices past what was set (they would be garbage and reject every candidate).
+TEST(Session, InputsSetForSmallerDimsStillProfileSafely) {
+  for (int round = 0; round < 3; ++round) {
+    Graph g;
+    g.declare_dim("s", 1, 16);
+    Tensor table = g.tensor("table", {50, 8});
+    Tensor ids = g.tensor("ids", {"s"}, DType::I32);
+    (table.embedding(ids) * 2.0).output("y");
+    cpu::CpuBackend cpu(1);
+    Session s(g, cpu,
+              quiet().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 16).representative(8)}));
+    s.set(table, ramp(400, 1.0f));
+    s.set(ids, std::vector<int32_t>{49});
+    s.compile();
+    for (const SearchReport& r : s.reports())
+      EXPECT_EQ(r.rejected, 0) << r.first_rejection;
+    s.execute({{"s", 1}});
+    EXPECT_FLOAT_EQ(s.get<float>("y")[0], 2 * ramp(400, 1.0f)[49 * 8]);
+  }
 }
 
 }  // namespace
