@@ -5,7 +5,7 @@
 //                   .search_graph_limit(20)
 //                   .seed(7)
 //                   .dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 512).representative(16)});
-//   CompiledGraph model = g.compile(cpu, opts);
+//   Session model = compile(g, cpu, opts);     // luminal/runtime/session.hpp
 //
 // Buckets: inclusive ranges of a dynamic dim, each searched separately at its representative
 // value (default (min+max)/2); the plan chosen for a bucket is valid for every value in it.

@@ -83,7 +83,8 @@ Result ref_matmul(const std::vector<double>& a, Dims da, const std::vector<doubl
   return res;
 }
 
-// rtol = eps * sqrt(k) (DESIGN); values are in [-1, 1] so atol is the same.
+// rtol = eps * sqrt(k) (the project tolerance for matmuls); values are in [-1, 1] so atol is the
+// same.
 Tol matmul_tol(DType t, int64_t k) {
   double e = epsilon(t) * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
   return {e, e};

@@ -192,7 +192,8 @@ class RandomGraphBuilder {
 
   // Roundings charged per op (composite ops are several primitives). Errors coming in propagate
   // with the op's Lipschitz constant (k times for a sum of k terms); the roundings of a sum or a
-  // matmul of k terms count sqrt(k) times (rtol = eps * sqrt(k), as DESIGN.md asks).
+  // matmul of k terms count sqrt(k) times (rtol = eps * sqrt(k), the project tolerance for
+  // matmuls).
   static constexpr double kRound = 3;
 
   // ---------------------------------------------------------------- randomness and dims
