@@ -4,6 +4,9 @@
 # plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan), `make bench` and
 # `make format`.
 JOBS ?= $(shell nproc)
+# ccache hits across checkouts in different folders (CI clones afresh each time).
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 BUILD ?= build
 CMAKE_FLAGS ?=
 
