@@ -553,6 +553,7 @@ std::vector<int64_t> Session::output_shape(NodeId id) const {
   if (!o.valid) {
     throw Error("get: output '" + o.label + "' has no value yet: call execute() first");
   }
+  s.backend->sync();  // a shape is read after the work that produced it, like a value
   std::vector<int64_t> shape;
   for (const SlotExpr& d : o.shape)
     shape.push_back(d.eval(s.last_dims.data()));
