@@ -31,6 +31,7 @@ class NullBackend : public luminal::Backend {
   std::string name() const override { return "null"; }
   std::vector<luminal::RuleSet> rulesets() const override { return {}; }
   bool executes(const luminal::OpDef*) const override { return true; }
+  std::string device_key() const override { return "null"; }
   std::unique_ptr<luminal::Plan> load(const luminal::LlirGraph& g,
                                       const luminal::PlanSpec&) override {
     return std::make_unique<NullPlan>(g);

@@ -111,4 +111,9 @@ CompileOptions& CompileOptions::dim_buckets(const std::string& dim, std::vector<
   return *this;
 }
 
+CompileOptions& CompileOptions::cache_dir(std::filesystem::path dir) {
+  cache_dir_ = std::move(dir);
+  return *this;
+}
+
 }  // namespace luminal

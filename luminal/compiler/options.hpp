@@ -12,6 +12,7 @@
 // Overlapping buckets are rejected here; executing with a value outside every bucket throws,
 // listing the buckets. A dynamic dim without buckets gets one plan for its declared range.
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ class CompileOptions {
   CompileOptions& saturation_limits(Limits l);
   /// Progress bar / report on stderr (default true).
   CompileOptions& verbose(bool v);
+  /// Root of the caches (programs/, kernels/, models/); default $XDG_CACHE_HOME/luminal, else
+  /// ~/.cache/luminal. LUMINAL_CACHE=off turns the program cache off.
+  CompileOptions& cache_dir(std::filesystem::path dir);
 
   int search_graph_limit() const { return search_graph_limit_; }
   int trials() const { return trials_; }
@@ -83,6 +87,7 @@ class CompileOptions {
   const std::map<std::string, std::vector<DimBucket>>& dim_buckets() const { return buckets_; }
   const Limits& saturation_limits() const { return limits_; }
   bool verbose() const { return verbose_; }
+  const std::filesystem::path& cache_dir() const { return cache_dir_; }
 
  private:
   int search_graph_limit_ = 100;
@@ -98,6 +103,7 @@ class CompileOptions {
   std::map<std::string, std::vector<DimBucket>> buckets_;
   Limits limits_;
   bool verbose_ = true;
+  std::filesystem::path cache_dir_;
 };
 
 }  // namespace luminal

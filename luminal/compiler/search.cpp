@@ -66,6 +66,11 @@ class Progress {
 std::string SearchReport::to_string() const {
   std::ostringstream os;
   os << "search report" << (bucket.empty() ? "" : " for " + bucket) << "\n";
+  if (cached) {
+    os << "  loaded from the compile cache, no search: " << cache_note << "\n";
+    os << "  best:       " << fmt_time(best_seconds) << " (when it was searched)\n";
+    return os.str();
+  }
   os << "  graph:      " << hlir_nodes << " HLIR nodes -> " << enodes << " e-nodes in " << eclasses
      << " e-classes; " << genes << " genes (10^" << static_cast<int>(log10_space) << " programs)\n";
   os << "  candidates: " << candidates << " tried, " << rejected << " rejected";

@@ -30,7 +30,9 @@ struct SearchReport {
   double best_seconds = 0;
   double first_seconds = 0;  // time of the first valid candidate
   std::map<std::string, int> best_op_mix;
-  std::string stop;  // why the search ended
+  std::string stop;        // why the search ended
+  bool cached = false;     // loaded from the compile cache: no search ran
+  std::string cache_note;  // the cache file read or written, or why it was not used
   double lower_s = 0, saturate_s = 0, prune_s = 0, extract_s = 0, compile_s = 0, profile_s = 0;
   std::string saturation;  // SaturationReport::to_string()
   std::string pruning;     // PruneReport::to_string()

@@ -2,6 +2,7 @@
 // substitute and as_linear. Div/Mod/Min/Max/comparisons, bounds and simplify live in
 // expr_simplify.cpp; eval in expr_eval.cpp; printing in expr_print.cpp.
 #include "luminal/core/expr.hpp"
+#include "luminal/core/hash.hpp"
 
 #include <algorithm>
 #include <array>
@@ -68,8 +69,9 @@ size_t mix(size_t h, size_t v) {
 
 size_t compute_hash(const ExprNode& n) {
   size_t h = (static_cast<size_t>(n.kind) + 1) * 0x100000001b3ULL;
-  h = mix(h, std::hash<int64_t>{}(n.value));
-  if (!n.name.empty()) h = mix(h, std::hash<std::string>{}(n.name));
+  // Stable in every process and build (the compile cache keys on it): no std::hash.
+  h = mix(h, static_cast<size_t>(hash_mix(static_cast<uint64_t>(n.value))));
+  if (!n.name.empty()) h = mix(h, static_cast<size_t>(hash_string(n.name)));
   for (Node c : n.children)
     h = mix(h, c->hash);
   return h;

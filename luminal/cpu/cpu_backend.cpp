@@ -8,6 +8,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/plan.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 
@@ -55,6 +56,39 @@ bool CpuBackend::executes(const OpDef* op) const {
 
 std::unique_ptr<Plan> CpuBackend::load(const LlirGraph& g, const PlanSpec& spec) {
   return std::make_unique<CpuPlan>(g, spec, threads_);
+}
+
+std::string CpuBackend::device_key() const {
+  std::string isa;
+#if defined(__x86_64__)
+  isa = "x86_64";
+#elif defined(__aarch64__)
+  isa = "aarch64";
+#else
+  isa = "other";
+#endif
+#if defined(__AVX512F__)
+  isa += "+avx512f";
+#endif
+#if defined(__AVX2__)
+  isa += "+avx2";
+#endif
+#if defined(__FMA__)
+  isa += "+fma";
+#endif
+  return "cpu threads=" + std::to_string(threads_) + " isa=" + isa;
+}
+
+const OpDef* CpuBackend::op_named(std::string_view name) const {
+  for (const CpuOp* op : cpu_ops())
+    if (op->def->name == name) return op->def;
+  return Backend::op_named(name);
+}
+
+std::shared_ptr<const Payload> CpuBackend::read_payload(std::string_view kind,
+                                                        std::string_view text) const {
+  if (kind == "fused_program") return FusedProgram::deserialize(text);
+  return Backend::read_payload(kind, text);
 }
 
 Buffer CpuBackend::allocate(uint64_t bytes) {

@@ -21,6 +21,11 @@ class CpuBackend : public Backend {
   std::vector<RuleSet> rulesets() const override;
   bool executes(const OpDef* op) const override;
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
+  /// "cpu threads=N isa=<the compiler's target features>".
+  std::string device_key() const override;
+  const OpDef* op_named(std::string_view name) const override;
+  std::shared_ptr<const Payload> read_payload(std::string_view kind,
+                                              std::string_view text) const override;
 
   /// Host memory, 256-byte aligned.
   Buffer allocate(uint64_t bytes) override;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -104,6 +106,51 @@ std::string FusedProgram::to_string() const {
     os << ':' << name(i.dtype);
   }
   return os.str();
+}
+
+std::string FusedProgram::serialize() const {
+  std::string s;
+  char buf[128];
+  for (const FusedInst& i : insts) {
+    std::snprintf(buf, sizeof buf, "%d %d %d %d %d %llx %lld;", static_cast<int>(i.op),
+                  static_cast<int>(i.dtype), i.a, i.b, i.c,
+                  static_cast<unsigned long long>(std::bit_cast<uint64_t>(i.value)),
+                  static_cast<long long>(i.int_value));
+    s += buf;
+  }
+  return s;
+}
+
+std::shared_ptr<const FusedProgram> FusedProgram::deserialize(std::string_view text) {
+  std::vector<FusedInst> insts;
+  std::string t(text);
+  size_t pos = 0;
+  while (pos < t.size()) {
+    const size_t end = t.find(';', pos);
+    if (end == std::string::npos) throw Error("fused_program: missing ';' in '" + t + "'");
+    int op = 0, dt = 0, a = 0, b = 0, c = 0;
+    unsigned long long bits = 0;
+    long long iv = 0;
+    if (std::sscanf(t.c_str() + pos, "%d %d %d %d %d %llx %lld", &op, &dt, &a, &b, &c, &bits,
+                    &iv) != 7 ||
+        op < 0 || op > static_cast<int>(FusedOpcode::Select) || dt < 0 ||
+        dt >= static_cast<int>(std::size(kAllDTypes))) {
+      throw Error("fused_program: malformed instruction '" + t.substr(pos, end - pos) + "'");
+    }
+    FusedInst i;
+    i.op = static_cast<FusedOpcode>(op);
+    i.dtype = static_cast<DType>(dt);
+    i.a = a;
+    i.b = b;
+    i.c = c;
+    i.value = std::bit_cast<double>(static_cast<uint64_t>(bits));
+    i.int_value = iv;
+    insts.push_back(i);
+    pos = end + 1;
+  }
+  auto p = std::make_shared<FusedProgram>(std::move(insts));
+  p->validate();
+  return p;
 }
 
 int FusedProgram::num_children() const {

@@ -67,6 +67,11 @@ struct FusedProgram final : Payload {
   FusedProgram() = default;
   explicit FusedProgram(std::vector<FusedInst> i) : insts(std::move(i)) {}
 
+  std::string_view kind() const override { return "fused_program"; }
+  /// One instruction per ';': "opcode dtype a b c value-bits-hex int_value".
+  std::string serialize() const override;
+  /// Reads serialize()'s form back; throws luminal::Error on malformed text.
+  static std::shared_ptr<const FusedProgram> deserialize(std::string_view text);
   size_t hash() const override;
   bool equals(const Payload& o) const override;
   /// "%0=load0:f32 %1=exp2(%0):f32 ..."

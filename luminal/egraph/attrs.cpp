@@ -27,7 +27,7 @@ bool same_payload(const std::shared_ptr<const Payload>& a,
                   const std::shared_ptr<const Payload>& b) {
   if (a == b) return true;
   if (!a || !b) return false;
-  if (typeid(*a) != typeid(*b)) return false;
+  if (typeid(*a) != typeid(*b) || a->kind() != b->kind()) return false;
   return a->equals(*b);
 }
 
@@ -49,7 +49,7 @@ size_t hash_without_label(const Attrs& a) {
   combine(h, static_cast<size_t>(static_cast<int64_t>(a.axis)));
   if (a.payload) {
     const Payload& p = *a.payload;
-    combine(h, typeid(p).hash_code());
+    combine(h, hash_string(p.kind()));
     combine(h, p.hash());
   } else {
     combine(h, 0);
@@ -63,15 +63,16 @@ size_t Attrs::structural_hash() const { return hash_without_label(*this); }
 
 size_t Attrs::hash() const {
   size_t h = hash_without_label(*this);
-  combine(h, std::hash<std::string>{}(label));
+  combine(h, hash_string(label));
   return h;
 }
 
-bool Attrs::operator==(const Attrs& o) const {
-  return dtype == o.dtype && shape == o.shape && views == o.views && label == o.label &&
-         persist == o.persist && same_bits(value, o.value) && int_value == o.int_value &&
-         iota_expr == o.iota_expr && iota_len == o.iota_len && axis == o.axis &&
-         same_payload(payload, o.payload);
+bool Attrs::operator==(const Attrs& o) const { return label == o.label && equal_without_label(o); }
+
+bool Attrs::equal_without_label(const Attrs& o) const {
+  return dtype == o.dtype && shape == o.shape && views == o.views && persist == o.persist &&
+         same_bits(value, o.value) && int_value == o.int_value && iota_expr == o.iota_expr &&
+         iota_len == o.iota_len && axis == o.axis && same_payload(payload, o.payload);
 }
 
 std::string Attrs::to_string() const {

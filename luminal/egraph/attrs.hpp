@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "luminal/core/dtype.hpp"
@@ -19,9 +20,15 @@
 
 namespace luminal {
 
-/// A backend op's own fields. Subclasses implement hash/equality/printing.
+/// A backend op's own fields. Subclasses implement hash/equality/printing and a serialised form
+/// (one line, no tabs) that their backend reads back by kind (Backend::read_payload).
 struct Payload {
   virtual ~Payload() = default;
+  /// The name it serialises under ("fused_program"), the same in every process.
+  virtual std::string_view kind() const = 0;
+  /// An exact, single-line text form (no tabs or newlines).
+  virtual std::string serialize() const = 0;
+  /// Stable across processes and builds (no std::hash or typeid).
   virtual size_t hash() const = 0;
   /// `o` has the same dynamic type (checked by the caller).
   virtual bool equals(const Payload& o) const = 0;
@@ -43,8 +50,11 @@ struct Attrs {
 
   std::shared_ptr<const Payload> payload;  // backend ops
 
+  /// Stable across processes and builds (the compile cache relies on it).
   size_t hash() const;
   bool operator==(const Attrs& o) const;
+  /// Every field but `label`.
+  bool equal_without_label(const Attrs& o) const;
   /// Hash that ignores `label`: equal for the same op reading different weights.
   size_t structural_hash() const;
   /// "f32[s, 4] (a: [s, 4] {4*z, z}) axis=1 ..." (only the fields that are set).

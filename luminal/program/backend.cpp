@@ -50,6 +50,19 @@ PlanIo PlanIo::of(const LlirGraph& g) {
 
 Buffer Backend::wrap_host(const void*, uint64_t) { return {}; }
 
+const OpDef* Backend::op_named(std::string_view name) const {
+  for (int k = 0; k <= static_cast<int>(OpKind::Output); ++k) {
+    const OpDef* op = hlir_op(static_cast<OpKind>(k));
+    if (op->name == name) return op;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const Payload> Backend::read_payload(std::string_view kind,
+                                                     std::string_view) const {
+  throw Error("backend '" + this->name() + "' has no payload kind '" + std::string(kind) + "'");
+}
+
 double Backend::time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) {
   trials = std::max(trials, 1);
   auto run = [&] {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "luminal/core/expr.hpp"
@@ -96,6 +97,18 @@ class Backend {
   /// Compiles a candidate for one bucket. Throws luminal::Error when it cannot (the search
   /// rejects it).
   virtual std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) = 0;
+
+  // Identity, for the compile cache: a cached program is reused only with the same backend and
+  // device key, and read back through op_named / read_payload.
+  /// What makes programs searched here differ from elsewhere (the CPU: threads and ISA; CUDA:
+  /// GPU, compute capability, driver). One line.
+  virtual std::string device_key() const = 0;
+  /// The op of this backend (or an HLIR primitive) with this name, or null.
+  virtual const OpDef* op_named(std::string_view name) const;
+  /// A payload of this backend's ops from its serialised form; throws luminal::Error for an
+  /// unknown kind or malformed text.
+  virtual std::shared_ptr<const Payload> read_payload(std::string_view kind,
+                                                      std::string_view text) const;
 
   // Memory. Buffers are aligned to at least 256 bytes; contents start undefined.
   virtual Buffer allocate(uint64_t bytes) = 0;

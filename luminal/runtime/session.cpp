@@ -4,8 +4,10 @@
 #include <array>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <random>
 
+#include "luminal/compiler/compile_cache.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/core/slot_expr.hpp"
 
@@ -236,24 +238,36 @@ void Session::compile() {
   State& s = *s_;
   if (s.compiled) return;
   Backend& be = *s.backend;
-  // Profiling data: bound inputs as they are; inputs without data get generated data in their
-  // own buffers (they have no visible value); carried inputs with data get scratch copies.
   ProfileData data;
   std::vector<Buffer> scratch;
-  for (size_t k = 0; k < s.in.size(); ++k) {
-    State::In& i = s.in[k];
-    if (!i.has_data) {
-      std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity, 0x5eed + k);
-      be.upload(i.buf, 0, bytes.data(), bytes.size());
-      s.stats.bytes_generated += bytes.size();
-      data.inputs[i.label] = i.buf;
-    } else if (i.bytes_set < i.capacity && !i.external) {
-      // Set for smaller dims than a bucket is timed at: the tail gets generated data too (it is
-      // past the value the user set, so nothing visible changes).
-      std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - i.bytes_set, 0x5eed + k);
-      be.upload(i.buf, i.bytes_set, bytes.data(), bytes.size());
-      s.stats.bytes_generated += bytes.size();
-      if (i.carried) {
+  bool have_data = false;
+  auto prepare_data = [&] {
+    if (have_data) return;
+    have_data = true;
+    // Profiling data: bound inputs as they are; inputs without data get generated data in their
+    // own buffers (they have no visible value); carried inputs with data get scratch copies.
+    for (size_t k = 0; k < s.in.size(); ++k) {
+      State::In& i = s.in[k];
+      if (!i.has_data) {
+        std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity, 0x5eed + k);
+        be.upload(i.buf, 0, bytes.data(), bytes.size());
+        s.stats.bytes_generated += bytes.size();
+        data.inputs[i.label] = i.buf;
+      } else if (i.bytes_set < i.capacity && !i.external) {
+        // Set for smaller dims than a bucket is timed at: the tail gets generated data too (it is
+        // past the value the user set, so nothing visible changes).
+        std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - i.bytes_set, 0x5eed + k);
+        be.upload(i.buf, i.bytes_set, bytes.data(), bytes.size());
+        s.stats.bytes_generated += bytes.size();
+        if (i.carried) {
+          Buffer c = s.allocate(i.capacity);
+          scratch.push_back(c);
+          be.copy(c, i.buf, i.capacity);
+          data.inputs[i.label] = c;
+        } else {
+          data.inputs[i.label] = i.buf;
+        }
+      } else if (i.carried) {
         Buffer c = s.allocate(i.capacity);
         scratch.push_back(c);
         be.copy(c, i.buf, i.capacity);
@@ -261,25 +275,56 @@ void Session::compile() {
       } else {
         data.inputs[i.label] = i.buf;
       }
-    } else if (i.carried) {
-      Buffer c = s.allocate(i.capacity);
-      scratch.push_back(c);
-      be.copy(c, i.buf, i.capacity);
-      data.inputs[i.label] = c;
-    } else {
-      data.inputs[i.label] = i.buf;
     }
-  }
-  for (State::Out& o : s.out) {
-    data.outputs[o.label] = o.buf;
-    o.valid = false;
-    o.lives_in = -1;
-  }
-  data.fixed_bytes = memory_bytes();
+    for (State::Out& o : s.out) {
+      data.outputs[o.label] = o.buf;
+      o.valid = false;
+      o.lives_in = -1;
+    }
+    data.fixed_bytes = memory_bytes();
+  };
+  const ProgramCache cache(s.opts);
+  auto warn = [&](const std::string& w) {
+    if (!w.empty()) std::cerr << "luminal: warning: " << w << "\n";
+  };
   try {
     for (BucketRanges& c : s.combos) {
       State::Bucket b;
-      b.bp = search_bucket(s.graph, be, s.opts, c, s.dim_names, data, s.trace);
+      const std::string key =
+          cache.enabled() ? program_key(s.graph, s.opts, be, c, s.dim_names) : std::string();
+      std::string warning;
+      std::optional<CachedProgram> hit = cache.load(key, be, &warning);
+      warn(warning);
+      if (hit) {
+        b.bp.ranges = c;
+        b.bp.spec.facts = bucket_facts(s.graph, c);
+        b.bp.spec.dim_names = s.dim_names;
+        try {
+          b.bp.plan = be.load(hit->llir, b.bp.spec);
+          b.bp.llir = std::move(hit->llir);
+          b.bp.report.bucket = b.bp.name();
+          b.bp.report.hlir_nodes = s.graph.nodes().size();
+          b.bp.report.cached = true;
+          b.bp.report.cache_note = hit->file.string();
+          b.bp.report.best_seconds = hit->best_seconds;
+          b.bp.report.best_op_mix = b.bp.llir.op_mix();
+        } catch (const std::exception& e) {
+          warn("compile cache: " + hit->file.string() + " does not load (" + e.what() +
+               "); searching again");
+          b.bp.plan.reset();
+        }
+      }
+      if (!b.bp.plan) {
+        prepare_data();
+        b.bp = search_bucket(s.graph, be, s.opts, c, s.dim_names, data, s.trace);
+        if (cache.enabled()) {
+          warning.clear();
+          cache.store(key, b.bp.llir, b.bp.report.best_seconds, &warning);
+          warn(warning);
+          b.bp.report.cache_note =
+              warning.empty() ? "stored in " + cache.file_of(key).string() : warning;
+        }
+      }
       s.reports.push_back(b.bp.report);
       if (s.opts.verbose()) std::cerr << b.bp.report.to_string();
       s.buckets.push_back(std::move(b));

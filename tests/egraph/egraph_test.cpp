@@ -28,6 +28,8 @@ const OpDef kFusedExp{"cpu.FusedExp"};
 struct TilePayload : Payload {
   int tile = 0;
   explicit TilePayload(int t) : tile(t) {}
+  std::string_view kind() const override { return "tile"; }
+  std::string serialize() const override { return std::to_string(tile); }
   size_t hash() const override { return std::hash<int>{}(tile); }
   bool equals(const Payload& o) const override {
     return tile == static_cast<const TilePayload&>(o).tile;
@@ -38,6 +40,8 @@ struct TilePayload : Payload {
 struct OtherPayload : Payload {
   int tile = 0;
   explicit OtherPayload(int t) : tile(t) {}
+  std::string_view kind() const override { return "other"; }
+  std::string serialize() const override { return std::to_string(tile); }
   size_t hash() const override { return std::hash<int>{}(tile); }
   bool equals(const Payload& o) const override {
     return tile == static_cast<const OtherPayload&>(o).tile;

@@ -23,6 +23,12 @@ class CpuDelegate : public Backend {
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
     return cpu.load(g, spec);
   }
+  std::string device_key() const override { return cpu.device_key(); }
+  const OpDef* op_named(std::string_view n) const override { return cpu.op_named(n); }
+  std::shared_ptr<const Payload> read_payload(std::string_view k,
+                                              std::string_view t) const override {
+    return cpu.read_payload(k, t);
+  }
   Buffer allocate(uint64_t bytes) override { return cpu.allocate(bytes); }
   void release(Buffer b) override { cpu.release(b); }
   void upload(Buffer d, uint64_t o, const void* s, uint64_t n) override { cpu.upload(d, o, s, n); }

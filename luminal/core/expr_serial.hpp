@@ -1,0 +1,21 @@
+#pragma once
+// A compact, exact text form of an Expr for caches on disk:
+//
+//   std::string t = write_expr(e);        // "(+ (* 4 s) z)"-like prefix form
+//   Expr back = read_expr(t);             // back == e (the same canonical node)
+//
+// Constants are decimal, variables their names, every other node "(op child child ...)" with op
+// one of + * / % min max < <= == != and or. read_expr throws luminal::Error on malformed text.
+#include <string>
+#include <string_view>
+
+#include "luminal/core/expr.hpp"
+
+namespace luminal {
+
+std::string write_expr(const Expr& e);
+Expr read_expr(std::string_view text);
+/// Reads one expression from the front of `text` and advances it past it (and past spaces).
+Expr read_expr_prefix(std::string_view& text);
+
+}  // namespace luminal
