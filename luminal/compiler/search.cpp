@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -99,7 +100,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   SearchResult best;
   bool have_best = false;
   std::vector<std::pair<double, Genome>> ranked;  // valid candidates, fastest first
-  std::unordered_set<uint64_t> seen;
+  std::set<Genome> seen;                          // exact genomes
   Progress progress(opts.verbose(), opts.search_graph_limit(), report.bucket);
   report.genes = space.num_genes();
   report.log10_space = space.log10_size();
@@ -140,12 +141,12 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
 
   // Returns false when the genome, or the program it extracts, was seen before (genes of classes
   // that other choices leave unreachable change the genome but not the program).
-  std::unordered_set<size_t> programs;
+  std::unordered_set<std::string> programs;  // exact texts: no hash collisions
   auto try_genome = [&](const Genome& g) {
-    if (!seen.insert(SearchSpace::hash(g)).second) return false;
+    if (!seen.insert(g).second) return false;
     auto t0 = Clock::now();
     LlirGraph llir = to_llir(space, g);
-    bool fresh = programs.insert(std::hash<std::string>{}(llir.to_text())).second;
+    bool fresh = programs.insert(llir.to_text()).second;
     report.extract_s += since(t0);
     if (!fresh) return false;
     ++report.candidates;

@@ -1,5 +1,6 @@
 #include "luminal/egraph/attrs.hpp"
 
+#include "luminal/core/expr_serial.hpp"
 #include "luminal/core/hash.hpp"
 
 #include <bit>
@@ -73,6 +74,31 @@ bool Attrs::equal_without_label(const Attrs& o) const {
   return dtype == o.dtype && shape == o.shape && views == o.views && persist == o.persist &&
          same_bits(value, o.value) && int_value == o.int_value && iota_expr == o.iota_expr &&
          iota_len == o.iota_len && axis == o.axis && same_payload(payload, o.payload);
+}
+
+std::string Attrs::key_text(bool with_label) const {
+  std::string k(name(dtype));
+  auto exprs = [&](const std::vector<Expr>& es) {
+    k += "[";
+    for (const Expr& e : es)
+      k += write_expr(e) + ";";
+    k += "]";
+  };
+  exprs(shape);
+  for (const View& v : views) {
+    k += "v";
+    exprs(v.dims);
+    exprs(v.strides);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " p%d v%llx i%lld a%d ", persist ? 1 : 0,
+                static_cast<unsigned long long>(std::bit_cast<uint64_t>(value)),
+                static_cast<long long>(int_value), axis);
+  k += buf;
+  k += write_expr(iota_expr) + " " + write_expr(iota_len);
+  if (payload) k += " " + std::string(payload->kind()) + ":" + payload->serialize();
+  if (with_label) k += " label=" + label;
+  return k;
 }
 
 std::string Attrs::to_string() const {

@@ -57,6 +57,9 @@ struct Attrs {
   bool equal_without_label(const Attrs& o) const;
   /// Hash that ignores `label`: equal for the same op reading different weights.
   size_t structural_hash() const;
+  /// Exact text of every field (Exprs in write_expr form, floats as bits, the payload
+  /// serialised), `label` only when `with_label`: equal texts mean equal attributes.
+  std::string key_text(bool with_label) const;
   /// "f32[s, 4] (a: [s, 4] {4*z, z}) axis=1 ..." (only the fields that are set).
   std::string to_string() const;
 };

@@ -1,7 +1,11 @@
 #include "luminal/egraph/extract.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "luminal/core/error.hpp"
@@ -20,6 +24,73 @@ uint64_t option_signature(const EGraph& eg, ENodeId n) {
   h = mix(h, eg.attrs(e.attr).structural_hash());
   return mix(h, e.children.size());
 }
+
+// A label with every run of digits blanked: the layer index of a weight name.
+std::string blank_numbers(std::string_view label) {
+  std::string out;
+  for (size_t i = 0; i < label.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(label[i]))) {
+      out += '#';
+      while (i + 1 < label.size() && std::isdigit(static_cast<unsigned char>(label[i + 1])))
+        ++i;
+    } else {
+      out += label[i];
+    }
+  }
+  return out;
+}
+
+constexpr int kRoleDepth = 2;
+
+// Role texts of classes (memoised per class and depth).
+class RoleNamer {
+ public:
+  explicit RoleNamer(const EGraph& eg) : eg_(eg) {}
+  const std::string& role(ClassId c, int depth) {
+    c = eg_.find(c);
+    auto key = std::make_pair(c, depth);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    // The originating HLIR e-node (the lowest id); a class without one is named by its options.
+    std::optional<ENodeId> origin;
+    for (ENodeId n : eg_.eclass(c).nodes)
+      if (eg_.node(n).op->is_hlir && (!origin || n < *origin)) origin = n;
+    std::string r;
+    if (!origin) {
+      std::vector<std::string> parts;
+      for (ENodeId n : eg_.nodes_of(c))
+        parts.push_back(local(n, 0));
+      std::sort(parts.begin(), parts.end());
+      r = "{";
+      for (const std::string& p : parts)
+        r += p + "|";
+      r += "}";
+    } else {
+      r = local(*origin, depth);
+    }
+    return memo_.emplace(key, std::move(r)).first->second;
+  }
+
+ private:
+  std::string local(ENodeId n, int depth) {
+    const ENode& e = eg_.node(n);
+    const Attrs& a = eg_.attrs(e.attr);
+    std::string r(e.op->name);
+    r += "<" + a.key_text(false);
+    if (!a.label.empty()) r += " label~" + blank_numbers(a.label);
+    r += ">";
+    if (depth > 0) {
+      r += "(";
+      for (ClassId ch : e.children)
+        r += role(ch, depth - 1) + ",";
+      r += ")";
+    }
+    return r;
+  }
+
+  const EGraph& eg_;
+  std::map<std::pair<ClassId, int>, std::string> memo_;
+};
 
 }  // namespace
 
@@ -62,31 +133,21 @@ SearchSpace::SearchSpace(const EGraph& eg, std::vector<ClassId> roots) : eg_(&eg
     }
   }
   std::sort(reach.begin(), reach.end());
-  // Classes that play the same role share a gene: the role of a class is the HLIR e-node it came
-  // from (op and attributes without labels), so the same op at the same place in every layer of a
-  // model is one choice, however many layers there are. Option lists of such classes can differ
-  // in length (deeper layers may have more fusion options); a gene's value is taken modulo each
-  // class's option count, and options are ordered by op name so equal indices mean alike choices.
-  std::unordered_map<uint64_t, int> gene_of_sig;
+  // Classes that play the same role share a gene. The role of a class is what its originating
+  // HLIR e-node computes (op and attributes without labels) from what, two levels down, with
+  // weight labels read with their numbers blanked ("w_gate.3" -> "w_gate.#"): the same op at
+  // the same place in every layer of a model is one choice however many layers there are, while
+  // same-shape ops in different roles of a layer (gate and up projections, k and v) are
+  // separate choices. Keys are exact texts compared for equality. Option lists of classes that
+  // share a gene can differ in length; a gene's value is taken modulo each class's option count,
+  // and options are ordered by op name so equal indices mean alike choices.
+  RoleNamer roles(eg);
+  std::unordered_map<std::string, int> gene_of_role;
   for (ClassId c : reach) {
     const auto& opts = options_[c];
     if (opts.size() < 2) continue;
-    uint64_t sig = 0;
-    bool found = false;
-    ENodeId origin = 0;
-    for (ENodeId n : eg.eclass(c).nodes)
-      if (eg.node(n).op->is_hlir && (!found || n < origin)) {
-        origin = n;
-        found = true;
-      }
-    if (found) {
-      sig = option_signature(eg, origin);
-    } else {
-      sig = opts.size();
-      for (ENodeId n : opts)
-        sig = mix(sig, option_signature(eg, n));
-    }
-    auto [it, fresh] = gene_of_sig.emplace(sig, static_cast<int>(gene_sizes_.size()));
+    auto [it, fresh] =
+        gene_of_role.emplace(roles.role(c, kRoleDepth), static_cast<int>(gene_sizes_.size()));
     if (fresh) gene_sizes_.push_back(0);
     gene_sizes_[it->second] = std::max<uint32_t>(gene_sizes_[it->second], opts.size());
     gene_[c] = it->second;
