@@ -37,6 +37,7 @@ bench: build
 	@$(BUILD)/bench/bench_small_transformer
 	@$(BUILD)/bench/bench_session_overhead
 	@$(BUILD)/bench/bench_memory_plan
+	@$(BUILD)/bench/bench_cpu_kernels
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
 	@LUMINAL_FIXTURES=$(BUILD)/fixtures $(BUILD)/bench/bench_tokenizer
 

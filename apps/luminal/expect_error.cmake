@@ -1,12 +1,23 @@
-# ctest helper (cmake -P): runs `EXE ARGS DIR` (tokenize: plus a text) and passes when it exits
-# with code 1 (an error, not a crash) and its stderr contains EXPECT.
-set(cmd ${EXE} ${ARGS} ${DIR})
-if(ARGS STREQUAL "tokenize")
-  list(APPEND cmd "some text")
+# ctest helper (cmake -P): runs the CLI and passes when it exits with code 1 (an error, not a
+# crash or a parser's own exit code) and its stderr starts with "luminal: error: " and contains
+# EXPECT. The command line: EXE, then either CMD (every argument, separated by '|'; empty for
+# none) or ARGS DIR (tokenize: plus a text).
+if(DEFINED CMD)
+  string(REPLACE "|" ";" args "${CMD}")
+  set(cmd ${EXE} ${args})
+else()
+  set(cmd ${EXE} ${ARGS} ${DIR})
+  if(ARGS STREQUAL "tokenize")
+    list(APPEND cmd "some text")
+  endif()
 endif()
 execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "expected exit code 1, got '${rc}'\nstdout: ${out}\nstderr: ${err}")
+endif()
+string(FIND "${err}" "luminal: error: " prefix)
+if(NOT prefix EQUAL 0)
+  message(FATAL_ERROR "stderr does not start with 'luminal: error: ':\n${err}")
 endif()
 string(FIND "${err}" "${EXPECT}" pos)
 if(pos EQUAL -1)

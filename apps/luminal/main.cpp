@@ -1,6 +1,8 @@
 // luminal: the command-line tool (see commands.hpp for the subcommands and how to add one).
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "apps/luminal/commands.hpp"
 #include "luminal/core/error.hpp"
@@ -45,24 +47,60 @@ std::string escape(std::string_view text) {
 
 }  // namespace luminal::cli
 
+namespace {
+
+int fail(const std::string& message) {
+  std::cout.flush();
+  std::cerr << "luminal: error: " << message << "\n";
+  return 1;
+}
+
+// A CLI11 parse error in our words: what was wrong, then the --help to read.
+std::string usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  std::string list;
+  for (const std::string& n : names)
+    list += (list.empty() ? "" : ", ") + n;
+  // The subcommand given on the command line, if any.
+  std::string sub;
+  for (int i = 1; i < argc && sub.empty(); ++i)
+    for (const std::string& n : names)
+      if (n == argv[i]) sub = n;
+  if (sub.empty()) {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.starts_with("-"))
+        return "unknown option '" + arg + "' (options go after the subcommand: " + list +
+               "); run `luminal --help`";
+      return "unknown subcommand '" + arg + "' (subcommands: " + list + "); run `luminal --help`";
+    }
+    return "a subcommand is required (" + list + "); run `luminal --help`";
+  }
+  std::string what = e.what();  // "DIR is required", "The following argument was not expected: x"
+  if (what.size() > 1 && what[0] >= 'A' && what[0] <= 'Z' && what[1] >= 'a' && what[1] <= 'z')
+    what[0] = static_cast<char>(what[0] - 'A' + 'a');
+  return what + "; run `luminal " + sub + " --help`";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app("luminal: a search-based inference compiler for Hugging Face models", "luminal");
   app.require_subcommand(1);
   app.set_version_flag("--version", "luminal 0.1");
   luminal::cli::add_inspect(app);
   luminal::cli::add_tokenize(app);
+  // Every error prints "luminal: error: <message>" on stderr and exits with code 1; --help and
+  // --version print to stdout and exit with 0.
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const luminal::Error& e) {
-    std::cout.flush();
-    std::cerr << "luminal: error: " << e.what() << "\n";
-    return 1;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    return fail(usage_error(app, e, argc, argv));
   } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << "luminal: error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what());
   }
   return 0;
 }

@@ -92,7 +92,8 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::from_folder(const std::filesystem::path& dir) {
   std::filesystem::path json = dir / "tokenizer.json";
   if (!std::filesystem::exists(json))
-    throw Error("tokenizer: " + json.string() + " not found (a Hugging Face tokenizer.json)");
+    throw Error("tokenizer '" + json.string() +
+                "': not found (a model folder holds its Hugging Face fast tokenizer there)");
   std::filesystem::path config = dir / "tokenizer_config.json";
   return from_files(json, std::filesystem::exists(config)
                               ? std::optional<std::filesystem::path>(config)

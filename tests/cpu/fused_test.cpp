@@ -557,33 +557,6 @@ TEST(FusedWhere, NaNAndInfNeverLeakFromTheUnselectedBranch) {
     opstest::expect_same(got.at(label), buf, kExact, label);
 }
 
-// Not a test: a 12-op elementwise chain over 4M f32 elements, one fused kernel vs one primitive
-// kernel per op (run with --gtest_also_run_disabled_tests).
-TEST(FusedWhere, DISABLED_SpeedFusedVsPrimitives) {
-  Graph g;
-  Tensor x = g.tensor("x", {kS, 1024});
-  Tensor y = g.tensor("y", {1024});
-  ((x * y).sigmoid() * x + 1.0).relu().sqrt().output("o");
-  cpu::CpuBackend cpu(0);
-  BuiltSpace b = build_search_space(g, cpu, {});
-  LlirGraph fused = opstest::choose(b, opstest::prefer_op("cpu.Fused"));
-  LlirGraph prims = testing::llir_direct(g);
-  const DynMap dyn{{"s", 4096}};
-  testing::BufferMap in = opstest::random_inputs(g, dyn, 1);
-  for (auto [label, prog] : {std::pair{"fused", &fused},
-                             std::pair{"primitives", prims.nodes.empty() ? &fused : &prims}}) {
-    auto exe = testing::load_plan(cpu, *prog, {dyn});
-    testing::run_executable(exe, g, in, dyn);
-    const int reps = 10;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
-      testing::run_executable(exe, g, in, dyn);
-    double sec =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-    std::cout << label << " (" << prog->op_mix_string() << "): " << sec * 1e3 << " ms\n";
-  }
-}
-
 TEST(FusedWhere, RandomChoicesWithSelectsMatchTheReference) {
   Graph g;
   Tensor x = g.tensor("x", {kS, 5});

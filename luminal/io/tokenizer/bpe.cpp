@@ -1,10 +1,12 @@
 #include "luminal/io/tokenizer/bpe.hpp"
 
+#include <climits>
 #include <nlohmann/json.hpp>
 #include <queue>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/byte_level.hpp"
+#include "luminal/io/tokenizer/json_at.hpp"
 #include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
@@ -17,46 +19,64 @@ uint64_t pair_key(int32_t a, int32_t b) {
 
 }  // namespace
 
-Bpe::Bpe(const nlohmann::json& j) {
-  for (const auto& [tok, id] : j.at("vocab").items())
-    vocab_.emplace(tok, id.get<int32_t>());
-  auto lookup = [&](const std::string& s) -> int32_t {
+Bpe::Bpe(const JsonAt& model) {
+  const JsonAt vocab = model.req("vocab", "a BPE model needs its vocab: token -> id");
+  if (!vocab.json().is_object()) vocab.wrong_type("an object of token -> id", "the BPE vocab");
+  vocab_.reserve(vocab.json().size());
+  for (const auto& [tok, id] : vocab.json().items()) {
+    if (id.is_number_unsigned() && id.get<uint64_t>() <= uint64_t(INT32_MAX)) {
+      vocab_.emplace(tok, int32_t(id.get<uint64_t>()));
+    } else {  // a negative, fractional or non-number id: the error names the token
+      vocab_.emplace(tok, JsonAt(id, member_path(vocab.path(), tok)).id(""));
+    }
+  }
+  const JsonAt merges = model.req("merges", "a BPE model needs its merges");
+  if (!merges.json().is_array())
+    merges.wrong_type("an array of merges: \"a b\" strings or [\"a\", \"b\"] pairs", "");
+  auto lookup = [&](const std::string& s, size_t rank) -> int32_t {
     auto it = vocab_.find(s);
-    if (it == vocab_.end()) throw Error("tokenizer: merge uses \"" + s + "\", not in the vocab");
+    if (it == vocab_.end())
+      throw Error("'" + element_path(merges.path(), rank) + "' uses \"" + s +
+                  "\", which is not in '" + vocab.path() + "' (every merge's parts and result " +
+                  "must be tokens of the vocab)");
     return it->second;
   };
+  const char* merge_form = "a merge: \"a b\" or [\"a\", \"b\"]";
   int32_t rank = 0;
-  for (const auto& m : j.at("merges")) {
+  for (const auto& m : merges.json()) {
     std::string a, b;
-    if (m.is_array()) {
-      a = m.at(0).get<std::string>();
-      b = m.at(1).get<std::string>();
-    } else {
-      std::string s = m.get<std::string>();
+    if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      a = m[0].get<std::string>();
+      b = m[1].get<std::string>();
+    } else if (m.is_string()) {
+      const std::string& s = m.get_ref<const std::string&>();
       size_t sp = s.find(' ', 1);
-      if (sp == std::string::npos) throw Error("tokenizer: bad merge \"" + s + "\"");
+      if (sp == std::string::npos)
+        throw Error("'" + element_path(merges.path(), size_t(rank)) + "' is \"" + s +
+                    "\", expected two tokens separated by a space");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
+    } else {
+      wrong_type_at(element_path(merges.path(), size_t(rank)), m, merge_form, "");
     }
-    int32_t merged = lookup(a + b);
-    merges_.emplace(pair_key(lookup(a), lookup(b)), Merge{rank++, merged});
+    int32_t merged = lookup(a + b, size_t(rank));
+    merges_.emplace(pair_key(lookup(a, size_t(rank)), lookup(b, size_t(rank))),
+                    Merge{rank, merged});
+    ++rank;
   }
-  auto str = [&](const char* key) -> std::optional<std::string> {
-    if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-    return j.at(key).get<std::string>();
-  };
-  if (str("continuing_subword_prefix") || str("end_of_word_suffix"))
-    throw Error("tokenizer: BPE continuing_subword_prefix / end_of_word_suffix are not supported");
-  if (auto dropout = j.find("dropout");
-      dropout != j.end() && !dropout->is_null() && dropout->get<double>() != 0.0)
-    throw Error("tokenizer: BPE dropout is not supported");
-  if (auto u = str("unk_token")) {
-    auto it = vocab_.find(*u);
+  const char* unsupported = "not supported (only plain byte-level or SentencePiece-style BPE)";
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (!model.str_or(key, "", "or null").empty())
+      model.req(key, "").fail(std::string("BPE ") + key + " is " + unsupported);
+  if (auto dropout = model.opt("dropout"); dropout && dropout->number("0 or null") != 0.0)
+    dropout->fail("BPE dropout is not supported (set it to null)");
+  if (auto u = model.opt("unk_token")) {
+    auto it = vocab_.find(u->str("the unknown token, or null"));
     if (it != vocab_.end()) unk_ = it->second;
   }
-  byte_fallback_ = j.value("byte_fallback", false);
-  fuse_unk_ = j.value("fuse_unk", false);
-  ignore_merges_ = j.value("ignore_merges", false);
+  byte_fallback_ = model.bool_or("byte_fallback", false, "");
+  fuse_unk_ = model.bool_or("fuse_unk", false, "");
+  ignore_merges_ = model.bool_or("ignore_merges", false, "");
   const std::string meta = "\u2581";
   split_at_metaspace_ = vocab_.contains(meta);
   for (const auto& [tok, id] : vocab_) {

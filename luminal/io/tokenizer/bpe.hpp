@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +12,8 @@
 #include <vector>
 
 namespace luminal::io::tok {
+
+class JsonAt;
 
 struct StringHash {
   using is_transparent = void;
@@ -22,8 +23,8 @@ using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equa
 
 class Bpe {
  public:
-  /// j: the "model" object (type BPE).
-  explicit Bpe(const nlohmann::json& j);
+  /// model: the "model" object (type BPE).
+  explicit Bpe(const JsonAt& model);
 
   /// Raw pieces are mapped to byte-level characters before the merges (the cache is keyed by
   /// the raw piece).

@@ -1,8 +1,8 @@
-#include <nlohmann/json.hpp>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/byte_level.hpp"
 #include "luminal/io/tokenizer/components.hpp"
+#include "luminal/io/tokenizer/json_at.hpp"
 #include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
@@ -134,47 +134,52 @@ class Metaspace final : public Decoder {
   bool strip_;
 };
 
-char32_t single_char(const std::string& s, const char* what) {
+char32_t single_char(const JsonAt& j) {
+  const std::string s = j.str("one character");
   size_t i = 0;
-  if (s.empty()) throw Error(std::string("tokenizer: empty ") + what);
+  if (s.empty()) j.bad("is empty, expected one character");
   char32_t c = next_code_point(s, i);
-  if (i != s.size()) throw Error(std::string("tokenizer: ") + what + " must be one character");
+  if (i != s.size()) j.bad("is \"" + s + "\", expected one character");
   return c;
 }
 
 }  // namespace
 
-void make_decoders(const nlohmann::json& j, std::vector<std::unique_ptr<Decoder>>& steps) {
-  if (j.is_null()) return;
-  std::string type = j.at("type").get<std::string>();
+void make_decoders(const JsonAt& j, std::vector<std::unique_ptr<Decoder>>& steps) {
+  const std::string type = j.type("a decoder");
   if (type == "Sequence") {
-    for (const auto& d : j.at("decoders"))
+    for (const JsonAt& d : j.req("decoders", "a Sequence lists its decoders")
+                               .elements("a Sequence lists its decoders"))
       make_decoders(d, steps);
   } else if (type == "ByteLevel") {
     steps.push_back(make_byte_level_decoder());
   } else if (type == "Replace") {
-    const auto& p = j.at("pattern");
-    if (!p.contains("String"))
-      throw Error("tokenizer: Replace decoder supports only {\"String\": ...} patterns");
-    steps.push_back(std::make_unique<Replace>(p.at("String").get<std::string>(),
-                                              j.at("content").get<std::string>()));
+    const JsonAt p = j.req("pattern", "what a Replace decoder replaces");
+    p.expect_object("{\"String\": ...}");
+    if (!p.has("String")) p.fail("a Replace decoder supports only {\"String\": ...} patterns");
+    steps.push_back(std::make_unique<Replace>(
+        p.req("String", "").str("the text to replace"),
+        j.req("content", "what a Replace decoder writes").str("the replacement text")));
   } else if (type == "ByteFallback") {
     steps.push_back(std::make_unique<ByteFallback>());
   } else if (type == "Fuse") {
     steps.push_back(std::make_unique<Fuse>());
   } else if (type == "Strip") {
+    auto count = [&](const char* key) -> size_t {
+      auto v = j.opt(key);
+      return v ? size_t(v->count("how many characters to strip")) : 0;
+    };
     steps.push_back(std::make_unique<Strip>(
-        single_char(j.at("content").get<std::string>(), "Strip decoder content"),
-        j.value("start", size_t{0}), j.value("stop", size_t{0})));
+        single_char(j.req("content", "the character a Strip decoder removes")), count("start"),
+        count("stop")));
   } else if (type == "Metaspace") {
-    std::string scheme = j.value("prepend_scheme", std::string());
-    bool strip = scheme.empty() ? j.value("add_prefix_space", true) : scheme != "never";
-    steps.push_back(
-        std::make_unique<Metaspace>(j.value("replacement", std::string("\u2581")), strip));
+    const std::string scheme = j.str_or("prepend_scheme", "", "always, first or never");
+    const bool strip = scheme.empty() ? j.bool_or("add_prefix_space", true, "") : scheme != "never";
+    steps.push_back(std::make_unique<Metaspace>(
+        j.str_or("replacement", "\u2581", "the character that stands for a space"), strip));
   } else {
-    throw Error("tokenizer: unsupported decoder type \"" + type +
-                "\" (supported: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, "
-                "Metaspace)");
+    j.fail("unsupported decoder type \"" + type +
+           "\" (supported: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace)");
   }
 }
 

@@ -6,10 +6,10 @@
 #include <unicode/utf16.h>
 
 #include <climits>
-#include <nlohmann/json.hpp>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/components.hpp"
+#include "luminal/io/tokenizer/json_at.hpp"
 #include "luminal/io/tokenizer/regex.hpp"
 #include "luminal/io/unicode.hpp"
 
@@ -42,13 +42,15 @@ class Prepend final : public Normalizer {
 
 class Replace final : public Normalizer {
  public:
-  Replace(const nlohmann::json& pattern, std::string content) : content_(std::move(content)) {
-    if (pattern.contains("String")) {
-      literal_ = pattern.at("String").get<std::string>();
-    } else if (pattern.contains("Regex")) {
-      regex_ = std::make_unique<Regex>(pattern.at("Regex").get<std::string>());
+  Replace(const JsonAt& pattern, std::string content) : content_(std::move(content)) {
+    const char* form = "{\"String\": ...} or {\"Regex\": ...}";
+    pattern.expect_object(form);
+    if (auto lit = pattern.opt("String")) {
+      literal_ = lit->str("the text to replace");
+    } else if (auto re = pattern.opt("Regex")) {
+      regex_ = make_regex(re->str("a regular expression"), *re);
     } else {
-      throw Error("tokenizer: Replace pattern must be {\"String\": ...} or {\"Regex\": ...}");
+      pattern.fail(std::string("a Replace pattern must be ") + form);
     }
   }
   void apply(std::string& s) const override {
@@ -203,26 +205,30 @@ class Lowercase final : public Normalizer {
 
 }  // namespace
 
-std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& j) {
-  if (j.is_null()) return nullptr;
-  std::string type = j.at("type").get<std::string>();
+std::unique_ptr<Normalizer> make_normalizer(const JsonAt& j) {
+  const std::string type = j.type("a normalizer");
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Normalizer>> steps;
-    for (const auto& s : j.at("normalizers"))
-      if (auto n = make_normalizer(s)) steps.push_back(std::move(n));
+    for (const JsonAt& step : j.req("normalizers", "a Sequence lists its normalizers")
+                                  .elements("a Sequence lists its normalizers"))
+      steps.push_back(make_normalizer(step));
     return std::make_unique<Sequence>(std::move(steps));
   }
-  if (type == "Prepend") return std::make_unique<Prepend>(j.at("prepend").get<std::string>());
+  if (type == "Prepend")
+    return std::make_unique<Prepend>(
+        j.req("prepend", "the text a Prepend normalizer adds").str("the text to prepend"));
   if (type == "Replace")
-    return std::make_unique<Replace>(j.at("pattern"), j.at("content").get<std::string>());
+    return std::make_unique<Replace>(
+        j.req("pattern", "what a Replace normalizer replaces"),
+        j.req("content", "what a Replace normalizer writes").str("the replacement text"));
   if (type == "Strip")
-    return std::make_unique<Strip>(j.value("strip_left", true), j.value("strip_right", true));
+    return std::make_unique<Strip>(j.bool_or("strip_left", true, ""),
+                                   j.bool_or("strip_right", true, ""));
   if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD")
     return std::make_unique<UnicodeNormalize>(type);
   if (type == "Lowercase") return std::make_unique<Lowercase>();
-  throw Error("tokenizer: unsupported normalizer type \"" + type +
-              "\" (supported: Sequence, Prepend, Replace, Strip, NFC, NFD, NFKC, NFKD, "
-              "Lowercase)");
+  j.fail("unsupported normalizer type \"" + type +
+         "\" (supported: Sequence, Prepend, Replace, Strip, NFC, NFD, NFKC, NFKD, Lowercase)");
 }
 
 }  // namespace luminal::io::tok

@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/byte_level.hpp"
 #include "luminal/io/tokenizer/components.hpp"
+#include "luminal/io/tokenizer/json_at.hpp"
 #include "luminal/io/tokenizer/regex.hpp"
 #include "luminal/io/unicode.hpp"
 
@@ -24,13 +24,15 @@ std::string escape_regex(std::string_view s) {
 
 enum class Behavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
-Behavior parse_behavior(const std::string& s) {
+Behavior parse_behavior(const JsonAt& j) {
+  const std::string s = j.str("a split behavior");
   if (s == "Removed") return Behavior::Removed;
   if (s == "Isolated") return Behavior::Isolated;
   if (s == "MergedWithPrevious") return Behavior::MergedWithPrevious;
   if (s == "MergedWithNext") return Behavior::MergedWithNext;
   if (s == "Contiguous") return Behavior::Contiguous;
-  throw Error("tokenizer: unsupported Split behavior \"" + s + "\"");
+  j.fail("unsupported Split behavior \"" + s +
+         "\" (supported: Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)");
 }
 
 /// HF NormalizedString::split: `parts` covers the piece as (range, is_match) in order.
@@ -85,15 +87,15 @@ void split_by_behavior(std::string_view piece,
 
 class Split final : public PreTokenizer {
  public:
-  Split(const std::string& pattern, Behavior behavior, bool invert)
-      : regex_(pattern), behavior_(behavior), invert_(invert) {}
+  Split(std::unique_ptr<Regex> regex, Behavior behavior, bool invert)
+      : regex_(std::move(regex)), behavior_(behavior), invert_(invert) {}
   void apply(const std::vector<std::string_view>& in, bool, std::vector<std::string_view>& out,
              std::deque<std::string>&) const override {
     Ranges matches;
     std::vector<std::pair<std::pair<size_t, size_t>, bool>> parts;
     for (std::string_view piece : in) {
       matches.clear();
-      regex_.find_all(piece, matches);
+      regex_->find_all(piece, matches);
       if (behavior_ == Behavior::Isolated) {  // the common case, without the parts list
         size_t prev = 0;
         for (auto [b, e] : matches) {
@@ -117,7 +119,7 @@ class Split final : public PreTokenizer {
   }
 
  private:
-  Regex regex_;
+  std::unique_ptr<Regex> regex_;
   Behavior behavior_;
   bool invert_;
 };
@@ -164,38 +166,43 @@ class Metaspace final : public PreTokenizer {
   bool split_;
 };
 
-std::string pattern_of(const nlohmann::json& p) {
-  if (p.contains("Regex")) return p.at("Regex").get<std::string>();
-  if (p.contains("String")) return escape_regex(p.at("String").get<std::string>());
-  throw Error("tokenizer: Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
+std::unique_ptr<Regex> pattern_of(const JsonAt& p) {
+  const char* form = "{\"Regex\": ...} or {\"String\": ...}";
+  p.expect_object(form);
+  if (auto re = p.opt("Regex")) return make_regex(re->str("a regular expression"), *re);
+  if (auto lit = p.opt("String")) return make_regex(escape_regex(lit->str("the text")), *lit);
+  p.fail(std::string("a Split pattern must be ") + form);
 }
 
 }  // namespace
 
-void make_pre_tokenizers(const nlohmann::json& j,
-                         std::vector<std::unique_ptr<PreTokenizer>>& steps) {
-  if (j.is_null()) return;
-  std::string type = j.at("type").get<std::string>();
+void make_pre_tokenizers(const JsonAt& j, std::vector<std::unique_ptr<PreTokenizer>>& steps) {
+  const std::string type = j.type("a pre-tokenizer");
   if (type == "Sequence") {
-    for (const auto& s : j.at("pretokenizers"))
-      make_pre_tokenizers(s, steps);
+    for (const JsonAt& step : j.req("pretokenizers", "a Sequence lists its pre-tokenizers")
+                                  .elements("a Sequence lists its pre-tokenizers"))
+      make_pre_tokenizers(step, steps);
   } else if (type == "Split") {
-    steps.push_back(std::make_unique<Split>(pattern_of(j.at("pattern")),
-                                            parse_behavior(j.at("behavior").get<std::string>()),
-                                            j.value("invert", false)));
+    steps.push_back(std::make_unique<Split>(
+        pattern_of(j.req("pattern", "where a Split pre-tokenizer splits")),
+        parse_behavior(j.req("behavior", "what a Split pre-tokenizer does with the matches")),
+        j.bool_or("invert", false, "")));
   } else if (type == "ByteLevel") {
-    steps.push_back(std::make_unique<ByteLevelPreTokenizer>(j.value("add_prefix_space", true),
-                                                            j.value("use_regex", true)));
+    steps.push_back(std::make_unique<ByteLevelPreTokenizer>(j.bool_or("add_prefix_space", true, ""),
+                                                            j.bool_or("use_regex", true, "")));
   } else if (type == "Metaspace") {
-    std::string scheme = j.value("prepend_scheme", std::string());
-    if (scheme.empty()) scheme = j.value("add_prefix_space", true) ? "always" : "never";
+    std::string scheme = j.str_or("prepend_scheme", "", "always, first or never");
+    if (scheme.empty()) scheme = j.bool_or("add_prefix_space", true, "") ? "always" : "never";
     if (scheme != "always" && scheme != "first" && scheme != "never")
-      throw Error("tokenizer: unsupported Metaspace prepend_scheme \"" + scheme + "\"");
-    steps.push_back(std::make_unique<Metaspace>(j.value("replacement", std::string("\u2581")),
-                                                scheme, j.value("split", true)));
+      j.req("prepend_scheme", "")
+          .fail("unsupported Metaspace prepend_scheme \"" + scheme +
+                "\" (supported: always, first, never)");
+    steps.push_back(std::make_unique<Metaspace>(
+        j.str_or("replacement", "\u2581", "the character that stands for a space"), scheme,
+        j.bool_or("split", true, "")));
   } else {
-    throw Error("tokenizer: unsupported pre_tokenizer type \"" + type +
-                "\" (supported: Sequence, Split, ByteLevel, Metaspace)");
+    j.fail("unsupported pre_tokenizer type \"" + type +
+           "\" (supported: Sequence, Split, ByteLevel, Metaspace)");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "luminal/core/error.hpp"
+#include "luminal/io/tokenizer/json_at.hpp"
 #include "luminal/io/unicode.hpp"
 
 namespace luminal::io::tok {
@@ -77,11 +78,19 @@ Regex::Regex(const std::string& pattern) : pattern_(pattern) {
   if (code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    throw Error("tokenizer: cannot compile regex \"" + pattern + "\" at offset " +
-                std::to_string(offset) + ": " + reinterpret_cast<const char*>(msg));
+    throw Error("cannot compile regex \"" + pattern + "\" at offset " + std::to_string(offset) +
+                ": " + reinterpret_cast<const char*>(msg));
   }
   code_ = code;
   jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+}
+
+std::unique_ptr<Regex> make_regex(const std::string& pattern, const JsonAt& at) {
+  try {
+    return std::make_unique<Regex>(pattern);
+  } catch (const Error& e) {
+    at.fail(e.what());
+  }
 }
 
 Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }

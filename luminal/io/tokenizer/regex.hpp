@@ -2,6 +2,7 @@
 // PCRE2 regular expressions (UTF + Unicode properties, JIT-compiled where available) for the
 // split patterns tokenizer.json specifies (internal).
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,5 +28,9 @@ class Regex {
   void* code_ = nullptr;  // pcre2_code_8
   bool jit_ = false;
 };
+
+class JsonAt;
+/// Compiles `pattern`, read from tokenizer.json at `at`: a syntax error names that path.
+std::unique_ptr<Regex> make_regex(const std::string& pattern, const JsonAt& at);
 
 }  // namespace luminal::io::tok
