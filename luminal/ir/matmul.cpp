@@ -1,4 +1,5 @@
 // matmul as broadcast multiply + sum over k (the pattern backends turn into GEMM calls).
+// 16/8-bit floats multiply and sum in f32 between casts.
 #include "luminal/core/error.hpp"
 #include "luminal/ir/prim.hpp"
 #include "luminal/ir/tensor.hpp"
@@ -21,6 +22,10 @@ Tensor Tensor::matmul(const Tensor& b) const {
     throw Error("matmul: inner dimensions differ in " + shapes() + " (" + ka.to_string() + " vs " +
                 kb.to_string() + ")");
   }
+  // 16/8-bit floats: products and sums in f32, rounded once to the dtype (as torch and GPU
+  // libraries: exact products, f32 accumulation), so the pattern is Cast, Mul + SumReduce, Cast.
+  if (prim::computes_in_f32(a.dtype()))
+    return a.cast(DType::F32).matmul(b.cast(DType::F32)).cast(a.dtype());
   if (a.rank() == 1 && b.rank() == 1) return (a * b).sum(0);
   if (a.rank() == 1) return a.unsqueeze(0).matmul(b).squeeze(-2);
   if (b.rank() == 1) return a.matmul(b.unsqueeze(-1)).squeeze(-1);

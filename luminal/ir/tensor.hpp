@@ -77,8 +77,11 @@ class Tensor {
   Tensor rsqrt() const;
   Tensor reciprocal() const;
   Tensor square() const;
-  /// x^p: integral p with |p| <= 16 is repeated multiplication (exact for negative x);
-  /// otherwise exp2(p*log2(x)) (NaN for negative x).
+  /// x^p: integral p with |p| <= 2^31 is repeated multiplication (signed for negative x);
+  /// 0.5 and -0.5 are sqrt and rsqrt as in torch (not for f16, as in torch); otherwise
+  /// std::pow's rules through
+  /// exp2(p*log2|x|) (NaN for negative finite x with fractional p; pow(-inf, 1.5) = inf).
+  /// Integer tensors take integral p in 0..16 only.
   Tensor pow(double p) const;
   /// Elementwise x^p with std::pow's rules (negative bases with integral exponents, pow(x, 0) = 1).
   Tensor pow(const Tensor& p) const;
@@ -91,7 +94,10 @@ class Tensor {
   Tensor add(const Tensor& b) const;
   Tensor sub(const Tensor& b) const;
   Tensor mul(const Tensor& b) const;
-  /// Floats: a * (1/b). Integers: an error (cast to a float dtype first).
+  /// Floats: true division, IEEE's correctly rounded quotient for f32 and the 16/8-bit floats
+  /// (computed in f64 from Recip, Mul, Add with an exact-residual correction); f64: correctly
+  /// rounded for normal results (see elementwise.cpp), within 1 ulp for subnormal ones.
+  /// Integers: an error (cast to a float dtype first).
   Tensor div(const Tensor& b) const;
   /// C's truncated remainder (fmod for floats). Integer x % 0 is 0.
   Tensor fmod(const Tensor& b) const;
@@ -148,7 +154,8 @@ class Tensor {
   Tensor rms_norm(const std::optional<Tensor>& weight = std::nullopt, double eps = 1e-6) const;
 
   // ---- matmul ----
-  /// 1-D to 5-D, batch dims broadcast (torch.matmul semantics).
+  /// 1-D to 5-D, batch dims broadcast (torch.matmul semantics). 16/8-bit floats multiply and
+  /// accumulate in f32 and round once to the dtype.
   Tensor matmul(const Tensor& b) const;
 
   // ---- movement (views where possible) ----

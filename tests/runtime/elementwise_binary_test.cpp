@@ -4,7 +4,8 @@
 //
 // Float references are computed in double from the inputs as rounded to the dtype (scalars too:
 // a scalar operand takes the tensor's dtype) and rounded to the output dtype; the bound is
-// |got - want| <= 4*eps(dtype)*(1 + |want|) (add/sub/mul round once, div = a*(1/b) twice).
+// |got - want| <= 4*eps(dtype)*(1 + |want|) (add/sub/mul/div round once; division is checked
+// bit for bit against IEEE in op_semantics_test.cpp).
 // fmod, minimum/maximum, clamp and all integer ops are exact.
 #include <gtest/gtest.h>
 
