@@ -38,6 +38,7 @@ bench: build
 	@$(BUILD)/bench/bench_session_overhead
 	@$(BUILD)/bench/bench_memory_plan
 	@$(BUILD)/bench/bench_cpu_kernels
+	@$(BUILD)/bench/bench_compile_cache
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
 	@LUMINAL_FIXTURES=$(BUILD)/fixtures $(BUILD)/bench/bench_tokenizer
 

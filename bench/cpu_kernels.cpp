@@ -46,9 +46,9 @@ LlirGraph choose_op(const BuiltSpace& b, const std::string& op) {
   auto score = [&](ENodeId n) -> double {
     if (eg.node(n).op->name != op) return 0;
     double ops = 0;
-    if (const auto* p = dynamic_cast<const cpu::FusedProgram*>(eg.attrs_of(n).payload.get()))
-      for (const cpu::FusedInst& i : p->insts)
-        ops += i.op != cpu::FusedOpcode::Load && i.op != cpu::FusedOpcode::Const;
+    if (const auto* p = dynamic_cast<const FusedProgram*>(eg.attrs_of(n).payload.get()))
+      for (const FusedInst& i : p->insts)
+        ops += i.op != FusedOpcode::Load && i.op != FusedOpcode::Const;
     return 1 + ops;
   };
   Genome g = space.first_genome();

@@ -1,9 +1,10 @@
 # Installation: `cmake --install build --prefix P` then `find_package(luminal)` with
-# CMAKE_PREFIX_PATH=P gives the imported targets luminal::luminal and luminal::io.
+# CMAKE_PREFIX_PATH=P gives the imported targets luminal::luminal (= luminal::core, the
+# compiler and runtime, + luminal::cpu, the CPU backend) and luminal::io.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS luminal EXPORT luminalTargets
+install(TARGETS luminal luminal_core luminal_cpu EXPORT luminalTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

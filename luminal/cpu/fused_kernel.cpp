@@ -21,11 +21,6 @@ namespace luminal::cpu {
 
 namespace {
 
-bool is_unary_math(FusedOpcode op) {
-  return op == FusedOpcode::Exp2 || op == FusedOpcode::Log2 || op == FusedOpcode::Sin ||
-         op == FusedOpcode::Recip || op == FusedOpcode::Sqrt;
-}
-
 constexpr int64_t kBlock = 1024;
 
 template <class R>

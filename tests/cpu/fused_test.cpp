@@ -25,9 +25,6 @@
 namespace luminal {
 namespace {
 
-using cpu::FusedInst;
-using cpu::FusedOpcode;
-using cpu::FusedProgram;
 using opstest::kExact;
 
 const Expr kS = Expr::var("s");
@@ -311,7 +308,7 @@ TEST(FusionRules, RegionsStayWithinTheLimits) {
   EXPECT_LT(secs, 20.0);
   for (ENodeId n : b.eg->nodes_with_op(cpu::fused_op())) {
     const auto* prog = dynamic_cast<const FusedProgram*>(b.eg->attrs_of(n).payload.get());
-    EXPECT_LE(prog->insts.size(), static_cast<size_t>(cpu::kFusedMaxInsts));
+    EXPECT_LE(prog->insts.size(), static_cast<size_t>(kFusedMaxInsts));
   }
   LlirGraph p = opstest::choose(b, opstest::prefer_op("cpu.Fused"));
   EXPECT_LE(opstest::count_op(p, "cpu.Fused"), 6) << p.op_mix_string();
@@ -338,7 +335,7 @@ TEST(FusionRules, RulesetSaturatesOnAWideGraph) {
   EXPECT_LT(b.eg->num_nodes(), 2000u) << b.saturation.to_string();
   LlirGraph p = opstest::choose(b, opstest::prefer_op("cpu.Fused"));
   for (const LlirNode& n : p.nodes)
-    EXPECT_LE(n.inputs.size(), static_cast<size_t>(cpu::kFusedMaxChildren));
+    EXPECT_LE(n.inputs.size(), static_cast<size_t>(kFusedMaxChildren));
   opstest::check_program(g, p, kDyns, kExact, "tree of 16");
 }
 

@@ -119,13 +119,12 @@ using Score = std::function<double(const EGraph&, ENodeId)>;
 inline Score prefer_op(std::string op) {
   return [op](const EGraph& eg, ENodeId n) -> double {
     if (eg.node(n).op->name != op) return 0;
-    if (const auto* p = dynamic_cast<const cpu::FusedProgram*>(eg.attrs_of(n).payload.get())) {
+    if (const auto* p = dynamic_cast<const FusedProgram*>(eg.attrs_of(n).payload.get())) {
       double ops = 0;  // ops computed (loads and constants not counted)
-      for (const cpu::FusedInst& i : p->insts)
-        ops += i.op != cpu::FusedOpcode::Load && i.op != cpu::FusedOpcode::Const;
+      for (const FusedInst& i : p->insts)
+        ops += i.op != FusedOpcode::Load && i.op != FusedOpcode::Const;
       // on ties, fewer external inputs
-      return 1 + ops +
-             0.01 * (cpu::kFusedMaxChildren - static_cast<double>(eg.node(n).children.size()));
+      return 1 + ops + 0.01 * (kFusedMaxChildren - static_cast<double>(eg.node(n).children.size()));
     }
     return 1;
   };

@@ -1,0 +1,459 @@
+// Fusion rules over the fused elementwise program (see fusion.hpp).
+#include "luminal/kernels/fusion.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "luminal/core/error.hpp"
+#include "luminal/kernels/fused_program.hpp"
+
+namespace luminal {
+
+namespace {
+
+bool is_elementwise_kind(OpKind k) { return is_unary(k) || is_binary(k); }
+
+FusedOpcode opcode_of(OpKind k) {
+  switch (k) {
+    case OpKind::Exp2: return FusedOpcode::Exp2;
+    case OpKind::Log2: return FusedOpcode::Log2;
+    case OpKind::Sin: return FusedOpcode::Sin;
+    case OpKind::Recip: return FusedOpcode::Recip;
+    case OpKind::Sqrt: return FusedOpcode::Sqrt;
+    case OpKind::Cast: return FusedOpcode::Cast;
+    case OpKind::Add: return FusedOpcode::Add;
+    case OpKind::Mul: return FusedOpcode::Mul;
+    case OpKind::Mod: return FusedOpcode::Mod;
+    case OpKind::LessThan: return FusedOpcode::LessThan;
+    default: break;
+  }
+  LUMINAL_ASSERT(false, "fusion: not an elementwise op");
+  return FusedOpcode::Load;
+}
+
+/// A child of a region under construction: a class read through a view.
+struct ChildKey {
+  ClassId cls;
+  View view;
+};
+
+/// A region whose loads name classes directly (before canonicalisation).
+struct SymProgram {
+  std::vector<FusedInst> insts;
+  std::vector<ChildKey> loads;  // Load.a indexes this
+  int root = -1;
+};
+
+struct Built {
+  FusedProgram program;
+  std::vector<ClassId> children;
+  std::vector<View> views;
+};
+
+/// The region an e-node computes, if it is one we can fuse (an HLIR elementwise op whose
+/// semantics the program models, or a cpu.Fused).
+std::optional<SymProgram> region_of(const OpDef* fop, const EGraph& eg, ENodeId id) {
+  const ENode n = eg.node(id);
+  const Attrs& a = eg.attrs(n.attr);
+  SymProgram p;
+  if (n.op == fop) {
+    const auto* prog = dynamic_cast<const FusedProgram*>(a.payload.get());
+    if (!prog) return std::nullopt;
+    p.insts = prog->insts;
+    for (size_t i = 0; i < n.children.size(); ++i)
+      p.loads.push_back({eg.find(n.children[i]), a.views[i]});
+    p.root = static_cast<int>(p.insts.size()) - 1;
+    return p;
+  }
+  if (!n.op->is_hlir || !is_elementwise_kind(n.op->kind)) return std::nullopt;
+  const FusedOpcode op = opcode_of(n.op->kind);
+  if (is_unary_math(op) && !is_float(a.dtype)) return std::nullopt;
+  if (n.children.size() != a.views.size()) return std::nullopt;
+  // One load per distinct (class, view): x * x reads x once, so inlining x's producer replaces
+  // both operands.
+  std::vector<int32_t> operand;
+  for (size_t i = 0; i < n.children.size(); ++i) {
+    const ChildKey key{eg.find(n.children[i]), a.views[i]};
+    int32_t found = -1;
+    for (size_t k = 0; k < p.loads.size(); ++k)
+      if (p.loads[k].cls == key.cls && p.loads[k].view == key.view) found = static_cast<int32_t>(k);
+    if (found >= 0) {
+      operand.push_back(found);
+      continue;
+    }
+    FusedInst load;
+    load.op = FusedOpcode::Load;
+    load.dtype = eg.dtype(n.children[i]);
+    load.a = static_cast<int32_t>(p.loads.size());
+    operand.push_back(static_cast<int32_t>(p.insts.size()));
+    p.insts.push_back(load);
+    p.loads.push_back(key);
+  }
+  if (operand.size() == 2 && p.insts[operand[0]].dtype != p.insts[operand[1]].dtype)
+    return std::nullopt;
+  FusedInst inst;
+  inst.op = op;
+  inst.dtype = a.dtype;
+  inst.a = operand[0];
+  if (operand.size() == 2) inst.b = operand[1];
+  p.insts.push_back(inst);
+  p.root = static_cast<int>(p.insts.size()) - 1;
+  return p;
+}
+
+/// The HLIR Constant of a class, if it holds one.
+const Attrs* constant_of(const EGraph& eg, ClassId c) {
+  for (ENodeId n : eg.nodes_of(c))
+    if (is_op(eg.node(n).op, OpKind::Constant)) return &eg.attrs_of(n);
+  return nullptr;
+}
+
+/// Canonical form: post-order from the root (operands in order), equal instructions shared,
+/// constants inlined, children numbered by first use. Nothing when over the limits.
+/// The program of a cpu.Fused e-node of the class that reads no input (a constant computed by
+/// ops, e.g. isnan of a scalar constant), if any.
+const FusedProgram* constant_program_of(const OpDef* fop, const EGraph& eg, ClassId c) {
+  for (ENodeId n : eg.nodes_of(c)) {
+    if (eg.node(n).op != fop || !eg.node(n).children.empty()) continue;
+    if (const auto* p = dynamic_cast<const FusedProgram*>(eg.attrs_of(n).payload.get())) return p;
+  }
+  return nullptr;
+}
+
+std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymProgram& p) {
+  Built out;
+  std::vector<FusedInst> insts;
+  bool too_big = false;
+  // Appends an instruction (operands already emitted) unless an equal one exists.
+  auto push = [&](const FusedInst& inst) -> int {
+    auto it = std::find(insts.begin(), insts.end(), inst);
+    const int idx = static_cast<int>(it - insts.begin());
+    if (it == insts.end()) insts.push_back(inst);
+    if (static_cast<int>(insts.size()) > kFusedMaxInsts) too_big = true;
+    return idx;
+  };
+  // Emits instruction i of a program without loads (a constant program), post-order.
+  std::function<int(const std::vector<FusedInst>&, int, std::vector<int>&)> emit_closed =
+      [&](const std::vector<FusedInst>& src, int i, std::vector<int>& memo) -> int {
+    if (memo[i] >= 0) return memo[i];
+    FusedInst inst = src[i];
+    const int n = arity(inst.op);
+    if (n > 0) inst.a = emit_closed(src, inst.a, memo);
+    if (n > 1) inst.b = emit_closed(src, inst.b, memo);
+    if (n > 2) inst.c = emit_closed(src, inst.c, memo);
+    return memo[i] = push(inst);
+  };
+  std::vector<int> memo(p.insts.size(), -1);
+  std::function<int(int)> emit = [&](int i) -> int {
+    if (memo[i] >= 0) return memo[i];
+    FusedInst inst = p.insts[i];
+    if (inst.op == FusedOpcode::Load) {
+      const ChildKey& key = p.loads[inst.a];
+      const ClassId cls = eg.find(key.cls);
+      if (const Attrs* c = constant_of(eg, cls)) {
+        inst.op = FusedOpcode::Const;
+        inst.a = -1;
+        inst.value = c->value;
+        inst.int_value = c->int_value;
+        // Only the field the dtype uses matters (as the reference reads it).
+        if (is_float(inst.dtype) || inst.dtype == DType::Bool)
+          inst.int_value = 0;
+        else
+          inst.value = 0;
+      } else if (const FusedProgram* cp = constant_program_of(fop, eg, cls)) {
+        std::vector<int> cmemo(cp->insts.size(), -1);
+        return memo[i] = emit_closed(cp->insts, static_cast<int>(cp->insts.size()) - 1, cmemo);
+      } else {
+        int child = -1;
+        for (size_t k = 0; k < out.children.size(); ++k)
+          if (out.children[k] == cls && out.views[k] == key.view) child = static_cast<int>(k);
+        if (child < 0) {
+          child = static_cast<int>(out.children.size());
+          out.children.push_back(cls);
+          out.views.push_back(key.view);
+        }
+        inst.a = child;
+      }
+    } else {
+      const int n = arity(inst.op);
+      if (n > 0) inst.a = emit(inst.a);
+      if (n > 1) inst.b = emit(inst.b);
+      if (n > 2) inst.c = emit(inst.c);
+    }
+    return memo[i] = push(inst);
+  };
+  emit(p.root);
+  if (too_big || static_cast<int>(out.children.size()) > kFusedMaxChildren) return std::nullopt;
+  out.program.insts = std::move(insts);
+  return out;
+}
+
+/// p with every load of p.loads[target] replaced by the region q.
+SymProgram inline_region(const SymProgram& p, int target, const SymProgram& q) {
+  SymProgram out;
+  out.loads = p.loads;
+  std::vector<int> qmap(q.insts.size());
+  for (size_t i = 0; i < q.insts.size(); ++i) {
+    FusedInst inst = q.insts[i];
+    if (inst.op == FusedOpcode::Load) {
+      inst.a = static_cast<int32_t>(out.loads.size());
+      out.loads.push_back(q.loads[q.insts[i].a]);
+    } else {
+      const int n = arity(inst.op);
+      if (n > 0) inst.a = qmap[inst.a];
+      if (n > 1) inst.b = qmap[inst.b];
+      if (n > 2) inst.c = qmap[inst.c];
+    }
+    qmap[i] = static_cast<int>(out.insts.size());
+    out.insts.push_back(inst);
+  }
+  const int qroot = qmap[q.root];
+  std::vector<int> pmap(p.insts.size());
+  for (size_t i = 0; i < p.insts.size(); ++i) {
+    FusedInst inst = p.insts[i];
+    if (inst.op == FusedOpcode::Load && inst.a == target) {
+      pmap[i] = qroot;
+      continue;
+    }
+    if (inst.op != FusedOpcode::Load) {
+      const int n = arity(inst.op);
+      if (n > 0) inst.a = pmap[inst.a];
+      if (n > 1) inst.b = pmap[inst.b];
+      if (n > 2) inst.c = pmap[inst.c];
+    }
+    pmap[i] = static_cast<int>(out.insts.size());
+    out.insts.push_back(inst);
+  }
+  out.root = pmap[p.root];
+  return out;
+}
+
+constexpr size_t kMaxFusedPerClass = 12;
+
+/// The ops a region computes (loads and constants not counted).
+size_t region_ops(const FusedProgram& p) {
+  size_t n = 0;
+  for (const FusedInst& i : p.insts)
+    n += i.op != FusedOpcode::Load && i.op != FusedOpcode::Const;
+  return n;
+}
+
+/// The cpu.Fused e-node of a class computing the most ops (on ties, the one with fewer
+/// children, then the earliest).
+std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c,
+                                     size_t* count = nullptr) {
+  std::optional<ENodeId> best;
+  size_t best_ops = 0, best_children = 0, n = 0;
+  for (ENodeId id : eg.nodes_of(c)) {
+    if (eg.node(id).op != fop) continue;
+    ++n;
+    const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(id).payload.get());
+    const size_t ops = prog ? region_ops(*prog) : 0;
+    const size_t children = eg.node(id).children.size();
+    if (!best || ops > best_ops || (ops == best_ops && children < best_children)) {
+      best = id;
+      best_ops = ops;
+      best_children = children;
+    }
+  }
+  if (count) *count = n;
+  return best;
+}
+
+void add_fused(const OpDef* fop, EGraph& eg, ClassId root, const Attrs& like, const Built& b) {
+  Attrs a;
+  a.dtype = like.dtype;
+  a.shape = like.shape;
+  a.views = b.views;
+  a.payload = std::make_shared<FusedProgram>(b.program);
+  ClassId c = eg.add(fop, a, b.children);
+  eg.merge(c, root);
+}
+
+void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
+  const ENodeId e = m.root_node;
+  const ClassId root = eg.find(m.root);
+  size_t fused_in_class = 0;
+  std::optional<ENodeId> largest = largest_fused(fop, eg, root, &fused_in_class);
+  // Only the HLIR op and the largest region of a class grow further: regions grow to the
+  // maximal one in a few iterations without enumerating every sub-region.
+  if (eg.node(e).op == fop && largest != e) return;
+  if (fused_in_class >= kMaxFusedPerClass) return;
+  std::optional<SymProgram> base = region_of(fop, eg, e);
+  if (!base) return;
+  const Attrs like = eg.attrs_of(e);
+  // Constants inlined (when the HLIR op read one).
+  if (eg.node(e).op != fop) {
+    std::optional<Built> b = canonicalize(fop, eg, *base);
+    if (b && b->children.size() < base->loads.size()) add_fused(fop, eg, root, like, *b);
+  }
+  // Absorb a producer of each child read contiguously.
+  for (int l = 0; l < static_cast<int>(base->loads.size()); ++l) {
+    const ChildKey key = base->loads[l];
+    const ClassId c = eg.find(key.cls);
+    if (c == root || !key.view.is_contiguous()) continue;
+    if (key.view.numel() != numel(eg.shape(c))) continue;
+    if (constant_of(eg, c) || constant_program_of(fop, eg, c)) continue;
+    // The HLIR producers, then the largest fused region of C that still fits the limits.
+    std::vector<ENodeId> hlir, fused;
+    for (ENodeId f : eg.nodes_of(c)) {
+      const OpDef* op = eg.node(f).op;
+      if (op->is_hlir && is_elementwise_kind(op->kind)) hlir.push_back(f);
+      if (op == fop) fused.push_back(f);
+    }
+    auto ops_of = [&](ENodeId f) {
+      const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(f).payload.get());
+      return prog ? region_ops(*prog) : 0;
+    };
+    std::stable_sort(fused.begin(), fused.end(), [&](ENodeId x, ENodeId y) {
+      const size_t ox = ops_of(x), oy = ops_of(y);
+      if (ox != oy) return ox > oy;
+      return eg.node(x).children.size() < eg.node(y).children.size();
+    });
+    std::vector<std::pair<ENodeId, bool>> producers;  // (e-node, stop after the first success)
+    for (ENodeId f : hlir)
+      producers.emplace_back(f, false);
+    for (ENodeId f : fused)
+      producers.emplace_back(f, true);
+    for (auto [f, first_only] : producers) {
+      std::optional<SymProgram> q = region_of(fop, eg, f);
+      if (!q) continue;
+      std::optional<Built> b = canonicalize(fop, eg, inline_region(*base, l, *q));
+      if (!b) continue;
+      add_fused(fop, eg, root, like, *b);
+      if (++fused_in_class >= kMaxFusedPerClass) return;
+      if (first_only) break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- where() as a select
+//
+// Tensor::where(cond, a, b) builds Scatter(dest = b, index, src = a) with
+//   index = (flat_index + 1) * cast<i32>(cond) - 1     (i where cond holds, -1 elsewhere),
+// so out[i] = cond[i] ? a[i] : b[i]. When the index class holds a fused region of exactly that
+// form, the Scatter gets a cpu.Fused alternative ending in select(cond, a, b), and fusion goes on
+// through where / relu / maximum / masked_fill.
+
+/// The value of an integer instruction that reads no load, wrapped to its dtype.
+std::optional<int64_t> fold_int(const SymProgram& p, int i) {
+  const FusedInst& in = p.insts[i];
+  if (is_float(in.dtype)) return std::nullopt;
+  auto wrap = [&](int64_t v) {
+    uint8_t buf[8];
+    store_from_int64(in.dtype, buf, 0, v);
+    return load_as_int64(in.dtype, buf, 0);
+  };
+  switch (in.op) {
+    case FusedOpcode::Const: return in.dtype == DType::Bool ? (in.value != 0) : wrap(in.int_value);
+    case FusedOpcode::Cast: {
+      if (is_float(p.insts[in.a].dtype)) return std::nullopt;
+      auto x = fold_int(p, in.a);
+      return x ? std::optional<int64_t>(wrap(*x)) : std::nullopt;
+    }
+    case FusedOpcode::Add:
+    case FusedOpcode::Mul: {
+      auto x = fold_int(p, in.a), y = fold_int(p, in.b);
+      if (!x || !y) return std::nullopt;
+      const uint64_t ux = static_cast<uint64_t>(*x), uy = static_cast<uint64_t>(*y);  // wrapping
+      return wrap(static_cast<int64_t>(in.op == FusedOpcode::Add ? ux + uy : ux * uy));
+    }
+    default: return std::nullopt;
+  }
+}
+
+/// Does instruction i load element i of an Iota(z) of `count` elements (the flat index)?
+bool is_flat_index(const EGraph& eg, const SymProgram& p, int i, const Expr& count) {
+  const FusedInst& in = p.insts[i];
+  if (in.op != FusedOpcode::Load) return false;
+  const ChildKey& key = p.loads[in.a];
+  if (!key.view.is_contiguous() || key.view.numel() != count) return false;
+  for (ENodeId n : eg.nodes_of(key.cls)) {
+    if (!is_op(eg.node(n).op, OpKind::Iota)) continue;
+    const Attrs& a = eg.attrs_of(n);
+    if (a.iota_expr == Expr::z() && a.iota_len == count) return true;
+  }
+  return false;
+}
+
+/// If p computes `cond ? flat_index : -1`, the instruction computing cond (Bool).
+std::optional<int> where_condition(const EGraph& eg, const SymProgram& p, const Expr& count) {
+  const FusedInst& r = p.insts[p.root];
+  if (r.op != FusedOpcode::Add || is_float(r.dtype)) return std::nullopt;
+  for (auto [x, y] : {std::pair{r.a, r.b}, std::pair{r.b, r.a}}) {
+    if (fold_int(p, y) != std::optional<int64_t>(-1)) continue;
+    const FusedInst& m = p.insts[x];
+    if (m.op != FusedOpcode::Mul) continue;
+    for (auto [u, v] : {std::pair{m.a, m.b}, std::pair{m.b, m.a}}) {
+      const FusedInst& plus = p.insts[u];
+      const FusedInst& cast = p.insts[v];
+      if (plus.op != FusedOpcode::Add || cast.op != FusedOpcode::Cast) continue;
+      if (p.insts[cast.a].dtype != DType::Bool) continue;
+      for (auto [f, one] : {std::pair{plus.a, plus.b}, std::pair{plus.b, plus.a}})
+        if (fold_int(p, one) == std::optional<int64_t>(1) && is_flat_index(eg, p, f, count))
+          return cast.a;
+    }
+  }
+  return std::nullopt;
+}
+
+void apply_where(const OpDef* fop, const Match& m, EGraph& eg) {
+  const ENode s = eg.node(m.root_node);
+  const Attrs like = eg.attrs(s.attr);
+  if (s.children.size() != 3 || like.views.size() != 3) return;
+  const View& vd = like.views[0];
+  const View& vi = like.views[1];
+  const View& vs = like.views[2];
+  const Expr count = numel(like.shape);
+  if (!vi.is_contiguous() || vi.numel() != count || vs.numel() != count || vd.numel() != count)
+    return;
+  const ClassId idx = eg.find(s.children[1]);
+  if (vi.numel() != numel(eg.shape(idx))) return;
+  const ClassId root = eg.find(m.root);
+  size_t fused_in_class = 0;
+  largest_fused(fop, eg, root, &fused_in_class);
+  for (ENodeId f : eg.nodes_of(idx)) {
+    if (fused_in_class >= kMaxFusedPerClass) return;
+    if (eg.node(f).op != fop) continue;
+    std::optional<SymProgram> p = region_of(fop, eg, f);
+    if (!p) continue;
+    std::optional<int> cond = where_condition(eg, *p, count);
+    if (!cond) continue;
+    auto load = [&](ClassId c, const View& v) {
+      FusedInst l;
+      l.op = FusedOpcode::Load;
+      l.dtype = like.dtype;
+      l.a = static_cast<int32_t>(p->loads.size());
+      p->loads.push_back({eg.find(c), v});
+      p->insts.push_back(l);
+      return static_cast<int32_t>(p->insts.size()) - 1;
+    };
+    FusedInst sel;
+    sel.op = FusedOpcode::Select;
+    sel.dtype = like.dtype;
+    sel.a = *cond;
+    sel.b = load(s.children[2], vs);
+    sel.c = load(s.children[0], vd);
+    p->insts.push_back(sel);
+    p->root = static_cast<int>(p->insts.size()) - 1;
+    std::optional<Built> b = canonicalize(fop, eg, *p);
+    if (!b) continue;
+    add_fused(fop, eg, root, like, *b);
+    ++fused_in_class;
+  }
+}
+
+}  // namespace
+
+std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix) {
+  Pattern p = Pattern::any_op([fused](const OpDef* op) {
+                return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
+              }).bind("e");
+  return {Rule{prefix + ".fuse-elementwise", std::move(p), nullptr,
+               [fused](const Match& m, EGraph& eg) { apply_fusion(fused, m, eg); }},
+          Rule{prefix + ".fuse-where", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
+               [fused](const Match& m, EGraph& eg) { apply_where(fused, m, eg); }}};
+}
+
+}  // namespace luminal

@@ -1,0 +1,25 @@
+#pragma once
+// Fusion rules, generic over a backend's fused op:
+//
+//   const OpDef kFused{"cuda.Fused"};
+//   RuleSet fusion{"cuda.fusion", fusion_rules(&kFused, "cuda")};
+//
+// An elementwise e-node E that reads a class C through a contiguous view of C's element count
+// absorbs an elementwise producer F of C (an HLIR elementwise e-node or the largest fused e-node
+// of C); rank-0 Constants become immediates; a Scatter-based `where` (index = (iota+1)*cond-1)
+// becomes a Select. Programs are canonical (post-order from the result, common subexpressions
+// shared, children in first-use order), so building the same region in different orders gives
+// the same e-node. Regions stay within kFusedMaxInsts instructions and kFusedMaxChildren inputs.
+#include <string>
+#include <vector>
+
+#include "luminal/egraph/op_def.hpp"
+#include "luminal/egraph/rule.hpp"
+
+namespace luminal {
+
+/// The rules ("<prefix>.fuse-elementwise", "<prefix>.fuse-where") that add `fused` e-nodes
+/// carrying FusedPrograms.
+std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix);
+
+}  // namespace luminal
