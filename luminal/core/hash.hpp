@@ -3,7 +3,7 @@
 //
 //   size_t h = 0;
 //   hash_combine(h, a.size());
-//   hash_combine(h, std::hash<std::string>{}(label));
+//   hash_combine(h, hash_string(label));          // stable: never std::hash
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
