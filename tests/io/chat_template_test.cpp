@@ -148,7 +148,7 @@ TEST(ChatTemplate, ParityWithJinja2) {
 
 TEST(ChatTemplate, ErrorsNameTemplateAndLine) {
   try {
-    ChatTemplate::from_string("ok\n{% if x %}\n{{ x | nope }}\n{% endif %}", "mine");
+    ChatTemplate::from_string("ok\n{% for x in y %}\n{{ x | nope }}\n{% endfor %}", "mine");
     FAIL() << "expected a syntax error";
   } catch (const luminal::Error& e) {
     EXPECT_NE(std::string(e.what()).find("chat template 'mine' line 3"), std::string::npos)
@@ -164,6 +164,17 @@ TEST(ChatTemplate, ErrorsNameTemplateAndLine) {
     EXPECT_EQ(std::string(e.what()), "chat template 't' line 3: boom: 1");
   }
   EXPECT_THROW(ChatTemplate::from_string("{% for x in y %}", "u"), luminal::Error);
+  // Inside an `if`, an unknown filter fails only when it runs (as in jinja2).
+  auto lazy = ChatTemplate::from_string("ok\n{% if x %}\n{{ x | nope }}\n{% endif %}", "lazy");
+  EXPECT_EQ(lazy.render({{"user", "x"}}, false), "ok\n");
+  try {
+    lazy.render({{"user", "x"}}, false, {{"x", "1"}});
+    FAIL() << "expected an unknown-filter error";
+  } catch (const luminal::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chat template 'lazy' line 3: No filter named 'nope'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ChatTemplate, Builtins) {

@@ -84,7 +84,19 @@ struct Stmt;
 using Body = std::vector<std::unique_ptr<Stmt>>;
 
 struct Stmt {
-  enum class Kind { Output, Print, If, For, Set, SetBlock, Macro, Break, Continue, Scope };
+  enum class Kind {
+    Output,
+    Print,
+    If,
+    For,
+    Set,
+    SetBlock,
+    FilterBlock,
+    Macro,
+    Break,
+    Continue,
+    Scope
+  };
   Kind kind;
   int line = 0;
   std::string text;  // Output
@@ -112,7 +124,12 @@ struct Program {
 /// Parses a template; throws SyntaxError.
 Body parse(std::string_view source);
 
-/// Known filter and test names (unknown ones are syntax errors, as in jinja2).
+/// The variable a {% filter %} block's filter chain reads its rendered body from.
+inline constexpr std::string_view kFilterBlockBody = "\x01filter-body";
+
+/// Known filter and test names. As in jinja2, an unknown one is a syntax error unless it sits
+/// inside an `if` (statement or expression) without a loop/macro/block in between; there it fails
+/// only when it runs.
 bool is_filter(std::string_view name);
 bool is_test(std::string_view name);
 

@@ -18,6 +18,9 @@ Value arg_or(const Args& args, const Kwargs& kwargs, size_t index, std::string_v
 /// The string in `v`; fails ("<what> must be str, not <type>") otherwise.
 std::string need_str(const Value& v, const char* what);
 
+/// markupsafe.escape of a plain string.
+std::string html_escape(const std::string& s);
+
 /// Python's notion of a cased character / a \w character (approximate beyond ASCII).
 bool is_cased(std::string_view ch);
 bool is_word_char(std::string_view ch);

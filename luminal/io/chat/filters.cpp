@@ -30,16 +30,31 @@ std::string need_str(const Value& v, const char* what) {
   return v.s;
 }
 
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 const std::set<std::string, std::less<>>& filter_names() {
   static const std::set<std::string, std::less<>> names{
-      "abs",        "attr",       "capitalize", "count",   "d",     "default", "e",
-      "escape",     "first",      "float",      "indent",  "int",   "items",   "join",
-      "last",       "length",     "list",       "lower",   "map",   "max",     "min",
-      "reject",     "rejectattr", "replace",    "reverse", "round", "safe",    "select",
-      "selectattr", "sort",       "string",     "sum",     "title", "tojson",  "trim",
-      "unique",     "upper",      "wordcount"};
+      "abs",    "attr",       "capitalize", "count",    "d",       "default", "dictsort",
+      "e",      "escape",     "first",      "float",    "indent",  "int",     "items",
+      "join",   "last",       "length",     "list",     "lower",   "map",     "max",
+      "min",    "reject",     "rejectattr", "replace",  "reverse", "round",   "safe",
+      "select", "selectattr", "sort",       "string",   "sum",     "title",   "tojson",
+      "trim",   "unique",     "upper",      "wordcount"};
   return names;
 }
 
@@ -162,6 +177,7 @@ Value get_attr(const Value& obj, const std::string& name) {
 }
 
 Value get_item(const Value& obj, const Value& key) {
+  if (obj.is_generator) return Value::undefined("'generator object' has no element " + repr(key));
   if ((obj.kind == K::List || obj.kind == K::String) && key.is_integral()) {
     int64_t idx = key.as_int();
     if (obj.kind == K::List) {
@@ -220,7 +236,8 @@ bool apply_test(Interp& in, const std::string& name, const Value& v, Args& args)
   if (name == "iterable")
     return v.kind == K::String || v.kind == K::List || v.kind == K::Dict || v.is_undefined();
   if (name == "sequence")
-    return v.kind == K::String || v.kind == K::List || v.kind == K::Dict || v.is_undefined();
+    return v.kind == K::String || (v.kind == K::List && !v.is_generator) || v.kind == K::Dict ||
+           v.is_undefined();
   if (name == "callable") return v.kind == K::Callable;
   if (name == "escaped") return false;
   if (name == "filter") return v.kind == K::String && is_filter(v.s);
@@ -262,12 +279,19 @@ bool apply_test(Interp& in, const std::string& name, const Value& v, Args& args)
       cased = cased || is_cased(ch);
     return cased && (name == "lower" ? py_lower(s) == s : py_upper(s) == s);
   }
-  fail("No test named '" + name + "'.");
+  fail("No test named '" + name + "' found.");
 }
 
 Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwargs& kwargs) {
-  if (name == "safe") return v;
-  if (name == "string") return Value::string(to_str(v));
+  if (name == "safe") {
+    // markupsafe.Markup(v); with autoescape off it prints as the plain string.
+    if (v.kind == K::String) {
+      v.is_markup = true;
+      return v;
+    }
+    return Value::markup(to_str(v));
+  }
+  if (name == "string") return v.kind == K::String ? v : Value::string(to_str(v));
   if (name == "tojson") {
     bool ensure_ascii = arg_or(args, kwargs, 0, "ensure_ascii", Value::boolean(false)).truthy();
     Value indent = arg_or(args, kwargs, 1, "indent", Value::none());
@@ -281,6 +305,7 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
       key_sep = need_str(parts[1], "separator");
     }
     if (v.is_undefined()) fail("Object of type Undefined is not JSON serializable");
+    if (v.is_generator) fail("Object of type generator is not JSON serializable");
     return Value::string(to_json(v, indent, item_sep, key_sep, sort_keys, ensure_ascii));
   }
   if (name == "default" || name == "d") {
@@ -290,6 +315,7 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
     return v;
   }
   if (name == "length" || name == "count") {
+    if (v.is_generator) fail("object of type 'generator' has no len()");
     switch (v.kind) {
       case K::Undefined: return Value::integer(0);
       case K::String: return Value::integer(static_cast<int64_t>(utf8_length(v.s)));
@@ -299,12 +325,18 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
       default: fail("object of type '" + std::string(v.type_name()) + "' has no len()");
     }
   }
+  // Markup's str methods return Markup.
+  auto keep_markup = [&](std::string out) {
+    Value r = Value::string(std::move(out));
+    r.is_markup = v.is_markup;
+    return r;
+  };
   if (name == "trim") {
-    return Value::string(py_strip(to_str(v), true, true, arg(args, kwargs, 0, "chars")));
+    return keep_markup(py_strip(to_str(v), true, true, arg(args, kwargs, 0, "chars")));
   }
-  if (name == "upper") return Value::string(py_upper(to_str(v)));
-  if (name == "lower") return Value::string(py_lower(to_str(v)));
-  if (name == "capitalize") return Value::string(capitalize(to_str(v)));
+  if (name == "upper") return keep_markup(py_upper(to_str(v)));
+  if (name == "lower") return keep_markup(py_lower(to_str(v)));
+  if (name == "capitalize") return keep_markup(capitalize(to_str(v)));
   if (name == "title") return Value::string(jinja_title(to_str(v)));
   if (name == "replace") {
     const Value* a = arg(args, kwargs, 0, "old");
@@ -315,18 +347,41 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
         replace_all(to_str(v), to_str(*a), to_str(*b), count.is_none() ? -1 : count.as_int()));
   }
   if (name == "escape" || name == "e") {
-    std::string out;
-    for (char c : to_str(v)) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
-      }
+    if (v.is_markup) return v;
+    return Value::markup(html_escape(to_str(v)));
+  }
+  if (name == "dictsort") {
+    bool cs = arg_or(args, kwargs, 0, "case_sensitive", Value::boolean(false)).truthy();
+    Value by = arg_or(args, kwargs, 1, "by", Value::string("key"));
+    bool reverse = arg_or(args, kwargs, 2, "reverse", Value::boolean(false)).truthy();
+    size_t pos = 0;
+    if (by.kind == K::String && by.s == "key") {
+      pos = 0;
+    } else if (by.kind == K::String && by.s == "value") {
+      pos = 1;
+    } else {
+      fail("You can only sort by either \"key\" or \"value\"");
     }
-    return Value::string(out);
+    if (v.kind != K::Dict) {
+      if (v.is_undefined()) fail(v.s.empty() ? "'items' of undefined" : v.s);
+      fail("'" + std::string(v.type_name()) + "' object has no attribute 'items'");
+    }
+    List items;
+    for (const auto& [k, x] : v.dict->items)
+      items.push_back(Value::tuple({k, x}));
+    auto key = [&](const Value& item) {
+      const Value& k = (*item.list)[pos];
+      if (!cs && k.kind == K::String) return Value::string(py_lower(k.s));
+      return k;
+    };
+    auto cmp = [&](const Value& a, const Value& b) { return less(key(a), key(b)); };
+    if (reverse) {
+      std::stable_sort(items.begin(), items.end(),
+                       [&](const Value& a, const Value& b) { return cmp(b, a); });
+    } else {
+      std::stable_sort(items.begin(), items.end(), cmp);
+    }
+    return Value::make_list(std::move(items));
   }
   if (name == "first" || name == "last") {
     List items = iterate(v);
@@ -440,6 +495,8 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
     return get_attr(v, attr);
   }
   if (name == "map") {
+    // jinja2's map is a generator, empty for none/undefined (`if value:`).
+    if (!v.truthy()) return Value::generator({});
     List out;
     const Value* attribute = arg(args, kwargs, 99, "attribute");
     if (attribute) {
@@ -448,9 +505,9 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
         Value x = attribute_path(item, *attribute);
         out.push_back(x.is_undefined() && dflt ? *dflt : x);
       }
-      return Value::make_list(std::move(out));
+      return Value::generator(std::move(out));
     }
-    if (args.empty()) return Value::make_list(iterate(v));
+    if (args.empty()) return Value::generator(iterate(v));
     std::string f = need_str(args[0], "filter name");
     if (!is_filter(f)) fail("No filter named '" + f + "'.");
     Args rest(args.begin() + 1, args.end());
@@ -459,12 +516,15 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
       Kwargs k = kwargs;
       out.push_back(apply_filter(in, f, item, a, k));
     }
-    return Value::make_list(std::move(out));
+    return Value::generator(std::move(out));
   }
-  if (name == "select" || name == "reject")
-    return Value::make_list(select_items(in, v, args, false, name == "select"));
-  if (name == "selectattr" || name == "rejectattr")
-    return Value::make_list(select_items(in, v, args, true, name == "selectattr"));
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
+    // Generators, empty for none/undefined (`if value:`).
+    if (!v.truthy()) return Value::generator({});
+    bool by_attr = name == "selectattr" || name == "rejectattr";
+    return Value::generator(
+        select_items(in, v, args, by_attr, name == "select" || name == "selectattr"));
+  }
   if (name == "sort" || name == "unique" || name == "min" || name == "max") {
     size_t base = name == "sort" ? 1 : 0;  // sort(reverse, case_sensitive, attribute)
     bool reverse =
@@ -560,7 +620,7 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
     }
     return Value::string(first ? ind + rv : rv);
   }
-  fail("No filter named '" + name + "'.");
+  fail("No filter named '" + name + "' found.");
 }
 
 }  // namespace luminal::io::chat

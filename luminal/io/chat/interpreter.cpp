@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "luminal/io/chat/builtin_util.hpp"
 #include "luminal/io/chat/interp.hpp"
 
 namespace luminal::io::chat {
@@ -62,8 +63,14 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
     fail(unsupported());
   }
   if (op == "+") {
+    if ((a.kind == K::String && a.is_markup) || (b.kind == K::String && b.is_markup)) {
+      // markupsafe.Markup.__add__ / __radd__: the plain side is escaped, the result is Markup.
+      if (a.kind != K::String || b.kind != K::String) fail(unsupported());
+      return Value::markup((a.is_markup ? a.s : html_escape(a.s)) +
+                           (b.is_markup ? b.s : html_escape(b.s)));
+    }
     if (a.kind == K::String && b.kind == K::String) return Value::string(a.s + b.s);
-    if (a.kind == K::List && b.kind == K::List) {
+    if (a.kind == K::List && b.kind == K::List && !a.is_generator && !b.is_generator) {
       List items = *a.list;
       items.insert(items.end(), b.list->begin(), b.list->end());
       return a.is_tuple ? Value::tuple(std::move(items)) : Value::make_list(std::move(items));
@@ -72,13 +79,14 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
   if (op == "*") {
     const Value* seq = a.is_integral() ? &b : &a;
     const Value* n = a.is_integral() ? &a : &b;
-    if (n->is_integral() && (seq->kind == K::String || seq->kind == K::List)) {
+    if (n->is_integral() && (seq->kind == K::String || seq->kind == K::List) &&
+        !seq->is_generator) {
       int64_t times = std::max<int64_t>(0, n->as_int());
       if (seq->kind == K::String) {
         std::string out;
         for (int64_t k = 0; k < times; ++k)
           out += seq->s;
-        return Value::string(out);
+        return seq->is_markup ? Value::markup(out) : Value::string(out);
       }
       List items;
       for (int64_t k = 0; k < times; ++k)
@@ -373,6 +381,15 @@ Interp::Flow Interp::exec(const Stmt& s, Frame& f, std::string& out) {
         } else {
           unpack(f, s.targets, v);
         }
+        break;
+      }
+      case K::FilterBlock: {
+        // {% filter f(args)|g %}body{% endfilter %}: s.expr applies the chain to the body, read
+        // as the variable kFilterBlockBody.
+        std::string captured;
+        exec(s.body, f, captured);
+        Frame inner{{{std::string(kFilterBlockBody), Value::string(captured)}}, &f};
+        out += to_str(eval(*s.expr, inner));
         break;
       }
       case K::SetBlock: {

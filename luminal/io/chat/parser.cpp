@@ -196,6 +196,19 @@ struct Parser {
         error("'" + tag + "' is only allowed inside a loop", line);
       s->kind = tag == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue;
       expect_block_end();
+    } else if (tag == "filter") {
+      s->kind = Stmt::Kind::FilterBlock;
+      auto body = make(Expr::Kind::Name, line);
+      body->name = std::string(kFilterBlockBody);
+      s->expr = named_filter(std::move(body));
+      while (is_op("|"))
+        s->expr = filter(std::move(s->expr), false);
+      expect_block_end();
+      end_stack.push_back("filter");
+      s->body = subparse({"endfilter"});
+      ++p;
+      expect_block_end();
+      end_stack.pop_back();
     } else if (tag == "generation") {
       // transformers' AssistantTracker tag: renders its body unchanged.
       s->kind = Stmt::Kind::Scope;
@@ -529,11 +542,14 @@ struct Parser {
   ExprPtr filter(ExprPtr e, bool start_inline) {
     (void)start_inline;
     ++p;  // '|'
+    return named_filter(std::move(e));
+  }
+
+  ExprPtr named_filter(ExprPtr e) {
     int line = cur().line;
     std::string name = expect_name();
     while (skip_op("."))
       name += "." + expect_name();
-    if (!is_filter(name)) error("No filter named '" + name + "'.", line);
     auto f = make(Expr::Kind::Filter, line);
     f->name = name;
     f->items.push_back(std::move(e));
@@ -548,7 +564,6 @@ struct Parser {
     std::string name = expect_name();
     while (skip_op("."))
       name += "." + expect_name();
-    if (!is_test(name)) error("No test named '" + name + "'.", line);
     auto t = make(Expr::Kind::Test, line);
     t->name = name;
     t->negated = negated;
@@ -568,12 +583,62 @@ struct Parser {
   }
 };
 
+// jinja2's compiler rejects an unknown filter or test unless it is compiled in a "soft" frame
+// (inside an if statement or an inline if, with no loop, macro or block frame in between).
+void check_names(const Expr& e, bool soft) {
+  bool inner_soft = soft || e.kind == Expr::Kind::Cond;
+  if (!soft && e.kind == Expr::Kind::Filter && !is_filter(e.name))
+    throw SyntaxError{"No filter named '" + e.name + "'.", e.line};
+  if (!soft && e.kind == Expr::Kind::Test && !is_test(e.name))
+    throw SyntaxError{"No test named '" + e.name + "'.", e.line};
+  for (const auto& x : e.items)
+    if (x) check_names(*x, inner_soft);
+  for (const auto& a : e.args)
+    if (a.value) check_names(*a.value, inner_soft);
+}
+
+void check_names(const Body& body, bool soft) {
+  for (const auto& s : body) {
+    using SK = Stmt::Kind;
+    switch (s->kind) {
+      case SK::If:
+        for (const auto& c : s->conds)
+          check_names(*c, true);
+        for (const auto& b : s->bodies)
+          check_names(b, true);
+        break;
+      case SK::For:
+        check_names(*s->expr, soft);
+        if (s->filter) check_names(*s->filter, false);
+        check_names(s->body, false);
+        check_names(s->else_body, false);
+        break;
+      case SK::Macro:
+        for (const auto& d : s->defaults)
+          if (d) check_names(*d, soft);
+        check_names(s->body, false);
+        break;
+      case SK::FilterBlock:
+        check_names(*s->expr, false);
+        check_names(s->body, false);
+        break;
+      case SK::SetBlock:
+      case SK::Scope: check_names(s->body, false); break;
+      default:
+        if (s->expr) check_names(*s->expr, soft);
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 Body parse(std::string_view source) {
   Parser ps;
   ps.toks = lex(source);
-  return ps.subparse({});
+  Body body = ps.subparse({});
+  check_names(body, false);
+  return body;
 }
 
 }  // namespace luminal::io::chat

@@ -179,13 +179,261 @@ static bool starts_or_ends(const std::string& s, const Value& what, bool start) 
   return one(need_str(what, start ? "startswith first arg" : "endswith first arg"));
 }
 
+namespace {
+
+// One replacement field of str.format: Python's format(value, spec) for str/int/bool/float (the
+// standard format-spec mini-language, without nested fields or the 'c'/'n' types).
+std::string format_field(const Value& v, const std::string& spec) {
+  if (spec.empty()) return to_str(v);
+  size_t k = 0;
+  auto is_align = [](char c) { return c == '<' || c == '>' || c == '^' || c == '='; };
+  std::string fill = " ";
+  char align = 0;
+  {
+    auto chars = utf8_chars(spec);
+    if (chars.size() >= 2 && chars[1].size() == 1 && is_align(chars[1][0])) {
+      fill = std::string(chars[0]);
+      align = chars[1][0];
+      k = chars[0].size() + 1;
+    } else if (is_align(spec[0])) {
+      align = spec[0];
+      k = 1;
+    }
+  }
+  char sign = 0;
+  if (k < spec.size() && (spec[k] == '+' || spec[k] == '-' || spec[k] == ' ')) sign = spec[k++];
+  bool alt = false;
+  if (k < spec.size() && spec[k] == '#') alt = true, ++k;
+  if (k < spec.size() && spec[k] == '0') {
+    if (!align) fill = "0", align = '=';
+    ++k;
+  }
+  size_t width = 0;
+  while (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])))
+    width = width * 10 + static_cast<size_t>(spec[k++] - '0');
+  char grouping = 0;
+  if (k < spec.size() && (spec[k] == ',' || spec[k] == '_')) grouping = spec[k++];
+  int precision = -1;
+  if (k < spec.size() && spec[k] == '.') {
+    ++k;
+    if (k >= spec.size() || !std::isdigit(static_cast<unsigned char>(spec[k])))
+      fail("Format specifier missing precision");
+    precision = 0;
+    while (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])))
+      precision = precision * 10 + (spec[k++] - '0');
+  }
+  char type = 0;
+  if (k < spec.size()) type = spec[k++];
+  if (k != spec.size())
+    fail("Invalid format specifier '" + spec + "' for object of type '" +
+         std::string(v.type_name()) + "'");
+  auto unknown = [&]() {
+    fail(std::string("Unknown format code '") + type + "' for object of type '" +
+         std::string(v.is_markup ? "str" : v.type_name()) + "'");
+  };
+  std::string prefix, body;  // sign/base prefix, then the digits or text
+  auto group = [&](std::string digits) {
+    if (!grouping) return digits;
+    size_t end = digits.find_first_not_of("0123456789");
+    if (end == std::string::npos) end = digits.size();
+    std::string out;
+    for (size_t j = 0; j < end; ++j) {
+      if (j && (end - j) % 3 == 0) out += grouping;
+      out += digits[j];
+    }
+    return out + digits.substr(end);
+  };
+  if (v.kind == K::String) {
+    if (type && type != 's') unknown();
+    if (sign || alt || grouping || align == '=')
+      fail("unsupported format spec '" + spec + "' for a string");
+    auto chars = utf8_chars(v.s);
+    if (precision >= 0 && chars.size() > static_cast<size_t>(precision))
+      chars.resize(static_cast<size_t>(precision));
+    for (auto ch : chars)
+      body += ch;
+    if (!align) align = '<';
+  } else if (v.is_integral() &&
+             (!type || std::string_view("dxXobn").find(type) != std::string_view::npos)) {
+    if (precision >= 0) fail("Precision not allowed in integer format specifier");
+    int64_t x = v.as_int();
+    uint64_t mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+    if (x < 0) {
+      prefix = "-";
+    } else if (sign == '+' || sign == ' ') {
+      prefix = std::string(1, sign);
+    }
+    if (type == 'x' || type == 'X' || type == 'o' || type == 'b') {
+      unsigned base = type == 'o' ? 8 : type == 'b' ? 2 : 16;
+      const char* digs = type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+      do {
+        body.insert(body.begin(), digs[mag % base]);
+        mag /= base;
+      } while (mag);
+      if (alt) prefix += std::string("0") + type;
+      if (grouping) fail("grouping is not supported with base " + std::to_string(base));
+    } else {
+      body = group(std::to_string(mag));
+    }
+    if (!align) align = '>';
+  } else if (v.is_number()) {
+    if (type && std::string_view("eEfFgG%").find(type) == std::string_view::npos) unknown();
+    double x = v.as_double();
+    std::string fmt = "%";
+    if (sign == '+' || sign == ' ') fmt += sign;
+    if (alt) fmt += '#';
+    char t = type == '%' ? 'f' : type ? type : 'g';
+    if (type == '%') x *= 100;
+    int prec = precision >= 0 ? precision : 6;
+    char buf[512];
+    if (!type && precision < 0) {
+      body = to_str(v.kind == K::Float ? v : Value::floating(x));
+      if (x >= 0 && (sign == '+' || sign == ' ')) body.insert(body.begin(), sign);
+    } else {
+      if (!type && prec == 0) prec = 1;
+      std::snprintf(buf, sizeof buf, (fmt + ".*" + t).c_str(), prec, x);
+      body = buf;
+      if (!type && body.find_first_of(".en") == std::string::npos) body += ".0";
+    }
+    if (type == '%') body += '%';
+    if (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) {
+      prefix = body.substr(0, 1);
+      body = body.substr(1);
+    }
+    body = group(body);
+    if (!align) align = '>';
+  } else if (v.is_integral()) {
+    unknown();
+  } else {
+    fail("unsupported format string passed to " + std::string(v.type_name()) + ".__format__");
+  }
+  size_t len = utf8_length(prefix) + utf8_length(body);
+  if (len >= width) return prefix + body;
+  size_t pad = width - len;
+  auto fills = [&](size_t n) {
+    std::string out;
+    for (size_t j = 0; j < n; ++j)
+      out += fill;
+    return out;
+  };
+  switch (align) {
+    case '<': return prefix + body + fills(pad);
+    case '^': return fills(pad / 2) + prefix + body + fills(pad - pad / 2);
+    case '=': return prefix + fills(pad) + body;
+    default: return fills(pad) + prefix + body;
+  }
+}
+
+// str.format(*args, **kwargs) as Python's string.Formatter (the sandbox's) does it; a Markup
+// format string escapes the fields (markupsafe's EscapeFormatter).
+Value py_format(const std::string& fmt, bool markup, const Args& args, const Kwargs& kwargs) {
+  std::string out;
+  int auto_index = 0;  // >= 0: automatic numbering allowed; -1: manual numbering seen
+  bool used_auto = false;
+  for (size_t k = 0; k < fmt.size(); ++k) {
+    char c = fmt[k];
+    if (c == '}') {
+      if (k + 1 < fmt.size() && fmt[k + 1] == '}') {
+        out += '}';
+        ++k;
+        continue;
+      }
+      fail("Single '}' encountered in format string");
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (k + 1 < fmt.size() && fmt[k + 1] == '{') {
+      out += '{';
+      ++k;
+      continue;
+    }
+    size_t close = fmt.find('}', k + 1);
+    if (close == std::string::npos) fail("Single '{' encountered in format string");
+    std::string field = fmt.substr(k + 1, close - k - 1);
+    if (field.find('{') != std::string::npos)
+      fail("str.format: nested replacement fields are not supported");
+    k = close;
+    std::string spec, conv;
+    size_t colon = field.find(':');
+    if (colon != std::string::npos) spec = field.substr(colon + 1), field.resize(colon);
+    size_t bang = field.find('!');
+    if (bang != std::string::npos) {
+      conv = field.substr(bang + 1);
+      field.resize(bang);
+      if (conv != "r" && conv != "s" && conv != "a") fail("Unknown conversion specifier " + conv);
+    }
+    size_t head_end = field.find_first_of(".[");
+    std::string head = field.substr(0, head_end);
+    Value v;
+    if (head.empty() ||
+        std::all_of(head.begin(), head.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      size_t index = 0;
+      if (head.empty()) {
+        if (auto_index < 0)
+          fail("cannot switch from manual field specification to automatic field numbering");
+        used_auto = true;
+        index = static_cast<size_t>(auto_index++);
+      } else {
+        if (used_auto)
+          fail("cannot switch from manual field specification to automatic field numbering");
+        auto_index = -1;
+        index = std::stoul(head);
+      }
+      if (index >= args.size())
+        fail("Replacement index " + std::to_string(index) +
+             " out of range for positional args tuple");
+      v = args[index];
+    } else {
+      const Value* found = nullptr;
+      for (const auto& kw : kwargs)
+        if (kw.name == head) found = &kw.value;
+      if (!found) fail("'" + head + "'");
+      v = *found;
+    }
+    for (size_t j = head_end; j != std::string::npos && j < field.size();) {
+      if (field[j] == '.') {
+        size_t e = field.find_first_of(".[", j + 1);
+        std::string a = field.substr(j + 1, e == std::string::npos ? e : e - j - 1);
+        v = get_attr(v, a);
+        j = e;
+      } else {
+        size_t e = field.find(']', j);
+        if (e == std::string::npos) fail("Missing ']' in format string");
+        std::string key = field.substr(j + 1, e - j - 1);
+        bool digits = !key.empty() && std::all_of(key.begin(), key.end(),
+                                                  [](char ch) { return ch >= '0' && ch <= '9'; });
+        v = get_item(v, digits ? Value::integer(std::stoll(key)) : Value::string(key));
+        j = e + 1;
+        if (j < field.size() && field[j] != '.' && field[j] != '[')
+          fail("Only '.' or '[' may follow ']' in format field specifier");
+      }
+      if (v.is_undefined()) fail(v.s);
+    }
+    if (conv == "r" || conv == "a") v = Value::string(repr(v));
+    if (conv == "s") v = Value::string(to_str(v));
+    std::string text = format_field(v, spec);
+    out += markup && !v.is_markup ? html_escape(text) : text;
+  }
+  return markup ? Value::markup(out) : Value::string(out);
+}
+
+}  // namespace
+
 Value string_method(const Value& self, const std::string& name) {
   static const std::set<std::string, std::less<>> names{
-      "strip",   "lstrip",     "rstrip",  "startswith", "endswith",   "split",   "rsplit",
-      "replace", "upper",      "lower",   "title",      "capitalize", "join",    "find",
-      "count",   "splitlines", "isdigit", "isalpha",    "isspace",    "islower", "isupper"};
+      "strip",   "lstrip",  "rstrip",  "startswith", "endswith", "split", "rsplit", "replace",
+      "upper",   "lower",   "title",   "capitalize", "join",     "find",  "count",  "splitlines",
+      "isdigit", "isalpha", "isspace", "islower",    "isupper",  "format"};
   if (!names.count(name)) return Value::undefined("'str object' has no attribute '" + name + "'");
   std::string s = self.s;
+  if (name == "format") {
+    bool markup = self.is_markup;
+    return Value::callable([s, markup](Args& args, Kwargs& kwargs) -> Value {
+      return py_format(s, markup, args, kwargs);
+    });
+  }
   return Value::callable([s, name](Args& args, Kwargs& kwargs) -> Value {
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
       const Value* chars = arg(args, kwargs, 0, "chars");

@@ -72,6 +72,17 @@ Value Value::callable(Function f) {
   return v;
 }
 
+Value Value::generator(List items) {
+  Value v = make_list(std::move(items));
+  v.is_generator = true;
+  return v;
+}
+Value Value::markup(std::string v) {
+  Value r = string(std::move(v));
+  r.is_markup = true;
+  return r;
+}
+
 bool Value::truthy() const {
   switch (kind) {
     case Kind::Undefined:
@@ -80,7 +91,7 @@ bool Value::truthy() const {
     case Kind::Int: return i != 0;
     case Kind::Float: return f != 0;
     case Kind::String: return !s.empty();
-    case Kind::List: return !list->empty();
+    case Kind::List: return is_generator || !list->empty();
     case Kind::Dict: return !dict->items.empty();
     case Kind::Namespace:
     case Kind::Callable: return true;
@@ -107,8 +118,8 @@ std::string_view Value::type_name() const {
     case Kind::Bool: return "bool";
     case Kind::Int: return "int";
     case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::List: return is_tuple ? "tuple" : "list";
+    case Kind::String: return is_markup ? "Markup" : "str";
+    case Kind::List: return is_generator ? "generator" : is_tuple ? "tuple" : "list";
     case Kind::Dict: return "dict";
     case Kind::Namespace: return "Namespace";
     case Kind::Callable: return "function";

@@ -43,6 +43,10 @@ struct Value {
   };
   Kind kind = Kind::Undefined;
   bool is_tuple = false;  // a List that Python would hold as a tuple (printing only)
+  // A List that jinja2 holds as a generator (map/select/reject...): always true, no len(), not
+  // JSON serializable.
+  bool is_generator = false;
+  bool is_markup = false;  // a String that jinja2 holds as markupsafe.Markup (|safe, |escape)
   bool b = false;
   int64_t i = 0;
   double f = 0;
@@ -59,6 +63,8 @@ struct Value {
   static Value floating(double v);
   static Value string(std::string v);
   static Value make_list(List items = {});
+  static Value generator(List items);
+  static Value markup(std::string v);
   static Value tuple(List items);
   static Value make_dict();
   static Value make_namespace();
