@@ -84,6 +84,17 @@ class Fields {
     return &*it;
   }
   bool has(const char* key) const { return get(key) != nullptr; }
+  // A field transformers 5 writes under another name: whichever of the two is present (`key`
+  // when neither is); both present with different values is an error naming both.
+  const char* alias(const char* key, const char* other) const {
+    const json* a = get(key);
+    const json* b = get(other);
+    if (a && b && *a != *b) {
+      fail("fields '" + name(key) + "' (" + shown(*a) + ") and '" + name(other) + "' (" +
+           shown(*b) + ") disagree; they name the same setting");
+    }
+    return a || !b ? key : other;
+  }
 
   [[noreturn]] void fail(const std::string& msg) const { throw Error(source_ + ": " + msg); }
   std::string name(const char* key) const { return prefix_ + key; }
@@ -433,17 +444,19 @@ ModelConfig parse_config_json(std::string_view text, std::string_view source_nam
   switch (c.family) {
     case ModelFamily::Gemma3: {
       c.sliding_window = window ? window : std::optional<int64_t>(4096);
+      // transformers >= 4.53 (and 5) write '_sliding_window_pattern' next to layer_types.
+      const char* pattern_key = f.alias("sliding_window_pattern", "_sliding_window_pattern");
       if (c.layer_types.empty()) {
-        c.sliding_window_pattern = f.opt_int("sliding_window_pattern").value_or(6);
+        c.sliding_window_pattern = f.opt_int(pattern_key).value_or(6);
         if (*c.sliding_window_pattern <= 0) {
-          f.fail("field '" + f.name("sliding_window_pattern") + "' must be positive");
+          f.fail("field '" + f.name(pattern_key) + "' must be positive");
         }
         for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
           c.layer_types.push_back((i + 1) % *c.sliding_window_pattern ? "sliding_attention"
                                                                       : "full_attention");
         }
       } else {
-        c.sliding_window_pattern = f.opt_int("sliding_window_pattern");
+        c.sliding_window_pattern = f.opt_int(pattern_key);
       }
       c.query_pre_attn_scalar = f.opt_double("query_pre_attn_scalar").value_or(256.0);
       c.final_logit_softcapping = f.opt_double("final_logit_softcapping");
@@ -483,7 +496,14 @@ ModelConfig parse_config_json(std::string_view text, std::string_view source_nam
   }
 
   if (c.family == ModelFamily::Qwen3Moe) {
-    c.num_experts = f.req_pos_int("num_experts");
+    // transformers 5 writes Qwen3MoeConfig.num_experts as 'num_local_experts' (attribute_map).
+    const char* experts_key = f.alias("num_experts", "num_local_experts");
+    if (!f.has(experts_key)) {
+      f.fail("missing field '" + f.name("num_experts") + "' (required for model_type '" +
+             c.model_type + "'; transformers 5 writes it as '" + f.name("num_local_experts") +
+             "')");
+    }
+    c.num_experts = f.req_pos_int(experts_key);
     c.num_experts_per_tok = f.req_pos_int("num_experts_per_tok");
     c.moe_intermediate_size = f.req_pos_int("moe_intermediate_size");
     if (c.num_experts_per_tok > c.num_experts) {

@@ -11,7 +11,9 @@
 // Gemma 3 text model (`gemma3_text`, and `gemma3`, whose text fields sit under "text_config").
 // Both serializations are read: the published models' (`rope_scaling`, `rope_theta`,
 // `torch_dtype`, `sliding_window_pattern`) and transformers 5's (`rope_parameters` holding
-// rope_type/rope_theta/factor..., for Gemma 3 one entry per layer type; `dtype`; `layer_types`).
+// rope_type/rope_theta/factor..., for Gemma 3 one entry per layer type; `dtype`; `layer_types`;
+// Qwen3-MoE's `num_local_experts` for `num_experts`; Gemma 3's `_sliding_window_pattern` for
+// `sliding_window_pattern`). Both spellings of a field present with different values is an error.
 //
 // Errors are luminal::Error naming the file and the field:
 //   "config.json: missing field 'num_attention_heads' (required for model_type 'llama')"
@@ -90,7 +92,8 @@ struct ModelConfig {
   /// Sliding-window attention in effect (window length); nullopt when every layer is global
   /// (Mistral v0.3's null, Qwen's use_sliding_window = false).
   std::optional<int64_t> sliding_window;
-  /// Gemma 3 (published form): every Nth layer is global.
+  /// Gemma 3: every Nth layer is global (`sliding_window_pattern`, or transformers 5's
+  /// `_sliding_window_pattern`; nullopt when only layer_types is given).
   std::optional<int64_t> sliding_window_pattern;
   /// Per layer: "full_attention" or "sliding_attention"; always num_hidden_layers long (derived
   /// from sliding_window_pattern / max_window_layers when the file does not list them).
@@ -106,7 +109,7 @@ struct ModelConfig {
   std::optional<double> rope_local_base_freq;
 
   // Qwen3-MoE.
-  int64_t num_experts = 0;
+  int64_t num_experts = 0;  // `num_experts`, or transformers 5's `num_local_experts`
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
   bool norm_topk_prob = false;

@@ -238,3 +238,50 @@ TEST(HfConfig, DefaultsAndExactMessages) {
   EXPECT_NE(error_of("/nonexistent/model/config.json").find("/nonexistent/model/config.json"),
             std::string::npos);
 }
+
+// Fields transformers 5 renames: both spellings read, disagreement and absence name the field.
+TEST(HfConfig, Transformers5Renames) {
+  const std::string moe = R"({"model_type": "qwen3_moe", "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "vocab_size": 100, "max_position_embeddings": 512, "rms_norm_eps": 1e-6,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32)";
+  auto err = [](std::string_view text) {
+    try {
+      parse_config_json(text, "config.json");
+    } catch (const luminal::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(parse_config_json(moe + R"(, "num_local_experts": 8})").num_experts, 8);
+  EXPECT_EQ(parse_config_json(moe + R"(, "num_experts": 8})").num_experts, 8);
+  EXPECT_EQ(parse_config_json(moe + R"(, "num_experts": 8, "num_local_experts": 8})").num_experts,
+            8);
+  EXPECT_EQ(err(moe + R"(, "num_experts": 8, "num_local_experts": 4})"),
+            "config.json: fields 'num_experts' (8) and 'num_local_experts' (4) disagree; they "
+            "name the same setting");
+  EXPECT_EQ(err(moe + "}"),
+            "config.json: missing field 'num_experts' (required for model_type 'qwen3_moe'; "
+            "transformers 5 writes it as 'num_local_experts')");
+  EXPECT_NE(err(moe + R"(, "num_local_experts": "8"})")
+                .find("field 'num_local_experts' must be an integer"),
+            std::string::npos);
+  EXPECT_NE(err(moe + R"(, "num_local_experts": 1})")
+                .find("num_experts_per_tok (2) exceeds num_experts (1)"),
+            std::string::npos);
+
+  const std::string gemma = R"({"model_type": "gemma3_text", "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 4, "sliding_window": 16)";
+  ModelConfig c = parse_config_json(gemma + R"(, "_sliding_window_pattern": 2})");
+  EXPECT_EQ(c.sliding_window_pattern, 2);
+  EXPECT_TRUE(c.is_sliding_layer(0));
+  EXPECT_FALSE(c.is_sliding_layer(1));
+  c = parse_config_json(gemma + R"(, "_sliding_window_pattern": 2, "layer_types":
+      ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]})");
+  EXPECT_EQ(c.sliding_window_pattern, 2);
+  EXPECT_FALSE(c.is_sliding_layer(3));
+  EXPECT_NE(err(gemma + R"(, "sliding_window_pattern": 6, "_sliding_window_pattern": 2})")
+                .find("fields 'sliding_window_pattern' (6) and '_sliding_window_pattern' (2) "
+                      "disagree"),
+            std::string::npos);
+}
