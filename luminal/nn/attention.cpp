@@ -1,0 +1,62 @@
+#include "luminal/nn/attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "luminal/core/error.hpp"
+
+namespace luminal::nn {
+
+Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const std::string& name, int slots) {
+  const Shape& qs = q.shape();
+  const Shape& ks = k.shape();
+  if (qs.size() != 3 || ks.size() != 3 || v.shape() != ks || qs[0] != ks[0] || qs[2] != ks[2]) {
+    throw Error("nn::cached_attention '" + name + "': q must be [s, heads, hd] and k, v [s, " +
+                "kv_heads, hd]; got q " + shape_to_string(qs) + ", k " + shape_to_string(ks) +
+                ", v " + shape_to_string(v.shape()));
+  }
+  if (!qs[1].is_const() || !ks[1].is_const() || !ks[2].is_const())
+    throw Error("nn::cached_attention '" + name + "': head counts and head_dim must be constants");
+  const int64_t heads = qs[1].as_const(), kv = ks[1].as_const(), hd = ks[2].as_const();
+  if (kv <= 0 || heads % kv != 0) {
+    throw Error("nn::cached_attention '" + name + "': " + std::to_string(heads) +
+                " query heads are not a multiple of " + std::to_string(kv) + " KV heads");
+  }
+  const int64_t groups = heads / kv, kvd = kv * hd;
+  const Expr s = Expr::var("s"), c = Expr::var("c");
+  const DType dt = k.dtype();
+
+  // Write this step's rows at c - s + i, then read the first c rows.
+  const Tensor rows = g.iota((c - s) * kvd + Expr::z(), s * kvd).reshape({s, kvd});
+  auto update = [&](const Tensor& x, const std::string& which) {
+    Tensor cache = g.tensor(name + "." + which + "_cache", {slots, kvd}, dt).persist();
+    Tensor next =
+        cache.scatter_flat(rows, x.reshape({s, kvd})).output(name + "." + which + "_cache_out");
+    g.carry(next, cache);
+    // [c, kv, hd] -> [kv, 1, c, hd] -> [kv, groups, c, hd] (stride 0 over the group)
+    return next.slice(0, 0, c)
+        .reshape({c, kv, hd})
+        .permute({1, 0, 2})
+        .reshape({kv, 1, c, hd})
+        .expand({kv, groups, c, hd});
+  };
+  const Tensor K = update(k, "k"), V = update(v, "v");
+  // q [s, heads, hd] -> [kv, groups, s, hd]
+  const Tensor Q = q.reshape({s, kv, groups, hd}).permute({1, 2, 0, 3});
+  Tensor scores = Q.matmul(K.transpose(2, 3));  // [kv, groups, s, c]
+  if (dt == DType::F16 || dt == DType::BF16) scores = scores.cast(DType::F32);
+  scores = scores * (1.0 / std::sqrt(static_cast<double>(hd)));
+  const Tensor pos = g.iota(c - s + Expr::z(), s);
+  const Tensor hidden = pos.reshape({1, 1, s, 1})
+                            .expand({kv, groups, s, c})
+                            .lt(g.arange(c).reshape({1, 1, 1, c}).expand({kv, groups, s, c}));
+  const Tensor att =
+      scores.masked_fill(hidden, -std::numeric_limits<double>::infinity()).softmax(3).cast(dt);
+  return att
+      .matmul(V)              // [kv, groups, s, hd]
+      .permute({2, 0, 1, 3})  // [s, kv, groups, hd]
+      .reshape({s, heads * hd});
+}
+
+}  // namespace luminal::nn

@@ -1,0 +1,26 @@
+#pragma once
+// Grouped-query attention over a KV cache carried between executes.
+//
+//   // q [s, heads, hd], k and v [s, kv_heads, hd] (after rope), a cache of `slots` rows:
+//   Tensor o = nn::cached_attention(g, q, k, v, "layers.3", slots);   // [s, heads * hd]
+//
+// Adds the inputs "<name>.k_cache" and "<name>.v_cache" ([slots, kv_heads * hd], persisted), the
+// outputs "<name>.k_cache_out" / "<name>.v_cache_out" carried into them (Graph::carry, so the
+// compiler may write the new rows in place), using the dims s (tokens in this step) and c
+// (context after it). This step's keys and values go to rows c - s + i; the context is the
+// first c rows. Key j is visible to query i when j <= c - s + i, so a prefill on top of a
+// filled cache (a second chat turn, a long prompt in chunks) is correct. Each KV head is read
+// by its group of query heads through a stride-0 axis ([kv_heads, group, c, hd]: never a copy),
+// so the GEMM planner merges the group axis into M. Scores are scaled by 1/sqrt(hd), masked
+// with -inf and soft-maxed in f32 for 16-bit inputs.
+#include <string>
+
+#include "luminal/ir/graph.hpp"
+#include "luminal/ir/tensor.hpp"
+
+namespace luminal::nn {
+
+Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const std::string& name, int slots);
+
+}  // namespace luminal::nn

@@ -1,0 +1,11 @@
+#include "luminal/nn/mlp.hpp"
+
+#include "luminal/nn/linear.hpp"
+
+namespace luminal::nn {
+
+Tensor swiglu_mlp(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down) {
+  return linear(linear(x, gate).silu() * linear(x, up), down);
+}
+
+}  // namespace luminal::nn
