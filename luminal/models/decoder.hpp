@@ -1,0 +1,43 @@
+#pragma once
+// Decoder-only language models of the Llama family (Llama 1-3.x, Mistral, Qwen2, Qwen3) as one
+// graph, with Hugging Face's tensor names as input labels:
+//
+//   io::ModelConfig cfg = io::parse_config(dir / "config.json");
+//   models::Decoder d = models::build_decoder(cfg, {.slots = 2048, .max_step = 512});
+//   // inputs: "ids" (I32 [s]), "rope.inv_freq" (d.rope_inv_freq), the checkpoint's weights
+//   // ("model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", ...) and the KV
+//   // caches "model.layers.N.self_attn.{k,v}_cache" (carried); output "logits" [s, vocab].
+//
+// Dims: s, the tokens of this step (1 to max_step), and c, the context after it (1 to slots).
+// Positions, the causal mask and the cache rows come from the dims inside the graph, so a step
+// moves only its ids in and its logits out. Qwen2's q/k/v biases, Qwen3's per-head q/k RMSNorm
+// and tied embeddings (lm_head = embed_tokens) are covered. Other families (MoE, Gemma 3) are an
+// error naming them.
+#include <vector>
+
+#include "luminal/io/hf_config.hpp"
+#include "luminal/ir/graph.hpp"
+#include "luminal/ir/tensor.hpp"
+
+namespace luminal::models {
+
+struct DecoderShape {
+  int slots = 2048;    // KV cache rows: the longest context
+  int max_step = 512;  // most tokens one execute takes (longer prompts go in chunks)
+  /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
+  DType dtype = DType::F32;
+};
+
+struct Decoder {
+  Graph graph;
+  Tensor ids;
+  Tensor logits;
+  /// The value of the "rope.inv_freq" input (computed as transformers does).
+  std::vector<float> rope_inv_freq;
+  DecoderShape shape;
+  io::ModelConfig config;
+};
+
+Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape);
+
+}  // namespace luminal::models

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Makes tiny random-weight LLMs with the real `transformers` package, plus golden outputs.
+
+These are the parity fixtures for the LLM loaders: each model is a genuine Hugging Face checkpoint
+(config.json + model.safetensors, written by save_pretrained) small enough to commit, and its
+goldens.json holds what transformers itself computes from it, so a C++ test can load the folder and
+compare logits and greedy tokens with no Python around.
+
+What it writes, one folder per model under the output folder (default tests/data/models):
+
+    llama3/   LlamaForCausalLM   2 layers, hidden 64, intermediate 128, 4 heads / 2 KV heads
+              (head_dim 16), vocab 256, untied lm_head, rope_theta 500000 with llama3 rope scaling
+              (factor 8, low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 64:
+              with head_dim 16 this puts rope frequencies in all three branches: kept, smoothed,
+              divided by 8), max_position_embeddings 256, rms_norm_eps 1e-5.
+    qwen2/    Qwen2ForCausalLM   same sizes, tied embeddings, q/k/v biases, rope_theta 10000.
+    qwen3/    Qwen3ForCausalLM   same sizes, head_dim 16, tied embeddings, QK-norm, rope_theta 1e6.
+    mistral/  MistralForCausalLM same sizes, untied, sliding_window None, rope_theta 10000.
+
+Each folder holds config.json, generation_config.json and model.safetensors exactly as
+save_pretrained writes them (float32), and goldens.json (written by this script):
+
+    {
+      "model": "llama3", "architecture": "LlamaForCausalLM", "seed": ...,
+      "torch": "<version>", "transformers": "<version>", "attn_implementation": "eager",
+      "prompts": [
+        {
+          "input_ids": [...],
+          "argmax": [...],                  argmax of the logits at every prompt position
+          "logits_first": [256 floats],     model(input_ids).logits[0, 0]
+          "logits_last":  [256 floats],     model(input_ids).logits[0, -1]
+          "margin_first": f, "margin_last": f,   top-1 minus top-2 logit at those positions
+          "greedy": {
+            "max_new_tokens": 16,
+            "generated_ids": [16 ids],      argmax loop with the KV cache, no EOS stop
+            "margins": [16 floats]          top-2 margin of the logits each token was chosen from
+          }
+        }, ...
+      ],
+      "two_turn": {
+        "a": [...], "b": [...], "input_ids": a + b,
+        "logits_last": [256 floats],        model(a + b).logits[0, -1]
+        "max_abs_diff_two_call": f          vs. model(a, use_cache) then model(b, with a's KV cache)
+      }
+    }
+
+Floats are written as the shortest decimal that reads back to the same float32.
+
+Weights are not transformers' default init (std 0.02, norms exactly 1): linear and embedding
+weights and biases are normal with std 0.1 and norm weights are 1 + N(0, 0.05), so logits are O(1)
+and a norm whose weight were ignored would show.
+
+This script is the source of truth for tests/data/models. It normally runs on the GPU machine
+(torch 2.11 + transformers 5.17), but any torch + transformers 5 gives the same checkpoints up to
+float rounding in the goldens; everything runs on the CPU in float32. CI never runs it. To refresh:
+
+    python3 -m venv /tmp/torchenv
+    /tmp/torchenv/bin/pip install torch transformers safetensors
+    /tmp/torchenv/bin/python scripts/models/make_tiny_models.py [--out tests/data/models]
+"""
+
+import argparse
+import inspect
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import transformers
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_OUT = os.path.join(ROOT, "tests", "data", "models")
+
+PROMPTS = [[1, 17, 42, 99, 5, 200, 3, 64], [7, 7, 7, 250, 0, 128]]
+MAX_NEW_TOKENS = 16
+TWO_CALL_TOL = 1e-5
+
+COMMON = dict(
+    num_hidden_layers=2,
+    hidden_size=64,
+    intermediate_size=128,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=256,
+    hidden_act="silu",
+    attention_dropout=0.0,
+)
+
+
+def model_specs():
+    """(name, seed, config, model class) for every fixture."""
+    return [
+        (
+            "llama3",
+            1001,
+            LlamaConfig(
+                **COMMON,
+                head_dim=16,
+                tie_word_embeddings=False,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-5,
+                rope_parameters={
+                    "rope_type": "llama3",
+                    "rope_theta": 500000.0,
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 64,
+                },
+            ),
+            LlamaForCausalLM,
+        ),
+        (
+            "qwen2",
+            1002,
+            Qwen2Config(
+                **COMMON,
+                tie_word_embeddings=True,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                use_sliding_window=False,
+            ),
+            Qwen2ForCausalLM,
+        ),
+        (
+            "qwen3",
+            1003,
+            Qwen3Config(
+                **COMMON,
+                head_dim=16,
+                tie_word_embeddings=True,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                use_sliding_window=False,
+            ),
+            Qwen3ForCausalLM,
+        ),
+        (
+            "mistral",
+            1004,
+            MistralConfig(
+                **COMMON,
+                head_dim=16,
+                tie_word_embeddings=False,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-5,
+                sliding_window=None,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            ),
+            MistralForCausalLM,
+        ),
+    ]
+
+
+def init_weights(model, seed):
+    """Normal(0, 0.1) for linear/embedding weights and biases, 1 + N(0, 0.05) for norm weights."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():  # tied lm_head appears once (as the embedding)
+            if "norm" in name:
+                p.copy_(1.0 + 0.05 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
+def f32_list(t):
+    """Shortest decimal per value that reads back to the same float32."""
+    return [float(str(np.float32(v))) for v in t.detach().to(torch.float32).cpu().numpy().ravel()]
+
+
+def f32(v):
+    return float(str(np.float32(float(v))))
+
+
+def to_json(v, indent=0):
+    """JSON with one key per line but every list of numbers on a single line (small diffs)."""
+    pad = " " * indent
+    if isinstance(v, dict):
+        items = [f'{pad} {json.dumps(k)}: {to_json(x, indent + 1).lstrip()}' for k, x in v.items()]
+        return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(v, list) and not all(isinstance(x, (int, float)) for x in v):
+        return pad + "[\n" + ",\n".join(to_json(x, indent + 1) for x in v) + "\n" + pad + "]"
+    return pad + json.dumps(v, separators=(", ", ": "))
+
+
+def margin(logits):
+    top = torch.topk(logits, 2).values
+    return f32(top[0] - top[1])
+
+
+def forward(model, ids, cache=None):
+    """model(ids, use_cache=True) continuing `cache`; returns (last-position logits, cache).
+
+    transformers renamed the forward argument and output field past_key_values to cache in a 5.x
+    release (5.24 warns on the old name), so use whichever this version takes.
+    """
+    kw = "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+    args = {kw: cache} if cache is not None else {}
+    out = model(torch.tensor([ids]), use_cache=True, **args)
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = out.past_key_values
+    return out.logits[0, -1], new_cache
+
+
+@torch.no_grad()
+def greedy(model, ids):
+    """Argmax loop with the KV cache: prefill, then one token per call; no EOS stop."""
+    logits, cache = forward(model, ids)
+    generated, margins = [], []
+    for _ in range(MAX_NEW_TOKENS):
+        tok = int(torch.argmax(logits))
+        generated.append(tok)
+        margins.append(margin(logits))
+        logits, cache = forward(model, [tok], cache)
+    return generated, margins
+
+
+@torch.no_grad()
+def check_generate(model, ids, expected):
+    """model.generate must agree with the manual loop (EOS stopping turned off)."""
+    gc = transformers.GenerationConfig(
+        do_sample=False, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=0,
+        eos_token_id=None, pad_token_id=0, bos_token_id=None)
+    out = model.generate(torch.tensor([ids]), generation_config=gc,
+                         attention_mask=torch.ones(1, len(ids), dtype=torch.long))
+    got = out[0, len(ids):].tolist()
+    assert got == expected, f"generate {got} != manual loop {expected}"
+
+
+@torch.no_grad()
+def make_one(name, seed, config, cls, out_dir):
+    torch.manual_seed(seed)
+    config.dtype = torch.float32
+    model = cls(config).to(torch.float32)
+    init_weights(model, seed)
+    model.eval()
+    model.config._attn_implementation = "eager"
+    if config.tie_word_embeddings:
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+
+    folder = os.path.join(out_dir, name)
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+
+    # Reload from disk so the goldens come from exactly what was saved.
+    model = cls.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+
+    prompts = []
+    for ids in PROMPTS:
+        logits = model(torch.tensor([ids])).logits[0]
+        gen_ids, gen_margins = greedy(model, ids)
+        check_generate(model, ids, gen_ids)
+        prompts.append({
+            "input_ids": ids,
+            "argmax": torch.argmax(logits, dim=-1).tolist(),
+            "logits_first": f32_list(logits[0]),
+            "logits_last": f32_list(logits[-1]),
+            "margin_first": margin(logits[0]),
+            "margin_last": margin(logits[-1]),
+            "greedy": {"max_new_tokens": MAX_NEW_TOKENS, "generated_ids": gen_ids,
+                       "margins": gen_margins},
+        })
+
+    a, b = PROMPTS
+    one_call = model(torch.tensor([a + b])).logits[0, -1]
+    _, cache = forward(model, a)
+    two_call, _ = forward(model, b, cache)
+    diff = float((one_call - two_call).abs().max())
+    assert diff <= TWO_CALL_TOL, f"{name}: two-call prefill differs from one call by {diff}"
+
+    goldens = {
+        "model": name,
+        "architecture": cls.__name__,
+        "seed": seed,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "attn_implementation": "eager",
+        "prompts": prompts,
+        "two_turn": {"a": a, "b": b, "input_ids": a + b, "logits_last": f32_list(one_call),
+                     "max_abs_diff_two_call": diff},
+    }
+    with open(os.path.join(folder, "goldens.json"), "w") as f:
+        f.write(to_json(goldens) + "\n")
+
+    all_margins = [m for p in prompts for m in p["greedy"]["margins"]]
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} params, "
+          f"min greedy margin {min(all_margins):.4g}, two-call diff {diff:.3g}, "
+          f"greedy {[p['greedy']['generated_ids'] for p in prompts]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=DEFAULT_OUT, help="output folder (default %(default)s)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)  # deterministic reductions, and the machine is small
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}", file=sys.stderr)
+    for name, seed, config, cls in model_specs():
+        make_one(name, seed, config, cls, args.out)
+
+
+if __name__ == "__main__":
+    main()
