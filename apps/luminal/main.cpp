@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "luminal 0.1");
   luminal::cli::add_inspect(app);
   luminal::cli::add_tokenize(app);
+  luminal::cli::add_run(app);
   // Every error prints "luminal: error: <message>" on stderr and exits with code 1; --help and
   // --version print to stdout and exit with 0.
   try {
