@@ -52,8 +52,8 @@ Facts bucket_facts(const Graph& g, const BucketRanges& ranges) {
 }
 
 std::vector<int64_t> representative_dims(const Graph& g, const BucketRanges& ranges,
+                                         const Facts& facts,
                                          const std::vector<std::string>& dim_names) {
-  const Facts facts = bucket_facts(g, ranges);
   std::vector<int64_t> dims;
   for (const std::string& d : dim_names) {
     auto b = ranges.find(d);
@@ -76,7 +76,7 @@ BucketPlan search_bucket(const Graph& g, Backend& backend, const CompileOptions&
   bp.ranges = std::move(ranges);
   bp.spec.facts = bucket_facts(g, bp.ranges);
   bp.spec.dim_names = dim_names;
-  const std::vector<int64_t> dims = representative_dims(g, bp.ranges, dim_names);
+  const std::vector<int64_t> dims = representative_dims(g, bp.ranges, bp.spec.facts, dim_names);
   SearchReport report;
   report.bucket = bp.name();
   report.hlir_nodes = g.nodes().size();

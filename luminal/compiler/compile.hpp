@@ -43,8 +43,9 @@ std::vector<BucketRanges> bucket_combinations(const Graph& g, const CompileOptio
 Facts bucket_facts(const Graph& g, const BucketRanges& ranges);
 
 /// The dims a bucket is timed at (slot order of `dim_names`): a bucket's representative, else the
-/// graph's set_dim value, else the middle of the declared range.
+/// graph's set_dim value, else the middle of the range in `facts` (bucket_facts of the bucket).
 std::vector<int64_t> representative_dims(const Graph& g, const BucketRanges& ranges,
+                                         const Facts& facts,
                                          const std::vector<std::string>& dim_names);
 
 /// Saturates, prunes and searches one bucket, timing candidates on `data`.

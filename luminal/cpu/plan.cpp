@@ -114,7 +114,6 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
     bytes[i] = b.hi;
   }
   mem_ = plan_memory(uses, bytes, kAlignment);
-  numel_.assign(static_cast<size_t>(n), 0);
   out_view_.resize(static_cast<size_t>(n));
   size_t most_inputs = 0;
   for (const LlirNode& node : g_.nodes)
@@ -132,15 +131,8 @@ void CpuPlan::update_dims(const int64_t* dims) {
   }
   if (!changed && version_ != 0) return;
   ++version_;
-  const int n = static_cast<int>(g_.nodes.size());
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& node = g_.nodes[i];
-    int64_t e = 1;
-    for (const Expr& d : node.attrs.shape)
-      e *= d.eval(dyn_);
-    numel_[i] = e;
-    if (is_output(node)) out_view_[i] = eval_view(node.attrs.views[0], dyn_);
-  }
+  for (size_t i = 0; i < g_.nodes.size(); ++i)
+    if (is_output(g_.nodes[i])) out_view_[i] = eval_view(g_.nodes[i].attrs.views[0], dyn_);
 }
 
 void CpuPlan::bind(int parity, const Bindings& b) {

@@ -40,7 +40,7 @@ class CpuPlan final : public Plan {
   static constexpr int64_t kAlignment = 256;
 
  private:
-  /// Refreshes the DynMap, shapes and Output views when a dim value changed.
+  /// Refreshes the DynMap and the Output views when a dim value changed.
   void update_dims(const int64_t* dims);
 
   LlirGraph g_;
@@ -56,7 +56,6 @@ class CpuPlan final : public Plan {
   std::vector<DynMap::iterator> dim_entry_;  // per slot, its entry in dyn_ (or end())
   DynMap dyn_;
   uint64_t version_ = 0;
-  std::vector<int64_t> numel_;      // per node
   std::vector<EvalView> out_view_;  // per Output node
 
   struct Bound {

@@ -180,13 +180,6 @@ void SearchSpace::mutate(Genome& g, int count, Rng& rng) const {
   }
 }
 
-uint64_t SearchSpace::hash(const Genome& g) {
-  uint64_t h = g.size();
-  for (uint32_t v : g)
-    h = mix(h, v);
-  return h;
-}
-
 const std::vector<ENodeId>& SearchSpace::options(ClassId c) const {
   c = eg_->find(c);
   LUMINAL_ASSERT(c < options_.size() && !options_[c].empty(), "class not in the search space");

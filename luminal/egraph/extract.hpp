@@ -40,7 +40,6 @@ class SearchSpace {
   Genome random_genome(Rng& rng) const;
   /// Changes `count` random genes to a different value (where they have one).
   void mutate(Genome& g, int count, Rng& rng) const;
-  static uint64_t hash(const Genome& g);
 
   /// The e-node chosen for class `c` by `g`.
   ENodeId chosen(const Genome& g, ClassId c) const;

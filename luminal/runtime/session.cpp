@@ -486,9 +486,7 @@ void Session::execute(std::span<const int64_t> dims) {
     if (out.lives_in == i) continue;
     std::swap(in.buf, out.buf);
     out.lives_in = i;
-    in.bytes_set = in.numel.is_const()
-                       ? static_cast<uint64_t>(in.numel.eval(nullptr)) * size_bytes(in.dtype)
-                       : static_cast<uint64_t>(in.numel.eval(dims.data())) * size_bytes(in.dtype);
+    in.bytes_set = static_cast<uint64_t>(in.numel.eval(dims.data())) * size_bytes(in.dtype);
   }
 }
 

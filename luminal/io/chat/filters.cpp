@@ -125,6 +125,18 @@ Value sort_key(const Value& v, bool case_sensitive, const Value* attribute) {
   return k;
 }
 
+// jinja2's sorted(..., reverse=...): stable, and equal items keep their order when reversed.
+template <class Cmp>
+Value stable_sorted(List items, bool reverse, const Cmp& cmp) {
+  if (reverse) {
+    std::stable_sort(items.begin(), items.end(),
+                     [&](const Value& a, const Value& b) { return cmp(b, a); });
+  } else {
+    std::stable_sort(items.begin(), items.end(), cmp);
+  }
+  return Value::make_list(std::move(items));
+}
+
 }  // namespace
 
 bool is_filter(std::string_view name) { return filter_names().count(name) > 0; }
@@ -374,14 +386,8 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
       if (!cs && k.kind == K::String) return Value::string(py_lower(k.s));
       return k;
     };
-    auto cmp = [&](const Value& a, const Value& b) { return less(key(a), key(b)); };
-    if (reverse) {
-      std::stable_sort(items.begin(), items.end(),
-                       [&](const Value& a, const Value& b) { return cmp(b, a); });
-    } else {
-      std::stable_sort(items.begin(), items.end(), cmp);
-    }
-    return Value::make_list(std::move(items));
+    return stable_sorted(std::move(items), reverse,
+                         [&](const Value& a, const Value& b) { return less(key(a), key(b)); });
   }
   if (name == "first" || name == "last") {
     List items = iterate(v);
@@ -549,15 +555,7 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
     auto cmp = [&](const Value& a, const Value& b) {
       return less(sort_key(a, cs, attribute), sort_key(b, cs, attribute));
     };
-    if (name == "sort") {
-      if (reverse) {
-        std::stable_sort(items.begin(), items.end(),
-                         [&](const Value& a, const Value& b) { return cmp(b, a); });
-      } else {
-        std::stable_sort(items.begin(), items.end(), cmp);
-      }
-      return Value::make_list(std::move(items));
-    }
+    if (name == "sort") return stable_sorted(std::move(items), reverse, cmp);
     if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
     auto it = name == "min" ? std::min_element(items.begin(), items.end(), cmp)
                             : std::max_element(items.begin(), items.end(), cmp);
