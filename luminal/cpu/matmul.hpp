@@ -2,37 +2,17 @@
 // Matmul ops of the CPU backend (internal): what cpu.Matmul (matmul_generic.cpp) and
 // cpu.BlasMatmul (matmul_blas.cpp) share.
 //
-// Both replace SumReduce(axis k) over Mul(a, b) when the SumReduce reads the Mul's class through
-// a contiguous view. The new node has
-//   children  = the Mul's two children,
-//   views     = the Mul's two views (over the Mul's dims, the reduced axis k included),
-//   axis      = k,
-//   shape/dtype = the SumReduce's,
-// and out[i...] = sum over k of a[i.., k, ..] * b[i.., k, ..]. It dominates the SumReduce e-node
-// (which would materialise the whole product).
+// Both replace SumReduce(axis k) over Mul(a, b) through the shared matmul rule
+// (luminal/kernels/matmul_rule.hpp, which describes the node).
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/strided.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal::cpu {
-
-/// A SumReduce-over-Mul match, as the matmul node's children and attributes.
-struct MatmulParts {
-  std::vector<ClassId> children;  // the Mul's a, b
-  Attrs attrs;                    // the matmul node's attributes
-  ENodeId sum_node = 0;
-};
-
-/// SumReduce(Mul(a, b)), the SumReduce bound "sum", the Mul "mul".
-Pattern matmul_pattern();
-/// The parts of a matmul_pattern() match, or nothing when the SumReduce's view of the Mul is not
-/// a reshape of it.
-std::optional<MatmulParts> matmul_parts(const EGraph& eg, const Match& m);
-/// Adds `op` with `parts` to the match's class; the new e-node dominates the SumReduce.
-void add_matmul_node(EGraph& eg, const OpDef* op, const MatmulParts& parts, ClassId root);
 
 /// Counters of cpu.BlasMatmul kernels (process-wide; for tests and traces): gemm calls made, and
 /// runs that fell back to the generic kernel because no gemm fits the layout at those dims.

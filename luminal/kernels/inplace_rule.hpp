@@ -1,0 +1,19 @@
+#pragma once
+// The in-place Scatter rule every backend shares: an HLIR Scatter whose dest (views[0]) is read
+// contiguously with the output's element count gets an alternative e-node of `op` (same
+// children, same attributes), whose OpDef::inplace_input is 0: it writes src into dest's buffer
+// instead of copying dest first. Pruning keeps it only where overwriting dest is legal (nothing
+// else reads it), so a KV-cache update costs the new rows, not the whole cache.
+//
+//   const OpDef kScatterInPlace{"cuda.ScatterInPlace", OpKind::Input, false, 0};
+//   RuleSet inplace{"cuda.inplace", {scatter_inplace_rule(&kScatterInPlace,
+//   "cuda.scatter-inplace")}};
+#include <string>
+
+#include "luminal/egraph/rule.hpp"
+
+namespace luminal {
+
+Rule scatter_inplace_rule(const OpDef* op, const std::string& name);
+
+}  // namespace luminal
