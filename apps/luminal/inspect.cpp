@@ -1,5 +1,6 @@
 // `luminal inspect DIR`: architecture, sizes, parameter count, dtypes, shards, tokenizer and
-// special tokens of a Hugging Face model folder.
+// special tokens of a Hugging Face model folder. `luminal inspect FILE.gguf`: version,
+// architecture, hyperparameters, tensor types, tokenizer and chat template of a GGUF file.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "apps/luminal/commands.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/io/gguf.hpp"
 #include "luminal/io/hf_config.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/io/tokenizer.hpp"
@@ -207,18 +209,91 @@ void print_tokenizer(const fs::path& dir, const std::optional<io::ModelConfig>& 
   row("chat template", where.empty() ? "none" : "yes (" + where + ")");
 }
 
+// A metadata value for display: integers and floats as numbers, "?" when absent.
+std::string gguf_value(const io::GgufFile& f, const std::string& key) {
+  const io::GgufValue* v = f.find(key);
+  if (!v) return "?";
+  switch (v->type()) {
+    case io::GgufValueType::F32:
+    case io::GgufValueType::F64: return fmt_double(v->as_float());
+    case io::GgufValueType::String: return v->as_string();
+    case io::GgufValueType::Array:
+    case io::GgufValueType::Bool: return v->describe();
+    case io::GgufValueType::U64: return std::to_string(v->as_uint());
+    default: return std::to_string(v->as_int());
+  }
+}
+
+void print_gguf(const fs::path& file) {
+  io::GgufFile f = io::GgufFile::open(file);
+  row("file", file.string());
+  row("format", "GGUF version " + std::to_string(f.version()) + " (alignment " +
+                    std::to_string(f.alignment()) + ", " + bytes_str(f.buffer().size()) + ", " +
+                    std::to_string(f.metadata().size()) + " metadata keys)");
+  const std::string arch = f.find_string("general.architecture").value_or("");
+  std::string arch_row = arch.empty() ? "? (no general.architecture)" : arch;
+  if (auto name = f.find("general.name"); name && name->type() == io::GgufValueType::String) {
+    arch_row += " (" + escape(name->as_string()) + ")";
+  }
+  row("architecture", arch_row);
+  const std::string p = arch + ".";
+  row("layers", gguf_value(f, p + "block_count"));
+  std::string hidden = gguf_value(f, p + "embedding_length");
+  if (f.contains(p + "feed_forward_length")) {
+    hidden += " (feed forward " + gguf_value(f, p + "feed_forward_length") + ")";
+  }
+  row("hidden", hidden);
+  row("heads", gguf_value(f, p + "attention.head_count") + " (kv heads " +
+                   gguf_value(f, p + "attention.head_count_kv") + ")");
+  row("context", gguf_value(f, p + "context_length") + " (rope freq base " +
+                     gguf_value(f, p + "rope.freq_base") + ")");
+  int64_t params = 0;
+  std::map<uint32_t, std::pair<int64_t, int64_t>> by_type;  // ggml type -> (tensors, elements)
+  for (const auto& t : f.tensors()) {
+    params += t.numel();
+    auto& c = by_type[static_cast<uint32_t>(t.type)];
+    c.first += 1;
+    c.second += t.numel();
+  }
+  row("parameters", grouped(params) + " (" + human(static_cast<double>(params)) + ")");
+  std::string types;
+  for (const auto& [id, c] : by_type) {
+    types += (types.empty() ? "" : "; ") +
+             std::string(io::ggml_type_name(static_cast<io::GgmlType>(id))) + " " +
+             grouped(c.second) + " in " + std::to_string(c.first) + " tensors";
+  }
+  row("tensors", std::to_string(f.tensors().size()) + (types.empty() ? "" : ": " + types));
+  std::string tok = f.find_string("tokenizer.ggml.model").value_or("none");
+  if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+      tokens && tokens->type() == io::GgufValueType::Array) {
+    tok += ", vocab " + std::to_string(tokens->as_array().items.size());
+  }
+  row("tokenizer", tok);
+  const io::GgufValue* chat = f.find("tokenizer.chat_template");
+  row("chat template", chat ? "yes (tokenizer.chat_template" +
+                                  (chat->type() == io::GgufValueType::String
+                                       ? ", " + std::to_string(chat->as_string().size()) + " bytes)"
+                                       : std::string(")"))
+                            : std::string("none"));
+}
+
 }  // namespace
 
 void add_inspect(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "inspect",
-      "Show what a Hugging Face model folder holds: architecture, sizes, parameter "
-      "count, dtypes, shards, tokenizer, special tokens");
+      "Show what a Hugging Face model folder or a GGUF file holds: architecture, sizes, "
+      "parameter count, dtypes, shards, tokenizer, special tokens");
   auto dir = std::make_shared<std::string>();
-  cmd->add_option("DIR", *dir, "model folder (config.json, *.safetensors, tokenizer.json)")
+  cmd->add_option("DIR", *dir,
+                  "model folder (config.json, *.safetensors, tokenizer.json) or a .gguf file")
       ->required();
   cmd->callback([dir] {
     const fs::path d(*dir);
+    if (d.extension() == ".gguf") {
+      print_gguf(d);
+      return;
+    }
     require_model_folder(d);
     if (!fs::exists(d / "config.json")) {
       throw Error((d / "config.json").string() +

@@ -1,0 +1,202 @@
+// GGUF files: the memory mapping and metadata lookup. Parsing lives in gguf_parse.cpp,
+// dequantisation in gguf_dequant.cpp.
+#include "luminal/io/gguf.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace luminal::io {
+
+namespace {
+std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
+}  // namespace
+
+struct GgufFile::Impl {
+  std::string source;
+  const uint8_t* map = nullptr;  // mmap'd region (nullptr when owned or empty)
+  size_t map_size = 0;
+  std::vector<uint8_t> owned;  // from_bytes
+  GgufHeader header;
+  std::map<std::string, size_t, std::less<>> key_index;
+  std::map<std::string, size_t, std::less<>> tensor_index;
+
+  std::span<const uint8_t> buffer() const {
+    if (map) return {map, map_size};
+    return {owned.data(), owned.size()};
+  }
+  void load() {
+    header = parse_gguf(buffer(), source);
+    for (size_t i = 0; i < header.metadata.size(); ++i)
+      key_index.emplace(header.metadata[i].first, i);
+    for (size_t i = 0; i < header.tensors.size(); ++i)
+      tensor_index.emplace(header.tensors[i].name, i);
+  }
+  ~Impl() {
+    if (map) munmap(const_cast<uint8_t*>(map), map_size);
+  }
+
+  // Runs an accessor of GgufValue, adding the file and the key to its error.
+  template <class F>
+  auto typed(std::string_view key, F&& f) const -> decltype(f(std::declval<const GgufValue&>())) {
+    const GgufValue& v = get(key);
+    try {
+      return f(v);
+    } catch (const Error& e) {
+      throw Error("gguf " + q(source) + ": key " + q(key) + ": " + e.what());
+    }
+  }
+  const GgufValue* find(std::string_view key) const {
+    auto it = key_index.find(key);
+    return it == key_index.end() ? nullptr : &header.metadata[it->second].second;
+  }
+  const GgufValue& get(std::string_view key) const {
+    const GgufValue* v = find(key);
+    if (!v) {
+      throw Error("gguf " + q(source) + ": no metadata key " + q(key) + " (the file has " +
+                  std::to_string(header.metadata.size()) + " keys)");
+    }
+    return *v;
+  }
+};
+
+GgufFile::GgufFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GgufFile::GgufFile(GgufFile&&) noexcept = default;
+GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
+GgufFile::~GgufFile() = default;
+
+GgufFile GgufFile::open(const std::filesystem::path& file) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = file.string();
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("gguf " + q(impl->source) + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error("gguf " + q(impl->source) + ": not a regular file");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      throw Error("gguf " + q(impl->source) + ": mmap failed: " + std::strerror(err));
+    }
+    impl->map = static_cast<const uint8_t*>(p);
+    impl->map_size = size;
+  }
+  ::close(fd);
+  impl->load();  // on error, ~Impl unmaps
+  return GgufFile(std::move(impl));
+}
+
+GgufFile GgufFile::from_bytes(std::vector<uint8_t> bytes, std::string source) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = std::move(source);
+  impl->owned = std::move(bytes);
+  impl->load();
+  return GgufFile(std::move(impl));
+}
+
+const std::string& GgufFile::source() const { return impl_->source; }
+uint32_t GgufFile::version() const { return impl_->header.version; }
+uint64_t GgufFile::alignment() const { return impl_->header.alignment; }
+uint64_t GgufFile::data_offset() const { return impl_->header.data_offset; }
+std::span<const uint8_t> GgufFile::buffer() const { return impl_->buffer(); }
+
+const std::vector<std::pair<std::string, GgufValue>>& GgufFile::metadata() const {
+  return impl_->header.metadata;
+}
+bool GgufFile::contains(std::string_view key) const { return impl_->find(key) != nullptr; }
+const GgufValue* GgufFile::find(std::string_view key) const { return impl_->find(key); }
+const GgufValue& GgufFile::get(std::string_view key) const { return impl_->get(key); }
+
+int64_t GgufFile::get_int(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) { return v.as_int(); });
+}
+uint64_t GgufFile::get_uint(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) { return v.as_uint(); });
+}
+double GgufFile::get_float(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) { return v.as_float(); });
+}
+bool GgufFile::get_bool(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) { return v.as_bool(); });
+}
+const std::string& GgufFile::get_string(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) -> const std::string& { return v.as_string(); });
+}
+const GgufArray& GgufFile::get_array(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) -> const GgufArray& { return v.as_array(); });
+}
+
+namespace {
+// Converts every element of an array with `f`; errors name the element.
+template <class T, class F>
+std::vector<T> convert_items(const GgufValue& v, F f) {
+  const GgufArray& a = v.as_array();
+  std::vector<T> out;
+  out.reserve(a.items.size());
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    try {
+      out.push_back(f(a.items[i]));
+    } catch (const Error& e) {
+      throw Error("element " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) {
+    return convert_items<std::string>(v, [](const GgufValue& x) { return x.as_string(); });
+  });
+}
+std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) {
+    return convert_items<int64_t>(v, [](const GgufValue& x) { return x.as_int(); });
+  });
+}
+std::vector<double> GgufFile::get_float_array(std::string_view key) const {
+  return impl_->typed(key, [](const GgufValue& v) {
+    return convert_items<double>(v, [](const GgufValue& x) { return x.as_float(); });
+  });
+}
+
+std::optional<int64_t> GgufFile::find_int(std::string_view key) const {
+  if (!contains(key)) return std::nullopt;
+  return get_int(key);
+}
+std::optional<uint64_t> GgufFile::find_uint(std::string_view key) const {
+  if (!contains(key)) return std::nullopt;
+  return get_uint(key);
+}
+std::optional<double> GgufFile::find_float(std::string_view key) const {
+  if (!contains(key)) return std::nullopt;
+  return get_float(key);
+}
+std::optional<std::string> GgufFile::find_string(std::string_view key) const {
+  if (!contains(key)) return std::nullopt;
+  return get_string(key);
+}
+
+const std::vector<GgufTensor>& GgufFile::tensors() const { return impl_->header.tensors; }
+bool GgufFile::contains_tensor(std::string_view name) const {
+  return impl_->tensor_index.count(name) > 0;
+}
+const GgufTensor& GgufFile::tensor(std::string_view name) const {
+  auto it = impl_->tensor_index.find(name);
+  if (it == impl_->tensor_index.end()) {
+    throw Error("gguf " + q(impl_->source) + ": no tensor " + q(name) + " (the file has " +
+                std::to_string(impl_->header.tensors.size()) + " tensors)");
+  }
+  return impl_->header.tensors[it->second];
+}
+
+}  // namespace luminal::io
