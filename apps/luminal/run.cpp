@@ -1,8 +1,12 @@
-// `luminal run DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--json] ...`: greedy
-// generation with a Llama-family model on the CPU backend; streams the text (or the ids when the
-// folder has no tokenizer.json), then prints load and compile times, TTFT, TPOT and tokens/s.
+// `luminal run DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--json] ...`:
+// generation with a Llama-family model on the CPU backend, sampled inside the graph (greedy by
+// default; --temperature, --top-k, --top-p, --min-p, --repeat-penalty, --seed; the defaults come
+// from generation_config.json when it sets do_sample); stops at the EOS ids of config.json and
+// generation_config.json and at --stop strings; streams the text (or the ids when the folder has
+// no tokenizer.json), then prints load and compile times, TTFT, TPOT and tokens/s.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -50,10 +54,14 @@ void add_run(CLI::App& app) {
     std::string dir, prompt, prompt_ids;
     int max_tokens = 64, threads = 0, slots = 2048, max_step = 128;
     bool json = false;
+    std::optional<double> temperature, top_p, min_p, repeat_penalty;
+    std::optional<int64_t> top_k;
+    uint64_t seed = 0;
+    std::vector<std::string> stop;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
-      "run", "Generate text greedily with a Llama, Mistral, Qwen2 or Qwen3 model (CPU backend)");
+      "run", "Generate text with a Llama, Mistral, Qwen2 or Qwen3 model (CPU backend)");
   cmd->add_option("DIR", o->dir, "model folder: config.json, *.safetensors, tokenizer.json")
       ->required();
   auto* p = cmd->add_option("--prompt", o->prompt, "the prompt text (needs tokenizer.json)");
@@ -67,13 +75,59 @@ void add_run(CLI::App& app) {
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--max-step", o->max_step, "longest prefill chunk (default 128)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_flag("--json", o->json, "print one JSON object: prompt ids, generated ids, timings");
+  cmd->add_option("--temperature", o->temperature,
+                  "sampling temperature, >= 0; 0 = greedy (default: generation_config.json's "
+                  "when it sets do_sample, else 0)");
+  cmd->add_option("--top-k", o->top_k, "keep the k most likely tokens, >= 0 (0 = off)");
+  cmd->add_option("--top-p", o->top_p, "nucleus sampling mass, in (0, 1] (1 = off)");
+  cmd->add_option("--min-p", o->min_p,
+                  "drop tokens below min-p times the top probability, in [0, 1] (0 = off)");
+  cmd->add_option("--repeat-penalty", o->repeat_penalty,
+                  "repetition penalty over the context's tokens, > 0 (1 = off)");
+  cmd->add_option("--seed", o->seed, "random seed (default 0); the same seed repeats the draws");
+  cmd->add_option("--stop", o->stop, "stop when the text contains STR (repeatable)");
+  cmd->add_flag("--json", o->json,
+                "print one JSON object: prompt ids, generated ids, sampling settings, timings");
   cmd->callback([o] {
     const std::filesystem::path d(o->dir);
     require_model_folder(d);
     if (o->prompt.empty() && o->prompt_ids.empty())
       throw Error("give a prompt: --prompt TEXT or --prompt-ids 1,17,42");
+    // Sampling: generation_config.json's defaults (when it sets do_sample), then the flags.
+    const models::GenerationDefaults gen = models::read_generation_config(d);
+    models::SamplingConfig sampling = gen.sampling;
+    auto check = [](const char* flag, double v, bool ok, const char* range) {
+      if (!ok) {
+        std::ostringstream m;
+        m << flag << ": " << v << " is outside the valid range " << range;
+        throw Error(m.str());
+      }
+      return v;
+    };
+    if (o->temperature)
+      sampling.temperature =
+          check("--temperature", *o->temperature,
+                *o->temperature >= 0 && std::isfinite(*o->temperature), ">= 0 (0 = greedy)");
+    if (o->top_k)
+      sampling.top_k = static_cast<int64_t>(
+          check("--top-k", static_cast<double>(*o->top_k), *o->top_k >= 0, ">= 0 (0 = off)"));
+    if (o->top_p)
+      sampling.top_p =
+          check("--top-p", *o->top_p, *o->top_p > 0 && *o->top_p <= 1, "(0, 1] (1 = off)");
+    if (o->min_p)
+      sampling.min_p =
+          check("--min-p", *o->min_p, *o->min_p >= 0 && *o->min_p <= 1, "[0, 1] (0 = off)");
+    if (o->repeat_penalty)
+      sampling.repetition_penalty =
+          check("--repeat-penalty", *o->repeat_penalty,
+                *o->repeat_penalty > 0 && std::isfinite(*o->repeat_penalty), "> 0 (1 = off)");
+    sampling.seed = o->seed;
+    for (const std::string& st : o->stop)
+      if (st.empty()) throw Error("--stop: the stop string is empty");
     const bool has_tok = std::filesystem::exists(d / "tokenizer.json");
+    if (!o->stop.empty() && !has_tok)
+      throw Error((d / "tokenizer.json").string() +
+                  ": not found; --stop needs the tokenizer to compare text");
     std::optional<io::Tokenizer> tok;
     if (has_tok) tok = io::Tokenizer::from_folder(d);
     std::vector<int32_t> prompt;
@@ -103,32 +157,41 @@ void add_run(CLI::App& app) {
     models::CausalLM lm = models::CausalLM::load(
         d, cpu, shape, CompileOptions().search_graph_limit(20).verbose(false));
     const double load_ms = ms_since(t_load);
-    auto stream = tok ? std::optional(tok->stream_decoder(true)) : std::nullopt;
-    std::vector<int32_t> generated;
+    models::StopConditions stop;
+    stop.eos_ids = cfg.eos_token_ids;
+    for (int64_t id : gen.eos_ids)
+      if (std::find(stop.eos_ids.begin(), stop.eos_ids.end(), id) == stop.eos_ids.end())
+        stop.eos_ids.push_back(id);
+    stop.strings = o->stop;
+    if (tok) stop.tokenizer = &*tok;
     std::vector<double> step_ms;
-    const int64_t V = lm.vocab_size();
+    std::string printed;
     const auto t0 = Clock::now();
-    std::vector<float> logits = lm.forward(prompt);
+    auto last = t0;
     double ttft = 0;
-    for (int t = 0; t < o->max_tokens; ++t) {
-      const float* last = logits.data() + logits.size() - static_cast<size_t>(V);
-      const int32_t next = static_cast<int32_t>(std::max_element(last, last + V) - last);
-      if (t == 0) ttft = ms_since(t0);
-      generated.push_back(next);
-      if (!o->json) {
-        if (stream)
-          std::cout << stream->push(next) << std::flush;
-        else
-          std::cout << (t ? "," : "") << next << std::flush;
-      }
-      if (std::find(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end(), next) !=
-          cfg.eos_token_ids.end())
-        break;
-      if (t + 1 == o->max_tokens) break;
-      const auto ts = Clock::now();
-      logits = lm.forward({next});
-      step_ms.push_back(ms_since(ts));
-    }
+    int count = 0;
+    const models::Generation out = lm.generate(
+        prompt, o->max_tokens, sampling,
+        [&](int32_t id, std::string_view text) {
+          const auto now = Clock::now();
+          if (count == 0)
+            ttft = ms_since(t0);
+          else
+            step_ms.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+          last = now;
+          if (!o->json) {
+            if (tok) {
+              std::cout << text << std::flush;
+              printed += text;
+            } else {
+              std::cout << (count ? "," : "") << id << std::flush;
+            }
+          }
+          ++count;
+          return true;
+        },
+        stop);
+    const std::vector<int32_t>& generated = out.tokens;
     double tpot = 0;
     for (double s : step_ms)
       tpot += s / static_cast<double>(step_ms.size());
@@ -139,14 +202,20 @@ void add_run(CLI::App& app) {
       std::cout << "], \"generated_ids\": [";
       for (size_t i = 0; i < generated.size(); ++i)
         std::cout << (i ? ", " : "") << generated[i];
-      std::cout << "], \"load_ms\": " << load_ms << ", \"ttft_ms\": " << ttft
-                << ", \"tpot_ms\": " << tpot << "}\n";
+      std::cout << "], \"stop_reason\": \"" << models::stop_name(out.stop)
+                << "\", \"sampling\": {\"temperature\": " << sampling.temperature
+                << ", \"top_k\": " << sampling.top_k << ", \"top_p\": " << sampling.top_p
+                << ", \"min_p\": " << sampling.min_p
+                << ", \"repetition_penalty\": " << sampling.repetition_penalty
+                << ", \"seed\": " << sampling.seed << "}, \"load_ms\": " << load_ms
+                << ", \"ttft_ms\": " << ttft << ", \"tpot_ms\": " << tpot << "}\n";
       return;
     }
-    if (stream) std::cout << stream->flush();
+    if (tok && out.text.size() > printed.size()) std::cout << out.text.substr(printed.size());
     std::cout << "\n";
     std::cerr << "load + compile: " << load_ms << " ms; prompt " << prompt.size()
-              << " tokens, generated " << generated.size() << "\nTTFT: " << ttft
+              << " tokens, generated " << generated.size()
+              << " (stop: " << models::stop_name(out.stop) << ")\nTTFT: " << ttft
               << " ms\nTPOT: " << tpot << " ms\n"
               << (tpot > 0 ? 1000.0 / tpot : 0) << " tok/s\n";
   });

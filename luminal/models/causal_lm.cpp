@@ -1,6 +1,9 @@
 #include "luminal/models/causal_lm.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/safetensors.hpp"
@@ -17,6 +20,91 @@ Decoder decoder_of(const std::filesystem::path& dir, const DecoderShape& shape) 
 
 }  // namespace
 
+std::string_view stop_name(Generation::Stop s) {
+  switch (s) {
+    case Generation::Stop::MaxTokens: return "max_tokens";
+    case Generation::Stop::Eos: return "eos";
+    case Generation::Stop::StopString: return "stop_string";
+    case Generation::Stop::Callback: return "callback";
+  }
+  return "?";
+}
+
+GenerationDefaults read_generation_config(const std::filesystem::path& dir) {
+  GenerationDefaults d;
+  const std::filesystem::path file = dir / "generation_config.json";
+  std::ifstream in(file);
+  if (!in) return d;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string where = file.string() + ": ";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const std::exception& e) {
+    throw Error(where + "not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(where + "expected a JSON object");
+  auto number = [&](const char* key, double& out) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return;
+    if (!it->is_number()) throw Error(where + "field '" + key + "' must be a number");
+    out = it->get<double>();
+  };
+  if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
+    if (it->is_number_integer()) {
+      d.eos_ids.push_back(it->get<int64_t>());
+    } else if (it->is_array()) {
+      for (const auto& v : *it) {
+        if (!v.is_number_integer())
+          throw Error(where + "field 'eos_token_id' must be an int or a list of ints");
+        d.eos_ids.push_back(v.get<int64_t>());
+      }
+    } else {
+      throw Error(where + "field 'eos_token_id' must be an int or a list of ints");
+    }
+  }
+  if (auto it = j.find("do_sample"); it != j.end() && it->is_boolean())
+    d.do_sample = it->get<bool>();
+  if (d.do_sample) {
+    // transformers' defaults where the file is silent: temperature 1, top_k 50, top_p 1.
+    SamplingConfig& c = d.sampling;
+    c.temperature = 1.0;
+    c.top_k = 50;
+    double top_k = 50;
+    number("temperature", c.temperature);
+    number("top_k", top_k);
+    c.top_k = static_cast<int64_t>(top_k);
+    number("top_p", c.top_p);
+    number("min_p", c.min_p);
+    number("repetition_penalty", c.repetition_penalty);
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      throw Error(where + e.what());
+    }
+  }
+  double rp = 1;
+  number("repetition_penalty", rp);
+  if (!d.do_sample) d.sampling.repetition_penalty = rp > 0 ? rp : 1;
+  return d;
+}
+
+void CausalLM::add_sampler() {
+  Graph& g = decoder_.graph;
+  sampler_ = nn::sampler_inputs(g, "sampler");
+  const Tensor seen = g.tensor("sampler.seen", {vocab_size()}, DType::F32).persist();
+  const Tensor seen_next =
+      seen.scatter_flat(decoder_.ids, g.ones({"s"}, DType::F32)).output("sampler.seen_out");
+  g.carry(seen_next, seen);
+  nn::sample(decoder_.last_logits, sampler_, seen_next).output("token");
+}
+
+void CausalLM::reset() {
+  context_ = 0;
+  runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
+}
+
 void CausalLM::bind(const std::filesystem::path& dir, bool session) {
   auto weights = std::make_shared<const io::Weights>(io::Weights::open(dir));
   io::BindOptions opts;
@@ -24,10 +112,12 @@ void CausalLM::bind(const std::filesystem::path& dir, bool session) {
   io::BindReport r = session ? io::bind(static_cast<Session&>(*runtime_), weights, opts)
                              : io::bind(*runtime_, *weights, opts);
   runtime_->set("rope.inv_freq", decoder_.rope_inv_freq);
+  nn::set_sampler_inputs(*runtime_, sampler_, SamplingConfig{}, 0);
+  runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
   // Every input must now be set, except the ids and the caches (zeroed below).
   const Graph& g = decoder_.graph;
   for (const std::string& label : r.unset_inputs) {
-    if (label == "ids" || label == "rope.inv_freq") continue;
+    if (label == "ids" || label == "rope.inv_freq" || label.rfind("sampler.", 0) == 0) continue;
     if (label.size() > 6 && label.compare(label.size() - 6, 6, "_cache") == 0) {
       const Node& n = g.node(g.find(label));
       int64_t numel = 1;
@@ -44,6 +134,7 @@ CausalLM CausalLM::load(const std::filesystem::path& dir, Backend& backend,
                         const DecoderShape& shape, CompileOptions options) {
   CausalLM lm;
   lm.decoder_ = decoder_of(dir, shape);
+  lm.add_sampler();
   std::vector<DimBucket> buckets{DimBucket(1, 1)};
   if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
   if (options.dim_buckets().find("s") == options.dim_buckets().end())
@@ -57,19 +148,18 @@ CausalLM CausalLM::load(const std::filesystem::path& dir, Backend& backend,
 CausalLM CausalLM::load_reference(const std::filesystem::path& dir, const DecoderShape& shape) {
   CausalLM lm;
   lm.decoder_ = decoder_of(dir, shape);
+  lm.add_sampler();
   lm.runtime_ = std::make_unique<ReferenceRuntime>(lm.decoder_.graph);
   lm.bind(dir, false);
   return lm;
 }
 
-std::vector<float> CausalLM::forward(const std::vector<int32_t>& ids) {
-  if (ids.empty()) return {};
+void CausalLM::run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after) {
   if (context_ + static_cast<int64_t>(ids.size()) > decoder_.shape.slots) {
     throw Error("models: " + std::to_string(context_) + " tokens of context plus " +
                 std::to_string(ids.size()) + " new ones exceed the cache of " +
                 std::to_string(decoder_.shape.slots) + " (DecoderShape::slots)");
   }
-  std::vector<float> all;
   for (size_t done = 0; done < ids.size();) {
     const size_t n = std::min<size_t>(ids.size() - done, decoder_.shape.max_step);
     std::vector<int32_t> chunk(ids.begin() + static_cast<std::ptrdiff_t>(done),
@@ -77,24 +167,83 @@ std::vector<float> CausalLM::forward(const std::vector<int32_t>& ids) {
     runtime_->set("ids", chunk);
     context_ += static_cast<int>(n);
     runtime_->execute({{"s", static_cast<int64_t>(n)}, {"c", context_}});
-    std::vector<float> l = runtime_->get<float>("logits");
-    all.insert(all.end(), l.begin(), l.end());
+    if (after) after(n);
     done += n;
   }
+}
+
+std::vector<float> CausalLM::forward(const std::vector<int32_t>& ids) {
+  std::vector<float> all;
+  run(ids, [&](size_t) {
+    std::vector<float> l = runtime_->get<float>("logits");
+    all.insert(all.end(), l.begin(), l.end());
+  });
   return all;
 }
 
-std::vector<int32_t> CausalLM::generate_greedy(const std::vector<int32_t>& prompt, int n) {
-  std::vector<float> logits = forward(prompt);
-  std::vector<int32_t> out;
-  const int64_t V = vocab_size();
-  for (int t = 0; t < n; ++t) {
-    const float* last = logits.data() + logits.size() - static_cast<size_t>(V);
-    const int32_t next = static_cast<int32_t>(std::max_element(last, last + V) - last);
-    out.push_back(next);
-    if (t + 1 < n) logits = forward({next});
+Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_tokens,
+                              const SamplingConfig& sampling, const TokenCallback& on_token,
+                              const StopConditions& stop) {
+  sampling.validate();
+  if (prompt.empty()) throw Error("models: generate needs at least one prompt token");
+  if (!stop.strings.empty() && !stop.tokenizer)
+    throw Error("models: stop strings need a tokenizer (StopConditions::tokenizer)");
+  for (const std::string& s : stop.strings)
+    if (s.empty()) throw Error("models: a stop string is empty");
+  Generation out;
+  if (max_new_tokens <= 0) return out;
+  nn::set_sampler_inputs(*runtime_, sampler_, sampling, 0);
+  std::optional<io::Tokenizer::StreamDecoder> stream;
+  if (stop.tokenizer) stream = stop.tokenizer->stream_decoder(true);
+  std::string pending;  // decoded, not yet handed out (may start a stop string)
+  // Longest suffix of `pending` that is a proper prefix of a stop string.
+  auto held = [&]() -> size_t {
+    size_t best = 0;
+    for (const std::string& s : stop.strings)
+      for (size_t n = std::min(s.size() - 1, pending.size()); n > best; --n)
+        if (pending.compare(pending.size() - n, n, s, 0, n) == 0) {
+          best = n;
+          break;
+        }
+    return best;
+  };
+  run(prompt, {});
+  int32_t next = runtime_->get<int32_t>("token")[0];
+  for (int t = 0;; ++t) {
+    out.tokens.push_back(next);
+    const bool eos =
+        std::find(stop.eos_ids.begin(), stop.eos_ids.end(), next) != stop.eos_ids.end();
+    std::string emit;
+    if (stream) {
+      pending += stream->push(next);
+      size_t cut = std::string::npos;
+      for (const std::string& s : stop.strings)
+        cut = std::min(cut, pending.find(s));
+      if (cut != std::string::npos) {
+        emit = pending.substr(0, cut);
+        pending.clear();
+        out.stop = Generation::Stop::StopString;
+      } else {
+        if (eos || t + 1 == max_new_tokens) pending += stream->flush();
+        const size_t keep = (eos || t + 1 == max_new_tokens) ? 0 : held();
+        emit = pending.substr(0, pending.size() - keep);
+        pending.erase(0, pending.size() - keep);
+      }
+      out.text += emit;
+    }
+    if (eos && out.stop == Generation::Stop::MaxTokens) out.stop = Generation::Stop::Eos;
+    if (on_token && !on_token(next, emit) && out.stop == Generation::Stop::MaxTokens)
+      out.stop = Generation::Stop::Callback;
+    if (out.stop != Generation::Stop::MaxTokens || t + 1 == max_new_tokens) break;
+    runtime_->set(sampler_.step, std::vector<int64_t>{t + 1});
+    run({next}, {});
+    next = runtime_->get<int32_t>("token")[0];
   }
   return out;
+}
+
+std::vector<int32_t> CausalLM::generate_greedy(const std::vector<int32_t>& prompt, int n) {
+  return generate(prompt, n).tokens;
 }
 
 }  // namespace luminal::models

@@ -5,22 +5,77 @@
 //   auto lm = models::CausalLM::load("tiny-llama/", cpu, {.slots = 1024, .max_step = 128});
 //   std::vector<float> logits = lm.forward({1, 17, 42});   // [3, vocab], the KV cache fills
 //   std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
+//   auto out = lm.generate(prompt, 64, {.temperature = 0.8, .top_p = 0.95, .seed = 7},
+//                          [](int32_t id, std::string_view text) { std::cout << text; return true;
+//                          },
+//                          {.eos_ids = {2}, .strings = {"\n\n"}, .tokenizer = &tok});
 //   lm.reset();                                             // an empty context again
 //
 // `load` reads config.json and the safetensors weights (bound without copies on the CPU), builds
-// the graph (models/decoder.hpp), and compiles it with buckets s = 1 (decode) and s in
-// [2, max_step] (prefill; longer inputs go in chunks). `load_reference` runs the same graph on
-// the ReferenceRuntime (slow; for parity tests on tiny models).
+// the graph (models/decoder.hpp) plus the sampler (nn/sampling.hpp) on the last position's
+// logits, and compiles it with buckets s = 1 (decode) and s in [2, max_step] (prefill; longer
+// inputs go in chunks). `load_reference` runs the same graph on the ReferenceRuntime (slow; for
+// parity tests on tiny models).
+//
+// Sampling happens inside the graph: each generate step uploads the token id and the step
+// counter and downloads one I32 token id (never the logits). The sampler's settings are graph
+// inputs, so every SamplingConfig uses the same compiled program. The repetition penalty's set
+// of seen tokens is a carried [vocab] input ("sampler.seen") that the graph updates from the ids
+// of every step (prompt and generated tokens, over the whole context until reset()).
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "luminal/compiler/options.hpp"
+#include "luminal/io/tokenizer.hpp"
 #include "luminal/models/decoder.hpp"
+#include "luminal/nn/sampling.hpp"
 #include "luminal/program/backend.hpp"
 #include "luminal/runtime/runtime.hpp"
 
 namespace luminal::models {
+
+/// {temperature, top_k, top_p, min_p, repetition_penalty, seed}; the defaults are greedy.
+using SamplingConfig = nn::SamplingConfig;
+
+/// When generate() stops early.
+struct StopConditions {
+  /// Stop after one of these ids (it is returned in `tokens`; its text is not).
+  std::vector<int64_t> eos_ids = {};
+  /// Stop when the decoded text contains one of these (needs `tokenizer`); the text is cut
+  /// before it.
+  std::vector<std::string> strings = {};
+  /// Decodes the generated ids (skipping special tokens) for the text and the stop strings.
+  const io::Tokenizer* tokenizer = nullptr;
+};
+
+struct Generation {
+  enum class Stop { MaxTokens, Eos, StopString, Callback };
+  std::vector<int32_t> tokens;  // every generated id (the EOS id included)
+  std::string text;             // decoded (with a tokenizer), cut before a stop string
+  Stop stop = Stop::MaxTokens;
+};
+std::string_view stop_name(Generation::Stop s);  // "max_tokens", "eos", "stop_string", "callback"
+
+/// Called once per generated token with its id and the text that became printable (empty
+/// without a tokenizer; text that may start a stop string is held back until it cannot).
+/// Return false to stop.
+using TokenCallback = std::function<bool(int32_t id, std::string_view text)>;
+
+/// Sampling defaults and EOS ids from a folder's generation_config.json.
+struct GenerationDefaults {
+  std::vector<int64_t> eos_ids;  // empty when the file does not list any
+  bool do_sample = false;
+  /// The file's sampling fields when do_sample is true, else greedy (SamplingConfig{}).
+  SamplingConfig sampling;
+};
+/// Reads dir/generation_config.json; a missing file gives the defaults. Errors name the file.
+GenerationDefaults read_generation_config(const std::filesystem::path& dir);
 
 class CausalLM {
  public:
@@ -31,10 +86,15 @@ class CausalLM {
   /// Appends `ids` to the context and returns the logits of every one of them ([n, vocab],
   /// row-major). Throws when the context would exceed the cache (shape.slots).
   std::vector<float> forward(const std::vector<int32_t>& ids);
-  /// forward(prompt), then `n` tokens chosen by argmax, each fed back; returns the n tokens.
+  /// Appends `prompt` to the context, then generates up to `max_new_tokens` tokens sampled in
+  /// the graph with `sampling` (validated first), each fed back (the last one is not).
+  Generation generate(const std::vector<int32_t>& prompt, int max_new_tokens,
+                      const SamplingConfig& sampling = {}, const TokenCallback& on_token = {},
+                      const StopConditions& stop = {});
+  /// generate(prompt, n) with greedy sampling (argmax; ties to the lowest id): the n tokens.
   std::vector<int32_t> generate_greedy(const std::vector<int32_t>& prompt, int n);
-  /// Forgets the context (the cache rows are overwritten as it fills again).
-  void reset() { context_ = 0; }
+  /// Forgets the context (the cache rows are overwritten as it fills again) and the seen tokens.
+  void reset();
   int context() const { return context_; }
   int64_t vocab_size() const { return decoder_.config.vocab_size; }
   const Decoder& decoder() const { return decoder_; }
@@ -42,9 +102,13 @@ class CausalLM {
 
  private:
   CausalLM() = default;
+  void add_sampler();
   void bind(const std::filesystem::path& dir, bool session);
+  /// Runs `ids` through the graph in chunks of at most max_step; calls after(n) after each.
+  void run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after);
 
   Decoder decoder_;
+  nn::SamplerInputs sampler_;
   std::unique_ptr<Runtime> runtime_;
   int context_ = 0;
 };

@@ -95,7 +95,9 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   const Tensor head =
       cfg.tie_word_embeddings ? embed : w("lm_head.weight", {cfg.vocab_size, hidden});
   x = x.rms_norm(w("model.norm.weight", {hidden}), eps);
-  d.logits = nn::lm_head(x, head).cast(DType::F32).output("logits");
+  const Tensor logits = nn::lm_head(x, head).cast(DType::F32);
+  d.logits = logits.output("logits");
+  d.last_logits = logits.slice(0, Expr::var("s") - 1, Expr::var("s"));
   return d;
 }
 

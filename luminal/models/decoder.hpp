@@ -32,6 +32,8 @@ struct Decoder {
   Graph graph;
   Tensor ids;
   Tensor logits;
+  /// The last position's logits, [1, vocab] F32 (not an output; a sampler reads it).
+  Tensor last_logits;
   /// The value of the "rope.inv_freq" input (computed as transformers does).
   std::vector<float> rope_inv_freq;
   DecoderShape shape;

@@ -12,6 +12,7 @@
 
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "support/expect_error.hpp"
 
 namespace luminal {
 namespace {
@@ -89,6 +90,63 @@ TEST_P(Parity, LogitsGreedyTokensAndTwoTurns) {
   const std::vector<float> lb = lm.forward(b);
   expect_close(row(lb, static_cast<int64_t>(b.size()) - 1, V), want_last, 1e-5, 1e-5,
                name + " two turns");
+}
+
+// Sampling in the graph through the whole model (llama3): seeded draws repeat and agree between
+// the CPU backend and the reference, top-k = 1 is greedy, the repetition penalty sees the prompt
+// and the generated tokens (carried set, cleared by reset), EOS ids and the callback stop.
+TEST(Generate, SampledInGraphOnBothRuntimes) {
+  const fs::path dir = models_dir() / "llama3";
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 16;
+  cpu::CpuBackend cpu(2);
+  auto lm = models::CausalLM::load(dir, cpu, shape,
+                                   CompileOptions().search_graph_limit(4).verbose(false));
+  auto ref = models::CausalLM::load_reference(dir, shape);
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
+  const models::SamplingConfig cfg{.temperature = 0.8,
+                                   .top_k = 20,
+                                   .top_p = 0.9,
+                                   .min_p = 0.02,
+                                   .repetition_penalty = 1.2,
+                                   .seed = 11};
+  auto gen = [&](models::CausalLM& m, const models::SamplingConfig& c, int n) {
+    m.reset();
+    return m.generate(ids, n, c).tokens;
+  };
+  const std::vector<int32_t> a = gen(lm, cfg, 12);
+  ASSERT_EQ(a.size(), 12u);
+  EXPECT_EQ(gen(lm, cfg, 12), a);
+  EXPECT_EQ(gen(ref, cfg, 12), a);
+  models::SamplingConfig other = cfg;
+  other.seed = 12;
+  EXPECT_NE(gen(lm, other, 12), a);
+  lm.reset();
+  const std::vector<int32_t> greedy = lm.generate_greedy(ids, 12);
+  EXPECT_EQ(gen(lm, {.temperature = 1.0, .top_k = 1, .seed = 3}, 12), greedy);
+  EXPECT_NE(gen(lm, {.temperature = 1.0, .seed = 3}, 12), greedy);
+  // A huge penalty: no token of the prompt or of the generation repeats.
+  const std::vector<int32_t> p = gen(lm, {.repetition_penalty = 1e6}, 16);
+  std::vector<int32_t> all = ids;
+  for (int32_t t : p) {
+    EXPECT_EQ(std::find(all.begin(), all.end(), t), all.end()) << t;
+    all.push_back(t);
+  }
+  EXPECT_EQ(gen(lm, {}, 12), greedy);  // reset() forgot the seen tokens
+  // EOS: stop after the first occurrence of greedy[2] (returned, with stop = Eos).
+  lm.reset();
+  const size_t first =
+      static_cast<size_t>(std::find(greedy.begin(), greedy.end(), greedy[2]) - greedy.begin());
+  models::Generation g = lm.generate(ids, 12, {}, {}, {.eos_ids = {7, greedy[2]}});
+  EXPECT_EQ(g.tokens, std::vector<int32_t>(greedy.begin(), greedy.begin() + first + 1));
+  EXPECT_EQ(g.stop, models::Generation::Stop::Eos);
+  lm.reset();
+  int calls = 0;
+  g = lm.generate(ids, 12, {}, [&](int32_t, std::string_view) { return ++calls < 2; });
+  EXPECT_EQ(g.tokens.size(), 2u);
+  EXPECT_EQ(g.stop, models::Generation::Stop::Callback);
+  testing::expect_error([&] { lm.generate(ids, 4, {.top_p = 1.5}); }, {"top_p", "(0, 1]"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::Values("llama3", "qwen2", "qwen3", "mistral"),
