@@ -12,6 +12,10 @@ if(TARGET luminal_io)
   install(TARGETS luminal_io luminal_models EXPORT luminalTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+if(TARGET luminal_cuda)
+  install(TARGETS luminal_cuda EXPORT luminalTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/luminal DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT luminalTargets NAMESPACE luminal:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/luminal)

@@ -1,0 +1,233 @@
+// CUDA backend figures (needs a GPU; prints why and exits 0 without one). scripts/gpu-check.sh
+// runs it. Bandwidth counts bytes read plus bytes written, for the kernels and the copy alike.
+//
+//   build/bench/bench_cuda [search_graph_limit=20]
+//
+//   1. device-to-device copy of 256 MiB (the baseline, the driver's memcpy)
+//   2. fused (a + b) * c over 256 MiB f32 inputs: one fused kernel, GB/s and % of the copy
+//   3. row sum of a (4096, 32768) bf16 tensor: GB/s and % of the copy
+//   4. search wall time of the 2-layer small transformer and the 32-layer graph of the compile
+//      cache bench, cold (empty kernel and program caches) and warm (a new backend, same caches)
+//   5. decode step of the small transformer at contexts 128 and 512 (end to end, host included)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "luminal/cuda/cuda_backend.hpp"
+#include "luminal/luminal.hpp"
+#include "transformer.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+using luminal::cuda::CudaBackend;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double copy_gbs(CudaBackend& be, uint64_t bytes) {
+  luminal::Buffer a = be.allocate(bytes), b = be.allocate(bytes);
+  std::vector<uint8_t> host(bytes, 1);
+  be.upload(a, 0, host.data(), bytes);
+  for (int i = 0; i < 3; ++i)
+    be.copy(b, a, bytes);
+  be.sync();
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 20; ++i)
+      be.copy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+    be.sync();
+    t.push_back(seconds_since(t0) / 20);
+  }
+  be.release(a);
+  be.release(b);
+  std::sort(t.begin(), t.end());
+  return 2.0 * static_cast<double>(bytes) / t[t.size() / 2] * 1e-9;
+}
+
+/// The kernel time of a one-kernel program (the largest launch of its profile), in seconds.
+double kernel_seconds(CudaBackend& be, luminal::Session& s, const std::string& name) {
+  s.execute();
+  s.sync();
+  auto& plan = const_cast<luminal::Plan&>(s.plan());
+  std::vector<int64_t> dims = s.dims();
+  std::vector<luminal::cuda::KernelStat> stats = be.profile(plan, 0, dims.data(), 20);
+  std::printf("%s profile:\n%s", name.c_str(), CudaBackend::format_profile(stats).c_str());
+  double worst = 0;
+  for (const auto& k : stats)
+    worst = std::max(worst, k.ms * 1e-3);
+  return worst;
+}
+
+template <class T>
+std::vector<T> random_values(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<T> v(n);
+  for (T& x : v)
+    x = static_cast<T>(d(rng));
+  return v;
+}
+
+void fill_transformer(luminal::Runtime& rt, const luminal::Graph& g) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  for (luminal::NodeId id : g.inputs()) {
+    const luminal::Node& n = g.node(id);
+    int64_t numel = 1;
+    for (int64_t d : luminal::eval_shape(n.shape, {{"s", 1}, {"c", 1}}))
+      numel *= d;
+    if (n.label == "ids") {
+      rt.set(n.label, std::vector<int32_t>(static_cast<size_t>(numel), 3));
+    } else if (n.label.find("cache") != std::string::npos) {
+      rt.set(n.label, std::vector<float>(static_cast<size_t>(numel), 0.f));
+    } else {
+      std::vector<float> v(static_cast<size_t>(numel));
+      for (float& x : v)
+        x = u(rng);
+      if (n.label.find("norm") != std::string::npos) std::fill(v.begin(), v.end(), 1.f);
+      rt.set(n.label, v);
+    }
+  }
+}
+
+luminal::CompileOptions transformer_opts(int limit, const fs::path& cache, int slots) {
+  return luminal::CompileOptions()
+      .search_graph_limit(limit)
+      .seed(1)
+      .verbose(false)
+      .cache_dir(cache)
+      .dim_buckets("s", {luminal::DimBucket(1, 1), luminal::DimBucket(2, 128).representative(32)})
+      .dim_buckets("c", {luminal::DimBucket(1, slots).representative(128)});
+}
+
+/// Search wall time, cold then warm, of a transformer graph; returns the warm session.
+void search_times(const bench::TransformerConfig& cfg, int limit, const char* what) {
+  const fs::path cache =
+      fs::temp_directory_path() / ("luminal_bench_cuda_" + std::to_string(getpid()));
+  fs::remove_all(cache);
+  double t[2];
+  for (int round = 0; round < 2; ++round) {
+    luminal::Graph g;
+    g.declare_dim("s", 1, 128);
+    g.declare_dim("c", 1, cfg.slots);
+    bench::transformer(g, cfg);
+    const auto t0 = Clock::now();
+    CudaBackend be(luminal::cuda::CudaOptions{0, cache / "kernels", 16});
+    luminal::Session s(g, be, transformer_opts(limit, cache, cfg.slots));
+    fill_transformer(s, g);
+    s.compile();
+    t[round] = seconds_since(t0);
+    if (round == 0)
+      std::printf("%s: %zu kernels compiled\n", what,
+                  static_cast<size_t>(be.kernel_stats().compiled));
+  }
+  std::printf("%s search (limit %d): cold %.2f s, warm %.3f s\n", what, limit, t[0], t[1]);
+  fs::remove_all(cache);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string why;
+  if (!luminal::cuda::cuda_available(&why)) {
+    std::printf("bench_cuda: skipped (%s)\n", why.c_str());
+    return 0;
+  }
+  const int limit = argc > 1 ? std::atoi(argv[1]) : 20;
+  CudaBackend be(luminal::cuda::CudaOptions{0, {}, 16});
+  std::printf("device: %s\n", be.device_key().c_str());
+  const uint64_t mib256 = uint64_t{256} << 20;
+  const double copy = copy_gbs(be, mib256);
+  std::printf("device-to-device copy, 256 MiB: %.0f GB/s (read + write)\n", copy);
+
+  {  // fused (a + b) * c
+    const int64_t n = static_cast<int64_t>(mib256 / 4);
+    luminal::Graph g;
+    luminal::Tensor a = g.tensor("a", {n}), b = g.tensor("b", {n}), c = g.tensor("c", {n});
+    ((a + b) * c).output("y");
+    luminal::Session s(g, be, luminal::CompileOptions().search_graph_limit(limit).verbose(false));
+    s.set("a", random_values<float>(static_cast<size_t>(n), 1));
+    s.set("b", random_values<float>(static_cast<size_t>(n), 2));
+    s.set("c", random_values<float>(static_cast<size_t>(n), 3));
+    s.compile();
+    std::printf("fused program: %s\n", s.llir().op_mix_string().c_str());
+    const double sec = kernel_seconds(be, s, "(a + b) * c");
+    const double gbs = 4.0 * static_cast<double>(mib256) / sec * 1e-9;
+    std::printf("fused (a + b) * c, 3 x 256 MiB f32 in: %.3f ms, %.0f GB/s = %.0f%% of copy\n",
+                sec * 1e3, gbs, 100 * gbs / copy);
+  }
+  {  // row sum (4096, 32768) bf16
+    luminal::Graph g;
+    luminal::Tensor x = g.tensor("x", {4096, 32768}, luminal::DType::BF16);
+    x.sum(-1).output("y");
+    luminal::Session s(g, be, luminal::CompileOptions().search_graph_limit(limit).verbose(false));
+    std::vector<uint16_t> v(size_t{4096} * 32768);
+    std::mt19937_64 rng(4);
+    for (uint16_t& h : v)
+      h = static_cast<uint16_t>(0x3C00 + (rng() & 0x3FF));  // bf16 values in [2^-7, 2^-6)
+    s.set_bytes("x", v.data(), v.size() * 2);
+    s.compile();
+    const double sec = kernel_seconds(be, s, "row sum");
+    const double gbs = (static_cast<double>(mib256) + 4096 * 2) / sec * 1e-9;
+    std::printf("row sum (4096, 32768) bf16: %.3f ms, %.0f GB/s = %.0f%% of copy\n", sec * 1e3, gbs,
+                100 * gbs / copy);
+  }
+  {  // search wall time
+    bench::TransformerConfig small;
+    small.slots = 512;
+    search_times(small, limit, "2-layer transformer (hidden 256)");
+    bench::TransformerConfig big;
+    big.layers = 32;
+    big.hidden = 512;
+    big.ffn = 1536;
+    big.vocab = 4096;
+    big.slots = 512;
+    search_times(big, 10, "32-layer transformer (hidden 512)");
+  }
+  {  // decode steps
+    bench::TransformerConfig cfg;
+    cfg.slots = 512;
+    luminal::Graph g;
+    g.declare_dim("s", 1, 128);
+    g.declare_dim("c", 1, cfg.slots);
+    bench::transformer(g, cfg);
+    luminal::Session s(
+        g, be,
+        transformer_opts(limit, fs::temp_directory_path() / "luminal_bench_cuda_dec", cfg.slots));
+    fill_transformer(s, g);
+    s.compile();
+    const luminal::DimSlot S = s.dim("s"), C = s.dim("c");
+    for (int ctx : {128, 512}) {
+      std::vector<int64_t> dims = s.dims();
+      dims[S] = 1;
+      dims[C] = ctx;
+      s.set("ids", std::vector<int32_t>{5});
+      std::vector<double> t;
+      for (int i = 0; i < 50; ++i) {
+        const auto t0 = Clock::now();
+        s.execute(dims);
+        s.sync();
+        t.push_back(seconds_since(t0) * 1e3);
+      }
+      std::sort(t.begin(), t.end());
+      std::printf("2-layer transformer decode step at context %d: %.3f ms (host + device)\n", ctx,
+                  t[t.size() / 2]);
+    }
+    auto& plan = const_cast<luminal::Plan&>(s.plan({{"s", 1}, {"c", 128}}));
+    std::vector<int64_t> dims = s.dims();
+    dims[S] = 1;
+    dims[C] = 128;
+    std::printf("decode step kernels at context 128:\n%s",
+                CudaBackend::format_profile(be.profile(plan, 0, dims.data(), 20)).c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,156 @@
+#include "luminal/cuda/codegen.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/prelude.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+constexpr int64_t kNarrowLimit = (int64_t{1} << 31) - (int64_t{1} << 25);
+
+int64_t sat_add(int64_t a, int64_t b) {
+  if (a == INT64_MAX || b == INT64_MAX) return INT64_MAX;
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return INT64_MAX;
+  return r;
+}
+
+}  // namespace
+
+int64_t view_max_offset(const View& v, const Facts& facts) {
+  int64_t total = 0;
+  for (int k = 0; k < v.rank(); ++k) {
+    const Interval d = v.dims[k].bounds(facts);
+    if (d.hi == INT64_MAX) return INT64_MAX;
+    if (d.hi <= 0) return 0;  // no element
+    Facts f = facts;
+    f["z"] = Interval{0, d.hi - 1};
+    const Interval s = v.strides[k].bounds(f);
+    if (s.hi == INT64_MAX || s.lo == INT64_MIN) return INT64_MAX;
+    total = sat_add(total, std::max<int64_t>(std::max(s.hi, -s.lo), 0));
+  }
+  return total;
+}
+
+std::string literal(DType t, double value, int64_t int_value) {
+  char buf[64];
+  if (t == DType::Bool) return value != 0 ? "1LL" : "0LL";
+  if (!is_float(t)) return "((long long)" + std::to_string(int_value) + "LL)";
+  if (t == DType::F64) {
+    if (value != value) return "__longlong_as_double(0x7FF8000000000000LL)";
+    if (value == INFINITY) return "__longlong_as_double(0x7FF0000000000000LL)";
+    if (value == -INFINITY) return "__longlong_as_double(0xFFF0000000000000LL)";
+    std::snprintf(buf, sizeof buf, "%a", value);
+    return std::string("(") + buf + ")";
+  }
+  const float f = static_cast<float>(value);
+  if (f != f) return "__int_as_float(0x7FC00000)";
+  if (f == INFINITY) return "__int_as_float(0x7F800000)";
+  if (f == -INFINITY) return "__int_as_float((int)0xFF800000)";
+  std::snprintf(buf, sizeof buf, "%af", static_cast<double>(f));
+  return std::string("(") + buf + ")";
+}
+
+Codegen::Codegen(const LlirNode& node, const GenContext& ctx) : node_(node), ctx_(ctx) {
+  require(numel(node.attrs.shape));
+  for (const View& v : node.attrs.views) {
+    require(v.numel());
+    if (view_max_offset(v, ctx.facts) >= kNarrowLimit) wide_ = true;
+  }
+  if (wide_) idx_ = "long long";
+}
+
+void Codegen::require(const Expr& e) {
+  if (e.bounds(ctx_.facts).hi >= kNarrowLimit) {
+    wide_ = true;
+    idx_ = "long long";
+  }
+}
+
+std::string Codegen::c(const Expr& e, const std::string& z_name, const Expr& z_dim) {
+  Facts f = ctx_.facts;
+  if (!z_name.empty()) {
+    const Interval d = z_dim.bounds(ctx_.facts);
+    f["z"] = Interval{0, std::max<int64_t>(d.hi == INT64_MAX ? INT64_MAX : d.hi - 1, 0)};
+  }
+  for (const std::string& v : e.vars())
+    if (v != "z") used_.insert(slot_of(v));
+  const std::string s = e.to_c(f, [&](const std::string& v) {
+    return v == "z" ? z_name : "d" + std::to_string(slot_of(v));
+  });
+  return "((" + idx_ + ")(" + s + "))";
+}
+
+int Codegen::slot_of(const std::string& dim) const {
+  const auto it = std::find(ctx_.dims.begin(), ctx_.dims.end(), dim);
+  if (it == ctx_.dims.end())
+    throw Error("cuda: the program uses dynamic dimension '" + dim +
+                "' but the plan has no slot for it");
+  return static_cast<int>(it - ctx_.dims.begin());
+}
+
+std::string Codegen::axis_offset(const View& v, int axis, const std::string& index) {
+  const Expr& s = v.strides[axis];
+  if (s == Expr(0)) return "0";
+  return c(s, index, v.dims[axis]);
+}
+
+std::string Codegen::view_offset(const View& v, const std::string& flat, const std::string& name,
+                                 std::string& body, int skip) {
+  std::vector<int> axes;
+  for (int k = 0; k < v.rank(); ++k)
+    if (k != skip) axes.push_back(k);
+  // Identity view over all axes: the offset is the flat index.
+  if (skip < 0 && v.is_contiguous()) {
+    body += "    const " + idx_ + " " + name + " = " + flat + ";\n";
+    return name;
+  }
+  body += "    " + idx_ + " " + name + " = 0;\n";
+  body += "    { " + idx_ + " r_ = " + flat + ";\n";
+  for (int j = static_cast<int>(axes.size()) - 1; j >= 0; --j) {
+    const int k = axes[j];
+    const bool last = j == 0;
+    const bool unit = v.dims[k] == Expr(1);
+    const std::string ix = name + "_i" + std::to_string(k);
+    if (unit) {
+      continue;  // index 0: contributes s(0) = 0
+    }
+    const std::string d = c(v.dims[k]);
+    if (last)
+      body += "      const " + idx_ + " " + ix + " = r_;\n";
+    else
+      body += "      const " + idx_ + " " + ix + " = r_ % " + d + "; r_ /= " + d + ";\n";
+    const std::string off = axis_offset(v, k, ix);
+    if (off != "0") body += "      " + name + " += " + off + ";\n";
+  }
+  body += "    }\n";
+  return name;
+}
+
+std::string Codegen::params(bool restrict_ptrs) const {
+  const std::string r = restrict_ptrs ? " __restrict__ " : " ";
+  std::string p = "S_" + dtype_tag(node_.attrs.dtype) + "*" + r + "out";
+  for (size_t k = 0; k < node_.inputs.size(); ++k) {
+    const DType t = k < node_.input_dtypes.size() ? node_.input_dtypes[k] : node_.attrs.dtype;
+    p += ", const S_" + dtype_tag(t) + "*" + r + "in" + std::to_string(k);
+  }
+  p += ", const long long* __restrict__ dims, unsigned int* __restrict__ err";
+  return p;
+}
+
+std::string Codegen::dims_prologue() const {
+  std::string s;
+  for (int d : used_)
+    s += "  const " + idx_ + " d" + std::to_string(d) + " = (" + idx_ + ")dims[" +
+         std::to_string(d) + "];\n";
+  s += "  (void)err;\n";
+  return s;
+}
+
+std::string Codegen::unit(const std::string& kernels) { return device_prelude() + kernels; }
+
+}  // namespace luminal::cuda

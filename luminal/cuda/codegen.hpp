@@ -1,0 +1,93 @@
+#pragma once
+// Source generation shared by the CUDA ops (internal to luminal/cuda).
+//
+// A node's kernels are CUDA C++ over typed pointers: `out`, `in0`, `in1`, ..., then the device
+// dims array (one int64 per slot of the plan, read at kernel start into `d<slot>` locals) and
+// the error word. Sizes and offsets come from the node's Exprs printed with Expr::to_c; the
+// index type is 32-bit when Expr::bounds over the bucket's facts proves every element count and
+// offset below 2^31 (minus a margin for grid-stride steps), 64-bit otherwise.
+//
+//   Codegen cg(node, ctx);
+//   std::string off = cg.view_offset(node.attrs.views[0], "i", "a", body);  // statements + expr
+//   KernelGen k;  k.launches.push_back({"lmn_map", 256, grid}); k.source = cg.finish(...);
+#include <array>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "luminal/core/dtype.hpp"
+#include "luminal/core/expr.hpp"
+#include "luminal/core/shape.hpp"
+#include "luminal/program/llir.hpp"
+
+namespace luminal::cuda {
+
+/// What generating a kernel may read besides the node.
+struct GenContext {
+  const Facts& facts;                    // the bucket's dim ranges
+  const std::vector<std::string>& dims;  // slot order of the device dims array
+  int sm_count = 132;
+};
+
+/// One kernel launch of a node: entry point, threads per block, grid (x, y, z) as Exprs of the
+/// dims (evaluated per dim change), dynamic shared memory bytes.
+struct Launch {
+  std::string entry;
+  int block = 256;
+  std::array<Expr, 3> grid{Expr(1), Expr(1), Expr(1)};
+  /// Skipped when the node writes in place into its in-place input's own buffer (the copy that
+  /// precedes an in-place update whose target had to get a buffer of its own).
+  bool skip_when_aliased = false;
+};
+
+/// A node's code: one translation unit (prelude included) and its launches, run in order.
+struct KernelGen {
+  std::string source;
+  std::vector<Launch> launches;
+  /// Cost hints for per-kernel statistics: bytes moved and flops, as Exprs of the dims.
+  Expr bytes, flops;
+};
+
+class Codegen {
+ public:
+  Codegen(const LlirNode& node, const GenContext& ctx);
+
+  /// "int" or "long long".
+  const std::string& idx() const { return idx_; }
+  bool wide() const { return wide_; }
+  /// `e` as C over the index type; dims print as d<slot>, `z` as `z_name` when given.
+  std::string c(const Expr& e, const std::string& z_name = {}, const Expr& z_dim = Expr(0));
+  /// Appends statements to `body` that compute the element offset of flat index `flat` through
+  /// view `v` (axis `skip`, if >= 0, is left out of the unflattening and offset); returns the
+  /// name of the offset variable.
+  std::string view_offset(const View& v, const std::string& flat, const std::string& name,
+                          std::string& body, int skip = -1);
+  /// The offset contribution of axis `axis` of `v` at index expression `index`.
+  std::string axis_offset(const View& v, int axis, const std::string& index);
+  /// The parameter list: `out` of the node's dtype, `in<k>` of each input's dtype, dims, err.
+  std::string params(bool restrict_ptrs = true) const;
+  /// Statements loading every dim the kernel used into locals (call after generating the body).
+  std::string dims_prologue() const;
+  /// The translation unit: prelude + `kernels` text.
+  static std::string unit(const std::string& kernels);
+
+  /// Marks the index type wide when `e`'s upper bound over the facts could reach 2^31.
+  void require(const Expr& e);
+
+ private:
+  const LlirNode& node_;
+  const GenContext& ctx_;
+  int slot_of(const std::string& dim) const;
+
+  std::set<int> used_;  // slots read
+  bool wide_ = false;
+  std::string idx_ = "int";
+};
+
+/// Largest element offset `v` can produce in the bucket (sum of each axis' largest stride
+/// contribution); INT64_MAX when unbounded.
+int64_t view_max_offset(const View& v, const Facts& facts);
+/// A C literal of `value` in dtype `t`'s compute type, exact (hex floats).
+std::string literal(DType t, double value, int64_t int_value);
+
+}  // namespace luminal::cuda

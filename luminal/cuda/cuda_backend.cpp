@@ -1,0 +1,434 @@
+#include "luminal/cuda/cuda_backend.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "luminal/compiler/compile_cache.hpp"
+#include "luminal/compiler/options.hpp"
+#include "luminal/core/error.hpp"
+#include "luminal/core/hash.hpp"
+#include "luminal/cuda/backend_impl.hpp"
+#include "luminal/cuda/compile_batch.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/fused_program.hpp"
+
+namespace luminal::cuda {
+
+// ---------------------------------------------------------------- modules
+
+Module::~Module() {
+  if (module) cuda_api().cuModuleUnload(module);
+}
+
+CUfunction KernelHandle::function(const std::string& entry) const {
+  CUfunction f = nullptr;
+  check(cuda_api().cuModuleGetFunction(&f, module->module, (entry + suffix).c_str()),
+        "cuModuleGetFunction");
+  return f;
+}
+
+void CudaBackend::Impl::bind_context() const {
+  thread_local CUcontext current = nullptr;
+  if (current == ctx) return;
+  check(cu->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  current = ctx;
+}
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::vector<uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+}  // namespace
+
+std::vector<KernelHandle> CudaBackend::Impl::kernels_of(const std::vector<std::string>& sources,
+                                                        const std::vector<std::string>& whats) {
+  const std::string& prelude = device_prelude();
+  const std::string key_prefix = "kernel " + arch + " " + nvrtc + "\n";
+  std::vector<size_t> missing;  // indices of distinct unknown sources
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (sources[i].compare(0, prelude.size(), prelude) != 0)
+        throw Error("cuda: generated source of " + whats[i] + " lacks the device prelude");
+      if (kernels.count(sources[i])) {
+        ++stats.memory_hits;
+        continue;
+      }
+      bool dup = false;
+      for (size_t j : missing)
+        dup = dup || sources[j] == sources[i];
+      if (!dup) missing.push_back(i);
+    }
+  }
+  // Disk: each source's entry names its batch and suffix; the batch holds the cubin.
+  struct Found {
+    std::string batch_key, suffix;
+  };
+  std::vector<Found> found(missing.size());
+  std::map<std::string, std::vector<uint8_t>> cubins;  // by batch key
+  std::vector<size_t> to_compile;                      // positions in `missing`
+  for (size_t m = 0; m < missing.size(); ++m) {
+    std::optional<std::vector<uint8_t>> entry;
+    if (disk) entry = disk->load(key_prefix + sources[missing[m]]);
+    if (entry) {
+      const std::string text(entry->begin(), entry->end());
+      const size_t nl = text.find('\n');
+      if (nl != std::string::npos) {
+        Found f{text.substr(0, nl), text.substr(nl + 1)};
+        bool have = cubins.count(f.batch_key) > 0;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          have = have || batches.count(f.batch_key) > 0;
+        }
+        if (!have)
+          if (auto bytes = disk->load(f.batch_key))
+            cubins[f.batch_key] = std::move(*bytes), have = true;
+        if (have) {
+          found[m] = f;
+          std::lock_guard<std::mutex> lock(mu);
+          ++stats.disk_hits;
+          continue;
+        }
+      }
+    }
+    to_compile.push_back(m);
+  }
+  // The rest: compiled in batches, in parallel.
+  std::vector<std::string> todo, todo_whats;
+  for (size_t m : to_compile) {
+    todo.push_back(sources[missing[m]]);
+    todo_whats.push_back(whats[missing[m]]);
+  }
+  CompiledBatches compiled = compile_batched(todo, todo_whats, arch, opts.compile_threads);
+  std::vector<std::string> batch_keys;
+  for (CompiledBatches::Batch& batch : compiled.batches) {
+    batch_keys.push_back("batch " + arch + " " + nvrtc + " " + hex(hash_string(batch.text)) + " " +
+                         std::to_string(batch.text.size()));
+    if (disk) disk->store(batch_keys.back(), batch.cubin);
+    cubins[batch_keys.back()] = std::move(batch.cubin);
+  }
+  for (size_t j = 0; j < to_compile.size(); ++j) {
+    Found& f = found[to_compile[j]];
+    f.batch_key = batch_keys[compiled.batch_of[j]];
+    f.suffix = compiled.suffix[j];
+    if (disk) disk->store(key_prefix + todo[j], to_bytes(f.batch_key + "\n" + f.suffix));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.compiled += to_compile.size();
+  }
+  // Load the new modules and record every kernel.
+  bind_context();
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& [key, cubin] : cubins) {
+    if (batches.count(key)) continue;
+    auto mod = std::make_shared<Module>();
+    check(cu->cuModuleLoadData(&mod->module, cubin.data()), "cuModuleLoadData");
+    batches[key] = mod;
+  }
+  for (size_t m = 0; m < missing.size(); ++m)
+    kernels[sources[missing[m]]] = KernelHandle{batches.at(found[m].batch_key), found[m].suffix};
+  std::vector<KernelHandle> out;
+  for (const std::string& s : sources)
+    out.push_back(kernels.at(s));
+  return out;
+}
+
+void CudaBackend::Impl::check_error_word() {
+  unsigned int word = 0;
+  check(cu->cuMemcpyDtoHAsync(&word, err, sizeof word, stream), "cuMemcpyDtoHAsync (error word)");
+  check(cu->cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (word == 0) return;
+  check(cu->cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
+  check(cu->cuStreamSynchronize(stream), "cuStreamSynchronize");
+  throw Error(
+      "cuda: a Gather read an index outside its data (the CPU backend names the index "
+      "and position); check the indexes fed to the graph");
+}
+
+// ---------------------------------------------------------------- backend
+
+bool cuda_available(std::string* why) {
+  std::string w;
+  if (!driver_available(&w)) {
+    if (why) *why = w;
+    return false;
+  }
+  if (!nvrtc_available(&w)) {
+    if (why) *why = w;
+    return false;
+  }
+  if (why) why->clear();
+  return true;
+}
+
+CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.opts = std::move(opts);
+  m.cu = &cuda_api();
+  if (std::string why; !nvrtc_available(&why)) throw Error(why);
+  const CudaApi& cu = *m.cu;
+  int count = 0;
+  check(cu.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (m.opts.device < 0 || m.opts.device >= count)
+    throw Error("cuda: device " + std::to_string(m.opts.device) +
+                " does not exist; this machine has " + std::to_string(count) + " GPU(s) (0 to " +
+                std::to_string(count - 1) + ")");
+  check(cu.cuDeviceGet(&m.device, m.opts.device), "cuDeviceGet");
+  check(cu.cuDevicePrimaryCtxRetain(&m.ctx, m.device), "cuDevicePrimaryCtxRetain");
+  m.bind_context();
+  char name[256] = {0};
+  check(cu.cuDeviceGetName(name, sizeof name, m.device), "cuDeviceGetName");
+  m.gpu_name = name;
+  check(
+      cu.cuDeviceGetAttribute(&m.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m.device),
+      "cuDeviceGetAttribute");
+  check(
+      cu.cuDeviceGetAttribute(&m.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m.device),
+      "cuDeviceGetAttribute");
+  check(cu.cuDeviceGetAttribute(&m.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, m.device),
+        "cuDeviceGetAttribute");
+  check(cu.cuDriverGetVersion(&m.driver_version), "cuDriverGetVersion");
+  m.arch = "sm_" + std::to_string(m.cc_major) + std::to_string(m.cc_minor);
+  m.nvrtc = nvrtc_version();
+  check(cu.cuStreamCreate(&m.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(cu.cuMemAlloc(&m.err, 4), "cuMemAlloc (error word)");
+  check(cu.cuMemsetD32Async(m.err, 0, 1, m.stream), "cuMemsetD32Async");
+  check(cu.cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+  std::filesystem::path dir = m.opts.kernel_dir;
+  if (dir.empty() && kernel_cache_enabled()) {
+    const std::filesystem::path root = cache_root(CompileOptions());
+    if (!root.empty()) dir = root / "kernels";
+  }
+  if (!dir.empty()) m.disk = std::make_unique<KernelCache>(dir);
+}
+
+CudaBackend::~CudaBackend() {
+  Impl& m = *impl_;
+  m.bind_context();
+  m.cu->cuStreamSynchronize(m.stream);
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.kernels.clear();
+    m.batches.clear();
+  }
+  if (m.err) m.cu->cuMemFree(m.err);
+  if (m.stream) m.cu->cuStreamDestroy(m.stream);
+  if (m.ctx) m.cu->cuDevicePrimaryCtxRelease(m.device);
+}
+
+std::vector<RuleSet> cuda_rulesets() {
+  std::vector<RuleSet> sets;
+  for (const CudaOp* op : cuda_ops()) {
+    if (!op->rules) continue;
+    std::vector<Rule> rules = op->rules();
+    if (rules.empty()) continue;
+    RuleSet* set = nullptr;
+    for (RuleSet& s : sets)
+      if (s.name == op->ruleset) set = &s;
+    if (!set) {
+      sets.push_back(RuleSet{std::string(op->ruleset), {}});
+      set = &sets.back();
+    }
+    for (Rule& r : rules)
+      set->rules.push_back(std::move(r));
+  }
+  return sets;
+}
+
+bool cuda_executes(const OpDef* op) {
+  return is_op(op, OpKind::Input) || is_op(op, OpKind::Output) || find_cuda_op(op) != nullptr;
+}
+
+const OpDef* cuda_op_named(std::string_view name) {
+  for (const CudaOp* op : cuda_ops())
+    if (op->def->name == name) return op->def;
+  return nullptr;
+}
+
+std::vector<RuleSet> CudaBackend::rulesets() const { return cuda_rulesets(); }
+
+bool CudaBackend::executes(const OpDef* op) const { return cuda_executes(op); }
+
+std::unique_ptr<Plan> CudaBackend::load(const LlirGraph& g, const PlanSpec& spec) {
+  return std::make_unique<CudaPlan>(*impl_, g, spec);
+}
+
+std::string CudaBackend::device_key() const {
+  const Impl& m = *impl_;
+  return "cuda " + m.gpu_name + " " + m.arch + " sms=" + std::to_string(m.sm_count) +
+         " driver=" + std::to_string(m.driver_version) + " " + m.nvrtc;
+}
+
+const OpDef* CudaBackend::op_named(std::string_view name) const {
+  if (const OpDef* op = cuda_op_named(name)) return op;
+  return Backend::op_named(name);
+}
+
+std::shared_ptr<const Payload> CudaBackend::read_payload(std::string_view kind,
+                                                         std::string_view text) const {
+  if (kind == "fused_program") return FusedProgram::deserialize(text);
+  return Backend::read_payload(kind, text);
+}
+
+Buffer CudaBackend::allocate(uint64_t bytes) {
+  Impl& m = *impl_;
+  m.bind_context();
+  CUdeviceptr p = 0;
+  const CUresult r = m.cu->cuMemAlloc(&p, std::max<uint64_t>(bytes, 1));
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    auto [free, total] = memory_info();
+    throw Error("cuda: cannot allocate " + std::to_string(bytes) + " bytes of device memory (" +
+                std::to_string(free) + " of " + std::to_string(total) +
+                " free); lower max_memory, the dim ranges or the model size");
+  }
+  check(r, "cuMemAlloc");
+  return Buffer{reinterpret_cast<void*>(p), bytes};
+}
+
+void CudaBackend::release(Buffer b) {
+  if (!b.ptr) return;
+  Impl& m = *impl_;
+  m.bind_context();
+  m.cu->cuStreamSynchronize(m.stream);
+  check(m.cu->cuMemFree(reinterpret_cast<CUdeviceptr>(b.ptr)), "cuMemFree");
+}
+
+void CudaBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) {
+  LUMINAL_ASSERT(offset + bytes <= dst.bytes, "cuda: upload past the end of a buffer");
+  if (!bytes) return;
+  Impl& m = *impl_;
+  m.bind_context();
+  check(m.cu->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst.ptr) + offset, src, bytes,
+                                m.stream),
+        "cuMemcpyHtoDAsync");
+  // The source is pageable and the caller may free it on return: wait for the copy.
+  check(m.cu->cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+}
+
+void CudaBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) {
+  LUMINAL_ASSERT(offset + bytes <= src.bytes, "cuda: download past the end of a buffer");
+  Impl& m = *impl_;
+  m.bind_context();
+  if (bytes)
+    check(m.cu->cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src.ptr) + offset, bytes,
+                                  m.stream),
+          "cuMemcpyDtoHAsync");
+  m.check_error_word();
+}
+
+void CudaBackend::copy(Buffer dst, Buffer src, uint64_t bytes) {
+  LUMINAL_ASSERT(bytes <= dst.bytes && bytes <= src.bytes, "cuda: copy past the end of a buffer");
+  if (!bytes || dst.ptr == src.ptr) return;
+  Impl& m = *impl_;
+  m.bind_context();
+  check(m.cu->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst.ptr),
+                                reinterpret_cast<CUdeviceptr>(src.ptr), bytes, m.stream),
+        "cuMemcpyDtoDAsync");
+}
+
+void CudaBackend::sync() {
+  Impl& m = *impl_;
+  m.bind_context();
+  m.check_error_word();
+}
+
+double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials,
+                         double timeout_s) {
+  Impl& m = *impl_;
+  m.bind_context();
+  const CudaApi& cu = *m.cu;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  plan.execute(parity, dims);  // warm-up (and the dims copy)
+  check(cu.cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+  if (elapsed() > timeout_s)
+    throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
+                " s timeout");
+  CUevent a = nullptr, b = nullptr;
+  check(cu.cuEventCreate(&a, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cu.cuEventCreate(&b, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<double> times;
+  try {
+    for (int t = 0; t < std::max(trials, 1); ++t) {
+      check(cu.cuEventRecord(a, m.stream), "cuEventRecord");
+      plan.execute(parity, dims);
+      check(cu.cuEventRecord(b, m.stream), "cuEventRecord");
+      check(cu.cuEventSynchronize(b), "cuEventSynchronize");
+      float ms = 0;
+      check(cu.cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
+      times.push_back(ms * 1e-3);
+      if (elapsed() > timeout_s)
+        throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
+                    " s timeout");
+    }
+  } catch (...) {
+    cu.cuEventDestroy(a);
+    cu.cuEventDestroy(b);
+    throw;
+  }
+  cu.cuEventDestroy(a);
+  cu.cuEventDestroy(b);
+  m.check_error_word();
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+std::vector<KernelStat> CudaBackend::profile(Plan& plan, int parity, const int64_t* dims,
+                                             int trials) {
+  auto* p = dynamic_cast<CudaPlan*>(&plan);
+  if (!p) throw Error("cuda: profile() needs a plan loaded by this backend");
+  return p->profile(parity, dims, trials);
+}
+
+std::string CudaBackend::format_profile(const std::vector<KernelStat>& stats) {
+  double total = 0;
+  for (const KernelStat& s : stats)
+    total += s.ms;
+  std::string out =
+      "  node  op                      kernel              ms      GB/s   GFLOP/s  share\n";
+  char line[256];
+  for (const KernelStat& s : stats) {
+    const double sec = s.ms * 1e-3;
+    std::snprintf(line, sizeof line, "  %%%-4d %-23s %-16s %8.4f %8.1f %8.1f %5.1f%%\n", s.node,
+                  s.op.c_str(), s.entry.c_str(), s.ms, sec > 0 ? s.bytes / sec * 1e-9 : 0.0,
+                  sec > 0 ? s.flops / sec * 1e-9 : 0.0, total > 0 ? 100.0 * s.ms / total : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  total %.4f ms over %zu launches\n", total, stats.size());
+  return out + line;
+}
+
+const std::string& CudaBackend::arch() const { return impl_->arch; }
+int CudaBackend::sm_count() const { return impl_->sm_count; }
+
+KernelCacheStats CudaBackend::kernel_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+std::pair<uint64_t, uint64_t> CudaBackend::memory_info() const {
+  size_t free = 0, total = 0;
+  impl_->bind_context();
+  check(impl_->cu->cuMemGetInfo(&free, &total), "cuMemGetInfo");
+  return {free, total};
+}
+
+}  // namespace luminal::cuda

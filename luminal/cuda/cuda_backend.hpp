@@ -1,0 +1,123 @@
+#pragma once
+// The CUDA backend: every HLIR primitive, fused elementwise regions, reductions, gather/scatter
+// (with an in-place scatter) and a generic strided matmul, as kernels generated per node and
+// compiled with NVRTC for the device's own architecture. The driver and NVRTC are loaded at run
+// time: a program linked with luminal::cuda starts on machines without a GPU, and only
+// constructing a CudaBackend there throws (cuda_available() says why beforehand).
+//
+//   if (std::string why; !luminal::cuda::cuda_available(&why)) { std::cerr << why; ... }
+//   luminal::cuda::CudaBackend gpu;                    // device 0, its primary context
+//   luminal::Session s = luminal::compile(g, gpu, CompileOptions().search_graph_limit(20));
+//
+// Memory is device memory (allocate/upload/download). Work runs in order on the backend's
+// stream: uploads, executes and copies are ordered, and download() and sync() wait for it.
+// Compiled kernels are cached in memory and on disk (<cache root>/kernels, keyed by the full
+// source text and the architecture and NVRTC version), so a second search or start compiles
+// nothing. Candidates are timed with CUDA events.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/program/backend.hpp"
+
+namespace luminal::cuda {
+
+/// True when a GPU can be used (driver loaded, a device present); otherwise `why` says why.
+bool cuda_available(std::string* why);
+
+struct CudaOptions {
+  int device = 0;
+  /// Where compiled kernels are kept on disk; empty: <cache root>/kernels (LUMINAL_CACHE and
+  /// XDG_CACHE_HOME as for the compile cache), nothing on disk when LUMINAL_CACHE or
+  /// LUMINAL_KERNEL_CACHE is "off".
+  std::filesystem::path kernel_dir;
+  /// Threads compiling kernels in parallel (NVRTC scales poorly past a few).
+  int compile_threads = 4;
+};
+
+/// Counters of the kernel cache (process-wide per backend; for tests and traces).
+struct KernelCacheStats {
+  uint64_t compiled = 0;     // NVRTC compilations
+  uint64_t disk_hits = 0;    // cubins read from disk
+  uint64_t memory_hits = 0;  // modules reused in this process
+};
+
+/// One kernel launch's measurement (CudaBackend::profile).
+struct KernelStat {
+  int node = 0;       // LLIR node
+  std::string op;     // "cuda.Fused"
+  std::string entry;  // "lmn_map"
+  double ms = 0;      // median per launch
+  double bytes = 0;   // bytes read + written (the op's cost hint)
+  double flops = 0;
+};
+
+/// The backend's rules and ops, usable without a GPU (CI builds CUDA search spaces and compiles
+/// their kernels with NVRTC on machines without one).
+std::vector<RuleSet> cuda_rulesets();
+bool cuda_executes(const OpDef* op);
+/// A CUDA op (or HLIR primitive) by name, or null.
+const OpDef* cuda_op_named(std::string_view name);
+
+/// One kernel translation unit of a program: the node it computes (or copies, for an Output)
+/// and its source.
+struct GeneratedKernel {
+  int node = 0;
+  std::string what;    // "node %4 (cuda.Fused)"
+  std::string source;  // CUDA C++, prelude included
+};
+/// Every kernel `g` needs for the bucket `spec`, as CudaBackend::load generates them (no GPU
+/// needed). Throws luminal::Error for a node no CUDA op implements.
+std::vector<GeneratedKernel> generate_kernels(const LlirGraph& g, const PlanSpec& spec,
+                                              int sm_count = 132);
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(CudaOptions opts = {});
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  std::vector<RuleSet> rulesets() const override;
+  bool executes(const OpDef* op) const override;
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
+  /// "cuda <GPU name> sm_90 sms=132 driver=13000 nvrtc-13.0".
+  std::string device_key() const override;
+  const OpDef* op_named(std::string_view name) const override;
+  std::shared_ptr<const Payload> read_payload(std::string_view kind,
+                                              std::string_view text) const override;
+
+  Buffer allocate(uint64_t bytes) override;
+  void release(Buffer b) override;
+  void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) override;
+  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) override;
+  void copy(Buffer dst, Buffer src, uint64_t bytes) override;
+  /// Waits for the stream; throws luminal::Error when a kernel reported a bad index since the
+  /// last sync (a Gather index outside its data).
+  void sync() override;
+  /// Median of `trials` executes timed with CUDA events, after one warm-up run.
+  double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) override;
+
+  /// Per-launch times of one plan (median of `trials`), with its bytes and flops.
+  std::vector<KernelStat> profile(Plan& plan, int parity, const int64_t* dims, int trials);
+  /// The profile as a table: node, op, ms, GB/s, GFLOP/s, share of the total.
+  static std::string format_profile(const std::vector<KernelStat>& stats);
+
+  /// "sm_90".
+  const std::string& arch() const;
+  int sm_count() const;
+  KernelCacheStats kernel_stats() const;
+  /// Free and total device memory in bytes.
+  std::pair<uint64_t, uint64_t> memory_info() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace luminal::cuda

@@ -1,0 +1,47 @@
+#pragma once
+// The CUDA driver API, loaded at run time (internal to luminal/cuda).
+//
+// Nothing links against libcuda: binaries start on machines without a GPU or driver, and only
+// asking for CUDA there fails, with a message that says why. Every call goes through check(),
+// which names the call and the driver's error name.
+//
+//   const CudaApi& cu = cuda_api();              // throws luminal::Error when unavailable
+//   check(cu.cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+//   std::string why; if (!driver_available(&why)) std::cerr << why;
+#include <cuda.h>
+
+#include <string>
+
+namespace luminal::cuda {
+
+#define LUMINAL_CUDA_FUNCTIONS(X)                                                                 \
+  X(cuInit)                                                                                       \
+  X(cuDriverGetVersion)                                                                           \
+  X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)                   \
+      X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                \
+          X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuStreamCreate) X(cuStreamDestroy)              \
+              X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)          \
+                  X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) X(cuModuleLoadData) \
+                      X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)                  \
+                          X(cuFuncGetAttribute) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost)      \
+                              X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)          \
+                                  X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD32Async)     \
+                                      X(cuMemGetInfo) X(cuGetErrorName) X(cuGetErrorString)
+
+struct CudaApi {
+#define LUMINAL_CUDA_DECLARE(name) decltype(&::name) name = nullptr;
+  LUMINAL_CUDA_FUNCTIONS(LUMINAL_CUDA_DECLARE)
+#undef LUMINAL_CUDA_DECLARE
+};
+
+/// The loaded driver (cuInit done). Throws luminal::Error saying why CUDA cannot be used: no
+/// libcuda.so.1, a driver too old, or no device.
+const CudaApi& cuda_api();
+/// True when cuda_api() would succeed; otherwise `why` (if given) gets its message.
+bool driver_available(std::string* why = nullptr);
+
+/// Throws luminal::Error "cuda: <call> failed: <CUDA_ERROR_NAME> (<description>)" unless
+/// `r` is CUDA_SUCCESS.
+void check(CUresult r, const char* call);
+
+}  // namespace luminal::cuda

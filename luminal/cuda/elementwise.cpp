@@ -1,0 +1,233 @@
+// Elementwise ops on CUDA: the HLIR unary and binary primitives, Cast, Constant and Iota, and
+// cuda.Fused (a whole fused region from the shared FusedProgram, luminal/kernels/fusion.hpp).
+//
+// Every one is a map kernel: one thread per output element in a grid-stride loop over
+// n = numel(shape); each input element is read through its view; each instruction computes in its
+// dtype's compute type and rounds to the dtype (rd_T), as the reference does, so results match
+// the CPU bit for bit wherever the math functions do (exp2f, log2f, sinf and sqrtf are not
+// bit-identical to glibc's; +, *, /, fmod, casts and every integer op are).
+#include <memory>
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/fusion.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+const OpDef kFused{"cuda.Fused"};
+
+constexpr int kBlock = 256;
+
+std::string math(FusedOpcode op, DType t, const std::string& x) {
+  const bool dbl = t == DType::F64;
+  switch (op) {
+    case FusedOpcode::Exp2: return (dbl ? "exp2(" : "exp2f(") + x + ")";
+    case FusedOpcode::Log2: return (dbl ? "log2(" : "log2f(") + x + ")";
+    case FusedOpcode::Sin: return (dbl ? "sin(" : "sinf(") + x + ")";
+    case FusedOpcode::Recip: return (dbl ? "1.0 / " : "1.0f / ") + x;
+    case FusedOpcode::Sqrt: return (dbl ? "sqrt(" : "sqrtf(") + x + ")";
+    default: break;
+  }
+  LUMINAL_ASSERT(false, "cuda: not a unary math opcode");
+  return x;
+}
+
+std::string binary(FusedOpcode op, DType t, const std::string& a, const std::string& b) {
+  const bool integral = !is_float(t);
+  const bool dbl = t == DType::F64;
+  switch (op) {
+    case FusedOpcode::Add: return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
+    case FusedOpcode::Mul: return integral ? "wrap_mul(" + a + ", " + b + ")" : a + " * " + b;
+    case FusedOpcode::Mod:
+      return integral ? "int_mod(" + a + ", " + b + ")"
+                      : std::string(dbl ? "fmod(" : "fmodf(") + a + ", " + b + ")";
+    default: break;
+  }
+  LUMINAL_ASSERT(false, "cuda: not a binary arithmetic opcode");
+  return a;
+}
+
+/// The per-element statements of `prog` (loads through the node's views) and the name of the
+/// result value.
+std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& n,
+                         std::string& body) {
+  std::vector<std::string> offsets(n.attrs.views.size());
+  for (size_t j = 0; j < prog.insts.size(); ++j) {
+    const FusedInst& in = prog.insts[j];
+    const std::string v = "v" + std::to_string(j);
+    const std::string tag = dtype_tag(in.dtype);
+    const std::string ct = "C_" + tag;
+    auto operand = [&](int k) { return "v" + std::to_string(k); };
+    std::string rhs;
+    switch (in.op) {
+      case FusedOpcode::Load: {
+        if (in.a < 0 || in.a >= static_cast<int>(n.attrs.views.size()))
+          throw Error("cuda.Fused: a load reads child " + std::to_string(in.a) +
+                      " but the node has " + std::to_string(n.attrs.views.size()) + " views");
+        if (offsets[in.a].empty())
+          offsets[in.a] =
+              cg.view_offset(n.attrs.views[in.a], "i", "o" + std::to_string(in.a), body);
+        rhs = "ld_" + tag + "(in" + std::to_string(in.a) + "[" + offsets[in.a] + "])";
+        break;
+      }
+      case FusedOpcode::Const:
+        rhs = "rd_" + tag + "(" + literal(in.dtype, in.value, in.int_value) + ")";
+        break;
+      case FusedOpcode::Cast: rhs = "rd_" + tag + "(" + operand(in.a) + ")"; break;
+      case FusedOpcode::LessThan:
+        rhs = "(long long)(" + operand(in.a) + " < " + operand(in.b) + ")";
+        break;
+      case FusedOpcode::Select:
+        rhs = "(" + operand(in.a) + " != 0) ? " + operand(in.b) + " : " + operand(in.c);
+        break;
+      default:
+        if (is_unary_math(in.op)) {
+          if (!is_float(in.dtype))
+            throw Error("cuda: " + std::string(opcode_name(in.op)) + " needs a float dtype, got " +
+                        std::string(name(in.dtype)));
+          rhs = "rd_" + tag + "(" + math(in.op, in.dtype, operand(in.a)) + ")";
+        } else {
+          rhs = "rd_" + tag + "(" + binary(in.op, in.dtype, operand(in.a), operand(in.b)) + ")";
+        }
+    }
+    body += "    const " + ct + " " + v + " = " + rhs + ";\n";
+  }
+  return "v" + std::to_string(prog.insts.size() - 1);
+}
+
+/// The map kernel over the node's output elements; `element` appends the statements computing
+/// the value for flat index `i` and returns its name (a value of the node dtype's compute type),
+/// or an empty string when its statements store out[i] themselves.
+template <class F>
+KernelGen map_kernel(const LlirNode& n, const GenContext& ctx, F&& element) {
+  Codegen cg(n, ctx);
+  std::string body;
+  const std::string result = element(cg, body);
+  const Expr count = numel(n.attrs.shape);
+  const std::string ncode = cg.c(count);
+  const std::string& I = cg.idx();
+  std::string k =
+      "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+      ") LMN_ENTRY(lmn_map)(" + cg.params() + ") {\n" + cg.dims_prologue() + "  const " + I +
+      " n = " + ncode + ";\n" + "  for (" + I + " i = (" + I +
+      ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" + I + ")gridDim.x * blockDim.x) {\n" +
+      body +
+      (result.empty() ? std::string()
+                      : "    out[i] = st_" + dtype_tag(n.attrs.dtype) + "(" + result + ");\n") +
+      "  }\n}\n";
+  KernelGen g;
+  g.source = Codegen::unit(k);
+  Launch l{
+      "lmn_map", kBlock, {min(ceil_div(count, kBlock), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}};
+  g.launches.push_back(l);
+  int64_t in_bytes = 0;
+  for (DType t : n.input_dtypes)
+    in_bytes += size_bytes(t);
+  g.bytes = count * (in_bytes + size_bytes(n.attrs.dtype));
+  g.flops = count;
+  return g;
+}
+
+FusedProgram primitive_program(const LlirNode& n) {
+  auto load = [&](int k) {
+    FusedInst i;
+    i.op = FusedOpcode::Load;
+    i.dtype = n.input_dtypes.at(static_cast<size_t>(k));
+    i.a = k;
+    return i;
+  };
+  const OpKind kind = n.op->kind;
+  FusedInst r;
+  r.dtype = n.attrs.dtype;
+  switch (kind) {
+    case OpKind::Constant:
+      r.op = FusedOpcode::Const;
+      r.value = n.attrs.value;
+      r.int_value = n.attrs.int_value;
+      return FusedProgram({r});
+    case OpKind::Cast: r.op = FusedOpcode::Cast; break;
+    case OpKind::Exp2: r.op = FusedOpcode::Exp2; break;
+    case OpKind::Log2: r.op = FusedOpcode::Log2; break;
+    case OpKind::Sin: r.op = FusedOpcode::Sin; break;
+    case OpKind::Recip: r.op = FusedOpcode::Recip; break;
+    case OpKind::Sqrt: r.op = FusedOpcode::Sqrt; break;
+    case OpKind::Add: r.op = FusedOpcode::Add; break;
+    case OpKind::Mul: r.op = FusedOpcode::Mul; break;
+    case OpKind::Mod: r.op = FusedOpcode::Mod; break;
+    case OpKind::LessThan: r.op = FusedOpcode::LessThan; break;
+    default: throw Error("cuda: " + std::string(n.op->name) + " is not an elementwise primitive");
+  }
+  if (is_binary(kind)) {
+    r.a = 0;
+    r.b = 1;
+    return FusedProgram({load(0), load(1), r});
+  }
+  r.a = 0;
+  return FusedProgram({load(0), r});
+}
+
+KernelGen gen_primitive(const LlirNode& n, const GenContext& ctx) {
+  const FusedProgram prog = primitive_program(n);
+  return map_kernel(
+      n, ctx, [&](Codegen& cg, std::string& body) { return emit_program(prog, cg, n, body); });
+}
+
+KernelGen gen_fused(const LlirNode& n, const GenContext& ctx) {
+  const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (!prog) throw Error("cuda.Fused: the node has no FusedProgram payload");
+  prog->validate();
+  if (prog->insts.back().dtype != n.attrs.dtype)
+    throw Error("cuda.Fused: the program's result dtype differs from the node's dtype");
+  return map_kernel(
+      n, ctx, [&](Codegen& cg, std::string& body) { return emit_program(*prog, cg, n, body); });
+}
+
+KernelGen gen_iota(const LlirNode& n, const GenContext& ctx) {
+  return map_kernel(n, ctx, [&](Codegen& cg, std::string& body) {
+    // The value may exceed the index type: evaluate it in 64 bits.
+    const std::string v = n.attrs.iota_expr.to_c({}, [&](const std::string& d) {
+      return d == "z" ? std::string("((long long)i)") : "((long long)" + cg.c(Expr::var(d)) + ")";
+    });
+    body += "    const long long iv = (long long)(" + v + ");\n";
+    return std::string("rd_") + dtype_tag(n.attrs.dtype) + "(iv)";
+  });
+}
+
+std::vector<Rule> fusion() { return fusion_rules(&kFused, "cuda"); }
+
+}  // namespace
+
+KernelGen gen_view_copy(const LlirNode& n, const GenContext& ctx) {
+  if (n.attrs.views.size() != 1) throw Error("cuda: a copy needs one input view");
+  return map_kernel(n, ctx, [&](Codegen& cg, std::string& body) {
+    const std::string o = cg.view_offset(n.attrs.views[0], "i", "o0", body);
+    body += "    out[i] = in0[" + o + "];\n";
+    return std::string();  // stored raw above
+  });
+}
+
+const OpDef* cuda_fused_op() { return &kFused; }
+
+void register_elementwise_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp constant{hlir_op(OpKind::Constant), "", nullptr, gen_primitive};
+  static const CudaOp iota{hlir_op(OpKind::Iota), "", nullptr, gen_iota};
+  static std::vector<CudaOp> prims;
+  if (prims.empty()) {
+    for (OpKind k : {OpKind::Cast, OpKind::Exp2, OpKind::Log2, OpKind::Sin, OpKind::Recip,
+                     OpKind::Sqrt, OpKind::Add, OpKind::Mul, OpKind::Mod, OpKind::LessThan})
+      prims.push_back(CudaOp{hlir_op(k), "", nullptr, gen_primitive});
+  }
+  static const CudaOp fused{&kFused, "cuda.fusion", fusion, gen_fused};
+  ops.push_back(&constant);
+  ops.push_back(&iota);
+  for (const CudaOp& p : prims)
+    ops.push_back(&p);
+  ops.push_back(&fused);
+}
+
+}  // namespace luminal::cuda

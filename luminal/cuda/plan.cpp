@@ -1,0 +1,289 @@
+#include "luminal/cuda/plan.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
+bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
+
+std::string node_name(const LlirGraph& g, int i) {
+  return "%" + std::to_string(i) + " (" + std::string(g.nodes[i].op->name) + ")";
+}
+
+void check_structure(const LlirGraph& g) {
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const LlirNode& node = g.nodes[i];
+    if (!node.op) throw Error("cuda: node %" + std::to_string(i) + " has no op");
+    for (int in : node.inputs)
+      if (in < 0 || in >= i)
+        throw Error("cuda: node " + node_name(g, i) + " reads %" + std::to_string(in) +
+                    ", which does not run before it");
+    if (node.attrs.views.size() != node.inputs.size())
+      throw Error("cuda: node " + node_name(g, i) + " has " + std::to_string(node.inputs.size()) +
+                  " inputs but " + std::to_string(node.attrs.views.size()) + " views");
+    if (is_output(node) && node.inputs.size() != 1)
+      throw Error("cuda: Output node " + node_name(g, i) + " needs exactly one input");
+  }
+}
+
+unsigned to_grid(int64_t v) {
+  if (v < 0) v = 0;
+  return static_cast<unsigned>(std::min<int64_t>(v, 0x7FFFFFFF));
+}
+
+}  // namespace
+
+std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& spec, int sm_count,
+                                          std::vector<int>* nodes) {
+  const PlanIo io = PlanIo::of(g);
+  GenContext ctx{spec.facts, spec.dim_names, sm_count};
+  std::vector<KernelGen> gens;
+  int outputs = 0;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const LlirNode& node = g.nodes[i];
+    if (is_input(node)) continue;
+    if (is_output(node)) {
+      if (io.output_in_input[outputs++] >= 0) continue;  // written in place: nothing to copy
+      gens.push_back(gen_view_copy(node, ctx));
+    } else {
+      const CudaOp* op = find_cuda_op(node.op);
+      if (!op)
+        throw Error("cuda backend cannot run op '" + std::string(node.op->name) + "' (node %" +
+                    std::to_string(i) + "); the extraction chose an op of another backend");
+      gens.push_back(op->generate(node, ctx));
+    }
+    nodes->push_back(i);
+  }
+  return gens;
+}
+
+std::vector<GeneratedKernel> generate_kernels(const LlirGraph& graph, const PlanSpec& spec,
+                                              int sm_count) {
+  LlirGraph g = graph;
+  check_structure(g);
+  g.fill_input_dtypes();
+  std::vector<int> nodes;
+  std::vector<KernelGen> gens = CudaPlan::generate(g, spec, sm_count, &nodes);
+  std::vector<GeneratedKernel> out;
+  for (size_t j = 0; j < gens.size(); ++j)
+    out.push_back(GeneratedKernel{nodes[j], "node " + node_name(g, nodes[j]), gens[j].source});
+  return out;
+}
+
+CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& spec)
+    : be_(be), g_(g), dim_names_(spec.dim_names) {
+  be_.bind_context();
+  const CudaApi& cu = *be_.cu;
+  check_structure(g_);
+  g_.fill_input_dtypes();
+  io_ = PlanIo::of(g_);
+  const int n = static_cast<int>(g_.nodes.size());
+
+  // Kernels: one KernelGen per compute node and per Output copy.
+  std::vector<int> gen_node;
+  std::vector<KernelGen> gens = generate(g_, spec, be_.sm_count, &gen_node);
+  std::vector<std::string> whats;
+  for (int i : gen_node)
+    whats.push_back("node " + node_name(g_, i));
+  input_slot_.assign(static_cast<size_t>(n), -1);
+  output_slot_.assign(static_cast<size_t>(n), -1);
+  int inputs = 0, outputs = 0;
+  for (int i = 0; i < n; ++i) {
+    if (is_input(g_.nodes[i])) input_slot_[i] = inputs++;
+    if (is_output(g_.nodes[i])) output_slot_[i] = outputs++;
+  }
+  std::vector<std::string> sources;
+  for (const KernelGen& k : gens)
+    sources.push_back(k.source);
+  kernels_ = be_.kernels_of(sources, whats);
+  for (size_t j = 0; j < gens.size(); ++j) {
+    for (const Launch& l : gens[j].launches) {
+      Step s;
+      s.node = gen_node[j];
+      s.fn = kernels_[j].function(l.entry);
+      s.launch = l;
+      for (int a = 0; a < 3; ++a)
+        s.grid[a] = SlotExpr(l.grid[a], dim_names_);
+      s.bytes = SlotExpr(gens[j].bytes, dim_names_);
+      s.flops = SlotExpr(gens[j].flops, dim_names_);
+      steps_.push_back(std::move(s));
+    }
+  }
+
+  // The arena: every buffer at its largest size in the bucket.
+  std::vector<BufferUse> uses = buffer_uses(g_);
+  root_.resize(static_cast<size_t>(n));
+  std::vector<int64_t> bytes(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    root_[i] = uses[i].alias_of >= 0 ? root_[uses[i].alias_of] : i;
+    if (!uses[i].in_arena) continue;
+    const Interval b = uses[i].bytes.bounds(spec.facts);
+    if (b.hi == INT64_MAX || b.hi < 0)
+      throw Error("cuda: the buffer of node " + node_name(g_, i) + " (" +
+                  uses[i].bytes.to_string() +
+                  " bytes) has no upper bound in this bucket; give its dims a range with "
+                  "graph.declare_dim or CompileOptions::dim_buckets");
+    bytes[i] = b.hi;
+  }
+  mem_ = plan_memory(uses, bytes, kAlignment);
+
+  // Dims: a device array and pinned staging slots.
+  dims_.assign(dim_names_.size(), 0);
+  const size_t dim_bytes = std::max<size_t>(dims_.size(), 1) * sizeof(int64_t);
+  check(cu.cuMemAlloc(&dims_dev_, dim_bytes), "cuMemAlloc (plan dims)");
+  void* host = nullptr;
+  check(cu.cuMemAllocHost(&host, dim_bytes * kStaging), "cuMemAllocHost (dims staging)");
+  staging_ = static_cast<int64_t*>(host);
+  for (CUevent& e : staging_done_)
+    check(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+}
+
+CudaPlan::~CudaPlan() {
+  const CudaApi& cu = *be_.cu;
+  be_.bind_context();
+  cu.cuStreamSynchronize(be_.stream);
+  for (CUevent e : staging_done_)
+    if (e) cu.cuEventDestroy(e);
+  if (staging_) cu.cuMemFreeHost(staging_);
+  if (dims_dev_) cu.cuMemFree(dims_dev_);
+}
+
+void CudaPlan::bind(int parity, const Bindings& b) {
+  LUMINAL_ASSERT(parity == 0 || parity == 1, "cuda: parity must be 0 or 1");
+  if (b.inputs.size() != io_.inputs.size() || b.outputs.size() != io_.outputs.size())
+    throw Error("cuda: bind got " + std::to_string(b.inputs.size()) + " inputs and " +
+                std::to_string(b.outputs.size()) + " outputs; the plan has " +
+                std::to_string(io_.inputs.size()) + " and " + std::to_string(io_.outputs.size()));
+  if (b.arena.bytes < arena_bytes())
+    throw Error("cuda: the bound arena has " + std::to_string(b.arena.bytes) +
+                " bytes; the plan needs " + std::to_string(arena_bytes()));
+  const int n = static_cast<int>(g_.nodes.size());
+  Bound& bd = bound_[parity];
+  bd.ptr.assign(static_cast<size_t>(n), 0);
+  const auto arena = reinterpret_cast<CUdeviceptr>(b.arena.ptr);
+  for (int i = 0; i < n; ++i) {
+    const LlirNode& node = g_.nodes[i];
+    if (is_input(node)) {
+      bd.ptr[i] = reinterpret_cast<CUdeviceptr>(b.inputs[input_slot_[i]].ptr);
+    } else if (is_output(node)) {
+      const int k = output_slot_[i];
+      bd.ptr[i] = io_.output_in_input[k] >= 0 ? bd.ptr[node.inputs[0]]
+                                              : reinterpret_cast<CUdeviceptr>(b.outputs[k].ptr);
+    } else if (root_[i] != i) {
+      bd.ptr[i] = bd.ptr[root_[i]];
+    } else {
+      bd.ptr[i] = arena + static_cast<CUdeviceptr>(mem_.offsets[i]);
+    }
+  }
+  bd.args.assign(steps_.size(), {});
+  bd.argp.assign(steps_.size(), {});
+  bd.skip.assign(steps_.size(), false);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const LlirNode& node = g_.nodes[steps_[s].node];
+    std::vector<CUdeviceptr>& a = bd.args[s];
+    a.push_back(bd.ptr[steps_[s].node]);
+    for (int in : node.inputs)
+      a.push_back(bd.ptr[in]);
+    a.push_back(dims_dev_);
+    a.push_back(be_.err);
+    for (CUdeviceptr& p : a)
+      bd.argp[s].push_back(&p);
+    const int k = node.op->inplace_input;
+    bd.skip[s] = steps_[s].launch.skip_when_aliased && k >= 0 &&
+                 bd.ptr[steps_[s].node] == bd.ptr[node.inputs[k]];
+  }
+  bd.bound = true;
+}
+
+void CudaPlan::update_dims(const int64_t* dims) {
+  const size_t k = dims_.size();
+  if (dims_valid_ && (k == 0 || std::memcmp(dims_.data(), dims, k * sizeof(int64_t)) == 0)) return;
+  const CudaApi& cu = *be_.cu;
+  if (k > 0) {
+    std::memcpy(dims_.data(), dims, k * sizeof(int64_t));
+    const int slot = next_slot_;
+    next_slot_ = (next_slot_ + 1) % kStaging;
+    // The slot's previous copy must have run before its bytes change.
+    check(cu.cuEventSynchronize(staging_done_[slot]), "cuEventSynchronize (dims staging)");
+    int64_t* host = staging_ + static_cast<size_t>(slot) * k;
+    std::memcpy(host, dims, k * sizeof(int64_t));
+    check(cu.cuMemcpyHtoDAsync(dims_dev_, host, k * sizeof(int64_t), be_.stream),
+          "cuMemcpyHtoDAsync (dims)");
+    check(cu.cuEventRecord(staging_done_[slot], be_.stream), "cuEventRecord");
+  }
+  for (Step& s : steps_)
+    for (int a = 0; a < 3; ++a)
+      s.grid_now[a] = to_grid(s.grid[a].eval(dims));
+  dims_valid_ = true;
+}
+
+void CudaPlan::launch(int parity, size_t s) {
+  Bound& bd = bound_[parity];
+  const Step& st = steps_[s];
+  if (bd.skip[s] || st.grid_now[0] == 0 || st.grid_now[1] == 0 || st.grid_now[2] == 0) return;
+  check(be_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
+                               static_cast<unsigned>(st.launch.block), 1, 1, 0, be_.stream,
+                               bd.argp[s].data(), nullptr),
+        "cuLaunchKernel");
+}
+
+void CudaPlan::execute(int parity, const int64_t* dims) {
+  Bound& bd = bound_[parity];
+  if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
+  be_.bind_context();
+  update_dims(dims);
+  for (size_t s = 0; s < steps_.size(); ++s)
+    launch(parity, s);
+}
+
+std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int trials) {
+  Bound& bd = bound_[parity];
+  if (!bd.bound) throw Error("cuda: profile before bind");
+  const CudaApi& cu = *be_.cu;
+  be_.bind_context();
+  execute(parity, dims);  // warm-up
+  std::vector<std::vector<float>> times(steps_.size());
+  std::vector<CUevent> ev(steps_.size() + 1);
+  for (CUevent& e : ev)
+    check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  for (int t = 0; t < std::max(trials, 1); ++t) {
+    update_dims(dims);
+    check(cu.cuEventRecord(ev[0], be_.stream), "cuEventRecord");
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      launch(parity, s);
+      check(cu.cuEventRecord(ev[s + 1], be_.stream), "cuEventRecord");
+    }
+    check(cu.cuEventSynchronize(ev.back()), "cuEventSynchronize");
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      float ms = 0;
+      check(cu.cuEventElapsedTime(&ms, ev[s], ev[s + 1]), "cuEventElapsedTime");
+      times[s].push_back(ms);
+    }
+  }
+  for (CUevent e : ev)
+    cu.cuEventDestroy(e);
+  be_.check_error_word();
+  std::vector<KernelStat> out;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    std::vector<float>& v = times[s];
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    KernelStat k;
+    k.node = steps_[s].node;
+    k.op = std::string(g_.nodes[k.node].op->name);
+    k.entry = steps_[s].launch.entry;
+    k.ms = v[v.size() / 2];
+    k.bytes = static_cast<double>(steps_[s].bytes.eval(dims));
+    k.flops = static_cast<double>(steps_[s].flops.eval(dims));
+    out.push_back(k);
+  }
+  return out;
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds (or reuses a build of) the CUDA backend on a GPU machine, runs every GPU suite and the
+# GPU benchmark, and writes logs and a summary into OUT. Installs nothing: missing PCRE2/ICU
+# headers come from .deb files in .debs/ when present (apt-get download libpcre2-dev libicu-dev
+# libicu72 on a machine with network, then carry the folder).
+#
+#   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]
+#
+#   OUT              folder for build.log, nvrtc.log, session.log, fuzz.log, models.log,
+#                    bench.log, summary.txt and cache.tgz (the kernel and program cache after the
+#                    run: pass it back with --cache-in and the next run compiles nothing)
+#   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
+#   --sanitize       also runs the session suite under compute-sanitizer memcheck
+#   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]}
+shift
+cache_in="" quick=0 sanitize=0 bench=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cache-in) cache_in=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --sanitize) sanitize=1; shift ;;
+    --no-bench) bench=0; shift ;;
+    *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=${BUILD:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+summary="$out/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+start=$(date +%s)
+
+note "gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader \
+  2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
+
+# PCRE2 and ICU headers (the io library) from carried .debs when the machine lacks them.
+if ! pkg-config --exists icu-uc libpcre2-8 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
+  for f in .debs/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  note "installed PCRE2/ICU from .debs"
+fi
+
+# The kernel and program caches live under XDG_CACHE_HOME/luminal.
+export XDG_CACHE_HOME="$PWD/.gpu-cache"
+mkdir -p "$XDG_CACHE_HOME"
+if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
+  tar -xzf "$cache_in" -C "$XDG_CACHE_HOME" && note "cache: restored from $cache_in"
+fi
+
+{
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$build" -j "$jobs" --target test_cuda_nvrtc test_cuda_session test_cuda_fuzz \
+      bench_cuda
+} >"$out/build.log" 2>&1
+rc=$?
+note "build: rc=$rc in $(($(date +%s) - start)) s ($build)"
+if [ $rc -ne 0 ]; then
+  tail -40 "$out/build.log"
+  exit 1
+fi
+# The model suite and the CLI need the io library (PCRE2, ICU): built separately so a problem
+# there does not stop the rest.
+cmake --build "$build" -j "$jobs" --target test_cuda_models luminal_cli >>"$out/build.log" 2>&1 ||
+  note "build: the model suite or the CLI failed to build (see build.log)"
+
+failed=0
+suite() {  # suite NAME LOG TIMEOUT CMD...
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local t0=$(date +%s)
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  local counts
+  counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr -s ' ' | tr '\n' ' ')
+  note "$name: rc=$rc in $(($(date +%s) - t0)) s  $counts"
+  [ $rc -eq 0 ] || failed=1
+}
+
+seeds=32 programs=50
+[ $quick -eq 1 ] && seeds=8 programs=20
+suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
+suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
+[ -x "$build/tests/test_cuda_models" ] &&
+  suite "model parity" "$out/models.log" 300 "$build/tests/test_cuda_models"
+LUMINAL_CUDA_FUZZ_SEEDS=$seeds LUMINAL_FUZZ_PROGRAMS=$programs LUMINAL_FUZZ_VERBOSE=1 \
+  suite "equivalence fuzz ($seeds graphs x $programs programs + model blocks)" "$out/fuzz.log" 420 \
+  "$build/tests/test_cuda_fuzz"
+grep -E '^\[fuzz\]' "$out/fuzz.log" | head -3 >>"$summary"
+if [ $sanitize -eq 1 ]; then
+  echo "=== compute-sanitizer memcheck ===" >>"$out/session.log"
+  suite "session suite under compute-sanitizer memcheck" "$out/session.log" 400 \
+    compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_cuda_session" \
+    --gtest_filter=-*Past2To31*
+fi
+if [ $bench -eq 1 ]; then
+  suite "bench_cuda" "$out/bench.log" 300 "$build/bench/bench_cuda"
+  grep -E 'copy|fused|row sum|search|decode step at' "$out/bench.log" >>"$summary"
+fi
+tar -czf "$out/cache.tgz" -C "$XDG_CACHE_HOME" . 2>/dev/null
+note "cache: $(du -sh "$XDG_CACHE_HOME" | cut -f1) saved to cache.tgz"
+note "total: $(($(date +%s) - start)) s; $([ $failed -eq 0 ] && echo ALL PASSED || echo FAILURES)"
+exit $failed

@@ -1,0 +1,70 @@
+#pragma once
+// Helpers of the CUDA tests: a Backend that has the CUDA rules and ops but no device (CI builds
+// CUDA search spaces and compiles their kernels with NVRTC on machines without a GPU), and the
+// skip every GPU suite starts with.
+//
+//   LUMINAL_REQUIRE_GPU();                       // GTEST_SKIP() with the reason, without a GPU
+//   testing::CudaRulesOnly rules;                // for build_search_space
+//   cuda::CudaBackend& gpu = testing::gpu();     // one backend per test process
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_backend.hpp"
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/program/backend.hpp"
+
+namespace luminal::testing {
+
+/// The CUDA backend's rules without a device; load() and memory throw.
+class CudaRulesOnly : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  std::vector<RuleSet> rulesets() const override { return cuda::cuda_rulesets(); }
+  bool executes(const OpDef* op) const override { return cuda::cuda_executes(op); }
+  std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override {
+    throw Error("CudaRulesOnly cannot load programs");
+  }
+  std::string device_key() const override { return "cuda rules only"; }
+  const OpDef* op_named(std::string_view n) const override {
+    if (const OpDef* op = cuda::cuda_op_named(n)) return op;
+    return Backend::op_named(n);
+  }
+  std::shared_ptr<const Payload> read_payload(std::string_view k,
+                                              std::string_view t) const override {
+    if (k == "fused_program") return FusedProgram::deserialize(t);
+    return Backend::read_payload(k, t);
+  }
+  Buffer allocate(uint64_t) override { throw Error("CudaRulesOnly has no memory"); }
+  void release(Buffer) override {}
+  void upload(Buffer, uint64_t, const void*, uint64_t) override {}
+  void download(void*, Buffer, uint64_t, uint64_t) override {}
+  void copy(Buffer, Buffer, uint64_t) override {}
+  void sync() override {}
+};
+
+/// Why the GPU suites skip here ("" when a GPU is usable).
+inline const std::string& gpu_missing() {
+  static const std::string why = [] {
+    std::string w;
+    return cuda::cuda_available(&w) ? std::string() : w;
+  }();
+  return why;
+}
+
+/// The process's CUDA backend (created on first use; requires a GPU).
+inline cuda::CudaBackend& gpu() {
+  static cuda::CudaBackend* b = new cuda::CudaBackend();  // lives until exit
+  return *b;
+}
+
+}  // namespace luminal::testing
+
+#define LUMINAL_REQUIRE_GPU()                                          \
+  do {                                                                 \
+    if (!::luminal::testing::gpu_missing().empty())                    \
+      GTEST_SKIP() << "no GPU: " << ::luminal::testing::gpu_missing(); \
+  } while (0)

@@ -1,0 +1,80 @@
+// GPU suite (skips without a GPU): the equivalence fuzz on the CUDA backend. For the random graphs
+// and the model blocks of the compiler tests, many distinct programs of the CUDA search space,
+// each loaded and executed on the GPU, must match the ReferenceRuntime at several dims.
+//
+// Environment: LUMINAL_CUDA_FUZZ_SEEDS (random graphs, default 32), LUMINAL_FUZZ_PROGRAMS
+// (programs per random graph, default 50), LUMINAL_FUZZ_VERBOSE=1 (a line per graph).
+#include <gtest/gtest.h>
+
+#include "cuda/cuda_test_util.hpp"
+#include "support/model_blocks.hpp"
+
+namespace luminal {
+namespace {
+
+using namespace testing;
+
+// exp2f, log2f and sinf are within 2 ulp of glibc's, not bit-identical; sums run in another order.
+constexpr double kTolScale = 4;
+
+CheckOptions on_gpu(CheckOptions o) {
+  o.backend = &gpu();
+  o.label = "cuda";
+  o.multithread_every = 0;
+  o.tol_scale = kTolScale;
+  return o;
+}
+
+TEST(CudaFuzz, CatchesWrongPrograms) {
+  LUMINAL_REQUIRE_GPU();
+  FuzzGraph oracle = sentinel_graph(false);
+  FuzzGraph wrong = sentinel_graph(true);
+  CheckOptions o = on_gpu({});
+  o.programs = 10;
+  o.compiled = &wrong.graph;
+  CheckResult r = run_check(oracle, o);
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  ASSERT_GT(r.programs, 1);
+  EXPECT_EQ(r.failures.size(), static_cast<size_t>(r.programs));
+  o.compiled = nullptr;
+  CheckResult ok = run_check(oracle, o);
+  EXPECT_TRUE(ok.errors.empty() && ok.failures.empty())
+      << (ok.errors.empty() ? ok.failures[0] : ok.errors[0]);
+}
+
+TEST(CudaFuzz, SwiGluMlpF32) {
+  LUMINAL_REQUIRE_GPU();
+  check_graph(swiglu_block(DType::F32), on_gpu(model_options()));
+}
+TEST(CudaFuzz, SwiGluMlpF16) {
+  LUMINAL_REQUIRE_GPU();
+  check_graph(swiglu_block(DType::F16), on_gpu(model_options()));
+}
+TEST(CudaFuzz, RmsNormProjection) {
+  LUMINAL_REQUIRE_GPU();
+  check_graph(rmsnorm_block(), on_gpu(model_options()));
+}
+TEST(CudaFuzz, GqaAttentionKvCache) {
+  LUMINAL_REQUIRE_GPU();
+  check_graph(attention_block(false), on_gpu(model_options()));
+}
+TEST(CudaFuzz, GqaAttentionKvCacheRope) {
+  LUMINAL_REQUIRE_GPU();
+  check_graph(attention_block(true), on_gpu(model_options()));
+}
+
+class CudaRandomGraphs : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaRandomGraphs, MatchReference) {
+  LUMINAL_REQUIRE_GPU();
+  FuzzGraph fg = random_graph(static_cast<uint64_t>(GetParam()));
+  CheckOptions o = on_gpu({});
+  o.programs = env_int("LUMINAL_FUZZ_PROGRAMS", 50);
+  check_graph(fg, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, CudaRandomGraphs,
+                         ::testing::Range(0, env_int("LUMINAL_CUDA_FUZZ_SEEDS", 32)));
+
+}  // namespace
+}  // namespace luminal

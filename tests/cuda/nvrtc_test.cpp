@@ -1,0 +1,134 @@
+// CI without a GPU: NVRTC compiles, for sm_90, every kernel the CUDA backend generates for the
+// programs of the test graphs (random graphs and explicit op coverage), and compile errors point
+// into the generated source.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/cuda/compile_batch.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "support/random_graph.hpp"
+
+namespace luminal {
+namespace {
+
+struct Sources {
+  std::set<std::string> unique;
+  std::vector<std::string> whats;  // one per unique source, for errors
+  int programs = 0;
+};
+
+/// The kernels of up to `programs` programs of g's CUDA search space.
+void collect(const Graph& g, int programs, uint64_t seed, Sources& out) {
+  testing::CudaRulesOnly rules;
+  const Facts facts = g.dim_facts();
+  BuiltSpace b = build_search_space(g, rules, facts);
+  PlanSpec spec{facts, {}};
+  for (const auto& [name, range] : facts)
+    spec.dim_names.push_back(name);
+  Rng rng(seed);
+  std::set<std::string> seen;
+  for (int d = 0; d < programs * 4 && static_cast<int>(seen.size()) < programs; ++d) {
+    Genome genome = d == 0 ? b.space->first_genome() : b.space->random_genome(rng);
+    LlirGraph l = to_llir(*b.space, genome);
+    if (!seen.insert(l.to_text()).second) continue;
+    ++out.programs;
+    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec))
+      if (out.unique.insert(k.source).second) out.whats.push_back(k.what);
+  }
+}
+
+/// Compiles every source through the backend's batching, as a search would.
+void compile_all(const Sources& s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> v(s.unique.begin(), s.unique.end());
+  std::vector<std::string> whats(v.size(), "a test kernel");
+  cuda::CompiledBatches c;
+  try {
+    c = cuda::compile_batched(v, whats, "sm_90", 2);
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+  ASSERT_EQ(c.batch_of.size(), v.size());
+  for (const cuda::CompiledBatches::Batch& b : c.batches)
+    EXPECT_GT(b.cubin.size(), 1000u);
+  std::printf("[nvrtc] %d programs, %zu distinct kernels in %zu batches compiled in %.1f s\n",
+              s.programs, v.size(), c.batches.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+class Nvrtc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  }
+};
+
+TEST_F(Nvrtc, RandomGraphKernelsCompileForSm90) {
+  Sources s;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    testing::FuzzGraph fg = testing::random_graph(seed);
+    collect(fg.graph, 2, seed, s);
+  }
+  compile_all(s);
+  EXPECT_GT(s.unique.size(), 100u);
+  std::printf("[nvrtc] with the searches: %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+TEST_F(Nvrtc, EveryDtypeAndOpCompiles) {
+  Sources s;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64,
+                  DType::I8, DType::U8, DType::F8E4M3, DType::F8E5M2}) {
+    Graph g;
+    g.declare_dim("s", 1, 64);
+    Tensor a = g.tensor("a", {"s", 16}, t);
+    Tensor b = g.tensor("b", {"s", 16}, t);
+    Tensor idx = g.tensor("idx", {"s"}, DType::I32);
+    (a + b).output("add");
+    (a * b).output("mul");
+    a.sum(-1).output("sum");
+    a.max(-1).output("max");
+    a.cast(DType::F32).output("cast_f32");
+    (a < b).output("lt");
+    a.permute({1, 0}).output("t");
+    g.tensor("c", {8, 16}, t).index_select(0, idx).output("gather");
+    g.tensor("st", {8, 16}, t).scatter_flat(idx, a.sum(-1)).output("scatter");
+    if (is_float(t)) {
+      a.exp().output("exp");
+      a.sin().output("sin");
+      a.sqrt().output("sqrt");
+      a.reciprocal().output("recip");
+      a.matmul(b.permute({1, 0})).output("mm");
+      (a % b).output("fmod");
+    }
+    collect(g, 4, 1, s);
+  }
+  compile_all(s);
+}
+
+TEST_F(Nvrtc, CompileErrorsPointIntoTheSource) {
+  const std::string src =
+      "extern \"C\" __global__ void k(float* o) {\n  o[0] = 1.0f;\n  o[1] = undefined_name;\n}\n";
+  try {
+    cuda::compile_cubin(src, "sm_90", "node %7 (cuda.Fused)");
+    FAIL() << "expected a compile error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("node %7 (cuda.Fused)"), std::string::npos) << m;
+    EXPECT_NE(m.find("undefined_name"), std::string::npos) << m;
+    EXPECT_NE(m.find(">3:   o[1] = undefined_name;"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace luminal
