@@ -29,6 +29,11 @@ class Tokenizer {
   static Tokenizer from_folder(const std::filesystem::path& dir);
   static Tokenizer from_files(const std::filesystem::path& tokenizer_json,
                               const std::optional<std::filesystem::path>& tokenizer_config = {});
+  /// The same from the texts of tokenizer.json and (when not empty) tokenizer_config.json;
+  /// `source` names them in errors (e.g. "model.gguf").
+  static Tokenizer from_json(std::string_view tokenizer_json,
+                             std::string_view tokenizer_config_json = {},
+                             std::string_view source = "<memory>");
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();

@@ -1,0 +1,500 @@
+// GGUF models: ModelConfig from <arch>.* metadata, f32 weights under Hugging Face names (the
+// llama converter's Q/K row permutation undone), and read_gguf_model tying them to the tokenizer
+// (gguf_tokenizer.cpp).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <set>
+
+#include "luminal/core/error.hpp"
+#include "luminal/io/gguf_dequant.hpp"
+#include "luminal/io/gguf_model.hpp"
+
+namespace luminal::io {
+
+namespace {
+
+std::string where(const GgufFile& f) { return "gguf '" + f.source() + "': "; }
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string bytes_str(uint64_t b) {
+  char buf[64];
+  if (b >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
+                  double(b) / double(uint64_t(1) << 30));
+  else if (b >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f MiB)", static_cast<unsigned long long>(b),
+                  double(b) / double(uint64_t(1) << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+// An f32 metadata value as the decimal its writer most likely meant: the shortest decimal that
+// rounds to the same f32 (1e-5f -> 1e-05, not 9.99999974738e-06). f64 values are returned as is.
+double float_value(const GgufFile& f, const std::string& key) {
+  const GgufValue& v = f.get(key);
+  const double d = f.get_float(key);
+  if (v.type() != GgufValueType::F32 || !std::isfinite(d)) return d;
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(d));
+  double out = d;
+  std::from_chars(buf, r.ptr, out);
+  return out;
+}
+
+std::optional<double> find_float_value(const GgufFile& f, const std::string& key) {
+  if (!f.contains(key)) return std::nullopt;
+  return float_value(f, key);
+}
+
+const std::vector<std::string>& supported_archs() {
+  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3"};
+  return a;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+// Llama 3.1-style RoPE from llama.cpp's per-dimension factors: factor is the largest; the
+// smoothed dims give original_max_position_embeddings (and high_freq_factor when two or more are
+// smoothed) with low_freq_factor 1; the result must reproduce every factor.
+void fit_llama3_rope(const GgufFile& f, ModelConfig& c, const std::vector<float>& factors) {
+  const int64_t d = c.head_dim;
+  const double base = c.rope_theta;
+  const double factor = *std::max_element(factors.begin(), factors.end());
+  RopeScaling r;
+  r.type = RopeType::Llama3;
+  r.factor = factor;
+  r.low_freq_factor = 1.0;
+  r.high_freq_factor = 4.0;
+  auto wavelen = [&](size_t i) {
+    const double inv = 1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(d));
+    return 2 * std::numbers::pi / inv;
+  };
+  const double tol = 1e-4;
+  std::vector<size_t> smooth;
+  double max_one = 0, min_full = INFINITY;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    const double fi = factors[i];
+    if (std::abs(fi - 1.0) <= tol)
+      max_one = std::max(max_one, wavelen(i));
+    else if (std::abs(fi - factor) <= tol * factor)
+      min_full = std::min(min_full, wavelen(i));
+    else
+      smooth.push_back(i);
+  }
+  // smooth s = (1/f - 1/factor) / (1 - 1/factor) = (orig / wavelen - low) / (high - low).
+  auto s_of = [&](size_t i) { return (1.0 / factors[i] - 1.0 / factor) / (1.0 - 1.0 / factor); };
+  double orig = 0;
+  if (factor <= 1.0 + tol) {
+    r.type = RopeType::None;
+    r.factor = 1.0;
+  } else if (smooth.size() >= 2) {
+    // s = a / wavelen - b with a = orig / (high - 1), b = 1 / (high - 1).
+    const size_t i = smooth.front(), j = smooth.back();
+    const double xi = 1 / wavelen(i), xj = 1 / wavelen(j);
+    const double a = (s_of(i) - s_of(j)) / (xi - xj);
+    const double b = a * xi - s_of(i);
+    if (b > 0) {
+      r.high_freq_factor = 1 + 1 / b;
+      char buf[32];
+      auto res = std::to_chars(buf, buf + sizeof buf, static_cast<float>(r.high_freq_factor));
+      std::from_chars(buf, res.ptr, r.high_freq_factor);
+      orig = a / b;
+    }
+  } else if (smooth.size() == 1) {
+    orig = wavelen(smooth[0]) * (s_of(smooth[0]) * (r.high_freq_factor - 1) + 1);
+  } else {
+    // No smoothed dim: any orig with 4 * max_one < orig < min_full gives the same factors; take a
+    // power of two in the range (8192 for Llama 3.x) when there is one.
+    const double lo = r.high_freq_factor * max_one, hi = min_full;
+    orig = std::floor(lo) + 1;
+    for (double p = 1; p < 1e12; p *= 2)
+      if (p > lo && p < hi) {
+        orig = p;
+        if (p >= 8192) break;
+      }
+  }
+  r.original_max_position_embeddings = static_cast<int64_t>(std::llround(orig));
+  if (r.type == RopeType::Llama3) {
+    const double o = static_cast<double>(r.original_max_position_embeddings);
+    const double low_wl = o / r.low_freq_factor, high_wl = o / r.high_freq_factor;
+    for (size_t i = 0; i < factors.size(); ++i) {
+      const double wl = wavelen(i);
+      double want;
+      if (wl < high_wl) {
+        want = 1;
+      } else if (wl > low_wl) {
+        want = factor;
+      } else {
+        const double s = (o / wl - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        want = 1 / ((1 - s) / factor + s);
+      }
+      if (std::abs(want - factors[i]) > 1e-4 * want)
+        throw Error(where(f) + "tensor 'rope_freqs.weight': the RoPE factors do not follow " +
+                    "Llama 3's formula (factor " + std::to_string(factor) +
+                    ", low_freq_factor 1, high_freq_factor " + std::to_string(r.high_freq_factor) +
+                    ", original context " + std::to_string(r.original_max_position_embeddings) +
+                    " gives " + std::to_string(want) + " for dim " + std::to_string(i) +
+                    ", the file " + std::to_string(factors[i]) +
+                    "); this RoPE scaling is not supported");
+    }
+  }
+  c.rope_scaling = r;
+}
+
+void read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+  const std::string k = arch + ".rope.scaling.";
+  std::string type = f.find_string(k + "type").value_or("");
+  if (type.empty() && f.contains(arch + ".rope.scale_linear")) type = "linear";
+  RopeScaling& r = c.rope_scaling;
+  if (type.empty() || type == "none") {
+    r.type = RopeType::None;
+  } else if (type == "linear") {
+    r.type = RopeType::Linear;
+    r.factor = f.contains(k + "factor") ? float_value(f, k + "factor")
+                                        : float_value(f, arch + ".rope.scale_linear");
+  } else if (type == "yarn") {
+    r.type = RopeType::Yarn;
+    r.factor = float_value(f, k + "factor");
+    r.original_max_position_embeddings = f.find_int(k + "original_context_length").value_or(0);
+    r.attention_factor = find_float_value(f, k + "attn_factor");
+    r.beta_fast = find_float_value(f, k + "yarn_beta_fast");
+    r.beta_slow = find_float_value(f, k + "yarn_beta_slow");
+  } else if (type == "llama3") {
+    // Not written by llama.cpp (it stores rope_freqs.weight); accepted from other writers.
+    r.type = RopeType::Llama3;
+    r.factor = float_value(f, k + "factor");
+    r.original_max_position_embeddings = f.find_int(k + "original_context_length").value_or(0);
+    if (auto v = find_float_value(f, k + "low_freq_factor")) r.low_freq_factor = *v;
+    if (auto v = find_float_value(f, k + "high_freq_factor")) r.high_freq_factor = *v;
+  } else {
+    throw Error(where(f) + "key '" + k + "type': unsupported RoPE scaling '" + type +
+                "' (supported: none, linear, yarn, llama3)");
+  }
+}
+
+// One expected tensor of the checkpoint.
+struct Expected {
+  std::string hf;
+  std::vector<int64_t> shape;
+  bool required = true;
+  int64_t permute_heads = 0;  // > 0: undo the llama converter's row permutation with this many
+};
+
+std::map<std::string, Expected> expected_tensors(const ModelConfig& c, const std::string& arch) {
+  std::map<std::string, Expected> e;
+  const int64_t hidden = c.hidden_size, hd = c.head_dim, H = c.num_attention_heads,
+                KV = c.num_key_value_heads, ffn = c.intermediate_size;
+  auto add = [&](const std::string& g, std::vector<int64_t> shape, bool required = true,
+                 int64_t permute = 0) {
+    e[g] = Expected{gguf_to_hf_name(g), std::move(shape), required, permute};
+  };
+  const bool llama = arch == "llama";
+  const bool qkv_bias = c.attention_bias;
+  const bool o_bias = c.attention_bias && c.family != ModelFamily::Qwen2;
+  add("token_embd.weight", {c.vocab_size, hidden});
+  add("output_norm.weight", {hidden});
+  if (!c.tie_word_embeddings) add("output.weight", {c.vocab_size, hidden});
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", {hidden});
+    add(p + "attn_q.weight", {H * hd, hidden}, true, llama ? H : 0);
+    add(p + "attn_k.weight", {KV * hd, hidden}, true, llama ? KV : 0);
+    add(p + "attn_v.weight", {KV * hd, hidden});
+    add(p + "attn_output.weight", {hidden, H * hd});
+    if (qkv_bias) {
+      add(p + "attn_q.bias", {H * hd}, true, llama ? H : 0);
+      add(p + "attn_k.bias", {KV * hd}, true, llama ? KV : 0);
+      add(p + "attn_v.bias", {KV * hd});
+    }
+    if (o_bias) add(p + "attn_output.bias", {hidden});
+    if (c.family == ModelFamily::Qwen3) {
+      add(p + "attn_q_norm.weight", {hd});
+      add(p + "attn_k_norm.weight", {hd});
+    }
+    add(p + "ffn_norm.weight", {hidden});
+    add(p + "ffn_gate.weight", {ffn, hidden});
+    add(p + "ffn_up.weight", {ffn, hidden});
+    add(p + "ffn_down.weight", {hidden, ffn});
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string gguf_to_hf_name(std::string_view g) {
+  static const std::map<std::string, std::string, std::less<>> global = {
+      {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+  static const std::map<std::string, std::string, std::less<>> block = {
+      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
+      {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"}};
+  const size_t dot = g.rfind('.');
+  if (dot == std::string_view::npos) return "";
+  const std::string_view suffix = g.substr(dot);  // ".weight" / ".bias"
+  if (suffix != ".weight" && suffix != ".bias") return "";
+  std::string_view stem = g.substr(0, dot);
+  if (auto it = global.find(stem); it != global.end()) return it->second + std::string(suffix);
+  if (stem.substr(0, 4) != "blk.") return "";
+  stem.remove_prefix(4);
+  const size_t d2 = stem.find('.');
+  if (d2 == std::string_view::npos || d2 == 0) return "";
+  const std::string_view layer = stem.substr(0, d2);
+  if (!std::all_of(layer.begin(), layer.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+      (layer.size() > 1 && layer[0] == '0'))
+    return "";
+  auto it = block.find(stem.substr(d2 + 1));
+  if (it == block.end()) return "";
+  return "model.layers." + std::string(layer) + "." + it->second + std::string(suffix);
+}
+
+ModelConfig gguf_model_config(const GgufFile& f) {
+  const std::string arch = f.get_string("general.architecture");
+  if (std::find(supported_archs().begin(), supported_archs().end(), arch) ==
+      supported_archs().end())
+    throw Error(where(f) + "unsupported architecture '" + arch +
+                "' (general.architecture; supported: " + join(supported_archs()) + ")");
+  const std::string a = arch + ".";
+  auto count = [&](const std::string& key) {
+    const int64_t v = f.get_int(a + key);
+    if (v <= 0)
+      throw Error(where(f) + "key '" + a + key + "': must be positive, got " + std::to_string(v));
+    return v;
+  };
+  ModelConfig c;
+  c.model_type = arch;
+  if (arch == "llama") {
+    c.family = ModelFamily::Llama;
+    c.architectures = {"LlamaForCausalLM"};
+  } else if (arch == "qwen2") {
+    c.family = ModelFamily::Qwen2;
+    c.architectures = {"Qwen2ForCausalLM"};
+  } else {
+    c.family = ModelFamily::Qwen3;
+    c.architectures = {"Qwen3ForCausalLM"};
+  }
+  c.hidden_size = count("embedding_length");
+  c.intermediate_size = count("feed_forward_length");
+  c.num_hidden_layers = count("block_count");
+  c.num_attention_heads = count("attention.head_count");
+  c.num_key_value_heads = f.contains(a + "attention.head_count_kv")
+                              ? count("attention.head_count_kv")
+                              : c.num_attention_heads;
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    throw Error(where(f) + "key '" + a + "attention.head_count_kv': " +
+                std::to_string(c.num_key_value_heads) + " does not divide the " +
+                std::to_string(c.num_attention_heads) + " attention heads");
+  if (f.contains(a + "attention.key_length")) {
+    c.head_dim = count("attention.key_length");
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0)
+      throw Error(where(f) + "no key '" + a + "attention.key_length' and " + a +
+                  "embedding_length " + std::to_string(c.hidden_size) +
+                  " is not a multiple of the " + std::to_string(c.num_attention_heads) + " heads");
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  if (f.contains(a + "attention.value_length") && count("attention.value_length") != c.head_dim)
+    throw Error(where(f) + "key '" + a +
+                "attention.value_length': " + std::to_string(count("attention.value_length")) +
+                " differs from the key length " + std::to_string(c.head_dim) + " (not supported)");
+  if (f.contains(a + "rope.dimension_count") && count("rope.dimension_count") != c.head_dim)
+    throw Error(where(f) + "key '" + a + "rope.dimension_count': " +
+                std::to_string(count("rope.dimension_count")) + " rotary dims of " +
+                std::to_string(c.head_dim) + " (partial rotary embeddings are not supported)");
+  c.max_position_embeddings = count("context_length");
+  c.rms_norm_eps = float_value(f, a + "attention.layer_norm_rms_epsilon");
+  c.rope_theta = find_float_value(f, a + "rope.freq_base").value_or(10000.0);
+  c.hidden_act = "silu";
+  c.dtype = DType::F32;  // the weights as loaded
+  c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "full_attention");
+
+  // The tensors decide the vocabulary, the biases and tied embeddings.
+  const GgufTensor& embd = f.tensor("token_embd.weight");
+  if (embd.shape.size() != 2 || embd.shape[1] != c.hidden_size)
+    throw Error(where(f) + "tensor 'token_embd.weight' has shape " + shape_str(embd.shape) +
+                ", expected [vocab, " + std::to_string(c.hidden_size) + "] (" + a +
+                "embedding_length = " + std::to_string(c.hidden_size) + ")");
+  c.vocab_size = embd.shape[0];
+  if (auto v = f.find_int(a + "vocab_size"); v && *v != c.vocab_size)
+    throw Error(where(f) + "key '" + a + "vocab_size' is " + std::to_string(*v) +
+                ", but tensor 'token_embd.weight' has " + std::to_string(c.vocab_size) + " rows");
+  c.tie_word_embeddings = !f.contains_tensor("output.weight");
+  c.attention_bias = c.family == ModelFamily::Qwen2 || f.contains_tensor("blk.0.attn_q.bias");
+  c.mlp_bias = false;
+
+  if (auto v = f.find_int("tokenizer.ggml.bos_token_id")) c.bos_token_ids = {*v};
+  if (auto v = f.find_int("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {*v};
+  if (auto v = f.find_int("tokenizer.ggml.padding_token_id")) c.pad_token_id = *v;
+
+  read_rope_scaling(f, arch, c);
+  if (f.contains_tensor("rope_freqs.weight")) {
+    const GgufTensor& t = f.tensor("rope_freqs.weight");
+    if (t.shape != std::vector<int64_t>{c.head_dim / 2})
+      throw Error(where(f) + "tensor 'rope_freqs.weight' has shape " + shape_str(t.shape) +
+                  ", expected [" + std::to_string(c.head_dim / 2) + "] (head_dim / 2)");
+    if (c.rope_scaling.type != RopeType::None)
+      throw Error(where(f) + "tensor 'rope_freqs.weight' and RoPE scaling '" +
+                  std::string(rope_type_name(c.rope_scaling.type)) +
+                  "' are both given (not supported)");
+    fit_llama3_rope(f, c, dequantize(t));
+  }
+  return c;
+}
+
+Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes) {
+  const std::string arch = f.get_string("general.architecture");
+  const std::map<std::string, Expected> expected = expected_tensors(c, arch);
+  struct Item {
+    const GgufTensor* t;
+    const Expected* e;
+  };
+  std::vector<Item> items;
+  uint64_t f32_bytes = 0, file_bytes = 0;
+  for (const GgufTensor& t : f.tensors()) {
+    if (t.name == "rope_freqs.weight") continue;  // read by gguf_model_config
+    auto it = expected.find(t.name);
+    if (it == expected.end()) {
+      const std::string hf = gguf_to_hf_name(t.name);
+      throw Error(
+          where(f) + "unexpected tensor '" + t.name + "'" + (hf.empty() ? "" : " (" + hf + ")") +
+          " for a " + arch + " model with " + std::to_string(c.num_hidden_layers) + " layers" +
+          (t.name.find("bias") != std::string::npos ? " (this bias is not supported)" : ""));
+    }
+    if (t.shape != it->second.shape)
+      throw Error(where(f) + "tensor '" + t.name + "' (" + it->second.hf + ") has shape " +
+                  shape_str(t.shape) + ", expected " + shape_str(it->second.shape) +
+                  " from the metadata (hidden " + std::to_string(c.hidden_size) + ", heads " +
+                  std::to_string(c.num_attention_heads) + ", kv heads " +
+                  std::to_string(c.num_key_value_heads) + ", head_dim " +
+                  std::to_string(c.head_dim) + ", ffn " + std::to_string(c.intermediate_size) +
+                  ", vocab " + std::to_string(c.vocab_size) + ")");
+    if (!can_dequantize(t.type))
+      throw Error(where(f) + "tensor '" + t.name + "': type " +
+                  std::string(ggml_type_name(t.type)) +
+                  " cannot be dequantised (supported: " + dequantizable_types() + ")");
+    items.push_back({&t, &it->second});
+    f32_bytes += static_cast<uint64_t>(t.numel()) * 4;
+    file_bytes += t.size_bytes;
+  }
+  for (const auto& [name, e] : expected)
+    if (e.required && !f.contains_tensor(name))
+      throw Error(where(f) + "missing tensor '" + name + "' (" + e.hf + ", shape " +
+                  shape_str(e.shape) + ")");
+  if (max_bytes != 0 && f32_bytes > max_bytes)
+    throw Error(where(f) + "the weights take " + bytes_str(f32_bytes) + " as f32 (" +
+                bytes_str(file_bytes) + " in the file), over the limit of " + bytes_str(max_bytes));
+
+  // One safetensors file in memory: the header, then each tensor's f32 values in name order.
+  std::sort(items.begin(), items.end(),
+            [](const Item& x, const Item& y) { return x.e->hf < y.e->hf; });
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  uint64_t offset = 0;
+  for (const Item& it : items) {
+    const uint64_t n = static_cast<uint64_t>(it.t->numel()) * 4;
+    header[it.e->hf] = {
+        {"dtype", "F32"}, {"shape", it.t->shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  std::string text = header.dump();
+  while (text.size() % 8 != 0)
+    text.push_back(' ');
+  std::vector<uint8_t> bytes(8 + text.size() + offset);
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(uint64_t(text.size()) >> (8 * i));
+  std::memcpy(bytes.data() + 8, text.data(), text.size());
+  uint8_t* out = bytes.data() + 8 + text.size();
+  std::vector<float> values;
+  for (const Item& it : items) {
+    const GgufTensor& t = *it.t;
+    values.resize(static_cast<size_t>(t.numel()));
+    dequantize_into(t, values);
+    const size_t n = values.size();
+    if (it.e->permute_heads > 0) {
+      // The converter stored HF row (h, j, i) of head h (j < 2, i < head_dim / 2) at row
+      // h * head_dim + 2 * i + j: read it back from there.
+      const size_t rows = static_cast<size_t>(t.shape[0]);
+      const size_t row_len = n / rows;
+      const size_t heads = static_cast<size_t>(it.e->permute_heads);
+      if (rows % (2 * heads) != 0)
+        throw Error(where(f) + "tensor '" + t.name + "': " + std::to_string(rows) +
+                    " rows cannot be split into " + std::to_string(heads) +
+                    " heads of an even size (to undo the rotary permutation)");
+      const size_t hd = rows / heads, half = hd / 2;
+      float* dst = reinterpret_cast<float*>(out);
+      for (size_t h = 0; h < heads; ++h)
+        for (size_t j = 0; j < 2; ++j)
+          for (size_t i = 0; i < half; ++i)
+            std::memcpy(dst + (h * hd + j * half + i) * row_len,
+                        values.data() + (h * hd + 2 * i + j) * row_len, row_len * sizeof(float));
+    } else {
+      std::memcpy(out, values.data(), n * sizeof(float));
+    }
+    out += n * sizeof(float);
+  }
+  return Weights(SafeTensors::from_bytes(std::move(bytes), f.source()));
+}
+
+GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOptions& options) {
+  GgufFile f = GgufFile::open(file);
+  GgufModel m;
+  m.path = file;
+  m.architecture = f.get_string("general.architecture");
+  m.name = f.find_string("general.name").value_or("");
+  m.config = gguf_model_config(f);
+  if (f.contains_tensor("rope_freqs.weight"))
+    m.rope_freq_factors = dequantize(f.tensor("rope_freqs.weight"));
+  m.weights = std::make_shared<const Weights>(gguf_weights(f, m.config, options.max_bytes));
+
+  m.chat_template = f.find_string("tokenizer.chat_template");
+  if (f.contains("tokenizer.ggml.model")) {
+    const std::vector<std::string> tokens = f.get_string_array("tokenizer.ggml.tokens");
+    if (static_cast<int64_t>(tokens.size()) > m.config.vocab_size)
+      throw Error(where(f) + "the tokenizer has " + std::to_string(tokens.size()) +
+                  " tokens, but tensor 'token_embd.weight' only " +
+                  std::to_string(m.config.vocab_size) + " rows");
+    auto id = [&](const char* key) -> std::optional<int32_t> {
+      auto v = f.find_int(std::string("tokenizer.ggml.") + key);
+      if (!v) return std::nullopt;
+      if (*v < 0 || *v >= static_cast<int64_t>(tokens.size()))
+        throw Error(where(f) + "key 'tokenizer.ggml." + key + "': id " + std::to_string(*v) +
+                    " is not a token (the vocabulary has " + std::to_string(tokens.size()) + ")");
+      return static_cast<int32_t>(*v);
+    };
+    m.bos_id = id("bos_token_id");
+    m.eos_id = id("eos_token_id");
+    for (const char* key : {"eos_token_id", "eot_token_id", "eom_token_id"})
+      if (auto v = id(key);
+          v && std::find(m.stop_ids.begin(), m.stop_ids.end(), *v) == m.stop_ids.end())
+        m.stop_ids.push_back(*v);
+    const std::pair<const char*, const char*> names[] = {{"bos_token", "bos_token_id"},
+                                                         {"eos_token", "eos_token_id"},
+                                                         {"unk_token", "unknown_token_id"},
+                                                         {"pad_token", "padding_token_id"}};
+    for (const auto& [var, key] : names)
+      if (auto v = id(key)) m.special_tokens[var] = tokens[static_cast<size_t>(*v)];
+    m.add_bos = m.bos_id && gguf_add_bos(f);
+    m.add_eos = m.eos_id && gguf_add_eos(f);
+    if (options.tokenizer) m.tokenizer.emplace(gguf_tokenizer(f));
+  }
+  return m;
+}
+
+}  // namespace luminal::io
