@@ -38,11 +38,40 @@ unsigned to_grid(int64_t v) {
   return static_cast<unsigned>(std::min<int64_t>(v, 0x7FFFFFFF));
 }
 
+/// Per node: the index of the Output whose buffer it writes directly (-1: none). A compute node
+/// read by an Output through a contiguous view of its whole value writes straight into that
+/// Output's buffer, saving the copy, unless an in-place op later writes into its buffer (which
+/// must not touch a user's output) or it already aliases another buffer.
+std::vector<int> direct_outputs(const LlirGraph& g, const PlanIo& io) {
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<int> out(static_cast<size_t>(n), -1);
+  std::vector<BufferUse> uses = buffer_uses(g);
+  std::vector<bool> aliased(static_cast<size_t>(n), false);
+  for (int i = 0; i < n; ++i)
+    if (uses[i].alias_of >= 0) aliased[uses[i].alias_of] = true;
+  int k = -1;
+  for (int i = 0; i < n; ++i) {
+    const LlirNode& o = g.nodes[i];
+    if (!is_output(o)) continue;
+    ++k;
+    if (io.output_in_input[k] >= 0) continue;
+    const int src = o.inputs.at(0);
+    const LlirNode& node = g.nodes[src];
+    if (is_input(node) || is_output(node) || uses[src].alias_of >= 0 || aliased[src]) continue;
+    if (out[src] >= 0 || node.attrs.dtype != o.attrs.dtype) continue;
+    const View& v = o.attrs.views.at(0);
+    if (!v.is_contiguous() || v.numel() != numel(node.attrs.shape)) continue;
+    out[src] = k;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& spec, int sm_count,
                                           std::vector<int>* nodes) {
   const PlanIo io = PlanIo::of(g);
+  const std::vector<int> direct = direct_outputs(g, io);
   GenContext ctx{spec.facts, spec.dim_names, sm_count};
   std::vector<KernelGen> gens;
   int outputs = 0;
@@ -50,7 +79,9 @@ std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& sp
     const LlirNode& node = g.nodes[i];
     if (is_input(node)) continue;
     if (is_output(node)) {
-      if (io.output_in_input[outputs++] >= 0) continue;  // written in place: nothing to copy
+      const int k = outputs++;
+      if (io.output_in_input[k] >= 0) continue;       // written in place: nothing to copy
+      if (direct[node.inputs.at(0)] == k) continue;  // its producer wrote it there
       gens.push_back(gen_view_copy(node, ctx));
     } else {
       const CudaOp* op = find_cuda_op(node.op);
@@ -117,6 +148,8 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
     }
   }
 
+  direct_ = direct_outputs(g_, io_);
+
   // The arena: every buffer at its largest size in the bucket.
   std::vector<BufferUse> uses = buffer_uses(g_);
   root_.resize(static_cast<size_t>(n));
@@ -178,6 +211,8 @@ void CudaPlan::bind(int parity, const Bindings& b) {
                                               : reinterpret_cast<CUdeviceptr>(b.outputs[k].ptr);
     } else if (root_[i] != i) {
       bd.ptr[i] = bd.ptr[root_[i]];
+    } else if (direct_[i] >= 0) {
+      bd.ptr[i] = reinterpret_cast<CUdeviceptr>(b.outputs[direct_[i]].ptr);
     } else {
       bd.ptr[i] = arena + static_cast<CUdeviceptr>(mem_.offsets[i]);
     }

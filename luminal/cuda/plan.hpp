@@ -7,7 +7,9 @@
 // shared memory planner), so each node's device address is fixed per parity. Dims live in a small
 // device array: execute() copies changed values there from a pinned slot (reused only after the
 // copy that last read it has run), and kernels read them at start, so launch arguments never
-// change between executes (what CUDA graph capture will need).
+// change between executes (what CUDA graph capture will need). A node whose whole value an
+// Output exposes writes straight into the Output's buffer (no copy) when nothing writes into its
+// buffer in place afterwards.
 #include <cuda.h>
 
 #include <array>
@@ -60,6 +62,7 @@ class CudaPlan final : public Plan {
   std::vector<KernelHandle> kernels_;
   std::vector<Step> steps_;
   std::vector<int> root_, input_slot_, output_slot_;
+  std::vector<int> direct_;  // per node: the Output slot it writes directly, or -1
   MemoryPlan mem_;
 
   std::vector<int64_t> dims_;  // values last copied to the device

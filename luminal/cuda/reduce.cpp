@@ -24,6 +24,23 @@ constexpr int kBlock = 256;
 
 bool unit_stride(const View& v, int axis) { return v.strides[axis] == Expr::var("z"); }
 
+/// Elements per 16-byte vector load along `axis`, or 1 when a row's start or length may break
+/// the alignment: needs a unit stride along the axis, a constant length that is a multiple of the
+/// width, and every other axis stepping by whole vectors (buffers themselves are 256-aligned).
+int vector_width(const View& v, int axis, DType t) {
+  const int width = 16 / size_bytes(t);
+  if (width <= 1 || !unit_stride(v, axis)) return 1;
+  if (!v.dims[axis].is_const() || v.dims[axis].as_const() % width != 0) return 1;
+  for (int k = 0; k < v.rank(); ++k) {
+    if (k == axis || v.strides[k] == Expr(0) || v.dims[k] == Expr(1)) continue;
+    const auto lin = v.strides[k].as_linear("z");
+    if (!lin || lin->second != Expr(0) || !lin->first.is_const() ||
+        lin->first.as_const() % width != 0)
+      return 1;
+  }
+  return width;
+}
+
 KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
   const bool is_max = !matmul && n.op == hlir_op(OpKind::MaxReduce);
   const int axis = n.attrs.axis;
@@ -78,31 +95,62 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
   const std::string& I = cg.idx();
   const std::string ncode = cg.c(numel(n.attrs.shape));
   const std::string kcode = cg.c(K);
+  // The loop over outputs and the reduction of one output, in one of three shapes.
+  auto lines = [](std::initializer_list<std::string> ls) {
+    std::string r;
+    for (const std::string& l : ls)
+      r += l + "\n";
+    return r;
+  };
+  const std::string warp_loop = lines({
+      "  const " + I + " lane = threadIdx.x & 31;",
+      "  const " + I + " nw = (" + I + ")gridDim.x * (blockDim.x >> 5);",
+      "  for (" + I + " o = ((" + I + ")blockIdx.x * blockDim.x + threadIdx.x) >> 5; o < n; " +
+          "o += nw) {",
+  });
+  const std::string warp_tail = lines({
+      "    for (int s = 16; s > 0; s >>= 1) acc = " +
+          combine("acc", "__shfl_xor_sync(0xffffffffu, acc, s)") + ";",
+      "    if (lane == 0) out[o] = st_" + ot + "(acc);",
+      "  }",
+  });
+  const int vec = matmul ? 1 : vector_width(n.attrs.views[0], axis, in_t);
   std::string body;
-  if (warp) {
-    body = "  const " + I +
-           " lane = threadIdx.x & 31;\n"
-           "  const " +
-           I + " nw = (" + I +
-           ")gridDim.x * (blockDim.x >> 5);\n"
-           "  for (" +
-           I + " o = ((" + I + ")blockIdx.x * blockDim.x + threadIdx.x) >> 5; o < n; o += nw) {\n" +
-           base + "    " + acc_t + " acc = " + init +
-           ";\n"
-           "#pragma unroll 4\n"
-           "    for (" +
-           I + " k = lane; k < K; k += 32) acc = " + combine("acc", elem) +
-           ";\n"
-           "    for (int s = 16; s > 0; s >>= 1) acc = " +
-           combine("acc", "__shfl_xor_sync(0xffffffffu, acc, s)") +
-           ";\n"
-           "    if (lane == 0) out[o] = st_" +
-           ot + "(acc);\n  }\n";
+  if (warp && vec > 1) {
+    // 16-byte loads: lane l reads vectors l, l + 32, ... of the row.
+    const std::string V = std::to_string(vec), st = "S_" + it;
+    body = warp_loop + base +
+           lines({
+               "    " + acc_t + " acc = " + init + ";",
+               "    const uint4* row = reinterpret_cast<const uint4*>(in0 + " + off[0] + ");",
+               "#pragma unroll 2",
+               "    for (" + I + " k = lane; k < K / " + V + "; k += 32) {",
+               "      const uint4 q = __ldg(row + k);",
+               "      const " + st + "* e = reinterpret_cast<const " + st + "*>(&q);",
+               "#pragma unroll",
+               "      for (int j = 0; j < " + V +
+                   "; ++j) acc = " + combine("acc", "(" + acc_t + ")ld_" + it + "(e[j])") + ";",
+               "    }",
+           }) +
+           warp_tail;
+  } else if (warp) {
+    body = warp_loop + base +
+           lines({
+               "    " + acc_t + " acc = " + init + ";",
+               "#pragma unroll 4",
+               "    for (" + I + " k = lane; k < K; k += 32) acc = " + combine("acc", elem) + ";",
+           }) +
+           warp_tail;
   } else {
-    body = "  for (" + I + " o = (" + I + ")blockIdx.x * blockDim.x + threadIdx.x; o < n; o += (" +
-           I + ")gridDim.x * blockDim.x) {\n" + base + "    " + acc_t + " acc = " + init + ";\n" +
-           "    for (" + I + " k = 0; k < K; ++k) acc = " + combine("acc", elem) + ";\n" +
-           "    out[o] = st_" + ot + "(acc);\n  }\n";
+    body = lines({"  for (" + I + " o = (" + I + ")blockIdx.x * blockDim.x + threadIdx.x; o < n; " +
+                  "o += (" + I + ")gridDim.x * blockDim.x) {"}) +
+           base +
+           lines({
+               "    " + acc_t + " acc = " + init + ";",
+               "    for (" + I + " k = 0; k < K; ++k) acc = " + combine("acc", elem) + ";",
+               "    out[o] = st_" + ot + "(acc);",
+               "  }",
+           });
   }
   std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
                   ") LMN_ENTRY(lmn_reduce)(" + cg.params() + ") {\n";
