@@ -55,7 +55,7 @@ fi
 
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target test_cuda_nvrtc test_cuda_session test_cuda_fuzz \
+    cmake --build "$build" -j "$jobs" --target test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz \
       bench_cuda
 } >"$out/build.log" 2>&1
 rc=$?
@@ -86,6 +86,7 @@ seeds=32 programs=50
 [ $quick -eq 1 ] && seeds=8 programs=20
 suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
 suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
+suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
 [ -x "$build/tests/test_cuda_models" ] &&
   suite "model parity" "$out/models.log" 300 "$build/tests/test_cuda_models"
 LUMINAL_CUDA_FUZZ_SEEDS=$seeds LUMINAL_FUZZ_PROGRAMS=$programs LUMINAL_FUZZ_VERBOSE=1 \

@@ -3,6 +3,7 @@
 // the error word, and the module cache shared by every plan of the backend.
 #include <cuda.h>
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,12 @@ struct CudaBackend::Impl {
   CUdeviceptr err = 0;  // one unsigned int: nonzero after a kernel saw a bad index
   std::string gpu_name, arch, nvrtc;
   int sm_count = 0, driver_version = 0, cc_major = 0, cc_minor = 0;
+
+  // Pinned staging for uploads: two buffers used in turn, each free again once its event fired.
+  static constexpr uint64_t kStagingBytes = uint64_t{32} << 20;
+  std::array<void*, 2> staging{nullptr, nullptr};
+  std::array<CUevent, 2> staging_done{nullptr, nullptr};
+  int staging_next = 0;
 
   std::unique_ptr<KernelCache> disk;  // cubins on disk
   mutable std::mutex mu;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <thread>
@@ -227,6 +228,10 @@ CudaBackend::~CudaBackend() {
     m.kernels.clear();
     m.batches.clear();
   }
+  for (int j = 0; j < 2; ++j) {
+    if (m.staging_done[j]) m.cu->cuEventDestroy(m.staging_done[j]);
+    if (m.staging[j]) m.cu->cuMemFreeHost(m.staging[j]);
+  }
   if (m.err) m.cu->cuMemFree(m.err);
   if (m.stream) m.cu->cuStreamDestroy(m.stream);
   if (m.ctx) m.cu->cuDevicePrimaryCtxRelease(m.device);
@@ -314,11 +319,33 @@ void CudaBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t 
   if (!bytes) return;
   Impl& m = *impl_;
   m.bind_context();
-  check(m.cu->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst.ptr) + offset, src, bytes,
-                                m.stream),
-        "cuMemcpyHtoDAsync");
-  // The source is pageable and the caller may free it on return: wait for the copy.
-  check(m.cu->cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+  const CudaApi& cu = *m.cu;
+  const auto base = reinterpret_cast<CUdeviceptr>(dst.ptr) + offset;
+  if (bytes < (uint64_t{1} << 20)) {
+    // Small: straight from pageable memory; the caller may free it on return, so wait.
+    check(cu.cuMemcpyHtoDAsync(base, src, bytes, m.stream), "cuMemcpyHtoDAsync");
+    check(cu.cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+    return;
+  }
+  // Large (weights): through two pinned buffers in turn, so copying into one overlaps the DMA
+  // of the other; returns once the last chunk is in pinned memory.
+  if (!m.staging[0]) {
+    for (int j = 0; j < 2; ++j) {
+      check(cu.cuMemAllocHost(&m.staging[j], Impl::kStagingBytes), "cuMemAllocHost (staging)");
+      check(cu.cuEventCreate(&m.staging_done[j], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    }
+  }
+  const auto* from = static_cast<const uint8_t*>(src);
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t n = std::min(Impl::kStagingBytes, bytes - done);
+    const int j = m.staging_next;
+    m.staging_next ^= 1;
+    check(cu.cuEventSynchronize(m.staging_done[j]), "cuEventSynchronize (staging)");
+    std::memcpy(m.staging[j], from + done, n);
+    check(cu.cuMemcpyHtoDAsync(base + done, m.staging[j], n, m.stream), "cuMemcpyHtoDAsync");
+    check(cu.cuEventRecord(m.staging_done[j], m.stream), "cuEventRecord");
+    done += n;
+  }
 }
 
 void CudaBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) {

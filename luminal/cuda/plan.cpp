@@ -80,7 +80,7 @@ std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& sp
     if (is_input(node)) continue;
     if (is_output(node)) {
       const int k = outputs++;
-      if (io.output_in_input[k] >= 0) continue;       // written in place: nothing to copy
+      if (io.output_in_input[k] >= 0) continue;      // written in place: nothing to copy
       if (direct[node.inputs.at(0)] == k) continue;  // its producer wrote it there
       gens.push_back(gen_view_copy(node, ctx));
     } else {
