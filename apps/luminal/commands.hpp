@@ -3,7 +3,8 @@
 //
 //   luminal inspect DIR               what a Hugging Face model folder holds
 //   luminal tokenize DIR "text"       token ids and pieces
-//   luminal run DIR --prompt TEXT     greedy generation (Llama-family models, CPU backend)
+//   luminal run DIR --prompt TEXT     generation (Llama-family models; --chat, sampling flags)
+//   luminal bench DIR -p 128 -n 128   prefill and decode speed, TTFT, TPOT, peak memory
 //
 // A subcommand is a function that adds itself to the root app (CLI11) and sets its callback;
 // main.cpp calls each one. Callbacks report problems by throwing luminal::Error, which main
@@ -11,13 +12,27 @@
 // file and a line to main.cpp.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <memory>
 #include <string>
+
+#include "luminal/program/backend.hpp"
 
 namespace luminal::cli {
 
 void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_run(CLI::App& app);
+void add_bench(CLI::App& app);
+
+/// --backend and --threads (backend.cpp).
+struct BackendChoice {
+  std::string name;  // "cpu", "cuda" or empty: cuda when cuda_available(), else cpu
+  int threads = 0;   // CPU threads (0: all)
+};
+void add_backend_options(CLI::App* cmd, BackendChoice& choice);
+/// The chosen backend; says which in one line on stderr ("luminal: backend cpu (no GPU: ...)").
+/// Throws luminal::Error for an unknown name or --backend cuda without a usable GPU (the reason).
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
 /// Checks that `dir` is an existing folder (errors name it and say what is expected there).
 void require_model_folder(const std::filesystem::path& dir);

@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   luminal::cli::add_inspect(app);
   luminal::cli::add_tokenize(app);
   luminal::cli::add_run(app);
+  luminal::cli::add_bench(app);
   // Every error prints "luminal: error: <message>" on stderr and exits with code 1; --help and
   // --version print to stdout and exit with 0.
   try {

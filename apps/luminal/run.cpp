@@ -1,9 +1,23 @@
-// `luminal run DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--json] ...`:
-// generation with a Llama-family model on the CPU backend, sampled inside the graph (greedy by
-// default; --temperature, --top-k, --top-p, --min-p, --repeat-penalty, --seed; the defaults come
-// from generation_config.json when it sets do_sample); stops at the EOS ids of config.json and
-// generation_config.json and at --stop strings; streams the text (or the ids when the folder has
-// no tokenizer.json), then prints load and compile times, TTFT, TPOT and tokens/s.
+// `luminal run DIR (--prompt TEXT | --prompt-ids 1,2,3 | --chat) [--max-tokens N] [--json] ...`:
+// generation with a Llama-family model on the CPU or CUDA backend (--backend), sampled inside the
+// graph (greedy by default; --temperature, --top-k, --top-p, --min-p, --repeat-penalty, --seed;
+// the defaults come from generation_config.json when it sets do_sample); stops at the EOS ids of
+// config.json and generation_config.json and at --stop strings; streams the text (or the ids when
+// the folder has no tokenizer.json), then prints load and compile times, TTFT, TPOT and tokens/s.
+//
+// The sampler is compiled into the graph only when the settings sample (temperature > 0 or a
+// repetition penalty), with only the filters they use (top-k, top-p); greedy decoding compiles
+// just the argmax of the last logits.
+//
+// --chat renders the prompt with the model's chat template as a user message (--system TEXT: a
+// system message first) with the generation prompt. --chat without --prompt is interactive: each
+// line of stdin is a user turn; the whole conversation is rendered every turn and only the ids
+// after the longest common prefix with what the KV cache holds are fed (the cache is rewound to
+// that prefix; none in common: reset and feed everything). Usually the prefix is everything
+// before the new turn; it is shorter where the re-tokenized answer differs from the generated ids.
+// It stops at the end of the input.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,7 +29,7 @@
 
 #include "apps/luminal/commands.hpp"
 #include "luminal/core/error.hpp"
-#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/io/chat_template.hpp"
 #include "luminal/io/hf_config.hpp"
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/models/causal_lm.hpp"
@@ -47,30 +61,75 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// One generation, streamed to stdout (text, or comma-separated ids without a tokenizer, nothing
+// with `quiet`), with its timings.
+struct Timed {
+  models::Generation out;
+  std::string printed;
+  double ttft = 0, tpot = 0;
+};
+Timed generate_streamed(models::CausalLM& lm, const std::vector<int32_t>& prompt, int max_tokens,
+                        const models::SamplingConfig& sampling, const models::StopConditions& stop,
+                        bool quiet) {
+  Timed r;
+  std::vector<double> step_ms;
+  const auto t0 = Clock::now();
+  auto last = t0;
+  int count = 0;
+  r.out = lm.generate(
+      prompt, max_tokens, sampling,
+      [&](int32_t id, std::string_view text) {
+        const auto now = Clock::now();
+        if (count == 0)
+          r.ttft = ms_since(t0);
+        else
+          step_ms.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+        last = now;
+        if (!quiet) {
+          if (stop.tokenizer) {
+            std::cout << text << std::flush;
+            r.printed += text;
+          } else {
+            std::cout << (count ? "," : "") << id << std::flush;
+          }
+        }
+        ++count;
+        return true;
+      },
+      stop);
+  for (double s : step_ms)
+    r.tpot += s / static_cast<double>(step_ms.size());
+  return r;
+}
+
 }  // namespace
 
 void add_run(CLI::App& app) {
   struct Opts {
-    std::string dir, prompt, prompt_ids;
-    int max_tokens = 64, threads = 0, slots = 2048, max_step = 128;
-    bool json = false;
+    std::string dir, prompt, prompt_ids, system;
+    int max_tokens = 64, slots = 2048, max_step = 128;
+    bool json = false, chat = false;
     std::optional<double> temperature, top_p, min_p, repeat_penalty;
     std::optional<int64_t> top_k;
     uint64_t seed = 0;
     std::vector<std::string> stop;
+    BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand(
-      "run", "Generate text with a Llama, Mistral, Qwen2 or Qwen3 model (CPU backend)");
+  auto* cmd =
+      app.add_subcommand("run", "Generate text with a Llama, Mistral, Qwen2 or Qwen3 model");
   cmd->add_option("DIR", o->dir, "model folder: config.json, *.safetensors, tokenizer.json")
       ->required();
   auto* p = cmd->add_option("--prompt", o->prompt, "the prompt text (needs tokenizer.json)");
   auto* pi = cmd->add_option("--prompt-ids", o->prompt_ids, "the prompt as token ids: 1,17,42");
   p->excludes(pi);
+  cmd->add_flag("--chat", o->chat,
+                "apply the model's chat template to --prompt (a user message); without --prompt: "
+                "interactive, one user turn per line of stdin");
+  cmd->add_option("--system", o->system, "with --chat: the system message");
   cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate (default 64)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--threads", o->threads, "CPU threads (default: all)")
-      ->check(CLI::Range(0, 4096));
+  add_backend_options(cmd, o->backend);
   cmd->add_option("--context", o->slots, "longest context, the KV cache size (default 2048)")
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--max-step", o->max_step, "longest prefill chunk (default 128)")
@@ -84,15 +143,25 @@ void add_run(CLI::App& app) {
                   "drop tokens below min-p times the top probability, in [0, 1] (0 = off)");
   cmd->add_option("--repeat-penalty", o->repeat_penalty,
                   "repetition penalty over the context's tokens, > 0 (1 = off)");
-  cmd->add_option("--seed", o->seed, "random seed (default 0); the same seed repeats the draws");
+  cmd->add_option("--seed", o->seed,
+                  "random seed (default 0); the same seed repeats the draws (interactive turns use "
+                  "seed, seed + 1, ...)");
   cmd->add_option("--stop", o->stop, "stop when the text contains STR (repeatable)");
   cmd->add_flag("--json", o->json,
                 "print one JSON object: prompt ids, generated ids, sampling settings, timings");
   cmd->callback([o] {
     const std::filesystem::path d(o->dir);
     require_model_folder(d);
-    if (o->prompt.empty() && o->prompt_ids.empty())
-      throw Error("give a prompt: --prompt TEXT or --prompt-ids 1,17,42");
+    const bool interactive = o->chat && o->prompt.empty();
+    if (o->chat && !o->prompt_ids.empty())
+      throw Error(
+          "--chat renders text: give --prompt TEXT (or no prompt for interactive mode), "
+          "not --prompt-ids");
+    if (!o->system.empty() && !o->chat) throw Error("--system needs --chat");
+    if (interactive && o->json)
+      throw Error("--json needs a single prompt: give --prompt TEXT with --chat");
+    if (o->prompt.empty() && o->prompt_ids.empty() && !o->chat)
+      throw Error("give a prompt: --prompt TEXT, --prompt-ids 1,17,42 or --chat");
     // Sampling: generation_config.json's defaults (when it sets do_sample), then the flags.
     const models::GenerationDefaults gen = models::read_generation_config(d);
     models::SamplingConfig sampling = gen.sampling;
@@ -128,15 +197,29 @@ void add_run(CLI::App& app) {
     if (!o->stop.empty() && !has_tok)
       throw Error((d / "tokenizer.json").string() +
                   ": not found; --stop needs the tokenizer to compare text");
+    if (o->chat && !has_tok)
+      throw Error((d / "tokenizer.json").string() + ": not found; --chat needs the tokenizer");
     std::optional<io::Tokenizer> tok;
     if (has_tok) tok = io::Tokenizer::from_folder(d);
+    std::optional<io::ChatTemplate> tpl;
+    std::vector<io::ChatMessage> conversation;
+    if (o->chat) {
+      tpl = io::ChatTemplate::from_folder(d);
+      if (!o->system.empty()) conversation.push_back({"system", o->system});
+    }
+    auto render = [&] {
+      return tok->encode(tpl->render(conversation, true, tpl->special_tokens()), false);
+    };
     std::vector<int32_t> prompt;
-    if (!o->prompt.empty()) {
+    if (o->chat && !interactive) {
+      conversation.push_back({"user", o->prompt});
+      prompt = render();
+    } else if (!o->prompt.empty()) {
       if (!tok)
         throw Error((d / "tokenizer.json").string() +
                     ": not found; --prompt needs the tokenizer (or give --prompt-ids)");
       prompt = tok->encode(o->prompt, true);
-    } else {
+    } else if (!interactive) {
       prompt = parse_ids(o->prompt_ids);
     }
     const io::ModelConfig cfg = io::parse_config(d / "config.json");
@@ -149,13 +232,17 @@ void add_run(CLI::App& app) {
                   std::to_string(o->max_tokens) + " new tokens exceed the context of " +
                   std::to_string(o->slots) + "; raise --context or lower --max-tokens");
 
-    cpu::CpuBackend cpu(o->threads);
+    const std::unique_ptr<Backend> backend = make_backend(o->backend);
     models::DecoderShape shape;
     shape.slots = o->slots;
     shape.max_step = std::min(o->max_step, o->slots);
+    // Greedy: only the argmax is compiled; sampling: only the filters the settings use.
+    shape.sampler = sampling.needs_sampler();
+    shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
+    shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
     const auto t_load = Clock::now();
     models::CausalLM lm = models::CausalLM::load(
-        d, cpu, shape, CompileOptions().search_graph_limit(20).verbose(false));
+        d, *backend, shape, CompileOptions().search_graph_limit(20).verbose(false));
     const double load_ms = ms_since(t_load);
     models::StopConditions stop;
     stop.eos_ids = cfg.eos_token_ids;
@@ -164,37 +251,55 @@ void add_run(CLI::App& app) {
         stop.eos_ids.push_back(id);
     stop.strings = o->stop;
     if (tok) stop.tokenizer = &*tok;
-    std::vector<double> step_ms;
-    std::string printed;
-    const auto t0 = Clock::now();
-    auto last = t0;
-    double ttft = 0;
-    int count = 0;
-    const models::Generation out = lm.generate(
-        prompt, o->max_tokens, sampling,
-        [&](int32_t id, std::string_view text) {
-          const auto now = Clock::now();
-          if (count == 0)
-            ttft = ms_since(t0);
-          else
-            step_ms.push_back(std::chrono::duration<double, std::milli>(now - last).count());
-          last = now;
-          if (!o->json) {
-            if (tok) {
-              std::cout << text << std::flush;
-              printed += text;
-            } else {
-              std::cout << (count ? "," : "") << id << std::flush;
-            }
-          }
-          ++count;
-          return true;
-        },
-        stop);
+
+    if (interactive) {
+      std::cerr << "load + compile: " << load_ms << " ms; one user turn per line, end with EOF\n";
+      const bool tty = isatty(STDIN_FILENO) != 0;
+      std::vector<int32_t> cached;  // the ids in the KV cache, in order
+      std::string line;
+      for (int turn = 1;; ++turn) {
+        if (tty) std::cerr << "> " << std::flush;
+        if (!std::getline(std::cin, line)) break;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        conversation.push_back({"user", line});
+        const std::vector<int32_t> ids = render();
+        if (static_cast<int64_t>(ids.size()) + o->max_tokens > o->slots)
+          throw Error("the conversation (" + std::to_string(ids.size()) + " tokens) plus " +
+                      std::to_string(o->max_tokens) + " new tokens exceed the context of " +
+                      std::to_string(o->slots) + "; raise --context or lower --max-tokens");
+        // Keep the longest common prefix of the cache and the new ids (at least one id is fed);
+        // with a repetition penalty only a full match, as rewinding cannot forget seen tokens.
+        size_t reused = 0;
+        if (static_cast<int64_t>(cached.size()) == lm.context()) {
+          const size_t most = std::min(cached.size(), ids.size() - 1);
+          while (reused < most && cached[reused] == ids[reused])
+            ++reused;
+          if (reused < cached.size() && sampling.repetition_penalty != 1) reused = 0;
+        }
+        if (reused == 0)
+          lm.reset();
+        else
+          lm.rewind(static_cast<int>(reused));
+        const std::vector<int32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(reused),
+                                         ids.end());
+        models::SamplingConfig s = sampling;
+        s.seed = o->seed + static_cast<uint64_t>(turn - 1);
+        const Timed r = generate_streamed(lm, fresh, o->max_tokens, s, stop, false);
+        std::cout << "\n" << std::flush;
+        cached = ids;  // and every generated token but the last (generate does not feed it)
+        cached.insert(cached.end(), r.out.tokens.begin(), r.out.tokens.end() - 1);
+        conversation.push_back({"assistant", r.out.text});
+        std::cerr << "[turn " << turn << ": prompt " << ids.size() << " tokens (" << reused
+                  << " reused from the cache), generated " << r.out.tokens.size()
+                  << " (stop: " << models::stop_name(r.out.stop) << "), TTFT " << r.ttft << " ms, "
+                  << (r.tpot > 0 ? 1000.0 / r.tpot : 0) << " tok/s]\n";
+      }
+      return;
+    }
+
+    const Timed r = generate_streamed(lm, prompt, o->max_tokens, sampling, stop, o->json);
+    const models::Generation& out = r.out;
     const std::vector<int32_t>& generated = out.tokens;
-    double tpot = 0;
-    for (double s : step_ms)
-      tpot += s / static_cast<double>(step_ms.size());
     if (o->json) {
       std::cout << "{\"prompt_ids\": [";
       for (size_t i = 0; i < prompt.size(); ++i)
@@ -207,17 +312,19 @@ void add_run(CLI::App& app) {
                 << ", \"top_k\": " << sampling.top_k << ", \"top_p\": " << sampling.top_p
                 << ", \"min_p\": " << sampling.min_p
                 << ", \"repetition_penalty\": " << sampling.repetition_penalty
-                << ", \"seed\": " << sampling.seed << "}, \"load_ms\": " << load_ms
-                << ", \"ttft_ms\": " << ttft << ", \"tpot_ms\": " << tpot << "}\n";
+                << ", \"seed\": " << sampling.seed << "}, \"backend\": \""
+                << backend->name().substr(0, backend->name().find(' '))
+                << "\", \"load_ms\": " << load_ms << ", \"ttft_ms\": " << r.ttft
+                << ", \"tpot_ms\": " << r.tpot << "}\n";
       return;
     }
-    if (tok && out.text.size() > printed.size()) std::cout << out.text.substr(printed.size());
+    if (tok && out.text.size() > r.printed.size()) std::cout << out.text.substr(r.printed.size());
     std::cout << "\n";
     std::cerr << "load + compile: " << load_ms << " ms; prompt " << prompt.size()
               << " tokens, generated " << generated.size()
-              << " (stop: " << models::stop_name(out.stop) << ")\nTTFT: " << ttft
-              << " ms\nTPOT: " << tpot << " ms\n"
-              << (tpot > 0 ? 1000.0 / tpot : 0) << " tok/s\n";
+              << " (stop: " << models::stop_name(out.stop) << ")\nTTFT: " << r.ttft
+              << " ms\nTPOT: " << r.tpot << " ms\n"
+              << (r.tpot > 0 ? 1000.0 / r.tpot : 0) << " tok/s\n";
   });
 }
 

@@ -90,19 +90,31 @@ GenerationDefaults read_generation_config(const std::filesystem::path& dir) {
   return d;
 }
 
-void CausalLM::add_sampler() {
+void CausalLM::add_token_head() {
+  if (!has_sampler()) {
+    nn::greedy_token(decoder_.last_logits).output("token");
+    return;
+  }
   Graph& g = decoder_.graph;
   sampler_ = nn::sampler_inputs(g, "sampler");
   const Tensor seen = g.tensor("sampler.seen", {vocab_size()}, DType::F32).persist();
   const Tensor seen_next =
       seen.scatter_flat(decoder_.ids, g.ones({"s"}, DType::F32)).output("sampler.seen_out");
   g.carry(seen_next, seen);
-  nn::sample(decoder_.last_logits, sampler_, seen_next).output("token");
+  nn::sample(decoder_.last_logits, sampler_, seen_next, 16, filters()).output("token");
 }
 
 void CausalLM::reset() {
   context_ = 0;
-  runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
+  if (has_sampler())
+    runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
+}
+
+void CausalLM::rewind(int tokens) {
+  if (tokens < 0 || tokens > context_)
+    throw Error("models: cannot rewind to " + std::to_string(tokens) +
+                " tokens; the context holds " + std::to_string(context_));
+  context_ = tokens;
 }
 
 void CausalLM::bind(const std::filesystem::path& dir, bool session) {
@@ -112,8 +124,10 @@ void CausalLM::bind(const std::filesystem::path& dir, bool session) {
   io::BindReport r = session ? io::bind(static_cast<Session&>(*runtime_), weights, opts)
                              : io::bind(*runtime_, *weights, opts);
   runtime_->set("rope.inv_freq", decoder_.rope_inv_freq);
-  nn::set_sampler_inputs(*runtime_, sampler_, SamplingConfig{}, 0);
-  runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
+  if (has_sampler()) {
+    nn::set_sampler_inputs(*runtime_, sampler_, SamplingConfig{}, 0);
+    runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
+  }
   // Every input must now be set, except the ids and the caches (zeroed below).
   const Graph& g = decoder_.graph;
   for (const std::string& label : r.unset_inputs) {
@@ -134,7 +148,7 @@ CausalLM CausalLM::load(const std::filesystem::path& dir, Backend& backend,
                         const DecoderShape& shape, CompileOptions options) {
   CausalLM lm;
   lm.decoder_ = decoder_of(dir, shape);
-  lm.add_sampler();
+  lm.add_token_head();
   std::vector<DimBucket> buckets{DimBucket(1, 1)};
   if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
   if (options.dim_buckets().find("s") == options.dim_buckets().end())
@@ -148,7 +162,7 @@ CausalLM CausalLM::load(const std::filesystem::path& dir, Backend& backend,
 CausalLM CausalLM::load_reference(const std::filesystem::path& dir, const DecoderShape& shape) {
   CausalLM lm;
   lm.decoder_ = decoder_of(dir, shape);
-  lm.add_sampler();
+  lm.add_token_head();
   lm.runtime_ = std::make_unique<ReferenceRuntime>(lm.decoder_.graph);
   lm.bind(dir, false);
   return lm;
@@ -190,9 +204,21 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
     throw Error("models: stop strings need a tokenizer (StopConditions::tokenizer)");
   for (const std::string& s : stop.strings)
     if (s.empty()) throw Error("models: a stop string is empty");
+  if (!has_sampler() && sampling.needs_sampler())
+    throw Error(
+        "models: this model was loaded without the sampler, so it decodes greedily only "
+        "(temperature 0, repetition_penalty 1); load it with DecoderShape::sampler = true to "
+        "sample");
+  if (has_sampler() && !filters().serve(sampling)) {
+    const bool k = !filters().top_k && nn::SamplerFilters::needed_by(sampling).top_k;
+    throw Error(std::string("models: this model's sampler was built without the ") +
+                (k ? "top-k" : "top-p") +
+                " filter; load it with DecoderShape::" + (k ? "sampler_top_k" : "sampler_top_p") +
+                " = true to use " + (k ? "top_k" : "top_p"));
+  }
   Generation out;
   if (max_new_tokens <= 0) return out;
-  nn::set_sampler_inputs(*runtime_, sampler_, sampling, 0);
+  if (has_sampler()) nn::set_sampler_inputs(*runtime_, sampler_, sampling, 0);
   std::optional<io::Tokenizer::StreamDecoder> stream;
   if (stop.tokenizer) stream = stop.tokenizer->stream_decoder(true);
   std::string pending;  // decoded, not yet handed out (may start a stop string)
@@ -235,7 +261,7 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
     if (on_token && !on_token(next, emit) && out.stop == Generation::Stop::MaxTokens)
       out.stop = Generation::Stop::Callback;
     if (out.stop != Generation::Stop::MaxTokens || t + 1 == max_new_tokens) break;
-    runtime_->set(sampler_.step, std::vector<int64_t>{t + 1});
+    if (has_sampler()) runtime_->set(sampler_.step, std::vector<int64_t>{t + 1});
     run({next}, {});
     next = runtime_->get<int32_t>("token")[0];
   }

@@ -5,6 +5,7 @@
 //   auto lm = models::CausalLM::load("tiny-llama/", cpu, {.slots = 1024, .max_step = 128});
 //   std::vector<float> logits = lm.forward({1, 17, 42});   // [3, vocab], the KV cache fills
 //   std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
+//   // with .sampler = true in the DecoderShape:
 //   auto out = lm.generate(prompt, 64, {.temperature = 0.8, .top_p = 0.95, .seed = 7},
 //                          [](int32_t id, std::string_view text) { std::cout << text; return true;
 //                          },
@@ -12,16 +13,21 @@
 //   lm.reset();                                             // an empty context again
 //
 // `load` reads config.json and the safetensors weights (bound without copies on the CPU), builds
-// the graph (models/decoder.hpp) plus the sampler (nn/sampling.hpp) on the last position's
-// logits, and compiles it with buckets s = 1 (decode) and s in [2, max_step] (prefill; longer
-// inputs go in chunks). `load_reference` runs the same graph on the ReferenceRuntime (slow; for
-// parity tests on tiny models).
+// the graph (models/decoder.hpp) plus, on the last position's logits, either the sampler
+// (nn/sampling.hpp; DecoderShape::sampler = true) or just their argmax (nn::greedy_token; the
+// default: the sampler's ~1100 nodes would triple a small model's compile time), and compiles it
+// with buckets s = 1 (decode) and s in [2, max_step] (prefill; longer inputs go in chunks).
+// `load_reference` runs the same graph on the ReferenceRuntime (slow; for parity tests on tiny
+// models).
 //
 // Sampling happens inside the graph: each generate step uploads the token id and the step
 // counter and downloads one I32 token id (never the logits). The sampler's settings are graph
-// inputs, so every SamplingConfig uses the same compiled program. The repetition penalty's set
-// of seen tokens is a carried [vocab] input ("sampler.seen") that the graph updates from the ids
-// of every step (prompt and generated tokens, over the whole context until reset()).
+// inputs, so every SamplingConfig uses the same compiled program. Without the sampler, generate()
+// accepts only configs with !needs_sampler() (temperature 0, no repetition penalty); a sampler
+// built without top-k or top-p (DecoderShape::sampler_top_k/_top_p = false, which compiles much
+// faster) rejects configs that use them. The repetition
+// penalty's set of seen tokens is a carried [vocab] input ("sampler.seen") that the graph updates
+// from the ids of every step (prompt and generated tokens, over the whole context until reset()).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -95,14 +101,25 @@ class CausalLM {
   std::vector<int32_t> generate_greedy(const std::vector<int32_t>& prompt, int n);
   /// Forgets the context (the cache rows are overwritten as it fills again) and the seen tokens.
   void reset();
+  /// Keeps only the first `tokens` of the context (0 <= tokens <= context()); the next ones
+  /// overwrite the cache from there (e.g. a chat whose re-rendered history differs from what was
+  /// generated after a common prefix). The repetition penalty's seen tokens are kept: reset()
+  /// when that matters.
+  void rewind(int tokens);
   int context() const { return context_; }
   int64_t vocab_size() const { return decoder_.config.vocab_size; }
+  /// Whether the graph holds the sampler (DecoderShape::sampler), else only the argmax.
+  bool has_sampler() const { return decoder_.shape.sampler; }
+  /// The sampler's filters (DecoderShape::sampler_top_k, sampler_top_p).
+  nn::SamplerFilters filters() const {
+    return {.top_k = decoder_.shape.sampler_top_k, .top_p = decoder_.shape.sampler_top_p};
+  }
   const Decoder& decoder() const { return decoder_; }
   Runtime& runtime() { return *runtime_; }
 
  private:
   CausalLM() = default;
-  void add_sampler();
+  void add_token_head();
   void bind(const std::filesystem::path& dir, bool session);
   /// Runs `ids` through the graph in chunks of at most max_step; calls after(n) after each.
   void run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after);

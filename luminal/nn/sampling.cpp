@@ -40,6 +40,15 @@ Tensor round_graph(const Tensor& x, const Round& r) {
   return (h + ((l * l + 40503.0) % 32749.0) * 65536.0) % d(kM);
 }
 
+// The first index of each row's maximum: min over i of (i, or i + 2^30 where x < max) in f32
+// (exact below 2^24). x: F32 [n, V] -> I32 [n].
+Tensor first_max(const Tensor& x) {
+  const Dim V = x.dim(1);
+  const Tensor idx = x.graph().arange(V, 0, 1, DType::F32).reshape({1, V});
+  const Tensor off = idx + x.lt(x.max(-1, true)).cast(DType::F32) * 0x1p30;
+  return (-off).max(-1).neg().cast(DType::I32);
+}
+
 Tensor as_row_param(const Tensor& p, DType dt) {
   // [1] (or [n]) -> [.., 1] in dtype dt.
   Tensor t = p.dtype() == dt ? p : p.cast(dt);
@@ -109,30 +118,39 @@ Tensor hash_uniform(const Tensor& h) { return (h - h % 256.0 + 128.0).cast(DType
 
 Tensor bisect_threshold(const Tensor& x, const std::optional<Tensor>& w, const Tensor& lo0,
                         const Tensor& hi0, const Tensor& target, int iterations) {
-  // m(t) = sum of w (or 1) over x >= t; x >= t is !(x < t) for the finite values used here.
-  auto measure = [&](const Tensor& t) {
-    if (!w) return (1.0 - x.lt(t).cast(DType::F32)).sum(-1, true);
-    return (*w - *w * x.lt(t).cast(DType::F32)).sum(-1, true);
-  };
-  auto select = [](const Tensor& c, const Tensor& a, const Tensor& b) {  // exact, a b finite
-    return a * c + b * (1.0 - c);
+  // Shared scalar constants keep the graph small (each `t * 0.5` would add a constant node).
+  Graph g = x.graph();
+  const Tensor one = g.constant(1.0), neg = g.constant(-1.0), half = g.constant(0.5);
+  // m(t) = sum of w (or 1) over x >= t, as w + (-w) [x < t]: each term exactly w or 0 (x >= t
+  // is !(x < t) for the finite values used here).
+  // Counting (no w): m(t) < target is V - count(x < t) < target, i.e. count > V - target (exact:
+  // integer counts, and V - target rounds to no other integer below 2^23).
+  const std::optional<Tensor> nw = w ? std::optional<Tensor>(*w * neg) : std::nullopt;
+  const Tensor budget = target * neg + static_cast<double>(x.shape().back().as_const());
+  // 1 where m(t) < target (t is above the cut).
+  auto miss_at = [&](const Tensor& t) {
+    const Tensor below = x.lt(t).cast(DType::F32);
+    if (!nw) return budget.lt(below.sum(-1, true)).cast(DType::F32);
+    return (below * *nw + *w).sum(-1, true).lt(target).cast(DType::F32);
   };
   Tensor lo = lo0, hi = hi0;
   for (int i = 0; i < iterations; ++i) {
-    const Tensor mid = lo + (hi - lo) * 0.5;
-    const Tensor miss = measure(mid).lt(target).cast(DType::F32);  // 1: mid is above the cut
-    const Tensor hit = 1.0 - miss;
-    lo = mid * hit + lo * miss;
+    const Tensor mid = (hi + lo * neg) * half + lo;
+    const Tensor miss = miss_at(mid);
+    const Tensor hit = miss * neg + one;
+    lo = mid * hit + lo * miss;  // exact selects: one product is x * 1, the other x * 0
     hi = hi * hit + mid * miss;
   }
   // Snap to the largest value below hi when it still meets the target (exact whenever [lo, hi)
-  // holds one distinct value).
-  const Tensor snap = (x - (1.0 - x.lt(hi).cast(DType::F32)) * kBig).max(-1, true);
-  return select(1.0 - measure(snap).lt(target).cast(DType::F32), snap, lo);
+  // holds one distinct value): values >= hi move down by kBig.
+  const Tensor below_hi = x.lt(hi).cast(DType::F32);
+  const Tensor snap = (below_hi * g.constant(kBig) + g.constant(-kBig) + x).max(-1, true);
+  const Tensor miss = miss_at(snap);
+  return snap * (miss * neg + one) + lo * miss;
 }
 
 Tensor sample(const Tensor& logits, const SamplerInputs& in, const std::optional<Tensor>& seen,
-              int iterations) {
+              int iterations, SamplerFilters filters) {
   if (logits.rank() != 1 && logits.rank() != 2)
     throw Error("nn::sample: logits must be [V] or [n, V], got " + shape_to_string(logits.shape()));
   if (!is_float(logits.dtype()))
@@ -162,30 +180,40 @@ Tensor sample(const Tensor& logits, const SamplerInputs& in, const std::optional
   const Tensor zmin = (-z).max(-1, true).neg();
   // Above every value (m(hi0) = 0), and no wider than needed.
   const Tensor hi0 = zmax + (zmax - zmin) + zmax.abs() * 0x1p-20 + 0x1p-100;
-  // 3. top-k: the k-th largest value (k outside [1, V]: V, i.e. off).
-  const Tensor k = as_row_param(in.top_k, DType::F32);
-  const Tensor k_on = f32(k.ge(1.0).logical_and(k.le(vocab)));
-  const Tensor thr_k =
-      bisect_threshold(z, std::nullopt, zmin, hi0, select(k_on, k, k * 0.0 + vocab), iterations);
-  // 4. top-p over the top-k survivors (those below thr_k lie below every t tried: no mask).
+  // 3. top-k: the k-th largest value (k outside [1, V]: V, i.e. off). Every token >= thr is kept.
+  Tensor thr = zmin;
+  if (filters.top_k) {
+    const Tensor k = as_row_param(in.top_k, DType::F32);
+    const Tensor k_on = f32(k.ge(1.0).logical_and(k.le(vocab)));
+    thr =
+        bisect_threshold(z, std::nullopt, zmin, hi0, select(k_on, k, k * 0.0 + vocab), iterations);
+  }
+  // 4. top-p over the top-k survivors (those below thr lie below every t tried: no mask).
   const Tensor e = (z - zmax).exp();
-  const Tensor keep_k = 1.0 - z.lt(thr_k).cast(DType::F32);
-  const Tensor mass = (e * keep_k).sum(-1, true);
-  const Tensor thr_p =
-      bisect_threshold(z, e, thr_k, hi0, as_row_param(in.top_p, DType::F32) * mass, iterations);
-  // 5. min-p; thr_p >= thr_k, so z >= thr_p implies the top-k test.
-  const Tensor keep = (1.0 - z.lt(thr_p).cast(DType::F32)) *
-                      (1.0 - e.lt(as_row_param(in.min_p, DType::F32)).cast(DType::F32));
+  if (filters.top_p) {
+    const Tensor mass = (filters.top_k ? e * (1.0 - z.lt(thr).cast(DType::F32)) : e).sum(-1, true);
+    thr = bisect_threshold(z, e, thr, hi0, as_row_param(in.top_p, DType::F32) * mass, iterations);
+  }
+  // 5. min-p; the top-p threshold is >= the top-k one, so z >= thr implies the top-k test.
+  Tensor keep = 1.0 - e.lt(as_row_param(in.min_p, DType::F32)).cast(DType::F32);
+  if (filters.top_k || filters.top_p) keep = (1.0 - z.lt(thr).cast(DType::F32)) * keep;
   // 6. Gumbel-max as an exponential race: argmax(z + g) with g = -log(-log u) is
   // argmax(exp(z - zmax) / E) with E = -log(u) ~ Exp(1) (one log instead of two; tokens with
   // p / p_max < 2^-126 underflow to 0 and are never drawn). Greedy: the score is z itself.
   const Tensor race =
       e * (-(hash_uniform(counter_hash(in.seed, in.step, n, V)).log())).reciprocal();
-  const Tensor score = select(sampling, race, z) - (1.0 - keep) * kBig;
-  // The first maximum: min over i of (i, or i + 2^30 where score < max) in f32 (exact below 2^24).
-  const Tensor idx = x.graph().arange(V, 0, 1, DType::F32).reshape({1, V});
-  const Tensor off = idx + score.lt(score.max(-1, true)).cast(DType::F32) * 0x1p30;
-  return (-off).max(-1).neg().cast(DType::I32);
+  return first_max(select(sampling, race, z) - (1.0 - keep) * kBig);
+}
+
+Tensor greedy_token(const Tensor& logits) {
+  if (logits.rank() != 1 && logits.rank() != 2)
+    throw Error("nn::greedy_token: logits must be [V] or [n, V], got " +
+                shape_to_string(logits.shape()));
+  if (!is_float(logits.dtype()))
+    throw Error("nn::greedy_token: logits must be floats, got " +
+                std::string(name(logits.dtype())));
+  Tensor x = logits.dtype() == DType::F32 ? logits : logits.cast(DType::F32);
+  return first_max(x.rank() == 1 ? x.unsqueeze(0) : x);
 }
 
 }  // namespace luminal::nn

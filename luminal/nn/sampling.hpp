@@ -30,7 +30,10 @@
 // largest z below hi; if m(t) >= target, t is the exact threshold (it is whenever a single distinct
 // value lies in [lo, hi), i.e. always once the bracket is narrower than the gap between
 // neighbouring logits), else lo is used (which may keep a few extra tokens lying within
-// (max - min) * 2^-iterations of the cut). Cost: (iterations + 2) O(V) reductions per filter.
+// (max - min) * 2^-iterations of the cut). Cost: (iterations + 2) O(V) reductions per filter;
+// a filter the request does not use can be left out of the graph (SamplerFilters). Four-way
+// bisection (three thresholds per pass) was considered: per two bits it needs three measures and
+// ~45 nodes against two measures and ~34 nodes, so it is not used.
 //
 // The random numbers: a counter-based hash of (seed, step, row, index) over exact int64 Add, Mul
 // and Mod only (no xor or shift exists in the IR), so the integers - and the floats made from
@@ -45,10 +48,11 @@
 //     h = R0(s0); h = R1(h + s1); h = R2(h + step); h = R3(h + row); h = R4(h + index); h = R5(h)
 // (additions mod 2^31; the seed's words s0 = seed mod 2^31, s1 = (seed >> 31) mod 2^31, so
 // seeds equal mod 2^62 give the same stream; step, row and index must be < 2^31). Only the
-// last two rounds run per element. u = (h - h mod 256 + 128) * 2^-31: an odd multiple of 2^-24
-// in [2^-24, 1 - 2^-24] (exact in f32; never 0 or 1). Checked on the host: chi-square of 1-D
-// buckets over index, step, seed and row sweeps and of 2-D pairs of neighbours within
-// noise, every output bit balanced, ~15.5 of 31 bits flip when the index moves by one.
+// last two rounds run per element (one is not enough: with R4 alone, triples of neighbouring
+// indices fail a 16^3-bucket chi-square by thousands of sigma). u = (h - h mod 256 + 128) * 2^-31:
+// an odd multiple of 2^-24 in [2^-24, 1 - 2^-24] (exact in f32; never 0 or 1). Checked on the host:
+// chi-square of 1-D buckets over index, step, seed and row sweeps and of 2-D pairs of neighbours
+// within noise, every output bit balanced, ~15.5 of 31 bits flip when the index moves by one.
 //
 // Backend agreement: the hash and u are exact; the filters compare float sums, so a backend that
 // sums in another order can disagree only when a token sits within rounding of a top-p cut.
@@ -73,6 +77,10 @@ struct SamplingConfig {
   double repetition_penalty = 1;  // > 0; 1 = off (as transformers: > 1 discourages repeats)
   uint64_t seed = 0;
   bool greedy() const { return temperature == 0; }
+  /// False when the token is the plain argmax of the logits (temperature 0 and no repetition
+  /// penalty; top-k, top-p and min-p never drop the largest logit), which greedy_token() computes
+  /// without the sampler.
+  bool needs_sampler() const { return temperature != 0 || repetition_penalty != 1; }
   /// Throws luminal::Error naming the first bad field and its valid range.
   void validate() const;
 };
@@ -125,10 +133,33 @@ float hash_uniform_host(int64_t h);
 Tensor bisect_threshold(const Tensor& x, const std::optional<Tensor>& w, const Tensor& lo0,
                         const Tensor& hi0, const Tensor& target, int iterations);
 
+/// The index of each row's largest logit (ties: the lowest index) of [n, V] or [V] logits, I32
+/// [n] ([1] for 1-D): a max-reduce, a compare and a max-reduce over the indices (~13 nodes; fewer
+/// than Tensor::argmax). The same token as sample() with greedy settings.
+Tensor greedy_token(const Tensor& logits);
+
+/// The filters sample() builds. The top-k and top-p bisections are most of the sampler's nodes
+/// (~700 of ~1100) and of its time; one left out costs nothing and its input is ignored (as if
+/// off).
+struct SamplerFilters {
+  bool top_k = true;
+  bool top_p = true;
+  /// The filters `c` needs: top_k when c.top_k > 0, top_p when c.top_p < 1 (none when greedy).
+  static SamplerFilters needed_by(const SamplingConfig& c) {
+    return {.top_k = !c.greedy() && c.top_k > 0, .top_p = !c.greedy() && c.top_p < 1};
+  }
+  /// Whether these filters serve `c` (a filter that is left out must be off in c, or c greedy).
+  bool serve(const SamplingConfig& c) const {
+    const SamplerFilters need = needed_by(c);
+    return (top_k || !need.top_k) && (top_p || !need.top_p);
+  }
+};
+
 /// Samples one token per row of logits ([n, V] or [V], any float dtype) with the pipeline above.
 /// `seen` ([V] or [n, V]; nonzero = seen) enables the repetition penalty. Returns I32 [n] ([1]
 /// for 1-D logits).
 Tensor sample(const Tensor& logits, const SamplerInputs& in,
-              const std::optional<Tensor>& seen = std::nullopt, int iterations = 16);
+              const std::optional<Tensor>& seen = std::nullopt, int iterations = 16,
+              SamplerFilters filters = {});
 
 }  // namespace luminal::nn

@@ -90,16 +90,26 @@ TEST_P(Parity, LogitsGreedyTokensAndTwoTurns) {
   const std::vector<float> lb = lm.forward(b);
   expect_close(row(lb, static_cast<int64_t>(b.size()) - 1, V), want_last, 1e-5, 1e-5,
                name + " two turns");
+  // rewind(a) after A + B: B again on top of A gives the same logits.
+  lm.rewind(static_cast<int>(a.size()));
+  EXPECT_EQ(lm.context(), static_cast<int>(a.size()));
+  const std::vector<float> again = lm.forward(b);
+  expect_close(row(again, static_cast<int64_t>(b.size()) - 1, V), want_last, 1e-5, 1e-5,
+               name + " two turns after rewind");
+  testing::expect_error([&] { lm.rewind(lm.context() + 1); }, {"cannot rewind"});
 }
 
 // Sampling in the graph through the whole model (llama3): seeded draws repeat and agree between
 // the CPU backend and the reference, top-k = 1 is greedy, the repetition penalty sees the prompt
-// and the generated tokens (carried set, cleared by reset), EOS ids and the callback stop.
+// and the generated tokens (carried set, cleared by reset), EOS ids and the callback stop. A
+// model loaded without the sampler (the default) decodes the same greedy tokens and refuses to
+// sample.
 TEST(Generate, SampledInGraphOnBothRuntimes) {
   const fs::path dir = models_dir() / "llama3";
   models::DecoderShape shape;
   shape.slots = 64;
   shape.max_step = 16;
+  shape.sampler = true;
   cpu::CpuBackend cpu(2);
   auto lm = models::CausalLM::load(dir, cpu, shape,
                                    CompileOptions().search_graph_limit(4).verbose(false));
@@ -147,6 +157,29 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
   EXPECT_EQ(g.tokens.size(), 2u);
   EXPECT_EQ(g.stop, models::Generation::Stop::Callback);
   testing::expect_error([&] { lm.generate(ids, 4, {.top_p = 1.5}); }, {"top_p", "(0, 1]"});
+  // Without the sampler: the argmax head only.
+  shape.sampler = false;
+  auto plain = models::CausalLM::load_reference(dir, shape);
+  EXPECT_TRUE(lm.has_sampler());
+  EXPECT_FALSE(plain.has_sampler());
+  const std::vector<int32_t> greedy6(greedy.begin(), greedy.begin() + 6);
+  EXPECT_EQ(plain.generate_greedy(ids, 6), greedy6);
+  plain.reset();
+  EXPECT_EQ(plain.generate(ids, 6, {.top_k = 3, .top_p = 0.5, .seed = 4}).tokens, greedy6);
+  plain.reset();
+  testing::expect_error([&] { plain.generate(ids, 4, {.temperature = 0.5}); },
+                        {"without the sampler", "DecoderShape::sampler = true"});
+  testing::expect_error([&] { plain.generate(ids, 4, {.repetition_penalty = 1.1}); },
+                        {"without the sampler"});
+  // A sampler without top-p: the same draws for configs without it; configs with it rejected.
+  shape.sampler = true;
+  shape.sampler_top_p = false;
+  auto no_p = models::CausalLM::load_reference(dir, shape);
+  models::SamplingConfig k_only = cfg;
+  k_only.top_p = 1;
+  EXPECT_EQ(gen(no_p, k_only, 4), gen(ref, k_only, 4));
+  testing::expect_error([&] { no_p.generate(ids, 4, cfg); },
+                        {"without the top-p filter", "sampler_top_p = true"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::Values("llama3", "qwen2", "qwen3", "mistral"),

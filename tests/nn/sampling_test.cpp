@@ -1,5 +1,6 @@
 // In-graph sampling (nn/sampling.hpp) on the ReferenceRuntime and the CPU backend: the counter
-// hash against its host twin (bit-exact) and its uniformity (chi-square), greedy = argmax,
+// hash against its host twin (bit-exact) and its uniformity (chi-square), greedy = argmax (and
+// nn::greedy_token, the sampler-free head, agrees),
 // top-k = 1 = greedy, reproducibility and backend agreement, filters that never let a masked
 // token through, empirical frequencies within 5 sigma, repetition penalty, parameter checks.
 #include <gtest/gtest.h>
@@ -31,11 +32,11 @@ struct Sampler {
   std::unique_ptr<cpu::CpuBackend> cpu;
   std::unique_ptr<Session> ses;
 
-  Sampler(int rows, int vocab) : n(rows), V(vocab) {
+  Sampler(int rows, int vocab, nn::SamplerFilters filters = {}) : n(rows), V(vocab) {
     logits = g.tensor("logits", {rows, vocab});
     seen = g.tensor("seen", {rows, vocab});
     in = nn::sampler_inputs(g);
-    token = nn::sample(logits, in, seen).output("token");
+    token = nn::sample(logits, in, seen, 16, filters).output("token");
     ref = std::make_unique<ReferenceRuntime>(g);
     cpu = std::make_unique<cpu::CpuBackend>(1);
     ses = std::make_unique<Session>(g, *cpu, CompileOptions().search_graph_limit(2).verbose(false));
@@ -213,6 +214,84 @@ TEST(NnSampling, GreedyIsArgmaxWithLowestIndexOnTies) {
   EXPECT_EQ(s.run(false, x, {.temperature = 1.5, .top_k = 1, .seed = 5}, 7), want);
   EXPECT_EQ(s.run(true, x, {.temperature = 0.7, .top_p = 1e-6, .seed = 5}, 7), want);
   EXPECT_EQ(s.run(true, x, {.temperature = 0.7, .min_p = 1.0, .seed = 5}, 7), want);
+}
+
+// greedy_token (the head a model compiles instead of the sampler for greedy decoding): the same
+// lowest-index argmax, on [n, V] and [V] logits of any float dtype, on both runtimes.
+TEST(NnSampling, GreedyTokenIsTheSamplersGreedyChoice) {
+  std::mt19937 r(4);
+  std::uniform_int_distribution<int> q(-20, 20);
+  const int n = 16, V = 300;
+  std::vector<float> x(static_cast<size_t>(n) * V);
+  for (float& v : x)
+    v = static_cast<float>(q(r)) * 0.25f;  // many ties, at the maximum too
+  std::vector<int32_t> want(static_cast<size_t>(n));
+  for (int row = 0; row < n; ++row) {
+    const float* p = x.data() + static_cast<size_t>(row) * V;
+    want[static_cast<size_t>(row)] = static_cast<int32_t>(std::max_element(p, p + V) - p);
+  }
+  Graph g;
+  const Tensor logits = g.tensor("logits", {n, V});
+  const Tensor one = g.tensor("one", {V}, DType::BF16);
+  const size_t before = g.nodes().size();
+  const Tensor token = nn::greedy_token(logits).output("token");
+  EXPECT_LE(g.nodes().size() - before, 20u);  // vs ~1300 for the sampler
+  const Tensor token1 = nn::greedy_token(one).output("token1");
+  ASSERT_EQ(token.rank(), 1);
+  EXPECT_EQ(token.shape()[0].as_const(), n);
+  ASSERT_EQ(token1.rank(), 1);
+  EXPECT_EQ(token1.shape()[0].as_const(), 1);
+  ReferenceRuntime ref(g);
+  cpu::CpuBackend cpu(1);
+  Session ses(g, cpu, CompileOptions().search_graph_limit(2).verbose(false));
+  const std::vector<float> row0(x.begin(), x.begin() + V);
+  for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
+    rt->set(logits, x);
+    rt->set(one, row0);
+    rt->execute();
+    EXPECT_EQ(rt->get<int32_t>(token), want);
+    EXPECT_EQ(rt->get<int32_t>(token1), std::vector<int32_t>{want[0]});
+  }
+  EXPECT_EQ(toy().run(true, tile(kToy, toy().n), {}), std::vector<int32_t>(4096, 1));
+  testing::expect_error([&] { nn::greedy_token(g.tensor("i", {4}, DType::I32)); },
+                        {"greedy_token", "floats"});
+  EXPECT_FALSE(SamplingConfig{}.needs_sampler());
+  EXPECT_FALSE((SamplingConfig{.top_k = 5, .top_p = 0.5, .min_p = 0.1}.needs_sampler()));
+  EXPECT_TRUE(SamplingConfig{.temperature = 0.5}.needs_sampler());
+  EXPECT_TRUE(SamplingConfig{.repetition_penalty = 1.1}.needs_sampler());
+}
+
+// A sampler built without the top-k and/or top-p filters draws the same tokens as the full one
+// for configs that do not use them (and is much smaller).
+TEST(NnSampling, FiltersLeftOutDrawTheSameTokens) {
+  Sampler& full = wide();
+  Sampler none(full.n, full.V, {.top_k = false, .top_p = false});
+  Sampler only_k(full.n, full.V, {.top_k = true, .top_p = false});
+  EXPECT_LT(none.g.nodes().size() * 2, full.g.nodes().size());
+  std::mt19937 r(8);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> x(static_cast<size_t>(full.n) * full.V), seen(x.size());
+  for (float& v : x)
+    v = nd(r);
+  for (size_t i = 0; i < seen.size(); i += 7)
+    seen[i] = 1.f;
+  for (uint64_t seed : {1, 2}) {
+    const SamplingConfig c{
+        .temperature = 0.9, .min_p = 0.05, .repetition_penalty = 1.3, .seed = seed};
+    const std::vector<int32_t> want = full.run(true, x, c, 3, seen);
+    EXPECT_EQ(none.run(true, x, c, 3, seen), want);
+    EXPECT_EQ(none.run(false, x, c, 3, seen), want);
+    SamplingConfig k = c;
+    k.top_k = 5;
+    EXPECT_EQ(only_k.run(true, x, k, 3, seen), full.run(true, x, k, 3, seen));
+  }
+  const nn::SamplerFilters no_k{.top_k = false, .top_p = true};
+  const nn::SamplerFilters no_p{.top_k = true, .top_p = false};
+  const nn::SamplerFilters neither{.top_k = false, .top_p = false};
+  EXPECT_TRUE(neither.serve({.top_k = 5, .top_p = 0.5}));  // greedy: no filter is used
+  EXPECT_FALSE(no_k.serve({.temperature = 1, .top_k = 5}));
+  EXPECT_FALSE(no_p.serve({.temperature = 1, .top_p = 0.5}));
+  EXPECT_TRUE(no_p.serve({.temperature = 1, .top_k = 5}));
 }
 
 TEST(NnSampling, SeededReproducibleAndSameOnBothBackends) {

@@ -1,0 +1,150 @@
+// `luminal bench DIR [-p 128] [-n 128] [--backend cpu|cuda] [--threads N] [--temperature T
+// [--top-k K] [--top-p P]] [--json]`: loads a model, then times a prefill of p tokens and the
+// generation of n tokens after it (greedy unless --temperature > 0, which compiles and uses the
+// in-graph sampler with the filters asked for; EOS
+// ids are ignored so that all n are generated). Prints load + compile time, prefill tok/s, TTFT,
+// TPOT, decode tok/s and peak memory (the process's VmHWM and the session's memory_bytes()), as
+// a table or one JSON object. A short warm-up generation runs first.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "apps/luminal/commands.hpp"
+#include "luminal/core/error.hpp"
+#include "luminal/io/hf_config.hpp"
+#include "luminal/models/causal_lm.hpp"
+#include "luminal/runtime/session.hpp"
+
+namespace luminal::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// The process's peak resident memory (VmHWM) in bytes, 0 when /proc is not readable.
+uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  struct Opts {
+    std::string dir;
+    int prompt = 128, gen = 128;
+    double temperature = 0, top_p = 1;
+    int64_t top_k = 0;
+    bool json = false;
+    BackendChoice backend;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand(
+      "bench", "Time prefill and decoding of a model: tok/s, TTFT, TPOT, peak memory");
+  cmd->add_option("DIR", o->dir, "model folder: config.json, *.safetensors")->required();
+  cmd->add_option("-p,--prompt-tokens", o->prompt, "prompt tokens to prefill (default 128)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-n,--gen-tokens", o->gen, "tokens to generate after it (default 128)")
+      ->check(CLI::Range(1, 1 << 20));
+  add_backend_options(cmd, o->backend);
+  cmd->add_option("--temperature", o->temperature,
+                  "> 0: sample with the in-graph sampler at this temperature (default 0: greedy)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--top-k", o->top_k, "with --temperature: top-k (default 0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--top-p", o->top_p, "with --temperature: top-p (default 1: off)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--json", o->json, "print one JSON object instead of a table");
+  cmd->callback([o] {
+    const std::filesystem::path d(o->dir);
+    require_model_folder(d);
+    const io::ModelConfig cfg = io::parse_config(d / "config.json");
+    const std::unique_ptr<Backend> backend = make_backend(o->backend);
+    models::DecoderShape shape;
+    shape.slots = o->prompt + o->gen;
+    shape.max_step = std::min(o->prompt, 512);
+    models::SamplingConfig sampling;
+    sampling.temperature = o->temperature;
+    sampling.top_k = o->top_k;
+    sampling.top_p = o->top_p > 0 ? o->top_p : 1;
+    sampling.seed = 1;
+    shape.sampler = sampling.needs_sampler();
+    shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
+    shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
+    const auto t_load = Clock::now();
+    models::CausalLM lm = models::CausalLM::load(
+        d, *backend, shape, CompileOptions().search_graph_limit(20).verbose(false));
+    const double load_ms = ms_since(t_load);
+    // A fixed prompt of ids spread over the vocabulary (the ids do not change the work).
+    std::vector<int32_t> prompt(static_cast<size_t>(o->prompt));
+    for (size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(cfg.vocab_size));
+    lm.generate(prompt, std::min(o->gen, 2), sampling);  // warm-up
+    lm.reset();
+    std::vector<double> steps;
+    double ttft = 0;
+    const auto t0 = Clock::now();
+    auto last = t0;
+    bool first = true;
+    lm.generate(prompt, o->gen, sampling, [&](int32_t, std::string_view) {
+      const auto now = Clock::now();
+      if (first)
+        ttft = ms_since(t0), first = false;
+      else
+        steps.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+      last = now;
+      return true;
+    });
+    double tpot = 0;
+    for (double s : steps)
+      tpot += s / static_cast<double>(steps.size());
+    const double prefill_tok_s = ttft > 0 ? o->prompt * 1000.0 / ttft : 0;
+    const double decode_tok_s = tpot > 0 ? 1000.0 / tpot : 0;
+    const uint64_t rss = peak_rss_bytes();
+    const auto* session = dynamic_cast<const Session*>(&lm.runtime());
+    const uint64_t session_bytes = session ? session->memory_bytes() : 0;
+    const std::string name = backend->name();
+    if (o->json) {
+      std::ostringstream j;
+      j << "{\"model\": \""
+        << escape(d.filename().empty() ? d.parent_path().filename().string()
+                                       : d.filename().string())
+        << "\", \"backend\": \"" << escape(name) << "\", \"prompt_tokens\": " << o->prompt
+        << ", \"gen_tokens\": " << o->gen << ", \"sampler\": " << (shape.sampler ? "true" : "false")
+        << ", \"load_ms\": " << fixed(load_ms, 1)
+        << ", \"prefill_tok_s\": " << fixed(prefill_tok_s, 2) << ", \"ttft_ms\": " << fixed(ttft, 3)
+        << ", \"tpot_ms\": " << fixed(tpot, 3) << ", \"decode_tok_s\": " << fixed(decode_tok_s, 2)
+        << ", \"peak_rss_bytes\": " << rss << ", \"session_bytes\": " << session_bytes << "}\n";
+      std::cout << j.str();
+      return;
+    }
+    auto mib = [](uint64_t b) { return fixed(static_cast<double>(b) / (1 << 20), 1) + " MiB"; };
+    std::cout << "model           " << d.string() << "\n"
+              << "backend         " << name << "\n"
+              << "load + compile  " << fixed(load_ms, 1) << " ms\n"
+              << "prefill         " << o->prompt << " tokens, " << fixed(prefill_tok_s, 2)
+              << " tok/s (TTFT " << fixed(ttft, 3) << " ms)\n"
+              << "decode          " << o->gen << " tokens, " << fixed(decode_tok_s, 2)
+              << " tok/s (TPOT " << fixed(tpot, 3) << " ms)"
+              << (shape.sampler ? ", sampled in the graph" : ", greedy") << "\n"
+              << "peak memory     " << mib(rss) << " resident (VmHWM); session "
+              << mib(session_bytes) << "\n";
+  });
+}
+
+}  // namespace luminal::cli
