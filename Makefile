@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make run    builds and runs the main job (examples/quickstart.cpp)
+#   make run    builds, fetches SmolLM2-135M-Instruct (scripts/fetch_smollm2.sh) and chats with it
 #   make test   builds and runs every test
 # plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan), `make bench` and
 # `make format`.
@@ -21,8 +21,10 @@ $(BUILD)/build.ninja: | setup
 build: setup $(BUILD)/build.ninja
 	@cmake --build $(BUILD) -j $(JOBS)
 
+PROMPT ?= Give me three short tips for writing clear code.
 run: build
-	@$(BUILD)/examples/quickstart
+	@model=$$(scripts/fetch_smollm2.sh) && \
+	  $(BUILD)/apps/luminal run "$$model" --chat --prompt "$(PROMPT)" --max-tokens 256
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -16,6 +16,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/io/hf_config.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "luminal/models/model_files.hpp"
 #include "luminal/runtime/session.hpp"
 
 namespace luminal::cli {
@@ -56,7 +57,9 @@ void add_bench(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "bench", "Time prefill and decoding of a model: tok/s, TTFT, TPOT, peak memory");
-  cmd->add_option("DIR", o->dir, "model folder: config.json, *.safetensors")->required();
+  cmd->add_option("MODEL", o->dir,
+                  "a Hugging Face folder or a .gguf file (default: SmolLM2-135M-Instruct from "
+                  "`make run`)");
   cmd->add_option("-p,--prompt-tokens", o->prompt, "prompt tokens to prefill (default 128)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-n,--gen-tokens", o->gen, "tokens to generate after it (default 128)")
@@ -71,9 +74,11 @@ void add_bench(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--json", o->json, "print one JSON object instead of a table");
   cmd->callback([o] {
-    const std::filesystem::path d(o->dir);
-    require_model_folder(d);
-    const io::ModelConfig cfg = io::parse_config(d / "config.json");
+    const std::filesystem::path d = model_path(o->dir);
+    models::OpenOptions oo;
+    oo.tokenizer = false;
+    const models::ModelFiles model = models::open_model(d, oo);
+    const io::ModelConfig& cfg = model.config;
     const std::unique_ptr<Backend> backend = make_backend(o->backend);
     models::DecoderShape shape;
     shape.slots = o->prompt + o->gen;
@@ -87,8 +92,7 @@ void add_bench(CLI::App& app) {
     shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
     shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
     const auto t_load = Clock::now();
-    models::CausalLM lm = models::CausalLM::load(
-        d, *backend, shape, CompileOptions().search_graph_limit(20).verbose(false));
+    models::CausalLM lm = models::CausalLM::load(model, *backend, shape, compile_options(20));
     const double load_ms = ms_since(t_load);
     // A fixed prompt of ids spread over the vocabulary (the ids do not change the work).
     std::vector<int32_t> prompt(static_cast<size_t>(o->prompt));

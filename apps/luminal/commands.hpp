@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "luminal/compiler/options.hpp"
 #include "luminal/program/backend.hpp"
 
 namespace luminal::cli {
@@ -36,6 +37,12 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
 /// Checks that `dir` is an existing folder (errors name it and say what is expected there).
 void require_model_folder(const std::filesystem::path& dir);
+/// The model a command runs: `given`, or the default model (models::default_model_path()) when
+/// empty; errors say how to fetch the default or what to give.
+std::filesystem::path model_path(const std::string& given);
+/// The compile options of `run` and `bench`: a bounded search (20 candidates, `budget_s` seconds
+/// per bucket), quiet unless stderr is a terminal (then progress bars).
+CompileOptions compile_options(double budget_s);
 /// `text` with control characters, backslashes and DEL escaped (\n, \t, \r, \\, \xNN).
 std::string escape(std::string_view text);
 

@@ -4,8 +4,11 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
 #include "apps/luminal/commands.hpp"
+
 #include "luminal/core/error.hpp"
+#include "luminal/models/model_files.hpp"
 
 namespace luminal::cli {
 
@@ -20,6 +23,25 @@ void require_model_folder(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec)) {
     throw Error(dir.string() + ": not a folder; give the model folder that holds config.json");
   }
+}
+
+std::filesystem::path model_path(const std::string& given) {
+  if (!given.empty()) return given;
+  const std::filesystem::path d = models::default_model_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(d, ec))
+    throw Error("no model given, and the default model is not there (" + d.string() +
+                "): give a Hugging Face folder or a .gguf file, or fetch the default with "
+                "`make run` or scripts/fetch_smollm2.sh");
+  return d;
+}
+
+CompileOptions compile_options(double budget_s) {
+  // A prefill of a real model can take longer than the default 1 s per timed run.
+  CompileOptions o = CompileOptions().search_graph_limit(20).profile_timeout(30).verbose(
+      isatty(STDERR_FILENO) != 0);
+  if (budget_s > 0) o.time_budget(budget_s);
+  return o;
 }
 
 std::string escape(std::string_view text) {

@@ -33,6 +33,7 @@
 #include "luminal/io/hf_config.hpp"
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "luminal/models/model_files.hpp"
 
 namespace luminal::cli {
 
@@ -108,6 +109,7 @@ void add_run(CLI::App& app) {
   struct Opts {
     std::string dir, prompt, prompt_ids, system;
     int max_tokens = 64, slots = 2048, max_step = 128;
+    double budget = 20;
     bool json = false, chat = false;
     std::optional<double> temperature, top_p, min_p, repeat_penalty;
     std::optional<int64_t> top_k;
@@ -118,8 +120,9 @@ void add_run(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd =
       app.add_subcommand("run", "Generate text with a Llama, Mistral, Qwen2 or Qwen3 model");
-  cmd->add_option("DIR", o->dir, "model folder: config.json, *.safetensors, tokenizer.json")
-      ->required();
+  cmd->add_option("MODEL", o->dir,
+                  "a Hugging Face folder (config.json, *.safetensors, tokenizer.json) or a .gguf "
+                  "file (default: SmolLM2-135M-Instruct from `make run`)");
   auto* p = cmd->add_option("--prompt", o->prompt, "the prompt text (needs tokenizer.json)");
   auto* pi = cmd->add_option("--prompt-ids", o->prompt_ids, "the prompt as token ids: 1,17,42");
   p->excludes(pi);
@@ -134,6 +137,10 @@ void add_run(CLI::App& app) {
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--max-step", o->max_step, "longest prefill chunk (default 128)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--search-budget", o->budget,
+                  "seconds the first run may spend searching each bucket's program (default 20; "
+                  "later runs load it from the compile cache)")
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--temperature", o->temperature,
                   "sampling temperature, >= 0; 0 = greedy (default: generation_config.json's "
                   "when it sets do_sample, else 0)");
@@ -150,8 +157,7 @@ void add_run(CLI::App& app) {
   cmd->add_flag("--json", o->json,
                 "print one JSON object: prompt ids, generated ids, sampling settings, timings");
   cmd->callback([o] {
-    const std::filesystem::path d(o->dir);
-    require_model_folder(d);
+    const std::filesystem::path d = model_path(o->dir);
     const bool interactive = o->chat && o->prompt.empty();
     if (o->chat && !o->prompt_ids.empty())
       throw Error(
@@ -163,7 +169,9 @@ void add_run(CLI::App& app) {
     if (o->prompt.empty() && o->prompt_ids.empty() && !o->chat)
       throw Error("give a prompt: --prompt TEXT, --prompt-ids 1,17,42 or --chat");
     // Sampling: generation_config.json's defaults (when it sets do_sample), then the flags.
-    const models::GenerationDefaults gen = models::read_generation_config(d);
+    const auto t_open = Clock::now();
+    models::ModelFiles model = models::open_model(d);
+    const models::GenerationDefaults& gen = model.generation;
     models::SamplingConfig sampling = gen.sampling;
     auto check = [](const char* flag, double v, bool ok, const char* range) {
       if (!ok) {
@@ -193,36 +201,34 @@ void add_run(CLI::App& app) {
     sampling.seed = o->seed;
     for (const std::string& st : o->stop)
       if (st.empty()) throw Error("--stop: the stop string is empty");
-    const bool has_tok = std::filesystem::exists(d / "tokenizer.json");
+    const bool has_tok = model.tokenizer.has_value();
+    const std::string no_tok = model.gguf ? d.string() + ": the file has no tokenizer"
+                                          : (d / "tokenizer.json").string() + ": not found";
     if (!o->stop.empty() && !has_tok)
-      throw Error((d / "tokenizer.json").string() +
-                  ": not found; --stop needs the tokenizer to compare text");
-    if (o->chat && !has_tok)
-      throw Error((d / "tokenizer.json").string() + ": not found; --chat needs the tokenizer");
-    std::optional<io::Tokenizer> tok;
-    if (has_tok) tok = io::Tokenizer::from_folder(d);
-    std::optional<io::ChatTemplate> tpl;
+      throw Error(no_tok + "; --stop needs the tokenizer to compare text");
+    if (o->chat && !has_tok) throw Error(no_tok + "; --chat needs the tokenizer");
+    std::optional<io::Tokenizer>& tok = model.tokenizer;
     std::vector<io::ChatMessage> conversation;
     if (o->chat) {
-      tpl = io::ChatTemplate::from_folder(d);
+      if (!model.chat_template)
+        throw Error(d.string() + ": the model has no chat template; --chat needs one");
       if (!o->system.empty()) conversation.push_back({"system", o->system});
     }
     auto render = [&] {
-      return tok->encode(tpl->render(conversation, true, tpl->special_tokens()), false);
+      return tok->encode(model.chat_template->render(conversation, true, model.template_variables),
+                         false);
     };
     std::vector<int32_t> prompt;
     if (o->chat && !interactive) {
       conversation.push_back({"user", o->prompt});
       prompt = render();
     } else if (!o->prompt.empty()) {
-      if (!tok)
-        throw Error((d / "tokenizer.json").string() +
-                    ": not found; --prompt needs the tokenizer (or give --prompt-ids)");
+      if (!tok) throw Error(no_tok + "; --prompt needs the tokenizer (or give --prompt-ids)");
       prompt = tok->encode(o->prompt, true);
     } else if (!interactive) {
       prompt = parse_ids(o->prompt_ids);
     }
-    const io::ModelConfig cfg = io::parse_config(d / "config.json");
+    const io::ModelConfig& cfg = model.config;
     for (int32_t id : prompt)
       if (id >= cfg.vocab_size)
         throw Error("prompt id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -241,14 +247,12 @@ void add_run(CLI::App& app) {
     shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
     shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
     const auto t_load = Clock::now();
-    models::CausalLM lm = models::CausalLM::load(
-        d, *backend, shape, CompileOptions().search_graph_limit(20).verbose(false));
-    const double load_ms = ms_since(t_load);
+    models::CausalLM lm =
+        models::CausalLM::load(model, *backend, shape, compile_options(o->budget));
+    const double load_ms = ms_since(t_open);
+    (void)t_load;
     models::StopConditions stop;
-    stop.eos_ids = cfg.eos_token_ids;
-    for (int64_t id : gen.eos_ids)
-      if (std::find(stop.eos_ids.begin(), stop.eos_ids.end(), id) == stop.eos_ids.end())
-        stop.eos_ids.push_back(id);
+    stop.eos_ids = model.eos_ids;
     stop.strings = o->stop;
     if (tok) stop.tokenizer = &*tok;
 

@@ -461,7 +461,8 @@ GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOpti
   m.config = gguf_model_config(f);
   if (f.contains_tensor("rope_freqs.weight"))
     m.rope_freq_factors = dequantize(f.tensor("rope_freqs.weight"));
-  m.weights = std::make_shared<const Weights>(gguf_weights(f, m.config, options.max_bytes));
+  if (options.weights)
+    m.weights = std::make_shared<const Weights>(gguf_weights(f, m.config, options.max_bytes));
 
   m.chat_template = f.find_string("tokenizer.chat_template");
   if (f.contains("tokenizer.ggml.model")) {

@@ -49,6 +49,9 @@ struct GgufModelOptions {
   uint64_t max_bytes = 0;
   /// Build the tokenizer (false: `tokenizer` stays empty, e.g. for weights-only use).
   bool tokenizer = true;
+  /// Dequantise the weights (false: `weights` stays null; gguf_weights() reads them later, e.g.
+  /// only when no cached copy exists).
+  bool weights = true;
 };
 
 /// Everything a Hugging Face folder gives, read from one GGUF file.

@@ -149,10 +149,15 @@ Built build(const GgufFile& f) {
   bpe["dropout"] = nullptr;
   bpe["continuing_subword_prefix"] = nullptr;
   bpe["end_of_word_suffix"] = nullptr;
+  // ordered_json looks keys up linearly: append to its vector directly (duplicates are skipped
+  // through `index`), or 49k tokens take seconds.
   Json vocab = Json::object();
   std::unordered_map<std::string, size_t> index;
+  auto& entries = static_cast<std::vector<std::pair<const std::string, Json>>&>(
+      vocab.get_ref<Json::object_t&>());
+  entries.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i)
-    if (index.emplace(tokens[i], i).second) vocab[tokens[i]] = i;
+    if (index.emplace(tokens[i], i).second) entries.emplace_back(tokens[i], Json(i));
 
   if (model == "gpt2") {
     const std::string pre = pre_name(f);

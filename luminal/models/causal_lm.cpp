@@ -7,6 +7,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/safetensors.hpp"
+#include "luminal/models/model_files.hpp"
 #include "luminal/runtime/reference.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -14,8 +15,10 @@ namespace luminal::models {
 
 namespace {
 
-Decoder decoder_of(const std::filesystem::path& dir, const DecoderShape& shape) {
-  return build_decoder(io::parse_config(dir / "config.json"), shape);
+ModelFiles weights_only(const std::filesystem::path& path) {
+  OpenOptions o;
+  o.tokenizer = false;
+  return open_model(path, o);
 }
 
 }  // namespace
@@ -117,8 +120,8 @@ void CausalLM::rewind(int tokens) {
   context_ = tokens;
 }
 
-void CausalLM::bind(const std::filesystem::path& dir, bool session) {
-  auto weights = std::make_shared<const io::Weights>(io::Weights::open(dir));
+void CausalLM::bind(std::shared_ptr<const io::Weights> weights, const std::string& source,
+                    bool session) {
   io::BindOptions opts;
   opts.require_all_inputs = false;
   io::BindReport r = session ? io::bind(static_cast<Session&>(*runtime_), weights, opts)
@@ -140,31 +143,37 @@ void CausalLM::bind(const std::filesystem::path& dir, bool session) {
       runtime_->set(label, std::vector<float>(static_cast<size_t>(numel), 0.f));
       continue;
     }
-    throw Error("models: the checkpoint in '" + dir.string() + "' has no tensor '" + label + "'");
+    throw Error("models: the checkpoint in '" + source + "' has no tensor '" + label + "'");
   }
 }
 
-CausalLM CausalLM::load(const std::filesystem::path& dir, Backend& backend,
+CausalLM CausalLM::load(const std::filesystem::path& path, Backend& backend,
                         const DecoderShape& shape, CompileOptions options) {
+  return load(weights_only(path), backend, shape, std::move(options));
+}
+
+CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const DecoderShape& shape,
+                        CompileOptions options) {
   CausalLM lm;
-  lm.decoder_ = decoder_of(dir, shape);
+  lm.decoder_ = build_decoder(model.config, shape);
   lm.add_token_head();
   std::vector<DimBucket> buckets{DimBucket(1, 1)};
   if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
   if (options.dim_buckets().find("s") == options.dim_buckets().end())
     options.dim_buckets("s", buckets);
   lm.runtime_ = std::make_unique<Session>(lm.decoder_.graph, backend, options);
-  lm.bind(dir, true);
+  lm.bind(open_weights(model, options), model.path.string(), true);
   static_cast<Session&>(*lm.runtime_).compile();
   return lm;
 }
 
-CausalLM CausalLM::load_reference(const std::filesystem::path& dir, const DecoderShape& shape) {
+CausalLM CausalLM::load_reference(const std::filesystem::path& path, const DecoderShape& shape) {
+  const ModelFiles model = weights_only(path);
   CausalLM lm;
-  lm.decoder_ = decoder_of(dir, shape);
+  lm.decoder_ = build_decoder(model.config, shape);
   lm.add_token_head();
   lm.runtime_ = std::make_unique<ReferenceRuntime>(lm.decoder_.graph);
-  lm.bind(dir, false);
+  lm.bind(open_weights(model, CompileOptions()), model.path.string(), false);
   return lm;
 }
 

@@ -12,7 +12,8 @@
 //                          {.eos_ids = {2}, .strings = {"\n\n"}, .tokenizer = &tok});
 //   lm.reset();                                             // an empty context again
 //
-// `load` reads config.json and the safetensors weights (bound without copies on the CPU), builds
+// `load` reads a folder's config.json and safetensors weights (bound without copies on the CPU), or
+// a GGUF file's metadata and weights (dequantised to f32; see model_files.hpp), builds
 // the graph (models/decoder.hpp) plus, on the last position's logits, either the sampler
 // (nn/sampling.hpp; DecoderShape::sampler = true) or just their argmax (nn::greedy_token; the
 // default: the sampler's ~1100 nodes would triple a small model's compile time), and compiles it
@@ -83,11 +84,22 @@ struct GenerationDefaults {
 /// Reads dir/generation_config.json; a missing file gives the defaults. Errors name the file.
 GenerationDefaults read_generation_config(const std::filesystem::path& dir);
 
+struct ModelFiles;  // model_files.hpp
+}  // namespace luminal::models
+namespace luminal::io {
+class Weights;  // safetensors.hpp
+}  // namespace luminal::io
+namespace luminal::models {
+
 class CausalLM {
  public:
-  static CausalLM load(const std::filesystem::path& dir, Backend& backend,
+  /// `path`: a Hugging Face folder or a .gguf file (models/model_files.hpp).
+  static CausalLM load(const std::filesystem::path& path, Backend& backend,
                        const DecoderShape& shape = {}, CompileOptions options = {});
-  static CausalLM load_reference(const std::filesystem::path& dir, const DecoderShape& shape = {});
+  /// The same from an opened model (its tokenizer and template stay with the caller).
+  static CausalLM load(const ModelFiles& model, Backend& backend, const DecoderShape& shape = {},
+                       CompileOptions options = {});
+  static CausalLM load_reference(const std::filesystem::path& path, const DecoderShape& shape = {});
 
   /// Appends `ids` to the context and returns the logits of every one of them ([n, vocab],
   /// row-major). Throws when the context would exceed the cache (shape.slots).
@@ -120,7 +132,7 @@ class CausalLM {
  private:
   CausalLM() = default;
   void add_token_head();
-  void bind(const std::filesystem::path& dir, bool session);
+  void bind(std::shared_ptr<const io::Weights> weights, const std::string& source, bool session);
   /// Runs `ids` through the graph in chunks of at most max_step; calls after(n) after each.
   void run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after);
 

@@ -1,0 +1,155 @@
+#include "luminal/models/model_files.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string_view>
+
+#include "luminal/compiler/compile_cache.hpp"
+#include "luminal/core/error.hpp"
+#include "luminal/core/hash.hpp"
+#include "luminal/io/gguf.hpp"
+#include "luminal/io/gguf_model.hpp"
+
+namespace luminal::models {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_gguf(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".gguf";
+}
+
+bool cache_off() {
+  const char* v = std::getenv("LUMINAL_CACHE");
+  return v && std::string_view(v) == "off";
+}
+
+void add_unique(std::vector<int64_t>& ids, int64_t id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
+ModelFiles open_folder(const fs::path& dir, const OpenOptions& o) {
+  ModelFiles m;
+  m.path = dir;
+  m.config = io::parse_config(dir / "config.json");
+  m.generation = read_generation_config(dir);
+  m.eos_ids = m.config.eos_token_ids;
+  for (int64_t id : m.generation.eos_ids)
+    add_unique(m.eos_ids, id);
+  if (o.tokenizer && fs::exists(dir / "tokenizer.json"))
+    m.tokenizer = io::Tokenizer::from_folder(dir);
+  const bool has_template = fs::exists(dir / "chat_template.jinja") ||
+                            fs::exists(dir / "chat_template.json") ||
+                            fs::exists(dir / "tokenizer_config.json");
+  if (has_template) {
+    try {
+      m.chat_template = io::ChatTemplate::from_folder(dir);
+      m.template_variables = m.chat_template->special_tokens();
+    } catch (const Error&) {
+      // tokenizer_config.json without a template: no chat template (the CLI says so for --chat)
+      if (fs::exists(dir / "chat_template.jinja")) throw;
+    }
+  }
+  return m;
+}
+
+ModelFiles open_gguf(const fs::path& file, const OpenOptions& o) {
+  io::GgufModelOptions go;
+  go.tokenizer = o.tokenizer;
+  go.weights = false;
+  io::GgufModel g = io::read_gguf_model(file, go);
+  ModelFiles m;
+  m.path = file;
+  m.gguf = true;
+  m.config = g.config;
+  m.tokenizer = std::move(g.tokenizer);
+  if (g.chat_template)
+    m.chat_template = io::ChatTemplate::from_string(*g.chat_template, file.filename().string());
+  m.template_variables = g.special_tokens;
+  m.eos_ids = g.stop_ids;
+  for (int64_t id : m.config.eos_token_ids)
+    add_unique(m.eos_ids, id);
+  return m;
+}
+
+}  // namespace
+
+ModelFiles open_model(const fs::path& path, const OpenOptions& options) {
+  if (fs::is_directory(path)) return open_folder(path, options);
+  if (fs::is_regular_file(path) && is_gguf(path)) return open_gguf(path, options);
+  if (!fs::exists(path))
+    throw Error("model '" + path.string() +
+                "' does not exist: give a Hugging Face folder (config.json + *.safetensors) or a "
+                ".gguf file");
+  throw Error("model '" + path.string() +
+              "' is neither a folder nor a .gguf file: give a Hugging Face folder "
+              "(config.json + *.safetensors) or a .gguf file");
+}
+
+fs::path dequantized_path(const fs::path& gguf, const CompileOptions& options) {
+  if (cache_off()) return {};
+  std::error_code ec;
+  const fs::path abs = fs::absolute(gguf, ec);
+  const uint64_t size = fs::file_size(gguf, ec);
+  const auto mtime = fs::last_write_time(gguf, ec).time_since_epoch().count();
+  const std::string id = abs.string() + "\n" + std::to_string(size) + "\n" + std::to_string(mtime);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash_string(id)));
+  return cache_root(options) / "models" / "dequantized" /
+         (gguf.stem().string() + "-" + hex + ".f32.safetensors");
+}
+
+std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m,
+                                                const CompileOptions& options) {
+  if (!m.gguf) return std::make_shared<const io::Weights>(io::Weights::open(m.path));
+  const uint64_t limit = options.max_memory() ? *options.max_memory() : 0;
+  const fs::path cached = dequantized_path(m.path, options);
+  if (!cached.empty() && fs::exists(cached)) {
+    try {
+      auto w = std::make_shared<const io::Weights>(io::Weights::open(cached));
+      uint64_t bytes = 0;
+      for (const std::string& name : w->names())
+        bytes += w->get(name).bytes.size();
+      if (limit && bytes > limit)
+        throw Error("models: the weights of '" + m.path.string() + "' take " +
+                    std::to_string(bytes) + " bytes as f32, over max_memory (" +
+                    std::to_string(limit) + " bytes)");
+      return w;
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).find("max_memory") != std::string_view::npos) throw;
+      std::fprintf(stderr, "luminal: ignoring the unreadable dequantised copy %s (%s)\n",
+                   cached.string().c_str(), e.what());
+    }
+  }
+  io::GgufFile f = io::GgufFile::open(m.path);
+  auto w = std::make_shared<const io::Weights>(io::gguf_weights(f, m.config, limit));
+  if (!cached.empty()) {
+    // Atomic: written beside, then renamed into place; a failure only costs the next load time.
+    std::error_code ec;
+    fs::create_directories(cached.parent_path(), ec);
+    const fs::path tmp = cached.string() + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      const std::span<const uint8_t> bytes = w->files().at(0).buffer();
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+      if (!out) ec = std::make_error_code(std::errc::io_error);
+    }
+    if (!ec) fs::rename(tmp, cached, ec);
+    if (ec) fs::remove(tmp, ec);
+  }
+  return w;
+}
+
+fs::path default_model_path() {
+  return cache_root(CompileOptions()) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+}  // namespace luminal::models

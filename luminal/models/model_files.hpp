@@ -1,0 +1,67 @@
+#pragma once
+// A model source, opened: a Hugging Face folder or a GGUF file, as the same record.
+//
+//   models::ModelFiles m = models::open_model("SmolLM2-135M-Instruct.Q4_1.gguf");  // or a folder
+//   m.config.num_hidden_layers; m.tokenizer->encode("Hi"); m.chat_template->render(...);
+//   auto lm = models::CausalLM::load(m, backend, shape);       // reads the weights (below)
+//
+// A folder gives config.json, tokenizer.json (+ tokenizer_config.json), the chat template
+// (chat_template.jinja or tokenizer_config.json) and generation_config.json. A GGUF file gives
+// the same from its metadata (luminal/io/gguf_model.hpp); its weights are dequantised to f32 once
+// and the copy is kept under <cache root>/models/dequantized/ (named by the file's path, size and
+// modification time), so later loads map it without dequantising again (LUMINAL_CACHE=off: kept
+// in memory only).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/compiler/options.hpp"
+#include "luminal/io/chat_template.hpp"
+#include "luminal/io/hf_config.hpp"
+#include "luminal/io/safetensors.hpp"
+#include "luminal/io/tokenizer.hpp"
+#include "luminal/models/causal_lm.hpp"
+
+namespace luminal::models {
+
+struct ModelFiles {
+  std::filesystem::path path;
+  bool gguf = false;
+  io::ModelConfig config;
+  /// Empty when the source has none (or OpenOptions::tokenizer is false).
+  std::optional<io::Tokenizer> tokenizer;
+  std::optional<io::ChatTemplate> chat_template;
+  /// Variables templates read: bos_token, eos_token, unk_token, pad_token.
+  std::map<std::string, std::string> template_variables;
+  /// Ids that end a generation: config.json's and generation_config.json's, or the GGUF's
+  /// eos/eot/eom ids.
+  std::vector<int64_t> eos_ids;
+  /// Sampling defaults (generation_config.json; greedy for GGUF files).
+  GenerationDefaults generation;
+};
+
+struct OpenOptions {
+  bool tokenizer = true;
+};
+
+/// Opens a folder or a .gguf file; errors name the path and what is missing.
+ModelFiles open_model(const std::filesystem::path& path, const OpenOptions& options = {});
+
+/// The weights under Hugging Face names: a folder's safetensors (mapped), or the GGUF's
+/// dequantised to f32 (from the cache when present). A GGUF whose f32 weights exceed
+/// options.max_memory() fails before anything is dequantised, naming both sizes.
+std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options);
+
+/// Where the GGUF's dequantised copy lives (or would), or empty with LUMINAL_CACHE=off.
+std::filesystem::path dequantized_path(const std::filesystem::path& gguf,
+                                       const CompileOptions& options);
+
+/// $XDG_CACHE_HOME/luminal/models/SmolLM2-135M-Instruct.Q4_1.gguf (or ~/.cache/...): the model
+/// `make run` fetches (scripts/fetch_smollm2.sh) and `luminal run` uses when given none.
+std::filesystem::path default_model_path();
+
+}  // namespace luminal::models
