@@ -40,10 +40,11 @@ class NullBackend : public luminal::Backend {
     return luminal::Buffer{std::malloc(std::max<uint64_t>(bytes, 1)), bytes};
   }
   void release(luminal::Buffer b) override { std::free(b.ptr); }
-  void upload(luminal::Buffer, uint64_t, const void*, uint64_t) override {}
-  void download(void*, luminal::Buffer, uint64_t, uint64_t) override {}
-  void copy(luminal::Buffer, luminal::Buffer, uint64_t) override {}
-  void sync() override {}
+  void upload(luminal::Buffer, uint64_t, const void*, uint64_t,
+              luminal::Queue* = nullptr) override {}
+  void download(void*, luminal::Buffer, uint64_t, uint64_t, luminal::Queue* = nullptr) override {}
+  void copy(luminal::Buffer, luminal::Buffer, uint64_t, luminal::Queue* = nullptr) override {}
+  void sync(luminal::Queue* = nullptr) override {}
 };
 
 }  // namespace

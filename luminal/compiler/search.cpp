@@ -236,6 +236,18 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     throw Error("search: all " + std::to_string(report.candidates) +
                 " candidates were rejected; first error: " + report.first_rejection);
   }
+  // LUMINAL_TRACE: the winner's kernels timed one by one (backends that can: CUDA). Bound again
+  // first: the arena may have been regrown for a later candidate.
+  if (trace && best.plan) {
+    try {
+      arena.reserve(best.plan->arena_bytes());
+      best.plan->bind(0, bindings(*best.plan));
+      const std::string profile = backend.profile_text(*best.plan, dims.data());
+      if (!profile.empty()) trace("profile.txt", profile);
+    } catch (const std::exception& e) {
+      trace("profile.txt", std::string("profiling failed: ") + e.what() + "\n");
+    }
+  }
   best.report = std::move(report);
   return best;
 }

@@ -104,17 +104,17 @@ Buffer CpuBackend::allocate(uint64_t bytes) {
 
 void CpuBackend::release(Buffer b) { std::free(b.ptr); }
 
-void CpuBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) {
+void CpuBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes, Queue*) {
   LUMINAL_ASSERT(offset + bytes <= dst.bytes, "cpu: upload past the end of a buffer");
   if (bytes) std::memcpy(static_cast<uint8_t*>(dst.ptr) + offset, src, bytes);
 }
 
-void CpuBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) {
+void CpuBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue*) {
   LUMINAL_ASSERT(offset + bytes <= src.bytes, "cpu: download past the end of a buffer");
   if (bytes) std::memcpy(dst, static_cast<const uint8_t*>(src.ptr) + offset, bytes);
 }
 
-void CpuBackend::copy(Buffer dst, Buffer src, uint64_t bytes) {
+void CpuBackend::copy(Buffer dst, Buffer src, uint64_t bytes, Queue*) {
   LUMINAL_ASSERT(bytes <= dst.bytes && bytes <= src.bytes, "cpu: copy past the end of a buffer");
   if (bytes && dst.ptr != src.ptr) std::memmove(dst.ptr, src.ptr, bytes);
 }

@@ -30,13 +30,17 @@ class CpuBackend : public Backend {
   /// Host memory, 256-byte aligned.
   Buffer allocate(uint64_t bytes) override;
   void release(Buffer b) override;
-  void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) override;
-  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) override;
-  void copy(Buffer dst, Buffer src, uint64_t bytes) override;
+  /// No queues (make_queue returns null): every call has finished when it returns, and `queue`
+  /// is ignored.
+  void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes,
+              Queue* queue = nullptr) override;
+  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
+                Queue* queue = nullptr) override;
+  void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue = nullptr) override;
   /// Kernels read host memory directly: any 8-byte-aligned range is used in place.
   Buffer wrap_host(const void* data, uint64_t bytes) override;
   /// Executes are synchronous on the CPU: nothing to wait for.
-  void sync() override {}
+  void sync(Queue* = nullptr) override {}
   int threads() const { return threads_; }
 
  private:

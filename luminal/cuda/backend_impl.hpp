@@ -1,6 +1,7 @@
 #pragma once
-// CudaBackend's state (internal to luminal/cuda): the device, its primary context, the stream,
-// the error word, and the module cache shared by every plan of the backend.
+// CudaBackend's state (internal to luminal/cuda): the device, its primary context, the module
+// cache shared by every plan of the backend, and the default queue. A CudaQueue (one per
+// session) is a stream with its own pinned upload staging and its own error word.
 #include <cuda.h>
 
 #include <array>
@@ -29,21 +30,42 @@ struct KernelHandle {
   CUfunction function(const std::string& entry) const;
 };
 
+/// One ordered queue of work: a non-blocking stream (not ordered with other queues' streams),
+/// the pinned staging its large uploads go through, and the error word its kernels report a bad
+/// Gather index in. Destroying it waits for the stream.
+struct CudaQueue final : Queue {
+  explicit CudaQueue(CudaBackend::Impl& be);
+  ~CudaQueue() override;
+  CudaQueue(const CudaQueue&) = delete;
+  CudaQueue& operator=(const CudaQueue&) = delete;
+
+  CudaBackend::Impl& be;
+  CUstream stream = nullptr;
+  CUdeviceptr err = 0;  // one unsigned int: nonzero after a kernel saw a bad index
+
+  // Pinned staging for uploads: two buffers used in turn, each free again once its event fired
+  // (allocated on the first large upload).
+  static constexpr uint64_t kStagingBytes = uint64_t{32} << 20;
+  std::array<void*, 2> staging{nullptr, nullptr};
+  std::array<CUevent, 2> staging_done{nullptr, nullptr};
+  int staging_next = 0;
+
+  /// Waits for the stream, then throws when the error word is set (and clears it).
+  void check_error_word();
+};
+
 struct CudaBackend::Impl {
   CudaOptions opts;
   const CudaApi* cu = nullptr;
   CUdevice device = 0;
   CUcontext ctx = nullptr;
-  CUstream stream = nullptr;
-  CUdeviceptr err = 0;  // one unsigned int: nonzero after a kernel saw a bad index
   std::string gpu_name, arch, nvrtc;
   int sm_count = 0, driver_version = 0, cc_major = 0, cc_minor = 0;
 
-  // Pinned staging for uploads: two buffers used in turn, each free again once its event fired.
-  static constexpr uint64_t kStagingBytes = uint64_t{32} << 20;
-  std::array<void*, 2> staging{nullptr, nullptr};
-  std::array<CUevent, 2> staging_done{nullptr, nullptr};
-  int staging_next = 0;
+  /// The queue of calls given a null queue (the search, tools, tests).
+  std::unique_ptr<CudaQueue> default_queue;
+  /// The CudaQueue behind `q` (null: the default queue); throws for a queue of another backend.
+  CudaQueue& queue(Queue* q);
 
   std::unique_ptr<KernelCache> disk;  // cubins on disk
   mutable std::mutex mu;
@@ -58,8 +80,6 @@ struct CudaBackend::Impl {
   /// per program dominates small kernels) and the batches compiled in parallel.
   std::vector<KernelHandle> kernels_of(const std::vector<std::string>& sources,
                                        const std::vector<std::string>& whats);
-  /// Throws when the error word is set (and clears it). Call after a stream sync.
-  void check_error_word();
 };
 
 }  // namespace luminal::cuda

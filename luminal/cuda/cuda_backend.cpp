@@ -150,16 +150,54 @@ std::vector<KernelHandle> CudaBackend::Impl::kernels_of(const std::vector<std::s
   return out;
 }
 
-void CudaBackend::Impl::check_error_word() {
+// ---------------------------------------------------------------- queues
+
+CudaQueue::CudaQueue(CudaBackend::Impl& backend) : be(backend) {
+  be.bind_context();
+  const CudaApi& cu = *be.cu;
+  try {
+    check(cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    check(cu.cuMemAlloc(&err, 4), "cuMemAlloc (error word)");
+    check(cu.cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
+    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  } catch (...) {
+    if (err) cu.cuMemFree(err);
+    if (stream) cu.cuStreamDestroy(stream);
+    throw;
+  }
+}
+
+CudaQueue::~CudaQueue() {
+  const CudaApi& cu = *be.cu;
+  be.bind_context();
+  cu.cuStreamSynchronize(stream);
+  for (int j = 0; j < 2; ++j) {
+    if (staging_done[j]) cu.cuEventDestroy(staging_done[j]);
+    if (staging[j]) cu.cuMemFreeHost(staging[j]);
+  }
+  if (err) cu.cuMemFree(err);
+  if (stream) cu.cuStreamDestroy(stream);
+}
+
+void CudaQueue::check_error_word() {
+  const CudaApi& cu = *be.cu;
   unsigned int word = 0;
-  check(cu->cuMemcpyDtoHAsync(&word, err, sizeof word, stream), "cuMemcpyDtoHAsync (error word)");
-  check(cu->cuStreamSynchronize(stream), "cuStreamSynchronize");
+  check(cu.cuMemcpyDtoHAsync(&word, err, sizeof word, stream), "cuMemcpyDtoHAsync (error word)");
+  check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
   if (word == 0) return;
-  check(cu->cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
-  check(cu->cuStreamSynchronize(stream), "cuStreamSynchronize");
+  check(cu.cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
+  check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
   throw Error(
       "cuda: a Gather read an index outside its data (the CPU backend names the index "
       "and position); check the indexes fed to the graph");
+}
+
+CudaQueue& CudaBackend::Impl::queue(Queue* q) {
+  if (!q) return *default_queue;
+  auto* cq = dynamic_cast<CudaQueue*>(q);
+  if (!cq || &cq->be != this)
+    throw Error("cuda: a queue made by another backend was passed to this one");
+  return *cq;
 }
 
 // ---------------------------------------------------------------- backend
@@ -207,10 +245,7 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
   check(cu.cuDriverGetVersion(&m.driver_version), "cuDriverGetVersion");
   m.arch = "sm_" + std::to_string(m.cc_major) + std::to_string(m.cc_minor);
   m.nvrtc = nvrtc_version();
-  check(cu.cuStreamCreate(&m.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  check(cu.cuMemAlloc(&m.err, 4), "cuMemAlloc (error word)");
-  check(cu.cuMemsetD32Async(m.err, 0, 1, m.stream), "cuMemsetD32Async");
-  check(cu.cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+  m.default_queue = std::make_unique<CudaQueue>(m);
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());
@@ -222,18 +257,12 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
 CudaBackend::~CudaBackend() {
   Impl& m = *impl_;
   m.bind_context();
-  m.cu->cuStreamSynchronize(m.stream);
+  m.default_queue.reset();  // waits for its stream
   {
     std::lock_guard<std::mutex> lock(m.mu);
     m.kernels.clear();
     m.batches.clear();
   }
-  for (int j = 0; j < 2; ++j) {
-    if (m.staging_done[j]) m.cu->cuEventDestroy(m.staging_done[j]);
-    if (m.staging[j]) m.cu->cuMemFreeHost(m.staging[j]);
-  }
-  if (m.err) m.cu->cuMemFree(m.err);
-  if (m.stream) m.cu->cuStreamDestroy(m.stream);
   if (m.ctx) m.cu->cuDevicePrimaryCtxRelease(m.device);
 }
 
@@ -274,6 +303,10 @@ std::unique_ptr<Plan> CudaBackend::load(const LlirGraph& g, const PlanSpec& spec
   return std::make_unique<CudaPlan>(*impl_, g, spec);
 }
 
+std::unique_ptr<Queue> CudaBackend::make_queue() { return std::make_unique<CudaQueue>(*impl_); }
+
+void* CudaBackend::stream(Queue* queue) const { return impl_->queue(queue).stream; }
+
 std::string CudaBackend::device_key() const {
   const Impl& m = *impl_;
   return "cuda " + m.gpu_name + " " + m.arch + " sms=" + std::to_string(m.sm_count) +
@@ -310,82 +343,94 @@ void CudaBackend::release(Buffer b) {
   if (!b.ptr) return;
   Impl& m = *impl_;
   m.bind_context();
-  m.cu->cuStreamSynchronize(m.stream);
+  // Any queue may still use the buffer: wait for every stream of the context (releases are rare:
+  // a session's end, a replaced input, the search's scratch arena).
+  m.cu->cuCtxSynchronize();
   check(m.cu->cuMemFree(reinterpret_cast<CUdeviceptr>(b.ptr)), "cuMemFree");
 }
 
-void CudaBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) {
+void CudaBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes,
+                         Queue* queue) {
   LUMINAL_ASSERT(offset + bytes <= dst.bytes, "cuda: upload past the end of a buffer");
   if (!bytes) return;
   Impl& m = *impl_;
+  CudaQueue& q = m.queue(queue);
   m.bind_context();
   const CudaApi& cu = *m.cu;
   const auto base = reinterpret_cast<CUdeviceptr>(dst.ptr) + offset;
   if (bytes < (uint64_t{1} << 20)) {
     // Small: straight from pageable memory; the caller may free it on return, so wait.
-    check(cu.cuMemcpyHtoDAsync(base, src, bytes, m.stream), "cuMemcpyHtoDAsync");
-    check(cu.cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+    check(cu.cuMemcpyHtoDAsync(base, src, bytes, q.stream), "cuMemcpyHtoDAsync");
+    check(cu.cuStreamSynchronize(q.stream), "cuStreamSynchronize");
     return;
   }
-  // Large (weights): through two pinned buffers in turn, so copying into one overlaps the DMA
-  // of the other; returns once the last chunk is in pinned memory.
-  if (!m.staging[0]) {
+  // Large (weights): through the queue's two pinned buffers in turn, so copying into one
+  // overlaps the DMA of the other; returns once the last chunk is in pinned memory.
+  if (!q.staging[0]) {
     for (int j = 0; j < 2; ++j) {
-      check(cu.cuMemAllocHost(&m.staging[j], Impl::kStagingBytes), "cuMemAllocHost (staging)");
-      check(cu.cuEventCreate(&m.staging_done[j], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      check(cu.cuMemAllocHost(&q.staging[j], CudaQueue::kStagingBytes), "cuMemAllocHost (staging)");
+      check(cu.cuEventCreate(&q.staging_done[j], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     }
   }
   const auto* from = static_cast<const uint8_t*>(src);
   for (uint64_t done = 0; done < bytes;) {
-    const uint64_t n = std::min(Impl::kStagingBytes, bytes - done);
-    const int j = m.staging_next;
-    m.staging_next ^= 1;
-    check(cu.cuEventSynchronize(m.staging_done[j]), "cuEventSynchronize (staging)");
-    std::memcpy(m.staging[j], from + done, n);
-    check(cu.cuMemcpyHtoDAsync(base + done, m.staging[j], n, m.stream), "cuMemcpyHtoDAsync");
-    check(cu.cuEventRecord(m.staging_done[j], m.stream), "cuEventRecord");
+    const uint64_t n = std::min(CudaQueue::kStagingBytes, bytes - done);
+    const int j = q.staging_next;
+    q.staging_next ^= 1;
+    check(cu.cuEventSynchronize(q.staging_done[j]), "cuEventSynchronize (staging)");
+    std::memcpy(q.staging[j], from + done, n);
+    check(cu.cuMemcpyHtoDAsync(base + done, q.staging[j], n, q.stream), "cuMemcpyHtoDAsync");
+    check(cu.cuEventRecord(q.staging_done[j], q.stream), "cuEventRecord");
     done += n;
   }
 }
 
-void CudaBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) {
+void CudaBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue) {
   LUMINAL_ASSERT(offset + bytes <= src.bytes, "cuda: download past the end of a buffer");
   Impl& m = *impl_;
+  CudaQueue& q = m.queue(queue);
   m.bind_context();
   if (bytes)
     check(m.cu->cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src.ptr) + offset, bytes,
-                                  m.stream),
+                                  q.stream),
           "cuMemcpyDtoHAsync");
-  m.check_error_word();
+  q.check_error_word();
 }
 
-void CudaBackend::copy(Buffer dst, Buffer src, uint64_t bytes) {
+void CudaBackend::copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue) {
   LUMINAL_ASSERT(bytes <= dst.bytes && bytes <= src.bytes, "cuda: copy past the end of a buffer");
   if (!bytes || dst.ptr == src.ptr) return;
   Impl& m = *impl_;
+  CudaQueue& q = m.queue(queue);
   m.bind_context();
   check(m.cu->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst.ptr),
-                                reinterpret_cast<CUdeviceptr>(src.ptr), bytes, m.stream),
+                                reinterpret_cast<CUdeviceptr>(src.ptr), bytes, q.stream),
         "cuMemcpyDtoDAsync");
 }
 
-void CudaBackend::sync() {
+void CudaBackend::sync(Queue* queue) {
   Impl& m = *impl_;
+  CudaQueue& q = m.queue(queue);
   m.bind_context();
-  m.check_error_word();
+  q.check_error_word();
 }
 
 double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials,
                          double timeout_s) {
+  auto* p = dynamic_cast<CudaPlan*>(&plan);
+  if (!p) throw Error("cuda: time() needs a plan loaded by this backend");
   Impl& m = *impl_;
   m.bind_context();
   const CudaApi& cu = *m.cu;
+  // The queue the plan is bound with for this parity (the search's: the default queue).
+  CudaQueue& q = p->queue(parity);
+  const CUstream stream = q.stream;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   plan.execute(parity, dims);  // warm-up (and the dims copy)
-  check(cu.cuStreamSynchronize(m.stream), "cuStreamSynchronize");
+  check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
   if (elapsed() > timeout_s)
     throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
                 " s timeout");
@@ -395,9 +440,9 @@ double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials
   std::vector<double> times;
   try {
     for (int t = 0; t < std::max(trials, 1); ++t) {
-      check(cu.cuEventRecord(a, m.stream), "cuEventRecord");
+      check(cu.cuEventRecord(a, stream), "cuEventRecord");
       plan.execute(parity, dims);
-      check(cu.cuEventRecord(b, m.stream), "cuEventRecord");
+      check(cu.cuEventRecord(b, stream), "cuEventRecord");
       check(cu.cuEventSynchronize(b), "cuEventSynchronize");
       float ms = 0;
       check(cu.cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
@@ -413,7 +458,7 @@ double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials
   }
   cu.cuEventDestroy(a);
   cu.cuEventDestroy(b);
-  m.check_error_word();
+  q.check_error_word();
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];
 }
@@ -423,6 +468,10 @@ std::vector<KernelStat> CudaBackend::profile(Plan& plan, int parity, const int64
   auto* p = dynamic_cast<CudaPlan*>(&plan);
   if (!p) throw Error("cuda: profile() needs a plan loaded by this backend");
   return p->profile(parity, dims, trials);
+}
+
+std::string CudaBackend::profile_text(Plan& plan, const int64_t* dims) {
+  return format_profile(profile(plan, 0, dims, 10));
 }
 
 std::string CudaBackend::format_profile(const std::vector<KernelStat>& stats) {

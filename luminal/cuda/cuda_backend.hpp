@@ -9,8 +9,11 @@
 //   luminal::cuda::CudaBackend gpu;                    // device 0, its primary context
 //   luminal::Session s = luminal::compile(g, gpu, CompileOptions().search_graph_limit(20));
 //
-// Memory is device memory (allocate/upload/download). Work runs in order on the backend's
-// stream: uploads, executes and copies are ordered, and download() and sync() wait for it.
+// Memory is device memory (allocate/upload/download). Work runs in order on a queue: each
+// session makes its own (make_queue: a non-blocking stream with its own pinned upload staging
+// and error word), so sessions on one backend do not wait for one another; calls given a null
+// queue (the search, tools) use the backend's default queue. Uploads, executes and copies are
+// ordered on their queue, and download() and sync() wait for it.
 // Compiled kernels are cached in memory and on disk (<cache root>/kernels, keyed by the full
 // source text and the architecture and NVRTC version), so a second search or start compiles
 // nothing. Candidates are timed with CUDA events.
@@ -91,17 +94,34 @@ class CudaBackend final : public Backend {
                                               std::string_view text) const override;
 
   Buffer allocate(uint64_t bytes) override;
+  /// A new stream (non-blocking: not ordered with the default stream or other queues) with its
+  /// own upload staging and error word. Destroying it waits for its stream.
+  std::unique_ptr<Queue> make_queue() override;
+  /// The CUstream of `queue` (null: the default queue), as a void* (interop, tests).
+  void* stream(Queue* queue = nullptr) const;
+
+  /// Waits for every queue's work before freeing (a buffer may be in use on any of them).
   void release(Buffer b) override;
-  void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) override;
-  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) override;
-  void copy(Buffer dst, Buffer src, uint64_t bytes) override;
-  /// Waits for the stream; throws luminal::Error when a kernel reported a bad index since the
-  /// last sync (a Gather index outside its data).
-  void sync() override;
-  /// Median of `trials` executes timed with CUDA events, after one warm-up run.
+  /// Small uploads wait for their copy; large ones go through the queue's two pinned staging
+  /// buffers and return once the last chunk is staged. Either way the source may be freed.
+  void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes,
+              Queue* queue = nullptr) override;
+  /// Waits for the queue, then checks its error word like sync().
+  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
+                Queue* queue = nullptr) override;
+  void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue = nullptr) override;
+  /// Waits for the queue's stream; throws luminal::Error when one of its kernels reported a bad
+  /// index since its last sync (a Gather index outside its data).
+  void sync(Queue* queue = nullptr) override;
+  /// Median of `trials` executes timed with CUDA events on the plan's bound stream, after one
+  /// warm-up run.
   double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) override;
 
-  /// Per-launch times of one plan (median of `trials`), with its bytes and flops.
+  /// format_profile(profile(plan, 0, dims, 10)): LUMINAL_TRACE writes it for each bucket's
+  /// chosen program (profile.txt).
+  std::string profile_text(Plan& plan, const int64_t* dims) override;
+  /// Per-launch times of one plan (median of `trials`) on its bound stream, with its bytes and
+  /// flops.
   std::vector<KernelStat> profile(Plan& plan, int parity, const int64_t* dims, int trials);
   /// The profile as a table: node, op, ms, GB/s, GFLOP/s, share of the total.
   static std::string format_profile(const std::vector<KernelStat>& stats);

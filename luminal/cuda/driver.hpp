@@ -14,20 +14,47 @@
 
 namespace luminal::cuda {
 
-#define LUMINAL_CUDA_FUNCTIONS(X)                                                                  \
-  X(cuInit)                                                                                        \
-  X(cuDriverGetVersion)                                                                            \
-  X(cuDeviceGet)                                                                                   \
-  X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)               \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                  \
-          X(cuCtxGetCurrent) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)           \
-              X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)            \
-                  X(cuEventQuery) X(cuEventElapsedTime) X(cuModuleLoadData) X(cuModuleUnload)      \
-                      X(cuModuleGetFunction) X(cuLaunchKernel) X(cuFuncGetAttribute) X(cuMemAlloc) \
-                          X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoDAsync)     \
-                              X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)         \
-                                  X(cuMemsetD32Async) X(cuMemGetInfo) X(cuGetErrorName)            \
-                                      X(cuGetErrorString)
+// clang-format off
+#define LUMINAL_CUDA_FUNCTIONS(X) \
+  X(cuInit) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxGetCurrent) \
+  X(cuCtxSynchronize) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventSynchronize) \
+  X(cuEventQuery) \
+  X(cuEventElapsedTime) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuLaunchKernel) \
+  X(cuFuncGetAttribute) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemAllocHost) \
+  X(cuMemFreeHost) \
+  X(cuMemcpyHtoDAsync) \
+  X(cuMemcpyDtoHAsync) \
+  X(cuMemcpyDtoDAsync) \
+  X(cuMemsetD8Async) \
+  X(cuMemsetD32Async) \
+  X(cuMemGetInfo) \
+  X(cuGetErrorName) \
+  X(cuGetErrorString)
+// clang-format on
 
 struct CudaApi {
 #define LUMINAL_CUDA_DECLARE(name) decltype(&::name) name = nullptr;

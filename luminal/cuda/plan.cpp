@@ -181,7 +181,11 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
 CudaPlan::~CudaPlan() {
   const CudaApi& cu = *be_.cu;
   be_.bind_context();
-  cu.cuStreamSynchronize(be_.stream);
+  // Launches and dims copies may still run on the streams it was bound with (their queues
+  // outlive the plan).
+  if (dims_stream_) cu.cuStreamSynchronize(dims_stream_);
+  for (const Bound& bd : bound_)
+    if (bd.queue && bd.queue->stream != dims_stream_) cu.cuStreamSynchronize(bd.queue->stream);
   for (CUevent e : staging_done_)
     if (e) cu.cuEventDestroy(e);
   if (staging_) cu.cuMemFreeHost(staging_);
@@ -197,8 +201,11 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   if (b.arena.bytes < arena_bytes())
     throw Error("cuda: the bound arena has " + std::to_string(b.arena.bytes) +
                 " bytes; the plan needs " + std::to_string(arena_bytes()));
+  CudaQueue& queue = be_.queue(b.queue);
   const int n = static_cast<int>(g_.nodes.size());
   Bound& bd = bound_[parity];
+  bd.bound = false;
+  bd.queue = &queue;
   bd.ptr.assign(static_cast<size_t>(n), 0);
   const auto arena = reinterpret_cast<CUdeviceptr>(b.arena.ptr);
   for (int i = 0; i < n; ++i) {
@@ -227,7 +234,7 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     for (int in : node.inputs)
       a.push_back(bd.ptr[in]);
     a.push_back(dims_dev_);
-    a.push_back(be_.err);
+    a.push_back(queue.err);
     for (CUdeviceptr& p : a)
       bd.argp[s].push_back(&p);
     const int k = node.op->inplace_input;
@@ -237,10 +244,23 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   bd.bound = true;
 }
 
-void CudaPlan::update_dims(const int64_t* dims) {
+CudaQueue& CudaPlan::queue(int parity) const {
+  LUMINAL_ASSERT(parity == 0 || parity == 1, "cuda: parity must be 0 or 1");
+  const Bound& bd = bound_[parity];
+  if (!bd.bound) throw Error("cuda: the plan is not bound (parity " + std::to_string(parity) + ")");
+  return *bd.queue;
+}
+
+void CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
+  const CudaApi& cu = *be_.cu;
+  if (dims_stream_ != stream) {
+    // The dims array moves to another stream (a plan the search timed, now bound to a session's
+    // queue): nothing on the old stream may still read it or write it.
+    if (dims_stream_) check(cu.cuStreamSynchronize(dims_stream_), "cuStreamSynchronize");
+    dims_stream_ = stream;
+  }
   const size_t k = dims_.size();
   if (dims_valid_ && (k == 0 || std::memcmp(dims_.data(), dims, k * sizeof(int64_t)) == 0)) return;
-  const CudaApi& cu = *be_.cu;
   if (k > 0) {
     std::memcpy(dims_.data(), dims, k * sizeof(int64_t));
     const int slot = next_slot_;
@@ -249,9 +269,9 @@ void CudaPlan::update_dims(const int64_t* dims) {
     check(cu.cuEventSynchronize(staging_done_[slot]), "cuEventSynchronize (dims staging)");
     int64_t* host = staging_ + static_cast<size_t>(slot) * k;
     std::memcpy(host, dims, k * sizeof(int64_t));
-    check(cu.cuMemcpyHtoDAsync(dims_dev_, host, k * sizeof(int64_t), be_.stream),
+    check(cu.cuMemcpyHtoDAsync(dims_dev_, host, k * sizeof(int64_t), stream),
           "cuMemcpyHtoDAsync (dims)");
-    check(cu.cuEventRecord(staging_done_[slot], be_.stream), "cuEventRecord");
+    check(cu.cuEventRecord(staging_done_[slot], stream), "cuEventRecord");
   }
   for (Step& s : steps_)
     for (int a = 0; a < 3; ++a)
@@ -264,7 +284,7 @@ void CudaPlan::launch(int parity, size_t s) {
   const Step& st = steps_[s];
   if (bd.skip[s] || st.grid_now[0] == 0 || st.grid_now[1] == 0 || st.grid_now[2] == 0) return;
   check(be_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
-                               static_cast<unsigned>(st.launch.block), 1, 1, 0, be_.stream,
+                               static_cast<unsigned>(st.launch.block), 1, 1, 0, bd.queue->stream,
                                bd.argp[s].data(), nullptr),
         "cuLaunchKernel");
 }
@@ -273,7 +293,7 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
   be_.bind_context();
-  update_dims(dims);
+  update_dims(dims, bd.queue->stream);
   for (size_t s = 0; s < steps_.size(); ++s)
     launch(parity, s);
 }
@@ -282,6 +302,7 @@ std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int t
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: profile before bind");
   const CudaApi& cu = *be_.cu;
+  const CUstream stream = bd.queue->stream;
   be_.bind_context();
   execute(parity, dims);  // warm-up
   std::vector<std::vector<float>> times(steps_.size());
@@ -289,11 +310,11 @@ std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int t
   for (CUevent& e : ev)
     check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
   for (int t = 0; t < std::max(trials, 1); ++t) {
-    update_dims(dims);
-    check(cu.cuEventRecord(ev[0], be_.stream), "cuEventRecord");
+    update_dims(dims, stream);
+    check(cu.cuEventRecord(ev[0], stream), "cuEventRecord");
     for (size_t s = 0; s < steps_.size(); ++s) {
       launch(parity, s);
-      check(cu.cuEventRecord(ev[s + 1], be_.stream), "cuEventRecord");
+      check(cu.cuEventRecord(ev[s + 1], stream), "cuEventRecord");
     }
     check(cu.cuEventSynchronize(ev.back()), "cuEventSynchronize");
     for (size_t s = 0; s < steps_.size(); ++s) {
@@ -304,7 +325,7 @@ std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int t
   }
   for (CUevent e : ev)
     cu.cuEventDestroy(e);
-  be_.check_error_word();
+  bd.queue->check_error_word();
   std::vector<KernelStat> out;
   for (size_t s = 0; s < steps_.size(); ++s) {
     std::vector<float>& v = times[s];

@@ -50,6 +50,10 @@ PlanIo PlanIo::of(const LlirGraph& g) {
 
 Buffer Backend::wrap_host(const void*, uint64_t) { return {}; }
 
+std::unique_ptr<Queue> Backend::make_queue() { return nullptr; }
+
+std::string Backend::profile_text(Plan&, const int64_t*) { return {}; }
+
 const OpDef* Backend::op_named(std::string_view name) const {
   for (int k = 0; k <= static_cast<int>(OpKind::Output); ++k) {
     const OpDef* op = hlir_op(static_cast<OpKind>(k));

@@ -19,6 +19,13 @@
 // order of PlanSpec::dims. Buffers are bound per parity (0 and 1): a carried output that is not
 // updated in place alternates between two buffers, and a backend that captures launches (a CUDA
 // graph) captures one per parity.
+//
+// Work is ordered on queues. A backend whose work runs asynchronously (CUDA: a stream) makes a
+// Queue per session with make_queue(); uploads, copies, downloads and syncs name the queue they
+// are ordered on, and a plan launches on the queue it was bound with (Bindings::queue). Work on
+// one queue runs in order; work on different queues is not ordered (sessions on one backend run
+// side by side). A null queue is the backend's default queue, which the search uses. The CPU
+// makes no queues: everything it does has finished when the call returns.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,6 +47,15 @@ struct Buffer {
   bool operator==(const Buffer&) const = default;
 };
 
+/// An ordered queue of a backend's work (CUDA: a stream with its own staging memory and error
+/// word). Made by Backend::make_queue and handed back to the backend's calls; work on one queue
+/// runs in the order it was issued. Destroying a queue waits for its work. A queue must outlive
+/// the plans bound with it and belongs to the backend that made it.
+class Queue {
+ public:
+  virtual ~Queue() = default;
+};
+
 /// What a plan is loaded for.
 struct PlanSpec {
   /// The range of every dim the program uses, in this bucket.
@@ -53,6 +69,9 @@ struct Bindings {
   std::vector<Buffer> inputs;   // one per Plan::inputs(), in that order
   std::vector<Buffer> outputs;  // one per Plan::outputs(); unused for outputs written in place
   Buffer arena;                 // at least Plan::arena_bytes()
+  /// Where execute() launches (null: the backend's default queue). Both parities of a plan are
+  /// normally bound with the same queue.
+  Queue* queue = nullptr;
 };
 
 /// The user-visible inputs and outputs of a program, by label, in binding order.
@@ -80,7 +99,8 @@ class Plan {
   /// Attaches buffers to `parity` (0 or 1). Later executes of that parity use them.
   virtual void bind(int parity, const Bindings& b) = 0;
   /// Runs once on the buffers bound to `parity` with dims[i] the value of slot i. May return
-  /// before the work is done (Backend::sync waits). Nothing allocates or looks names up here.
+  /// before the work is done (Backend::sync of the bound queue waits). Nothing allocates or looks
+  /// names up here.
   virtual void execute(int parity, const int64_t* dims) = 0;
 
  protected:
@@ -110,25 +130,39 @@ class Backend {
   virtual std::shared_ptr<const Payload> read_payload(std::string_view kind,
                                                       std::string_view text) const;
 
-  // Memory. Buffers are aligned to at least 256 bytes; contents start undefined.
+  /// A new queue for one session's work, or null when the backend has none (the CPU: every call
+  /// has finished when it returns). The default returns null.
+  virtual std::unique_ptr<Queue> make_queue();
+
+  // Memory. Buffers are aligned to at least 256 bytes; contents start undefined. `queue` (null:
+  // the default queue) orders a call with the work launched there; overrides keep the default
+  // argument `= nullptr`.
   virtual Buffer allocate(uint64_t bytes) = 0;
+  /// Frees a buffer once no queue uses it any more.
   virtual void release(Buffer b) = 0;
-  /// Copies host bytes into a buffer, ordered after work already launched.
-  virtual void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes) = 0;
-  /// Waits for launched work, then copies bytes out of a buffer.
-  virtual void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes) = 0;
-  /// Copies between two buffers of this backend, ordered with launched work.
-  virtual void copy(Buffer dst, Buffer src, uint64_t bytes) = 0;
+  /// Copies host bytes into a buffer, ordered after work already launched on `queue`.
+  virtual void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes,
+                      Queue* queue = nullptr) = 0;
+  /// Waits for the work launched on `queue`, then copies bytes out of a buffer.
+  virtual void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
+                        Queue* queue = nullptr) = 0;
+  /// Copies between two buffers of this backend, ordered with the work launched on `queue`.
+  virtual void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue = nullptr) = 0;
   /// A buffer over host memory that kernels can read directly (zero-copy weights), or an empty
   /// Buffer when this backend cannot (CUDA device memory) or the alignment does not allow it.
   virtual Buffer wrap_host(const void* data, uint64_t bytes);
-  /// Waits until every launched execute and copy has finished.
-  virtual void sync() = 0;
+  /// Waits until every execute and copy launched on `queue` has finished.
+  virtual void sync(Queue* queue = nullptr) = 0;
 
-  /// Median seconds of one execute of `plan` over `trials` runs, after one untimed warm-up run.
-  /// Throws luminal::Error when a run exceeds `timeout_s`. The default times execute() + sync()
-  /// with a steady clock.
+  /// Median seconds of one execute of `plan` over `trials` runs, after one untimed warm-up run,
+  /// on the queue the plan is bound with; returns (or throws) with that queue idle. Throws
+  /// luminal::Error when a run exceeds `timeout_s`. The default times execute() + sync() of the
+  /// default queue with a steady clock (right for backends without queues, and for plans bound
+  /// by the search, which binds with the default queue).
   virtual double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s);
+  /// A per-kernel profile of `plan` (bound for parity 0) at `dims` as text, for LUMINAL_TRACE;
+  /// empty when the backend has none (the default).
+  virtual std::string profile_text(Plan& plan, const int64_t* dims);
 };
 
 }  // namespace luminal

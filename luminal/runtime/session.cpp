@@ -40,6 +40,9 @@ std::vector<uint8_t> generated_data(DType dt, uint64_t bytes, uint64_t seed) {
 struct Session::State {
   Graph graph;
   Backend* backend = nullptr;
+  /// The session's queue (null on backends without queues): every upload, copy, download, sync
+  /// and execute of the session is ordered on it.
+  std::unique_ptr<Queue> queue;
   CompileOptions opts;
   Trace trace;
   std::vector<std::string> dim_names;
@@ -112,6 +115,10 @@ struct Session::State {
   Stats stats;
 
   ~State() {
+    // Plans first (they may wait for the queue), then the queue (waits for its work), then the
+    // buffers, which no work uses any more.
+    buckets.clear();
+    queue.reset();
     for (Buffer& b : pool)
       backend->release(b);
   }
@@ -177,6 +184,7 @@ Session::Session(Graph graph, Backend& backend, CompileOptions options)
                 "; raise max_memory or narrow the dim ranges");
   }
   s.backend = &backend;
+  s.queue = backend.make_queue();
   for (State::In& i : s.in)
     i.buf = s.allocate(i.capacity);
   for (State::Out& o : s.out)
@@ -250,19 +258,19 @@ void Session::compile() {
       State::In& i = s.in[k];
       if (!i.has_data) {
         std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity, 0x5eed + k);
-        be.upload(i.buf, 0, bytes.data(), bytes.size());
+        be.upload(i.buf, 0, bytes.data(), bytes.size(), s.queue.get());
         s.stats.bytes_generated += bytes.size();
         data.inputs[i.label] = i.buf;
       } else if (i.bytes_set < i.capacity && !i.external) {
         // Set for smaller dims than a bucket is timed at: the tail gets generated data too (it is
         // past the value the user set, so nothing visible changes).
         std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - i.bytes_set, 0x5eed + k);
-        be.upload(i.buf, i.bytes_set, bytes.data(), bytes.size());
+        be.upload(i.buf, i.bytes_set, bytes.data(), bytes.size(), s.queue.get());
         s.stats.bytes_generated += bytes.size();
         if (i.carried) {
           Buffer c = s.allocate(i.capacity);
           scratch.push_back(c);
-          be.copy(c, i.buf, i.capacity);
+          be.copy(c, i.buf, i.capacity, s.queue.get());
           data.inputs[i.label] = c;
         } else {
           data.inputs[i.label] = i.buf;
@@ -270,7 +278,7 @@ void Session::compile() {
       } else if (i.carried) {
         Buffer c = s.allocate(i.capacity);
         scratch.push_back(c);
-        be.copy(c, i.buf, i.capacity);
+        be.copy(c, i.buf, i.capacity, s.queue.get());
         data.inputs[i.label] = c;
       } else {
         data.inputs[i.label] = i.buf;
@@ -282,6 +290,10 @@ void Session::compile() {
       o.lives_in = -1;
     }
     data.fixed_bytes = memory_bytes();
+    // The search runs on the backend's default queue: what this session's queue wrote (set,
+    // generated data, scratch copies) must have landed first. The search returns with the
+    // default queue idle (Backend::time), so nothing is needed afterwards.
+    be.sync(s.queue.get());
   };
   const ProgramCache cache(s.opts);
   auto warn = [&](const std::string& w) {
@@ -438,6 +450,7 @@ int Session::pick_parity(int bucket) {
     for (int o : b.out_map)
       bind.outputs.push_back(outs[o]);
     bind.arena = s.arena;
+    bind.queue = s.queue.get();
     b.bp.plan->bind(p, bind);
   }
   b.bound = true;
@@ -506,7 +519,9 @@ void Session::execute(const DynMap& dyn_in) {
   execute(std::span<const int64_t>(dims));
 }
 
-void Session::sync() { s_->backend->sync(); }
+void Session::sync() { s_->backend->sync(s_->queue.get()); }
+
+Queue* Session::queue() const { return s_->queue.get(); }
 
 void Session::set_input(NodeId id, HostBuffer data) {
   set_input_bytes(id, data.bytes.data(), data.bytes.size());
@@ -537,7 +552,7 @@ void Session::set_input_bytes(NodeId id, const void* data, uint64_t bytes) {
     in.external = false;
     in.buf = s.allocate(in.capacity);
   }
-  s.backend->upload(in.buf, 0, data, bytes);
+  s.backend->upload(in.buf, 0, data, bytes, s.queue.get());
   s.stats.bytes_uploaded += bytes;
   in.bytes_set = bytes;
   in.has_data = true;
@@ -582,10 +597,10 @@ HostBuffer Session::output_value(NodeId id) const {
   if (!o.valid) {
     throw Error("get: output '" + o.label + "' has no value yet: call execute() first");
   }
-  s.backend->sync();
+  s.backend->sync(s.queue.get());
   HostBuffer hb{o.dtype, std::vector<uint8_t>(s.out_bytes(o))};
   const Buffer src = o.lives_in >= 0 ? s.in[o.lives_in].buf : o.buf;
-  s.backend->download(hb.bytes.data(), src, 0, hb.bytes.size());
+  s.backend->download(hb.bytes.data(), src, 0, hb.bytes.size(), s.queue.get());
   s_->stats.bytes_downloaded += hb.bytes.size();
   return hb;
 }
@@ -596,7 +611,7 @@ std::vector<int64_t> Session::output_shape(NodeId id) const {
   if (!o.valid) {
     throw Error("get: output '" + o.label + "' has no value yet: call execute() first");
   }
-  s.backend->sync();  // a shape is read after the work that produced it, like a value
+  s.backend->sync(s.queue.get());  // a shape is read after the work that produced it
   std::vector<int64_t> shape;
   for (const SlotExpr& d : o.shape)
     shape.push_back(d.eval(s.last_dims.data()));
@@ -623,7 +638,7 @@ void Session::move_output_to_input(NodeId output, NodeId input) {
       in.keep_alive.reset();
       in.buf = s.allocate(in.capacity);
     }
-    s.backend->copy(in.buf, s.in[o.lives_in].buf, bytes);
+    s.backend->copy(in.buf, s.in[o.lives_in].buf, bytes, s.queue.get());
   } else if (in.external) {
     in.external = false;
     in.keep_alive.reset();

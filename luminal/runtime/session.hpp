@@ -22,6 +22,10 @@
 // (Graph::carry) and hand_off swap buffer handles, never bytes: a carried output not updated in
 // place alternates between two buffers, and each plan is bound once per parity.
 //
+// Each session orders its work on its own queue (Backend::make_queue; a CUDA stream), so two
+// sessions on one backend run side by side; the search times candidates on the backend's
+// default queue.
+//
 // `luminal::compile(g, backend, options)` makes a session and compiles it in one call, timing
 // candidates on generated data (set inputs afterwards).
 #include <cstdint>
@@ -63,6 +67,11 @@ class Session : public Runtime {
   void execute(std::span<const int64_t> dims);
   /// Waits for launched work (reading an output, a shape or a carried value also does).
   void sync();
+  /// The session's queue (Backend::make_queue at construction; null on backends without
+  /// queues, the CPU). Every upload, copy, download, sync and execute of the session is ordered
+  /// on it, so sessions sharing a backend do not wait for one another; the search uses the
+  /// backend's default queue.
+  Queue* queue() const;
 
   /// The slot of a dynamic dimension; throws listing the dims for an unknown name.
   DimSlot dim(std::string_view name) const;

@@ -40,10 +40,10 @@ class CudaRulesOnly : public Backend {
   }
   Buffer allocate(uint64_t) override { throw Error("CudaRulesOnly has no memory"); }
   void release(Buffer) override {}
-  void upload(Buffer, uint64_t, const void*, uint64_t) override {}
-  void download(void*, Buffer, uint64_t, uint64_t) override {}
-  void copy(Buffer, Buffer, uint64_t) override {}
-  void sync() override {}
+  void upload(Buffer, uint64_t, const void*, uint64_t, Queue* = nullptr) override {}
+  void download(void*, Buffer, uint64_t, uint64_t, Queue* = nullptr) override {}
+  void copy(Buffer, Buffer, uint64_t, Queue* = nullptr) override {}
+  void sync(Queue* = nullptr) override {}
 };
 
 /// Why the GPU suites skip here ("" when a GPU is usable).

@@ -1,10 +1,12 @@
 // GPU suites (skip without a GPU): sessions on the CUDA backend. KV-cache round trips with the
 // in-place scatter and carry, buckets switching back and forth, stable buffer addresses, the
 // kernel and program caches across backends, sin accuracy for rotary angles, 64-bit indexing, and
-// the error paths (memory cap, a dim outside every bucket, a Gather index outside its data).
+// the error paths (memory cap, a dim outside every bucket, a Gather index outside its data), and
+// two sessions on one backend, each on its own stream.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -144,6 +146,7 @@ TEST(CudaSession, BucketsBackAndForthAndStablePointers) {
 
 TEST(CudaSession, KernelAndProgramCachesMakeTheSecondStartCompileNothing) {
   LUMINAL_REQUIRE_GPU();
+  ::unsetenv("LUMINAL_CACHE");  // ctest turns the program cache off; this test is about it
   const fs::path dir =
       fs::temp_directory_path() / ("luminal_cuda_cache_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -258,6 +261,112 @@ TEST(CudaSession, ErrorPaths) {
     s.execute();
     testing::expect_error([&] { s.get<float>("rows"); }, "Gather");
   }
+}
+
+// ---------------------------------------------------------------- queues
+
+// The KV-cache steps of kv_steps, split so two sessions can interleave them; `salt` changes the
+// weights and inputs so that work landing in the other session's buffers would show. Every value
+// is a small integer: exact whatever program the search picks.
+struct KvStepper {
+  KvModel& m;
+  int salt = 0;
+  int pos = 0;
+  void start(Runtime& rt) {
+    std::vector<float> w(kDim * kDim);
+    for (int i = 0; i < kDim * kDim; ++i)
+      w[i] = static_cast<float>((i + salt) % 3 - 1);
+    rt.set(m.w, w);
+    rt.set(m.cache, std::vector<float>(kSlots * kDim, 0.f));
+    pos = 0;
+  }
+  void launch(Runtime& rt, int step) {  // set and execute, nothing waited for
+    const int s = step == 0 ? 3 : 1;
+    std::vector<float> x(s * kDim);
+    std::vector<int32_t> idx;
+    for (int i = 0; i < s * kDim; ++i)
+      x[i] = static_cast<float>((step * 7 + i * 3 + salt) % 5 - 2);
+    for (int r = 0; r < s; ++r)
+      for (int j = 0; j < kDim; ++j)
+        idx.push_back((pos + r) * kDim + j);
+    rt.set(m.x, x);
+    rt.set(m.idx, idx);
+    pos += s;
+    rt.execute({{"s", s}, {"c", pos}});
+  }
+  void read(Runtime& rt, std::vector<std::vector<float>>& out) {
+    out.push_back(rt.get<float>(m.read));
+    out.push_back(rt.get<float>(m.cache_out));
+  }
+};
+
+TEST(CudaSession, TwoSessionsOnOneBackendInterleavedMatchEachAlone) {
+  LUMINAL_REQUIRE_GPU();
+  cuda::CudaBackend& be = testing::gpu();
+  KvModel m;
+  m.g.set_dim("c", 1);
+  const CompileOptions opts = quick().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, kSlots)});
+  constexpr int kSteps = 6;
+  std::vector<std::vector<float>> alone[2], together[2];
+  for (int k = 0; k < 2; ++k) {
+    Session s = compile(m.g, be, opts);
+    KvStepper st{m, k + 1};
+    st.start(s);
+    for (int step = 0; step < kSteps; ++step) {
+      st.launch(s, step);
+      st.read(s, alone[k]);
+    }
+  }
+  ASSERT_NE(alone[0], alone[1]) << "the salts should give the sessions different values";
+  Session a = compile(m.g, be, opts);
+  Session b = compile(m.g, be, opts);
+  ASSERT_NE(a.queue(), nullptr);
+  ASSERT_NE(b.queue(), nullptr);
+  EXPECT_NE(be.stream(a.queue()), be.stream(b.queue()));
+  EXPECT_NE(be.stream(a.queue()), be.stream());
+  EXPECT_NE(be.stream(b.queue()), be.stream());
+  KvStepper sa{m, 1}, sb{m, 2};
+  sa.start(a);
+  sb.start(b);
+  for (int step = 0; step < kSteps; ++step) {
+    // Both sessions have work in flight before either waits.
+    sa.launch(a, step);
+    sb.launch(b, step);
+    if (step % 2 == 0) {
+      sa.read(a, together[0]);
+      sb.read(b, together[1]);
+    } else {
+      sb.read(b, together[1]);
+      sa.read(a, together[0]);
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ(together[k].size(), alone[k].size());
+    for (size_t i = 0; i < alone[k].size(); ++i)
+      EXPECT_EQ(together[k][i], alone[k][i]) << "session " << k << ", value " << i;
+  }
+}
+
+TEST(CudaSession, AGatherErrorIsReportedOnTheSessionThatHadIt) {
+  LUMINAL_REQUIRE_GPU();
+  Graph g;
+  Tensor data = g.tensor("data", {4, 8});
+  Tensor idx = g.tensor("idx", {2}, DType::I32);
+  data.index_select(0, idx).output("rows");
+  Session bad = compile(g, testing::gpu(), quick());
+  Session good = compile(g, testing::gpu(), quick());
+  for (Session* s : {&bad, &good})
+    s->set("data", std::vector<float>(32, 1.f));
+  bad.set("idx", std::vector<int32_t>{1, 7});
+  good.set("idx", std::vector<int32_t>{1, 3});
+  bad.execute();
+  good.execute();
+  EXPECT_EQ(good.get<float>("rows"), std::vector<float>(16, 1.f));
+  testing::expect_error([&] { bad.get<float>("rows"); }, "Gather");
+  // The word was cleared: the session works again with valid indexes.
+  bad.set("idx", std::vector<int32_t>{0, 2});
+  bad.execute();
+  EXPECT_EQ(bad.get<float>("rows"), std::vector<float>(16, 1.f));
 }
 
 }  // namespace

@@ -31,11 +31,16 @@ class CpuDelegate : public Backend {
   }
   Buffer allocate(uint64_t bytes) override { return cpu.allocate(bytes); }
   void release(Buffer b) override { cpu.release(b); }
-  void upload(Buffer d, uint64_t o, const void* s, uint64_t n) override { cpu.upload(d, o, s, n); }
-  void download(void* d, Buffer s, uint64_t o, uint64_t n) override { cpu.download(d, s, o, n); }
-  void copy(Buffer d, Buffer s, uint64_t n) override { cpu.copy(d, s, n); }
+  std::unique_ptr<Queue> make_queue() override { return cpu.make_queue(); }
+  void upload(Buffer d, uint64_t o, const void* s, uint64_t n, Queue* q = nullptr) override {
+    cpu.upload(d, o, s, n, q);
+  }
+  void download(void* d, Buffer s, uint64_t o, uint64_t n, Queue* q = nullptr) override {
+    cpu.download(d, s, o, n, q);
+  }
+  void copy(Buffer d, Buffer s, uint64_t n, Queue* q = nullptr) override { cpu.copy(d, s, n, q); }
   Buffer wrap_host(const void* p, uint64_t n) override { return cpu.wrap_host(p, n); }
-  void sync() override { cpu.sync(); }
+  void sync(Queue* q = nullptr) override { cpu.sync(q); }
 
   cpu::CpuBackend cpu;
 };
