@@ -34,6 +34,7 @@
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/models/model_files.hpp"
+#include "luminal/runtime/session.hpp"
 
 namespace luminal::cli {
 
@@ -246,11 +247,15 @@ void add_run(CLI::App& app) {
     shape.sampler = sampling.needs_sampler();
     shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
     shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
-    const auto t_load = Clock::now();
     models::CausalLM lm =
         models::CausalLM::load(model, *backend, shape, compile_options(o->budget));
     const double load_ms = ms_since(t_open);
-    (void)t_load;
+    // Whether the programs came from the compile cache (a later start) or were searched.
+    bool from_cache = true;
+    for (const SearchReport& r : static_cast<Session&>(lm.runtime()).reports())
+      from_cache = from_cache && r.cached;
+    std::cerr << "luminal: programs " << (from_cache ? "loaded from the compile cache" : "searched")
+              << "\n";
     models::StopConditions stop;
     stop.eos_ids = model.eos_ids;
     stop.strings = o->stop;

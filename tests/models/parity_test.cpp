@@ -185,5 +185,26 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::Values("llama3", "qwen2", "qwen3", "mistral"),
                          [](const auto& info) { return info.param; });
 
+// The same model from a GGUF file (tests/data/gguf/models, written by
+// scripts/gguf/make_model_fixtures.py with llama.cpp's Q/K row permutation): the weights come back
+// exactly, so the logits and greedy tokens equal the folder's.
+TEST(Gguf, Llama3FromGgufEqualsTheFolder) {
+  const fs::path gguf =
+      fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "gguf" / "models" / "llama3-f32.gguf";
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 16;
+  cpu::CpuBackend cpu(2);
+  const auto opts = CompileOptions().search_graph_limit(4).verbose(false);
+  auto folder = models::CausalLM::load(models_dir() / "llama3", cpu, shape, opts);
+  auto file = models::CausalLM::load(gguf, cpu, shape, opts);
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
+  const std::vector<float> a = folder.forward(ids), b = file.forward(ids);
+  expect_close(b, a, 1e-6, 1e-6, "gguf vs folder logits");
+  folder.reset();
+  file.reset();
+  EXPECT_EQ(file.generate_greedy(ids, 16), folder.generate_greedy(ids, 16));
+}
+
 }  // namespace
 }  // namespace luminal
