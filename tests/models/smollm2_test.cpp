@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "luminal/cpu/cpu_backend.hpp"
@@ -95,6 +96,19 @@ TEST(SmolLM2, MatchesTransformers) {
   const int64_t V = lm.vocab_size();
   ASSERT_EQ(V, ref.at("vocab_size").get<int64_t>());
 
+  // llama.cpp's teacher-forced top-1 for the same prompts (scripts/models/llamacpp_reference.cpp):
+  // it quantises activations, so the bar is 98% agreement over all positions.
+  std::map<std::string, std::vector<int32_t>> llamacpp;
+  {
+    std::ifstream lc(data_dir() / "smollm2_llamacpp.jsonl");
+    for (std::string line; std::getline(lc, line);) {
+      if (line.empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(line);
+      llamacpp[j.at("name").get<std::string>()] = j.at("argmax").get<std::vector<int32_t>>();
+    }
+  }
+  int64_t lc_agree = 0, lc_total = 0;
+
   for (const nlohmann::json& p : ref.at("prompts")) {
     const std::string name = p.at("name").get<std::string>();
     const auto ids = p.at("input_ids").get<std::vector<int32_t>>();
@@ -117,6 +131,11 @@ TEST(SmolLM2, MatchesTransformers) {
     }
     EXPECT_GE(static_cast<double>(agree), 0.98 * static_cast<double>(n))
         << name << ": top-1 agrees at " << agree << " of " << n << " positions";
+    if (auto it = llamacpp.find(name); it != llamacpp.end() && it->second.size() == ids.size()) {
+      for (int64_t t = 0; t < n; ++t)
+        lc_agree += argmax(logits.data() + t * V, V) == it->second[static_cast<size_t>(t)];
+      lc_total += n;
+    }
 
     // The last position's logits: the 256 largest and every stride-th id of transformers'.
     const float* last = logits.data() + (n - 1) * V;
@@ -174,6 +193,10 @@ TEST(SmolLM2, MatchesTransformers) {
               << " steps (then a margin below 0.1); identical for " << same << " of "
               << want_gen.size() << "\n";
   }
+  ASSERT_GT(lc_total, 0) << "no llama.cpp reference read from smollm2_llamacpp.jsonl";
+  std::cout << "[ smollm2 ] teacher-forced top-1 equal to llama.cpp's at " << lc_agree << " of "
+            << lc_total << " positions\n";
+  EXPECT_GE(static_cast<double>(lc_agree), 0.98 * static_cast<double>(lc_total));
 }
 
 }  // namespace
