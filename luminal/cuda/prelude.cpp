@@ -165,26 +165,7 @@ const std::string& device_prelude() {
   return p;
 }
 
-std::string dtype_tag(DType t) {
-  switch (t) {
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::TF32: return "tf32";
-    case DType::I8: return "i8";
-    case DType::U8: return "u8";
-    case DType::I16: return "i16";
-    case DType::U16: return "u16";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::Bool: return "bool";
-    case DType::F8E4M3: return "f8e4m3";
-    case DType::F8E5M2: return "f8e5m2";
-  }
-  LUMINAL_ASSERT(false, "dtype_tag: invalid DType");
-  return "f32";
-}
+std::string dtype_tag(DType t) { return std::string(name(t)); }  // the prelude uses DType names
 
 std::string compute_type(DType t) {
   if (t == DType::F64) return "double";

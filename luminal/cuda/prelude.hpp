@@ -17,7 +17,7 @@ namespace luminal::cuda {
 
 /// The prelude's source text.
 const std::string& device_prelude();
-/// The dtype's tag in the prelude ("bf16").
+/// The dtype's tag in the prelude: its DType name ("bf16").
 std::string dtype_tag(DType t);
 /// "float", "double" or "long long".
 std::string compute_type(DType t);

@@ -1,14 +1,8 @@
-// GGUF files: the memory mapping and metadata lookup. Parsing lives in gguf_parse.cpp,
-// dequantisation in gguf_dequant.cpp.
+// GGUF files: the mapped file (mapped_file.hpp) and metadata lookup. Parsing lives in
+// gguf_parse.cpp, dequantisation in gguf_dequant.cpp.
 #include "luminal/io/gguf.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include "luminal/io/mapped_file.hpp"
 
 namespace luminal::io {
 
@@ -18,15 +12,14 @@ std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 struct GgufFile::Impl {
   std::string source;
-  const uint8_t* map = nullptr;  // mmap'd region (nullptr when owned or empty)
-  size_t map_size = 0;
+  MappedFile mapped;           // open() (no bytes when owned or empty)
   std::vector<uint8_t> owned;  // from_bytes
   GgufHeader header;
   std::map<std::string, size_t, std::less<>> key_index;
   std::map<std::string, size_t, std::less<>> tensor_index;
 
   std::span<const uint8_t> buffer() const {
-    if (map) return {map, map_size};
+    if (mapped.mapped()) return mapped.bytes();
     return {owned.data(), owned.size()};
   }
   void load() {
@@ -35,9 +28,6 @@ struct GgufFile::Impl {
       key_index.emplace(header.metadata[i].first, i);
     for (size_t i = 0; i < header.tensors.size(); ++i)
       tensor_index.emplace(header.tensors[i].name, i);
-  }
-  ~Impl() {
-    if (map) munmap(const_cast<uint8_t*>(map), map_size);
   }
 
   // Runs an accessor of GgufValue, adding the file and the key to its error.
@@ -72,26 +62,8 @@ GgufFile::~GgufFile() = default;
 GgufFile GgufFile::open(const std::filesystem::path& file) {
   auto impl = std::make_unique<Impl>();
   impl->source = file.string();
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("gguf " + q(impl->source) + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("gguf " + q(impl->source) + ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size > 0) {
-    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      throw Error("gguf " + q(impl->source) + ": mmap failed: " + std::strerror(err));
-    }
-    impl->map = static_cast<const uint8_t*>(p);
-    impl->map_size = size;
-  }
-  ::close(fd);
-  impl->load();  // on error, ~Impl unmaps
+  impl->mapped = MappedFile::open(file, "gguf");
+  impl->load();  // on error, the mapping is released with impl
   return GgufFile(std::move(impl));
 }
 

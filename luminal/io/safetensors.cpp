@@ -2,11 +2,6 @@
 // inputs. Parsing lives in safetensors_parse.cpp, writing in safetensors_writer.cpp.
 #include "luminal/io/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "luminal/io/mapped_file.hpp"
 #include "luminal/runtime/runtime.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -48,15 +44,14 @@ int64_t TensorView::numel() const {
 
 struct SafeTensors::Impl {
   std::string source;
-  const uint8_t* map = nullptr;  // mmap'd region (nullptr when owned or empty)
-  size_t map_size = 0;
+  MappedFile mapped;           // open() (no bytes when owned or empty)
   std::vector<uint8_t> owned;  // from_bytes
   std::map<std::string, std::string> metadata;
   std::vector<TensorView> tensors;
   std::map<std::string, size_t, std::less<>> index;
 
   std::span<const uint8_t> buffer() const {
-    if (map) return {map, map_size};
+    if (mapped.mapped()) return mapped.bytes();
     return {owned.data(), owned.size()};
   }
   void load() {
@@ -75,9 +70,6 @@ struct SafeTensors::Impl {
       tensors.push_back(std::move(v));
     }
   }
-  ~Impl() {
-    if (map) munmap(const_cast<uint8_t*>(map), map_size);
-  }
 };
 
 SafeTensors::SafeTensors(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -88,27 +80,8 @@ SafeTensors::~SafeTensors() = default;
 SafeTensors SafeTensors::open(const std::filesystem::path& file) {
   auto impl = std::make_unique<Impl>();
   impl->source = file.string();
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw Error("safetensors " + q(impl->source) + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("safetensors " + q(impl->source) + ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size > 0) {
-    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      throw Error("safetensors " + q(impl->source) + ": mmap failed: " + std::strerror(err));
-    }
-    impl->map = static_cast<const uint8_t*>(p);
-    impl->map_size = size;
-  }
-  ::close(fd);
-  impl->load();  // on error, ~Impl unmaps
+  impl->mapped = MappedFile::open(file, "safetensors");
+  impl->load();  // on error, the mapping is released with impl
   return SafeTensors(std::move(impl));
 }
 
