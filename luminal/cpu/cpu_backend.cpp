@@ -11,6 +11,7 @@
 #include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/plan.hpp"
 #include "luminal/cpu/thread_pool.hpp"
+#include "luminal/egraph/rule_sets.hpp"
 
 namespace luminal::cpu {
 
@@ -33,20 +34,8 @@ CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : default_t
 
 std::vector<RuleSet> CpuBackend::rulesets() const {
   std::vector<RuleSet> sets;
-  for (const CpuOp* op : cpu_ops()) {
-    if (!op->rules) continue;
-    std::vector<Rule> rules = op->rules();
-    if (rules.empty()) continue;
-    RuleSet* set = nullptr;
-    for (RuleSet& s : sets)
-      if (s.name == op->ruleset) set = &s;
-    if (!set) {
-      sets.push_back(RuleSet{std::string(op->ruleset), {}});
-      set = &sets.back();
-    }
-    for (Rule& r : rules)
-      set->rules.push_back(std::move(r));
-  }
+  for (const CpuOp* op : cpu_ops())
+    if (op->rules) add_rules(sets, op->ruleset, op->rules());
   return sets;
 }
 

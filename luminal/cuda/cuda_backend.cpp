@@ -20,6 +20,7 @@
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/egraph/rule_sets.hpp"
 #include "luminal/kernels/fused_program.hpp"
 
 namespace luminal::cuda {
@@ -268,20 +269,8 @@ CudaBackend::~CudaBackend() {
 
 std::vector<RuleSet> cuda_rulesets() {
   std::vector<RuleSet> sets;
-  for (const CudaOp* op : cuda_ops()) {
-    if (!op->rules) continue;
-    std::vector<Rule> rules = op->rules();
-    if (rules.empty()) continue;
-    RuleSet* set = nullptr;
-    for (RuleSet& s : sets)
-      if (s.name == op->ruleset) set = &s;
-    if (!set) {
-      sets.push_back(RuleSet{std::string(op->ruleset), {}});
-      set = &sets.back();
-    }
-    for (Rule& r : rules)
-      set->rules.push_back(std::move(r));
-  }
+  for (const CudaOp* op : cuda_ops())
+    if (op->rules) add_rules(sets, op->ruleset, op->rules());
   return sets;
 }
 
