@@ -11,24 +11,17 @@
 #include <filesystem>
 
 #include "luminal/luminal.hpp"
-#include "transformer.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
 
 int main(int argc, char** argv) {
   const int layers = argc > 1 ? std::atoi(argv[1]) : 32;
   const int limit = argc > 2 ? std::atoi(argv[2]) : 10;
   setenv("LUMINAL_CACHE", "on", 1);
-  bench::TransformerConfig cfg;
-  cfg.layers = layers;
-  cfg.hidden = 512;
-  cfg.ffn = 1536;
-  cfg.heads = 8;
-  cfg.kv_heads = 4;
-  cfg.vocab = 4096;
-  cfg.slots = 512;
-  luminal::Graph g;
-  g.declare_dim("s", 1, 128);
-  g.declare_dim("c", 1, cfg.slots);
-  bench::transformer(g, cfg);
+  const auto cfg = luminal::models::llama_config(
+      {.layers = layers, .hidden = 512, .ffn = 1536, .heads = 8, .kv_heads = 4, .vocab = 4096});
+  const luminal::Graph g =
+      luminal::models::build_decoder(cfg, {.slots = 512, .max_step = 128}).graph;
   const auto dir = std::filesystem::temp_directory_path() / "luminal_bench_compile_cache";
   std::filesystem::remove_all(dir);
   const auto opts = luminal::CompileOptions()
@@ -38,7 +31,7 @@ int main(int argc, char** argv) {
                         .cache_dir(dir)
                         .dim_buckets("s", {luminal::DimBucket(1, 1),
                                            luminal::DimBucket(2, 128).representative(16)})
-                        .dim_buckets("c", {luminal::DimBucket(1, cfg.slots).representative(64)});
+                        .dim_buckets("c", {luminal::DimBucket(1, 512).representative(64)});
   luminal::cpu::CpuBackend cpu;
   double seconds[2];
   size_t genes = 0;

@@ -20,7 +20,8 @@
 
 #include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/luminal.hpp"
-#include "transformer.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
 
 namespace {
 
@@ -77,26 +78,17 @@ std::vector<T> random_values(size_t n, uint64_t seed) {
   return v;
 }
 
-void fill_transformer(luminal::Runtime& rt, const luminal::Graph& g) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  for (luminal::NodeId id : g.inputs()) {
-    const luminal::Node& n = g.node(id);
-    int64_t numel = 1;
-    for (int64_t d : luminal::eval_shape(n.shape, {{"s", 1}, {"c", 1}}))
-      numel *= d;
-    if (n.label == "ids") {
-      rt.set(n.label, std::vector<int32_t>(static_cast<size_t>(numel), 3));
-    } else if (n.label.find("cache") != std::string::npos) {
-      rt.set(n.label, std::vector<float>(static_cast<size_t>(numel), 0.f));
-    } else {
-      std::vector<float> v(static_cast<size_t>(numel));
-      for (float& x : v)
-        x = u(rng);
-      if (n.label.find("norm") != std::string::npos) std::fill(v.begin(), v.end(), 1.f);
-      rt.set(n.label, v);
-    }
-  }
+/// The Llama of luminal::models (KV cache of `slots` rows, prefill chunks of up to 128).
+luminal::models::Decoder llama(const luminal::models::LlamaSize& size, int slots) {
+  return luminal::models::build_decoder(luminal::models::llama_config(size),
+                                        {.slots = slots, .max_step = 128});
+}
+
+/// Seeded random weights generated on the GPU, empty caches, one token id.
+void fill_model(luminal::Session& s, const luminal::models::Decoder& d) {
+  luminal::models::random_weights(s, 7);
+  luminal::models::init_state(s, d);
+  s.set("ids", std::vector<int32_t>{3});
 }
 
 luminal::CompileOptions transformer_opts(int limit, const fs::path& cache, int slots) {
@@ -109,21 +101,18 @@ luminal::CompileOptions transformer_opts(int limit, const fs::path& cache, int s
       .dim_buckets("c", {luminal::DimBucket(1, slots).representative(128)});
 }
 
-/// Search wall time, cold then warm, of a transformer graph; returns the warm session.
-void search_times(const bench::TransformerConfig& cfg, int limit, const char* what) {
+/// Search wall time, cold then warm (a new backend, same caches), of a Llama graph.
+void search_times(const luminal::models::LlamaSize& size, int limit, const char* what) {
   const fs::path cache =
       fs::temp_directory_path() / ("luminal_bench_cuda_" + std::to_string(getpid()));
   fs::remove_all(cache);
   double t[2];
   for (int round = 0; round < 2; ++round) {
-    luminal::Graph g;
-    g.declare_dim("s", 1, 128);
-    g.declare_dim("c", 1, cfg.slots);
-    bench::transformer(g, cfg);
+    const luminal::models::Decoder d = llama(size, 512);
     const auto t0 = Clock::now();
     CudaBackend be(luminal::cuda::CudaOptions{0, cache / "kernels", 16});
-    luminal::Session s(g, be, transformer_opts(limit, cache, cfg.slots));
-    fill_transformer(s, g);
+    luminal::Session s(d.graph, be, transformer_opts(limit, cache, 512));
+    fill_model(s, d);
     s.compile();
     t[round] = seconds_since(t0);
     if (round == 0)
@@ -182,28 +171,16 @@ int main(int argc, char** argv) {
                 100 * gbs / copy);
   }
   {  // search wall time
-    bench::TransformerConfig small;
-    small.slots = 512;
-    search_times(small, limit, "2-layer transformer (hidden 256)");
-    bench::TransformerConfig big;
-    big.layers = 32;
-    big.hidden = 512;
-    big.ffn = 1536;
-    big.vocab = 4096;
-    big.slots = 512;
-    search_times(big, 10, "32-layer transformer (hidden 512)");
+    search_times({}, limit, "2-layer transformer (hidden 256)");
+    search_times({.layers = 32, .hidden = 512, .ffn = 1536, .vocab = 4096}, 10,
+                 "32-layer transformer (hidden 512)");
   }
   {  // decode steps
-    bench::TransformerConfig cfg;
-    cfg.slots = 512;
-    luminal::Graph g;
-    g.declare_dim("s", 1, 128);
-    g.declare_dim("c", 1, cfg.slots);
-    bench::transformer(g, cfg);
+    const luminal::models::Decoder d = llama({}, 512);
     luminal::Session s(
-        g, be,
-        transformer_opts(limit, fs::temp_directory_path() / "luminal_bench_cuda_dec", cfg.slots));
-    fill_transformer(s, g);
+        d.graph, be,
+        transformer_opts(limit, fs::temp_directory_path() / "luminal_bench_cuda_dec", 512));
+    fill_model(s, d);
     s.compile();
     const luminal::DimSlot S = s.dim("s"), C = s.dim("c");
     for (int ctx : {128, 512}) {

@@ -12,8 +12,10 @@
 #include <random>
 
 #include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/runtime/reference.hpp"
 #include "luminal/runtime/session.hpp"
-#include "transformer.hpp"
 
 namespace {
 
@@ -33,30 +35,14 @@ double median_ms(int runs, S&& setup, F&& f) {
   return t[t.size() / 2];
 }
 
-// Same data into any runtime: token ids, random weights (norm weights 1), empty caches.
-void fill(luminal::Runtime& rt, const luminal::Graph& g, int s) {
+// Token ids and an empty context into any runtime (the weights are set once, before).
+void fill(luminal::Runtime& rt, const luminal::models::Decoder& d, int s) {
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  for (luminal::NodeId id : g.inputs()) {
-    const luminal::Node& n = g.node(id);
-    int64_t numel = 1;
-    for (int64_t d : luminal::eval_shape(n.shape, {{"s", s}, {"c", s}}))
-      numel *= d;
-    if (n.label == "ids") {
-      std::vector<int32_t> v(numel);
-      for (auto& x : v)
-        x = static_cast<int32_t>(rng() % 1000);
-      rt.set(n.label, v);
-    } else if (n.label.rfind("k_cache", 0) == 0 || n.label.rfind("v_cache", 0) == 0) {
-      rt.set(n.label, std::vector<float>(numel, 0.f));
-    } else {
-      std::vector<float> v(numel);
-      for (auto& x : v)
-        x = u(rng);
-      if (n.label.find("norm") != std::string::npos) std::fill(v.begin(), v.end(), 1.f);
-      rt.set(n.label, v);
-    }
-  }
+  std::vector<int32_t> ids(static_cast<size_t>(s));
+  for (auto& x : ids)
+    x = static_cast<int32_t>(rng() % static_cast<uint32_t>(d.config.vocab_size));
+  rt.set("ids", ids);
+  luminal::models::init_state(rt, d);
 }
 
 // Decode over a filled cache: prefill ctx-1 tokens (chunks of up to 128), then time decode
@@ -92,29 +78,34 @@ double decode_ms(luminal::Session& model, int ctx, int steps) {
 int main(int argc, char** argv) {
   const int s = argc > 1 ? std::atoi(argv[1]) : 32;
   const int limit = argc > 2 ? std::atoi(argv[2]) : 30;
-  bench::TransformerConfig cfg;  // 2 layers, hidden 256, ffn 512, 8/4 heads, vocab 1000
-  cfg.slots = std::max(64, s);
-  luminal::Graph g;
-  g.declare_dim("s", 1, cfg.slots);
-  g.declare_dim("c", 1, cfg.slots);
-  luminal::Tensor logits = bench::transformer(g, cfg);
+  // The Llama implementation of luminal::models with seeded random weights: 2 layers, hidden
+  // 256, ffn 512, 8/4 heads, vocab 1000.
+  const luminal::models::LlamaSize size;
+  const luminal::io::ModelConfig cfg = luminal::models::llama_config(size);
+  const int slots = std::max(64, s);
+  luminal::models::Decoder d =
+      luminal::models::build_decoder(cfg, {.slots = slots, .max_step = slots});
+  luminal::Graph& g = d.graph;
+  luminal::Tensor logits = d.logits;
   g.set_dim("s", s);
   g.set_dim("c", s);
 
   luminal::cpu::CpuBackend cpu;
   auto t0 = Clock::now();
   luminal::Session model(g, cpu, luminal::CompileOptions().search_graph_limit(limit).seed(1));
-  fill(model, g, s);
+  luminal::models::random_weights(model, 1);
+  fill(model, d, s);
   model.compile();
   double compile_s = std::chrono::duration<double>(Clock::now() - t0).count();
   luminal::ReferenceRuntime ref(g);
-  fill(ref, g, s);
+  luminal::models::random_weights_host(ref, 1);
+  fill(ref, d, s);
 
   // Carried KV caches change between runs; every input is set again (untimed) before each run.
   double ref_ms = median_ms(
-      3, [&] { fill(ref, g, s); }, [&] { ref.execute(); });
+      3, [&] { fill(ref, d, s); }, [&] { ref.execute(); });
   double cpu_ms = median_ms(
-      21, [&] { fill(model, g, s); }, [&] { model.execute(); });
+      21, [&] { fill(model, d, s); }, [&] { model.execute(); });
   auto a = ref.get<float>(logits);
   auto b = model.get<float>(logits);
   double diff = 0, mag = 0;
@@ -128,27 +119,24 @@ int main(int argc, char** argv) {
       "  compile (search of %d candidates): %.2f s\n"
       "  reference: %.2f ms   cpu backend: %.3f ms   speedup: %.1fx\n"
       "  max |logit difference| %.3g (max |logit| %.3g)\n",
-      cfg.hidden, cfg.ffn, cfg.heads, cfg.kv_heads, cfg.vocab, s, cpu.threads(), limit, compile_s,
-      ref_ms, cpu_ms, ref_ms / cpu_ms, diff, mag);
+      int(size.hidden), int(size.ffn), int(size.heads), int(size.kv_heads), int(size.vocab), s,
+      cpu.threads(), limit, compile_s, ref_ms, cpu_ms, ref_ms / cpu_ms, diff, mag);
 
   // Decode over a filled cache at context 128 and 512: one session, buckets s=1 and s in
   // [2, 128], cache of 512 rows.
-  bench::TransformerConfig dcfg;
-  dcfg.slots = 512;
-  luminal::Graph dg;
-  dg.declare_dim("s", 1, 128);
-  dg.declare_dim("c", 1, dcfg.slots);
-  bench::transformer(dg, dcfg);
-  luminal::Session dec(
-      dg, cpu,
-      luminal::CompileOptions()
-          .search_graph_limit(limit)
-          .seed(1)
-          .verbose(false)
-          .dim_buckets("s",
-                       {luminal::DimBucket(1, 1), luminal::DimBucket(2, 128).representative(32)})
-          .dim_buckets("c", {luminal::DimBucket(1, dcfg.slots).representative(128)}));
-  fill(dec, dg, 1);
+  luminal::models::Decoder dd =
+      luminal::models::build_decoder(cfg, {.slots = 512, .max_step = 128});
+  luminal::Graph& dg = dd.graph;
+  luminal::Session dec(dg, cpu,
+                       luminal::CompileOptions()
+                           .search_graph_limit(limit)
+                           .seed(1)
+                           .verbose(false)
+                           .dim_buckets("s", {luminal::DimBucket(1, 1),
+                                              luminal::DimBucket(2, 128).representative(32)})
+                           .dim_buckets("c", {luminal::DimBucket(1, 512).representative(128)}));
+  luminal::models::random_weights(dec, 1);
+  fill(dec, dd, 1);
   dec.compile();
   for (int ctx : {128, 512}) {
     const double ms = decode_ms(dec, ctx, 21);

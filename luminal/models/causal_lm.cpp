@@ -8,6 +8,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/models/model_files.hpp"
+#include "luminal/models/synthetic.hpp"
 #include "luminal/runtime/reference.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -126,24 +127,18 @@ void CausalLM::bind(std::shared_ptr<const io::Weights> weights, const std::strin
   opts.require_all_inputs = false;
   io::BindReport r = session ? io::bind(static_cast<Session&>(*runtime_), weights, opts)
                              : io::bind(*runtime_, *weights, opts);
-  runtime_->set("rope.inv_freq", decoder_.rope_inv_freq);
+  // Every weight must now be set; the rest (ids, rope table, caches, sampler) is ours.
+  for (const std::string& label : r.unset_inputs)
+    if (is_weight(label))
+      throw Error("models: the checkpoint in '" + source + "' has no tensor '" + label + "'");
+  init_inputs();
+}
+
+void CausalLM::init_inputs() {
+  init_state(*runtime_, decoder_);
   if (has_sampler()) {
     nn::set_sampler_inputs(*runtime_, sampler_, SamplingConfig{}, 0);
     runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
-  }
-  // Every input must now be set, except the ids and the caches (zeroed below).
-  const Graph& g = decoder_.graph;
-  for (const std::string& label : r.unset_inputs) {
-    if (label == "ids" || label == "rope.inv_freq" || label.rfind("sampler.", 0) == 0) continue;
-    if (label.size() > 6 && label.compare(label.size() - 6, 6, "_cache") == 0) {
-      const Node& n = g.node(g.find(label));
-      int64_t numel = 1;
-      for (const Expr& e : n.shape)
-        numel *= e.as_const();
-      runtime_->set(label, std::vector<float>(static_cast<size_t>(numel), 0.f));
-      continue;
-    }
-    throw Error("models: the checkpoint in '" + source + "' has no tensor '" + label + "'");
   }
 }
 
@@ -157,14 +152,43 @@ CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const Decoder
   CausalLM lm;
   lm.decoder_ = build_decoder(model.config, shape);
   lm.add_token_head();
-  std::vector<DimBucket> buckets{DimBucket(1, 1)};
-  if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
-  if (options.dim_buckets().find("s") == options.dim_buckets().end())
-    options.dim_buckets("s", buckets);
+  lm.set_buckets(options);
   lm.runtime_ = std::make_unique<Session>(lm.decoder_.graph, backend, options);
   lm.bind(open_weights(model, options), model.path.string(), true);
   static_cast<Session&>(*lm.runtime_).compile();
   return lm;
+}
+
+CausalLM CausalLM::random(const io::ModelConfig& config, Backend& backend,
+                          const DecoderShape& shape, CompileOptions options, uint64_t seed) {
+  CausalLM lm;
+  lm.decoder_ = build_decoder(config, shape);
+  lm.add_token_head();
+  lm.set_buckets(options);
+  auto session = std::make_unique<Session>(lm.decoder_.graph, backend, options);
+  random_weights(*session, seed, options);
+  lm.runtime_ = std::move(session);
+  lm.init_inputs();
+  static_cast<Session&>(*lm.runtime_).compile();
+  return lm;
+}
+
+CausalLM CausalLM::random_reference(const io::ModelConfig& config, const DecoderShape& shape,
+                                    uint64_t seed) {
+  CausalLM lm;
+  lm.decoder_ = build_decoder(config, shape);
+  lm.add_token_head();
+  lm.runtime_ = std::make_unique<ReferenceRuntime>(lm.decoder_.graph);
+  random_weights_host(*lm.runtime_, seed);
+  lm.init_inputs();
+  return lm;
+}
+
+void CausalLM::set_buckets(CompileOptions& options) const {
+  std::vector<DimBucket> buckets{DimBucket(1, 1)};
+  if (decoder_.shape.max_step > 1) buckets.push_back(DimBucket(2, decoder_.shape.max_step));
+  if (options.dim_buckets().find("s") == options.dim_buckets().end())
+    options.dim_buckets("s", buckets);
 }
 
 CausalLM CausalLM::load_reference(const std::filesystem::path& path, const DecoderShape& shape) {

@@ -100,6 +100,15 @@ class CausalLM {
   static CausalLM load(const ModelFiles& model, Backend& backend, const DecoderShape& shape = {},
                        CompileOptions options = {});
   static CausalLM load_reference(const std::filesystem::path& path, const DecoderShape& shape = {});
+  /// A model from a config alone: seeded random weights generated on `backend`
+  /// (models/synthetic.hpp; no files, nothing uploaded but the small state), then compiled as
+  /// load() does. For benchmarks, tests and trying shapes before downloading a checkpoint.
+  static CausalLM random(const io::ModelConfig& config, Backend& backend,
+                         const DecoderShape& shape = {}, CompileOptions options = {},
+                         uint64_t seed = 0);
+  /// The same weights on the ReferenceRuntime (bit-identical values; slow, tiny models only).
+  static CausalLM random_reference(const io::ModelConfig& config, const DecoderShape& shape = {},
+                                   uint64_t seed = 0);
 
   /// Appends `ids` to the context and returns the logits of every one of them ([n, vocab],
   /// row-major). Throws when the context would exceed the cache (shape.slots).
@@ -133,6 +142,10 @@ class CausalLM {
   CausalLM() = default;
   void add_token_head();
   void bind(std::shared_ptr<const io::Weights> weights, const std::string& source, bool session);
+  /// The inputs that are not weights: rope table, empty caches, sampler defaults.
+  void init_inputs();
+  /// The "s" buckets (decode, prefill) unless `options` has its own.
+  void set_buckets(CompileOptions& options) const;
   /// Runs `ids` through the graph in chunks of at most max_step; calls after(n) after each.
   void run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after);
 

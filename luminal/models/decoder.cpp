@@ -101,4 +101,17 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   return d;
 }
 
+void init_state(Runtime& rt, const Decoder& d) {
+  rt.set("rope.inv_freq", d.rope_inv_freq);
+  const Graph& g = d.graph;
+  for (NodeId id : g.inputs()) {
+    const Node& n = g.node(id);
+    if (n.label.size() <= 6 || n.label.compare(n.label.size() - 6, 6, "_cache") != 0) continue;
+    int64_t numel = 1;
+    for (const Expr& e : n.shape)
+      numel *= e.as_const();
+    rt.set(n.label, std::vector<float>(static_cast<size_t>(numel), 0.f));
+  }
+}
+
 }  // namespace luminal::models

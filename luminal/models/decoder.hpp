@@ -18,6 +18,7 @@
 #include "luminal/io/hf_config.hpp"
 #include "luminal/ir/graph.hpp"
 #include "luminal/ir/tensor.hpp"
+#include "luminal/runtime/runtime.hpp"
 
 namespace luminal::models {
 
@@ -49,5 +50,9 @@ struct Decoder {
 };
 
 Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape);
+
+/// Sets a decoder's inputs that are not weights: "rope.inv_freq" and every KV cache (zeros).
+/// Anything with Runtime::set (a Session, the reference).
+void init_state(Runtime& rt, const Decoder& d);
 
 }  // namespace luminal::models

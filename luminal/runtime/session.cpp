@@ -103,6 +103,25 @@ struct Session::State {
     backend->release(b);
     pool.erase(it);
   }
+  /// Input k is about to be overwritten: an output whose value lives in its buffer keeps that
+  /// value (the input takes the output's buffer), and external memory is replaced by our own.
+  void prepare_write(int k) {
+    In& i = in[k];
+    for (Out& o : out) {
+      if (o.lives_in != k) continue;
+      if (o.capacity == i.capacity && !i.external) {
+        std::swap(o.buf, i.buf);
+      } else {
+        o.valid = false;
+      }
+      o.lives_in = -1;
+    }
+    if (i.external) {
+      i.keep_alive.reset();
+      i.external = false;
+      i.buf = allocate(i.capacity);
+    }
+  }
   uint64_t out_bytes(const Out& o) const {
     int64_t n = size_bytes(o.dtype);
     for (const SlotExpr& d : o.shape)
@@ -537,23 +556,38 @@ void Session::set_input_bytes(NodeId id, const void* data, uint64_t bytes) {
                 shape_to_string(s.graph.node(id).shape) + " holds at the largest dims (" +
                 std::to_string(in.capacity / size_bytes(in.dtype)) + ")");
   }
-  // An output whose value lives in this buffer keeps it: the input takes the output's buffer.
-  for (State::Out& o : s.out) {
-    if (o.lives_in != k) continue;
-    if (o.capacity == in.capacity && !in.external) {
-      std::swap(o.buf, in.buf);
-    } else {
-      o.valid = false;
-    }
-    o.lives_in = -1;
-  }
-  if (in.external) {
-    in.keep_alive.reset();
-    in.external = false;
-    in.buf = s.allocate(in.capacity);
-  }
+  s.prepare_write(k);
   s.backend->upload(in.buf, 0, data, bytes, s.queue.get());
   s.stats.bytes_uploaded += bytes;
+  in.bytes_set = bytes;
+  in.has_data = true;
+}
+
+void Session::set_from(std::string_view input, const Session& from, std::string_view output) {
+  State& s = *s_;
+  const State& f = *from.s_;
+  if (f.backend != s.backend)
+    throw Error("set_from: input '" + std::string(input) +
+                "' and the session it copies from use different backends; copy through the host "
+                "(get, then set) instead");
+  const int k = s.in_of_node[resolve_input(input)];
+  const State::Out& o = f.out[f.out_of_node[from.resolve_output(output)]];
+  State::In& in = s.in[k];
+  if (!o.valid)
+    throw Error("set_from: output '" + o.label + "' has no value yet: execute its session first");
+  if (o.dtype != in.dtype)
+    throw Error("set_from: output '" + o.label + "' is " + std::string(name(o.dtype)) +
+                " but input '" + in.label + "' is " + std::string(name(in.dtype)));
+  const uint64_t bytes = f.out_bytes(o);
+  if (bytes > in.capacity)
+    throw Error("set_from: output '" + o.label + "' has " +
+                std::to_string(bytes / size_bytes(o.dtype)) + " elements, more than input '" +
+                in.label + "' holds (" + std::to_string(in.capacity / size_bytes(in.dtype)) + ")");
+  // The source is written on the other session's queue: finish that work before copying.
+  f.backend->sync(f.queue.get());
+  s.prepare_write(k);
+  s.backend->copy(in.buf, o.lives_in >= 0 ? f.in[o.lives_in].buf : o.buf, bytes, s.queue.get());
+  s.stats.bytes_copied += bytes;
   in.bytes_set = bytes;
   in.has_data = true;
 }

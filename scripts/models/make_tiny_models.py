@@ -16,6 +16,8 @@ What it writes, one folder per model under the output folder (default tests/data
     qwen2/    Qwen2ForCausalLM   same sizes, tied embeddings, q/k/v biases, rope_theta 10000.
     qwen3/    Qwen3ForCausalLM   same sizes, head_dim 16, tied embeddings, QK-norm, rope_theta 1e6.
     mistral/  MistralForCausalLM same sizes, untied, sliding_window None, rope_theta 10000.
+    llama3-bf16/ llama3-f16/ qwen3-bf16/ qwen3-f16/   the same weights saved in bfloat16 / float16,
+              with logits-only goldens (16-bit copies, below).
 
 Each folder holds config.json, generation_config.json and model.safetensors exactly as
 save_pretrained writes them (float32), and goldens.json (written by this script):
@@ -46,13 +48,47 @@ save_pretrained writes them (float32), and goldens.json (written by this script)
 
 Floats are written as the shortest decimal that reads back to the same float32.
 
+16-bit copies (parity in bf16 and f16, logits only): for llama3 and qwen3 (SIXTEEN_BIT below:
+untied with llama3 rope scaling; tied with QK-norm) the same seeded weights are cast to bfloat16
+and to float16 and saved with save_pretrained in that dtype (config.json says "dtype": "bfloat16"
+or "float16"; model.safetensors holds BF16 or F16 tensors, ~200 KB each), into <name>-bf16/ and
+<name>-f16/. Their goldens.json holds, per prompt, what transformers computes on the CPU from
+that checkpoint in its own dtype (eager attention: the softmax and the RMSNorm statistics in f32,
+everything else rounded to the dtype op by op, the logits in the dtype) and in float32 (the same
+16-bit weights upcast exactly), so a test can tell the weights from the arithmetic:
+
+    {
+      "model": "llama3-bf16", "base": "llama3", "dtype": "bfloat16", "architecture": ...,
+      "seed": ..., "torch": ..., "transformers": ..., "attn_implementation": "eager",
+      "max_abs_diff_vs_f32": d,   max |logits(dtype) - logits(float32)| over every position of
+                                  every prompt: the dtype's own rounding noise in transformers
+      "atol": 2 d, rounded up to 2 significant digits: the bound for another implementation's
+                                  16-bit logits (it and transformers are each about d from the
+                                  float32 result, so within 2 d of each other)
+      "prompts": [
+        {
+          "input_ids": [...],
+          "logits_first": [256 floats],     model(input_ids).logits[0, 0] in the dtype
+          "logits_last":  [256 floats],     model(input_ids).logits[0, -1] in the dtype
+          "logits_f32_first": [256 floats], the same with the weights upcast to float32
+          "logits_f32_last":  [256 floats]
+        }, ...
+      ]
+    }
+
+With torch 2.15 / transformers 5.24: d = 0.033 (llama3) and 0.036 (qwen3) in bf16, 0.0036 and
+0.0058 in f16, on logits up to ~4; atol 0.066, 0.073, 0.0073, 0.012. No greedy goldens: a 16-bit
+argmax flips on near ties that the rounding noise decides.
+
 Weights are not transformers' default init (std 0.02, norms exactly 1): linear and embedding
 weights and biases are normal with std 0.1 and norm weights are 1 + N(0, 0.05), so logits are O(1)
 and a norm whose weight were ignored would show.
 
 This script is the source of truth for tests/data/models. It normally runs on the GPU machine
 (torch 2.11 + transformers 5.17), but any torch + transformers 5 gives the same checkpoints up to
-float rounding in the goldens; everything runs on the CPU in float32. CI never runs it. To refresh:
+float rounding in the goldens; everything runs on the CPU, in float32 (the 16-bit copies also in
+their dtype, whose goldens another torch may move by a rounding step here and there). The output
+is deterministic (one thread): rerunning it rewrites the same bytes. CI never runs it. To refresh:
 
     python3 -m venv /tmp/torchenv
     /tmp/torchenv/bin/pip install torch transformers safetensors
@@ -62,6 +98,7 @@ float rounding in the goldens; everything runs on the CPU in float32. CI never r
 import argparse
 import inspect
 import json
+import math
 import os
 import sys
 
@@ -85,6 +122,9 @@ DEFAULT_OUT = os.path.join(ROOT, "tests", "data", "models")
 PROMPTS = [[1, 17, 42, 99, 5, 200, 3, 64], [7, 7, 7, 250, 0, 128]]
 MAX_NEW_TOKENS = 16
 TWO_CALL_TOL = 1e-5
+# Families that also get a bf16 and an f16 copy (folders <name>-bf16, <name>-f16).
+SIXTEEN_BIT = ("llama3", "qwen3")
+DTYPES_16 = (("bf16", torch.bfloat16, "bfloat16"), ("f16", torch.float16, "float16"))
 
 COMMON = dict(
     num_hidden_layers=2,
@@ -241,8 +281,8 @@ def check_generate(model, ids, expected):
     assert got == expected, f"generate {got} != manual loop {expected}"
 
 
-@torch.no_grad()
-def make_one(name, seed, config, cls, out_dir):
+def build(seed, config, cls):
+    """The float32 model with this fixture's weights (init_weights), eval mode, eager attention."""
     torch.manual_seed(seed)
     config.dtype = torch.float32
     model = cls(config).to(torch.float32)
@@ -251,6 +291,12 @@ def make_one(name, seed, config, cls, out_dir):
     model.config._attn_implementation = "eager"
     if config.tie_word_embeddings:
         assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    return model
+
+
+@torch.no_grad()
+def make_one(name, seed, config, cls, out_dir):
+    model = build(seed, config, cls)
 
     folder = os.path.join(out_dir, name)
     os.makedirs(folder, exist_ok=True)
@@ -302,6 +348,58 @@ def make_one(name, seed, config, cls, out_dir):
           f"greedy {[p['greedy']['generated_ids'] for p in prompts]}")
 
 
+def round_up(v, digits=2):
+    """v rounded up to `digits` significant digits (a bound that stays a bound)."""
+    e = math.floor(math.log10(v)) - digits + 1
+    return float(f"{math.ceil(v / 10**e - 1e-9) * 10**e:.{digits}g}")
+
+
+@torch.no_grad()
+def make_16bit(name, seed, config, cls, suffix, dtype, dtype_name, out_dir):
+    """<name>-<suffix>/: the fixture's weights saved in `dtype`, with logits-only goldens."""
+    model = build(seed, config, cls).to(dtype)
+    model.config.dtype = dtype
+    folder = os.path.join(out_dir, f"{name}-{suffix}")
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+
+    # From disk, in the dtype and upcast to float32 (exact: every 16-bit value is a float32).
+    low = cls.from_pretrained(folder, dtype=dtype, attn_implementation="eager").eval()
+    high = cls.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    assert next(low.parameters()).dtype == dtype
+    prompts, worst = [], 0.0
+    for ids in PROMPTS:
+        got = low(torch.tensor([ids])).logits[0]
+        assert got.dtype == dtype, got.dtype
+        got = got.to(torch.float32)
+        ref = high(torch.tensor([ids])).logits[0]
+        worst = max(worst, float((got - ref).abs().max()))
+        prompts.append({
+            "input_ids": ids,
+            "logits_first": f32_list(got[0]),
+            "logits_last": f32_list(got[-1]),
+            "logits_f32_first": f32_list(ref[0]),
+            "logits_f32_last": f32_list(ref[-1]),
+        })
+    goldens = {
+        "model": f"{name}-{suffix}",
+        "base": name,
+        "dtype": dtype_name,
+        "architecture": cls.__name__,
+        "seed": seed,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "attn_implementation": "eager",
+        "max_abs_diff_vs_f32": f32(worst),
+        "atol": round_up(2 * worst),
+        "prompts": prompts,
+    }
+    with open(os.path.join(folder, "goldens.json"), "w") as f:
+        f.write(to_json(goldens) + "\n")
+    print(f"{name}-{suffix}: {dtype_name} vs float32 logits differ by up to {worst:.3g}, "
+          f"atol {goldens['atol']}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT, help="output folder (default %(default)s)")
@@ -310,6 +408,10 @@ def main():
     print(f"torch {torch.__version__}, transformers {transformers.__version__}", file=sys.stderr)
     for name, seed, config, cls in model_specs():
         make_one(name, seed, config, cls, args.out)
+    for name, seed, config, cls in model_specs():
+        if name in SIXTEEN_BIT:
+            for suffix, dtype, dtype_name in DTYPES_16:
+                make_16bit(name, seed, config, cls, suffix, dtype, dtype_name, args.out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,77 @@
+#pragma once
+// Models from a config alone: seeded random weights, generated on the session's backend.
+//
+//   io::ModelConfig cfg = models::llama_config({.layers = 12, .hidden = 768, .ffn = 2048,
+//                                               .heads = 12, .kv_heads = 4, .vocab = 32000});
+//   auto lm = models::CausalLM::random(cfg, backend, {.slots = 1024, .max_step = 128}, {}, 7);
+//
+//   // or any graph whose weights are inputs named "*.weight" / "*.bias":
+//   models::Decoder d = models::build_decoder(cfg, shape);
+//   Session s(d.graph, backend, opts);
+//   models::random_weights(s, 7);    // generated on the backend: nothing crosses from the host
+//   models::init_state(s, d);        // rope table, empty KV caches
+//
+// Every weight is uniform in [offset - scale, offset + scale) (weight_init: norm weights around 1,
+// biases small, matrices +-1/sqrt(fan_in), so activations stay O(1) through the layers). Element i
+// of the weight labelled L is counter_hash(seed, label_hash(L), 0, i) mapped to (0, 1) by
+// hash_uniform (nn/sampling.hpp) and then scaled in f32 and rounded to the weight's dtype, so
+// the values do not depend on the order or number of the other weights, and random_weights_host
+// (for runtimes without a backend, like the reference) gives the same bits as the backend.
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "luminal/compiler/options.hpp"
+#include "luminal/core/expr.hpp"
+#include "luminal/io/hf_config.hpp"
+#include "luminal/runtime/runtime.hpp"
+
+namespace luminal {
+class Session;
+}  // namespace luminal
+
+namespace luminal::models {
+
+/// The sizes of a Llama-shaped model (Llama 2/3 layout: RMSNorm, GQA, RoPE, SwiGLU).
+struct LlamaSize {
+  int64_t layers = 2;
+  int64_t hidden = 256;
+  int64_t ffn = 512;
+  int64_t heads = 8;
+  int64_t kv_heads = 4;
+  int64_t vocab = 1000;
+  double rope_theta = 10000.0;
+  bool tie_embeddings = false;
+};
+/// A Llama config with these sizes (head_dim = hidden / heads, rms_norm_eps 1e-5, silu). Throws
+/// when the sizes do not fit together (heads not dividing hidden, kv_heads not dividing heads).
+io::ModelConfig llama_config(const LlamaSize& size);
+/// The number of weights (parameters) of a build_decoder model with this config.
+int64_t parameter_count(const io::ModelConfig& cfg);
+
+/// Whether an input label names a weight ("*.weight" or "*.bias").
+bool is_weight(std::string_view label);
+
+/// A weight's values: uniform in [offset - scale, offset + scale).
+struct WeightInit {
+  float scale = 0;
+  float offset = 0;
+};
+/// Norm weights (rank 1, "norm" in the label): 1 +- 0.05; biases: +-0.02; embeddings: +-0.5;
+/// other matrices [out, in]: +-1/sqrt(in).
+WeightInit weight_init(std::string_view label, std::span<const Expr> shape);
+
+/// The counter of a label (FNV-1a mod 2^31): the hash's step for that weight.
+int64_t label_hash(std::string_view label);
+
+/// Sets every weight input of `session` (labels as is_weight says) to its seeded values,
+/// computed by a small generator graph compiled on the session's backend (with `options`' cache
+/// folder and a small search) and copied into place with Session::set_from, one weight at a
+/// time: the peak extra memory is one copy of the largest weight. Returns the number of weights
+/// set. Throws when a weight's shape is not static.
+int random_weights(Session& session, uint64_t seed, const CompileOptions& options = {});
+/// The same values computed on the host and set through Runtime::set (any runtime; the
+/// reference). Bit-identical to random_weights on a backend without fused multiply-adds.
+int random_weights_host(Runtime& rt, uint64_t seed);
+
+}  // namespace luminal::models
