@@ -8,12 +8,15 @@
 //   3. row sum of a (4096, 32768) bf16 tensor: GB/s and % of the copy
 //   4. search wall time of the 2-layer small transformer and the 32-layer graph of the compile
 //      cache bench, cold (empty kernel and program caches) and warm (a new backend, same caches)
-//   5. decode step of the small transformer at contexts 128 and 512 (end to end, host included)
+//   5. host time per execute of a 200-kernel chain, graph vs stream executor
+//   6. decode steps of the small transformer (contexts 128, 512) and of a SmolLM2-135M-shaped
+//      model (contexts 128, 1024), end to end, on both executors
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +25,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "tests/support/llir_direct.hpp"
 
 namespace {
 
@@ -132,7 +136,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int limit = argc > 1 ? std::atoi(argv[1]) : 20;
-  CudaBackend be(luminal::cuda::CudaOptions{0, {}, 16});
+  CudaBackend be(luminal::cuda::CudaOptions{0, {}, 16});  // the graph executor
+  luminal::cuda::CudaOptions stream_opts{0, {}, 16};
+  stream_opts.executor = luminal::cuda::CudaOptions::Executor::Stream;
+  CudaBackend stream_be(stream_opts);
   std::printf("device: %s\n", be.device_key().c_str());
   const uint64_t mib256 = uint64_t{256} << 20;
   const double copy = copy_gbs(be, mib256);
@@ -175,36 +182,138 @@ int main(int argc, char** argv) {
     search_times({.layers = 32, .hidden = 512, .ffn = 1536, .vocab = 4096}, 10,
                  "32-layer transformer (hidden 512)");
   }
-  {  // decode steps
-    const luminal::models::Decoder d = llama({}, 512);
-    luminal::Session s(
-        d.graph, be,
-        transformer_opts(limit, fs::temp_directory_path() / "luminal_bench_cuda_dec", 512));
-    fill_model(s, d);
-    s.compile();
-    const luminal::DimSlot S = s.dim("s"), C = s.dim("c");
-    for (int ctx : {128, 512}) {
-      std::vector<int64_t> dims = s.dims();
-      dims[S] = 1;
-      dims[C] = ctx;
-      s.set("ids", std::vector<int32_t>{5});
-      std::vector<double> t;
-      for (int i = 0; i < 50; ++i) {
+  {  // host time per launch: a 200-node chain of tiny kernels, graph vs stream executor
+    luminal::Graph g;
+    luminal::Tensor x = g.tensor("x", {256});
+    luminal::Tensor y = x;
+    for (int i = 0; i < 199; ++i)
+      y = y + x;
+    y.output("y");
+    const luminal::LlirGraph llir = luminal::testing::llir_direct(g);
+    for (CudaBackend* b : {&be, &stream_be}) {
+      luminal::testing::LoadedPlan lp = luminal::testing::load_plan(*b, llir);
+      luminal::testing::BufferMap in;
+      std::vector<float> xv(256, 1.f);
+      in["x"] = luminal::to_host_buffer(xv.data(), xv.size(), luminal::DType::F32, "x");
+      luminal::testing::run_plan(lp, in, {});  // binds (instantiates the graph), warm
+      // run_plan released its buffers: bind fresh ones and time enqueues, then the device.
+      luminal::Buffer bx = b->allocate(1024), by = b->allocate(1024),
+                      arena = b->allocate(std::max<uint64_t>(lp->arena_bytes(), 256));
+      luminal::Bindings bind;
+      bind.inputs = {bx};
+      bind.outputs = {by};
+      bind.arena = arena;
+      lp->bind(0, bind);
+      // Host time of one execute on an idle queue (median of 200), then the rate of 2,000
+      // back to back with the device.
+      lp->execute(0, nullptr);
+      b->sync();
+      std::vector<double> host;
+      for (int i = 0; i < 200; ++i) {
         const auto t0 = Clock::now();
-        s.execute(dims);
-        s.sync();
-        t.push_back(seconds_since(t0) * 1e3);
+        lp->execute(0, nullptr);
+        host.push_back(seconds_since(t0) * 1e6);
+        b->sync();
       }
-      std::sort(t.begin(), t.end());
-      std::printf("2-layer transformer decode step at context %d: %.3f ms (host + device)\n", ctx,
-                  t[t.size() / 2]);
+      std::sort(host.begin(), host.end());
+      const double host_us = host[host.size() / 2];
+      const int n = 2000;
+      const auto t0 = Clock::now();
+      for (int i = 0; i < n; ++i)
+        lp->execute(0, nullptr);
+      b->sync();
+      const double total_us = seconds_since(t0) / n * 1e6;
+      std::printf(
+          "200 tiny kernels, %s executor: host %.1f us per execute (enqueue on an idle queue), "
+          "%.1f us per execute back to back with the device\n",
+          b == &be ? "graph" : "stream", host_us, total_us);
+      b->release(bx);
+      b->release(by);
+      b->release(arena);
     }
-    auto& plan = const_cast<luminal::Plan&>(s.plan({{"s", 1}, {"c", 128}}));
-    std::vector<int64_t> dims = s.dims();
-    dims[S] = 1;
-    dims[C] = 128;
-    std::printf("decode step kernels at context 128:\n%s",
-                CudaBackend::format_profile(be.profile(plan, 0, dims.data(), 20)).c_str());
+  }
+  // Decode steps (end to end, host included) on both executors: the 2-layer transformer at
+  // contexts 128 and 512, and a SmolLM2-135M-shaped model (30 layers, hidden 576, 9/3 heads,
+  // vocab 49152, tied) at context 128 and 1024.
+  struct DecodeCase {
+    const char* name;
+    luminal::models::LlamaSize size;
+    int slots;
+    std::vector<int> contexts;
+  };
+  const std::vector<DecodeCase> cases = {{"2-layer transformer", {}, 512, {128, 512}},
+                                         {"SmolLM2-135M shape",
+                                          {.layers = 30,
+                                           .hidden = 576,
+                                           .ffn = 1536,
+                                           .heads = 9,
+                                           .kv_heads = 3,
+                                           .vocab = 49152,
+                                           .tie_embeddings = true},
+                                          1024,
+                                          {128, 1024}}};
+  for (const DecodeCase& dc : cases) {
+    const luminal::models::Decoder d = llama(dc.size, dc.slots);
+    const double weight_mb =
+        static_cast<double>(luminal::models::parameter_count(d.config)) * 4 / 1e6;
+    for (CudaBackend* b : {&be, &stream_be}) {
+      const char* exec = b == &be ? "graph" : "stream";
+      luminal::Session s(
+          d.graph, *b,
+          transformer_opts(dc.size.layers > 2 ? 10 : limit,
+                           fs::temp_directory_path() / "luminal_bench_cuda_dec", dc.slots));
+      fill_model(s, d);
+      const auto t0 = Clock::now();
+      s.compile();
+      const double compile_s = seconds_since(t0);
+      const luminal::DimSlot S = s.dim("s"), C = s.dim("c");
+      for (int ctx : dc.contexts) {
+        std::vector<int64_t> dims = s.dims();
+        dims[S] = 1;
+        dims[C] = ctx;
+        s.set("ids", std::vector<int32_t>{5});
+        std::vector<double> t;
+        for (int i = 0; i < 50; ++i) {
+          const auto t1 = Clock::now();
+          s.execute(dims);
+          s.sync();
+          t.push_back(seconds_since(t1) * 1e3);
+        }
+        std::sort(t.begin(), t.end());
+        std::printf(
+            "%s decode step at context %d, %s executor: %.3f ms (host + device; %.0f MB of f32 "
+            "weights, floor %.3f ms at the copy bandwidth; compile %.1f s)\n",
+            dc.name, ctx, exec, t[t.size() / 2], weight_mb, weight_mb * 1e6 / (copy * 1e9) * 1e3,
+            compile_s);
+      }
+      if (b == &be && dc.size.layers > 2) {  // time per op kind at context 128
+        auto& plan = const_cast<luminal::Plan&>(s.plan({{"s", 1}, {"c", 128}}));
+        std::vector<int64_t> dims = s.dims();
+        dims[S] = 1;
+        dims[C] = 128;
+        std::map<std::string, std::pair<int, double>> by_op;
+        double total = 0;
+        for (const auto& k : b->profile(plan, 0, dims.data(), 10)) {
+          by_op[k.op].first += 1;
+          by_op[k.op].second += k.ms;
+          total += k.ms;
+        }
+        std::printf("%s decode at context 128 by op (profiled, events between kernels):\n",
+                    dc.name);
+        for (const auto& [op, v] : by_op)
+          std::printf("  %-22s %5d launches %8.3f ms %5.1f%%\n", op.c_str(), v.first, v.second,
+                      100 * v.second / total);
+        std::printf("  %s\n", s.llir({{"s", 1}, {"c", 128}}).op_mix_string().c_str());
+      }
+      if (b == &be && dc.size.layers == 2) {
+        auto& plan = const_cast<luminal::Plan&>(s.plan({{"s", 1}, {"c", 128}}));
+        std::vector<int64_t> dims = s.dims();
+        dims[S] = 1;
+        dims[C] = 128;
+        std::printf("decode step kernels at context 128:\n%s",
+                    CudaBackend::format_profile(b->profile(plan, 0, dims.data(), 20)).c_str());
+      }
+    }
   }
   return 0;
 }

@@ -6,7 +6,7 @@
 #
 #   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]
 #
-#   OUT              folder for build.log, nvrtc.log, session.log, fuzz.log, models.log,
+#   OUT              folder for build.log, nvrtc.log, session.log, graph.log, fuzz.log, models.log,
 #                    bench.log, summary.txt and cache.tgz (the kernel and program cache after the
 #                    run: pass it back with --cache-in and the next run compiles nothing)
 #   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
@@ -66,8 +66,10 @@ if [ $rc -ne 0 ]; then
 fi
 # The model suite and the CLI need the io library (PCRE2, ICU): built separately so a problem
 # there does not stop the rest.
-cmake --build "$build" -j "$jobs" --target test_cuda_models luminal_cli >>"$out/build.log" 2>&1 ||
-  note "build: the model suite or the CLI failed to build (see build.log)"
+cmake --build "$build" -j "$jobs" --target test_cuda_models test_cuda_graph >>"$out/build.log" 2>&1 ||
+  note "build: the model or graph suite failed to build (see build.log)"
+cmake --build "$build" -j "$jobs" --target luminal_cli >>"$out/build.log" 2>&1 ||
+  note "build: the CLI failed to build (see build.log)"
 
 failed=0
 suite() {  # suite NAME LOG TIMEOUT CMD...
@@ -86,6 +88,11 @@ seeds=32 programs=50
 [ $quick -eq 1 ] && seeds=8 programs=20
 suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
 suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
+echo "=== stream executor ===" >>"$out/session.log"
+LUMINAL_CUDA_EXECUTOR=stream suite "session suite, stream executor" "$out/session.log" 300 \
+  "$build/tests/test_cuda_session" --gtest_filter=-*Past2To31*
+[ -x "$build/tests/test_cuda_graph" ] &&
+  suite "graph executor suite" "$out/graph.log" 300 "$build/tests/test_cuda_graph"
 suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
 [ -x "$build/tests/test_cuda_models" ] &&
   suite "model parity" "$out/models.log" 300 "$build/tests/test_cuda_models"
@@ -101,7 +108,7 @@ if [ $sanitize -eq 1 ]; then
 fi
 if [ $bench -eq 1 ]; then
   suite "bench_cuda" "$out/bench.log" 300 "$build/bench/bench_cuda"
-  grep -E 'copy|fused|row sum|search|decode step at' "$out/bench.log" >>"$summary"
+  grep -E 'copy|fused|row sum|search|decode step at|tiny kernels' "$out/bench.log" >>"$summary"
 fi
 tar -czf "$out/cache.tgz" -C "$XDG_CACHE_HOME" . 2>/dev/null
 note "cache: $(du -sh "$XDG_CACHE_HOME" | cut -f1) saved to cache.tgz"

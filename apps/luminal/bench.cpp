@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "apps/luminal/commands.hpp"
+#include "apps/luminal/progress.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/io/hf_config.hpp"
 #include "luminal/models/causal_lm.hpp"
@@ -92,7 +93,9 @@ void add_bench(CLI::App& app) {
     shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
     shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
     const auto t_load = Clock::now();
-    models::CausalLM lm = models::CausalLM::load(model, *backend, shape, compile_options(20));
+    LoadBar bar;
+    models::CausalLM lm =
+        models::CausalLM::load(model, *backend, shape, compile_options(20), bar.callback());
     const double load_ms = ms_since(t_load);
     // A fixed prompt of ids spread over the vocabulary (the ids do not change the work).
     std::vector<int32_t> prompt(static_cast<size_t>(o->prompt));

@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "apps/luminal/commands.hpp"
+#include "apps/luminal/progress.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/io/chat_template.hpp"
 #include "luminal/io/hf_config.hpp"
@@ -247,8 +248,9 @@ void add_run(CLI::App& app) {
     shape.sampler = sampling.needs_sampler();
     shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
     shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
+    LoadBar bar;
     models::CausalLM lm =
-        models::CausalLM::load(model, *backend, shape, compile_options(o->budget));
+        models::CausalLM::load(model, *backend, shape, compile_options(o->budget), bar.callback());
     const double load_ms = ms_since(t_open);
     // Whether the programs came from the compile cache (a later start) or were searched.
     bool from_cache = true;

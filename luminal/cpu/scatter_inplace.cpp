@@ -19,7 +19,8 @@ namespace luminal::cpu {
 
 namespace {
 
-const OpDef kScatterInPlace{"cpu.ScatterInPlace", OpKind::Input, false, /*inplace_input=*/0};
+const OpDef kScatterInPlace{"cpu.ScatterInPlace", OpKind::Input, false, /*inplace_input=*/0,
+                            /*seed_cost=*/0.9};  // skips the copy of dest
 
 std::vector<Rule> inplace_rules() {
   return {scatter_inplace_rule(&kScatterInPlace, "cpu.scatter-inplace")};

@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,6 +73,10 @@ struct CudaBackend::Impl {
   std::unordered_map<std::string, KernelHandle> kernels;                   // by source
   std::unordered_map<std::string, std::shared_ptr<const Module>> batches;  // by batch key
   KernelCacheStats stats;
+  CudaOptions::Executor executor = CudaOptions::Executor::Graph;
+  struct {
+    std::atomic<uint64_t> instantiations{0}, launches{0}, node_updates{0}, reinstantiations{0};
+  } graphs;
 
   /// Makes the backend's context current on the calling thread (cheap when it already is).
   void bind_context() const;

@@ -247,6 +247,17 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
   m.arch = "sm_" + std::to_string(m.cc_major) + std::to_string(m.cc_minor);
   m.nvrtc = nvrtc_version();
   m.default_queue = std::make_unique<CudaQueue>(m);
+  m.executor = m.opts.executor;
+  if (const char* e = std::getenv("LUMINAL_CUDA_EXECUTOR"); e && *e) {
+    const std::string v = e;
+    if (v == "graph") {
+      m.executor = CudaOptions::Executor::Graph;
+    } else if (v == "stream") {
+      m.executor = CudaOptions::Executor::Stream;
+    } else {
+      throw Error("LUMINAL_CUDA_EXECUTOR must be 'graph' or 'stream', got '" + v + "'");
+    }
+  }
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());
@@ -458,6 +469,14 @@ std::vector<KernelStat> CudaBackend::profile(Plan& plan, int parity, const int64
   if (!p) throw Error("cuda: profile() needs a plan loaded by this backend");
   return p->profile(parity, dims, trials);
 }
+
+GraphStats CudaBackend::graph_stats() const {
+  const auto& g = impl_->graphs;
+  return GraphStats{g.instantiations.load(), g.launches.load(), g.node_updates.load(),
+                    g.reinstantiations.load()};
+}
+
+CudaOptions::Executor CudaBackend::executor() const { return impl_->executor; }
 
 std::string CudaBackend::profile_text(Plan& plan, const int64_t* dims) {
   return format_profile(profile(plan, 0, dims, 10));

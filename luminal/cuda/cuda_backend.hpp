@@ -38,6 +38,19 @@ struct CudaOptions {
   std::filesystem::path kernel_dir;
   /// Threads compiling kernels in parallel (NVRTC scales poorly past a few).
   int compile_threads = 4;
+  /// How a plan runs: one CUDA graph per bucket and parity (the default), or its kernels
+  /// launched one by one on the stream (for debugging: compute-sanitizer, a failing kernel).
+  /// LUMINAL_CUDA_EXECUTOR=graph|stream overrides it.
+  enum class Executor { Graph, Stream };
+  Executor executor = Executor::Graph;
+};
+
+/// Counters of the graph executor, over every plan of a backend (tests, traces).
+struct GraphStats {
+  uint64_t instantiations = 0;    // graphs built and instantiated (one per plan and parity)
+  uint64_t launches = 0;          // graph launches
+  uint64_t node_updates = 0;      // kernel nodes whose arguments changed (a buffer moved)
+  uint64_t reinstantiations = 0;  // an update was refused, or the graph's shape changed
 };
 
 /// Counters of the kernel cache (process-wide per backend; for tests and traces).
@@ -130,6 +143,9 @@ class CudaBackend final : public Backend {
   const std::string& arch() const;
   int sm_count() const;
   KernelCacheStats kernel_stats() const;
+  GraphStats graph_stats() const;
+  /// The executor plans of this backend use (CudaOptions::executor after the environment).
+  CudaOptions::Executor executor() const;
   /// Free and total device memory in bytes.
   std::pair<uint64_t, uint64_t> memory_info() const;
 

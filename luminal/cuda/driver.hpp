@@ -53,7 +53,17 @@ namespace luminal::cuda {
   X(cuMemsetD32Async) \
   X(cuMemGetInfo) \
   X(cuGetErrorName) \
-  X(cuGetErrorString)
+  X(cuGetErrorString) \
+  X(cuGraphCreate) \
+  X(cuGraphDestroy) \
+  X(cuGraphAddKernelNode) \
+  X(cuGraphAddEventRecordNode) \
+  X(cuGraphKernelNodeSetParams) \
+  X(cuGraphInstantiateWithFlags) \
+  X(cuGraphExecDestroy) \
+  X(cuGraphExecKernelNodeSetParams) \
+  X(cuGraphUpload) \
+  X(cuGraphLaunch)
 // clang-format on
 
 struct CudaApi {

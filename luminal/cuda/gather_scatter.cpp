@@ -10,20 +10,29 @@
 // Elements move as raw storage, so every dtype is bit-exact. The ordered scatter runs in one
 // block over chunks of 1024 indices; within a chunk a thread writes only when no later thread of
 // the chunk has the same index, and chunks are separated by a barrier: the last write wins, as in
-// the sequential definition. (One block is enough for KV-cache rows; a multi-block scatter with
-// a uniqueness proof is the bandwidth work of the next CUDA issue.)
+// the sequential definition.
+//   cuda.ScatterUnique:           in place, when the indexes are provably distinct: an Iota whose
+//                                 expression is linear in its position with a nonzero slope, read
+//                                 contiguously (a KV-cache write: rows (c - s) * d + z). No two
+//                                 writes meet, so a grid-stride loop over the indexes is the
+//                                 sequential definition, at full width.
 #include <string>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/egraph/egraph.hpp"
 #include "luminal/kernels/inplace_rule.hpp"
 
 namespace luminal::cuda {
 
 namespace {
 
-const OpDef kScatterInPlace{"cuda.ScatterInPlace", OpKind::Input, false, /*inplace_input=*/0};
+// Seed costs: in place skips the copy of dest; unique also skips the ordered single block.
+const OpDef kScatterInPlace{"cuda.ScatterInPlace", OpKind::Input, false, /*inplace_input=*/0,
+                            /*seed_cost=*/0.9};
+const OpDef kScatterUnique{"cuda.ScatterUnique", OpKind::Input, false, /*inplace_input=*/0,
+                           /*seed_cost=*/0.8};
 
 constexpr int kBlock = 256;
 constexpr int kScatterBlock = 1024;
@@ -71,7 +80,8 @@ KernelGen gen_gather(const LlirNode& n, const GenContext& ctx) {
 
 // In place, the copy runs only when the plan could not alias dest's buffer (its dest is an
 // Output's value), and is skipped otherwise.
-KernelGen gen_scatter_impl(const LlirNode& n, const GenContext& ctx, bool inplace) {
+KernelGen gen_scatter_impl(const LlirNode& n, const GenContext& ctx, bool inplace,
+                           bool unique = false) {
   if (n.attrs.views.size() != 3) throw Error("cuda: Scatter needs 3 input views");
   Codegen cg(n, ctx);
   const std::string& I = cg.idx();
@@ -100,6 +110,20 @@ KernelGen gen_scatter_impl(const LlirNode& n, const GenContext& ctx, bool inplac
   const std::string os = cg.view_offset(n.attrs.views[2], "t", "os", src_body);
   const std::string ncode = cg.c(count), mcode = cg.c(m);
   const std::string B = std::to_string(kScatterBlock);
+  if (unique) {
+    kernels += "extern \"C\" __global__ void __launch_bounds__(256) LMN_ENTRY(lmn_scatter)(" +
+               cg.params(false) + ") {\n" + cg.dims_prologue() + "  const " + I + " n = " + ncode +
+               ";\n  const " + I + " m = " + mcode + ";\n" + grid_loop(I, "t", "m") + body +
+               "    const long long j = " + load_index(n.input_dtypes.at(1), 1, oi) + ";\n" +
+               "    if (j >= 0 && j < (long long)n) {\n" + src_body + "      out[j] = in2[" + os +
+               "];\n    }\n  }\n}\n";
+    g.launches.push_back(Launch{
+        "lmn_scatter", kBlock, {min(ceil_div(m, kBlock), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+    g.source = Codegen::unit(kernels);
+    g.bytes = m * (size_bytes(n.input_dtypes.at(1)) + 2 * size_bytes(n.attrs.dtype));
+    g.flops = Expr(0);
+    return g;
+  }
   kernels += "extern \"C\" __global__ void __launch_bounds__(" + B + ") LMN_ENTRY(lmn_scatter)(" +
              cg.params(false) + ") {\n" + cg.dims_prologue() + "  const " + I + " n = " + ncode +
              ";\n  const " + I + " m = " + mcode + ";\n  __shared__ long long js[" + B + "];\n" +
@@ -126,8 +150,39 @@ KernelGen gen_scatter_inplace(const LlirNode& n, const GenContext& ctx) {
   return gen_scatter_impl(n, ctx, true);
 }
 
+KernelGen gen_scatter_unique(const LlirNode& n, const GenContext& ctx) {
+  return gen_scatter_impl(n, ctx, true, true);
+}
+
+/// Whether the index class holds an Iota whose value at position z is a*z + b with a constant
+/// a != 0 (distinct values).
+bool distinct_iota(const EGraph& eg, ClassId c) {
+  for (ENodeId id : eg.eclass(c).nodes) {
+    const ENode& e = eg.node(id);
+    if (!is_op(e.op, OpKind::Iota)) continue;
+    const auto lin = eg.attrs(e.attr).iota_expr.as_linear("z");
+    if (lin && lin->first.is_const() && lin->first.as_const() != 0) return true;
+  }
+  return false;
+}
+
 std::vector<Rule> inplace_rules() {
-  return {scatter_inplace_rule(&kScatterInPlace, "cuda.scatter-inplace")};
+  // The unique variant: the in-place rule's conditions plus distinct indexes read contiguously.
+  Rule unique{"cuda.scatter-unique", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
+              [](const Match& m, EGraph& eg) {
+                const ENode node = eg.node(m.root_node);
+                if (node.children.size() != 3) return;
+                const Attrs a = eg.attrs(node.attr);
+                if (a.views.size() != 3 || !a.views[0].is_contiguous() ||
+                    a.views[0].numel() != numel(a.shape) || !a.views[1].is_contiguous())
+                  return;
+                if (eg.dtype(node.children[0]) != a.dtype || eg.dtype(node.children[2]) != a.dtype)
+                  return;
+                if (!is_integer(eg.dtype(node.children[1]))) return;
+                if (!distinct_iota(eg, node.children[1])) return;
+                eg.merge(eg.add(&kScatterUnique, a, node.children), m.root);
+              }};
+  return {scatter_inplace_rule(&kScatterInPlace, "cuda.scatter-inplace"), unique};
 }
 
 }  // namespace
@@ -138,7 +193,9 @@ void register_gather_scatter_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp inplace{&kScatterInPlace, "cuda.inplace", inplace_rules, gen_scatter_inplace};
   ops.push_back(&gather);
   ops.push_back(&scatter);
+  static const CudaOp unique{&kScatterUnique, "cuda.inplace", nullptr, gen_scatter_unique};
   ops.push_back(&inplace);
+  ops.push_back(&unique);
 }
 
 }  // namespace luminal::cuda

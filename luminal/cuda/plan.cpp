@@ -134,14 +134,27 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
   for (const KernelGen& k : gens)
     sources.push_back(k.source);
   kernels_ = be_.kernels_of(sources, whats);
+  graph_ = be_.executor == CudaOptions::Executor::Graph;
+  const int64_t loop_cap = int64_t{be_.sm_count} * kLoopBlocksPerSm;
   for (size_t j = 0; j < gens.size(); ++j) {
     for (const Launch& l : gens[j].launches) {
       Step s;
       s.node = gen_node[j];
       s.fn = kernels_[j].function(l.entry);
       s.launch = l;
-      for (int a = 0; a < 3; ++a)
+      for (int a = 0; a < 3; ++a) {
         s.grid[a] = SlotExpr(l.grid[a], dim_names_);
+        // The graph's grid: exact when it is the same for every dim value of the bucket, else
+        // the largest one capped (every kernel loops grid-stride over x).
+        const Interval b = l.grid[a].bounds(spec.facts);
+        if (b.lo == b.hi) {
+          s.graph_grid[a] = to_grid(b.hi);
+        } else if (a == 0) {
+          s.graph_grid[a] = to_grid(std::min(b.hi, loop_cap));
+        } else {
+          graph_ = false;  // only x loops: launch this plan from the stream
+        }
+      }
       s.bytes = SlotExpr(gens[j].bytes, dim_names_);
       s.flops = SlotExpr(gens[j].flops, dim_names_);
       steps_.push_back(std::move(s));
@@ -186,6 +199,8 @@ CudaPlan::~CudaPlan() {
   if (dims_stream_) cu.cuStreamSynchronize(dims_stream_);
   for (const Bound& bd : bound_)
     if (bd.queue && bd.queue->stream != dims_stream_) cu.cuStreamSynchronize(bd.queue->stream);
+  for (int p = 0; p < 2; ++p)
+    destroy_graph(p);
   for (CUevent e : staging_done_)
     if (e) cu.cuEventDestroy(e);
   if (staging_) cu.cuMemFreeHost(staging_);
@@ -205,6 +220,8 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   const int n = static_cast<int>(g_.nodes.size());
   Bound& bd = bound_[parity];
   bd.bound = false;
+  const std::vector<std::vector<CUdeviceptr>> old_args = bd.exec ? bd.args : decltype(bd.args){};
+  const std::vector<bool> old_skip = bd.skip;
   bd.queue = &queue;
   bd.ptr.assign(static_cast<size_t>(n), 0);
   const auto arena = reinterpret_cast<CUdeviceptr>(b.arena.ptr);
@@ -240,6 +257,13 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     const int k = node.op->inplace_input;
     bd.skip[s] = steps_[s].launch.skip_when_aliased && k >= 0 &&
                  bd.ptr[steps_[s].node] == bd.ptr[node.inputs[k]];
+  }
+  if (graph_) {
+    be_.bind_context();
+    if (bd.exec)
+      update_graph(parity, old_args, old_skip);
+    else
+      build_graph(parity);
   }
   bd.bound = true;
 }
@@ -294,6 +318,11 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
   be_.bind_context();
   update_dims(dims, bd.queue->stream);
+  if (graph_) {
+    check(be_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
+    ++be_.graphs.launches;
+    return;
+  }
   for (size_t s = 0; s < steps_.size(); ++s)
     launch(parity, s);
 }
@@ -301,6 +330,7 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
 std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int trials) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: profile before bind");
+  if (graph_) return profile_graph(parity, dims, trials);
   const CudaApi& cu = *be_.cu;
   const CUstream stream = bd.queue->stream;
   be_.bind_context();
@@ -326,8 +356,14 @@ std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int t
   for (CUevent e : ev)
     cu.cuEventDestroy(e);
   bd.queue->check_error_word();
+  return summarize(times, dims);
+}
+
+std::vector<KernelStat> CudaPlan::summarize(std::vector<std::vector<float>>& times,
+                                            const int64_t* dims) const {
   std::vector<KernelStat> out;
   for (size_t s = 0; s < steps_.size(); ++s) {
+    if (times[s].empty()) continue;
     std::vector<float>& v = times[s];
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     KernelStat k;

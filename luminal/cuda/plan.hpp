@@ -2,15 +2,28 @@
 // One loaded LLIR program on CUDA for one bucket (internal; CudaBackend::load makes it).
 //
 // Every compute node has a KernelGen (its source and launches); the plan's kernels are compiled
-// together (in parallel, through the backend's cache) and launched in order on the stream of the
-// queue each parity was bound with (Bindings::queue; null: the backend's default queue), with
-// that queue's error word in the launch arguments. The arena is placed once at load with every
+// together (in parallel, through the backend's cache). The arena is placed once at load with every
 // buffer at its bucket upper bound (the shared memory planner), so each node's device address is
 // fixed per parity. Dims live in a small device array: execute() copies changed values there on the
 // bound stream from a pinned slot (reused only after the copy that last read it has run), and
-// kernels read them at start, so launch arguments never change between executes (what CUDA graph
-// capture will need). A node whose whole value an Output exposes writes straight into the Output's
-// buffer (no copy) when nothing writes into its buffer in place afterwards.
+// kernels read them at start, so launch arguments never change between executes. A node whose
+// whole value an Output exposes writes straight into the Output's buffer (no copy) when nothing
+// writes into its buffer in place afterwards.
+//
+// Executors (CudaOptions::executor):
+//  - Graph (default): bind() builds one CUDA graph per parity, the launches as kernel nodes in a
+//    plain chain (each after the previous one: the order the stream executor runs them in, which
+//    also orders every arena reuse), and instantiates it; execute() is the dims copy plus one
+//    cuGraphLaunch. Every kernel loops grid-stride, so a launch whose grid depends on a dim that
+//    varies inside the bucket gets a fixed grid: its largest grid in the bucket, capped at
+//    kLoopBlocksPerSm blocks per SM (never sized at the bound when that is larger: idle blocks
+//    cost). No dim change updates a node. A re-bind that moves a buffer (hand_off, a bucket
+//    switch, an external binding) updates the arguments of exactly the nodes that read or write
+//    it, in the executable graph and in its template; if the driver refuses an update, the
+//    executable is re-instantiated from the template. Both are counted (GraphStats).
+//  - Stream: the launches one by one on the bound stream, each grid sized to the current dims.
+// Launches go to the stream of the queue each parity was bound with (Bindings::queue; null: the
+// backend's default queue), with that queue's error word in the launch arguments.
 #include <cuda.h>
 
 #include <array>
@@ -45,6 +58,14 @@ class CudaPlan final : public Plan {
   CUstream stream(int parity) const { return queue(parity).stream; }
 
   static constexpr int64_t kAlignment = 256;
+  /// Blocks per SM of a grid-stride launch whose grid depends on a dim varying in the bucket
+  /// (graph executor): 4 x 256 threads keeps 32 warps per SM in flight.
+  static constexpr int kLoopBlocksPerSm = 4;
+
+  /// Tests: the next `n` graph updates are refused as the driver would refuse them.
+  static void refuse_updates_for_testing(int n);
+  /// Whether this plan runs as CUDA graphs.
+  bool graph_executor() const { return graph_; }
 
   /// The KernelGen of every compute node and non-in-place Output of `g` (input dtypes filled),
   /// in execution order; `nodes` gets the node of each.
@@ -58,10 +79,23 @@ class CudaPlan final : public Plan {
     Launch launch;
     std::array<SlotExpr, 3> grid;
     std::array<unsigned, 3> grid_now{0, 0, 0};
+    std::array<unsigned, 3> graph_grid{0, 0, 0};  // its grid in the CUDA graph
     SlotExpr bytes, flops;
   };
   void update_dims(const int64_t* dims, CUstream stream);
   void launch(int parity, size_t s);
+  // The graph executor (plan_graph.cpp).
+  CUDA_KERNEL_NODE_PARAMS node_params(int parity, size_t s) const;
+  void build_graph(int parity);
+  void destroy_graph(int parity);
+  /// After a re-bind: updates the nodes whose arguments differ from `old_args`, or rebuilds the
+  /// graph when the launches skipped changed.
+  void update_graph(int parity, const std::vector<std::vector<CUdeviceptr>>& old_args,
+                    const std::vector<bool>& old_skip);
+  std::vector<KernelStat> profile_graph(int parity, const int64_t* dims, int trials);
+  /// Per step with times: the median and the step's cost hints at `dims`.
+  std::vector<KernelStat> summarize(std::vector<std::vector<float>>& times,
+                                    const int64_t* dims) const;
 
   CudaBackend::Impl& be_;
   LlirGraph g_;
@@ -88,8 +122,12 @@ class CudaPlan final : public Plan {
     std::vector<std::vector<CUdeviceptr>> args;  // per step: out, inputs..., dims, err
     std::vector<std::vector<void*>> argp;        // per step: pointers into args
     std::vector<bool> skip;                      // per step: aliased copy skipped
+    CUgraph graph = nullptr;                     // the template (graph executor)
+    CUgraphExec exec = nullptr;
+    std::vector<CUgraphNode> nodes;  // per step: its kernel node, null when not in the graph
   };
   std::array<Bound, 2> bound_;
+  bool graph_ = true;
 };
 
 }  // namespace luminal::cuda

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -162,6 +163,56 @@ double SearchSpace::log10_size() const {
 }
 
 Genome SearchSpace::first_genome() const { return Genome(gene_sizes_.size(), 0); }
+
+Genome SearchSpace::fewest_kernels_genome() const {
+  const size_t n = options_.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> cost(n, inf);
+  std::vector<int> best(n, -1);
+  // Fixpoint over every class (children may come after parents in id order; an option on a
+  // cycle stays infinite while an acyclic one exists).
+  for (size_t pass = 0; pass < n + 1; ++pass) {
+    bool changed = false;
+    for (ClassId c = 0; c < n; ++c) {
+      const std::vector<ENodeId>& opts = options_[c];
+      for (size_t k = 0; k < opts.size(); ++k) {
+        const ENode& e = eg_->node(opts[k]);
+        double w = is_op(e.op, OpKind::Input) ? 0 : e.op->seed_cost;
+        for (ClassId ch : e.children)
+          w += cost[eg_->find(ch)];
+        if (w < cost[c]) {
+          cost[c] = w;
+          best[c] = static_cast<int>(k);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  // Each gene takes the value that costs its classes least in total: a class pays, for the option
+  // the value picks there (values are taken modulo its option count), that option's cost above
+  // its best one. Shared genes cover alike classes whose option lists may differ.
+  std::vector<std::vector<double>> excess(gene_sizes_.size());
+  for (size_t i = 0; i < excess.size(); ++i)
+    excess[i].assign(gene_sizes_[i], 0.0);
+  for (ClassId c = 0; c < n; ++c) {
+    if (gene_[c] < 0 || best[c] < 0) continue;
+    const std::vector<ENodeId>& opts = options_[c];
+    std::vector<double>& ex = excess[gene_[c]];
+    for (size_t v = 0; v < ex.size(); ++v) {
+      const ENode& e = eg_->node(opts[v % opts.size()]);
+      double w = is_op(e.op, OpKind::Input) ? 0 : e.op->seed_cost;
+      for (ClassId ch : e.children)
+        w += cost[eg_->find(ch)];
+      ex[v] += w == inf ? 1e300 : (w - cost[c]) / std::max(cost[c], 1.0);
+    }
+  }
+  Genome g(gene_sizes_.size(), 0);
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = static_cast<uint32_t>(std::min_element(excess[i].begin(), excess[i].end()) -
+                                 excess[i].begin());
+  return g;
+}
 
 Genome SearchSpace::random_genome(Rng& rng) const {
   Genome g(gene_sizes_.size());

@@ -37,6 +37,12 @@ class SearchSpace {
   double log10_size() const;
 
   Genome first_genome() const;  // every gene 0 (the first option of each class)
+  /// The genome that, class by class, picks the option with the fewest non-Input e-nodes below
+  /// it (tree cost: an e-node counts 1 plus its children's costs), each shared gene taking the
+  /// option most of its classes prefer. It favours the largest fused regions and library ops:
+  /// the search's starting point for programs of many small kernels, which random genomes
+  /// rarely reach.
+  Genome fewest_kernels_genome() const;
   Genome random_genome(Rng& rng) const;
   /// Changes `count` random genes to a different value (where they have one).
   void mutate(Genome& g, int count, Rng& rng) const;

@@ -21,6 +21,9 @@ struct OpDef {
   /// The op may write its output into the buffer of this input (in-place); -1 when it never
   /// does. Pruning keeps such an e-node only when that input has no other consumer.
   int inplace_input = -1;
+  /// Its cost in SearchSpace::fewest_kernels_genome: 1 per kernel, less for an op that does
+  /// strictly less work than its alternatives (an in-place write skips a copy).
+  double seed_cost = 1.0;
 };
 
 /// The OpDef of an HLIR primitive.

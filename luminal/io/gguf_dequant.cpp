@@ -3,6 +3,7 @@
 // with -ffp-contract=off so that no a * b + c becomes an FMA.
 #include "luminal/io/gguf_dequant.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace luminal::io {
@@ -233,7 +234,7 @@ void dequantize_blocks(GgmlType type, std::span<const uint8_t> bytes, std::span<
     fn(in + b * ts, o + b * bs);
 }
 
-void dequantize_into(const GgufTensor& t, std::span<float> out) {
+void dequantize_into(const GgufTensor& t, std::span<float> out, ProgressMeter* meter) {
   const std::string where = "gguf '" + t.file + "': tensor '" + t.name + "': ";
   if (!can_dequantize(t.type)) {
     throw Error(where + "dequantising " + std::string(ggml_type_name(t.type)) +
@@ -244,7 +245,21 @@ void dequantize_into(const GgufTensor& t, std::span<float> out) {
                 " floats, the tensor " + std::to_string(t.numel()) + " values");
   }
   try {
-    dequantize_blocks(t.type, t.data, out);
+    const GgmlTypeInfo info = ggml_type_info(t.type);
+    const uint64_t bs = static_cast<uint64_t>(info.block_size);
+    const uint64_t ts = static_cast<uint64_t>(info.type_size);
+    const uint64_t n = out.size();
+    if (!meter || n % bs != 0 || t.data.size() != n / bs * ts) {
+      dequantize_blocks(t.type, t.data, out);  // (its errors describe a bad size)
+      if (meter) meter->advance(n * 4);
+      return;
+    }
+    const uint64_t chunk = std::max<uint64_t>(1, (uint64_t(1) << 20) / bs) * bs;  // values
+    for (uint64_t v = 0; v < n; v += chunk) {
+      const uint64_t m = std::min(chunk, n - v);
+      dequantize_blocks(t.type, t.data.subspan(v / bs * ts, m / bs * ts), out.subspan(v, m));
+      meter->advance(m * 4);
+    }
   } catch (const Error& e) {
     throw Error(where + e.what());
   }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "luminal/io/gguf.hpp"
+#include "luminal/io/progress.hpp"
 
 namespace luminal::io {
 
@@ -44,7 +45,8 @@ void dequantize_blocks(GgmlType type, std::span<const uint8_t> bytes, std::span<
 /// A tensor's values as f32, in row-major order of its shape (outermost first). Errors name the
 /// file, the tensor and the problem (an unsupported type, a buffer of the wrong size).
 std::vector<float> dequantize(const GgufTensor& t);
-/// dequantize() into a caller buffer of exactly t.numel() floats.
-void dequantize_into(const GgufTensor& t, std::span<float> out);
+/// dequantize() into a caller buffer of exactly t.numel() floats. With a `meter`, the work goes
+/// in chunks of about 2^20 values (whole blocks), each advancing it by its f32 bytes.
+void dequantize_into(const GgufTensor& t, std::span<float> out, ProgressMeter* meter = nullptr);
 
 }  // namespace luminal::io

@@ -359,7 +359,8 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   return c;
 }
 
-Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes) {
+Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes,
+                     const LoadProgress& progress) {
   const std::string arch = f.get_string("general.architecture");
   const std::map<std::string, Expected> expected = expected_tensors(c, arch);
   struct Item {
@@ -422,10 +423,11 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
   std::memcpy(bytes.data() + 8, text.data(), text.size());
   uint8_t* out = bytes.data() + 8 + text.size();
   std::vector<float> values;
+  ProgressMeter meter(progress, "dequantising", offset);
   for (const Item& it : items) {
     const GgufTensor& t = *it.t;
     values.resize(static_cast<size_t>(t.numel()));
-    dequantize_into(t, values);
+    dequantize_into(t, values, &meter);
     const size_t n = values.size();
     if (it.e->permute_heads > 0) {
       // The converter stored HF row (h, j, i) of head h (j < 2, i < head_dim / 2) at row
@@ -449,6 +451,7 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
     }
     out += n * sizeof(float);
   }
+  meter.finish();
   return Weights(SafeTensors::from_bytes(std::move(bytes), f.source()));
 }
 
@@ -462,7 +465,8 @@ GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOpti
   if (f.contains_tensor("rope_freqs.weight"))
     m.rope_freq_factors = dequantize(f.tensor("rope_freqs.weight"));
   if (options.weights)
-    m.weights = std::make_shared<const Weights>(gguf_weights(f, m.config, options.max_bytes));
+    m.weights = std::make_shared<const Weights>(
+        gguf_weights(f, m.config, options.max_bytes, options.progress));
 
   m.chat_template = f.find_string("tokenizer.chat_template");
   if (f.contains("tokenizer.ggml.model")) {

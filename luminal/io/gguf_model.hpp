@@ -37,6 +37,7 @@
 
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/hf_config.hpp"
+#include "luminal/io/progress.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/io/tokenizer.hpp"
 
@@ -52,6 +53,9 @@ struct GgufModelOptions {
   /// Dequantise the weights (false: `weights` stays null; gguf_weights() reads them later, e.g.
   /// only when no cached copy exists).
   bool weights = true;
+  /// Told the progress of the dequantisation (stage "dequantising", bytes of f32 written; see
+  /// io/progress.hpp). Default: none.
+  LoadProgress progress = {};
 };
 
 /// Everything a Hugging Face folder gives, read from one GGUF file.
@@ -90,8 +94,9 @@ GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOpti
 ModelConfig gguf_model_config(const GgufFile& file);
 
 /// The weights under Hugging Face names as f32 (see read_gguf_model). `config` is
-/// gguf_model_config(file); `max_bytes` as GgufModelOptions::max_bytes.
-Weights gguf_weights(const GgufFile& file, const ModelConfig& config, uint64_t max_bytes = 0);
+/// gguf_model_config(file); `max_bytes` and `progress` as GgufModelOptions's.
+Weights gguf_weights(const GgufFile& file, const ModelConfig& config, uint64_t max_bytes = 0,
+                     const LoadProgress& progress = {});
 
 /// The Hugging Face name of a GGUF tensor name ("blk.3.attn_q.weight" ->
 /// "model.layers.3.self_attn.q_proj.weight", "token_embd.weight" -> "model.embed_tokens.weight");

@@ -280,11 +280,24 @@ BindReport bind_with(const Graph& g, const Weights& weights, const BindOptions& 
   for (NodeId id : g.inputs())
     inputs.emplace(g.node(id).label, id);
 
+  // The labels first, for the progress total: the bytes of the tensors that feed an input.
+  const std::vector<std::string> names = weights.names();
+  std::vector<std::string> labels;
+  labels.reserve(names.size());
+  uint64_t total = 0;
+  for (const std::string& tname : names) {
+    labels.push_back(options.rename ? options.rename(tname) : tname);
+    if (!labels.back().empty() && inputs.count(labels.back()))
+      total += weights.get(tname).bytes.size();
+  }
+  ProgressMeter meter(options.progress, "binding", total);
+
   BindReport report;
   std::set<std::string> bound;
-  for (const std::string& tname : weights.names()) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& tname = names[i];
+    const std::string& label = labels[i];
     const TensorView& t = weights.get(tname);
-    std::string label = options.rename ? options.rename(tname) : tname;
     auto it = label.empty() ? inputs.end() : inputs.find(label);
     if (it == inputs.end()) {
       report.unused_tensors.push_back(tname);
@@ -319,7 +332,9 @@ BindReport bind_with(const Graph& g, const Weights& weights, const BindOptions& 
     }
     bound.insert(label);
     report.bound.push_back(label);
+    meter.advance(t.bytes.size());
   }
+  meter.finish();
   for (const auto& [label, id] : inputs)
     if (!bound.count(label)) report.unset_inputs.push_back(label);
   if (options.require_all_inputs && !report.unset_inputs.empty()) {

@@ -35,6 +35,7 @@
 
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/io/progress.hpp"
 #include "luminal/runtime/host_buffer.hpp"
 
 namespace luminal {
@@ -170,6 +171,9 @@ struct BindOptions {
   bool convert_floats = true;
   /// Throw (listing them) when graph inputs are left unset, instead of only reporting them.
   bool require_all_inputs = false;
+  /// Told the progress (stage "binding": bytes of the tensors that feed an input, as stored in
+  /// the file; see io/progress.hpp). Default: none.
+  LoadProgress progress = {};
 };
 
 struct BindReport {

@@ -122,9 +122,10 @@ void CausalLM::rewind(int tokens) {
 }
 
 void CausalLM::bind(std::shared_ptr<const io::Weights> weights, const std::string& source,
-                    bool session) {
+                    bool session, const io::LoadProgress& progress) {
   io::BindOptions opts;
   opts.require_all_inputs = false;
+  opts.progress = progress;
   io::BindReport r = session ? io::bind(static_cast<Session&>(*runtime_), weights, opts)
                              : io::bind(*runtime_, *weights, opts);
   // Every weight must now be set; the rest (ids, rope table, caches, sampler) is ours.
@@ -143,18 +144,19 @@ void CausalLM::init_inputs() {
 }
 
 CausalLM CausalLM::load(const std::filesystem::path& path, Backend& backend,
-                        const DecoderShape& shape, CompileOptions options) {
-  return load(weights_only(path), backend, shape, std::move(options));
+                        const DecoderShape& shape, CompileOptions options,
+                        const io::LoadProgress& progress) {
+  return load(weights_only(path), backend, shape, std::move(options), progress);
 }
 
 CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const DecoderShape& shape,
-                        CompileOptions options) {
+                        CompileOptions options, const io::LoadProgress& progress) {
   CausalLM lm;
   lm.decoder_ = build_decoder(model.config, shape);
   lm.add_token_head();
   lm.set_buckets(options);
   lm.runtime_ = std::make_unique<Session>(lm.decoder_.graph, backend, options);
-  lm.bind(open_weights(model, options), model.path.string(), true);
+  lm.bind(open_weights(model, options, progress), model.path.string(), true, progress);
   static_cast<Session&>(*lm.runtime_).compile();
   return lm;
 }

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "luminal/compiler/options.hpp"
+#include "luminal/io/progress.hpp"
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/nn/sampling.hpp"
@@ -93,12 +94,15 @@ namespace luminal::models {
 
 class CausalLM {
  public:
-  /// `path`: a Hugging Face folder or a .gguf file (models/model_files.hpp).
+  /// `path`: a Hugging Face folder or a .gguf file (models/model_files.hpp). `progress` is told
+  /// of reading the weights (open_weights: "dequantising", "caching") and of binding them into
+  /// the session ("binding"; io/progress.hpp); the search reports through options.verbose().
   static CausalLM load(const std::filesystem::path& path, Backend& backend,
-                       const DecoderShape& shape = {}, CompileOptions options = {});
+                       const DecoderShape& shape = {}, CompileOptions options = {},
+                       const io::LoadProgress& progress = {});
   /// The same from an opened model (its tokenizer and template stay with the caller).
   static CausalLM load(const ModelFiles& model, Backend& backend, const DecoderShape& shape = {},
-                       CompileOptions options = {});
+                       CompileOptions options = {}, const io::LoadProgress& progress = {});
   static CausalLM load_reference(const std::filesystem::path& path, const DecoderShape& shape = {});
   /// A model from a config alone: seeded random weights generated on `backend`
   /// (models/synthetic.hpp; no files, nothing uploaded but the small state), then compiled as
@@ -141,7 +145,8 @@ class CausalLM {
  private:
   CausalLM() = default;
   void add_token_head();
-  void bind(std::shared_ptr<const io::Weights> weights, const std::string& source, bool session);
+  void bind(std::shared_ptr<const io::Weights> weights, const std::string& source, bool session,
+            const io::LoadProgress& progress = {});
   /// The inputs that are not weights: rope table, empty caches, sampler defaults.
   void init_inputs();
   /// The "s" buckets (decode, prefill) unless `options` has its own.

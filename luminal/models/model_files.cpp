@@ -106,8 +106,8 @@ fs::path dequantized_path(const fs::path& gguf, const CompileOptions& options) {
          (gguf.stem().string() + "-" + hex + ".f32.safetensors");
 }
 
-std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m,
-                                                const CompileOptions& options) {
+std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options,
+                                                const io::LoadProgress& progress) {
   if (!m.gguf) return std::make_shared<const io::Weights>(io::Weights::open(m.path));
   const uint64_t limit = options.max_memory() ? *options.max_memory() : 0;
   const fs::path cached = dequantized_path(m.path, options);
@@ -129,7 +129,7 @@ std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m,
     }
   }
   io::GgufFile f = io::GgufFile::open(m.path);
-  auto w = std::make_shared<const io::Weights>(io::gguf_weights(f, m.config, limit));
+  auto w = std::make_shared<const io::Weights>(io::gguf_weights(f, m.config, limit, progress));
   if (!cached.empty()) {
     // Atomic: written beside, then renamed into place; a failure only costs the next load time.
     std::error_code ec;
@@ -138,8 +138,14 @@ std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m,
     {
       std::ofstream out(tmp, std::ios::binary);
       const std::span<const uint8_t> bytes = w->files().at(0).buffer();
-      out.write(reinterpret_cast<const char*>(bytes.data()),
-                static_cast<std::streamsize>(bytes.size()));
+      io::ProgressMeter meter(progress, "caching", bytes.size());
+      constexpr size_t chunk = size_t(8) << 20;
+      for (size_t at = 0; at < bytes.size() && out; at += chunk) {
+        const size_t n = std::min(chunk, bytes.size() - at);
+        out.write(reinterpret_cast<const char*>(bytes.data() + at),
+                  static_cast<std::streamsize>(n));
+        meter.advance(n);
+      }
       if (!out) ec = std::make_error_code(std::errc::io_error);
     }
     if (!ec) fs::rename(tmp, cached, ec);

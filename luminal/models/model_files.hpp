@@ -22,6 +22,7 @@
 #include "luminal/compiler/options.hpp"
 #include "luminal/io/chat_template.hpp"
 #include "luminal/io/hf_config.hpp"
+#include "luminal/io/progress.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/models/causal_lm.hpp"
@@ -53,8 +54,11 @@ ModelFiles open_model(const std::filesystem::path& path, const OpenOptions& opti
 
 /// The weights under Hugging Face names: a folder's safetensors (mapped), or the GGUF's
 /// dequantised to f32 (from the cache when present). A GGUF whose f32 weights exceed
-/// options.max_memory() fails before anything is dequantised, naming both sizes.
-std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options);
+/// options.max_memory() fails before anything is dequantised, naming both sizes. `progress` is
+/// told of the dequantisation ("dequantising") and of writing the cached copy ("caching"); a
+/// folder or a cached copy is only mapped (no call).
+std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options,
+                                                const io::LoadProgress& progress = {});
 
 /// Where the GGUF's dequantised copy lives (or would), or empty with LUMINAL_CACHE=off.
 std::filesystem::path dequantized_path(const std::filesystem::path& gguf,

@@ -62,10 +62,20 @@ Tensor apply_rope(const Tensor& x, const Tensor& positions, const Tensor& inv_fr
                 shape_to_string(inv_freq.shape()));
   const Tensor angles = positions.cast(DType::F32).reshape({xs[0], 1, 1}) *
                         inv_freq.cast(DType::F32).reshape({1, 1, half});  // [s, 1, half]
-  const Tensor cos = angles.cos().cast(x.dtype());
-  const Tensor sin = angles.sin().cast(x.dtype());
-  const Tensor x1 = x.slice(2, 0, half), x2 = x.slice(2, half);
-  return concat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, 2);
+  const DType dt = x.dtype();
+  const Tensor cos = angles.cos().cast(dt).reshape({xs[0], 1, 1, 1, half});
+  const Tensor sin = angles.sin().cast(dt).reshape({xs[0], 1, 1, 1, half});
+  // out[j] = sum over k of x[k] * W[j][k] for the halves j, k of a head, with W = [[cos, -sin],
+  // [sin, cos]]: x1 cos - x2 sin, then x1 sin + x2 cos, as rotate_half gives them (each W entry
+  // is exactly cos, -sin or sin). One broadcast product and a sum over k of 2: no slice, gather
+  // or concat of the halves, so it stays one kernel (or fuses with its neighbours).
+  Graph g = x.graph();
+  const Tensor j = g.arange(2, 0.0, 1.0, DType::F32).reshape({2, 1});
+  const Tensor k = g.arange(2, 0.0, 1.0, DType::F32).reshape({1, 2});
+  const Tensor eye = ((j - k) * (j - k) * -1.0 + 1.0).cast(dt).reshape({1, 1, 2, 2, 1});
+  const Tensor turn = (j - k).cast(dt).reshape({1, 1, 2, 2, 1});  // [[0, -1], [1, 0]]
+  const Tensor w = cos * eye + sin * turn;                          // [s, 1, 2, 2, half]
+  return (x.reshape({xs[0], xs[1], 1, 2, half}) * w).sum(3).reshape({xs[0], xs[1], xs[2]});
 }
 
 }  // namespace luminal::nn

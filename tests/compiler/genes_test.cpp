@@ -62,5 +62,33 @@ TEST(Genes, OneLayerOfGenesHoweverDeepAndRolesApart) {
   EXPECT_EQ(genes[3], genes[1]);
 }
 
+// The fewest-kernels genome: an elementwise chain becomes one fused kernel, a matmul one library
+// call, in every layer alike; the first genome (every gene 0) keeps more nodes.
+TEST(Genes, FewestKernelsGenomeFusesTheChains) {
+  cpu::CpuBackend cpu(1);
+  Graph g;
+  Tensor a = g.tensor("a", {64}), b = g.tensor("b", {64}), c = g.tensor("c", {64});
+  (((a + b) * c).exp() - a).output("y");
+  BuiltSpace s = build_search_space(g, cpu, g.dim_facts());
+  const LlirGraph fewest = to_llir(*s.space, s.space->fewest_kernels_genome());
+  const LlirGraph first = to_llir(*s.space, s.space->first_genome());
+  auto kernels = [](const LlirGraph& l) {
+    int n = 0;
+    for (const LlirNode& node : l.nodes)
+      n += !is_op(node.op, OpKind::Input) && !is_op(node.op, OpKind::Output);
+    return n;
+  };
+  EXPECT_EQ(kernels(fewest), 1) << fewest.to_text();
+  EXPECT_EQ(fewest.op_mix().count("cpu.Fused"), 1u) << fewest.to_text();
+  EXPECT_GT(kernels(first), 1) << first.to_text();
+
+  Layers three(3);
+  BuiltSpace t = build_search_space(three.g, cpu, three.g.dim_facts());
+  const LlirGraph model = to_llir(*t.space, t.space->fewest_kernels_genome());
+  const LlirGraph model_first = to_llir(*t.space, t.space->first_genome());
+  EXPECT_LT(kernels(model), kernels(model_first));
+  EXPECT_EQ(model.op_mix().count("cpu.Matmul"), 0u) << "BLAS for every projection";
+}
+
 }  // namespace
 }  // namespace luminal

@@ -14,6 +14,8 @@
 #include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
 #include "support/random_graph.hpp"
 
 namespace luminal {
@@ -36,7 +38,9 @@ void collect(const Graph& g, int programs, uint64_t seed, Sources& out) {
   Rng rng(seed);
   std::set<std::string> seen;
   for (int d = 0; d < programs * 4 && static_cast<int>(seen.size()) < programs; ++d) {
-    Genome genome = d == 0 ? b.space->first_genome() : b.space->random_genome(rng);
+    Genome genome = d == 0   ? b.space->first_genome()
+                    : d == 1 ? b.space->fewest_kernels_genome()
+                             : b.space->random_genome(rng);
     LlirGraph l = to_llir(*b.space, genome);
     if (!seen.insert(l.to_text()).second) continue;
     ++out.programs;
@@ -83,6 +87,23 @@ TEST_F(Nvrtc, RandomGraphKernelsCompileForSm90) {
   EXPECT_GT(s.unique.size(), 100u);
   std::printf("[nvrtc] with the searches: %.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+// The Llama of luminal::models (decode and prefill shapes): rope as a 2-term product sum, the
+// KV-cache writes as cuda.ScatterUnique (in the fewest-kernels program), the attention.
+TEST_F(Nvrtc, LlamaDecoderKernelsCompile) {
+  const models::Decoder d = models::build_decoder(
+      models::llama_config(
+          {.layers = 1, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50}),
+      {.slots = 64, .max_step = 16});
+  Sources s;
+  collect(d.graph, 6, 3, s);
+  bool unique = false;
+  for (const std::string& src : s.unique)
+    unique = unique || (src.find("lmn_scatter") != std::string::npos &&
+                        src.find("__shared__") == std::string::npos);
+  EXPECT_TRUE(unique) << "no unique (parallel) scatter among the kernels";
+  compile_all(s);
 }
 
 TEST_F(Nvrtc, EveryDtypeAndOpCompiles) {
