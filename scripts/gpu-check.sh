@@ -108,7 +108,7 @@ if [ $sanitize -eq 1 ]; then
 fi
 if [ $bench -eq 1 ]; then
   suite "bench_cuda" "$out/bench.log" 300 "$build/bench/bench_cuda"
-  grep -E 'copy|fused|row sum|search|decode step at|tiny kernels' "$out/bench.log" >>"$summary"
+  grep -E 'copy|fused|row sum|search|decode step at|tiny kernels|weights upload' "$out/bench.log" >>"$summary"
 fi
 tar -czf "$out/cache.tgz" -C "$XDG_CACHE_HOME" . 2>/dev/null
 note "cache: $(du -sh "$XDG_CACHE_HOME" | cut -f1) saved to cache.tgz"
