@@ -41,6 +41,7 @@ bench: build
 	@$(BUILD)/bench/bench_memory_plan
 	@$(BUILD)/bench/bench_cpu_kernels
 	@$(BUILD)/bench/bench_compile_cache
+	@$(BUILD)/bench/bench_llm_cpu
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
 	@LUMINAL_FIXTURES=$(BUILD)/fixtures $(BUILD)/bench/bench_tokenizer
 

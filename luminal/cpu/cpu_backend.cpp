@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -78,6 +79,71 @@ std::shared_ptr<const Payload> CpuBackend::read_payload(std::string_view kind,
                                                         std::string_view text) const {
   if (kind == "fused_program") return FusedProgram::deserialize(text);
   return Backend::read_payload(kind, text);
+}
+
+std::vector<KernelTime> CpuBackend::profile(Plan& plan, int parity, const int64_t* dims,
+                                            int trials) {
+  auto* p = dynamic_cast<CpuPlan*>(&plan);
+  if (!p) throw Error("cpu: profile needs a plan loaded by the CPU backend");
+  const std::vector<double> sec = p->profile(parity, dims, trials);
+  const LlirGraph& g = p->llir();
+  std::vector<KernelTime> out;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const LlirNode& n = g.nodes[i];
+    if (is_op(n.op, OpKind::Input)) continue;
+    if (is_op(n.op, OpKind::Output) && p->io().output_in_input[p->output_slot(i)] >= 0) continue;
+    std::string shape = "[";
+    const std::vector<int64_t> dims_out = eval_shape(n.attrs.shape, p->dyn());
+    for (size_t d = 0; d < dims_out.size(); ++d)
+      shape += (d ? ", " : "") + std::to_string(dims_out[d]);
+    shape += "]";
+    const bool reduces = is_op(n.op, OpKind::SumReduce) || is_op(n.op, OpKind::MaxReduce) ||
+                         n.op->name == "cpu.BlasMatmul" || n.op->name == "cpu.Matmul";
+    if (reduces && !n.attrs.views.empty() && n.attrs.axis >= 0 &&
+        n.attrs.axis < n.attrs.views[0].rank())
+      shape += " k=" + std::to_string(n.attrs.views[0].dims[n.attrs.axis].eval(p->dyn()));
+    out.push_back({static_cast<int>(i), std::string(n.op->name), shape, sec[i] * 1e3});
+  }
+  return out;
+}
+
+std::string CpuBackend::format_profile(const std::vector<KernelTime>& times, size_t top) {
+  double total = 0;
+  std::vector<std::pair<std::string, std::pair<int, double>>> by_op;
+  for (const KernelTime& t : times) {
+    total += t.ms;
+    auto it =
+        std::find_if(by_op.begin(), by_op.end(), [&](const auto& e) { return e.first == t.op; });
+    if (it == by_op.end()) it = by_op.insert(by_op.end(), {t.op, {0, 0.0}});
+    ++it->second.first;
+    it->second.second += t.ms;
+  }
+  std::sort(by_op.begin(), by_op.end(),
+            [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::string out = "  op                      nodes        ms  share\n";
+  char line[256];
+  for (const auto& [op, v] : by_op) {
+    std::snprintf(line, sizeof line, "  %-23s %5d %9.3f %5.1f%%\n", op.c_str(), v.first, v.second,
+                  total > 0 ? 100.0 * v.second / total : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  total %.3f ms over %zu kernels\n", total, times.size());
+  out += line;
+  std::vector<KernelTime> sorted = times;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const KernelTime& a, const KernelTime& b) { return a.ms > b.ms; });
+  if (top > 0 && sorted.size() > top) sorted.resize(top);
+  out += "  node   op                      ms  share  shape\n";
+  for (const KernelTime& t : sorted) {
+    std::snprintf(line, sizeof line, "  %%%-5d %-19s %8.4f %5.1f%%  %s\n", t.node, t.op.c_str(),
+                  t.ms, total > 0 ? 100.0 * t.ms / total : 0.0, t.shape.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string CpuBackend::profile_text(Plan& plan, const int64_t* dims) {
+  return format_profile(profile(plan, 0, dims, 5), 40);
 }
 
 Buffer CpuBackend::allocate(uint64_t bytes) {

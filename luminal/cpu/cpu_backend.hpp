@@ -13,6 +13,14 @@
 
 namespace luminal::cpu {
 
+/// One node's time in a CPU plan (CpuBackend::profile).
+struct KernelTime {
+  int node = 0;       // LLIR node
+  std::string op;     // "cpu.BlasMatmul"
+  std::string shape;  // "[1, 2048] k=768": the output shape at the dims (and a reduced axis's size)
+  double ms = 0;      // median per run
+};
+
 class CpuBackend : public Backend {
  public:
   /// `threads` <= 0: every hardware thread (LUMINAL_CPU_THREADS overrides).
@@ -42,6 +50,17 @@ class CpuBackend : public Backend {
   /// Executes are synchronous on the CPU: nothing to wait for.
   void sync(Queue* = nullptr) override {}
   int threads() const { return threads_; }
+
+  /// Per-node times of a plan loaded here (bound for `parity`) at `dims`: each node timed on
+  /// its own, the median of `trials` runs of the program after a warm-up run. Inputs and Outputs
+  /// written in place are left out.
+  std::vector<KernelTime> profile(Plan& plan, int parity, const int64_t* dims, int trials);
+  /// The profile as text: the time per op (count, ms, share), then the `top` slowest nodes
+  /// (every node when 0).
+  static std::string format_profile(const std::vector<KernelTime>& times, size_t top = 0);
+  /// format_profile(profile(plan, 0, dims, 5), 40): LUMINAL_TRACE writes it for each bucket's
+  /// winner as profile.txt.
+  std::string profile_text(Plan& plan, const int64_t* dims) override;
 
  private:
   int threads_;

@@ -14,11 +14,15 @@
 
 namespace luminal::cpu {
 
-/// Counters of cpu.BlasMatmul kernels (process-wide; for tests and traces): gemm calls made, and
-/// runs that fell back to the generic kernel because no gemm fits the layout at those dims.
+/// Counters of cpu.BlasMatmul kernels (process-wide; for tests and traces): products run by BLAS
+/// (gemm or gemv), runs that fell back to the generic kernel because no gemm fits the layout at
+/// those dims, BLAS calls that were a gemv (a block of C with one row or one column), and
+/// operands gathered into a workspace first (views not linear in their index).
 struct BlasStats {
   uint64_t gemm_calls = 0;
   uint64_t fallbacks = 0;
+  uint64_t gemv_calls = 0;
+  uint64_t packs = 0;
 };
 BlasStats blas_stats();
 

@@ -13,6 +13,13 @@
 // at least as many small products as threads, one per OpenMP thread with OpenBLAS single-threaded
 // (BlasBatchMode in matmul.hpp).
 //
+// An operand whose view is not linear in its axis index (a stride like 8192*(z/64) + z%64: the
+// heads of an attention output laid out [h, s, d] read as [s, h*d], the input of o_proj) is
+// gathered first into a workspace, row-major over its axes of non-zero stride (broadcast axes keep
+// stride 0), and the gemm reads that copy. Products with one row or one column (M = 1: decode's
+// x W^T; N = 1) run as sgemv/dgemv, which streams the matrix once (OpenBLAS's gemm packs it first
+// and runs at a third of the memory bandwidth there).
+//
 // The rule checks this structure symbolically (strides as expressions in the dynamic dims). The
 // kernel plans again with the evaluated strides at run time (cached per dyn values) and falls back
 // to the generic strided kernel (cpu.Matmul's) where a plan fails at those values (for example
@@ -25,6 +32,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/primitive_util.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
 
@@ -33,7 +41,7 @@ namespace luminal::cpu {
 namespace {
 
 const OpDef kBlasMatmul{"cpu.BlasMatmul"};
-std::atomic<uint64_t> g_gemm_calls{0}, g_fallbacks{0};
+std::atomic<uint64_t> g_gemm_calls{0}, g_gemv_calls{0}, g_packs{0}, g_fallbacks{0};
 std::atomic<BlasBatchMode> g_batch_mode{BlasBatchMode::Auto};
 
 // OpenBLAS's own threads would compete with OpenMP's for the same cores.
@@ -47,18 +55,52 @@ void ensure_single_threaded_blas() {
 
 // ---------------------------------------------------------------- planning (kernels/gemm_plan.hpp)
 
+// An operand's strides for the gemm planner: the coefficients of z when every stride of its view
+// is linear (packed = false), else the strides of a packed copy: row-major over the axes whose
+// stride is not 0, in axis order; broadcast axes keep stride 0 (packed = true).
+struct OperandStrides {
+  std::vector<Expr> strides;
+  bool packed = false;
+};
+
+OperandStrides operand_strides(const View& v) {
+  OperandStrides o;
+  for (const Expr& e : v.strides) {
+    std::optional<Expr> c = coefficient(e);
+    if (!c) {
+      o.packed = true;
+      break;
+    }
+    o.strides.push_back(*c);
+  }
+  if (!o.packed) return o;
+  o.strides.assign(v.strides.size(), Expr(0));
+  Expr step(1);
+  for (int i = v.rank() - 1; i >= 0; --i) {
+    if (v.strides[i] == Expr(0)) continue;
+    o.strides[i] = step;
+    step = step * v.dims[i];
+  }
+  return o;
+}
+
+// The axes of `v` a packed copy holds (stride not 0), as a view of the operand's buffer.
+View packed_source(const View& v) {
+  View out;
+  for (int i = 0; i < v.rank(); ++i) {
+    if (v.strides[i] == Expr(0)) continue;
+    out.dims.push_back(v.dims[i]);
+    out.strides.push_back(v.strides[i]);
+  }
+  return out;
+}
+
 bool blas_matches(const MatmulParts& p) {
   if (p.attrs.dtype != DType::F32 && p.attrs.dtype != DType::F64) return false;
   const View& va = p.attrs.views[0];
   const View& vb = p.attrs.views[1];
-  std::vector<Expr> sa, sb;
-  for (int i = 0; i < va.rank(); ++i) {
-    std::optional<Expr> ca = coefficient(va.strides[i]), cb = coefficient(vb.strides[i]);
-    if (!ca || !cb) return false;
-    sa.push_back(*ca);
-    sb.push_back(*cb);
-  }
-  return plan_gemm<SymOps>(va.dims, sa, sb, p.attrs.axis).has_value();
+  const OperandStrides sa = operand_strides(va), sb = operand_strides(vb);
+  return plan_gemm<SymOps>(va.dims, sa.strides, sb.strides, p.attrs.axis).has_value();
 }
 
 std::vector<Rule> blas_rules() {
@@ -82,6 +124,10 @@ class BlasMatmulKernel : public Kernel {
     if (attrs_.dtype != DType::F32 && attrs_.dtype != DType::F64)
       throw Error("cpu.BlasMatmul: dtype " + std::string(name(attrs_.dtype)) +
                   " is not f32 or f64");
+    for (int o = 0; o < 2; ++o) {
+      operand_[o] = operand_strides(attrs_.views[o]);
+      if (operand_[o].packed) packed_source_[o] = packed_source(attrs_.views[o]);
+    }
   }
 
   void run(const KernelContext& k) override {
@@ -90,29 +136,30 @@ class BlasMatmulKernel : public Kernel {
       g_fallbacks.fetch_add(1, std::memory_order_relaxed);
       return generic_.run(k);
     }
+    const uint8_t* in[2] = {k.in[0], k.in[1]};
+    for (int o = 0; o < 2; ++o) {
+      // (A view whose offsets are its flat index already is its packed copy: 64*(z/64) + z%64.)
+      if (!operand_[o].packed || packed_view_[o].identity()) continue;
+      copy_view(in[o], packed_view_[o], workspace_[o].data(),
+                static_cast<int>(size_bytes(attrs_.dtype)), k.threads);
+      in[o] = workspace_[o].data();
+      g_packs.fetch_add(1, std::memory_order_relaxed);
+    }
     if (attrs_.dtype == DType::F32)
-      gemm<float>(k);
+      gemm<float>(k, in);
     else
-      gemm<double>(k);
+      gemm<double>(k, in);
   }
 
  private:
   void plan(const DynMap& dyn, uint64_t version) {
     const View& va = attrs_.views[0];
-    const View& vb = attrs_.views[1];
     std::vector<int64_t> dims = eval_shape(va.dims, dyn), sa, sb;
-    plan_.reset();
-    bool linear = true;
-    for (int i = 0; i < va.rank(); ++i) {
-      std::optional<Expr> ca = coefficient(va.strides[i]), cb = coefficient(vb.strides[i]);
-      if (!ca || !cb) {
-        linear = false;
-        break;
-      }
-      sa.push_back(ca->eval(dyn));
-      sb.push_back(cb->eval(dyn));
-    }
-    if (linear) plan_ = plan_gemm<IntOps>(dims, sa, sb, attrs_.axis);
+    for (const Expr& e : operand_[0].strides)
+      sa.push_back(e.eval(dyn));
+    for (const Expr& e : operand_[1].strides)
+      sb.push_back(e.eval(dyn));
+    plan_ = plan_gemm<IntOps>(dims, sa, sb, attrs_.axis);
     if (plan_) {
       batches_ = 1;
       for (const Axis<int64_t>& b : plan_->batch)
@@ -122,14 +169,21 @@ class BlasMatmulKernel : public Kernel {
           plan_->ldb > lim || plan_->ldc > lim)
         plan_.reset();
     }
+    for (int o = 0; o < 2 && plan_; ++o) {
+      if (!operand_[o].packed) continue;
+      packed_view_[o] = eval_view(packed_source_[o], dyn);
+      const size_t bytes = static_cast<size_t>(packed_view_[o].numel) *
+                           static_cast<size_t>(size_bytes(attrs_.dtype));
+      if (workspace_[o].size() < bytes) workspace_[o].resize(bytes);
+    }
     version_ = version;
   }
 
   template <class T>
-  void gemm(const KernelContext& k) {
+  void gemm(const KernelContext& k, const uint8_t* const in[2]) {
     const GemmPlan<int64_t>& p = *plan_;
-    const T* A = reinterpret_cast<const T*>(k.in[0]);
-    const T* B = reinterpret_cast<const T*>(k.in[1]);
+    const T* A = reinterpret_cast<const T*>(in[0]);
+    const T* B = reinterpret_cast<const T*>(in[1]);
     T* C = reinterpret_cast<T*>(k.out);
     const int64_t total = batches_ * p.M * p.Nn;
     if (total == 0) return;
@@ -160,10 +214,32 @@ class BlasMatmulKernel : public Kernel {
       x += p.trans_a ? m0 : static_cast<int64_t>(m0) * lda;
       y += p.trans_b ? static_cast<int64_t>(n0) * ldb : n0;
       T* c = C + oc + static_cast<int64_t>(m0) * ldc + n0;
+      const int mm = m1 - m0, nn = n1 - n0;
+      if (mm == 1 || nn == 1) {
+        // One row of C: c = op(y)^T x-row, y stored [n, k] (transposed) or [k, n]. One column:
+        // c = op(x) y-column, x stored [m, k] or [k, m] (transposed), c strided by ldc.
+        const bool row = mm == 1;
+        const T* mat = row ? y : x;
+        const T* vec = row ? x : y;
+        const int ld = row ? ldb : lda;
+        const int inc = row ? (p.trans_a ? lda : 1) : (p.trans_b ? 1 : ldb);
+        const int out_inc = row ? 1 : ldc;
+        const int outs = row ? nn : mm;
+        // Stored rows are outputs (NoTrans) or the k axis (Trans).
+        const bool rows_are_outputs = row ? p.trans_b : !p.trans_a;
+        const auto t = rows_are_outputs ? CblasNoTrans : CblasTrans;
+        const int r = rows_are_outputs ? outs : K, cols = rows_are_outputs ? K : outs;
+        if constexpr (std::is_same_v<T, float>)
+          cblas_sgemv(CblasRowMajor, t, r, cols, 1.0f, mat, ld, vec, inc, 0.0f, c, out_inc);
+        else
+          cblas_dgemv(CblasRowMajor, t, r, cols, 1.0, mat, ld, vec, inc, 0.0, c, out_inc);
+        g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, m1 - m0, n1 - n0, K, 1.0f, x, lda, y, ldb, 0.0f, c, ldc);
+        cblas_sgemm(CblasRowMajor, ta, tb, mm, nn, K, 1.0f, x, lda, y, ldb, 0.0f, c, ldc);
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, m1 - m0, n1 - n0, K, 1.0, x, lda, y, ldb, 0.0, c, ldc);
+        cblas_dgemm(CblasRowMajor, ta, tb, mm, nn, K, 1.0, x, lda, y, ldb, 0.0, c, ldc);
     };
     g_gemm_calls.fetch_add(static_cast<uint64_t>(batches_), std::memory_order_relaxed);
     // One thread pool only: OpenBLAS runs single-threaded (two pools on the same cores compete)
@@ -182,7 +258,7 @@ class BlasMatmulKernel : public Kernel {
       parallel_for(batches_, threads, [&](int64_t b) { one(b, 0, M, 0, N); });
       return;
     }
-    const bool by_rows = M >= 4 * threads;
+    const bool by_rows = M >= 4 * threads || N == 1;
     const int parts = threads;
     const int len = by_rows ? M : N;
     parallel_for(batches_ * parts, threads, [&](int64_t task) {
@@ -202,6 +278,11 @@ class BlasMatmulKernel : public Kernel {
   uint64_t version_ = 0;
   std::optional<GemmPlan<int64_t>> plan_;
   int64_t batches_ = 1;
+  // Per operand: strides for the planner, and for a packed one its source view and workspace.
+  OperandStrides operand_[2];
+  View packed_source_[2];
+  EvalView packed_view_[2];
+  std::vector<uint8_t> workspace_[2];
 };
 
 std::unique_ptr<Kernel> make_blas_matmul(const LlirNode& n) {
@@ -210,7 +291,9 @@ std::unique_ptr<Kernel> make_blas_matmul(const LlirNode& n) {
 
 }  // namespace
 
-BlasStats blas_stats() { return {g_gemm_calls.load(), g_fallbacks.load()}; }
+BlasStats blas_stats() {
+  return {g_gemm_calls.load(), g_fallbacks.load(), g_gemv_calls.load(), g_packs.load()};
+}
 void set_blas_batch_mode(BlasBatchMode m) { g_batch_mode.store(m); }
 
 void register_matmul_blas_ops(std::vector<const CpuOp*>& ops) {

@@ -1,6 +1,7 @@
 #include "luminal/cpu/plan.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -168,26 +169,52 @@ void CpuPlan::bind(int parity, const Bindings& b) {
   bd.bound = true;
 }
 
+void CpuPlan::run_node(int i, const Bound& bd) {
+  const LlirNode& node = g_.nodes[i];
+  if (is_input(node)) return;
+  if (is_output(node)) {
+    if (io_.output_in_input[output_slot_[i]] >= 0) return;  // updated in place: no copy
+    copy_view(bd.ptr[node.inputs[0]], out_view_[i], bd.ptr[i], size_bytes(node.attrs.dtype),
+              threads_);
+    return;
+  }
+  const size_t k = node.inputs.size();
+  for (size_t j = 0; j < k; ++j)
+    in_scratch_[j] = bd.ptr[node.inputs[j]];
+  KernelContext ctx{node, dyn_, version_, {in_scratch_.data(), k}, bd.ptr[i], threads_};
+  kernels_[i]->run(ctx);
+}
+
 void CpuPlan::execute(int parity, const int64_t* dims) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cpu: execute before bind (parity " + std::to_string(parity) + ")");
   update_dims(dims);
   const int n = static_cast<int>(g_.nodes.size());
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& node = g_.nodes[i];
-    if (is_input(node)) continue;
-    if (is_output(node)) {
-      if (io_.output_in_input[output_slot_[i]] >= 0) continue;  // updated in place: no copy
-      copy_view(bd.ptr[node.inputs[0]], out_view_[i], bd.ptr[i], size_bytes(node.attrs.dtype),
-                threads_);
-      continue;
+  for (int i = 0; i < n; ++i)
+    run_node(i, bd);
+}
+
+std::vector<double> CpuPlan::profile(int parity, const int64_t* dims, int trials) {
+  Bound& bd = bound_[parity];
+  if (!bd.bound) throw Error("cpu: profile before bind (parity " + std::to_string(parity) + ")");
+  update_dims(dims);
+  const int n = static_cast<int>(g_.nodes.size());
+  trials = std::max(trials, 1);
+  std::vector<std::vector<double>> t(static_cast<size_t>(n));
+  for (int r = 0; r <= trials; ++r) {  // run 0 is a warm-up
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_node(i, bd);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) t[i].push_back(s);
     }
-    const size_t k = node.inputs.size();
-    for (size_t j = 0; j < k; ++j)
-      in_scratch_[j] = bd.ptr[node.inputs[j]];
-    KernelContext ctx{node, dyn_, version_, {in_scratch_.data(), k}, bd.ptr[i], threads_};
-    kernels_[i]->run(ctx);
   }
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::sort(t[i].begin(), t[i].end());
+    out[i] = t[i][t[i].size() / 2];
+  }
+  return out;
 }
 
 }  // namespace luminal::cpu

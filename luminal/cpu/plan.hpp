@@ -33,6 +33,15 @@ class CpuPlan final : public Plan {
 
   /// Every node's buffer address for `parity` (as bound; tests check they never move).
   const std::vector<uint8_t*>& addresses(int parity) const { return bound_[parity].ptr; }
+  /// Per node (LLIR order): the median seconds of its kernel (an Output: its copy; an Input or an
+  /// Output written in place: ~0) over `trials` runs of the whole program after a warm-up run,
+  /// each node timed on its own.
+  std::vector<double> profile(int parity, const int64_t* dims, int trials);
+  const LlirGraph& llir() const { return g_; }
+  /// The dims as kernels see them (the values of the last execute or profile).
+  const DynMap& dyn() const { return dyn_; }
+  /// An Output node's index into PlanIo::outputs (-1 for other nodes).
+  int output_slot(size_t node) const { return output_slot_[node]; }
   /// How many times the dims changed (each re-evaluates shapes; the arena is never re-planned).
   uint64_t dim_updates() const { return version_; }
 
@@ -40,6 +49,8 @@ class CpuPlan final : public Plan {
   static constexpr int64_t kAlignment = 256;
 
  private:
+  struct Bound;
+  void run_node(int i, const Bound& bd);
   /// Refreshes the DynMap and the Output views when a dim value changed.
   void update_dims(const int64_t* dims);
 

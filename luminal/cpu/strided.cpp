@@ -23,6 +23,16 @@ StridedIndex::StridedIndex(const View& v, const DynMap& dyn) {
       a.table.resize(static_cast<size_t>(dims_[k]));
       for (int64_t i = 0; i < dims_[k]; ++i)
         a.table[i] = s.eval(dyn, i);
+      // A table that is c*i after all (64*(z/64) + z%64 is z: heads merged back) is linear.
+      const int64_t c = dims_[k] > 1 ? a.table[1] : 0;
+      bool is_linear = true;
+      for (int64_t i = 0; i < dims_[k] && is_linear; ++i)
+        is_linear = a.table[i] == c * i;
+      if (is_linear) {
+        a.linear = true;
+        a.coef = c;
+        a.table.clear();
+      }
     }
     if (dims_[k] != 1 && !(a.linear && a.coef == expect)) identity_ = false;
     expect *= dims_[k];

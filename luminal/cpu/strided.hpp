@@ -3,7 +3,8 @@
 //
 // Every stride of a View is a function of its own axis index only, so a view is one offset table
 // per axis (offset contribution of each index along the axis) or, for the common linear stride
-// c*z, just the coefficient. offset(i0, i1, ...) = sum_k axis_k(i_k).
+// c*z (and a table that turns out to be c*i at these dims), just the coefficient.
+// offset(i0, i1, ...) = sum_k axis_k(i_k).
 //
 //   StridedIndex idx(view, dyn);
 //   int64_t off = idx.offset_of_flat(17);                    // random access

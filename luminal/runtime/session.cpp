@@ -46,6 +46,9 @@ struct Session::State {
   CompileOptions opts;
   Trace trace;
   std::vector<std::string> dim_names;
+  /// The declared range of each dim, in slot order (Graph::dim_facts walks every node: computed
+  /// once here, not on every execute by name).
+  std::vector<Interval> dim_ranges;
   std::vector<BucketRanges> combos;
 
   struct In {
@@ -151,8 +154,10 @@ Session::Session(Graph graph, Backend& backend, CompileOptions options)
   const Graph& g = s.graph;
   if (g.outputs().empty())
     throw Error("compile: the graph has no outputs; mark results with tensor.output(\"name\")");
-  for (const auto& [d, r] : g.dim_facts())
+  for (const auto& [d, r] : g.dim_facts()) {
     s.dim_names.push_back(d);
+    s.dim_ranges.push_back(r);
+  }
   s.combos = bucket_combinations(g, s.opts);
   std::vector<Facts> facts;
   for (const BucketRanges& c : s.combos)
@@ -523,17 +528,30 @@ void Session::execute(std::span<const int64_t> dims) {
 }
 
 void Session::execute(const DynMap& dyn_in) {
-  const DynMap dyn = merged_dims(dyn_in);
-  check_dims(dyn);
-  std::vector<int64_t> dims(s_->dim_names.size());
+  // Runtime::merged_dims and check_dims over the ranges computed at construction: `dyn_in` over
+  // the graph's set_dim values, each checked against its declared range (values of names that
+  // are not dims of the graph are ignored).
+  const State& s = *s_;
+  if (dyn_in.count("z"))
+    throw Error(
+        "execute: 'z' is the index variable, not a dynamic dimension; remove it from the dyn "
+        "map");
+  std::vector<int64_t> dims(s.dim_names.size());
   for (size_t i = 0; i < dims.size(); ++i) {
-    auto it = dyn.find(s_->dim_names[i]);
-    if (it == dyn.end()) {
-      const std::string& d = s_->dim_names[i];
-      throw Error("dynamic dimension '" + d + "' has no value: call graph.set_dim(\"" + d +
-                  "\", n) or pass {{\"" + d + "\", n}} to execute()");
+    const std::string& d = s.dim_names[i];
+    auto it = dyn_in.find(d);
+    if (it == dyn_in.end()) {
+      it = s.graph.dims().find(d);
+      if (it == s.graph.dims().end())
+        throw Error("dynamic dimension '" + d + "' has no value: call graph.set_dim(\"" + d +
+                    "\", n) or pass {{\"" + d + "\", n}} to execute()");
     }
     dims[i] = it->second;
+    const Interval& r = s.dim_ranges[i];
+    if (!r.contains(dims[i]))
+      throw Error("dynamic dimension " + d + " = " + std::to_string(dims[i]) +
+                  " is outside its declared range [" + std::to_string(r.lo) + ", " +
+                  std::to_string(r.hi) + "]");
   }
   execute(std::span<const int64_t>(dims));
 }

@@ -1,8 +1,10 @@
 // cpu.Matmul (generic strided) and cpu.BlasMatmul (OpenBLAS): the rules (which SumReduce-over-Mul
 // matches get which alternative, domination of the SumReduce) and both kernels against the
 // ReferenceRuntime: row/column-major operands, batched and broadcast batches, the reduced axis in
-// any position, a transposed product, dynamic m and k (0 included). The generic kernel matches
-// the reference bit for bit in every dtype; BLAS within eps(dtype) * sqrt(k).
+// any position, a transposed product, dynamic m and k (0 included), products of one row or one
+// column (gemv, threaded), operands whose view is not linear (packed before the gemm). The
+// generic kernel matches the reference bit for bit in every dtype; BLAS within
+// eps(dtype) * sqrt(k).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "luminal/compiler/lower.hpp"
 #include "luminal/cpu/matmul.hpp"
 #include "luminal/ir/prim.hpp"
+#include "luminal/kernels/gemm_plan.hpp"
 #include "ops_test_util.hpp"
 #include "support/expect_error.hpp"
 
@@ -282,6 +285,133 @@ TEST(MatmulNumerics, LargeBatchedF32BothKernels) {
     EXPECT_EQ(opstest::count_op(p, op), 2);
     opstest::check_program(g, p, {{{"s", 70}}, {{"s", 5}}}, blas_tol(DType::F32, 96), op, 4, 9, -1,
                            1);
+  }
+}
+
+// ---------------------------------------------------------------- gemv, packed operands
+
+TEST(MatmulNumerics, OneRowOrOneColumnRunsAsGemv) {
+  struct GemvCase {
+    std::string name;
+    std::function<Tensor(Graph&, DType)> build;
+    DynMap dyn;
+    int64_t k;
+    int threads;
+  };
+  // Decode's x W^T (W stored [out, in]) and x W, W x and W^T x, each large enough for the
+  // threaded split (k * outputs >= 2^17) and once small; batched one-row products with at least
+  // as many and with fewer batches than threads.
+  const std::vector<GemvCase> gemv_cases = {
+      {"x W^T (M = 1, W stored [n, k])",
+       [](Graph& g, DType t) {
+         return g.tensor("x", {kS, 512}, t).matmul(transposed_input(g, "w", 640, 512, t));
+       },
+       {{"s", 1}},
+       512,
+       2},
+      {"x W (M = 1, W stored [k, n])",
+       [](Graph& g, DType t) {
+         return g.tensor("x", {kS, 300}, t).matmul(g.tensor("w", {300, 500}, t));
+       },
+       {{"s", 1}},
+       300,
+       2},
+      {"W x (N = 1)",
+       [](Graph& g, DType t) {
+         return g.tensor("w", {kS, 400}, t).matmul(g.tensor("x", {400}, t));
+       },
+       {{"s", 700}},
+       400,
+       2},
+      {"W^T x (N = 1, W stored [k, m])",
+       [](Graph& g, DType t) {
+         return transposed_input(g, "w", 400, kS, t).matmul(g.tensor("x", {400}, t));
+       },
+       {{"s", 700}},
+       400,
+       2},
+      {"x W^T, small",
+       [](Graph& g, DType t) {
+         return g.tensor("x", {kS, 12}, t).matmul(transposed_input(g, "w", 9, 12, t));
+       },
+       {{"s", 1}},
+       12,
+       2},
+      {"batched one-row products, 3 batches on 2 threads",
+       [](Graph& g, DType t) {
+         return g.tensor("q", {3, kS, 256}, t).matmul(g.tensor("k", {3, 256, 300}, t));
+       },
+       {{"s", 1}},
+       256,
+       2},
+      {"batched one-row products, 3 batches on 4 threads",
+       [](Graph& g, DType t) {
+         return g.tensor("q", {3, kS, 256}, t).matmul(g.tensor("k", {3, 256, 300}, t));
+       },
+       {{"s", 1}},
+       256,
+       4},
+  };
+  for (DType t : {DType::F32, DType::F64}) {
+    for (const GemvCase& c : gemv_cases) {
+      Graph g;
+      c.build(g, t).output("y");
+      const std::string what = std::string(name(t)) + " " + c.name;
+      LlirGraph p = program_with(g, "cpu.BlasMatmul");
+      ASSERT_EQ(opstest::count_op(p, "cpu.BlasMatmul"), 1) << what << "\n" << p.to_text();
+      const cpu::BlasStats before = cpu::blas_stats();
+      opstest::check_program(g, p, {c.dyn}, blas_tol(t, c.k), what, c.threads, 3, -1, 1);
+      const cpu::BlasStats after = cpu::blas_stats();
+      EXPECT_GT(after.gemv_calls, before.gemv_calls) << what;
+      EXPECT_EQ(after.fallbacks, before.fallbacks) << what;
+    }
+  }
+}
+
+/// Attention heads laid out [h, s, d] read as [s, h*d] (o_proj's input): the stride along k is
+/// s*d*(z/d) + z%d, not linear in z, then multiplied by a weight stored [n, h*d].
+Tensor merged_heads_product(Graph& g, DType t) {
+  Tensor heads = g.tensor("o", {4, kS, 16}, t);
+  return heads.permute({1, 0, 2}).reshape({kS, 64}).matmul(transposed_input(g, "w", 48, 64, t));
+}
+
+TEST(MatmulRules, AnOperandNotLinearInItsIndexIsPackedForBlas) {
+  Graph g;
+  merged_heads_product(g, DType::F32).output("y");
+  EGraph eg;
+  lower(g, eg);
+  run_schedule(eg, Schedule::saturate(library_rules()));
+  EXPECT_EQ(opstest::live_nodes_of(eg, opstest::cpu_op_named("cpu.Matmul")).size(), 1u);
+  ASSERT_EQ(opstest::live_nodes_of(eg, opstest::cpu_op_named("cpu.BlasMatmul")).size(), 1u);
+  const ENodeId blas = opstest::live_nodes_of(eg, opstest::cpu_op_named("cpu.BlasMatmul"))[0];
+  // The view really is not linear along k (else this test would not test packing).
+  const Attrs& a = eg.attrs_of(blas);
+  EXPECT_FALSE(coefficient(a.views[0].strides[a.axis]).has_value()) << a.to_string();
+}
+
+TEST(MatmulNumerics, PackedOperandsMatchTheReference) {
+  for (DType t : {DType::F32, DType::F64}) {
+    Graph g;
+    merged_heads_product(g, t).output("y");
+    LlirGraph p = program_with(g, "cpu.BlasMatmul");
+    ASSERT_EQ(opstest::count_op(p, "cpu.BlasMatmul"), 1) << p.to_text();
+    // s = 7, 33: gathered into the workspace first; s = 1: the view is its own packed copy
+    // (offsets equal the flat index), read in place; s = 0: nothing to do.
+    for (int64_t s : {7, 33, 1, 0}) {
+      const std::string what = std::string(name(t)) + " s=" + std::to_string(s);
+      const cpu::BlasStats before = cpu::blas_stats();
+      opstest::check_program(g, p, {{{"s", s}}}, blas_tol(t, 64), what, 2, 3, -1, 1);
+      const cpu::BlasStats after = cpu::blas_stats();
+      EXPECT_EQ(after.fallbacks, before.fallbacks) << what;
+      if (s > 1) {
+        EXPECT_GT(after.packs, before.packs) << what;
+      } else {
+        EXPECT_EQ(after.packs, before.packs) << what;
+      }
+      if (s > 0) {
+        EXPECT_GT(after.gemm_calls, before.gemm_calls) << what;
+      }
+    }
   }
 }
 

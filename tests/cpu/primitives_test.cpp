@@ -14,6 +14,7 @@
 
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/cpu/primitive_util.hpp"
+#include "luminal/cpu/strided.hpp"
 #include "luminal/ir/prim.hpp"
 #include "support/check.hpp"
 #include "support/expect_error.hpp"
@@ -134,6 +135,23 @@ void check_cpu(const Graph& g, const std::vector<DynMap>& dyns, const std::strin
 }
 
 // ---------------------------------------------------------------- views
+
+TEST(CpuStrided, AxisTablesThatAreLinearAtTheseDimsCountAsLinear) {
+  const Expr z = Expr::z();
+  // 64*(z/64) + z%64 is z (attention heads merged back into one axis): the view is the identity.
+  const View merged{{Expr(4), Expr(128)}, {128 * z, 64 * (z / 64) + z % 64}};
+  const cpu::StridedIndex a(merged, {});
+  EXPECT_TRUE(a.is_identity());
+  EXPECT_EQ(a.offset_of_flat(300), 300);
+  // 8192*(z/64) + z%64 is not linear: a table with the expression's offsets.
+  const View heads{{Expr(128)}, {8192 * (z / 64) + z % 64}};
+  const cpu::StridedIndex b(heads, {});
+  EXPECT_FALSE(b.is_identity());
+  EXPECT_EQ(b.offset_of_flat(65), 8193);
+  std::vector<int64_t> offsets;
+  b.for_range(62, 66, [&](int64_t, int64_t off) { offsets.push_back(off); });
+  EXPECT_EQ(offsets, (std::vector<int64_t>{62, 63, 8192, 8193}));
+}
 
 /// How a logical [A, B] operand (B = 6) is read from its stored buffer.
 enum class Layout { Contig, Perm, BcastRow, BcastCol, Scalar, Repeat, Strided, Merged };
@@ -346,6 +364,20 @@ TEST(CpuPrimitives, IotaLinearNonLinearAndDynamic) {
   Graph big;
   big.iota(z % 7 + z, kS).output("big");
   check_cpu(big, {{{"s", 100000}}}, "iota big", default_tol, 4);
+  // A non-linear iota's table is kept while the dims it uses stay (s changes around it) and
+  // rebuilt when one of them changes (t), in one plan run at each dims in turn.
+  Graph h;
+  const Expr t = Expr::var("t");
+  h.iota(z % 5 + z / 3, 40).output("no_dims");
+  h.iota(z % t + z / 2, t * 2).output("uses_t");
+  h.iota(z * kS + 1, kS).output("linear_s");
+  check_cpu(h,
+            {{{"s", 5}, {"t", 3}},
+             {{"s", 6}, {"t", 3}},
+             {{"s", 6}, {"t", 4}},
+             {{"s", 2}, {"t", 3}},
+             {{"s", 2}, {"t", 3}}},
+            "iota tables");
 }
 
 // ---------------------------------------------------------------- reductions

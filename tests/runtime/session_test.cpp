@@ -208,6 +208,30 @@ TEST(Session, DimSlotsAndExecuteErrors) {
   EXPECT_EQ(s.shape(m.y), (std::vector<int64_t>{3, 8}));
 }
 
+TEST(Session, ExecuteByNameOverlaysTheGraphsDimsAndChecksEachOne) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  {
+    Session s = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 64)}));
+    s.set(m.w, ramp(64, 0.5f));
+    s.set(m.x, ramp(2 * 8, 1.0f));
+    expect_error([&] { s.execute(); }, {"dynamic dimension 's' has no value", "set_dim"});
+    expect_error([&] { s.execute({{"z", 1}, {"s", 2}}); }, {"'z' is the index variable"});
+    expect_error([&] { s.execute({{"s", 0}}); }, {"s = 0", "outside its declared range [1, 64]"});
+    s.execute({{"s", 2}, {"t", 99}});  // names that are not dims of the graph are ignored
+    EXPECT_EQ(s.shape(m.y), (std::vector<int64_t>{2, 8}));
+  }
+  m.g.set_dim("s", 3);
+  Session s = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 64)}));
+  s.set(m.w, ramp(64, 0.5f));
+  s.set(m.x, ramp(3 * 8, 1.0f));
+  s.execute();  // the graph's set_dim value
+  EXPECT_EQ(s.shape(m.y), (std::vector<int64_t>{3, 8}));
+  s.set(m.x, ramp(5 * 8, 1.0f));
+  s.execute({{"s", 5}});  // overrides it
+  EXPECT_EQ(s.shape(m.y), (std::vector<int64_t>{5, 8}));
+}
+
 TEST(Session, BucketsShareOneArena) {
   Mlp m;
   cpu::CpuBackend cpu(1);
