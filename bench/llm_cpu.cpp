@@ -51,6 +51,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -265,6 +266,14 @@ int run(int argc, char** argv) {
           ? std::filesystem::path(keep_cache)
           : std::filesystem::temp_directory_path() /
                 ("luminal_bench_llm_cpu_" + std::to_string(static_cast<long long>(getpid())));
+  // A temporary cache is removed however the compile ends (it throws when every candidate fails).
+  struct RemoveTemporary {
+    std::filesystem::path dir;
+    ~RemoveTemporary() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_temporary{keep_cache.empty() ? cache : std::filesystem::path()};
   if (keep_cache.empty()) std::filesystem::remove_all(cache);
   const auto t_compile = Clock::now();
   models::CausalLM lm = models::CausalLM::random(cfg, cpu, {.slots = kSlots, .max_step = kPrompt},
@@ -276,7 +285,6 @@ int run(int argc, char** argv) {
                                                      .cache_dir(cache),
                                                  7);
   const double compile_s = seconds_since(t_compile);
-  if (keep_cache.empty()) std::filesystem::remove_all(cache);
   auto& session = static_cast<Session&>(lm.runtime());
   std::printf(
       "\nmodel: random weights + compile (search of %d candidates per bucket) %.1f s; "
