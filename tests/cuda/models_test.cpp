@@ -13,13 +13,14 @@
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "support/logits_check.hpp"
+#include "support/tiny_models.hpp"
 
 namespace luminal {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path models_dir() { return fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "models"; }
+fs::path models_dir() { return testing::tiny_models_dir(); }
 
 using testing::expect_close;
 using testing::row;

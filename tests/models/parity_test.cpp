@@ -14,18 +14,15 @@
 #include "luminal/models/causal_lm.hpp"
 #include "support/expect_error.hpp"
 #include "support/logits_check.hpp"
+#include "support/tiny_models.hpp"
 
 namespace luminal {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path models_dir() { return fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "models"; }
-
-nlohmann::json goldens(const std::string& name) {
-  std::ifstream in(models_dir() / name / "goldens.json");
-  return nlohmann::json::parse(in);
-}
+fs::path models_dir() { return testing::tiny_models_dir(); }
+nlohmann::json goldens(const std::string& name) { return testing::tiny_model_goldens(name); }
 
 using testing::expect_close;
 using testing::row;
