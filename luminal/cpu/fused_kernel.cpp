@@ -35,6 +35,9 @@ class FusedKernel : public Kernel {
     if (!prog) throw Error("cpu.Fused: the node has no FusedProgram payload");
     insts_ = prog->insts;
     prog->validate();
+    if (prog->has_row_reduce())
+      throw Error("cpu.Fused: the program has a row reduction (a row op's program): " +
+                  prog->to_string());
     if (prog->num_children() > static_cast<int>(n.attrs.views.size()))
       throw Error("cpu.Fused: the program loads more children than the node has views");
     if (insts_.back().dtype != n.attrs.dtype)

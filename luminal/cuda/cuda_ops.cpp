@@ -4,6 +4,7 @@ namespace luminal::cuda {
 
 // Each op family registers its ops here (one line per file).
 void register_elementwise_ops(std::vector<const CudaOp*>& ops);     // elementwise.cpp
+void register_row_ops(std::vector<const CudaOp*>& ops);             // row.cpp
 void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cpp
 void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_scatter.cpp
 
@@ -11,6 +12,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
   static const std::vector<const CudaOp*> ops = [] {
     std::vector<const CudaOp*> v;
     register_elementwise_ops(v);
+    register_row_ops(v);
     register_reduce_ops(v);
     register_gather_scatter_ops(v);
     return v;

@@ -181,6 +181,9 @@ KernelGen gen_fused(const LlirNode& n, const GenContext& ctx) {
   const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
   if (!prog) throw Error("cuda.Fused: the node has no FusedProgram payload");
   prog->validate();
+  if (prog->has_row_reduce())
+    throw Error("cuda.Fused: the program has a row reduction (a cuda.Row program): " +
+                prog->to_string());
   if (prog->insts.back().dtype != n.attrs.dtype)
     throw Error("cuda.Fused: the program's result dtype differs from the node's dtype");
   return map_kernel(

@@ -29,6 +29,9 @@ bool is_binary(FusedOpcode op) {
   return op == FusedOpcode::Add || op == FusedOpcode::Mul || op == FusedOpcode::Mod ||
          op == FusedOpcode::LessThan;
 }
+bool is_row_reduce(FusedOpcode op) {
+  return op == FusedOpcode::RowSum || op == FusedOpcode::RowMax;
+}
 int arity(FusedOpcode op) {
   if (op == FusedOpcode::Load || op == FusedOpcode::Const) return 0;
   if (op == FusedOpcode::Select) return 3;
@@ -50,6 +53,8 @@ std::string_view opcode_name(FusedOpcode op) {
     case FusedOpcode::Mod: return "mod";
     case FusedOpcode::LessThan: return "lt";
     case FusedOpcode::Select: return "select";
+    case FusedOpcode::RowSum: return "rowsum";
+    case FusedOpcode::RowMax: return "rowmax";
   }
   return "?";
 }
@@ -126,7 +131,7 @@ std::shared_ptr<const FusedProgram> FusedProgram::deserialize(std::string_view t
     long long iv = 0;
     if (std::sscanf(t.c_str() + pos, "%d %d %d %d %d %llx %lld", &op, &dt, &a, &b, &c, &bits,
                     &iv) != 7 ||
-        op < 0 || op > static_cast<int>(FusedOpcode::Select) || dt < 0 ||
+        op < 0 || op > static_cast<int>(FusedOpcode::RowMax) || dt < 0 ||
         dt >= static_cast<int>(std::size(kAllDTypes))) {
       throw Error("fused_program: malformed instruction '" + t.substr(pos, end - pos) + "'");
     }
@@ -167,7 +172,7 @@ void FusedProgram::validate() const {
     for (int j = 0; j < n; ++j)
       if (ops[j] < 0 || ops[j] >= static_cast<int32_t>(k)) fail(k, "reads a later instruction");
     auto dt = [&](int j) { return insts[ops[j]].dtype; };
-    if (is_unary_math(i.op) && (!is_float(i.dtype) || dt(0) != i.dtype))
+    if ((is_unary_math(i.op) || is_row_reduce(i.op)) && (!is_float(i.dtype) || dt(0) != i.dtype))
       fail(k, "needs one float dtype");
     if (is_binary(i.op)) {
       if (dt(0) != dt(1)) fail(k, "has operands of different dtypes");
@@ -178,6 +183,11 @@ void FusedProgram::validate() const {
         (dt(0) != DType::Bool || dt(1) != i.dtype || dt(2) != i.dtype))
       fail(k, "needs a bool condition and branches of its dtype");
   }
+}
+
+bool FusedProgram::has_row_reduce() const {
+  return std::any_of(insts.begin(), insts.end(),
+                     [](const FusedInst& i) { return is_row_reduce(i.op); });
 }
 
 }  // namespace luminal

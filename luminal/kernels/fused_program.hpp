@@ -40,6 +40,11 @@ enum class FusedOpcode : uint8_t {
   Mod,
   LessThan,  // result Bool
   Select,    // a (Bool) ? b : c
+  // Row reductions (only in the programs of row ops, luminal/kernels/row_rule.hpp): the sum or
+  // max of element value a over the last axis of the node's shape, the same for every element
+  // of a row. Float dtypes only; sums accumulate in double and round once, max propagates NaN.
+  RowSum,
+  RowMax,
 };
 
 std::string_view opcode_name(FusedOpcode op);
@@ -49,6 +54,8 @@ bool is_unary_math(FusedOpcode op);
 bool is_binary(FusedOpcode op);
 /// Operands an instruction reads (Load and Const: 0; Select: 3).
 int arity(FusedOpcode op);
+/// RowSum RowMax.
+bool is_row_reduce(FusedOpcode op);
 
 struct FusedInst {
   FusedOpcode op = FusedOpcode::Load;
@@ -81,6 +88,8 @@ struct FusedProgram final : Payload {
   int num_children() const;
   /// Throws luminal::Error when an operand is not an earlier instruction or dtypes disagree.
   void validate() const;
+  /// True when some instruction is a row reduction (a row op's program, not an elementwise one).
+  bool has_row_reduce() const;
 };
 
 /// Fusion limits (a program above them is not built).

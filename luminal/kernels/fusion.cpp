@@ -7,10 +7,11 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/fusion_detail.hpp"
 
 namespace luminal {
 
-namespace {
+namespace fusion_detail {
 
 bool is_elementwise_kind(OpKind k) { return is_unary(k) || is_binary(k); }
 
@@ -31,25 +32,6 @@ FusedOpcode opcode_of(OpKind k) {
   LUMINAL_ASSERT(false, "fusion: not an elementwise op");
   return FusedOpcode::Load;
 }
-
-/// A child of a region under construction: a class read through a view.
-struct ChildKey {
-  ClassId cls;
-  View view;
-};
-
-/// A region whose loads name classes directly (before canonicalisation).
-struct SymProgram {
-  std::vector<FusedInst> insts;
-  std::vector<ChildKey> loads;  // Load.a indexes this
-  int root = -1;
-};
-
-struct Built {
-  FusedProgram program;
-  std::vector<ClassId> children;
-  std::vector<View> views;
-};
 
 /// The region an e-node computes, if it is one we can fuse (an HLIR elementwise op whose
 /// semantics the program models, or a cpu.Fused).
@@ -109,8 +91,6 @@ const Attrs* constant_of(const EGraph& eg, ClassId c) {
   return nullptr;
 }
 
-/// Canonical form: post-order from the root (operands in order), equal instructions shared,
-/// constants inlined, children numbered by first use. Nothing when over the limits.
 /// The program of a cpu.Fused e-node of the class that reads no input (a constant computed by
 /// ops, e.g. isnan of a scalar constant), if any.
 const FusedProgram* constant_program_of(const OpDef* fop, const EGraph& eg, ClassId c) {
@@ -121,7 +101,8 @@ const FusedProgram* constant_program_of(const OpDef* fop, const EGraph& eg, Clas
   return nullptr;
 }
 
-std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymProgram& p) {
+std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymProgram& p,
+                                  int max_insts, int max_children) {
   Built out;
   std::vector<FusedInst> insts;
   bool too_big = false;
@@ -130,7 +111,7 @@ std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymP
     auto it = std::find(insts.begin(), insts.end(), inst);
     const int idx = static_cast<int>(it - insts.begin());
     if (it == insts.end()) insts.push_back(inst);
-    if (static_cast<int>(insts.size()) > kFusedMaxInsts) too_big = true;
+    if (static_cast<int>(insts.size()) > max_insts) too_big = true;
     return idx;
   };
   // Emits instruction i of a program without loads (a constant program), post-order.
@@ -184,7 +165,7 @@ std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymP
     return memo[i] = push(inst);
   };
   emit(p.root);
-  if (too_big || static_cast<int>(out.children.size()) > kFusedMaxChildren) return std::nullopt;
+  if (too_big || static_cast<int>(out.children.size()) > max_children) return std::nullopt;
   out.program.insts = std::move(insts);
   return out;
 }
@@ -229,8 +210,6 @@ SymProgram inline_region(const SymProgram& p, int target, const SymProgram& q) {
   return out;
 }
 
-constexpr size_t kMaxFusedPerClass = 12;
-
 /// The ops a region computes (loads and constants not counted).
 size_t region_ops(const FusedProgram& p) {
   size_t n = 0;
@@ -241,8 +220,7 @@ size_t region_ops(const FusedProgram& p) {
 
 /// The cpu.Fused e-node of a class computing the most ops (on ties, the one with fewer
 /// children, then the earliest).
-std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c,
-                                     size_t* count = nullptr) {
+std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c, size_t* count) {
   std::optional<ENodeId> best;
   size_t best_ops = 0, best_children = 0, n = 0;
   for (ENodeId id : eg.nodes_of(c)) {
@@ -260,6 +238,14 @@ std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId
   if (count) *count = n;
   return best;
 }
+
+}  // namespace fusion_detail
+
+namespace {
+
+using namespace fusion_detail;
+
+constexpr size_t kMaxFusedPerClass = 12;
 
 void add_fused(const OpDef* fop, EGraph& eg, ClassId root, const Attrs& like, const Built& b) {
   Attrs a;
@@ -285,7 +271,7 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
   const Attrs like = eg.attrs_of(e);
   // Constants inlined (when the HLIR op read one).
   if (eg.node(e).op != fop) {
-    std::optional<Built> b = canonicalize(fop, eg, *base);
+    std::optional<Built> b = canonicalize(fop, eg, *base, kFusedMaxInsts, kFusedMaxChildren);
     if (b && b->children.size() < base->loads.size()) add_fused(fop, eg, root, like, *b);
   }
   // Absorb a producer of each child read contiguously.
@@ -319,7 +305,8 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
     for (auto [f, first_only] : producers) {
       std::optional<SymProgram> q = region_of(fop, eg, f);
       if (!q) continue;
-      std::optional<Built> b = canonicalize(fop, eg, inline_region(*base, l, *q));
+      std::optional<Built> b =
+          canonicalize(fop, eg, inline_region(*base, l, *q), kFusedMaxInsts, kFusedMaxChildren);
       if (!b) continue;
       add_fused(fop, eg, root, like, *b);
       if (++fused_in_class >= kMaxFusedPerClass) return;
@@ -437,7 +424,7 @@ void apply_where(const OpDef* fop, const Match& m, EGraph& eg) {
     sel.c = load(s.children[0], vd);
     p->insts.push_back(sel);
     p->root = static_cast<int>(p->insts.size()) - 1;
-    std::optional<Built> b = canonicalize(fop, eg, *p);
+    std::optional<Built> b = canonicalize(fop, eg, *p, kFusedMaxInsts, kFusedMaxChildren);
     if (!b) continue;
     add_fused(fop, eg, root, like, *b);
     ++fused_in_class;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -134,6 +135,56 @@ TEST_F(Nvrtc, EveryDtypeAndOpCompiles) {
     }
     collect(g, 4, 1, s);
   }
+  compile_all(s);
+}
+
+// Softmax, log-softmax, RMSNorm, layer norm and masked softmax become one cuda.Row kernel in
+// the fewest-kernels program (row lengths 33 to 32768 and a dynamic one, f32 and bf16), and
+// every kernel of their spaces compiles (row length 1 too).
+TEST_F(Nvrtc, RowKernelsAreBuiltAndCompile) {
+  Sources s;
+  int graphs = 0;
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (int64_t len : {int64_t{1}, int64_t{33}, int64_t{1000}, int64_t{32768}, int64_t{-1}}) {
+      for (int which = 0; which < 5; ++which) {
+        Graph g;
+        g.declare_dim("s", 1, 64);
+        g.declare_dim("c", 1, 4096);
+        const Expr L = len < 0 ? Expr::var("c") : Expr(len);
+        Tensor x = g.tensor("x", {Expr::var("s"), L}, t);
+        Tensor w = g.tensor("w", {L}, t);
+        Tensor y;
+        switch (which) {
+          case 0: y = x.softmax(-1); break;
+          case 1: y = x.log_softmax(-1); break;
+          case 2: y = x.rms_norm(w, 1e-5); break;
+          case 3: y = x.layer_norm(w, w, 1e-5); break;
+          default: {  // masked softmax: -inf above the diagonal
+            Tensor mask = g.arange(L).unsqueeze(0) > g.arange(Expr::var("s")).unsqueeze(1);
+            y = x.masked_fill(mask, -std::numeric_limits<double>::infinity()).softmax(-1);
+          }
+        }
+        y.output("y");
+        testing::CudaRulesOnly rules;
+        const Facts facts = g.dim_facts();
+        BuiltSpace b = build_search_space(g, rules, facts);
+        const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+        const auto mix = l.op_mix();
+        const std::string what = std::string(name(t)) + " len " + std::to_string(len) + " graph " +
+                                 std::to_string(which) + ": " + l.op_mix_string();
+        if (len != 1) {  // (a row of one element needs no row kernel)
+          EXPECT_EQ(mix.count("cuda.Row"), 1u) << what;
+          EXPECT_EQ(mix.count("SumReduce") + mix.count("MaxReduce"), 0u) << what;
+        }
+        collect(g, 3, 7, s);
+        ++graphs;
+      }
+    }
+  }
+  std::set<std::string> rows;
+  for (const std::string& src : s.unique)
+    if (src.find("lmn_row") != std::string::npos) rows.insert(src);
+  EXPECT_GE(rows.size(), static_cast<size_t>(graphs));
   compile_all(s);
 }
 

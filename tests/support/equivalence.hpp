@@ -242,6 +242,8 @@ inline Draws draw_programs(const SearchSpace& space, int want, uint64_t seed) {
     }
     Rng rng(seed * 0x2545F4914F6CDD1DULL + 99);
     consider(space.first_genome(), "first");
+    // The search's second seed (fused kernels, row kernels, in-place writes wherever possible).
+    if (!enough()) consider(space.fewest_kernels_genome(), "fewest kernels");
     while (!enough() && d.draws < kMaxDraws) {
       if (d.draws % 2 == 1) {
         consider(space.random_genome(rng), "random");

@@ -1,0 +1,360 @@
+// cuda.Row: a reduction over the last axis and the elementwise work around it in one kernel
+// (softmax, RMSNorm, layer norm, log-softmax, ...), from the row program the shared row rule
+// builds (luminal/kernels/row_rule.hpp).
+//
+// One block per row (grid-stride over rows), T threads, thread t owning elements t, t + T, ...
+// The program runs in passes: pass p computes every RowSum / RowMax whose operand needs only the
+// row values of earlier passes (each thread accumulates its elements, then a warp butterfly and
+// one round through shared memory give every thread the row's value); the last pass computes the
+// result per element and stores it. Softmax is three passes (max, sum, output), RMSNorm two.
+//
+// Each element-level load read by more than one pass is kept in registers (K = ceil(L / T)
+// values per thread, unrolled) when the row's largest length in the bucket fits (K * loads kept
+// <= 64), so the input is read from memory once; longer rows re-read it in every pass (the
+// streaming form). Values shared by a row (loads broadcast along it, reductions, the math on
+// them) are computed once per row. Sums accumulate in double and round once to their dtype, max
+// propagates NaN, and threads holding no element contribute the identity (0, -inf), so a fully
+// masked row (all -inf) gives what the reference gives: max -inf, then NaN from -inf - -inf.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/row_rule.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+const OpDef kRow{"cuda.Row"};
+const OpDef* fused_op_for_rows() { return cuda_fused_op(); }
+
+constexpr int kMaxCachedRegs = 64;
+
+int pow2_ceil(int64_t x) {
+  int p = 1;
+  while (p < x && p < 1024)
+    p <<= 1;
+  return p;
+}
+
+/// The code of one instruction's value (operands named v<k>), as the fused map kernel computes
+/// it; loads and row reductions are handled by the caller.
+std::string inst_rhs(const FusedInst& in) {
+  const std::string tag = dtype_tag(in.dtype);
+  auto v = [](int k) { return "v" + std::to_string(k); };
+  const bool dbl = in.dtype == DType::F64;
+  const bool integral = !is_float(in.dtype);
+  switch (in.op) {
+    case FusedOpcode::Const:
+      return "rd_" + tag + "(" + literal(in.dtype, in.value, in.int_value) + ")";
+    case FusedOpcode::Cast: return "rd_" + tag + "(" + v(in.a) + ")";
+    case FusedOpcode::LessThan: return "(long long)(" + v(in.a) + " < " + v(in.b) + ")";
+    case FusedOpcode::Select: return "(" + v(in.a) + " != 0) ? " + v(in.b) + " : " + v(in.c);
+    case FusedOpcode::Exp2: return "rd_" + tag + (dbl ? "(exp2(" : "(exp2f(") + v(in.a) + "))";
+    case FusedOpcode::Log2: return "rd_" + tag + (dbl ? "(log2(" : "(log2f(") + v(in.a) + "))";
+    case FusedOpcode::Sin: return "rd_" + tag + (dbl ? "(sin(" : "(sinf(") + v(in.a) + "))";
+    case FusedOpcode::Sqrt: return "rd_" + tag + (dbl ? "(sqrt(" : "(sqrtf(") + v(in.a) + "))";
+    case FusedOpcode::Recip: return "rd_" + tag + (dbl ? "(1.0 / " : "(1.0f / ") + v(in.a) + ")";
+    case FusedOpcode::Add:
+      return "rd_" + tag + "(" +
+             (integral ? "wrap_add(" + v(in.a) + ", " + v(in.b) + ")" : v(in.a) + " + " + v(in.b)) +
+             ")";
+    case FusedOpcode::Mul:
+      return "rd_" + tag + "(" +
+             (integral ? "wrap_mul(" + v(in.a) + ", " + v(in.b) + ")" : v(in.a) + " * " + v(in.b)) +
+             ")";
+    case FusedOpcode::Mod:
+      return "rd_" + tag + "(" +
+             (integral ? "int_mod(" + v(in.a) + ", " + v(in.b) + ")"
+                       : std::string(dbl ? "fmod(" : "fmodf(") + v(in.a) + ", " + v(in.b) + ")") +
+             ")";
+    default: break;
+  }
+  throw Error("cuda.Row: unexpected instruction " + std::string(opcode_name(in.op)));
+}
+
+struct RowGen {
+  const LlirNode& n;
+  const FusedProgram& prog;
+  Codegen& cg;
+  Shape domain;
+  std::vector<View> views;    // each load's view over the domain
+  std::vector<bool> uniform;  // the value is the same along the row
+  std::vector<int> stage;     // the pass after which the value is known (0: before any)
+  std::vector<int> cached;    // per load index: cache slot, or -1
+  bool use_cache = false;
+  int T = 32, K = 1;
+
+  std::string I() const { return cg.idx(); }
+
+  /// The instructions an element value at `targets` needs, that are not row-uniform, in order.
+  std::vector<int> closure(const std::vector<int>& targets) const {
+    std::vector<bool> need(prog.insts.size(), false);
+    std::vector<int> stack(targets.begin(), targets.end());
+    while (!stack.empty()) {
+      const int j = stack.back();
+      stack.pop_back();
+      if (need[j] || uniform[j]) continue;
+      need[j] = true;
+      const FusedInst& in = prog.insts[j];
+      const int a = arity(in.op);
+      if (a > 0) stack.push_back(in.a);
+      if (a > 1) stack.push_back(in.b);
+      if (a > 2) stack.push_back(in.c);
+    }
+    std::vector<int> out;
+    for (size_t j = 0; j < need.size(); ++j)
+      if (need[j]) out.push_back(static_cast<int>(j));
+    return out;
+  }
+
+  /// Statements computing the element values `order` at element l of the row (flat index i).
+  std::string element_code(const std::vector<int>& order, const std::string& k) {
+    std::string body;
+    for (int j : order) {
+      const FusedInst& in = prog.insts[j];
+      const std::string ct = "C_" + dtype_tag(in.dtype);
+      std::string rhs;
+      if (in.op == FusedOpcode::Load) {
+        const int c = in.a;
+        if (use_cache && cached[c] >= 0 && !k.empty()) {
+          rhs = "c" + std::to_string(c) + "[" + k + "]";
+        } else {
+          const std::string off = cg.view_offset(views[c], "i", "o" + std::to_string(c), body);
+          rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(c) + "[" + off + "])";
+        }
+      } else {
+        rhs = inst_rhs(in);
+      }
+      body += "      const " + ct + " v" + std::to_string(j) + " = " + rhs + ";\n";
+    }
+    return body;
+  }
+
+  /// A loop over the thread's elements of the row running `inner` (which may use v-values,
+  /// `i` and `l`); `k` names the register index in the cached form.
+  std::string loop(const std::string& inner_cached, const std::string& inner_stream) {
+    if (use_cache) {
+      return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
+             "; ++k) {\n      const " + I() + " l = (" + I() + ")threadIdx.x + (" + I() + ")k * " +
+             std::to_string(T) + ";\n      if (l < L) {\n      const " + I() + " i = rb + l;\n" +
+             inner_cached + "      }\n    }\n";
+    }
+    return "    for (" + I() + " l = threadIdx.x; l < L; l += " + std::to_string(T) +
+           ") {\n      const " + I() + " i = rb + l;\n" + inner_stream + "    }\n";
+  }
+};
+
+KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
+  const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (!prog) throw Error("cuda.Row: the node has no FusedProgram payload");
+  prog->validate();
+  if (prog->insts.back().dtype != n.attrs.dtype)
+    throw Error("cuda.Row: the program's result dtype differs from the node's dtype");
+  if (n.attrs.shape.empty()) throw Error("cuda.Row: a row op needs an output of rank >= 1");
+  Codegen cg(n, ctx);
+  RowGen g{n, *prog, cg, n.attrs.shape, {}, {}, {}, {}, false, 32, 1};
+  const Shape& D = g.domain;
+  const Expr L = D.back();
+  const Expr count = numel(D);
+  cg.require(L);
+  for (const View& v : n.attrs.views) {
+    std::optional<View> over = view_over(v, D);
+    if (!over)
+      throw Error("cuda.Row: input view " + v.to_string() + " has no form over the output shape " +
+                  shape_to_string(D));
+    g.views.push_back(*over);
+  }
+  // Levels and passes.
+  const size_t N = prog->insts.size();
+  g.uniform.assign(N, false);
+  g.stage.assign(N, 0);
+  int passes = 0;
+  for (size_t j = 0; j < N; ++j) {
+    const FusedInst& in = prog->insts[j];
+    const int a = arity(in.op);
+    const int ops[3] = {in.a, in.b, in.c};
+    if (in.op == FusedOpcode::Load) {
+      g.uniform[j] = g.views[in.a].strides.back() == Expr(0) || L == Expr(1);
+    } else if (in.op == FusedOpcode::Const) {
+      g.uniform[j] = true;
+    } else if (is_row_reduce(in.op)) {
+      g.uniform[j] = true;
+      g.stage[j] = g.stage[in.a] + 1;
+      passes = std::max(passes, g.stage[j]);
+    } else {
+      bool u = true;
+      for (int k = 0; k < a; ++k) {
+        u = u && g.uniform[ops[k]];
+        g.stage[j] = std::max(g.stage[j], g.stage[ops[k]]);
+      }
+      g.uniform[j] = u;
+    }
+  }
+  const int root = static_cast<int>(N) - 1;
+  // Per pass, the reductions it computes and the element instructions it evaluates.
+  std::vector<std::vector<int>> reds(passes + 1);
+  for (size_t j = 0; j < N; ++j)
+    if (is_row_reduce(prog->insts[j].op)) reds[g.stage[j]].push_back(static_cast<int>(j));
+  std::vector<std::vector<int>> work(passes + 2);
+  for (int p = 1; p <= passes; ++p) {
+    std::vector<int> targets;
+    for (int r : reds[p])
+      targets.push_back(prog->insts[r].a);
+    work[p] = g.closure(targets);
+  }
+  work[passes + 1] = g.closure({root});
+  // Loads read in more than one loop are kept in registers when the row fits.
+  const int nloads = static_cast<int>(n.attrs.views.size());
+  std::vector<int> uses(nloads, 0);
+  for (int p = 1; p <= passes + 1; ++p) {
+    std::vector<bool> seen(nloads, false);
+    for (int j : work[p]) {
+      const FusedInst& in = prog->insts[j];
+      if (in.op == FusedOpcode::Load && !seen[in.a]) {
+        seen[in.a] = true;
+        ++uses[in.a];
+      }
+    }
+  }
+  g.cached.assign(nloads, -1);
+  int ncached = 0;
+  for (int c = 0; c < nloads; ++c)
+    if (uses[c] > 1) g.cached[c] = ncached++;
+  const Interval lb = L.bounds(ctx.facts);
+  const int64_t lmax = lb.hi;
+  if (lmax != INT64_MAX && lmax > 0) {
+    g.T = std::clamp(pow2_ceil((lmax + 7) / 8), 32, 1024);
+    g.K = static_cast<int>((lmax + g.T - 1) / g.T);
+    g.use_cache = ncached > 0 && g.K * ncached <= kMaxCachedRegs;
+  } else {
+    g.T = 1024;
+  }
+  if (!g.use_cache) {
+    // Without a cache every loop reads its loads: K does not matter.
+    if (lmax != INT64_MAX && lmax > 0 && ncached > 0) g.T = 1024;
+    g.cached.assign(nloads, -1);
+  }
+  const std::string& I = cg.idx();
+  const std::string T = std::to_string(g.T);
+
+  // Row-uniform instructions, emitted once each as soon as their stage is reached.
+  std::vector<bool> emitted(N, false);
+  auto uniform_code = [&](int upto_stage) {
+    std::string s;
+    for (size_t j = 0; j < N; ++j) {
+      const FusedInst& in = prog->insts[j];
+      if (!g.uniform[j] || emitted[j] || is_row_reduce(in.op) || g.stage[j] > upto_stage) continue;
+      emitted[j] = true;
+      std::string rhs;
+      if (in.op == FusedOpcode::Load) {
+        const std::string off = cg.view_offset(g.views[in.a], "rb", "u" + std::to_string(j), s);
+        rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(in.a) + "[" + off + "])";
+      } else {
+        rhs = inst_rhs(in);
+      }
+      s += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(j) + " = " + rhs + ";\n";
+    }
+    return s;
+  };
+
+  std::string body;
+  body += uniform_code(0);
+  if (g.use_cache) {
+    for (int c = 0; c < nloads; ++c) {
+      if (g.cached[c] < 0) continue;
+      // The load instruction's dtype.
+      DType t = n.input_dtypes.at(static_cast<size_t>(c));
+      const std::string tag = dtype_tag(t);
+      std::string inner;
+      const std::string off = cg.view_offset(g.views[c], "i", "o" + std::to_string(c), inner);
+      inner += "      c" + std::to_string(c) + "[k] = ld_" + tag + "(in" + std::to_string(c) + "[" +
+               off + "]);\n";
+      body += "    C_" + tag + " c" + std::to_string(c) + "[" + std::to_string(g.K) + "];\n";
+      body += g.loop(inner, inner);
+    }
+  }
+  int red_slot = 0;
+  for (int p = 1; p <= passes; ++p) {
+    std::string acc_inner;
+    for (int r : reds[p]) {
+      const FusedInst& in = prog->insts[r];
+      const std::string acc = "a" + std::to_string(r);
+      const bool mx = in.op == FusedOpcode::RowMax;
+      body += "    double " + acc + " = " +
+              (mx ? std::string("__longlong_as_double(0xFFF0000000000000LL)") : "0.0") + ";\n";
+      const std::string x = "(double)v" + std::to_string(in.a);
+      acc_inner += "      " + acc + " = " +
+                   (mx ? "lmn_max(" + acc + ", " + x + ")" : acc + " + " + x) + ";\n";
+    }
+    const std::string cached_inner = g.element_code(work[p], "k") + acc_inner;
+    const std::string stream_inner = g.element_code(work[p], "") + acc_inner;
+    body += g.loop(cached_inner, stream_inner);
+    // The block's reduction of each accumulator: a warp butterfly, then one slot per warp.
+    for (int r : reds[p]) {
+      const FusedInst& in = prog->insts[r];
+      const bool mx = in.op == FusedOpcode::RowMax;
+      const std::string acc = "a" + std::to_string(r);
+      auto comb = [&](const std::string& x, const std::string& y) {
+        return mx ? "lmn_max(" + x + ", " + y + ")" : x + " + " + y;
+      };
+      const std::string slot = "lmn_red[" + std::to_string(red_slot++) + "]";
+      body += "    for (int s = 16; s > 0; s >>= 1) " + acc + " = " +
+              comb(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", s)") + ";\n";
+      body += "    if ((threadIdx.x & 31) == 0) " + slot + "[threadIdx.x >> 5] = " + acc + ";\n";
+      body += "    __syncthreads();\n";
+      body += "    " + acc + " = " + slot + "[0];\n";
+      body += "    for (int w = 1; w < " + std::to_string(std::max(1, g.T / 32)) + "; ++w) " + acc +
+              " = " + comb(acc, slot + "[w]") + ";\n";
+      body += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(r) + " = rd_" +
+              dtype_tag(in.dtype) + "(" + acc + ");\n";
+    }
+    body += uniform_code(p);
+  }
+  // The result.
+  const std::string ot = dtype_tag(n.attrs.dtype);
+  {
+    std::string store = "      out[i] = st_" + ot + "(v" + std::to_string(root) + ");\n";
+    const std::string cached_inner = g.element_code(work[passes + 1], "k") + store;
+    const std::string stream_inner = g.element_code(work[passes + 1], "") + store;
+    body += g.loop(cached_inner, stream_inner);
+  }
+  body += "    __syncthreads();\n";  // the shared slots are reused by the next row
+
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + T + ") LMN_ENTRY(lmn_row)(" +
+                  cg.params() + ") {\n";
+  const std::string lcode = cg.c(L), ncode = cg.c(count);
+  std::string head = "  __shared__ double lmn_red[" + std::to_string(std::max(red_slot, 1)) +
+                     "][32];\n  const " + I + " L = " + lcode + ";\n  const " + I +
+                     " R = L > 0 ? " + ncode + " / L : 0;\n";
+  k += cg.dims_prologue() + head + "  for (" + I +
+       " row = blockIdx.x; row < R; row += gridDim.x) {\n" + "    const " + I + " rb = row * L;\n" +
+       body + "  }\n}\n";
+  KernelGen out;
+  out.source = Codegen::unit(k);
+  const Expr rows = ceil_div(count, max(L, Expr(1)));
+  const int per_sm = std::max(1, 2048 / g.T);
+  out.launches.push_back(
+      Launch{"lmn_row", g.T, {min(rows, Expr(int64_t{ctx.sm_count} * per_sm)), 1, 1}});
+  int64_t in_bytes = 0;
+  for (DType t : n.input_dtypes)
+    in_bytes += size_bytes(t);
+  out.bytes = count * (in_bytes + size_bytes(n.attrs.dtype));
+  out.flops = count * static_cast<int64_t>(N);
+  return out;
+}
+
+std::vector<Rule> rules() { return row_rules(&kRow, fused_op_for_rows(), "cuda"); }
+
+}  // namespace
+
+void register_row_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp row{&kRow, "cuda.rows", rules, gen_row};
+  ops.push_back(&row);
+}
+
+}  // namespace luminal::cuda

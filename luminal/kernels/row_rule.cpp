@@ -1,0 +1,247 @@
+// The row rule (see row_rule.hpp).
+#include "luminal/kernels/row_rule.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/fusion_detail.hpp"
+
+namespace luminal {
+
+using namespace fusion_detail;
+
+namespace {
+
+constexpr size_t kMaxRowPerClass = 2;
+/// Growth steps per variant (each inlines one producer).
+constexpr int kMaxSteps = 400;
+
+enum class Variant { Narrow, Wide };
+
+bool is_float_reduce(const EGraph& eg, ENodeId id, const Shape& domain) {
+  const ENode& n = eg.node(id);
+  if (!is_op(n.op, OpKind::SumReduce) && !is_op(n.op, OpKind::MaxReduce)) return false;
+  const Attrs& a = eg.attrs_of(id);
+  if (!is_float(a.dtype) || n.children.size() != 1 || a.views.size() != 1) return false;
+  if (eg.dtype(n.children[0]) != a.dtype) return false;
+  const View& v = a.views[0];
+  return a.axis == v.rank() - 1 && v.dims == domain;
+}
+
+/// Which loads of p some instruction still reads.
+std::vector<bool> referenced(const SymProgram& p) {
+  std::vector<bool> r(p.loads.size(), false);
+  for (const FusedInst& i : p.insts)
+    if (i.op == FusedOpcode::Load) r[i.a] = true;
+  return r;
+}
+
+/// Element-level (not row-broadcast, not fully broadcast) distinct loads of p.
+size_t element_loads(const SymProgram& p, const Shape& domain) {
+  std::vector<const ChildKey*> seen;
+  const std::vector<bool> live = referenced(p);
+  for (size_t l = 0; l < p.loads.size(); ++l) {
+    if (!live[l]) continue;
+    const ChildKey& k = p.loads[l];
+    std::optional<View> v = view_over(k.view, domain);
+    if (v && v->strides.back() == Expr(0)) continue;
+    bool dup = false;
+    for (const ChildKey* s : seen)
+      dup = dup || (s->cls == k.cls && s->view == k.view);
+    if (!dup) seen.push_back(&k);
+  }
+  return seen.size();
+}
+
+/// A region of one row reduction over (input, view).
+SymProgram reduction_region(const EGraph& eg, ENodeId s) {
+  const ENode& n = eg.node(s);
+  const Attrs& a = eg.attrs_of(s);
+  SymProgram q;
+  FusedInst load;
+  load.op = FusedOpcode::Load;
+  load.dtype = eg.dtype(n.children[0]);
+  load.a = 0;
+  FusedInst red;
+  red.op = is_op(n.op, OpKind::SumReduce) ? FusedOpcode::RowSum : FusedOpcode::RowMax;
+  red.dtype = a.dtype;
+  red.a = 0;
+  q.insts = {load, red};
+  q.loads = {{eg.find(n.children[0]), a.views[0]}};
+  q.root = 1;
+  return q;
+}
+
+/// The elementwise producers of class c: its HLIR elementwise e-nodes, then its largest fused
+/// e-node.
+std::vector<ENodeId> producers(const OpDef* fused, const EGraph& eg, ClassId c) {
+  std::vector<ENodeId> out;
+  for (ENodeId f : eg.nodes_of(c)) {
+    const OpDef* op = eg.node(f).op;
+    if (op->is_hlir && is_elementwise_kind(op->kind)) out.push_back(f);
+  }
+  if (auto f = largest_fused(fused, eg, c)) out.push_back(*f);
+  return out;
+}
+
+int row_reductions(const SymProgram& p) {
+  int n = 0;
+  for (const FusedInst& i : p.insts)
+    n += is_row_reduce(i.op);
+  return n;
+}
+
+/// Grows `p` (a region over `domain`) by one step at load l; true when it did.
+bool grow_at(const OpDef* fused, const EGraph& eg, ClassId root, const Shape& domain,
+             Variant variant, SymProgram& p, int l) {
+  const ChildKey key = p.loads[l];
+  const ClassId c = eg.find(key.cls);
+  if (c == root || constant_of(eg, c) || constant_program_of(fused, eg, c)) return false;
+  std::optional<View> over = view_over(key.view, domain);
+  if (over && is_row_broadcast(*over, domain)) {
+    // A reduction of the last axis: the load becomes RowSum / RowMax of its input.
+    // (Equal reductions share one instruction once canonical; the limit applies there.)
+    for (ENodeId s : eg.nodes_of(c)) {
+      if (!is_float_reduce(eg, s, domain)) continue;
+      p = inline_region(p, l, reduction_region(eg, s));
+      return true;
+    }
+    // An elementwise op over the rows: inlined, its inputs read along the rows the same way.
+    const Expr rows = numel(eg.shape(c));
+    for (ENodeId f : producers(fused, eg, c)) {
+      std::optional<SymProgram> q = region_of(fused, eg, f);
+      if (!q) continue;
+      bool ok = true;
+      for (ChildKey& k : q->loads) {
+        const ClassId kc = eg.find(k.cls);
+        bool all_zero = true;
+        for (const Expr& s : k.view.strides)
+          all_zero = all_zero && s == Expr(0);
+        if (all_zero) {
+          k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0))};
+        } else if (k.view.is_contiguous() && k.view.numel() == rows &&
+                   numel(eg.shape(kc)) == rows) {
+          k.view = *over;
+        } else {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      p = inline_region(p, l, *q);
+      return true;
+    }
+    return false;
+  }
+  // An elementwise producer read element by element.
+  if (!key.view.is_contiguous() || key.view.numel() != numel(eg.shape(c))) return false;
+  const size_t before = element_loads(p, domain);
+  for (ENodeId f : producers(fused, eg, c)) {
+    std::optional<SymProgram> q = region_of(fused, eg, f);
+    if (!q) continue;
+    SymProgram next = inline_region(p, l, *q);
+    if (variant == Variant::Narrow && element_loads(next, domain) > before) continue;
+    p = std::move(next);
+    return true;
+  }
+  return false;
+}
+
+std::optional<SymProgram> grow(const OpDef* fused, const EGraph& eg, ClassId root,
+                               const Shape& domain, Variant variant, SymProgram p) {
+  std::vector<bool> stuck;
+  for (int step = 0; step < kMaxSteps; ++step) {
+    stuck.resize(p.loads.size(), false);
+    const std::vector<bool> live = referenced(p);
+    bool grew = false;
+    for (int l = 0; l < static_cast<int>(p.loads.size()) && !grew; ++l) {
+      if (stuck[l] || !live[l]) continue;
+      if (grow_at(fused, eg, root, domain, variant, p, l))
+        grew = true;
+      else
+        stuck[l] = true;
+    }
+    if (!grew) break;
+    if (static_cast<int>(p.insts.size()) > 4 * kRowMaxInsts) return std::nullopt;
+  }
+  if (row_reductions(p) == 0) return std::nullopt;
+  return p;
+}
+
+size_t rows_in_class(const OpDef* row, const EGraph& eg, ClassId c) {
+  size_t n = 0;
+  for (ENodeId id : eg.nodes_of(c))
+    n += eg.node(id).op == row;
+  return n;
+}
+
+void apply_rows(const OpDef* row, const OpDef* fused, const Match& m, EGraph& eg) {
+  const ENodeId e = m.root_node;
+  const ClassId root = eg.find(m.root);
+  if (eg.node(e).op == fused && largest_fused(fused, eg, root) != std::optional<ENodeId>(e)) return;
+  if (rows_in_class(row, eg, root) >= kMaxRowPerClass) return;
+  const Attrs like = eg.attrs_of(e);
+  const Shape domain = like.shape;
+  if (domain.empty()) return;
+  std::optional<SymProgram> base = region_of(fused, eg, e);
+  if (!base) return;
+  // A row region ends in an op reading a value of the row broadcast along it (1/sum, the norm's
+  // scale): without such a load there is nothing to grow toward.
+  bool reads_row_value = false;
+  for (const ChildKey& k : base->loads) {
+    std::optional<View> v = view_over(k.view, domain);
+    reads_row_value =
+        reads_row_value || (v && !(domain.back() == Expr(1)) && is_row_broadcast(*v, domain));
+  }
+  if (!reads_row_value) return;
+  for (Variant v : {Variant::Narrow, Variant::Wide}) {
+    std::optional<SymProgram> p = grow(fused, eg, root, domain, v, *base);
+    if (!p) continue;
+    std::optional<Built> b = canonicalize(fused, eg, *p, kRowMaxInsts, kRowMaxChildren);
+    if (!b || !b->program.has_row_reduce()) continue;
+    int reductions = 0;
+    for (const FusedInst& i : b->program.insts)
+      reductions += is_row_reduce(i.op);
+    if (reductions > kRowMaxReductions) continue;
+    Attrs a;
+    a.dtype = like.dtype;
+    a.shape = like.shape;
+    a.views = b->views;
+    a.payload = std::make_shared<FusedProgram>(b->program);
+    const ClassId c = eg.add(row, a, b->children);
+    eg.merge(c, root);
+    if (rows_in_class(row, eg, eg.find(root)) >= kMaxRowPerClass) return;
+  }
+}
+
+}  // namespace
+
+std::optional<View> view_over(const View& v, const Shape& domain) {
+  if (v.dims == domain) return v;
+  if (!(v.numel() == numel(domain))) return std::nullopt;
+  return v.reshape(domain);
+}
+
+bool is_row_broadcast(const View& v, const Shape& domain) {
+  if (v.dims != domain || domain.empty()) return false;
+  const int last = v.rank() - 1;
+  if (!(domain[last] == Expr(1)) && !(v.strides[last] == Expr(0))) return false;
+  const View rows = View::contiguous(Shape(domain.begin(), domain.end() - 1));
+  for (int k = 0; k < last; ++k) {
+    if (domain[k] == Expr(1)) continue;
+    if (!(v.strides[k] == rows.strides[k])) return false;
+  }
+  return true;
+}
+
+std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix) {
+  Pattern p = Pattern::any_op([fused](const OpDef* op) {
+                return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
+              }).bind("e");
+  return {Rule{prefix + ".fuse-rows", std::move(p), nullptr,
+               [row, fused](const Match& m, EGraph& eg) { apply_rows(row, fused, m, eg); }}};
+}
+
+}  // namespace luminal

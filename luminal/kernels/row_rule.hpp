@@ -1,0 +1,48 @@
+#pragma once
+// The row rule: a reduction over the last axis and the elementwise work around it as one e-node
+// of a backend's row op (softmax, RMSNorm, layer norm, log-softmax, ... in one kernel):
+//
+//   const OpDef kRow{"cuda.Row"};
+//   RuleSet rows{"cuda.rows", row_rules(&kRow, &kFused, "cuda")};
+//
+// A row e-node has the shape D = [rows..., L] of its class and a FusedProgram payload whose
+// loads read its children at each element of D (child i through attrs.views[i], by the flat
+// index, as in a fused elementwise program) and whose RowSum / RowMax instructions reduce an
+// element value over the last axis of D, giving a value shared by the row. The result is the
+// last instruction, at every element of D.
+//
+// Starting from an elementwise e-node E (an HLIR op, or the largest fused e-node of its class),
+// the rule grows E's region over the loads it reads:
+//   - a class read broadcast along the row (stride 0 along L, the rows in order) that holds a
+//     SumReduce / MaxReduce of the last axis of D becomes a RowSum / RowMax of its input;
+//   - such a class that holds an elementwise e-node over the rows (mean's scaling, eps,
+//     rsqrt, reciprocal) is inlined with its inputs read the same way;
+//   - a class read contiguously that holds an elementwise e-node is inlined (in the "narrow"
+//     variant only when that adds no element-level input: softmax's exp, RMSNorm's x*x; in the
+//     "wide" variant always, e.g. a residual add before a norm).
+// A variant is added when it holds at least one row reduction and fits the limits below. The
+// search then picks between the row kernel and the unfused kernels.
+#include <string>
+#include <vector>
+
+#include "luminal/egraph/op_def.hpp"
+#include "luminal/egraph/rule.hpp"
+
+namespace luminal {
+
+inline constexpr int kRowMaxInsts = 192;
+inline constexpr int kRowMaxChildren = 8;
+inline constexpr int kRowMaxReductions = 6;
+
+/// The rule "<prefix>.fuse-rows", adding `row` e-nodes (regions read through `fused` e-nodes
+/// too, the backend's fused elementwise op).
+std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix);
+
+/// True when `v` reads a tensor of numel(domain) / L elements at element (r..., l) of
+/// `domain` = [r..., L] as its row r in row-major order: stride 0 along the last axis and the
+/// contiguous strides of domain[0:-1] elsewhere (size-1 axes ignored).
+bool is_row_broadcast(const View& v, const Shape& domain);
+/// `v` with the dims of `domain` (the same elements by flat index), if it can be expressed so.
+std::optional<View> view_over(const View& v, const Shape& domain);
+
+}  // namespace luminal
