@@ -1,7 +1,8 @@
 #pragma once
 // CudaBackend's state (internal to luminal/cuda): the device, its primary context, the module
-// cache shared by every plan of the backend, and the default queue. A CudaQueue (one per
-// session) is a stream with its own pinned upload staging and its own error word.
+// cache shared by every plan of the backend, the default queue and the reader threads of large
+// uploads. A CudaQueue (one per session) is a stream with its own pinned upload staging and its
+// own error word.
 #include <cuda.h>
 
 #include <array>
@@ -14,6 +15,7 @@
 
 #include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/cuda/driver.hpp"
+#include "luminal/cuda/staged_upload.hpp"
 #include "luminal/program/kernel_cache.hpp"
 
 namespace luminal::cuda {
@@ -44,12 +46,14 @@ struct CudaQueue final : Queue {
   CUstream stream = nullptr;
   CUdeviceptr err = 0;  // one unsigned int: nonzero after a kernel saw a bad index
 
-  // Pinned staging for uploads: two buffers used in turn, each free again once its event fired
-  // (allocated on the first large upload).
-  static constexpr uint64_t kStagingBytes = uint64_t{32} << 20;
-  std::array<void*, 2> staging{nullptr, nullptr};
-  std::array<CUevent, 2> staging_done{nullptr, nullptr};
-  int staging_next = 0;
+  // Pinned staging for large uploads (staged_upload.hpp): a ring of kStagingSlots slots of
+  // kStagingBytes in one pinned allocation, each refilled once its event fired (allocated on
+  // the first large upload).
+  static constexpr int kStagingSlots = 4;
+  static constexpr uint64_t kStagingBytes = uint64_t{16} << 20;
+  void* staging_host = nullptr;
+  StagingRing staging;  // slots point into staging_host
+  std::array<CUevent, kStagingSlots> staging_done{};
 
   /// Waits for the stream, then throws when the error word is set (and clears it).
   void check_error_word();
@@ -65,6 +69,10 @@ struct CudaBackend::Impl {
 
   /// The queue of calls given a null queue (the search, tools, tests).
   std::unique_ptr<CudaQueue> default_queue;
+  /// The threads that fill the staging of large uploads (every queue's; made on the first one).
+  ReaderPool& readers();
+  std::once_flag readers_once;
+  std::unique_ptr<ReaderPool> reader_pool;
   /// The CudaQueue behind `q` (null: the default queue); throws for a queue of another backend.
   CudaQueue& queue(Queue* q);
 

@@ -172,10 +172,9 @@ CudaQueue::~CudaQueue() {
   const CudaApi& cu = *be.cu;
   be.bind_context();
   cu.cuStreamSynchronize(stream);
-  for (int j = 0; j < 2; ++j) {
-    if (staging_done[j]) cu.cuEventDestroy(staging_done[j]);
-    if (staging[j]) cu.cuMemFreeHost(staging[j]);
-  }
+  for (CUevent e : staging_done)
+    if (e) cu.cuEventDestroy(e);
+  if (staging_host) cu.cuMemFreeHost(staging_host);
   if (err) cu.cuMemFree(err);
   if (stream) cu.cuStreamDestroy(stream);
 }
@@ -192,6 +191,38 @@ void CudaQueue::check_error_word() {
       "cuda: a Gather read an index outside its data (the CPU backend names the index "
       "and position); check the indexes fed to the graph");
 }
+
+ReaderPool& CudaBackend::Impl::readers() {
+  std::call_once(readers_once, [&] {
+    reader_pool = std::make_unique<ReaderPool>(opts.upload_threads > 0 ? opts.upload_threads
+                                                                       : default_upload_threads());
+  });
+  return *reader_pool;
+}
+
+namespace {
+
+/// The device side of a staged upload on a queue: a slot is sent with an async copy on the
+/// queue's stream and an event after it, which the slot's next fill waits for.
+class QueueStaging final : public StagingDevice {
+ public:
+  QueueStaging(const CudaApi& cu, CudaQueue& q, CUdeviceptr dst) : cu_(cu), q_(q), dst_(dst) {}
+  void wait(int slot) override {
+    check(cu_.cuEventSynchronize(q_.staging_done[slot]), "cuEventSynchronize (staging)");
+  }
+  void send(int slot, uint64_t offset, uint64_t n) override {
+    check(cu_.cuMemcpyHtoDAsync(dst_ + offset, q_.staging.slots[slot], n, q_.stream),
+          "cuMemcpyHtoDAsync");
+    check(cu_.cuEventRecord(q_.staging_done[slot], q_.stream), "cuEventRecord");
+  }
+
+ private:
+  const CudaApi& cu_;
+  CudaQueue& q_;
+  CUdeviceptr dst_;
+};
+
+}  // namespace
 
 CudaQueue& CudaBackend::Impl::queue(Queue* q) {
   if (!q) return *default_queue;
@@ -364,25 +395,20 @@ void CudaBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t 
     check(cu.cuStreamSynchronize(q.stream), "cuStreamSynchronize");
     return;
   }
-  // Large (weights): through the queue's two pinned buffers in turn, so copying into one
-  // overlaps the DMA of the other; returns once the last chunk is in pinned memory.
-  if (!q.staging[0]) {
-    for (int j = 0; j < 2; ++j) {
-      check(cu.cuMemAllocHost(&q.staging[j], CudaQueue::kStagingBytes), "cuMemAllocHost (staging)");
-      check(cu.cuEventCreate(&q.staging_done[j], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    }
+  // Large (weights): read by the reader threads into the queue's ring of pinned buffers while
+  // the chunks before are copied (staged_upload.hpp); returns once the last chunk is staged.
+  if (q.staging.slots.empty()) {
+    for (CUevent& e : q.staging_done)
+      if (!e) check(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    check(cu.cuMemAllocHost(&q.staging_host, CudaQueue::kStagingSlots * CudaQueue::kStagingBytes),
+          "cuMemAllocHost (staging)");
+    for (int j = 0; j < CudaQueue::kStagingSlots; ++j)
+      q.staging.slots.push_back(static_cast<uint8_t*>(q.staging_host) +
+                                j * CudaQueue::kStagingBytes);
+    q.staging.slot_bytes = CudaQueue::kStagingBytes;
   }
-  const auto* from = static_cast<const uint8_t*>(src);
-  for (uint64_t done = 0; done < bytes;) {
-    const uint64_t n = std::min(CudaQueue::kStagingBytes, bytes - done);
-    const int j = q.staging_next;
-    q.staging_next ^= 1;
-    check(cu.cuEventSynchronize(q.staging_done[j]), "cuEventSynchronize (staging)");
-    std::memcpy(q.staging[j], from + done, n);
-    check(cu.cuMemcpyHtoDAsync(base + done, q.staging[j], n, q.stream), "cuMemcpyHtoDAsync");
-    check(cu.cuEventRecord(q.staging_done[j], q.stream), "cuEventRecord");
-    done += n;
-  }
+  QueueStaging device(cu, q, base);
+  staged_upload(static_cast<const uint8_t*>(src), bytes, q.staging, device, m.readers());
 }
 
 void CudaBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue) {

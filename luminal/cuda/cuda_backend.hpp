@@ -13,7 +13,9 @@
 // session makes its own (make_queue: a non-blocking stream with its own pinned upload staging
 // and error word), so sessions on one backend do not wait for one another; calls given a null
 // queue (the search, tools) use the backend's default queue. Uploads, executes and copies are
-// ordered on their queue, and download() and sync() wait for it.
+// ordered on their queue, and download() and sync() wait for it. Large uploads (weights from a
+// mapped file) are read by several threads into a ring of pinned buffers while the buffers
+// filled before are copied to the device (staged_upload.hpp).
 // Compiled kernels are cached in memory and on disk (<cache root>/kernels, keyed by the full
 // source text and the architecture and NVRTC version), so a second search or start compiles
 // nothing. Candidates are timed with CUDA events.
@@ -43,6 +45,9 @@ struct CudaOptions {
   /// LUMINAL_CUDA_EXECUTOR=graph|stream overrides it.
   enum class Executor { Graph, Stream };
   Executor executor = Executor::Graph;
+  /// Threads that read the host memory of a large upload (a mapped weights file) into pinned
+  /// staging together, the calling thread included; 0: the hardware threads, at most 8.
+  int upload_threads = 0;
 };
 
 /// Counters of the graph executor, over every plan of a backend (tests, traces).
@@ -115,8 +120,10 @@ class CudaBackend final : public Backend {
 
   /// Waits for every queue's work before freeing (a buffer may be in use on any of them).
   void release(Buffer b) override;
-  /// Small uploads wait for their copy; large ones go through the queue's two pinned staging
-  /// buffers and return once the last chunk is staged. Either way the source may be freed.
+  /// Small uploads wait for their copy; large ones go through the queue's ring of pinned staging
+  /// buffers (4 x 16 MiB), each chunk read by upload_threads threads while the chunks before it
+  /// are copied to the device, and return once the last chunk is staged. Either way the source
+  /// may be freed on return.
   void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes,
               Queue* queue = nullptr) override;
   /// Waits for the queue, then checks its error word like sync().
