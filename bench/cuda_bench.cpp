@@ -5,13 +5,25 @@
 //
 //   1. device-to-device copy of 256 MiB (the baseline, the driver's memcpy)
 //   2. fused (a + b) * c over 256 MiB f32 inputs: one fused kernel, GB/s and % of the copy
-//   3. row sum of a (4096, 32768) bf16 tensor: GB/s and % of the copy
+//   3. row kernels over a (4096, 32768) bf16 tensor: softmax, RMSNorm, row sum, GB/s and % of the
+//      copy (cuda_bench_rows.cpp)
 //   4. search wall time of the 2-layer small transformer and the 32-layer graph of the compile
 //      cache bench, cold (empty kernel and program caches) and warm (a new backend, same caches)
-//   5. weights upload: 1 GiB bound from a safetensors file (mapped, staged, uploaded)
+//   5. weights upload: 1 GiB bound from a safetensors file (mapped, staged, uploaded), warm and
+//      cold (the file dropped from the page cache), against a plain read() of the file
 //   6. host time per execute of a 200-kernel chain, graph vs stream executor
 //   7. decode steps of the small transformer (contexts 128, 512) and of a SmolLM2-135M-shaped
 //      model (contexts 128, 1024), end to end, on both executors
+//   8. SmolLM2-135M's shape in bf16 with greedy argmax in the graph: ms/token on both executors,
+//      kernels per token, GPU busy time against replay time (cuda_bench_llm.cpp)
+//   9. dims update (only c changes) on a 32-layer decode graph, and a prefill s change 16 -> 17:
+//      host time and the graph executor's counters (cuda_bench_llm.cpp)
+//  10. search wall time of a Llama-3-8B-shaped decode graph, cold and warm, and its decode
+//      ms/token (cuda_bench_llm.cpp)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +34,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_bench.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
+#include "luminal/cuda/staged_upload.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
@@ -132,6 +146,7 @@ void search_times(const luminal::models::LlamaSize& size, int limit, const char*
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach the log even if a timeout kills us
   std::string why;
   if (!luminal::cuda::cuda_available(&why)) {
     std::printf("bench_cuda: skipped (%s)\n", why.c_str());
@@ -163,28 +178,16 @@ int main(int argc, char** argv) {
     std::printf("fused (a + b) * c, 3 x 256 MiB f32 in: %.3f ms, %.0f GB/s = %.0f%% of copy\n",
                 sec * 1e3, gbs, 100 * gbs / copy);
   }
-  {  // row sum (4096, 32768) bf16
-    luminal::Graph g;
-    luminal::Tensor x = g.tensor("x", {4096, 32768}, luminal::DType::BF16);
-    x.sum(-1).output("y");
-    luminal::Session s(g, be, luminal::CompileOptions().search_graph_limit(limit).verbose(false));
-    std::vector<uint16_t> v(size_t{4096} * 32768);
-    std::mt19937_64 rng(4);
-    for (uint16_t& h : v)
-      h = static_cast<uint16_t>(0x3C00 + (rng() & 0x3FF));  // bf16 values in [2^-7, 2^-6)
-    s.set_bytes("x", v.data(), v.size() * 2);
-    s.compile();
-    const double sec = kernel_seconds(be, s, "row sum");
-    const double gbs = (static_cast<double>(mib256) + 4096 * 2) / sec * 1e-9;
-    std::printf("row sum (4096, 32768) bf16: %.3f ms, %.0f GB/s = %.0f%% of copy\n", sec * 1e3, gbs,
-                100 * gbs / copy);
-  }
+  // Row kernels: softmax, RMSNorm, row sum (cuda_bench_rows.cpp).
+  luminal::bench_cuda::row_kernels(be, copy, limit);
   {  // search wall time
     search_times({}, limit, "2-layer transformer (hidden 256)");
     search_times({.layers = 32, .hidden = 512, .ffn = 1536, .vocab = 4096}, 10,
                  "32-layer transformer (hidden 512)");
   }
-  {  // weights upload: 1 GiB of f32 in 16 tensors bound from a safetensors file
+  {  // weights upload: 1 GiB of f32 in 16 tensors bound from a safetensors file, from the page
+     // cache (warm) and from the disk (cold: the file's pages dropped), with the default number
+     // of reader threads and with one; a plain read() of the file from the disk is the floor
     const int64_t per = int64_t{16} << 20;  // 64 MiB each
     const fs::path file = fs::temp_directory_path() / "luminal_bench_weights.safetensors";
     luminal::Graph g;
@@ -202,17 +205,66 @@ int main(int argc, char** argv) {
                        {}});
     }
     luminal::io::write_safetensors(file, views);
-    luminal::Session s(g, be, luminal::CompileOptions().search_graph_limit(2).verbose(false));
-    auto weights = std::make_shared<const luminal::io::Weights>(luminal::io::Weights::open(file));
-    const auto t0 = Clock::now();
-    luminal::io::bind(s, weights);
-    s.sync();
-    const double sec = seconds_since(t0);
+    const uint64_t file_bytes = fs::file_size(file);
+    // Writes the file back and drops it from the page cache; returns the share of its pages
+    // still cached (mincore), which is not 0 on a tmpfs (set TMPDIR to a folder on a disk).
+    auto drop = [&] {
+      const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      ::fdatasync(fd);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      void* p = ::mmap(nullptr, file_bytes, PROT_READ, MAP_SHARED, fd, 0);
+      std::vector<unsigned char> pages((file_bytes + 4095) / 4096);
+      ::mincore(p, file_bytes, pages.data());
+      ::munmap(p, file_bytes);
+      ::close(fd);
+      uint64_t cached = 0;
+      for (unsigned char c : pages)
+        cached += c & 1;
+      return static_cast<double>(cached) / static_cast<double>(pages.size());
+    };
+    auto bind_s = [&](CudaBackend& b) {  // a new session and mapping each time
+      luminal::Session s(g, b, luminal::CompileOptions().search_graph_limit(2).verbose(false));
+      auto weights = std::make_shared<const luminal::io::Weights>(luminal::io::Weights::open(file));
+      const auto t0 = Clock::now();
+      luminal::io::bind(s, weights);
+      s.sync();
+      return seconds_since(t0);
+    };
+    auto read_s = [&] {  // read() into a 16 MiB buffer, the kernel's readahead doing the rest
+      std::vector<char> buf(size_t{16} << 20);
+      const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      const auto t0 = Clock::now();
+      while (::read(fd, buf.data(), buf.size()) > 0) {
+      }
+      const double sec = seconds_since(t0);
+      ::close(fd);
+      return sec;
+    };
+    const double gb = static_cast<double>(file_bytes) * 1e-9;
+    const double warm = bind_s(be);  // just written: in the page cache
+    const double cached = drop();
+    const double plain = read_s();
+    drop();
+    const double cold = bind_s(be);
+    luminal::cuda::CudaOptions one_opts{0, {}, 16};
+    one_opts.upload_threads = 1;
+    CudaBackend one(one_opts);
+    const double warm1 = bind_s(one);  // the cold bind left the file in the page cache
+    drop();
+    const double cold1 = bind_s(one);
     std::printf(
-        "weights upload: 1 GiB of f32 (16 tensors) bound from a safetensors file in the page "
-        "cache: %.3f s, %.1f GB/s (mapped file -> pinned staging -> device, two 32 MiB buffers "
-        "in turn)\n",
-        sec, 1.073741824 / sec);
+        "weights upload: 1 GiB of f32 (16 tensors) bound from a safetensors file, %d reader "
+        "threads: warm (page cache) %.3f s = %.1f GB/s, cold (from the disk) %.3f s = %.1f GB/s\n",
+        luminal::cuda::default_upload_threads(), warm, gb / warm, cold, gb / cold);
+    std::printf(
+        "weights upload: 1 reader thread: warm %.3f s = %.1f GB/s, cold %.3f s = %.1f GB/s\n",
+        warm1, gb / warm1, cold1, gb / cold1);
+    std::printf(
+        "weights upload: plain read() of the same file from the disk (the floor of a cold bind): "
+        "%.3f s = %.1f GB/s%s\n",
+        plain, gb / plain,
+        cached > 0.01 ? " (the file stayed in the page cache: TMPDIR on a tmpfs? cold is warm)"
+                      : "");
     fs::remove(file);
   }
   {  // host time per launch: a 200-node chain of tiny kernels, graph vs stream executor
@@ -348,5 +400,8 @@ int main(int argc, char** argv) {
       }
     }
   }
+  luminal::bench_cuda::smollm2_bf16(be, stream_be, copy);
+  luminal::bench_cuda::dims_update(be);
+  luminal::bench_cuda::llama3_8b(copy, limit);
   return 0;
 }

@@ -4,25 +4,29 @@
 # headers come from .deb files in .debs/ when present (apt-get download libpcre2-dev libicu-dev
 # libicu72 on a machine with network, then carry the folder).
 #
-#   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]
+#   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench | --bench-only]
 #
-#   OUT              folder for build.log, nvrtc.log, session.log, graph.log, fuzz.log, models.log,
-#                    bench.log, summary.txt and cache.tgz (the kernel and program cache after the
-#                    run: pass it back with --cache-in and the next run compiles nothing)
+#   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log,
+#                    nn_ops.log, fuzz.log, models.log, cli.log, bench.log, summary.txt and cache.tgz
+#                    (the kernel and program cache after the run: pass it back with --cache-in and
+#                    the next run compiles nothing)
 #   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
 #   --sanitize       also runs the session suite under compute-sanitizer memcheck
+#   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
+#                    is limited to 10 minutes: run the two in separate calls)
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]}
 shift
-cache_in="" quick=0 sanitize=0 bench=1
+cache_in="" quick=0 sanitize=0 bench=1 suites=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache-in) cache_in=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --sanitize) sanitize=1; shift ;;
     --no-bench) bench=0; shift ;;
+    --bench-only) suites=0; shift ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +60,7 @@ fi
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
     cmake --build "$build" -j "$jobs" --target test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz \
-      bench_cuda
+      test_cuda_upload test_cuda_nn_ops bench_cuda
 } >"$out/build.log" 2>&1
 rc=$?
 note "build: rc=$rc in $(($(date +%s) - start)) s ($build)"
@@ -70,6 +74,8 @@ cmake --build "$build" -j "$jobs" --target test_cuda_models test_cuda_graph >>"$
   note "build: the model or graph suite failed to build (see build.log)"
 cmake --build "$build" -j "$jobs" --target luminal_cli >>"$out/build.log" 2>&1 ||
   note "build: the CLI failed to build (see build.log)"
+cmake --build "$build" -j "$jobs" --target test_cuda_cli >>"$out/build.log" 2>&1 ||
+  note "build: the CLI suite failed to build (see build.log)"
 
 failed=0
 suite() {  # suite NAME LOG TIMEOUT CMD...
@@ -84,31 +90,43 @@ suite() {  # suite NAME LOG TIMEOUT CMD...
   [ $rc -eq 0 ] || failed=1
 }
 
-seeds=32 programs=50
-[ $quick -eq 1 ] && seeds=8 programs=20
-suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
-suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
-echo "=== stream executor ===" >>"$out/session.log"
-LUMINAL_CUDA_EXECUTOR=stream suite "session suite, stream executor" "$out/session.log" 300 \
-  "$build/tests/test_cuda_session" --gtest_filter=-*Past2To31*
-[ -x "$build/tests/test_cuda_graph" ] &&
-  suite "graph executor suite" "$out/graph.log" 300 "$build/tests/test_cuda_graph"
-suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
-[ -x "$build/tests/test_cuda_models" ] &&
-  suite "model parity" "$out/models.log" 300 "$build/tests/test_cuda_models"
-LUMINAL_CUDA_FUZZ_SEEDS=$seeds LUMINAL_FUZZ_PROGRAMS=$programs LUMINAL_FUZZ_VERBOSE=1 \
-  suite "equivalence fuzz ($seeds graphs x $programs programs + model blocks)" "$out/fuzz.log" 420 \
-  "$build/tests/test_cuda_fuzz"
-grep -E '^\[fuzz\]' "$out/fuzz.log" | head -3 >>"$summary"
-if [ $sanitize -eq 1 ]; then
-  echo "=== compute-sanitizer memcheck ===" >>"$out/session.log"
-  suite "session suite under compute-sanitizer memcheck" "$out/session.log" 400 \
-    compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_cuda_session" \
-    --gtest_filter=-*Past2To31*
+if [ $suites -eq 1 ]; then
+  seeds=32 programs=50
+  [ $quick -eq 1 ] && seeds=8 programs=20
+  suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
+  suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
+  echo "=== stream executor ===" >>"$out/session.log"
+  LUMINAL_CUDA_EXECUTOR=stream suite "session suite, stream executor" "$out/session.log" 300 \
+    "$build/tests/test_cuda_session" --gtest_filter=-*Past2To31*
+  [ -x "$build/tests/test_cuda_graph" ] &&
+    suite "graph executor suite" "$out/graph.log" 300 "$build/tests/test_cuda_graph"
+  suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
+  suite "nn ops suite (row kernels x lengths x dtypes, searched + alternative programs; LLM ops)" \
+    "$out/nn_ops.log" 420 "$build/tests/test_cuda_nn_ops"
+  grep -E '^\[rows\].*searched' "$out/nn_ops.log" | head -3 >>"$summary"
+  suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
+    "$build/tests/test_cuda_upload"
+  [ -x "$build/tests/test_cuda_models" ] &&
+    suite "model parity (f32, bf16/f16, sampling)" "$out/models.log" 300 \
+      "$build/tests/test_cuda_models"
+  [ -x "$build/tests/test_cuda_cli" ] &&
+    suite "CLI (luminal run --backend cuda vs cpu)" "$out/cli.log" 300 "$build/tests/test_cuda_cli"
+  LUMINAL_CUDA_FUZZ_SEEDS=$seeds LUMINAL_FUZZ_PROGRAMS=$programs LUMINAL_FUZZ_VERBOSE=1 \
+    suite "equivalence fuzz ($seeds graphs x $programs programs + model blocks)" "$out/fuzz.log" 420 \
+    "$build/tests/test_cuda_fuzz"
+  grep -E '^\[fuzz\]' "$out/fuzz.log" | head -3 >>"$summary"
+  if [ $sanitize -eq 1 ]; then
+    echo "=== compute-sanitizer memcheck ===" >>"$out/session.log"
+    suite "session suite under compute-sanitizer memcheck" "$out/session.log" 400 \
+      compute-sanitizer --tool memcheck --error-exitcode 1 "$build/tests/test_cuda_session" \
+      --gtest_filter=-*Past2To31*
+  fi
 fi
 if [ $bench -eq 1 ]; then
-  suite "bench_cuda" "$out/bench.log" 300 "$build/bench/bench_cuda"
-  grep -E 'copy|fused|row sum|search|decode step at|tiny kernels|weights upload' "$out/bench.log" >>"$summary"
+  suite "bench_cuda" "$out/bench.log" 420 "$build/bench/bench_cuda"
+  lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
+  lines="$lines|prefill s change|bf16 decode at|FAILED"
+  grep -E "$lines" "$out/bench.log" >>"$summary"
 fi
 tar -czf "$out/cache.tgz" -C "$XDG_CACHE_HOME" . 2>/dev/null
 note "cache: $(du -sh "$XDG_CACHE_HOME" | cut -f1) saved to cache.tgz"

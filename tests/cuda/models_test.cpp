@@ -1,8 +1,16 @@
 // GPU suite (skips without a GPU): the tiny transformers models of tests/data/models on the CUDA
 // backend. Logits match the goldens recorded with transformers, greedy tokens are equal up to the
 // first near tie, and a second turn on the filled cache equals one prefill of both turns.
+// The bf16 and f16 checkpoints run in their dtype (DecoderShape::dtype) within the bound of
+// tests/models/parity_dtype_test.cpp (atol = twice the noise transformers itself shows in that
+// dtype, no relative term; a golden moved by 2 atol fails), with weights and KV cache in the dtype
+// and logits that are not the f32 run's. Sampling in the graph (llama3 with the sampler): a seeded
+// run repeats and equals the CPU backend's draws, another seed draws otherwise, temperature 0 and
+// top-k 1 are the greedy sequence.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +19,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
+#include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "support/logits_check.hpp"
 #include "support/tiny_models.hpp"
@@ -68,6 +77,131 @@ TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaParity,
                          ::testing::Values("llama3", "qwen2", "qwen3", "mistral"));
+
+// The 16-bit checkpoints in their dtype, as parity_dtype_test.cpp runs them on the CPU.
+struct DtypeCase {
+  std::string name;  // folder under tests/data/models
+  DType dtype;
+};
+void PrintTo(const DtypeCase& c, std::ostream* os) { *os << c.name; }
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return worst;
+}
+
+class CudaParityDtype : public ::testing::TestWithParam<DtypeCase> {};
+
+TEST_P(CudaParityDtype, LogitsWithinTheDtypesNoise) {
+  LUMINAL_REQUIRE_GPU();
+  const DtypeCase c = GetParam();
+  const nlohmann::json gold = testing::tiny_model_goldens(c.name);
+  const double atol = gold.at("atol").get<double>();
+  ASSERT_LT(atol, c.dtype == DType::BF16 ? 0.1 : 0.015) << c.name;
+  models::DecoderShape shape;
+  shape.slots = 16;
+  shape.max_step = 8;
+  shape.dtype = c.dtype;
+  auto lm = models::CausalLM::load(models_dir() / c.name, testing::gpu(), shape,
+                                   CompileOptions().search_graph_limit(10).verbose(false));
+  const Graph& g = lm.decoder().graph;
+  EXPECT_EQ(g.node(g.find("model.embed_tokens.weight")).dtype, c.dtype);
+  EXPECT_EQ(g.node(g.find("model.layers.0.self_attn.k_cache")).dtype, c.dtype);
+  const int64_t V = lm.vocab_size();
+  const nlohmann::json& prompts = gold.at("prompts");
+  for (size_t pi = 0; pi < prompts.size(); ++pi) {
+    const nlohmann::json& p = prompts[pi];
+    const auto ids = p.at("input_ids").get<std::vector<int32_t>>();
+    const auto last_row = static_cast<int64_t>(ids.size()) - 1;
+    lm.reset();
+    const std::vector<float> logits = lm.forward(ids);
+    for (const auto& [key, r] : {std::pair{"first", int64_t{0}}, std::pair{"last", last_row}}) {
+      const std::vector<float> got = row(logits, r, V);
+      const auto want = p.at(std::string("logits_") + key).get<std::vector<float>>();
+      const std::string what = c.name + " prompt " + std::to_string(pi) + " " + key;
+      expect_close(got, want, atol, 0, what + " position");
+      std::vector<float> moved = want;
+      const auto top = std::max_element(want.begin(), want.end()) - want.begin();
+      moved[static_cast<size_t>(top)] += static_cast<float>(2 * atol);
+      EXPECT_NONFATAL_FAILURE(expect_close(got, moved, atol, 0, "moved golden"), "moved golden");
+      // 16-bit arithmetic happened: the logits are not the f32 run's.
+      EXPECT_GT(max_abs_diff(got, p.at(std::string("logits_f32_") + key).get<std::vector<float>>()),
+                1e-4)
+          << what;
+      RecordProperty(what, "max_abs_diff " + std::to_string(max_abs_diff(got, want)));
+    }
+    // The last token decoded alone on the 16-bit cache the prefill wrote.
+    lm.reset();
+    lm.forward(std::vector<int32_t>(ids.begin(), ids.end() - 1));
+    expect_close(lm.forward({ids.back()}), p.at("logits_last").get<std::vector<float>>(), atol, 0,
+                 c.name + " last position decoded on the cache");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CudaParityDtype,
+                         ::testing::Values(DtypeCase{"llama3-bf16", DType::BF16},
+                                           DtypeCase{"qwen3-bf16", DType::BF16},
+                                           DtypeCase{"llama3-f16", DType::F16},
+                                           DtypeCase{"qwen3-f16", DType::F16}),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// Sampling in the graph on the GPU, through the C++ API (llama3 with the sampler).
+TEST(CudaGenerate, SampledInGraph) {
+  LUMINAL_REQUIRE_GPU();
+  const fs::path dir = models_dir() / "llama3";
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 16;
+  shape.sampler = true;
+  auto lm = models::CausalLM::load(dir, testing::gpu(), shape,
+                                   CompileOptions().search_graph_limit(4).verbose(false));
+  ASSERT_TRUE(lm.has_sampler());
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
+  const models::SamplingConfig cfg{.temperature = 0.8,
+                                   .top_k = 20,
+                                   .top_p = 0.9,
+                                   .min_p = 0.02,
+                                   .repetition_penalty = 1.2,
+                                   .seed = 11};
+  auto gen = [&](models::CausalLM& m, const models::SamplingConfig& sc, int n) {
+    m.reset();
+    return m.generate(ids, n, sc).tokens;
+  };
+  const std::vector<int32_t> a = gen(lm, cfg, 12);
+  ASSERT_EQ(a.size(), 12u);
+  EXPECT_EQ(gen(lm, cfg, 12), a) << "the same seed again";
+  models::SamplingConfig other = cfg;
+  other.seed = 12;
+  EXPECT_NE(gen(lm, other, 12), a) << "another seed";
+  // The CPU backend draws the same tokens (the hash and its uniforms are bit-exact; the logits
+  // agree to ~1e-6, far from any near tie of this prompt).
+  cpu::CpuBackend cpu(2);
+  auto on_cpu = models::CausalLM::load(dir, cpu, shape,
+                                       CompileOptions().search_graph_limit(4).verbose(false));
+  EXPECT_EQ(gen(on_cpu, cfg, 12), a) << "the CPU backend's draws";
+  // Greedy: transformers' ids (the goldens), also as temperature 0 and as top-k 1.
+  const nlohmann::json gold = testing::tiny_model_goldens("llama3");
+  const nlohmann::json* greedy_gold = nullptr;
+  for (const nlohmann::json& p : gold.at("prompts"))
+    if (p.at("input_ids").get<std::vector<int32_t>>() == ids) greedy_gold = &p.at("greedy");
+  lm.reset();
+  const std::vector<int32_t> greedy = lm.generate_greedy(ids, 12);
+  if (greedy_gold) {
+    const auto want = greedy_gold->at("generated_ids").get<std::vector<int32_t>>();
+    const auto margins = greedy_gold->at("margins").get<std::vector<double>>();
+    for (size_t t = 0; t < greedy.size() && t < want.size() && margins[t] >= 1e-3; ++t)
+      EXPECT_EQ(greedy[t], want[t]) << "greedy step " << t;
+  }
+  EXPECT_EQ(gen(lm, {}, 12), greedy);
+  EXPECT_EQ(gen(lm, {.temperature = 1.0, .top_k = 1, .seed = 3}, 12), greedy);
+  EXPECT_NE(gen(lm, {.temperature = 1.0, .seed = 3}, 12), greedy);
+}
 
 }  // namespace
 }  // namespace luminal

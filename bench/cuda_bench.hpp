@@ -1,0 +1,44 @@
+#pragma once
+// Sections of bench_cuda (bench/cuda_bench.cpp runs them from main) that live in their own files:
+//
+//   cuda_bench_rows.cpp   row kernels: softmax, RMSNorm and row sum over a (4096, 32768) bf16
+//   tensor cuda_bench_llm.cpp    dims update and prefill s change on a 32-layer decode graph;
+//   SmolLM2-135M's
+//                         shape in bf16 with greedy argmax in the graph (graph vs stream executor);
+//                         search wall time and decode of a Llama-3-8B-shaped decode graph
+//
+// Each prints greppable lines (scripts/gpu-check.sh copies them into its summary) and catches its
+// own errors ("<section>: FAILED: ..."), so one failing section does not hide the others.
+#include <chrono>
+
+#include "luminal/cuda/cuda_backend.hpp"
+
+namespace luminal::bench_cuda {
+
+using Clock = std::chrono::steady_clock;
+
+inline double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// Softmax, RMSNorm and row sum over (4096, 32768) bf16: each program's kernel time (the sum of
+/// its launches) as GB/s (bytes read + written) and % of `copy_gbs` (target >= 80%).
+void row_kernels(cuda::CudaBackend& be, double copy_gbs, int limit);
+
+/// A 32-layer Llama decode graph (bf16): host time of an execute whose only change is c (target
+/// <= 20 us) with the graph executor's counters; a prefill s change 16 -> 17: nodes updated and
+/// host time.
+void dims_update(cuda::CudaBackend& be);
+
+/// SmolLM2-135M's shape in bf16, random weights, greedy argmax in the graph, contexts 128 and
+/// 1024: ms per token (token fed back each step) on both executors, kernels per token, GPU busy
+/// time (sum of kernel times) against the replay time of one decode step.
+void smollm2_bf16(cuda::CudaBackend& graph_be, cuda::CudaBackend& stream_be, double copy_gbs);
+
+/// A Llama-3-8B-shaped decode graph (32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256,
+/// bf16 random weights generated on the GPU): search wall time cold (empty kernel and program
+/// caches in a fresh folder; target < 60 s) and warm (a new backend on the same caches; target
+/// < 5 s), and decode ms per token at contexts 128 and 1024.
+void llama3_8b(double copy_gbs, int limit);
+
+}  // namespace luminal::bench_cuda
