@@ -116,7 +116,10 @@ std::vector<KernelHandle> CudaBackend::Impl::kernels_of(const std::vector<std::s
     todo.push_back(sources[missing[m]]);
     todo_whats.push_back(whats[missing[m]]);
   }
-  CompiledBatches compiled = compile_batched(todo, todo_whats, arch, opts.compile_threads);
+  const int threads = opts.compile_threads > 0
+                          ? opts.compile_threads
+                          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
+  CompiledBatches compiled = compile_batched(todo, todo_whats, arch, threads);
   std::vector<std::string> batch_keys;
   for (CompiledBatches::Batch& batch : compiled.batches) {
     batch_keys.push_back("batch " + arch + " " + nvrtc + " " + hex(hash_string(batch.text)) + " " +

@@ -38,8 +38,8 @@ struct CudaOptions {
   /// XDG_CACHE_HOME as for the compile cache), nothing on disk when LUMINAL_CACHE or
   /// LUMINAL_KERNEL_CACHE is "off".
   std::filesystem::path kernel_dir;
-  /// Threads compiling kernels in parallel (NVRTC scales poorly past a few).
-  int compile_threads = 4;
+  /// Threads compiling kernels in parallel; 0: the hardware threads, at most 8.
+  int compile_threads = 0;
   /// How a plan runs: one CUDA graph per bucket and parity (the default), or its kernels
   /// launched one by one on the stream (for debugging: compute-sanitizer, a failing kernel).
   /// LUMINAL_CUDA_EXECUTOR=graph|stream overrides it.

@@ -297,13 +297,20 @@ void CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
           "cuMemcpyHtoDAsync (dims)");
     check(cu.cuEventRecord(staging_done_[slot], stream), "cuEventRecord");
   }
-  for (Step& s : steps_)
-    for (int a = 0; a < 3; ++a)
-      s.grid_now[a] = to_grid(s.grid[a].eval(dims));
+  grids_valid_ = false;  // the launches' grids, for the stream executor (the graph's are fixed)
   dims_valid_ = true;
 }
 
+void CudaPlan::update_grids() {
+  if (grids_valid_) return;
+  for (Step& s : steps_)
+    for (int a = 0; a < 3; ++a)
+      s.grid_now[a] = to_grid(s.grid[a].eval(dims_.data()));
+  grids_valid_ = true;
+}
+
 void CudaPlan::launch(int parity, size_t s) {
+  update_grids();
   Bound& bd = bound_[parity];
   const Step& st = steps_[s];
   if (bd.skip[s] || st.grid_now[0] == 0 || st.grid_now[1] == 0 || st.grid_now[2] == 0) return;

@@ -83,6 +83,8 @@ class CudaPlan final : public Plan {
     SlotExpr bytes, flops;
   };
   void update_dims(const int64_t* dims, CUstream stream);
+  /// Evaluates every step's launch grid at the current dims (once per dim change, on first use).
+  void update_grids();
   void launch(int parity, size_t s);
   // The graph executor (plan_graph.cpp).
   CUDA_KERNEL_NODE_PARAMS node_params(int parity, size_t s) const;
@@ -108,6 +110,7 @@ class CudaPlan final : public Plan {
 
   std::vector<int64_t> dims_;  // values last copied to the device
   bool dims_valid_ = false;
+  bool grids_valid_ = false;  // grid_now evaluated at dims_
   CUdeviceptr dims_dev_ = 0;
   static constexpr int kStaging = 8;
   int64_t* staging_ = nullptr;  // pinned, kStaging slots of dims_.size() values

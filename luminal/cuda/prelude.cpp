@@ -61,15 +61,27 @@ LMN unsigned short lmn_f32_to_f16(float f) {
   unsigned int b = __float_as_uint(f), sign = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return (unsigned short)(sign | 0x7C00u | 0x0200u | ((a >> 13) & 0x03FFu));
   if (a == 0x7F800000u) return (unsigned short)(sign | 0x7C00u);
+#if __CUDA_ARCH__ >= 800
+  unsigned short h;  // the hardware's round-to-nearest-even (NaNs above keep their payload)
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   unsigned int m = lmn_round_mag(a, 10, 15);
   return (unsigned short)(sign | (m < 0x7C00u ? m : 0x7C00u));
+#endif
 }
 LMN unsigned short lmn_f32_to_bf16(float f) {
   unsigned int b = __float_as_uint(f), sign = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return (unsigned short)(sign | 0x0040u | (a >> 16));
   if (a == 0x7F800000u) return (unsigned short)(sign | 0x7F80u);
+#if __CUDA_ARCH__ >= 800
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   unsigned int m = lmn_round_mag(a, 7, 127);
   return (unsigned short)(sign | (m < 0x7F80u ? m : 0x7F80u));
+#endif
 }
 LMN float lmn_bf16_to_f32(unsigned short h) {
   unsigned int b = ((unsigned int)h) << 16;

@@ -7,6 +7,8 @@
 // consecutive outputs). Float sums accumulate in double and are rounded once, integer sums wrap,
 // MaxReduce propagates NaN, and each matmul product is rounded to the dtype before it is summed:
 // the reference's numerics, up to the order of the double additions.
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "luminal/core/error.hpp"
@@ -55,6 +57,9 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
   const DType in_t = n.input_dtypes.at(0);
   const DType out_t = n.attrs.dtype;
   const std::string it = dtype_tag(in_t), ot = dtype_tag(out_t);
+  // Each operand is read in its own dtype (a matmul may read 16-bit operands its graph cast to
+  // f32: the cast is exact); products round to the node's dtype.
+  auto tag_of = [&](int k) { return dtype_tag(n.input_dtypes.at(static_cast<size_t>(k))); };
   const bool integral = !is_float(in_t);
   const std::string acc_t = integral ? "long long" : "double";
 
@@ -71,13 +76,15 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
     off.push_back(cg.view_offset(n.attrs.views[k], "o", "b" + std::to_string(k), base, axis));
   std::string elem;
   auto load = [&](int k) {
-    return "ld_" + it + "(in" + std::to_string(k) + "[" + off[k] + " + " +
+    return "ld_" + tag_of(k) + "(in" + std::to_string(k) + "[" + off[k] + " + " +
            cg.axis_offset(n.attrs.views[k], axis, "k") + "])";
   };
+  auto product = [&](const std::string& a, const std::string& b) {
+    return "(" + acc_t + ")rd_" + ot + "(" +
+           (integral ? "wrap_mul(" + a + ", " + b + ")" : a + " * " + b) + ")";
+  };
   if (matmul) {
-    elem = "(" + acc_t + ")rd_" + it + "(" +
-           (integral ? "wrap_mul(" + load(0) + ", " + load(1) + ")" : load(0) + " * " + load(1)) +
-           ")";
+    elem = product(load(0), load(1));
   } else {
     elem = "(" + acc_t + ")" + load(0);
   }
@@ -115,8 +122,54 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
       "  }",
   });
   const int vec = matmul ? 1 : vector_width(n.attrs.views[0], axis, in_t);
+  // A matmul whose operands are both contiguous along k and aligned: V elements per load of each
+  // (V from the wider dtype's 16 bytes).
+  int mvec = 1;
+  if (matmul) {
+    const DType t0 = n.input_dtypes.at(0), t1 = n.input_dtypes.at(1);
+    const int v = 16 / std::max(size_bytes(t0), size_bytes(t1));
+    if (v > 1 && vector_width(n.attrs.views[0], axis, t0) >= v &&
+        vector_width(n.attrs.views[1], axis, t1) >= v &&
+        n.attrs.views[0].dims[axis].as_const() % v == 0)
+      mvec = v;
+  }
   std::string body;
-  if (warp && vec > 1) {
+  if (warp && mvec > 1) {
+    const std::string V = std::to_string(mvec);
+    auto vtype = [&](int k) {
+      const int bytes = mvec * size_bytes(n.input_dtypes.at(static_cast<size_t>(k)));
+      return bytes == 16  ? std::string("uint4")
+             : bytes == 8 ? std::string("uint2")
+                          : std::string("unsigned int");
+    };
+    std::string loads;
+    for (int k = 0; k < 2; ++k) {
+      const std::string K_ = std::to_string(k);
+      loads += "      const " + vtype(k) + " q" + K_ + " = __ldg(r" + K_ + " + k);\n";
+      loads += "      const S_" + tag_of(k) + "* e" + K_ + " = reinterpret_cast<const S_" +
+               tag_of(k) + "*>(&q" + K_ + ");\n";
+    }
+    body = warp_loop + base +
+           lines({
+               "    " + acc_t + " acc = " + init + ";",
+               "    const " + vtype(0) + "* r0 = reinterpret_cast<const " + vtype(0) + "*>(in0 + " +
+                   off[0] + ");",
+               "    const " + vtype(1) + "* r1 = reinterpret_cast<const " + vtype(1) + "*>(in1 + " +
+                   off[1] + ");",
+               "#pragma unroll 2",
+               "    for (" + I + " k = lane; k < K / " + V + "; k += 32) {",
+           }) +
+           loads +
+           lines({
+               "#pragma unroll",
+               "      for (int j = 0; j < " + V + "; ++j) acc = " +
+                   combine("acc",
+                           product("ld_" + tag_of(0) + "(e0[j])", "ld_" + tag_of(1) + "(e1[j])")) +
+                   ";",
+               "    }",
+           }) +
+           warp_tail;
+  } else if (warp && vec > 1) {
     // 16-byte loads: lane l reads vectors l, l + 32, ... of the row.
     const std::string V = std::to_string(vec), st = "S_" + it;
     body = warp_loop + base +
@@ -163,7 +216,10 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
   const Expr blocks = warp ? ceil_div(count, kBlock / 32) : ceil_div(count, kBlock);
   g.launches.push_back(
       Launch{"lmn_reduce", kBlock, {min(blocks, Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
-  g.bytes = count * K * (inputs * size_bytes(in_t)) + count * size_bytes(out_t);
+  int64_t in_bytes = 0;
+  for (int k = 0; k < inputs; ++k)
+    in_bytes += size_bytes(n.input_dtypes.at(static_cast<size_t>(k)));
+  g.bytes = count * K * in_bytes + count * size_bytes(out_t);
   g.flops = count * K * (matmul ? 2 : 1);
   return g;
 }
@@ -175,7 +231,68 @@ KernelGen gen_matmul(const LlirNode& n, const GenContext& ctx) {
   return gen_reduction(n, ctx, true);
 }
 
-std::vector<Rule> matmul_rules() { return {matmul_rule(&kMatmul, "cuda.matmul")}; }
+/// `outer` (a view of a tensor stored contiguously with dims `shape`) read through `inner` (the
+/// view that tensor's elements were computed from, over `shape`), as one view of inner's source:
+/// when each axis of `outer` steps through one whole axis of `shape` (stride z * that axis'
+/// contiguous stride, the same length) or is broadcast, and no axis of `shape` is used twice.
+std::optional<View> compose(const View& outer, const Shape& shape, const View& inner) {
+  if (inner.dims != shape) return std::nullopt;
+  const View c = View::contiguous(shape);
+  View out{outer.dims, std::vector<Expr>(outer.dims.size(), Expr(0))};
+  std::vector<bool> used(shape.size(), false);
+  for (int d = 0; d < outer.rank(); ++d) {
+    if (outer.strides[d] == Expr(0) || outer.dims[d] == Expr(1)) continue;
+    const auto lin = outer.strides[d].as_linear("z");
+    if (!lin || !(lin->second == Expr(0))) return std::nullopt;
+    int axis = -1;
+    for (int a = 0; a < static_cast<int>(shape.size()); ++a)
+      if (!used[a] && shape[a] == outer.dims[d] && c.strides[a] == Expr::z() * lin->first) axis = a;
+    if (axis < 0) return std::nullopt;
+    used[axis] = true;
+    out.strides[d] = inner.strides[axis];
+  }
+  return out;
+}
+
+/// Where the matmul operand `c` read through `v` is an exact Cast of a 16-bit float tensor up to
+/// f32: that tensor and the view reading it directly.
+std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v) {
+  if (eg.dtype(c) != DType::F32) return std::nullopt;
+  for (ENodeId id : eg.nodes_of(c)) {
+    const ENode& n = eg.node(id);
+    if (!is_op(n.op, OpKind::Cast) || n.children.size() != 1) continue;
+    const Attrs& a = eg.attrs_of(id);
+    const DType from = eg.dtype(n.children[0]);
+    if ((from != DType::BF16 && from != DType::F16) || a.views.size() != 1) continue;
+    if (std::optional<View> w = compose(v, eg.shape(c), a.views[0]))
+      return std::pair{eg.find(n.children[0]), *w};
+  }
+  return std::nullopt;
+}
+
+/// cuda.Matmul for every matmul match, and, where the graph casts 16-bit operands up to f32 for
+/// the product, a cuda.Matmul that reads them in 16 bits (half the bytes, no cast kernel).
+std::vector<Rule> matmul_rules() {
+  Rule r{"cuda.matmul", matmul_pattern(),
+         [](const Match& m, const EGraph& eg) { return matmul_parts(eg, m).has_value(); },
+         [](const Match& m, EGraph& eg) {
+           std::optional<MatmulParts> p = matmul_parts(eg, m);
+           if (!p) return;
+           add_matmul_node(eg, &kMatmul, *p, m.root);
+           MatmulParts q = *p;
+           bool any = false;
+           for (int k = 0; k < 2; ++k) {
+             if (auto u = uncast(eg, p->children[k], p->attrs.views[k])) {
+               q.children[k] = u->first;
+               q.attrs.views[k] = u->second;
+               any = true;
+             }
+           }
+           if (!any) return;
+           eg.merge(eg.add(&kMatmul, q.attrs, q.children), m.root);
+         }};
+  return {std::move(r)};
+}
 
 }  // namespace
 

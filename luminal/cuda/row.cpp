@@ -285,9 +285,14 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       const FusedInst& in = prog->insts[r];
       const std::string acc = "a" + std::to_string(r);
       const bool mx = in.op == FusedOpcode::RowMax;
-      body += "    double " + acc + " = " +
-              (mx ? std::string("__longlong_as_double(0xFFF0000000000000LL)") : "0.0") + ";\n";
-      const std::string x = "(double)v" + std::to_string(in.a);
+      // Max is exact in the operand's compute type; sums accumulate in double.
+      const bool fmax = mx && in.dtype != DType::F64;
+      body += "    " + std::string(fmax ? "float " : "double ") + acc + " = " +
+              (fmax ? std::string("__int_as_float((int)0xFF800000)")
+               : mx ? std::string("__longlong_as_double(0xFFF0000000000000LL)")
+                    : "0.0") +
+              ";\n";
+      const std::string x = (fmax ? "v" : "(double)v") + std::to_string(in.a);
       acc_inner += "      " + acc + " = " +
                    (mx ? "lmn_max(" + acc + ", " + x + ")" : acc + " + " + x) + ";\n";
     }
@@ -298,6 +303,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     for (int r : reds[p]) {
       const FusedInst& in = prog->insts[r];
       const bool mx = in.op == FusedOpcode::RowMax;
+      const bool fmax = mx && in.dtype != DType::F64;
       const std::string acc = "a" + std::to_string(r);
       auto comb = [&](const std::string& x, const std::string& y) {
         return mx ? "lmn_max(" + x + ", " + y + ")" : x + " + " + y;
@@ -307,9 +313,9 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
               comb(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", s)") + ";\n";
       body += "    if ((threadIdx.x & 31) == 0) " + slot + "[threadIdx.x >> 5] = " + acc + ";\n";
       body += "    __syncthreads();\n";
-      body += "    " + acc + " = " + slot + "[0];\n";
+      body += "    " + acc + " = " + (fmax ? "(float)" : "") + slot + "[0];\n";
       body += "    for (int w = 1; w < " + std::to_string(std::max(1, g.T / 32)) + "; ++w) " + acc +
-              " = " + comb(acc, slot + "[w]") + ";\n";
+              " = " + comb(acc, (fmax ? "(float)" : "") + slot + "[w]") + ";\n";
       body += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(r) + " = rd_" +
               dtype_tag(in.dtype) + "(" + acc + ");\n";
     }
@@ -318,9 +324,22 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   // The result.
   const std::string ot = dtype_tag(n.attrs.dtype);
   {
-    std::string store = "      out[i] = st_" + ot + "(v" + std::to_string(root) + ");\n";
-    const std::string cached_inner = g.element_code(work[passes + 1], "k") + store;
-    const std::string stream_inner = g.element_code(work[passes + 1], "") + store;
+    // The result is stored from its unrounded value when its instruction ends in a rounding to
+    // the output dtype (st(ld(st(x))) == st(x)): one conversion instead of two.
+    std::vector<int> order = work[passes + 1];
+    std::string value = "v" + std::to_string(root);
+    if (!order.empty() && order.back() == root && prog->insts[root].op != FusedOpcode::Load) {
+      const std::string rhs = inst_rhs(prog->insts[root]);
+      const std::string rd = "rd_" + ot + "(";
+      if (rhs.compare(0, rd.size(), rd) == 0 && prog->insts[root].dtype == n.attrs.dtype) {
+        order.pop_back();
+        value = "(" + rhs.substr(rd.size());  // "(expr)"
+      }
+    }
+    const std::string store = value[0] == 'v' ? "      out[i] = st_" + ot + "(" + value + ");\n"
+                                              : "      out[i] = st_" + ot + value + ";\n";
+    const std::string cached_inner = g.element_code(order, "k") + store;
+    const std::string stream_inner = g.element_code(order, "") + store;
     body += g.loop(cached_inner, stream_inner);
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row

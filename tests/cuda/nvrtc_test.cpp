@@ -135,6 +135,16 @@ TEST_F(Nvrtc, EveryDtypeAndOpCompiles) {
     }
     collect(g, 4, 1, s);
   }
+  // The matmuls read both operands 16 bytes at a time (both contiguous along k), bf16 and f16
+  // ones in 16 bits, without the casts to f32 their graphs have.
+  int vector_matmuls = 0, uncast_matmuls = 0;
+  for (const std::string& src : s.unique) {
+    vector_matmuls +=
+        src.find("const uint4* r1 = reinterpret_cast<const uint4*>(in1") != std::string::npos;
+    uncast_matmuls += src.find("ld_bf16(e0[j]) * ld_bf16(e1[j])") != std::string::npos;
+  }
+  EXPECT_GT(vector_matmuls, 0);
+  EXPECT_GT(uncast_matmuls, 0);
   compile_all(s);
 }
 
