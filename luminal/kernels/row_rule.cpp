@@ -108,45 +108,59 @@ bool grow_at(const OpDef* fused, const EGraph& eg, ClassId root, const Shape& do
       p = inline_region(p, l, reduction_region(eg, s));
       return true;
     }
-    // An elementwise op over the rows: inlined, its inputs read along the rows the same way.
-    const Expr rows = numel(eg.shape(c));
-    for (ENodeId f : producers(fused, eg, c)) {
-      std::optional<SymProgram> q = region_of(fused, eg, f);
-      if (!q) continue;
-      bool ok = true;
-      for (ChildKey& k : q->loads) {
-        const ClassId kc = eg.find(k.cls);
-        bool all_zero = true;
-        for (const Expr& s : k.view.strides)
-          all_zero = all_zero && s == Expr(0);
-        if (all_zero) {
-          k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0))};
-        } else if (k.view.is_contiguous() && k.view.numel() == rows &&
-                   numel(eg.shape(kc)) == rows) {
-          k.view = *over;
-        } else {
-          ok = false;
-          break;
-        }
-      }
-      if (!ok) continue;
-      p = inline_region(p, l, *q);
-      return true;
-    }
-    return false;
   }
-  // An elementwise producer read element by element.
-  if (!key.view.is_contiguous() || key.view.numel() != numel(eg.shape(c))) return false;
+  // An elementwise producer of the class, inlined. Read element for element (a contiguous view of
+  // all of it), its region's views stand as they are; read through another view of the domain
+  // (broadcast along the rows, or a weight broadcast down them), each input it reads element for
+  // element is read through that same view, and a broadcast scalar stays one.
+  const Expr cn = numel(eg.shape(c));
+  const bool direct = key.view.is_contiguous() && key.view.numel() == cn;
+  if (!direct && !over) return false;
   const size_t before = element_loads(p, domain);
   for (ENodeId f : producers(fused, eg, c)) {
     std::optional<SymProgram> q = region_of(fused, eg, f);
     if (!q) continue;
+    bool ok = true;
+    for (ChildKey& k : q->loads) {
+      if (direct) break;
+      const ClassId kc = eg.find(k.cls);
+      bool all_zero = true;
+      for (const Expr& st : k.view.strides)
+        all_zero = all_zero && st == Expr(0);
+      if (all_zero) {
+        k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0))};
+      } else if (k.view.is_contiguous() && k.view.numel() == cn && numel(eg.shape(kc)) == cn) {
+        k.view = *over;
+      } else {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
     SymProgram next = inline_region(p, l, *q);
     if (variant == Variant::Narrow && element_loads(next, domain) > before) continue;
     p = std::move(next);
     return true;
   }
   return false;
+}
+
+/// Loads of the same class through the same view become one (so a value read in several places
+/// is grown once).
+void dedupe_loads(SymProgram& p) {
+  std::vector<int32_t> first(p.loads.size());
+  for (size_t j = 0; j < p.loads.size(); ++j) {
+    first[j] = static_cast<int32_t>(j);
+    for (size_t i = 0; i < j; ++i) {
+      if (first[i] == static_cast<int32_t>(i) && p.loads[i].cls == p.loads[j].cls &&
+          p.loads[i].view == p.loads[j].view) {
+        first[j] = static_cast<int32_t>(i);
+        break;
+      }
+    }
+  }
+  for (FusedInst& i : p.insts)
+    if (i.op == FusedOpcode::Load) i.a = first[i.a];
 }
 
 std::optional<SymProgram> grow(const OpDef* fused, const EGraph& eg, ClassId root,
@@ -164,6 +178,7 @@ std::optional<SymProgram> grow(const OpDef* fused, const EGraph& eg, ClassId roo
         stuck[l] = true;
     }
     if (!grew) break;
+    dedupe_loads(p);
     if (static_cast<int>(p.insts.size()) > 4 * kRowMaxInsts) return std::nullopt;
   }
   if (row_reductions(p) == 0) return std::nullopt;
