@@ -1,7 +1,7 @@
 // CUDA backend figures (needs a GPU; prints why and exits 0 without one). scripts/gpu-check.sh
 // runs it. Bandwidth counts bytes read plus bytes written, for the kernels and the copy alike.
 //
-//   build/bench/bench_cuda [search_graph_limit=20]
+//   build/bench/bench_cuda [search_graph_limit=20] [rows]   (rows: sections 1-3 only)
 //
 //   1. device-to-device copy of 256 MiB (the baseline, the driver's memcpy)
 //   2. fused (a + b) * c over 256 MiB f32 inputs: one fused kernel, GB/s and % of the copy
@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   }
   // Row kernels: softmax, RMSNorm, row sum (cuda_bench_rows.cpp).
   luminal::bench_cuda::row_kernels(be, copy, limit);
+  if (argc > 2 && std::string(argv[2]) == "rows") return 0;
   {  // search wall time
     search_times({}, limit, "2-layer transformer (hidden 256)");
     search_times({.layers = 32, .hidden = 512, .ffn = 1536, .vocab = 4096}, 10,

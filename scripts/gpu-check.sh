@@ -104,6 +104,9 @@ if [ $suites -eq 1 ]; then
   suite "nn ops suite (row kernels x lengths x dtypes, searched + alternative programs; LLM ops)" \
     "$out/nn_ops.log" 420 "$build/tests/test_cuda_nn_ops"
   grep -E '^\[rows\].*searched' "$out/nn_ops.log" | head -3 >>"$summary"
+  echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/nn_ops.log"
+  LUMINAL_CUDA_ROW_CHUNKS=1 suite "row kernels, chunked form (LUMINAL_CUDA_ROW_CHUNKS=1)" \
+    "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops" --gtest_filter='*CudaRowOps*'
   suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   [ -x "$build/tests/test_cuda_models" ] &&
@@ -124,6 +127,9 @@ if [ $suites -eq 1 ]; then
 fi
 if [ $bench -eq 1 ]; then
   suite "bench_cuda" "$out/bench.log" 420 "$build/bench/bench_cuda"
+  echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/bench.log"
+  LUMINAL_CUDA_ROW_CHUNKS=1 suite "bench_cuda rows, chunked form" "$out/bench.log" 120 \
+    "$build/bench/bench_cuda" 20 rows
   lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
   lines="$lines|prefill s change|bf16 decode at|FAILED"
   grep -E "$lines" "$out/bench.log" >>"$summary"

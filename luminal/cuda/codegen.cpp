@@ -36,6 +36,35 @@ int64_t view_max_offset(const View& v, const Facts& facts) {
   return total;
 }
 
+bool aligned_chunks(const View& v, int axis, int width) {
+  if (width <= 1) return true;
+  if (!(v.strides[axis] == Expr::z())) return false;
+  if (!v.dims[axis].is_const() || v.dims[axis].as_const() % width != 0) return false;
+  for (int k = 0; k < v.rank(); ++k) {
+    if (k == axis || v.strides[k] == Expr(0) || v.dims[k] == Expr(1)) continue;
+    const auto lin = v.strides[k].as_linear("z");
+    if (!lin || lin->second != Expr(0) || !lin->first.is_const() ||
+        lin->first.as_const() % width != 0)
+      return false;
+  }
+  return true;
+}
+
+int vector_width(const View& v, int axis, DType t) {
+  const int width = 16 / size_bytes(t);
+  return aligned_chunks(v, axis, width) ? width : 1;
+}
+
+std::string vector_type(int bytes) {
+  switch (bytes) {
+    case 16: return "uint4";
+    case 8: return "uint2";
+    case 4: return "unsigned int";
+    case 2: return "unsigned short";
+    default: return "unsigned char";
+  }
+}
+
 std::string literal(DType t, double value, int64_t int_value) {
   char buf[64];
   if (t == DType::Bool) return value != 0 ? "1LL" : "0LL";

@@ -87,6 +87,14 @@ class Codegen {
 /// Largest element offset `v` can produce in the bucket (sum of each axis' largest stride
 /// contribution); INT64_MAX when unbounded.
 int64_t view_max_offset(const View& v, const Facts& facts);
+/// True when `v` can be read `width` elements at a time along `axis` with aligned vector loads:
+/// a unit stride along the axis, a constant length that is a multiple of `width`, and every other
+/// axis stepping by whole vectors (buffers themselves are 256-aligned).
+bool aligned_chunks(const View& v, int axis, int width);
+/// Elements of dtype `t` per 16-byte vector load along `axis` when aligned_chunks holds, else 1.
+int vector_width(const View& v, int axis, DType t);
+/// The C type of an aligned vector of `bytes` bytes (16: uint4, 8: uint2, 4, 2, 1).
+std::string vector_type(int bytes);
 /// A C literal of `value` in dtype `t`'s compute type, exact (hex floats).
 std::string literal(DType t, double value, int64_t int_value);
 

@@ -26,23 +26,6 @@ constexpr int kBlock = 256;
 
 bool unit_stride(const View& v, int axis) { return v.strides[axis] == Expr::var("z"); }
 
-/// Elements per 16-byte vector load along `axis`, or 1 when a row's start or length may break
-/// the alignment: needs a unit stride along the axis, a constant length that is a multiple of the
-/// width, and every other axis stepping by whole vectors (buffers themselves are 256-aligned).
-int vector_width(const View& v, int axis, DType t) {
-  const int width = 16 / size_bytes(t);
-  if (width <= 1 || !unit_stride(v, axis)) return 1;
-  if (!v.dims[axis].is_const() || v.dims[axis].as_const() % width != 0) return 1;
-  for (int k = 0; k < v.rank(); ++k) {
-    if (k == axis || v.strides[k] == Expr(0) || v.dims[k] == Expr(1)) continue;
-    const auto lin = v.strides[k].as_linear("z");
-    if (!lin || lin->second != Expr(0) || !lin->first.is_const() ||
-        lin->first.as_const() % width != 0)
-      return 1;
-  }
-  return width;
-}
-
 KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
   const bool is_max = !matmul && n.op == hlir_op(OpKind::MaxReduce);
   const int axis = n.attrs.axis;
@@ -137,10 +120,7 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
   if (warp && mvec > 1) {
     const std::string V = std::to_string(mvec);
     auto vtype = [&](int k) {
-      const int bytes = mvec * size_bytes(n.input_dtypes.at(static_cast<size_t>(k)));
-      return bytes == 16  ? std::string("uint4")
-             : bytes == 8 ? std::string("uint2")
-                          : std::string("unsigned int");
+      return vector_type(mvec * size_bytes(n.input_dtypes.at(static_cast<size_t>(k))));
     };
     std::string loads;
     for (int k = 0; k < 2; ++k) {

@@ -16,6 +16,7 @@
 // propagates NaN, and threads holding no element contribute the identity (0, -inf), so a fully
 // masked row (all -inf) gives what the reference gives: max -inf, then NaN from -inf - -inf.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ const OpDef kRow{"cuda.Row"};
 const OpDef* fused_op_for_rows() { return cuda_fused_op(); }
 
 constexpr int kMaxCachedRegs = 64;
+
+/// The chunked form (16-byte loads and stores, rows kept packed, 512 threads so two blocks share
+/// an SM) is off unless LUMINAL_CUDA_ROW_CHUNKS=1: it compiles (tested in CI) but has not run on
+/// a GPU yet.
+bool chunks_enabled() {
+  const char* v = std::getenv("LUMINAL_CUDA_ROW_CHUNKS");
+  return v != nullptr && std::string(v) == "1";
+}
 
 int pow2_ceil(int64_t x) {
   int p = 1;
@@ -88,6 +97,9 @@ struct RowGen {
   std::vector<int> cached;    // per load index: cache slot, or -1
   bool use_cache = false;
   int T = 32, K = 1;
+  /// Elements per chunk: > 1 when every kept load is read V elements at a time with one aligned
+  /// vector load and kept packed (a thread owns chunks k*T + t of the row; K counts chunks).
+  int V = 1;
 
   std::string I() const { return cg.idx(); }
 
@@ -121,7 +133,11 @@ struct RowGen {
       std::string rhs;
       if (in.op == FusedOpcode::Load) {
         const int c = in.a;
-        if (use_cache && cached[c] >= 0 && !k.empty()) {
+        if (use_cache && cached[c] >= 0 && !k.empty() && V > 1) {
+          const std::string st = "S_" + dtype_tag(in.dtype);
+          rhs = "ld_" + dtype_tag(in.dtype) + "(reinterpret_cast<const " + st + "*>(&c" +
+                std::to_string(c) + "[" + k + "])[j])";
+        } else if (use_cache && cached[c] >= 0 && !k.empty()) {
           rhs = "c" + std::to_string(c) + "[" + k + "]";
         } else {
           const std::string off = cg.view_offset(views[c], "i", "o" + std::to_string(c), body);
@@ -137,7 +153,16 @@ struct RowGen {
 
   /// A loop over the thread's elements of the row running `inner` (which may use v-values,
   /// `i` and `l`); `k` names the register index in the cached form.
-  std::string loop(const std::string& inner_cached, const std::string& inner_stream) {
+  std::string loop(const std::string& inner_cached, const std::string& inner_stream,
+                   const std::string& chunk_head = {}, const std::string& chunk_tail = {}) {
+    if (use_cache && V > 1) {
+      return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
+             "; ++k) {\n      const " + I() + " l0 = ((" + I() + ")threadIdx.x + (" + I() +
+             ")k * " + std::to_string(T) + ") * " + std::to_string(V) + ";\n      if (l0 < L) {\n" +
+             chunk_head + "#pragma unroll\n      for (int j = 0; j < " + std::to_string(V) +
+             "; ++j) {\n      const " + I() + " l = l0 + j;\n      const " + I() +
+             " i = rb + l;\n" + inner_cached + "      }\n" + chunk_tail + "      }\n    }\n";
+    }
     if (use_cache) {
       return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
              "; ++k) {\n      const " + I() + " l = (" + I() + ")threadIdx.x + (" + I() + ")k * " +
@@ -227,7 +252,40 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     if (uses[c] > 1) g.cached[c] = ncached++;
   const Interval lb = L.bounds(ctx.facts);
   const int64_t lmax = lb.hi;
-  if (lmax != INT64_MAX && lmax > 0) {
+  // Chunks: every kept load contiguous and aligned along the row, V from the widest dtype's 16
+  // bytes; kept packed (a 16-byte chunk of bf16 is 4 registers), so long rows fit with 512
+  // threads and two blocks share an SM (one's loads overlap the other's math).
+  if (chunks_enabled() && ncached > 0 && L.is_const() && lmax > 0) {
+    int widest = 1;
+    for (int c = 0; c < nloads; ++c)
+      if (g.cached[c] >= 0) widest = std::max(widest, size_bytes(n.input_dtypes.at(c)));
+    const int v = 16 / widest;
+    bool ok = v > 1;
+    int regs = 0;  // per chunk, every kept load
+    for (int c = 0; c < nloads && ok; ++c) {
+      if (g.cached[c] < 0) continue;
+      ok = aligned_chunks(g.views[c], static_cast<int>(D.size()) - 1, v);
+      regs += std::max(1, v * size_bytes(n.input_dtypes.at(c)) / 4);
+    }
+    if (ok) {
+      const int64_t chunks = lmax / v;
+      int t = std::clamp(pow2_ceil((chunks + 7) / 8), 32, 512);
+      int64_t kc = (chunks + t - 1) / t;
+      if (kc * regs > 40) {
+        t = 1024;
+        kc = (chunks + t - 1) / t;
+      }
+      if (kc * regs <= 48) {
+        g.V = v;
+        g.T = t;
+        g.K = static_cast<int>(kc);
+        g.use_cache = true;
+      }
+    }
+  }
+  if (g.V > 1) {
+    // (chosen above)
+  } else if (lmax != INT64_MAX && lmax > 0) {
     g.T = std::clamp(pow2_ceil((lmax + 7) / 8), 32, 1024);
     g.K = static_cast<int>((lmax + g.T - 1) / g.T);
     g.use_cache = ncached > 0 && g.K * ncached <= kMaxCachedRegs;
@@ -264,7 +322,22 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
 
   std::string body;
   body += uniform_code(0);
-  if (g.use_cache) {
+  if (g.use_cache && g.V > 1) {
+    for (int c = 0; c < nloads; ++c) {
+      if (g.cached[c] < 0) continue;
+      const DType t = n.input_dtypes.at(static_cast<size_t>(c));
+      const std::string vt = vector_type(g.V * size_bytes(t));
+      const std::string cs = "c" + std::to_string(c);
+      std::string fill = "      const " + I + " i = rb + l0;\n";
+      const std::string off = cg.view_offset(g.views[c], "i", "o" + std::to_string(c), fill);
+      fill += "      " + cs + "[k] = *reinterpret_cast<const " + vt + "*>(in" + std::to_string(c) +
+              " + " + off + ");\n";
+      body += "    " + vt + " " + cs + "[" + std::to_string(g.K) + "];\n";
+      body += "#pragma unroll\n    for (int k = 0; k < " + std::to_string(g.K) +
+              "; ++k) {\n      const " + I + " l0 = ((" + I + ")threadIdx.x + (" + I + ")k * " + T +
+              ") * " + std::to_string(g.V) + ";\n      if (l0 < L) {\n" + fill + "      }\n    }\n";
+    }
+  } else if (g.use_cache) {
     for (int c = 0; c < nloads; ++c) {
       if (g.cached[c] < 0) continue;
       // The load instruction's dtype.
@@ -338,14 +411,26 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     }
     const std::string store = value[0] == 'v' ? "      out[i] = st_" + ot + "(" + value + ");\n"
                                               : "      out[i] = st_" + ot + value + ";\n";
-    const std::string cached_inner = g.element_code(order, "k") + store;
     const std::string stream_inner = g.element_code(order, "") + store;
-    body += g.loop(cached_inner, stream_inner);
+    if (g.use_cache && g.V > 1) {
+      // A chunk's results go out in one aligned vector store.
+      const std::string vt = vector_type(g.V * size_bytes(n.attrs.dtype));
+      const std::string head =
+          "      union { " + vt + " v; S_" + ot + " e[" + std::to_string(g.V) + "]; } so;\n";
+      const std::string tail = "      *reinterpret_cast<" + vt + "*>(out + rb + l0) = so.v;\n";
+      const std::string put = value[0] == 'v' ? "      so.e[j] = st_" + ot + "(" + value + ");\n"
+                                              : "      so.e[j] = st_" + ot + value + ";\n";
+      body += g.loop(g.element_code(order, "k") + put, stream_inner, head, tail);
+    } else {
+      body += g.loop(g.element_code(order, "k") + store, stream_inner);
+    }
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row
 
-  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + T + ") LMN_ENTRY(lmn_row)(" +
-                  cg.params() + ") {\n";
+  // At most 64 registers a thread, so 2048 / T blocks fit an SM.
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + T + ", " +
+                  std::to_string(std::max(1, 1024 / g.T)) + ") LMN_ENTRY(lmn_row)(" + cg.params() +
+                  ") {\n";
   const std::string lcode = cg.c(L), ncode = cg.c(count);
   std::string head = "  __shared__ double lmn_red[" + std::to_string(std::max(red_slot, 1)) +
                      "][32];\n  const " + I + " L = " + lcode + ";\n  const " + I +

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <string>
@@ -195,6 +196,28 @@ TEST_F(Nvrtc, RowKernelsAreBuiltAndCompile) {
   for (const std::string& src : s.unique)
     if (src.find("lmn_row") != std::string::npos) rows.insert(src);
   EXPECT_GE(rows.size(), static_cast<size_t>(graphs));
+  // The chunked form (LUMINAL_CUDA_ROW_CHUNKS=1, not yet the default) compiles too.
+  ::setenv("LUMINAL_CUDA_ROW_CHUNKS", "1", 1);
+  Sources chunked;
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (int64_t len : {int64_t{32}, int64_t{1000}, int64_t{32768}}) {
+      Graph g;
+      g.declare_dim("s", 1, 64);
+      Tensor x = g.tensor("x", {Expr::var("s"), Expr(len)}, t);
+      Tensor w = g.tensor("w", {Expr(len)}, t);
+      x.softmax(-1).output("softmax");
+      x.rms_norm(w, 1e-5).output("rms_norm");
+      collect(g, 3, 7, chunked);
+    }
+  }
+  ::unsetenv("LUMINAL_CUDA_ROW_CHUNKS");
+  int packed = 0;
+  for (const std::string& src : chunked.unique) {
+    packed +=
+        src.find("lmn_row") != std::string::npos && src.find("uint4 c0[") != std::string::npos;
+    s.unique.insert(src);
+  }
+  EXPECT_GT(packed, 0);
   compile_all(s);
 }
 
