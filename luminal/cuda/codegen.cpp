@@ -65,6 +65,62 @@ std::string vector_type(int bytes) {
   }
 }
 
+namespace {
+
+std::string math(FusedOpcode op, DType t, const std::string& x) {
+  const bool dbl = t == DType::F64;
+  switch (op) {
+    case FusedOpcode::Exp2: return (dbl ? "exp2(" : "exp2f(") + x + ")";
+    case FusedOpcode::Log2: return (dbl ? "log2(" : "log2f(") + x + ")";
+    case FusedOpcode::Sin: return (dbl ? "sin(" : "sinf(") + x + ")";
+    case FusedOpcode::Recip: return (dbl ? "1.0 / " : "1.0f / ") + x;
+    case FusedOpcode::Sqrt: return (dbl ? "sqrt(" : "sqrtf(") + x + ")";
+    default: break;
+  }
+  LUMINAL_ASSERT(false, "cuda: not a unary math opcode");
+  return x;
+}
+
+std::string binary(FusedOpcode op, DType t, const std::string& a, const std::string& b) {
+  const bool integral = !is_float(t);
+  const bool dbl = t == DType::F64;
+  switch (op) {
+    case FusedOpcode::Add: return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
+    case FusedOpcode::Mul: return integral ? "wrap_mul(" + a + ", " + b + ")" : a + " * " + b;
+    case FusedOpcode::Mod:
+      return integral ? "int_mod(" + a + ", " + b + ")"
+                      : std::string(dbl ? "fmod(" : "fmodf(") + a + ", " + b + ")";
+    default: break;
+  }
+  LUMINAL_ASSERT(false, "cuda: not a binary arithmetic opcode");
+  return a;
+}
+
+}  // namespace
+
+std::string inst_code(const FusedInst& in) {
+  const std::string tag = dtype_tag(in.dtype);
+  auto operand = [&](int k) { return "v" + std::to_string(k); };
+  switch (in.op) {
+    case FusedOpcode::Const:
+      return "rd_" + tag + "(" + literal(in.dtype, in.value, in.int_value) + ")";
+    case FusedOpcode::Cast: return "rd_" + tag + "(" + operand(in.a) + ")";
+    case FusedOpcode::LessThan: return "(long long)(" + operand(in.a) + " < " + operand(in.b) + ")";
+    case FusedOpcode::Select:
+      return "(" + operand(in.a) + " != 0) ? " + operand(in.b) + " : " + operand(in.c);
+    default: break;
+  }
+  if (is_unary_math(in.op)) {
+    if (!is_float(in.dtype))
+      throw Error("cuda: " + std::string(opcode_name(in.op)) + " needs a float dtype, got " +
+                  std::string(name(in.dtype)));
+    return "rd_" + tag + "(" + math(in.op, in.dtype, operand(in.a)) + ")";
+  }
+  if (is_binary(in.op))
+    return "rd_" + tag + "(" + binary(in.op, in.dtype, operand(in.a), operand(in.b)) + ")";
+  throw Error("cuda: no expression for instruction " + std::string(opcode_name(in.op)));
+}
+
 std::string literal(DType t, double value, int64_t int_value) {
   char buf[64];
   if (t == DType::Bool) return value != 0 ? "1LL" : "0LL";

@@ -18,6 +18,7 @@
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/expr.hpp"
 #include "luminal/core/shape.hpp"
+#include "luminal/kernels/fused_program.hpp"
 #include "luminal/program/llir.hpp"
 
 namespace luminal::cuda {
@@ -95,6 +96,10 @@ bool aligned_chunks(const View& v, int axis, int width);
 int vector_width(const View& v, int axis, DType t);
 /// The C type of an aligned vector of `bytes` bytes (16: uint4, 8: uint2, 4, 2, 1).
 std::string vector_type(int bytes);
+/// The C expression of a fused-program instruction that is neither a load nor a row reduction,
+/// its operands named v<k>: computed in its dtype's compute type and rounded to the dtype (rd_T),
+/// as the reference computes the HLIR op.
+std::string inst_code(const FusedInst& in);
 /// A C literal of `value` in dtype `t`'s compute type, exact (hex floats).
 std::string literal(DType t, double value, int64_t int_value);
 

@@ -23,35 +23,6 @@ const OpDef kFused{"cuda.Fused"};
 
 constexpr int kBlock = 256;
 
-std::string math(FusedOpcode op, DType t, const std::string& x) {
-  const bool dbl = t == DType::F64;
-  switch (op) {
-    case FusedOpcode::Exp2: return (dbl ? "exp2(" : "exp2f(") + x + ")";
-    case FusedOpcode::Log2: return (dbl ? "log2(" : "log2f(") + x + ")";
-    case FusedOpcode::Sin: return (dbl ? "sin(" : "sinf(") + x + ")";
-    case FusedOpcode::Recip: return (dbl ? "1.0 / " : "1.0f / ") + x;
-    case FusedOpcode::Sqrt: return (dbl ? "sqrt(" : "sqrtf(") + x + ")";
-    default: break;
-  }
-  LUMINAL_ASSERT(false, "cuda: not a unary math opcode");
-  return x;
-}
-
-std::string binary(FusedOpcode op, DType t, const std::string& a, const std::string& b) {
-  const bool integral = !is_float(t);
-  const bool dbl = t == DType::F64;
-  switch (op) {
-    case FusedOpcode::Add: return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
-    case FusedOpcode::Mul: return integral ? "wrap_mul(" + a + ", " + b + ")" : a + " * " + b;
-    case FusedOpcode::Mod:
-      return integral ? "int_mod(" + a + ", " + b + ")"
-                      : std::string(dbl ? "fmod(" : "fmodf(") + a + ", " + b + ")";
-    default: break;
-  }
-  LUMINAL_ASSERT(false, "cuda: not a binary arithmetic opcode");
-  return a;
-}
-
 /// The per-element statements of `prog` (loads through the node's views) and the name of the
 /// result value.
 std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& n,
@@ -62,7 +33,6 @@ std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& 
     const std::string v = "v" + std::to_string(j);
     const std::string tag = dtype_tag(in.dtype);
     const std::string ct = "C_" + tag;
-    auto operand = [&](int k) { return "v" + std::to_string(k); };
     std::string rhs;
     switch (in.op) {
       case FusedOpcode::Load: {
@@ -75,25 +45,7 @@ std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& 
         rhs = "ld_" + tag + "(in" + std::to_string(in.a) + "[" + offsets[in.a] + "])";
         break;
       }
-      case FusedOpcode::Const:
-        rhs = "rd_" + tag + "(" + literal(in.dtype, in.value, in.int_value) + ")";
-        break;
-      case FusedOpcode::Cast: rhs = "rd_" + tag + "(" + operand(in.a) + ")"; break;
-      case FusedOpcode::LessThan:
-        rhs = "(long long)(" + operand(in.a) + " < " + operand(in.b) + ")";
-        break;
-      case FusedOpcode::Select:
-        rhs = "(" + operand(in.a) + " != 0) ? " + operand(in.b) + " : " + operand(in.c);
-        break;
-      default:
-        if (is_unary_math(in.op)) {
-          if (!is_float(in.dtype))
-            throw Error("cuda: " + std::string(opcode_name(in.op)) + " needs a float dtype, got " +
-                        std::string(name(in.dtype)));
-          rhs = "rd_" + tag + "(" + math(in.op, in.dtype, operand(in.a)) + ")";
-        } else {
-          rhs = "rd_" + tag + "(" + binary(in.op, in.dtype, operand(in.a), operand(in.b)) + ")";
-        }
+      default: rhs = inst_code(in);
     }
     body += "    const " + ct + " " + v + " = " + rhs + ";\n";
   }

@@ -50,42 +50,6 @@ int pow2_ceil(int64_t x) {
   return p;
 }
 
-/// The code of one instruction's value (operands named v<k>), as the fused map kernel computes
-/// it; loads and row reductions are handled by the caller.
-std::string inst_rhs(const FusedInst& in) {
-  const std::string tag = dtype_tag(in.dtype);
-  auto v = [](int k) { return "v" + std::to_string(k); };
-  const bool dbl = in.dtype == DType::F64;
-  const bool integral = !is_float(in.dtype);
-  switch (in.op) {
-    case FusedOpcode::Const:
-      return "rd_" + tag + "(" + literal(in.dtype, in.value, in.int_value) + ")";
-    case FusedOpcode::Cast: return "rd_" + tag + "(" + v(in.a) + ")";
-    case FusedOpcode::LessThan: return "(long long)(" + v(in.a) + " < " + v(in.b) + ")";
-    case FusedOpcode::Select: return "(" + v(in.a) + " != 0) ? " + v(in.b) + " : " + v(in.c);
-    case FusedOpcode::Exp2: return "rd_" + tag + (dbl ? "(exp2(" : "(exp2f(") + v(in.a) + "))";
-    case FusedOpcode::Log2: return "rd_" + tag + (dbl ? "(log2(" : "(log2f(") + v(in.a) + "))";
-    case FusedOpcode::Sin: return "rd_" + tag + (dbl ? "(sin(" : "(sinf(") + v(in.a) + "))";
-    case FusedOpcode::Sqrt: return "rd_" + tag + (dbl ? "(sqrt(" : "(sqrtf(") + v(in.a) + "))";
-    case FusedOpcode::Recip: return "rd_" + tag + (dbl ? "(1.0 / " : "(1.0f / ") + v(in.a) + ")";
-    case FusedOpcode::Add:
-      return "rd_" + tag + "(" +
-             (integral ? "wrap_add(" + v(in.a) + ", " + v(in.b) + ")" : v(in.a) + " + " + v(in.b)) +
-             ")";
-    case FusedOpcode::Mul:
-      return "rd_" + tag + "(" +
-             (integral ? "wrap_mul(" + v(in.a) + ", " + v(in.b) + ")" : v(in.a) + " * " + v(in.b)) +
-             ")";
-    case FusedOpcode::Mod:
-      return "rd_" + tag + "(" +
-             (integral ? "int_mod(" + v(in.a) + ", " + v(in.b) + ")"
-                       : std::string(dbl ? "fmod(" : "fmodf(") + v(in.a) + ", " + v(in.b) + ")") +
-             ")";
-    default: break;
-  }
-  throw Error("cuda.Row: unexpected instruction " + std::string(opcode_name(in.op)));
-}
-
 struct RowGen {
   const LlirNode& n;
   const FusedProgram& prog;
@@ -144,7 +108,7 @@ struct RowGen {
           rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(c) + "[" + off + "])";
         }
       } else {
-        rhs = inst_rhs(in);
+        rhs = inst_code(in);
       }
       body += "      const " + ct + " v" + std::to_string(j) + " = " + rhs + ";\n";
     }
@@ -313,7 +277,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
         const std::string off = cg.view_offset(g.views[in.a], "rb", "u" + std::to_string(j), s);
         rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(in.a) + "[" + off + "])";
       } else {
-        rhs = inst_rhs(in);
+        rhs = inst_code(in);
       }
       s += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(j) + " = " + rhs + ";\n";
     }
@@ -402,7 +366,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     std::vector<int> order = work[passes + 1];
     std::string value = "v" + std::to_string(root);
     if (!order.empty() && order.back() == root && prog->insts[root].op != FusedOpcode::Load) {
-      const std::string rhs = inst_rhs(prog->insts[root]);
+      const std::string rhs = inst_code(prog->insts[root]);
       const std::string rd = "rd_" + ot + "(";
       if (rhs.compare(0, rd.size(), rd) == 0 && prog->insts[root].dtype == n.attrs.dtype) {
         order.pop_back();
