@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench | --bench-only]
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log,
-#                    nn_ops.log, fuzz.log, models.log, cli.log, bench.log, summary.txt and cache.tgz
+#                    row_ops.log, nn_ops.log, fuzz.log, models.log, cli.log, bench.log, summary.txt and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
 #   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
@@ -60,7 +60,7 @@ fi
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
     cmake --build "$build" -j "$jobs" --target test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz \
-      test_cuda_upload test_cuda_nn_ops bench_cuda
+      test_cuda_upload test_cuda_nn_ops test_cuda_row_ops bench_cuda
 } >"$out/build.log" 2>&1
 rc=$?
 note "build: rc=$rc in $(($(date +%s) - start)) s ($build)"
@@ -101,12 +101,14 @@ if [ $suites -eq 1 ]; then
   [ -x "$build/tests/test_cuda_graph" ] &&
     suite "graph executor suite" "$out/graph.log" 300 "$build/tests/test_cuda_graph"
   suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
-  suite "nn ops suite (row kernels x lengths x dtypes, searched + alternative programs; LLM ops)" \
-    "$out/nn_ops.log" 420 "$build/tests/test_cuda_nn_ops"
-  grep -E '^\[rows\].*searched' "$out/nn_ops.log" | head -3 >>"$summary"
-  echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/nn_ops.log"
-  LUMINAL_CUDA_ROW_CHUNKS=1 suite "row kernels, chunked form (LUMINAL_CUDA_ROW_CHUNKS=1)" \
-    "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops" --gtest_filter='*CudaRowOps*'
+  suite "row ops suite (row kernels x lengths x dtypes x masks, searched + alternative programs)" \
+    "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops"
+  grep -E '^\[rows\].*searched' "$out/row_ops.log" | head -3 >>"$summary"
+  echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/row_ops.log"
+  LUMINAL_CUDA_ROW_CHUNKS=1 suite "row ops suite, chunked form (LUMINAL_CUDA_ROW_CHUNKS=1)" \
+    "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
+  suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
+    "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
   suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   [ -x "$build/tests/test_cuda_models" ] &&
