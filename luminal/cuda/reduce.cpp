@@ -21,12 +21,15 @@ namespace luminal::cuda {
 namespace {
 
 const OpDef kMatmul{"cuda.Matmul"};
+const OpDef kMatmulCast{"cuda.MatmulCast"};
 
 constexpr int kBlock = 256;
 
 bool unit_stride(const View& v, int axis) { return v.strides[axis] == Expr::var("z"); }
 
-KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
+/// `product_t`: the dtype each product rounds to (a matmul's own dtype; f32 for cuda.MatmulCast,
+/// which stores its f32 result rounded once more to its 16-bit dtype).
+KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, DType product_t) {
   const bool is_max = !matmul && n.op == hlir_op(OpKind::MaxReduce);
   const int axis = n.attrs.axis;
   const int inputs = matmul ? 2 : 1;
@@ -63,7 +66,7 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
            cg.axis_offset(n.attrs.views[k], axis, "k") + "])";
   };
   auto product = [&](const std::string& a, const std::string& b) {
-    return "(" + acc_t + ")rd_" + ot + "(" +
+    return "(" + acc_t + ")rd_" + dtype_tag(product_t) + "(" +
            (integral ? "wrap_mul(" + a + ", " + b + ")" : a + " * " + b) + ")";
   };
   if (matmul) {
@@ -205,10 +208,18 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul) {
 }
 
 KernelGen gen_reduce(const LlirNode& n, const GenContext& ctx) {
-  return gen_reduction(n, ctx, false);
+  return gen_reduction(n, ctx, false, n.attrs.dtype);
 }
 KernelGen gen_matmul(const LlirNode& n, const GenContext& ctx) {
-  return gen_reduction(n, ctx, true);
+  return gen_reduction(n, ctx, true, n.attrs.dtype);
+}
+KernelGen gen_matmul_cast(const LlirNode& n, const GenContext& ctx) {
+  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
+    throw Error("cuda.MatmulCast: the output must be bf16 or f16, got " +
+                std::string(name(n.attrs.dtype)));
+  // The f32 sum rounded to f32, then to the 16-bit dtype: st_bf16/st_f16 of a double go through
+  // float, which is exactly Cast(Matmul f32).
+  return gen_reduction(n, ctx, true, DType::F32);
 }
 
 /// `outer` (a view of a tensor stored contiguously with dims `shape`) read through `inner` (the
@@ -271,7 +282,34 @@ std::vector<Rule> matmul_rules() {
            if (!any) return;
            eg.merge(eg.add(&kMatmul, q.attrs, q.children), m.root);
          }};
-  return {std::move(r)};
+  // Cast(f32 matmul) to bf16/f16, the last step of every 16-bit matmul: one kernel that stores
+  // the rounded result.
+  Rule cast{"cuda.matmul-cast", Pattern::op(OpKind::Cast).bind("cast"), nullptr,
+            [](const Match& m, EGraph& eg) {
+              const ENodeId c = m.node("cast");
+              const ENode cn = eg.node(c);
+              const Attrs ca = eg.attrs_of(c);
+              if (cn.children.size() != 1 || ca.views.size() != 1) return;
+              if (ca.dtype != DType::BF16 && ca.dtype != DType::F16) return;
+              const ClassId src = eg.find(cn.children[0]);
+              if (eg.dtype(src) != DType::F32 || !ca.views[0].is_contiguous() ||
+                  !(ca.views[0].numel() == numel(eg.shape(src))))
+                return;
+              std::vector<std::pair<Attrs, std::vector<ClassId>>> found;
+              for (ENodeId id : eg.nodes_of(src)) {
+                if (eg.node(id).op != &kMatmul) continue;
+                std::vector<ClassId> ch;
+                for (ClassId k : eg.node(id).children)
+                  ch.push_back(eg.find(k));
+                Attrs a = eg.attrs_of(id);
+                a.dtype = ca.dtype;
+                a.shape = ca.shape;
+                found.emplace_back(std::move(a), std::move(ch));
+              }
+              for (auto& [a, ch] : found)
+                eg.merge(eg.add(&kMatmulCast, a, ch), m.root);
+            }};
+  return {std::move(r), std::move(cast)};
 }
 
 }  // namespace
@@ -280,9 +318,11 @@ void register_reduce_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp sum{hlir_op(OpKind::SumReduce), "", nullptr, gen_reduce};
   static const CudaOp max{hlir_op(OpKind::MaxReduce), "", nullptr, gen_reduce};
   static const CudaOp matmul{&kMatmul, "cuda.library", matmul_rules, gen_matmul};
+  static const CudaOp matmul_cast{&kMatmulCast, "", nullptr, gen_matmul_cast};
   ops.push_back(&sum);
   ops.push_back(&max);
   ops.push_back(&matmul);
+  ops.push_back(&matmul_cast);
 }
 
 }  // namespace luminal::cuda

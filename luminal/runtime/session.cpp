@@ -704,7 +704,7 @@ void Session::move_output_to_input(NodeId output, NodeId input) {
   in.has_data = true;
 }
 
-const Plan& Session::plan(const DynMap& dyn) const {
+Plan& Session::bucket_plan(const DynMap& dyn) const {
   if (!s_->compiled) throw Error("plan: the session is not compiled yet; call compile()");
   const DynMap merged = merged_dims(dyn);
   std::vector<int64_t> dims(s_->dim_names.size(), 0);
@@ -714,6 +714,10 @@ const Plan& Session::plan(const DynMap& dyn) const {
   }
   return *s_->buckets[pick_bucket(dims)].bp.plan;
 }
+
+const Plan& Session::plan(const DynMap& dyn) const { return bucket_plan(dyn); }
+
+Plan& Session::plan(const DynMap& dyn) { return bucket_plan(dyn); }
 
 const LlirGraph& Session::llir(const DynMap& dyn) const {
   const Plan& p = plan(dyn);

@@ -115,6 +115,10 @@ class Session : public Runtime {
   const LlirGraph& llir(const DynMap& dyn = {}) const;
   /// The loaded plan of that bucket (tests and tools).
   const Plan& plan(const DynMap& dyn = {}) const;
+  /// The same plan, mutable, for what runs a plan directly (Backend::time, the backends'
+  /// profile()): that writes the session buffers it is bound to (outputs, state updated in
+  /// place) but swaps no carried state, unlike execute().
+  Plan& plan(const DynMap& dyn = {});
   /// The backend address of an output's buffer, or of an input's (tests: stable pointers).
   const void* buffer_address(std::string_view label) const;
 
@@ -130,6 +134,7 @@ class Session : public Runtime {
  private:
   struct State;
   int pick_bucket(std::span<const int64_t> dims) const;
+  Plan& bucket_plan(const DynMap& dyn) const;  // plan(): the plan of the bucket `dyn` selects
   int pick_parity(int bucket);
   std::unique_ptr<State> s_;
 };

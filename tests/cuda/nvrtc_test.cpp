@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -218,6 +219,31 @@ TEST_F(Nvrtc, RowKernelsAreBuiltAndCompile) {
     s.unique.insert(src);
   }
   EXPECT_GT(packed, 0);
+  compile_all(s);
+}
+
+// A bf16/f16 linear (cast to f32, matmul, cast back in the IR) is one kernel in the fewest-kernels
+// program: cuda.MatmulCast reading the 16-bit operands through their casts, 16 bytes at a time.
+TEST_F(Nvrtc, SixteenBitLinearIsOneKernel) {
+  Sources s;
+  for (DType t : {DType::BF16, DType::F16}) {
+    Graph g;
+    g.declare_dim("s", 1, 64);
+    Tensor x = g.tensor("x", {Expr::var("s"), 64}, t);
+    Tensor w = g.tensor("w", {32, 64}, t);
+    x.matmul(w.transpose(0, 1)).output("y");
+    testing::CudaRulesOnly rules;
+    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+    const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+    EXPECT_EQ(l.op_mix(), (std::map<std::string, int>{{"cuda.MatmulCast", 1}}))
+        << l.op_mix_string();
+    collect(g, 4, 5, s);
+  }
+  int fused = 0;
+  for (const std::string& src : s.unique)
+    fused += src.find("rd_f32(ld_bf16(e0[j]) * ld_bf16(e1[j]))") != std::string::npos &&
+             src.find("S_bf16* __restrict__ out") != std::string::npos;
+  EXPECT_GT(fused, 0);
   compile_all(s);
 }
 
