@@ -13,7 +13,6 @@
 // after a warm-up) on buffers bound once: only the kernels are timed, never uploads.
 // Bandwidth counts bytes read plus bytes written.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/timing.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/cpu/fused.hpp"
@@ -32,11 +32,6 @@
 namespace {
 
 using namespace luminal;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// The program that takes, in every class, the option of op `op` (cpu.Fused: the region computing
 /// the most ops) where there is one, else the first option.
@@ -131,15 +126,7 @@ double time_memcpy(size_t bytes, int threads, int trials) {
     for (std::thread& th : pool)
       th.join();
   };
-  once();
-  std::vector<double> times;
-  for (int r = 0; r < trials; ++r) {
-    auto t0 = Clock::now();
-    once();
-    times.push_back(seconds_since(t0));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return bench::median_seconds(once, 1, trials);
 }
 
 }  // namespace

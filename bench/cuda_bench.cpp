@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -45,13 +44,10 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+using luminal::bench::Clock;
+using luminal::bench::seconds_since;
 using luminal::cuda::CudaBackend;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 double copy_gbs(CudaBackend& be, uint64_t bytes) {
   luminal::Buffer a = be.allocate(bytes), b = be.allocate(bytes);
@@ -60,25 +56,22 @@ double copy_gbs(CudaBackend& be, uint64_t bytes) {
   for (int i = 0; i < 3; ++i)
     be.copy(b, a, bytes);
   be.sync();
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) {
-    const auto t0 = Clock::now();
+  auto copies = [&] {
     for (int i = 0; i < 20; ++i)
       be.copy(i % 2 ? a : b, i % 2 ? b : a, bytes);
     be.sync();
-    t.push_back(seconds_since(t0) / 20);
-  }
+  };
+  const double per_copy = luminal::bench::median_seconds(copies, 0, 5) / 20;
   be.release(a);
   be.release(b);
-  std::sort(t.begin(), t.end());
-  return 2.0 * static_cast<double>(bytes) / t[t.size() / 2] * 1e-9;
+  return 2.0 * static_cast<double>(bytes) / per_copy * 1e-9;
 }
 
 /// The kernel time of a one-kernel program (the largest launch of its profile), in seconds.
 double kernel_seconds(CudaBackend& be, luminal::Session& s, const std::string& name) {
   s.execute();
   s.sync();
-  auto& plan = const_cast<luminal::Plan&>(s.plan());
+  luminal::Plan& plan = s.plan();
   std::vector<int64_t> dims = s.dims();
   std::vector<luminal::cuda::KernelStat> stats = be.profile(plan, 0, dims.data(), 20);
   std::printf("%s profile:\n%s", name.c_str(), CudaBackend::format_profile(stats).c_str());
@@ -301,8 +294,7 @@ int main(int argc, char** argv) {
         host.push_back(seconds_since(t0) * 1e6);
         b->sync();
       }
-      std::sort(host.begin(), host.end());
-      const double host_us = host[host.size() / 2];
+      const double host_us = luminal::bench::median(host);
       const int n = 2000;
       const auto t0 = Clock::now();
       for (int i = 0; i < n; ++i)
@@ -358,22 +350,18 @@ int main(int argc, char** argv) {
         dims[S] = 1;
         dims[C] = ctx;
         s.set("ids", std::vector<int32_t>{5});
-        std::vector<double> t;
-        for (int i = 0; i < 50; ++i) {
-          const auto t1 = Clock::now();
+        auto step = [&] {
           s.execute(dims);
           s.sync();
-          t.push_back(seconds_since(t1) * 1e3);
-        }
-        std::sort(t.begin(), t.end());
+        };
+        const double ms = 1e3 * luminal::bench::median_seconds(step, 0, 50);
         std::printf(
             "%s decode step at context %d, %s executor: %.3f ms (host + device; %.0f MB of f32 "
             "weights, floor %.3f ms at the copy bandwidth; compile %.1f s)\n",
-            dc.name, ctx, exec, t[t.size() / 2], weight_mb, weight_mb * 1e6 / (copy * 1e9) * 1e3,
-            compile_s);
+            dc.name, ctx, exec, ms, weight_mb, weight_mb * 1e6 / (copy * 1e9) * 1e3, compile_s);
       }
       if (b == &be && dc.size.layers > 2) {  // time per op kind at context 128
-        auto& plan = const_cast<luminal::Plan&>(s.plan({{"s", 1}, {"c", 128}}));
+        luminal::Plan& plan = s.plan({{"s", 1}, {"c", 128}});
         std::vector<int64_t> dims = s.dims();
         dims[S] = 1;
         dims[C] = 128;
@@ -392,7 +380,7 @@ int main(int argc, char** argv) {
         std::printf("  %s\n", s.llir({{"s", 1}, {"c", 128}}).op_mix_string().c_str());
       }
       if (b == &be && dc.size.layers == 2) {
-        auto& plan = const_cast<luminal::Plan&>(s.plan({{"s", 1}, {"c", 128}}));
+        luminal::Plan& plan = s.plan({{"s", 1}, {"c", 128}});
         std::vector<int64_t> dims = s.dims();
         dims[S] = 1;
         dims[C] = 128;

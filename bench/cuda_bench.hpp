@@ -9,17 +9,14 @@
 //
 // Each prints greppable lines (scripts/gpu-check.sh copies them into its summary) and catches its
 // own errors ("<section>: FAILED: ..."), so one failing section does not hide the others.
-#include <chrono>
-
+#include "bench/timing.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
 
 namespace luminal::bench_cuda {
 
-using Clock = std::chrono::steady_clock;
-
-inline double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
 
 /// Softmax, RMSNorm and row sum over (4096, 32768) bf16: each program's kernel time (the sum of
 /// its launches) as GB/s (bytes read + written) and % of `copy_gbs` (target >= 80%).

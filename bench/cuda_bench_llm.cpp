@@ -3,7 +3,6 @@
 // and decode of a Llama-3-8B-shaped graph.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -24,11 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using cuda::CudaBackend;
 using cuda::GraphStats;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// A Llama decoder of `size` in `dtype` with greedy argmax in the graph (output "token", I32 [1]).
 models::Decoder llama_with_argmax(const models::LlamaSize& size, DType dtype, int slots,
@@ -85,17 +79,9 @@ DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
     s.execute(dims);
     tok = s.get<int32_t>("token")[0];
   };
-  for (int i = 0; i < 3; ++i)
-    step();
-  std::vector<double> t;
-  for (int i = 0; i < steps; ++i) {
-    const auto t0 = Clock::now();
-    step();
-    t.push_back(since(t0) * 1e3);
-  }
   DecodeTiming r;
-  r.ms_per_token = median(t);
-  Plan& plan = const_cast<Plan&>(s.plan({{"s", 1}, {"c", ctx}}));
+  r.ms_per_token = 1e3 * bench::median_seconds(step, 3, steps);
+  Plan& plan = s.plan({{"s", 1}, {"c", ctx}});
   for (const cuda::KernelStat& k : be.profile(plan, 0, dims.data(), 10)) {
     r.busy_ms += k.ms;
     ++r.kernels;
@@ -117,7 +103,7 @@ void dims_update(CudaBackend& be) {
     fill(s, d);
     const auto t0 = Clock::now();
     s.compile();
-    const double compile_s = since(t0);
+    const double compile_s = seconds_since(t0);
     const DimSlot S = s.dim("s"), C = s.dim("c");
     std::vector<int64_t> dims = s.dims();
     // Decode: c changes by one each execute (the queue idle before each, so the time is the
@@ -135,18 +121,17 @@ void dims_update(CudaBackend& be) {
       dims[C] = 129 + (i % 64);
       const auto t1 = Clock::now();
       s.execute(dims);
-      changed.push_back(since(t1) * 1e6);
+      changed.push_back(seconds_since(t1) * 1e6);
       s.sync();
     }
     const GraphStats after = be.graph_stats();
     for (int i = 0; i < n; ++i) {
       const auto t1 = Clock::now();
       s.execute(dims);
-      same.push_back(since(t1) * 1e6);
+      same.push_back(seconds_since(t1) * 1e6);
       s.sync();
     }
-    const size_t kernels =
-        be.profile(const_cast<Plan&>(s.plan({{"s", 1}, {"c", 128}})), 0, dims.data(), 1).size();
+    const size_t kernels = be.profile(s.plan({{"s", 1}, {"c", 128}}), 0, dims.data(), 1).size();
     std::printf(
         "dims update (32-layer Llama decode graph, hidden 512, bf16; %zu kernels; compile %.1f s): "
         "host %.1f us per execute when only c changes (median of %d; target <= 20 us), %.1f us "
@@ -177,9 +162,9 @@ void dims_update(CudaBackend& be) {
       set_prefill(i % 2 ? 16 : 17);
       const auto t1 = Clock::now();
       s.execute(dims);
-      host.push_back(since(t1) * 1e6);
+      host.push_back(seconds_since(t1) * 1e6);
       s.sync();
-      total.push_back(since(t1) * 1e3);
+      total.push_back(seconds_since(t1) * 1e3);
     }
     const GraphStats p1 = be.graph_stats();
     std::printf(
@@ -217,7 +202,7 @@ void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs
       fill(s, d);
       const auto t0 = Clock::now();
       s.compile();
-      const double compile_s = since(t0);
+      const double compile_s = seconds_since(t0);
       for (int ctx : {128, 1024}) {
         const DecodeTiming t = time_decode(*b, s, ctx, 50);
         std::printf(
@@ -263,10 +248,10 @@ void llama3_8b(double copy_gbs, int limit) {
       const auto t0 = Clock::now();
       fill(s, d);
       be.sync();
-      const double weights_s = since(t0);
+      const double weights_s = seconds_since(t0);
       const auto t1 = Clock::now();
       s.compile();
-      search_s[round] = since(t1);
+      search_s[round] = seconds_since(t1);
       const std::vector<SearchReport>& reports = s.reports();
       int candidates = 0, rejected = 0;
       double compile_kernels_s = 0, profile_s = 0;

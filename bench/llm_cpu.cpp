@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/timing.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/models/synthetic.hpp"
@@ -63,16 +64,9 @@
 namespace {
 
 using namespace luminal;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
 
 // Runs fn(t) for t in [0, threads) on that many threads (t = 0 on the caller).
 template <class F>
@@ -92,22 +86,13 @@ class Copier {
   Copier(size_t bytes, int threads) : src_(bytes, 1), dst_(bytes, 0), threads_(threads) {}
   // Seconds of one copy.
   double once() {
-    const size_t bytes = src_.size();
-    const size_t part = bytes / static_cast<size_t>(threads_) / 4096 * 4096;
     const auto t0 = Clock::now();
-    on_threads(threads_, [&](int t) {
-      const size_t lo = part * static_cast<size_t>(t);
-      std::memcpy(dst_.data() + lo, src_.data() + lo, t + 1 == threads_ ? bytes - lo : part);
-    });
+    copy();
     return seconds_since(t0);
   }
   // Median seconds of `trials` copies after a warm-up one.
   double median_of(int trials) {
-    once();
-    std::vector<double> times;
-    for (int r = 0; r < trials; ++r)
-      times.push_back(once());
-    return median(times);
+    return bench::median_seconds([&] { copy(); }, 1, trials);
   }
   // Bytes read + written per second by a copy that took `seconds`.
   double bandwidth(double seconds) const {
@@ -115,6 +100,15 @@ class Copier {
   }
 
  private:
+  void copy() {
+    const size_t bytes = src_.size();
+    const size_t part = bytes / static_cast<size_t>(threads_) / 4096 * 4096;
+    on_threads(threads_, [&](int t) {
+      const size_t lo = part * static_cast<size_t>(t);
+      std::memcpy(dst_.data() + lo, src_.data() + lo, t + 1 == threads_ ? bytes - lo : part);
+    });
+  }
+
   std::vector<uint8_t> src_, dst_;
   int threads_;
 };
@@ -142,16 +136,10 @@ double time_read(size_t bytes, int threads, int trials, double* sink) {
       sums[static_cast<size_t>(t)] = s;
     });
   };
-  once();
-  std::vector<double> times;
-  for (int r = 0; r < trials; ++r) {
-    auto t0 = Clock::now();
-    once();
-    times.push_back(seconds_since(t0));
-  }
+  const double seconds = bench::median_seconds(once, 1, trials);
   for (double s : sums)
     *sink += s;
-  return median(times);
+  return seconds;
 }
 
 // Seconds of C[M,N] = A[M,K] * B[N,K]^T (B a weight [out, in], as the model's linear layers
@@ -165,13 +153,7 @@ double time_sgemm(int M, int N, int K, int threads, int trials) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, b.data(), K,
                 0.0f, c.data(), N);
   };
-  once();
-  std::vector<double> times;
-  for (int r = 0; r < trials; ++r) {
-    auto t0 = Clock::now();
-    once();
-    times.push_back(seconds_since(t0));
-  }
+  const std::vector<double> times = bench::sample_seconds(once, 1, trials);
   // The CPU backend runs OpenBLAS single-threaded inside its own pool.
   openblas_set_num_threads(1);
   return *std::min_element(times.begin(), times.end());
@@ -330,7 +312,7 @@ int run(int argc, char** argv) {
     std::vector<int64_t> dims = base_dims;
     dims[session.dim("s")] = kPrompt;
     dims[session.dim("c")] = kPrompt;
-    Plan& plan = const_cast<Plan&>(session.plan({{"s", kPrompt}, {"c", kPrompt}}));
+    Plan& plan = session.plan({{"s", kPrompt}, {"c", kPrompt}});
     prefill_plan = cpu.time(plan, 0, dims.data(), 5, 60.0);
   }
 
@@ -357,7 +339,7 @@ int run(int argc, char** argv) {
     std::vector<int64_t> dims = base_dims;
     dims[session.dim("s")] = 1;
     dims[session.dim("c")] = ctx;
-    Plan& plan = const_cast<Plan&>(session.plan({{"s", 1}, {"c", ctx}}));
+    Plan& plan = session.plan({{"s", 1}, {"c", ctx}});
     int32_t expect = -1;
     std::vector<double> t, plan_t, copy_t;
     for (int i = 0; i < steps; ++i) {
@@ -442,7 +424,7 @@ int run(int argc, char** argv) {
     std::vector<int64_t> dims = base_dims;
     dims[session.dim("s")] = 1;
     dims[session.dim("c")] = ctx;
-    Plan& plan = const_cast<Plan&>(session.plan({{"s", 1}, {"c", ctx}}));
+    Plan& plan = session.plan({{"s", 1}, {"c", ctx}});
     std::printf("\ndecode step at context %d, kernel by kernel:\n%s", ctx,
                 cpu::CpuBackend::format_profile(cpu.profile(plan, 0, dims.data(), 5), 12).c_str());
   }
@@ -450,7 +432,7 @@ int run(int argc, char** argv) {
     std::vector<int64_t> dims = base_dims;
     dims[session.dim("s")] = kPrompt;
     dims[session.dim("c")] = kPrompt;
-    Plan& plan = const_cast<Plan&>(session.plan({{"s", kPrompt}, {"c", kPrompt}}));
+    Plan& plan = session.plan({{"s", kPrompt}, {"c", kPrompt}});
     std::printf("\nprefill of %d tokens, kernel by kernel:\n%s", kPrompt,
                 cpu::CpuBackend::format_profile(cpu.profile(plan, 0, dims.data(), 3), 12).c_str());
   }

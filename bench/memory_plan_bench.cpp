@@ -7,7 +7,6 @@
 // Prints, per program, the median time of each planner, both arena sizes and whether the offsets
 // are the same, then one summary line for the transformer-shaped program.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.hpp"
 #include "first_fit_baseline.hpp"
 #include "luminal/runtime/memory_plan.hpp"
 
@@ -22,7 +22,6 @@ namespace {
 
 using luminal::BufferUse;
 using luminal::MemoryPlan;
-using Clock = std::chrono::steady_clock;
 
 using luminal::baseline::old_first_fit;
 
@@ -191,18 +190,6 @@ Program random_dag(int n, uint64_t seed) {
   return g;
 }
 
-template <class F>
-double median_ms(int runs, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 struct Result {
   double new_ms, old_ms;
   int64_t arena, old_arena;
@@ -210,9 +197,11 @@ struct Result {
 
 Result run(const Program& g, int runs) {
   MemoryPlan plan, old;
-  const double new_ms = median_ms(runs, [&] { plan = luminal::plan_memory(g.uses, g.bytes); });
-  const double old_ms =
-      median_ms(std::max(1, runs / 3), [&] { old = old_first_fit(g.uses, g.bytes, 256); });
+  using luminal::bench::median_seconds;
+  const double new_ms =
+      1e3 * median_seconds([&] { plan = luminal::plan_memory(g.uses, g.bytes); }, 0, runs);
+  const double old_ms = 1e3 * median_seconds([&] { old = old_first_fit(g.uses, g.bytes, 256); }, 0,
+                                             std::max(1, runs / 3));
   std::printf(
       "%-28s %6d nodes: new %8.3f ms, old %9.3f ms, arena %12lld bytes (old %12lld, "
       "naive %13lld), same offsets: %s\n",

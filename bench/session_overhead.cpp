@@ -6,16 +6,14 @@
 //
 // Prints the median and 90th percentile of one execute, in microseconds.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "bench/timing.hpp"
 #include "luminal/luminal.hpp"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A plan that launches nothing: the session's own work is all that is timed.
 class NullPlan : public luminal::Plan {
@@ -69,14 +67,10 @@ int main(int argc, char** argv) {
   s.compile();
   const luminal::DimSlot S = s.dim("s");
   std::vector<int64_t> dims = s.dims();
-  std::vector<double> us;
-  us.reserve(static_cast<size_t>(runs));
-  for (int i = 0; i < runs; ++i) {
-    dims[S] = 256;
-    const auto t0 = Clock::now();
-    s.execute(dims);
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
+  dims[S] = 256;
+  std::vector<double> us = luminal::bench::sample_seconds([&] { s.execute(dims); }, 0, runs);
+  for (double& t : us)
+    t *= 1e6;
   std::sort(us.begin(), us.end());
   std::printf(
       "session overhead: %zu-node program (%d HLIR nodes), %d executes through the slot path\n"

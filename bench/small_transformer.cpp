@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "bench/timing.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
@@ -19,7 +20,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using luminal::bench::Clock;
 
 // Median of `runs` timings of run(), each after an untimed setup().
 template <class S, class F>
@@ -62,15 +63,11 @@ double decode_ms(luminal::Session& model, int ctx, int steps) {
   model.set("ids", std::vector<int32_t>{5});
   dims[S] = 1;
   dims[C] = ctx;
-  std::vector<double> t;
-  for (int i = 0; i < steps; ++i) {
-    auto t0 = Clock::now();
+  auto step = [&] {
     model.execute(dims);
     model.sync();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  };
+  return 1e3 * luminal::bench::median_seconds(step, 0, steps);
 }
 
 }  // namespace
@@ -96,7 +93,7 @@ int main(int argc, char** argv) {
   luminal::models::random_weights(model, 1);
   fill(model, d, s);
   model.compile();
-  double compile_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  double compile_s = luminal::bench::seconds_since(t0);
   luminal::ReferenceRuntime ref(g);
   luminal::models::random_weights_host(ref, 1);
   fill(ref, d, s);

@@ -41,7 +41,7 @@ TEST(CpuProfile, TimesEveryKernelOfAPlan) {
 
   std::vector<int64_t> dims = s.dims();
   dims[s.dim("s")] = 8;
-  Plan& plan = const_cast<Plan&>(s.plan({{"s", 8}}));
+  Plan& plan = s.plan({{"s", 8}});
   const std::vector<cpu::KernelTime> times = cpu.profile(plan, 0, dims.data(), 3);
   const LlirGraph& llir = s.llir({{"s", 8}});
   size_t kernels = 0;

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -31,7 +30,9 @@ namespace fs = std::filesystem;
 
 fs::path models_dir() { return testing::tiny_models_dir(); }
 
+using testing::DtypeCase;
 using testing::expect_close;
+using testing::max_abs_diff;
 using testing::row;
 
 class CudaParity : public ::testing::TestWithParam<std::string> {};
@@ -79,19 +80,6 @@ INSTANTIATE_TEST_SUITE_P(Families, CudaParity,
                          ::testing::Values("llama3", "qwen2", "qwen3", "mistral"));
 
 // The 16-bit checkpoints in their dtype, as parity_dtype_test.cpp runs them on the CPU.
-struct DtypeCase {
-  std::string name;  // folder under tests/data/models
-  DType dtype;
-};
-void PrintTo(const DtypeCase& c, std::ostream* os) { *os << c.name; }
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return worst;
-}
-
 class CudaParityDtype : public ::testing::TestWithParam<DtypeCase> {};
 
 TEST_P(CudaParityDtype, LogitsWithinTheDtypesNoise) {
@@ -140,16 +128,8 @@ TEST_P(CudaParityDtype, LogitsWithinTheDtypesNoise) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CudaParityDtype,
-                         ::testing::Values(DtypeCase{"llama3-bf16", DType::BF16},
-                                           DtypeCase{"qwen3-bf16", DType::BF16},
-                                           DtypeCase{"llama3-f16", DType::F16},
-                                           DtypeCase{"qwen3-f16", DType::F16}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Families, CudaParityDtype, ::testing::ValuesIn(testing::dtype_cases()),
+                         testing::dtype_case_name);
 
 // Sampling in the graph on the GPU, through the C++ API (llama3 with the sampler).
 TEST(CudaGenerate, SampledInGraph) {
@@ -162,16 +142,10 @@ TEST(CudaGenerate, SampledInGraph) {
   auto lm = models::CausalLM::load(dir, testing::gpu(), shape,
                                    CompileOptions().search_graph_limit(4).verbose(false));
   ASSERT_TRUE(lm.has_sampler());
-  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
-  const models::SamplingConfig cfg{.temperature = 0.8,
-                                   .top_k = 20,
-                                   .top_p = 0.9,
-                                   .min_p = 0.02,
-                                   .repetition_penalty = 1.2,
-                                   .seed = 11};
+  const std::vector<int32_t> ids = testing::sampling_test_prompt();
+  const models::SamplingConfig cfg = testing::sampling_test_config();
   auto gen = [&](models::CausalLM& m, const models::SamplingConfig& sc, int n) {
-    m.reset();
-    return m.generate(ids, n, sc).tokens;
+    return testing::generate_from_reset(m, ids, sc, n);
   };
   const std::vector<int32_t> a = gen(lm, cfg, 12);
   ASSERT_EQ(a.size(), 12u);

@@ -31,7 +31,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -50,15 +49,10 @@ namespace fs = std::filesystem;
 fs::path models_dir() { return testing::tiny_models_dir(); }
 nlohmann::json goldens(const std::string& name) { return testing::tiny_model_goldens(name); }
 
+using testing::DtypeCase;
 using testing::expect_close;
+using testing::max_abs_diff;
 using testing::row;
-
-struct Case {
-  std::string name;  // folder under tests/data/models
-  DType dtype;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 models::DecoderShape shape_in(DType dt) {
   models::DecoderShape shape;
@@ -73,17 +67,10 @@ const CompileOptions& options() {
   return o;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return worst;
-}
-
-class ParityDtype : public ::testing::TestWithParam<Case> {};
+class ParityDtype : public ::testing::TestWithParam<DtypeCase> {};
 
 TEST_P(ParityDtype, LogitsWithinTheDtypesNoise) {
-  const Case c = GetParam();
+  const DtypeCase c = GetParam();
   const fs::path dir = models_dir() / c.name;
   ASSERT_TRUE(fs::exists(dir / "goldens.json")) << dir;
   const nlohmann::json gold = goldens(c.name);
@@ -149,7 +136,7 @@ TEST_P(ParityDtype, LogitsWithinTheDtypesNoise) {
 // transformers' f32 run of it: the weights are read right, and the 16-bit bounds cover only the
 // arithmetic.
 TEST_P(ParityDtype, F32RunOfTheSameWeights) {
-  const Case c = GetParam();
+  const DtypeCase c = GetParam();
   const fs::path dir = models_dir() / c.name;
   const nlohmann::json gold = goldens(c.name);
   cpu::CpuBackend cpu(2);
@@ -168,16 +155,8 @@ TEST_P(ParityDtype, F32RunOfTheSameWeights) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ParityDtype,
-                         ::testing::Values(Case{"llama3-bf16", DType::BF16},
-                                           Case{"llama3-f16", DType::F16},
-                                           Case{"qwen3-bf16", DType::BF16},
-                                           Case{"qwen3-f16", DType::F16}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Families, ParityDtype, ::testing::ValuesIn(testing::dtype_cases()),
+                         testing::dtype_case_name);
 
 // The f16 bound bites: the f16 checkpoint run in BF16 (its weights rounded to bf16 at bind, bf16
 // arithmetic) misses it at the last position of the first prompt.

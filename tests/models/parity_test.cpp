@@ -98,16 +98,10 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
   auto lm = models::CausalLM::load(dir, cpu, shape,
                                    CompileOptions().search_graph_limit(4).verbose(false));
   auto ref = models::CausalLM::load_reference(dir, shape);
-  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
-  const models::SamplingConfig cfg{.temperature = 0.8,
-                                   .top_k = 20,
-                                   .top_p = 0.9,
-                                   .min_p = 0.02,
-                                   .repetition_penalty = 1.2,
-                                   .seed = 11};
+  const std::vector<int32_t> ids = testing::sampling_test_prompt();
+  const models::SamplingConfig cfg = testing::sampling_test_config();
   auto gen = [&](models::CausalLM& m, const models::SamplingConfig& c, int n) {
-    m.reset();
-    return m.generate(ids, n, c).tokens;
+    return testing::generate_from_reset(m, ids, c, n);
   };
   const std::vector<int32_t> a = gen(lm, cfg, 12);
   ASSERT_EQ(a.size(), 12u);

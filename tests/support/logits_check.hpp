@@ -2,6 +2,7 @@
 // Logit comparisons of the model parity suites (CPU and CUDA).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,14 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
     if (excess > worst) worst = excess, at = i;
   }
   EXPECT_LE(worst, 0.0) << what << ": element " << at << " is " << got[at] << ", want " << want[at];
+}
+
+/// max |a[i] - b[i]| over the elements of `a` (`b` at least as long).
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return worst;
 }
 
 /// Row r of row-major [n, vocab] logits.
