@@ -61,8 +61,10 @@ std::string vector_type(int bytes) {
     case 8: return "uint2";
     case 4: return "unsigned int";
     case 2: return "unsigned short";
-    default: return "unsigned char";
+    case 1: return "unsigned char";
+    default: break;
   }
+  throw Error("cuda: no vector type of " + std::to_string(bytes) + " bytes");
 }
 
 namespace {

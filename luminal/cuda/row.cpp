@@ -33,7 +33,8 @@ namespace {
 const OpDef kRow{"cuda.Row"};
 const OpDef* fused_op_for_rows() { return cuda_fused_op(); }
 
-constexpr int kMaxCachedRegs = 64;
+/// Registers a thread may spend on kept values (of the 64 the launch bounds allow; more spills).
+constexpr int kMaxCachedRegs = 40;
 
 /// The chunked form (16-byte loads and stores, rows kept packed, 512 threads so two blocks share
 /// an SM) is off unless LUMINAL_CUDA_ROW_CHUNKS=1: it compiles (tested in CI) but has not run on
@@ -146,7 +147,14 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     throw Error("cuda.Row: the program's result dtype differs from the node's dtype");
   if (n.attrs.shape.empty()) throw Error("cuda.Row: a row op needs an output of rank >= 1");
   Codegen cg(n, ctx);
-  RowGen g{n, *prog, cg, n.attrs.shape, {}, {}, {}, {}, false, 32, 1};
+  RowGen g{.n = n,
+           .prog = *prog,
+           .cg = cg,
+           .domain = n.attrs.shape,
+           .views = {},
+           .uniform = {},
+           .stage = {},
+           .cached = {}};
   const Shape& D = g.domain;
   const Expr L = D.back();
   const Expr count = numel(D);
@@ -223,6 +231,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     int widest = 1;
     for (int c = 0; c < nloads; ++c)
       if (g.cached[c] >= 0) widest = std::max(widest, size_bytes(n.input_dtypes.at(c)));
+    widest = std::max(widest, size_bytes(n.attrs.dtype));  // the chunk's store too
     const int v = 16 / widest;
     bool ok = v > 1;
     int regs = 0;  // per chunk, every kept load
@@ -247,13 +256,15 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       }
     }
   }
-  if (g.V > 1) {
-    // (chosen above)
-  } else if (lmax != INT64_MAX && lmax > 0) {
+  // Otherwise one element at a time: kept in registers when they fit, else re-read every pass.
+  if (g.V == 1 && lmax != INT64_MAX && lmax > 0) {
     g.T = std::clamp(pow2_ceil((lmax + 7) / 8), 32, 1024);
     g.K = static_cast<int>((lmax + g.T - 1) / g.T);
-    g.use_cache = ncached > 0 && g.K * ncached <= kMaxCachedRegs;
-  } else {
+    int regs = 0;  // per kept element: f64 takes two registers
+    for (int c = 0; c < nloads; ++c)
+      if (g.cached[c] >= 0) regs += n.input_dtypes.at(c) == DType::F64 ? 2 : 1;
+    g.use_cache = ncached > 0 && g.K * regs <= kMaxCachedRegs;
+  } else if (g.V == 1) {
     g.T = 1024;
   }
   if (!g.use_cache) {
@@ -323,13 +334,13 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       const std::string acc = "a" + std::to_string(r);
       const bool mx = in.op == FusedOpcode::RowMax;
       // Max is exact in the operand's compute type; sums accumulate in double.
-      const bool fmax = mx && in.dtype != DType::F64;
-      body += "    " + std::string(fmax ? "float " : "double ") + acc + " = " +
-              (fmax ? std::string("__int_as_float((int)0xFF800000)")
-               : mx ? std::string("__longlong_as_double(0xFFF0000000000000LL)")
-                    : "0.0") +
+      const bool float_max = mx && in.dtype != DType::F64;
+      body += "    " + std::string(float_max ? "float " : "double ") + acc + " = " +
+              (float_max ? std::string("__int_as_float((int)0xFF800000)")
+               : mx      ? std::string("__longlong_as_double(0xFFF0000000000000LL)")
+                         : "0.0") +
               ";\n";
-      const std::string x = (fmax ? "v" : "(double)v") + std::to_string(in.a);
+      const std::string x = (float_max ? "v" : "(double)v") + std::to_string(in.a);
       acc_inner += "      " + acc + " = " +
                    (mx ? "lmn_max(" + acc + ", " + x + ")" : acc + " + " + x) + ";\n";
     }
@@ -340,7 +351,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     for (int r : reds[p]) {
       const FusedInst& in = prog->insts[r];
       const bool mx = in.op == FusedOpcode::RowMax;
-      const bool fmax = mx && in.dtype != DType::F64;
+      const bool float_max = mx && in.dtype != DType::F64;
       const std::string acc = "a" + std::to_string(r);
       auto comb = [&](const std::string& x, const std::string& y) {
         return mx ? "lmn_max(" + x + ", " + y + ")" : x + " + " + y;
@@ -350,9 +361,9 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
               comb(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", s)") + ";\n";
       body += "    if ((threadIdx.x & 31) == 0) " + slot + "[threadIdx.x >> 5] = " + acc + ";\n";
       body += "    __syncthreads();\n";
-      body += "    " + acc + " = " + (fmax ? "(float)" : "") + slot + "[0];\n";
+      body += "    " + acc + " = " + (float_max ? "(float)" : "") + slot + "[0];\n";
       body += "    for (int w = 1; w < " + std::to_string(std::max(1, g.T / 32)) + "; ++w) " + acc +
-              " = " + comb(acc, (fmax ? "(float)" : "") + slot + "[w]") + ";\n";
+              " = " + comb(acc, (float_max ? "(float)" : "") + slot + "[w]") + ";\n";
       body += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(r) + " = rd_" +
               dtype_tag(in.dtype) + "(" + acc + ");\n";
     }
@@ -391,7 +402,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row
 
-  // At most 64 registers a thread, so 2048 / T blocks fit an SM.
+  // At most 64 registers a thread (65536 / 1024), so 1024 / T blocks fit an SM.
   std::string k = "extern \"C\" __global__ void __launch_bounds__(" + T + ", " +
                   std::to_string(std::max(1, 1024 / g.T)) + ") LMN_ENTRY(lmn_row)(" + cg.params() +
                   ") {\n";

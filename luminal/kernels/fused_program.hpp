@@ -42,7 +42,8 @@ enum class FusedOpcode : uint8_t {
   Select,    // a (Bool) ? b : c
   // Row reductions (only in the programs of row ops, luminal/kernels/row_rule.hpp): the sum or
   // max of element value a over the last axis of the node's shape, the same for every element
-  // of a row. Float dtypes only; sums accumulate in double and round once, max propagates NaN.
+  // of a row. Float dtypes only; sums accumulate in double and round to their dtype (16-bit
+  // ones through f32, as the SumReduce kernel), max propagates NaN.
   RowSum,
   RowMax,
 };

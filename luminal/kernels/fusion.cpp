@@ -34,7 +34,7 @@ FusedOpcode opcode_of(OpKind k) {
 }
 
 /// The region an e-node computes, if it is one we can fuse (an HLIR elementwise op whose
-/// semantics the program models, or a cpu.Fused).
+/// semantics the program models, or the fused op's own e-node).
 std::optional<SymProgram> region_of(const OpDef* fop, const EGraph& eg, ENodeId id) {
   const ENode n = eg.node(id);
   const Attrs& a = eg.attrs(n.attr);
@@ -91,7 +91,7 @@ const Attrs* constant_of(const EGraph& eg, ClassId c) {
   return nullptr;
 }
 
-/// The program of a cpu.Fused e-node of the class that reads no input (a constant computed by
+/// The program of a fused-op e-node of the class that reads no input (a constant computed by
 /// ops, e.g. isnan of a scalar constant), if any.
 const FusedProgram* constant_program_of(const OpDef* fop, const EGraph& eg, ClassId c) {
   for (ENodeId n : eg.nodes_of(c)) {
@@ -218,7 +218,7 @@ size_t region_ops(const FusedProgram& p) {
   return n;
 }
 
-/// The cpu.Fused e-node of a class computing the most ops (on ties, the one with fewer
+/// The fused-op e-node of a class computing the most ops (on ties, the one with fewer
 /// children, then the earliest).
 std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c, size_t* count) {
   std::optional<ENodeId> best;
@@ -320,7 +320,7 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
 // Tensor::where(cond, a, b) builds Scatter(dest = b, index, src = a) with
 //   index = (flat_index + 1) * cast<i32>(cond) - 1     (i where cond holds, -1 elsewhere),
 // so out[i] = cond[i] ? a[i] : b[i]. When the index class holds a fused region of exactly that
-// form, the Scatter gets a cpu.Fused alternative ending in select(cond, a, b), and fusion goes on
+// form, the Scatter gets a fused-op alternative ending in select(cond, a, b), and fusion goes on
 // through where / relu / maximum / masked_fill.
 
 /// The value of an integer instruction that reads no load, wrapped to its dtype.

@@ -19,7 +19,13 @@
 //     rsqrt, reciprocal) is inlined with its inputs read the same way;
 //   - a class read contiguously that holds an elementwise e-node is inlined (in the "narrow"
 //     variant only when that adds no element-level input: softmax's exp, RMSNorm's x*x; in the
-//     "wide" variant always, e.g. a residual add before a norm).
+//     "wide" variant always, e.g. a residual add before a norm), and so is one read through any
+//     other view of D whose producer reads its inputs element for element (a weight's cast,
+//     broadcast down the rows);
+//   - loads of one class through one view are grown once.
+// A rowsum equals the SumReduce it replaces up to the order of the additions (the kernels add in
+// different orders): equal after rounding for f32 and narrower sums, not for f64, so f64
+// reductions are left alone.
 // A variant is added when it holds at least one row reduction and fits the limits below. The
 // search then picks between the row kernel and the unfused kernels.
 #include <string>

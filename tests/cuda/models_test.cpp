@@ -166,7 +166,8 @@ TEST(CudaGenerate, SampledInGraph) {
     if (p.at("input_ids").get<std::vector<int32_t>>() == ids) greedy_gold = &p.at("greedy");
   lm.reset();
   const std::vector<int32_t> greedy = lm.generate_greedy(ids, 12);
-  if (greedy_gold) {
+  ASSERT_NE(greedy_gold, nullptr) << "no golden prompt equals the sampling prompt";
+  {
     const auto want = greedy_gold->at("generated_ids").get<std::vector<int32_t>>();
     const auto margins = greedy_gold->at("margins").get<std::vector<double>>();
     for (size_t t = 0; t < greedy.size() && t < want.size() && margins[t] >= 1e-3; ++t)

@@ -208,12 +208,15 @@ TEST_F(Nvrtc, RowKernelsAreBuiltAndCompile) {
       Tensor w = g.tensor("w", {Expr(len)}, t);
       x.softmax(-1).output("softmax");
       x.rms_norm(w, 1e-5).output("rms_norm");
+      x.cast(DType::F32).softmax(-1).output("softmax_f32");  // f32 results of 16-bit rows
       collect(g, 3, 7, chunked);
     }
   }
   ::unsetenv("LUMINAL_CUDA_ROW_CHUNKS");
   int packed = 0;
   for (const std::string& src : chunked.unique) {
+    // A chunk's store is as wide as its loads (an f32 result of bf16 rows: 4 elements a chunk).
+    EXPECT_EQ(src.find("union { unsigned char v; S_f32"), std::string::npos);
     packed +=
         src.find("lmn_row") != std::string::npos && src.find("uint4 c0[") != std::string::npos;
     s.unique.insert(src);

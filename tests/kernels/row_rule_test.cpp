@@ -11,10 +11,11 @@
 //
 // The interpreter runs HLIR nodes with the reference's own kernels and the two test ops with the
 // semantics luminal/cuda/row.cpp implements: every instruction rounds to its dtype as the
-// reference rounds the HLIR op; RowSum accumulates in double (in the kernel's lane order) and
-// rounds once; RowMax propagates NaN; loads read child k through views[k] at the flat output
-// index (and view_over, which the CUDA kernel uses, must read the same elements). Mutated row
-// programs must fail the comparison.
+// reference rounds the HLIR op; RowSum accumulates in double (in one fixed order of 32 lanes:
+// the kernels' orders differ, the tolerance covers it) and rounds once; RowMax propagates NaN;
+// loads read child k through views[k] at the flat output index (and view_over, which the CUDA
+// kernel uses, must read the same elements). Mutated row programs must fail the comparison. f64
+// reductions never become row reductions (row_rule.hpp says why): tested too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -170,7 +171,7 @@ HostBuffer run_program(const LlirNode& n, const std::vector<const HostBuffer*>& 
                                                   : wrap_to(i.dtype, i.int_value);
         std::fill(d.begin(), d.end(), c);
       } else if (is_row_reduce(i.op)) {
-        // In the CUDA kernel's order: 32 lanes over strided elements, then a tree.
+        // 32 lanes over strided elements, then a tree (one fixed order; see the header).
         const bool sum = i.op == FusedOpcode::RowSum;
         auto add = [sum](double a, double x) {
           return sum ? a + x : std::isnan(x) || std::isnan(a) ? NAN : std::max(a, x);
@@ -476,6 +477,30 @@ TEST(RowRuleMutations, AreCaught) {
       for (const auto& [what, m] : mutations)
         EXPECT_NE(check_program(g, mutated(l, m), sc, 33), "") << what << " was not caught";
     }
+  }
+}
+
+// f64 sums stay SumReduce kernels: a row reduction adds in another order than the SumReduce
+// kernel, and f64 math downstream (the correctly rounded division x / sum) would turn two
+// computations of one sum that differ in the last bit into a wrong result. f32 still fuses.
+TEST(RowRuleF64, SumsAreNotRowReductions) {
+  RowRulesOnly backend;
+  for (DType t : {DType::F64, DType::F32}) {
+    Graph g;
+    Tensor x = g.tensor("x", {4, 33}, t);
+    (x / x.sum(-1, true)).output("y");
+    x.softmax(-1).output("p");
+    BuiltSpace b = build_search_space(g, backend, g.dim_facts());
+    size_t rows = 0;
+    for (ClassId c = 0; c < b.eg->num_classes(); ++c) {
+      if (b.eg->find(c) != c) continue;
+      for (ENodeId n : b.eg->nodes_of(c))
+        rows += b.eg->node(n).op == &kTestRow;
+    }
+    if (t == DType::F64)
+      EXPECT_EQ(rows, 0u) << "an f64 row reduction";
+    else
+      EXPECT_GT(rows, 0u);
   }
 }
 
