@@ -57,10 +57,12 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
   tar -xzf "$cache_in" -C "$XDG_CACHE_HOME" && note "cache: restored from $cache_in"
 fi
 
+targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload"
+targets="$targets test_cuda_nn_ops test_cuda_row_ops bench_cuda"
+[ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz \
-      test_cuda_upload test_cuda_nn_ops test_cuda_row_ops bench_cuda
+    cmake --build "$build" -j "$jobs" --target $targets
 } >"$out/build.log" 2>&1
 rc=$?
 note "build: rc=$rc in $(($(date +%s) - start)) s ($build)"
@@ -70,12 +72,14 @@ if [ $rc -ne 0 ]; then
 fi
 # The model suite and the CLI need the io library (PCRE2, ICU): built separately so a problem
 # there does not stop the rest.
-cmake --build "$build" -j "$jobs" --target test_cuda_models test_cuda_graph >>"$out/build.log" 2>&1 ||
-  note "build: the model or graph suite failed to build (see build.log)"
-cmake --build "$build" -j "$jobs" --target luminal_cli >>"$out/build.log" 2>&1 ||
-  note "build: the CLI failed to build (see build.log)"
-cmake --build "$build" -j "$jobs" --target test_cuda_cli >>"$out/build.log" 2>&1 ||
-  note "build: the CLI suite failed to build (see build.log)"
+if [ $suites -eq 1 ]; then
+  cmake --build "$build" -j "$jobs" --target test_cuda_models test_cuda_graph >>"$out/build.log" 2>&1 ||
+    note "build: the model or graph suite failed to build (see build.log)"
+  cmake --build "$build" -j "$jobs" --target luminal_cli >>"$out/build.log" 2>&1 ||
+    note "build: the CLI failed to build (see build.log)"
+  cmake --build "$build" -j "$jobs" --target test_cuda_cli >>"$out/build.log" 2>&1 ||
+    note "build: the CLI suite failed to build (see build.log)"
+fi
 
 failed=0
 suite() {  # suite NAME LOG TIMEOUT CMD...
