@@ -5,6 +5,7 @@
 # libicu72 on a machine with network, then carry the folder).
 #
 #   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench | --bench-only]
+#                        [--only SUITE,SUITE...]
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log,
 #                    row_ops.log, nn_ops.log, fuzz.log, models.log, cli.log, bench.log, summary.txt and cache.tgz
@@ -14,12 +15,14 @@
 #   --sanitize       also runs the session suite under compute-sanitizer memcheck
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
+#   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-chunked
+#                    nn upload models cli fuzz; to split the suites over device calls
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]}
 shift
-cache_in="" quick=0 sanitize=0 bench=1 suites=1
+cache_in="" quick=0 sanitize=0 bench=1 suites=1 only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache-in) cache_in=$2; shift 2 ;;
@@ -27,6 +30,7 @@ while [ $# -gt 0 ]; do
     --sanitize) sanitize=1; shift ;;
     --no-bench) bench=0; shift ;;
     --bench-only) suites=0; shift ;;
+    --only) only=",$2,"; shift 2 ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -82,6 +86,7 @@ if [ $suites -eq 1 ]; then
 fi
 
 failed=0
+want() { [ -z "$only" ] || [[ "$only" == *",$1,"* ]]; }  # want SUITE: selected by --only?
 suite() {  # suite NAME LOG TIMEOUT CMD...
   local name=$1 log=$2 limit=$3
   shift 3
@@ -97,33 +102,33 @@ suite() {  # suite NAME LOG TIMEOUT CMD...
 if [ $suites -eq 1 ]; then
   seeds=32 programs=50
   [ $quick -eq 1 ] && seeds=8 programs=20
-  suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
-  suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
+  want nvrtc && suite "nvrtc (sm_90 compile of generated kernels)" "$out/nvrtc.log" 300 "$build/tests/test_cuda_nvrtc"
+  want session && suite "session suite" "$out/session.log" 300 "$build/tests/test_cuda_session"
   echo "=== stream executor ===" >>"$out/session.log"
-  LUMINAL_CUDA_EXECUTOR=stream suite "session suite, stream executor" "$out/session.log" 300 \
+  want session && LUMINAL_CUDA_EXECUTOR=stream suite "session suite, stream executor" "$out/session.log" 300 \
     "$build/tests/test_cuda_session" --gtest_filter=-*Past2To31*
-  [ -x "$build/tests/test_cuda_graph" ] &&
+  want graph && [ -x "$build/tests/test_cuda_graph" ] &&
     suite "graph executor suite" "$out/graph.log" 300 "$build/tests/test_cuda_graph"
-  suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
-  suite "row ops suite (row kernels x lengths x dtypes x masks, searched + alternative programs)" \
+  want ops && suite "ops suite (every primitive x dtype)" "$out/session.log" 300 "$build/tests/test_cuda_ops"
+  want rows && suite "row ops suite (row kernels x lengths x dtypes x masks, searched + alternative programs)" \
     "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops"
-  grep -E '^\[rows\].*searched' "$out/row_ops.log" | head -3 >>"$summary"
+  grep -sE '^\[rows\].*searched' "$out/row_ops.log" | head -3 >>"$summary"
   echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/row_ops.log"
-  LUMINAL_CUDA_ROW_CHUNKS=1 suite "row ops suite, chunked form (LUMINAL_CUDA_ROW_CHUNKS=1)" \
+  want rows-chunked && LUMINAL_CUDA_ROW_CHUNKS=1 suite "row ops suite, chunked form (LUMINAL_CUDA_ROW_CHUNKS=1)" \
     "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
-  suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
+  want nn && suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
-  suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
+  want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
-  [ -x "$build/tests/test_cuda_models" ] &&
+  want models && [ -x "$build/tests/test_cuda_models" ] &&
     suite "model parity (f32, bf16/f16, sampling)" "$out/models.log" 300 \
       "$build/tests/test_cuda_models"
-  [ -x "$build/tests/test_cuda_cli" ] &&
+  want cli && [ -x "$build/tests/test_cuda_cli" ] &&
     suite "CLI (luminal run --backend cuda vs cpu)" "$out/cli.log" 300 "$build/tests/test_cuda_cli"
-  LUMINAL_CUDA_FUZZ_SEEDS=$seeds LUMINAL_FUZZ_PROGRAMS=$programs LUMINAL_FUZZ_VERBOSE=1 \
+  want fuzz && LUMINAL_CUDA_FUZZ_SEEDS=$seeds LUMINAL_FUZZ_PROGRAMS=$programs LUMINAL_FUZZ_VERBOSE=1 \
     suite "equivalence fuzz ($seeds graphs x $programs programs + model blocks)" "$out/fuzz.log" 420 \
     "$build/tests/test_cuda_fuzz"
-  grep -E '^\[fuzz\]' "$out/fuzz.log" | head -3 >>"$summary"
+  grep -sE '^\[fuzz\]' "$out/fuzz.log" | head -3 >>"$summary"
   if [ $sanitize -eq 1 ]; then
     echo "=== compute-sanitizer memcheck ===" >>"$out/session.log"
     suite "session suite under compute-sanitizer memcheck" "$out/session.log" 400 \
