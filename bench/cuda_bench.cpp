@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
     std::printf(
         "weights upload: 1 GiB of f32 (16 tensors) bound from a safetensors file, %d reader "
         "threads: warm (page cache) %.3f s = %.1f GB/s, cold (from the disk) %.3f s = %.1f GB/s\n",
-        luminal::cuda::default_upload_threads(), warm, gb / warm, cold, gb / cold);
+        luminal::cuda::default_host_threads(), warm, gb / warm, cold, gb / cold);
     std::printf(
         "weights upload: 1 reader thread: warm %.3f s = %.1f GB/s, cold %.3f s = %.1f GB/s\n",
         warm1, gb / warm1, cold1, gb / cold1);

@@ -100,15 +100,17 @@ std::string binary(FusedOpcode op, DType t, const std::string& a, const std::str
 
 }  // namespace
 
-std::string inst_code(const FusedInst& in) {
-  const std::string tag = dtype_tag(in.dtype);
+std::string unrounded_code(const FusedInst& in, bool* rounded) {
   auto operand = [&](int k) { return "v" + std::to_string(k); };
+  *rounded = true;
   switch (in.op) {
-    case FusedOpcode::Const:
-      return "rd_" + tag + "(" + literal(in.dtype, in.value, in.int_value) + ")";
-    case FusedOpcode::Cast: return "rd_" + tag + "(" + operand(in.a) + ")";
-    case FusedOpcode::LessThan: return "(long long)(" + operand(in.a) + " < " + operand(in.b) + ")";
+    case FusedOpcode::Const: return literal(in.dtype, in.value, in.int_value);
+    case FusedOpcode::Cast: return operand(in.a);
+    case FusedOpcode::LessThan:
+      *rounded = false;
+      return "(long long)(" + operand(in.a) + " < " + operand(in.b) + ")";
     case FusedOpcode::Select:
+      *rounded = false;
       return "(" + operand(in.a) + " != 0) ? " + operand(in.b) + " : " + operand(in.c);
     default: break;
   }
@@ -116,11 +118,16 @@ std::string inst_code(const FusedInst& in) {
     if (!is_float(in.dtype))
       throw Error("cuda: " + std::string(opcode_name(in.op)) + " needs a float dtype, got " +
                   std::string(name(in.dtype)));
-    return "rd_" + tag + "(" + math(in.op, in.dtype, operand(in.a)) + ")";
+    return math(in.op, in.dtype, operand(in.a));
   }
-  if (is_binary(in.op))
-    return "rd_" + tag + "(" + binary(in.op, in.dtype, operand(in.a), operand(in.b)) + ")";
+  if (is_binary(in.op)) return binary(in.op, in.dtype, operand(in.a), operand(in.b));
   throw Error("cuda: no expression for instruction " + std::string(opcode_name(in.op)));
+}
+
+std::string inst_code(const FusedInst& in) {
+  bool rounded = false;
+  const std::string e = unrounded_code(in, &rounded);
+  return rounded ? "rd_" + dtype_tag(in.dtype) + "(" + e + ")" : e;
 }
 
 std::string literal(DType t, double value, int64_t int_value) {

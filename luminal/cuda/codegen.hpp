@@ -100,6 +100,10 @@ std::string vector_type(int bytes);
 /// its operands named v<k>: computed in its dtype's compute type and rounded to the dtype (rd_T),
 /// as the reference computes the HLIR op.
 std::string inst_code(const FusedInst& in);
+/// inst_code without its final rounding: the expression inside rd_T(...), with `rounded` set,
+/// or (Select, LessThan) the whole expression with `rounded` cleared. Storing st_T of it equals
+/// storing st_T(rd_T(it)).
+std::string unrounded_code(const FusedInst& in, bool* rounded);
 /// A C literal of `value` in dtype `t`'s compute type, exact (hex floats).
 std::string literal(DType t, double value, int64_t int_value);
 

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "luminal/compiler/compile_cache.hpp"
 #include "luminal/compiler/options.hpp"
@@ -116,10 +115,9 @@ std::vector<KernelHandle> CudaBackend::Impl::kernels_of(const std::vector<std::s
     todo.push_back(sources[missing[m]]);
     todo_whats.push_back(whats[missing[m]]);
   }
-  const int threads = opts.compile_threads > 0
-                          ? opts.compile_threads
-                          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
-  CompiledBatches compiled = compile_batched(todo, todo_whats, arch, threads);
+  CompiledBatches compiled =
+      compile_batched(todo, todo_whats, arch,
+                      opts.compile_threads > 0 ? opts.compile_threads : default_host_threads());
   std::vector<std::string> batch_keys;
   for (CompiledBatches::Batch& batch : compiled.batches) {
     batch_keys.push_back("batch " + arch + " " + nvrtc + " " + hex(hash_string(batch.text)) + " " +
@@ -198,7 +196,7 @@ void CudaQueue::check_error_word() {
 ReaderPool& CudaBackend::Impl::readers() {
   std::call_once(readers_once, [&] {
     reader_pool = std::make_unique<ReaderPool>(opts.upload_threads > 0 ? opts.upload_threads
-                                                                       : default_upload_threads());
+                                                                       : default_host_threads());
   });
   return *reader_pool;
 }

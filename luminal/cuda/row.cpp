@@ -9,10 +9,10 @@
 // result per element and stores it. Softmax is three passes (max, sum, output), RMSNorm two.
 //
 // Each element-level load read by more than one pass is kept in registers (K = ceil(L / T)
-// values per thread, unrolled) when the row's largest length in the bucket fits (K * loads kept
-// <= 64), so the input is read from memory once; longer rows re-read it in every pass (the
-// streaming form). Values shared by a row (loads broadcast along it, reductions, the math on
-// them) are computed once per row. Sums accumulate in double and round once to their dtype, max
+// values per thread, unrolled) when the row's largest length in the bucket fits (at most 40
+// registers a thread), so the input is read from memory once; longer rows re-read it in every
+// pass (the streaming form). Values shared by a row (loads broadcast along it, reductions, the math
+// on them) are computed once per row. Sums accumulate in double and round once to their dtype, max
 // propagates NaN, and threads holding no element contribute the identity (0, -inf), so a fully
 // masked row (all -inf) gives what the reference gives: max -inf, then NaN from -inf - -inf.
 #include <algorithm>
@@ -31,7 +31,6 @@ namespace luminal::cuda {
 namespace {
 
 const OpDef kRow{"cuda.Row"};
-const OpDef* fused_op_for_rows() { return cuda_fused_op(); }
 
 /// Registers a thread may spend on kept values (of the 64 the launch bounds allow; more spills).
 constexpr int kMaxCachedRegs = 40;
@@ -89,8 +88,9 @@ struct RowGen {
     return out;
   }
 
-  /// Statements computing the element values `order` at element l of the row (flat index i).
-  std::string element_code(const std::vector<int>& order, const std::string& k) {
+  /// Statements computing the element values `order` at element l of the row (flat index i);
+  /// kept loads come from registers (index k, and j within a chunk).
+  std::string element_code(const std::vector<int>& order) {
     std::string body;
     for (int j : order) {
       const FusedInst& in = prog.insts[j];
@@ -98,12 +98,12 @@ struct RowGen {
       std::string rhs;
       if (in.op == FusedOpcode::Load) {
         const int c = in.a;
-        if (use_cache && cached[c] >= 0 && !k.empty() && V > 1) {
+        if (use_cache && cached[c] >= 0 && V > 1) {
           const std::string st = "S_" + dtype_tag(in.dtype);
           rhs = "ld_" + dtype_tag(in.dtype) + "(reinterpret_cast<const " + st + "*>(&c" +
-                std::to_string(c) + "[" + k + "])[j])";
-        } else if (use_cache && cached[c] >= 0 && !k.empty()) {
-          rhs = "c" + std::to_string(c) + "[" + k + "]";
+                std::to_string(c) + "[k])[j])";
+        } else if (use_cache && cached[c] >= 0) {
+          rhs = "c" + std::to_string(c) + "[k]";
         } else {
           const std::string off = cg.view_offset(views[c], "i", "o" + std::to_string(c), body);
           rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(c) + "[" + off + "])";
@@ -117,25 +117,26 @@ struct RowGen {
   }
 
   /// A loop over the thread's elements of the row running `inner` (which may use v-values,
-  /// `i` and `l`); `k` names the register index in the cached form.
-  std::string loop(const std::string& inner_cached, const std::string& inner_stream,
-                   const std::string& chunk_head = {}, const std::string& chunk_tail = {}) {
+  /// `i` and `l`; `k` is the register index in the kept forms, `j` the element of a chunk, and
+  /// chunk_head / chunk_tail wrap each chunk).
+  std::string loop(const std::string& inner, const std::string& chunk_head = {},
+                   const std::string& chunk_tail = {}) {
     if (use_cache && V > 1) {
       return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
              "; ++k) {\n      const " + I() + " l0 = ((" + I() + ")threadIdx.x + (" + I() +
              ")k * " + std::to_string(T) + ") * " + std::to_string(V) + ";\n      if (l0 < L) {\n" +
              chunk_head + "#pragma unroll\n      for (int j = 0; j < " + std::to_string(V) +
              "; ++j) {\n      const " + I() + " l = l0 + j;\n      const " + I() +
-             " i = rb + l;\n" + inner_cached + "      }\n" + chunk_tail + "      }\n    }\n";
+             " i = rb + l;\n" + inner + "      }\n" + chunk_tail + "      }\n    }\n";
     }
     if (use_cache) {
       return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
              "; ++k) {\n      const " + I() + " l = (" + I() + ")threadIdx.x + (" + I() + ")k * " +
              std::to_string(T) + ";\n      if (l < L) {\n      const " + I() + " i = rb + l;\n" +
-             inner_cached + "      }\n    }\n";
+             inner + "      }\n    }\n";
     }
     return "    for (" + I() + " l = threadIdx.x; l < L; l += " + std::to_string(T) +
-           ") {\n      const " + I() + " i = rb + l;\n" + inner_stream + "    }\n";
+           ") {\n      const " + I() + " i = rb + l;\n" + inner + "    }\n";
   }
 };
 
@@ -323,7 +324,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       inner += "      c" + std::to_string(c) + "[k] = ld_" + tag + "(in" + std::to_string(c) + "[" +
                off + "]);\n";
       body += "    C_" + tag + " c" + std::to_string(c) + "[" + std::to_string(g.K) + "];\n";
-      body += g.loop(inner, inner);
+      body += g.loop(inner);
     }
   }
   int red_slot = 0;
@@ -344,9 +345,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       acc_inner += "      " + acc + " = " +
                    (mx ? "lmn_max(" + acc + ", " + x + ")" : acc + " + " + x) + ";\n";
     }
-    const std::string cached_inner = g.element_code(work[p], "k") + acc_inner;
-    const std::string stream_inner = g.element_code(work[p], "") + acc_inner;
-    body += g.loop(cached_inner, stream_inner);
+    body += g.loop(g.element_code(work[p]) + acc_inner);
     // The block's reduction of each accumulator: a warp butterfly, then one slot per warp.
     for (int r : reds[p]) {
       const FusedInst& in = prog->insts[r];
@@ -373,31 +372,28 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   const std::string ot = dtype_tag(n.attrs.dtype);
   {
     // The result is stored from its unrounded value when its instruction ends in a rounding to
-    // the output dtype (st(ld(st(x))) == st(x)): one conversion instead of two.
+    // the output dtype (st(rd(x)) == st(x)): one conversion instead of two.
     std::vector<int> order = work[passes + 1];
     std::string value = "v" + std::to_string(root);
-    if (!order.empty() && order.back() == root && prog->insts[root].op != FusedOpcode::Load) {
-      const std::string rhs = inst_code(prog->insts[root]);
-      const std::string rd = "rd_" + ot + "(";
-      if (rhs.compare(0, rd.size(), rd) == 0 && prog->insts[root].dtype == n.attrs.dtype) {
+    const FusedInst& last = prog->insts[root];
+    if (!order.empty() && order.back() == root && last.op != FusedOpcode::Load) {
+      bool rounded = false;
+      const std::string e = unrounded_code(last, &rounded);
+      if (rounded) {
         order.pop_back();
-        value = "(" + rhs.substr(rd.size());  // "(expr)"
+        value = e;
       }
     }
-    const std::string store = value[0] == 'v' ? "      out[i] = st_" + ot + "(" + value + ");\n"
-                                              : "      out[i] = st_" + ot + value + ";\n";
-    const std::string stream_inner = g.element_code(order, "") + store;
+    const std::string code = g.element_code(order);
     if (g.use_cache && g.V > 1) {
       // A chunk's results go out in one aligned vector store.
       const std::string vt = vector_type(g.V * size_bytes(n.attrs.dtype));
       const std::string head =
           "      union { " + vt + " v; S_" + ot + " e[" + std::to_string(g.V) + "]; } so;\n";
       const std::string tail = "      *reinterpret_cast<" + vt + "*>(out + rb + l0) = so.v;\n";
-      const std::string put = value[0] == 'v' ? "      so.e[j] = st_" + ot + "(" + value + ");\n"
-                                              : "      so.e[j] = st_" + ot + value + ";\n";
-      body += g.loop(g.element_code(order, "k") + put, stream_inner, head, tail);
+      body += g.loop(code + "      so.e[j] = st_" + ot + "(" + value + ");\n", head, tail);
     } else {
-      body += g.loop(g.element_code(order, "k") + store, stream_inner);
+      body += g.loop(code + "      out[i] = st_" + ot + "(" + value + ");\n");
     }
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row
@@ -427,7 +423,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   return out;
 }
 
-std::vector<Rule> rules() { return row_rules(&kRow, fused_op_for_rows(), "cuda"); }
+std::vector<Rule> rules() { return row_rules(&kRow, cuda_fused_op(), "cuda"); }
 
 }  // namespace
 

@@ -145,7 +145,7 @@ void staged_upload(const uint8_t* src, uint64_t bytes, StagingRing& ring, Stagin
   }
 }
 
-int default_upload_threads() {
+int default_host_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp(hw, 1u, 8u));
 }

@@ -107,7 +107,8 @@ constexpr uint64_t kSliceAlign = uint64_t{64} << 10;
 void staged_upload(const uint8_t* src, uint64_t bytes, StagingRing& ring, StagingDevice& device,
                    ReaderPool& pool);
 
-/// The default number of reader threads: the hardware threads, at most 8.
-int default_upload_threads();
+/// The default number of reader threads and of NVRTC compile threads: the hardware threads, at
+/// most 8.
+int default_host_threads();
 
 }  // namespace luminal::cuda

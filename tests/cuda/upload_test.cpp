@@ -121,8 +121,8 @@ TEST(StagedUpload, ReaderPoolRunsEveryPartOnceAndRethrows) {
   pool.run(4, [&](int) { ++after; });  // still usable
   EXPECT_EQ(after.load(), 4);
   EXPECT_EQ(ReaderPool(0).threads(), 1);
-  EXPECT_GE(cuda::default_upload_threads(), 1);
-  EXPECT_LE(cuda::default_upload_threads(), 8);
+  EXPECT_GE(cuda::default_host_threads(), 1);
+  EXPECT_LE(cuda::default_host_threads(), 8);
 }
 
 /// A device whose copies run late, like DMA on a stream: send() only queues the copy; wait(slot)
