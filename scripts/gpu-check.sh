@@ -15,7 +15,7 @@
 #   --sanitize       also runs the session suite under compute-sanitizer memcheck
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
-#   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-chunked
+#   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
 #                    nn upload models cli fuzz; to split the suites over device calls
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
 set -uo pipefail
@@ -113,8 +113,8 @@ if [ $suites -eq 1 ]; then
   want rows && suite "row ops suite (row kernels x lengths x dtypes x masks, searched + alternative programs)" \
     "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops"
   grep -sE '^\[rows\].*searched' "$out/row_ops.log" | head -3 >>"$summary"
-  echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/row_ops.log"
-  want rows-chunked && LUMINAL_CUDA_ROW_CHUNKS=1 suite "row ops suite, chunked form (LUMINAL_CUDA_ROW_CHUNKS=1)" \
+  echo "=== row kernels one element at a time (LUMINAL_CUDA_ROW_CHUNKS=0) ===" >>"$out/row_ops.log"
+  want rows-plain && LUMINAL_CUDA_ROW_CHUNKS=0 suite "row ops suite, element form (LUMINAL_CUDA_ROW_CHUNKS=0)" \
     "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
   want nn && suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
@@ -138,8 +138,8 @@ if [ $suites -eq 1 ]; then
 fi
 if [ $bench -eq 1 ]; then
   suite "bench_cuda" "$out/bench.log" 420 "$build/bench/bench_cuda"
-  echo "=== chunked row kernels (LUMINAL_CUDA_ROW_CHUNKS=1) ===" >>"$out/bench.log"
-  LUMINAL_CUDA_ROW_CHUNKS=1 suite "bench_cuda rows, chunked form" "$out/bench.log" 120 \
+  echo "=== row kernels one element at a time (LUMINAL_CUDA_ROW_CHUNKS=0) ===" >>"$out/bench.log"
+  LUMINAL_CUDA_ROW_CHUNKS=0 suite "bench_cuda rows, element form" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
   lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
   lines="$lines|prefill s change|bf16 decode at|FAILED"

@@ -121,6 +121,11 @@ LMN double ld_f64(double s) { return s; }
 LMN float ld_f16(unsigned short s) { return lmn_decode_ieee(s, 5, 10, 15); }
 LMN float ld_bf16(unsigned short s) { return lmn_bf16_to_f32(s); }
 LMN float ld_tf32(float s) { return s; }
+/* Loads for arithmetic only (a product): NaN payloads are not kept, as every float op makes its NaN
+   canonical anyway; one instruction for bf16 and f16. */
+LMN float ldm_f32(float s) { return s; }
+LMN float ldm_bf16(unsigned short s) { return __uint_as_float(((unsigned int)s) << 16); }
+LMN float ldm_f16(unsigned short s) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s)); return f; }
 LMN long long ld_i8(signed char s) { return s; }
 LMN long long ld_u8(unsigned char s) { return s; }
 LMN long long ld_i16(short s) { return s; }
@@ -168,6 +173,15 @@ template <class A, class B> LMN long long max(A a, B b) { return (long long)a > 
 LMN float lmn_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7FC00000) : (a > b ? a : b); }
 LMN double lmn_max(double a, double b) { return (a != a || b != b) ? __longlong_as_double(0x7FF8000000000000LL) : (a > b ? a : b); }
 LMN long long lmn_max(long long a, long long b) { return a > b ? a : b; }
+/* Max with NaN propagating, for row reductions: the NaN it returns is made the reference's
+   (lmn_max's 0x7FC00000) once, after the reduction. */
+LMN float lmn_maxn(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
+#else
+  return lmn_max(a, b);
+#endif
+}
 )";
 
 }  // namespace

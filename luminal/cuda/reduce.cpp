@@ -6,7 +6,8 @@
 // k, then a butterfly of warp shuffles), else one per thread (consecutive threads then read
 // consecutive outputs). Float sums accumulate in double and are rounded once, integer sums wrap,
 // MaxReduce propagates NaN, and each matmul product is rounded to the dtype before it is summed:
-// the reference's numerics, up to the order of the double additions.
+// the reference's numerics, up to the order of the double additions (the vectorised matmul sums
+// each chunk of up to 8 products in f32 first: within the project's eps * sqrt(k) for matmuls).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -121,16 +122,47 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   }
   std::string body;
   if (warp && mvec > 1) {
+    // Each 16-byte chunk's V products sum in f32 (a fused multiply-add where the product of two
+    // 16-bit floats is exact in f32), then join the double accumulator: one conversion and one
+    // double add per V products instead of per product, and loads of one instruction each (ldm_:
+    // NaN payloads are not kept, which the product drops anyway).
     const std::string V = std::to_string(mvec);
     auto vtype = [&](int k) {
       return vector_type(mvec * size_bytes(n.input_dtypes.at(static_cast<size_t>(k))));
     };
+    auto sixteen = [&](int k) {
+      const DType t = n.input_dtypes.at(static_cast<size_t>(k));
+      return t == DType::BF16 || t == DType::F16;
+    };
+    const bool chunk_f32 = !integral && compute_type(product_t) == "float";
     std::string loads;
     for (int k = 0; k < 2; ++k) {
       const std::string K_ = std::to_string(k);
       loads += "      const " + vtype(k) + " q" + K_ + " = __ldg(r" + K_ + " + k);\n";
       loads += "      const S_" + tag_of(k) + "* e" + K_ + " = reinterpret_cast<const S_" +
                tag_of(k) + "*>(&q" + K_ + ");\n";
+    }
+    std::string inner;
+    if (chunk_f32) {
+      const std::string a = "ldm_" + tag_of(0) + "(e0[j])", b = "ldm_" + tag_of(1) + "(e1[j])";
+      const bool exact = product_t == DType::F32 && sixteen(0) && sixteen(1);
+      inner = lines({
+          "      float part = 0.0f;",
+          "#pragma unroll",
+          "      for (int j = 0; j < " + V + "; ++j) part = " +
+              (exact ? "__fmaf_rn(" + a + ", " + b + ", part)"
+                     : "part + rd_" + dtype_tag(product_t) + "(" + a + " * " + b + ")") +
+              ";",
+          "      acc = acc + (double)part;",
+      });
+    } else {
+      inner = lines({
+          "#pragma unroll",
+          "      for (int j = 0; j < " + V + "; ++j) acc = " +
+              combine("acc",
+                      product("ld_" + tag_of(0) + "(e0[j])", "ld_" + tag_of(1) + "(e1[j])")) +
+              ";",
+      });
     }
     body = warp_loop + base +
            lines({
@@ -139,19 +171,10 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
                    off[0] + ");",
                "    const " + vtype(1) + "* r1 = reinterpret_cast<const " + vtype(1) + "*>(in1 + " +
                    off[1] + ");",
-               "#pragma unroll 2",
+               "#pragma unroll 4",
                "    for (" + I + " k = lane; k < K / " + V + "; k += 32) {",
            }) +
-           loads +
-           lines({
-               "#pragma unroll",
-               "      for (int j = 0; j < " + V + "; ++j) acc = " +
-                   combine("acc",
-                           product("ld_" + tag_of(0) + "(e0[j])", "ld_" + tag_of(1) + "(e1[j])")) +
-                   ";",
-               "    }",
-           }) +
-           warp_tail;
+           loads + inner + lines({"    }"}) + warp_tail;
   } else if (warp && vec > 1) {
     // 16-byte loads: lane l reads vectors l, l + 32, ... of the row.
     const std::string V = std::to_string(vec), st = "S_" + it;

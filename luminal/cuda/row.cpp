@@ -17,6 +17,7 @@
 // masked row (all -inf) gives what the reference gives: max -inf, then NaN from -inf - -inf.
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,10 @@ const OpDef kRow{"cuda.Row"};
 constexpr int kMaxCachedRegs = 40;
 
 /// The chunked form (16-byte loads and stores, rows kept packed, 512 threads so two blocks share
-/// an SM) is off unless LUMINAL_CUDA_ROW_CHUNKS=1: it compiles (tested in CI) but has not run on
-/// a GPU yet.
+/// an SM) is the default where it applies; LUMINAL_CUDA_ROW_CHUNKS=0 turns it off (to compare).
 bool chunks_enabled() {
   const char* v = std::getenv("LUMINAL_CUDA_ROW_CHUNKS");
-  return v != nullptr && std::string(v) == "1";
+  return v == nullptr || std::string(v) != "0";
 }
 
 int pow2_ceil(int64_t x) {
@@ -59,6 +59,7 @@ struct RowGen {
   std::vector<bool> uniform;  // the value is the same along the row
   std::vector<int> stage;     // the pass after which the value is known (0: before any)
   std::vector<int> cached;    // per load index: cache slot, or -1
+  std::vector<bool> chunked;  // per load index: read a chunk at a time in the chunked form
   bool use_cache = false;
   int T = 32, K = 1;
   /// Elements per chunk: > 1 when every kept load is read V elements at a time with one aligned
@@ -104,6 +105,10 @@ struct RowGen {
                 std::to_string(c) + "[k])[j])";
         } else if (use_cache && cached[c] >= 0) {
           rhs = "c" + std::to_string(c) + "[k]";
+        } else if (use_cache && V > 1 && chunked[c]) {
+          const std::string st = "S_" + dtype_tag(in.dtype);
+          rhs = "ld_" + dtype_tag(in.dtype) + "(reinterpret_cast<const " + st + "*>(&q" +
+                std::to_string(c) + ")[j])";
         } else {
           const std::string off = cg.view_offset(views[c], "i", "o" + std::to_string(c), body);
           rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(c) + "[" + off + "])";
@@ -114,6 +119,27 @@ struct RowGen {
       body += "      const " + ct + " v" + std::to_string(j) + " = " + rhs + ";\n";
     }
     return body;
+  }
+
+  /// In the chunked form, the head of a chunk reading, in one vector load each, the loads of
+  /// `order` that are not kept but are contiguous and aligned along the row (a norm's weight).
+  std::string chunk_loads(const std::vector<int>& order) {
+    if (!(use_cache && V > 1)) return {};
+    std::vector<bool> done(chunked.size(), false);
+    std::string head;
+    for (int j : order) {
+      const FusedInst& in = prog.insts[j];
+      if (in.op != FusedOpcode::Load) continue;
+      const int c = in.a;
+      if (cached[c] >= 0 || !chunked[c] || done[c]) continue;
+      done[c] = true;
+      if (head.empty()) head = "      const " + I() + " i0 = rb + l0;\n";
+      const std::string vt = vector_type(V * size_bytes(n.input_dtypes.at(c)));
+      const std::string off = cg.view_offset(views[c], "i0", "w" + std::to_string(c), head);
+      head += "      const " + vt + " q" + std::to_string(c) + " = *reinterpret_cast<const " + vt +
+              "*>(in" + std::to_string(c) + " + " + off + ");\n";
+    }
+    return head;
   }
 
   /// A loop over the thread's elements of the row running `inner` (which may use v-values,
@@ -140,6 +166,52 @@ struct RowGen {
   }
 };
 
+/// The online form's pattern (softmax, log-softmax): pass 1's only reduction m = RowMax(u), pass
+/// 2's only reduction s = RowSum(e) with e = exp2((u + m * -1) * c), all f32, c a constant.
+struct Online {
+  int m = -1, s = -1, u = -1, neg = -1, diff = -1, scaled = -1, e = -1, c = -1;
+};
+
+std::optional<Online> match_online(const FusedProgram& p, const std::vector<std::vector<int>>& reds,
+                                   const std::vector<bool>& uniform) {
+  if (reds.size() != 3 || reds[1].size() != 1 || reds[2].size() != 1) return std::nullopt;
+  Online o;
+  o.m = reds[1][0];
+  o.s = reds[2][0];
+  const auto& I = p.insts;
+  if (I[o.m].op != FusedOpcode::RowMax || I[o.s].op != FusedOpcode::RowSum ||
+      I[o.s].dtype != DType::F32)
+    return std::nullopt;
+  o.u = I[o.m].a;
+  o.e = I[o.s].a;
+  auto is = [&](int j, FusedOpcode op) { return I[j].op == op && I[j].dtype == DType::F32; };
+  // Either operand order of a commutative instruction: the one that is `want`, and the other.
+  auto split = [&](int j, auto want) -> std::optional<std::pair<int, int>> {
+    if (want(I[j].a)) return std::pair{I[j].a, I[j].b};
+    if (want(I[j].b)) return std::pair{I[j].b, I[j].a};
+    return std::nullopt;
+  };
+  auto is_const = [&](int j, double v) {
+    return I[j].op == FusedOpcode::Const && I[j].dtype == DType::F32 && I[j].value == v;
+  };
+  if (!is(o.u, I[o.u].op) || !is(o.m, FusedOpcode::RowMax) || !is(o.e, FusedOpcode::Exp2))
+    return std::nullopt;
+  o.scaled = I[o.e].a;
+  if (!is(o.scaled, FusedOpcode::Mul)) return std::nullopt;
+  auto sc = split(o.scaled, [&](int j) { return I[j].op == FusedOpcode::Const && uniform[j]; });
+  if (!sc) return std::nullopt;
+  o.c = sc->first;
+  o.diff = sc->second;
+  if (!is(o.diff, FusedOpcode::Add)) return std::nullopt;
+  auto d = split(o.diff, [&](int j) { return j == o.u; });
+  if (!d) return std::nullopt;
+  o.neg = d->second;
+  if (!is(o.neg, FusedOpcode::Mul)) return std::nullopt;
+  auto ng = split(o.neg, [&](int j) { return j == o.m; });
+  if (!ng || !is_const(ng->second, -1.0)) return std::nullopt;
+  return o;
+}
+
 KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
   if (!prog) throw Error("cuda.Row: the node has no FusedProgram payload");
@@ -155,7 +227,8 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
            .views = {},
            .uniform = {},
            .stage = {},
-           .cached = {}};
+           .cached = {},
+           .chunked = {}};
   const Shape& D = g.domain;
   const Expr L = D.back();
   const Expr count = numel(D);
@@ -273,6 +346,15 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     if (lmax != INT64_MAX && lmax > 0 && ncached > 0) g.T = 1024;
     g.cached.assign(nloads, -1);
   }
+  // In the chunked form, loads that are not kept but contiguous and aligned along the row are read
+  // a chunk at a time too.
+  g.chunked.assign(nloads, false);
+  if (g.use_cache && g.V > 1)
+    for (int c = 0; c < nloads; ++c) {
+      const int bytes = g.V * size_bytes(n.input_dtypes.at(c));
+      g.chunked[c] = g.cached[c] < 0 && bytes <= 16 &&
+                     aligned_chunks(g.views[c], static_cast<int>(D.size()) - 1, g.V);
+    }
   const std::string& I = cg.idx();
   const std::string T = std::to_string(g.T);
 
@@ -328,41 +410,108 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     }
   }
   int red_slot = 0;
-  for (int p = 1; p <= passes; ++p) {
-    std::string acc_inner;
+  const bool chunk_form = g.use_cache && g.V > 1;
+  // Rows re-read from memory (too long to keep) with softmax's max-then-sum shape: the online
+  // form finds the max and the sum of exponentials in one pass (the sum rescaled whenever the
+  // running max grows), so the row is read twice, not three times.
+  std::optional<Online> online;
+  if (!g.use_cache && passes == 2) online = match_online(*prog, reds, g.uniform);
+  int first_pass = 1;
+  if (online) {
+    const Online& o = *online;
+    const std::string c = "v" + std::to_string(o.c);
+    auto inst = [&](int j) {
+      return "      const C_f32 v" + std::to_string(j) + " = " + inst_code(prog->insts[j]) + ";\n";
+    };
+    // The term at the running max M: the program's own instructions with m bound to M.
+    const std::string term = "      {\n      const C_f32 v" + std::to_string(o.m) + " = M;\n" +
+                             inst(o.neg) + inst(o.diff) + inst(o.scaled) + inst(o.e) +
+                             "      S = S + (double)v" + std::to_string(o.e) + ";\n      }\n";
+    body += "    float M = __int_as_float((int)0xFF800000);\n    double S = 0.0;\n";
+    const std::string step =
+        "      const float Mn = lmn_maxn(M, v" + std::to_string(o.u) + ");\n" +
+        "      if (Mn != M) {\n        if (M != __int_as_float((int)0xFF800000)) S = S * " +
+        "exp2((double)(M - Mn) * (double)" + c + ");\n        M = Mn;\n      }\n" +
+        // A thread that has seen only -inf adds nothing (never -inf - -inf).
+        "      if (M != __int_as_float((int)0xFF800000)) {\n" + term + "      }\n";
+    body += g.loop(g.element_code(g.closure({o.u})) + step);
+    // Merging two (max, sum) pairs: each sum rescaled to the larger max; a -inf max adds 0.
+    const std::string merge =
+        "    {\n      const float Mn = lmn_maxn(M, M2);\n      const double a = M == "
+        "__int_as_float((int)0xFF800000) ? 0.0 : S * exp2((double)(M - Mn) * (double)" +
+        c +
+        ");\n      const double b = M2 == __int_as_float((int)0xFF800000) ? 0.0 : S2 * "
+        "exp2((double)(M2 - Mn) * (double)" +
+        c + ");\n      M = Mn;\n      S = a + b;\n    }\n";
+    body +=
+        "    for (int s = 16; s > 0; s >>= 1) {\n      const float M2 = "
+        "__shfl_xor_sync(0xffffffffu, "
+        "M, s);\n      const double S2 = __shfl_xor_sync(0xffffffffu, S, s);\n" +
+        merge + "    }\n";
+    body +=
+        "    if ((threadIdx.x & 31) == 0) {\n      lmn_red[0][threadIdx.x >> 5] = M;\n"
+        "      lmn_red[1][threadIdx.x >> 5] = S;\n    }\n    __syncthreads();\n";
+    body += "    M = (float)lmn_red[0][0];\n    S = lmn_red[1][0];\n";
+    body += "    for (int w = 1; w < " + std::to_string(std::max(1, g.T / 32)) +
+            "; ++w) {\n      const float M2 = (float)lmn_red[0][w];\n      const double S2 = "
+            "lmn_red[1][w];\n" +
+            merge + "    }\n";
+    // The reference's NaNs: a NaN max is its canonical NaN, and a fully masked row's sum is NaN
+    // (each of its terms is -inf - -inf).
+    body += "    if (M != M) M = __int_as_float(0x7FC00000);\n";
+    body +=
+        "    if (M == __int_as_float((int)0xFF800000)) S = "
+        "__longlong_as_double(0x7FF8000000000000LL);\n";
+    body += "    const C_f32 v" + std::to_string(o.m) + " = rd_f32(M);\n";
+    body += "    const C_f32 v" + std::to_string(o.s) + " = rd_f32(S);\n";
+    red_slot = 2;
+    body += uniform_code(1);
+    body += uniform_code(2);
+    first_pass = 3;
+  }
+  for (int p = first_pass; p <= passes; ++p) {
+    // Every row reduction is over a float of at most 32 bits (the rule leaves f64 out). Max runs
+    // in float with NaN propagating (one max.NaN instruction; its NaN is made the reference's
+    // once, after the block's reduction). Sums accumulate in double; in the chunked form a
+    // chunk's V values are summed in f32 first (one conversion to double per chunk).
+    std::string acc_inner, acc_head, acc_tail;
     for (int r : reds[p]) {
       const FusedInst& in = prog->insts[r];
-      const std::string acc = "a" + std::to_string(r);
-      const bool mx = in.op == FusedOpcode::RowMax;
-      // Max is exact in the operand's compute type; sums accumulate in double.
-      const bool float_max = mx && in.dtype != DType::F64;
-      body += "    " + std::string(float_max ? "float " : "double ") + acc + " = " +
-              (float_max ? std::string("__int_as_float((int)0xFF800000)")
-               : mx      ? std::string("__longlong_as_double(0xFFF0000000000000LL)")
-                         : "0.0") +
-              ";\n";
-      const std::string x = (float_max ? "v" : "(double)v") + std::to_string(in.a);
-      acc_inner += "      " + acc + " = " +
-                   (mx ? "lmn_max(" + acc + ", " + x + ")" : acc + " + " + x) + ";\n";
+      const std::string acc = "a" + std::to_string(r), x = "v" + std::to_string(in.a);
+      if (in.op == FusedOpcode::RowMax) {
+        body += "    float " + acc + " = __int_as_float((int)0xFF800000);\n";
+        acc_inner += "      " + acc + " = lmn_maxn(" + acc + ", " + x + ");\n";
+      } else if (chunk_form) {
+        const std::string part = "p" + std::to_string(r);
+        body += "    double " + acc + " = 0.0;\n";
+        acc_head += "      float " + part + " = 0.0f;\n";
+        acc_inner += "      " + part + " = " + part + " + " + x + ";\n";
+        acc_tail += "      " + acc + " = " + acc + " + (double)" + part + ";\n";
+      } else {
+        body += "    double " + acc + " = 0.0;\n";
+        acc_inner += "      " + acc + " = " + acc + " + (double)" + x + ";\n";
+      }
     }
-    body += g.loop(g.element_code(work[p]) + acc_inner);
+    body +=
+        g.loop(g.element_code(work[p]) + acc_inner, g.chunk_loads(work[p]) + acc_head, acc_tail);
     // The block's reduction of each accumulator: a warp butterfly, then one slot per warp.
     for (int r : reds[p]) {
       const FusedInst& in = prog->insts[r];
       const bool mx = in.op == FusedOpcode::RowMax;
-      const bool float_max = mx && in.dtype != DType::F64;
       const std::string acc = "a" + std::to_string(r);
       auto comb = [&](const std::string& x, const std::string& y) {
-        return mx ? "lmn_max(" + x + ", " + y + ")" : x + " + " + y;
+        return mx ? "lmn_maxn(" + x + ", " + y + ")" : x + " + " + y;
       };
       const std::string slot = "lmn_red[" + std::to_string(red_slot++) + "]";
       body += "    for (int s = 16; s > 0; s >>= 1) " + acc + " = " +
               comb(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", s)") + ";\n";
       body += "    if ((threadIdx.x & 31) == 0) " + slot + "[threadIdx.x >> 5] = " + acc + ";\n";
       body += "    __syncthreads();\n";
-      body += "    " + acc + " = " + (float_max ? "(float)" : "") + slot + "[0];\n";
+      body += "    " + acc + " = " + (mx ? "(float)" : "") + slot + "[0];\n";
       body += "    for (int w = 1; w < " + std::to_string(std::max(1, g.T / 32)) + "; ++w) " + acc +
-              " = " + comb(acc, (float_max ? "(float)" : "") + slot + "[w]") + ";\n";
+              " = " + comb(acc, (mx ? "(float)" : "") + slot + "[w]") + ";\n";
+      if (mx)
+        body += "    if (" + acc + " != " + acc + ") " + acc + " = __int_as_float(0x7FC00000);\n";
       body += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(r) + " = rd_" +
               dtype_tag(in.dtype) + "(" + acc + ");\n";
     }
@@ -388,8 +537,8 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     if (g.use_cache && g.V > 1) {
       // A chunk's results go out in one aligned vector store.
       const std::string vt = vector_type(g.V * size_bytes(n.attrs.dtype));
-      const std::string head =
-          "      union { " + vt + " v; S_" + ot + " e[" + std::to_string(g.V) + "]; } so;\n";
+      const std::string head = g.chunk_loads(order) + "      union { " + vt + " v; S_" + ot +
+                               " e[" + std::to_string(g.V) + "]; } so;\n";
       const std::string tail = "      *reinterpret_cast<" + vt + "*>(out + rb + l0) = so.v;\n";
       body += g.loop(code + "      so.e[j] = st_" + ot + "(" + value + ");\n", head, tail);
     } else {

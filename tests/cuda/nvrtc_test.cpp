@@ -143,7 +143,9 @@ TEST_F(Nvrtc, EveryDtypeAndOpCompiles) {
   for (const std::string& src : s.unique) {
     vector_matmuls +=
         src.find("const uint4* r1 = reinterpret_cast<const uint4*>(in1") != std::string::npos;
-    uncast_matmuls += src.find("ld_bf16(e0[j]) * ld_bf16(e1[j])") != std::string::npos;
+    // (the products of two 16-bit floats are exact in f32: a fused multiply-add per product)
+    uncast_matmuls +=
+        src.find("__fmaf_rn(ldm_bf16(e0[j]), ldm_bf16(e1[j]), part)") != std::string::npos;
   }
   EXPECT_GT(vector_matmuls, 0);
   EXPECT_GT(uncast_matmuls, 0);
@@ -197,31 +199,59 @@ TEST_F(Nvrtc, RowKernelsAreBuiltAndCompile) {
   for (const std::string& src : s.unique)
     if (src.find("lmn_row") != std::string::npos) rows.insert(src);
   EXPECT_GE(rows.size(), static_cast<size_t>(graphs));
-  // The chunked form (LUMINAL_CUDA_ROW_CHUNKS=1, not yet the default) compiles too.
-  ::setenv("LUMINAL_CUDA_ROW_CHUNKS", "1", 1);
-  Sources chunked;
-  for (DType t : {DType::F32, DType::BF16}) {
-    for (int64_t len : {int64_t{32}, int64_t{1000}, int64_t{32768}}) {
-      Graph g;
-      g.declare_dim("s", 1, 64);
-      Tensor x = g.tensor("x", {Expr::var("s"), Expr(len)}, t);
-      Tensor w = g.tensor("w", {Expr(len)}, t);
-      x.softmax(-1).output("softmax");
-      x.rms_norm(w, 1e-5).output("rms_norm");
-      x.cast(DType::F32).softmax(-1).output("softmax_f32");  // f32 results of 16-bit rows
-      collect(g, 3, 7, chunked);
+  // The chunked form (the default): rows kept packed, 16 bytes a load; a norm's weight, not kept,
+  // read a chunk at a time too; and the element form (LUMINAL_CUDA_ROW_CHUNKS=0) compiles as well.
+  Sources chunked, plain;
+  for (int form = 0; form < 2; ++form) {
+    if (form == 1) ::setenv("LUMINAL_CUDA_ROW_CHUNKS", "0", 1);
+    for (DType t : {DType::F32, DType::BF16}) {
+      for (int64_t len : {int64_t{32}, int64_t{1000}, int64_t{32768}}) {
+        Graph g;
+        g.declare_dim("s", 1, 64);
+        Tensor x = g.tensor("x", {Expr::var("s"), Expr(len)}, t);
+        Tensor w = g.tensor("w", {Expr(len)}, t);
+        x.softmax(-1).output("softmax");
+        x.rms_norm(w, 1e-5).output("rms_norm");
+        x.cast(DType::F32).softmax(-1).output("softmax_f32");  // f32 results of 16-bit rows
+        collect(g, 3, 7, form == 0 ? chunked : plain);
+      }
     }
   }
   ::unsetenv("LUMINAL_CUDA_ROW_CHUNKS");
-  int packed = 0;
+  // Rows too long to keep on chip: softmax and log-softmax find max and sum in one online pass.
+  Sources online;
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph g;
+    g.declare_dim("s", 1, 64);
+    Tensor x = g.tensor("x", {Expr::var("s"), Expr(262144)}, t);
+    x.softmax(-1).output("softmax");
+    x.log_softmax(-1).output("log_softmax");
+    collect(g, 3, 7, online);
+  }
+  int online_rows = 0;
+  for (const std::string& src : online.unique) {
+    online_rows += src.find("lmn_row") != std::string::npos &&
+                   src.find("const float Mn = lmn_maxn(M, ") != std::string::npos;
+    s.unique.insert(src);
+  }
+  EXPECT_GE(online_rows, 4);
+  int packed = 0, weight_chunks = 0, plain_rows = 0;
   for (const std::string& src : chunked.unique) {
     // A chunk's store is as wide as its loads (an f32 result of bf16 rows: 4 elements a chunk).
     EXPECT_EQ(src.find("union { unsigned char v; S_f32"), std::string::npos);
-    packed +=
-        src.find("lmn_row") != std::string::npos && src.find("uint4 c0[") != std::string::npos;
+    const bool row = src.find("lmn_row") != std::string::npos;
+    packed += row && src.find("uint4 c0[") != std::string::npos;
+    weight_chunks += row && src.find("const uint4 q1 = ") != std::string::npos;
+    s.unique.insert(src);
+  }
+  for (const std::string& src : plain.unique) {
+    const bool row = src.find("lmn_row") != std::string::npos;
+    plain_rows += row && src.find("uint4") == std::string::npos;
     s.unique.insert(src);
   }
   EXPECT_GT(packed, 0);
+  EXPECT_GT(weight_chunks, 0);
+  EXPECT_GT(plain_rows, 0);
   compile_all(s);
 }
 
@@ -244,7 +274,7 @@ TEST_F(Nvrtc, SixteenBitLinearIsOneKernel) {
   }
   int fused = 0;
   for (const std::string& src : s.unique)
-    fused += src.find("rd_f32(ld_bf16(e0[j]) * ld_bf16(e1[j]))") != std::string::npos &&
+    fused += src.find("__fmaf_rn(ldm_bf16(e0[j]), ldm_bf16(e1[j]), part)") != std::string::npos &&
              src.find("S_bf16* __restrict__ out") != std::string::npos;
   EXPECT_GT(fused, 0);
   compile_all(s);

@@ -4,8 +4,9 @@
 //
 // Row ops (the row-kernel matrix): softmax, log-softmax (each also on masked rows: fully masked,
 // one survivor, a 90% masked prefix, half masked at random), RMSNorm, layer norm and the row sum
-// over row lengths 1, 31, 32, 33, 1000, 4096, 32768 and a dynamic length (one program for n in
-// [1, 32768], run at each of those lengths), in f32, f16 and bf16. Each case runs
+// over row lengths 1, 31, 32, 33, 1000, 4096, 32768, a dynamic length (one program for n in
+// [1, 32768], run at each of those lengths) and 131072 (too long to keep on chip: re-read, with
+// softmax's max and sum in one online pass), in f32, f16 and bf16. Each case runs
 //   - the program the search picks (whatever it is: the unfused kernels or a fused row kernel),
 //   - and up to LUMINAL_ROW_PROGRAMS (default 6) other distinct programs of the same search space
 //     (tests/support/equivalence.hpp's draws), chosen to cover every op the space offers, so a
@@ -326,6 +327,9 @@ std::string row_case_name(const ::testing::TestParamInfo<RowCase>& i) {
   return dtype_name(i.param.dt) + (i.param.n ? "_n" + std::to_string(i.param.n) : "_dynamic");
 }
 
+/// Longer than a row kernel keeps on chip: re-read from memory, softmax in the online form.
+constexpr int64_t kStreamedRow = 131072;
+
 const std::vector<int64_t>& row_lengths() {
   static const std::vector<int64_t> v = {1, 31, 32, 33, 1000, 4096, 32768};
   return v;
@@ -405,6 +409,7 @@ std::vector<RowCase> all_row_cases() {
     for (int64_t n : row_lengths())
       v.push_back({dt, n});
     v.push_back({dt, 0});
+    v.push_back({dt, kStreamedRow});
   }
   return v;
 }
