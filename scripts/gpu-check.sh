@@ -8,7 +8,8 @@
 #                        [--only SUITE,SUITE...]
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log,
-#                    row_ops.log, nn_ops.log, fuzz.log, models.log, cli.log, bench.log, summary.txt and cache.tgz
+#                    row_ops.log, nn_ops.log, fuzz.log, models.log, cli.log, fast_nan.log, bench.log, summary.txt
+#                    and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
 #   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
@@ -16,7 +17,9 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn upload models cli fuzz; to split the suites over device calls
+#                    nn upload models cli fuzz; to split the suites over device calls; fast-nan
+#                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=1) runs only when
+#                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -116,6 +119,19 @@ if [ $suites -eq 1 ]; then
   echo "=== row kernels one element at a time (LUMINAL_CUDA_ROW_CHUNKS=0) ===" >>"$out/row_ops.log"
   want rows-plain && LUMINAL_CUDA_ROW_CHUNKS=0 suite "row ops suite, element form (LUMINAL_CUDA_ROW_CHUNKS=0)" \
     "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
+  # The NaN fast paths (LUMINAL_CUDA_FAST_NAN=1, off by default): the bit-exact ops suite, the row
+  # suite, the nn suite and a quick fuzz with them on; only when --only names fast-nan.
+  if [[ "$only" == *",fast-nan,"* ]]; then
+    echo "=== NaN fast paths (LUMINAL_CUDA_FAST_NAN=1) ===" >>"$out/fast_nan.log"
+    LUMINAL_CUDA_FAST_NAN=1 suite "ops suite, NaN fast paths" "$out/fast_nan.log" 300 \
+      "$build/tests/test_cuda_ops"
+    LUMINAL_CUDA_FAST_NAN=1 suite "row ops suite, NaN fast paths" "$out/fast_nan.log" 420 \
+      "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
+    LUMINAL_CUDA_FAST_NAN=1 suite "nn ops suite, NaN fast paths" "$out/fast_nan.log" 300 \
+      "$build/tests/test_cuda_nn_ops"
+    LUMINAL_CUDA_FAST_NAN=1 LUMINAL_CUDA_FUZZ_SEEDS=8 LUMINAL_FUZZ_PROGRAMS=20 \
+      suite "equivalence fuzz, NaN fast paths" "$out/fast_nan.log" 420 "$build/tests/test_cuda_fuzz"
+  fi
   want nn && suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
@@ -140,6 +156,9 @@ if [ $bench -eq 1 ]; then
   suite "bench_cuda" "$out/bench.log" 420 "$build/bench/bench_cuda"
   echo "=== row kernels one element at a time (LUMINAL_CUDA_ROW_CHUNKS=0) ===" >>"$out/bench.log"
   LUMINAL_CUDA_ROW_CHUNKS=0 suite "bench_cuda rows, element form" "$out/bench.log" 120 \
+    "$build/bench/bench_cuda" 20 rows
+  echo "=== NaN fast paths (LUMINAL_CUDA_FAST_NAN=1) ===" >>"$out/bench.log"
+  LUMINAL_CUDA_FAST_NAN=1 suite "bench_cuda rows, NaN fast paths" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
   lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
   lines="$lines|prefill s change|bf16 decode at|FAILED"

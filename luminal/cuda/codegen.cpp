@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/prelude.hpp"
@@ -11,6 +12,8 @@ namespace luminal::cuda {
 namespace {
 
 constexpr int64_t kNarrowLimit = (int64_t{1} << 31) - (int64_t{1} << 25);
+
+bool sixteen_bit_float(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 int64_t sat_add(int64_t a, int64_t b) {
   if (a == INT64_MAX || b == INT64_MAX) return INT64_MAX;
@@ -124,10 +127,40 @@ std::string unrounded_code(const FusedInst& in, bool* rounded) {
   throw Error("cuda: no expression for instruction " + std::string(opcode_name(in.op)));
 }
 
-std::string inst_code(const FusedInst& in) {
+bool fast_nan() {
+  const char* v = std::getenv("LUMINAL_CUDA_FAST_NAN");
+  return v != nullptr && std::string(v) == "1";
+}
+
+std::string inst_code(const FusedInst& in, bool keep_nan_payload) {
   bool rounded = false;
   const std::string e = unrounded_code(in, &rounded);
-  return rounded ? "rd_" + dtype_tag(in.dtype) + "(" + e + ")" : e;
+  if (!rounded) return e;
+  const bool fast = !keep_nan_payload && sixteen_bit_float(in.dtype) && fast_nan();
+  return (fast ? "rdm_" : "rd_") + dtype_tag(in.dtype) + "(" + e + ")";
+}
+
+std::vector<bool> nan_payload_kept(const FusedProgram& prog) {
+  std::vector<bool> keep(prog.insts.size(), false);
+  if (keep.empty()) return keep;
+  keep.back() = true;
+  // Operands come before their users: one pass from the root down.
+  for (size_t j = keep.size(); j-- > 0;) {
+    if (!keep[j]) continue;
+    const FusedInst& in = prog.insts[j];
+    if (in.op == FusedOpcode::Cast && is_float(in.dtype) && is_float(prog.insts[in.a].dtype))
+      keep[in.a] = true;
+    if (in.op == FusedOpcode::Select) {
+      keep[in.b] = true;
+      keep[in.c] = true;
+    }
+  }
+  return keep;
+}
+
+std::string load_fn(DType t, bool keep_nan_payload) {
+  const bool fast = !keep_nan_payload && sixteen_bit_float(t) && fast_nan();
+  return (fast ? "ldm_" : "ld_") + dtype_tag(t);
 }
 
 std::string literal(DType t, double value, int64_t int_value) {

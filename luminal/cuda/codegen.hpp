@@ -99,7 +99,20 @@ std::string vector_type(int bytes);
 /// The C expression of a fused-program instruction that is neither a load nor a row reduction,
 /// its operands named v<k>: computed in its dtype's compute type and rounded to the dtype (rd_T),
 /// as the reference computes the HLIR op.
-std::string inst_code(const FusedInst& in);
+/// With `keep_nan_payload` false (nan_payload_kept says the payload cannot reach an output, and
+/// fast_nan() is on), a rounding to bf16/f16 is rdm_T: the hardware's conversion, no NaN checks.
+std::string inst_code(const FusedInst& in, bool keep_nan_payload = true);
+/// Per instruction of `prog`: whether a NaN payload in its value can reach the stored result (the
+/// root, through float-to-float casts and the arms of a select). Where it cannot, loads and
+/// roundings may drop payloads: every float operation turns a NaN into the canonical NaN anyway,
+/// and reductions (a sum in double, max.NaN) do too.
+std::vector<bool> nan_payload_kept(const FusedProgram& prog);
+/// The NaN fast paths (ldm_T loads, rdm_T roundings where nan_payload_kept is false): on with
+/// LUMINAL_CUDA_FAST_NAN=1, off by default until they have run on a GPU.
+bool fast_nan();
+/// The load function for dtype `t`: ldm_T (one instruction, no NaN payload) for bf16/f16 when
+/// the payload is not kept and fast_nan() is on, else ld_T.
+std::string load_fn(DType t, bool keep_nan_payload);
 /// inst_code without its final rounding: the expression inside rd_T(...), with `rounded` set,
 /// or (Select, LessThan) the whole expression with `rounded` cleared. Storing st_T of it equals
 /// storing st_T(rd_T(it)).

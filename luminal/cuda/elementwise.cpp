@@ -28,6 +28,7 @@ constexpr int kBlock = 256;
 std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& n,
                          std::string& body) {
   std::vector<std::string> offsets(n.attrs.views.size());
+  const std::vector<bool> keep = nan_payload_kept(prog);
   for (size_t j = 0; j < prog.insts.size(); ++j) {
     const FusedInst& in = prog.insts[j];
     const std::string v = "v" + std::to_string(j);
@@ -42,10 +43,11 @@ std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& 
         if (offsets[in.a].empty())
           offsets[in.a] =
               cg.view_offset(n.attrs.views[in.a], "i", "o" + std::to_string(in.a), body);
-        rhs = "ld_" + tag + "(in" + std::to_string(in.a) + "[" + offsets[in.a] + "])";
+        rhs =
+            load_fn(in.dtype, keep[j]) + "(in" + std::to_string(in.a) + "[" + offsets[in.a] + "])";
         break;
       }
-      default: rhs = inst_code(in);
+      default: rhs = inst_code(in, keep[j]);
     }
     body += "    const " + ct + " " + v + " = " + rhs + ";\n";
   }

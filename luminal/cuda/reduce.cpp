@@ -62,9 +62,11 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   for (int k = 0; k < inputs; ++k)
     off.push_back(cg.view_offset(n.attrs.views[k], "o", "b" + std::to_string(k), base, axis));
   std::string elem;
+  // A reduction never passes a NaN payload on (sums in double and lmn_max make NaNs canonical):
+  // 16-bit loads may take the one-instruction form (load_fn, with LUMINAL_CUDA_FAST_NAN=1).
   auto load = [&](int k) {
-    return "ld_" + tag_of(k) + "(in" + std::to_string(k) + "[" + off[k] + " + " +
-           cg.axis_offset(n.attrs.views[k], axis, "k") + "])";
+    return load_fn(n.input_dtypes.at(static_cast<size_t>(k)), false) + "(in" + std::to_string(k) +
+           "[" + off[k] + " + " + cg.axis_offset(n.attrs.views[k], axis, "k") + "])";
   };
   auto product = [&](const std::string& a, const std::string& b) {
     return "(" + acc_t + ")rd_" + dtype_tag(product_t) + "(" +
@@ -159,8 +161,8 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
       inner = lines({
           "#pragma unroll",
           "      for (int j = 0; j < " + V + "; ++j) acc = " +
-              combine("acc",
-                      product("ld_" + tag_of(0) + "(e0[j])", "ld_" + tag_of(1) + "(e1[j])")) +
+              combine("acc", product(load_fn(n.input_dtypes.at(0), false) + "(e0[j])",
+                                     load_fn(n.input_dtypes.at(1), false) + "(e1[j])")) +
               ";",
       });
     }
@@ -187,8 +189,8 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
                "      const uint4 q = __ldg(row + k);",
                "      const " + st + "* e = reinterpret_cast<const " + st + "*>(&q);",
                "#pragma unroll",
-               "      for (int j = 0; j < " + V +
-                   "; ++j) acc = " + combine("acc", "(" + acc_t + ")ld_" + it + "(e[j])") + ";",
+               "      for (int j = 0; j < " + V + "; ++j) acc = " +
+                   combine("acc", "(" + acc_t + ")" + load_fn(in_t, false) + "(e[j])") + ";",
                "    }",
            }) +
            warp_tail;

@@ -60,6 +60,8 @@ struct RowGen {
   std::vector<int> stage;     // the pass after which the value is known (0: before any)
   std::vector<int> cached;    // per load index: cache slot, or -1
   std::vector<bool> chunked;  // per load index: read a chunk at a time in the chunked form
+  std::vector<bool> keep;     // per instruction: its NaN payload can reach the result
+  std::vector<bool> keep_in;  // per load index: some load of it keeps its NaN payload
   bool use_cache = false;
   int T = 32, K = 1;
   /// Elements per chunk: > 1 when every kept load is read V elements at a time with one aligned
@@ -101,20 +103,20 @@ struct RowGen {
         const int c = in.a;
         if (use_cache && cached[c] >= 0 && V > 1) {
           const std::string st = "S_" + dtype_tag(in.dtype);
-          rhs = "ld_" + dtype_tag(in.dtype) + "(reinterpret_cast<const " + st + "*>(&c" +
+          rhs = load_fn(in.dtype, keep[j]) + "(reinterpret_cast<const " + st + "*>(&c" +
                 std::to_string(c) + "[k])[j])";
         } else if (use_cache && cached[c] >= 0) {
           rhs = "c" + std::to_string(c) + "[k]";
         } else if (use_cache && V > 1 && chunked[c]) {
           const std::string st = "S_" + dtype_tag(in.dtype);
-          rhs = "ld_" + dtype_tag(in.dtype) + "(reinterpret_cast<const " + st + "*>(&q" +
+          rhs = load_fn(in.dtype, keep[j]) + "(reinterpret_cast<const " + st + "*>(&q" +
                 std::to_string(c) + ")[j])";
         } else {
           const std::string off = cg.view_offset(views[c], "i", "o" + std::to_string(c), body);
-          rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(c) + "[" + off + "])";
+          rhs = load_fn(in.dtype, keep[j]) + "(in" + std::to_string(c) + "[" + off + "])";
         }
       } else {
-        rhs = inst_code(in);
+        rhs = inst_code(in, keep[j]);
       }
       body += "      const " + ct + " v" + std::to_string(j) + " = " + rhs + ";\n";
     }
@@ -228,7 +230,9 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
            .uniform = {},
            .stage = {},
            .cached = {},
-           .chunked = {}};
+           .chunked = {},
+           .keep = nan_payload_kept(*prog),
+           .keep_in = {}};
   const Shape& D = g.domain;
   const Expr L = D.back();
   const Expr count = numel(D);
@@ -292,6 +296,9 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       }
     }
   }
+  g.keep_in.assign(nloads, false);
+  for (size_t j = 0; j < N; ++j)
+    if (prog->insts[j].op == FusedOpcode::Load && g.keep[j]) g.keep_in[prog->insts[j].a] = true;
   g.cached.assign(nloads, -1);
   int ncached = 0;
   for (int c = 0; c < nloads; ++c)
@@ -403,8 +410,8 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       const std::string tag = dtype_tag(t);
       std::string inner;
       const std::string off = cg.view_offset(g.views[c], "i", "o" + std::to_string(c), inner);
-      inner += "      c" + std::to_string(c) + "[k] = ld_" + tag + "(in" + std::to_string(c) + "[" +
-               off + "]);\n";
+      inner += "      c" + std::to_string(c) + "[k] = " + load_fn(t, g.keep_in[c]) + "(in" +
+               std::to_string(c) + "[" + off + "]);\n";
       body += "    C_" + tag + " c" + std::to_string(c) + "[" + std::to_string(g.K) + "];\n";
       body += g.loop(inner);
     }
@@ -421,7 +428,8 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     const Online& o = *online;
     const std::string c = "v" + std::to_string(o.c);
     auto inst = [&](int j) {
-      return "      const C_f32 v" + std::to_string(j) + " = " + inst_code(prog->insts[j]) + ";\n";
+      return "      const C_f32 v" + std::to_string(j) + " = " +
+             inst_code(prog->insts[j], g.keep[j]) + ";\n";
     };
     // The term at the running max M: the program's own instructions with m bound to M.
     const std::string term = "      {\n      const C_f32 v" + std::to_string(o.m) + " = M;\n" +

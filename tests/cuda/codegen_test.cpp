@@ -1,0 +1,74 @@
+// CI without a GPU: the CUDA code generator's NaN-payload analysis (nan_payload_kept), which
+// decides where LUMINAL_CUDA_FAST_NAN=1 may load and round 16-bit floats without NaN checks, and
+// the forms load_fn / inst_code then emit.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "luminal/cuda/codegen.hpp"
+#include "luminal/kernels/fused_program.hpp"
+
+namespace luminal {
+namespace {
+
+FusedInst inst(FusedOpcode op, DType t, int a = -1, int b = -1, int c = -1) {
+  FusedInst in;
+  in.op = op;
+  in.dtype = t;
+  in.a = a;
+  in.b = b;
+  in.c = c;
+  return in;
+}
+
+/// Sets LUMINAL_CUDA_FAST_NAN for one scope.
+struct FastNan {
+  explicit FastNan(bool on) { ::setenv("LUMINAL_CUDA_FAST_NAN", on ? "1" : "0", 1); }
+  ~FastNan() { ::unsetenv("LUMINAL_CUDA_FAST_NAN"); }
+};
+
+TEST(CudaCodegen, NanPayloadReachesTheResultOnlyThroughCastsAndSelectArms) {
+  using O = FusedOpcode;
+  const DType B = DType::BF16, F = DType::F32;
+  // %0 = load0 bf16, %1 = cast f32 %0, %2 = load1 bf16, %3 = cast f32 %2, %4 = mul %1 %3,
+  // %5 = lt %4 %1 (bool), %6 = cast bf16 %4, %7 = load2 bf16, %8 = select %5 %6 %7,
+  // %9 = cast f32 %8 (the root)
+  FusedProgram p({inst(O::Load, B, 0), inst(O::Cast, F, 0), inst(O::Load, B, 1),
+                  inst(O::Cast, F, 2), inst(O::Mul, F, 1, 3), inst(O::LessThan, DType::Bool, 4, 1),
+                  inst(O::Cast, B, 4), inst(O::Load, B, 2), inst(O::Select, B, 5, 6, 7),
+                  inst(O::Cast, F, 8)});
+  p.validate();
+  const std::vector<bool> keep = cuda::nan_payload_kept(p);
+  // The root, the select's arms, the cast and the load behind them keep their payloads; the
+  // product's operands (the multiply makes any NaN canonical), and the condition, do not.
+  const std::vector<bool> want = {false, false, false, false, true, false, true, true, true, true};
+  EXPECT_EQ(keep, want);
+  // A float-to-integer cast passes no payload on (NaN gives 0 whatever its bits).
+  FusedProgram q({inst(O::Load, B, 0), inst(O::Cast, DType::I32, 0)});
+  EXPECT_EQ(cuda::nan_payload_kept(q), (std::vector<bool>{false, true}));
+}
+
+TEST(CudaCodegen, FastNanFormsOnlyWhereThePayloadIsNotKeptAndTheFlagIsOn) {
+  using O = FusedOpcode;
+  const FusedInst add = inst(O::Add, DType::BF16, 0, 1);
+  const FusedInst add32 = inst(O::Add, DType::F32, 0, 1);
+  {
+    FastNan on(true);
+    EXPECT_EQ(cuda::inst_code(add, false), "rdm_bf16(v0 + v1)");
+    EXPECT_EQ(cuda::inst_code(add, true), "rd_bf16(v0 + v1)");
+    EXPECT_EQ(cuda::inst_code(add32, false), "rd_f32(v0 + v1)");  // f32 rounding is free
+    EXPECT_EQ(cuda::load_fn(DType::F16, false), "ldm_f16");
+    EXPECT_EQ(cuda::load_fn(DType::F16, true), "ld_f16");
+    EXPECT_EQ(cuda::load_fn(DType::F8E4M3, false), "ld_f8e4m3");
+  }
+  {
+    FastNan off(false);
+    EXPECT_EQ(cuda::inst_code(add, false), "rd_bf16(v0 + v1)");
+    EXPECT_EQ(cuda::load_fn(DType::BF16, false), "ld_bf16");
+  }
+}
+
+}  // namespace
+}  // namespace luminal
