@@ -144,14 +144,46 @@ SearchSpace::SearchSpace(const EGraph& eg, std::vector<ClassId> roots) : eg_(&eg
   // and options are ordered by op name so equal indices mean alike choices.
   RoleNamer roles(eg);
   std::unordered_map<std::string, int> gene_of_role;
+  // A gene's values are the kinds of option its classes offer (op, attributes, arity, and the
+  // occurrence among equal ones in a class), in the order first met: a value picks the same kind
+  // of option in every layer even where a class (the first or last layer) offers more or fewer;
+  // a class without that kind takes option value % its option count.
+  std::vector<std::unordered_map<uint64_t, uint32_t>> kinds;
+  pick_.assign(max_id + 1, {});
+  std::vector<std::vector<uint64_t>> class_kinds(max_id + 1);
   for (ClassId c : reach) {
     const auto& opts = options_[c];
     if (opts.size() < 2) continue;
     auto [it, fresh] =
         gene_of_role.emplace(roles.role(c, kRoleDepth), static_cast<int>(gene_sizes_.size()));
-    if (fresh) gene_sizes_.push_back(0);
-    gene_sizes_[it->second] = std::max<uint32_t>(gene_sizes_[it->second], opts.size());
-    gene_[c] = it->second;
+    if (fresh) {
+      gene_sizes_.push_back(0);
+      kinds.emplace_back();
+    }
+    const int g = it->second;
+    gene_[c] = g;
+    uint64_t prev = 0;
+    uint64_t occurrence = 0;
+    for (size_t k = 0; k < opts.size(); ++k) {
+      const uint64_t sig = option_signature(eg, opts[k]);
+      occurrence = k > 0 && sig == prev ? occurrence + 1 : 0;
+      prev = sig;
+      const uint64_t kind = mix(sig, occurrence);
+      class_kinds[c].push_back(kind);
+      kinds[g].emplace(kind, static_cast<uint32_t>(kinds[g].size()));
+    }
+    gene_sizes_[g] = static_cast<uint32_t>(kinds[g].size());
+  }
+  for (ClassId c : reach) {
+    if (gene_[c] < 0) continue;
+    const auto& gk = kinds[gene_[c]];
+    const size_t count = options_[c].size();
+    std::vector<uint32_t>& pick = pick_[c];
+    pick.resize(gene_sizes_[gene_[c]]);
+    for (uint32_t v = 0; v < pick.size(); ++v)
+      pick[v] = static_cast<uint32_t>(v % count);
+    for (size_t k = 0; k < count; ++k)
+      pick[gk.at(class_kinds[c][k])] = static_cast<uint32_t>(k);
   }
 }
 
@@ -200,7 +232,7 @@ Genome SearchSpace::fewest_kernels_genome() const {
     const std::vector<ENodeId>& opts = options_[c];
     std::vector<double>& ex = excess[gene_[c]];
     for (size_t v = 0; v < ex.size(); ++v) {
-      const ENode& e = eg_->node(opts[v % opts.size()]);
+      const ENode& e = eg_->node(opts[pick_[c][v]]);
       double w = is_op(e.op, OpKind::Input) ? 0 : e.op->seed_cost;
       for (ClassId ch : e.children)
         w += cost[eg_->find(ch)];
@@ -211,7 +243,38 @@ Genome SearchSpace::fewest_kernels_genome() const {
   for (size_t i = 0; i < g.size(); ++i)
     g[i] = static_cast<uint32_t>(std::min_element(excess[i].begin(), excess[i].end()) -
                                  excess[i].begin());
+  // The tree costs above count a shared class once per use and cannot see that two choices need
+  // the same class (or force two versions of one value): a descent over genes, one at a time, on
+  // the program's true cost (each class it runs counted once) keeps every change that lowers it.
+  double lowest = program_cost(g);
+  for (int round = 0; round < 4; ++round) {
+    bool improved = false;
+    for (size_t i = 0; i < g.size(); ++i) {
+      uint32_t keep = g[i];
+      for (uint32_t v = 0; v < gene_sizes_[i]; ++v) {
+        if (v == keep) continue;
+        g[i] = v;
+        const double c = program_cost(g);
+        if (c < lowest - 1e-9) {
+          lowest = c;
+          keep = v;
+          improved = true;
+        }
+      }
+      g[i] = keep;
+    }
+    if (!improved) break;
+  }
   return g;
+}
+
+double SearchSpace::program_cost(const Genome& g) const {
+  double total = 0;
+  for (ClassId c : topo_order(g)) {
+    const ENode& e = eg_->node(chosen(g, c));
+    if (!is_op(e.op, OpKind::Input)) total += e.op->seed_cost;
+  }
+  return total;
 }
 
 Genome SearchSpace::random_genome(Rng& rng) const {
@@ -244,7 +307,7 @@ ENodeId SearchSpace::chosen(const Genome& g, ClassId c) const {
   const auto& opts = options(c);
   int gene = gene_[c];
   if (gene < 0) return opts[0];
-  return opts[g[static_cast<size_t>(gene)] % opts.size()];
+  return opts[pick_[c][g[static_cast<size_t>(gene)] % pick_[c].size()]];
 }
 
 std::vector<ClassId> SearchSpace::topo_order(const Genome& g) const {

@@ -9,9 +9,11 @@
 // Every class reachable from the roots with more than one option gets a gene; classes that came
 // from alike HLIR nodes (same op and attributes up to input labels, e.g. the same op in every
 // layer of a model) share one gene, so repeated layers do not grow the search. Options are
-// ordered by op name; a gene's value is an option index taken modulo each class's option
-// count. Any genome is a valid choice set because pruning made every option executable and
-// every choice acyclic. Classes with one option have no gene.
+// ordered by op name; a gene's values are the kinds of option its classes offer (op and
+// attributes), so one value picks the same kind of option in every layer; a class that lacks
+// that kind takes the value modulo its option count. Any genome is a valid choice set because
+// pruning made every option executable and every choice acyclic. Classes with one option have no
+// gene.
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -36,13 +38,17 @@ class SearchSpace {
   /// log10 of the number of distinct genomes.
   double log10_size() const;
 
-  Genome first_genome() const;  // every gene 0 (the first option of each class)
+  Genome first_genome() const;  // every gene 0 (its first kind of option)
   /// The genome that, class by class, picks the option with the fewest non-Input e-nodes below
   /// it (tree cost: an e-node counts 1 plus its children's costs), each shared gene taking the
-  /// option most of its classes prefer. It favours the largest fused regions and library ops:
+  /// option most of its classes prefer, then improved gene by gene on program_cost (a few rounds
+  /// of trying every value of every gene). It favours the largest fused regions and library ops:
   /// the search's starting point for programs of many small kernels, which random genomes
   /// rarely reach.
   Genome fewest_kernels_genome() const;
+  /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
+  /// inputs free), about its number of kernels.
+  double program_cost(const Genome& g) const;
   Genome random_genome(Rng& rng) const;
   /// Changes `count` random genes to a different value (where they have one).
   void mutate(Genome& g, int count, Rng& rng) const;
@@ -63,6 +69,8 @@ class SearchSpace {
   // indexed by canonical class id
   std::vector<std::vector<ENodeId>> options_;
   std::vector<int> gene_;
+  // per class with a gene: the option index each value of its gene picks
+  std::vector<std::vector<uint32_t>> pick_;
 };
 
 }  // namespace luminal
