@@ -125,6 +125,8 @@ void dims_update(CudaBackend& be) {
       s.sync();
     }
     const GraphStats after = be.graph_stats();
+    const double copies = static_cast<double>(after.dims_copies - before.dims_copies);
+    const double launches = static_cast<double>(after.launches - before.launches);
     for (int i = 0; i < n; ++i) {
       const auto t1 = Clock::now();
       s.execute(dims);
@@ -142,6 +144,17 @@ void dims_update(CudaBackend& be) {
         static_cast<unsigned long long>(after.reinstantiations - before.reinstantiations),
         static_cast<unsigned long long>(after.instantiations - before.instantiations),
         static_cast<unsigned long long>(after.launches - before.launches));
+    // Where the host time of those executes went (means; the rest is the session's own work).
+    std::printf(
+        "dims update, host time per changed execute (means over %.0f copies, %.0f launches): dims "
+        "copy %.1f us (event wait, pinned slot, cuMemcpyHtoDAsync, record), cuGraphLaunch %.1f "
+        "us\n",
+        copies, launches,
+        copies > 0 ? static_cast<double>(after.dims_host_ns - before.dims_host_ns) / copies / 1e3
+                   : 0,
+        launches > 0
+            ? static_cast<double>(after.launch_host_ns - before.launch_host_ns) / launches / 1e3
+            : 0);
 
     // Prefill: s alternates between 16 and 17 (c = s: a prompt of that length).
     auto set_prefill = [&](int64_t len) {  // a prompt of `len` ids (set before the timing)

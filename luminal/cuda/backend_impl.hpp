@@ -84,6 +84,7 @@ struct CudaBackend::Impl {
   CudaOptions::Executor executor = CudaOptions::Executor::Graph;
   struct {
     std::atomic<uint64_t> instantiations{0}, launches{0}, node_updates{0}, reinstantiations{0};
+    std::atomic<uint64_t> dims_copies{0}, dims_host_ns{0}, launch_host_ns{0};
   } graphs;
 
   /// Makes the backend's context current on the calling thread (cheap when it already is).

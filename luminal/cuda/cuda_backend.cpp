@@ -499,8 +499,9 @@ std::vector<KernelStat> CudaBackend::profile(Plan& plan, int parity, const int64
 
 GraphStats CudaBackend::graph_stats() const {
   const auto& g = impl_->graphs;
-  return GraphStats{g.instantiations.load(), g.launches.load(), g.node_updates.load(),
-                    g.reinstantiations.load()};
+  return GraphStats{g.instantiations.load(),   g.launches.load(),    g.node_updates.load(),
+                    g.reinstantiations.load(), g.dims_copies.load(), g.dims_host_ns.load(),
+                    g.launch_host_ns.load()};
 }
 
 CudaOptions::Executor CudaBackend::executor() const { return impl_->executor; }

@@ -56,6 +56,10 @@ struct GraphStats {
   uint64_t launches = 0;          // graph launches
   uint64_t node_updates = 0;      // kernel nodes whose arguments changed (a buffer moved)
   uint64_t reinstantiations = 0;  // an update was refused, or the graph's shape changed
+  // Host time of the graph executor's execute, in two parts (for the dims-update benchmark):
+  uint64_t dims_copies = 0;     // executes whose dims changed (one pinned-slot copy each)
+  uint64_t dims_host_ns = 0;    // in those: event wait, staging and cuMemcpyHtoDAsync + record
+  uint64_t launch_host_ns = 0;  // in every graph execute: cuGraphLaunch
 };
 
 /// Counters of the kernel cache (process-wide per backend; for tests and traces).

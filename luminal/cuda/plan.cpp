@@ -1,6 +1,7 @@
 #include "luminal/cuda/plan.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "luminal/core/error.hpp"
@@ -275,7 +276,7 @@ CudaQueue& CudaPlan::queue(int parity) const {
   return *bd.queue;
 }
 
-void CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
+bool CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
   const CudaApi& cu = *be_.cu;
   if (dims_stream_ != stream) {
     // The dims array moves to another stream (a plan the search timed, now bound to a session's
@@ -284,7 +285,8 @@ void CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
     dims_stream_ = stream;
   }
   const size_t k = dims_.size();
-  if (dims_valid_ && (k == 0 || std::memcmp(dims_.data(), dims, k * sizeof(int64_t)) == 0)) return;
+  if (dims_valid_ && (k == 0 || std::memcmp(dims_.data(), dims, k * sizeof(int64_t)) == 0))
+    return false;
   if (k > 0) {
     std::memcpy(dims_.data(), dims, k * sizeof(int64_t));
     const int slot = next_slot_;
@@ -299,6 +301,7 @@ void CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
   }
   grids_valid_ = false;  // the launches' grids, for the stream executor (the graph's are fixed)
   dims_valid_ = true;
+  return true;
 }
 
 void CudaPlan::update_grids() {
@@ -324,12 +327,26 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
   be_.bind_context();
-  update_dims(dims, bd.queue->stream);
   if (graph_) {
+    using Clock = std::chrono::steady_clock;
+    auto ns = [](Clock::time_point a, Clock::time_point b) {
+      return static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+    };
+    const auto t0 = Clock::now();
+    const bool copied = update_dims(dims, bd.queue->stream);
+    const auto t1 = Clock::now();
     check(be_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
+    const auto t2 = Clock::now();
     ++be_.graphs.launches;
+    if (copied) {
+      ++be_.graphs.dims_copies;
+      be_.graphs.dims_host_ns += ns(t0, t1);
+    }
+    be_.graphs.launch_host_ns += ns(t1, t2);
     return;
   }
+  update_dims(dims, bd.queue->stream);
   for (size_t s = 0; s < steps_.size(); ++s)
     launch(parity, s);
 }

@@ -82,7 +82,8 @@ class CudaPlan final : public Plan {
     std::array<unsigned, 3> graph_grid{0, 0, 0};  // its grid in the CUDA graph
     SlotExpr bytes, flops;
   };
-  void update_dims(const int64_t* dims, CUstream stream);
+  /// Copies the dims to the device when they changed; returns whether it did.
+  bool update_dims(const int64_t* dims, CUstream stream);
   /// Evaluates every step's launch grid at the current dims (once per dim change, on first use).
   void update_grids();
   void launch(int parity, size_t s);
