@@ -47,19 +47,19 @@ LlirGraph choose_op(const BuiltSpace& b, const std::string& op) {
     return 1 + ops;
   };
   Genome g = space.first_genome();
+  // Per gene, the value whose options score highest over all the classes that share it.
+  std::vector<std::vector<double>> total(space.num_genes());
+  for (size_t i = 0; i < total.size(); ++i)
+    total[i].assign(space.gene_sizes()[i], 0.0);
   for (ClassId c : eg.class_ids()) {
     const int gene = space.gene_of(c);
     if (gene < 0) continue;
-    const std::vector<ENodeId>& opts = space.options(c);
-    size_t best = 0;
-    double best_score = -1;
-    for (size_t i = 0; i < opts.size(); ++i)
-      if (const double s = score(opts[i]); s > best_score) {
-        best = i;
-        best_score = s;
-      }
-    g[static_cast<size_t>(gene)] = static_cast<uint32_t>(best);
+    for (uint32_t v = 0; v < total[static_cast<size_t>(gene)].size(); ++v)
+      total[static_cast<size_t>(gene)][v] += score(space.option_for(c, v));
   }
+  for (size_t i = 0; i < total.size(); ++i)
+    g[i] = static_cast<uint32_t>(std::max_element(total[i].begin(), total[i].end()) -
+                                 total[i].begin());
   return to_llir(space, g);
 }
 

@@ -301,7 +301,7 @@ bool CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
   }
   grids_valid_ = false;  // the launches' grids, for the stream executor (the graph's are fixed)
   dims_valid_ = true;
-  return true;
+  return k > 0;
 }
 
 void CudaPlan::update_grids() {

@@ -125,7 +125,8 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   std::string body;
   if (warp && mvec > 1) {
     // Each 16-byte chunk's V products sum in f32 (a fused multiply-add where the product of two
-    // 16-bit floats is exact in f32), then join the double accumulator: one conversion and one
+    // 16-bit floats is exact in f32, which holds unless it overflows or falls below f32's normal
+    // range), then join the double accumulator: one conversion and one
     // double add per V products instead of per product, and loads of one instruction each (ldm_:
     // NaN payloads are not kept, which the product drops anyway).
     const std::string V = std::to_string(mvec);
@@ -146,7 +147,13 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
     }
     std::string inner;
     if (chunk_f32) {
-      const std::string a = "ldm_" + tag_of(0) + "(e0[j])", b = "ldm_" + tag_of(1) + "(e1[j])";
+      // (one-instruction loads for f32, bf16 and f16; other float dtypes keep ld_T)
+      auto ldm = [&](int k) {
+        const DType t = n.input_dtypes.at(static_cast<size_t>(k));
+        return (sixteen(k) || t == DType::F32 ? "ldm_" : "ld_") + tag_of(k) + "(e" +
+               std::to_string(k) + "[j])";
+      };
+      const std::string a = ldm(0), b = ldm(1);
       const bool exact = product_t == DType::F32 && sixteen(0) && sixteen(1);
       inner = lines({
           "      float part = 0.0f;",

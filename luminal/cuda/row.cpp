@@ -16,6 +16,7 @@
 // propagates NaN, and threads holding no element contribute the identity (0, -inf), so a fully
 // masked row (all -inf) gives what the reference gives: max -inf, then NaN from -inf - -inf.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -169,7 +170,8 @@ struct RowGen {
 };
 
 /// The online form's pattern (softmax, log-softmax): pass 1's only reduction m = RowMax(u), pass
-/// 2's only reduction s = RowSum(e) with e = exp2((u + m * -1) * c), all f32, c a constant.
+/// 2's only reduction s = RowSum(e) with e = exp2((u + m * -1) * c), all f32, c a positive
+/// finite constant.
 struct Online {
   int m = -1, s = -1, u = -1, neg = -1, diff = -1, scaled = -1, e = -1, c = -1;
 };
@@ -200,7 +202,12 @@ std::optional<Online> match_online(const FusedProgram& p, const std::vector<std:
     return std::nullopt;
   o.scaled = I[o.e].a;
   if (!is(o.scaled, FusedOpcode::Mul)) return std::nullopt;
-  auto sc = split(o.scaled, [&](int j) { return I[j].op == FusedOpcode::Const && uniform[j]; });
+  // The scale must be a positive finite f32 constant: the running form skips -inf elements and
+  // -inf maxima as adding 0, which is exp2(-inf * c) only for c > 0.
+  auto sc = split(o.scaled, [&](int j) {
+    return I[j].op == FusedOpcode::Const && uniform[j] && I[j].dtype == DType::F32 &&
+           I[j].value > 0 && std::isfinite(I[j].value);
+  });
   if (!sc) return std::nullopt;
   o.c = sc->first;
   o.diff = sc->second;
@@ -439,17 +446,17 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     const std::string step =
         "      const float Mn = lmn_maxn(M, v" + std::to_string(o.u) + ");\n" +
         "      if (Mn != M) {\n        if (M != __int_as_float((int)0xFF800000)) S = S * " +
-        "exp2((double)(M - Mn) * (double)" + c + ");\n        M = Mn;\n      }\n" +
+        "exp2(((double)M - (double)Mn) * (double)" + c + ");\n        M = Mn;\n      }\n" +
         // A thread that has seen only -inf adds nothing (never -inf - -inf).
         "      if (M != __int_as_float((int)0xFF800000)) {\n" + term + "      }\n";
     body += g.loop(g.element_code(g.closure({o.u})) + step);
     // Merging two (max, sum) pairs: each sum rescaled to the larger max; a -inf max adds 0.
     const std::string merge =
         "    {\n      const float Mn = lmn_maxn(M, M2);\n      const double a = M == "
-        "__int_as_float((int)0xFF800000) ? 0.0 : S * exp2((double)(M - Mn) * (double)" +
+        "__int_as_float((int)0xFF800000) ? 0.0 : S * exp2(((double)M - (double)Mn) * (double)" +
         c +
         ");\n      const double b = M2 == __int_as_float((int)0xFF800000) ? 0.0 : S2 * "
-        "exp2((double)(M2 - Mn) * (double)" +
+        "exp2(((double)M2 - (double)Mn) * (double)" +
         c + ");\n      M = Mn;\n      S = a + b;\n    }\n";
     body +=
         "    for (int s = 16; s > 0; s >>= 1) {\n      const float M2 = "
@@ -485,6 +492,8 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     std::string acc_inner, acc_head, acc_tail;
     for (int r : reds[p]) {
       const FusedInst& in = prog->insts[r];
+      if (in.dtype == DType::F64)  // (the row rule leaves f64 reductions out)
+        throw Error("cuda.Row: an f64 row reduction is not supported");
       const std::string acc = "a" + std::to_string(r), x = "v" + std::to_string(in.a);
       if (in.op == FusedOpcode::RowMax) {
         body += "    float " + acc + " = __int_as_float((int)0xFF800000);\n";

@@ -139,16 +139,20 @@ SearchSpace::SearchSpace(const EGraph& eg, std::vector<ClassId> roots) : eg_(&eg
   // weight labels read with their numbers blanked ("w_gate.3" -> "w_gate.#"): the same op at
   // the same place in every layer of a model is one choice however many layers there are, while
   // same-shape ops in different roles of a layer (gate and up projections, k and v) are
-  // separate choices. Keys are exact texts compared for equality. Option lists of classes that
-  // share a gene can differ in length; a gene's value is taken modulo each class's option count,
-  // and options are ordered by op name so equal indices mean alike choices.
+  // separate choices. Keys are exact texts compared for equality.
   RoleNamer roles(eg);
   std::unordered_map<std::string, int> gene_of_role;
   // A gene's values are the kinds of option its classes offer (op, attributes, arity, and the
   // occurrence among equal ones in a class), in the order first met: a value picks the same kind
-  // of option in every layer even where a class (the first or last layer) offers more or fewer;
-  // a class without that kind takes option value % its option count.
+  // of option in every layer even where a class (the first or last layer) offers more or fewer.
+  // A class without that kind takes an option of the same op (the kind's rank among that op's
+  // options where it was met, modulo how many the class has), else value % its option count.
+  struct Kind {
+    std::string_view op;
+    uint32_t rank = 0;  // among the options of its op in the class it was met in
+  };
   std::vector<std::unordered_map<uint64_t, uint32_t>> kinds;
+  std::vector<std::vector<Kind>> kind_info;
   pick_.assign(max_id + 1, {});
   std::vector<std::vector<uint64_t>> class_kinds(max_id + 1);
   for (ClassId c : reach) {
@@ -159,29 +163,44 @@ SearchSpace::SearchSpace(const EGraph& eg, std::vector<ClassId> roots) : eg_(&eg
     if (fresh) {
       gene_sizes_.push_back(0);
       kinds.emplace_back();
+      kind_info.emplace_back();
     }
     const int g = it->second;
     gene_[c] = g;
     uint64_t prev = 0;
     uint64_t occurrence = 0;
+    uint32_t op_rank = 0;
     for (size_t k = 0; k < opts.size(); ++k) {
+      const std::string_view op = eg.node(opts[k]).op->name;
+      op_rank = k > 0 && op == eg.node(opts[k - 1]).op->name ? op_rank + 1 : 0;
       const uint64_t sig = option_signature(eg, opts[k]);
       occurrence = k > 0 && sig == prev ? occurrence + 1 : 0;
       prev = sig;
       const uint64_t kind = mix(sig, occurrence);
       class_kinds[c].push_back(kind);
-      kinds[g].emplace(kind, static_cast<uint32_t>(kinds[g].size()));
+      if (kinds[g].emplace(kind, static_cast<uint32_t>(kinds[g].size())).second)
+        kind_info[g].push_back(Kind{op, op_rank});
     }
     gene_sizes_[g] = static_cast<uint32_t>(kinds[g].size());
   }
   for (ClassId c : reach) {
     if (gene_[c] < 0) continue;
     const auto& gk = kinds[gene_[c]];
-    const size_t count = options_[c].size();
+    const auto& info = kind_info[gene_[c]];
+    const std::vector<ENodeId>& opts = options_[c];
+    const size_t count = opts.size();
     std::vector<uint32_t>& pick = pick_[c];
     pick.resize(gene_sizes_[gene_[c]]);
-    for (uint32_t v = 0; v < pick.size(); ++v)
-      pick[v] = static_cast<uint32_t>(v % count);
+    for (uint32_t v = 0; v < pick.size(); ++v) {
+      // Options are sorted by op name: the same op's options are one run.
+      size_t first = count, n = 0;
+      for (size_t k = 0; k < count; ++k)
+        if (eg.node(opts[k]).op->name == info[v].op) {
+          if (first == count) first = k;
+          ++n;
+        }
+      pick[v] = static_cast<uint32_t>(n > 0 ? first + info[v].rank % n : v % count);
+    }
     for (size_t k = 0; k < count; ++k)
       pick[gk.at(class_kinds[c][k])] = static_cast<uint32_t>(k);
   }
@@ -247,7 +266,7 @@ Genome SearchSpace::fewest_kernels_genome() const {
   // the same class (or force two versions of one value): a descent over genes, one at a time, on
   // the program's true cost (each class it runs counted once) keeps every change that lowers it.
   double lowest = program_cost(g);
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < 16; ++round) {
     bool improved = false;
     for (size_t i = 0; i < g.size(); ++i) {
       uint32_t keep = g[i];
@@ -301,6 +320,13 @@ const std::vector<ENodeId>& SearchSpace::options(ClassId c) const {
 }
 
 int SearchSpace::gene_of(ClassId c) const { return gene_[eg_->find(c)]; }
+
+ENodeId SearchSpace::option_for(ClassId c, uint32_t value) const {
+  c = eg_->find(c);
+  const auto& opts = options(c);
+  if (gene_[c] < 0) return opts[0];
+  return opts[pick_[c][value % pick_[c].size()]];
+}
 
 ENodeId SearchSpace::chosen(const Genome& g, ClassId c) const {
   c = eg_->find(c);

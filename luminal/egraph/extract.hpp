@@ -11,9 +11,9 @@
 // layer of a model) share one gene, so repeated layers do not grow the search. Options are
 // ordered by op name; a gene's values are the kinds of option its classes offer (op and
 // attributes), so one value picks the same kind of option in every layer; a class that lacks
-// that kind takes the value modulo its option count. Any genome is a valid choice set because
-// pruning made every option executable and every choice acyclic. Classes with one option have no
-// gene.
+// that kind takes an option of the same op, else the value modulo its option count. Any genome is a
+// valid choice set because pruning made every option executable and every choice acyclic. Classes
+// with one option have no gene.
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -41,10 +41,10 @@ class SearchSpace {
   Genome first_genome() const;  // every gene 0 (its first kind of option)
   /// The genome that, class by class, picks the option with the fewest non-Input e-nodes below
   /// it (tree cost: an e-node counts 1 plus its children's costs), each shared gene taking the
-  /// option most of its classes prefer, then improved gene by gene on program_cost (a few rounds
-  /// of trying every value of every gene). It favours the largest fused regions and library ops:
-  /// the search's starting point for programs of many small kernels, which random genomes
-  /// rarely reach.
+  /// option most of its classes prefer, then improved gene by gene on program_cost (rounds of
+  /// trying every value of every gene, until one changes nothing or 16 have run). It favours the
+  /// largest fused regions and library ops: the search's starting point for programs of many small
+  /// kernels, which random genomes rarely reach.
   Genome fewest_kernels_genome() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
   /// inputs free), about its number of kernels.
@@ -61,6 +61,8 @@ class SearchSpace {
   /// Options of a class (canonical order) and its gene (-1 when it has one option).
   const std::vector<ENodeId>& options(ClassId c) const;
   int gene_of(ClassId c) const;
+  /// The option that value `value` of class c's gene picks there.
+  ENodeId option_for(ClassId c, uint32_t value) const;
 
  private:
   const EGraph* eg_;

@@ -23,9 +23,11 @@
 //     other view of D whose producer reads its inputs element for element (a weight's cast,
 //     broadcast down the rows);
 //   - loads of one class through one view are grown once.
-// A rowsum equals the SumReduce it replaces up to the order of the additions (the kernels add in
-// different orders): equal after rounding for f32 and narrower sums, not for f64, so f64
-// reductions are left alone.
+// A rowsum equals the SumReduce it replaces up to the order and width of the additions (the
+// kernels add in different orders, and a backend may add a few values in f32 before its double
+// accumulator): within rounding for f32 and narrower sums, which round the difference away
+// almost always; not for f64, whose downstream math (a correctly rounded division) can turn a
+// last-bit difference into a wrong result, so f64 reductions are left alone.
 // A variant is added when it holds at least one row reduction and fits the limits below. The
 // search then picks between the row kernel and the unfused kernels.
 #include <string>

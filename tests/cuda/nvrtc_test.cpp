@@ -175,6 +175,10 @@ TEST_F(Nvrtc, EveryDtypeAndOpCompiles) {
       a.sqrt().output("sqrt");
       a.reciprocal().output("recip");
       a.matmul(b.permute({1, 0})).output("mm");
+      // a product sum in t itself (matmul() casts f8 and tf32 to f32 first): every float dtype
+      // through the vectorised matmul's loads
+      Tensor w = g.tensor("w", {8, 16}, t);
+      (a.unsqueeze(1) * w.unsqueeze(0)).sum(-1).output("mulsum");
       (a % b).output("fmod");
     }
     collect(g, 4, 1, s);
