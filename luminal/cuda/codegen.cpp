@@ -13,8 +13,6 @@ namespace {
 
 constexpr int64_t kNarrowLimit = (int64_t{1} << 31) - (int64_t{1} << 25);
 
-bool sixteen_bit_float(DType t) { return t == DType::BF16 || t == DType::F16; }
-
 int64_t sat_add(int64_t a, int64_t b) {
   if (a == INT64_MAX || b == INT64_MAX) return INT64_MAX;
   int64_t r;
@@ -126,6 +124,8 @@ std::string unrounded_code(const FusedInst& in, bool* rounded) {
   if (is_binary(in.op)) return binary(in.op, in.dtype, operand(in.a), operand(in.b));
   throw Error("cuda: no expression for instruction " + std::string(opcode_name(in.op)));
 }
+
+bool sixteen_bit_float(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 bool fast_nan() {
   const char* v = std::getenv("LUMINAL_CUDA_FAST_NAN");

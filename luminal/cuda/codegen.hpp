@@ -107,6 +107,8 @@ std::string inst_code(const FusedInst& in, bool keep_nan_payload = true);
 /// roundings may drop payloads: every float operation turns a NaN into the canonical NaN anyway,
 /// and reductions (a sum in double, max.NaN) do too.
 std::vector<bool> nan_payload_kept(const FusedProgram& prog);
+/// bf16 or f16: the floats whose loads and roundings have one-instruction forms (ldm_T, rdm_T).
+bool sixteen_bit_float(DType t);
 /// The NaN fast paths (ldm_T loads, rdm_T roundings where nan_payload_kept is false): on with
 /// LUMINAL_CUDA_FAST_NAN=1, off by default until they have run on a GPU.
 bool fast_nan();

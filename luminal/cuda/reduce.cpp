@@ -134,8 +134,7 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
       return vector_type(mvec * size_bytes(n.input_dtypes.at(static_cast<size_t>(k))));
     };
     auto sixteen = [&](int k) {
-      const DType t = n.input_dtypes.at(static_cast<size_t>(k));
-      return t == DType::BF16 || t == DType::F16;
+      return sixteen_bit_float(n.input_dtypes.at(static_cast<size_t>(k)));
     };
     const bool chunk_f32 = !integral && compute_type(product_t) == "float";
     std::string loads;

@@ -70,6 +70,17 @@ struct RowGen {
   int V = 1;
 
   std::string I() const { return cg.idx(); }
+  /// The chunked form: kept loads read and held V elements at a time.
+  bool chunked_form() const { return use_cache && V > 1; }
+
+  /// In the chunked form, a loop over the thread's chunks (chunk k*T + t of the row, its first
+  /// element l0) running `body` for each chunk inside the row.
+  std::string chunk_loop(const std::string& body) const {
+    return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
+           "; ++k) {\n      const " + I() + " l0 = ((" + I() + ")threadIdx.x + (" + I() + ")k * " +
+           std::to_string(T) + ") * " + std::to_string(V) + ";\n      if (l0 < L) {\n" + body +
+           "      }\n    }\n";
+  }
 
   /// The instructions an element value at `targets` needs, that are not row-uniform, in order.
   std::vector<int> closure(const std::vector<int>& targets) const {
@@ -102,13 +113,13 @@ struct RowGen {
       std::string rhs;
       if (in.op == FusedOpcode::Load) {
         const int c = in.a;
-        if (use_cache && cached[c] >= 0 && V > 1) {
+        if (chunked_form() && cached[c] >= 0) {
           const std::string st = "S_" + dtype_tag(in.dtype);
           rhs = load_fn(in.dtype, keep[j]) + "(reinterpret_cast<const " + st + "*>(&c" +
                 std::to_string(c) + "[k])[j])";
         } else if (use_cache && cached[c] >= 0) {
           rhs = "c" + std::to_string(c) + "[k]";
-        } else if (use_cache && V > 1 && chunked[c]) {
+        } else if (chunked_form() && chunked[c]) {
           const std::string st = "S_" + dtype_tag(in.dtype);
           rhs = load_fn(in.dtype, keep[j]) + "(reinterpret_cast<const " + st + "*>(&q" +
                 std::to_string(c) + ")[j])";
@@ -127,7 +138,7 @@ struct RowGen {
   /// In the chunked form, the head of a chunk reading, in one vector load each, the loads of
   /// `order` that are not kept but are contiguous and aligned along the row (a norm's weight).
   std::string chunk_loads(const std::vector<int>& order) {
-    if (!(use_cache && V > 1)) return {};
+    if (!chunked_form()) return {};
     std::vector<bool> done(chunked.size(), false);
     std::string head;
     for (int j : order) {
@@ -150,13 +161,11 @@ struct RowGen {
   /// chunk_head / chunk_tail wrap each chunk).
   std::string loop(const std::string& inner, const std::string& chunk_head = {},
                    const std::string& chunk_tail = {}) {
-    if (use_cache && V > 1) {
-      return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
-             "; ++k) {\n      const " + I() + " l0 = ((" + I() + ")threadIdx.x + (" + I() +
-             ")k * " + std::to_string(T) + ") * " + std::to_string(V) + ";\n      if (l0 < L) {\n" +
-             chunk_head + "#pragma unroll\n      for (int j = 0; j < " + std::to_string(V) +
-             "; ++j) {\n      const " + I() + " l = l0 + j;\n      const " + I() +
-             " i = rb + l;\n" + inner + "      }\n" + chunk_tail + "      }\n    }\n";
+    if (chunked_form()) {
+      return chunk_loop(chunk_head + "#pragma unroll\n      for (int j = 0; j < " +
+                        std::to_string(V) + "; ++j) {\n      const " + I() +
+                        " l = l0 + j;\n      const " + I() + " i = rb + l;\n" + inner +
+                        "      }\n" + chunk_tail);
     }
     if (use_cache) {
       return "#pragma unroll\n    for (int k = 0; k < " + std::to_string(K) +
@@ -332,7 +341,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       const int64_t chunks = lmax / v;
       int t = std::clamp(pow2_ceil((chunks + 7) / 8), 32, 512);
       int64_t kc = (chunks + t - 1) / t;
-      if (kc * regs > 40) {
+      if (kc * regs > kMaxCachedRegs) {
         t = 1024;
         kc = (chunks + t - 1) / t;
       }
@@ -363,7 +372,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   // In the chunked form, loads that are not kept but contiguous and aligned along the row are read
   // a chunk at a time too.
   g.chunked.assign(nloads, false);
-  if (g.use_cache && g.V > 1)
+  if (g.chunked_form())
     for (int c = 0; c < nloads; ++c) {
       const int bytes = g.V * size_bytes(n.input_dtypes.at(c));
       g.chunked[c] = g.cached[c] < 0 && bytes <= 16 &&
@@ -394,7 +403,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
 
   std::string body;
   body += uniform_code(0);
-  if (g.use_cache && g.V > 1) {
+  if (g.chunked_form()) {
     for (int c = 0; c < nloads; ++c) {
       if (g.cached[c] < 0) continue;
       const DType t = n.input_dtypes.at(static_cast<size_t>(c));
@@ -405,9 +414,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       fill += "      " + cs + "[k] = *reinterpret_cast<const " + vt + "*>(in" + std::to_string(c) +
               " + " + off + ");\n";
       body += "    " + vt + " " + cs + "[" + std::to_string(g.K) + "];\n";
-      body += "#pragma unroll\n    for (int k = 0; k < " + std::to_string(g.K) +
-              "; ++k) {\n      const " + I + " l0 = ((" + I + ")threadIdx.x + (" + I + ")k * " + T +
-              ") * " + std::to_string(g.V) + ";\n      if (l0 < L) {\n" + fill + "      }\n    }\n";
+      body += g.chunk_loop(fill);
     }
   } else if (g.use_cache) {
     for (int c = 0; c < nloads; ++c) {
@@ -424,7 +431,6 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     }
   }
   int red_slot = 0;
-  const bool chunk_form = g.use_cache && g.V > 1;
   // Rows re-read from memory (too long to keep) with softmax's max-then-sum shape: the online
   // form finds the max and the sum of exponentials in one pass (the sum rescaled whenever the
   // running max grows), so the row is read twice, not three times.
@@ -442,22 +448,23 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     const std::string term = "      {\n      const C_f32 v" + std::to_string(o.m) + " = M;\n" +
                              inst(o.neg) + inst(o.diff) + inst(o.scaled) + inst(o.e) +
                              "      S = S + (double)v" + std::to_string(o.e) + ";\n      }\n";
-    body += "    float M = __int_as_float((int)0xFF800000);\n    double S = 0.0;\n";
-    const std::string step =
-        "      const float Mn = lmn_maxn(M, v" + std::to_string(o.u) + ");\n" +
-        "      if (Mn != M) {\n        if (M != __int_as_float((int)0xFF800000)) S = S * " +
-        "exp2(((double)M - (double)Mn) * (double)" + c + ");\n        M = Mn;\n      }\n" +
-        // A thread that has seen only -inf adds nothing (never -inf - -inf).
-        "      if (M != __int_as_float((int)0xFF800000)) {\n" + term + "      }\n";
+    const std::string ninf = "__int_as_float((int)0xFF800000)";
+    // S rescaled from the running max `from` to Mn.
+    auto rescale = [&](const std::string& sum, const std::string& from) {
+      return sum + " * exp2(((double)" + from + " - (double)Mn) * (double)" + c + ")";
+    };
+    body += "    float M = " + ninf + ";\n    double S = 0.0;\n";
+    const std::string step = "      const float Mn = lmn_maxn(M, v" + std::to_string(o.u) + ");\n" +
+                             "      if (Mn != M) {\n        if (M != " + ninf +
+                             ") S = " + rescale("S", "M") + ";\n        M = Mn;\n      }\n" +
+                             // A thread that has seen only -inf adds nothing (never -inf - -inf).
+                             "      if (M != " + ninf + ") {\n" + term + "      }\n";
     body += g.loop(g.element_code(g.closure({o.u})) + step);
     // Merging two (max, sum) pairs: each sum rescaled to the larger max; a -inf max adds 0.
     const std::string merge =
-        "    {\n      const float Mn = lmn_maxn(M, M2);\n      const double a = M == "
-        "__int_as_float((int)0xFF800000) ? 0.0 : S * exp2(((double)M - (double)Mn) * (double)" +
-        c +
-        ");\n      const double b = M2 == __int_as_float((int)0xFF800000) ? 0.0 : S2 * "
-        "exp2(((double)M2 - (double)Mn) * (double)" +
-        c + ");\n      M = Mn;\n      S = a + b;\n    }\n";
+        "    {\n      const float Mn = lmn_maxn(M, M2);\n      const double a = M == " + ninf +
+        " ? 0.0 : " + rescale("S", "M") + ";\n      const double b = M2 == " + ninf +
+        " ? 0.0 : " + rescale("S2", "M2") + ";\n      M = Mn;\n      S = a + b;\n    }\n";
     body +=
         "    for (int s = 16; s > 0; s >>= 1) {\n      const float M2 = "
         "__shfl_xor_sync(0xffffffffu, "
@@ -474,9 +481,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     // The reference's NaNs: a NaN max is its canonical NaN, and a fully masked row's sum is NaN
     // (each of its terms is -inf - -inf).
     body += "    if (M != M) M = __int_as_float(0x7FC00000);\n";
-    body +=
-        "    if (M == __int_as_float((int)0xFF800000)) S = "
-        "__longlong_as_double(0x7FF8000000000000LL);\n";
+    body += "    if (M == " + ninf + ") S = __longlong_as_double(0x7FF8000000000000LL);\n";
     body += "    const C_f32 v" + std::to_string(o.m) + " = rd_f32(M);\n";
     body += "    const C_f32 v" + std::to_string(o.s) + " = rd_f32(S);\n";
     red_slot = 2;
@@ -498,7 +503,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       if (in.op == FusedOpcode::RowMax) {
         body += "    float " + acc + " = __int_as_float((int)0xFF800000);\n";
         acc_inner += "      " + acc + " = lmn_maxn(" + acc + ", " + x + ");\n";
-      } else if (chunk_form) {
+      } else if (g.chunked_form()) {
         const std::string part = "p" + std::to_string(r);
         body += "    double " + acc + " = 0.0;\n";
         acc_head += "      float " + part + " = 0.0f;\n";
@@ -551,7 +556,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
       }
     }
     const std::string code = g.element_code(order);
-    if (g.use_cache && g.V > 1) {
+    if (g.chunked_form()) {
       // A chunk's results go out in one aligned vector store.
       const std::string vt = vector_type(g.V * size_bytes(n.attrs.dtype));
       const std::string head = g.chunk_loads(order) + "      union { " + vt + " v; S_" + ot +
