@@ -46,21 +46,7 @@ LlirGraph choose_op(const BuiltSpace& b, const std::string& op) {
         ops += i.op != FusedOpcode::Load && i.op != FusedOpcode::Const;
     return 1 + ops;
   };
-  Genome g = space.first_genome();
-  // Per gene, the value whose options score highest over all the classes that share it.
-  std::vector<std::vector<double>> total(space.num_genes());
-  for (size_t i = 0; i < total.size(); ++i)
-    total[i].assign(space.gene_sizes()[i], 0.0);
-  for (ClassId c : eg.class_ids()) {
-    const int gene = space.gene_of(c);
-    if (gene < 0) continue;
-    for (uint32_t v = 0; v < total[static_cast<size_t>(gene)].size(); ++v)
-      total[static_cast<size_t>(gene)][v] += score(space.option_for(c, v));
-  }
-  for (size_t i = 0; i < total.size(); ++i)
-    g[i] = static_cast<uint32_t>(std::max_element(total[i].begin(), total[i].end()) -
-                                 total[i].begin());
-  return to_llir(space, g);
+  return to_llir(space, space.best_scoring_genome(score));
 }
 
 LlirGraph program_with(const Graph& g, Backend& be, const std::string& op) {

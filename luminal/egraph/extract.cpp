@@ -328,12 +328,27 @@ ENodeId SearchSpace::option_for(ClassId c, uint32_t value) const {
   return opts[pick_[c][value % pick_[c].size()]];
 }
 
+Genome SearchSpace::best_scoring_genome(const std::function<double(ENodeId)>& score) const {
+  std::vector<std::vector<double>> total(gene_sizes_.size());
+  for (size_t i = 0; i < total.size(); ++i)
+    total[i].assign(gene_sizes_[i], 0.0);
+  for (ClassId c = 0; c < gene_.size(); ++c) {
+    if (gene_[c] < 0) continue;
+    std::vector<double>& t = total[static_cast<size_t>(gene_[c])];
+    for (uint32_t v = 0; v < t.size(); ++v)
+      t[v] += score(option_for(c, v));
+  }
+  Genome g(gene_sizes_.size(), 0);
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = static_cast<uint32_t>(std::max_element(total[i].begin(), total[i].end()) -
+                                 total[i].begin());
+  return g;
+}
+
 ENodeId SearchSpace::chosen(const Genome& g, ClassId c) const {
   c = eg_->find(c);
-  const auto& opts = options(c);
-  int gene = gene_[c];
-  if (gene < 0) return opts[0];
-  return opts[pick_[c][g[static_cast<size_t>(gene)] % pick_[c].size()]];
+  const int gene = gene_[c];
+  return option_for(c, gene < 0 ? 0 : g[static_cast<size_t>(gene)]);
 }
 
 std::vector<ClassId> SearchSpace::topo_order(const Genome& g) const {

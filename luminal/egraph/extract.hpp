@@ -15,6 +15,7 @@
 // valid choice set because pruning made every option executable and every choice acyclic. Classes
 // with one option have no gene.
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -63,6 +64,9 @@ class SearchSpace {
   int gene_of(ClassId c) const;
   /// The option that value `value` of class c's gene picks there.
   ENodeId option_for(ClassId c, uint32_t value) const;
+  /// The genome whose every gene takes the value whose options score highest in total over the
+  /// classes sharing it (tests and benchmarks pick programs by op this way).
+  Genome best_scoring_genome(const std::function<double(ENodeId)>& score) const;
 
  private:
   const EGraph* eg_;

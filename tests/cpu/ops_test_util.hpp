@@ -130,24 +130,9 @@ inline Score prefer_op(std::string op) {
   };
 }
 
-/// A genome choosing, for every gene, the option with the highest score.
+/// A genome choosing, for every gene, the value whose options score highest over its classes.
 inline Genome choose_genome(const SearchSpace& space, const Score& score) {
-  const EGraph& eg = space.egraph();
-  Genome g = space.first_genome();
-  // Per gene, the value whose options score highest over all the classes that share it.
-  std::vector<std::vector<double>> total(space.num_genes());
-  for (size_t i = 0; i < total.size(); ++i)
-    total[i].assign(space.gene_sizes()[i], 0.0);
-  for (ClassId c : eg.class_ids()) {
-    const int gene = space.gene_of(c);
-    if (gene < 0) continue;
-    for (uint32_t v = 0; v < total[static_cast<size_t>(gene)].size(); ++v)
-      total[static_cast<size_t>(gene)][v] += score(eg, space.option_for(c, v));
-  }
-  for (size_t i = 0; i < total.size(); ++i)
-    g[i] = static_cast<uint32_t>(std::max_element(total[i].begin(), total[i].end()) -
-                                 total[i].begin());
-  return g;
+  return space.best_scoring_genome([&](ENodeId n) { return score(space.egraph(), n); });
 }
 
 inline LlirGraph choose(const BuiltSpace& b, const Score& score) {
