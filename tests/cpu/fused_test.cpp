@@ -21,6 +21,7 @@
 #include "luminal/ir/prim.hpp"
 #include "ops_test_util.hpp"
 #include "support/expect_error.hpp"
+#include "support/fused_insts.hpp"
 
 namespace luminal {
 namespace {
@@ -54,21 +55,8 @@ LlirGraph check_fused(const Graph& g, const std::vector<DynMap>& dyns, const std
   return p;
 }
 
-FusedInst inst(FusedOpcode op, DType t, int a = -1, int b = -1, int c = -1) {
-  FusedInst i;
-  i.op = op;
-  i.dtype = t;
-  i.a = a;
-  i.b = b;
-  i.c = c;
-  return i;
-}
-FusedInst cnst(DType t, double v, int64_t iv = 0) {
-  FusedInst i = inst(FusedOpcode::Const, t);
-  i.value = v;
-  i.int_value = iv;
-  return i;
-}
+using testing::cnst;
+using testing::inst;
 
 /// Runs a program directly through the kernel (no graph): children contiguous of `shape`.
 HostBuffer run_direct(const FusedProgram& p, DType out, const Shape& shape,

@@ -9,19 +9,12 @@
 
 #include "luminal/cuda/codegen.hpp"
 #include "luminal/kernels/fused_program.hpp"
+#include "support/fused_insts.hpp"
 
 namespace luminal {
 namespace {
 
-FusedInst inst(FusedOpcode op, DType t, int a = -1, int b = -1, int c = -1) {
-  FusedInst in;
-  in.op = op;
-  in.dtype = t;
-  in.a = a;
-  in.b = b;
-  in.c = c;
-  return in;
-}
+using testing::inst;
 
 /// Sets LUMINAL_CUDA_FAST_NAN for one scope.
 struct FastNan {
