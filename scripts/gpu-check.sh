@@ -18,7 +18,7 @@
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
 #                    nn upload models cli fuzz; to split the suites over device calls; fast-nan
-#                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=1) runs only when
+#                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
 set -uo pipefail
@@ -119,18 +119,19 @@ if [ $suites -eq 1 ]; then
   echo "=== row kernels one element at a time (LUMINAL_CUDA_ROW_CHUNKS=0) ===" >>"$out/row_ops.log"
   want rows-plain && LUMINAL_CUDA_ROW_CHUNKS=0 suite "row ops suite, element form (LUMINAL_CUDA_ROW_CHUNKS=0)" \
     "$out/row_ops.log" 420 "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
-  # The NaN fast paths (LUMINAL_CUDA_FAST_NAN=1, off by default): the bit-exact ops suite, the row
-  # suite, the nn suite and a quick fuzz with them on; only when --only names fast-nan.
+  # The NaN fast paths are on by default; LUMINAL_CUDA_FAST_NAN=0 keeps every NaN payload: the
+  # bit-exact ops suite, the row suite, the nn suite and a quick fuzz in that form; only when
+  # --only names fast-nan.
   if [[ "$only" == *",fast-nan,"* ]]; then
-    echo "=== NaN fast paths (LUMINAL_CUDA_FAST_NAN=1) ===" >>"$out/fast_nan.log"
-    LUMINAL_CUDA_FAST_NAN=1 suite "ops suite, NaN fast paths" "$out/fast_nan.log" 300 \
+    echo "=== NaN payloads kept everywhere (LUMINAL_CUDA_FAST_NAN=0) ===" >>"$out/fast_nan.log"
+    LUMINAL_CUDA_FAST_NAN=0 suite "ops suite, NaN payloads kept" "$out/fast_nan.log" 300 \
       "$build/tests/test_cuda_ops"
-    LUMINAL_CUDA_FAST_NAN=1 suite "row ops suite, NaN fast paths" "$out/fast_nan.log" 420 \
+    LUMINAL_CUDA_FAST_NAN=0 suite "row ops suite, NaN payloads kept" "$out/fast_nan.log" 420 \
       "$build/tests/test_cuda_row_ops" --gtest_filter='*CudaRowOps*'
-    LUMINAL_CUDA_FAST_NAN=1 suite "nn ops suite, NaN fast paths" "$out/fast_nan.log" 300 \
+    LUMINAL_CUDA_FAST_NAN=0 suite "nn ops suite, NaN payloads kept" "$out/fast_nan.log" 300 \
       "$build/tests/test_cuda_nn_ops"
-    LUMINAL_CUDA_FAST_NAN=1 LUMINAL_CUDA_FUZZ_SEEDS=8 LUMINAL_FUZZ_PROGRAMS=20 \
-      suite "equivalence fuzz, NaN fast paths" "$out/fast_nan.log" 420 "$build/tests/test_cuda_fuzz"
+    LUMINAL_CUDA_FAST_NAN=0 LUMINAL_CUDA_FUZZ_SEEDS=8 LUMINAL_FUZZ_PROGRAMS=20 \
+      suite "equivalence fuzz, NaN payloads kept" "$out/fast_nan.log" 420 "$build/tests/test_cuda_fuzz"
   fi
   want nn && suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
@@ -157,8 +158,8 @@ if [ $bench -eq 1 ]; then
   echo "=== row kernels one element at a time (LUMINAL_CUDA_ROW_CHUNKS=0) ===" >>"$out/bench.log"
   LUMINAL_CUDA_ROW_CHUNKS=0 suite "bench_cuda rows, element form" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
-  echo "=== NaN fast paths (LUMINAL_CUDA_FAST_NAN=1) ===" >>"$out/bench.log"
-  LUMINAL_CUDA_FAST_NAN=1 suite "bench_cuda rows, NaN fast paths" "$out/bench.log" 120 \
+  echo "=== NaN payloads kept everywhere (LUMINAL_CUDA_FAST_NAN=0) ===" >>"$out/bench.log"
+  LUMINAL_CUDA_FAST_NAN=0 suite "bench_cuda rows, NaN payloads kept" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
   lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
   lines="$lines|prefill s change|bf16 decode at|FAILED"

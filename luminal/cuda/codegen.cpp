@@ -129,7 +129,7 @@ bool sixteen_bit_float(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 bool fast_nan() {
   const char* v = std::getenv("LUMINAL_CUDA_FAST_NAN");
-  return v != nullptr && std::string(v) == "1";
+  return v == nullptr || std::string(v) != "0";
 }
 
 std::string inst_code(const FusedInst& in, bool keep_nan_payload) {

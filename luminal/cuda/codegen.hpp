@@ -109,8 +109,8 @@ std::string inst_code(const FusedInst& in, bool keep_nan_payload = true);
 std::vector<bool> nan_payload_kept(const FusedProgram& prog);
 /// bf16 or f16: the floats whose loads and roundings have one-instruction forms (ldm_T, rdm_T).
 bool sixteen_bit_float(DType t);
-/// The NaN fast paths (ldm_T loads, rdm_T roundings where nan_payload_kept is false): on with
-/// LUMINAL_CUDA_FAST_NAN=1, off by default until they have run on a GPU.
+/// The NaN fast paths (ldm_T loads, rdm_T roundings where nan_payload_kept is false): on by
+/// default, off with LUMINAL_CUDA_FAST_NAN=0 (every load and rounding keeps NaN payloads).
 bool fast_nan();
 /// The load function for dtype `t`: ldm_T (one instruction, no NaN payload) for bf16/f16 when
 /// the payload is not kept and fast_nan() is on, else ld_T.

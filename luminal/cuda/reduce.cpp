@@ -63,7 +63,7 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
     off.push_back(cg.view_offset(n.attrs.views[k], "o", "b" + std::to_string(k), base, axis));
   std::string elem;
   // A reduction never passes a NaN payload on (sums in double and lmn_max make NaNs canonical):
-  // 16-bit loads may take the one-instruction form (load_fn, with LUMINAL_CUDA_FAST_NAN=1).
+  // 16-bit loads may take the one-instruction form (load_fn, unless LUMINAL_CUDA_FAST_NAN=0).
   auto load = [&](int k) {
     return load_fn(n.input_dtypes.at(static_cast<size_t>(k)), false) + "(in" + std::to_string(k) +
            "[" + off[k] + " + " + cg.axis_offset(n.attrs.views[k], axis, "k") + "])";

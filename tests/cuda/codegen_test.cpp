@@ -1,6 +1,7 @@
 // CI without a GPU: the CUDA code generator's NaN-payload analysis (nan_payload_kept), which
-// decides where LUMINAL_CUDA_FAST_NAN=1 may load and round 16-bit floats without NaN checks, and
-// the forms load_fn / inst_code then emit.
+// decides where the kernels may load and round 16-bit floats without NaN checks, and
+// the forms load_fn / inst_code then emit (the fast forms by default, the careful ones with
+// LUMINAL_CUDA_FAST_NAN=0).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -47,6 +48,9 @@ TEST(CudaCodegen, FastNanFormsOnlyWhereThePayloadIsNotKeptAndTheFlagIsOn) {
   using O = FusedOpcode;
   const FusedInst add = inst(O::Add, DType::BF16, 0, 1);
   const FusedInst add32 = inst(O::Add, DType::F32, 0, 1);
+  ::unsetenv("LUMINAL_CUDA_FAST_NAN");
+  EXPECT_TRUE(cuda::fast_nan());  // the default
+  EXPECT_EQ(cuda::inst_code(add, false), "rdm_bf16(v0 + v1)");
   {
     FastNan on(true);
     EXPECT_EQ(cuda::inst_code(add, false), "rdm_bf16(v0 + v1)");
@@ -60,6 +64,7 @@ TEST(CudaCodegen, FastNanFormsOnlyWhereThePayloadIsNotKeptAndTheFlagIsOn) {
     FastNan off(false);
     EXPECT_EQ(cuda::inst_code(add, false), "rd_bf16(v0 + v1)");
     EXPECT_EQ(cuda::load_fn(DType::BF16, false), "ld_bf16");
+    EXPECT_FALSE(cuda::fast_nan());
   }
 }
 

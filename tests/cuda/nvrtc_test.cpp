@@ -93,45 +93,55 @@ TEST_F(Nvrtc, RandomGraphKernelsCompileForSm90) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
-// LUMINAL_CUDA_FAST_NAN=1 (one-instruction 16-bit loads and roundings where no NaN payload can
-// reach a result): the kernels of random graphs in every dtype, 16-bit row ops and a bf16 decoder
-// compile, and the fast forms appear.
-TEST_F(Nvrtc, FastNanKernelsCompile) {
-  ::setenv("LUMINAL_CUDA_FAST_NAN", "1", 1);
-  Sources s;
-  for (uint64_t seed = 0; seed < 8; ++seed)
-    collect(testing::random_graph(seed).graph, 2, seed, s);
-  for (DType t : {DType::BF16, DType::F16}) {
-    Graph g;
-    g.declare_dim("s", 1, 64);
-    Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)}, t);
-    Tensor w = g.tensor("w", {Expr(4096)}, t);
-    x.softmax(-1).output("softmax");
-    x.rms_norm(w, 1e-5).output("rms_norm");
-    x.layer_norm(w, w, 1e-5).output("layer_norm");
-    x.sum(-1).output("sum");
-    collect(g, 3, 7, s);
-  }
-  models::DecoderShape shape{.slots = 64, .max_step = 16};
-  shape.dtype = DType::BF16;
-  collect(models::build_decoder(
-              models::llama_config(
-                  {.layers = 1, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50}),
-              shape)
-              .graph,
-          3, 3, s);
+// The NaN fast paths (one-instruction 16-bit loads and roundings where no NaN payload can reach a
+// result; on by default) and the careful form (LUMINAL_CUDA_FAST_NAN=0): the kernels of random
+// graphs in every dtype, 16-bit row ops and a bf16 decoder compile in both, the fast forms appear
+// by default and the roundings' fast form never appears with the flag at 0.
+TEST_F(Nvrtc, NanPayloadFormsCompile) {
+  auto sources = [&](bool random_graphs) {
+    Sources s;
+    if (random_graphs)
+      for (uint64_t seed = 0; seed < 8; ++seed)
+        collect(testing::random_graph(seed).graph, 2, seed, s);
+    for (DType t : {DType::BF16, DType::F16}) {
+      Graph g;
+      g.declare_dim("s", 1, 64);
+      Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)}, t);
+      Tensor w = g.tensor("w", {Expr(4096)}, t);
+      x.softmax(-1).output("softmax");
+      x.rms_norm(w, 1e-5).output("rms_norm");
+      x.layer_norm(w, w, 1e-5).output("layer_norm");
+      x.sum(-1).output("sum");
+      collect(g, 3, 7, s);
+    }
+    models::DecoderShape shape{.slots = 64, .max_step = 16};
+    shape.dtype = DType::BF16;
+    collect(models::build_decoder(
+                models::llama_config(
+                    {.layers = 1, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50}),
+                shape)
+                .graph,
+            3, 3, s);
+    return s;
+  };
+  auto count = [](const Sources& s, const char* bf16, const char* f16) {
+    int n = 0;
+    for (const std::string& src : s.unique) {
+      const std::string body = src.substr(cuda::device_prelude().size());
+      n += body.find(bf16) != std::string::npos || body.find(f16) != std::string::npos;
+    }
+    return n;
+  };
   ::unsetenv("LUMINAL_CUDA_FAST_NAN");
-  int rdm = 0, ldm = 0;
-  for (const std::string& src : s.unique) {
-    const std::string body = src.substr(cuda::device_prelude().size());
-    rdm +=
-        body.find("rdm_bf16(") != std::string::npos || body.find("rdm_f16(") != std::string::npos;
-    ldm +=
-        body.find("ldm_bf16(") != std::string::npos || body.find("ldm_f16(") != std::string::npos;
-  }
-  EXPECT_GT(rdm, 0);
-  EXPECT_GT(ldm, 0);
-  compile_all(s);
+  const Sources fast = sources(true);
+  EXPECT_GT(count(fast, "rdm_bf16(", "rdm_f16("), 0);
+  EXPECT_GT(count(fast, "ldm_bf16(", "ldm_f16("), 0);
+  compile_all(fast);
+  ::setenv("LUMINAL_CUDA_FAST_NAN", "0", 1);
+  const Sources careful = sources(false);
+  ::unsetenv("LUMINAL_CUDA_FAST_NAN");
+  EXPECT_EQ(count(careful, "rdm_bf16(", "rdm_f16("), 0);
+  compile_all(careful);
 }
 
 // The Llama of luminal::models (decode and prefill shapes): rope as a 2-term product sum, the
