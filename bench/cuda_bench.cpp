@@ -174,6 +174,10 @@ int main(int argc, char** argv) {
   // Row kernels: softmax, RMSNorm, row sum (cuda_bench_rows.cpp).
   luminal::bench_cuda::row_kernels(be, copy, limit);
   if (argc > 2 && std::string(argv[2]) == "rows") return 0;
+  if (argc > 2 && std::string(argv[2]) == "smollm2") {  // the SmolLM2 decode only
+    luminal::bench_cuda::smollm2_bf16(be, stream_be, copy);
+    return 0;
+  }
   {  // search wall time
     search_times({}, limit, "2-layer transformer (hidden 256)");
     search_times({.layers = 32, .hidden = 512, .ffn = 1536, .vocab = 4096}, 10,

@@ -28,7 +28,8 @@ void row_kernels(cuda::CudaBackend& be, double copy_gbs, int limit);
 void dims_update(cuda::CudaBackend& be);
 
 /// SmolLM2-135M's shape in bf16, random weights, greedy argmax in the graph, contexts 128 and
-/// 1024: ms per token (token fed back each step) on both executors, kernels per token, GPU busy
+/// 1024: ms per token (token fed back each step) on both executors (and the graph executor with
+/// full edges when programmatic ones are on), kernels per token, GPU busy
 /// time (sum of kernel times) against the replay time of one decode step.
 void smollm2_bf16(cuda::CudaBackend& graph_be, cuda::CudaBackend& stream_be, double copy_gbs);
 

@@ -82,6 +82,7 @@ struct CudaBackend::Impl {
   std::unordered_map<std::string, std::shared_ptr<const Module>> batches;  // by batch key
   KernelCacheStats stats;
   CudaOptions::Executor executor = CudaOptions::Executor::Graph;
+  bool programmatic = false;  // programmatic edges between graph kernel nodes (PDL)
   struct {
     std::atomic<uint64_t> instantiations{0}, launches{0}, node_updates{0}, reinstantiations{0};
     std::atomic<uint64_t> dims_copies{0}, dims_host_ns{0}, launch_host_ns{0};

@@ -270,7 +270,7 @@ std::string Codegen::params(bool restrict_ptrs) const {
 }
 
 std::string Codegen::dims_prologue() const {
-  std::string s;
+  std::string s = "  lmn_pdl();\n";
   for (int d : used_)
     s += "  const " + idx_ + " d" + std::to_string(d) + " = (" + idx_ + ")dims[" +
          std::to_string(d) + "];\n";

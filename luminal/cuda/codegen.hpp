@@ -67,7 +67,9 @@ class Codegen {
   std::string axis_offset(const View& v, int axis, const std::string& index);
   /// The parameter list: `out` of the node's dtype, `in<k>` of each input's dtype, dims, err.
   std::string params(bool restrict_ptrs = true) const;
-  /// Statements loading every dim the kernel used into locals (call after generating the body).
+  /// The kernel's first statements: lmn_pdl() (wait for the kernel before it when launched with a
+  /// programmatic dependency, then let the next one launch), then every dim the kernel used
+  /// loaded into locals (call after generating the body).
   std::string dims_prologue() const;
   /// The translation unit: prelude + `kernels` text.
   static std::string unit(const std::string& kernels);

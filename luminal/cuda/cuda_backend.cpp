@@ -290,6 +290,15 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
       throw Error("LUMINAL_CUDA_EXECUTOR must be 'graph' or 'stream', got '" + v + "'");
     }
   }
+  m.programmatic = m.opts.programmatic_launch;
+  if (const char* e = std::getenv("LUMINAL_CUDA_PDL"); e && *e) {
+    const std::string v = e;
+    if (v != "0" && v != "1")
+      throw Error("LUMINAL_CUDA_PDL must be '0' (full graph edges) or '1' (programmatic), got '" +
+                  v + "'");
+    m.programmatic = v == "1";
+  }
+  m.programmatic = m.programmatic && m.cc_major >= 9;  // griddepcontrol needs sm_90
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());
@@ -505,6 +514,7 @@ GraphStats CudaBackend::graph_stats() const {
 }
 
 CudaOptions::Executor CudaBackend::executor() const { return impl_->executor; }
+bool CudaBackend::programmatic_launch() const { return impl_->programmatic; }
 
 std::string CudaBackend::profile_text(Plan& plan, const int64_t* dims) {
   return format_profile(profile(plan, 0, dims, 10));

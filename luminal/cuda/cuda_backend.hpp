@@ -45,6 +45,11 @@ struct CudaOptions {
   /// LUMINAL_CUDA_EXECUTOR=graph|stream overrides it.
   enum class Executor { Graph, Stream };
   Executor executor = Executor::Graph;
+  /// Graph executor on sm_90 and later: each kernel node depends on the one before through a
+  /// programmatic edge, so a kernel's blocks launch while the one before runs and wait for it at
+  /// their start (griddepcontrol), which hides most of the launch gap between small kernels.
+  /// false: full edges. LUMINAL_CUDA_PDL=0|1 overrides it.
+  bool programmatic_launch = true;
   /// Threads that read the host memory of a large upload (a mapped weights file) into pinned
   /// staging together, the calling thread included; 0: the hardware threads, at most 8.
   int upload_threads = 0;
@@ -157,6 +162,9 @@ class CudaBackend final : public Backend {
   GraphStats graph_stats() const;
   /// The executor plans of this backend use (CudaOptions::executor after the environment).
   CudaOptions::Executor executor() const;
+  /// Whether graph kernel nodes are joined by programmatic edges (CudaOptions::programmatic_launch
+  /// after LUMINAL_CUDA_PDL, on sm_90 and later only).
+  bool programmatic_launch() const;
   /// Free and total device memory in bytes.
   std::pair<uint64_t, uint64_t> memory_info() const;
 

@@ -57,6 +57,7 @@ namespace luminal::cuda {
   X(cuGraphCreate) \
   X(cuGraphDestroy) \
   X(cuGraphAddKernelNode) \
+  X(cuGraphAddDependencies) \
   X(cuGraphAddEventRecordNode) \
   X(cuGraphKernelNodeSetParams) \
   X(cuGraphInstantiateWithFlags) \

@@ -52,11 +52,22 @@ void CudaPlan::build_graph(int parity) {
   check(cu.cuGraphCreate(&bd.graph, 0), "cuGraphCreate");
   bd.nodes.assign(steps_.size(), nullptr);
   CUgraphNode prev = nullptr;
+  // A programmatic edge lets a kernel's blocks launch once every block of the one before has
+  // passed its griddepcontrol.wait (the prelude's lmn_pdl, the first statement of every kernel),
+  // and they wait there for it to finish: the same order as a full edge, minus the launch gap.
+  CUgraphEdgeData edge{};
+  edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+  edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (!in_graph(steps_[s].graph_grid, bd.skip[s])) continue;
     const CUDA_KERNEL_NODE_PARAMS p = node_params(parity, s);
-    check(cu.cuGraphAddKernelNode(&bd.nodes[s], bd.graph, prev ? &prev : nullptr, prev ? 1 : 0, &p),
+    const bool pdl = prev && be_.programmatic;
+    check(cu.cuGraphAddKernelNode(&bd.nodes[s], bd.graph, prev && !pdl ? &prev : nullptr,
+                                  prev && !pdl ? 1 : 0, &p),
           "cuGraphAddKernelNode");
+    if (pdl)
+      check(cu.cuGraphAddDependencies(bd.graph, &prev, &bd.nodes[s], &edge, 1),
+            "cuGraphAddDependencies");
     prev = bd.nodes[s];
   }
   check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");

@@ -187,6 +187,15 @@ template <class A, class B> LMN long long max(A a, B b) { return (long long)a > 
 LMN float lmn_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7FC00000) : (a > b ? a : b); }
 LMN double lmn_max(double a, double b) { return (a != a || b != b) ? __longlong_as_double(0x7FF8000000000000LL) : (a > b ? a : b); }
 LMN long long lmn_max(long long a, long long b) { return a > b ? a : b; }
+// Programmatic dependent launch (sm_90+): wait until the kernel this one depends on has finished
+// and its writes are visible, then allow the next kernel's blocks to launch. Every kernel calls it
+// first; without a programmatic dependency both are no-ops.
+LMN void lmn_pdl() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 /* Max with NaN propagating, for row reductions: the NaN it returns is made the reference's
    (lmn_max's 0x7FC00000) once, after the reduction. */
 LMN float lmn_maxn(float a, float b) {

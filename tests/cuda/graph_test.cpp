@@ -37,15 +37,30 @@ CudaBackend& stream_backend() {
   return *b;
 }
 
+/// The graph executor with full edges between kernel nodes (no programmatic launch).
+CudaBackend& full_edges_backend() {
+  static CudaBackend* b = [] {
+    CudaOptions o;
+    o.programmatic_launch = false;
+    return new CudaBackend(o);
+  }();
+  return *b;
+}
+
 TEST(CudaGraph, DefaultExecutorIsTheGraph) {
   LUMINAL_REQUIRE_GPU();
   if (std::getenv("LUMINAL_CUDA_EXECUTOR")) GTEST_SKIP() << "LUMINAL_CUDA_EXECUTOR is set";
   EXPECT_EQ(gpu().executor(), CudaOptions::Executor::Graph);
   EXPECT_EQ(stream_backend().executor(), CudaOptions::Executor::Stream);
+  // Programmatic edges between kernel nodes: on by default from sm_90.
+  if (std::getenv("LUMINAL_CUDA_PDL")) return;
+  EXPECT_EQ(gpu().programmatic_launch(), gpu().arch() >= "sm_90");
+  EXPECT_FALSE(full_edges_backend().programmatic_launch());
 }
 
 // The programs the search picks for the random graphs of the first CUDA issue, loaded once per
-// executor and run at every dims point of the graph: the outputs are equal byte for byte.
+// executor (and on a graph with full edges instead of programmatic ones) and run at every dims
+// point of the graph: the outputs are equal byte for byte.
 TEST(CudaGraph, MatchesTheStreamExecutorBitwise) {
   LUMINAL_REQUIRE_GPU();
   int checked = 0;
@@ -56,6 +71,7 @@ TEST(CudaGraph, MatchesTheStreamExecutorBitwise) {
     const LlirGraph llir = s.llir(fg.dyn_points.front());
     LoadedPlan on_graph = load_plan(gpu(), llir, fg.dyn_points);
     LoadedPlan on_stream = load_plan(stream_backend(), llir, fg.dyn_points);
+    LoadedPlan on_full = load_plan(full_edges_backend(), llir, fg.dyn_points);
     auto* cp = dynamic_cast<cuda::CudaPlan*>(on_graph.plan.get());
     ASSERT_NE(cp, nullptr);
     if (!cp->graph_executor()) continue;
@@ -65,10 +81,14 @@ TEST(CudaGraph, MatchesTheStreamExecutorBitwise) {
         inputs[in.label] = make_input_data(in, dyn, seed * 7 + 1);
       const PlanRun a = run_plan(on_graph, inputs, dyn);
       const PlanRun b = run_plan(on_stream, inputs, dyn);
-      for (const auto& [label, buf] : b.outputs)
+      const PlanRun c = run_plan(on_full, inputs, dyn);
+      for (const auto& [label, buf] : b.outputs) {
         ASSERT_EQ(a.outputs.at(label).bytes, buf.bytes)
             << "graph " << fg.name << " output " << label << "\n"
             << fg.recipe;
+        ASSERT_EQ(c.outputs.at(label).bytes, buf.bytes)
+            << "full edges: graph " << fg.name << " output " << label;
+      }
       ++checked;
     }
   }
