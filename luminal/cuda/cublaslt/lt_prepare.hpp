@@ -1,0 +1,76 @@
+#pragma once
+// A prepared cuBLASLt matmul: the descriptors and the algorithm of one LtSpec, built once and
+// enqueued any number of times with new pointers. Algorithms come from cuBLASLt's heuristic
+// through a process-wide cache keyed by device and spec, so equal specs query it once.
+//
+//   LtHandle h(*lt_api());                      // one per backend (its context current)
+//   LtPrepared p(h, spec, device);              // throws when no algorithm fits the spec
+//   p.enqueue({a, b, d, d}, workspace, stream);  // C = D: the call does not accumulate
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "luminal/cuda/cublaslt/lt_api.hpp"
+#include "luminal/cuda/cublaslt/lt_spec.hpp"
+
+namespace luminal::cuda {
+
+static_assert(std::is_same_v<cudaStream_t, CUstream>, "cuBLASLt takes the driver's streams");
+
+/// A cuBLASLt handle (cublasLtCreate / cublasLtDestroy) with the API it came from. Create it
+/// with the backend's context current: cuBLASLt uses the context current on the calling thread.
+class LtHandle {
+ public:
+  explicit LtHandle(const LtApi& api);
+  ~LtHandle();
+  LtHandle(const LtHandle&) = delete;
+  LtHandle& operator=(const LtHandle&) = delete;
+  const LtApi& api() const { return api_; }
+  cublasLtHandle_t get() const { return h_; }
+
+ private:
+  const LtApi& api_;
+  cublasLtHandle_t h_ = nullptr;
+};
+
+struct LtPointers {
+  CUdeviceptr a = 0, b = 0, c = 0, d = 0;
+};
+
+class LtPrepared {
+ public:
+  /// Descriptors for `spec` and its algorithm (from the heuristic cache, else one query with
+  /// the spec's workspace limit and alignments). Throws luminal::Error naming the spec when
+  /// cuBLASLt has no algorithm for it.
+  LtPrepared(const LtHandle& h, const LtSpec& spec, int device);
+  ~LtPrepared();
+  LtPrepared(const LtPrepared&) = delete;
+  LtPrepared& operator=(const LtPrepared&) = delete;
+
+  /// cublasLtMatmul on `stream` with the prepared algorithm. `workspace` holds at least
+  /// spec().workspace bytes (0 bytes: may be null). Pointers must be aligned as the spec says.
+  void enqueue(const LtPointers& p, CUdeviceptr workspace, CUstream stream) const;
+
+  const LtSpec& spec() const { return spec_; }
+  /// The workspace the chosen algorithm needs (at most spec().workspace).
+  size_t algo_workspace() const { return algo_workspace_; }
+
+ private:
+  void destroy();
+
+  const LtHandle& h_;
+  LtSpec spec_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  size_t algo_workspace_ = 0;
+};
+
+/// The process-wide heuristic cache's counters (tests, traces).
+struct LtHeuristicStats {
+  uint64_t queries = 0;  // cublasLtMatmulAlgoGetHeuristic calls
+  uint64_t hits = 0;     // specs found in the cache
+};
+LtHeuristicStats lt_heuristic_stats();
+
+}  // namespace luminal::cuda

@@ -1,0 +1,200 @@
+// GPU suite (skips without a GPU or cuBLASLt): the library-call form of the GEMM planner run
+// through cuBLASLt. Random matmul layouts (tests/support/gemm_cases.hpp: row- and column-major
+// operands, padded leading dimensions, strided batches, the output's axes in any order) are
+// planned, mapped to both families (lib_gemm), prepared (lt_prepare) and enqueued on the
+// backend's stream; every result matches the product computed from the views, in f32, bf16,
+// bf16 -> f32 and f16, and FP8 in its column-major TN form. The heuristic cache answers a
+// repeated spec without a query.
+#include <gtest/gtest.h>
+
+#if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/cuda/backend_impl.hpp"
+#include "luminal/cuda/cublaslt/lt_prepare.hpp"
+#include "support/gemm_cases.hpp"
+
+namespace luminal::cuda {
+namespace {
+
+using luminal::testing::GemmCase;
+using luminal::testing::gpu;
+
+const LtApi* lt_or_skip() {
+  std::string why;
+  const LtApi* lt = lt_api(&why);
+  if (!lt) std::printf("[lt] %s\n", why.c_str());
+  return lt;
+}
+
+/// Device memory holding `v` (doubles stored as dtype t).
+Buffer device_values(DType t, const std::vector<double>& v) {
+  std::vector<uint8_t> bytes(v.size() * static_cast<size_t>(size_bytes(t)));
+  for (size_t i = 0; i < v.size(); ++i)
+    store_from_double(t, bytes.data(), static_cast<int64_t>(i), v[i]);
+  Buffer b = gpu().allocate(std::max<uint64_t>(bytes.size(), 16));
+  gpu().upload(b, 0, bytes.data(), bytes.size());
+  return b;
+}
+
+std::vector<double> ints(int64_t n, uint64_t seed) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<double>((i * 7 + seed * 13) % 11) - 5.0;
+  return v;
+}
+
+/// Runs case `c` through cuBLASLt with operand dtypes (ta, tb), output td, in family f; checks
+/// the result. Returns false when cuBLASLt has no algorithm for the spec.
+bool run_case(const LtHandle& h, const GemmCase& c, DType ta, DType tb, DType td, GemmFamily f,
+              Buffer workspace, uint64_t seed, bool* ran) {
+  *ran = false;
+  const std::optional<LibGemm<int64_t>> g = lib_gemm_of(c.dims, c.sa, c.sb, c.k, f);
+  if (!g) return true;
+  const std::optional<LtTypes> t = lt_types(ta, tb, td, false);
+  if (!t) {
+    ADD_FAILURE() << "no cuBLASLt types for " << name(ta) << " x " << name(tb);
+    return true;
+  }
+  LtSpec spec = lt_spec(*g, *t, workspace.bytes);
+  std::unique_ptr<LtPrepared> p;
+  try {
+    p = std::make_unique<LtPrepared>(h, spec, static_cast<int>(gpu().impl().device));
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no algorithm"), std::string::npos) << e.what();
+    return false;
+  }
+  const std::vector<double> a = ints(c.a_elems, seed), b = ints(c.b_elems, seed + 1);
+  const std::vector<double> want = luminal::testing::gemm_reference(c, a, b);
+  Buffer ba = device_values(ta, a), bb = device_values(tb, b);
+  const uint64_t out_bytes = static_cast<uint64_t>(c.out_elems) * size_bytes(td);
+  Buffer bd = gpu().allocate(std::max<uint64_t>(out_bytes, 16));
+  std::vector<uint8_t> got(out_bytes, 0xFF);  // NaN: an element never written shows
+  gpu().upload(bd, 0, got.data(), out_bytes);
+  auto dp = [](Buffer x) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(x.ptr)); };
+  const CUdeviceptr in[2] = {dp(ba), dp(bb)};
+  p->enqueue({in[g->input_a], in[g->input_b], dp(bd), dp(bd)}, dp(workspace),
+             static_cast<CUstream>(gpu().stream()));
+  gpu().download(got.data(), bd, 0, out_bytes);
+  for (int64_t i = 0; i < c.out_elems; ++i) {
+    std::vector<uint8_t> one(static_cast<size_t>(size_bytes(td)));
+    store_from_double(td, one.data(), 0, want[static_cast<size_t>(i)]);
+    const double wr = load_as_double(td, one.data(), 0);  // the reference rounded to td
+    const double v = load_as_double(td, got.data(), i);
+    EXPECT_LE(std::abs(v - wr), std::abs(wr) * 2 * epsilon(td) + 1e-9)
+        << family_name(f) << " " << name(ta) << " x " << name(tb) << " -> " << name(td) << " "
+        << c.what << " element " << i << ": got " << v << ", want " << wr << "\n"
+        << spec.to_string();
+  }
+  for (Buffer x : {ba, bb, bd})
+    gpu().release(x);
+  *ran = true;
+  return true;
+}
+
+TEST(CudaLt, RandomLayoutsInBothFamiliesAndEveryFloatType) {
+  LUMINAL_REQUIRE_GPU();
+  const LtApi* lt = lt_or_skip();
+  if (!lt) GTEST_SKIP() << "no cuBLASLt";
+  gpu().impl().bind_context();
+  LtHandle h(*lt);
+  Buffer ws = gpu().allocate(uint64_t{32} << 20);
+  struct Types {
+    DType a, b, d;
+  };
+  const Types types[] = {{DType::F32, DType::F32, DType::F32},
+                         {DType::BF16, DType::BF16, DType::BF16},
+                         {DType::BF16, DType::BF16, DType::F32},
+                         {DType::F16, DType::F16, DType::F16}};
+  for (GemmFamily f : {GemmFamily::ColSwapped, GemmFamily::Row}) {
+    for (const Types& t : types) {
+      int ran = 0, unsupported = 0;
+      for (uint64_t seed = 0; seed < 120; ++seed) {
+        const GemmCase c = luminal::testing::random_gemm_case(seed);
+        bool did = false;
+        if (!run_case(h, c, t.a, t.b, t.d, f, ws, seed, &did)) {
+          ++unsupported;
+          // The column-major family is cuBLASLt's native one: every layout has an algorithm.
+          EXPECT_NE(f, GemmFamily::ColSwapped) << name(t.a) << " " << c.what;
+        }
+        ran += did;
+        if (::testing::Test::HasFailure()) break;
+      }
+      std::printf("[lt] %s %s x %s -> %s: %d layouts ran, %d without an algorithm\n",
+                  family_name(f), name(t.a).data(), name(t.b).data(), name(t.d).data(), ran,
+                  unsupported);
+      if (f == GemmFamily::ColSwapped) {
+        EXPECT_GT(ran, 60);
+      }
+    }
+  }
+  gpu().release(ws);
+}
+
+TEST(CudaLt, Fp8InTheColumnMajorTnForm) {
+  LUMINAL_REQUIRE_GPU();
+  const LtApi* lt = lt_or_skip();
+  if (!lt) GTEST_SKIP() << "no cuBLASLt";
+  if (gpu().arch() < "sm_89") GTEST_SKIP() << "FP8 needs sm_89 or later";
+  gpu().impl().bind_context();
+  LtHandle h(*lt);
+  Buffer ws = gpu().allocate(uint64_t{32} << 20);
+  // x [m=16, k=64] row-major @ W^T, W [n=32, k=64] row-major: dims [m, n, k].
+  GemmCase c;
+  c.dims = {16, 32, 64};
+  c.sa = {64, 0, 1};
+  c.sb = {0, 64, 1};
+  c.k = 2;
+  c.a_elems = 16 * 64;
+  c.b_elems = 32 * 64;
+  c.out_elems = 16 * 32;
+  c.what = "x @ W^T 16x32x64";
+  for (auto [a, b] : {std::pair{DType::F8E4M3, DType::F8E4M3},
+                      {DType::F8E4M3, DType::F8E5M2},
+                      {DType::F8E5M2, DType::F8E4M3}})
+    for (DType d : {DType::F32, DType::BF16}) {
+      bool did = false;
+      EXPECT_TRUE(run_case(h, c, a, b, d, GemmFamily::ColSwapped, ws, 3, &did))
+          << name(a) << " x " << name(b) << " -> " << name(d) << ": no algorithm";
+      EXPECT_TRUE(did);
+    }
+  gpu().release(ws);
+}
+
+TEST(CudaLt, TheHeuristicCacheAnswersARepeatedSpec) {
+  LUMINAL_REQUIRE_GPU();
+  const LtApi* lt = lt_or_skip();
+  if (!lt) GTEST_SKIP() << "no cuBLASLt";
+  gpu().impl().bind_context();
+  LtHandle h(*lt);
+  const auto g = lib_gemm_of({7, 96, 128}, {128, 0, 1}, {0, 128, 1}, 2, GemmFamily::ColSwapped);
+  const LtSpec spec =
+      lt_spec(*g, *lt_types(DType::BF16, DType::BF16, DType::BF16, false), uint64_t{32} << 20);
+  const int dev = static_cast<int>(gpu().impl().device);
+  const LtHeuristicStats before = lt_heuristic_stats();
+  LtPrepared first(h, spec, dev);
+  LtPrepared second(h, spec, dev);
+  const LtHeuristicStats after = lt_heuristic_stats();
+  EXPECT_LE(after.queries - before.queries, 1u);  // 0 when an earlier test asked already
+  EXPECT_GE(after.hits - before.hits, 1u);
+  EXPECT_LE(first.algo_workspace(), spec.workspace);
+  // A spec no algorithm fits (an alignment of 1 byte for bf16 data) fails with a clear error.
+  LtSpec odd = spec;
+  odd.align[0] = 1;
+  try {
+    LtPrepared p(h, odd, dev);
+    std::printf("[lt] an A alignment of 1 byte was accepted\n");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no algorithm"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace luminal::cuda
+#else
+TEST(CudaLt, NoCublasLtHeader) { GTEST_SKIP() << "built without cublasLt.h"; }
+#endif
