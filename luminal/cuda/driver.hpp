@@ -57,6 +57,13 @@ namespace luminal::cuda {
   X(cuGraphCreate) \
   X(cuGraphDestroy) \
   X(cuGraphAddKernelNode) \
+  X(cuGraphAddEmptyNode) \
+  X(cuGraphDestroyNode) \
+  X(cuGraphNodeGetDependentNodes) \
+  X(cuGraphExecUpdate) \
+  X(cuStreamBeginCaptureToGraph) \
+  X(cuStreamEndCapture) \
+  X(cuStreamGetCaptureInfo) \
   X(cuGraphAddDependencies) \
   X(cuGraphAddEventRecordNode) \
   X(cuGraphKernelNodeSetParams) \

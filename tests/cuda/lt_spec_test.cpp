@@ -87,6 +87,19 @@ TEST(LtSpec, DecodeProjectionSpecAndItsKey) {
   EXPECT_NE(s.to_string().find("m=1024 n=1 k=4096"), std::string::npos) << s.to_string();
 }
 
+TEST(LtSpec, OperandTypesFollowTheInputsThroughTheFamilysSwap) {
+  // x (input 0, E5M2) @ W^T (input 1, E4M3): the column-major family's A is W.
+  const auto col = lib_gemm_of({16, 32, 64}, {64, 0, 1}, {0, 64, 1}, 2, GemmFamily::ColSwapped);
+  const LtTypes t = *lt_types(DType::F8E5M2, DType::F8E4M3, DType::F32, false);
+  const LtSpec s = lt_spec(*col, t, 0);
+  EXPECT_EQ(s.a.type, CUDA_R_8F_E4M3);
+  EXPECT_EQ(s.b.type, CUDA_R_8F_E5M2);
+  const auto row = lib_gemm_of({16, 32, 64}, {64, 0, 1}, {0, 64, 1}, 2, GemmFamily::Row);
+  const LtSpec r = lt_spec(*row, t, 0);
+  EXPECT_EQ(r.a.type, CUDA_R_8F_E5M2);
+  EXPECT_EQ(r.b.type, CUDA_R_8F_E4M3);
+}
+
 TEST(LtSpec, BatchStridesAndPointerAlignment) {
   // Attention scores [b=2, h=3, s=4, n=6, k=8]: batch 6, strides per stored matrix.
   const auto g = lib_gemm_of({2, 3, 4, 6, 8}, {96, 32, 8, 0, 1}, {144, 48, 0, 1, 6}, 4,

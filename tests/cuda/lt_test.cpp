@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
+#include "luminal/cuda/driver.hpp"
 #include "support/gemm_cases.hpp"
 
 namespace luminal::cuda {
@@ -191,6 +193,111 @@ TEST(CudaLt, TheHeuristicCacheAnswersARepeatedSpec) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no algorithm"), std::string::npos) << e.what();
   }
+}
+
+/// The nodes strictly between `entry` and `exit` (an island captured between two empty nodes).
+std::vector<CUgraphNode> island_nodes(const CudaApi& cu, CUgraphNode entry, CUgraphNode exit) {
+  std::vector<CUgraphNode> seen, todo = {entry};
+  while (!todo.empty()) {
+    CUgraphNode n = todo.back();
+    todo.pop_back();
+    size_t count = 0;
+    check(cu.cuGraphNodeGetDependentNodes(n, nullptr, nullptr, &count), "dependents");
+    std::vector<CUgraphNode> next(count);
+    if (count)
+      check(cu.cuGraphNodeGetDependentNodes(n, next.data(), nullptr, &count), "dependents");
+    for (CUgraphNode x : next)
+      if (x != exit && std::find(seen.begin(), seen.end(), x) == seen.end()) {
+        seen.push_back(x);
+        todo.push_back(x);
+      }
+  }
+  return seen;
+}
+
+// The mechanism of cuBLASLt steps in a plan's graph: a call captured (thread-local mode, on a
+// side stream) into an existing graph after an empty entry node, its last nodes joined to an
+// empty exit node; launched, it computes the product. Recaptured with a new output pointer
+// (the old island's nodes destroyed first), the executable takes it through cuGraphExecUpdate.
+TEST(CudaLt, CapturedIntoAGraphBetweenEmptyNodesAndRecaptured) {
+  LUMINAL_REQUIRE_GPU();
+  const LtApi* lt = lt_or_skip();
+  if (!lt) GTEST_SKIP() << "no cuBLASLt";
+  const CudaApi& cu = cuda_api();
+  gpu().impl().bind_context();
+  LtHandle h(*lt);
+  GemmCase c;
+  c.dims = {7, 96, 128};
+  c.sa = {128, 0, 1};
+  c.sb = {0, 128, 1};
+  c.k = 2;
+  c.a_elems = 7 * 128;
+  c.b_elems = 96 * 128;
+  c.out_elems = 7 * 96;
+  const auto g = lib_gemm_of(c.dims, c.sa, c.sb, c.k, GemmFamily::ColSwapped);
+  const LtSpec spec =
+      lt_spec(*g, *lt_types(DType::F32, DType::F32, DType::F32, false), uint64_t{32} << 20);
+  LtPrepared p(h, spec, static_cast<int>(gpu().impl().device));
+  const std::vector<double> a = ints(c.a_elems, 1), b = ints(c.b_elems, 2);
+  const std::vector<double> want = luminal::testing::gemm_reference(c, a, b);
+  Buffer ba = device_values(DType::F32, a), bb = device_values(DType::F32, b);
+  Buffer d1 = gpu().allocate(static_cast<uint64_t>(c.out_elems) * 4);
+  Buffer d2 = gpu().allocate(static_cast<uint64_t>(c.out_elems) * 4);
+  Buffer ws = gpu().allocate(uint64_t{32} << 20);
+  auto dp = [](Buffer x) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(x.ptr)); };
+  const CUdeviceptr in[2] = {dp(ba), dp(bb)};
+  CUstream side = nullptr;
+  check(cu.cuStreamCreate(&side, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  CUgraph graph = nullptr;
+  check(cu.cuGraphCreate(&graph, 0), "cuGraphCreate");
+  CUgraphNode entry = nullptr, exit = nullptr;
+  check(cu.cuGraphAddEmptyNode(&entry, graph, nullptr, 0), "cuGraphAddEmptyNode");
+  check(cu.cuGraphAddEmptyNode(&exit, graph, &entry, 1), "cuGraphAddEmptyNode");
+  auto capture = [&](CUdeviceptr d) {
+    for (CUgraphNode n : island_nodes(cu, entry, exit))
+      check(cu.cuGraphDestroyNode(n), "cuGraphDestroyNode");
+    check(cu.cuStreamBeginCaptureToGraph(side, graph, &entry, nullptr, 1,
+                                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+          "cuStreamBeginCaptureToGraph");
+    p.enqueue({in[g->input_a], in[g->input_b], d, d}, dp(ws), side);
+    CUstreamCaptureStatus status{};
+    const CUgraphNode* deps = nullptr;
+    size_t ndeps = 0;
+    check(cu.cuStreamGetCaptureInfo(side, &status, nullptr, nullptr, &deps, nullptr, &ndeps),
+          "cuStreamGetCaptureInfo");
+    const std::vector<CUgraphNode> last(deps, deps + ndeps);
+    CUgraph captured = nullptr;
+    check(cu.cuStreamEndCapture(side, &captured), "cuStreamEndCapture");
+    EXPECT_EQ(captured, graph);
+    for (CUgraphNode n : last)
+      check(cu.cuGraphAddDependencies(graph, &n, &exit, nullptr, 1), "cuGraphAddDependencies");
+    return island_nodes(cu, entry, exit).size();
+  };
+  const size_t nodes = capture(dp(d1));
+  std::printf("[lt] captured island: %zu nodes\n", nodes);
+  EXPECT_GE(nodes, 1u);
+  CUgraphExec exec = nullptr;
+  check(cu.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  const CUstream stream = static_cast<CUstream>(gpu().stream());
+  auto expect_product = [&](Buffer d, const char* what) {
+    std::vector<float> got(static_cast<size_t>(c.out_elems));
+    gpu().download(got.data(), d, 0, got.size() * 4);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], static_cast<float>(want[i])) << what << " element " << i;
+  };
+  check(cu.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+  expect_product(d1, "first capture");
+  capture(dp(d2));
+  CUgraphExecUpdateResultInfo info{};
+  const CUresult r = cu.cuGraphExecUpdate(exec, graph, &info);
+  EXPECT_EQ(r, CUDA_SUCCESS) << "exec update refused: result " << static_cast<int>(info.result);
+  check(cu.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+  expect_product(d2, "recaptured with a new output");
+  cu.cuGraphExecDestroy(exec);
+  cu.cuGraphDestroy(graph);
+  cu.cuStreamDestroy(side);
+  for (Buffer x : {ba, bb, d1, d2, ws})
+    gpu().release(x);
 }
 
 }  // namespace

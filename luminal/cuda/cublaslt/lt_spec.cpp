@@ -112,8 +112,10 @@ LtSpec lt_spec(const LibGemm<int64_t>& g, const LtTypes& t, uint64_t workspace) 
   s.batch = static_cast<int32_t>(g.count);
   s.op_a = g.op_a_t ? CUBLAS_OP_T : CUBLAS_OP_N;
   s.op_b = g.op_b_t ? CUBLAS_OP_T : CUBLAS_OP_N;
-  s.a = matrix(t.a, g.a, g.stride_a);
-  s.b = matrix(t.b, g.b, g.stride_b);
+  // t.a / t.b are the types of the matmul's inputs 0 / 1; the family decides which input is the
+  // library's A.
+  s.a = matrix(g.input_a == 0 ? t.a : t.b, g.a, g.stride_a);
+  s.b = matrix(g.input_b == 0 ? t.a : t.b, g.b, g.stride_b);
   s.d = matrix(t.d, g.d, g.stride_d);
   s.c = s.d;
   s.c.type = t.c;

@@ -17,7 +17,8 @@
 
 namespace luminal::cuda {
 
-/// The library types of a matmul with operands of dtypes a and b and output d (C has d's type).
+/// The library types of a matmul whose inputs 0 and 1 have dtypes a and b, with output d (C has
+/// d's type). lt_spec gives the library's A and B the type of the input each one reads.
 struct LtTypes {
   cudaDataType_t a, b, c, d, scale;
   cublasComputeType_t compute;
