@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench | --bench-only]
 #                        [--only SUITE,SUITE...]
 #
-#   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log,
+#   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log, lt.log,
 #                    row_ops.log, nn_ops.log, fuzz.log, models.log, cli.log, fast_nan.log, bench.log, summary.txt
 #                    and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
@@ -17,7 +17,7 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn upload models cli fuzz; to split the suites over device calls; fast-nan
+#                    nn lt upload models cli fuzz; to split the suites over device calls; fast-nan
 #                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
@@ -65,7 +65,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
 fi
 
 targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload"
-targets="$targets test_cuda_nn_ops test_cuda_row_ops bench_cuda"
+targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt bench_cuda"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
@@ -135,6 +135,9 @@ if [ $suites -eq 1 ]; then
   fi
   want nn && suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
+  want lt && suite "cuBLASLt suite (random layouts x dtypes x families, FP8, capture, plan steps, a session)" \
+    "$out/lt.log" 300 "$build/tests/test_cuda_lt"
+  grep -sE '^\[lt\]' "$out/lt.log" >>"$summary"
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   want models && [ -x "$build/tests/test_cuda_models" ] &&

@@ -20,6 +20,10 @@
 
 namespace luminal::cuda {
 
+class LtHandle;  // cublaslt/lt_prepare.hpp
+/// Whether libcublasLt loads (and luminal was built with its header); `why` says why not.
+bool lt_available(std::string* why);
+
 /// A loaded module: one NVRTC batch of kernels (unloaded when the last plan using it goes).
 struct Module {
   CUmodule module = nullptr;
@@ -83,6 +87,15 @@ struct CudaBackend::Impl {
   KernelCacheStats stats;
   CudaOptions::Executor executor = CudaOptions::Executor::Graph;
   bool programmatic = false;  // programmatic edges between graph kernel nodes (PDL)
+  bool lt_on = false;         // cuBLASLt matmuls join the search
+  std::string lt_why;         // why not, when they do not
+  std::mutex lt_mu;
+  std::shared_ptr<LtHandle> lt;  // made by the first plan with cuBLASLt steps (lt_handle())
+  struct {
+    std::atomic<uint64_t> prepares{0}, captures{0}, recaptures{0}, calls{0};
+  } lt_stats;
+  /// The backend's cuBLASLt handle (created on first use, its context current).
+  LtHandle& lt_handle();
   struct {
     std::atomic<uint64_t> instantiations{0}, launches{0}, node_updates{0}, reinstantiations{0};
     std::atomic<uint64_t> dims_copies{0}, dims_host_ns{0}, launch_host_ns{0};

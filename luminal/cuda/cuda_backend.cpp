@@ -299,6 +299,18 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
     m.programmatic = v == "1";
   }
   m.programmatic = m.programmatic && m.cc_major >= 9;  // griddepcontrol needs sm_90
+  m.lt_on = m.opts.cublaslt;
+  if (const char* e = std::getenv("LUMINAL_CUDA_CUBLASLT"); e && *e) {
+    const std::string v = e;
+    if (v != "0" && v != "1")
+      throw Error("LUMINAL_CUDA_CUBLASLT must be '0' or '1', got '" + v + "'");
+    m.lt_on = v == "1";
+  }
+  if (!m.lt_on) {
+    m.lt_why = "cuBLASLt is off (CudaOptions::cublaslt, LUMINAL_CUDA_CUBLASLT=1 turns it on)";
+  } else if (!lt_available(&m.lt_why)) {
+    m.lt_on = false;
+  }
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());
@@ -311,6 +323,7 @@ CudaBackend::~CudaBackend() {
   Impl& m = *impl_;
   m.bind_context();
   m.default_queue.reset();  // waits for its stream
+  m.lt.reset();              // the cuBLASLt handle, while the context is still held
   {
     std::lock_guard<std::mutex> lock(m.mu);
     m.kernels.clear();
@@ -319,10 +332,11 @@ CudaBackend::~CudaBackend() {
   if (m.ctx) m.cu->cuDevicePrimaryCtxRelease(m.device);
 }
 
-std::vector<RuleSet> cuda_rulesets() {
+std::vector<RuleSet> cuda_rulesets(bool with_cublaslt) {
   std::vector<RuleSet> sets;
   for (const CudaOp* op : cuda_ops())
-    if (op->rules) add_rules(sets, op->ruleset, op->rules());
+    if (op->rules && (with_cublaslt || op->ruleset != "cuda.cublaslt"))
+      add_rules(sets, op->ruleset, op->rules());
   return sets;
 }
 
@@ -336,7 +350,17 @@ const OpDef* cuda_op_named(std::string_view name) {
   return nullptr;
 }
 
-std::vector<RuleSet> CudaBackend::rulesets() const { return cuda_rulesets(); }
+std::vector<RuleSet> CudaBackend::rulesets() const { return cuda_rulesets(impl_->lt_on); }
+
+bool CudaBackend::cublaslt(std::string* why) const {
+  if (!impl_->lt_on && why) *why = impl_->lt_why;
+  return impl_->lt_on;
+}
+
+CudaBackend::LtStats CudaBackend::lt_stats() const {
+  const auto& s = impl_->lt_stats;
+  return LtStats{s.prepares.load(), s.captures.load(), s.recaptures.load(), s.calls.load()};
+}
 
 bool CudaBackend::executes(const OpDef* op) const { return cuda_executes(op); }
 
@@ -350,8 +374,10 @@ void* CudaBackend::stream(Queue* queue) const { return impl_->queue(queue).strea
 
 std::string CudaBackend::device_key() const {
   const Impl& m = *impl_;
+  // Programs with cuBLASLt steps come only from a backend that searches them.
   return "cuda " + m.gpu_name + " " + m.arch + " sms=" + std::to_string(m.sm_count) +
-         " driver=" + std::to_string(m.driver_version) + " " + m.nvrtc;
+         " driver=" + std::to_string(m.driver_version) + " " + m.nvrtc +
+         (m.lt_on ? " cublaslt" : "");
 }
 
 const OpDef* CudaBackend::op_named(std::string_view name) const {

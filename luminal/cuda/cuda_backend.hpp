@@ -50,6 +50,13 @@ struct CudaOptions {
   /// their start (griddepcontrol), which hides most of the launch gap between small kernels.
   /// false: full edges. LUMINAL_CUDA_PDL=0|1 overrides it.
   bool programmatic_launch = true;
+  /// cuBLASLt matmuls as alternatives in the search (cuda.LtMatmul, cuda.LtMatmulRow), when
+  /// libcublasLt loads. Off by default while the integration is new; LUMINAL_CUDA_CUBLASLT=0|1
+  /// overrides it.
+  bool cublaslt = false;
+  /// Bytes of each cuBLASLt workspace (one per plan with cuBLASLt steps; algorithms needing more
+  /// are not chosen).
+  uint64_t lt_workspace_bytes = uint64_t{32} << 20;
   /// Threads that read the host memory of a large upload (a mapped weights file) into pinned
   /// staging together, the calling thread included; 0: the hardware threads, at most 8.
   int upload_threads = 0;
@@ -85,8 +92,8 @@ struct KernelStat {
 };
 
 /// The backend's rules and ops, usable without a GPU (CI builds CUDA search spaces and compiles
-/// their kernels with NVRTC on machines without one).
-std::vector<RuleSet> cuda_rulesets();
+/// their kernels with NVRTC on machines without one); the "cuda.cublaslt" ruleset only when asked.
+std::vector<RuleSet> cuda_rulesets(bool with_cublaslt = false);
 bool cuda_executes(const OpDef* op);
 /// A CUDA op (or HLIR primitive) by name, or null.
 const OpDef* cuda_op_named(std::string_view name);
@@ -165,6 +172,17 @@ class CudaBackend final : public Backend {
   /// Whether graph kernel nodes are joined by programmatic edges (CudaOptions::programmatic_launch
   /// after LUMINAL_CUDA_PDL, on sm_90 and later only).
   bool programmatic_launch() const;
+  /// Whether cuBLASLt matmuls join the search (CudaOptions::cublaslt after LUMINAL_CUDA_CUBLASLT,
+  /// and libcublasLt loaded); `why` says why not.
+  bool cublaslt(std::string* why = nullptr) const;
+  /// cuBLASLt counters over every plan of this backend.
+  struct LtStats {
+    uint64_t prepares = 0;    // LtPrepared built (descriptors; the heuristic cache may answer)
+    uint64_t captures = 0;    // cuBLASLt calls captured into a graph (islands), first or again
+    uint64_t recaptures = 0;  // of those, re-captures after a spec or pointer change
+    uint64_t calls = 0;       // calls enqueued on a stream (stream executor, profiles)
+  };
+  LtStats lt_stats() const;
   /// Free and total device memory in bytes.
   std::pair<uint64_t, uint64_t> memory_info() const;
 

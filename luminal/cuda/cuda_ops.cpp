@@ -7,6 +7,9 @@ void register_elementwise_ops(std::vector<const CudaOp*>& ops);     // elementwi
 void register_row_ops(std::vector<const CudaOp*>& ops);             // row.cpp
 void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cpp
 void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_scatter.cpp
+#ifdef LUMINAL_HAVE_CUBLASLT
+void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
+#endif
 
 const std::vector<const CudaOp*>& cuda_ops() {
   static const std::vector<const CudaOp*> ops = [] {
@@ -15,6 +18,9 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_row_ops(v);
     register_reduce_ops(v);
     register_gather_scatter_ops(v);
+#ifdef LUMINAL_HAVE_CUBLASLT
+    register_lt_ops(v);
+#endif
     return v;
   }();
   return ops;

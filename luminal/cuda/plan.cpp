@@ -105,7 +105,8 @@ std::vector<GeneratedKernel> generate_kernels(const LlirGraph& graph, const Plan
   std::vector<KernelGen> gens = CudaPlan::generate(g, spec, sm_count, &nodes);
   std::vector<GeneratedKernel> out;
   for (size_t j = 0; j < gens.size(); ++j)
-    out.push_back(GeneratedKernel{nodes[j], "node " + node_name(g, nodes[j]), gens[j].source});
+    if (!gens[j].source.empty())  // (a library call has no kernel)
+      out.push_back(GeneratedKernel{nodes[j], "node " + node_name(g, nodes[j]), gens[j].source});
   return out;
 }
 
@@ -131,17 +132,32 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
     if (is_input(g_.nodes[i])) input_slot_[i] = inputs++;
     if (is_output(g_.nodes[i])) output_slot_[i] = outputs++;
   }
-  std::vector<std::string> sources;
-  for (const KernelGen& k : gens)
-    sources.push_back(k.source);
-  kernels_ = be_.kernels_of(sources, whats);
+  // A node without a kernel source is a library call (cuBLASLt).
+  std::vector<std::string> sources, kernel_whats;
+  std::vector<int> kernel_of(gens.size(), -1);
+  for (size_t j = 0; j < gens.size(); ++j) {
+    if (gens[j].source.empty()) continue;
+    kernel_of[j] = static_cast<int>(sources.size());
+    sources.push_back(gens[j].source);
+    kernel_whats.push_back(whats[j]);
+  }
+  kernels_ = be_.kernels_of(sources, kernel_whats);
   graph_ = be_.executor == CudaOptions::Executor::Graph;
   const int64_t loop_cap = int64_t{be_.sm_count} * kLoopBlocksPerSm;
   for (size_t j = 0; j < gens.size(); ++j) {
+    if (kernel_of[j] < 0) {
+      Step s;
+      s.node = gen_node[j];
+      s.bytes = SlotExpr(gens[j].bytes, dim_names_);
+      s.flops = SlotExpr(gens[j].flops, dim_names_);
+      load_lt(spec, s);
+      steps_.push_back(std::move(s));
+      continue;
+    }
     for (const Launch& l : gens[j].launches) {
       Step s;
       s.node = gen_node[j];
-      s.fn = kernels_[j].function(l.entry);
+      s.fn = kernels_[static_cast<size_t>(kernel_of[j])].function(l.entry);
       s.launch = l;
       for (int a = 0; a < 3; ++a) {
         s.grid[a] = SlotExpr(l.grid[a], dim_names_);
@@ -202,6 +218,7 @@ CudaPlan::~CudaPlan() {
     if (bd.queue && bd.queue->stream != dims_stream_) cu.cuStreamSynchronize(bd.queue->stream);
   for (int p = 0; p < 2; ++p)
     destroy_graph(p);
+  destroy_lt();
   for (CUevent e : staging_done_)
     if (e) cu.cuEventDestroy(e);
   if (staging_) cu.cuMemFreeHost(staging_);
@@ -259,6 +276,7 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     bd.skip[s] = steps_[s].launch.skip_when_aliased && k >= 0 &&
                  bd.ptr[steps_[s].node] == bd.ptr[node.inputs[k]];
   }
+  bind_lt(parity);
   if (graph_) {
     be_.bind_context();
     if (bd.exec)
@@ -323,6 +341,13 @@ void CudaPlan::launch(int parity, size_t s) {
         "cuLaunchKernel");
 }
 
+void CudaPlan::run_step(int parity, size_t s) {
+  if (steps_[s].lt >= 0)
+    run_lt(parity, s);
+  else
+    launch(parity, s);
+}
+
 void CudaPlan::execute(int parity, const int64_t* dims) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
@@ -335,6 +360,10 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
     };
     const auto t0 = Clock::now();
     const bool copied = update_dims(dims, bd.queue->stream);
+    if (!lt_.empty()) {
+      if (copied) resolve_lt();
+      refresh_islands(parity);
+    }
     const auto t1 = Clock::now();
     check(be_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
     const auto t2 = Clock::now();
@@ -346,15 +375,15 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
     be_.graphs.launch_host_ns += ns(t1, t2);
     return;
   }
-  update_dims(dims, bd.queue->stream);
+  if (update_dims(dims, bd.queue->stream) && !lt_.empty()) resolve_lt();
   for (size_t s = 0; s < steps_.size(); ++s)
-    launch(parity, s);
+    run_step(parity, s);
 }
 
 std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int trials) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: profile before bind");
-  if (graph_) return profile_graph(parity, dims, trials);
+  if (graph_ && lt_.empty()) return profile_graph(parity, dims, trials);
   const CudaApi& cu = *be_.cu;
   const CUstream stream = bd.queue->stream;
   be_.bind_context();
@@ -364,10 +393,10 @@ std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int t
   for (CUevent& e : ev)
     check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
   for (int t = 0; t < std::max(trials, 1); ++t) {
-    update_dims(dims, stream);
+    if (update_dims(dims, stream) && !lt_.empty()) resolve_lt();
     check(cu.cuEventRecord(ev[0], stream), "cuEventRecord");
     for (size_t s = 0; s < steps_.size(); ++s) {
-      launch(parity, s);
+      run_step(parity, s);
       check(cu.cuEventRecord(ev[s + 1], stream), "cuEventRecord");
     }
     check(cu.cuEventSynchronize(ev.back()), "cuEventSynchronize");

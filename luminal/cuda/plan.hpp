@@ -45,6 +45,8 @@ class CudaPlan final : public Plan {
   ~CudaPlan() override;
 
   uint64_t arena_bytes() const override { return static_cast<uint64_t>(mem_.arena_bytes); }
+  /// The cuBLASLt workspace (CudaOptions::lt_workspace_bytes when the plan has cuBLASLt steps).
+  uint64_t workspace_bytes() const override { return lt_workspace_bytes_; }
   void bind(int parity, const Bindings& b) override;
   void execute(int parity, const int64_t* dims) override;
 
@@ -72,6 +74,8 @@ class CudaPlan final : public Plan {
   static std::vector<KernelGen> generate(const LlirGraph& g, const PlanSpec& spec, int sm_count,
                                          std::vector<int>* nodes);
 
+  struct LtStep;  // a cuBLASLt step (plan_lt.cpp)
+
  private:
   struct Step {
     int node = 0;
@@ -81,12 +85,32 @@ class CudaPlan final : public Plan {
     std::array<unsigned, 3> grid_now{0, 0, 0};
     std::array<unsigned, 3> graph_grid{0, 0, 0};  // its grid in the CUDA graph
     SlotExpr bytes, flops;
+    int lt = -1;  // a cuBLASLt call: its index in lt_ (no kernel)
   };
   /// Copies the dims to the device when they changed; returns whether it did.
   bool update_dims(const int64_t* dims, CUstream stream);
   /// Evaluates every step's launch grid at the current dims (once per dim change, on first use).
   void update_grids();
   void launch(int parity, size_t s);
+  /// A step on the stream: its kernel launch or its cuBLASLt call.
+  void run_step(int parity, size_t s);
+  // cuBLASLt steps (plan_lt.cpp). load_lt: a step for LLIR node `node`, its spec resolved at the
+  // bucket's upper bounds and prepared (a spec no algorithm fits throws: the search rejects the
+  // candidate). bind_lt: its pointers for `parity` (an island whose pointers moved is marked for
+  // capture). resolve_lt: after a dims change, re-resolve each spec and re-prepare (sharing an
+  // equal prepared spec) the steps whose spec changed, marking their islands in both parities.
+  // run_lt: the call on the bound stream. add_island: in build_graph, an empty entry node after
+  // `prev`, the call captured after it and an empty exit node (the new `prev`).
+  // refresh_islands: recaptures marked islands, then updates the executable (re-instantiating
+  // when the driver refuses); returns whether it did anything.
+  void load_lt(const PlanSpec& spec, Step& step);
+  void bind_lt(int parity);
+  void resolve_lt();
+  void run_lt(int parity, size_t s);
+  void add_island(int parity, size_t s, CUgraphNode* prev);
+  bool refresh_islands(int parity);
+  void capture_island(int parity, LtStep& st);
+  void destroy_lt();
   // The graph executor (plan_graph.cpp).
   CUDA_KERNEL_NODE_PARAMS node_params(int parity, size_t s) const;
   void build_graph(int parity);
@@ -132,6 +156,12 @@ class CudaPlan final : public Plan {
   };
   std::array<Bound, 2> bound_;
   bool graph_ = true;
+
+  std::vector<std::shared_ptr<LtStep>> lt_;
+  CUdeviceptr lt_workspace_ = 0;
+  uint64_t lt_workspace_bytes_ = 0;
+  CUstream lt_capture_ = nullptr;  // the side stream islands are captured on
+  std::vector<int64_t> lt_dims_;   // the dims the steps' specs were last resolved at
 };
 
 }  // namespace luminal::cuda

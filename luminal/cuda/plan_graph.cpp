@@ -58,10 +58,16 @@ void CudaPlan::build_graph(int parity) {
   CUgraphEdgeData edge{};
   edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
   edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  bool prev_kernel = false;  // programmatic edges join two kernel nodes only
   for (size_t s = 0; s < steps_.size(); ++s) {
+    if (steps_[s].lt >= 0) {  // a cuBLASLt call: an island between empty nodes
+      add_island(parity, s, &prev);
+      prev_kernel = false;
+      continue;
+    }
     if (!in_graph(steps_[s].graph_grid, bd.skip[s])) continue;
     const CUDA_KERNEL_NODE_PARAMS p = node_params(parity, s);
-    const bool pdl = prev && be_.programmatic;
+    const bool pdl = prev && prev_kernel && be_.programmatic;
     check(cu.cuGraphAddKernelNode(&bd.nodes[s], bd.graph, prev && !pdl ? &prev : nullptr,
                                   prev && !pdl ? 1 : 0, &p),
           "cuGraphAddKernelNode");
@@ -69,6 +75,7 @@ void CudaPlan::build_graph(int parity) {
       check(cu.cuGraphAddDependencies(bd.graph, &prev, &bd.nodes[s], &edge, 1),
             "cuGraphAddDependencies");
     prev = bd.nodes[s];
+    prev_kernel = true;
   }
   check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
   // Upload now, so the first launch does not pay for it (the search times launches only).
@@ -118,6 +125,7 @@ void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdevicept
     check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
     ++be_.graphs.reinstantiations;
   }
+  refresh_islands(parity);  // cuBLASLt calls whose pointers moved: captured again
 }
 
 std::vector<KernelStat> CudaPlan::profile_graph(int parity, const int64_t* dims, int trials) {

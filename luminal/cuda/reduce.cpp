@@ -14,6 +14,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 
@@ -251,45 +252,6 @@ KernelGen gen_matmul_cast(const LlirNode& n, const GenContext& ctx) {
   // The f32 sum rounded to f32, then to the 16-bit dtype: st_bf16/st_f16 of a double go through
   // float, which is exactly Cast(Matmul f32).
   return gen_reduction(n, ctx, true, DType::F32);
-}
-
-/// `outer` (a view of a tensor stored contiguously with dims `shape`) read through `inner` (the
-/// view that tensor's elements were computed from, over `shape`), as one view of inner's source:
-/// when each axis of `outer` steps through one whole axis of `shape` (stride z * that axis'
-/// contiguous stride, the same length) or is broadcast, and no axis of `shape` is used twice.
-std::optional<View> compose(const View& outer, const Shape& shape, const View& inner) {
-  if (inner.dims != shape) return std::nullopt;
-  const View c = View::contiguous(shape);
-  View out{outer.dims, std::vector<Expr>(outer.dims.size(), Expr(0))};
-  std::vector<bool> used(shape.size(), false);
-  for (int d = 0; d < outer.rank(); ++d) {
-    if (outer.strides[d] == Expr(0) || outer.dims[d] == Expr(1)) continue;
-    const auto lin = outer.strides[d].as_linear("z");
-    if (!lin || !(lin->second == Expr(0))) return std::nullopt;
-    int axis = -1;
-    for (int a = 0; a < static_cast<int>(shape.size()); ++a)
-      if (!used[a] && shape[a] == outer.dims[d] && c.strides[a] == Expr::z() * lin->first) axis = a;
-    if (axis < 0) return std::nullopt;
-    used[axis] = true;
-    out.strides[d] = inner.strides[axis];
-  }
-  return out;
-}
-
-/// Where the matmul operand `c` read through `v` is an exact Cast of a 16-bit float tensor up to
-/// f32: that tensor and the view reading it directly.
-std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v) {
-  if (eg.dtype(c) != DType::F32) return std::nullopt;
-  for (ENodeId id : eg.nodes_of(c)) {
-    const ENode& n = eg.node(id);
-    if (!is_op(n.op, OpKind::Cast) || n.children.size() != 1) continue;
-    const Attrs& a = eg.attrs_of(id);
-    const DType from = eg.dtype(n.children[0]);
-    if ((from != DType::BF16 && from != DType::F16) || a.views.size() != 1) continue;
-    if (std::optional<View> w = compose(v, eg.shape(c), a.views[0]))
-      return std::pair{eg.find(n.children[0]), *w};
-  }
-  return std::nullopt;
 }
 
 /// cuda.Matmul for every matmul match, and, where the graph casts 16-bit operands up to f32 for

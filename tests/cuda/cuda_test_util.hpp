@@ -19,11 +19,13 @@
 
 namespace luminal::testing {
 
-/// The CUDA backend's rules without a device; load() and memory throw.
+/// The CUDA backend's rules without a device (with the cuBLASLt alternatives when asked); load()
+/// and memory throw.
 class CudaRulesOnly : public Backend {
  public:
+  explicit CudaRulesOnly(bool cublaslt = false) : cublaslt_(cublaslt) {}
   std::string name() const override { return "cuda"; }
-  std::vector<RuleSet> rulesets() const override { return cuda::cuda_rulesets(); }
+  std::vector<RuleSet> rulesets() const override { return cuda::cuda_rulesets(cublaslt_); }
   bool executes(const OpDef* op) const override { return cuda::cuda_executes(op); }
   std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override {
     throw Error("CudaRulesOnly cannot load programs");
@@ -44,6 +46,9 @@ class CudaRulesOnly : public Backend {
   void download(void*, Buffer, uint64_t, uint64_t, Queue* = nullptr) override {}
   void copy(Buffer, Buffer, uint64_t, Queue* = nullptr) override {}
   void sync(Queue* = nullptr) override {}
+
+ private:
+  bool cublaslt_;
 };
 
 /// Why the GPU suites skip here ("" when a GPU is usable).

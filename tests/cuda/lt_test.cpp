@@ -15,10 +15,16 @@
 #include <memory>
 
 #include "cuda/cuda_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/backend_impl.hpp"
+#include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
 #include "luminal/cuda/driver.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/causal_lm.hpp"
+#include "luminal/models/synthetic.hpp"
 #include "support/gemm_cases.hpp"
+#include "support/llir_direct.hpp"
 
 namespace luminal::cuda {
 namespace {
@@ -298,6 +304,139 @@ TEST(CudaLt, CapturedIntoAGraphBetweenEmptyNodesAndRecaptured) {
   cu.cuStreamDestroy(side);
   for (Buffer x : {ba, bb, d1, d2, ws})
     gpu().release(x);
+}
+
+/// A backend with cuBLASLt in the search, on the given executor.
+CudaBackend& lt_backend(CudaOptions::Executor e) {
+  static CudaBackend* graph = nullptr;
+  static CudaBackend* stream = nullptr;
+  CudaBackend*& b = e == CudaOptions::Executor::Graph ? graph : stream;
+  if (!b) {
+    CudaOptions o;
+    o.cublaslt = true;
+    o.executor = e;
+    b = new CudaBackend(o);  // lives until exit
+  }
+  return *b;
+}
+
+/// `g`'s program on `be` taking a cuBLASLt op wherever one is offered.
+LlirGraph prefer_lt(const Graph& g, Backend& be) {
+  BuiltSpace b = build_search_space(g, be, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  return to_llir(*b.space, b.space->best_scoring_genome(
+                               [&](ENodeId n) { return is_lt_op(eg.node(n).op) ? 1.0 : 0.0; }));
+}
+
+// Plans with cuBLASLt steps, forced into the program, on both executors: f32 and bf16 matmuls
+// (16-bit operands read through the graph's casts, the output stored through its cast down)
+// between kernels, with the row count s changing 7 -> 9 -> 7 inside the bucket (a new spec each
+// time: prepared again, islands captured again) and new buffers at every run (pointers moved):
+// every output matches the reference.
+TEST(CudaLt, PlanStepsOnBothExecutorsWithChangingDims) {
+  LUMINAL_REQUIRE_GPU();
+  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph g;
+    g.declare_dim("s", 1, 16);
+    Tensor x = g.tensor("x", {Expr::var("s"), Expr(128)}, t);
+    Tensor w = g.tensor("w", {96, 128}, t);
+    Tensor v = g.tensor("v", {32, 96}, t);
+    Tensor y = x.matmul(w.transpose(0, 1));
+    ((y * 0.05).exp()).matmul(v.transpose(0, 1)).output("z");
+    y.output("y");
+    for (CudaOptions::Executor e : {CudaOptions::Executor::Graph, CudaOptions::Executor::Stream}) {
+      CudaBackend& be = lt_backend(e);
+      std::string why;
+      ASSERT_TRUE(be.cublaslt(&why)) << why;
+      const LlirGraph llir = prefer_lt(g, be);
+      int lt = 0;
+      for (const LlirNode& n : llir.nodes)
+        lt += is_lt_op(n.op);
+      ASSERT_GE(lt, 2) << llir.to_text();
+      luminal::testing::LoadedPlan lp =
+          luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
+      EXPECT_EQ(lp->workspace_bytes(), uint64_t{32} << 20);
+      const CudaBackend::LtStats before = be.lt_stats();
+      for (int64_t s : {7, 9, 7}) {
+        std::vector<double> xv(static_cast<size_t>(s * 128)), wv(96 * 128), vv(32 * 96);
+        for (size_t i = 0; i < xv.size(); ++i)
+          xv[i] = std::sin(0.37 * static_cast<double>(i));
+        for (size_t i = 0; i < wv.size(); ++i)
+          wv[i] = std::cos(0.11 * static_cast<double>(i));
+        for (size_t i = 0; i < vv.size(); ++i)
+          vv[i] = std::sin(0.07 * static_cast<double>(i));
+        ReferenceRuntime rt(g);
+        rt.set(x, xv);
+        rt.set(w, wv);
+        rt.set(v, vv);
+        rt.execute({{"s", s}});
+        luminal::testing::BufferMap in;
+        in["x"] = to_host_buffer(xv.data(), xv.size(), t, "x");
+        in["w"] = to_host_buffer(wv.data(), wv.size(), t, "w");
+        in["v"] = to_host_buffer(vv.data(), vv.size(), t, "v");
+        const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, in, {{"s", s}});
+        for (const char* out : {"y", "z"}) {
+          const std::vector<double> want = rt.get<double>(out);
+          const std::vector<double> got =
+              from_host_buffer<double>(run.outputs.at(out), out, "double");
+          ASSERT_EQ(got.size(), want.size());
+          const double rtol = t == DType::F32 ? 1e-4 : 2e-2;
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], rtol * (1 + std::abs(want[i])))
+                << name(t) << (e == CudaOptions::Executor::Graph ? " graph" : " stream")
+                << " s=" << s << " " << out << "[" << i << "]";
+        }
+      }
+      const CudaBackend::LtStats after = be.lt_stats();
+      std::printf(
+          "[lt] %s %s: %d cuBLASLt steps; prepares %llu, captures %llu (recaptures %llu), "
+          "stream calls %llu\n",
+          name(t).data(), e == CudaOptions::Executor::Graph ? "graph" : "stream", lt,
+          static_cast<unsigned long long>(after.prepares - before.prepares),
+          static_cast<unsigned long long>(after.captures - before.captures),
+          static_cast<unsigned long long>(after.recaptures - before.recaptures),
+          static_cast<unsigned long long>(after.calls - before.calls));
+      // s changed three times (from the bucket's upper bound 16 used at load): new specs.
+      EXPECT_GE(after.prepares - before.prepares, 2u);
+      if (e == CudaOptions::Executor::Graph) {
+        EXPECT_GT(after.recaptures - before.recaptures, 0u);
+        EXPECT_EQ(after.calls, before.calls);
+      } else {
+        EXPECT_EQ(after.captures, before.captures);
+        EXPECT_EQ(after.calls - before.calls, 3u * static_cast<unsigned>(lt));
+      }
+    }
+  }
+}
+
+// A session on a backend with cuBLASLt searches with the alternatives (it picks what times
+// fastest) and stays correct: a small bf16 Llama decodes against the reference.
+TEST(CudaLt, SessionSearchWithCublasLtDecodes) {
+  LUMINAL_REQUIRE_GPU();
+  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
+  const io::ModelConfig cfg = models::llama_config(
+      {.layers = 2, .hidden = 128, .ffn = 256, .heads = 4, .kv_heads = 2, .vocab = 97});
+  const models::DecoderShape shape{.slots = 64, .max_step = 8};
+  const CompileOptions opts = CompileOptions().search_graph_limit(6).verbose(false);
+  models::CausalLM lm =
+      models::CausalLM::random(cfg, lt_backend(CudaOptions::Executor::Graph), shape, opts, 5);
+  models::CausalLM ref = models::CausalLM::random_reference(cfg, shape, 5);
+  auto close = [](const std::vector<float>& a, const std::vector<float>& b, int step) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k)
+      ASSERT_NEAR(a[k], b[k], 1e-3 * (1 + std::abs(b[k]))) << "step " << step << " logit " << k;
+  };
+  close(lm.forward({5, 17, 2, 90, 33}), ref.forward({5, 17, 2, 90, 33}), -1);
+  for (int step = 0; step < 8; ++step) {
+    const int32_t id = static_cast<int32_t>((step * 31 + 3) % 97);
+    close(lm.forward({id}), ref.forward({id}), step);
+  }
+  const CudaBackend::LtStats st = lt_backend(CudaOptions::Executor::Graph).lt_stats();
+  std::printf("[lt] session: prepares %llu, captures %llu, recaptures %llu\n",
+              static_cast<unsigned long long>(st.prepares),
+              static_cast<unsigned long long>(st.captures),
+              static_cast<unsigned long long>(st.recaptures));
 }
 
 }  // namespace

@@ -1,0 +1,23 @@
+#pragma once
+// Matmul operands the graph casts up to f32 from a 16-bit float (every bf16/f16 matmul in the IR
+// is cast(a, f32) @ cast(b, f32)): the 16-bit tensor and the view that reads it directly, so a
+// matmul op can take the 16-bit operand (exact: the cast is) instead of a cast kernel's output.
+// Shared by the generated matmul (reduce.cpp) and cuBLASLt (cublaslt/lt_matmul.cpp).
+#include <optional>
+#include <utility>
+
+#include "luminal/egraph/egraph.hpp"
+
+namespace luminal::cuda {
+
+/// `outer` (a view of a tensor stored contiguously with dims `shape`) read through `inner` (the
+/// view that tensor's elements were computed from, over `shape`), as one view of inner's source:
+/// when each axis of `outer` steps through one whole axis of `shape` (stride z * that axis'
+/// contiguous stride, the same length) or is broadcast, and no axis of `shape` is used twice.
+std::optional<View> compose(const View& outer, const Shape& shape, const View& inner);
+
+/// Where the matmul operand `c` read through `v` is an exact Cast of a 16-bit float tensor up to
+/// f32: that tensor's class and the view reading it directly.
+std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v);
+
+}  // namespace luminal::cuda

@@ -1,0 +1,94 @@
+// CI without a GPU: the cuBLASLt rules (cublaslt/lt_matmul.cpp) add cuda.LtMatmul and
+// cuda.LtMatmulRow alternatives to matmuls, reading 16-bit operands through the graph's casts and
+// storing a 16-bit output through its cast down; without the "cuda.cublaslt" ruleset there are
+// none; a program made of them generates no kernel for them.
+#include <gtest/gtest.h>
+
+#if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/cuda/cublaslt/lt_matmul.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
+
+namespace luminal {
+namespace {
+
+/// The program that takes a cuBLASLt op wherever one is offered (`row`: the row family first).
+LlirGraph prefer_lt(const Graph& g, bool cublaslt, bool row = false) {
+  testing::CudaRulesOnly rules(cublaslt);
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) {
+    const std::string_view op = eg.node(n).op->name;
+    if (op == (row ? "cuda.LtMatmulRow" : "cuda.LtMatmul")) return 2.0;
+    if (op == "cuda.LtMatmul" || op == "cuda.LtMatmulRow") return 1.0;
+    return 0.0;
+  }));
+}
+
+int count(const LlirGraph& p, const std::string& op) {
+  const auto mix = p.op_mix();
+  auto it = mix.find(op);
+  return it == mix.end() ? 0 : it->second;
+}
+
+TEST(LtRules, AMatmulGetsBothFamiliesAndNothingWithoutTheRuleset) {
+  Graph g;
+  g.declare_dim("s", 1, 16);
+  Tensor x = g.tensor("x", {Expr::var("s"), Expr(128)});
+  Tensor w = g.tensor("w", {96, 128});
+  x.matmul(w.transpose(0, 1)).exp().output("y");
+  const LlirGraph col = prefer_lt(g, true);
+  EXPECT_EQ(count(col, "cuda.LtMatmul"), 1) << col.to_text();
+  EXPECT_EQ(count(prefer_lt(g, true, true), "cuda.LtMatmulRow"), 1);
+  const LlirGraph none = prefer_lt(g, false);
+  EXPECT_EQ(count(none, "cuda.LtMatmul") + count(none, "cuda.LtMatmulRow"), 0);
+  // The library step has no kernel; the rest of the program does.
+  PlanSpec spec;
+  spec.facts["s"] = Interval{1, 16};
+  spec.dim_names = {"s"};
+  for (const cuda::GeneratedKernel& k : cuda::generate_kernels(col, spec))
+    EXPECT_EQ(k.what.find("LtMatmul"), std::string::npos) << k.what;
+}
+
+TEST(LtRules, Bf16DecoderMatmulsReadSixteenBitOperandsAndStoreSixteenBitOutputs) {
+  const io::ModelConfig cfg = models::llama_config(
+      {.layers = 1, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50});
+  models::DecoderShape shape{.slots = 64, .max_step = 1};
+  shape.dtype = DType::BF16;
+  const models::Decoder d = models::build_decoder(cfg, shape);
+  const LlirGraph p = prefer_lt(d.graph, true);
+  int lt = 0, bf16_in = 0, bf16_out = 0;
+  LlirGraph q = p;
+  q.fill_input_dtypes();
+  for (const LlirNode& n : q.nodes) {
+    if (!cuda::is_lt_op(n.op)) continue;
+    ++lt;
+    bf16_in += n.input_dtypes[0] == DType::BF16 && n.input_dtypes[1] == DType::BF16;
+    bf16_out += n.attrs.dtype == DType::BF16;
+  }
+  // q, k, v, o, gate, up, down and the lm head at least (attention products and rope may join).
+  EXPECT_GE(lt, 8) << p.to_text();
+  EXPECT_GE(bf16_in, 8);
+  EXPECT_GE(bf16_out, 4);
+  EXPECT_EQ(count(prefer_lt(d.graph, false), "cuda.LtMatmul"), 0);
+}
+
+TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {
+  Attrs a;
+  a.axis = 2;
+  a.views = {View{{Expr(4), Expr(5), Expr(8)}, {Expr::z() * 8, Expr(0), Expr::z()}},
+             View{{Expr(4), Expr(5), Expr(8)}, {Expr(0), Expr::z(), Expr::z() * 5}}};
+  EXPECT_TRUE(cuda::lt_node_gemm(a));
+  Attrs off = a;
+  off.views[0].strides[2] = Expr::z() + Expr(3);  // an element offset
+  EXPECT_FALSE(cuda::lt_node_gemm(off));
+}
+
+}  // namespace
+}  // namespace luminal
+#else
+TEST(LtRules, NoCublasLtHeader) { GTEST_SKIP() << "built without cublasLt.h"; }
+#endif
