@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "luminal/compiler/compile_cache.hpp"
@@ -310,6 +311,11 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
     m.lt_why = "cuBLASLt is off (CudaOptions::cublaslt, LUMINAL_CUDA_CUBLASLT=1 turns it on)";
   } else if (!lt_available(&m.lt_why)) {
     m.lt_on = false;
+    // Asked for but missing: said once per process, not per backend.
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::fprintf(stderr, "luminal: %s; CUDA matmuls use generated kernels\n", m.lt_why.c_str());
+    });
   }
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
@@ -323,7 +329,7 @@ CudaBackend::~CudaBackend() {
   Impl& m = *impl_;
   m.bind_context();
   m.default_queue.reset();  // waits for its stream
-  m.lt.reset();              // the cuBLASLt handle, while the context is still held
+  m.lt.reset();             // the cuBLASLt handle, while the context is still held
   {
     std::lock_guard<std::mutex> lock(m.mu);
     m.kernels.clear();

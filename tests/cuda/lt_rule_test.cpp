@@ -11,6 +11,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "luminal/program/llir_serial.hpp"
 
 namespace luminal {
 namespace {
@@ -74,6 +75,18 @@ TEST(LtRules, Bf16DecoderMatmulsReadSixteenBitOperandsAndStoreSixteenBitOutputs)
   EXPECT_GE(bf16_in, 8);
   EXPECT_GE(bf16_out, 4);
   EXPECT_EQ(count(prefer_lt(d.graph, false), "cuda.LtMatmul"), 0);
+}
+
+TEST(LtRules, ProgramsWithLibraryStepsRoundTripThroughTheCompileCacheText) {
+  Graph g;
+  Tensor x = g.tensor("x", {7, 128}, DType::BF16);
+  Tensor w = g.tensor("w", {96, 128}, DType::BF16);
+  x.matmul(w.transpose(0, 1)).output("y");
+  const LlirGraph p = prefer_lt(g, true);
+  ASSERT_EQ(count(p, "cuda.LtMatmul"), 1) << p.to_text();
+  testing::CudaRulesOnly rules(true);
+  const LlirGraph back = read_llir(write_llir(p), rules);
+  EXPECT_EQ(back.to_text(), p.to_text());
 }
 
 TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {

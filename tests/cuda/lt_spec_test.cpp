@@ -5,10 +5,23 @@
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
 #include <unordered_set>
 
+#include <cstdlib>
+
+#include "luminal/cuda/cublaslt/lt_api.hpp"
 #include "luminal/cuda/cublaslt/lt_spec.hpp"
 
 namespace luminal::cuda {
 namespace {
+
+// LUMINAL_CUBLASLT=off: the library is never loaded, and the reason says how to undo it. (The
+// first lt_api call of this process; the loader runs once.)
+TEST(LtApi, OffMeansNotLoadedWithTheReason) {
+  ::setenv("LUMINAL_CUBLASLT", "off", 1);
+  std::string why;
+  EXPECT_EQ(lt_api(&why), nullptr);
+  EXPECT_NE(why.find("LUMINAL_CUBLASLT=off"), std::string::npos) << why;
+  ::unsetenv("LUMINAL_CUBLASLT");
+}
 
 TEST(LtTypes, TheTypeTable) {
   std::string why;
