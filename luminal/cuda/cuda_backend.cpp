@@ -397,6 +397,30 @@ std::shared_ptr<const Payload> CudaBackend::read_payload(std::string_view kind,
   return Backend::read_payload(kind, text);
 }
 
+void CudaBackend::check_external(const void* ptr, uint64_t bytes) const {
+  const Impl& m = *impl_;
+  m.bind_context();
+  const auto p = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr));
+  unsigned int type = 0;
+  if (m.cu->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+    throw Error(
+        "bind_external: the pointer is not memory CUDA knows (host memory from malloc?); "
+        "pass device memory of " +
+        m.gpu_name + ", or set the value with set()");
+  if (type != CU_MEMORYTYPE_DEVICE)
+    throw Error(
+        "bind_external: the pointer is CUDA host memory, not device memory; pass device "
+        "memory of " +
+        m.gpu_name + ", or set the value with set()");
+  int ordinal = -1;
+  check(m.cu->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
+        "cuPointerGetAttribute");
+  if (ordinal != m.opts.device)
+    throw Error("bind_external: the pointer is memory of GPU " + std::to_string(ordinal) +
+                "; this backend runs on GPU " + std::to_string(m.opts.device));
+  (void)bytes;
+}
+
 Buffer CudaBackend::allocate(uint64_t bytes) {
   Impl& m = *impl_;
   m.bind_context();

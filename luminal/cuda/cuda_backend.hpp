@@ -128,6 +128,9 @@ class CudaBackend final : public Backend {
                                               std::string_view text) const override;
 
   Buffer allocate(uint64_t bytes) override;
+  /// Device memory of this backend's GPU (cuPointerGetAttribute), else a luminal::Error saying
+  /// what the pointer is.
+  void check_external(const void* ptr, uint64_t bytes) const override;
   /// A new stream (non-blocking: not ordered with the default stream or other queues) with its
   /// own upload staging and error word. Destroying it waits for its stream.
   std::unique_ptr<Queue> make_queue() override;

@@ -52,6 +52,7 @@ namespace luminal::cuda {
   X(cuMemsetD8Async) \
   X(cuMemsetD32Async) \
   X(cuMemGetInfo) \
+  X(cuPointerGetAttribute) \
   X(cuGetErrorName) \
   X(cuGetErrorString) \
   X(cuGraphCreate) \

@@ -50,6 +50,8 @@ PlanIo PlanIo::of(const LlirGraph& g) {
 
 Buffer Backend::wrap_host(const void*, uint64_t) { return {}; }
 
+void Backend::check_external(const void*, uint64_t) const {}
+
 std::unique_ptr<Queue> Backend::make_queue() { return nullptr; }
 
 std::string Backend::profile_text(Plan&, const int64_t*) { return {}; }

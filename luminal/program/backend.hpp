@@ -151,6 +151,10 @@ class Backend {
   /// A buffer over host memory that kernels can read directly (zero-copy weights), or an empty
   /// Buffer when this backend cannot (CUDA device memory) or the alignment does not allow it.
   virtual Buffer wrap_host(const void* data, uint64_t bytes);
+  /// Throws luminal::Error naming the problem unless `bytes` at `ptr` is memory this backend's
+  /// kernels can use as a buffer (Session::bind_external). The default accepts host memory (the
+  /// CPU's own); CUDA requires device memory of its GPU.
+  virtual void check_external(const void* ptr, uint64_t bytes) const;
   /// Waits until every execute and copy launched on `queue` has finished.
   virtual void sync(Queue* queue = nullptr) = 0;
 

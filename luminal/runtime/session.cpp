@@ -59,6 +59,7 @@ struct Session::State {
     Buffer buf;             // the current handle (from the pool, or external memory)
     std::shared_ptr<const void> keep_alive;  // external memory (set_external)
     bool external = false;
+    bool bound_external = false;  // bind_external: the value at any dims is the buffer's start
     bool has_data = false;
     bool carried = false;  // a carry target: profiled on a scratch copy
     uint64_t bytes_set = 0;
@@ -122,6 +123,7 @@ struct Session::State {
     if (i.external) {
       i.keep_alive.reset();
       i.external = false;
+      i.bound_external = false;
       i.buf = allocate(i.capacity);
     }
   }
@@ -497,7 +499,7 @@ void Session::execute(std::span<const int64_t> dims) {
     }
     if (i.numel.is_const()) continue;
     const uint64_t want = static_cast<uint64_t>(i.numel.eval(dims.data())) * size_bytes(i.dtype);
-    if (want != i.bytes_set) {
+    if (i.bound_external ? want > i.bytes_set : want != i.bytes_set) {
       const Node& n = s.graph.node(i.node);
       throw Error("input '" + i.label + "' was given " +
                   std::to_string(i.bytes_set / size_bytes(i.dtype)) + " elements but its shape " +
@@ -637,8 +639,41 @@ void Session::set_external(std::string_view label, const void* data, uint64_t by
   if (!in.external) s.release(in.buf);  // the memory is used in place from now on
   in.buf = wrapped;
   in.external = true;
+  in.bound_external = false;
   in.keep_alive = std::move(keep_alive);
   in.bytes_set = bytes;
+  in.has_data = true;
+  s.stats.bytes_wrapped += bytes;
+}
+
+void Session::bind_external(std::string_view label, void* ptr, uint64_t bytes,
+                            std::shared_ptr<const void> keep_alive) {
+  State& s = *s_;
+  const NodeId id = resolve_input(label);
+  const int k = s.in_of_node[id];
+  State::In& in = s.in[k];
+  auto fail = [&](const std::string& why) {
+    throw Error("bind_external: input '" + in.label + "': " + why);
+  };
+  if (in.carried)
+    fail("it is carried state (written in place by the graph); set its value with set() instead");
+  if (ptr == nullptr) fail("the pointer is null");
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+    fail("the pointer is not 16-byte aligned; pass an aligned buffer (or copy it with set())");
+  if (bytes < in.capacity)
+    fail(std::to_string(bytes) + " bytes is less than the input takes at its largest dims (" +
+         std::to_string(in.capacity) + " bytes: " +
+         std::to_string(in.capacity / size_bytes(in.dtype)) + " " + std::string(name(in.dtype)) +
+         " elements); pass a larger buffer, or narrow the dims' ranges");
+  s.backend->check_external(ptr, bytes);
+  for (State::Out& o : s.out)
+    if (o.lives_in == k) o.valid = false, o.lives_in = -1;
+  if (!in.external) s.release(in.buf);  // the memory is used in place from now on
+  in.buf = Buffer{ptr, bytes};
+  in.external = true;
+  in.bound_external = true;
+  in.keep_alive = std::move(keep_alive);
+  in.bytes_set = in.capacity;
   in.has_data = true;
   s.stats.bytes_wrapped += bytes;
 }

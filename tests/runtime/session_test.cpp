@@ -1,5 +1,6 @@
 // Sessions: buffers allocated once and never moved, plans per bucket, dim slots, carried state in
-// both buffer parities, hand_off and set_external without copies, byte counters and errors.
+// both buffer parities, hand_off, set_external and bind_external without copies, byte counters
+// and errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -187,6 +188,59 @@ TEST(Session, SetExternalUsesHostMemoryInPlace) {
   std::vector<float> big(65);
   s.set_external("w", big.data() + 1, 256, nullptr);
   EXPECT_EQ(s.stats().bytes_uploaded, 256u + 16u * 4);
+}
+
+// bind_external: the backend's own memory (host memory on the CPU) becomes an input's buffer
+// without a copy; a new pointer re-binds the plans on the next execute and is read from then on;
+// set() afterwards gives the input its own buffer back; bad buffers are refused with the reason.
+TEST(Session, BindExternalUsesTheBackendsMemoryAndRebinds) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  Session s(m.g, cpu, quiet());
+  s.set(m.w, ramp(64, 0.5f));
+  const uint64_t cap = 64 * 8 * 4;  // x at s = 64
+  auto buf = [&](float scale) {
+    auto p = std::shared_ptr<float[]>(static_cast<float*>(std::aligned_alloc(64, cap)), std::free);
+    std::vector<float> v = ramp(64 * 8, scale);
+    std::copy(v.begin(), v.end(), p.get());
+    return p;
+  };
+  auto reference = [&](float scale, int64_t rows) {
+    ReferenceRuntime ref(m.g);
+    ref.set(m.w, ramp(64, 0.5f));
+    std::vector<float> v = ramp(64 * 8, scale);
+    v.resize(static_cast<size_t>(rows * 8));
+    ref.set(m.x, v);
+    ref.execute({{"s", rows}});
+    return ref.get<float>(m.y);
+  };
+  auto expect_near = [](const std::vector<float>& a, const std::vector<float>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k)
+      EXPECT_NEAR(a[k], b[k], 1e-4) << k;
+  };
+  std::shared_ptr<float[]> a = buf(1.0f), b = buf(-0.7f);
+  s.bind_external("x", a.get(), cap, a);
+  EXPECT_EQ(s.buffer_address("x"), a.get());
+  const uint64_t uploaded = s.stats().bytes_uploaded;
+  s.execute({{"s", 3}});
+  expect_near(s.get<float>(m.y), reference(1.0f, 3));
+  const uint64_t rebinds = s.stats().rebinds;
+  s.bind_external("x", b.get(), cap, b);
+  s.execute({{"s", 3}});
+  EXPECT_GT(s.stats().rebinds, rebinds);
+  expect_near(s.get<float>(m.y), reference(-0.7f, 3));
+  EXPECT_EQ(s.stats().bytes_uploaded, uploaded);  // no copies
+  s.set(m.x, ramp(3 * 8, 1.0f));                  // its own buffer again
+  EXPECT_NE(s.buffer_address("x"), b.get());
+  s.execute({{"s", 3}});
+  expect_near(s.get<float>(m.y), reference(1.0f, 3));
+  expect_error([&] { s.bind_external("x", a.get(), cap - 4, a); },
+               {"bind_external", "input 'x'", "less than the input takes", "2048 bytes"});
+  expect_error([&] { s.bind_external("x", reinterpret_cast<char*>(a.get()) + 4, cap, a); },
+               {"input 'x'", "16-byte aligned"});
+  expect_error([&] { s.bind_external("x", nullptr, cap); }, {"input 'x'", "null"});
+  expect_error([&] { s.bind_external("q", a.get(), cap); }, {"'q'"});
 }
 
 TEST(Session, DimSlotsAndExecuteErrors) {
