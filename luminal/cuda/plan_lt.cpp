@@ -5,8 +5,10 @@
 // executor each call is an island of the bucket's graph: an empty entry node, the call captured
 // after it (thread-local capture on the plan's side stream), an empty exit node. Unchanged spec
 // and pointers: nothing to do; moved pointers (a re-bind) or a new spec (a dim the matmul reads
-// changed): the island is captured again and the executable updated (cuGraphExecUpdate;
-// re-instantiated when the driver refuses).
+// changed): the island is captured again. When only pointers moved, the executable is updated
+// (cuGraphExecUpdate; re-instantiated when the driver refuses). When the spec changed, it is
+// re-instantiated: the new call may be another kernel with other launch attributes (thread block
+// clusters on sm_90), which an exec update accepts but does not carry over correctly.
 #include <algorithm>
 
 #include "luminal/core/error.hpp"
@@ -52,6 +54,7 @@ struct CudaPlan::LtStep {
   std::array<Ptrs, 2> ptrs{};
   std::array<CUgraphNode, 2> entry{}, exit{};
   std::array<bool, 2> dirty{};     // the island must be captured again
+  std::array<bool, 2> respec{};    // ... because its spec changed (the graph is re-instantiated)
   std::array<bool, 2> captured{};  // captured once (a capture after that is a recapture)
 
   LtPointers pointers(int parity) const {
@@ -71,12 +74,14 @@ std::vector<CUgraphNode> between(const CudaApi& cu, CUgraphNode entry, CUgraphNo
   while (!todo.empty()) {
     CUgraphNode n = todo.back();
     todo.pop_back();
+    // (with edge data: a query without it fails on a programmatic edge cuBLASLt may capture)
     size_t count = 0;
     check(cu.cuGraphNodeGetDependentNodes(n, nullptr, nullptr, &count),
           "cuGraphNodeGetDependentNodes");
     std::vector<CUgraphNode> next(count);
+    std::vector<CUgraphEdgeData> edges(count);
     if (count)
-      check(cu.cuGraphNodeGetDependentNodes(n, next.data(), nullptr, &count),
+      check(cu.cuGraphNodeGetDependentNodes(n, next.data(), edges.data(), &count),
             "cuGraphNodeGetDependentNodes");
     for (CUgraphNode x : next)
       if (x != exit && std::find(seen.begin(), seen.end(), x) == seen.end()) {
@@ -120,6 +125,7 @@ static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
   }
   st.prep = std::move(found);
   st.dirty = {true, true};
+  st.respec = {true, true};
   return true;
 }
 
@@ -224,13 +230,16 @@ void CudaPlan::capture_island(int parity, LtStep& st) {
     st.prep->enqueue(st.pointers(parity), lt_workspace_, lt_capture_);
     CUstreamCaptureStatus status{};
     const CUgraphNode* deps = nullptr;
+    const CUgraphEdgeData* edges = nullptr;
     size_t ndeps = 0;
-    check(cu.cuStreamGetCaptureInfo(lt_capture_, &status, nullptr, nullptr, &deps, nullptr, &ndeps),
+    check(cu.cuStreamGetCaptureInfo(lt_capture_, &status, nullptr, nullptr, &deps, &edges, &ndeps),
           "cuStreamGetCaptureInfo");
     last.assign(deps, deps + ndeps);
   } catch (...) {
     CUgraph g = nullptr;
     cu.cuStreamEndCapture(lt_capture_, &g);  // a stream left capturing poisons later calls
+    for (CUgraphNode n : between(cu, st.entry[p], st.exit[p]))  // what it captured before failing
+      cu.cuGraphDestroyNode(n);
     throw;
   }
   CUgraph g = nullptr;
@@ -243,21 +252,23 @@ void CudaPlan::capture_island(int parity, LtStep& st) {
   if (st.captured[p]) ++be_.lt_stats.recaptures;
   st.captured[p] = true;
   st.dirty[p] = false;
+  st.respec[p] = false;
 }
 
 bool CudaPlan::refresh_islands(int parity) {
   Bound& bd = bound_[parity];
   if (!bd.exec) return false;
-  bool any = false;
+  bool any = false, respec = false;
   for (const auto& st : lt_)
     if (st->dirty[static_cast<size_t>(parity)]) {
+      respec = respec || st->respec[static_cast<size_t>(parity)];
       capture_island(parity, *st);
       any = true;
     }
   if (!any) return false;
   const CudaApi& cu = *be_.cu;
   CUgraphExecUpdateResultInfo info{};
-  if (cu.cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS) {
+  if (respec || cu.cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS) {
     cu.cuGraphExecDestroy(bd.exec);
     bd.exec = nullptr;
     check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
