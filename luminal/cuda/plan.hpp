@@ -28,6 +28,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,10 @@ class CudaPlan final : public Plan {
   static void refuse_updates_for_testing(int n);
   /// Whether this plan runs as CUDA graphs.
   bool graph_executor() const { return graph_; }
+  /// For timing: when a cuBLASLt step's spec depends on a dim that varies in the bucket, `dims`
+  /// with each such dim moved by one inside its range (CudaBackend::time alternates the two, so
+  /// the re-prepare and recapture a changing dim costs are inside the timing); else nothing.
+  std::optional<std::vector<int64_t>> alternate_dims(const int64_t* dims) const;
 
   /// The KernelGen of every compute node and non-in-place Output of `g` (input dtypes filled),
   /// in execution order; `nodes` gets the node of each.
@@ -162,6 +167,8 @@ class CudaPlan final : public Plan {
   uint64_t lt_workspace_bytes_ = 0;
   CUstream lt_capture_ = nullptr;  // the side stream islands are captured on
   std::vector<int64_t> lt_dims_;   // the dims the steps' specs were last resolved at
+  std::vector<Interval> lt_vary_;  // per dim slot: its range when a step's spec reads it and it
+                                   // varies in the bucket, else empty (lo > hi)
 };
 
 }  // namespace luminal::cuda

@@ -157,9 +157,30 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   }
   lt_workspace_bytes_ = be_.opts.lt_workspace_bytes;
   lt_dims_ = hi;
+  lt_vary_.resize(dim_names_.size(), Interval{1, 0});
+  for (size_t d = 0; d < dim_names_.size(); ++d) {
+    const Interval b = Expr::var(dim_names_[d]).bounds(spec.facts);
+    if (b.lo >= b.hi) continue;
+    for (const std::vector<Expr>* v : {&sym->dims, &sym->sa, &sym->sb})
+      for (const Expr& e : *v)
+        if (e.has_var(dim_names_[d])) lt_vary_[d] = b;
+  }
   resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_);
   step.lt = static_cast<int>(lt_.size());
   lt_.push_back(std::move(st));
+}
+
+std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t* dims) const {
+  std::vector<int64_t> alt(dims, dims + dim_names_.size());
+  bool moved = false;
+  for (size_t d = 0; d < lt_vary_.size(); ++d) {
+    const Interval& r = lt_vary_[d];
+    if (r.lo > r.hi) continue;
+    alt[d] = dims[d] + 1 <= r.hi ? dims[d] + 1 : dims[d] - 1;
+    moved = moved || alt[d] != dims[d];
+  }
+  if (!moved) return std::nullopt;
+  return alt;
 }
 
 void CudaPlan::bind_lt(int parity) {
@@ -295,6 +316,9 @@ bool lt_available(std::string* why) {
 }
 LtHandle& CudaBackend::Impl::lt_handle() { throw Error("cuda: built without cuBLASLt"); }
 struct CudaPlan::LtStep {};
+std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t*) const {
+  return std::nullopt;
+}
 void CudaPlan::load_lt(const PlanSpec&, Step&) { throw Error("cuda: built without cuBLASLt"); }
 void CudaPlan::bind_lt(int) {}
 void CudaPlan::resolve_lt() {}
