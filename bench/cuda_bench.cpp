@@ -174,6 +174,10 @@ int main(int argc, char** argv) {
   // Row kernels: softmax, RMSNorm, row sum (cuda_bench_rows.cpp).
   luminal::bench_cuda::row_kernels(be, copy, limit);
   if (argc > 2 && std::string(argv[2]) == "rows") return 0;
+  if (argc > 2 && std::string(argv[2]) == "lt") {  // the 8B decode with cuBLASLt only
+    luminal::bench_cuda::llama3_8b_cublaslt(copy, limit);
+    return 0;
+  }
   if (argc > 2 && std::string(argv[2]) == "smollm2") {  // the SmolLM2 decode only
     luminal::bench_cuda::smollm2_bf16(be, stream_be, copy);
     return 0;

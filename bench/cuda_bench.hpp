@@ -39,4 +39,9 @@ void smollm2_bf16(cuda::CudaBackend& graph_be, cuda::CudaBackend& stream_be, dou
 /// < 5 s), and decode ms per token at contexts 128 and 1024.
 void llama3_8b(double copy_gbs, int limit);
 
+/// The same model with cuBLASLt matmuls in the search (CudaOptions::cublaslt): search time, the
+/// cuBLASLt calls the decode program makes, prepares and recaptures, ms per token at contexts
+/// 128 and 1024 (target < 4.92 ms). `bench_cuda N lt` runs only this.
+void llama3_8b_cublaslt(double copy_gbs, int limit);
+
 }  // namespace luminal::bench_cuda
