@@ -67,6 +67,17 @@ struct DecodeTiming {
   double replay_ms = 0;     // one execute on the device, event-timed (median)
 };
 
+/// Llama-3-8B's shape: 32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256.
+models::LlamaSize llama3_8b_size() {
+  return {.layers = 32,
+          .hidden = 4096,
+          .ffn = 14336,
+          .heads = 32,
+          .kv_heads = 8,
+          .vocab = 128256,
+          .rope_theta = 500000.0};
+}
+
 /// Decode steps at context `ctx` with the argmax token fed back each step.
 DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   const DimSlot S = s.dim("s"), C = s.dim("c");
@@ -245,15 +256,8 @@ void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs
 void llama3_8b(double copy_gbs, int limit) {
   const fs::path cache = temp_folder("llama8b");
   try {
-    const models::LlamaSize size{.layers = 32,
-                                 .hidden = 4096,
-                                 .ffn = 14336,
-                                 .heads = 32,
-                                 .kv_heads = 8,
-                                 .vocab = 128256,
-                                 .rope_theta = 500000.0};
     const int slots = 2048;
-    const models::Decoder d = llama_with_argmax(size, DType::BF16, slots, 1);
+    const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, 1);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
     fs::remove_all(cache);
     double search_s[2] = {0, 0};
@@ -317,15 +321,8 @@ void llama3_8b(double copy_gbs, int limit) {
 void llama3_8b_cublaslt(double copy_gbs, int limit) {
   const fs::path cache = temp_folder("llama8b_lt");
   try {
-    const models::LlamaSize size{.layers = 32,
-                                 .hidden = 4096,
-                                 .ffn = 14336,
-                                 .heads = 32,
-                                 .kv_heads = 8,
-                                 .vocab = 128256,
-                                 .rope_theta = 500000.0};
     const int slots = 2048;
-    const models::Decoder d = llama_with_argmax(size, DType::BF16, slots, 1);
+    const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, 1);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
     fs::remove_all(cache);
     cuda::CudaOptions opts{0, cache / "kernels", 16};

@@ -38,4 +38,34 @@ std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, cons
   return std::nullopt;
 }
 
+Rule cast_down_rule(
+    const std::string& name, const OpDef* op,
+    std::function<void(EGraph&, const Attrs&, const std::vector<ClassId>&, ClassId)> add) {
+  return Rule{name, Pattern::op(OpKind::Cast).bind("cast"), nullptr,
+              [op, add = std::move(add)](const Match& m, EGraph& eg) {
+                const ENodeId c = m.node("cast");
+                const ENode cn = eg.node(c);
+                const Attrs ca = eg.attrs_of(c);
+                if (cn.children.size() != 1 || ca.views.size() != 1) return;
+                if (ca.dtype != DType::BF16 && ca.dtype != DType::F16) return;
+                const ClassId src = eg.find(cn.children[0]);
+                if (eg.dtype(src) != DType::F32 || !ca.views[0].is_contiguous() ||
+                    !(ca.views[0].numel() == numel(eg.shape(src))))
+                  return;
+                std::vector<std::pair<Attrs, std::vector<ClassId>>> found;
+                for (ENodeId id : eg.nodes_of(src)) {
+                  if (eg.node(id).op != op) continue;
+                  std::vector<ClassId> ch;
+                  for (ClassId k : eg.node(id).children)
+                    ch.push_back(eg.find(k));
+                  Attrs a = eg.attrs_of(id);
+                  a.dtype = ca.dtype;
+                  a.shape = ca.shape;
+                  found.emplace_back(std::move(a), std::move(ch));
+                }
+                for (auto& [a, ch] : found)
+                  add(eg, a, ch, m.root);
+              }};
+}
+
 }  // namespace luminal::cuda

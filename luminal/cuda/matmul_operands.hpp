@@ -3,10 +3,14 @@
 // is cast(a, f32) @ cast(b, f32)): the 16-bit tensor and the view that reads it directly, so a
 // matmul op can take the 16-bit operand (exact: the cast is) instead of a cast kernel's output.
 // Shared by the generated matmul (reduce.cpp) and cuBLASLt (cublaslt/lt_matmul.cpp).
+#include <functional>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "luminal/egraph/egraph.hpp"
+#include "luminal/egraph/rule.hpp"
 
 namespace luminal::cuda {
 
@@ -19,5 +23,12 @@ std::optional<View> compose(const View& outer, const Shape& shape, const View& i
 /// Where the matmul operand `c` read through `v` is an exact Cast of a 16-bit float tensor up to
 /// f32: that tensor's class and the view reading it directly.
 std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v);
+
+/// The rule `name` for Cast(x) to bf16/f16 of a whole f32 value x: for every e-node of x's class
+/// whose op is `op` (an f32 matmul), `add` gets that node's attributes with the cast's dtype and
+/// shape, its children and the cast's class (a matmul that stores its result in 16 bits).
+Rule cast_down_rule(
+    const std::string& name, const OpDef* op,
+    std::function<void(EGraph&, const Attrs&, const std::vector<ClassId>&, ClassId)> add);
 
 }  // namespace luminal::cuda

@@ -277,31 +277,9 @@ std::vector<Rule> matmul_rules() {
          }};
   // Cast(f32 matmul) to bf16/f16, the last step of every 16-bit matmul: one kernel that stores
   // the rounded result.
-  Rule cast{"cuda.matmul-cast", Pattern::op(OpKind::Cast).bind("cast"), nullptr,
-            [](const Match& m, EGraph& eg) {
-              const ENodeId c = m.node("cast");
-              const ENode cn = eg.node(c);
-              const Attrs ca = eg.attrs_of(c);
-              if (cn.children.size() != 1 || ca.views.size() != 1) return;
-              if (ca.dtype != DType::BF16 && ca.dtype != DType::F16) return;
-              const ClassId src = eg.find(cn.children[0]);
-              if (eg.dtype(src) != DType::F32 || !ca.views[0].is_contiguous() ||
-                  !(ca.views[0].numel() == numel(eg.shape(src))))
-                return;
-              std::vector<std::pair<Attrs, std::vector<ClassId>>> found;
-              for (ENodeId id : eg.nodes_of(src)) {
-                if (eg.node(id).op != &kMatmul) continue;
-                std::vector<ClassId> ch;
-                for (ClassId k : eg.node(id).children)
-                  ch.push_back(eg.find(k));
-                Attrs a = eg.attrs_of(id);
-                a.dtype = ca.dtype;
-                a.shape = ca.shape;
-                found.emplace_back(std::move(a), std::move(ch));
-              }
-              for (auto& [a, ch] : found)
-                eg.merge(eg.add(&kMatmulCast, a, ch), m.root);
-            }};
+  Rule cast = cast_down_rule("cuda.matmul-cast", &kMatmul,
+                             [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
+                                ClassId root) { eg.merge(eg.add(&kMatmulCast, a, ch), root); });
   return {std::move(r), std::move(cast)};
 }
 

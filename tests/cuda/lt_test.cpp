@@ -49,13 +49,6 @@ Buffer device_values(DType t, const std::vector<double>& v) {
   return b;
 }
 
-std::vector<double> ints(int64_t n, uint64_t seed) {
-  std::vector<double> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<double>((i * 7 + seed * 13) % 11) - 5.0;
-  return v;
-}
-
 /// Runs case `c` through cuBLASLt with operand dtypes (ta, tb), output td, in family f; checks
 /// the result. Returns false when cuBLASLt has no algorithm for the spec.
 bool run_case(const LtHandle& h, const GemmCase& c, DType ta, DType tb, DType td, GemmFamily f,
@@ -76,7 +69,8 @@ bool run_case(const LtHandle& h, const GemmCase& c, DType ta, DType tb, DType td
     EXPECT_NE(std::string(e.what()).find("no algorithm"), std::string::npos) << e.what();
     return false;
   }
-  const std::vector<double> a = ints(c.a_elems, seed), b = ints(c.b_elems, seed + 1);
+  const std::vector<double> a = luminal::testing::gemm_values(c.a_elems, seed),
+                            b = luminal::testing::gemm_values(c.b_elems, seed + 1);
   const std::vector<double> want = luminal::testing::gemm_reference(c, a, b);
   Buffer ba = device_values(ta, a), bb = device_values(tb, b);
   const uint64_t out_bytes = static_cast<uint64_t>(c.out_elems) * size_bytes(td);
@@ -244,7 +238,8 @@ TEST(CudaLt, CapturedIntoAGraphBetweenEmptyNodesAndRecaptured) {
   const LtSpec spec =
       lt_spec(*g, *lt_types(DType::F32, DType::F32, DType::F32, false), uint64_t{32} << 20);
   LtPrepared p(h, spec, static_cast<int>(gpu().impl().device));
-  const std::vector<double> a = ints(c.a_elems, 1), b = ints(c.b_elems, 2);
+  const std::vector<double> a = luminal::testing::gemm_values(c.a_elems, 1),
+                            b = luminal::testing::gemm_values(c.b_elems, 2);
   const std::vector<double> want = luminal::testing::gemm_reference(c, a, b);
   Buffer ba = device_values(DType::F32, a), bb = device_values(DType::F32, b);
   Buffer d1 = gpu().allocate(static_cast<uint64_t>(c.out_elems) * 4);

@@ -54,18 +54,12 @@ std::vector<double> emulate(const LibGemm<int64_t>& g, const std::vector<double>
   return D;
 }
 
-std::vector<double> values(int64_t n, uint64_t seed) {
-  std::vector<double> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<double>((i * 7 + seed * 13) % 11) - 5.0;
-  return v;
-}
-
 TEST(LibGemm, EveryPlannedLayoutComputesTheProductInBothFamilies) {
   int planned = 0, swapped = 0, batched = 0, transposed = 0;
   for (uint64_t seed = 0; seed < 3000; ++seed) {
     const GemmCase c = testing::random_gemm_case(seed);
-    const std::vector<double> a = values(c.a_elems, seed), b = values(c.b_elems, seed + 1);
+    const std::vector<double> a = testing::gemm_values(c.a_elems, seed),
+                              b = testing::gemm_values(c.b_elems, seed + 1);
     const std::vector<double> want = testing::gemm_reference(c, a, b);
     for (GemmFamily f : {GemmFamily::ColSwapped, GemmFamily::Row}) {
       const std::optional<LibGemm<int64_t>> g = lib_gemm_of(c.dims, c.sa, c.sb, c.k, f);

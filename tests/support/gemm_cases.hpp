@@ -66,6 +66,15 @@ inline GemmCase random_gemm_case(uint64_t seed, int64_t max_dim = 7) {
   return c;
 }
 
+/// `n` small integers in [-5, 5] (exact in every float dtype down to FP8, and their products'
+/// sums exact in f32 for the cases' k), varied by `seed`.
+inline std::vector<double> gemm_values(int64_t n, uint64_t seed) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<double>((i * 7 + seed * 13) % 11) - 5.0;
+  return v;
+}
+
 /// The product of case `c` from its views: out (row-major over the non-k dims) = sum over k of
 /// a[view a] * b[view b], in double.
 inline std::vector<double> gemm_reference(const GemmCase& c, const std::vector<double>& a,

@@ -47,31 +47,7 @@ std::vector<Rule> lt_rules() {
           }};
   // Cast(f32 Lt matmul) to bf16/f16: cuBLASLt stores D in the 16-bit type (rounded once from its
   // f32 accumulator).
-  Rule cast{"cuda.cublaslt-cast", Pattern::op(OpKind::Cast).bind("cast"), nullptr,
-            [](const Match& m, EGraph& eg) {
-              const ENodeId c = m.node("cast");
-              const ENode cn = eg.node(c);
-              const Attrs ca = eg.attrs_of(c);
-              if (cn.children.size() != 1 || ca.views.size() != 1) return;
-              if (ca.dtype != DType::BF16 && ca.dtype != DType::F16) return;
-              const ClassId src = eg.find(cn.children[0]);
-              if (eg.dtype(src) != DType::F32 || !ca.views[0].is_contiguous() ||
-                  !(ca.views[0].numel() == numel(eg.shape(src))))
-                return;
-              std::vector<std::pair<Attrs, std::vector<ClassId>>> found;
-              for (ENodeId id : eg.nodes_of(src)) {
-                if (eg.node(id).op != &kLtCol) continue;
-                std::vector<ClassId> ch;
-                for (ClassId k : eg.node(id).children)
-                  ch.push_back(eg.find(k));
-                Attrs a = eg.attrs_of(id);
-                a.dtype = ca.dtype;
-                a.shape = ca.shape;
-                found.emplace_back(std::move(a), std::move(ch));
-              }
-              for (auto& [a, ch] : found)
-                add_lt_nodes(eg, a, ch, m.root);
-            }};
+  Rule cast = cast_down_rule("cuda.cublaslt-cast", &kLtCol, add_lt_nodes);
   return {std::move(mm), std::move(cast)};
 }
 
