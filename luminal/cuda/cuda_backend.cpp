@@ -250,6 +250,20 @@ bool cuda_available(std::string* why) {
   return true;
 }
 
+namespace {
+
+/// `fallback`, unless environment variable `name` is set: then it must be "0" or "1".
+bool env_switch(const char* name, bool fallback) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return fallback;
+  const std::string v = e;
+  if (v != "0" && v != "1")
+    throw Error(std::string(name) + " must be '0' (off) or '1' (on), got '" + v + "'");
+  return v == "1";
+}
+
+}  // namespace
+
 CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opts = std::move(opts);
@@ -291,22 +305,9 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
       throw Error("LUMINAL_CUDA_EXECUTOR must be 'graph' or 'stream', got '" + v + "'");
     }
   }
-  m.programmatic = m.opts.programmatic_launch;
-  if (const char* e = std::getenv("LUMINAL_CUDA_PDL"); e && *e) {
-    const std::string v = e;
-    if (v != "0" && v != "1")
-      throw Error("LUMINAL_CUDA_PDL must be '0' (full graph edges) or '1' (programmatic), got '" +
-                  v + "'");
-    m.programmatic = v == "1";
-  }
-  m.programmatic = m.programmatic && m.cc_major >= 9;  // griddepcontrol needs sm_90
-  m.lt_on = m.opts.cublaslt;
-  if (const char* e = std::getenv("LUMINAL_CUDA_CUBLASLT"); e && *e) {
-    const std::string v = e;
-    if (v != "0" && v != "1")
-      throw Error("LUMINAL_CUDA_CUBLASLT must be '0' or '1', got '" + v + "'");
-    m.lt_on = v == "1";
-  }
+  // griddepcontrol needs sm_90
+  m.programmatic = env_switch("LUMINAL_CUDA_PDL", m.opts.programmatic_launch) && m.cc_major >= 9;
+  m.lt_on = env_switch("LUMINAL_CUDA_CUBLASLT", m.opts.cublaslt);
   if (!m.lt_on) {
     m.lt_why = "cuBLASLt is off (CudaOptions::cublaslt, LUMINAL_CUDA_CUBLASLT=1 turns it on)";
   } else if (!lt_available(&m.lt_why)) {
@@ -518,14 +519,18 @@ double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials
   CudaQueue& q = p->queue(parity);
   const CUstream stream = q.stream;
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto check_timeout = [&] {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+      throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
+                  " s timeout");
+  };
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
   };
   plan.execute(parity, dims);  // warm-up (and the dims copy)
   check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
-  if (elapsed() > timeout_s)
-    throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
-                " s timeout");
+  check_timeout();
   // cuBLASLt steps over a dim that varies in the bucket: alternate it between two values and
   // time by wall clock from the execute to the end of its work, so the host work a changing dim
   // causes (a new spec prepared, the call captured again, the graph re-instantiated) counts.
@@ -538,14 +543,12 @@ double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials
       plan.execute(parity, t % 2 ? alt->data() : dims);
       check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
       wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      if (elapsed() > timeout_s)
-        throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
-                    " s timeout");
+      check_timeout();
     }
     plan.execute(parity, dims);  // leave the plan at the dims it was asked for
     check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
-    std::nth_element(wall.begin(), wall.begin() + static_cast<long>(wall.size() / 2), wall.end());
-    return wall[wall.size() / 2];
+    q.check_error_word();
+    return median(wall);
   }
   CUevent a = nullptr, b = nullptr;
   check(cu.cuEventCreate(&a, CU_EVENT_DEFAULT), "cuEventCreate");
@@ -560,9 +563,7 @@ double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials
       float ms = 0;
       check(cu.cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
       times.push_back(ms * 1e-3);
-      if (elapsed() > timeout_s)
-        throw Error("cuda: a candidate took longer than the " + std::to_string(timeout_s) +
-                    " s timeout");
+      check_timeout();
     }
   } catch (...) {
     cu.cuEventDestroy(a);
@@ -572,8 +573,7 @@ double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials
   cu.cuEventDestroy(a);
   cu.cuEventDestroy(b);
   q.check_error_word();
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
+  return median(times);
 }
 
 std::vector<KernelStat> CudaBackend::profile(Plan& plan, int parity, const int64_t* dims,

@@ -107,13 +107,14 @@ class CudaPlan final : public Plan {
   // run_lt: the call on the bound stream. add_island: in build_graph, an empty entry node after
   // `prev`, the call captured after it and an empty exit node (the new `prev`).
   // refresh_islands: recaptures marked islands, then updates the executable (re-instantiating
-  // when the driver refuses); returns whether it did anything.
+  // when a spec changed, when the driver refuses, or when asked to); returns whether it
+  // recaptured any.
   void load_lt(const PlanSpec& spec, Step& step);
   void bind_lt(int parity);
   void resolve_lt();
   void run_lt(int parity, size_t s);
   void add_island(int parity, size_t s, CUgraphNode* prev);
-  bool refresh_islands(int parity);
+  bool refresh_islands(int parity, bool reinstantiate_anyway = false);
   void capture_island(int parity, LtStep& st);
   void destroy_lt();
   // The graph executor (plan_graph.cpp).
@@ -124,6 +125,8 @@ class CudaPlan final : public Plan {
   /// graph when the launches skipped changed.
   void update_graph(int parity, const std::vector<std::vector<CUdeviceptr>>& old_args,
                     const std::vector<bool>& old_skip);
+  /// A new executable from the template (counted in GraphStats::reinstantiations).
+  void reinstantiate(int parity);
   std::vector<KernelStat> profile_graph(int parity, const int64_t* dims, int trials);
   /// Per step with times: the median and the step's cost hints at `dims`.
   std::vector<KernelStat> summarize(std::vector<std::vector<float>>& times,

@@ -118,14 +118,19 @@ void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdevicept
     }
     ++be_.graphs.node_updates;
   }
-  if (refused) {
-    cu.cuGraphExecDestroy(bd.exec);
-    bd.exec = nullptr;
-    check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
-    check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
-    ++be_.graphs.reinstantiations;
-  }
-  refresh_islands(parity);  // cuBLASLt calls whose pointers moved: captured again
+  // cuBLASLt calls whose pointers moved are captured again; one re-instantiation covers a
+  // refused node update and the islands.
+  refresh_islands(parity, refused);
+}
+
+void CudaPlan::reinstantiate(int parity) {
+  const CudaApi& cu = *be_.cu;
+  Bound& bd = bound_[parity];
+  cu.cuGraphExecDestroy(bd.exec);
+  bd.exec = nullptr;
+  check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
+  check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
+  ++be_.graphs.reinstantiations;
 }
 
 std::vector<KernelStat> CudaPlan::profile_graph(int parity, const int64_t* dims, int trials) {

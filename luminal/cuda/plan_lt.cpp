@@ -150,16 +150,14 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   st->k = sym->k;
   // Resolved at the bucket's upper bounds until the first execute brings the real dims: a spec
   // no algorithm fits throws here, so the search rejects the candidate.
-  std::vector<int64_t> hi(dim_names_.size(), 1);
-  for (size_t d = 0; d < dim_names_.size(); ++d) {
-    const Interval b = Expr::var(dim_names_[d]).bounds(spec.facts);
-    hi[d] = b.hi == INT64_MAX ? std::max<int64_t>(b.lo, 1) : b.hi;
-  }
+  // (The same for every step of the plan; lt_vary_ also records the dims this step reads that
+  // vary in the bucket.)
   lt_workspace_bytes_ = be_.opts.lt_workspace_bytes;
-  lt_dims_ = hi;
+  lt_dims_.resize(dim_names_.size());
   lt_vary_.resize(dim_names_.size(), Interval{1, 0});
   for (size_t d = 0; d < dim_names_.size(); ++d) {
     const Interval b = Expr::var(dim_names_[d]).bounds(spec.facts);
+    lt_dims_[d] = b.hi == INT64_MAX ? std::max<int64_t>(b.lo, 1) : b.hi;
     if (b.lo >= b.hi) continue;
     for (const std::vector<Expr>* v : {&sym->dims, &sym->sa, &sym->sb})
       for (const Expr& e : *v)
@@ -276,7 +274,7 @@ void CudaPlan::capture_island(int parity, LtStep& st) {
   st.respec[p] = false;
 }
 
-bool CudaPlan::refresh_islands(int parity) {
+bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   Bound& bd = bound_[parity];
   if (!bd.exec) return false;
   bool any = false, respec = false;
@@ -286,17 +284,11 @@ bool CudaPlan::refresh_islands(int parity) {
       capture_island(parity, *st);
       any = true;
     }
-  if (!any) return false;
-  const CudaApi& cu = *be_.cu;
   CUgraphExecUpdateResultInfo info{};
-  if (respec || cu.cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS) {
-    cu.cuGraphExecDestroy(bd.exec);
-    bd.exec = nullptr;
-    check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
-    check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
-    ++be_.graphs.reinstantiations;
-  }
-  return true;
+  if (reinstantiate_anyway || respec ||
+      (any && be_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS))
+    reinstantiate(parity);
+  return any;
 }
 
 void CudaPlan::destroy_lt() {
@@ -324,7 +316,10 @@ void CudaPlan::bind_lt(int) {}
 void CudaPlan::resolve_lt() {}
 void CudaPlan::run_lt(int, size_t) {}
 void CudaPlan::add_island(int, size_t, CUgraphNode*) {}
-bool CudaPlan::refresh_islands(int) { return false; }
+bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
+  if (reinstantiate_anyway) reinstantiate(parity);
+  return false;
+}
 void CudaPlan::capture_island(int, LtStep&) {}
 void CudaPlan::destroy_lt() {}
 
