@@ -34,14 +34,24 @@ void dims_update(cuda::CudaBackend& be);
 void smollm2_bf16(cuda::CudaBackend& graph_be, cuda::CudaBackend& stream_be, double copy_gbs);
 
 /// A Llama-3-8B-shaped decode graph (32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256,
-/// bf16 random weights generated on the GPU): search wall time cold (empty kernel and program
+/// bf16 random weights generated on the GPU), generated kernels only (no cuBLASLt): search wall
+/// time cold (empty kernel and program
 /// caches in a fresh folder; target < 60 s) and warm (a new backend on the same caches; target
 /// < 5 s), and decode ms per token at contexts 128 and 1024.
 void llama3_8b(double copy_gbs, int limit);
 
-/// The same model with cuBLASLt matmuls in the search (CudaOptions::cublaslt): search time, the
-/// cuBLASLt calls the decode program makes, prepares and recaptures, ms per token at contexts
-/// 128 and 1024 (target < 4.92 ms). `bench_cuda N lt` runs only this.
+/// The same model with the default options (cuBLASLt matmuls in the search) and a prefill bucket
+/// (s in [2, 128]): search time, the cuBLASLt calls the decode program makes, prepares and
+/// recaptures, ms per token at contexts 128 and 1024 (target < 4.92 ms) with the time by op, a
+/// 128-token prefill, and the host cost of a prefill whose length changes. `bench_cuda N lt` runs
+/// only this.
 void llama3_8b_cublaslt(double copy_gbs, int limit);
+
+/// Every GEMM shape of a Llama-3-8B layer and its LM head (bf16; decode m = 1 and prefill
+/// m = 128), each as a graph of copies on distinct weights larger than twice the L2: ms per GEMM
+/// generated (search without cuBLASLt), as cuBLASLt steps of our plan, as raw cuBLASLt calls
+/// captured into one graph, and what a search with cuBLASLt picks; the decode step's sum of GEMM
+/// times against the weights' floor (cuda_bench_gemm.cpp). `bench_cuda N gemm` runs only this.
+void gemm_shapes(double copy_gbs, int limit);
 
 }  // namespace luminal::bench_cuda

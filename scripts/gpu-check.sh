@@ -162,12 +162,14 @@ if [ $bench -eq 1 ]; then
   LUMINAL_CUDA_ROW_CHUNKS=0 suite "bench_cuda rows, element form" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
   echo "=== Llama-3-8B with cuBLASLt in the search ===" >>"$out/bench.log"
-  suite "bench_cuda lt (8B decode with cuBLASLt)" "$out/bench.log" 240 "$build/bench/bench_cuda" 20 lt
+  suite "bench_cuda lt (8B decode and prefill with cuBLASLt)" "$out/bench.log" 240 "$build/bench/bench_cuda" 20 lt
+  echo "=== GEMM shapes: generated kernels, cuBLASLt in the plan, raw cuBLASLt ===" >>"$out/bench.log"
+  suite "bench_cuda gemm (8B GEMM shapes)" "$out/bench.log" 180 "$build/bench/bench_cuda" 10 gemm
   echo "=== NaN payloads kept everywhere (LUMINAL_CUDA_FAST_NAN=0) ===" >>"$out/bench.log"
   LUMINAL_CUDA_FAST_NAN=0 suite "bench_cuda rows, NaN payloads kept" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
   lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
-  lines="$lines|prefill s change|bf16 decode at|with cuBLASLt|FAILED"
+  lines="$lines|prefill s change|bf16 decode at|with cuBLASLt|^gemm|FAILED"
   grep -E "$lines" "$out/bench.log" >>"$summary"
 fi
 tar -czf "$out/cache.tgz" -C "$XDG_CACHE_HOME" . 2>/dev/null

@@ -198,9 +198,11 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     return true;
   };
 
-  // Generation 0: the first genome, the one with the fewest kernels, then random ones.
+  // Generation 0: the first genome, the one with the fewest kernels, the same without library
+  // calls (when it differs: try_genome skips a program seen before), then random ones.
   try_genome(space.first_genome());
   if (!limit_hit()) try_genome(space.fewest_kernels_genome());
+  if (!limit_hit()) try_genome(space.fewest_kernels_genome(false));
   int misses = 0;
   for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 256;) {
     if (try_genome(space.random_genome(rng)))

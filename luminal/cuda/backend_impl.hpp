@@ -92,7 +92,7 @@ struct CudaBackend::Impl {
   std::mutex lt_mu;
   std::shared_ptr<LtHandle> lt;  // made by the first plan with cuBLASLt steps (lt_handle())
   struct {
-    std::atomic<uint64_t> prepares{0}, captures{0}, recaptures{0}, calls{0};
+    std::atomic<uint64_t> prepares{0}, captures{0}, recaptures{0}, calls{0}, in_place{0};
   } lt_stats;
   /// The backend's cuBLASLt handle (created on first use, its context current).
   LtHandle& lt_handle();

@@ -309,7 +309,7 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
   m.programmatic = env_switch("LUMINAL_CUDA_PDL", m.opts.programmatic_launch) && m.cc_major >= 9;
   m.lt_on = env_switch("LUMINAL_CUDA_CUBLASLT", m.opts.cublaslt);
   if (!m.lt_on) {
-    m.lt_why = "cuBLASLt is off (CudaOptions::cublaslt, LUMINAL_CUDA_CUBLASLT=1 turns it on)";
+    m.lt_why = "cuBLASLt is off (CudaOptions::cublaslt = false or LUMINAL_CUDA_CUBLASLT=0)";
   } else if (!lt_available(&m.lt_why)) {
     m.lt_on = false;
     // Asked for but missing: said once per process, not per backend.
@@ -366,7 +366,11 @@ bool CudaBackend::cublaslt(std::string* why) const {
 
 CudaBackend::LtStats CudaBackend::lt_stats() const {
   const auto& s = impl_->lt_stats;
-  return LtStats{s.prepares.load(), s.captures.load(), s.recaptures.load(), s.calls.load()};
+  return LtStats{.prepares = s.prepares.load(),
+                 .captures = s.captures.load(),
+                 .recaptures = s.recaptures.load(),
+                 .in_place = s.in_place.load(),
+                 .calls = s.calls.load()};
 }
 
 bool CudaBackend::executes(const OpDef* op) const { return cuda_executes(op); }

@@ -51,9 +51,9 @@ struct CudaOptions {
   /// false: full edges. LUMINAL_CUDA_PDL=0|1 overrides it.
   bool programmatic_launch = true;
   /// cuBLASLt matmuls as alternatives in the search (cuda.LtMatmul, cuda.LtMatmulRow), when
-  /// libcublasLt loads. Off by default while the integration is new; LUMINAL_CUDA_CUBLASLT=0|1
-  /// overrides it.
-  bool cublaslt = false;
+  /// libcublasLt loads (else a note on stderr, once, and generated kernels only).
+  /// LUMINAL_CUDA_CUBLASLT=0|1 overrides it.
+  bool cublaslt = true;
   /// Bytes of each cuBLASLt workspace (one per plan with cuBLASLt steps; algorithms needing more
   /// are not chosen).
   uint64_t lt_workspace_bytes = uint64_t{32} << 20;
@@ -183,6 +183,8 @@ class CudaBackend final : public Backend {
     uint64_t prepares = 0;    // LtPrepared built (descriptors; the heuristic cache may answer)
     uint64_t captures = 0;    // cuBLASLt calls captured into a graph (islands), first or again
     uint64_t recaptures = 0;  // of those, re-captures after a spec or pointer change
+    uint64_t in_place = 0;    // of those, captured as the same kernels as before: their new
+                              // parameters set on the island's nodes (no graph update)
     uint64_t calls = 0;       // calls enqueued on a stream (stream executor, profiles)
   };
   LtStats lt_stats() const;

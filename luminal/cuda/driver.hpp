@@ -60,6 +60,8 @@ namespace luminal::cuda {
   X(cuGraphAddKernelNode) \
   X(cuGraphAddEmptyNode) \
   X(cuGraphDestroyNode) \
+  X(cuGraphGetNodes) \
+  X(cuGraphNodeGetType) \
   X(cuGraphNodeGetDependentNodes) \
   X(cuGraphExecUpdate) \
   X(cuStreamBeginCaptureToGraph) \
@@ -68,6 +70,8 @@ namespace luminal::cuda {
   X(cuGraphAddDependencies) \
   X(cuGraphAddEventRecordNode) \
   X(cuGraphKernelNodeSetParams) \
+  X(cuGraphKernelNodeGetParams) \
+  X(cuGraphKernelNodeGetAttribute) \
   X(cuGraphInstantiateWithFlags) \
   X(cuGraphExecDestroy) \
   X(cuGraphExecKernelNodeSetParams) \

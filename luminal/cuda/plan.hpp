@@ -104,22 +104,28 @@ class CudaPlan final : public Plan {
   // candidate). bind_lt: its pointers for `parity` (an island whose pointers moved is marked for
   // capture). resolve_lt: after a dims change, re-resolve each spec and re-prepare (sharing an
   // equal prepared spec) the steps whose spec changed, marking their islands in both parities.
-  // run_lt: the call on the bound stream. add_island: in build_graph, an empty entry node after
-  // `prev`, the call captured after it and an empty exit node (the new `prev`).
-  // refresh_islands: recaptures marked islands, then updates the executable (re-instantiating
-  // when a spec changed, when the driver refuses, or when asked to); returns whether it
-  // recaptured any.
+  // run_lt: the call on the bound stream. capture_island: the call of the step at chain
+  // position `pos` captured again: into a scratch graph first, and when it comes out as the
+  // island's kernels again, their new parameters set on the island's nodes (template and
+  // executable: InPlace); else into the graph after the tails of the step before (its old nodes
+  // destroyed first), with the step after linked to its tails (Update, or Reinstantiate after a
+  // spec change: other kernels may have other cluster attributes). refresh_islands: recaptures
+  // marked islands, then updates the executable (re-instantiating when a spec changed, when the
+  // driver refuses, or when asked to); returns whether it recaptured any.
   void load_lt(const PlanSpec& spec, Step& step);
   void bind_lt(int parity);
   void resolve_lt();
   void run_lt(int parity, size_t s);
-  void add_island(int parity, size_t s, CUgraphNode* prev);
   bool refresh_islands(int parity, bool reinstantiate_anyway = false);
-  void capture_island(int parity, LtStep& st);
+  enum class Recapture { InPlace, Update, Reinstantiate };  // what the executable then needs
+  Recapture capture_island(int parity, size_t pos);
   void destroy_lt();
   // The graph executor (plan_graph.cpp).
   CUDA_KERNEL_NODE_PARAMS node_params(int parity, size_t s) const;
   void build_graph(int parity);
+  /// Edges from `from` to the heads of step `to`: programmatic where both ends are kernels and
+  /// the head is one of the plan's (it waits for the whole grid before it reads), else full.
+  void link(int parity, const std::vector<CUgraphNode>& from, size_t to);
   void destroy_graph(int parity);
   /// After a re-bind: updates the nodes whose arguments differ from `old_args`, or rebuilds the
   /// graph when the launches skipped changed.
@@ -161,6 +167,11 @@ class CudaPlan final : public Plan {
     CUgraph graph = nullptr;                     // the template (graph executor)
     CUgraphExec exec = nullptr;
     std::vector<CUgraphNode> nodes;  // per step: its kernel node, null when not in the graph
+    // The graph's chain: the steps in it, in order, and per step the nodes that depend on the
+    // step before (heads) and the nodes the step after depends on (tails): a kernel step's node;
+    // the nodes a cuBLASLt call was captured as (`island`: all of them).
+    std::vector<size_t> chain;
+    std::vector<std::vector<CUgraphNode>> heads, tails, island;
   };
   std::array<Bound, 2> bound_;
   bool graph_ = true;

@@ -51,36 +51,48 @@ void CudaPlan::build_graph(int parity) {
   Bound& bd = bound_[parity];
   check(cu.cuGraphCreate(&bd.graph, 0), "cuGraphCreate");
   bd.nodes.assign(steps_.size(), nullptr);
-  CUgraphNode prev = nullptr;
-  // A programmatic edge lets a kernel's blocks launch once every block of the one before has
-  // passed its griddepcontrol.wait (the prelude's lmn_pdl, the first statement of every kernel),
-  // and they wait there for it to finish: the same order as a full edge, minus the launch gap.
-  CUgraphEdgeData edge{};
-  edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-  edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
-  bool prev_kernel = false;  // programmatic edges join two kernel nodes only
+  bd.heads.assign(steps_.size(), {});
+  bd.tails.assign(steps_.size(), {});
+  bd.island.assign(steps_.size(), {});
+  bd.chain.clear();
   for (size_t s = 0; s < steps_.size(); ++s) {
-    if (steps_[s].lt >= 0) {  // a cuBLASLt call: an island between empty nodes
-      add_island(parity, s, &prev);
-      prev_kernel = false;
+    if (steps_[s].lt >= 0) {  // a cuBLASLt call: captured after the step before
+      bd.chain.push_back(s);
+      capture_island(parity, bd.chain.size() - 1);
       continue;
     }
     if (!in_graph(steps_[s].graph_grid, bd.skip[s])) continue;
     const CUDA_KERNEL_NODE_PARAMS p = node_params(parity, s);
-    const bool pdl = prev && prev_kernel && be_.programmatic;
-    check(cu.cuGraphAddKernelNode(&bd.nodes[s], bd.graph, prev && !pdl ? &prev : nullptr,
-                                  prev && !pdl ? 1 : 0, &p),
-          "cuGraphAddKernelNode");
-    if (pdl)
-      check(cu.cuGraphAddDependencies(bd.graph, &prev, &bd.nodes[s], &edge, 1),
-            "cuGraphAddDependencies");
-    prev = bd.nodes[s];
-    prev_kernel = true;
+    check(cu.cuGraphAddKernelNode(&bd.nodes[s], bd.graph, nullptr, 0, &p), "cuGraphAddKernelNode");
+    bd.heads[s] = bd.tails[s] = {bd.nodes[s]};
+    if (!bd.chain.empty()) link(parity, bd.tails[bd.chain.back()], s);
+    bd.chain.push_back(s);
   }
   check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
   // Upload now, so the first launch does not pay for it (the search times launches only).
   check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
   ++be_.graphs.instantiations;
+}
+
+void CudaPlan::link(int parity, const std::vector<CUgraphNode>& from, size_t to) {
+  const CudaApi& cu = *be_.cu;
+  Bound& bd = bound_[parity];
+  // A programmatic edge lets a kernel's blocks launch before the kernel it depends on has
+  // finished; they wait at griddepcontrol.wait (the prelude's lmn_pdl, the first statement of
+  // every kernel of the plan) until it has, with its writes visible: the same order as a full
+  // edge, minus the launch gap. A cuBLASLt kernel may not wait, so edges into one are full.
+  CUgraphEdgeData programmatic{};
+  programmatic.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+  programmatic.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  const bool ours = steps_[to].lt < 0;
+  for (CUgraphNode f : from) {
+    CUgraphNodeType type{};
+    check(cu.cuGraphNodeGetType(f, &type), "cuGraphNodeGetType");
+    const bool pdl = be_.programmatic && ours && type == CU_GRAPH_NODE_TYPE_KERNEL;
+    for (CUgraphNode h : bd.heads[to])
+      check(cu.cuGraphAddDependencies(bd.graph, &f, &h, pdl ? &programmatic : nullptr, 1),
+            "cuGraphAddDependencies");
+  }
 }
 
 void CudaPlan::destroy_graph(int parity) {
@@ -91,6 +103,10 @@ void CudaPlan::destroy_graph(int parity) {
   bd.exec = nullptr;
   bd.graph = nullptr;
   bd.nodes.clear();
+  bd.chain.clear();
+  bd.heads.clear();
+  bd.tails.clear();
+  bd.island.clear();
 }
 
 void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdeviceptr>>& old_args,

@@ -2,14 +2,19 @@
 // resolved from the node's views at the current dims (lt_node_gemm, lib_gemm, lt_spec), prepared
 // once per distinct spec in the plan (equal specs share one: the plan's steps run in a chain, so
 // no two calls use the workspace at once) and enqueued with the bound pointers. With the graph
-// executor each call is an island of the bucket's graph: an empty entry node, the call captured
-// after it (thread-local capture on the plan's side stream), an empty exit node. Unchanged spec
-// and pointers: nothing to do; moved pointers (a re-bind) or a new spec (a dim the matmul reads
-// changed): the island is captured again. When only pointers moved, the executable is updated
-// (cuGraphExecUpdate; re-instantiated when the driver refuses). When the spec changed, it is
-// re-instantiated: the new call may be another kernel with other launch attributes (thread block
-// clusters on sm_90), which an exec update accepts but does not carry over correctly.
+// executor each call is an island of the bucket's graph: captured (thread-local capture on the
+// plan's side stream) straight into the graph after the nodes of the step before, with the step
+// after depending on the captured call's last nodes; no empty nodes, so the chain keeps its
+// programmatic edges out of the island. Unchanged spec and pointers: nothing to do. Moved
+// pointers (a re-bind) or a new spec (a dim the matmul reads changed): the call is captured
+// again on its own; when it comes out as the same kernels (function and cluster attributes: the
+// algorithm kept), their new parameters are set on the island's nodes, in the template and in the
+// executable, and nothing else changes. Otherwise the island's nodes are replaced and the
+// executable updated (cuGraphExecUpdate; re-instantiated when the driver refuses), or, after a
+// spec change, re-instantiated: other kernels may have other thread block cluster attributes,
+// which an exec update accepts without applying them.
 #include <algorithm>
+#include <unordered_set>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/plan.hpp"
@@ -52,7 +57,6 @@ struct CudaPlan::LtStep {
     bool operator==(const Ptrs&) const = default;
   };
   std::array<Ptrs, 2> ptrs{};
-  std::array<CUgraphNode, 2> entry{}, exit{};
   std::array<bool, 2> dirty{};     // the island must be captured again
   std::array<bool, 2> respec{};    // ... because its spec changed (the graph is re-instantiated)
   std::array<bool, 2> captured{};  // captured once (a capture after that is a recapture)
@@ -69,27 +73,117 @@ std::string node_text(const LlirGraph& g, int i) {
   return "%" + std::to_string(i) + " (" + std::string(g.nodes[i].op->name) + ")";
 }
 
-std::vector<CUgraphNode> between(const CudaApi& cu, CUgraphNode entry, CUgraphNode exit) {
-  std::vector<CUgraphNode> seen, todo = {entry};
-  while (!todo.empty()) {
-    CUgraphNode n = todo.back();
-    todo.pop_back();
-    // (with edge data: a query without it fails on a programmatic edge cuBLASLt may capture)
-    size_t count = 0;
-    check(cu.cuGraphNodeGetDependentNodes(n, nullptr, nullptr, &count),
+/// Every node of `g`.
+std::vector<CUgraphNode> graph_nodes(const CudaApi& cu, CUgraph g) {
+  size_t n = 0;
+  check(cu.cuGraphGetNodes(g, nullptr, &n), "cuGraphGetNodes");
+  std::vector<CUgraphNode> out(n);
+  if (n) check(cu.cuGraphGetNodes(g, out.data(), &n), "cuGraphGetNodes");
+  out.resize(n);
+  return out;
+}
+
+/// The nodes of `g` that are not in `before`.
+std::vector<CUgraphNode> added_nodes(const CudaApi& cu, CUgraph g,
+                                     const std::unordered_set<CUgraphNode>& before) {
+  std::vector<CUgraphNode> out;
+  for (CUgraphNode n : graph_nodes(cu, g))
+    if (!before.count(n)) out.push_back(n);
+  return out;
+}
+
+/// The nodes that depend on `n`.
+std::vector<CUgraphNode> dependents(const CudaApi& cu, CUgraphNode n) {
+  size_t count = 0;
+  // (with edge data: a query without it fails on a programmatic edge cuBLASLt may capture)
+  check(cu.cuGraphNodeGetDependentNodes(n, nullptr, nullptr, &count),
+        "cuGraphNodeGetDependentNodes");
+  std::vector<CUgraphNode> next(count);
+  std::vector<CUgraphEdgeData> edges(count);
+  if (count)
+    check(cu.cuGraphNodeGetDependentNodes(n, next.data(), edges.data(), &count),
           "cuGraphNodeGetDependentNodes");
-    std::vector<CUgraphNode> next(count);
-    std::vector<CUgraphEdgeData> edges(count);
-    if (count)
-      check(cu.cuGraphNodeGetDependentNodes(n, next.data(), edges.data(), &count),
-            "cuGraphNodeGetDependentNodes");
-    for (CUgraphNode x : next)
-      if (x != exit && std::find(seen.begin(), seen.end(), x) == seen.end()) {
-        seen.push_back(x);
-        todo.push_back(x);
-      }
+  next.resize(count);
+  return next;
+}
+
+/// `set` in an order where each node comes after the nodes of `set` it depends on (ties in
+/// `set`'s order): two captures of the same calls pair up node by node.
+std::vector<CUgraphNode> topo_order(const CudaApi& cu, const std::vector<CUgraphNode>& set) {
+  std::vector<int> indegree(set.size(), 0);
+  std::vector<std::vector<size_t>> next(set.size());
+  for (size_t i = 0; i < set.size(); ++i)
+    for (CUgraphNode d : dependents(cu, set[i])) {
+      const auto it = std::find(set.begin(), set.end(), d);
+      if (it == set.end()) continue;
+      const size_t j = static_cast<size_t>(it - set.begin());
+      next[i].push_back(j);
+      ++indegree[j];
+    }
+  std::vector<CUgraphNode> out;
+  std::vector<bool> done(set.size(), false);
+  while (out.size() < set.size()) {
+    size_t pick = set.size();
+    for (size_t i = 0; i < set.size() && pick == set.size(); ++i)
+      if (!done[i] && indegree[i] == 0) pick = i;
+    if (pick == set.size()) break;  // a cycle cannot happen in a graph
+    done[pick] = true;
+    out.push_back(set[pick]);
+    for (size_t j : next[pick])
+      --indegree[j];
   }
-  return seen;
+  return out;
+}
+
+/// The nodes of `set` with no dependency inside `set` (its entry nodes).
+std::vector<CUgraphNode> entry_nodes(const CudaApi& cu, const std::vector<CUgraphNode>& set) {
+  std::unordered_set<CUgraphNode> reached;
+  for (CUgraphNode n : set)
+    for (CUgraphNode d : dependents(cu, n))
+      reached.insert(d);
+  std::vector<CUgraphNode> out;
+  for (CUgraphNode n : set)
+    if (!reached.count(n)) out.push_back(n);
+  return out;
+}
+
+/// What a parameter update must not change in a captured node: its type, and for a kernel its
+/// function and thread-block-cluster launch attributes (an update takes another cluster shape
+/// without applying it), node by node in the order given.
+struct NodeSig {
+  int type = 0;
+  const void *fn = nullptr, *kern = nullptr;
+  unsigned cx = 0, cy = 0, cz = 0;
+  int policy = 0;
+  auto operator<=>(const NodeSig&) const = default;
+};
+
+std::vector<NodeSig> island_signature(const CudaApi& cu, const std::vector<CUgraphNode>& nodes) {
+  std::vector<NodeSig> out;
+  for (CUgraphNode n : nodes) {
+    NodeSig sig;
+    CUgraphNodeType type{};
+    check(cu.cuGraphNodeGetType(n, &type), "cuGraphNodeGetType");
+    sig.type = static_cast<int>(type);
+    if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
+      CUDA_KERNEL_NODE_PARAMS p{};
+      check(cu.cuGraphKernelNodeGetParams(n, &p), "cuGraphKernelNodeGetParams");
+      sig.fn = p.func;
+      sig.kern = p.kern;
+      CUkernelNodeAttrValue v{};
+      check(cu.cuGraphKernelNodeGetAttribute(n, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+            "cuGraphKernelNodeGetAttribute");
+      sig.cx = v.clusterDim.x;
+      sig.cy = v.clusterDim.y;
+      sig.cz = v.clusterDim.z;
+      check(cu.cuGraphKernelNodeGetAttribute(
+                n, CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, &v),
+            "cuGraphKernelNodeGetAttribute");
+      sig.policy = static_cast<int>(v.clusterSchedulingPolicyPreference);
+    }
+    out.push_back(sig);
+  }
+  return out;
 }
 
 }  // namespace
@@ -221,27 +315,100 @@ void CudaPlan::run_lt(int parity, size_t s) {
   ++be_.lt_stats.calls;
 }
 
-void CudaPlan::add_island(int parity, size_t s, CUgraphNode* prev) {
-  const CudaApi& cu = *be_.cu;
-  Bound& bd = bound_[parity];
-  LtStep& st = *lt_[static_cast<size_t>(steps_[s].lt)];
-  CUgraphNode& entry = st.entry[static_cast<size_t>(parity)];
-  CUgraphNode& exit = st.exit[static_cast<size_t>(parity)];
-  check(cu.cuGraphAddEmptyNode(&entry, bd.graph, *prev ? prev : nullptr, *prev ? 1 : 0),
-        "cuGraphAddEmptyNode");
-  check(cu.cuGraphAddEmptyNode(&exit, bd.graph, &entry, 1), "cuGraphAddEmptyNode");
-  st.captured[static_cast<size_t>(parity)] = false;
-  capture_island(parity, st);
-  *prev = exit;
+/// The nodes captured after `pred`: reached from pred's dependents (nothing depends on the
+/// captured nodes yet, and pred's old dependents are gone); with no pred, every node of `g` that
+/// is not in `before`.
+static std::vector<CUgraphNode> captured_nodes(const CudaApi& cu, CUgraph g,
+                                               const std::vector<CUgraphNode>& pred,
+                                               const std::unordered_set<CUgraphNode>& before) {
+  if (pred.empty()) return added_nodes(cu, g, before);
+  std::vector<CUgraphNode> out, todo;
+  for (CUgraphNode n : pred)
+    for (CUgraphNode d : dependents(cu, n))
+      todo.push_back(d);
+  while (!todo.empty()) {
+    CUgraphNode n = todo.back();
+    todo.pop_back();
+    if (std::find(out.begin(), out.end(), n) != out.end()) continue;
+    out.push_back(n);
+    for (CUgraphNode d : dependents(cu, n))
+      todo.push_back(d);
+  }
+  return out;
 }
 
-void CudaPlan::capture_island(int parity, LtStep& st) {
+CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   const CudaApi& cu = *be_.cu;
   Bound& bd = bound_[parity];
   const size_t p = static_cast<size_t>(parity);
-  for (CUgraphNode n : between(cu, st.entry[p], st.exit[p]))
+  const size_t s = bd.chain[pos];
+  LtStep& st = *lt_[static_cast<size_t>(steps_[s].lt)];
+  auto done = [&](Recapture r) {
+    ++be_.lt_stats.captures;
+    if (st.captured[p]) ++be_.lt_stats.recaptures;
+    if (r == Recapture::InPlace) ++be_.lt_stats.in_place;
+    st.captured[p] = true;
+    st.dirty[p] = false;
+    st.respec[p] = false;
+    return r;
+  };
+  // An island already in an executable: the call captured on its own first; when it comes out
+  // as the island's kernels again (the algorithm kept: only grids and arguments new), their
+  // parameters are set on the island's nodes, in the template and in the executable.
+  if (bd.exec && !bd.island[s].empty()) {
+    const std::vector<NodeSig> old = island_signature(cu, bd.island[s]);
+    bool kernels = true;
+    for (const NodeSig& n : old)
+      kernels = kernels && n.type == CU_GRAPH_NODE_TYPE_KERNEL;
+    if (kernels) {
+      CUgraph scratch = nullptr;
+      check(cu.cuGraphCreate(&scratch, 0), "cuGraphCreate");
+      struct Drop {
+        const CudaApi& cu;
+        CUgraph g;
+        ~Drop() { cu.cuGraphDestroy(g); }
+      } drop{cu, scratch};
+      check(cu.cuStreamBeginCaptureToGraph(lt_capture_, scratch, nullptr, nullptr, 0,
+                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCaptureToGraph");
+      try {
+        st.prep->enqueue(st.pointers(parity), lt_workspace_, lt_capture_);
+      } catch (...) {
+        CUgraph g = nullptr;
+        cu.cuStreamEndCapture(lt_capture_, &g);  // a stream left capturing poisons later calls
+        throw;
+      }
+      CUgraph g = nullptr;
+      check(cu.cuStreamEndCapture(lt_capture_, &g), "cuStreamEndCapture");
+      const std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch));
+      if (island_signature(cu, fresh) == old) {
+        bool refused = false;
+        for (size_t i = 0; i < fresh.size(); ++i) {
+          CUDA_KERNEL_NODE_PARAMS kp{};
+          check(cu.cuGraphKernelNodeGetParams(fresh[i], &kp), "cuGraphKernelNodeGetParams");
+          check(cu.cuGraphKernelNodeSetParams(bd.island[s][i], &kp), "cuGraphKernelNodeSetParams");
+          refused = refused || cu.cuGraphExecKernelNodeSetParams(bd.exec, bd.island[s][i], &kp) !=
+                                   CUDA_SUCCESS;
+        }
+        return done(refused ? Recapture::Reinstantiate : Recapture::InPlace);
+      }
+    }
+  }
+  // Otherwise the island's nodes are replaced: the call captured into the graph after the
+  // step before, and the step after linked to it.
+  const bool respec = st.respec[p];
+  for (CUgraphNode n : bd.island[s])
     check(cu.cuGraphDestroyNode(n), "cuGraphDestroyNode");
-  check(cu.cuStreamBeginCaptureToGraph(lt_capture_, bd.graph, &st.entry[p], nullptr, 1,
+  bd.island[s].clear();
+  bd.heads[s].clear();
+  bd.tails[s].clear();
+  const std::vector<CUgraphNode> none;
+  const std::vector<CUgraphNode>& pred = pos > 0 ? bd.tails[bd.chain[pos - 1]] : none;
+  std::unordered_set<CUgraphNode> before;  // (only needed with no step before)
+  if (pred.empty())
+    for (CUgraphNode n : graph_nodes(cu, bd.graph))
+      before.insert(n);
+  check(cu.cuStreamBeginCaptureToGraph(lt_capture_, bd.graph, pred.data(), nullptr, pred.size(),
                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
         "cuStreamBeginCaptureToGraph");
   std::vector<CUgraphNode> last;
@@ -257,36 +424,47 @@ void CudaPlan::capture_island(int parity, LtStep& st) {
   } catch (...) {
     CUgraph g = nullptr;
     cu.cuStreamEndCapture(lt_capture_, &g);  // a stream left capturing poisons later calls
-    for (CUgraphNode n : between(cu, st.entry[p], st.exit[p]))  // what it captured before failing
+    for (CUgraphNode n : captured_nodes(cu, bd.graph, pred, before))  // captured before failing
       cu.cuGraphDestroyNode(n);
     throw;
   }
   CUgraph g = nullptr;
   check(cu.cuStreamEndCapture(lt_capture_, &g), "cuStreamEndCapture");
+  bd.island[s] = topo_order(cu, captured_nodes(cu, bd.graph, pred, before));
+  if (bd.island[s]
+          .empty()) {  // nothing launched (an empty product): one empty node keeps the chain
+    CUgraphNode e = nullptr;
+    check(cu.cuGraphAddEmptyNode(&e, bd.graph, pred.data(), pred.size()), "cuGraphAddEmptyNode");
+    bd.island[s] = {e};
+    last = {e};
+  }
+  bd.heads[s] = entry_nodes(cu, bd.island[s]);
+  const std::unordered_set<CUgraphNode> mine(bd.island[s].begin(), bd.island[s].end());
   for (CUgraphNode n : last)
-    if (n != st.entry[p])
-      check(cu.cuGraphAddDependencies(bd.graph, &n, &st.exit[p], nullptr, 1),
-            "cuGraphAddDependencies");
-  ++be_.lt_stats.captures;
-  if (st.captured[p]) ++be_.lt_stats.recaptures;
-  st.captured[p] = true;
-  st.dirty[p] = false;
-  st.respec[p] = false;
+    if (mine.count(n)) bd.tails[s].push_back(n);
+  if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
+  // New nodes: an exec update, or a re-instantiation when the spec changed (other kernels may
+  // have other cluster attributes, which an exec update takes without applying).
+  return done(respec ? Recapture::Reinstantiate : Recapture::Update);
 }
 
 bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   Bound& bd = bound_[parity];
   if (!bd.exec) return false;
-  bool any = false, respec = false;
-  for (const auto& st : lt_)
-    if (st->dirty[static_cast<size_t>(parity)]) {
-      respec = respec || st->respec[static_cast<size_t>(parity)];
-      capture_island(parity, *st);
-      any = true;
-    }
+  const size_t p = static_cast<size_t>(parity);
+  bool any = false;
+  Recapture need = Recapture::InPlace;
+  // In chain order: an island's predecessor is current before it is captured after it.
+  for (size_t pos = 0; pos < bd.chain.size(); ++pos) {
+    const int lt = steps_[bd.chain[pos]].lt;
+    if (lt < 0 || !lt_[static_cast<size_t>(lt)]->dirty[p]) continue;
+    need = std::max(need, capture_island(parity, pos));
+    any = true;
+  }
   CUgraphExecUpdateResultInfo info{};
-  if (reinstantiate_anyway || respec ||
-      (any && be_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS))
+  if (reinstantiate_anyway || need == Recapture::Reinstantiate ||
+      (need == Recapture::Update &&
+       be_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS))
     reinstantiate(parity);
   return any;
 }
@@ -315,12 +493,11 @@ void CudaPlan::load_lt(const PlanSpec&, Step&) { throw Error("cuda: built withou
 void CudaPlan::bind_lt(int) {}
 void CudaPlan::resolve_lt() {}
 void CudaPlan::run_lt(int, size_t) {}
-void CudaPlan::add_island(int, size_t, CUgraphNode*) {}
 bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   if (reinstantiate_anyway) reinstantiate(parity);
   return false;
 }
-void CudaPlan::capture_island(int, LtStep&) {}
+CudaPlan::Recapture CudaPlan::capture_island(int, size_t) { return Recapture::InPlace; }
 void CudaPlan::destroy_lt() {}
 
 #endif

@@ -46,10 +46,15 @@ class SearchSpace {
   /// trying every value of every gene, until one changes nothing or 16 have run). It favours the
   /// largest fused regions and library ops: the search's starting point for programs of many small
   /// kernels, which random genomes rarely reach.
-  Genome fewest_kernels_genome() const;
+  /// With `library_calls` false, ops marked OpDef::library_call are taken only where a class has
+  /// nothing else (the second seed of the search).
+  Genome fewest_kernels_genome(bool library_calls = true) const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
-  /// inputs free), about its number of kernels.
-  double program_cost(const Genome& g) const;
+  /// inputs free), about its number of kernels; a library call costs kAvoided when
+  /// `library_calls` is false.
+  double program_cost(const Genome& g, bool library_calls = true) const;
+  /// The seed cost of an avoided library call: more than any program of kernels.
+  static constexpr double kAvoided = 1e9;
   Genome random_genome(Rng& rng) const;
   /// Changes `count` random genes to a different value (where they have one).
   void mutate(Genome& g, int count, Rng& rng) const;

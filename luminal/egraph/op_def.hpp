@@ -24,6 +24,11 @@ struct OpDef {
   /// Its cost in SearchSpace::fewest_kernels_genome: 1 per kernel, less for an op that does
   /// strictly less work than its alternatives (an in-place write skips a copy).
   double seed_cost = 1.0;
+  /// A call into a vendor library (cuBLASLt) rather than a kernel of the backend's own: the
+  /// search also starts from the fewest-kernels program without such calls, so a library call
+  /// that loses (a GEMV the library runs slower; a spec that changes with every decode step) is
+  /// measured against the program that does without it.
+  bool library_call = false;
 };
 
 /// The OpDef of an HLIR primitive.

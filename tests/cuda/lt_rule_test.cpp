@@ -77,6 +77,36 @@ TEST(LtRules, Bf16DecoderMatmulsReadSixteenBitOperandsAndStoreSixteenBitOutputs)
   EXPECT_EQ(count(prefer_lt(d.graph, false), "cuda.LtMatmul"), 0);
 }
 
+// The search starts from two fewest-kernels programs: one that takes library calls (cuBLASLt
+// reads the graph's casts, so it needs fewer kernels) and one made of generated kernels only, so
+// a cuBLASLt call that loses is measured against the program without it.
+TEST(LtRules, TheSearchSeedsWithAndWithoutLibraryCalls) {
+  const io::ModelConfig cfg = models::llama_config(
+      {.layers = 2, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50});
+  models::DecoderShape shape{.slots = 64, .max_step = 1};
+  shape.dtype = DType::BF16;
+  const models::Decoder d = models::build_decoder(cfg, shape);
+  testing::CudaRulesOnly rules(true);
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+  const LlirGraph with = to_llir(*b.space, b.space->fewest_kernels_genome());
+  const LlirGraph without = to_llir(*b.space, b.space->fewest_kernels_genome(false));
+  int lt_with = 0, lt_without = 0;
+  for (const LlirNode& n : with.nodes)
+    lt_with += cuda::is_lt_op(n.op);
+  for (const LlirNode& n : without.nodes)
+    lt_without += cuda::is_lt_op(n.op);
+  EXPECT_GE(lt_with, 8) << with.to_text();
+  EXPECT_EQ(lt_without, 0) << without.to_text();
+  EXPECT_GE(count(without, "cuda.Matmul") + count(without, "cuda.MatmulCast"), 8);
+  // The avoided cost marks library calls only: without cuBLASLt rules both seeds are one program.
+  testing::CudaRulesOnly plain(false);
+  BuiltSpace p = build_search_space(d.graph, plain, d.graph.dim_facts());
+  EXPECT_EQ(to_llir(*p.space, p.space->fewest_kernels_genome()).to_text(),
+            to_llir(*p.space, p.space->fewest_kernels_genome(false)).to_text());
+  EXPECT_LT(b.space->program_cost(b.space->fewest_kernels_genome(false), false),
+            SearchSpace::kAvoided);
+}
+
 TEST(LtRules, ProgramsWithLibraryStepsRoundTripThroughTheCompileCacheText) {
   Graph g;
   Tensor x = g.tensor("x", {7, 128}, DType::BF16);

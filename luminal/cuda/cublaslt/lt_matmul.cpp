@@ -13,8 +13,8 @@ namespace luminal::cuda {
 
 namespace {
 
-const OpDef kLtCol{"cuda.LtMatmul"};
-const OpDef kLtRow{"cuda.LtMatmulRow"};
+const OpDef kLtCol{.name = "cuda.LtMatmul", .library_call = true};
+const OpDef kLtRow{.name = "cuda.LtMatmulRow", .library_call = true};
 
 /// Whether cuBLASLt takes a matmul with these attributes and operand dtypes in some family.
 bool lt_accepts(const Attrs& a, DType ta, DType tb) {
