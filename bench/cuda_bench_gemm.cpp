@@ -102,7 +102,14 @@ std::pair<double, double> lt_plan_and_raw(CudaBackend& be, const Graph& g, int64
   int lt = 0;
   for (const LlirNode& node : llir.nodes)
     lt += cuda::is_lt_op(node.op);
-  if (lt != n) throw Error("the forced program has " + std::to_string(lt) + " cuBLASLt calls");
+  if (lt != n)
+    throw Error("the forced program has " + std::to_string(lt) +
+                " cuBLASLt calls: " + llir.op_mix_string());
+  int other = 0;  // a kernel beside the calls (an output copy) would count against the plan
+  for (const LlirNode& node : llir.nodes)
+    other += !cuda::is_lt_op(node.op) && !is_op(node.op, OpKind::Input) &&
+             !is_op(node.op, OpKind::Output);
+  if (other) std::printf("gemm: the forced program also runs %s\n", llir.op_mix_string().c_str());
   luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
   std::vector<Buffer> owned;
   Bindings bind;
@@ -193,6 +200,7 @@ void gemm_shapes(double copy_gbs, int limit) {
       fs::temp_directory_path() / ("luminal_bench_gemm_" + std::to_string(getpid()));
   try {
     cuda::CudaOptions plain_opts{0, cache / "kernels", 16};
+    plain_opts.cublaslt = false;  // (their device keys differ: the two searches cache apart)
     CudaBackend plain(plain_opts);
     cuda::CudaOptions lt_opts = plain_opts;
     lt_opts.cublaslt = true;
@@ -200,6 +208,12 @@ void gemm_shapes(double copy_gbs, int limit) {
     std::string why;
     if (!with_lt.cublaslt(&why)) {
       std::printf("gemm shapes: skipped (%s)\n", why.c_str());
+      return;
+    }
+    if (plain.cublaslt()) {
+      std::printf(
+          "gemm shapes: skipped (LUMINAL_CUDA_CUBLASLT=1 puts cuBLASLt in the generated "
+          "column's search)\n");
       return;
     }
     int l2 = 0;

@@ -202,7 +202,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // calls (when it differs: try_genome skips a program seen before), then random ones.
   try_genome(space.first_genome());
   if (!limit_hit()) try_genome(space.fewest_kernels_genome());
-  if (!limit_hit()) try_genome(space.fewest_kernels_genome(false));
+  if (!limit_hit() && space.has_library_calls()) try_genome(space.fewest_kernels_genome(false));
   int misses = 0;
   for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 256;) {
     if (try_genome(space.random_genome(rng)))

@@ -172,6 +172,8 @@ class CudaPlan final : public Plan {
     // the nodes a cuBLASLt call was captured as (`island`: all of them).
     std::vector<size_t> chain;
     std::vector<std::vector<CUgraphNode>> heads, tails, island;
+    std::vector<bool> replaced;  // per step: its island's nodes added since the instantiation
+    bool stale = false;          // islands recaptured but the executable not updated (a throw)
   };
   std::array<Bound, 2> bound_;
   bool graph_ = true;

@@ -54,6 +54,8 @@ void CudaPlan::build_graph(int parity) {
   bd.heads.assign(steps_.size(), {});
   bd.tails.assign(steps_.size(), {});
   bd.island.assign(steps_.size(), {});
+  bd.replaced.assign(steps_.size(), false);
+  bd.stale = false;
   bd.chain.clear();
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (steps_[s].lt >= 0) {  // a cuBLASLt call: captured after the step before
@@ -107,6 +109,7 @@ void CudaPlan::destroy_graph(int parity) {
   bd.heads.clear();
   bd.tails.clear();
   bd.island.clear();
+  bd.replaced.clear();
 }
 
 void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdeviceptr>>& old_args,
@@ -147,6 +150,7 @@ void CudaPlan::reinstantiate(int parity) {
   check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
   check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
   ++be_.graphs.reinstantiations;
+  bd.replaced.assign(steps_.size(), false);
 }
 
 std::vector<KernelStat> CudaPlan::profile_graph(int parity, const int64_t* dims, int trials) {

@@ -147,14 +147,15 @@ std::vector<CUgraphNode> entry_nodes(const CudaApi& cu, const std::vector<CUgrap
   return out;
 }
 
-/// What a parameter update must not change in a captured node: its type, and for a kernel its
-/// function and thread-block-cluster launch attributes (an update takes another cluster shape
-/// without applying it), node by node in the order given.
+/// What a parameter update must not change in a captured node: its type, its edges inside the
+/// set, and for a kernel its function and thread-block-cluster launch attributes (an update
+/// takes another cluster shape without applying it), node by node in the order given.
 struct NodeSig {
   int type = 0;
   const void *fn = nullptr, *kern = nullptr;
   unsigned cx = 0, cy = 0, cz = 0;
   int policy = 0;
+  std::vector<size_t> next;  // the positions (in the order given) of its dependents in the set
   auto operator<=>(const NodeSig&) const = default;
 };
 
@@ -181,6 +182,11 @@ std::vector<NodeSig> island_signature(const CudaApi& cu, const std::vector<CUgra
             "cuGraphKernelNodeGetAttribute");
       sig.policy = static_cast<int>(v.clusterSchedulingPolicyPreference);
     }
+    for (CUgraphNode d : dependents(cu, n)) {
+      const auto it = std::find(nodes.begin(), nodes.end(), d);
+      if (it != nodes.end()) sig.next.push_back(static_cast<size_t>(it - nodes.begin()));
+    }
+    std::sort(sig.next.begin(), sig.next.end());
     out.push_back(sig);
   }
   return out;
@@ -355,7 +361,9 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   // An island already in an executable: the call captured on its own first; when it comes out
   // as the island's kernels again (the algorithm kept: only grids and arguments new), their
   // parameters are set on the island's nodes, in the template and in the executable.
-  if (bd.exec && !bd.island[s].empty()) {
+  // (Not on nodes added since the executable was instantiated: the node-level update needs
+  // nodes the executable was made from.)
+  if (bd.exec && !bd.island[s].empty() && !bd.replaced[s]) {
     const std::vector<NodeSig> old = island_signature(cu, bd.island[s]);
     bool kernels = true;
     for (const NodeSig& n : old)
@@ -411,16 +419,8 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   check(cu.cuStreamBeginCaptureToGraph(lt_capture_, bd.graph, pred.data(), nullptr, pred.size(),
                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
         "cuStreamBeginCaptureToGraph");
-  std::vector<CUgraphNode> last;
   try {
     st.prep->enqueue(st.pointers(parity), lt_workspace_, lt_capture_);
-    CUstreamCaptureStatus status{};
-    const CUgraphNode* deps = nullptr;
-    const CUgraphEdgeData* edges = nullptr;
-    size_t ndeps = 0;
-    check(cu.cuStreamGetCaptureInfo(lt_capture_, &status, nullptr, nullptr, &deps, &edges, &ndeps),
-          "cuStreamGetCaptureInfo");
-    last.assign(deps, deps + ndeps);
   } catch (...) {
     CUgraph g = nullptr;
     cu.cuStreamEndCapture(lt_capture_, &g);  // a stream left capturing poisons later calls
@@ -429,19 +429,23 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
     throw;
   }
   CUgraph g = nullptr;
-  check(cu.cuStreamEndCapture(lt_capture_, &g), "cuStreamEndCapture");
+  const CUresult ended = cu.cuStreamEndCapture(lt_capture_, &g);
+  if (ended != CUDA_SUCCESS) {  // what it captured must not join the next island
+    for (CUgraphNode n : captured_nodes(cu, bd.graph, pred, before))
+      cu.cuGraphDestroyNode(n);
+    check(ended, "cuStreamEndCapture");
+  }
   bd.island[s] = topo_order(cu, captured_nodes(cu, bd.graph, pred, before));
+  if (bd.exec) bd.replaced[s] = true;
   if (bd.island[s]
           .empty()) {  // nothing launched (an empty product): one empty node keeps the chain
     CUgraphNode e = nullptr;
     check(cu.cuGraphAddEmptyNode(&e, bd.graph, pred.data(), pred.size()), "cuGraphAddEmptyNode");
     bd.island[s] = {e};
-    last = {e};
   }
   bd.heads[s] = entry_nodes(cu, bd.island[s]);
-  const std::unordered_set<CUgraphNode> mine(bd.island[s].begin(), bd.island[s].end());
-  for (CUgraphNode n : last)
-    if (mine.count(n)) bd.tails[s].push_back(n);
+  for (CUgraphNode n : bd.island[s])  // the island's last nodes: nothing in it depends on them
+    if (dependents(cu, n).empty()) bd.tails[s].push_back(n);
   if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
   // New nodes: an exec update, or a re-instantiation when the spec changed (other kernels may
   // have other cluster attributes, which an exec update takes without applying).
@@ -453,14 +457,18 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   if (!bd.exec) return false;
   const size_t p = static_cast<size_t>(parity);
   bool any = false;
-  Recapture need = Recapture::InPlace;
+  // A pass that threw part-way left islands captured but the executable not brought up to date:
+  // the next pass re-instantiates.
+  Recapture need = bd.stale ? Recapture::Reinstantiate : Recapture::InPlace;
   // In chain order: an island's predecessor is current before it is captured after it.
   for (size_t pos = 0; pos < bd.chain.size(); ++pos) {
     const int lt = steps_[bd.chain[pos]].lt;
     if (lt < 0 || !lt_[static_cast<size_t>(lt)]->dirty[p]) continue;
+    bd.stale = true;
     need = std::max(need, capture_island(parity, pos));
     any = true;
   }
+  bd.stale = false;
   CUgraphExecUpdateResultInfo info{};
   if (reinstantiate_anyway || need == Recapture::Reinstantiate ||
       (need == Recapture::Update &&

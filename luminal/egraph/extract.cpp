@@ -294,6 +294,13 @@ Genome SearchSpace::fewest_kernels_genome(bool library_calls) const {
   return g;
 }
 
+bool SearchSpace::has_library_calls() const {
+  for (const std::vector<ENodeId>& opts : options_)
+    for (ENodeId n : opts)
+      if (eg_->node(n).op->library_call) return true;
+  return false;
+}
+
 double SearchSpace::program_cost(const Genome& g, bool library_calls) const {
   double total = 0;
   for (ClassId c : topo_order(g))

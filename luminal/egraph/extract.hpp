@@ -46,9 +46,12 @@ class SearchSpace {
   /// trying every value of every gene, until one changes nothing or 16 have run). It favours the
   /// largest fused regions and library ops: the search's starting point for programs of many small
   /// kernels, which random genomes rarely reach.
-  /// With `library_calls` false, ops marked OpDef::library_call are taken only where a class has
-  /// nothing else (the second seed of the search).
+  /// With `library_calls` false, ops marked OpDef::library_call cost kAvoided each (the second
+  /// seed of the search): the gene descent on program_cost drops every one that a change of one
+  /// gene can replace (a shared gene whose other values some class cannot take may keep one).
   Genome fewest_kernels_genome(bool library_calls = true) const;
+  /// Whether some option of some class is a library call (OpDef::library_call).
+  bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
   /// inputs free), about its number of kernels; a library call costs kAvoided when
   /// `library_calls` is false.

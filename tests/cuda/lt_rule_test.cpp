@@ -105,6 +105,8 @@ TEST(LtRules, TheSearchSeedsWithAndWithoutLibraryCalls) {
             to_llir(*p.space, p.space->fewest_kernels_genome(false)).to_text());
   EXPECT_LT(b.space->program_cost(b.space->fewest_kernels_genome(false), false),
             SearchSpace::kAvoided);
+  EXPECT_TRUE(b.space->has_library_calls());
+  EXPECT_FALSE(p.space->has_library_calls());
 }
 
 TEST(LtRules, ProgramsWithLibraryStepsRoundTripThroughTheCompileCacheText) {
