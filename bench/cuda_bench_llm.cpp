@@ -119,6 +119,40 @@ DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   return r;
 }
 
+/// The cuBLASLt calls of a program.
+int lt_calls(const LlirGraph& g) {
+  int n = 0;
+  for (const LlirNode& node : g.nodes)
+    n += node.op->name == std::string_view("cuda.LtMatmul") ||
+         node.op->name == std::string_view("cuda.LtMatmulRow");
+  return n;
+}
+
+/// Sets the prompt to `len` ids (s = c = len) and waits for the upload.
+void set_prompt(Session& s, std::vector<int64_t>& dims, int64_t len) {
+  dims[s.dim("s")] = len;
+  dims[s.dim("c")] = len;
+  s.set("ids", std::vector<int32_t>(static_cast<size_t>(len), 3));
+  s.sync();
+}
+
+/// `changes` executes whose prompt length alternates b, a, b, ... (set before each, untimed):
+/// the medians of the host time (until execute returns) and of the time to the end of the
+/// device's work, in ms.
+std::pair<double, double> time_length_changes(Session& s, std::vector<int64_t>& dims, int changes,
+                                              int64_t a, int64_t b) {
+  std::vector<double> host, total;
+  for (int i = 0; i < changes; ++i) {
+    set_prompt(s, dims, i % 2 ? a : b);
+    const auto t1 = Clock::now();
+    s.execute(dims);
+    host.push_back(seconds_since(t1) * 1e3);
+    s.sync();
+    total.push_back(seconds_since(t1) * 1e3);
+  }
+  return {median(host), median(total)};
+}
+
 }  // namespace
 
 void dims_update(CudaBackend& be) {
@@ -186,28 +220,14 @@ void dims_update(CudaBackend& be) {
             : 0);
 
     // Prefill: s alternates between 16 and 17 (c = s: a prompt of that length).
-    auto set_prefill = [&](int64_t len) {  // a prompt of `len` ids (set before the timing)
-      dims[S] = len;
-      dims[C] = len;
-      s.set("ids", std::vector<int32_t>(static_cast<size_t>(len), 3));
-      s.sync();
-    };
     for (int64_t len : {17, 16}) {  // binds the prefill plan; the loop starts with a change
-      set_prefill(len);
+      set_prompt(s, dims, len);
       s.execute(dims);
       s.sync();
     }
-    std::vector<double> host, total;
     const GraphStats p0 = be.graph_stats();
     const int changes = 100;
-    for (int i = 0; i < changes; ++i) {
-      set_prefill(i % 2 ? 16 : 17);
-      const auto t1 = Clock::now();
-      s.execute(dims);
-      host.push_back(seconds_since(t1) * 1e6);
-      s.sync();
-      total.push_back(seconds_since(t1) * 1e3);
-    }
+    const auto [host_ms, total_ms] = time_length_changes(s, dims, changes, 16, 17);
     const GraphStats p1 = be.graph_stats();
     std::printf(
         "prefill s change 16->17 (same graph, bucket s in [2, 32]): %.2f node updates and %.2f "
@@ -217,7 +237,7 @@ void dims_update(CudaBackend& be) {
         static_cast<double>(p1.reinstantiations - p0.reinstantiations) / changes,
         static_cast<unsigned long long>(p1.node_updates - p0.node_updates),
         static_cast<unsigned long long>(p1.reinstantiations - p0.reinstantiations), changes,
-        median(host), median(total));
+        host_ms * 1e3, total_ms);
     fs::remove_all(cache);
   } catch (const std::exception& e) {
     std::printf("dims update: FAILED: %s\n", e.what());
@@ -365,10 +385,7 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     const double search_s = seconds_since(t0);
     const CudaBackend::LtStats after_search = be.lt_stats();
     const LlirGraph& prog = s.llir({{"s", 1}, {"c", 128}});
-    int lt = 0;
-    for (const LlirNode& n : prog.nodes)
-      lt += n.op->name == std::string_view("cuda.LtMatmul") ||
-            n.op->name == std::string_view("cuda.LtMatmulRow");
+    const int lt = lt_calls(prog);
     std::printf(
         "Llama-3-8B shape with cuBLASLt in the search: search %.1f s, %d cuBLASLt calls in the "
         "decode program (%s); prepares %llu, captures %llu during the search; workspace %.0f "
@@ -394,17 +411,10 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     // Prefill: 128 tokens at once (TTFT of a 128-token prompt), then chunks whose length
     // alternates 100 / 101 (a new spec for every cuBLASLt step reading s: re-prepared and
     // recaptured; the graph updated when the algorithms stay, else re-instantiated).
-    const DimSlot S = s.dim("s"), C = s.dim("c");
     std::vector<int64_t> dims = s.dims();
     const LlirGraph& pre = s.llir({{"s", 128}, {"c", 128}});
-    int pre_lt = 0;
-    for (const LlirNode& n : pre.nodes)
-      pre_lt += n.op->name == std::string_view("cuda.LtMatmul") ||
-                n.op->name == std::string_view("cuda.LtMatmulRow");
     auto prefill = [&](int64_t len) {
-      dims[S] = len;
-      dims[C] = len;
-      s.set("ids", std::vector<int32_t>(static_cast<size_t>(len), 3));
+      set_prompt(s, dims, len);
       s.execute(dims);
       (void)s.get<int32_t>("token");
     };
@@ -412,17 +422,8 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     prefill(100);
     const GraphStats g0 = be.graph_stats();
     const CudaBackend::LtStats l0 = be.lt_stats();
-    std::vector<double> host, total;
     const int changes = 20;
-    for (int i = 0; i < changes; ++i) {
-      dims[S] = dims[C] = i % 2 ? 100 : 101;
-      s.set("ids", std::vector<int32_t>(static_cast<size_t>(dims[S]), 3));
-      const auto t1 = Clock::now();
-      s.execute(dims);
-      host.push_back(seconds_since(t1) * 1e3);
-      s.sync();
-      total.push_back(seconds_since(t1) * 1e3);
-    }
+    const auto [host_ms, total_ms] = time_length_changes(s, dims, changes, 100, 101);
     const GraphStats g1 = be.graph_stats();
     const CudaBackend::LtStats l1 = be.lt_stats();
     std::printf(
@@ -430,7 +431,7 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
         "s alternating 100 / 101: host %.3f ms per execute, %.2f ms with the device (median), "
         "per change %.1f prepares, %.1f recaptures (%.1f in place), %.2f "
         "re-instantiations\n",
-        pre_ms, pre_lt, pre.op_mix_string().c_str(), median(host), median(total),
+        pre_ms, lt_calls(pre), pre.op_mix_string().c_str(), host_ms, total_ms,
         static_cast<double>(l1.prepares - l0.prepares) / changes,
         static_cast<double>(l1.recaptures - l0.recaptures) / changes,
         static_cast<double>(l1.in_place - l0.in_place) / changes,

@@ -119,6 +119,10 @@ class CudaPlan final : public Plan {
   bool refresh_islands(int parity, bool reinstantiate_anyway = false);
   enum class Recapture { InPlace, Update, Reinstantiate };  // what the executable then needs
   Recapture capture_island(int parity, size_t pos);
+  /// The step's call captured (on the plan's side stream) into `g` after `deps`; the stream
+  /// never stays capturing. Returns cuStreamEndCapture's result; throws what the call threw.
+  CUresult capture_call(int parity, const LtStep& st, CUgraph g,
+                        const std::vector<CUgraphNode>& deps);
   void destroy_lt();
   // The graph executor (plan_graph.cpp).
   CUDA_KERNEL_NODE_PARAMS node_params(int parity, size_t s) const;

@@ -321,6 +321,22 @@ void CudaPlan::run_lt(int parity, size_t s) {
   ++be_.lt_stats.calls;
 }
 
+CUresult CudaPlan::capture_call(int parity, const LtStep& st, CUgraph g,
+                                const std::vector<CUgraphNode>& deps) {
+  const CudaApi& cu = *be_.cu;
+  check(cu.cuStreamBeginCaptureToGraph(lt_capture_, g, deps.data(), nullptr, deps.size(),
+                                       CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCaptureToGraph");
+  CUgraph captured = nullptr;
+  try {
+    st.prep->enqueue(st.pointers(parity), lt_workspace_, lt_capture_);
+  } catch (...) {
+    cu.cuStreamEndCapture(lt_capture_, &captured);  // a stream left capturing poisons later calls
+    throw;
+  }
+  return cu.cuStreamEndCapture(lt_capture_, &captured);
+}
+
 /// The nodes captured after `pred`: reached from pred's dependents (nothing depends on the
 /// captured nodes yet, and pred's old dependents are gone); with no pred, every node of `g` that
 /// is not in `before`.
@@ -376,18 +392,7 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
         CUgraph g;
         ~Drop() { cu.cuGraphDestroy(g); }
       } drop{cu, scratch};
-      check(cu.cuStreamBeginCaptureToGraph(lt_capture_, scratch, nullptr, nullptr, 0,
-                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-            "cuStreamBeginCaptureToGraph");
-      try {
-        st.prep->enqueue(st.pointers(parity), lt_workspace_, lt_capture_);
-      } catch (...) {
-        CUgraph g = nullptr;
-        cu.cuStreamEndCapture(lt_capture_, &g);  // a stream left capturing poisons later calls
-        throw;
-      }
-      CUgraph g = nullptr;
-      check(cu.cuStreamEndCapture(lt_capture_, &g), "cuStreamEndCapture");
+      check(capture_call(parity, st, scratch, {}), "cuStreamEndCapture");
       const std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch));
       if (island_signature(cu, fresh) == old) {
         bool refused = false;
@@ -416,23 +421,20 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   if (pred.empty())
     for (CUgraphNode n : graph_nodes(cu, bd.graph))
       before.insert(n);
-  check(cu.cuStreamBeginCaptureToGraph(lt_capture_, bd.graph, pred.data(), nullptr, pred.size(),
-                                       CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-        "cuStreamBeginCaptureToGraph");
-  try {
-    st.prep->enqueue(st.pointers(parity), lt_workspace_, lt_capture_);
-  } catch (...) {
-    CUgraph g = nullptr;
-    cu.cuStreamEndCapture(lt_capture_, &g);  // a stream left capturing poisons later calls
-    for (CUgraphNode n : captured_nodes(cu, bd.graph, pred, before))  // captured before failing
-      cu.cuGraphDestroyNode(n);
-    throw;
-  }
-  CUgraph g = nullptr;
-  const CUresult ended = cu.cuStreamEndCapture(lt_capture_, &g);
-  if (ended != CUDA_SUCCESS) {  // what it captured must not join the next island
+  // What a failed capture left in the graph must not join the next island.
+  auto drop_captured = [&] {
     for (CUgraphNode n : captured_nodes(cu, bd.graph, pred, before))
       cu.cuGraphDestroyNode(n);
+  };
+  CUresult ended = CUDA_SUCCESS;
+  try {
+    ended = capture_call(parity, st, bd.graph, pred);
+  } catch (...) {
+    drop_captured();
+    throw;
+  }
+  if (ended != CUDA_SUCCESS) {
+    drop_captured();
     check(ended, "cuStreamEndCapture");
   }
   bd.island[s] = topo_order(cu, captured_nodes(cu, bd.graph, pred, before));
@@ -506,6 +508,9 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   return false;
 }
 CudaPlan::Recapture CudaPlan::capture_island(int, size_t) { return Recapture::InPlace; }
+CUresult CudaPlan::capture_call(int, const LtStep&, CUgraph, const std::vector<CUgraphNode>&) {
+  return CUDA_SUCCESS;
+}
 void CudaPlan::destroy_lt() {}
 
 #endif
