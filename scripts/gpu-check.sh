@@ -65,7 +65,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
 fi
 
 targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload"
-targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt bench_cuda"
+targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue bench_cuda"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
@@ -138,6 +138,8 @@ if [ $suites -eq 1 ]; then
   want lt && suite "cuBLASLt suite (random layouts x dtypes x families, FP8, capture, plan steps, a session)" \
     "$out/lt.log" 300 "$build/tests/test_cuda_lt"
   grep -sE '^\[lt\]' "$out/lt.log" >>"$summary"
+  want lt && suite "cuBLASLt epilogues (C and bias in plans, f32/bf16, both executors)" \
+    "$out/lt_epilogue.log" 120 "$build/tests/test_cuda_lt_epilogue"
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   want models && [ -x "$build/tests/test_cuda_models" ] &&

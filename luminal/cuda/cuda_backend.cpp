@@ -17,6 +17,9 @@
 #include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#ifdef LUMINAL_HAVE_CUBLASLT
+#include "luminal/cuda/cublaslt/lt_matmul.hpp"
+#endif
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/cuda/prelude.hpp"
@@ -396,9 +399,17 @@ const OpDef* CudaBackend::op_named(std::string_view name) const {
   return Backend::op_named(name);
 }
 
+std::shared_ptr<const Payload> cuda_read_payload(std::string_view kind, std::string_view text) {
+  if (kind == "fused_program") return FusedProgram::deserialize(text);
+#ifdef LUMINAL_HAVE_CUBLASLT
+  if (kind == "lt_epilogue") return LtEpilogue::deserialize(text);
+#endif
+  return nullptr;
+}
+
 std::shared_ptr<const Payload> CudaBackend::read_payload(std::string_view kind,
                                                          std::string_view text) const {
-  if (kind == "fused_program") return FusedProgram::deserialize(text);
+  if (auto p = cuda_read_payload(kind, text)) return p;
   return Backend::read_payload(kind, text);
 }
 

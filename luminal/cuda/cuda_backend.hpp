@@ -97,6 +97,9 @@ std::vector<RuleSet> cuda_rulesets(bool with_cublaslt = false);
 bool cuda_executes(const OpDef* op);
 /// A CUDA op (or HLIR primitive) by name, or null.
 const OpDef* cuda_op_named(std::string_view name);
+/// The payload of a CUDA op read back from its serialised form (fused programs, cuBLASLt
+/// epilogues); null for a kind the CUDA ops do not use.
+std::shared_ptr<const Payload> cuda_read_payload(std::string_view kind, std::string_view text);
 
 /// One kernel translation unit of a program: the node it computes (or copies, for an Output)
 /// and its source.

@@ -56,6 +56,10 @@ struct GemmPlan {
   bool trans_a = false, trans_b = false;
   N lda, ldb, ldc;
   std::vector<Axis<N>> batch;
+  // The axes (indices into plan_gemm's dims) of the plan's N, along which C has its unit stride
+  // (the original m axes after a swap), innermost last: a library's per-row bias of the
+  // column-major C^T runs along them.
+  std::vector<int> n_axes;
 };
 
 /// A matrix operand with strides (rows, cols): its BLAS transpose flag and leading dimension.
@@ -88,15 +92,21 @@ inline std::optional<GemmPlan<typename O::N>> plan_gemm(const std::vector<typena
   using N = typename O::N;
   // Non-k axes of size > 1, output strides row-major over the non-k axes.
   std::vector<Axis<N>> axes;
+  std::vector<int> dim_of;  // the index in dims of each axis
   {
     N c = N(1);
     std::vector<Axis<N>> rev;
+    std::vector<int> rev_dim;
     for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
       if (i == k) continue;
-      if (!O::is_one(dims[i])) rev.push_back({dims[i], sa[i], sb[i], c});
+      if (!O::is_one(dims[i])) {
+        rev.push_back({dims[i], sa[i], sb[i], c});
+        rev_dim.push_back(i);
+      }
       c = c * dims[i];
     }
     axes.assign(rev.rbegin(), rev.rend());
+    dim_of.assign(rev_dim.rbegin(), rev_dim.rend());
   }
   enum Kind { M, Nk, Batch };
   std::vector<Kind> kind(axes.size());
@@ -151,6 +161,9 @@ inline std::optional<GemmPlan<typename O::N>> plan_gemm(const std::vector<typena
   p.M = M_;
   p.Nn = N_;
   p.K = K;
+  const int ulo = p.swap ? mlo : nlo, uhi = p.swap ? mhi : nhi;
+  for (int i = ulo; i <= uhi && uhi >= 0; ++i)
+    p.n_axes.push_back(dim_of[static_cast<size_t>(i)]);
   if (!matrix_layout<O>(rows_a, cols_a, ra, ca, &p.trans_a, &p.lda)) return std::nullopt;
   if (!matrix_layout<O>(rows_b, cols_b, rb, cb, &p.trans_b, &p.ldb)) return std::nullopt;
   bool trans_c = false;

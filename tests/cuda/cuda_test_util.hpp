@@ -37,7 +37,7 @@ class CudaRulesOnly : public Backend {
   }
   std::shared_ptr<const Payload> read_payload(std::string_view k,
                                               std::string_view t) const override {
-    if (k == "fused_program") return FusedProgram::deserialize(t);
+    if (auto p = cuda::cuda_read_payload(k, t)) return p;
     return Backend::read_payload(k, t);
   }
   Buffer allocate(uint64_t) override { throw Error("CudaRulesOnly has no memory"); }

@@ -121,6 +121,99 @@ TEST(LtRules, ProgramsWithLibraryStepsRoundTripThroughTheCompileCacheText) {
   EXPECT_EQ(back.to_text(), p.to_text());
 }
 
+/// The cuBLASLt nodes of `p` as "op:epilogue" (epilogue "" for a plain product).
+std::vector<std::string> lt_nodes(const LlirGraph& p) {
+  std::vector<std::string> out;
+  for (const LlirNode& n : p.nodes)
+    if (cuda::is_lt_op(n.op))
+      out.push_back(std::string(n.op->name) + ":" + cuda::lt_epilogue(n.attrs).serialize());
+  return out;
+}
+
+/// The program that takes the cuBLASLt node with the most epilogue inputs wherever one exists.
+LlirGraph prefer_epilogue(const Graph& g, bool row = false) {
+  testing::CudaRulesOnly rules(true);
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) {
+    const OpDef* op = eg.node(n).op;
+    if (!cuda::is_lt_op(op)) return 0.0;
+    const bool want = (op->name == std::string_view("cuda.LtMatmulRow")) == row;
+    return 1.0 + (want ? 0.5 : 0.0) + static_cast<double>(eg.node(n).children.size());
+  }));
+}
+
+// Epilogues: an Add of a product and a same-layout tensor becomes beta = 1 with that tensor as
+// C (both families); an Add of a per-feature vector becomes a bias epilogue (column family);
+// both together take both. A vector along the rows (per token) is not a bias cuBLASLt can add.
+TEST(LtRules, ResidualAddsBecomeCAndPerFeatureVectorsBecomeBiases) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph g;
+    g.declare_dim("s", 1, 16);
+    Tensor x = g.tensor("x", {Expr::var("s"), Expr(128)}, t);
+    Tensor w = g.tensor("w", {96, 128}, t);
+    Tensor b = g.tensor("b", {96}, t);
+    Tensor r = g.tensor("r", {Expr::var("s"), Expr(96)}, t);
+    Tensor per_token = g.tensor("p", {Expr::var("s"), Expr(1)}, t);
+    Tensor y = x.matmul(w.transpose(0, 1));
+    (y + b).output("bias");
+    (y + r).output("residual");
+    ((y + b) + r).output("both");
+    (y + per_token).output("rows");
+    const LlirGraph col = prefer_epilogue(g);
+    std::vector<std::string> got = lt_nodes(col);
+    std::sort(got.begin(), got.end());
+    // (bias and residual share the plain product's node only when the search keeps it; the
+    // per-token add takes the plain product)
+    EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:b"), 1) << col.to_text();
+    EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:c"), 1) << col.to_text();
+    EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:cb"), 1) << col.to_text();
+    EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:"), 1) << col.to_text();
+    for (const LlirNode& n : col.nodes)
+      if (cuda::is_lt_op(n.op)) {
+        EXPECT_EQ(n.inputs.size(), 2 + cuda::lt_epilogue(n.attrs).serialize().size());
+        EXPECT_EQ(n.attrs.dtype, t);
+      }
+    // The row family takes C, never a bias.
+    const std::vector<std::string> row = lt_nodes(prefer_epilogue(g, true));
+    EXPECT_NE(std::find(row.begin(), row.end(), "cuda.LtMatmulRow:c"), row.end());
+    for (const std::string& n : row)
+      EXPECT_EQ(n.find("LtMatmulRow:b"), std::string::npos) << n;
+    for (const std::string& n : row)
+      EXPECT_EQ(n.find("LtMatmulRow:cb"), std::string::npos) << n;
+    // The epilogue reads back from the compile cache's text.
+    testing::CudaRulesOnly rules(true);
+    EXPECT_EQ(read_llir(write_llir(col), rules).to_text(), col.to_text());
+  }
+}
+
+// The bias runs along the output's unit-stride axes, whichever of the plan's m and n they are:
+// y = w x^T (output [96, s]: the unit stride is along s) takes a bias over s, not over 96.
+TEST(LtRules, TheBiasFollowsTheOutputsUnitStrideAxes) {
+  Graph g;
+  Tensor x = g.tensor("x", {8, 128});
+  Tensor w = g.tensor("w", {96, 128});
+  Tensor along_s = g.tensor("bs", {8});
+  Tensor along_f = g.tensor("bf", {96, 1});
+  Tensor y = w.matmul(x.transpose(0, 1));  // [96, 8]
+  (y + along_s).output("s");
+  (y + along_f).output("f");
+  const std::vector<std::string> got = lt_nodes(prefer_epilogue(g));
+  EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:b"), 1);
+  EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:"), 1);
+  // Directly: a [2, 3] x [3, 4] product (dims [2, 4, 3], k = 2) is one gemm with n along the
+  // output's last axis; a bias there has stride 1 along it and 0 along the rows.
+  Attrs a;
+  a.axis = 2;
+  a.views = {View{{Expr(2), Expr(4), Expr(3)}, {Expr::z() * 3, Expr(0), Expr::z()}},
+             View{{Expr(2), Expr(4), Expr(3)}, {Expr(0), Expr::z(), Expr::z() * 4}}};
+  EXPECT_TRUE(cuda::lt_bias_fits(a, {Expr(0), Expr(1)}));
+  EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(1), Expr(0)}));
+  EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(4), Expr(1)}));  // a full matrix is C, not a bias
+  EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(0), Expr(2)}));
+  EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(0)}));
+}
+
 TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {
   Attrs a;
   a.axis = 2;

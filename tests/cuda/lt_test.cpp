@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/lt_util.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
@@ -31,13 +32,9 @@ namespace {
 
 using luminal::testing::GemmCase;
 using luminal::testing::gpu;
-
-const LtApi* lt_or_skip() {
-  std::string why;
-  const LtApi* lt = lt_api(&why);
-  if (!lt) std::printf("[lt] %s\n", why.c_str());
-  return lt;
-}
+using testing::lt_backend;
+using testing::lt_or_skip;
+using testing::prefer_lt;
 
 /// Device memory holding `v` (doubles stored as dtype t).
 Buffer device_values(DType t, const std::vector<double>& v) {
@@ -299,28 +296,6 @@ TEST(CudaLt, CapturedIntoAGraphBetweenEmptyNodesAndRecaptured) {
   cu.cuStreamDestroy(side);
   for (Buffer x : {ba, bb, d1, d2, ws})
     gpu().release(x);
-}
-
-/// A backend with cuBLASLt in the search, on the given executor.
-CudaBackend& lt_backend(CudaOptions::Executor e) {
-  static CudaBackend* graph = nullptr;
-  static CudaBackend* stream = nullptr;
-  CudaBackend*& b = e == CudaOptions::Executor::Graph ? graph : stream;
-  if (!b) {
-    CudaOptions o;
-    o.cublaslt = true;
-    o.executor = e;
-    b = new CudaBackend(o);  // lives until exit
-  }
-  return *b;
-}
-
-/// `g`'s program on `be` taking a cuBLASLt op wherever one is offered.
-LlirGraph prefer_lt(const Graph& g, Backend& be) {
-  BuiltSpace b = build_search_space(g, be, g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  return to_llir(*b.space, b.space->best_scoring_genome(
-                               [&](ENodeId n) { return is_lt_op(eg.node(n).op) ? 1.0 : 0.0; }));
 }
 
 // Plans with cuBLASLt steps, forced into the program, on both executors: f32 and bf16 matmuls

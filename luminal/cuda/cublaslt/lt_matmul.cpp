@@ -3,7 +3,10 @@
 // plan_lt.cpp).
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 
+#include <algorithm>
+
 #include "luminal/core/error.hpp"
+#include "luminal/core/hash.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
@@ -23,8 +26,70 @@ bool lt_accepts(const Attrs& a, DType ta, DType tb) {
 
 void add_lt_nodes(EGraph& eg, const Attrs& a, const std::vector<ClassId>& children, ClassId root) {
   if (!lt_accepts(a, eg.dtype(children[0]), eg.dtype(children[1]))) return;
+  // C and the bias have D's type (a node cast down keeps its f32 C or bias: no such call).
+  for (size_t i = 2; i < children.size(); ++i)
+    if (eg.dtype(children[i]) != a.dtype) return;
   for (const OpDef* op : {&kLtCol, &kLtRow})
     eg.merge(eg.add(op, a, children), root);
+}
+
+/// Add(x, y) where x's class holds a cuBLASLt node (see lt_matmul.hpp, "Epilogues"): the node
+/// with y as its C (beta 1) or its bias, in the Add's class.
+void add_epilogues(const Match& m, EGraph& eg) {
+  const ENode add = eg.node(m.node("add"));  // copies: adding e-nodes moves nothing, but be safe
+  const Attrs aa = eg.attrs_of(m.node("add"));
+  if (add.children.size() != 2 || aa.views.size() != 2) return;
+  const ClassId root = eg.find(m.root);
+  for (int xi = 0; xi < 2; ++xi) {
+    const ClassId x = eg.find(add.children[static_cast<size_t>(xi)]);
+    const ClassId y = eg.find(add.children[static_cast<size_t>(1 - xi)]);
+    const View& vx = aa.views[static_cast<size_t>(xi)];
+    const View& vy = aa.views[static_cast<size_t>(1 - xi)];
+    if (x == root || y == root || !vx.is_contiguous() || eg.dtype(y) != aa.dtype) continue;
+    struct Found {
+      const OpDef* op;
+      Attrs attrs;
+      std::vector<ClassId> children;
+    };
+    std::vector<Found> found;
+    for (ENodeId id : eg.nodes_of(x)) {
+      const ENode& n = eg.node(id);
+      if (!is_lt_op(n.op)) continue;
+      const Attrs& a = eg.attrs_of(id);
+      if (a.dtype != aa.dtype || !(vx.numel() == numel(a.shape))) continue;
+      const LtEpilogue e = lt_epilogue(a);
+      std::vector<ClassId> ch;
+      for (ClassId c : n.children)
+        ch.push_back(eg.find(c));
+      if (std::find(ch.begin(), ch.end(), root) != ch.end()) continue;
+      // C: y read whole in the output's layout.
+      if (!e.accumulate && vy.is_contiguous() && vy.dims == vx.dims) {
+        Attrs b = a;
+        b.payload = std::make_shared<LtEpilogue>(true, e.bias);
+        b.views.insert(b.views.begin() + 2, View::contiguous(a.shape));
+        ch.insert(ch.begin() + 2, y);
+        found.push_back({n.op, std::move(b), ch});
+        ch.erase(ch.begin() + 2);
+      }
+      // The bias: over the Mul's dims without the reduced axis, along the rows of D.
+      if (!e.bias && n.op == &kLtCol) {
+        Shape out = a.views[0].dims;
+        out.erase(out.begin() + a.axis);
+        std::vector<Expr> bs;
+        for (const Expr& st : vy.strides)
+          if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
+        if (vx.dims == out && bs.size() == vy.strides.size() && lt_bias_fits(a, bs)) {
+          Attrs b = a;
+          b.payload = std::make_shared<LtEpilogue>(e.accumulate, true);
+          b.views.push_back(vy);
+          ch.push_back(y);
+          found.push_back({n.op, std::move(b), ch});
+        }
+      }
+    }
+    for (const Found& f : found)
+      eg.merge(eg.add(f.op, f.attrs, f.children), root);
+  }
 }
 
 std::vector<Rule> lt_rules() {
@@ -48,7 +113,9 @@ std::vector<Rule> lt_rules() {
   // Cast(f32 Lt matmul) to bf16/f16: cuBLASLt stores D in the 16-bit type (rounded once from its
   // f32 accumulator).
   Rule cast = cast_down_rule("cuda.cublaslt-cast", &kLtCol, add_lt_nodes);
-  return {std::move(mm), std::move(cast)};
+  Rule epilogue{"cuda.cublaslt-epilogue", Pattern::op(OpKind::Add).bind("add"), nullptr,
+                add_epilogues};
+  return {std::move(mm), std::move(cast), std::move(epilogue)};
 }
 
 /// No kernel: the plan calls cuBLASLt. The cost hints are the matmul's.
@@ -66,7 +133,7 @@ KernelGen gen_lt(const LlirNode& n, const GenContext&) {
 }  // namespace
 
 std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a) {
-  if (a.views.size() != 2) return std::nullopt;
+  if (a.views.size() < 2) return std::nullopt;  // (C and a bias follow the matmul's two)
   LtNodeGemm g;
   g.dims = a.views[0].dims;
   g.k = a.axis;
@@ -81,6 +148,60 @@ std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a) {
   const std::optional<GemmPlan<Expr>> p = plan_gemm<SymOps>(g.dims, g.sa, g.sb, g.k);
   if (!p || !collapse_batch<SymOps>(*p)) return std::nullopt;
   return g;
+}
+
+std::string LtEpilogue::serialize() const {
+  return std::string(accumulate ? "c" : "") + (bias ? "b" : "");
+}
+
+std::shared_ptr<const LtEpilogue> LtEpilogue::deserialize(std::string_view text) {
+  if (text == "c") return std::make_shared<LtEpilogue>(true, false);
+  if (text == "b") return std::make_shared<LtEpilogue>(false, true);
+  if (text == "cb") return std::make_shared<LtEpilogue>(true, true);
+  throw Error("lt_epilogue: cannot read '" + std::string(text) + "' (want c, b or cb)");
+}
+
+size_t LtEpilogue::hash() const {
+  return hash_combined(0x4c74457069ULL, (accumulate ? 1u : 0u) | (bias ? 2u : 0u));
+}
+
+bool LtEpilogue::equals(const Payload& o) const {
+  const auto& e = static_cast<const LtEpilogue&>(o);
+  return accumulate == e.accumulate && bias == e.bias;
+}
+
+std::string LtEpilogue::to_string() const {
+  return std::string("epilogue=") + (accumulate ? "+C" : "") + (bias ? "+bias" : "");
+}
+
+LtEpilogue lt_epilogue(const Attrs& a) {
+  if (const auto* e = dynamic_cast<const LtEpilogue*>(a.payload.get())) return *e;
+  return LtEpilogue(false, false);
+}
+
+int lt_c_input(const Attrs& a) { return lt_epilogue(a).accumulate ? 2 : -1; }
+
+int lt_bias_input(const Attrs& a) {
+  const LtEpilogue e = lt_epilogue(a);
+  return e.bias ? (e.accumulate ? 3 : 2) : -1;
+}
+
+bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
+  const std::optional<LtNodeGemm> g = lt_node_gemm(a);
+  if (!g || bias_strides.size() + 1 != g->dims.size()) return false;
+  const std::optional<GemmPlan<Expr>> p = plan_gemm<SymOps>(g->dims, g->sa, g->sb, g->k);
+  if (!p) return false;
+  // The output's strides: row-major over the dims without k.
+  Expr c(1);
+  for (int i = static_cast<int>(g->dims.size()) - 1; i >= 0; --i) {
+    if (i == g->k) continue;
+    const Expr& b = bias_strides[static_cast<size_t>(i > g->k ? i - 1 : i)];
+    const bool along = std::find(p->n_axes.begin(), p->n_axes.end(), i) != p->n_axes.end();
+    if (!(g->dims[static_cast<size_t>(i)] == Expr(1)) && !(b == (along ? c : Expr(0))))
+      return false;
+    c = c * g->dims[static_cast<size_t>(i)];
+  }
+  return true;
 }
 
 bool is_lt_op(const OpDef* op) { return op == &kLtCol || op == &kLtRow; }

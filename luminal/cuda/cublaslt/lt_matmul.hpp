@@ -7,6 +7,16 @@
 // storing a 16-bit output through the graph's cast down. The node's attributes are a
 // cuda.Matmul's (the Mul's two views over its dims, the reduced axis, the output's dtype and
 // shape); the plan turns them into an LtSpec at the current dims (lt_node_gemm + lib_gemm).
+//
+// Epilogues (rule "cuda.cublaslt-epilogue"): an Add of a cuBLASLt node's whole output and
+//   - a tensor of the same layout becomes the node with beta = 1 and that tensor as C
+//     (D = A B + C, the residual add of a transformer block), in both families;
+//   - a vector broadcast along every axis but those where the output has its unit stride (a
+//     per-feature bias of x @ W^T) becomes the node with CUBLASLT_EPILOGUE_BIAS, in the column
+//     family only (the bias runs along the rows of the library's D, which are the output's unit
+//     stride axes there).
+// Both take the Add's dtype as D's (C and the bias have it too). The node's payload
+// (LtEpilogue) says which; the extra inputs follow the matmul's two, C first.
 #include <optional>
 #include <vector>
 
@@ -22,6 +32,34 @@ struct LtNodeGemm {
   std::vector<Expr> dims, sa, sb;
   int k = 0;
 };
+
+/// The epilogue of a cuBLASLt node: the payload of a node with one, absent on a plain product.
+struct LtEpilogue final : Payload {
+  bool accumulate = false;  // input 2 is C: beta = 1
+  bool bias = false;        // the last input is a bias vector along D's rows
+
+  LtEpilogue(bool acc, bool b) : accumulate(acc), bias(b) {}
+  std::string_view kind() const override { return "lt_epilogue"; }
+  /// "c" and/or "b" ("cb" for both).
+  std::string serialize() const override;
+  /// Throws luminal::Error on any other text.
+  static std::shared_ptr<const LtEpilogue> deserialize(std::string_view text);
+  size_t hash() const override;
+  bool equals(const Payload& o) const override;
+  std::string to_string() const override;
+};
+
+/// The node's epilogue (both false when it has none).
+LtEpilogue lt_epilogue(const Attrs& a);
+/// The input index of C / the bias, or -1.
+int lt_c_input(const Attrs& a);
+int lt_bias_input(const Attrs& a);
+
+/// Whether a bias read through `bias_strides` (one stride per output axis, the output's shape
+/// being `a`'s Mul dims without the reduced axis) adds bias[i] to row i of the library's D in
+/// the column family: it steps with the output along the axes where the output has its unit
+/// stride and is broadcast along every other axis.
+bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides);
 
 /// Nothing when a stride is not c * z (an offset, a non-linear view) or the layout is not one
 /// gemm per batch index with composing batch axes.

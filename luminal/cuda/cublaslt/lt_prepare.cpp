@@ -150,6 +150,11 @@ void LtPrepared::enqueue(const LtPointers& p, CUdeviceptr workspace, CUstream st
   const void* alpha = f64 ? static_cast<const void*>(&spec_.alpha) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&spec_.beta) : &beta32;
   auto ptr = [](CUdeviceptr x) { return reinterpret_cast<void*>(static_cast<uintptr_t>(x)); };
+  if (spec_.epilogue == CUBLASLT_EPILOGUE_BIAS || spec_.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+      spec_.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS) {
+    if (!p.bias) throw Error("cuBLASLt: a bias epilogue without a bias pointer");
+    set_desc(lt, desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr(p.bias));
+  }
   check_lt(lt,
            lt.cublasLtMatmul(h_.get(), desc_, alpha, ptr(p.a), a_, ptr(p.b), b_, beta, ptr(p.c), c_,
                              ptr(p.d), d_, &algo_, ptr(workspace), spec_.workspace, stream),
