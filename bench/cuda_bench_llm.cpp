@@ -429,10 +429,11 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     std::printf(
         "Llama-3-8B shape bf16 prefill with cuBLASLt: 128 tokens %.2f ms (%d cuBLASLt calls; %s); "
         "s alternating 100 / 101: host %.3f ms per execute, %.2f ms with the device (median), "
-        "per change %.1f prepares, %.1f recaptures (%.1f in place), %.2f "
-        "re-instantiations\n",
+        "per change %.1f prepares (%.1f keeping their algorithm), %.1f recaptures (%.1f in "
+        "place), %.2f re-instantiations\n",
         pre_ms, lt_calls(pre), pre.op_mix_string().c_str(), host_ms, total_ms,
         static_cast<double>(l1.prepares - l0.prepares) / changes,
+        static_cast<double>(l1.algo_kept - l0.algo_kept) / changes,
         static_cast<double>(l1.recaptures - l0.recaptures) / changes,
         static_cast<double>(l1.in_place - l0.in_place) / changes,
         static_cast<double>(g1.reinstantiations - g0.reinstantiations) / changes);

@@ -138,8 +138,10 @@ if [ $suites -eq 1 ]; then
   want lt && suite "cuBLASLt suite (random layouts x dtypes x families, FP8, capture, plan steps, a session)" \
     "$out/lt.log" 300 "$build/tests/test_cuda_lt"
   grep -sE '^\[lt\]' "$out/lt.log" >>"$summary"
-  want lt && suite "cuBLASLt epilogues (C and bias in plans, f32/bf16, both executors)" \
+  want lt && LUMINAL_TRACE=cuda.recapture suite \
+    "cuBLASLt epilogues, TF32, capture probe (LUMINAL_TRACE=cuda.recapture)" \
     "$out/lt_epilogue.log" 120 "$build/tests/test_cuda_lt_epilogue"
+  want lt && note "cuda.recapture trace lines: $(grep -c '^\[cuda.recapture\]' "$out/lt_epilogue.log")"
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   want models && [ -x "$build/tests/test_cuda_models" ] &&

@@ -88,14 +88,21 @@ struct CudaBackend::Impl {
   CudaOptions::Executor executor = CudaOptions::Executor::Graph;
   bool programmatic = false;  // programmatic edges between graph kernel nodes (PDL)
   bool lt_on = false;         // cuBLASLt matmuls join the search
+  bool tf32 = false;          // ... and f32 ones may round their operands to TF32
   std::string lt_why;         // why not, when they do not
   std::mutex lt_mu;
   std::shared_ptr<LtHandle> lt;  // made by the first plan with cuBLASLt steps (lt_handle())
   struct {
-    std::atomic<uint64_t> prepares{0}, captures{0}, recaptures{0}, calls{0}, in_place{0};
+    std::atomic<uint64_t> prepares{0}, captures{0}, recaptures{0}, calls{0}, in_place{0},
+        algo_kept{0};
   } lt_stats;
   /// The backend's cuBLASLt handle (created on first use, its context current).
   LtHandle& lt_handle();
+  /// Whether a cuBLASLt call can be captured into a CUDA graph here: probed once (a 1 x 1 x 1
+  /// f32 product captured, launched and checked); when it cannot, stderr says so once and plans
+  /// with cuBLASLt steps run on the stream.
+  bool lt_capture_works();
+  int lt_probe = -1;  // -1 not probed, 0 failed, 1 works (under lt_mu)
   struct {
     std::atomic<uint64_t> instantiations{0}, launches{0}, node_updates{0}, reinstantiations{0};
     std::atomic<uint64_t> dims_copies{0}, dims_host_ns{0}, launch_host_ns{0};

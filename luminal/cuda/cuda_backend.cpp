@@ -18,6 +18,7 @@
 #include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #ifdef LUMINAL_HAVE_CUBLASLT
+#include "luminal/cuda/cublaslt/lt_api.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #endif
 #include "luminal/cuda/nvrtc.hpp"
@@ -321,6 +322,7 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
       std::fprintf(stderr, "luminal: %s; CUDA matmuls use generated kernels\n", m.lt_why.c_str());
     });
   }
+  m.tf32 = m.lt_on && env_switch("LUMINAL_CUDA_TF32", m.opts.allow_tf32);
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());
@@ -367,13 +369,16 @@ bool CudaBackend::cublaslt(std::string* why) const {
   return impl_->lt_on;
 }
 
+bool CudaBackend::allow_tf32() const { return impl_->tf32; }
+
 CudaBackend::LtStats CudaBackend::lt_stats() const {
   const auto& s = impl_->lt_stats;
   return LtStats{.prepares = s.prepares.load(),
                  .captures = s.captures.load(),
                  .recaptures = s.recaptures.load(),
                  .in_place = s.in_place.load(),
-                 .calls = s.calls.load()};
+                 .calls = s.calls.load(),
+                 .algo_kept = s.algo_kept.load()};
 }
 
 bool CudaBackend::executes(const OpDef* op) const { return cuda_executes(op); }
@@ -388,10 +393,14 @@ void* CudaBackend::stream(Queue* queue) const { return impl_->queue(queue).strea
 
 std::string CudaBackend::device_key() const {
   const Impl& m = *impl_;
-  // Programs with cuBLASLt steps come only from a backend that searches them.
+  // Programs with cuBLASLt steps come only from a backend that searches them, with the same
+  // library version (its algorithms, so its timings) and TF32 setting.
+  std::string lt;
+#ifdef LUMINAL_HAVE_CUBLASLT
+  if (m.lt_on) lt = " cublaslt=" + std::to_string(lt_api()->version) + (m.tf32 ? " tf32" : "");
+#endif
   return "cuda " + m.gpu_name + " " + m.arch + " sms=" + std::to_string(m.sm_count) +
-         " driver=" + std::to_string(m.driver_version) + " " + m.nvrtc +
-         (m.lt_on ? " cublaslt" : "");
+         " driver=" + std::to_string(m.driver_version) + " " + m.nvrtc + lt;
 }
 
 const OpDef* CudaBackend::op_named(std::string_view name) const {
@@ -609,7 +618,9 @@ CudaOptions::Executor CudaBackend::executor() const { return impl_->executor; }
 bool CudaBackend::programmatic_launch() const { return impl_->programmatic; }
 
 std::string CudaBackend::profile_text(Plan& plan, const int64_t* dims) {
-  return format_profile(profile(plan, 0, dims, 10));
+  std::string out = format_profile(profile(plan, 0, dims, 10));
+  if (const auto* p = dynamic_cast<const CudaPlan*>(&plan)) out += p->lt_summary();
+  return out;
 }
 
 std::string CudaBackend::format_profile(const std::vector<KernelStat>& stats) {

@@ -54,6 +54,11 @@ struct CudaOptions {
   /// libcublasLt loads (else a note on stderr, once, and generated kernels only).
   /// LUMINAL_CUDA_CUBLASLT=0|1 overrides it.
   bool cublaslt = true;
+  /// cuBLASLt f32 products may round their operands to TF32 (CUBLAS_COMPUTE_32F_FAST_TF32:
+  /// tensor cores, a 10-bit mantissa in the products, f32 accumulation). Off by default: f32
+  /// results then match the reference to f32 precision. Part of the device key (programs
+  /// searched with it are cached apart). LUMINAL_CUDA_TF32=0|1 overrides it.
+  bool allow_tf32 = false;
   /// Bytes of each cuBLASLt workspace (one per plan with cuBLASLt steps; algorithms needing more
   /// are not chosen).
   uint64_t lt_workspace_bytes = uint64_t{32} << 20;
@@ -159,8 +164,9 @@ class CudaBackend final : public Backend {
   /// warm-up run.
   double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) override;
 
-  /// format_profile(profile(plan, 0, dims, 10)): LUMINAL_TRACE writes it for each bucket's
-  /// chosen program (profile.txt).
+  /// format_profile(profile(plan, 0, dims, 10)), then the plan's cuBLASLt summary (steps,
+  /// prepared specs, captures, recaptures, stream calls) when it has cuBLASLt steps:
+  /// LUMINAL_TRACE writes it for each bucket's chosen program (profile.txt).
   std::string profile_text(Plan& plan, const int64_t* dims) override;
   /// Per-launch times of one plan (median of `trials`) on its bound stream, with its bytes and
   /// flops.
@@ -181,6 +187,9 @@ class CudaBackend final : public Backend {
   /// Whether cuBLASLt matmuls join the search (CudaOptions::cublaslt after LUMINAL_CUDA_CUBLASLT,
   /// and libcublasLt loaded); `why` says why not.
   bool cublaslt(std::string* why = nullptr) const;
+  /// Whether cuBLASLt f32 products may use TF32 (CudaOptions::allow_tf32 after
+  /// LUMINAL_CUDA_TF32; false without cuBLASLt).
+  bool allow_tf32() const;
   /// cuBLASLt counters over every plan of this backend.
   struct LtStats {
     uint64_t prepares = 0;    // LtPrepared built (descriptors; the heuristic cache may answer)
@@ -189,6 +198,8 @@ class CudaBackend final : public Backend {
     uint64_t in_place = 0;    // of those, captured as the same kernels as before: their new
                               // parameters set on the island's nodes (no graph update)
     uint64_t calls = 0;       // calls enqueued on a stream (stream executor, profiles)
+    uint64_t algo_kept = 0;   // prepares after a dims change that kept the step's algorithm
+                              // (cublasLtMatmulAlgoCheck) instead of asking the heuristic
   };
   LtStats lt_stats() const;
   /// Free and total device memory in bytes.

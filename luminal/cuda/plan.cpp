@@ -178,6 +178,9 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
     }
   }
 
+  // A driver that cannot capture cuBLASLt calls: this plan runs on the stream.
+  if (graph_ && !lt_.empty() && !be_.lt_capture_works()) graph_ = false;
+
   direct_ = direct_outputs(g_, io_);
 
   // The arena: every buffer at its largest size in the bucket.

@@ -80,6 +80,16 @@ class CudaPlan final : public Plan {
                                          std::vector<int>* nodes);
 
   struct LtStep;  // a cuBLASLt step (plan_lt.cpp)
+  /// This plan's cuBLASLt counters (CudaBackend::lt_stats counts over every plan).
+  const CudaBackend::LtStats& lt_counts() const { return lt_counts_; }
+  /// What the plan's cuBLASLt steps are and did: steps by family and epilogue, prepared specs
+  /// (each step's current one), captures and recaptures, re-instantiations, stream calls and the
+  /// workspace ("" without cuBLASLt steps). LUMINAL_TRACE's profile of each bucket's winner ends
+  /// with it.
+  std::string lt_summary() const;
+  /// Tests: the next backend's cuBLASLt capture probe fails as on a driver that cannot capture
+  /// library calls (its plans with cuBLASLt steps then run on the stream).
+  static void fail_lt_capture_probe_for_testing(bool fail);
 
  private:
   struct Step {
@@ -186,9 +196,11 @@ class CudaPlan final : public Plan {
   CUdeviceptr lt_workspace_ = 0;
   uint64_t lt_workspace_bytes_ = 0;
   CUstream lt_capture_ = nullptr;  // the side stream islands are captured on
-  std::vector<int64_t> lt_dims_;   // the dims the steps' specs were last resolved at
-  std::vector<Interval> lt_vary_;  // per dim slot: its range when a step's spec reads it and it
-                                   // varies in the bucket, else empty (lo > hi)
+  CudaBackend::LtStats lt_counts_;
+  uint64_t lt_reinstantiations_ = 0;  // executables rebuilt after island recaptures
+  std::vector<int64_t> lt_dims_;      // the dims the steps' specs were last resolved at
+  std::vector<Interval> lt_vary_;     // per dim slot: its range when a step's spec reads it and it
+                                      // varies in the bucket, else empty (lo > hi)
 };
 
 }  // namespace luminal::cuda

@@ -14,8 +14,13 @@
 // spec change, re-instantiated: other kernels may have other thread block cluster attributes,
 // which an exec update accepts without applying them.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
 #include <unordered_set>
 
+#include "luminal/compiler/trace.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/plan.hpp"
 
@@ -47,6 +52,7 @@ struct CudaPlan::LtStep {
   GemmFamily family = GemmFamily::ColSwapped;
   LtTypes types{};
   std::vector<SlotExpr> dims, sa, sb;
+  std::vector<SlotExpr> sbias;  // the bias view's strides (coefficients of z), with a bias
   int k = 0;
   LtSpec spec;      // at the dims last resolved
   int input_a = 0;  // the matmul input that is the library's A (the other is its B)
@@ -200,7 +206,8 @@ std::vector<NodeSig> island_signature(const CudaApi& cu, const std::vector<CUgra
 /// step) and marks both islands when the spec changed. Returns whether it changed.
 static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
                          const std::vector<std::shared_ptr<CudaPlan::LtStep>>& all,
-                         CudaPlan::LtStep& st, const int64_t* v, uint64_t workspace) {
+                         CudaPlan::LtStep& st, const int64_t* v, uint64_t workspace,
+                         CudaBackend::LtStats* counts) {
   std::vector<int64_t> dims, sa, sb;
   for (const SlotExpr& e : st.dims)
     dims.push_back(e.eval(v));
@@ -213,6 +220,15 @@ static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
     throw Error("cuda: cuBLASLt step " + node_text(g, st.node) +
                 " is not one gemm per batch index at these dims (a leading dimension below its "
                 "row length); run without cuBLASLt (LUMINAL_CUDA_CUBLASLT=0)");
+  if (st.bias_input >= 0) {
+    std::vector<int64_t> bias;
+    for (const SlotExpr& e : st.sbias)
+      bias.push_back(e.eval(v));
+    if (!lt_bias_fits_at(dims, sa, sb, st.k, bias))
+      throw Error("cuda: cuBLASLt step " + node_text(g, st.node) +
+                  ": its bias does not run along the rows of the library's D at these dims; run "
+                  "without cuBLASLt (LUMINAL_CUDA_CUBLASLT=0)");
+  }
   LtSpec s = lt_spec(*lg, st.types, workspace);
   if (st.c_input >= 0) s.beta = 1.0;
   if (st.bias_input >= 0) s.epilogue = CUBLASLT_EPILOGUE_BIAS;
@@ -224,8 +240,15 @@ static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
   for (const auto& other : all)
     if (other.get() != &st && other->prep && other->prep->spec() == s) found = other->prep;
   if (!found) {
-    found = std::make_shared<LtPrepared>(be.lt_handle(), s, static_cast<int>(be.device));
+    // The step's algorithm kept when it fits the new spec (the island's kernels stay).
+    found =
+        std::make_shared<LtPrepared>(be.lt_handle(), s, static_cast<int>(be.device), st.prep.get());
     ++be.lt_stats.prepares;
+    ++counts->prepares;
+    if (found->kept()) {
+      ++be.lt_stats.algo_kept;
+      ++counts->algo_kept;
+    }
   }
   st.prep = std::move(found);
   st.dirty = {true, true};
@@ -244,7 +267,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   st->bias_input = lt_bias_input(n.attrs);
   std::string why;
   const std::optional<LtTypes> t =
-      lt_types(n.input_dtypes.at(0), n.input_dtypes.at(1), n.attrs.dtype, false, &why);
+      lt_types(n.input_dtypes.at(0), n.input_dtypes.at(1), n.attrs.dtype, be_.tf32, &why);
   if (!t) throw Error("cuda: " + node_text(g_, step.node) + ": " + why);
   st->types = *t;
   for (const Expr& e : sym->dims)
@@ -254,6 +277,12 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   for (const Expr& e : sym->sb)
     st->sb.emplace_back(e, dim_names_);
   st->k = sym->k;
+  if (st->bias_input >= 0)
+    for (const Expr& e : n.attrs.views.at(static_cast<size_t>(st->bias_input)).strides) {
+      const std::optional<Expr> c = coefficient(e);
+      if (!c) throw Error("cuda: " + node_text(g_, step.node) + ": its bias view has an offset");
+      st->sbias.emplace_back(*c, dim_names_);
+    }
   // Resolved at the bucket's upper bounds until the first execute brings the real dims: a spec
   // no algorithm fits throws here, so the search rejects the candidate.
   // (The same for every step of the plan; lt_vary_ also records the dims this step reads that
@@ -269,7 +298,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
       for (const Expr& e : *v)
         if (e.has_var(dim_names_[d])) lt_vary_[d] = b;
   }
-  resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_);
+  resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_, &lt_counts_);
   step.lt = static_cast<int>(lt_.size());
   lt_.push_back(std::move(st));
 }
@@ -306,26 +335,30 @@ void CudaPlan::bind_lt(int parity) {
     const LtPointers lp = st->pointers(parity);
     const uint32_t al[4] = {pointer_alignment(lp.a), pointer_alignment(lp.b),
                             pointer_alignment(lp.c), pointer_alignment(lp.d)};
+    if (lp.bias && pointer_alignment(lp.bias) < 16)
+      throw Error("cuda: cuBLASLt step " + node_text(g_, st->node) +
+                  ": its bias is not 16-byte aligned; bind it 16-byte aligned");
     bool lower = false;
     for (int i = 0; i < 4; ++i)
       if (al[i] < st->align[i]) {
         st->align[i] = al[i];
         lower = true;
       }
-    if (lower) resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_);
+    if (lower) resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_, &lt_counts_);
   }
 }
 
 void CudaPlan::resolve_lt() {
   lt_dims_ = dims_;
   for (const auto& st : lt_)
-    resolve_step(be_, g_, lt_, *st, dims_.data(), lt_workspace_bytes_);
+    resolve_step(be_, g_, lt_, *st, dims_.data(), lt_workspace_bytes_, &lt_counts_);
 }
 
 void CudaPlan::run_lt(int parity, size_t s) {
   const LtStep& st = *lt_[static_cast<size_t>(steps_[s].lt)];
   st.prep->enqueue(st.pointers(parity), lt_workspace_, bound_[parity].queue->stream);
   ++be_.lt_stats.calls;
+  ++lt_counts_.calls;
 }
 
 CUresult CudaPlan::capture_call(int parity, const LtStep& st, CUgraph g,
@@ -374,8 +407,15 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   LtStep& st = *lt_[static_cast<size_t>(steps_[s].lt)];
   auto done = [&](Recapture r) {
     ++be_.lt_stats.captures;
-    if (st.captured[p]) ++be_.lt_stats.recaptures;
-    if (r == Recapture::InPlace) ++be_.lt_stats.in_place;
+    ++lt_counts_.captures;
+    if (st.captured[p]) {
+      ++be_.lt_stats.recaptures;
+      ++lt_counts_.recaptures;
+    }
+    if (r == Recapture::InPlace) {
+      ++be_.lt_stats.in_place;
+      ++lt_counts_.in_place;
+    }
     st.captured[p] = true;
     st.dirty[p] = false;
     st.respec[p] = false;
@@ -386,8 +426,9 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   // parameters are set on the island's nodes, in the template and in the executable.
   // (Not on nodes added since the executable was instantiated: the node-level update needs
   // nodes the executable was made from.)
+  const std::vector<NodeSig> old =
+      bd.island[s].empty() ? std::vector<NodeSig>{} : island_signature(cu, bd.island[s]);
   if (bd.exec && !bd.island[s].empty() && !bd.replaced[s]) {
-    const std::vector<NodeSig> old = island_signature(cu, bd.island[s]);
     bool kernels = true;
     for (const NodeSig& n : old)
       kernels = kernels && n.type == CU_GRAPH_NODE_TYPE_KERNEL;
@@ -456,16 +497,21 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   for (CUgraphNode n : bd.island[s])  // the island's last nodes: nothing in it depends on them
     if (dependents(cu, n).empty()) bd.tails[s].push_back(n);
   if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
-  // New nodes: an exec update, or a re-instantiation when the spec changed (other kernels may
-  // have other cluster attributes, which an exec update takes without applying).
-  return done(respec ? Recapture::Reinstantiate : Recapture::Update);
+  // New nodes: an exec update, or a re-instantiation when the spec changed and the island's
+  // kernels did (other kernels may have other cluster attributes, which an exec update takes
+  // without applying).
+  const bool same_kernels = !old.empty() && island_signature(cu, bd.island[s]) == old;
+  return done(respec && !same_kernels ? Recapture::Reinstantiate : Recapture::Update);
 }
 
 bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   Bound& bd = bound_[parity];
   if (!bd.exec) return false;
   const size_t p = static_cast<size_t>(parity);
-  bool any = false;
+  static const bool traced = Trace::category("cuda.recapture");
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t in_place0 = lt_counts_.in_place;
+  int islands = 0;
   // A pass that threw part-way left islands captured but the executable not brought up to date:
   // the next pass re-instantiates.
   Recapture need = bd.stale ? Recapture::Reinstantiate : Recapture::InPlace;
@@ -475,15 +521,126 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
     if (lt < 0 || !lt_[static_cast<size_t>(lt)]->dirty[p]) continue;
     bd.stale = true;
     need = std::max(need, capture_island(parity, pos));
-    any = true;
+    ++islands;
   }
   bd.stale = false;
   CUgraphExecUpdateResultInfo info{};
+  const char* how = islands ? "parameters set in place" : "nothing";
   if (reinstantiate_anyway || need == Recapture::Reinstantiate ||
       (need == Recapture::Update &&
-       be_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS))
+       be_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS)) {
     reinstantiate(parity);
-  return any;
+    if (islands) ++lt_reinstantiations_;
+    how = "re-instantiated";
+  } else if (need == Recapture::Update) {
+    how = "exec update";
+  }
+  if (traced && islands) {
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    std::string dims;
+    for (size_t d = 0; d < dim_names_.size(); ++d)
+      dims += (d ? " " : "") + dim_names_[d] + "=" + std::to_string(dims_[d]);
+    std::fprintf(stderr,
+                 "[cuda.recapture] plan %p parity %d (%s): %d islands captured again (%llu in "
+                 "place), %s, %.1f us host\n",
+                 static_cast<const void*>(this), parity, dims.c_str(), islands,
+                 static_cast<unsigned long long>(lt_counts_.in_place - in_place0), how, us);
+  }
+  return islands > 0;
+}
+
+std::string CudaPlan::lt_summary() const {
+  if (lt_.empty()) return "";
+  std::map<std::string, int> kinds;
+  std::unordered_set<const LtPrepared*> preps;
+  std::string specs;
+  for (const auto& st : lt_) {
+    const LlirNode& n = g_.nodes[st->node];
+    const std::string e = lt_epilogue(n.attrs).to_string();
+    ++kinds[std::string(family_name(st->family)) + (e == "epilogue=" ? "" : " " + e)];
+    preps.insert(st->prep.get());
+    specs += "    " + node_text(g_, st->node) + ": " + st->spec.to_string() + "\n";
+  }
+  std::string steps;
+  for (const auto& [k, c] : kinds)
+    steps += (steps.empty() ? "" : ", ") + std::to_string(c) + " " + k;
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  const CudaBackend::LtStats& c = lt_counts_;
+  return "  cuBLASLt: " + std::to_string(lt_.size()) + " steps (" + steps + "), " +
+         u(preps.size()) + " prepared specs in use (" + u(c.prepares) + " prepares, " +
+         u(c.algo_kept) + " kept their step's algorithm), " + u(c.captures) + " captures (" +
+         u(c.recaptures) + " again, " + u(c.in_place) + " in place), " + u(lt_reinstantiations_) +
+         " re-instantiations after a recapture, " + u(c.calls) + " stream calls, workspace " +
+         u(lt_workspace_bytes_ >> 20) + " MiB" + (graph_ ? "" : ", stream executor") + "\n" + specs;
+}
+
+namespace {
+std::atomic<bool> fail_probe{false};
+}
+
+void CudaPlan::fail_lt_capture_probe_for_testing(bool fail) { fail_probe = fail; }
+
+bool CudaBackend::Impl::lt_capture_works() {
+  LtHandle& h = lt_handle();
+  std::lock_guard<std::mutex> lock(lt_mu);
+  if (lt_probe >= 0) return lt_probe == 1;
+  std::string why;
+  if (fail_probe.exchange(false)) {
+    why = "forced by a test";
+  } else {
+    try {
+      bind_context();
+      LtSpec s;
+      s.m = s.n = s.k = 1;
+      s.a = s.b = s.c = s.d = LtMatrixSpec{CUDA_R_32F, 1, 1, 1, 0, CUBLASLT_ORDER_COL};
+      LtPrepared prep(h, s, static_cast<int>(device));
+      CUdeviceptr mem = 0;
+      check(cu->cuMemAlloc(&mem, 256 * 3), "cuMemAlloc");
+      const float ab[2] = {2.0f, 3.0f};
+      float d = 0;
+      CUstream st = nullptr;
+      CUgraph g = nullptr;
+      CUgraphExec ex = nullptr;
+      CUresult r = cu->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
+      if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(mem, ab, sizeof ab[0], st);
+      if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoDAsync(mem + 256, ab + 1, sizeof ab[1], st);
+      if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(st);
+      if (r == CUDA_SUCCESS) r = cu->cuGraphCreate(&g, 0);
+      if (r == CUDA_SUCCESS)
+        r = cu->cuStreamBeginCaptureToGraph(st, g, nullptr, nullptr, 0,
+                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+      if (r == CUDA_SUCCESS) {
+        CUgraph ended = nullptr;
+        try {
+          prep.enqueue({mem, mem + 256, mem + 512, mem + 512}, 0, st);
+        } catch (const std::exception& e) {
+          why = e.what();
+        }
+        r = cu->cuStreamEndCapture(st, &ended);
+      }
+      if (r == CUDA_SUCCESS && why.empty()) r = cu->cuGraphInstantiateWithFlags(&ex, g, 0);
+      if (r == CUDA_SUCCESS && why.empty()) r = cu->cuGraphLaunch(ex, st);
+      if (r == CUDA_SUCCESS && why.empty()) r = cu->cuStreamSynchronize(st);
+      if (r == CUDA_SUCCESS && why.empty()) r = cu->cuMemcpyDtoHAsync(&d, mem + 512, sizeof d, st);
+      if (r == CUDA_SUCCESS && why.empty()) r = cu->cuStreamSynchronize(st);
+      if (r != CUDA_SUCCESS && why.empty()) why = "CUDA error " + std::to_string(r);
+      if (why.empty() && d != 6.0f) why = "the captured product gave " + std::to_string(d);
+      if (ex) cu->cuGraphExecDestroy(ex);
+      if (g) cu->cuGraphDestroy(g);
+      if (st) cu->cuStreamDestroy(st);
+      cu->cuMemFree(mem);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  }
+  lt_probe = why.empty() ? 1 : 0;
+  if (!why.empty())
+    std::fprintf(stderr,
+                 "luminal: cuBLASLt calls cannot be captured into CUDA graphs here (%s); plans "
+                 "with cuBLASLt steps run on the stream\n",
+                 why.c_str());
+  return lt_probe == 1;
 }
 
 void CudaPlan::destroy_lt() {
@@ -519,6 +676,9 @@ CUresult CudaPlan::capture_call(int, const LtStep&, CUgraph, const std::vector<C
   return CUDA_SUCCESS;
 }
 void CudaPlan::destroy_lt() {}
+std::string CudaPlan::lt_summary() const { return ""; }
+void CudaPlan::fail_lt_capture_probe_for_testing(bool) {}
+bool CudaBackend::Impl::lt_capture_works() { return false; }
 
 #endif
 

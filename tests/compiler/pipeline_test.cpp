@@ -8,6 +8,7 @@
 
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/compiler/core_rules.hpp"
+#include "luminal/compiler/trace.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -98,6 +99,18 @@ TEST(Trace, WritesEachStageToAFolder) {
   ss << in.rdbuf();
   EXPECT_NE(ss.str().find("core"), std::string::npos) << ss.str();
   std::filesystem::remove_all(dir);
+}
+
+// Runtime categories (per-execute lines) are neither stages on stderr nor a folder.
+TEST(Trace, CategoriesAreNotStagesOrFolders) {
+  setenv("LUMINAL_TRACE", "cuda.recapture", 1);
+  EXPECT_FALSE(Trace().on());
+  setenv("LUMINAL_TRACE", "cuda.recapture,1", 1);
+  EXPECT_TRUE(Trace().on());
+  setenv("LUMINAL_TRACE", "0", 1);
+  EXPECT_FALSE(Trace().on());
+  unsetenv("LUMINAL_TRACE");
+  EXPECT_FALSE(std::filesystem::exists("cuda.recapture"));
 }
 
 TEST(SearchSpace, EveryGenomeIsAValidProgram) {

@@ -1,8 +1,15 @@
-// GPU suite (skips without a GPU or cuBLASLt): cuBLASLt epilogues in plans. Programs forced to
-// take the cuBLASLt nodes with the most epilogue inputs (beta = 1 with a residual as C, a
-// per-feature bias, both; a batched product with both), in f32 and bf16, on both executors,
-// with the row count changing inside the bucket and new buffers at every run: every output
-// matches the reference runtime.
+// GPU suite (skips without a GPU or cuBLASLt): cuBLASLt epilogues and options in plans.
+// - Programs forced to take the cuBLASLt nodes with the most epilogue inputs (beta = 1 with a
+//   residual as C, a per-feature bias, both; a batched product with both), in f32 and bf16, on
+//   both executors, with the row count changing inside the bucket (down to 1) and new buffers at
+//   every run:
+//   every output matches the reference runtime; re-prepares keep the step's algorithm; the
+//   plan's summary lists the steps. (Its first
+//   plan makes the process's first cuBLASLt call inside a capture: the probe.)
+// - allow_tf32: an f32 product then differs from the f32 reference by TF32 rounding (and
+//   without it, it does not); the device key says so.
+// - The capture probe: when it fails (forced), plans with cuBLASLt steps run on the stream and
+//   stay correct.
 #include <gtest/gtest.h>
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
@@ -12,6 +19,7 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
+#include "luminal/cuda/plan.hpp"
 #include "luminal/luminal.hpp"
 #include "support/llir_direct.hpp"
 
@@ -64,7 +72,17 @@ TEST(CudaLtEpilogue, ResidualAndBiasEpiloguesOnBothExecutors) {
       EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "cb"), 2) << llir.to_text();
       luminal::testing::LoadedPlan lp =
           luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
-      for (int64_t sv : {7, 9, 7}) {
+      const std::string summary = dynamic_cast<const CudaPlan&>(*lp.plan).lt_summary();
+      std::printf("[lt-epilogue] %s %s summary:\n%s", name(t).data(), exec, summary.c_str());
+      EXPECT_NE(summary.find("4 steps"), std::string::npos) << summary;
+      EXPECT_NE(summary.find("epilogue=+C+bias"), std::string::npos) << summary;
+      // The first plan of this process with cuBLASLt steps probed capture with the process's
+      // first cuBLASLt call, inside a capture: it worked, so the plan runs as a graph.
+      if (e == CudaOptions::Executor::Graph) {
+        EXPECT_TRUE(dynamic_cast<const CudaPlan&>(*lp.plan).graph_executor()) << summary;
+      }
+      const CudaBackend::LtStats before = be.lt_stats();
+      for (int64_t sv : {7, 9, 7, 1}) {
         const size_t su = static_cast<size_t>(sv);
         const std::map<std::string, std::vector<double>> in = {
             {"x", values(su * 128, 0.37)},    {"w", values(96 * 128, 0.11)},
@@ -94,8 +112,84 @@ TEST(CudaLtEpilogue, ResidualAndBiasEpiloguesOnBothExecutors) {
           EXPECT_EQ(bad, 0u) << name(t) << " " << exec << " " << out << " s=" << sv;
         }
       }
+      // s 16 (load) -> 7 -> 9 -> 7 -> 1: new specs, each prepared keeping the step's algorithm
+      // where cuBLASLt accepts it for the new m (then the island's kernels stay: updated in place).
+      const CudaBackend::LtStats after = be.lt_stats();
+      std::printf(
+          "[lt-epilogue] %s %s: prepares %llu (%llu kept the algorithm), recaptures %llu "
+          "(%llu in place)\n",
+          name(t).data(), exec, static_cast<unsigned long long>(after.prepares - before.prepares),
+          static_cast<unsigned long long>(after.algo_kept - before.algo_kept),
+          static_cast<unsigned long long>(after.recaptures - before.recaptures),
+          static_cast<unsigned long long>(after.in_place - before.in_place));
+      EXPECT_GE(after.algo_kept - before.algo_kept, 1u);
     }
   }
+}
+
+/// The largest |got - want| / (1 + |want|) of y = x @ w^T (f32, k = 1024) on `be`, forced onto
+/// cuBLASLt.
+double f32_product_error(CudaBackend& be) {
+  Graph g;
+  Tensor x = g.tensor("x", {64, 1024});
+  Tensor w = g.tensor("w", {256, 1024});
+  x.matmul(w.transpose(0, 1)).output("y");
+  const LlirGraph llir = testing::prefer_lt(g, be);
+  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
+  const std::vector<double> xv = values(64 * 1024, 0.37), wv = values(256 * 1024, 0.11);
+  ReferenceRuntime rt(g);
+  rt.set("x", xv);
+  rt.set("w", wv);
+  rt.execute({});
+  luminal::testing::BufferMap in;
+  in["x"] = to_host_buffer(xv.data(), xv.size(), DType::F32, "x");
+  in["w"] = to_host_buffer(wv.data(), wv.size(), DType::F32, "w");
+  const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, in, {});
+  const std::vector<double> want = rt.get<double>("y");
+  const std::vector<double> got = from_host_buffer<double>(run.outputs.at("y"), "y", "double");
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(got[i] - want[i]) / (1 + std::abs(want[i])));
+  return worst;
+}
+
+TEST(CudaLtEpilogue, Tf32OnlyWhenAllowed) {
+  LUMINAL_REQUIRE_GPU();
+  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
+  CudaOptions o;
+  o.allow_tf32 = true;
+  CudaBackend tf32(o);
+  CudaBackend& plain = lt_backend(CudaOptions::Executor::Graph);
+  ASSERT_TRUE(tf32.allow_tf32());
+  EXPECT_FALSE(plain.allow_tf32());
+  EXPECT_NE(tf32.device_key(), plain.device_key());
+  EXPECT_NE(tf32.device_key().find(" tf32"), std::string::npos) << tf32.device_key();
+  const double e32 = f32_product_error(plain), etf32 = f32_product_error(tf32);
+  std::printf("[lt-epilogue] f32 product k=1024: worst relative error %.2e (f32), %.2e (tf32)\n",
+              e32, etf32);
+  // f32: k * eps; TF32 rounds each operand to 10 mantissa bits (2^-11 relative) first.
+  EXPECT_LT(e32, 1024 * 1.2e-7);
+  EXPECT_GT(etf32, 10 * e32);
+  EXPECT_LT(etf32, 4 * std::sqrt(1024.0) * std::ldexp(1.0, -11));
+}
+
+TEST(CudaLtEpilogue, AFailedCaptureProbeRunsThePlanOnTheStream) {
+  LUMINAL_REQUIRE_GPU();
+  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
+  CudaPlan::fail_lt_capture_probe_for_testing(true);
+  CudaOptions o;
+  o.executor = CudaOptions::Executor::Graph;
+  CudaBackend be(o);
+  const double err = f32_product_error(be);
+  EXPECT_LT(err, 1024 * 1.2e-7);
+  const CudaBackend::LtStats st = be.lt_stats();
+  EXPECT_EQ(st.captures, 0u);
+  EXPECT_GE(st.calls, 1u);
+  // A backend made after it probes again (and captures).
+  CudaBackend again(o);
+  EXPECT_LT(f32_product_error(again), 1024 * 1.2e-7);
+  EXPECT_GE(again.lt_stats().captures, 1u);
+  EXPECT_EQ(again.lt_stats().calls, 0u);
 }
 
 }  // namespace

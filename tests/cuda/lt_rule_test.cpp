@@ -187,6 +187,22 @@ TEST(LtRules, ResidualAddsBecomeCAndPerFeatureVectorsBecomeBiases) {
   }
 }
 
+// The Add may read the product through a reshape (a dot product kept as [1]): the node with the
+// epilogue takes the Add's shape.
+TEST(LtRules, EpiloguesTakeTheAddsShape) {
+  Graph g;
+  Tensor a = g.tensor("a", {4096}), b = g.tensor("b", {4096});
+  Tensor x = ((a.exp() + 1.0) * a).sum(0, true);  // [1]
+  (x + b.sum(0, true)).output("out");
+  const LlirGraph p = prefer_epilogue(g);
+  const std::vector<std::string> got = lt_nodes(p);
+  EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:c"), 1) << p.to_text();
+  for (const LlirNode& n : p.nodes)
+    if (cuda::is_lt_op(n.op)) {
+      EXPECT_EQ(shape_to_string(n.attrs.shape), "[1]");
+    }
+}
+
 // The bias runs along the output's unit-stride axes, whichever of the plan's m and n they are:
 // y = w x^T (output [96, s]: the unit stride is along s) takes a bias over s, not over 96.
 TEST(LtRules, TheBiasFollowsTheOutputsUnitStrideAxes) {
@@ -212,6 +228,27 @@ TEST(LtRules, TheBiasFollowsTheOutputsUnitStrideAxes) {
   EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(4), Expr(1)}));  // a full matrix is C, not a bias
   EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(0), Expr(2)}));
   EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(0)}));
+}
+
+// A product written W-first (Mul(W, x) summed: the plan computes it transposed, its N along the
+// features) takes a per-feature bias when the rows are fixed, but not when they are dynamic: at
+// s = 1 the plan drops the row axis, stops swapping, and D's rows are no longer the features.
+TEST(LtRules, ABiasIsRefusedWhereADimAtOneMovesDsRows) {
+  for (bool dynamic : {false, true}) {
+    Graph g;
+    if (dynamic) g.declare_dim("s", 1, 16);
+    const Expr S = dynamic ? Expr::var("s") : Expr(8);
+    Tensor x = g.tensor("x", {S, Expr(128)});
+    Tensor w = g.tensor("w", {96, 128});
+    Tensor b = g.tensor("b", {96});
+    Tensor y = (w.unsqueeze(0).expand({S, Expr(96), Expr(128)}) *
+                x.unsqueeze(1).expand({S, Expr(96), Expr(128)}))
+                   .sum(2);
+    (y + b).output("y");
+    const std::vector<std::string> got = lt_nodes(prefer_epilogue(g));
+    EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:b"), dynamic ? 0 : 1)
+        << (dynamic ? "dynamic" : "fixed");
+  }
 }
 
 TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {

@@ -4,6 +4,7 @@
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "luminal/core/error.hpp"
 #include "luminal/core/hash.hpp"
@@ -65,8 +66,9 @@ void add_epilogues(const Match& m, EGraph& eg) {
       // C: y read whole in the output's layout.
       if (!e.accumulate && vy.is_contiguous() && vy.dims == vx.dims) {
         Attrs b = a;
+        b.shape = aa.shape;  // (the Add may read the product through a reshape)
         b.payload = std::make_shared<LtEpilogue>(true, e.bias);
-        b.views.insert(b.views.begin() + 2, View::contiguous(a.shape));
+        b.views.insert(b.views.begin() + 2, View::contiguous(aa.shape));
         ch.insert(ch.begin() + 2, y);
         found.push_back({n.op, std::move(b), ch});
         ch.erase(ch.begin() + 2);
@@ -80,6 +82,7 @@ void add_epilogues(const Match& m, EGraph& eg) {
           if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
         if (vx.dims == out && bs.size() == vy.strides.size() && lt_bias_fits(a, bs)) {
           Attrs b = a;
+          b.shape = aa.shape;
           b.payload = std::make_shared<LtEpilogue>(e.accumulate, true);
           b.views.push_back(vy);
           ch.push_back(y);
@@ -186,22 +189,62 @@ int lt_bias_input(const Attrs& a) {
   return e.bias ? (e.accumulate ? 3 : 2) : -1;
 }
 
-bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
-  const std::optional<LtNodeGemm> g = lt_node_gemm(a);
-  if (!g || bias_strides.size() + 1 != g->dims.size()) return false;
-  const std::optional<GemmPlan<Expr>> p = plan_gemm<SymOps>(g->dims, g->sa, g->sb, g->k);
+namespace {
+
+/// The bias check at one set of dims and strides (symbolic or known).
+template <class O>
+bool bias_fits(const std::vector<typename O::N>& dims, const std::vector<typename O::N>& sa,
+               const std::vector<typename O::N>& sb, int k,
+               const std::vector<typename O::N>& bias) {
+  using N = typename O::N;
+  if (bias.size() + 1 != dims.size()) return false;
+  const std::optional<GemmPlan<N>> p = plan_gemm<O>(dims, sa, sb, k);
   if (!p) return false;
   // The output's strides: row-major over the dims without k.
-  Expr c(1);
-  for (int i = static_cast<int>(g->dims.size()) - 1; i >= 0; --i) {
-    if (i == g->k) continue;
-    const Expr& b = bias_strides[static_cast<size_t>(i > g->k ? i - 1 : i)];
+  N c = N(1);
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    if (i == k) continue;
+    const N& b = bias[static_cast<size_t>(i > k ? i - 1 : i)];
     const bool along = std::find(p->n_axes.begin(), p->n_axes.end(), i) != p->n_axes.end();
-    if (!(g->dims[static_cast<size_t>(i)] == Expr(1)) && !(b == (along ? c : Expr(0))))
-      return false;
-    c = c * g->dims[static_cast<size_t>(i)];
+    if (!O::is_one(dims[static_cast<size_t>(i)]) && !O::eq(b, along ? c : N(0))) return false;
+    c = c * dims[static_cast<size_t>(i)];
   }
   return true;
+}
+
+}  // namespace
+
+bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
+  const std::optional<LtNodeGemm> g = lt_node_gemm(a);
+  if (!g || !bias_fits<SymOps>(g->dims, g->sa, g->sb, g->k, bias_strides)) return false;
+  // The plan drops axes of size 1 (and may then merge the axes around them): with each dynamic
+  // dim at 1, the bias must still run along D's rows.
+  std::vector<std::string> vars;
+  for (const std::vector<Expr>* v : {&g->dims, &g->sa, &g->sb, &bias_strides})
+    for (const Expr& e : *v)
+      for (const std::string& name : e.vars())
+        if (name != "z" && std::find(vars.begin(), vars.end(), name) == vars.end())
+          vars.push_back(name);
+  if (vars.size() > 4) return false;  // (not worth 2^n plans)
+  for (size_t mask = 1; mask < (size_t{1} << vars.size()); ++mask) {
+    std::map<std::string, Expr, std::less<>> one;
+    for (size_t i = 0; i < vars.size(); ++i)
+      if (mask & (size_t{1} << i)) one[vars[i]] = Expr(1);
+    auto sub = [&](const std::vector<Expr>& v) {
+      std::vector<Expr> out;
+      for (const Expr& e : v)
+        out.push_back(e.substitute(one));
+      return out;
+    };
+    if (!bias_fits<SymOps>(sub(g->dims), sub(g->sa), sub(g->sb), g->k, sub(bias_strides)))
+      return false;
+  }
+  return true;
+}
+
+bool lt_bias_fits_at(const std::vector<int64_t>& dims, const std::vector<int64_t>& sa,
+                     const std::vector<int64_t>& sb, int k, const std::vector<int64_t>& bias) {
+  return bias_fits<IntOps>(dims, sa, sb, k, bias);
 }
 
 bool is_lt_op(const OpDef* op) { return op == &kLtCol || op == &kLtRow; }

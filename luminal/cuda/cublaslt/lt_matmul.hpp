@@ -59,7 +59,12 @@ int lt_bias_input(const Attrs& a);
 /// being `a`'s Mul dims without the reduced axis) adds bias[i] to row i of the library's D in
 /// the column family: it steps with the output along the axes where the output has its unit
 /// stride and is broadcast along every other axis.
+/// Checked for the symbolic dims and again with each subset of the dynamic dims at 1 (the plan
+/// drops size-1 axes, which can move D's rows).
 bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides);
+/// The same at known dims and strides (the plan re-checks at each new spec).
+bool lt_bias_fits_at(const std::vector<int64_t>& dims, const std::vector<int64_t>& sa,
+                     const std::vector<int64_t>& sb, int k, const std::vector<int64_t>& bias);
 
 /// Nothing when a stride is not c * z (an offset, a non-linear view) or the layout is not one
 /// gemm per batch index with composing batch axes.

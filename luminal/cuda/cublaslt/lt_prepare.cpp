@@ -1,5 +1,6 @@
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -71,7 +72,8 @@ LtHandle::~LtHandle() {
   if (h_) api_.cublasLtDestroy(h_);
 }
 
-LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device) : h_(h), spec_(spec) {
+LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const LtPrepared* keep)
+    : h_(h), spec_(spec) {
   const LtApi& lt = h.api();
   try {
     check_lt(lt, lt.cublasLtMatmulDescCreate(&desc_, spec.compute, spec.scale),
@@ -84,6 +86,18 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device) : h_(h
     c_ = make_layout(lt, spec.c, spec.batch);
     d_ = make_layout(lt, spec.d, spec.batch);
 
+    if (keep && std::equal(std::begin(keep->spec_.align), std::end(keep->spec_.align),
+                           std::begin(spec.align))) {
+      cublasLtMatmulHeuristicResult_t r{};
+      if (lt.cublasLtMatmulAlgoCheck(h.get(), desc_, a_, b_, c_, d_, &keep->algo_, &r) ==
+              CUBLAS_STATUS_SUCCESS &&
+          r.workspaceSize <= spec.workspace) {
+        algo_ = keep->algo_;
+        algo_workspace_ = r.workspaceSize;
+        kept_ = true;
+        return;
+      }
+    }
     HeuristicCache& c = cache();
     const Key key{device, spec};
     {

@@ -42,8 +42,11 @@ class LtPrepared {
  public:
   /// Descriptors for `spec` and its algorithm (from the heuristic cache, else one query with
   /// the spec's workspace limit and alignments). Throws luminal::Error naming the spec when
-  /// cuBLASLt has no algorithm for it.
-  LtPrepared(const LtHandle& h, const LtSpec& spec, int device);
+  /// cuBLASLt has no algorithm for it. With `keep` (the prepare of the same step at other dims,
+  /// with the same alignments): its algorithm when cublasLtMatmulAlgoCheck accepts it for
+  /// `spec` within the workspace limit (the same kernels then run: a captured island's nodes
+  /// keep their functions and only their parameters change), else the heuristic's.
+  LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const LtPrepared* keep = nullptr);
   ~LtPrepared();
   LtPrepared(const LtPrepared&) = delete;
   LtPrepared& operator=(const LtPrepared&) = delete;
@@ -57,6 +60,8 @@ class LtPrepared {
   const LtSpec& spec() const { return spec_; }
   /// The workspace the chosen algorithm needs (at most spec().workspace).
   size_t algo_workspace() const { return algo_workspace_; }
+  /// Whether the algorithm is the one `keep` had (not the heuristic's).
+  bool kept() const { return kept_; }
 
  private:
   void destroy();
@@ -67,6 +72,7 @@ class LtPrepared {
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   size_t algo_workspace_ = 0;
+  bool kept_ = false;
 };
 
 /// The process-wide heuristic cache's counters (tests, traces).
