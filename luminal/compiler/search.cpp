@@ -199,10 +199,14 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   };
 
   // Generation 0: the first genome, the one with the fewest kernels, the same without library
-  // calls (when it differs: try_genome skips a program seen before), then random ones.
+  // calls and with them wherever they can stand (when they differ: try_genome skips a program
+  // seen before), then random ones.
+  using Seed = SearchSpace::LibrarySeed;
   try_genome(space.first_genome());
   if (!limit_hit()) try_genome(space.fewest_kernels_genome());
-  if (!limit_hit() && space.has_library_calls()) try_genome(space.fewest_kernels_genome(false));
+  if (space.has_library_calls())
+    for (Seed mode : {Seed::Avoid, Seed::Prefer})
+      if (!limit_hit()) try_genome(space.fewest_kernels_genome(mode));
   int misses = 0;
   for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 256;) {
     if (try_genome(space.random_genome(rng)))

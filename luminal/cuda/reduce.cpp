@@ -22,8 +22,9 @@ namespace luminal::cuda {
 
 namespace {
 
-const OpDef kMatmul{"cuda.Matmul"};
-const OpDef kMatmulCast{"cuda.MatmulCast"};
+// (cuBLASLt does a matmul better where it is offered: the library-preferring seed avoids these)
+const OpDef kMatmul{.name = "cuda.Matmul", .library_replaces = true};
+const OpDef kMatmulCast{.name = "cuda.MatmulCast", .library_replaces = true};
 
 constexpr int kBlock = 256;
 

@@ -18,11 +18,14 @@ namespace {
 
 uint64_t mix(uint64_t h, uint64_t v) { return hash_combined(h, v); }
 
-// An e-node's cost in the fewest-kernels seed: inputs free, a library call kAvoided when the
-// seed does without them.
-double seed_cost(const OpDef* op, bool library_calls) {
+// An e-node's cost in the fewest-kernels seed: inputs free; a library call kAvoided when the
+// seed avoids them, an op a library call replaces kAvoided when the seed prefers them.
+double seed_cost(const OpDef* op, SearchSpace::LibrarySeed mode) {
   if (is_op(op, OpKind::Input)) return 0;
-  return op->library_call && !library_calls ? SearchSpace::kAvoided : op->seed_cost;
+  if (mode == SearchSpace::LibrarySeed::Avoid && op->library_call) return SearchSpace::kAvoided;
+  if (mode == SearchSpace::LibrarySeed::Prefer && op->library_replaces)
+    return SearchSpace::kAvoided;
+  return op->seed_cost;
 }
 
 // What an e-node looks like locally: op, attributes without labels, arity.
@@ -222,7 +225,7 @@ double SearchSpace::log10_size() const {
 
 Genome SearchSpace::first_genome() const { return Genome(gene_sizes_.size(), 0); }
 
-Genome SearchSpace::fewest_kernels_genome(bool library_calls) const {
+Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
   const size_t n = options_.size();
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> cost(n, inf);
@@ -235,7 +238,7 @@ Genome SearchSpace::fewest_kernels_genome(bool library_calls) const {
       const std::vector<ENodeId>& opts = options_[c];
       for (size_t k = 0; k < opts.size(); ++k) {
         const ENode& e = eg_->node(opts[k]);
-        double w = seed_cost(e.op, library_calls);
+        double w = seed_cost(e.op, mode);
         for (ClassId ch : e.children)
           w += cost[eg_->find(ch)];
         if (w < cost[c]) {
@@ -259,7 +262,7 @@ Genome SearchSpace::fewest_kernels_genome(bool library_calls) const {
     std::vector<double>& ex = excess[gene_[c]];
     for (size_t v = 0; v < ex.size(); ++v) {
       const ENode& e = eg_->node(opts[pick_[c][v]]);
-      double w = seed_cost(e.op, library_calls);
+      double w = seed_cost(e.op, mode);
       for (ClassId ch : e.children)
         w += cost[eg_->find(ch)];
       ex[v] += w == inf ? 1e300 : (w - cost[c]) / std::max(cost[c], 1.0);
@@ -272,7 +275,7 @@ Genome SearchSpace::fewest_kernels_genome(bool library_calls) const {
   // The tree costs above count a shared class once per use and cannot see that two choices need
   // the same class (or force two versions of one value): a descent over genes, one at a time, on
   // the program's true cost (each class it runs counted once) keeps every change that lowers it.
-  double lowest = program_cost(g, library_calls);
+  double lowest = program_cost(g, mode);
   for (int round = 0; round < 16; ++round) {
     bool improved = false;
     for (size_t i = 0; i < g.size(); ++i) {
@@ -280,7 +283,7 @@ Genome SearchSpace::fewest_kernels_genome(bool library_calls) const {
       for (uint32_t v = 0; v < gene_sizes_[i]; ++v) {
         if (v == keep) continue;
         g[i] = v;
-        const double c = program_cost(g, library_calls);
+        const double c = program_cost(g, mode);
         if (c < lowest - 1e-9) {
           lowest = c;
           keep = v;
@@ -301,10 +304,10 @@ bool SearchSpace::has_library_calls() const {
   return false;
 }
 
-double SearchSpace::program_cost(const Genome& g, bool library_calls) const {
+double SearchSpace::program_cost(const Genome& g, LibrarySeed mode) const {
   double total = 0;
   for (ClassId c : topo_order(g))
-    total += seed_cost(eg_->node(chosen(g, c)).op, library_calls);
+    total += seed_cost(eg_->node(chosen(g, c)).op, mode);
   return total;
 }
 

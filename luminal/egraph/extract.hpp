@@ -46,16 +46,19 @@ class SearchSpace {
   /// trying every value of every gene, until one changes nothing or 16 have run). It favours the
   /// largest fused regions and library ops: the search's starting point for programs of many small
   /// kernels, which random genomes rarely reach.
-  /// With `library_calls` false, ops marked OpDef::library_call cost kAvoided each (the second
-  /// seed of the search): the gene descent on program_cost drops every one that a change of one
-  /// gene can replace (a shared gene whose other values some class cannot take may keep one).
-  Genome fewest_kernels_genome(bool library_calls = true) const;
+  /// `mode` says how library calls (OpDef::library_call) count: Use, one each like a kernel (the
+  /// first seed); Avoid, kAvoided each (the second seed: the gene descent on program_cost drops
+  /// every one a change of one gene can replace; a shared gene whose other values some class
+  /// cannot take may keep one); Prefer, the ops they replace (OpDef::library_replaces) cost
+  /// kAvoided each instead (the third seed: library calls wherever one can stand, with the copies
+  /// that make an operand's layout one the library takes).
+  enum class LibrarySeed { Use, Avoid, Prefer };
+  Genome fewest_kernels_genome(LibrarySeed mode = LibrarySeed::Use) const;
   /// Whether some option of some class is a library call (OpDef::library_call).
   bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
-  /// inputs free), about its number of kernels; a library call costs kAvoided when
-  /// `library_calls` is false.
-  double program_cost(const Genome& g, bool library_calls = true) const;
+  /// inputs free), about its number of kernels, with `mode` as above.
+  double program_cost(const Genome& g, LibrarySeed mode = LibrarySeed::Use) const;
   /// The seed cost of an avoided library call: more than any program of kernels.
   static constexpr double kAvoided = 1e9;
   Genome random_genome(Rng& rng) const;

@@ -29,6 +29,11 @@ struct OpDef {
   /// that loses (a GEMV the library runs slower; a spec that changes with every decode step) is
   /// measured against the program that does without it.
   bool library_call = false;
+  /// An op of the backend's own that a library call does better where one is offered (the
+  /// generated matmul, which has no tensor-core path): the third seed avoids it, so library
+  /// calls stand wherever they can, even on operands copied into a layout the library takes
+  /// (the GQA attention products of a prefill).
+  bool library_replaces = false;
 };
 
 /// The OpDef of an HLIR primitive.

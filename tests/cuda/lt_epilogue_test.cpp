@@ -10,17 +10,23 @@
 //   without it, it does not); the device key says so.
 // - The capture probe: when it fails (forced), plans with cuBLASLt steps run on the stream and
 //   stay correct.
+// - A warm start from the compile cache: the program with cuBLASLt steps (and epilogues) comes
+//   back from the cache text, its calls are prepared again at load, and the results equal the
+//   cold session's bit for bit.
 #include <gtest/gtest.h>
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/program/llir_serial.hpp"
 #include "support/llir_direct.hpp"
 
 namespace luminal::cuda {
@@ -190,6 +196,62 @@ TEST(CudaLtEpilogue, AFailedCaptureProbeRunsThePlanOnTheStream) {
   EXPECT_LT(f32_product_error(again), 1024 * 1.2e-7);
   EXPECT_GE(again.lt_stats().captures, 1u);
   EXPECT_EQ(again.lt_stats().calls, 0u);
+}
+
+TEST(CudaLtEpilogue, AWarmStartFromTheCompileCachePreparesAgainWithTheSameResults) {
+  LUMINAL_REQUIRE_GPU();
+  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "luminal_lt_warm_start";
+  fs::remove_all(dir);
+  const char* was = std::getenv("LUMINAL_CACHE");
+  const std::string saved = was ? was : "";
+  setenv("LUMINAL_CACHE", "on", 1);
+  Graph g;
+  g.declare_dim("s", 1, 64);
+  const Expr s = Expr::var("s");
+  Tensor x = g.tensor("x", {s, Expr(256)}, DType::BF16);
+  Tensor w = g.tensor("w", {512, 256}, DType::BF16);
+  Tensor b = g.tensor("b", {512}, DType::BF16);
+  Tensor r = g.tensor("r", {s, Expr(512)}, DType::BF16);
+  ((x.matmul(w.transpose(0, 1)) + b) + r).output("y");
+  const CompileOptions opts = CompileOptions().search_graph_limit(8).verbose(false).cache_dir(dir);
+  CudaBackend& be = lt_backend(CudaOptions::Executor::Graph);
+  const std::vector<double> xv = values(48 * 256, 0.37), wv = values(512 * 256, 0.11),
+                            bv = values(512, 0.7), rv = values(48 * 512, 0.23);
+  auto run = [&](Session& sess) {
+    sess.set("x", xv);
+    sess.set("w", wv);
+    sess.set("b", bv);
+    sess.set("r", rv);
+    sess.execute({{"s", 48}});
+    return sess.get<float>("y");
+  };
+  Session cold(g, be, opts);
+  cold.compile();
+  ASSERT_FALSE(cold.reports()[0].cached);
+  const std::vector<float> want = run(cold);
+  const uint64_t prepares = be.lt_stats().prepares;
+  Session warm(g, be, opts);
+  warm.compile();
+  ASSERT_TRUE(warm.reports()[0].cached) << warm.report();
+  const std::vector<float> got = run(warm);
+  int lt = 0;
+  for (const LlirNode& n : warm.llir({{"s", 48}}).nodes)
+    lt += is_lt_op(n.op);
+  std::printf("[lt-epilogue] warm start: %d cuBLASLt steps, %llu prepares at load and run\n", lt,
+              static_cast<unsigned long long>(be.lt_stats().prepares - prepares));
+  if (lt > 0) {
+    EXPECT_GT(be.lt_stats().prepares, prepares);
+  }
+  EXPECT_EQ(write_llir(warm.llir({{"s", 48}})), write_llir(cold.llir({{"s", 48}})));
+  EXPECT_EQ(got, want);
+  if (was) {
+    setenv("LUMINAL_CACHE", saved.c_str(), 1);
+  } else {
+    unsetenv("LUMINAL_CACHE");
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
