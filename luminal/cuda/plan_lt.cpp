@@ -426,9 +426,14 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   // parameters are set on the island's nodes, in the template and in the executable.
   // (Not on nodes added since the executable was instantiated: the node-level update needs
   // nodes the executable was made from.)
-  const std::vector<NodeSig> old =
-      bd.island[s].empty() ? std::vector<NodeSig>{} : island_signature(cu, bd.island[s]);
-  if (bd.exec && !bd.island[s].empty() && !bd.replaced[s]) {
+  // The island's kernels as they are: to pair them with a capture for an in-place update, and
+  // after a spec change to tell whether a replacement brought other kernels.
+  const bool respec = st.respec[p];
+  const bool in_place_possible = bd.exec && !bd.island[s].empty() && !bd.replaced[s];
+  const std::vector<NodeSig> old = !bd.island[s].empty() && (in_place_possible || respec)
+                                       ? island_signature(cu, bd.island[s])
+                                       : std::vector<NodeSig>{};
+  if (in_place_possible) {
     bool kernels = true;
     for (const NodeSig& n : old)
       kernels = kernels && n.type == CU_GRAPH_NODE_TYPE_KERNEL;
@@ -457,7 +462,6 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   }
   // Otherwise the island's nodes are replaced: the call captured into the graph after the
   // step before, and the step after linked to it.
-  const bool respec = st.respec[p];
   for (CUgraphNode n : bd.island[s])
     check(cu.cuGraphDestroyNode(n), "cuGraphDestroyNode");
   bd.island[s].clear();
@@ -500,7 +504,7 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   // New nodes: an exec update, or a re-instantiation when the spec changed and the island's
   // kernels did (other kernels may have other cluster attributes, which an exec update takes
   // without applying).
-  const bool same_kernels = !old.empty() && island_signature(cu, bd.island[s]) == old;
+  const bool same_kernels = respec && !old.empty() && island_signature(cu, bd.island[s]) == old;
   return done(respec && !same_kernels ? Recapture::Reinstantiate : Recapture::Update);
 }
 
