@@ -35,6 +35,24 @@ int count(const LlirGraph& p, const std::string& op) {
   return it == mix.end() ? 0 : it->second;
 }
 
+/// The cuBLASLt calls of `p`, both families.
+int lt_calls(const LlirGraph& p) {
+  int n = 0;
+  for (const LlirNode& node : p.nodes)
+    n += cuda::is_lt_op(node.op);
+  return n;
+}
+
+/// A small bf16 Llama with grouped-query attention (4 heads over 2 KV heads), its steps of up to
+/// `max_step` tokens (1: decode).
+models::Decoder bf16_gqa_decoder(int layers, int max_step) {
+  const io::ModelConfig cfg = models::llama_config(
+      {.layers = layers, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50});
+  models::DecoderShape shape{.slots = 64, .max_step = max_step};
+  shape.dtype = DType::BF16;
+  return models::build_decoder(cfg, shape);
+}
+
 TEST(LtRules, AMatmulGetsBothFamiliesAndNothingWithoutTheRuleset) {
   Graph g;
   g.declare_dim("s", 1, 16);
@@ -55,11 +73,7 @@ TEST(LtRules, AMatmulGetsBothFamiliesAndNothingWithoutTheRuleset) {
 }
 
 TEST(LtRules, Bf16DecoderMatmulsReadSixteenBitOperandsAndStoreSixteenBitOutputs) {
-  const io::ModelConfig cfg = models::llama_config(
-      {.layers = 1, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50});
-  models::DecoderShape shape{.slots = 64, .max_step = 1};
-  shape.dtype = DType::BF16;
-  const models::Decoder d = models::build_decoder(cfg, shape);
+  const models::Decoder d = bf16_gqa_decoder(1, 1);
   const LlirGraph p = prefer_lt(d.graph, true);
   int lt = 0, bf16_in = 0, bf16_out = 0;
   LlirGraph q = p;
@@ -81,21 +95,13 @@ TEST(LtRules, Bf16DecoderMatmulsReadSixteenBitOperandsAndStoreSixteenBitOutputs)
 // reads the graph's casts, so it needs fewer kernels) and one made of generated kernels only, so
 // a cuBLASLt call that loses is measured against the program without it.
 TEST(LtRules, TheSearchSeedsWithAndWithoutLibraryCalls) {
-  const io::ModelConfig cfg = models::llama_config(
-      {.layers = 2, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50});
-  models::DecoderShape shape{.slots = 64, .max_step = 1};
-  shape.dtype = DType::BF16;
-  const models::Decoder d = models::build_decoder(cfg, shape);
+  const models::Decoder d = bf16_gqa_decoder(2, 1);
   testing::CudaRulesOnly rules(true);
   BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
   const LlirGraph with = to_llir(*b.space, b.space->fewest_kernels_genome());
   const LlirGraph without =
       to_llir(*b.space, b.space->fewest_kernels_genome(SearchSpace::LibrarySeed::Avoid));
-  int lt_with = 0, lt_without = 0;
-  for (const LlirNode& n : with.nodes)
-    lt_with += cuda::is_lt_op(n.op);
-  for (const LlirNode& n : without.nodes)
-    lt_without += cuda::is_lt_op(n.op);
+  const int lt_with = lt_calls(with), lt_without = lt_calls(without);
   EXPECT_GE(lt_with, 8) << with.to_text();
   EXPECT_EQ(lt_without, 0) << without.to_text();
   EXPECT_GE(count(without, "cuda.Matmul") + count(without, "cuda.MatmulCast"), 8);
@@ -119,19 +125,12 @@ TEST(LtRules, TheSearchSeedsWithAndWithoutLibraryCalls) {
 // program ran the 8B 128-token prefill in 19 ms instead of 83-85.
 TEST(LtRules, TheLibraryPreferringSeedPutsGqaAttentionOnCublasLt) {
   const int layers = 2;
-  const io::ModelConfig cfg = models::llama_config(
-      {.layers = layers, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 50});
-  models::DecoderShape shape{.slots = 64, .max_step = 16};
-  shape.dtype = DType::BF16;
-  const models::Decoder d = models::build_decoder(cfg, shape);
+  const models::Decoder d = bf16_gqa_decoder(layers, 16);
   testing::CudaRulesOnly rules(true);
   BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
   using Seed = SearchSpace::LibrarySeed;
   auto lt_count = [&](Seed mode) {
-    int lt = 0;
-    for (const LlirNode& n : to_llir(*b.space, b.space->fewest_kernels_genome(mode)).nodes)
-      lt += cuda::is_lt_op(n.op);
-    return lt;
+    return lt_calls(to_llir(*b.space, b.space->fewest_kernels_genome(mode)));
   };
   const int use = lt_count(Seed::Use), prefer = lt_count(Seed::Prefer);
   std::printf("[lt] seeds: %d cuBLASLt calls with library calls used, %d preferred\n", use, prefer);
