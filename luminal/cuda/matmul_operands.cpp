@@ -24,14 +24,17 @@ std::optional<View> compose(const View& outer, const Shape& shape, const View& i
   return out;
 }
 
-std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v) {
+std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v,
+                                               bool fp8) {
   if (eg.dtype(c) != DType::F32) return std::nullopt;
   for (ENodeId id : eg.nodes_of(c)) {
     const ENode& n = eg.node(id);
     if (!is_op(n.op, OpKind::Cast) || n.children.size() != 1) continue;
     const Attrs& a = eg.attrs_of(id);
     const DType from = eg.dtype(n.children[0]);
-    if ((from != DType::BF16 && from != DType::F16) || a.views.size() != 1) continue;
+    const bool ok = from == DType::BF16 || from == DType::F16 ||
+                    (fp8 && (from == DType::F8E4M3 || from == DType::F8E5M2));
+    if (!ok || a.views.size() != 1) continue;
     if (std::optional<View> w = compose(v, eg.shape(c), a.views[0]))
       return std::pair{eg.find(n.children[0]), *w};
   }

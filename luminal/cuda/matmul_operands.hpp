@@ -21,8 +21,9 @@ namespace luminal::cuda {
 std::optional<View> compose(const View& outer, const Shape& shape, const View& inner);
 
 /// Where the matmul operand `c` read through `v` is an exact Cast of a 16-bit float tensor up to
-/// f32: that tensor's class and the view reading it directly.
-std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v);
+/// f32 (with `fp8`, also of an FP8 one): that tensor's class and the view reading it directly.
+std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v,
+                                               bool fp8 = false);
 
 /// The rule `name` for Cast(x) to bf16/f16 of a whole f32 value x: for every e-node of x's class
 /// whose op is `op` (an f32 matmul), `add` gets that node's attributes with the cast's dtype and

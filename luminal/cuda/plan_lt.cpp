@@ -57,10 +57,11 @@ struct CudaPlan::LtStep {
   LtSpec spec;      // at the dims last resolved
   int input_a = 0;  // the matmul input that is the library's A (the other is its B)
   int c_input = -1, bias_input = -1;         // the node's inputs read as C (beta 1) and as the bias
+  int scale_input = -1;                      // ... and as the FP8 scale (one f32)
   uint32_t align[4] = {256, 256, 256, 256};  // the least alignment of the bound pointers
   std::shared_ptr<LtPrepared> prep;
   struct Ptrs {
-    CUdeviceptr in0 = 0, in1 = 0, out = 0, c = 0, bias = 0;
+    CUdeviceptr in0 = 0, in1 = 0, out = 0, c = 0, bias = 0, scale = 0;
     bool operator==(const Ptrs&) const = default;
   };
   std::array<Ptrs, 2> ptrs{};
@@ -70,8 +71,12 @@ struct CudaPlan::LtStep {
 
   LtPointers pointers(int parity) const {
     const Ptrs& p = ptrs[static_cast<size_t>(parity)];
-    return LtPointers{input_a == 0 ? p.in0 : p.in1, input_a == 0 ? p.in1 : p.in0,
-                      c_input >= 0 ? p.c : p.out, p.out, p.bias};
+    return LtPointers{input_a == 0 ? p.in0 : p.in1,
+                      input_a == 0 ? p.in1 : p.in0,
+                      c_input >= 0 ? p.c : p.out,
+                      p.out,
+                      p.bias,
+                      p.scale};
   }
 };
 
@@ -232,7 +237,11 @@ static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
   LtSpec s = lt_spec(*lg, st.types, workspace);
   if (st.c_input >= 0) s.beta = 1.0;
   if (st.bias_input >= 0) s.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  s.scale_a = st.scale_input >= 0;
   std::copy(std::begin(st.align), std::end(st.align), std::begin(s.align));
+  if (const std::string why = lt_fp8_problem(s); !why.empty())
+    throw Error("cuda: cuBLASLt step " + node_text(g, st.node) + " at these dims: " + why +
+                "; run without cuBLASLt (LUMINAL_CUDA_CUBLASLT=0)");
   if (st.prep && s == st.spec) return false;
   st.spec = s;
   st.input_a = lg->input_a;
@@ -265,6 +274,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   st->family = lt_family(n.op);
   st->c_input = lt_c_input(n.attrs);
   st->bias_input = lt_bias_input(n.attrs);
+  st->scale_input = lt_scale_input(n.attrs);
   std::string why;
   const std::optional<LtTypes> t =
       lt_types(n.input_dtypes.at(0), n.input_dtypes.at(1), n.attrs.dtype, be_.tf32, &why);
@@ -328,7 +338,8 @@ void CudaPlan::bind_lt(int parity) {
   for (const auto& st : lt_) {
     const LlirNode& n = g_.nodes[st->node];
     auto in = [&](int i) { return i >= 0 ? bd.ptr[n.inputs[static_cast<size_t>(i)]] : 0; };
-    LtStep::Ptrs p{in(0), in(1), bd.ptr[st->node], in(st->c_input), in(st->bias_input)};
+    LtStep::Ptrs p{
+        in(0), in(1), bd.ptr[st->node], in(st->c_input), in(st->bias_input), in(st->scale_input)};
     if (!(p == st->ptrs[parity])) st->dirty[parity] = true;
     st->ptrs[parity] = p;
     // A pointer less aligned than the spec says (an external binding): prepare for it.

@@ -1,7 +1,8 @@
 // CI without a GPU: the cuBLASLt rules (cublaslt/lt_matmul.cpp) add cuda.LtMatmul and
-// cuda.LtMatmulRow alternatives to matmuls, reading 16-bit operands through the graph's casts and
-// storing a 16-bit output through its cast down; without the "cuda.cublaslt" ruleset there are
-// none; a program made of them generates no kernel for them.
+// cuda.LtMatmulRow alternatives to matmuls, reading 16-bit (and, in the TN form, FP8) operands
+// through the graph's casts and storing a 16-bit output through its cast down; epilogues (C, bias,
+// the FP8 scale); without the "cuda.cublaslt" ruleset there are none; a program made of them
+// generates no kernel for them.
 #include <gtest/gtest.h>
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
@@ -278,6 +279,140 @@ TEST(LtRules, ABiasIsRefusedWhereADimAtOneMovesDsRows) {
     EXPECT_EQ(std::count(got.begin(), got.end(), "cuda.LtMatmul:b"), dynamic ? 0 : 1)
         << (dynamic ? "dynamic" : "fixed");
   }
+}
+
+/// The program that takes a cuBLASLt op reading FP8 operands wherever one is offered (`row`: the
+/// row family's first), another cuBLASLt op otherwise.
+LlirGraph prefer_fp8(const Graph& g, bool row = false) {
+  testing::CudaRulesOnly rules(true);
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+    const ENode& n = eg.node(id);
+    if (!cuda::is_lt_op(n.op)) return 0.0;
+    const DType t = eg.dtype(n.children[0]);
+    const bool fp8 = t == DType::F8E4M3 || t == DType::F8E5M2;
+    return 1.0 + (fp8 ? 2.0 : 0.0) + ((n.op->name == std::string_view("cuda.LtMatmulRow")) == row);
+  }));
+}
+
+/// The cuBLASLt nodes of `p` that read FP8 operands, as "op:epilogue".
+std::vector<std::string> fp8_lt_nodes(LlirGraph p) {
+  p.fill_input_dtypes();
+  std::vector<std::string> out;
+  for (const LlirNode& n : p.nodes)
+    if (cuda::is_lt_op(n.op) &&
+        (n.input_dtypes[0] == DType::F8E4M3 || n.input_dtypes[0] == DType::F8E5M2))
+      out.push_back(std::string(n.op->name) + ":" + cuda::lt_epilogue(n.attrs).serialize());
+  return out;
+}
+
+// FP8 operands are read through the graph's exact casts up to f32, only for the column family's
+// TN form (x @ W^T, both row-major) with leading dimensions that are multiples of 16, and only
+// for the pairs cuBLASLt has; everything else keeps the f32 product over the casts.
+TEST(LtRules, Fp8ProductsReadThroughTheCastsInTheTnFormOnly) {
+  struct Case {
+    DType a, b;
+    int64_t k;
+    bool transposed_w;  // W stored [k, n] (x @ W: not TN)
+    int want;
+  };
+  for (const Case& c : {Case{DType::F8E4M3, DType::F8E4M3, 64, false, 1},
+                        Case{DType::F8E4M3, DType::F8E5M2, 64, false, 1},
+                        Case{DType::F8E5M2, DType::F8E4M3, 64, false, 1},
+                        Case{DType::F8E5M2, DType::F8E5M2, 64, false, 0},
+                        Case{DType::F8E4M3, DType::F8E4M3, 40, false, 0},
+                        Case{DType::F8E4M3, DType::F8E4M3, 64, true, 0}}) {
+    Graph g;
+    g.declare_dim("s", 1, 32);
+    Tensor x = g.tensor("x", {Expr::var("s"), Expr(c.k)}, c.a);
+    Tensor w = c.transposed_w ? g.tensor("w", {c.k, 48}, c.b) : g.tensor("w", {48, c.k}, c.b);
+    Tensor wt = c.transposed_w ? w.cast(DType::F32) : w.cast(DType::F32).transpose(0, 1);
+    x.cast(DType::F32).matmul(wt).output("y");
+    const std::string what = std::string(name(c.a)) + " x " + std::string(name(c.b)) +
+                             " k=" + std::to_string(c.k) + (c.transposed_w ? " x @ W" : "");
+    const LlirGraph col = prefer_fp8(g);
+    EXPECT_EQ(fp8_lt_nodes(col).size(), static_cast<size_t>(c.want)) << what << col.to_text();
+    EXPECT_EQ(lt_calls(col), 1) << what;  // (the f32 product over the casts otherwise)
+    EXPECT_TRUE(fp8_lt_nodes(prefer_fp8(g, true)) ==
+                std::vector<std::string>(static_cast<size_t>(c.want), "cuda.LtMatmul:"))
+        << what << ": FP8 in the column family only";
+  }
+  Attrs tn;
+  tn.axis = 2;
+  // x [s, 64] @ W^T, W [48, 64]: dims [s, 48, 64].
+  tn.views = {View{{Expr::var("s"), Expr(48), Expr(64)}, {Expr::z() * 64, Expr(0), Expr::z()}},
+              View{{Expr::var("s"), Expr(48), Expr(64)}, {Expr(0), Expr::z() * 64, Expr::z()}}};
+  EXPECT_TRUE(cuda::lt_fp8_fits(tn));
+  Attrs odd_n = tn;  // D's leading dimension 40
+  for (View& v : odd_n.views)
+    v.dims[1] = Expr(40);
+  odd_n.views[1].strides[1] = Expr::z() * 64;
+  EXPECT_FALSE(cuda::lt_fp8_fits(odd_n));
+}
+
+// A scaled FP8 linear layer, (x / s_in) cast to E4M3, times W^T, times s_in * s_w: the scalar
+// multiply becomes the node's scale pointer (its last input, f32), in f32 and cast down to
+// bf16; a bias epilogue may follow with a bf16 D (an f32 D would need a bf16 bias: an f32 one
+// stays an Add); the text reads back for the compile cache.
+TEST(LtRules, AScalarTimesAnFp8ProductBecomesItsScale) {
+  Graph g;
+  g.declare_dim("s", 1, 32);
+  Tensor x = g.tensor("x", {Expr::var("s"), Expr(64)});
+  Tensor s_in = g.tensor("s_in", {1});
+  Tensor w = g.tensor("w", {48, 64}, DType::F8E4M3);
+  Tensor s_w = g.tensor("s_w", {1});
+  Tensor b = g.tensor("b", {48});
+  Tensor b16 = g.tensor("b16", {48}, DType::BF16);
+  Tensor q = (x / s_in).cast(DType::F8E4M3);
+  Tensor y = q.cast(DType::F32).matmul(w.cast(DType::F32).transpose(0, 1)) * (s_in * s_w);
+  y.output("y");
+  y.cast(DType::BF16).output("y16");
+  (y + b).output("yb");
+  (y.cast(DType::BF16) + b16).output("yb16");
+  LlirGraph p = prefer_epilogue(g);
+  std::vector<std::string> got = fp8_lt_nodes(p);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"cuda.LtMatmul:bs", "cuda.LtMatmul:s", "cuda.LtMatmul:s"}))
+      << p.to_text();  // (yb reads y's node)
+  p.fill_input_dtypes();
+  int bf16 = 0;
+  for (const LlirNode& n : p.nodes)
+    if (cuda::is_lt_op(n.op)) {
+      const int si = cuda::lt_scale_input(n.attrs);
+      ASSERT_GE(si, 2);
+      EXPECT_EQ(n.input_dtypes[static_cast<size_t>(si)], DType::F32);
+      EXPECT_EQ(si + 1, static_cast<int>(n.inputs.size()));  // the scale comes last
+      bf16 += n.attrs.dtype == DType::BF16;
+      if (cuda::lt_epilogue(n.attrs).bias) {
+        EXPECT_EQ(n.attrs.dtype, DType::BF16) << p.to_text();
+      }
+    }
+  EXPECT_EQ(bf16, 2);
+  testing::CudaRulesOnly rules(true);
+  EXPECT_EQ(read_llir(write_llir(p), rules).to_text(), p.to_text());
+  // A bf16 product gets no scale (the scale pointer is FP8's), and a scale needs one value read
+  // at every index.
+  Graph h;
+  Tensor hx = h.tensor("x", {8, 64}, DType::BF16);
+  Tensor hw = h.tensor("w", {48, 64}, DType::BF16);
+  Tensor hs = h.tensor("s", {1});
+  (hx.cast(DType::F32).matmul(hw.cast(DType::F32).transpose(0, 1)) * hs).output("y");
+  Tensor fx = h.tensor("fx", {8, 64}, DType::F8E4M3);
+  Tensor fw = h.tensor("fw", {48, 64}, DType::F8E4M3);
+  Tensor per_row = h.tensor("r", {8, 1});
+  (fx.cast(DType::F32).matmul(fw.cast(DType::F32).transpose(0, 1)) * per_row).output("z");
+  for (const std::string& n : lt_nodes(prefer_epilogue(h)))
+    EXPECT_EQ(n.find('s', n.find(':')), std::string::npos) << n;
+}
+
+// The epilogue letters read back in order; anything else is refused with what is accepted.
+TEST(LtRules, EpiloguePayloadText) {
+  for (const char* t : {"c", "b", "s", "cb", "cs", "bs", "cbs"})
+    EXPECT_EQ(cuda::LtEpilogue::deserialize(t)->serialize(), t);
+  for (const char* t : {"", "x", "bc", "ss", "cbsx"})
+    EXPECT_THROW(cuda::LtEpilogue::deserialize(t), Error) << t;
 }
 
 TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {

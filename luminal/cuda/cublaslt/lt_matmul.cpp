@@ -4,6 +4,7 @@
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "luminal/core/error.hpp"
@@ -11,6 +12,7 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
+#include "luminal/kernels/lib_gemm.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal::cuda {
@@ -20,18 +22,24 @@ namespace {
 const OpDef kLtCol{.name = "cuda.LtMatmul", .library_call = true};
 const OpDef kLtRow{.name = "cuda.LtMatmulRow", .library_call = true};
 
+bool is_fp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
+
 /// Whether cuBLASLt takes a matmul with these attributes and operand dtypes in some family.
 bool lt_accepts(const Attrs& a, DType ta, DType tb) {
   return lt_node_gemm(a).has_value() && lt_types(ta, tb, a.dtype, false).has_value();
 }
 
 void add_lt_nodes(EGraph& eg, const Attrs& a, const std::vector<ClassId>& children, ClassId root) {
-  if (!lt_accepts(a, eg.dtype(children[0]), eg.dtype(children[1]))) return;
-  // C and the bias have D's type (a node cast down keeps its f32 C or bias: no such call).
-  for (size_t i = 2; i < children.size(); ++i)
-    if (eg.dtype(children[i]) != a.dtype) return;
+  const DType ta = eg.dtype(children[0]), tb = eg.dtype(children[1]);
+  if (!lt_accepts(a, ta, tb)) return;
+  // C and the bias have D's type (a node cast down keeps its f32 C or bias: no such call); the
+  // scale stays f32.
+  for (int i : {lt_c_input(a), lt_bias_input(a)})
+    if (i >= 0 && eg.dtype(children[static_cast<size_t>(i)]) != a.dtype) return;
+  const bool fp8 = is_fp8(ta) || is_fp8(tb);
+  if (fp8 && !lt_fp8_fits(a)) return;
   for (const OpDef* op : {&kLtCol, &kLtRow})
-    eg.merge(eg.add(op, a, children), root);
+    if (!fp8 || op == &kLtCol) eg.merge(eg.add(op, a, children), root);
 }
 
 /// Add(x, y) where x's class holds a cuBLASLt node (see lt_matmul.hpp, "Epilogues"): the node
@@ -67,14 +75,16 @@ void add_epilogues(const Match& m, EGraph& eg) {
       if (!e.accumulate && vy.is_contiguous() && vy.dims == vx.dims) {
         Attrs b = a;
         b.shape = aa.shape;  // (the Add may read the product through a reshape)
-        b.payload = std::make_shared<LtEpilogue>(true, e.bias);
+        b.payload = std::make_shared<LtEpilogue>(true, e.bias, e.scale);
         b.views.insert(b.views.begin() + 2, View::contiguous(aa.shape));
         ch.insert(ch.begin() + 2, y);
         found.push_back({n.op, std::move(b), ch});
         ch.erase(ch.begin() + 2);
       }
-      // The bias: over the Mul's dims without the reduced axis, along the rows of D.
-      if (!e.bias && n.op == &kLtCol) {
+      // The bias: over the Mul's dims without the reduced axis, along the rows of D. (FP8 with
+      // an f32 D takes only a bf16 bias: none here, where the bias has D's type.)
+      const bool fp8_f32 = is_fp8(eg.dtype(n.children[0])) && a.dtype == DType::F32;
+      if (!e.bias && n.op == &kLtCol && !fp8_f32) {
         Shape out = a.views[0].dims;
         out.erase(out.begin() + a.axis);
         std::vector<Expr> bs;
@@ -83,15 +93,55 @@ void add_epilogues(const Match& m, EGraph& eg) {
         if (vx.dims == out && bs.size() == vy.strides.size() && lt_bias_fits(a, bs)) {
           Attrs b = a;
           b.shape = aa.shape;
-          b.payload = std::make_shared<LtEpilogue>(e.accumulate, true);
-          b.views.push_back(vy);
-          ch.push_back(y);
+          b.payload = std::make_shared<LtEpilogue>(e.accumulate, true, e.scale);
+          const auto at =
+              static_cast<std::ptrdiff_t>(2 + (e.accumulate ? 1 : 0));  // (before the scale)
+          b.views.insert(b.views.begin() + at, vy);
+          ch.insert(ch.begin() + at, y);
           found.push_back({n.op, std::move(b), ch});
         }
       }
     }
     for (const Found& f : found)
       eg.merge(eg.add(f.op, f.attrs, f.children), root);
+  }
+}
+
+/// Mul(x, y) where x's class holds a plain f32 FP8 cuBLASLt product and y is one f32 value read
+/// at every index (see lt_matmul.hpp, "FP8"): the node with y as its scale, in the Mul's class.
+void add_scale(const Match& m, EGraph& eg) {
+  const ENode mul = eg.node(m.node("mul"));
+  const Attrs ma = eg.attrs_of(m.node("mul"));
+  if (mul.children.size() != 2 || ma.views.size() != 2 || ma.dtype != DType::F32) return;
+  const ClassId root = eg.find(m.root);
+  for (int xi = 0; xi < 2; ++xi) {
+    const ClassId x = eg.find(mul.children[static_cast<size_t>(xi)]);
+    const ClassId y = eg.find(mul.children[static_cast<size_t>(1 - xi)]);
+    const View& vx = ma.views[static_cast<size_t>(xi)];
+    const View& vy = ma.views[static_cast<size_t>(1 - xi)];
+    if (x == root || y == root || !vx.is_contiguous() || eg.dtype(y) != DType::F32) continue;
+    if (!std::all_of(vy.strides.begin(), vy.strides.end(),
+                     [](const Expr& st) { return st == Expr(0); }))
+      continue;
+    std::vector<std::pair<Attrs, std::vector<ClassId>>> found;
+    for (ENodeId id : eg.nodes_of(x)) {
+      const ENode& n = eg.node(id);
+      if (!is_lt_op(n.op) || n.children.size() != 2 || !is_fp8(eg.dtype(n.children[0]))) continue;
+      const Attrs& a = eg.attrs_of(id);
+      const LtEpilogue e = lt_epilogue(a);
+      if (e.accumulate || e.bias || e.scale || a.dtype != DType::F32 ||
+          !(vx.numel() == numel(a.shape)))
+        continue;
+      std::vector<ClassId> ch{eg.find(n.children[0]), eg.find(n.children[1]), y};
+      if (ch[0] == root || ch[1] == root) continue;
+      Attrs b = a;
+      b.shape = ma.shape;
+      b.payload = std::make_shared<LtEpilogue>(false, false, true);
+      b.views.push_back(vy);
+      found.emplace_back(std::move(b), std::move(ch));
+    }
+    for (const auto& [b, ch] : found)
+      eg.merge(eg.add(&kLtCol, b, ch), root);
   }
 }
 
@@ -106,7 +156,7 @@ std::vector<Rule> lt_rules() {
             MatmulParts q = *p;
             bool any = false;
             for (int k = 0; k < 2; ++k)
-              if (auto u = uncast(eg, p->children[k], p->attrs.views[k])) {
+              if (auto u = uncast(eg, p->children[k], p->attrs.views[k], /*fp8=*/true)) {
                 q.children[k] = u->first;
                 q.attrs.views[k] = u->second;
                 any = true;
@@ -118,7 +168,8 @@ std::vector<Rule> lt_rules() {
   Rule cast = cast_down_rule("cuda.cublaslt-cast", &kLtCol, add_lt_nodes);
   Rule epilogue{"cuda.cublaslt-epilogue", Pattern::op(OpKind::Add).bind("add"), nullptr,
                 add_epilogues};
-  return {std::move(mm), std::move(cast), std::move(epilogue)};
+  Rule scale{"cuda.cublaslt-fp8-scale", Pattern::op(OpKind::Mul).bind("mul"), nullptr, add_scale};
+  return {std::move(mm), std::move(cast), std::move(epilogue), std::move(scale)};
 }
 
 /// No kernel: the plan calls cuBLASLt. The cost hints are the matmul's.
@@ -154,27 +205,36 @@ std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a) {
 }
 
 std::string LtEpilogue::serialize() const {
-  return std::string(accumulate ? "c" : "") + (bias ? "b" : "");
+  return std::string(accumulate ? "c" : "") + (bias ? "b" : "") + (scale ? "s" : "");
 }
 
 std::shared_ptr<const LtEpilogue> LtEpilogue::deserialize(std::string_view text) {
-  if (text == "c") return std::make_shared<LtEpilogue>(true, false);
-  if (text == "b") return std::make_shared<LtEpilogue>(false, true);
-  if (text == "cb") return std::make_shared<LtEpilogue>(true, true);
-  throw Error("lt_epilogue: cannot read '" + std::string(text) + "' (want c, b or cb)");
+  auto e = std::make_shared<LtEpilogue>(false, false, false);
+  std::string_view rest = text;
+  for (auto [letter, flag] : {std::pair{'c', &e->accumulate}, {'b', &e->bias}, {'s', &e->scale}})
+    if (!rest.empty() && rest.front() == letter) {
+      *flag = true;
+      rest.remove_prefix(1);
+    }
+  if (text.empty() || !rest.empty())
+    throw Error("lt_epilogue: cannot read '" + std::string(text) +
+                "' (want some of the letters c, b, s in that order)");
+  return e;
 }
 
 size_t LtEpilogue::hash() const {
-  return hash_combined(0x4c74457069ULL, (accumulate ? 1u : 0u) | (bias ? 2u : 0u));
+  return hash_combined(0x4c74457069ULL,
+                       (accumulate ? 1u : 0u) | (bias ? 2u : 0u) | (scale ? 4u : 0u));
 }
 
 bool LtEpilogue::equals(const Payload& o) const {
   const auto& e = static_cast<const LtEpilogue&>(o);
-  return accumulate == e.accumulate && bias == e.bias;
+  return accumulate == e.accumulate && bias == e.bias && scale == e.scale;
 }
 
 std::string LtEpilogue::to_string() const {
-  return std::string("epilogue=") + (accumulate ? "+C" : "") + (bias ? "+bias" : "");
+  return std::string("epilogue=") + (scale ? "*scale" : "") + (accumulate ? "+C" : "") +
+         (bias ? "+bias" : "");
 }
 
 LtEpilogue lt_epilogue(const Attrs& a) {
@@ -187,6 +247,11 @@ int lt_c_input(const Attrs& a) { return lt_epilogue(a).accumulate ? 2 : -1; }
 int lt_bias_input(const Attrs& a) {
   const LtEpilogue e = lt_epilogue(a);
   return e.bias ? (e.accumulate ? 3 : 2) : -1;
+}
+
+int lt_scale_input(const Attrs& a) {
+  const LtEpilogue e = lt_epilogue(a);
+  return e.scale ? 2 + (e.accumulate ? 1 : 0) + (e.bias ? 1 : 0) : -1;
 }
 
 namespace {
@@ -212,15 +277,15 @@ bool bias_fits(const std::vector<typename O::N>& dims, const std::vector<typenam
   return true;
 }
 
-}  // namespace
-
-bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
-  const std::optional<LtNodeGemm> g = lt_node_gemm(a);
-  if (!g || !bias_fits<SymOps>(g->dims, g->sa, g->sb, g->k, bias_strides)) return false;
-  // The plan drops axes of size 1 (and may then merge the axes around them): with each dynamic
-  // dim at 1, the bias must still run along D's rows.
+/// Whether `check(dims, sa, sb, extra)` holds for g's dims and strides and `extra`, and again with
+/// each subset of the dynamic dims at 1: the plan drops axes of size 1 (and may then merge the
+/// axes around them), so a layout proven only for the symbolic dims may change at a 1.
+using GemmCheck = std::function<bool(const std::vector<Expr>& dims, const std::vector<Expr>& sa,
+                                     const std::vector<Expr>& sb, const std::vector<Expr>& extra)>;
+bool holds_with_units(const LtNodeGemm& g, const std::vector<Expr>& extra, const GemmCheck& check) {
+  if (!check(g.dims, g.sa, g.sb, extra)) return false;
   std::vector<std::string> vars;
-  for (const std::vector<Expr>* v : {&g->dims, &g->sa, &g->sb, &bias_strides})
+  for (const std::vector<Expr>* v : {&g.dims, &g.sa, &g.sb, &extra})
     for (const Expr& e : *v)
       for (const std::string& name : e.vars())
         if (name != "z" && std::find(vars.begin(), vars.end(), name) == vars.end())
@@ -236,10 +301,42 @@ bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
         out.push_back(e.substitute(one));
       return out;
     };
-    if (!bias_fits<SymOps>(sub(g->dims), sub(g->sa), sub(g->sb), g->k, sub(bias_strides)))
-      return false;
+    if (!check(sub(g.dims), sub(g.sa), sub(g.sb), sub(extra))) return false;
   }
   return true;
+}
+
+bool divisible_by_16(const Expr& e) { return (e % Expr(16)).simplify({}) == Expr(0); }
+
+}  // namespace
+
+bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
+  const std::optional<LtNodeGemm> g = lt_node_gemm(a);
+  if (!g) return false;
+  return holds_with_units(*g, bias_strides,
+                          [&](const auto& dims, const auto& sa, const auto& sb, const auto& bias) {
+                            return bias_fits<SymOps>(dims, sa, sb, g->k, bias);
+                          });
+}
+
+bool lt_fp8_fits(const Attrs& a) {
+  const std::optional<LtNodeGemm> g = lt_node_gemm(a);
+  if (!g) return false;
+  return holds_with_units(
+      *g, {}, [&](const auto& dims, const auto& sa, const auto& sb, const auto&) {
+        const std::optional<GemmPlan<Expr>> p = plan_gemm<SymOps>(dims, sa, sb, g->k);
+        if (!p) return false;
+        const std::optional<BatchLayout<Expr>> bl = collapse_batch<SymOps>(*p);
+        if (!bl) return false;
+        const LibGemm<Expr> lg = lib_gemm(*p, *bl, GemmFamily::ColSwapped);
+        if (!lg.op_a_t || lg.op_b_t) return false;
+        for (const Expr& ld : {lg.a.ld, lg.b.ld, lg.d.ld})
+          if (!divisible_by_16(ld)) return false;
+        if (lg.count == Expr(1)) return true;
+        for (const Expr& st : {lg.stride_a, lg.stride_b, lg.stride_d})
+          if (!divisible_by_16(st)) return false;
+        return true;
+      });
 }
 
 bool lt_bias_fits_at(const std::vector<int64_t>& dims, const std::vector<int64_t>& sa,

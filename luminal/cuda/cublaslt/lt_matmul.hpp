@@ -17,6 +17,15 @@
 //     stride axes there).
 // Both take the Add's dtype as D's (C and the bias have it too). The node's payload
 // (LtEpilogue) says which; the extra inputs follow the matmul's two, C first.
+//
+// FP8 (E4M3 x E4M3, E4M3 x E5M2, E5M2 x E4M3): the rules read FP8 operands through the graph's
+// exact casts up to f32 (Tensor::matmul on FP8 tensors rounds its result to FP8; a scaled FP8
+// linear layer casts its operands up and multiplies the f32 product by its scales), in the column
+// family only and only in the TN form (lt_fp8_fits). Rule "cuda.cublaslt-fp8-scale": Mul of such
+// an f32 product (no epilogue yet) by one f32 value read at every index (a scalar broadcast, say
+// s_in * s_w) becomes the node with that value as its A_SCALE_POINTER; epilogues may follow
+// (D = scale * A B + C + bias), a bias only with a bf16 D (cuBLASLt reads an FP8 product's bias
+// as bf16 when D is f32: an f32 bias stays a separate Add).
 #include <optional>
 #include <vector>
 
@@ -34,13 +43,15 @@ struct LtNodeGemm {
 };
 
 /// The epilogue of a cuBLASLt node: the payload of a node with one, absent on a plain product.
+/// Its extra inputs follow the matmul's two in this order: C, the bias, the scale.
 struct LtEpilogue final : Payload {
-  bool accumulate = false;  // input 2 is C: beta = 1
-  bool bias = false;        // the last input is a bias vector along D's rows
+  bool accumulate = false;  // C: beta = 1
+  bool bias = false;        // a bias vector along D's rows
+  bool scale = false;       // FP8: one f32 the product is multiplied by (A_SCALE_POINTER)
 
-  LtEpilogue(bool acc, bool b) : accumulate(acc), bias(b) {}
+  LtEpilogue(bool acc, bool b, bool s = false) : accumulate(acc), bias(b), scale(s) {}
   std::string_view kind() const override { return "lt_epilogue"; }
-  /// "c" and/or "b" ("cb" for both).
+  /// The letters of what it has, in the order "c" (C), "b" (bias), "s" (scale): "cb", "s", ...
   std::string serialize() const override;
   /// Throws luminal::Error on any other text.
   static std::shared_ptr<const LtEpilogue> deserialize(std::string_view text);
@@ -51,9 +62,16 @@ struct LtEpilogue final : Payload {
 
 /// The node's epilogue (both false when it has none).
 LtEpilogue lt_epilogue(const Attrs& a);
-/// The input index of C / the bias, or -1.
+/// The input index of C / the bias / the scale, or -1.
 int lt_c_input(const Attrs& a);
 int lt_bias_input(const Attrs& a);
+int lt_scale_input(const Attrs& a);
+
+/// Whether an FP8 product with these attributes fits Hopper's FP8 form in the column family
+/// (lt_fp8_problem) for every value of its dims: the TN layout (x @ W^T, both row-major), and
+/// leading dimensions and batch strides provably multiples of 16 elements; checked for the
+/// symbolic dims and again with each subset of the dynamic dims at 1.
+bool lt_fp8_fits(const Attrs& a);
 
 /// Whether a bias read through `bias_strides` (one stride per output axis, the output's shape
 /// being `a`'s Mul dims without the reduced axis) adds bias[i] to row i of the library's D in

@@ -169,6 +169,10 @@ void LtPrepared::enqueue(const LtPointers& p, CUdeviceptr workspace, CUstream st
     if (!p.bias) throw Error("cuBLASLt: a bias epilogue without a bias pointer");
     set_desc(lt, desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr(p.bias));
   }
+  if (spec_.scale_a) {
+    if (!p.scale) throw Error("cuBLASLt: a scaled FP8 matmul without a scale pointer");
+    set_desc(lt, desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr(p.scale));
+  }
   check_lt(lt,
            lt.cublasLtMatmul(h_.get(), desc_, alpha, ptr(p.a), a_, ptr(p.b), b_, beta, ptr(p.c), c_,
                              ptr(p.d), d_, &algo_, ptr(workspace), spec_.workspace, stream),

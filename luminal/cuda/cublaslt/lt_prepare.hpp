@@ -35,7 +35,8 @@ class LtHandle {
 
 struct LtPointers {
   CUdeviceptr a = 0, b = 0, c = 0, d = 0;
-  CUdeviceptr bias = 0;  // with a bias epilogue
+  CUdeviceptr bias = 0;   // with a bias epilogue
+  CUdeviceptr scale = 0;  // with LtSpec::scale_a: one f32
 };
 
 class LtPrepared {
@@ -53,8 +54,8 @@ class LtPrepared {
 
   /// cublasLtMatmul on `stream` with the prepared algorithm. `workspace` holds at least
   /// spec().workspace bytes (0 bytes: may be null). Pointers must be aligned as the spec says.
-  /// With a bias epilogue the bias pointer is set on the descriptor first (steps sharing a
-  /// prepare are enqueued one at a time).
+  /// With a bias epilogue the bias pointer, and with scale_a the scale pointer, are set on the
+  /// descriptor first (steps sharing a prepare are enqueued one at a time).
   void enqueue(const LtPointers& p, CUdeviceptr workspace, CUstream stream) const;
 
   const LtSpec& spec() const { return spec_; }

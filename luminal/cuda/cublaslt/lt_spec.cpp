@@ -125,6 +125,24 @@ LtSpec lt_spec(const LibGemm<int64_t>& g, const LtTypes& t, uint64_t workspace) 
   return s;
 }
 
+bool lt_is_fp8(const LtSpec& s) {
+  for (cudaDataType_t t : {s.a.type, s.b.type})
+    if (t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2) return true;
+  return false;
+}
+
+std::string lt_fp8_problem(const LtSpec& s) {
+  if (!lt_is_fp8(s)) return "";
+  if (s.a.order != CUBLASLT_ORDER_COL || s.op_a != CUBLAS_OP_T || s.op_b != CUBLAS_OP_N)
+    return "FP8 needs the column-major TN form (x @ W^T with both row-major)";
+  for (const LtMatrixSpec* m : {&s.a, &s.b, &s.c, &s.d})
+    if (m->ld % 16 != 0 || m->batch_stride % 16 != 0)
+      return "FP8 needs leading dimensions and batch strides that are multiples of 16 elements";
+  for (uint32_t al : s.align)
+    if (al < 16) return "FP8 needs 16-byte aligned pointers";
+  return "";
+}
+
 uint32_t pointer_alignment(uint64_t address) {
   if (address == 0) return 256;
   const uint64_t low = address & (~address + 1);
@@ -134,15 +152,16 @@ uint32_t pointer_alignment(uint64_t address) {
 bool LtSpec::operator==(const LtSpec& o) const {
   return m == o.m && n == o.n && k == o.k && batch == o.batch && op_a == o.op_a && op_b == o.op_b &&
          a == o.a && b == o.b && c == o.c && d == o.d && compute == o.compute && scale == o.scale &&
-         alpha == o.alpha && beta == o.beta && epilogue == o.epilogue &&
+         alpha == o.alpha && beta == o.beta && epilogue == o.epilogue && scale_a == o.scale_a &&
          std::memcmp(align, o.align, sizeof(align)) == 0 && workspace == o.workspace;
 }
 
 size_t LtSpec::hash() const {
   size_t h = 0;
-  for (uint64_t v : {m, n, k, static_cast<uint64_t>(batch), static_cast<uint64_t>(op_a),
-                     static_cast<uint64_t>(op_b), static_cast<uint64_t>(compute),
-                     static_cast<uint64_t>(scale), static_cast<uint64_t>(epilogue), workspace})
+  for (uint64_t v :
+       {m, n, k, static_cast<uint64_t>(batch), static_cast<uint64_t>(op_a),
+        static_cast<uint64_t>(op_b), static_cast<uint64_t>(compute), static_cast<uint64_t>(scale),
+        static_cast<uint64_t>(epilogue), workspace, static_cast<uint64_t>(scale_a)})
     mix(&h, v);
   for (const LtMatrixSpec* x : {&a, &b, &c, &d})
     for (uint64_t v :
@@ -177,6 +196,7 @@ std::string LtSpec::to_string() const {
       std::to_string(beta);
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     r += ", epilogue " + std::to_string(static_cast<int>(epilogue));
+  if (scale_a) r += ", scaled";
   return r + ", workspace " + std::to_string(workspace);
 }
 

@@ -54,6 +54,9 @@ struct LtSpec {
   cudaDataType_t scale = CUDA_R_32F;
   double alpha = 1.0, beta = 0.0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  // FP8: the product is multiplied by the f32 scalar at a device pointer
+  // (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, set at each enqueue); without it the library reads 1.0.
+  bool scale_a = false;
   // Proven alignment in bytes of the A, B, C and D pointers (MIN_ALIGNMENT_*_BYTES preferences:
   // the library's default assumes 256).
   uint32_t align[4] = {256, 256, 256, 256};
@@ -73,6 +76,14 @@ struct LtSpecHash {
 /// accumulate: beta 0), every alignment 256 (the caller lowers them to what its pointers prove).
 /// Throws luminal::Error when a size does not fit cuBLASLt's types (batch count above 2^31 - 1).
 LtSpec lt_spec(const LibGemm<int64_t>& g, const LtTypes& t, uint64_t workspace);
+
+/// Whether the spec multiplies FP8 operands.
+bool lt_is_fp8(const LtSpec& s);
+
+/// Why cuBLASLt cannot take FP8 spec `s` on Hopper (empty when it can, or when `s` is not FP8):
+/// FP8 runs only in the column-major "TN" form (op(A) = A^T, op(B) = B), with leading dimensions
+/// and batch strides multiples of 16 elements and 16-byte aligned pointers.
+std::string lt_fp8_problem(const LtSpec& s);
 
 /// The alignment in bytes (at most 256) an address proves.
 uint32_t pointer_alignment(uint64_t address);
