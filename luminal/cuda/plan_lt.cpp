@@ -56,8 +56,9 @@ struct CudaPlan::LtStep {
   int k = 0;
   LtSpec spec;      // at the dims last resolved
   int input_a = 0;  // the matmul input that is the library's A (the other is its B)
-  int c_input = -1, bias_input = -1;         // the node's inputs read as C (beta 1) and as the bias
-  int scale_input = -1;                      // ... and as the FP8 scale (one f32)
+  int c_input = -1, bias_input = -1;  // the node's inputs read as C (beta 1) and as the bias
+  int scale_input = -1;               // ... and as the FP8 scale (one f32)
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;  // bias and activation
   uint32_t align[4] = {256, 256, 256, 256};  // the least alignment of the bound pointers
   std::shared_ptr<LtPrepared> prep;
   struct Ptrs {
@@ -236,7 +237,7 @@ static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
   }
   LtSpec s = lt_spec(*lg, st.types, workspace);
   if (st.c_input >= 0) s.beta = 1.0;
-  if (st.bias_input >= 0) s.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  s.epilogue = st.epilogue;
   s.scale_a = st.scale_input >= 0;
   std::copy(std::begin(st.align), std::end(st.align), std::begin(s.align));
   if (const std::string why = lt_fp8_problem(s); !why.empty())
@@ -275,6 +276,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   st->c_input = lt_c_input(n.attrs);
   st->bias_input = lt_bias_input(n.attrs);
   st->scale_input = lt_scale_input(n.attrs);
+  st->epilogue = lt_epilogue_kind(lt_epilogue(n.attrs));
   std::string why;
   const std::optional<LtTypes> t =
       lt_types(n.input_dtypes.at(0), n.input_dtypes.at(1), n.attrs.dtype, be_.tf32, &why);

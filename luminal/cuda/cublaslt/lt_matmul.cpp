@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "luminal/core/error.hpp"
 #include "luminal/core/hash.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
+#include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
 #include "luminal/kernels/lib_gemm.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
@@ -38,8 +40,10 @@ void add_lt_nodes(EGraph& eg, const Attrs& a, const std::vector<ClassId>& childr
     if (i >= 0 && eg.dtype(children[static_cast<size_t>(i)]) != a.dtype) return;
   const bool fp8 = is_fp8(ta) || is_fp8(tb);
   if (fp8 && !lt_fp8_fits(a)) return;
+  // (FP8 and a bias: the column family only)
+  const bool col_only = fp8 || lt_epilogue(a).bias;
   for (const OpDef* op : {&kLtCol, &kLtRow})
-    if (!fp8 || op == &kLtCol) eg.merge(eg.add(op, a, children), root);
+    if (!col_only || op == &kLtCol) eg.merge(eg.add(op, a, children), root);
 }
 
 /// Add(x, y) where x's class holds a cuBLASLt node (see lt_matmul.hpp, "Epilogues"): the node
@@ -67,6 +71,7 @@ void add_epilogues(const Match& m, EGraph& eg) {
       const Attrs& a = eg.attrs_of(id);
       if (a.dtype != aa.dtype || !(vx.numel() == numel(a.shape))) continue;
       const LtEpilogue e = lt_epilogue(a);
+      if (e.act != LtActivation::None) continue;  // (added after the activation: not a call)
       std::vector<ClassId> ch;
       for (ClassId c : n.children)
         ch.push_back(eg.find(c));
@@ -129,8 +134,8 @@ void add_scale(const Match& m, EGraph& eg) {
       if (!is_lt_op(n.op) || n.children.size() != 2 || !is_fp8(eg.dtype(n.children[0]))) continue;
       const Attrs& a = eg.attrs_of(id);
       const LtEpilogue e = lt_epilogue(a);
-      if (e.accumulate || e.bias || e.scale || a.dtype != DType::F32 ||
-          !(vx.numel() == numel(a.shape)))
+      if (e.accumulate || e.bias || e.scale || e.act != LtActivation::None ||
+          a.dtype != DType::F32 || !(vx.numel() == numel(a.shape)))
         continue;
       std::vector<ClassId> ch{eg.find(n.children[0]), eg.find(n.children[1]), y};
       if (ch[0] == root || ch[1] == root) continue;
@@ -143,6 +148,89 @@ void add_scale(const Match& m, EGraph& eg) {
     for (const auto& [b, ch] : found)
       eg.merge(eg.add(&kLtCol, b, ch), root);
   }
+}
+
+/// A fused node computing ReLU or the tanh GELU of the whole output of a cuBLASLt node without
+/// C or an activation, or of that output plus a bias (see lt_matmul.hpp, "Activations"): the node
+/// with that epilogue, in the fused node's class.
+void add_activation(const Match& m, EGraph& eg) {
+  const ENodeId fid = m.node("act");
+  const ENode f = eg.node(fid);
+  const Attrs fa = eg.attrs_of(fid);
+  const auto* prog = dynamic_cast<const FusedProgram*>(fa.payload.get());
+  if (!prog || f.children.size() != fa.views.size() || f.children.empty() || f.children.size() > 2)
+    return;
+  const bool with_bias = f.children.size() == 2;
+  LtActivation act = LtActivation::None;
+  if (with_bias) {
+    if (std::optional<FusedProgram> one = lt_without_sum(*prog)) act = lt_activation_of(*one);
+  } else {
+    act = lt_activation_of(*prog);
+  }
+  if (act == LtActivation::None) return;
+  const ClassId root = eg.find(m.root);
+  struct Found {
+    const OpDef* op;
+    Attrs attrs;
+    std::vector<ClassId> children;
+  };
+  std::vector<Found> found;
+  std::vector<std::pair<Attrs, std::vector<ClassId>>> cast_down;
+  for (int xi = 0; xi < static_cast<int>(f.children.size()); ++xi) {
+    const ClassId x = eg.find(f.children[static_cast<size_t>(xi)]);
+    const View& vx = fa.views[static_cast<size_t>(xi)];
+    if (x == root || !vx.is_contiguous()) continue;
+    for (ENodeId id : eg.nodes_of(x)) {
+      const ENode& n = eg.node(id);
+      if (!is_lt_op(n.op)) continue;
+      const Attrs& a = eg.attrs_of(id);
+      const LtEpilogue e = lt_epilogue(a);
+      if (e.accumulate || e.act != LtActivation::None || !(vx.numel() == numel(a.shape))) continue;
+      std::vector<ClassId> ch;
+      for (ClassId c : n.children)
+        ch.push_back(eg.find(c));
+      if (std::find(ch.begin(), ch.end(), root) != ch.end()) continue;
+      Attrs b = a;
+      b.shape = fa.shape;
+      if (!with_bias) {
+        b.payload = std::make_shared<LtEpilogue>(false, e.bias, e.scale, act);
+        if (a.dtype == fa.dtype) {
+          found.push_back({n.op, std::move(b), std::move(ch)});
+        } else if (a.dtype == DType::F32 && n.op == &kLtCol) {
+          b.dtype = fa.dtype;  // act(x) cast down: D in the 16-bit type (add_lt_nodes checks)
+          cast_down.emplace_back(std::move(b), std::move(ch));
+        }
+        continue;
+      }
+      // act(x + bias): the bias as in add_epilogues, on a node without one.
+      const ClassId y = eg.find(f.children[static_cast<size_t>(1 - xi)]);
+      const View& vy = fa.views[static_cast<size_t>(1 - xi)];
+      const bool fp8_f32 = is_fp8(eg.dtype(n.children[0])) && fa.dtype == DType::F32;
+      const bool down = a.dtype == DType::F32 && fa.dtype != DType::F32;  // (a cast to 16 bits)
+      if (e.bias || n.op != &kLtCol || fp8_f32 || (a.dtype != fa.dtype && !down) || y == root ||
+          eg.dtype(y) != fa.dtype)
+        continue;
+      Shape out = a.views[0].dims;
+      out.erase(out.begin() + a.axis);
+      std::vector<Expr> bs;
+      for (const Expr& st : vy.strides)
+        if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
+      if (!(vx.dims == out) || bs.size() != vy.strides.size() || !lt_bias_fits(a, bs)) continue;
+      b.payload = std::make_shared<LtEpilogue>(false, true, e.scale, act);
+      b.views.insert(b.views.begin() + 2, vy);  // (before the scale)
+      ch.insert(ch.begin() + 2, y);
+      if (down) {
+        b.dtype = fa.dtype;
+        cast_down.emplace_back(std::move(b), std::move(ch));
+      } else {
+        found.push_back({n.op, std::move(b), std::move(ch)});
+      }
+    }
+  }
+  for (const Found& fd : found)
+    eg.merge(eg.add(fd.op, fd.attrs, fd.children), root);
+  for (const auto& [b, ch] : cast_down)
+    add_lt_nodes(eg, b, ch, root);
 }
 
 std::vector<Rule> lt_rules() {
@@ -169,7 +257,9 @@ std::vector<Rule> lt_rules() {
   Rule epilogue{"cuda.cublaslt-epilogue", Pattern::op(OpKind::Add).bind("add"), nullptr,
                 add_epilogues};
   Rule scale{"cuda.cublaslt-fp8-scale", Pattern::op(OpKind::Mul).bind("mul"), nullptr, add_scale};
-  return {std::move(mm), std::move(cast), std::move(epilogue), std::move(scale)};
+  Rule act{"cuda.cublaslt-activation", Pattern::op(cuda_fused_op()).bind("act"), nullptr,
+           add_activation};
+  return {std::move(mm), std::move(cast), std::move(epilogue), std::move(scale), std::move(act)};
 }
 
 /// No kernel: the plan calls cuBLASLt. The cost hints are the matmul's.
@@ -205,7 +295,10 @@ std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a) {
 }
 
 std::string LtEpilogue::serialize() const {
-  return std::string(accumulate ? "c" : "") + (bias ? "b" : "") + (scale ? "s" : "");
+  return std::string(accumulate ? "c" : "") + (bias ? "b" : "") + (scale ? "s" : "") +
+         (act == LtActivation::Relu       ? "r"
+          : act == LtActivation::GeluTanh ? "g"
+                                          : "");
 }
 
 std::shared_ptr<const LtEpilogue> LtEpilogue::deserialize(std::string_view text) {
@@ -216,25 +309,41 @@ std::shared_ptr<const LtEpilogue> LtEpilogue::deserialize(std::string_view text)
       *flag = true;
       rest.remove_prefix(1);
     }
+  if (!rest.empty() && (rest.front() == 'r' || rest.front() == 'g')) {
+    e->act = rest.front() == 'r' ? LtActivation::Relu : LtActivation::GeluTanh;
+    rest.remove_prefix(1);
+  }
   if (text.empty() || !rest.empty())
     throw Error("lt_epilogue: cannot read '" + std::string(text) +
-                "' (want some of the letters c, b, s in that order)");
+                "' (want some of the letters c, b, s in that order, then r or g)");
   return e;
 }
 
 size_t LtEpilogue::hash() const {
-  return hash_combined(0x4c74457069ULL,
-                       (accumulate ? 1u : 0u) | (bias ? 2u : 0u) | (scale ? 4u : 0u));
+  return hash_combined(0x4c74457069ULL, (accumulate ? 1u : 0u) | (bias ? 2u : 0u) |
+                                            (scale ? 4u : 0u) | (static_cast<unsigned>(act) << 3));
 }
 
 bool LtEpilogue::equals(const Payload& o) const {
   const auto& e = static_cast<const LtEpilogue&>(o);
-  return accumulate == e.accumulate && bias == e.bias && scale == e.scale;
+  return accumulate == e.accumulate && bias == e.bias && scale == e.scale && act == e.act;
 }
 
 std::string LtEpilogue::to_string() const {
-  return std::string("epilogue=") + (scale ? "*scale" : "") + (accumulate ? "+C" : "") +
-         (bias ? "+bias" : "");
+  std::string r = std::string("epilogue=") + (scale ? "*scale" : "") + (accumulate ? "+C" : "") +
+                  (bias ? "+bias" : "");
+  if (act != LtActivation::None)
+    r += std::string(r.size() > 9 ? "," : "") + (act == LtActivation::Relu ? "relu" : "gelu_tanh");
+  return r;
+}
+
+cublasLtEpilogue_t lt_epilogue_kind(const LtEpilogue& e) {
+  switch (e.act) {
+    case LtActivation::Relu: return e.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case LtActivation::GeluTanh:
+      return e.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default: return e.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  }
 }
 
 LtEpilogue lt_epilogue(const Attrs& a) {

@@ -26,9 +26,18 @@
 // s_in * s_w) becomes the node with that value as its A_SCALE_POINTER; epilogues may follow
 // (D = scale * A B + C + bias), a bias only with a bf16 D (cuBLASLt reads an FP8 product's bias
 // as bf16 when D is f32: an f32 bias stays a separate Add).
+//
+// Activations (rule "cuda.cublaslt-activation"): a fused elementwise node over a cuBLASLt node's
+// whole output computing ReLU or the tanh GELU of it (lt_activation.hpp) becomes the node with
+// that epilogue (RELU / GELU, RELU_BIAS / GELU_BIAS with a bias), both families; never on a node
+// with C (cuBLASLt would add C before the activation) and nothing is added after one (no C, bias
+// or scale on a node with an activation). The epilogue computes the activation in f32 on the
+// accumulator and rounds once to D's type, where the graph rounds the product first; cuBLASLt's
+// ReLU is max(x, 0), which may give 0 for a NaN product where Tensor::relu keeps the NaN.
 #include <optional>
 #include <vector>
 
+#include "luminal/cuda/cublaslt/lt_activation.hpp"
 #include "luminal/cuda/cublaslt/lt_spec.hpp"
 #include "luminal/egraph/attrs.hpp"
 #include "luminal/egraph/op_def.hpp"
@@ -48,10 +57,13 @@ struct LtEpilogue final : Payload {
   bool accumulate = false;  // C: beta = 1
   bool bias = false;        // a bias vector along D's rows
   bool scale = false;       // FP8: one f32 the product is multiplied by (A_SCALE_POINTER)
+  LtActivation act = LtActivation::None;  // applied last: D = act(scale A B + bias)
 
-  LtEpilogue(bool acc, bool b, bool s = false) : accumulate(acc), bias(b), scale(s) {}
+  LtEpilogue(bool acc, bool b, bool s = false, LtActivation a = LtActivation::None)
+      : accumulate(acc), bias(b), scale(s), act(a) {}
   std::string_view kind() const override { return "lt_epilogue"; }
-  /// The letters of what it has, in the order "c" (C), "b" (bias), "s" (scale): "cb", "s", ...
+  /// The letters of what it has, in the order "c" (C), "b" (bias), "s" (scale), then "r" (ReLU)
+  /// or "g" (tanh GELU): "cb", "s", "br", ...
   std::string serialize() const override;
   /// Throws luminal::Error on any other text.
   static std::shared_ptr<const LtEpilogue> deserialize(std::string_view text);
@@ -62,6 +74,9 @@ struct LtEpilogue final : Payload {
 
 /// The node's epilogue (both false when it has none).
 LtEpilogue lt_epilogue(const Attrs& a);
+/// The cuBLASLt epilogue of a node's payload (DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS).
+cublasLtEpilogue_t lt_epilogue_kind(const LtEpilogue& e);
+
 /// The input index of C / the bias / the scale, or -1.
 int lt_c_input(const Attrs& a);
 int lt_bias_input(const Attrs& a);
