@@ -57,6 +57,14 @@ TEST(LtActivation, RecognisesTheGraphsReluAndTanhGeluOnly) {
     EXPECT_EQ(activation_of(t, [](const Tensor& x) { return x.relu() + 1.0; }), LtActivation::None);
     EXPECT_EQ(activation_of(t, [](const Tensor& x) { return x.gelu_tanh() * 1.001; }),
               LtActivation::None);
+    // A rounding to FP8 (or f16 in f32) inside is not an activation's: it changes values.
+    EXPECT_EQ(activation_of(
+                  t, [](const Tensor& x) { return x.cast(DType::F8E4M3).cast(x.dtype()).relu(); }),
+              LtActivation::None);
+    EXPECT_EQ(
+        activation_of(
+            t, [](const Tensor& x) { return x.cast(DType::F8E4M3).cast(x.dtype()).gelu_tanh(); }),
+        LtActivation::None);
     EXPECT_EQ(activation_of(t, [](const Tensor& x) { return (x - 0.01).relu(); }),
               LtActivation::None);
   }
@@ -150,6 +158,23 @@ TEST(LtRules, ActivationsAfterAProductBecomeEpilogues) {
     }
     for (const std::string& n : row)
       EXPECT_EQ(n.find("Row:b"), std::string::npos) << n;
+  }
+}
+
+// A bias read through a reshape of the product (a fused program's loads keep their producers'
+// dims) is not the product's bias: (y.reshape([2s, 48]) + b48).relu() gets no bias epilogue.
+TEST(LtRules, ABiasOverAReshapedProductIsNotABias) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph g;
+    g.declare_dim("s", 1, 16);
+    const Expr s = Expr::var("s");
+    Tensor x = g.tensor("x", {s, Expr(128)}, t);
+    Tensor w = g.tensor("w", {96, 128}, t);
+    Tensor b = g.tensor("b", {48}, t);
+    Tensor y = x.matmul(w.transpose(0, 1)).reshape({s * 2, Expr(48)});
+    (y + b).relu().output("y");
+    for (const std::string& n : lt_nodes(prefer_activation(g)))
+      EXPECT_EQ(n.find('b', n.find(':')), std::string::npos) << name(t) << " " << n;
   }
 }
 

@@ -1,9 +1,10 @@
 // GPU suite (skips without a GPU or cuBLASLt): FP8 products on cuBLASLt in plans. A scaled FP8
 // linear layer, y = ((x / s_in) cast to E4M3) @ W^T * (s_in * s_w), with W in E4M3 or E5M2, read
 // by cuBLASLt straight from the FP8 tensors with s_in * s_w as its scale pointer (D in f32, and
-// in bf16 through the graph's cast, with a bf16 bias after it), forced into the program on both
-// executors while the row count changes inside the bucket: every output matches the reference
-// runtime (which rounds x / s_in to FP8 the same way and multiplies the FP8 values exactly).
+// in bf16 through the graph's cast, with a bf16 bias after it; a ReLU after that stays a kernel),
+// forced into the program on both executors while the row count changes inside the bucket: every
+// output matches the reference runtime (which rounds x / s_in to FP8 the same way and
+// multiplies the FP8 values exactly).
 #include <gtest/gtest.h>
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
@@ -50,6 +51,9 @@ TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
     y.cast(DType::BF16).output("y16");
     (y + b).output("yb");                        // (a separate Add: an f32 D takes no f32 bias)
     (y.cast(DType::BF16) + b16).output("yb16");  // a bias epilogue on the bf16 D
+    // A ReLU after the bias: no epilogue yet (the fused ReLU's program also takes in the scale
+    // multiply, so no program reads the biased product alone); correct as a kernel.
+    (y.cast(DType::BF16) + b16).relu().output("ybr16");
     for (CudaOptions::Executor e : {CudaOptions::Executor::Graph, CudaOptions::Executor::Stream}) {
       CudaBackend& be = lt_backend(e);
       const char* exec = e == CudaOptions::Executor::Graph ? "graph" : "stream";
@@ -86,7 +90,7 @@ TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
         }
         rt.execute({{"s", sv}});
         const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, host, {{"s", sv}});
-        for (const char* out : {"y", "y16", "yb", "yb16"}) {
+        for (const char* out : {"y", "y16", "yb", "yb16", "ybr16"}) {
           const std::vector<double> want = rt.get<double>(out);
           const std::vector<double> got =
               from_host_buffer<double>(run.outputs.at(out), out, "double");
@@ -97,7 +101,7 @@ TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
           // The FP8 values multiply exactly and sum in f32 on both sides; a quantisation of
           // x / s_in one FP8 step apart moves an output by at most ~6% of one term (of 128):
           // 1% of the largest output. bf16 adds its rounding of the result.
-          const double bf16 = out[std::strlen(out) - 1] == '6' ? 8e-3 : 0.0;
+          const double bf16 = out[std::strlen(out) - 1] == '6' ? 8e-3 : 0.0;  // (the 16-bit ones)
           size_t bad = 0, first = 0;
           for (size_t i = 0; i < got.size(); ++i)
             if (!(std::abs(got[i] - want[i]) <= 1e-2 * peak + bf16 * std::abs(want[i]))) {

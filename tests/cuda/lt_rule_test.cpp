@@ -409,9 +409,10 @@ TEST(LtRules, AScalarTimesAnFp8ProductBecomesItsScale) {
 
 // The epilogue letters read back in order; anything else is refused with what is accepted.
 TEST(LtRules, EpiloguePayloadText) {
-  for (const char* t : {"c", "b", "s", "cb", "cs", "bs", "cbs"})
+  for (const char* t : {"c", "b", "s", "cb", "cs", "bs", "cbs", "r", "g", "br", "bsg", "sr"})
     EXPECT_EQ(cuda::LtEpilogue::deserialize(t)->serialize(), t);
-  for (const char* t : {"", "x", "bc", "ss", "cbsx"})
+  // (C with an activation: cuBLASLt would add C before it; no rule makes one)
+  for (const char* t : {"", "x", "bc", "ss", "cbsx", "cr", "cbg", "rg", "rb"})
     EXPECT_THROW(cuda::LtEpilogue::deserialize(t), Error) << t;
 }
 

@@ -9,6 +9,18 @@ namespace luminal::cuda {
 
 namespace {
 
+/// Whether a cast from `from` to `to` may be set aside in a program whose result has dtype
+/// `out`: a widening to f32 or f64 (exact from the 16-bit types), or a rounding to the result's
+/// own type (the epilogue's one rounding to D). A rounding to anything narrower (FP8, f16 in an
+/// f32 program) changes values and is not an activation's.
+bool cast_set_aside(DType from, DType to, DType out) {
+  if (!is_float(from) || !is_float(to)) return false;
+  const bool exact_widening = (to == DType::F32 && (from == DType::F32 || from == DType::F16 ||
+                                                    from == DType::BF16 || from == DType::TF32)) ||
+                              to == DType::F64;
+  return exact_widening || to == out;
+}
+
 /// Evaluates instructions in double: with `x` the value of load 0; without it, constants only
 /// (nothing for an instruction that reads a load).
 class Eval {
@@ -37,7 +49,8 @@ class Eval {
         return is_float(in.dtype) || boolean ? in.value : static_cast<double>(in.int_value);
       case FusedOpcode::Cast: {
         const std::optional<double> a = at(in.a);
-        if (!a || !is_float(in.dtype) || !is_float(p_.insts[static_cast<size_t>(in.a)].dtype))
+        if (!a || !cast_set_aside(p_.insts[static_cast<size_t>(in.a)].dtype, in.dtype,
+                                  p_.insts.back().dtype))
           return std::nullopt;
         return a;
       }
@@ -86,7 +99,8 @@ class Eval {
 int through_casts(const FusedProgram& p, int i) {
   while (i >= 0 && p.insts[static_cast<size_t>(i)].op == FusedOpcode::Cast) {
     const FusedInst& c = p.insts[static_cast<size_t>(i)];
-    if (!is_float(c.dtype) || !is_float(p.insts[static_cast<size_t>(c.a)].dtype)) break;
+    if (!cast_set_aside(p.insts[static_cast<size_t>(c.a)].dtype, c.dtype, p.insts.back().dtype))
+      break;
     i = c.a;
   }
   return i;
@@ -157,7 +171,7 @@ std::optional<FusedProgram> lt_without_sum(const FusedProgram& p) {
     const FusedInst& x = in[i];
     if (x.op == FusedOpcode::Load) leaf[i] = x.a;
     if (x.op == FusedOpcode::Cast && in[static_cast<size_t>(x.a)].op == FusedOpcode::Load &&
-        is_float(x.dtype) && is_float(in[static_cast<size_t>(x.a)].dtype))
+        cast_set_aside(in[static_cast<size_t>(x.a)].dtype, x.dtype, in.back().dtype))
       leaf[i] = in[static_cast<size_t>(x.a)].a;
   }
   auto leaf_of = [&](int i) { return i >= 0 ? leaf[static_cast<size_t>(i)] : -1; };

@@ -215,7 +215,11 @@ void add_activation(const Match& m, EGraph& eg) {
       std::vector<Expr> bs;
       for (const Expr& st : vy.strides)
         if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
-      if (!(vx.dims == out) || bs.size() != vy.strides.size() || !lt_bias_fits(a, bs)) continue;
+      // (A fused program's loads keep their producers' dims: the bias must be read over the
+      // product's, or its strides mean something else.)
+      if (!(vx.dims == out) || !(vy.dims == vx.dims) || bs.size() != vy.strides.size() ||
+          !lt_bias_fits(a, bs))
+        continue;
       b.payload = std::make_shared<LtEpilogue>(false, true, e.scale, act);
       b.views.insert(b.views.begin() + 2, vy);  // (before the scale)
       ch.insert(ch.begin() + 2, y);
@@ -313,9 +317,10 @@ std::shared_ptr<const LtEpilogue> LtEpilogue::deserialize(std::string_view text)
     e->act = rest.front() == 'r' ? LtActivation::Relu : LtActivation::GeluTanh;
     rest.remove_prefix(1);
   }
-  if (text.empty() || !rest.empty())
+  if (text.empty() || !rest.empty() || (e->accumulate && e->act != LtActivation::None))
     throw Error("lt_epilogue: cannot read '" + std::string(text) +
-                "' (want some of the letters c, b, s in that order, then r or g)");
+                "' (want some of the letters c, b, s in that order, then r or g, never c with r "
+                "or g)");
   return e;
 }
 
