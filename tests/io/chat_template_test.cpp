@@ -72,6 +72,8 @@ std::string case_name(const Json& c) {
 
 TEST(ChatTemplate, ParityWithJinja2) {
   REQUIRE_FIXTURES();
+  // strftime_now at the fixtures' fixed time (gen_chat_templates.py FIXED_EPOCH), not today's.
+  setenv("SOURCE_DATE_EPOCH", "1721952000", 1);
   const Json& doc = cases();
   std::map<std::string, std::optional<ChatTemplate>> compiled;
   std::map<std::string, std::string> parse_errors;
@@ -191,8 +193,22 @@ TEST(ChatTemplate, Builtins) {
 }
 
 TEST(ChatTemplate, StrftimeNow) {
+  const char* was = std::getenv("SOURCE_DATE_EPOCH");
+  const std::string saved = was ? was : "";
+  unsetenv("SOURCE_DATE_EPOCH");
   auto t = ChatTemplate::from_string("{{ strftime_now('%Y') | length }}");
   EXPECT_EQ(t.render({}, false), "4");
+  // SOURCE_DATE_EPOCH fixes the time (UTC); a value that is not a number is ignored.
+  auto d = ChatTemplate::from_string("{{ strftime_now('%d %b %Y %H:%M') }}");
+  setenv("SOURCE_DATE_EPOCH", "1721952000", 1);
+  EXPECT_EQ(d.render({}, false), "26 Jul 2024 00:00");
+  setenv("SOURCE_DATE_EPOCH", "soon", 1);
+  EXPECT_EQ(t.render({}, false), "4");
+  if (was) {
+    setenv("SOURCE_DATE_EPOCH", saved.c_str(), 1);
+  } else {
+    unsetenv("SOURCE_DATE_EPOCH");
+  }
 }
 
 TEST(ChatTemplate, FromFolder) {

@@ -1,5 +1,6 @@
 // Global functions of the template environment, as transformers sets it up: jinja2's range,
 // namespace and dict, plus transformers' raise_exception and strftime_now.
+#include <cstdlib>
 #include <ctime>
 
 #include "luminal/io/chat/interp.hpp"
@@ -52,9 +53,19 @@ void add_globals(std::map<std::string, Value>& globals) {
       [](Args& args, Kwargs&) -> Value { fail(args.empty() ? std::string() : to_str(args[0])); });
   globals["strftime_now"] = Value::callable([](Args& args, Kwargs&) {
     if (args.empty() || !args[0].is_string()) fail("strftime_now expects a format string");
-    std::time_t now = std::time(nullptr);
+    // SOURCE_DATE_EPOCH (reproducible builds' variable: seconds since 1970, read as UTC) fixes
+    // the time, so a rendered prompt does not change with the day; otherwise local time now.
     std::tm tm{};
-    localtime_r(&now, &tm);
+    const char* fixed = std::getenv("SOURCE_DATE_EPOCH");
+    char* end = nullptr;
+    const long long epoch = fixed ? std::strtoll(fixed, &end, 10) : 0;
+    if (fixed && *fixed && end && *end == '\0') {
+      const std::time_t t = static_cast<std::time_t>(epoch);
+      gmtime_r(&t, &tm);
+    } else {
+      const std::time_t now = std::time(nullptr);
+      localtime_r(&now, &tm);
+    }
     char buf[256];
     size_t n = std::strftime(buf, sizeof buf, args[0].s.c_str(), &tm);
     return Value::string(std::string(buf, n));
