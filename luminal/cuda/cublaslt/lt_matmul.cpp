@@ -46,6 +46,19 @@ void add_lt_nodes(EGraph& eg, const Attrs& a, const std::vector<ClassId>& childr
     if (!col_only || op == &kLtCol) eg.merge(eg.add(op, a, children), root);
 }
 
+/// Whether `vy` reads a bias of Lt node `a`'s product, which `vx` reads whole: both over the
+/// product's dims (a fused program's loads keep their producers' dims, and a bias read over a
+/// reshape means something else), with strides that run along D's rows (lt_bias_fits).
+bool bias_view_fits(const Attrs& a, const View& vx, const View& vy) {
+  Shape out = a.views[0].dims;
+  out.erase(out.begin() + a.axis);
+  if (!(vx.dims == out) || !(vy.dims == out)) return false;
+  std::vector<Expr> bs;
+  for (const Expr& st : vy.strides)
+    if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
+  return bs.size() == vy.strides.size() && lt_bias_fits(a, bs);
+}
+
 /// Add(x, y) where x's class holds a cuBLASLt node (see lt_matmul.hpp, "Epilogues"): the node
 /// with y as its C (beta 1) or its bias, in the Add's class.
 void add_epilogues(const Match& m, EGraph& eg) {
@@ -90,12 +103,7 @@ void add_epilogues(const Match& m, EGraph& eg) {
       // an f32 D takes only a bf16 bias: none here, where the bias has D's type.)
       const bool fp8_f32 = is_fp8(eg.dtype(n.children[0])) && a.dtype == DType::F32;
       if (!e.bias && n.op == &kLtCol && !fp8_f32) {
-        Shape out = a.views[0].dims;
-        out.erase(out.begin() + a.axis);
-        std::vector<Expr> bs;
-        for (const Expr& st : vy.strides)
-          if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
-        if (vx.dims == out && bs.size() == vy.strides.size() && lt_bias_fits(a, bs)) {
+        if (bias_view_fits(a, vx, vy)) {
           Attrs b = a;
           b.shape = aa.shape;
           b.payload = std::make_shared<LtEpilogue>(e.accumulate, true, e.scale);
@@ -210,16 +218,7 @@ void add_activation(const Match& m, EGraph& eg) {
       if (e.bias || n.op != &kLtCol || fp8_f32 || (a.dtype != fa.dtype && !down) || y == root ||
           eg.dtype(y) != fa.dtype)
         continue;
-      Shape out = a.views[0].dims;
-      out.erase(out.begin() + a.axis);
-      std::vector<Expr> bs;
-      for (const Expr& st : vy.strides)
-        if (std::optional<Expr> c = coefficient(st)) bs.push_back(*c);
-      // (A fused program's loads keep their producers' dims: the bias must be read over the
-      // product's, or its strides mean something else.)
-      if (!(vx.dims == out) || !(vy.dims == vx.dims) || bs.size() != vy.strides.size() ||
-          !lt_bias_fits(a, bs))
-        continue;
+      if (!bias_view_fits(a, vx, vy)) continue;
       b.payload = std::make_shared<LtEpilogue>(false, true, e.scale, act);
       b.views.insert(b.views.begin() + 2, vy);  // (before the scale)
       ch.insert(ch.begin() + 2, y);
