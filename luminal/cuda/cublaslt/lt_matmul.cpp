@@ -168,6 +168,12 @@ void add_activation(const Match& m, EGraph& eg) {
   const auto* prog = dynamic_cast<const FusedProgram*>(fa.payload.get());
   if (!prog || f.children.size() != fa.views.size() || f.children.empty() || f.children.size() > 2)
     return;
+  // (Most fused nodes read no cuBLASLt product: skip their programs.)
+  bool reads_lt = false;
+  for (ClassId c : f.children)
+    for (ENodeId id : eg.nodes_of(c))
+      reads_lt = reads_lt || is_lt_op(eg.node(id).op);
+  if (!reads_lt) return;
   const bool with_bias = f.children.size() == 2;
   LtActivation act = LtActivation::None;
   if (with_bias) {
