@@ -59,6 +59,43 @@ bool bias_view_fits(const Attrs& a, const View& vx, const View& vy) {
   return bs.size() == vy.strides.size() && lt_bias_fits(a, bs);
 }
 
+/// A cuBLASLt node a rule adds: merged into the rule's root class once the rule has looked at
+/// every e-node it reads (adding e-nodes while iterating a class's nodes is not safe).
+struct LtFound {
+  const OpDef* op;
+  Attrs attrs;
+  std::vector<ClassId> children;
+};
+
+void merge_found(EGraph& eg, const std::vector<LtFound>& found, ClassId root) {
+  for (const LtFound& f : found)
+    eg.merge(eg.add(f.op, f.attrs, f.children), root);
+}
+
+/// n's children (canonical), or nothing when one of them is `root` (the new node would read its
+/// own class).
+std::optional<std::vector<ClassId>> children_apart_from(const EGraph& eg, const ENode& n,
+                                                        ClassId root) {
+  std::vector<ClassId> ch;
+  for (ClassId c : n.children)
+    ch.push_back(eg.find(c));
+  if (std::find(ch.begin(), ch.end(), root) != ch.end()) return std::nullopt;
+  return ch;
+}
+
+/// Whether a node `n` with D of dtype `d` may take a bias epilogue: the column family (the bias
+/// runs along D's rows, the output's unit-stride axes there), and not an FP8 product with an f32
+/// D (cuBLASLt then reads the bias as bf16, and the rules' bias has D's type).
+bool takes_bias(const EGraph& eg, const ENode& n, DType d) {
+  return n.op == &kLtCol && !(is_fp8(eg.dtype(n.children[0])) && d == DType::F32);
+}
+
+/// Inserts an extra input of a node at index `at` (lt_c_input / lt_bias_input of its payload).
+void insert_input(Attrs& b, std::vector<ClassId>& ch, int at, const View& v, ClassId c) {
+  b.views.insert(b.views.begin() + at, v);
+  ch.insert(ch.begin() + at, c);
+}
+
 /// Add(x, y) where x's class holds a cuBLASLt node (see lt_matmul.hpp, "Epilogues"): the node
 /// with y as its C (beta 1) or its bias, in the Add's class.
 void add_epilogues(const Match& m, EGraph& eg) {
@@ -72,12 +109,7 @@ void add_epilogues(const Match& m, EGraph& eg) {
     const View& vx = aa.views[static_cast<size_t>(xi)];
     const View& vy = aa.views[static_cast<size_t>(1 - xi)];
     if (x == root || y == root || !vx.is_contiguous() || eg.dtype(y) != aa.dtype) continue;
-    struct Found {
-      const OpDef* op;
-      Attrs attrs;
-      std::vector<ClassId> children;
-    };
-    std::vector<Found> found;
+    std::vector<LtFound> found;
     for (ENodeId id : eg.nodes_of(x)) {
       const ENode& n = eg.node(id);
       if (!is_lt_op(n.op)) continue;
@@ -85,38 +117,26 @@ void add_epilogues(const Match& m, EGraph& eg) {
       if (a.dtype != aa.dtype || !(vx.numel() == numel(a.shape))) continue;
       const LtEpilogue e = lt_epilogue(a);
       if (e.act != LtActivation::None) continue;  // (added after the activation: not a call)
-      std::vector<ClassId> ch;
-      for (ClassId c : n.children)
-        ch.push_back(eg.find(c));
-      if (std::find(ch.begin(), ch.end(), root) != ch.end()) continue;
+      const std::optional<std::vector<ClassId>> ch = children_apart_from(eg, n, root);
+      if (!ch) continue;
       // C: y read whole in the output's layout.
       if (!e.accumulate && vy.is_contiguous() && vy.dims == vx.dims) {
-        Attrs b = a;
-        b.shape = aa.shape;  // (the Add may read the product through a reshape)
-        b.payload = std::make_shared<LtEpilogue>(true, e.bias, e.scale);
-        b.views.insert(b.views.begin() + 2, View::contiguous(aa.shape));
-        ch.insert(ch.begin() + 2, y);
-        found.push_back({n.op, std::move(b), ch});
-        ch.erase(ch.begin() + 2);
+        LtFound f{n.op, a, *ch};
+        f.attrs.shape = aa.shape;  // (the Add may read the product through a reshape)
+        f.attrs.payload = std::make_shared<LtEpilogue>(true, e.bias, e.scale);
+        insert_input(f.attrs, f.children, lt_c_input(f.attrs), View::contiguous(aa.shape), y);
+        found.push_back(std::move(f));
       }
-      // The bias: over the Mul's dims without the reduced axis, along the rows of D. (FP8 with
-      // an f32 D takes only a bf16 bias: none here, where the bias has D's type.)
-      const bool fp8_f32 = is_fp8(eg.dtype(n.children[0])) && a.dtype == DType::F32;
-      if (!e.bias && n.op == &kLtCol && !fp8_f32) {
-        if (bias_view_fits(a, vx, vy)) {
-          Attrs b = a;
-          b.shape = aa.shape;
-          b.payload = std::make_shared<LtEpilogue>(e.accumulate, true, e.scale);
-          const auto at =
-              static_cast<std::ptrdiff_t>(2 + (e.accumulate ? 1 : 0));  // (before the scale)
-          b.views.insert(b.views.begin() + at, vy);
-          ch.insert(ch.begin() + at, y);
-          found.push_back({n.op, std::move(b), ch});
-        }
+      // The bias: over the Mul's dims without the reduced axis, along the rows of D.
+      if (!e.bias && takes_bias(eg, n, a.dtype) && bias_view_fits(a, vx, vy)) {
+        LtFound f{n.op, a, *ch};
+        f.attrs.shape = aa.shape;
+        f.attrs.payload = std::make_shared<LtEpilogue>(e.accumulate, true, e.scale);
+        insert_input(f.attrs, f.children, lt_bias_input(f.attrs), vy, y);
+        found.push_back(std::move(f));
       }
     }
-    for (const Found& f : found)
-      eg.merge(eg.add(f.op, f.attrs, f.children), root);
+    merge_found(eg, found, root);
   }
 }
 
@@ -136,7 +156,7 @@ void add_scale(const Match& m, EGraph& eg) {
     if (!std::all_of(vy.strides.begin(), vy.strides.end(),
                      [](const Expr& st) { return st == Expr(0); }))
       continue;
-    std::vector<std::pair<Attrs, std::vector<ClassId>>> found;
+    std::vector<LtFound> found;
     for (ENodeId id : eg.nodes_of(x)) {
       const ENode& n = eg.node(id);
       if (!is_lt_op(n.op) || n.children.size() != 2 || !is_fp8(eg.dtype(n.children[0]))) continue;
@@ -145,16 +165,15 @@ void add_scale(const Match& m, EGraph& eg) {
       if (e.accumulate || e.bias || e.scale || e.act != LtActivation::None ||
           a.dtype != DType::F32 || !(vx.numel() == numel(a.shape)))
         continue;
-      std::vector<ClassId> ch{eg.find(n.children[0]), eg.find(n.children[1]), y};
-      if (ch[0] == root || ch[1] == root) continue;
-      Attrs b = a;
-      b.shape = ma.shape;
-      b.payload = std::make_shared<LtEpilogue>(false, false, true);
-      b.views.push_back(vy);
-      found.emplace_back(std::move(b), std::move(ch));
+      const std::optional<std::vector<ClassId>> ch = children_apart_from(eg, n, root);
+      if (!ch) continue;
+      LtFound f{&kLtCol, a, *ch};
+      f.attrs.shape = ma.shape;
+      f.attrs.payload = std::make_shared<LtEpilogue>(false, false, true);
+      insert_input(f.attrs, f.children, lt_scale_input(f.attrs), vy, y);
+      found.push_back(std::move(f));
     }
-    for (const auto& [b, ch] : found)
-      eg.merge(eg.add(&kLtCol, b, ch), root);
+    merge_found(eg, found, root);
   }
 }
 
@@ -183,13 +202,7 @@ void add_activation(const Match& m, EGraph& eg) {
   }
   if (act == LtActivation::None) return;
   const ClassId root = eg.find(m.root);
-  struct Found {
-    const OpDef* op;
-    Attrs attrs;
-    std::vector<ClassId> children;
-  };
-  std::vector<Found> found;
-  std::vector<std::pair<Attrs, std::vector<ClassId>>> cast_down;
+  std::vector<LtFound> found, cast_down;  // (cast_down: D cast to 16 bits, added by add_lt_nodes)
   for (int xi = 0; xi < static_cast<int>(f.children.size()); ++xi) {
     const ClassId x = eg.find(f.children[static_cast<size_t>(xi)]);
     const View& vx = fa.views[static_cast<size_t>(xi)];
@@ -200,46 +213,35 @@ void add_activation(const Match& m, EGraph& eg) {
       const Attrs& a = eg.attrs_of(id);
       const LtEpilogue e = lt_epilogue(a);
       if (e.accumulate || e.act != LtActivation::None || !(vx.numel() == numel(a.shape))) continue;
-      std::vector<ClassId> ch;
-      for (ClassId c : n.children)
-        ch.push_back(eg.find(c));
-      if (std::find(ch.begin(), ch.end(), root) != ch.end()) continue;
-      Attrs b = a;
-      b.shape = fa.shape;
+      const std::optional<std::vector<ClassId>> ch = children_apart_from(eg, n, root);
+      if (!ch) continue;
+      LtFound fd{n.op, a, *ch};
+      fd.attrs.shape = fa.shape;
+      fd.attrs.dtype = fa.dtype;
+      const bool down = a.dtype == DType::F32 && fa.dtype != DType::F32;  // (a cast to 16 bits)
       if (!with_bias) {
-        b.payload = std::make_shared<LtEpilogue>(false, e.bias, e.scale, act);
+        fd.attrs.payload = std::make_shared<LtEpilogue>(false, e.bias, e.scale, act);
         if (a.dtype == fa.dtype) {
-          found.push_back({n.op, std::move(b), std::move(ch)});
-        } else if (a.dtype == DType::F32 && n.op == &kLtCol) {
-          b.dtype = fa.dtype;  // act(x) cast down: D in the 16-bit type (add_lt_nodes checks)
-          cast_down.emplace_back(std::move(b), std::move(ch));
+          found.push_back(std::move(fd));
+        } else if (down && n.op == &kLtCol) {
+          cast_down.push_back(std::move(fd));  // act(x) cast down: D in the 16-bit type
         }
         continue;
       }
       // act(x + bias): the bias as in add_epilogues, on a node without one.
       const ClassId y = eg.find(f.children[static_cast<size_t>(1 - xi)]);
       const View& vy = fa.views[static_cast<size_t>(1 - xi)];
-      const bool fp8_f32 = is_fp8(eg.dtype(n.children[0])) && fa.dtype == DType::F32;
-      const bool down = a.dtype == DType::F32 && fa.dtype != DType::F32;  // (a cast to 16 bits)
-      if (e.bias || n.op != &kLtCol || fp8_f32 || (a.dtype != fa.dtype && !down) || y == root ||
-          eg.dtype(y) != fa.dtype)
+      if (e.bias || !takes_bias(eg, n, fa.dtype) || (a.dtype != fa.dtype && !down) || y == root ||
+          eg.dtype(y) != fa.dtype || !bias_view_fits(a, vx, vy))
         continue;
-      if (!bias_view_fits(a, vx, vy)) continue;
-      b.payload = std::make_shared<LtEpilogue>(false, true, e.scale, act);
-      b.views.insert(b.views.begin() + 2, vy);  // (before the scale)
-      ch.insert(ch.begin() + 2, y);
-      if (down) {
-        b.dtype = fa.dtype;
-        cast_down.emplace_back(std::move(b), std::move(ch));
-      } else {
-        found.push_back({n.op, std::move(b), std::move(ch)});
-      }
+      fd.attrs.payload = std::make_shared<LtEpilogue>(false, true, e.scale, act);
+      insert_input(fd.attrs, fd.children, lt_bias_input(fd.attrs), vy, y);
+      (down ? cast_down : found).push_back(std::move(fd));
     }
   }
-  for (const Found& fd : found)
-    eg.merge(eg.add(fd.op, fd.attrs, fd.children), root);
-  for (const auto& [b, ch] : cast_down)
-    add_lt_nodes(eg, b, ch, root);
+  merge_found(eg, found, root);
+  for (const LtFound& fd : cast_down)
+    add_lt_nodes(eg, fd.attrs, fd.children, root);  // (checks the 16-bit D's types)
 }
 
 std::vector<Rule> lt_rules() {
