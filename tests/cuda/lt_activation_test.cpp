@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/lt_util.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/cublaslt/lt_activation.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
@@ -89,25 +90,15 @@ TEST(LtActivation, EvaluatesProgramsInDouble) {
 /// one exists (`row`: the row family's first).
 LlirGraph prefer_activation(const Graph& g, bool row = false) {
   testing::CudaRulesOnly rules(true);
-  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
-    const ENode& n = eg.node(id);
-    if (!cuda::is_lt_op(n.op)) return 0.0;
-    const bool act = cuda::lt_epilogue(eg.attrs_of(id)).act != LtActivation::None;
-    const bool want = (n.op->name == std::string_view("cuda.LtMatmulRow")) == row;
-    return 1.0 + (act ? 10.0 : 0.0) + (want ? 0.5 : 0.0) + static_cast<double>(n.children.size());
-  }));
+  return cuda::testing::prefer(g, rules, [&](const EGraph& eg, ENodeId n) {
+    if (!cuda::is_lt_op(eg.node(n).op)) return 0.0;
+    const bool act = cuda::lt_epilogue(eg.attrs_of(n)).act != LtActivation::None;
+    return 1.0 + (act ? 10.0 : 0.0) + (cuda::testing::lt_row(eg, n) == row ? 0.5 : 0.0) +
+           static_cast<double>(eg.node(n).children.size());
+  });
 }
 
-std::vector<std::string> lt_nodes(const LlirGraph& p) {
-  std::vector<std::string> out;
-  for (const LlirNode& n : p.nodes)
-    if (cuda::is_lt_op(n.op))
-      out.push_back(std::string(n.op->name) + ":" + cuda::lt_epilogue(n.attrs).serialize());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using cuda::testing::lt_nodes;
 
 TEST(LtRules, ActivationsAfterAProductBecomeEpilogues) {
   for (DType t : {DType::F32, DType::BF16}) {

@@ -36,14 +36,7 @@ namespace {
 
 using testing::lt_backend;
 using testing::lt_or_skip;
-
-/// Values for an input of `n` elements (seeded by its name's length and `salt`).
-std::vector<double> values(size_t n, double salt) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = std::sin(salt * static_cast<double>(i + 1));
-  return v;
-}
+using testing::values;
 
 TEST(CudaLtEpilogue, ResidualAndBiasEpiloguesOnBothExecutors) {
   LUMINAL_REQUIRE_GPU();
@@ -97,18 +90,12 @@ TEST(CudaLtEpilogue, ResidualAndBiasEpiloguesOnBothExecutors) {
             {"b", values(96, 0.7)},           {"r", values(su * 96, 0.23)},
             {"q", values(2 * su * 32, 0.31)}, {"k", values(2 * 24 * 32, 0.19)},
             {"r3", values(2 * su * 24, 0.5)}, {"b3", values(24, 0.9)}};
-        ReferenceRuntime rt(g);
-        luminal::testing::BufferMap host;
-        for (const auto& [name, v] : in) {
-          rt.set(name, v);
-          host[name] = to_host_buffer(v.data(), v.size(), t, name);
-        }
-        rt.execute({{"s", sv}});
-        const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, host, {{"s", sv}});
-        for (const char* out : {"bias", "residual", "both", "batched"}) {
-          const std::vector<double> want = rt.get<double>(out);
-          const std::vector<double> got =
-              from_host_buffer<double>(run.outputs.at(out), out, "double");
+        const auto runs =
+            testing::run_with_reference(g, lp, in, [&](const std::string&) { return t; },
+                                        {{"s", sv}}, {"bias", "residual", "both", "batched"});
+        for (const auto& [out, r] : runs) {
+          const std::vector<double>& got = r.got;
+          const std::vector<double>& want = r.want;
           ASSERT_EQ(got.size(), want.size()) << out;
           // bf16: the library rounds A B + C once where the graph rounds the product first.
           const double rtol = t == DType::F32 ? 1e-4 : 3e-2;
@@ -116,7 +103,7 @@ TEST(CudaLtEpilogue, ResidualAndBiasEpiloguesOnBothExecutors) {
           for (size_t i = 0; i < got.size(); ++i)
             bad += !(std::abs(got[i] - want[i]) <= rtol * (1 + std::abs(want[i])));
           std::printf("[lt-epilogue] %s %s s=%lld %s: %zu of %zu elements wrong\n", name(t).data(),
-                      exec, static_cast<long long>(sv), out, bad, got.size());
+                      exec, static_cast<long long>(sv), out.c_str(), bad, got.size());
           EXPECT_EQ(bad, 0u) << name(t) << " " << exec << " " << out << " s=" << sv;
         }
       }
@@ -174,18 +161,12 @@ TEST(CudaLtEpilogue, ActivationEpiloguesOnBothExecutors) {
         const size_t su = static_cast<size_t>(sv);
         const std::map<std::string, std::vector<double>> in = {
             {"x", values(su * 128, 0.37)}, {"w", values(96 * 128, 0.11)}, {"b", values(96, 0.7)}};
-        ReferenceRuntime rt(g);
-        luminal::testing::BufferMap host;
-        for (const auto& [nm, v] : in) {
-          rt.set(nm, v);
-          host[nm] = to_host_buffer(v.data(), v.size(), t, nm);
-        }
-        rt.execute({{"s", sv}});
-        const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, host, {{"s", sv}});
-        for (const char* out : {"relu", "gelu", "bias_relu", "bias_gelu"}) {
-          const std::vector<double> want = rt.get<double>(out);
-          const std::vector<double> got =
-              from_host_buffer<double>(run.outputs.at(out), out, "double");
+        const auto runs =
+            testing::run_with_reference(g, lp, in, [&](const std::string&) { return t; },
+                                        {{"s", sv}}, {"relu", "gelu", "bias_relu", "bias_gelu"});
+        for (const auto& [out, r] : runs) {
+          const std::vector<double>& got = r.got;
+          const std::vector<double>& want = r.want;
           ASSERT_EQ(got.size(), want.size()) << out;
           // f32: cuBLASLt's GELU evaluates tanh its own way (measured within 1e-5 here);
           // bf16: the epilogue rounds act(A B + bias) once where the graph rounds the product.
@@ -200,7 +181,8 @@ TEST(CudaLtEpilogue, ActivationEpiloguesOnBothExecutors) {
           }
           std::printf(
               "[lt-epilogue] %s %s s=%lld %s: %zu of %zu elements wrong (worst %.2e, %zu zeros)\n",
-              name(t).data(), exec, static_cast<long long>(sv), out, bad, got.size(), worst, zeros);
+              name(t).data(), exec, static_cast<long long>(sv), out.c_str(), bad, got.size(), worst,
+              zeros);
           EXPECT_EQ(bad, 0u) << name(t) << " " << exec << " " << out << " s=" << sv;
         }
       }
@@ -217,17 +199,11 @@ double f32_product_error(CudaBackend& be) {
   x.matmul(w.transpose(0, 1)).output("y");
   const LlirGraph llir = testing::prefer_lt(g, be);
   luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
-  const std::vector<double> xv = values(64 * 1024, 0.37), wv = values(256 * 1024, 0.11);
-  ReferenceRuntime rt(g);
-  rt.set("x", xv);
-  rt.set("w", wv);
-  rt.execute({});
-  luminal::testing::BufferMap in;
-  in["x"] = to_host_buffer(xv.data(), xv.size(), DType::F32, "x");
-  in["w"] = to_host_buffer(wv.data(), wv.size(), DType::F32, "w");
-  const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, in, {});
-  const std::vector<double> want = rt.get<double>("y");
-  const std::vector<double> got = from_host_buffer<double>(run.outputs.at("y"), "y", "double");
+  const auto runs = testing::run_with_reference(
+      g, lp, {{"x", values(64 * 1024, 0.37)}, {"w", values(256 * 1024, 0.11)}},
+      [](const std::string&) { return DType::F32; }, {}, {"y"});
+  const std::vector<double>& got = runs.at("y").got;
+  const std::vector<double>& want = runs.at("y").want;
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i)
     worst = std::max(worst, std::abs(got[i] - want[i]) / (1 + std::abs(want[i])));

@@ -18,13 +18,7 @@ namespace {
 
 using testing::lt_backend;
 using testing::lt_or_skip;
-
-std::vector<double> values(size_t n, double salt) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = std::sin(salt * static_cast<double>(i + 1));
-  return v;
-}
+using testing::values;
 
 TEST(CudaLtExternal, AnInputBoundAtA16ByteOffsetPreparesForItsAlignment) {
   LUMINAL_REQUIRE_GPU();

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
@@ -24,13 +23,7 @@ namespace {
 
 using testing::lt_backend;
 using testing::lt_or_skip;
-
-std::vector<double> values(size_t n, double salt, double scale) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = scale * std::sin(salt * static_cast<double>(i + 1));
-  return v;
-}
+using testing::values;
 
 TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
   LUMINAL_REQUIRE_GPU();
@@ -81,19 +74,15 @@ TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
             {"x", values(su * 128, 0.37, 3.0)}, {"s_in", {0.5}},
             {"w", values(96 * 128, 0.11, 2.0)}, {"s_w", {0.125}},
             {"b", values(96, 0.7, 1.0)},        {"b16", values(96, 0.9, 1.0)}};
-        ReferenceRuntime rt(g);
-        luminal::testing::BufferMap host;
-        for (const auto& [nm, v] : in) {
-          rt.set(nm, v);
-          const DType t = nm == "w" ? wt : nm == "b16" ? DType::BF16 : DType::F32;
-          host[nm] = to_host_buffer(v.data(), v.size(), t, nm);
-        }
-        rt.execute({{"s", sv}});
-        const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, host, {{"s", sv}});
-        for (const char* out : {"y", "y16", "yb", "yb16", "ybr16"}) {
-          const std::vector<double> want = rt.get<double>(out);
-          const std::vector<double> got =
-              from_host_buffer<double>(run.outputs.at(out), out, "double");
+        const auto runs = testing::run_with_reference(
+            g, lp, in,
+            [&](const std::string& nm) {
+              return nm == "w" ? wt : nm == "b16" ? DType::BF16 : DType::F32;
+            },
+            {{"s", sv}}, {"y", "y16", "yb", "yb16", "ybr16"});
+        for (const auto& [out, r] : runs) {
+          const std::vector<double>& got = r.got;
+          const std::vector<double>& want = r.want;
           ASSERT_EQ(got.size(), want.size()) << out;
           double peak = 0;
           for (double v : want)
@@ -101,14 +90,15 @@ TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
           // The FP8 values multiply exactly and sum in f32 on both sides; a quantisation of
           // x / s_in one FP8 step apart moves an output by at most ~6% of one term (of 128):
           // 1% of the largest output. bf16 adds its rounding of the result.
-          const double bf16 = out[std::strlen(out) - 1] == '6' ? 8e-3 : 0.0;  // (the 16-bit ones)
+          const double bf16 = out.back() == '6' ? 8e-3 : 0.0;  // (the 16-bit ones)
           size_t bad = 0, first = 0;
           for (size_t i = 0; i < got.size(); ++i)
             if (!(std::abs(got[i] - want[i]) <= 1e-2 * peak + bf16 * std::abs(want[i]))) {
               if (bad++ == 0) first = i;
             }
           std::printf("[lt-fp8] %s %s s=%lld %s: %zu of %zu elements wrong (peak %.3g)%s\n",
-                      name(wt).data(), exec, static_cast<long long>(sv), out, bad, got.size(), peak,
+                      name(wt).data(), exec, static_cast<long long>(sv), out.c_str(), bad,
+                      got.size(), peak,
                       bad ? (" first [" + std::to_string(first) + "]: got " +
                              std::to_string(got[first]) + ", want " + std::to_string(want[first]))
                                 .c_str()

@@ -7,6 +7,7 @@
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/lt_util.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #include "luminal/luminal.hpp"
@@ -17,17 +18,17 @@
 namespace luminal {
 namespace {
 
+using cuda::testing::lt_nodes;
+using cuda::testing::lt_reads_fp8;
+using cuda::testing::lt_row;
+
 /// The program that takes a cuBLASLt op wherever one is offered (`row`: the row family first).
 LlirGraph prefer_lt(const Graph& g, bool cublaslt, bool row = false) {
   testing::CudaRulesOnly rules(cublaslt);
-  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) {
-    const std::string_view op = eg.node(n).op->name;
-    if (op == (row ? "cuda.LtMatmulRow" : "cuda.LtMatmul")) return 2.0;
-    if (op == "cuda.LtMatmul" || op == "cuda.LtMatmulRow") return 1.0;
-    return 0.0;
-  }));
+  return cuda::testing::prefer(g, rules, [&](const EGraph& eg, ENodeId n) {
+    if (!cuda::is_lt_op(eg.node(n).op)) return 0.0;
+    return lt_row(eg, n) == row ? 2.0 : 1.0;
+  });
 }
 
 int count(const LlirGraph& p, const std::string& op) {
@@ -151,26 +152,14 @@ TEST(LtRules, ProgramsWithLibraryStepsRoundTripThroughTheCompileCacheText) {
   EXPECT_EQ(back.to_text(), p.to_text());
 }
 
-/// The cuBLASLt nodes of `p` as "op:epilogue" (epilogue "" for a plain product).
-std::vector<std::string> lt_nodes(const LlirGraph& p) {
-  std::vector<std::string> out;
-  for (const LlirNode& n : p.nodes)
-    if (cuda::is_lt_op(n.op))
-      out.push_back(std::string(n.op->name) + ":" + cuda::lt_epilogue(n.attrs).serialize());
-  return out;
-}
-
 /// The program that takes the cuBLASLt node with the most epilogue inputs wherever one exists.
 LlirGraph prefer_epilogue(const Graph& g, bool row = false) {
   testing::CudaRulesOnly rules(true);
-  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) {
-    const OpDef* op = eg.node(n).op;
-    if (!cuda::is_lt_op(op)) return 0.0;
-    const bool want = (op->name == std::string_view("cuda.LtMatmulRow")) == row;
-    return 1.0 + (want ? 0.5 : 0.0) + static_cast<double>(eg.node(n).children.size());
-  }));
+  return cuda::testing::prefer(g, rules, [&](const EGraph& eg, ENodeId n) {
+    if (!cuda::is_lt_op(eg.node(n).op)) return 0.0;
+    return 1.0 + (lt_row(eg, n) == row ? 0.5 : 0.0) +
+           static_cast<double>(eg.node(n).children.size());
+  });
 }
 
 // Epilogues: an Add of a product and a same-layout tensor becomes beta = 1 with that tensor as
@@ -285,15 +274,10 @@ TEST(LtRules, ABiasIsRefusedWhereADimAtOneMovesDsRows) {
 /// row family's first), another cuBLASLt op otherwise.
 LlirGraph prefer_fp8(const Graph& g, bool row = false) {
   testing::CudaRulesOnly rules(true);
-  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
-    const ENode& n = eg.node(id);
-    if (!cuda::is_lt_op(n.op)) return 0.0;
-    const DType t = eg.dtype(n.children[0]);
-    const bool fp8 = t == DType::F8E4M3 || t == DType::F8E5M2;
-    return 1.0 + (fp8 ? 2.0 : 0.0) + ((n.op->name == std::string_view("cuda.LtMatmulRow")) == row);
-  }));
+  return cuda::testing::prefer(g, rules, [&](const EGraph& eg, ENodeId n) {
+    if (!cuda::is_lt_op(eg.node(n).op)) return 0.0;
+    return 1.0 + (lt_reads_fp8(eg, n) ? 2.0 : 0.0) + (lt_row(eg, n) == row ? 1.0 : 0.0);
+  });
 }
 
 /// The cuBLASLt nodes of `p` that read FP8 operands, as "op:epilogue".

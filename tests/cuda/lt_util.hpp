@@ -1,14 +1,20 @@
 #pragma once
-// Shared by the cuBLASLt GPU suites (lt_test.cpp, lt_epilogue_test.cpp): cuBLASLt or a skip, a
-// backend with cuBLASLt on each executor, and programs that take cuBLASLt nodes where offered.
+// Shared by the cuBLASLt suites (GPU: lt_test.cpp, lt_epilogue_test.cpp, lt_fp8_test.cpp,
+// lt_external_test.cpp; CI: lt_rule_test.cpp, lt_activation_test.cpp): cuBLASLt or a skip, a
+// backend with cuBLASLt on each executor, programs that take the cuBLASLt nodes a score prefers,
+// their cuBLASLt nodes as text, input values, and a plan run beside the reference runtime.
+#include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/cublaslt/lt_api.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #include "luminal/luminal.hpp"
+#include "support/llir_direct.hpp"
 
 namespace luminal::cuda::testing {
 
@@ -34,7 +40,8 @@ inline CudaBackend& lt_backend(CudaOptions::Executor e) {
   return *b;
 }
 
-/// `g`'s program on `be` choosing, in every class, the e-node `score` rates highest.
+/// `g`'s program on `be` (a CudaBackend, or testing::CudaRulesOnly without a GPU) choosing, in
+/// every class, the e-node `score` rates highest.
 inline LlirGraph prefer(const Graph& g, Backend& be,
                         const std::function<double(const EGraph&, ENodeId)>& score) {
   BuiltSpace b = build_search_space(g, be, g.dim_facts());
@@ -46,6 +53,61 @@ inline LlirGraph prefer(const Graph& g, Backend& be,
 inline LlirGraph prefer_lt(const Graph& g, Backend& be) {
   return prefer(g, be,
                 [](const EGraph& eg, ENodeId n) { return is_lt_op(eg.node(n).op) ? 1.0 : 0.0; });
+}
+
+/// Whether e-node `id` is a cuBLASLt node of the row family.
+inline bool lt_row(const EGraph& eg, ENodeId id) {
+  return eg.node(id).op->name == std::string_view("cuda.LtMatmulRow");
+}
+
+/// Whether e-node `id` is a cuBLASLt node reading FP8 operands.
+inline bool lt_reads_fp8(const EGraph& eg, ENodeId id) {
+  const ENode& n = eg.node(id);
+  if (!is_lt_op(n.op)) return false;
+  const DType t = eg.dtype(n.children[0]);
+  return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+
+/// The cuBLASLt nodes of `p` as "op:epilogue" (epilogue "" for a plain product), in program order.
+inline std::vector<std::string> lt_nodes(const LlirGraph& p) {
+  std::vector<std::string> out;
+  for (const LlirNode& n : p.nodes)
+    if (is_lt_op(n.op))
+      out.push_back(std::string(n.op->name) + ":" + lt_epilogue(n.attrs).serialize());
+  return out;
+}
+
+/// `n` input values, scale * sin(salt * (i + 1)).
+inline std::vector<double> values(size_t n, double salt, double scale = 1.0) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * std::sin(salt * static_cast<double>(i + 1));
+  return v;
+}
+
+struct Compared {
+  std::vector<double> got, want;
+};
+
+/// `g` on the reference runtime and plan `lp` over the same inputs `in` at dims `dyn`, each input
+/// handed to the plan in `dtype_of(name)`: each of `outputs` as (plan, reference) values.
+inline std::map<std::string, Compared> run_with_reference(
+    const Graph& g, luminal::testing::LoadedPlan& lp,
+    const std::map<std::string, std::vector<double>>& in,
+    const std::function<DType(const std::string&)>& dtype_of, const DynMap& dyn,
+    const std::vector<std::string>& outputs) {
+  ReferenceRuntime rt(g);
+  luminal::testing::BufferMap host;
+  for (const auto& [nm, v] : in) {
+    rt.set(nm, v);
+    host[nm] = to_host_buffer(v.data(), v.size(), dtype_of(nm), nm);
+  }
+  rt.execute(dyn);
+  const luminal::testing::PlanRun run = luminal::testing::run_plan(lp, host, dyn);
+  std::map<std::string, Compared> out;
+  for (const std::string& o : outputs)
+    out[o] = {from_host_buffer<double>(run.outputs.at(o), o, "double"), rt.get<double>(o)};
+  return out;
 }
 
 }  // namespace luminal::cuda::testing
