@@ -54,9 +54,8 @@ TEST(CudaLtFp8, AScaledFp8LinearLayerOnBothExecutors) {
       const LlirGraph llir = testing::prefer(g, be, [](const EGraph& eg, ENodeId id) {
         const ENode& n = eg.node(id);
         if (!is_lt_op(n.op)) return 0.0;
-        const DType t = eg.dtype(n.children[0]);
-        const bool fp8 = t == DType::F8E4M3 || t == DType::F8E5M2;
-        return 1.0 + (fp8 ? 10.0 : 0.0) + static_cast<double>(n.children.size());
+        return 1.0 + (testing::lt_reads_fp8(eg, id) ? 10.0 : 0.0) +
+               static_cast<double>(n.children.size());
       });
       std::vector<std::string> kinds;
       for (const LlirNode& n : llir.nodes)
