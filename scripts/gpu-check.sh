@@ -8,8 +8,8 @@
 #                        [--only SUITE,SUITE...]
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log, lt.log,
-#                    lt_epilogue.log, lt_fp8.log, lt_external.log, row_ops.log, nn_ops.log, fuzz.log,
-#                    models.log, cli.log, fast_nan.log, bench.log, summary.txt and cache.tgz
+#                    lt_epilogue.log, lt_fp8.log, lt_external.log, lt_islands.log, row_ops.log,
+#                    nn_ops.log, fuzz.log, models.log, cli.log, fast_nan.log, bench.log, summary.txt and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
 #   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
@@ -65,7 +65,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
 fi
 
 targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload"
-targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external bench_cuda"
+targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
@@ -146,6 +146,9 @@ if [ $suites -eq 1 ]; then
     "$out/lt_fp8.log" 120 "$build/tests/test_cuda_lt_fp8"
   want lt && suite "cuBLASLt with an input bound by bind_external at a 16-byte offset" \
     "$out/lt_external.log" 120 "$build/tests/test_cuda_lt_external"
+  want lt && suite "cuBLASLt islands (a forced algorithm with another kernel count; child graphs)" \
+    "$out/lt_islands.log" 180 "$build/tests/test_cuda_lt_islands"
+  grep -sE '^\[lt-islands\].*(answer|pointers moved)' "$out/lt_islands.log" >>"$summary"
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   want models && [ -x "$build/tests/test_cuda_models" ] &&

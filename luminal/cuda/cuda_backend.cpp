@@ -323,6 +323,7 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
     });
   }
   m.tf32 = m.lt_on && env_switch("LUMINAL_CUDA_TF32", m.opts.allow_tf32);
+  m.lt_child = env_switch("LUMINAL_CUDA_LT_CHILD_GRAPHS", m.opts.lt_child_graphs);
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());
@@ -378,7 +379,9 @@ CudaBackend::LtStats CudaBackend::lt_stats() const {
                  .recaptures = s.recaptures.load(),
                  .in_place = s.in_place.load(),
                  .calls = s.calls.load(),
-                 .algo_kept = s.algo_kept.load()};
+                 .algo_kept = s.algo_kept.load(),
+                 .resolve_host_ns = s.resolve_host_ns.load(),
+                 .refresh_host_ns = s.refresh_host_ns.load()};
 }
 
 bool CudaBackend::executes(const OpDef* op) const { return cuda_executes(op); }

@@ -62,6 +62,12 @@ struct CudaOptions {
   /// Bytes of each cuBLASLt workspace (one per plan with cuBLASLt steps; algorithms needing more
   /// are not chosen).
   uint64_t lt_workspace_bytes = uint64_t{32} << 20;
+  /// Graph executor: each cuBLASLt call's captured kernels sit in the bucket's graph as one child
+  /// graph node (updated with cuGraphExecChildGraphNodeSetParams when a call is captured again)
+  /// instead of as nodes of the graph itself (the default: their parameters set node by node).
+  /// Both are correct (BENCHMARKS.md compares their host and device times).
+  /// LUMINAL_CUDA_LT_CHILD_GRAPHS=0|1 overrides it.
+  bool lt_child_graphs = false;
   /// Threads that read the host memory of a large upload (a mapped weights file) into pinned
   /// staging together, the calling thread included; 0: the hardware threads, at most 8.
   int upload_threads = 0;
@@ -200,6 +206,9 @@ class CudaBackend final : public Backend {
     uint64_t calls = 0;       // calls enqueued on a stream (stream executor, profiles)
     uint64_t algo_kept = 0;   // prepares after a dims change that kept the step's algorithm
                               // (cublasLtMatmulAlgoCheck) instead of asking the heuristic
+    // Host time of the graph executor's executes spent on cuBLASLt steps, in two parts:
+    uint64_t resolve_host_ns = 0;  // specs resolved again after a dims change (and prepares)
+    uint64_t refresh_host_ns = 0;  // islands captured again and the executable updated
   };
   LtStats lt_stats() const;
   /// Free and total device memory in bytes.

@@ -70,6 +70,9 @@ namespace luminal::cuda {
   X(cuGraphAddDependencies) \
   X(cuGraphAddEventRecordNode) \
   X(cuGraphKernelNodeSetParams) \
+  X(cuGraphAddChildGraphNode) \
+  X(cuGraphChildGraphNodeGetGraph) \
+  X(cuGraphExecChildGraphNodeSetParams) \
   X(cuGraphKernelNodeGetParams) \
   X(cuGraphKernelNodeGetAttribute) \
   X(cuGraphInstantiateWithFlags) \

@@ -364,8 +364,12 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
     const auto t0 = Clock::now();
     const bool copied = update_dims(dims, bd.queue->stream);
     if (!lt_.empty()) {
+      const auto r0 = Clock::now();
       if (copied) resolve_lt();
+      const auto r1 = Clock::now();
       refresh_islands(parity);
+      be_.lt_stats.resolve_host_ns += ns(r0, r1);
+      be_.lt_stats.refresh_host_ns += ns(r1, Clock::now());
     }
     const auto t1 = Clock::now();
     check(be_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");

@@ -79,7 +79,8 @@ class CudaPlan final : public Plan {
   static std::vector<KernelGen> generate(const LlirGraph& g, const PlanSpec& spec, int sm_count,
                                          std::vector<int>* nodes);
 
-  struct LtStep;  // a cuBLASLt step (plan_lt.cpp)
+  struct LtStep;     // a cuBLASLt step (plan_lt.cpp)
+  struct IslandSig;  // what a captured call's kernels are (plan_lt.cpp)
   /// This plan's cuBLASLt counters (CudaBackend::lt_stats counts over every plan).
   const CudaBackend::LtStats& lt_counts() const { return lt_counts_; }
   /// What the plan's cuBLASLt steps are and did: steps by family and epilogue, prepared specs
@@ -119,7 +120,9 @@ class CudaPlan final : public Plan {
   // island's kernels again, their new parameters set on the island's nodes (template and
   // executable: InPlace); else into the graph after the tails of the step before (its old nodes
   // destroyed first), with the step after linked to its tails (Update, or Reinstantiate after a
-  // spec change: other kernels may have other cluster attributes). refresh_islands: recaptures
+  // spec change: other kernels may have other cluster attributes). With child graphs
+  // (CudaOptions::lt_child_graphs) the island is one child graph node holding the captured
+  // kernels, updated with cuGraphExecChildGraphNodeSetParams. refresh_islands: recaptures
   // marked islands, then updates the executable (re-instantiating when a spec changed, when the
   // driver refuses, or when asked to); returns whether it recaptured any.
   void load_lt(const PlanSpec& spec, Step& step);
@@ -187,7 +190,9 @@ class CudaPlan final : public Plan {
     std::vector<size_t> chain;
     std::vector<std::vector<CUgraphNode>> heads, tails, island;
     std::vector<bool> replaced;  // per step: its island's nodes added since the instantiation
-    bool stale = false;          // islands recaptured but the executable not updated (a throw)
+    // per step: the island's kernels as captured (what an in-place update must find again)
+    std::vector<std::shared_ptr<const IslandSig>> sig;
+    bool stale = false;  // islands recaptured but the executable not updated (a throw)
   };
   std::array<Bound, 2> bound_;
   bool graph_ = true;

@@ -55,6 +55,7 @@ void CudaPlan::build_graph(int parity) {
   bd.tails.assign(steps_.size(), {});
   bd.island.assign(steps_.size(), {});
   bd.replaced.assign(steps_.size(), false);
+  bd.sig.assign(steps_.size(), nullptr);
   bd.stale = false;
   bd.chain.clear();
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -110,6 +111,7 @@ void CudaPlan::destroy_graph(int parity) {
   bd.tails.clear();
   bd.island.clear();
   bd.replaced.clear();
+  bd.sig.clear();
 }
 
 void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdeviceptr>>& old_args,

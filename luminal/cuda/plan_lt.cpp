@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <unordered_set>
 
 #include "luminal/compiler/trace.hpp"
@@ -412,6 +413,42 @@ static std::vector<CUgraphNode> captured_nodes(const CudaApi& cu, CUgraph g,
   return out;
 }
 
+struct CudaPlan::IslandSig {
+  std::vector<NodeSig> nodes;
+  bool kernels_only() const {
+    for (const NodeSig& n : nodes)
+      if (n.type != CU_GRAPH_NODE_TYPE_KERNEL) return false;
+    return true;
+  }
+};
+
+namespace {
+
+struct GraphGuard {  // a scratch graph, destroyed on every path out
+  const CudaApi& cu;
+  CUgraph g = nullptr;
+  explicit GraphGuard(const CudaApi& c) : cu(c) { check(cu.cuGraphCreate(&g, 0), "cuGraphCreate"); }
+  ~GraphGuard() { cu.cuGraphDestroy(g); }
+  GraphGuard(const GraphGuard&) = delete;
+  GraphGuard& operator=(const GraphGuard&) = delete;
+};
+
+/// Sets each kernel node of `to` to the parameters of the same node of `from` (paired in order),
+/// in the template; and in `exec` too when given. Returns false when the executable refused one.
+bool copy_kernel_params(const CudaApi& cu, const std::vector<CUgraphNode>& from,
+                        const std::vector<CUgraphNode>& to, CUgraphExec exec) {
+  bool ok = true;
+  for (size_t i = 0; i < from.size(); ++i) {
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    check(cu.cuGraphKernelNodeGetParams(from[i], &kp), "cuGraphKernelNodeGetParams");
+    check(cu.cuGraphKernelNodeSetParams(to[i], &kp), "cuGraphKernelNodeSetParams");
+    if (exec) ok = cu.cuGraphExecKernelNodeSetParams(exec, to[i], &kp) == CUDA_SUCCESS && ok;
+  }
+  return ok;
+}
+
+}  // namespace
+
 CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   const CudaApi& cu = *be_.cu;
   Bound& bd = bound_[parity];
@@ -434,43 +471,62 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
     st.respec[p] = false;
     return r;
   };
-  // An island already in an executable: the call captured on its own first; when it comes out
-  // as the island's kernels again (the algorithm kept: only grids and arguments new), their
-  // parameters are set on the island's nodes, in the template and in the executable.
-  // (Not on nodes added since the executable was instantiated: the node-level update needs
-  // nodes the executable was made from.)
-  // The island's kernels as they are: to pair them with a capture for an in-place update, and
-  // after a spec change to tell whether a replacement brought other kernels.
+  // After a spec change, other kernels than the island's (from a new algorithm) need a
+  // re-instantiation: they may have other cluster attributes, which an update takes without
+  // applying.
   const bool respec = st.respec[p];
-  const bool in_place_possible = bd.exec && !bd.island[s].empty() && !bd.replaced[s];
-  const std::vector<NodeSig> old = !bd.island[s].empty() && (in_place_possible || respec)
-                                       ? island_signature(cu, bd.island[s])
-                                       : std::vector<NodeSig>{};
+  const std::shared_ptr<const IslandSig> old = bd.sig[s];
+  // An island already in an executable can be updated in place: the call captured on its own
+  // first; when it comes out as the island's kernels again (the algorithm kept: only grids and
+  // arguments new), their parameters are set on the island, in the template and in the
+  // executable. (Not on nodes added since the executable was instantiated: the node-level
+  // update needs nodes the executable was made from.)
+  const bool in_place_possible =
+      bd.exec && !bd.island[s].empty() && !bd.replaced[s] && old && old->kernels_only();
+  const std::vector<CUgraphNode> none;
+  const std::vector<CUgraphNode>& pred = pos > 0 ? bd.tails[bd.chain[pos - 1]] : none;
+
+  if (be_.lt_child) {
+    // The island is one child graph node holding the call as captured on its own.
+    GraphGuard scratch(cu);
+    check(capture_call(parity, st, scratch.g, {}), "cuStreamEndCapture");
+    std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch.g));
+    if (fresh.empty()) {  // nothing launched (an empty product): a child graph needs a node
+      CUgraphNode e = nullptr;
+      check(cu.cuGraphAddEmptyNode(&e, scratch.g, nullptr, 0), "cuGraphAddEmptyNode");
+      fresh = {e};
+    }
+    auto sig = std::make_shared<IslandSig>(IslandSig{island_signature(cu, fresh)});
+    const bool same = old && old->nodes == sig->nodes;
+    if (in_place_possible && same &&
+        cu.cuGraphExecChildGraphNodeSetParams(bd.exec, bd.island[s][0], scratch.g) ==
+            CUDA_SUCCESS) {
+      // The template's child graph gets the same parameters (a re-instantiation copies them).
+      CUgraph inner = nullptr;
+      check(cu.cuGraphChildGraphNodeGetGraph(bd.island[s][0], &inner),
+            "cuGraphChildGraphNodeGetGraph");
+      copy_kernel_params(cu, fresh, topo_order(cu, graph_nodes(cu, inner)), nullptr);
+      return done(Recapture::InPlace);
+    }
+    for (CUgraphNode n : bd.island[s])
+      check(cu.cuGraphDestroyNode(n), "cuGraphDestroyNode");
+    CUgraphNode child = nullptr;
+    check(cu.cuGraphAddChildGraphNode(&child, bd.graph, pred.data(), pred.size(), scratch.g),
+          "cuGraphAddChildGraphNode");
+    bd.island[s] = bd.heads[s] = bd.tails[s] = {child};
+    bd.sig[s] = std::move(sig);
+    if (bd.exec) bd.replaced[s] = true;
+    if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
+    return done(respec && !same ? Recapture::Reinstantiate : Recapture::Update);
+  }
+
   if (in_place_possible) {
-    bool kernels = true;
-    for (const NodeSig& n : old)
-      kernels = kernels && n.type == CU_GRAPH_NODE_TYPE_KERNEL;
-    if (kernels) {
-      CUgraph scratch = nullptr;
-      check(cu.cuGraphCreate(&scratch, 0), "cuGraphCreate");
-      struct Drop {
-        const CudaApi& cu;
-        CUgraph g;
-        ~Drop() { cu.cuGraphDestroy(g); }
-      } drop{cu, scratch};
-      check(capture_call(parity, st, scratch, {}), "cuStreamEndCapture");
-      const std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch));
-      if (island_signature(cu, fresh) == old) {
-        bool refused = false;
-        for (size_t i = 0; i < fresh.size(); ++i) {
-          CUDA_KERNEL_NODE_PARAMS kp{};
-          check(cu.cuGraphKernelNodeGetParams(fresh[i], &kp), "cuGraphKernelNodeGetParams");
-          check(cu.cuGraphKernelNodeSetParams(bd.island[s][i], &kp), "cuGraphKernelNodeSetParams");
-          refused = refused || cu.cuGraphExecKernelNodeSetParams(bd.exec, bd.island[s][i], &kp) !=
-                                   CUDA_SUCCESS;
-        }
-        return done(refused ? Recapture::Reinstantiate : Recapture::InPlace);
-      }
+    GraphGuard scratch(cu);
+    check(capture_call(parity, st, scratch.g, {}), "cuStreamEndCapture");
+    const std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch.g));
+    if (island_signature(cu, fresh) == old->nodes) {
+      const bool ok = copy_kernel_params(cu, fresh, bd.island[s], bd.exec);
+      return done(ok ? Recapture::InPlace : Recapture::Reinstantiate);
     }
   }
   // Otherwise the island's nodes are replaced: the call captured into the graph after the
@@ -480,8 +536,6 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   bd.island[s].clear();
   bd.heads[s].clear();
   bd.tails[s].clear();
-  const std::vector<CUgraphNode> none;
-  const std::vector<CUgraphNode>& pred = pos > 0 ? bd.tails[bd.chain[pos - 1]] : none;
   std::unordered_set<CUgraphNode> before;  // (only needed with no step before)
   if (pred.empty())
     for (CUgraphNode n : graph_nodes(cu, bd.graph))
@@ -515,9 +569,10 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
     if (dependents(cu, n).empty()) bd.tails[s].push_back(n);
   if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
   // New nodes: an exec update, or a re-instantiation when the spec changed and the island's
-  // kernels did (other kernels may have other cluster attributes, which an exec update takes
-  // without applying).
-  const bool same_kernels = respec && !old.empty() && island_signature(cu, bd.island[s]) == old;
+  // kernels did.
+  auto sig = std::make_shared<IslandSig>(IslandSig{island_signature(cu, bd.island[s])});
+  const bool same_kernels = old && old->nodes == sig->nodes;
+  bd.sig[s] = std::move(sig);
   return done(respec && !same_kernels ? Recapture::Reinstantiate : Recapture::Update);
 }
 
@@ -589,7 +644,11 @@ std::string CudaPlan::lt_summary() const {
          u(c.algo_kept) + " kept their step's algorithm), " + u(c.captures) + " captures (" +
          u(c.recaptures) + " again, " + u(c.in_place) + " in place), " + u(lt_reinstantiations_) +
          " re-instantiations after a recapture, " + u(c.calls) + " stream calls, workspace " +
-         u(lt_workspace_bytes_ >> 20) + " MiB" + (graph_ ? "" : ", stream executor") + "\n" + specs;
+         u(lt_workspace_bytes_ >> 20) + " MiB" +
+         (!graph_        ? ", stream executor"
+          : be_.lt_child ? ", islands as child graphs"
+                         : "") +
+         "\n" + specs;
 }
 
 namespace {
@@ -677,6 +736,7 @@ bool lt_available(std::string* why) {
 }
 LtHandle& CudaBackend::Impl::lt_handle() { throw Error("cuda: built without cuBLASLt"); }
 struct CudaPlan::LtStep {};
+struct CudaPlan::IslandSig {};
 std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t*) const {
   return std::nullopt;
 }

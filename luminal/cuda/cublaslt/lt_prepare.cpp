@@ -25,6 +25,12 @@ struct HeuristicCache {
   LtHeuristicStats stats;
 };
 
+std::mutex pick_mu;
+std::function<int(const LtSpec&)>& pick() {
+  static std::function<int(const LtSpec&)>* f = new std::function<int(const LtSpec&)>;
+  return *f;
+}
+
 HeuristicCache& cache() {
   static HeuristicCache* c = new HeuristicCache;  // never destroyed: used until exit
   return *c;
@@ -58,6 +64,11 @@ cublasLtMatrixLayout_t make_layout(const LtApi& lt, const LtMatrixSpec& m, int32
 
 }  // namespace
 
+void LtPrepared::pick_for_testing(std::function<int(const LtSpec&)> f) {
+  std::lock_guard<std::mutex> lock(pick_mu);
+  pick() = std::move(f);
+}
+
 LtHeuristicStats lt_heuristic_stats() {
   HeuristicCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
@@ -86,8 +97,14 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
     c_ = make_layout(lt, spec.c, spec.batch);
     d_ = make_layout(lt, spec.d, spec.batch);
 
-    if (keep && std::equal(std::begin(keep->spec_.align), std::end(keep->spec_.align),
-                           std::begin(spec.align))) {
+    int forced = -1;
+    {
+      std::lock_guard<std::mutex> lock(pick_mu);
+      if (pick()) forced = pick()(spec);
+    }
+    if (forced < 0 && keep &&
+        std::equal(std::begin(keep->spec_.align), std::end(keep->spec_.align),
+                   std::begin(spec.align))) {
       cublasLtMatmulHeuristicResult_t r{};
       if (lt.cublasLtMatmulAlgoCheck(h.get(), desc_, a_, b_, c_, d_, &keep->algo_, &r) ==
               CUBLAS_STATUS_SUCCESS &&
@@ -100,7 +117,7 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
     }
     HeuristicCache& c = cache();
     const Key key{device, spec};
-    {
+    if (forced < 0) {
       std::lock_guard<std::mutex> lock(c.mu);
       if (auto it = c.results.find(key); it != c.results.end()) {
         ++c.stats.hits;
@@ -111,7 +128,9 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
     }
     cublasLtMatmulPreference_t pref = nullptr;
     check_lt(lt, lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    cublasLtMatmulHeuristicResult_t result{};
+    constexpr int kMost = 16;  // results a forced pick may choose from
+    cublasLtMatmulHeuristicResult_t results[kMost]{};
+    const int want = forced < 0 ? 1 : std::min(forced + 1, kMost);
     int found = 0;
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     auto pref_set = [&](cublasLtMatmulPreferenceAttributes_t attr, const auto& v) {
@@ -124,7 +143,7 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
     pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, spec.align[2]);
     pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, spec.align[3]);
     if (s == CUBLAS_STATUS_SUCCESS)
-      s = lt.cublasLtMatmulAlgoGetHeuristic(h.get(), desc_, a_, b_, c_, d_, pref, 1, &result,
+      s = lt.cublasLtMatmulAlgoGetHeuristic(h.get(), desc_, a_, b_, c_, d_, pref, want, results,
                                             &found);
     lt.cublasLtMatmulPreferenceDestroy(pref);
     {
@@ -134,8 +153,13 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
     if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0))
       throw Error("cuBLASLt has no algorithm for " + spec.to_string());
     check_lt(lt, s, "cublasLtMatmulAlgoGetHeuristic");
+    if (forced >= found)
+      throw Error("cuBLASLt: the heuristic returns fewer than " + std::to_string(forced + 1) +
+                  " algorithms for " + spec.to_string() + " (a test's forced pick)");
+    const cublasLtMatmulHeuristicResult_t& result = results[forced < 0 ? 0 : forced];
     algo_ = result.algo;
     algo_workspace_ = result.workspaceSize;
+    if (forced >= 0) return;  // not cached: the heuristic's first answer stays the cached one
     std::lock_guard<std::mutex> lock(c.mu);
     c.results.emplace(key, result);
   } catch (...) {
