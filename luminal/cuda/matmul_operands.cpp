@@ -41,6 +41,22 @@ std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, cons
   return std::nullopt;
 }
 
+std::optional<ClassId> copy_in_16_bits(EGraph& eg, ClassId c) {
+  if (eg.dtype(c) != DType::F32) return std::nullopt;
+  for (ENodeId id : eg.nodes_of(c)) {
+    const ENode& n = eg.node(id);
+    if (!is_op(n.op, OpKind::Cast) || n.children.size() != 1) continue;
+    const DType from = eg.dtype(n.children[0]);
+    if (from != DType::BF16 && from != DType::F16) continue;
+    Attrs a = eg.attrs_of(id);
+    if (a.views.size() != 1) continue;
+    a.dtype = from;
+    const ClassId x = eg.find(n.children[0]);
+    return eg.add(hlir_op(OpKind::Cast), a, {x});
+  }
+  return std::nullopt;
+}
+
 Rule cast_down_rule(
     const std::string& name, const OpDef* op,
     std::function<void(EGraph&, const Attrs&, const std::vector<ClassId>&, ClassId)> add) {

@@ -400,6 +400,63 @@ TEST(LtRules, EpiloguePayloadText) {
     EXPECT_THROW(cuda::LtEpilogue::deserialize(t), Error) << t;
 }
 
+// Operands cast up from bf16 whose casts' views are no gemm (a permuted, merged attention output;
+// GQA heads regrouped with K broadcast): each gets a bf16 copy laid out as its f32 cast, so the
+// call reads bf16 (and the weight directly) instead of two f32 casts written out.
+TEST(LtRules, OperandsThatAreNoGemmIn16BitsAreCopiedIn16Bits) {
+  const Graph g = cuda::testing::attention_products();
+  testing::CudaRulesOnly rules(true);
+  const LlirGraph p = cuda::testing::prefer(g, rules, [](const EGraph& eg, ENodeId n) {
+    if (!cuda::is_lt_op(eg.node(n).op)) return 0.0;
+    return cuda::testing::lt_reads_16_bits(eg, n) ? 2.0 : 1.0;
+  });
+  int lt = 0, copies = 0;
+  for (const LlirNode& n : p.nodes) {
+    if (!cuda::is_lt_op(n.op)) continue;
+    ++lt;
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(n.input_dtypes[k], DType::BF16) << p.to_text();
+      const LlirNode& src = p.nodes[static_cast<size_t>(n.inputs[k])];
+      copies += is_op(src.op, OpKind::Cast);  // a bf16 copy (its source is bf16 too)
+      if (is_op(src.op, OpKind::Cast)) {
+        EXPECT_EQ(src.input_dtypes.at(0), DType::BF16);
+      }
+    }
+  }
+  EXPECT_EQ(lt, 2) << p.to_text();
+  EXPECT_EQ(copies, 2) << p.to_text();  // q regrouped, o merged; k and w read as they are
+  // Without the library calls preferred in 16 bits: the f32 forms are still there.
+  const LlirGraph f32 = cuda::testing::prefer(g, rules, [](const EGraph& eg, ENodeId n) {
+    if (!cuda::is_lt_op(eg.node(n).op)) return 0.0;
+    return cuda::testing::lt_reads_16_bits(eg, n) ? 1.0 : 2.0;
+  });
+  EXPECT_EQ(lt_calls(f32), 2) << f32.to_text();
+}
+
+// The library-preferring seed of a bf16 GQA decoder's prefill reads every cuBLASLt operand in
+// 16 bits and casts no weight up to f32.
+TEST(LtRules, TheLibraryPreferringSeedCastsNoWeightUp) {
+  const int layers = 2;
+  const models::Decoder d = bf16_gqa_decoder(layers, 16);
+  testing::CudaRulesOnly rules(true);
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+  const LlirGraph p =
+      to_llir(*b.space, b.space->fewest_kernels_genome(SearchSpace::LibrarySeed::Prefer));
+  int lt = 0;
+  for (const LlirNode& n : p.nodes) {
+    if (is_op(n.op, OpKind::Cast) && n.attrs.dtype == DType::F32) {
+      EXPECT_FALSE(is_op(p.nodes[static_cast<size_t>(n.inputs[0])].op, OpKind::Input))
+          << "a weight cast up: " << n.attrs.to_string() << "\n"
+          << p.to_text();
+    }
+    if (!cuda::is_lt_op(n.op)) continue;
+    ++lt;
+    EXPECT_EQ(n.input_dtypes[0], DType::BF16) << n.attrs.to_string();
+    EXPECT_EQ(n.input_dtypes[1], DType::BF16) << n.attrs.to_string();
+  }
+  EXPECT_GE(lt, 9 * layers) << p.to_text();  // q k v, scores, weighted sum, o, gate up down
+}
+
 TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {
   Attrs a;
   a.axis = 2;

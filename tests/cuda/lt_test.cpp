@@ -412,6 +412,50 @@ TEST(CudaLt, PlanStepsOnBothExecutorsWithChangingDims) {
   }
 }
 
+// Attention's products whose bf16 operands are no gemm as they stand (regrouped GQA heads with
+// K broadcast; a permuted, merged output before o_proj), run with 16-bit copies of those operands
+// (the program preferring calls that read both operands in 16 bits) on both executors at s 7,
+// 9, 1: every element matches the reference.
+TEST(CudaLt, OperandsCopiedIn16BitsMatchTheReference) {
+  LUMINAL_REQUIRE_GPU();
+  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
+  const Graph g = testing::attention_products();
+  for (CudaOptions::Executor e : {CudaOptions::Executor::Graph, CudaOptions::Executor::Stream}) {
+    CudaBackend& be = lt_backend(e);
+    const LlirGraph llir = testing::prefer(g, be, [](const EGraph& eg, ENodeId n) {
+      if (!is_lt_op(eg.node(n).op)) return 0.0;
+      return testing::lt_reads_16_bits(eg, n) ? 2.0 : 1.0;
+    });
+    int lt16 = 0;
+    for (const LlirNode& n : llir.nodes)
+      lt16 +=
+          is_lt_op(n.op) && n.input_dtypes[0] == DType::BF16 && n.input_dtypes[1] == DType::BF16;
+    ASSERT_EQ(lt16, 2) << llir.to_text();
+    luminal::testing::LoadedPlan lp =
+        luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
+    for (int64_t sv : {7, 9, 1}) {
+      const size_t su = static_cast<size_t>(sv);
+      const auto runs = testing::run_with_reference(g, lp,
+                                                    {{"q", testing::values(su * 64, 0.37)},
+                                                     {"k", testing::values(2 * 24 * 16, 0.19)},
+                                                     {"o", testing::values(4 * su * 16, 0.31)},
+                                                     {"w", testing::values(48 * 64, 0.11)}},
+                                                    [](const std::string&) { return DType::BF16; },
+                                                    {{"s", sv}}, {"scores", "proj"});
+      for (const auto& [out, r] : runs) {
+        ASSERT_EQ(r.got.size(), r.want.size()) << out;
+        size_t bad = 0;
+        for (size_t i = 0; i < r.got.size(); ++i)
+          bad += !(std::abs(r.got[i] - r.want[i]) <= 2e-2 * (1 + std::abs(r.want[i])));
+        std::printf("[lt] 16-bit copies, %s s=%lld %s: %zu of %zu elements wrong\n",
+                    e == CudaOptions::Executor::Graph ? "graph" : "stream",
+                    static_cast<long long>(sv), out.c_str(), bad, r.got.size());
+        EXPECT_EQ(bad, 0u) << out << " s=" << sv;
+      }
+    }
+  }
+}
+
 // A session on a backend with cuBLASLt searches with the alternatives (it picks what times
 // fastest) and stays correct: a small bf16 Llama decodes against the reference.
 TEST(CudaLt, SessionSearchWithCublasLtDecodes) {

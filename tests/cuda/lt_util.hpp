@@ -85,6 +85,36 @@ inline std::vector<double> values(size_t n, double salt, double scale = 1.0) {
   return v;
 }
 
+/// Attention's two products whose 16-bit operands are no single gemm as they stand (bf16, s in
+/// [1, 16]): "scores" = Q K^T with Q the heads of q [s, 4, 16] regrouped over 2 KV heads (a
+/// permuted view) and K broadcast over the groups; "proj" = o @ w^T with o [2, 2, s, 16] permuted
+/// and merged to [s, 64] (attention's output before o_proj).
+inline Graph attention_products() {
+  Graph g;
+  g.declare_dim("s", 1, 16);
+  const Expr s = Expr::var("s");
+  Tensor q = g.tensor("q", {s, Expr(4), Expr(16)}, DType::BF16);
+  Tensor k = g.tensor("k", {2, 24, 16}, DType::BF16);
+  Tensor o = g.tensor("o", {Expr(2), Expr(2), s, Expr(16)}, DType::BF16);
+  Tensor w = g.tensor("w", {48, 64}, DType::BF16);
+  const Tensor Q = q.reshape({s, Expr(2), Expr(2), Expr(16)}).permute({1, 2, 0, 3});
+  const Tensor K = k.reshape({2, 1, 24, 16}).expand({2, 2, 24, 16});
+  Q.matmul(K.transpose(2, 3)).output("scores");
+  o.permute({2, 0, 1, 3}).reshape({s, Expr(64)}).matmul(w.transpose(0, 1)).output("proj");
+  return g;
+}
+
+/// Whether cuBLASLt e-node `id` reads both operands in 16 bits.
+inline bool lt_reads_16_bits(const EGraph& eg, ENodeId id) {
+  const ENode& n = eg.node(id);
+  if (!is_lt_op(n.op)) return false;
+  for (int k = 0; k < 2; ++k) {
+    const DType t = eg.dtype(n.children[static_cast<size_t>(k)]);
+    if (t != DType::BF16 && t != DType::F16) return false;
+  }
+  return true;
+}
+
 struct Compared {
   std::vector<double> got, want;
 };

@@ -261,6 +261,31 @@ std::vector<Rule> lt_rules() {
                 any = true;
               }
             if (any) add_lt_nodes(eg, q.attrs, q.children, m.root);
+            // Operands cast up from 16 bits that cannot be read in 16 bits as one gemm (their
+            // cast's view does not compose with the matmul's, or composes into merged axes of
+            // a permuted tensor: attention's output before o_proj): a 16-bit copy of such an
+            // operand (laid out as the f32 cast is), so the call reads both operands in 16 bits
+            // (tensor cores, half the bytes) instead of both in f32 with the other one (a
+            // weight) cast and written out at every execute. One operand copied where that
+            // suffices, else both.
+            const bool q_fits = any && eg.dtype(q.children[0]) == eg.dtype(q.children[1]) &&
+                                lt_node_gemm(q.attrs).has_value();
+            if (q_fits || !lt_node_gemm(p->attrs)) return;
+            auto with_copies = [&](bool c0, bool c1) {
+              MatmulParts r = q;
+              for (int k = 0; k < 2; ++k) {
+                if (!(k == 0 ? c0 : c1)) continue;
+                const std::optional<ClassId> c16 = copy_in_16_bits(eg, p->children[k]);
+                if (!c16) return false;
+                r.children[k] = *c16;
+                r.attrs.views[k] = p->attrs.views[k];
+              }
+              if (eg.dtype(r.children[0]) != eg.dtype(r.children[1]) || !lt_node_gemm(r.attrs))
+                return false;
+              add_lt_nodes(eg, r.attrs, r.children, m.root);
+              return true;
+            };
+            if (!with_copies(true, false) && !with_copies(false, true)) with_copies(true, true);
           }};
   // Cast(f32 Lt matmul) to bf16/f16: cuBLASLt stores D in the 16-bit type (rounded once from its
   // f32 accumulator).
