@@ -1,8 +1,9 @@
 #pragma once
 // Shared by the cuBLASLt suites (GPU: lt_test.cpp, lt_epilogue_test.cpp, lt_fp8_test.cpp,
-// lt_external_test.cpp; CI: lt_rule_test.cpp, lt_activation_test.cpp): cuBLASLt or a skip, a
-// backend with cuBLASLt on each executor, programs that take the cuBLASLt nodes a score prefers,
-// their cuBLASLt nodes as text, input values, and a plan run beside the reference runtime.
+// lt_external_test.cpp, lt_islands_test.cpp; CI: lt_rule_test.cpp, lt_activation_test.cpp):
+// cuBLASLt or a skip, a backend with cuBLASLt on each executor, programs that take the cuBLASLt
+// nodes a score prefers, their cuBLASLt nodes as text, attention's two products whose operands
+// need 16-bit copies, input values, and a plan run beside the reference runtime.
 #include <cmath>
 #include <cstdio>
 #include <functional>
