@@ -453,8 +453,10 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
       const double pre_ms = 1e3 * bench::median_seconds([&] { prefill(128); }, 2, 10);
       // What each bucket prepares: its distinct specs (the prefill's at s = 128, just run).
       if (round == 0) {
-        std::printf("Llama-3-8B shape cuBLASLt steps of the decode bucket (s 1):\n%s",
-                    spec_census(s, {{"s", 1}, {"c", 128}}).c_str());
+        std::printf(
+            "Llama-3-8B shape cuBLASLt steps of the decode bucket (s 1; specs at the "
+            "dims it last ran):\n%s",
+            spec_census(s, {{"s", 1}, {"c", 128}}).c_str());
         std::printf("Llama-3-8B shape cuBLASLt steps of the prefill bucket at s 128:\n%s",
                     spec_census(s, {{"s", 128}, {"c", 128}}).c_str());
       }

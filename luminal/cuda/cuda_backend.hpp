@@ -206,8 +206,9 @@ class CudaBackend final : public Backend {
     uint64_t calls = 0;       // calls enqueued on a stream (stream executor, profiles)
     uint64_t algo_kept = 0;   // prepares after a dims change that kept the step's algorithm
                               // (cublasLtMatmulAlgoCheck) instead of asking the heuristic
-    // Host time of the graph executor's executes spent on cuBLASLt steps, in two parts:
-    uint64_t resolve_host_ns = 0;  // specs resolved again after a dims change (and prepares)
+    // Host time of the graph executor's executes (not binds or loads) spent on cuBLASLt steps,
+    // in two parts (GraphStats::dims_host_ns includes both):
+    uint64_t resolve_host_ns = 0;  // specs resolved again after a dims change, with prepares
     uint64_t refresh_host_ns = 0;  // islands captured again and the executable updated
   };
   LtStats lt_stats() const;

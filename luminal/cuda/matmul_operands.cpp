@@ -41,7 +41,7 @@ std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, cons
   return std::nullopt;
 }
 
-std::optional<ClassId> copy_in_16_bits(EGraph& eg, ClassId c) {
+std::optional<Copy16> copy_in_16_bits(const EGraph& eg, ClassId c) {
   if (eg.dtype(c) != DType::F32) return std::nullopt;
   for (ENodeId id : eg.nodes_of(c)) {
     const ENode& n = eg.node(id);
@@ -51,8 +51,7 @@ std::optional<ClassId> copy_in_16_bits(EGraph& eg, ClassId c) {
     Attrs a = eg.attrs_of(id);
     if (a.views.size() != 1) continue;
     a.dtype = from;
-    const ClassId x = eg.find(n.children[0]);
-    return eg.add(hlir_op(OpKind::Cast), a, {x});
+    return Copy16{std::move(a), eg.find(n.children[0])};
   }
   return std::nullopt;
 }

@@ -27,10 +27,15 @@ std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, cons
 
 /// Where the matmul operand `c` is an exact Cast of a 16-bit float tensor x up to f32 through a
 /// view no matmul view composes with (uncast finds nothing: a permuted tensor with merged axes,
-/// as attention's output before o_proj): the class of a new Cast of x to its own 16-bit type
-/// through that view (what Tensor::contiguous() writes), c's values in 16 bits, laid out as c.
-/// A library call can read it where it would otherwise read c (and the other operand in f32).
-std::optional<ClassId> copy_in_16_bits(EGraph& eg, ClassId c);
+/// as attention's output before o_proj): the attributes and the child of a Cast of x to its own
+/// 16-bit type through that view (what Tensor::contiguous() writes), whose value is c's in 16
+/// bits, laid out as c. A library call can read it where it would otherwise read c (and the other
+/// operand in f32); the caller adds it (EGraph::add) once it knows the call takes it.
+struct Copy16 {
+  Attrs attrs;
+  ClassId x;
+};
+std::optional<Copy16> copy_in_16_bits(const EGraph& eg, ClassId c);
 
 /// The rule `name` for Cast(x) to bf16/f16 of a whole f32 value x: for every e-node of x's class
 /// whose op is `op` (an f32 matmul), `add` gets that node's attributes with the cast's dtype and

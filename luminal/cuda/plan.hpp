@@ -132,6 +132,8 @@ class CudaPlan final : public Plan {
   bool refresh_islands(int parity, bool reinstantiate_anyway = false);
   enum class Recapture { InPlace, Update, Reinstantiate };  // what the executable then needs
   Recapture capture_island(int parity, size_t pos);
+  /// Destroys the island of step `s` (its nodes, heads, tails and signature forgotten first).
+  void drop_island(int parity, size_t s);
   /// The step's call captured (on the plan's side stream) into `g` after `deps`; the stream
   /// never stays capturing. Returns cuStreamEndCapture's result; throws what the call threw.
   CUresult capture_call(int parity, const LtStep& st, CUgraph g,

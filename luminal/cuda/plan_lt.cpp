@@ -449,6 +449,18 @@ bool copy_kernel_params(const CudaApi& cu, const std::vector<CUgraphNode>& from,
 
 }  // namespace
 
+void CudaPlan::drop_island(int parity, size_t s) {
+  Bound& bd = bound_[parity];
+  // Forgotten first: no handle to a destroyed node survives a throw.
+  const std::vector<CUgraphNode> gone = std::move(bd.island[s]);
+  bd.island[s].clear();
+  bd.heads[s].clear();
+  bd.tails[s].clear();
+  bd.sig[s] = nullptr;
+  for (CUgraphNode n : gone)
+    check(be_.cu->cuGraphDestroyNode(n), "cuGraphDestroyNode");
+}
+
 CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   const CudaApi& cu = *be_.cu;
   Bound& bd = bound_[parity];
@@ -501,15 +513,18 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
     if (in_place_possible && same &&
         cu.cuGraphExecChildGraphNodeSetParams(bd.exec, bd.island[s][0], scratch.g) ==
             CUDA_SUCCESS) {
-      // The template's child graph gets the same parameters (a re-instantiation copies them).
+      // The template's child graph gets the same parameters (a re-instantiation copies them),
+      // when its nodes pair up with the capture's; else the child node is replaced below.
       CUgraph inner = nullptr;
       check(cu.cuGraphChildGraphNodeGetGraph(bd.island[s][0], &inner),
             "cuGraphChildGraphNodeGetGraph");
-      copy_kernel_params(cu, fresh, topo_order(cu, graph_nodes(cu, inner)), nullptr);
-      return done(Recapture::InPlace);
+      const std::vector<CUgraphNode> kept = topo_order(cu, graph_nodes(cu, inner));
+      if (island_signature(cu, kept) == sig->nodes) {
+        copy_kernel_params(cu, fresh, kept, nullptr);
+        return done(Recapture::InPlace);
+      }
     }
-    for (CUgraphNode n : bd.island[s])
-      check(cu.cuGraphDestroyNode(n), "cuGraphDestroyNode");
+    drop_island(parity, s);
     CUgraphNode child = nullptr;
     check(cu.cuGraphAddChildGraphNode(&child, bd.graph, pred.data(), pred.size(), scratch.g),
           "cuGraphAddChildGraphNode");
@@ -531,11 +546,7 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   }
   // Otherwise the island's nodes are replaced: the call captured into the graph after the
   // step before, and the step after linked to it.
-  for (CUgraphNode n : bd.island[s])
-    check(cu.cuGraphDestroyNode(n), "cuGraphDestroyNode");
-  bd.island[s].clear();
-  bd.heads[s].clear();
-  bd.tails[s].clear();
+  drop_island(parity, s);
   std::unordered_set<CUgraphNode> before;  // (only needed with no step before)
   if (pred.empty())
     for (CUgraphNode n : graph_nodes(cu, bd.graph))
@@ -749,6 +760,7 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   return false;
 }
 CudaPlan::Recapture CudaPlan::capture_island(int, size_t) { return Recapture::InPlace; }
+void CudaPlan::drop_island(int, size_t) {}
 CUresult CudaPlan::capture_call(int, const LtStep&, CUgraph, const std::vector<CUgraphNode>&) {
   return CUDA_SUCCESS;
 }

@@ -43,6 +43,7 @@ struct PickReset {
 std::optional<size_t> captured_nodes(const LtHandle& h, int device, const LtSpec& spec, int pick,
                                      CUdeviceptr mem, CUdeviceptr workspace) {
   const CudaApi& cu = cuda_api();
+  PickReset reset;
   LtPrepared::pick_for_testing([pick](const LtSpec&) { return pick; });
   std::unique_ptr<LtPrepared> p;
   try {
@@ -94,6 +95,7 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
   // Small m and n over a long k: the heuristic's answers include split-k forms (a reduction
   // kernel after the product) and single-kernel ones.
   for (DType t : {DType::F32, DType::BF16}) {
+    PickReset each;  // the hooks below read this iteration's locals
     Graph g;
     g.declare_dim("s", 1, 16);
     Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)}, t);
@@ -208,10 +210,12 @@ TEST(CudaLtIslands, ChildGraphIslandsStayCorrectAndUpdateInPlace) {
       Buffer hold{};
       if (r == 3) hold = be.allocate(su * 128 * size_bytes(t));
       const CudaBackend::LtStats l0 = be.lt_stats();
+      // (new values every run: an update that did nothing would read stale ones)
+      const double salt = 0.01 * static_cast<double>(r);
       const auto out = testing::run_with_reference(g, lp,
-                                                   {{"x", values(su * 128, 0.37)},
-                                                    {"w", values(96 * 128, 0.11)},
-                                                    {"v", values(32 * 96, 0.07)}},
+                                                   {{"x", values(su * 128, 0.37 + salt)},
+                                                    {"w", values(96 * 128, 0.11 + salt)},
+                                                    {"v", values(32 * 96, 0.07 + salt)}},
                                                    [&](const std::string&) { return t; },
                                                    {{"s", s}}, {"y", "z"});
       const CudaBackend::LtStats l1 = be.lt_stats();

@@ -273,15 +273,19 @@ std::vector<Rule> lt_rules() {
             if (q_fits || !lt_node_gemm(p->attrs)) return;
             auto with_copies = [&](bool c0, bool c1) {
               MatmulParts r = q;
+              std::optional<Copy16> copy[2];
+              DType t[2] = {eg.dtype(q.children[0]), eg.dtype(q.children[1])};
               for (int k = 0; k < 2; ++k) {
                 if (!(k == 0 ? c0 : c1)) continue;
-                const std::optional<ClassId> c16 = copy_in_16_bits(eg, p->children[k]);
-                if (!c16) return false;
-                r.children[k] = *c16;
+                copy[k] = copy_in_16_bits(eg, p->children[k]);
+                if (!copy[k]) return false;
+                t[k] = copy[k]->attrs.dtype;
                 r.attrs.views[k] = p->attrs.views[k];
               }
-              if (eg.dtype(r.children[0]) != eg.dtype(r.children[1]) || !lt_node_gemm(r.attrs))
-                return false;
+              if (t[0] != t[1] || !lt_node_gemm(r.attrs)) return false;
+              for (int k = 0; k < 2; ++k)
+                if (copy[k])
+                  r.children[k] = eg.add(hlir_op(OpKind::Cast), copy[k]->attrs, {copy[k]->x});
               add_lt_nodes(eg, r.attrs, r.children, m.root);
               return true;
             };

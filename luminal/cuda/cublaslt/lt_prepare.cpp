@@ -102,6 +102,11 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
       std::lock_guard<std::mutex> lock(pick_mu);
       if (pick()) forced = pick()(spec);
     }
+    if (forced >= 16)
+      throw Error(
+          "cuBLASLt: a test's forced pick takes one of the heuristic's first 16 answers, "
+          "not answer " +
+          std::to_string(forced));
     if (forced < 0 && keep &&
         std::equal(std::begin(keep->spec_.align), std::end(keep->spec_.align),
                    std::begin(spec.align))) {
