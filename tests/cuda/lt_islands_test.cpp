@@ -187,14 +187,7 @@ TEST(CudaLtIslands, ChildGraphIslandsStayCorrectAndUpdateInPlace) {
   o.lt_child_graphs = true;
   CudaBackend be(o);
   for (DType t : {DType::F32, DType::BF16}) {
-    Graph g;
-    g.declare_dim("s", 1, 16);
-    Tensor x = g.tensor("x", {Expr::var("s"), Expr(128)}, t);
-    Tensor w = g.tensor("w", {96, 128}, t);
-    Tensor v = g.tensor("v", {32, 96}, t);
-    Tensor y = x.matmul(w.transpose(0, 1));
-    ((y * 0.05).exp()).matmul(v.transpose(0, 1)).output("z");
-    y.output("y");
+    const Graph g = testing::two_products(t);
     const LlirGraph llir = testing::prefer_lt(g, be);
     ASSERT_EQ(testing::lt_nodes(llir).size(), 2u) << llir.to_text();
     luminal::testing::LoadedPlan lp =

@@ -308,14 +308,7 @@ TEST(CudaLt, PlanStepsOnBothExecutorsWithChangingDims) {
   LUMINAL_REQUIRE_GPU();
   if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
   for (DType t : {DType::F32, DType::BF16}) {
-    Graph g;
-    g.declare_dim("s", 1, 16);
-    Tensor x = g.tensor("x", {Expr::var("s"), Expr(128)}, t);
-    Tensor w = g.tensor("w", {96, 128}, t);
-    Tensor v = g.tensor("v", {32, 96}, t);
-    Tensor y = x.matmul(w.transpose(0, 1));
-    ((y * 0.05).exp()).matmul(v.transpose(0, 1)).output("z");
-    y.output("y");
+    const Graph g = testing::two_products(t);
     for (CudaOptions::Executor e : {CudaOptions::Executor::Graph, CudaOptions::Executor::Stream}) {
       CudaBackend& be = lt_backend(e);
       std::string why;
@@ -345,9 +338,9 @@ TEST(CudaLt, PlanStepsOnBothExecutorsWithChangingDims) {
         for (size_t i = 0; i < vv.size(); ++i)
           vv[i] = std::sin(0.07 * static_cast<double>(i));
         ReferenceRuntime rt(g);
-        rt.set(x, xv);
-        rt.set(w, wv);
-        rt.set(v, vv);
+        rt.set("x", xv);
+        rt.set("w", wv);
+        rt.set("v", vv);
         rt.execute({{"s", s}});
         luminal::testing::BufferMap in;
         in["x"] = to_host_buffer(xv.data(), xv.size(), t, "x");

@@ -86,6 +86,20 @@ inline std::vector<double> values(size_t n, double salt, double scale = 1.0) {
   return v;
 }
 
+/// Two products with a kernel between, in `t`, s in [1, 16]: "y" = x [s, 128] @ w [96, 128]^T
+/// and "z" = exp(0.05 y) @ v [32, 96]^T.
+inline Graph two_products(DType t) {
+  Graph g;
+  g.declare_dim("s", 1, 16);
+  Tensor x = g.tensor("x", {Expr::var("s"), Expr(128)}, t);
+  Tensor w = g.tensor("w", {96, 128}, t);
+  Tensor v = g.tensor("v", {32, 96}, t);
+  Tensor y = x.matmul(w.transpose(0, 1));
+  ((y * 0.05).exp()).matmul(v.transpose(0, 1)).output("z");
+  y.output("y");
+  return g;
+}
+
 /// Attention's two products whose 16-bit operands are no single gemm as they stand (bf16, s in
 /// [1, 16]): "scores" = Q K^T with Q the heads of q [s, 4, 16] regrouped over 2 KV heads (a
 /// permuted view) and K broadcast over the groups; "proj" = o @ w^T with o [2, 2, s, 16] permuted
