@@ -362,24 +362,19 @@ void llama3_8b(double copy_gbs, int limit) {
   fs::remove_all(cache, ec);
 }
 
-/// The cuBLASLt steps of the plan of `s`'s bucket at `dyn`: the plan's summary line, then its
-/// distinct specs (what a bucket prepares at these dims) with how many steps share each.
+/// The cuBLASLt steps of the plan of `s`'s bucket at `dyn`: the first line of the plan's summary,
+/// then its distinct specs (what the bucket prepares at the dims it last ran) with how many steps
+/// share each.
 std::string spec_census(Session& s, const DynMap& dyn) {
   const auto* p = dynamic_cast<const cuda::CudaPlan*>(&s.plan(dyn));
   if (!p) return "";
   const std::string summary = p->lt_summary();
   if (summary.empty()) return "  (no cuBLASLt steps)\n";
   std::map<std::string, int> specs;
-  size_t at = summary.find('\n');
-  const std::string head = summary.substr(0, at + 1);
-  while (at != std::string::npos && at + 1 < summary.size()) {
-    const size_t end = summary.find('\n', at + 1);
-    const std::string line = summary.substr(at + 1, end - at - 1);
-    const size_t colon = line.find("): ");
-    if (colon != std::string::npos) ++specs[line.substr(colon + 3)];
-    at = end;
-  }
-  std::string out = head + "  " + std::to_string(specs.size()) + " distinct specs:\n";
+  for (const std::string& spec : p->lt_specs())
+    ++specs[spec];
+  std::string out = summary.substr(0, summary.find('\n') + 1) + "  " +
+                    std::to_string(specs.size()) + " distinct specs:\n";
   for (const auto& [spec, n] : specs)
     out += "    " + std::to_string(n) + " x " + spec + "\n";
   return out;

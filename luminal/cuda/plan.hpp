@@ -88,6 +88,8 @@ class CudaPlan final : public Plan {
   /// workspace ("" without cuBLASLt steps). LUMINAL_TRACE's profile of each bucket's winner ends
   /// with it.
   std::string lt_summary() const;
+  /// Each cuBLASLt step's spec at the dims it last ran (LtSpec::to_string), in step order.
+  std::vector<std::string> lt_specs() const;
   /// Tests: the next backend's cuBLASLt capture probe fails as on a driver that cannot capture
   /// library calls (its plans with cuBLASLt steps then run on the stream).
   static void fail_lt_capture_probe_for_testing(bool fail);

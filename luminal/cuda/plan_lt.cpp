@@ -633,6 +633,13 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   return islands > 0;
 }
 
+std::vector<std::string> CudaPlan::lt_specs() const {
+  std::vector<std::string> out;
+  for (const auto& st : lt_)
+    out.push_back(st->spec.to_string());
+  return out;
+}
+
 std::string CudaPlan::lt_summary() const {
   if (lt_.empty()) return "";
   std::map<std::string, int> kinds;
@@ -766,6 +773,7 @@ CUresult CudaPlan::capture_call(int, const LtStep&, CUgraph, const std::vector<C
 }
 void CudaPlan::destroy_lt() {}
 std::string CudaPlan::lt_summary() const { return ""; }
+std::vector<std::string> CudaPlan::lt_specs() const { return {}; }
 void CudaPlan::fail_lt_capture_probe_for_testing(bool) {}
 bool CudaBackend::Impl::lt_capture_works() { return false; }
 

@@ -25,6 +25,7 @@ struct HeuristicCache {
   LtHeuristicStats stats;
 };
 
+constexpr int kMostAnswers = 16;  // heuristic answers a test's forced pick may choose from
 std::mutex pick_mu;
 std::function<int(const LtSpec&)>& pick() {
   static std::function<int(const LtSpec&)>* f = new std::function<int(const LtSpec&)>;
@@ -102,11 +103,9 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
       std::lock_guard<std::mutex> lock(pick_mu);
       if (pick()) forced = pick()(spec);
     }
-    if (forced >= 16)
-      throw Error(
-          "cuBLASLt: a test's forced pick takes one of the heuristic's first 16 answers, "
-          "not answer " +
-          std::to_string(forced));
+    if (forced >= kMostAnswers)
+      throw Error("cuBLASLt: a test's forced pick takes one of the heuristic's first " +
+                  std::to_string(kMostAnswers) + " answers, not answer " + std::to_string(forced));
     if (forced < 0 && keep &&
         std::equal(std::begin(keep->spec_.align), std::end(keep->spec_.align),
                    std::begin(spec.align))) {
@@ -133,9 +132,8 @@ LtPrepared::LtPrepared(const LtHandle& h, const LtSpec& spec, int device, const 
     }
     cublasLtMatmulPreference_t pref = nullptr;
     check_lt(lt, lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    constexpr int kMost = 16;  // results a forced pick may choose from
-    cublasLtMatmulHeuristicResult_t results[kMost]{};
-    const int want = forced < 0 ? 1 : std::min(forced + 1, kMost);
+    cublasLtMatmulHeuristicResult_t results[kMostAnswers]{};
+    const int want = forced < 0 ? 1 : forced + 1;
     int found = 0;
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     auto pref_set = [&](cublasLtMatmulPreferenceAttributes_t attr, const auto& v) {
