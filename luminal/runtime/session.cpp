@@ -567,9 +567,37 @@ void Session::set_input(NodeId id, HostBuffer data) {
 }
 
 void Session::set_input_bytes(NodeId id, const void* data, uint64_t bytes) {
+  write(InputHandle{s_->in_of_node[id]}, data, bytes);
+}
+
+Session::InputHandle Session::input(std::string_view label) const {
+  return InputHandle{s_->in_of_node[resolve_input(label)]};
+}
+
+Session::InputHandle Session::input(const Tensor& t) const {
+  return InputHandle{s_->in_of_node[resolve_input(t)]};
+}
+
+Session::OutputHandle Session::output(std::string_view label) const {
+  return OutputHandle{s_->out_of_node[resolve_output(label)]};
+}
+
+Session::OutputHandle Session::output(const Tensor& t) const {
+  return OutputHandle{s_->out_of_node[resolve_output(t)]};
+}
+
+void Session::write(InputHandle handle, const void* data, uint64_t bytes) {
   State& s = *s_;
-  State::In& in = s.in[s.in_of_node[id]];
-  const int k = s.in_of_node[id];
+  LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s.in.size()),
+                 "write: not an input handle of this session");
+  const int k = handle.index;
+  State::In& in = s.in[k];
+  if (bytes % size_bytes(in.dtype) != 0) {
+    throw Error("input '" + in.label + "': " + std::to_string(bytes) +
+                " bytes is not a whole number of " + std::string(name(in.dtype)) + " elements (" +
+                std::to_string(size_bytes(in.dtype)) + " bytes each)");
+  }
+  const NodeId id = in.node;
   if (bytes > in.capacity) {
     throw Error("input '" + in.label + "' was given " +
                 std::to_string(bytes / size_bytes(in.dtype)) + " elements, more than its shape " +
@@ -678,17 +706,34 @@ void Session::bind_external(std::string_view label, void* ptr, uint64_t bytes,
   s.stats.bytes_wrapped += bytes;
 }
 
-HostBuffer Session::output_value(NodeId id) const {
+uint64_t Session::output_bytes(OutputHandle handle) const {
+  LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s_->out.size()),
+                 "output_bytes: not an output handle of this session");
+  return s_->out_bytes(s_->out[handle.index]);
+}
+
+void Session::read(OutputHandle handle, void* dst, uint64_t bytes) const {
   const State& s = *s_;
-  const State::Out& o = s.out[s.out_of_node[id]];
+  LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s.out.size()),
+                 "read: not an output handle of this session");
+  const State::Out& o = s.out[handle.index];
   if (!o.valid) {
     throw Error("get: output '" + o.label + "' has no value yet: call execute() first");
   }
+  if (bytes != s.out_bytes(o))
+    throw Error("read: output '" + o.label + "' holds " + std::to_string(s.out_bytes(o)) +
+                " bytes at the last execute's dims, not " + std::to_string(bytes));
   s.backend->sync(s.queue.get());
-  HostBuffer hb{o.dtype, std::vector<uint8_t>(s.out_bytes(o))};
   const Buffer src = o.lives_in >= 0 ? s.in[o.lives_in].buf : o.buf;
-  s.backend->download(hb.bytes.data(), src, 0, hb.bytes.size(), s.queue.get());
-  s_->stats.bytes_downloaded += hb.bytes.size();
+  s.backend->download(dst, src, 0, bytes, s.queue.get());
+  s_->stats.bytes_downloaded += bytes;
+}
+
+HostBuffer Session::output_value(NodeId id) const {
+  const OutputHandle handle{s_->out_of_node[id]};
+  HostBuffer hb{s_->out[handle.index].dtype, std::vector<uint8_t>()};
+  if (s_->out[handle.index].valid) hb.bytes.resize(output_bytes(handle));
+  read(handle, hb.bytes.data(), hb.bytes.size());
   return hb;
 }
 

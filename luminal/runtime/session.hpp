@@ -80,6 +80,29 @@ class Session : public Runtime {
   /// A dims array holding the graph's set_dim values (0 where none was set).
   std::vector<int64_t> dims() const;
 
+  /// An input or an output resolved once (input(), output()): the hot-path calls write() and
+  /// read() take it instead of a label, so a decode step looks nothing up by name.
+  struct InputHandle {
+    int index = -1;
+  };
+  struct OutputHandle {
+    int index = -1;
+  };
+  /// Throws naming the label when it is unknown or not an input (an output).
+  InputHandle input(std::string_view label) const;
+  InputHandle input(const Tensor& t) const;
+  OutputHandle output(std::string_view label) const;
+  OutputHandle output(const Tensor& t) const;
+  /// set_bytes() by handle: `bytes` of raw data in the input's dtype (whole elements, at most
+  /// what the input holds at its largest dims). No lookup, no allocation.
+  void write(InputHandle in, const void* data, uint64_t bytes);
+  /// get_bytes() by handle: waits for the session's queue, then copies the output's value at the
+  /// last execute's dims into `dst`, which must hold `bytes` = output_bytes(out). No lookup, no
+  /// allocation.
+  void read(OutputHandle out, void* dst, uint64_t bytes) const;
+  /// The bytes of the output's value at the last execute's dims.
+  uint64_t output_bytes(OutputHandle out) const;
+
   /// Uses `bytes` of host memory at `data` as an input's value without a copy when the backend
   /// can read it directly (the CPU, 8-byte aligned), else uploads it once. `keep_alive` keeps
   /// the memory valid for as long as the session uses it. Not for carried inputs (written in

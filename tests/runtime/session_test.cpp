@@ -262,6 +262,44 @@ TEST(Session, DimSlotsAndExecuteErrors) {
   EXPECT_EQ(s.shape(m.y), (std::vector<int64_t>{3, 8}));
 }
 
+// The hot path by handle: write() and read() give the same bytes as set() and get(), count the
+// same traffic, and check what they are given.
+TEST(Session, HandlesWriteAndReadWithoutLabels) {
+  Mlp m;
+  cpu::CpuBackend cpu(1);
+  Session s = compile(m.g, cpu, quiet().dim_buckets("s", {DimBucket(1, 64)}));
+  s.set(m.w, ramp(64, 0.5f));
+  const Session::InputHandle x = s.input("x");
+  EXPECT_EQ(s.input(m.x).index, x.index);
+  const Session::OutputHandle y = s.output(m.y);
+  EXPECT_EQ(s.output("y").index, y.index);
+  expect_error([&] { s.input("y"); }, {"'y'", "is an output, not an input"});
+  expect_error([&] { s.output("x"); }, {"'x'", "is an input, not an output"});
+  expect_error([&] { s.input("nope"); }, {"nope"});
+  std::vector<float> out(4 * 8);
+  expect_error([&] { s.read(y, out.data(), out.size() * 4); }, {"output 'y'", "no value yet"});
+  const std::vector<float> in = ramp(4 * 8, 1.0f);
+  expect_error([&] { s.write(x, in.data(), 6); }, {"input 'x'", "6 bytes", "whole number"});
+  const uint64_t up = s.stats().bytes_uploaded, down = s.stats().bytes_downloaded;
+  s.write(x, in.data(), in.size() * 4);
+  std::vector<int64_t> dims = s.dims();
+  dims[s.dim("s")] = 4;
+  s.execute(dims);
+  EXPECT_EQ(s.output_bytes(y), 4u * 8 * 4);
+  expect_error([&] { s.read(y, out.data(), 4); }, {"output 'y'", "128 bytes", "not 4"});
+  s.read(y, out.data(), out.size() * 4);
+  EXPECT_EQ(out, s.get<float>(m.y));
+  EXPECT_EQ(s.stats().bytes_uploaded - up, 4u * 8 * 4);
+  EXPECT_EQ(s.stats().bytes_downloaded - down, 2u * 4 * 8 * 4);
+  ReferenceRuntime ref(m.g);
+  ref.set(m.w, ramp(64, 0.5f));
+  ref.set(m.x, in);
+  ref.execute({{"s", 4}});
+  const std::vector<float> want = ref.get<float>(m.y);
+  for (size_t k = 0; k < out.size(); ++k)
+    EXPECT_NEAR(out[k], want[k], 1e-4) << k;
+}
+
 TEST(Session, ExecuteByNameOverlaysTheGraphsDimsAndChecksEachOne) {
   Mlp m;
   cpu::CpuBackend cpu(1);
