@@ -11,24 +11,19 @@ std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
 }  // namespace
 
 struct GgufFile::Impl {
-  std::string source;
-  MappedFile mapped;           // open() (no bytes when owned or empty)
-  std::vector<uint8_t> owned;  // from_bytes
-  GgufHeader header;
-  std::map<std::string, size_t, std::less<>> key_index;
-  std::map<std::string, size_t, std::less<>> tensor_index;
-
-  std::span<const uint8_t> buffer() const {
-    if (mapped.mapped()) return mapped.bytes();
-    return {owned.data(), owned.size()};
-  }
-  void load() {
-    header = parse_gguf(buffer(), source);
+  explicit Impl(FileBytes f) : file(std::move(f)) {
+    header = parse_gguf(buffer(), file.source);
     for (size_t i = 0; i < header.metadata.size(); ++i)
       key_index.emplace(header.metadata[i].first, i);
     for (size_t i = 0; i < header.tensors.size(); ++i)
       tensor_index.emplace(header.tensors[i].name, i);
   }
+  std::span<const uint8_t> buffer() const { return file.bytes(); }
+
+  FileBytes file;
+  GgufHeader header;
+  std::map<std::string, size_t, std::less<>> key_index;
+  std::map<std::string, size_t, std::less<>> tensor_index;
 
   // Runs an accessor of GgufValue, adding the file and the key to its error.
   template <class F>
@@ -37,7 +32,7 @@ struct GgufFile::Impl {
     try {
       return f(v);
     } catch (const Error& e) {
-      throw Error("gguf " + q(source) + ": key " + q(key) + ": " + e.what());
+      throw Error("gguf " + q(file.source) + ": key " + q(key) + ": " + e.what());
     }
   }
   const GgufValue* find(std::string_view key) const {
@@ -47,7 +42,7 @@ struct GgufFile::Impl {
   const GgufValue& get(std::string_view key) const {
     const GgufValue* v = find(key);
     if (!v) {
-      throw Error("gguf " + q(source) + ": no metadata key " + q(key) + " (the file has " +
+      throw Error("gguf " + q(file.source) + ": no metadata key " + q(key) + " (the file has " +
                   std::to_string(header.metadata.size()) + " keys)");
     }
     return *v;
@@ -60,22 +55,14 @@ GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
 GgufFile GgufFile::open(const std::filesystem::path& file) {
-  auto impl = std::make_unique<Impl>();
-  impl->source = file.string();
-  impl->mapped = MappedFile::open(file, "gguf");
-  impl->load();  // on error, the mapping is released with impl
-  return GgufFile(std::move(impl));
+  return GgufFile(std::make_unique<Impl>(FileBytes::open(file, "gguf")));
 }
 
 GgufFile GgufFile::from_bytes(std::vector<uint8_t> bytes, std::string source) {
-  auto impl = std::make_unique<Impl>();
-  impl->source = std::move(source);
-  impl->owned = std::move(bytes);
-  impl->load();
-  return GgufFile(std::move(impl));
+  return GgufFile(std::make_unique<Impl>(FileBytes::own(std::move(bytes), std::move(source))));
 }
 
-const std::string& GgufFile::source() const { return impl_->source; }
+const std::string& GgufFile::source() const { return impl_->file.source; }
 uint32_t GgufFile::version() const { return impl_->header.version; }
 uint64_t GgufFile::alignment() const { return impl_->header.alignment; }
 uint64_t GgufFile::data_offset() const { return impl_->header.data_offset; }
@@ -165,7 +152,7 @@ bool GgufFile::contains_tensor(std::string_view name) const {
 const GgufTensor& GgufFile::tensor(std::string_view name) const {
   auto it = impl_->tensor_index.find(name);
   if (it == impl_->tensor_index.end()) {
-    throw Error("gguf " + q(impl_->source) + ": no tensor " + q(name) + " (the file has " +
+    throw Error("gguf " + q(impl_->file.source) + ": no tensor " + q(name) + " (the file has " +
                 std::to_string(impl_->header.tensors.size()) + " tensors)");
   }
   return impl_->header.tensors[it->second];

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "luminal/core/error.hpp"
+#include "luminal/io/error_text.hpp"
 #include "luminal/io/gguf_dequant.hpp"
 #include "luminal/io/gguf_model.hpp"
 
@@ -18,13 +19,6 @@ namespace luminal::io {
 namespace {
 
 std::string where(const GgufFile& f) { return "gguf '" + f.source() + "': "; }
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 std::string bytes_str(uint64_t b) {
   char buf[64];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/io/error_text.hpp"
 #include "luminal/io/gguf.hpp"
 
 namespace luminal::io {
@@ -42,35 +43,6 @@ constexpr TypeRow kTypes[] = {
 constexpr std::string_view kValueTypeNames[] = {
     "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
 constexpr uint64_t kScalarSizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-
-std::string printable(std::string_view s) {
-  // Names come from untrusted files: keep them printable and short.
-  std::string out = "'";
-  size_t n = 0;
-  for (char c : s) {
-    if (++n > 200) {
-      out += "...";
-      break;
-    }
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 // Reads little-endian values from the buffer; every read checks the bytes left and reports
 // truncation naming what was being read.

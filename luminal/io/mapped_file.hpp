@@ -4,11 +4,16 @@
 //
 //   MappedFile f = MappedFile::open(path, "gguf");  // errors: "gguf '<path>': cannot open: ..."
 //   std::span<const uint8_t> bytes = f.bytes();
+//
+// FileBytes is what a reader holds: a mapped file or bytes it owns (from_bytes), with the name
+// its errors give them.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace luminal::io {
 
@@ -31,6 +36,25 @@ class MappedFile {
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+};
+
+struct FileBytes {
+  /// MappedFile::open(file, kind), named by the path.
+  static FileBytes open(const std::filesystem::path& file, std::string_view kind) {
+    return {.source = file.string(), .mapped = MappedFile::open(file, kind), .owned = {}};
+  }
+  /// Bytes held in memory, named `source`.
+  static FileBytes own(std::vector<uint8_t> bytes, std::string source) {
+    return {.source = std::move(source), .mapped = {}, .owned = std::move(bytes)};
+  }
+  std::span<const uint8_t> bytes() const {
+    if (mapped.mapped()) return mapped.bytes();
+    return {owned.data(), owned.size()};
+  }
+
+  std::string source;
+  MappedFile mapped;           // open() (no bytes when owned or empty)
+  std::vector<uint8_t> owned;  // own()
 };
 
 }  // namespace luminal::io

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "luminal/io/error_text.hpp"
 #include "luminal/io/mapped_file.hpp"
 #include "luminal/runtime/runtime.hpp"
 #include "luminal/runtime/session.hpp"
@@ -19,13 +20,6 @@ namespace luminal::io {
 namespace {
 
 std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 [[noreturn]] void fail_view(const TensorView& t, const std::string& what) {
   throw Error("safetensors " + q(t.file) + ": tensor " + q(t.name) + ": " + what);
@@ -43,19 +37,8 @@ int64_t TensorView::numel() const {
 // ---- SafeTensors ----
 
 struct SafeTensors::Impl {
-  std::string source;
-  MappedFile mapped;           // open() (no bytes when owned or empty)
-  std::vector<uint8_t> owned;  // from_bytes
-  std::map<std::string, std::string> metadata;
-  std::vector<TensorView> tensors;
-  std::map<std::string, size_t, std::less<>> index;
-
-  std::span<const uint8_t> buffer() const {
-    if (mapped.mapped()) return mapped.bytes();
-    return {owned.data(), owned.size()};
-  }
-  void load() {
-    SafeTensorsHeader h = parse_safetensors(buffer(), source);
+  explicit Impl(FileBytes f) : file(std::move(f)) {
+    SafeTensorsHeader h = parse_safetensors(buffer(), file.source);
     metadata = std::move(h.metadata);
     auto buf = buffer();
     tensors.reserve(h.tensors.size());
@@ -65,11 +48,17 @@ struct SafeTensors::Impl {
       v.dtype = e.dtype;
       v.shape = std::move(e.shape);
       v.bytes = buf.subspan(h.data_offset + e.begin, e.end - e.begin);
-      v.file = source;
+      v.file = file.source;
       index.emplace(v.name, tensors.size());
       tensors.push_back(std::move(v));
     }
   }
+  std::span<const uint8_t> buffer() const { return file.bytes(); }
+
+  FileBytes file;
+  std::map<std::string, std::string> metadata;
+  std::vector<TensorView> tensors;
+  std::map<std::string, size_t, std::less<>> index;
 };
 
 SafeTensors::SafeTensors(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -78,30 +67,22 @@ SafeTensors& SafeTensors::operator=(SafeTensors&&) noexcept = default;
 SafeTensors::~SafeTensors() = default;
 
 SafeTensors SafeTensors::open(const std::filesystem::path& file) {
-  auto impl = std::make_unique<Impl>();
-  impl->source = file.string();
-  impl->mapped = MappedFile::open(file, "safetensors");
-  impl->load();  // on error, the mapping is released with impl
-  return SafeTensors(std::move(impl));
+  return SafeTensors(std::make_unique<Impl>(FileBytes::open(file, "safetensors")));
 }
 
 SafeTensors SafeTensors::from_bytes(std::vector<uint8_t> bytes, std::string source) {
-  auto impl = std::make_unique<Impl>();
-  impl->source = std::move(source);
-  impl->owned = std::move(bytes);
-  impl->load();
-  return SafeTensors(std::move(impl));
+  return SafeTensors(std::make_unique<Impl>(FileBytes::own(std::move(bytes), std::move(source))));
 }
 
-const std::string& SafeTensors::source() const { return impl_->source; }
+const std::string& SafeTensors::source() const { return impl_->file.source; }
 const std::map<std::string, std::string>& SafeTensors::metadata() const { return impl_->metadata; }
 const std::vector<TensorView>& SafeTensors::tensors() const { return impl_->tensors; }
 bool SafeTensors::contains(std::string_view name) const { return impl_->index.count(name) > 0; }
 const TensorView& SafeTensors::get(std::string_view name) const {
   auto it = impl_->index.find(name);
   if (it == impl_->index.end())
-    throw Error("safetensors " + q(impl_->source) + ": no tensor " + q(name) + " (the file has " +
-                std::to_string(impl_->tensors.size()) + " tensors)");
+    throw Error("safetensors " + q(impl_->file.source) + ": no tensor " + q(name) +
+                " (the file has " + std::to_string(impl_->tensors.size()) + " tensors)");
   return impl_->tensors[it->second];
 }
 std::span<const uint8_t> SafeTensors::buffer() const { return impl_->buffer(); }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/io/error_text.hpp"
 #include "luminal/io/safetensors.hpp"
 
 namespace luminal::io {
@@ -34,28 +35,6 @@ constexpr NamedDType kDTypes[] = {
 // Dtypes of the format that we do not have.
 constexpr std::string_view kUnsupported[] = {
     "U32", "U64", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64", "F8_E4M3FNUZ", "F8_E5M2FNUZ"};
-
-std::string printable(std::string_view s) {
-  // Names come from untrusted files: keep them printable and short.
-  std::string out = "'";
-  size_t n = 0;
-  for (char c : s) {
-    if (++n > 200) {
-      out += "...";
-      break;
-    }
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 [[noreturn]] void fail_header(std::string_view source, const std::string& what) {
   throw Error("safetensors " + printable(source) + ": header: " + what);
