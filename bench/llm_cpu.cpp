@@ -23,9 +23,10 @@
 //                   included; the attention products of scores and values, ~1% more, are not).
 //                   Also the prefill plan alone (Backend::time, kernels only)
 //   TPOT at c       a decode step that makes the context c: rewind(c - 1), then generate({id}, 1)
-//                   (uploads the id, executes s = 1 by name, downloads the token id); the median
-//                   of the steps. Before each step: one memcpy of 256 MiB, then the same plan
-//                   timed by Backend::time (kernels only; an untimed run, then a timed one)
+//                   (writes the id by handle, executes s = 1 with a dims array, reads the token
+//                   id by handle: CausalLM's decode step); the median of the steps. Before each
+//                   step: one memcpy of 256 MiB, then the same plan timed by Backend::time
+//                   (kernels only; an untimed run, then a timed one)
 //   host overhead   the median over the steps of (the step - the plan run just before it): paired,
 //                   so that a shared machine's changing load cancels (medians or minima of the
 //                   two series taken apart differ by more than the overhead)
@@ -267,7 +268,7 @@ int run(int argc, char** argv) {
                                                      .cache_dir(cache),
                                                  7);
   const double compile_s = seconds_since(t_compile);
-  auto& session = static_cast<Session&>(lm.runtime());
+  Session& session = lm.session();
   std::printf(
       "\nmodel: random weights + compile (search of %d candidates per bucket) %.1f s; "
       "session memory %.1f MB\n",

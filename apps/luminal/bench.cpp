@@ -89,13 +89,11 @@ void add_bench(CLI::App& app) {
     sampling.top_k = o->top_k;
     sampling.top_p = o->top_p > 0 ? o->top_p : 1;
     sampling.seed = 1;
-    shape.sampler = sampling.needs_sampler();
-    shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
-    shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
+    const models::SamplerShape head = models::SamplerShape::needed_by(sampling);
     const auto t_load = Clock::now();
     LoadBar bar;
     models::CausalLM lm =
-        models::CausalLM::load(model, *backend, shape, compile_options(20), bar.callback());
+        models::CausalLM::load(model, *backend, shape, compile_options(20), bar.callback(), head);
     const double load_ms = ms_since(t_load);
     // A fixed prompt of ids spread over the vocabulary (the ids do not change the work).
     std::vector<int32_t> prompt(static_cast<size_t>(o->prompt));
@@ -123,8 +121,7 @@ void add_bench(CLI::App& app) {
     const double prefill_tok_s = ttft > 0 ? o->prompt * 1000.0 / ttft : 0;
     const double decode_tok_s = tpot > 0 ? 1000.0 / tpot : 0;
     const uint64_t rss = peak_rss_bytes();
-    const auto* session = dynamic_cast<const Session*>(&lm.runtime());
-    const uint64_t session_bytes = session ? session->memory_bytes() : 0;
+    const uint64_t session_bytes = lm.session().memory_bytes();
     const std::string name = backend->name();
     if (o->json) {
       std::ostringstream j;
@@ -132,7 +129,7 @@ void add_bench(CLI::App& app) {
         << escape(d.filename().empty() ? d.parent_path().filename().string()
                                        : d.filename().string())
         << "\", \"backend\": \"" << escape(name) << "\", \"prompt_tokens\": " << o->prompt
-        << ", \"gen_tokens\": " << o->gen << ", \"sampler\": " << (shape.sampler ? "true" : "false")
+        << ", \"gen_tokens\": " << o->gen << ", \"sampler\": " << (head.sampler ? "true" : "false")
         << ", \"load_ms\": " << fixed(load_ms, 1)
         << ", \"prefill_tok_s\": " << fixed(prefill_tok_s, 2) << ", \"ttft_ms\": " << fixed(ttft, 3)
         << ", \"tpot_ms\": " << fixed(tpot, 3) << ", \"decode_tok_s\": " << fixed(decode_tok_s, 2)
@@ -148,7 +145,7 @@ void add_bench(CLI::App& app) {
               << " tok/s (TTFT " << fixed(ttft, 3) << " ms)\n"
               << "decode          " << o->gen << " tokens, " << fixed(decode_tok_s, 2)
               << " tok/s (TPOT " << fixed(tpot, 3) << " ms)"
-              << (shape.sampler ? ", sampled in the graph" : ", greedy") << "\n"
+              << (head.sampler ? ", sampled in the graph" : ", greedy") << "\n"
               << "peak memory     " << mib(rss) << " resident (VmHWM); session "
               << mib(session_bytes) << "\n";
   });

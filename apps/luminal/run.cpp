@@ -244,17 +244,15 @@ void add_run(CLI::App& app) {
     models::DecoderShape shape;
     shape.slots = o->slots;
     shape.max_step = std::min(o->max_step, o->slots);
-    // Greedy: only the argmax is compiled; sampling: only the filters the settings use.
-    shape.sampler = sampling.needs_sampler();
-    shape.sampler_top_k = nn::SamplerFilters::needed_by(sampling).top_k;
-    shape.sampler_top_p = nn::SamplerFilters::needed_by(sampling).top_p;
     LoadBar bar;
+    // Greedy: only the argmax is compiled; sampling: only the filters the settings use.
     models::CausalLM lm =
-        models::CausalLM::load(model, *backend, shape, compile_options(o->budget), bar.callback());
+        models::CausalLM::load(model, *backend, shape, compile_options(o->budget), bar.callback(),
+                               models::SamplerShape::needed_by(sampling));
     const double load_ms = ms_since(t_open);
     // Whether the programs came from the compile cache (a later start) or were searched.
     bool from_cache = true;
-    for (const SearchReport& r : static_cast<Session&>(lm.runtime()).reports())
+    for (const SearchReport& r : lm.session().reports())
       from_cache = from_cache && r.cached;
     std::cerr << "luminal: programs " << (from_cache ? "loaded from the compile cache" : "searched")
               << "\n";
@@ -266,7 +264,6 @@ void add_run(CLI::App& app) {
     if (interactive) {
       std::cerr << "load + compile: " << load_ms << " ms; one user turn per line, end with EOF\n";
       const bool tty = isatty(STDIN_FILENO) != 0;
-      std::vector<int32_t> cached;  // the ids in the KV cache, in order
       std::string line;
       for (int turn = 1;; ++turn) {
         if (tty) std::cerr << "> " << std::flush;
@@ -278,27 +275,14 @@ void add_run(CLI::App& app) {
           throw Error("the conversation (" + std::to_string(ids.size()) + " tokens) plus " +
                       std::to_string(o->max_tokens) + " new tokens exceed the context of " +
                       std::to_string(o->slots) + "; raise --context or lower --max-tokens");
-        // Keep the longest common prefix of the cache and the new ids (at least one id is fed);
-        // with a repetition penalty only a full match, as rewinding cannot forget seen tokens.
-        size_t reused = 0;
-        if (static_cast<int64_t>(cached.size()) == lm.context()) {
-          const size_t most = std::min(cached.size(), ids.size() - 1);
-          while (reused < most && cached[reused] == ids[reused])
-            ++reused;
-          if (reused < cached.size() && sampling.repetition_penalty != 1) reused = 0;
-        }
-        if (reused == 0)
-          lm.reset();
-        else
-          lm.rewind(static_cast<int>(reused));
+        // The longest common prefix of the cache and the new ids stays (CausalLM::continue_from).
+        const size_t reused = lm.continue_from(ids, sampling);
         const std::vector<int32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(reused),
                                          ids.end());
         models::SamplingConfig s = sampling;
         s.seed = o->seed + static_cast<uint64_t>(turn - 1);
         const Timed r = generate_streamed(lm, fresh, o->max_tokens, s, stop, false);
         std::cout << "\n" << std::flush;
-        cached = ids;  // and every generated token but the last (generate does not feed it)
-        cached.insert(cached.end(), r.out.tokens.begin(), r.out.tokens.end() - 1);
         conversation.push_back({"assistant", r.out.text});
         std::cerr << "[turn " << turn << ": prompt " << ids.size() << " tokens (" << reused
                   << " reused from the cache), generated " << r.out.tokens.size()

@@ -1,9 +1,7 @@
 #include "luminal/models/causal_lm.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/safetensors.hpp"
@@ -14,12 +12,110 @@
 
 namespace luminal::models {
 
+namespace detail {
+
+// One step's traffic: the ids in, the run, the token id or the logits out.
+class Steps {
+ public:
+  virtual ~Steps() = default;
+  /// By-name access for what is not per token: weights, state, the sampler's settings.
+  virtual Runtime& runtime() = 0;
+  /// Null on the reference.
+  virtual Session* session() = 0;
+  /// Sets the step's ids (1 to max_step) and runs it; `context` counts the tokens after it.
+  virtual void run(std::span<const int32_t> ids, int64_t context) = 0;
+  /// The last step's token id.
+  virtual int32_t token() = 0;
+  /// Appends the last step's logits ([n, vocab]).
+  virtual void append_logits(std::vector<float>& out) = 0;
+  /// The sampler's step counter (a model with the sampler).
+  virtual void set_sampler_step(int64_t step) = 0;
+};
+
+}  // namespace detail
+
 namespace {
+
+using detail::Steps;
+
+// The fast path: handles and dim slots resolved once, so a step looks nothing up and allocates
+// nothing.
+class SessionSteps final : public Steps {
+ public:
+  SessionSteps(const Decoder& d, const TokenHead& head, Backend& backend, CompileOptions options)
+      : session_(d.graph, backend, std::move(options)),
+        ids_(session_.input(d.ids)),
+        token_(session_.output("token")),
+        logits_(session_.output(d.logits)),
+        dims_(session_.dims()),
+        s_(session_.dim("s")),
+        c_(session_.dim("c")) {
+    if (head.shape.sampler) step_ = session_.input(head.inputs.step);
+  }
+  Runtime& runtime() override { return session_; }
+  Session* session() override { return &session_; }
+  void run(std::span<const int32_t> ids, int64_t context) override {
+    session_.write(ids_, ids.data(), ids.size_bytes());
+    dims_[static_cast<size_t>(s_)] = static_cast<int64_t>(ids.size());
+    dims_[static_cast<size_t>(c_)] = context;
+    session_.execute(std::span<const int64_t>(dims_));
+  }
+  int32_t token() override {
+    int32_t id = 0;
+    session_.read(token_, &id, sizeof id);
+    return id;
+  }
+  void append_logits(std::vector<float>& out) override {
+    const uint64_t bytes = session_.output_bytes(logits_);
+    const size_t at = out.size();
+    out.resize(at + bytes / sizeof(float));
+    session_.read(logits_, out.data() + at, bytes);
+  }
+  void set_sampler_step(int64_t step) override { session_.write(step_, &step, sizeof step); }
+
+ private:
+  Session session_;
+  Session::InputHandle ids_, step_;
+  Session::OutputHandle token_, logits_;
+  std::vector<int64_t> dims_;
+  DimSlot s_, c_;
+};
+
+// The reference: the same graph by name (parity tests on tiny models).
+class ReferenceSteps final : public Steps {
+ public:
+  ReferenceSteps(const Decoder& d, const TokenHead& head)
+      : rt_(d.graph), ids_(d.ids), step_(head.inputs.step) {}
+  Runtime& runtime() override { return rt_; }
+  Session* session() override { return nullptr; }
+  void run(std::span<const int32_t> ids, int64_t context) override {
+    rt_.set(ids_, ids);
+    rt_.execute({{"s", static_cast<int64_t>(ids.size())}, {"c", context}});
+  }
+  int32_t token() override { return rt_.get<int32_t>("token")[0]; }
+  void append_logits(std::vector<float>& out) override {
+    const std::vector<float> l = rt_.get<float>("logits");
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  void set_sampler_step(int64_t step) override { rt_.set(step_, std::vector<int64_t>{step}); }
+
+ private:
+  ReferenceRuntime rt_;
+  Tensor ids_, step_;
+};
 
 ModelFiles weights_only(const std::filesystem::path& path) {
   OpenOptions o;
   o.tokenizer = false;
   return open_model(path, o);
+}
+
+// The "s" buckets (decode, prefill) unless `options` has its own.
+void set_buckets(CompileOptions& options, const DecoderShape& shape) {
+  std::vector<DimBucket> buckets{DimBucket(1, 1)};
+  if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
+  if (options.dim_buckets().find("s") == options.dim_buckets().end())
+    options.dim_buckets("s", buckets);
 }
 
 }  // namespace
@@ -34,100 +130,70 @@ std::string_view stop_name(Generation::Stop s) {
   return "?";
 }
 
-GenerationDefaults read_generation_config(const std::filesystem::path& dir) {
-  GenerationDefaults d;
-  const std::filesystem::path file = dir / "generation_config.json";
-  std::ifstream in(file);
-  if (!in) return d;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string where = file.string() + ": ";
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const std::exception& e) {
-    throw Error(where + "not valid JSON (" + e.what() + ")");
-  }
-  if (!j.is_object()) throw Error(where + "expected a JSON object");
-  auto number = [&](const char* key, double& out) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return;
-    if (!it->is_number()) throw Error(where + "field '" + key + "' must be a number");
-    out = it->get<double>();
-  };
-  if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
-    if (it->is_number_integer()) {
-      d.eos_ids.push_back(it->get<int64_t>());
-    } else if (it->is_array()) {
-      for (const auto& v : *it) {
-        if (!v.is_number_integer())
-          throw Error(where + "field 'eos_token_id' must be an int or a list of ints");
-        d.eos_ids.push_back(v.get<int64_t>());
-      }
-    } else {
-      throw Error(where + "field 'eos_token_id' must be an int or a list of ints");
-    }
-  }
-  if (auto it = j.find("do_sample"); it != j.end() && it->is_boolean())
-    d.do_sample = it->get<bool>();
-  if (d.do_sample) {
-    // transformers' defaults where the file is silent: temperature 1, top_k 50, top_p 1.
-    SamplingConfig& c = d.sampling;
-    c.temperature = 1.0;
-    c.top_k = 50;
-    double top_k = 50;
-    number("temperature", c.temperature);
-    number("top_k", top_k);
-    c.top_k = static_cast<int64_t>(top_k);
-    number("top_p", c.top_p);
-    number("min_p", c.min_p);
-    number("repetition_penalty", c.repetition_penalty);
-    try {
-      c.validate();
-    } catch (const Error& e) {
-      throw Error(where + e.what());
-    }
-  }
-  double rp = 1;
-  number("repetition_penalty", rp);
-  if (!d.do_sample) d.sampling.repetition_penalty = rp > 0 ? rp : 1;
-  return d;
+CausalLM::CausalLM() = default;
+CausalLM::CausalLM(CausalLM&&) noexcept = default;
+CausalLM& CausalLM::operator=(CausalLM&&) noexcept = default;
+CausalLM::~CausalLM() = default;
+
+Session& CausalLM::session() {
+  if (Session* s = steps_->session()) return *s;
+  throw Error(
+      "models: this model runs on the ReferenceRuntime (load_reference, random_reference), not "
+      "in a Session; use runtime() for its inputs and outputs");
 }
 
-void CausalLM::add_token_head() {
-  if (!has_sampler()) {
-    nn::greedy_token(decoder_.last_logits).output("token");
-    return;
-  }
-  Graph& g = decoder_.graph;
-  sampler_ = nn::sampler_inputs(g, "sampler");
-  const Tensor seen = g.tensor("sampler.seen", {vocab_size()}, DType::F32).persist();
-  const Tensor seen_next =
-      seen.scatter_flat(decoder_.ids, g.ones({"s"}, DType::F32)).output("sampler.seen_out");
-  g.carry(seen_next, seen);
-  nn::sample(decoder_.last_logits, sampler_, seen_next, 16, filters()).output("token");
+Runtime& CausalLM::runtime() { return steps_->runtime(); }
+
+CausalLM CausalLM::build(const io::ModelConfig& config, const DecoderShape& shape,
+                         const SamplerShape& head) {
+  CausalLM lm;
+  lm.decoder_ = build_decoder(config, shape);
+  lm.head_ = add_token_head(lm.decoder_, head);
+  lm.ids_.reserve(static_cast<size_t>(shape.slots));
+  return lm;
 }
+
+void CausalLM::start_session(Backend& backend, CompileOptions options) {
+  set_buckets(options, decoder_.shape);
+  steps_ = std::make_unique<SessionSteps>(decoder_, head_, backend, std::move(options));
+}
+
+void CausalLM::start_reference() { steps_ = std::make_unique<ReferenceSteps>(decoder_, head_); }
 
 void CausalLM::reset() {
-  context_ = 0;
-  if (has_sampler())
-    runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
+  ids_.clear();
+  head_.clear_seen(runtime(), vocab_size());
 }
 
 void CausalLM::rewind(int tokens) {
-  if (tokens < 0 || tokens > context_)
+  if (tokens < 0 || tokens > context())
     throw Error("models: cannot rewind to " + std::to_string(tokens) +
-                " tokens; the context holds " + std::to_string(context_));
-  context_ = tokens;
+                " tokens; the context holds " + std::to_string(context()));
+  ids_.resize(static_cast<size_t>(tokens));
+}
+
+size_t CausalLM::continue_from(std::span<const int32_t> ids, const SamplingConfig& sampling) {
+  const size_t most = std::min(ids_.size(), ids.empty() ? 0 : ids.size() - 1);
+  const size_t kept = static_cast<size_t>(
+      std::mismatch(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(most), ids.begin())
+          .first -
+      ids_.begin());
+  if (kept == 0 || (kept < ids_.size() && sampling.repetition_penalty != 1)) {
+    reset();
+    return 0;
+  }
+  rewind(static_cast<int>(kept));
+  return kept;
 }
 
 void CausalLM::bind(std::shared_ptr<const io::Weights> weights, const std::string& source,
-                    bool session, const io::LoadProgress& progress) {
+                    const io::LoadProgress& progress) {
   io::BindOptions opts;
   opts.require_all_inputs = false;
   opts.progress = progress;
-  io::BindReport r = session ? io::bind(static_cast<Session&>(*runtime_), weights, opts)
-                             : io::bind(*runtime_, *weights, opts);
+  Session* session = steps_->session();
+  io::BindReport r =
+      session ? io::bind(*session, weights, opts) : io::bind(runtime(), *weights, opts);
   // Every weight must now be set; the rest (ids, rope table, caches, sampler) is ours.
   for (const std::string& label : r.unset_inputs)
     if (is_weight(label))
@@ -136,97 +202,76 @@ void CausalLM::bind(std::shared_ptr<const io::Weights> weights, const std::strin
 }
 
 void CausalLM::init_inputs() {
-  init_state(*runtime_, decoder_);
-  if (has_sampler()) {
-    nn::set_sampler_inputs(*runtime_, sampler_, SamplingConfig{}, 0);
-    runtime_->set("sampler.seen", std::vector<float>(static_cast<size_t>(vocab_size()), 0.f));
-  }
+  init_state(runtime(), decoder_);
+  head_.set(runtime(), SamplingConfig{}, 0);
+  head_.clear_seen(runtime(), vocab_size());
 }
 
 CausalLM CausalLM::load(const std::filesystem::path& path, Backend& backend,
                         const DecoderShape& shape, CompileOptions options,
-                        const io::LoadProgress& progress) {
-  return load(weights_only(path), backend, shape, std::move(options), progress);
+                        const io::LoadProgress& progress, const SamplerShape& head) {
+  return load(weights_only(path), backend, shape, std::move(options), progress, head);
 }
 
 CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const DecoderShape& shape,
-                        CompileOptions options, const io::LoadProgress& progress) {
-  CausalLM lm;
-  lm.decoder_ = build_decoder(model.config, shape);
-  lm.add_token_head();
-  lm.set_buckets(options);
-  lm.runtime_ = std::make_unique<Session>(lm.decoder_.graph, backend, options);
-  lm.bind(open_weights(model, options, progress), model.path.string(), true, progress);
-  static_cast<Session&>(*lm.runtime_).compile();
+                        CompileOptions options, const io::LoadProgress& progress,
+                        const SamplerShape& head) {
+  CausalLM lm = build(model.config, shape, head);
+  lm.start_session(backend, std::move(options));
+  lm.bind(open_weights(model, lm.session().options(), progress), model.path.string(), progress);
+  lm.session().compile();
   return lm;
 }
 
 CausalLM CausalLM::random(const io::ModelConfig& config, Backend& backend,
-                          const DecoderShape& shape, CompileOptions options, uint64_t seed) {
-  CausalLM lm;
-  lm.decoder_ = build_decoder(config, shape);
-  lm.add_token_head();
-  lm.set_buckets(options);
-  auto session = std::make_unique<Session>(lm.decoder_.graph, backend, options);
-  random_weights(*session, seed, options);
-  lm.runtime_ = std::move(session);
+                          const DecoderShape& shape, CompileOptions options, uint64_t seed,
+                          const SamplerShape& head) {
+  CausalLM lm = build(config, shape, head);
+  lm.start_session(backend, std::move(options));
+  random_weights(lm.session(), seed, lm.session().options());
   lm.init_inputs();
-  static_cast<Session&>(*lm.runtime_).compile();
+  lm.session().compile();
+  return lm;
+}
+
+CausalLM CausalLM::load_reference(const std::filesystem::path& path, const DecoderShape& shape,
+                                  const SamplerShape& head) {
+  const ModelFiles model = weights_only(path);
+  CausalLM lm = build(model.config, shape, head);
+  lm.start_reference();
+  lm.bind(open_weights(model, CompileOptions()), model.path.string());
   return lm;
 }
 
 CausalLM CausalLM::random_reference(const io::ModelConfig& config, const DecoderShape& shape,
-                                    uint64_t seed) {
-  CausalLM lm;
-  lm.decoder_ = build_decoder(config, shape);
-  lm.add_token_head();
-  lm.runtime_ = std::make_unique<ReferenceRuntime>(lm.decoder_.graph);
-  random_weights_host(*lm.runtime_, seed);
+                                    uint64_t seed, const SamplerShape& head) {
+  CausalLM lm = build(config, shape, head);
+  lm.start_reference();
+  random_weights_host(lm.runtime(), seed);
   lm.init_inputs();
   return lm;
 }
 
-void CausalLM::set_buckets(CompileOptions& options) const {
-  std::vector<DimBucket> buckets{DimBucket(1, 1)};
-  if (decoder_.shape.max_step > 1) buckets.push_back(DimBucket(2, decoder_.shape.max_step));
-  if (options.dim_buckets().find("s") == options.dim_buckets().end())
-    options.dim_buckets("s", buckets);
-}
-
-CausalLM CausalLM::load_reference(const std::filesystem::path& path, const DecoderShape& shape) {
-  const ModelFiles model = weights_only(path);
-  CausalLM lm;
-  lm.decoder_ = build_decoder(model.config, shape);
-  lm.add_token_head();
-  lm.runtime_ = std::make_unique<ReferenceRuntime>(lm.decoder_.graph);
-  lm.bind(open_weights(model, CompileOptions()), model.path.string(), false);
-  return lm;
-}
-
-void CausalLM::run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after) {
-  if (context_ + static_cast<int64_t>(ids.size()) > decoder_.shape.slots) {
-    throw Error("models: " + std::to_string(context_) + " tokens of context plus " +
+void CausalLM::run(std::span<const int32_t> ids, std::vector<float>* logits) {
+  const int slots = decoder_.shape.slots;
+  if (ids_.size() + ids.size() > static_cast<size_t>(slots)) {
+    throw Error("models: " + std::to_string(ids_.size()) + " tokens of context plus " +
                 std::to_string(ids.size()) + " new ones exceed the cache of " +
-                std::to_string(decoder_.shape.slots) + " (DecoderShape::slots)");
+                std::to_string(slots) + " (DecoderShape::slots)");
   }
+  const auto step = static_cast<size_t>(decoder_.shape.max_step);
   for (size_t done = 0; done < ids.size();) {
-    const size_t n = std::min<size_t>(ids.size() - done, decoder_.shape.max_step);
-    std::vector<int32_t> chunk(ids.begin() + static_cast<std::ptrdiff_t>(done),
-                               ids.begin() + static_cast<std::ptrdiff_t>(done + n));
-    runtime_->set("ids", chunk);
-    context_ += static_cast<int>(n);
-    runtime_->execute({{"s", static_cast<int64_t>(n)}, {"c", context_}});
-    if (after) after(n);
-    done += n;
+    const std::span<const int32_t> chunk = ids.subspan(done, std::min(ids.size() - done, step));
+    ids_.insert(ids_.end(), chunk.begin(), chunk.end());
+    steps_->run(chunk, static_cast<int64_t>(ids_.size()));
+    if (logits) steps_->append_logits(*logits);
+    done += chunk.size();
   }
 }
 
 std::vector<float> CausalLM::forward(const std::vector<int32_t>& ids) {
   std::vector<float> all;
-  run(ids, [&](size_t) {
-    std::vector<float> l = runtime_->get<float>("logits");
-    all.insert(all.end(), l.begin(), l.end());
-  });
+  run(ids, &all);
   return all;
 }
 
@@ -239,21 +284,10 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
     throw Error("models: stop strings need a tokenizer (StopConditions::tokenizer)");
   for (const std::string& s : stop.strings)
     if (s.empty()) throw Error("models: a stop string is empty");
-  if (!has_sampler() && sampling.needs_sampler())
-    throw Error(
-        "models: this model was loaded without the sampler, so it decodes greedily only "
-        "(temperature 0, repetition_penalty 1); load it with DecoderShape::sampler = true to "
-        "sample");
-  if (has_sampler() && !filters().serve(sampling)) {
-    const bool k = !filters().top_k && nn::SamplerFilters::needed_by(sampling).top_k;
-    throw Error(std::string("models: this model's sampler was built without the ") +
-                (k ? "top-k" : "top-p") +
-                " filter; load it with DecoderShape::" + (k ? "sampler_top_k" : "sampler_top_p") +
-                " = true to use " + (k ? "top_k" : "top_p"));
-  }
+  head_.check(sampling);
   Generation out;
   if (max_new_tokens <= 0) return out;
-  if (has_sampler()) nn::set_sampler_inputs(*runtime_, sampler_, sampling, 0);
+  head_.set(runtime(), sampling, 0);
   std::optional<io::Tokenizer::StreamDecoder> stream;
   if (stop.tokenizer) stream = stop.tokenizer->stream_decoder(true);
   std::string pending;  // decoded, not yet handed out (may start a stop string)
@@ -268,8 +302,11 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
         }
     return best;
   };
-  run(prompt, {});
-  int32_t next = runtime_->get<int32_t>("token")[0];
+  run(prompt, nullptr);
+  // At most one token per free cache row, plus the last one (not fed): no reallocation below.
+  out.tokens.reserve(std::min(static_cast<size_t>(max_new_tokens),
+                              static_cast<size_t>(decoder_.shape.slots) - ids_.size() + 1));
+  int32_t next = steps_->token();
   for (int t = 0;; ++t) {
     out.tokens.push_back(next);
     const bool eos =
@@ -296,9 +333,10 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
     if (on_token && !on_token(next, emit) && out.stop == Generation::Stop::MaxTokens)
       out.stop = Generation::Stop::Callback;
     if (out.stop != Generation::Stop::MaxTokens || t + 1 == max_new_tokens) break;
-    if (has_sampler()) runtime_->set(sampler_.step, std::vector<int64_t>{t + 1});
-    run({next}, {});
-    next = runtime_->get<int32_t>("token")[0];
+    // The decode step: the step counter and the id by handle, a dims array, the id back.
+    if (has_sampler()) steps_->set_sampler_step(t + 1);
+    run(std::span<const int32_t>(&next, 1), nullptr);
+    next = steps_->token();
   }
   return out;
 }

@@ -5,35 +5,36 @@
 //   auto lm = models::CausalLM::load("tiny-llama/", cpu, {.slots = 1024, .max_step = 128});
 //   std::vector<float> logits = lm.forward({1, 17, 42});   // [3, vocab], the KV cache fills
 //   std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
-//   // with .sampler = true in the DecoderShape:
+//   // with the sampler (token_head.hpp), e.g. SamplerShape::needed_by(sampling):
 //   auto out = lm.generate(prompt, 64, {.temperature = 0.8, .top_p = 0.95, .seed = 7},
 //                          [](int32_t id, std::string_view text) { std::cout << text; return true;
 //                          },
 //                          {.eos_ids = {2}, .strings = {"\n\n"}, .tokenizer = &tok});
 //   lm.reset();                                             // an empty context again
+//   size_t kept = lm.continue_from(chat_ids, sampling);     // a re-rendered chat: keep the prefix
 //
 // `load` reads a folder's config.json and safetensors weights (bound without copies on the CPU), or
 // a GGUF file's metadata and weights (dequantised to f32; see model_files.hpp), builds
-// the graph (models/decoder.hpp) plus, on the last position's logits, either the sampler
-// (nn/sampling.hpp; DecoderShape::sampler = true) or just their argmax (nn::greedy_token; the
-// default: the sampler's ~1100 nodes would triple a small model's compile time), and compiles it
-// with buckets s = 1 (decode) and s in [2, max_step] (prefill; longer inputs go in chunks).
-// `load_reference` runs the same graph on the ReferenceRuntime (slow; for parity tests on tiny
-// models).
+// the graph (models/decoder.hpp) plus its token head on the last position's logits: the sampler
+// (nn/sampling.hpp; SamplerShape::sampler) or just their argmax (the default: the sampler's ~1100
+// nodes would triple a small model's compile time), and compiles it in a Session with buckets
+// s = 1 (decode) and s in [2, max_step] (prefill; longer inputs go in chunks). The session's
+// inputs, outputs and dims are resolved once at load: a step writes its ids by handle, executes
+// with a dims array and reads the token id by handle (no lookup by name, no map, no allocation).
+// `load_reference` and `random_reference` run the same graph on the ReferenceRuntime instead (by
+// name; slow; for parity tests on tiny models).
 //
 // Sampling happens inside the graph: each generate step uploads the token id and the step
 // counter and downloads one I32 token id (never the logits). The sampler's settings are graph
-// inputs, so every SamplingConfig uses the same compiled program. Without the sampler, generate()
-// accepts only configs with !needs_sampler() (temperature 0, no repetition penalty); a sampler
-// built without top-k or top-p (DecoderShape::sampler_top_k/_top_p = false, which compiles much
-// faster) rejects configs that use them. The repetition
-// penalty's set of seen tokens is a carried [vocab] input ("sampler.seen") that the graph updates
-// from the ids of every step (prompt and generated tokens, over the whole context until reset()).
+// inputs, so every SamplingConfig the head serves uses the same compiled program; generate()
+// rejects a config that needs what the head lacks (TokenHead::check). The repetition penalty's
+// seen tokens cover the whole context (prompt and generated tokens) until reset().
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,14 @@
 #include "luminal/io/progress.hpp"
 #include "luminal/io/tokenizer.hpp"
 #include "luminal/models/decoder.hpp"
+#include "luminal/models/token_head.hpp"
 #include "luminal/nn/sampling.hpp"
 #include "luminal/program/backend.hpp"
 #include "luminal/runtime/runtime.hpp"
+
+namespace luminal {
+class Session;  // runtime/session.hpp
+}  // namespace luminal
 
 namespace luminal::models {
 
@@ -75,17 +81,10 @@ std::string_view stop_name(Generation::Stop s);  // "max_tokens", "eos", "stop_s
 /// Return false to stop.
 using TokenCallback = std::function<bool(int32_t id, std::string_view text)>;
 
-/// Sampling defaults and EOS ids from a folder's generation_config.json.
-struct GenerationDefaults {
-  std::vector<int64_t> eos_ids;  // empty when the file does not list any
-  bool do_sample = false;
-  /// The file's sampling fields when do_sample is true, else greedy (SamplingConfig{}).
-  SamplingConfig sampling;
-};
-/// Reads dir/generation_config.json; a missing file gives the defaults. Errors name the file.
-GenerationDefaults read_generation_config(const std::filesystem::path& dir);
-
 struct ModelFiles;  // model_files.hpp
+namespace detail {
+class Steps;  // causal_lm.cpp: a step's traffic, the session's by handle or the reference's by name
+}  // namespace detail
 }  // namespace luminal::models
 namespace luminal::io {
 class Weights;  // safetensors.hpp
@@ -97,22 +96,29 @@ class CausalLM {
   /// `path`: a Hugging Face folder or a .gguf file (models/model_files.hpp). `progress` is told
   /// of reading the weights (open_weights: "dequantising", "caching") and of binding them into
   /// the session ("binding"; io/progress.hpp); the search reports through options.verbose().
+  /// `head`: the token head (token_head.hpp; the argmax by default).
   static CausalLM load(const std::filesystem::path& path, Backend& backend,
                        const DecoderShape& shape = {}, CompileOptions options = {},
-                       const io::LoadProgress& progress = {});
+                       const io::LoadProgress& progress = {}, const SamplerShape& head = {});
   /// The same from an opened model (its tokenizer and template stay with the caller).
   static CausalLM load(const ModelFiles& model, Backend& backend, const DecoderShape& shape = {},
-                       CompileOptions options = {}, const io::LoadProgress& progress = {});
-  static CausalLM load_reference(const std::filesystem::path& path, const DecoderShape& shape = {});
+                       CompileOptions options = {}, const io::LoadProgress& progress = {},
+                       const SamplerShape& head = {});
+  static CausalLM load_reference(const std::filesystem::path& path, const DecoderShape& shape = {},
+                                 const SamplerShape& head = {});
   /// A model from a config alone: seeded random weights generated on `backend`
   /// (models/synthetic.hpp; no files, nothing uploaded but the small state), then compiled as
   /// load() does. For benchmarks, tests and trying shapes before downloading a checkpoint.
   static CausalLM random(const io::ModelConfig& config, Backend& backend,
                          const DecoderShape& shape = {}, CompileOptions options = {},
-                         uint64_t seed = 0);
+                         uint64_t seed = 0, const SamplerShape& head = {});
   /// The same weights on the ReferenceRuntime (bit-identical values; slow, tiny models only).
   static CausalLM random_reference(const io::ModelConfig& config, const DecoderShape& shape = {},
-                                   uint64_t seed = 0);
+                                   uint64_t seed = 0, const SamplerShape& head = {});
+
+  CausalLM(CausalLM&&) noexcept;
+  CausalLM& operator=(CausalLM&&) noexcept;
+  ~CausalLM();
 
   /// Appends `ids` to the context and returns the logits of every one of them ([n, vocab],
   /// row-major). Throws when the context would exceed the cache (shape.slots).
@@ -131,33 +137,44 @@ class CausalLM {
   /// generated after a common prefix). The repetition penalty's seen tokens are kept: reset()
   /// when that matters.
   void rewind(int tokens);
-  int context() const { return context_; }
+  /// Makes the context a prefix of `ids` (a whole conversation rendered again) and returns how
+  /// many of them it holds: the longest common prefix of the context and `ids`, but at most
+  /// ids.size() - 1 (generate needs one id to feed). Rewinds to it, or resets when it is empty or
+  /// when `sampling` has a repetition penalty and the prefix is not the whole context (rewinding
+  /// cannot forget seen tokens). Then generate(the rest of `ids`, ...) continues the chat.
+  size_t continue_from(std::span<const int32_t> ids, const SamplingConfig& sampling);
+  int context() const { return static_cast<int>(ids_.size()); }
+  /// The ids the context holds, in order (generate does not feed its last token).
+  const std::vector<int32_t>& context_ids() const { return ids_; }
   int64_t vocab_size() const { return decoder_.config.vocab_size; }
-  /// Whether the graph holds the sampler (DecoderShape::sampler), else only the argmax.
-  bool has_sampler() const { return decoder_.shape.sampler; }
-  /// The sampler's filters (DecoderShape::sampler_top_k, sampler_top_p).
-  nn::SamplerFilters filters() const {
-    return {.top_k = decoder_.shape.sampler_top_k, .top_p = decoder_.shape.sampler_top_p};
-  }
+  /// The token head (load's SamplerShape): the sampler and its filters, or only the argmax.
+  const SamplerShape& head() const { return head_.shape; }
+  bool has_sampler() const { return head_.shape.sampler; }
   const Decoder& decoder() const { return decoder_; }
-  Runtime& runtime() { return *runtime_; }
+  /// The session the model runs in (reports, memory, plans); throws for a model on the
+  /// ReferenceRuntime (load_reference, random_reference).
+  Session& session();
+  /// The runtime either way, by name (the session or the ReferenceRuntime).
+  Runtime& runtime();
 
  private:
-  CausalLM() = default;
-  void add_token_head();
-  void bind(std::shared_ptr<const io::Weights> weights, const std::string& source, bool session,
+  CausalLM();
+  static CausalLM build(const io::ModelConfig& config, const DecoderShape& shape,
+                        const SamplerShape& head);
+  void start_session(Backend& backend, CompileOptions options);
+  void start_reference();
+  void bind(std::shared_ptr<const io::Weights> weights, const std::string& source,
             const io::LoadProgress& progress = {});
   /// The inputs that are not weights: rope table, empty caches, sampler defaults.
   void init_inputs();
-  /// The "s" buckets (decode, prefill) unless `options` has its own.
-  void set_buckets(CompileOptions& options) const;
-  /// Runs `ids` through the graph in chunks of at most max_step; calls after(n) after each.
-  void run(const std::vector<int32_t>& ids, const std::function<void(size_t)>& after);
+  /// Runs `ids` through the graph in chunks of at most max_step, appending each chunk's logits
+  /// to `logits` when given.
+  void run(std::span<const int32_t> ids, std::vector<float>* logits);
 
   Decoder decoder_;
-  nn::SamplerInputs sampler_;
-  std::unique_ptr<Runtime> runtime_;
-  int context_ = 0;
+  TokenHead head_;
+  std::unique_ptr<detail::Steps> steps_;
+  std::vector<int32_t> ids_;  // the context, reserved to shape.slots
 };
 
 }  // namespace luminal::models

@@ -27,14 +27,6 @@ struct DecoderShape {
   int max_step = 512;  // most tokens one execute takes (longer prompts go in chunks)
   /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
   DType dtype = DType::F32;
-  /// CausalLM only (build_decoder ignores it): build the in-graph sampler (temperature, top-k,
-  /// top-p, min-p, repetition penalty; ~1100 nodes, ~390 without top-k and top-p) instead of the
-  /// argmax of the last logits. Without it, generate() decodes greedily only.
-  bool sampler = false;
-  /// With the sampler: build its top-k and top-p filters (a bisection each, most of its nodes
-  /// and time). generate() rejects a config that needs a filter left out.
-  bool sampler_top_k = true;
-  bool sampler_top_p = true;
 };
 
 struct Decoder {

@@ -10,6 +10,7 @@
 #include "luminal/compiler/compile_cache.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/core/hash.hpp"
+#include "luminal/io/generation_config.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/gguf_model.hpp"
 
@@ -34,6 +35,35 @@ bool cache_off() {
 void add_unique(std::vector<int64_t>& ids, int64_t id) {
   if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
 }
+
+}  // namespace
+
+GenerationDefaults read_generation_config(const fs::path& dir) {
+  const io::GenerationConfig g = io::read_generation_config(dir / "generation_config.json");
+  GenerationDefaults d;
+  d.eos_ids = g.eos_token_ids;
+  d.do_sample = g.do_sample;
+  nn::SamplingConfig& c = d.sampling;
+  if (!d.do_sample) {
+    const double rp = g.repetition_penalty.value_or(1);
+    c.repetition_penalty = rp > 0 ? rp : 1;
+    return d;
+  }
+  // transformers' defaults where the file is silent: temperature 1, top_k 50, top_p 1.
+  c.temperature = g.temperature.value_or(1.0);
+  c.top_k = static_cast<int64_t>(g.top_k.value_or(50));
+  c.top_p = g.top_p.value_or(c.top_p);
+  c.min_p = g.min_p.value_or(c.min_p);
+  c.repetition_penalty = g.repetition_penalty.value_or(c.repetition_penalty);
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(g.source + ": " + e.what());
+  }
+  return d;
+}
+
+namespace {
 
 ModelFiles open_folder(const fs::path& dir, const OpenOptions& o) {
   ModelFiles m;

@@ -25,9 +25,21 @@
 #include "luminal/io/progress.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/io/tokenizer.hpp"
-#include "luminal/models/causal_lm.hpp"
+#include "luminal/nn/sampling.hpp"
 
 namespace luminal::models {
+
+/// Sampling defaults and EOS ids from a folder's generation_config.json.
+struct GenerationDefaults {
+  std::vector<int64_t> eos_ids;  // empty when the file does not list any
+  bool do_sample = false;
+  /// The file's sampling fields when do_sample is true (transformers' defaults where it is silent:
+  /// temperature 1, top_k 50), else greedy with the file's repetition penalty.
+  nn::SamplingConfig sampling;
+};
+/// Reads dir/generation_config.json (io/generation_config.hpp); a missing file gives the
+/// defaults. Errors name the file.
+GenerationDefaults read_generation_config(const std::filesystem::path& dir);
 
 struct ModelFiles {
   std::filesystem::path path;

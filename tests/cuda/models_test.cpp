@@ -138,9 +138,10 @@ TEST(CudaGenerate, SampledInGraph) {
   models::DecoderShape shape;
   shape.slots = 64;
   shape.max_step = 16;
-  shape.sampler = true;
-  auto lm = models::CausalLM::load(dir, testing::gpu(), shape,
-                                   CompileOptions().search_graph_limit(4).verbose(false));
+  const models::SamplerShape sampler{.sampler = true};
+  auto lm =
+      models::CausalLM::load(dir, testing::gpu(), shape,
+                             CompileOptions().search_graph_limit(4).verbose(false), {}, sampler);
   ASSERT_TRUE(lm.has_sampler());
   const std::vector<int32_t> ids = testing::sampling_test_prompt();
   const models::SamplingConfig cfg = testing::sampling_test_config();
@@ -156,8 +157,8 @@ TEST(CudaGenerate, SampledInGraph) {
   // The CPU backend draws the same tokens (the hash and its uniforms are bit-exact; the logits
   // agree to ~1e-6, far from any near tie of this prompt).
   cpu::CpuBackend cpu(2);
-  auto on_cpu = models::CausalLM::load(dir, cpu, shape,
-                                       CompileOptions().search_graph_limit(4).verbose(false));
+  auto on_cpu = models::CausalLM::load(
+      dir, cpu, shape, CompileOptions().search_graph_limit(4).verbose(false), {}, sampler);
   EXPECT_EQ(gen(on_cpu, cfg, 12), a) << "the CPU backend's draws";
   // Greedy: transformers' ids (the goldens), also as temperature 0 and as top-k 1.
   const nlohmann::json gold = testing::tiny_model_goldens("llama3");

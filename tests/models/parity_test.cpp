@@ -93,11 +93,11 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
   models::DecoderShape shape;
   shape.slots = 64;
   shape.max_step = 16;
-  shape.sampler = true;
+  const models::SamplerShape sampler{.sampler = true};
   cpu::CpuBackend cpu(2);
-  auto lm = models::CausalLM::load(dir, cpu, shape,
-                                   CompileOptions().search_graph_limit(4).verbose(false));
-  auto ref = models::CausalLM::load_reference(dir, shape);
+  auto lm = models::CausalLM::load(
+      dir, cpu, shape, CompileOptions().search_graph_limit(4).verbose(false), {}, sampler);
+  auto ref = models::CausalLM::load_reference(dir, shape, sampler);
   const std::vector<int32_t> ids = testing::sampling_test_prompt();
   const models::SamplingConfig cfg = testing::sampling_test_config();
   auto gen = [&](models::CausalLM& m, const models::SamplingConfig& c, int n) {
@@ -136,7 +136,6 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
   EXPECT_EQ(g.stop, models::Generation::Stop::Callback);
   testing::expect_error([&] { lm.generate(ids, 4, {.top_p = 1.5}); }, {"top_p", "(0, 1]"});
   // Without the sampler: the argmax head only.
-  shape.sampler = false;
   auto plain = models::CausalLM::load_reference(dir, shape);
   EXPECT_TRUE(lm.has_sampler());
   EXPECT_FALSE(plain.has_sampler());
@@ -146,18 +145,17 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
   EXPECT_EQ(plain.generate(ids, 6, {.top_k = 3, .top_p = 0.5, .seed = 4}).tokens, greedy6);
   plain.reset();
   testing::expect_error([&] { plain.generate(ids, 4, {.temperature = 0.5}); },
-                        {"without the sampler", "DecoderShape::sampler = true"});
+                        {"without the sampler", "SamplerShape::sampler = true"});
   testing::expect_error([&] { plain.generate(ids, 4, {.repetition_penalty = 1.1}); },
                         {"without the sampler"});
   // A sampler without top-p: the same draws for configs without it; configs with it rejected.
-  shape.sampler = true;
-  shape.sampler_top_p = false;
-  auto no_p = models::CausalLM::load_reference(dir, shape);
+  auto no_p = models::CausalLM::load_reference(
+      dir, shape, {.sampler = true, .filters = {.top_k = true, .top_p = false}});
   models::SamplingConfig k_only = cfg;
   k_only.top_p = 1;
   EXPECT_EQ(gen(no_p, k_only, 4), gen(ref, k_only, 4));
   testing::expect_error([&] { no_p.generate(ids, 4, cfg); },
-                        {"without the top-p filter", "sampler_top_p = true"});
+                        {"without the top-p filter", "filters.top_p = true"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::Values("llama3", "qwen2", "qwen3", "mistral"),
