@@ -25,7 +25,7 @@ struct GenerationConfig {
   /// False when absent, null or not a boolean.
   bool do_sample = false;
   /// The sampling fields, nullopt when absent; read (and checked to be numbers) only when
-  /// do_sample is true, as transformers ignores them otherwise.
+  /// do_sample is true, as transformers ignores them otherwise. top_k as written (a number).
   std::optional<double> temperature, top_k, top_p, min_p;
   /// Read whether or not do_sample is set (a repetition penalty applies to greedy decoding too).
   std::optional<double> repetition_penalty;
