@@ -24,8 +24,9 @@ void ReferenceRuntime::set_input(NodeId id, HostBuffer data) {
 
 void ReferenceRuntime::execute(const DynMap& dyn_in) {
   executed_ = false;  // stays false if this run throws
-  const DynMap dyn = merged_dims(dyn_in);
-  check_dims(dyn);
+  const Facts facts = graph().dim_facts();
+  const DynMap dyn = merged_dims(dyn_in, facts);
+  check_dims(dyn, facts);
   const std::vector<Node>& nodes = graph_.nodes();
   // Only nodes an output depends on run.
   std::vector<bool> needed(nodes.size(), false);

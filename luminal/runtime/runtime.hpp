@@ -90,10 +90,13 @@ class Runtime {
   NodeId resolve_input(std::string_view label) const;
   NodeId resolve_output(const Tensor& t) const;
   NodeId resolve_output(std::string_view label) const;
-  /// The graph's dims overlaid with `dyn`, checked against declared ranges.
-  DynMap merged_dims(const DynMap& dyn) const;
-  /// Throws naming the first dynamic dimension a node shape needs but `dyn` lacks.
-  void check_dims(const DynMap& dyn) const;
+  /// The graph's dims overlaid with `dyn`, each checked against its range in `facts` (the
+  /// graph's dim_facts(); names without one are not checked). Throws for 'z' in `dyn`.
+  DynMap merged_dims(const DynMap& dyn, const Facts& facts) const;
+  /// Throws naming the first dim of `facts` (the graph's dim_facts()) that `dyn` lacks.
+  void check_dims(const DynMap& dyn, const Facts& facts) const;
+  /// Throws naming `dim` unless `v` lies in its declared range.
+  static void check_range(const std::string& dim, int64_t v, const Interval& range);
 };
 
 }  // namespace luminal
