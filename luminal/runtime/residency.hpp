@@ -50,13 +50,12 @@ class Residency {
     std::vector<SlotExpr> shape_slots;  // the shape over the dims array
   };
 
-  Residency() = default;
   /// Records of every input and output of `g` (no buffers yet), each sized at its largest over
   /// `facts` (one per bucket); dims in the slot order of `dim_names`.
   Residency(const Graph& g, const std::vector<std::string>& dim_names,
             const std::vector<Facts>& facts);
-  Residency(Residency&&) noexcept = default;
-  Residency& operator=(Residency&&) noexcept = default;
+  Residency(const Residency&) = delete;
+  Residency& operator=(const Residency&) = delete;
   /// Waits for the queue's work, then releases every pooled buffer.
   ~Residency();
 

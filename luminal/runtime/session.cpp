@@ -14,6 +14,21 @@ namespace luminal {
 
 namespace {
 
+std::vector<std::string> names(const Facts& facts) {
+  std::vector<std::string> v;
+  for (const auto& [d, r] : facts)
+    v.push_back(d);
+  return v;
+}
+
+// The ranges of every dim in each bucket.
+std::vector<Facts> combo_facts(const Graph& g, const std::vector<BucketRanges>& combos) {
+  std::vector<Facts> facts;
+  for (const BucketRanges& c : combos)
+    facts.push_back(bucket_facts(g, c));
+  return facts;
+}
+
 std::string mib(uint64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f MiB (%llu bytes)", static_cast<double>(bytes) / 1048576.0,
@@ -24,13 +39,21 @@ std::string mib(uint64_t bytes) {
 }  // namespace
 
 struct Session::State {
+  State(Graph g, CompileOptions o)
+      : graph(std::move(g)),
+        opts(std::move(o)),
+        facts(graph.dim_facts()),
+        dim_names(names(facts)),
+        combos(bucket_combinations(graph, opts)),
+        res(graph, dim_names, combo_facts(graph, combos)) {}
+
   Graph graph;
   CompileOptions opts;
   Trace trace;
-  std::vector<std::string> dim_names;
   /// The declared range of each dim (Graph::dim_facts walks every node: computed once here, not
   /// on every execute by name).
   Facts facts;
+  std::vector<std::string> dim_names;
   std::vector<BucketRanges> combos;
   /// The inputs' and outputs' buffers, the session's queue, and where each value lives.
   Residency res;
@@ -70,22 +93,11 @@ struct Session::State {
   }
 };
 
-Session::Session(Graph graph, Backend& backend, CompileOptions options)
-    : s_(std::make_unique<State>()) {
-  State& s = *s_;
-  s.graph = std::move(graph);
-  s.opts = std::move(options);
-  const Graph& g = s.graph;
-  if (g.outputs().empty())
+Session::Session(Graph graph, Backend& backend, CompileOptions options) {
+  if (graph.outputs().empty())
     throw Error("compile: the graph has no outputs; mark results with tensor.output(\"name\")");
-  s.facts = g.dim_facts();
-  for (const auto& [d, r] : s.facts)
-    s.dim_names.push_back(d);
-  s.combos = bucket_combinations(g, s.opts);
-  std::vector<Facts> facts;
-  for (const BucketRanges& c : s.combos)
-    facts.push_back(bucket_facts(g, c));
-  s.res = Residency(g, s.dim_names, facts);
+  s_ = std::make_unique<State>(std::move(graph), std::move(options));
+  State& s = *s_;
   const uint64_t total = s.res.capacity_bytes();
   if (s.opts.max_memory() && total > *s.opts.max_memory()) {
     throw Error("session: the input and output buffers need " + mib(total) +
