@@ -83,19 +83,37 @@ NodeId Runtime::resolve_output(std::string_view label) const {
   return find_labelled(graph(), label, OpKind::Output);
 }
 
-DynMap Runtime::merged_dims(const DynMap& dyn, const Facts& facts) const {
+void Runtime::dim_values(const DynMap& dyn, const Facts& facts, bool required, int64_t* out) const {
+  if (dyn.count("z"))
+    throw Error(
+        "execute: 'z' is the index variable, not a dynamic dimension; remove it from the dyn "
+        "map");
+  const std::string* missing = nullptr;
+  for (const auto& [k, range] : facts) {
+    auto it = dyn.find(k);
+    if (it == dyn.end()) it = graph().dims().find(k);
+    if (it == graph().dims().end()) {
+      if (!missing) missing = &k;
+      *out++ = 0;
+      continue;
+    }
+    check_range(k, it->second, range);
+    *out++ = it->second;
+  }
+  if (required && missing) {
+    const std::string& k = *missing;
+    throw Error("dynamic dimension '" + k + "' has no value: call graph.set_dim(\"" + k +
+                "\", n) or pass {{\"" + k + "\", n}} to execute()");
+  }
+}
+
+DynMap Runtime::merged_dims(const DynMap& dyn) const {
+  const Facts facts = graph().dim_facts();
+  std::vector<int64_t> values(facts.size());
+  dim_values(dyn, facts, /*required=*/true, values.data());
   DynMap all = graph().dims();
-  for (const auto& [k, v] : dyn) {
-    if (k == "z")
-      throw Error(
-          "execute: 'z' is the index variable, not a dynamic dimension; remove it from the dyn "
-          "map");
+  for (const auto& [k, v] : dyn)
     all[k] = v;
-  }
-  for (const auto& [k, v] : all) {
-    auto it = facts.find(k);
-    if (it != facts.end()) check_range(k, v, it->second);
-  }
   return all;
 }
 
@@ -104,16 +122,6 @@ void Runtime::check_range(const std::string& dim, int64_t v, const Interval& ran
     throw Error("dynamic dimension " + dim + " = " + std::to_string(v) +
                 " is outside its declared range [" + std::to_string(range.lo) + ", " +
                 std::to_string(range.hi) + "]");
-  }
-}
-
-void Runtime::check_dims(const DynMap& dyn, const Facts& facts) const {
-  for (const auto& [k, range] : facts) {
-    (void)range;
-    if (dyn.find(k) == dyn.end()) {
-      throw Error("dynamic dimension '" + k + "' has no value: call graph.set_dim(\"" + k +
-                  "\", n) or pass {{\"" + k + "\", n}} to execute()");
-    }
   }
 }
 

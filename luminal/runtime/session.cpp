@@ -76,16 +76,6 @@ struct Session::State {
   int last_bucket = -1, last_parity = 0;
   Stats stats;
 
-  /// Slot values of merged dims (0 for a dim without a value).
-  std::vector<int64_t> slots(const DynMap& merged) const {
-    std::vector<int64_t> dims(dim_names.size(), 0);
-    for (size_t i = 0; i < dims.size(); ++i) {
-      auto it = merged.find(dim_names[i]);
-      if (it != merged.end()) dims[i] = it->second;
-    }
-    return dims;
-  }
-
   ~State() {
     // Plans first (they may wait for the queue); then `res` waits for the queue and releases the
     // buffers, which no work uses any more.
@@ -137,7 +127,14 @@ DimSlot Session::dim(std::string_view name) const {
       "' is not a dynamic dimension of this graph (it has: " + (all.empty() ? "none" : all) + ")");
 }
 
-std::vector<int64_t> Session::dims() const { return s_->slots(s_->graph.dims()); }
+std::vector<int64_t> Session::dims() const {
+  std::vector<int64_t> v(s_->dim_names.size(), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto it = s_->graph.dims().find(s_->dim_names[i]);
+    if (it != s_->graph.dims().end()) v[i] = it->second;
+  }
+  return v;
+}
 
 uint64_t Session::memory_bytes() const {
   uint64_t total = s_->arena.bytes + s_->res.memory_bytes();
@@ -298,10 +295,9 @@ void Session::execute(std::span<const int64_t> dims) {
 }
 
 void Session::execute(const DynMap& dyn) {
-  const State& s = *s_;
-  const DynMap merged = merged_dims(dyn, s.facts);
-  check_dims(merged, s.facts);
-  execute(std::span<const int64_t>(s.slots(merged)));
+  std::vector<int64_t> dims(s_->dim_names.size());
+  dim_values(dyn, s_->facts, /*required=*/true, dims.data());
+  execute(std::span<const int64_t>(dims));
 }
 
 void Session::sync() { s_->res.backend().sync(s_->res.queue()); }
@@ -398,7 +394,9 @@ void Session::move_output_to_input(NodeId output, NodeId input) {
 
 Plan& Session::bucket_plan(const DynMap& dyn) const {
   if (!s_->compiled) throw Error("plan: the session is not compiled yet; call compile()");
-  return *s_->buckets[pick_bucket(s_->slots(merged_dims(dyn, s_->facts)))].bp.plan;
+  std::vector<int64_t> dims(s_->dim_names.size());
+  dim_values(dyn, s_->facts, /*required=*/false, dims.data());
+  return *s_->buckets[pick_bucket(dims)].bp.plan;
 }
 
 const Plan& Session::plan(const DynMap& dyn) const { return bucket_plan(dyn); }
