@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/memory_plan.hpp"
 
 namespace luminal::baseline {
 

@@ -16,7 +16,7 @@
 
 #include "bench/timing.hpp"
 #include "first_fit_baseline.hpp"
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/memory_plan.hpp"
 
 namespace {
 

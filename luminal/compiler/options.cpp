@@ -29,70 +29,56 @@ std::string DimBucket::to_string() const {
 }
 
 namespace {
+
 void require_positive(int v, const char* what) {
   if (v < 1) throw Error(std::string("CompileOptions::") + what + " must be at least 1");
 }
 void require_positive(double v, const char* what) {
   if (!(v > 0)) throw Error(std::string("CompileOptions::") + what + " must be positive");
 }
+
+// Sets a field and returns the options: each setter is one line.
+template <class T, class V>
+CompileOptions& set(CompileOptions& o, T& field, V v) {
+  field = std::move(v);
+  return o;
+}
+template <class T, class V>
+CompileOptions& set_positive(CompileOptions& o, T& field, V v, const char* what) {
+  require_positive(v, what);
+  return set(o, field, v);
+}
+
 }  // namespace
 
 CompileOptions& CompileOptions::search_graph_limit(int n) {
-  require_positive(n, "search_graph_limit");
-  search_graph_limit_ = n;
-  return *this;
+  return set_positive(*this, search_graph_limit_, n, "search_graph_limit");
 }
-CompileOptions& CompileOptions::trials(int n) {
-  require_positive(n, "trials");
-  trials_ = n;
-  return *this;
-}
+CompileOptions& CompileOptions::trials(int n) { return set_positive(*this, trials_, n, "trials"); }
 CompileOptions& CompileOptions::keep_best(int n) {
-  require_positive(n, "keep_best");
-  keep_best_ = n;
-  return *this;
+  return set_positive(*this, keep_best_, n, "keep_best");
 }
 CompileOptions& CompileOptions::generation_size(int n) {
-  require_positive(n, "generation_size");
-  generation_size_ = n;
-  return *this;
+  return set_positive(*this, generation_size_, n, "generation_size");
 }
 CompileOptions& CompileOptions::mutations(int n) {
-  require_positive(n, "mutations");
-  mutations_ = n;
-  return *this;
+  return set_positive(*this, mutations_, n, "mutations");
 }
-CompileOptions& CompileOptions::seed(uint64_t s) {
-  seed_ = s;
-  return *this;
-}
+CompileOptions& CompileOptions::seed(uint64_t s) { return set(*this, seed_, s); }
 CompileOptions& CompileOptions::time_budget(double seconds) {
-  require_positive(seconds, "time_budget");
-  time_budget_ = seconds;
-  return *this;
+  return set_positive(*this, time_budget_, seconds, "time_budget");
 }
 CompileOptions& CompileOptions::profile_timeout(double seconds) {
-  require_positive(seconds, "profile_timeout");
-  profile_timeout_ = seconds;
-  return *this;
+  return set_positive(*this, profile_timeout_, seconds, "profile_timeout");
 }
 CompileOptions& CompileOptions::candidate_timeout(double seconds) {
-  require_positive(seconds, "candidate_timeout");
-  candidate_timeout_ = seconds;
-  return *this;
+  return set_positive(*this, candidate_timeout_, seconds, "candidate_timeout");
 }
 CompileOptions& CompileOptions::max_memory(uint64_t bytes) {
-  max_memory_ = bytes;
-  return *this;
+  return set(*this, max_memory_, bytes);
 }
-CompileOptions& CompileOptions::saturation_limits(Limits l) {
-  limits_ = l;
-  return *this;
-}
-CompileOptions& CompileOptions::verbose(bool v) {
-  verbose_ = v;
-  return *this;
-}
+CompileOptions& CompileOptions::saturation_limits(Limits l) { return set(*this, limits_, l); }
+CompileOptions& CompileOptions::verbose(bool v) { return set(*this, verbose_, v); }
 
 CompileOptions& CompileOptions::dim_buckets(const std::string& dim, std::vector<DimBucket> b) {
   if (b.empty()) throw Error("dim_buckets(\"" + dim + "\"): give at least one bucket");
@@ -112,8 +98,7 @@ CompileOptions& CompileOptions::dim_buckets(const std::string& dim, std::vector<
 }
 
 CompileOptions& CompileOptions::cache_dir(std::filesystem::path dir) {
-  cache_dir_ = std::move(dir);
-  return *this;
+  return set(*this, cache_dir_, std::move(dir));
 }
 
 }  // namespace luminal

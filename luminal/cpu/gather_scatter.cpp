@@ -62,10 +62,22 @@ void dispatch_size(int es, F&& fn) {
               " is out of range for data of " + std::to_string(n) + " elements");
 }
 
-class GatherKernel final : public Kernel {
+// What Gather and Scatter keep: the index loader, the element size and the views.
+class IndexedKernel : public Kernel {
  public:
-  GatherKernel(const LlirNode& n, DType index_t)
+  IndexedKernel(const LlirNode& n, DType index_t)
       : load_(index_load_fn(index_t)), es_(size_bytes(n.attrs.dtype)), views_(n.attrs.views) {}
+
+ protected:
+  IndexLoadFn load_;
+  int es_;
+  std::vector<View> views_;
+  ViewCache cache_;
+};
+
+class GatherKernel final : public IndexedKernel {
+ public:
+  using IndexedKernel::IndexedKernel;
 
   void run(const KernelContext& k) override {
     cache_.update(views_, k.dyn, k.dims_version);
@@ -89,18 +101,11 @@ class GatherKernel final : public Kernel {
       });
     });
   }
-
- private:
-  IndexLoadFn load_;
-  int es_;
-  std::vector<View> views_;
-  ViewCache cache_;
 };
 
-class ScatterKernel final : public Kernel {
+class ScatterKernel final : public IndexedKernel {
  public:
-  ScatterKernel(const LlirNode& n, DType index_t)
-      : load_(index_load_fn(index_t)), es_(size_bytes(n.attrs.dtype)), views_(n.attrs.views) {}
+  using IndexedKernel::IndexedKernel;
 
   void run(const KernelContext& k) override {
     cache_.update(views_, k.dyn, k.dims_version);
@@ -144,12 +149,6 @@ class ScatterKernel final : public Kernel {
       });
     });
   }
-
- private:
-  IndexLoadFn load_;
-  int es_;
-  std::vector<View> views_;
-  ViewCache cache_;
 };
 
 }  // namespace

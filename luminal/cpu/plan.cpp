@@ -14,79 +14,21 @@ namespace {
 bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
 bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
 
-std::string node_name(const LlirGraph& g, int i) {
-  return "%" + std::to_string(i) + " (" + std::string(g.nodes[i].op->name) + ")";
-}
-
-void check_structure(const LlirGraph& g) {
-  const int n = static_cast<int>(g.nodes.size());
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& node = g.nodes[i];
-    if (!node.op) throw Error("cpu: node %" + std::to_string(i) + " has no op");
-    for (int in : node.inputs) {
-      if (in < 0 || in >= i) {
-        throw Error("cpu: node " + node_name(g, i) + " reads %" + std::to_string(in) +
-                    ", which does not run before it");
-      }
-    }
-    if (node.attrs.views.size() != node.inputs.size()) {
-      throw Error("cpu: node " + node_name(g, i) + " has " + std::to_string(node.inputs.size()) +
-                  " inputs but " + std::to_string(node.attrs.views.size()) + " views");
-    }
-    if (is_output(node)) {
-      if (node.inputs.size() != 1)
-        throw Error("cpu: Output node " + node_name(g, i) + " needs exactly one input");
-      if (g.nodes[node.inputs[0]].attrs.dtype != node.attrs.dtype) {
-        throw Error("cpu: Output '" + node.attrs.label + "' is " +
-                    std::string(name(node.attrs.dtype)) + " but its input is " +
-                    std::string(name(g.nodes[node.inputs[0]].attrs.dtype)));
-      }
-    }
-  }
-}
-
 }  // namespace
 
 CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g), threads_(threads) {
   const int n = static_cast<int>(g_.nodes.size());
-  check_structure(g_);
+  check_llir(g_, "cpu", LlirChecks{.output_dtypes = true});
   g_.fill_input_dtypes();
-  io_ = PlanIo::of(g_);
-
-  // Every dim the program uses needs a slot and a finite range.
-  for (const LlirNode& node : g_.nodes) {
-    std::vector<Expr> exprs(node.attrs.shape.begin(), node.attrs.shape.end());
-    for (const View& v : node.attrs.views) {
-      exprs.insert(exprs.end(), v.dims.begin(), v.dims.end());
-      exprs.insert(exprs.end(), v.strides.begin(), v.strides.end());
-    }
-    for (const Expr& e : exprs)
-      for (const std::string& d : e.vars()) {
-        if (d == "z") continue;
-        if (std::find(spec.dim_names.begin(), spec.dim_names.end(), d) == spec.dim_names.end()) {
-          throw Error("cpu: the program uses dynamic dimension '" + d +
-                      "' but the plan has no slot for it");
-        }
-      }
-  }
+  check_dim_slots(g_, spec, "cpu");
   for (const std::string& d : spec.dim_names)
     dim_entry_.push_back(dyn_.emplace(d, 0).first);
   dims_.assign(spec.dim_names.size(), INT64_MIN);
 
   kernels_.resize(static_cast<size_t>(n));
-  input_slot_.assign(static_cast<size_t>(n), -1);
-  output_slot_.assign(static_cast<size_t>(n), -1);
-  int inputs = 0, outputs = 0;
   for (int i = 0; i < n; ++i) {
     const LlirNode& node = g_.nodes[i];
-    if (is_input(node)) {
-      input_slot_[i] = inputs++;
-      continue;
-    }
-    if (is_output(node)) {
-      output_slot_[i] = outputs++;
-      continue;
-    }
+    if (is_input(node) || is_output(node)) continue;
     const CpuOp* op = find_cpu_op(node.op);
     if (!op) {
       throw Error("cpu backend cannot run op '" + std::string(node.op->name) + "' (node %" +
@@ -95,26 +37,8 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
     kernels_[i] = op->make(node);
     if (!kernels_[i]) throw Error("cpu: no kernel for node " + node_name(g_, i));
   }
-
-  // The arena: every buffer at its largest size in the bucket.
-  std::vector<BufferUse> uses = buffer_uses(g_);
-  root_.resize(static_cast<size_t>(n));
-  std::vector<int64_t> bytes(static_cast<size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    root_[i] = uses[i].alias_of >= 0 ? root_[uses[i].alias_of] : i;
-    if (!uses[i].in_arena) continue;
-    const Interval b = uses[i].bytes.bounds(spec.facts);
-    if (b.hi == INT64_MAX || b.hi < 0) {
-      std::string dims;
-      for (const std::string& v : uses[i].bytes.vars())
-        dims += (dims.empty() ? "'" : ", '") + v + "'";
-      throw Error("cpu: the buffer of node " + node_name(g_, i) + " (" + uses[i].bytes.to_string() +
-                  " bytes) has no upper bound in this bucket; give " + dims +
-                  " a range with graph.declare_dim or CompileOptions::dim_buckets");
-    }
-    bytes[i] = b.hi;
-  }
-  mem_ = plan_memory(uses, bytes, kAlignment);
+  layout_ = PlanLayout(g_, spec, {.backend = "cpu", .alignment = kAlignment});
+  io_ = layout_.io();
   out_view_.resize(static_cast<size_t>(n));
   size_t most_inputs = 0;
   for (const LlirNode& node : g_.nodes)
@@ -138,34 +62,8 @@ void CpuPlan::update_dims(const int64_t* dims) {
 
 void CpuPlan::bind(int parity, const Bindings& b) {
   LUMINAL_ASSERT(parity == 0 || parity == 1, "cpu: parity must be 0 or 1");
-  if (b.inputs.size() != io_.inputs.size() || b.outputs.size() != io_.outputs.size()) {
-    throw Error("cpu: bind got " + std::to_string(b.inputs.size()) + " inputs and " +
-                std::to_string(b.outputs.size()) + " outputs; the plan has " +
-                std::to_string(io_.inputs.size()) + " and " + std::to_string(io_.outputs.size()));
-  }
-  if (b.arena.bytes < arena_bytes()) {
-    throw Error("cpu: the bound arena has " + std::to_string(b.arena.bytes) +
-                " bytes; the plan needs " + std::to_string(arena_bytes()));
-  }
-  const int n = static_cast<int>(g_.nodes.size());
   Bound& bd = bound_[parity];
-  bd.ptr.assign(static_cast<size_t>(n), nullptr);
-  auto* arena = static_cast<uint8_t*>(b.arena.ptr);
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& node = g_.nodes[i];
-    if (is_input(node)) {
-      bd.ptr[i] = static_cast<uint8_t*>(b.inputs[input_slot_[i]].ptr);
-    } else if (is_output(node)) {
-      const int k = output_slot_[i];
-      // An output written in place reads the input's buffer; later nodes may read its value.
-      bd.ptr[i] = io_.output_in_input[k] >= 0 ? bd.ptr[node.inputs[0]]
-                                              : static_cast<uint8_t*>(b.outputs[k].ptr);
-    } else if (root_[i] != i) {
-      bd.ptr[i] = bd.ptr[root_[i]];
-    } else {
-      bd.ptr[i] = arena + mem_.offsets[i];
-    }
-  }
+  layout_.addresses(b, bd.ptr);
   bd.bound = true;
 }
 
@@ -173,7 +71,7 @@ void CpuPlan::run_node(int i, const Bound& bd) {
   const LlirNode& node = g_.nodes[i];
   if (is_input(node)) return;
   if (is_output(node)) {
-    if (io_.output_in_input[output_slot_[i]] >= 0) return;  // updated in place: no copy
+    if (io_.output_in_input[layout_.output_slot(i)] >= 0) return;  // updated in place: no copy
     copy_view(bd.ptr[node.inputs[0]], out_view_[i], bd.ptr[i], size_bytes(node.attrs.dtype),
               threads_);
     return;

@@ -1,10 +1,11 @@
 #pragma once
 // One loaded LLIR program on the CPU for one bucket (internal; CpuBackend::load makes it).
 //
-// Each node has a Kernel (Input and Output nodes are handled here). Intermediates live in the
-// bound arena at offsets the shared memory planner chose at load, with every buffer sized at the
-// bucket's upper bounds: nothing is re-planned while executing, and every intermediate address
-// is the same on every execute. In-place nodes write into their in-place input's buffer; an
+// Each node has a Kernel (Input and Output nodes are handled here). Where each node's value lives
+// is the backend-neutral PlanLayout (luminal/program/plan_layout.hpp): intermediates in the bound
+// arena at offsets placed at load, with every buffer sized at the bucket's upper bounds, so
+// nothing is re-planned while executing and every intermediate address is the same on every
+// execute. In-place nodes write into their in-place input's buffer; an
 // Output whose value ends up in an Input's buffer that way is not copied (PlanIo says which).
 //
 // Kernels see the dims as a DynMap whose values are refreshed in place when a slot changes, and
@@ -17,7 +18,7 @@
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/primitive_util.hpp"
 #include "luminal/program/backend.hpp"
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/plan_layout.hpp"
 
 namespace luminal::cpu {
 
@@ -27,7 +28,7 @@ class CpuPlan final : public Plan {
   /// implements, or a dim of the program that `spec` gives no slot or range.
   CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads);
 
-  uint64_t arena_bytes() const override { return static_cast<uint64_t>(mem_.arena_bytes); }
+  uint64_t arena_bytes() const override { return layout_.arena_bytes(); }
   void bind(int parity, const Bindings& b) override;
   void execute(int parity, const int64_t* dims) override;
 
@@ -41,7 +42,7 @@ class CpuPlan final : public Plan {
   /// The dims as kernels see them (the values of the last execute or profile).
   const DynMap& dyn() const { return dyn_; }
   /// An Output node's index into PlanIo::outputs (-1 for other nodes).
-  int output_slot(size_t node) const { return output_slot_[node]; }
+  int output_slot(size_t node) const { return layout_.output_slot(node); }
   /// How many times the dims changed (each re-evaluates shapes; the arena is never re-planned).
   uint64_t dim_updates() const { return version_; }
 
@@ -57,10 +58,7 @@ class CpuPlan final : public Plan {
   LlirGraph g_;
   int threads_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // null for Input / Output
-  std::vector<int> root_;                         // node whose buffer holds node i's value
-  std::vector<int> input_slot_;                   // per node: index into PlanIo::inputs or -1
-  std::vector<int> output_slot_;                  // per node: index into PlanIo::outputs or -1
-  MemoryPlan mem_;
+  PlanLayout layout_;  // slots, arena offsets, where each node's value lives
 
   // Dims: slot values seen last, the DynMap kernels read, and its version.
   std::vector<int64_t> dims_;

@@ -36,7 +36,7 @@
 #include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/codegen.hpp"
 #include "luminal/program/backend.hpp"
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/memory_plan.hpp"
 
 namespace luminal::cuda {
 

@@ -4,6 +4,19 @@
 
 namespace luminal {
 
+namespace {
+
+// The node labelled `label`, which must be an Input (set) or an Output (get).
+NodeId find_labelled(const Graph& g, std::string_view label, OpKind want) {
+  const NodeId id = g.find(label);
+  if (g.node(id).op == want) return id;
+  throw Error(want == OpKind::Input
+                  ? "set: '" + std::string(label) + "' is an output, not an input"
+                  : "get: '" + std::string(label) + "' is an input, not an output");
+}
+
+}  // namespace
+
 void Runtime::set(const Tensor& input, const std::vector<bool>& data) {
   std::vector<uint8_t> v(data.begin(), data.end());
   set(input, v);
@@ -50,10 +63,7 @@ NodeId Runtime::resolve_input(const Tensor& t) const {
 }
 
 NodeId Runtime::resolve_input(std::string_view label) const {
-  NodeId id = graph().find(label);
-  if (graph().node(id).op != OpKind::Input)
-    throw Error("set: '" + std::string(label) + "' is an output, not an input");
-  return id;
+  return find_labelled(graph(), label, OpKind::Input);
 }
 
 NodeId Runtime::resolve_output(const Tensor& t) const {
@@ -70,40 +80,48 @@ NodeId Runtime::resolve_output(const Tensor& t) const {
 }
 
 NodeId Runtime::resolve_output(std::string_view label) const {
-  NodeId id = graph().find(label);
-  if (graph().node(id).op != OpKind::Output)
-    throw Error("get: '" + std::string(label) + "' is an input, not an output");
-  return id;
+  return find_labelled(graph(), label, OpKind::Output);
+}
+
+void Runtime::dim_values(const DynMap& dyn, const Facts& facts, bool required, int64_t* out) const {
+  if (dyn.count("z"))
+    throw Error(
+        "execute: 'z' is the index variable, not a dynamic dimension; remove it from the dyn "
+        "map");
+  const std::string* missing = nullptr;
+  for (const auto& [k, range] : facts) {
+    auto it = dyn.find(k);
+    if (it == dyn.end()) it = graph().dims().find(k);
+    if (it == graph().dims().end()) {
+      if (!missing) missing = &k;
+      *out++ = 0;
+      continue;
+    }
+    check_range(k, it->second, range);
+    *out++ = it->second;
+  }
+  if (required && missing) {
+    const std::string& k = *missing;
+    throw Error("dynamic dimension '" + k + "' has no value: call graph.set_dim(\"" + k +
+                "\", n) or pass {{\"" + k + "\", n}} to execute()");
+  }
 }
 
 DynMap Runtime::merged_dims(const DynMap& dyn) const {
+  const Facts facts = graph().dim_facts();
+  std::vector<int64_t> values(facts.size());
+  dim_values(dyn, facts, /*required=*/true, values.data());
   DynMap all = graph().dims();
-  for (const auto& [k, v] : dyn) {
-    if (k == "z")
-      throw Error(
-          "execute: 'z' is the index variable, not a dynamic dimension; remove it from the dyn "
-          "map");
+  for (const auto& [k, v] : dyn)
     all[k] = v;
-  }
-  Facts facts = graph().dim_facts();
-  for (const auto& [k, v] : all) {
-    auto it = facts.find(k);
-    if (it != facts.end() && !it->second.contains(v)) {
-      throw Error("dynamic dimension " + k + " = " + std::to_string(v) +
-                  " is outside its declared range [" + std::to_string(it->second.lo) + ", " +
-                  std::to_string(it->second.hi) + "]");
-    }
-  }
   return all;
 }
 
-void Runtime::check_dims(const DynMap& dyn) const {
-  for (const auto& [k, range] : graph().dim_facts()) {
-    (void)range;
-    if (dyn.find(k) == dyn.end()) {
-      throw Error("dynamic dimension '" + k + "' has no value: call graph.set_dim(\"" + k +
-                  "\", n) or pass {{\"" + k + "\", n}} to execute()");
-    }
+void Runtime::check_range(const std::string& dim, int64_t v, const Interval& range) {
+  if (!range.contains(v)) {
+    throw Error("dynamic dimension " + dim + " = " + std::to_string(v) +
+                " is outside its declared range [" + std::to_string(range.lo) + ", " +
+                std::to_string(range.hi) + "]");
   }
 }
 

@@ -90,10 +90,14 @@ class Runtime {
   NodeId resolve_input(std::string_view label) const;
   NodeId resolve_output(const Tensor& t) const;
   NodeId resolve_output(std::string_view label) const;
-  /// The graph's dims overlaid with `dyn`, checked against declared ranges.
+  /// The value of each dim of `facts` (the graph's dim_facts(), in its order) into `out`: `dyn`'s,
+  /// else the graph's set_dim value, else 0. Throws for 'z' in `dyn`, then for a value outside
+  /// its declared range, then (when `required`) naming the first dim without a value.
+  void dim_values(const DynMap& dyn, const Facts& facts, bool required, int64_t* out) const;
+  /// The graph's dims overlaid with `dyn`, checked as dim_values does (every dim needs a value).
   DynMap merged_dims(const DynMap& dyn) const;
-  /// Throws naming the first dynamic dimension a node shape needs but `dyn` lacks.
-  void check_dims(const DynMap& dyn) const;
+  /// Throws naming `dim` unless `v` lies in its declared range.
+  static void check_range(const std::string& dim, int64_t v, const Interval& range);
 };
 
 }  // namespace luminal

@@ -28,6 +28,10 @@
 //
 // `luminal::compile(g, backend, options)` makes a session and compiles it in one call, timing
 // candidates on generated data (set inputs afterwards).
+//
+// The parts: where values live (buffers, external memory, hand_off) is runtime/residency.hpp;
+// each bucket's program comes from compile_bucket (compiler/compile_bucket.hpp: the compile cache,
+// else a search); Session itself picks the bucket and parity and executes.
 #include <cstdint>
 #include <memory>
 #include <span>

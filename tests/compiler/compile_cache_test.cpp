@@ -1,5 +1,6 @@
-// The compile cache: keys equal across processes, a warm start that runs no candidate, damaged
-// or stale entries re-searched with a warning, concurrent compiles of one graph.
+// The compile cache: keys equal across processes, a warm start that runs no candidate and makes
+// no profile data, damaged or stale entries re-searched with a warning, concurrent compiles of
+// one graph.
 //
 // Some tests run this binary again as a child process (the same test binary, a child test
 // selected with --gtest_filter and told what to do through environment variables).
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "luminal/compiler/compile_bucket.hpp"
 #include "luminal/compiler/compile_cache.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/program/llir_serial.hpp"
@@ -123,10 +125,46 @@ TEST_F(CompileCache, WarmCompileGivesTheSameProgramAndResults) {
     s->execute({{"s", 7}});
   }
   EXPECT_EQ(cold.get<float>(m.y), warm.get<float>(m.y));
+  // Only the cold start made profile data.
+  EXPECT_GT(cold.stats().bytes_generated, 0u);
+  EXPECT_EQ(warm.stats().bytes_generated, 0u);
   // Another seed is another key: searched again.
   Session other(m.g, cpu, opts(dir).seed(5));
   other.compile();
   EXPECT_FALSE(other.reports()[0].cached);
+  fs::remove_all(dir);
+}
+
+TEST_F(CompileCache, CompileBucketAsksForProfileDataOnlyOnAMiss) {
+  const fs::path dir = fresh_dir("lazy");
+  Model m;
+  cpu::CpuBackend cpu(1);
+  const BucketRanges bucket{{"s", DimBucket(1, 1)}};
+  ProfileData data;
+  std::vector<Buffer> buffers;
+  for (auto [label, bytes] : {std::pair{"x", 16 * 4}, {"w", 256 * 4}, {"y", 16 * 4}}) {
+    buffers.push_back(cpu.allocate(bytes));
+    const std::vector<uint8_t> zeros(bytes, 0);
+    cpu.upload(buffers.back(), 0, zeros.data(), zeros.size());
+    (std::string(label) == "y" ? data.outputs : data.inputs)[label] = buffers.back();
+  }
+  int calls = 0;
+  auto profile_data = [&]() -> const ProfileData& {
+    ++calls;
+    return data;
+  };
+  const BucketPlan cold = compile_bucket(m.g, cpu, opts(dir), bucket, {"s"}, profile_data, Trace());
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(cold.report.cached);
+  const BucketPlan warm = compile_bucket(m.g, cpu, opts(dir), bucket, {"s"}, profile_data, Trace());
+  EXPECT_EQ(calls, 1);  // loaded: nothing to time
+  EXPECT_TRUE(warm.report.cached);
+  const std::string key = program_key(m.g, opts(dir), cpu, bucket, {"s"});
+  EXPECT_EQ(cold.report.cache_note, "stored in " + ProgramCache(opts(dir)).file_of(key).string());
+  EXPECT_EQ(warm.report.cache_note, ProgramCache(opts(dir)).file_of(key).string());
+  EXPECT_EQ(write_llir(warm.llir), write_llir(cold.llir));
+  for (Buffer b : buffers)
+    cpu.release(b);
   fs::remove_all(dir);
 }
 

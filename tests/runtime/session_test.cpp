@@ -162,6 +162,40 @@ TEST(Session, HandOffSwapsHandlesWithoutCopying) {
   EXPECT_EQ(s.get<float>(b), (std::vector<float>{3, 4, 5, 6}));
 }
 
+// An output whose value sits in an input's buffer (after hand_off) keeps it when the input is
+// written, loses it when the input becomes external memory; a value handed to an input bound to
+// external memory lands in a buffer of the session's own, and the external memory is untouched.
+TEST(Session, ValuesInAnInputsBufferFollowItsWrites) {
+  Graph g;
+  Tensor a = g.tensor("a", {4});
+  Tensor b = (a + 1.0).output("b");
+  cpu::CpuBackend cpu(1);
+  Session s = compile(g, cpu, quiet());
+  s.set(a, std::vector<float>{1, 2, 3, 4});
+  s.execute();
+  s.hand_off(b, a);
+  s.set(a, std::vector<float>{10, 20, 30, 40});
+  EXPECT_EQ(s.get<float>(b), (std::vector<float>{2, 3, 4, 5}));  // kept
+  s.execute();
+  EXPECT_EQ(s.get<float>(b), (std::vector<float>{11, 21, 31, 41}));
+
+  s.hand_off(b, a);
+  alignas(64) float host[4] = {5, 6, 7, 8};
+  s.set_external("a", host, sizeof host, nullptr);
+  EXPECT_EQ(s.buffer_address("a"), host);
+  expect_error([&] { (void)s.get<float>(b); }, "output 'b' has no value yet");
+  s.execute();
+  EXPECT_EQ(s.get<float>(b), (std::vector<float>{6, 7, 8, 9}));
+
+  s.bind_external("a", host, sizeof host);
+  s.execute();
+  s.hand_off(b, a);
+  EXPECT_NE(s.buffer_address("a"), host);
+  EXPECT_EQ(host[0], 5.0f);
+  s.execute();
+  EXPECT_EQ(s.get<float>(b), (std::vector<float>{7, 8, 9, 10}));
+}
+
 TEST(Session, SetExternalUsesHostMemoryInPlace) {
   Mlp m;
   cpu::CpuBackend cpu(1);

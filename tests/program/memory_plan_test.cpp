@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bench/first_fit_baseline.hpp"
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/memory_plan.hpp"
 #include "support/expect_error.hpp"
 #include "support/llir_direct.hpp"
 

@@ -1,4 +1,4 @@
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/memory_plan.hpp"
 
 #include <algorithm>
 #include <cstdio>
