@@ -89,7 +89,6 @@ struct CudaBackend::Impl {
   bool programmatic = false;  // programmatic edges between graph kernel nodes (PDL)
   bool lt_on = false;         // cuBLASLt matmuls join the search
   bool tf32 = false;          // ... and f32 ones may round their operands to TF32
-  bool lt_child = false;      // ... and are captured as child graphs (CudaOptions::lt_child_graphs)
   std::string lt_why;         // why not, when they do not
   std::mutex lt_mu;
   std::shared_ptr<LtHandle> lt;  // made by the first plan with cuBLASLt steps (lt_handle())

@@ -323,7 +323,6 @@ CudaBackend::CudaBackend(CudaOptions opts) : impl_(std::make_unique<Impl>()) {
     });
   }
   m.tf32 = m.lt_on && env_switch("LUMINAL_CUDA_TF32", m.opts.allow_tf32);
-  m.lt_child = env_switch("LUMINAL_CUDA_LT_CHILD_GRAPHS", m.opts.lt_child_graphs);
   std::filesystem::path dir = m.opts.kernel_dir;
   if (dir.empty() && kernel_cache_enabled()) {
     const std::filesystem::path root = cache_root(CompileOptions());

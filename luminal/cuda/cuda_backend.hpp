@@ -62,12 +62,6 @@ struct CudaOptions {
   /// Bytes of each cuBLASLt workspace (one per plan with cuBLASLt steps; algorithms needing more
   /// are not chosen).
   uint64_t lt_workspace_bytes = uint64_t{32} << 20;
-  /// Graph executor: each cuBLASLt call's captured kernels sit in the bucket's graph as one child
-  /// graph node (updated with cuGraphExecChildGraphNodeSetParams when a call is captured again)
-  /// instead of as nodes of the graph itself (the default: their parameters set node by node).
-  /// Both are correct (BENCHMARKS.md compares their host and device times).
-  /// LUMINAL_CUDA_LT_CHILD_GRAPHS=0|1 overrides it.
-  bool lt_child_graphs = false;
   /// Threads that read the host memory of a large upload (a mapped weights file) into pinned
   /// staging together, the calling thread included; 0: the hardware threads, at most 8.
   int upload_threads = 0;

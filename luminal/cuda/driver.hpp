@@ -70,9 +70,6 @@ namespace luminal::cuda {
   X(cuGraphAddDependencies) \
   X(cuGraphAddEventRecordNode) \
   X(cuGraphKernelNodeSetParams) \
-  X(cuGraphAddChildGraphNode) \
-  X(cuGraphChildGraphNodeGetGraph) \
-  X(cuGraphExecChildGraphNodeSetParams) \
   X(cuGraphKernelNodeGetParams) \
   X(cuGraphKernelNodeGetAttribute) \
   X(cuGraphInstantiateWithFlags) \

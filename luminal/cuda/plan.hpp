@@ -122,9 +122,7 @@ class CudaPlan final : public Plan {
   // island's kernels again, their new parameters set on the island's nodes (template and
   // executable: InPlace); else into the graph after the tails of the step before (its old nodes
   // destroyed first), with the step after linked to its tails (Update, or Reinstantiate after a
-  // spec change: other kernels may have other cluster attributes). With child graphs
-  // (CudaOptions::lt_child_graphs) the island is one child graph node holding the captured
-  // kernels, updated with cuGraphExecChildGraphNodeSetParams. refresh_islands: recaptures
+  // spec change: other kernels may have other cluster attributes). refresh_islands: recaptures
   // marked islands, then updates the executable (re-instantiating when a spec changed, when the
   // driver refuses, or when asked to); returns whether it recaptured any.
   void load_lt(const PlanSpec& spec, Step& step);

@@ -23,6 +23,7 @@
 
 #include "luminal/compiler/trace.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/graph_nodes.hpp"
 #include "luminal/cuda/plan.hpp"
 
 #ifdef LUMINAL_HAVE_CUBLASLT
@@ -86,125 +87,6 @@ namespace {
 
 std::string node_text(const LlirGraph& g, int i) {
   return "%" + std::to_string(i) + " (" + std::string(g.nodes[i].op->name) + ")";
-}
-
-/// Every node of `g`.
-std::vector<CUgraphNode> graph_nodes(const CudaApi& cu, CUgraph g) {
-  size_t n = 0;
-  check(cu.cuGraphGetNodes(g, nullptr, &n), "cuGraphGetNodes");
-  std::vector<CUgraphNode> out(n);
-  if (n) check(cu.cuGraphGetNodes(g, out.data(), &n), "cuGraphGetNodes");
-  out.resize(n);
-  return out;
-}
-
-/// The nodes of `g` that are not in `before`.
-std::vector<CUgraphNode> added_nodes(const CudaApi& cu, CUgraph g,
-                                     const std::unordered_set<CUgraphNode>& before) {
-  std::vector<CUgraphNode> out;
-  for (CUgraphNode n : graph_nodes(cu, g))
-    if (!before.count(n)) out.push_back(n);
-  return out;
-}
-
-/// The nodes that depend on `n`.
-std::vector<CUgraphNode> dependents(const CudaApi& cu, CUgraphNode n) {
-  size_t count = 0;
-  // (with edge data: a query without it fails on a programmatic edge cuBLASLt may capture)
-  check(cu.cuGraphNodeGetDependentNodes(n, nullptr, nullptr, &count),
-        "cuGraphNodeGetDependentNodes");
-  std::vector<CUgraphNode> next(count);
-  std::vector<CUgraphEdgeData> edges(count);
-  if (count)
-    check(cu.cuGraphNodeGetDependentNodes(n, next.data(), edges.data(), &count),
-          "cuGraphNodeGetDependentNodes");
-  next.resize(count);
-  return next;
-}
-
-/// `set` in an order where each node comes after the nodes of `set` it depends on (ties in
-/// `set`'s order): two captures of the same calls pair up node by node.
-std::vector<CUgraphNode> topo_order(const CudaApi& cu, const std::vector<CUgraphNode>& set) {
-  std::vector<int> indegree(set.size(), 0);
-  std::vector<std::vector<size_t>> next(set.size());
-  for (size_t i = 0; i < set.size(); ++i)
-    for (CUgraphNode d : dependents(cu, set[i])) {
-      const auto it = std::find(set.begin(), set.end(), d);
-      if (it == set.end()) continue;
-      const size_t j = static_cast<size_t>(it - set.begin());
-      next[i].push_back(j);
-      ++indegree[j];
-    }
-  std::vector<CUgraphNode> out;
-  std::vector<bool> done(set.size(), false);
-  while (out.size() < set.size()) {
-    size_t pick = set.size();
-    for (size_t i = 0; i < set.size() && pick == set.size(); ++i)
-      if (!done[i] && indegree[i] == 0) pick = i;
-    if (pick == set.size()) break;  // a cycle cannot happen in a graph
-    done[pick] = true;
-    out.push_back(set[pick]);
-    for (size_t j : next[pick])
-      --indegree[j];
-  }
-  return out;
-}
-
-/// The nodes of `set` with no dependency inside `set` (its entry nodes).
-std::vector<CUgraphNode> entry_nodes(const CudaApi& cu, const std::vector<CUgraphNode>& set) {
-  std::unordered_set<CUgraphNode> reached;
-  for (CUgraphNode n : set)
-    for (CUgraphNode d : dependents(cu, n))
-      reached.insert(d);
-  std::vector<CUgraphNode> out;
-  for (CUgraphNode n : set)
-    if (!reached.count(n)) out.push_back(n);
-  return out;
-}
-
-/// What a parameter update must not change in a captured node: its type, its edges inside the
-/// set, and for a kernel its function and thread-block-cluster launch attributes (an update
-/// takes another cluster shape without applying it), node by node in the order given.
-struct NodeSig {
-  int type = 0;
-  const void *fn = nullptr, *kern = nullptr;
-  unsigned cx = 0, cy = 0, cz = 0;
-  int policy = 0;
-  std::vector<size_t> next;  // the positions (in the order given) of its dependents in the set
-  auto operator<=>(const NodeSig&) const = default;
-};
-
-std::vector<NodeSig> island_signature(const CudaApi& cu, const std::vector<CUgraphNode>& nodes) {
-  std::vector<NodeSig> out;
-  for (CUgraphNode n : nodes) {
-    NodeSig sig;
-    CUgraphNodeType type{};
-    check(cu.cuGraphNodeGetType(n, &type), "cuGraphNodeGetType");
-    sig.type = static_cast<int>(type);
-    if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
-      CUDA_KERNEL_NODE_PARAMS p{};
-      check(cu.cuGraphKernelNodeGetParams(n, &p), "cuGraphKernelNodeGetParams");
-      sig.fn = p.func;
-      sig.kern = p.kern;
-      CUkernelNodeAttrValue v{};
-      check(cu.cuGraphKernelNodeGetAttribute(n, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
-            "cuGraphKernelNodeGetAttribute");
-      sig.cx = v.clusterDim.x;
-      sig.cy = v.clusterDim.y;
-      sig.cz = v.clusterDim.z;
-      check(cu.cuGraphKernelNodeGetAttribute(
-                n, CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, &v),
-            "cuGraphKernelNodeGetAttribute");
-      sig.policy = static_cast<int>(v.clusterSchedulingPolicyPreference);
-    }
-    for (CUgraphNode d : dependents(cu, n)) {
-      const auto it = std::find(nodes.begin(), nodes.end(), d);
-      if (it != nodes.end()) sig.next.push_back(static_cast<size_t>(it - nodes.begin()));
-    }
-    std::sort(sig.next.begin(), sig.next.end());
-    out.push_back(sig);
-  }
-  return out;
 }
 
 }  // namespace
@@ -391,63 +273,10 @@ CUresult CudaPlan::capture_call(int parity, const LtStep& st, CUgraph g,
   return cu.cuStreamEndCapture(lt_capture_, &captured);
 }
 
-/// The nodes captured after `pred`: reached from pred's dependents (nothing depends on the
-/// captured nodes yet, and pred's old dependents are gone); with no pred, every node of `g` that
-/// is not in `before`.
-static std::vector<CUgraphNode> captured_nodes(const CudaApi& cu, CUgraph g,
-                                               const std::vector<CUgraphNode>& pred,
-                                               const std::unordered_set<CUgraphNode>& before) {
-  if (pred.empty()) return added_nodes(cu, g, before);
-  std::vector<CUgraphNode> out, todo;
-  for (CUgraphNode n : pred)
-    for (CUgraphNode d : dependents(cu, n))
-      todo.push_back(d);
-  while (!todo.empty()) {
-    CUgraphNode n = todo.back();
-    todo.pop_back();
-    if (std::find(out.begin(), out.end(), n) != out.end()) continue;
-    out.push_back(n);
-    for (CUgraphNode d : dependents(cu, n))
-      todo.push_back(d);
-  }
-  return out;
-}
-
 struct CudaPlan::IslandSig {
   std::vector<NodeSig> nodes;
-  bool kernels_only() const {
-    for (const NodeSig& n : nodes)
-      if (n.type != CU_GRAPH_NODE_TYPE_KERNEL) return false;
-    return true;
-  }
+  bool kernels_only() const { return cuda::kernels_only(nodes); }
 };
-
-namespace {
-
-struct GraphGuard {  // a scratch graph, destroyed on every path out
-  const CudaApi& cu;
-  CUgraph g = nullptr;
-  explicit GraphGuard(const CudaApi& c) : cu(c) { check(cu.cuGraphCreate(&g, 0), "cuGraphCreate"); }
-  ~GraphGuard() { cu.cuGraphDestroy(g); }
-  GraphGuard(const GraphGuard&) = delete;
-  GraphGuard& operator=(const GraphGuard&) = delete;
-};
-
-/// Sets each kernel node of `to` to the parameters of the same node of `from` (paired in order),
-/// in the template; and in `exec` too when given. Returns false when the executable refused one.
-bool copy_kernel_params(const CudaApi& cu, const std::vector<CUgraphNode>& from,
-                        const std::vector<CUgraphNode>& to, CUgraphExec exec) {
-  bool ok = true;
-  for (size_t i = 0; i < from.size(); ++i) {
-    CUDA_KERNEL_NODE_PARAMS kp{};
-    check(cu.cuGraphKernelNodeGetParams(from[i], &kp), "cuGraphKernelNodeGetParams");
-    check(cu.cuGraphKernelNodeSetParams(to[i], &kp), "cuGraphKernelNodeSetParams");
-    if (exec) ok = cu.cuGraphExecKernelNodeSetParams(exec, to[i], &kp) == CUDA_SUCCESS && ok;
-  }
-  return ok;
-}
-
-}  // namespace
 
 void CudaPlan::drop_island(int parity, size_t s) {
   Bound& bd = bound_[parity];
@@ -498,48 +327,11 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   const std::vector<CUgraphNode> none;
   const std::vector<CUgraphNode>& pred = pos > 0 ? bd.tails[bd.chain[pos - 1]] : none;
 
-  if (be_.lt_child) {
-    // The island is one child graph node holding the call as captured on its own.
-    GraphGuard scratch(cu);
-    check(capture_call(parity, st, scratch.g, {}), "cuStreamEndCapture");
-    std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch.g));
-    if (fresh.empty()) {  // nothing launched (an empty product): a child graph needs a node
-      CUgraphNode e = nullptr;
-      check(cu.cuGraphAddEmptyNode(&e, scratch.g, nullptr, 0), "cuGraphAddEmptyNode");
-      fresh = {e};
-    }
-    auto sig = std::make_shared<IslandSig>(IslandSig{island_signature(cu, fresh)});
-    const bool same = old && old->nodes == sig->nodes;
-    if (in_place_possible && same &&
-        cu.cuGraphExecChildGraphNodeSetParams(bd.exec, bd.island[s][0], scratch.g) ==
-            CUDA_SUCCESS) {
-      // The template's child graph gets the same parameters (a re-instantiation copies them),
-      // when its nodes pair up with the capture's; else the child node is replaced below.
-      CUgraph inner = nullptr;
-      check(cu.cuGraphChildGraphNodeGetGraph(bd.island[s][0], &inner),
-            "cuGraphChildGraphNodeGetGraph");
-      const std::vector<CUgraphNode> kept = topo_order(cu, graph_nodes(cu, inner));
-      if (island_signature(cu, kept) == sig->nodes) {
-        copy_kernel_params(cu, fresh, kept, nullptr);
-        return done(Recapture::InPlace);
-      }
-    }
-    drop_island(parity, s);
-    CUgraphNode child = nullptr;
-    check(cu.cuGraphAddChildGraphNode(&child, bd.graph, pred.data(), pred.size(), scratch.g),
-          "cuGraphAddChildGraphNode");
-    bd.island[s] = bd.heads[s] = bd.tails[s] = {child};
-    bd.sig[s] = std::move(sig);
-    if (bd.exec) bd.replaced[s] = true;
-    if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
-    return done(respec && !same ? Recapture::Reinstantiate : Recapture::Update);
-  }
-
   if (in_place_possible) {
-    GraphGuard scratch(cu);
+    ScratchGraph scratch(cu);
     check(capture_call(parity, st, scratch.g, {}), "cuStreamEndCapture");
     const std::vector<CUgraphNode> fresh = topo_order(cu, graph_nodes(cu, scratch.g));
-    if (island_signature(cu, fresh) == old->nodes) {
+    if (node_signature(cu, fresh) == old->nodes) {
       const bool ok = copy_kernel_params(cu, fresh, bd.island[s], bd.exec);
       return done(ok ? Recapture::InPlace : Recapture::Reinstantiate);
     }
@@ -581,7 +373,7 @@ CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
   if (pos + 1 < bd.chain.size()) link(parity, bd.tails[s], bd.chain[pos + 1]);
   // New nodes: an exec update, or a re-instantiation when the spec changed and the island's
   // kernels did.
-  auto sig = std::make_shared<IslandSig>(IslandSig{island_signature(cu, bd.island[s])});
+  auto sig = std::make_shared<IslandSig>(IslandSig{node_signature(cu, bd.island[s])});
   const bool same_kernels = old && old->nodes == sig->nodes;
   bd.sig[s] = std::move(sig);
   return done(respec && !same_kernels ? Recapture::Reinstantiate : Recapture::Update);
@@ -662,11 +454,8 @@ std::string CudaPlan::lt_summary() const {
          u(c.algo_kept) + " kept their step's algorithm), " + u(c.captures) + " captures (" +
          u(c.recaptures) + " again, " + u(c.in_place) + " in place), " + u(lt_reinstantiations_) +
          " re-instantiations after a recapture, " + u(c.calls) + " stream calls, workspace " +
-         u(lt_workspace_bytes_ >> 20) + " MiB" +
-         (!graph_        ? ", stream executor"
-          : be_.lt_child ? ", islands as child graphs"
-                         : "") +
-         "\n" + specs;
+         u(lt_workspace_bytes_ >> 20) + " MiB" + (!graph_ ? ", stream executor" : "") + "\n" +
+         specs;
 }
 
 namespace {
