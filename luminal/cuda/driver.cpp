@@ -89,6 +89,13 @@ bool driver_available(std::string* why) {
   return l.error.empty();
 }
 
+void make_current(const CudaApi& cu, CUcontext ctx) {
+  thread_local CUcontext current = nullptr;
+  if (current == ctx) return;
+  check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  current = ctx;
+}
+
 void check(CUresult r, const char* call) {
   if (r == CUDA_SUCCESS) return;
   const CudaApi& cu = loaded().api;

@@ -5,66 +5,16 @@
 #include <cstring>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/cublaslt/lt_islands.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 
 namespace luminal::cuda {
 
 namespace {
 
-bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
-bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
-
-std::string node_name(const LlirGraph& g, int i) {
-  return "%" + std::to_string(i) + " (" + std::string(g.nodes[i].op->name) + ")";
-}
-
-void check_structure(const LlirGraph& g) {
-  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
-    const LlirNode& node = g.nodes[i];
-    if (!node.op) throw Error("cuda: node %" + std::to_string(i) + " has no op");
-    for (int in : node.inputs)
-      if (in < 0 || in >= i)
-        throw Error("cuda: node " + node_name(g, i) + " reads %" + std::to_string(in) +
-                    ", which does not run before it");
-    if (node.attrs.views.size() != node.inputs.size())
-      throw Error("cuda: node " + node_name(g, i) + " has " + std::to_string(node.inputs.size()) +
-                  " inputs but " + std::to_string(node.attrs.views.size()) + " views");
-    if (is_output(node) && node.inputs.size() != 1)
-      throw Error("cuda: Output node " + node_name(g, i) + " needs exactly one input");
-  }
-}
-
 unsigned to_grid(int64_t v) {
   if (v < 0) v = 0;
   return static_cast<unsigned>(std::min<int64_t>(v, 0x7FFFFFFF));
-}
-
-/// Per node: the index of the Output whose buffer it writes directly (-1: none). A compute node
-/// read by an Output through a contiguous view of its whole value writes straight into that
-/// Output's buffer, saving the copy, unless an in-place op later writes into its buffer (which
-/// must not touch a user's output) or it already aliases another buffer.
-std::vector<int> direct_outputs(const LlirGraph& g, const PlanIo& io) {
-  const int n = static_cast<int>(g.nodes.size());
-  std::vector<int> out(static_cast<size_t>(n), -1);
-  std::vector<BufferUse> uses = buffer_uses(g);
-  std::vector<bool> aliased(static_cast<size_t>(n), false);
-  for (int i = 0; i < n; ++i)
-    if (uses[i].alias_of >= 0) aliased[uses[i].alias_of] = true;
-  int k = -1;
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& o = g.nodes[i];
-    if (!is_output(o)) continue;
-    ++k;
-    if (io.output_in_input[k] >= 0) continue;
-    const int src = o.inputs.at(0);
-    const LlirNode& node = g.nodes[src];
-    if (is_input(node) || is_output(node) || uses[src].alias_of >= 0 || aliased[src]) continue;
-    if (out[src] >= 0 || node.attrs.dtype != o.attrs.dtype) continue;
-    const View& v = o.attrs.views.at(0);
-    if (!v.is_contiguous() || v.numel() != numel(node.attrs.shape)) continue;
-    out[src] = k;
-  }
-  return out;
 }
 
 }  // namespace
@@ -72,7 +22,7 @@ std::vector<int> direct_outputs(const LlirGraph& g, const PlanIo& io) {
 std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& spec, int sm_count,
                                           std::vector<int>* nodes) {
   const PlanIo io = PlanIo::of(g);
-  const std::vector<int> direct = direct_outputs(g, io);
+  const std::vector<int> direct = PlanLayout::direct_outputs(g, io);
   GenContext ctx{spec.facts, spec.dim_names, sm_count};
   std::vector<KernelGen> gens;
   int outputs = 0;
@@ -96,42 +46,21 @@ std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& sp
   return gens;
 }
 
-std::vector<GeneratedKernel> generate_kernels(const LlirGraph& graph, const PlanSpec& spec,
-                                              int sm_count) {
-  LlirGraph g = graph;
-  check_structure(g);
-  g.fill_input_dtypes();
-  std::vector<int> nodes;
-  std::vector<KernelGen> gens = CudaPlan::generate(g, spec, sm_count, &nodes);
-  std::vector<GeneratedKernel> out;
-  for (size_t j = 0; j < gens.size(); ++j)
-    if (!gens[j].source.empty())  // (a library call has no kernel)
-      out.push_back(GeneratedKernel{nodes[j], "node " + node_name(g, nodes[j]), gens[j].source});
-  return out;
-}
-
-CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& spec)
-    : be_(be), g_(g), dim_names_(spec.dim_names) {
-  be_.bind_context();
-  const CudaApi& cu = *be_.cu;
-  check_structure(g_);
+CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
+    : dev_(dev), g_(g), dim_names_(spec.dim_names) {
+  dev_.bind_context();
+  const CudaApi& cu = *dev_.cu;
+  PlanLayout::check_structure(g_);
   g_.fill_input_dtypes();
   io_ = PlanIo::of(g_);
-  const int n = static_cast<int>(g_.nodes.size());
 
   // Kernels: one KernelGen per compute node and per Output copy.
   std::vector<int> gen_node;
-  std::vector<KernelGen> gens = generate(g_, spec, be_.sm_count, &gen_node);
+  std::vector<KernelGen> gens = generate(g_, spec, dev_.sm_count, &gen_node);
   std::vector<std::string> whats;
   for (int i : gen_node)
-    whats.push_back("node " + node_name(g_, i));
-  input_slot_.assign(static_cast<size_t>(n), -1);
-  output_slot_.assign(static_cast<size_t>(n), -1);
-  int inputs = 0, outputs = 0;
-  for (int i = 0; i < n; ++i) {
-    if (is_input(g_.nodes[i])) input_slot_[i] = inputs++;
-    if (is_output(g_.nodes[i])) output_slot_[i] = outputs++;
-  }
+    whats.push_back("node " + PlanLayout::node_name(g_, i));
+  layout_.slots(g_);
   // A node without a kernel source is a library call (cuBLASLt).
   std::vector<std::string> sources, kernel_whats;
   std::vector<int> kernel_of(gens.size(), -1);
@@ -141,9 +70,9 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
     sources.push_back(gens[j].source);
     kernel_whats.push_back(whats[j]);
   }
-  kernels_ = be_.kernels_of(sources, kernel_whats);
-  graph_ = be_.executor == CudaOptions::Executor::Graph;
-  const int64_t loop_cap = int64_t{be_.sm_count} * kLoopBlocksPerSm;
+  kernels_ = dev_.modules->kernels_of(sources, kernel_whats);
+  graph_ = dev_.executor == CudaOptions::Executor::Graph;
+  const int64_t loop_cap = int64_t{dev_.sm_count} * kLoopBlocksPerSm;
   for (size_t j = 0; j < gens.size(); ++j) {
     if (kernel_of[j] < 0) {
       Step s;
@@ -179,26 +108,10 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
   }
 
   // A driver that cannot capture cuBLASLt calls: this plan runs on the stream.
-  if (graph_ && !lt_.empty() && !be_.lt_capture_works()) graph_ = false;
-
-  direct_ = direct_outputs(g_, io_);
+  if (graph_ && !lt_.empty() && !lt_capture_works(dev_)) graph_ = false;
 
   // The arena: every buffer at its largest size in the bucket.
-  std::vector<BufferUse> uses = buffer_uses(g_);
-  root_.resize(static_cast<size_t>(n));
-  std::vector<int64_t> bytes(static_cast<size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    root_[i] = uses[i].alias_of >= 0 ? root_[uses[i].alias_of] : i;
-    if (!uses[i].in_arena) continue;
-    const Interval b = uses[i].bytes.bounds(spec.facts);
-    if (b.hi == INT64_MAX || b.hi < 0)
-      throw Error("cuda: the buffer of node " + node_name(g_, i) + " (" +
-                  uses[i].bytes.to_string() +
-                  " bytes) has no upper bound in this bucket; give its dims a range with "
-                  "graph.declare_dim or CompileOptions::dim_buckets");
-    bytes[i] = b.hi;
-  }
-  mem_ = plan_memory(uses, bytes, kAlignment);
+  layout_.place(g_, spec, io_, kAlignment);
 
   // Dims: a device array and pinned staging slots.
   dims_.assign(dim_names_.size(), 0);
@@ -212,8 +125,8 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
 }
 
 CudaPlan::~CudaPlan() {
-  const CudaApi& cu = *be_.cu;
-  be_.bind_context();
+  const CudaApi& cu = *dev_.cu;
+  dev_.bind_context();
   // Launches and dims copies may still run on the streams it was bound with (their queues
   // outlive the plan).
   if (dims_stream_) cu.cuStreamSynchronize(dims_stream_);
@@ -237,31 +150,13 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   if (b.arena.bytes < arena_bytes())
     throw Error("cuda: the bound arena has " + std::to_string(b.arena.bytes) +
                 " bytes; the plan needs " + std::to_string(arena_bytes()));
-  CudaQueue& queue = be_.queue(b.queue);
-  const int n = static_cast<int>(g_.nodes.size());
+  CudaQueue& queue = dev_.queue(b.queue);
   Bound& bd = bound_[parity];
   bd.bound = false;
   const std::vector<std::vector<CUdeviceptr>> old_args = bd.exec ? bd.args : decltype(bd.args){};
   const std::vector<bool> old_skip = bd.skip;
   bd.queue = &queue;
-  bd.ptr.assign(static_cast<size_t>(n), 0);
-  const auto arena = reinterpret_cast<CUdeviceptr>(b.arena.ptr);
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& node = g_.nodes[i];
-    if (is_input(node)) {
-      bd.ptr[i] = reinterpret_cast<CUdeviceptr>(b.inputs[input_slot_[i]].ptr);
-    } else if (is_output(node)) {
-      const int k = output_slot_[i];
-      bd.ptr[i] = io_.output_in_input[k] >= 0 ? bd.ptr[node.inputs[0]]
-                                              : reinterpret_cast<CUdeviceptr>(b.outputs[k].ptr);
-    } else if (root_[i] != i) {
-      bd.ptr[i] = bd.ptr[root_[i]];
-    } else if (direct_[i] >= 0) {
-      bd.ptr[i] = reinterpret_cast<CUdeviceptr>(b.outputs[direct_[i]].ptr);
-    } else {
-      bd.ptr[i] = arena + static_cast<CUdeviceptr>(mem_.offsets[i]);
-    }
-  }
+  layout_.addresses(g_, io_, b, bd.ptr);
   bd.args.assign(steps_.size(), {});
   bd.argp.assign(steps_.size(), {});
   bd.skip.assign(steps_.size(), false);
@@ -281,7 +176,7 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   }
   bind_lt(parity);
   if (graph_) {
-    be_.bind_context();
+    dev_.bind_context();
     if (bd.exec)
       update_graph(parity, old_args, old_skip);
     else
@@ -298,7 +193,7 @@ CudaQueue& CudaPlan::queue(int parity) const {
 }
 
 bool CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   if (dims_stream_ != stream) {
     // The dims array moves to another stream (a plan the search timed, now bound to a session's
     // queue): nothing on the old stream may still read it or write it.
@@ -338,9 +233,9 @@ void CudaPlan::launch(int parity, size_t s) {
   Bound& bd = bound_[parity];
   const Step& st = steps_[s];
   if (bd.skip[s] || st.grid_now[0] == 0 || st.grid_now[1] == 0 || st.grid_now[2] == 0) return;
-  check(be_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
-                               static_cast<unsigned>(st.launch.block), 1, 1, 0, bd.queue->stream,
-                               bd.argp[s].data(), nullptr),
+  check(dev_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
+                                static_cast<unsigned>(st.launch.block), 1, 1, 0, bd.queue->stream,
+                                bd.argp[s].data(), nullptr),
         "cuLaunchKernel");
 }
 
@@ -354,7 +249,7 @@ void CudaPlan::run_step(int parity, size_t s) {
 void CudaPlan::execute(int parity, const int64_t* dims) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
-  be_.bind_context();
+  dev_.bind_context();
   if (graph_) {
     using Clock = std::chrono::steady_clock;
     auto ns = [](Clock::time_point a, Clock::time_point b) {
@@ -368,74 +263,17 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
       if (copied) resolve_lt();
       const auto r1 = Clock::now();
       refresh_islands(parity);
-      be_.lt_stats.resolve_host_ns += ns(r0, r1);
-      be_.lt_stats.refresh_host_ns += ns(r1, Clock::now());
+      dev_.lt_totals.host_time(ns(r0, r1), ns(r1, Clock::now()));
     }
     const auto t1 = Clock::now();
-    check(be_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
+    check(dev_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
     const auto t2 = Clock::now();
-    ++be_.graphs.launches;
-    if (copied) {
-      ++be_.graphs.dims_copies;
-      be_.graphs.dims_host_ns += ns(t0, t1);
-    }
-    be_.graphs.launch_host_ns += ns(t1, t2);
+    dev_.graphs.launched(ns(t1, t2), copied, ns(t0, t1));
     return;
   }
   if (update_dims(dims, bd.queue->stream) && !lt_.empty()) resolve_lt();
   for (size_t s = 0; s < steps_.size(); ++s)
     run_step(parity, s);
-}
-
-std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int trials) {
-  Bound& bd = bound_[parity];
-  if (!bd.bound) throw Error("cuda: profile before bind");
-  if (graph_ && lt_.empty()) return profile_graph(parity, dims, trials);
-  const CudaApi& cu = *be_.cu;
-  const CUstream stream = bd.queue->stream;
-  be_.bind_context();
-  execute(parity, dims);  // warm-up
-  std::vector<std::vector<float>> times(steps_.size());
-  std::vector<CUevent> ev(steps_.size() + 1);
-  for (CUevent& e : ev)
-    check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
-  for (int t = 0; t < std::max(trials, 1); ++t) {
-    if (update_dims(dims, stream) && !lt_.empty()) resolve_lt();
-    check(cu.cuEventRecord(ev[0], stream), "cuEventRecord");
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      run_step(parity, s);
-      check(cu.cuEventRecord(ev[s + 1], stream), "cuEventRecord");
-    }
-    check(cu.cuEventSynchronize(ev.back()), "cuEventSynchronize");
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      float ms = 0;
-      check(cu.cuEventElapsedTime(&ms, ev[s], ev[s + 1]), "cuEventElapsedTime");
-      times[s].push_back(ms);
-    }
-  }
-  for (CUevent e : ev)
-    cu.cuEventDestroy(e);
-  bd.queue->check_error_word();
-  return summarize(times, dims);
-}
-
-std::vector<KernelStat> CudaPlan::summarize(std::vector<std::vector<float>>& times,
-                                            const int64_t* dims) const {
-  std::vector<KernelStat> out;
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    if (times[s].empty()) continue;
-    std::vector<float>& v = times[s];
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    KernelStat k;
-    k.node = steps_[s].node;
-    k.op = std::string(g_.nodes[k.node].op->name);
-    k.entry = steps_[s].launch.entry;
-    k.ms = v[v.size() / 2];
-    k.bytes = static_cast<double>(steps_[s].bytes.eval(dims));
-    k.flops = static_cast<double>(steps_[s].flops.eval(dims));
-    out.push_back(k);
-  }
-  return out;
 }
 
 }  // namespace luminal::cuda

@@ -33,24 +33,34 @@
 #include <vector>
 
 #include "luminal/core/slot_expr.hpp"
-#include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/codegen.hpp"
+#include "luminal/cuda/counters.hpp"
+#include "luminal/cuda/device.hpp"
+#include "luminal/cuda/modules.hpp"
+#include "luminal/cuda/plan_layout.hpp"
+#include "luminal/cuda/queue.hpp"
 #include "luminal/program/backend.hpp"
-#include "luminal/runtime/memory_plan.hpp"
 
 namespace luminal::cuda {
 
+/// The profile as a table: node, op, ms, GB/s, GFLOP/s, share of the total
+/// (CudaBackend::format_profile).
+std::string format_kernel_stats(const std::vector<KernelStat>& stats);
+
 class CudaPlan final : public Plan {
  public:
-  CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& spec);
+  CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec);
   ~CudaPlan() override;
 
-  uint64_t arena_bytes() const override { return static_cast<uint64_t>(mem_.arena_bytes); }
+  uint64_t arena_bytes() const override { return static_cast<uint64_t>(layout_.mem.arena_bytes); }
   /// The cuBLASLt workspace (CudaOptions::lt_workspace_bytes when the plan has cuBLASLt steps).
   uint64_t workspace_bytes() const override { return lt_workspace_bytes_; }
   void bind(int parity, const Bindings& b) override;
   void execute(int parity, const int64_t* dims) override;
 
+  /// Median of `trials` executes timed with CUDA events on the bound stream after one warm-up
+  /// run (CudaBackend::time); by wall clock when a cuBLASLt step's spec follows a varying dim.
+  double time(int parity, const int64_t* dims, int trials, double timeout_s);
   /// Per-launch event times (median over `trials`), for CudaBackend::profile.
   std::vector<KernelStat> profile(int parity, const int64_t* dims, int trials);
 
@@ -81,8 +91,6 @@ class CudaPlan final : public Plan {
 
   struct LtStep;     // a cuBLASLt step (plan_lt.cpp)
   struct IslandSig;  // what a captured call's kernels are (plan_lt.cpp)
-  /// This plan's cuBLASLt counters (CudaBackend::lt_stats counts over every plan).
-  const CudaBackend::LtStats& lt_counts() const { return lt_counts_; }
   /// What the plan's cuBLASLt steps are and did: steps by family and epilogue, prepared specs
   /// (each step's current one), captures and recaptures, re-instantiations, stream calls and the
   /// workspace ("" without cuBLASLt steps). LUMINAL_TRACE's profile of each bucket's winner ends
@@ -157,14 +165,12 @@ class CudaPlan final : public Plan {
   std::vector<KernelStat> summarize(std::vector<std::vector<float>>& times,
                                     const int64_t* dims) const;
 
-  CudaBackend::Impl& be_;
+  Device& dev_;
   LlirGraph g_;
   std::vector<std::string> dim_names_;
   std::vector<KernelHandle> kernels_;
   std::vector<Step> steps_;
-  std::vector<int> root_, input_slot_, output_slot_;
-  std::vector<int> direct_;  // per node: the Output slot it writes directly, or -1
-  MemoryPlan mem_;
+  PlanLayout layout_;  // slots, aliases, the arena and each node's address for a binding
 
   std::vector<int64_t> dims_;  // values last copied to the device
   bool dims_valid_ = false;
@@ -203,7 +209,7 @@ class CudaPlan final : public Plan {
   CUdeviceptr lt_workspace_ = 0;
   uint64_t lt_workspace_bytes_ = 0;
   CUstream lt_capture_ = nullptr;  // the side stream islands are captured on
-  CudaBackend::LtStats lt_counts_;
+  LtCounts lt_counts_{dev_.lt_totals};
   uint64_t lt_reinstantiations_ = 0;  // executables rebuilt after island recaptures
   std::vector<int64_t> lt_dims_;      // the dims the steps' specs were last resolved at
   std::vector<Interval> lt_vary_;     // per dim slot: its range when a step's spec reads it and it

@@ -46,7 +46,7 @@ CUDA_KERNEL_NODE_PARAMS CudaPlan::node_params(int parity, size_t s) const {
 }
 
 void CudaPlan::build_graph(int parity) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   destroy_graph(parity);
   Bound& bd = bound_[parity];
   check(cu.cuGraphCreate(&bd.graph, 0), "cuGraphCreate");
@@ -74,11 +74,11 @@ void CudaPlan::build_graph(int parity) {
   check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
   // Upload now, so the first launch does not pay for it (the search times launches only).
   check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
-  ++be_.graphs.instantiations;
+  dev_.graphs.instantiated();
 }
 
 void CudaPlan::link(int parity, const std::vector<CUgraphNode>& from, size_t to) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   Bound& bd = bound_[parity];
   // A programmatic edge lets a kernel's blocks launch before the kernel it depends on has
   // finished; they wait at griddepcontrol.wait (the prelude's lmn_pdl, the first statement of
@@ -91,7 +91,7 @@ void CudaPlan::link(int parity, const std::vector<CUgraphNode>& from, size_t to)
   for (CUgraphNode f : from) {
     CUgraphNodeType type{};
     check(cu.cuGraphNodeGetType(f, &type), "cuGraphNodeGetType");
-    const bool pdl = be_.programmatic && ours && type == CU_GRAPH_NODE_TYPE_KERNEL;
+    const bool pdl = dev_.programmatic && ours && type == CU_GRAPH_NODE_TYPE_KERNEL;
     for (CUgraphNode h : bd.heads[to])
       check(cu.cuGraphAddDependencies(bd.graph, &f, &h, pdl ? &programmatic : nullptr, 1),
             "cuGraphAddDependencies");
@@ -99,7 +99,7 @@ void CudaPlan::link(int parity, const std::vector<CUgraphNode>& from, size_t to)
 }
 
 void CudaPlan::destroy_graph(int parity) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   Bound& bd = bound_[parity];
   if (bd.exec) cu.cuGraphExecDestroy(bd.exec);
   if (bd.graph) cu.cuGraphDestroy(bd.graph);
@@ -116,12 +116,12 @@ void CudaPlan::destroy_graph(int parity) {
 
 void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdeviceptr>>& old_args,
                             const std::vector<bool>& old_skip) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   Bound& bd = bound_[parity];
   if (old_skip != bd.skip || old_args.size() != bd.args.size()) {
     // A different set of launches (an aliased copy now skipped, or now needed): a new graph.
     build_graph(parity);
-    ++be_.graphs.reinstantiations;
+    dev_.graphs.reinstantiated();
     return;
   }
   // An update applies to later launches; one already in flight keeps the old arguments.
@@ -137,7 +137,7 @@ void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdevicept
                              : cu.cuGraphExecKernelNodeSetParams(bd.exec, bd.nodes[s], &p);
       refused = r != CUDA_SUCCESS;
     }
-    ++be_.graphs.node_updates;
+    dev_.graphs.node_updated();
   }
   // cuBLASLt calls whose pointers moved are captured again; one re-instantiation covers a
   // refused node update and the islands.
@@ -145,23 +145,23 @@ void CudaPlan::update_graph(int parity, const std::vector<std::vector<CUdevicept
 }
 
 void CudaPlan::reinstantiate(int parity) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   Bound& bd = bound_[parity];
   cu.cuGraphExecDestroy(bd.exec);
   bd.exec = nullptr;
   check(cu.cuGraphInstantiateWithFlags(&bd.exec, bd.graph, 0), "cuGraphInstantiateWithFlags");
   check(cu.cuGraphUpload(bd.exec, bd.queue->stream), "cuGraphUpload");
-  ++be_.graphs.reinstantiations;
+  dev_.graphs.reinstantiated();
   bd.replaced.assign(steps_.size(), false);
 }
 
 std::vector<KernelStat> CudaPlan::profile_graph(int parity, const int64_t* dims, int trials) {
   // A separate graph of the same launches with an event record after each, in chain order: the
   // graph that is timed and executed carries no events.
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   Bound& bd = bound_[parity];
   const CUstream stream = bd.queue->stream;
-  be_.bind_context();
+  dev_.bind_context();
   execute(parity, dims);  // warm-up, and the dims copy
   std::vector<size_t> order;
   for (size_t s = 0; s < steps_.size(); ++s)

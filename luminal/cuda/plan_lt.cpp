@@ -23,6 +23,7 @@
 
 #include "luminal/compiler/trace.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/cublaslt/lt_islands.hpp"
 #include "luminal/cuda/graph_nodes.hpp"
 #include "luminal/cuda/plan.hpp"
 
@@ -37,16 +38,16 @@ namespace luminal::cuda {
 
 bool lt_available(std::string* why) { return lt_api(why) != nullptr; }
 
-LtHandle& CudaBackend::Impl::lt_handle() {
-  std::lock_guard<std::mutex> lock(lt_mu);
-  if (!lt) {
+LtHandle& lt_handle(Device& dev) {
+  std::lock_guard<std::mutex> lock(dev.lt.mu);
+  if (!dev.lt.handle) {
     std::string why;
     const LtApi* api = lt_api(&why);
     if (!api) throw Error("cuda: " + why);
-    bind_context();
-    lt = std::make_shared<LtHandle>(*api);
+    dev.bind_context();
+    dev.lt.handle = std::make_shared<LtHandle>(*api);
   }
-  return *lt;
+  return *dev.lt.handle;
 }
 
 struct CudaPlan::LtStep {
@@ -93,10 +94,10 @@ std::string node_text(const LlirGraph& g, int i) {
 
 /// Resolves `st` at dims values `v` (slot order); re-prepares (sharing an equal spec of another
 /// step) and marks both islands when the spec changed. Returns whether it changed.
-static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
+static bool resolve_step(Device& dev, const LlirGraph& g,
                          const std::vector<std::shared_ptr<CudaPlan::LtStep>>& all,
                          CudaPlan::LtStep& st, const int64_t* v, uint64_t workspace,
-                         CudaBackend::LtStats* counts) {
+                         LtCounts* counts) {
   std::vector<int64_t> dims, sa, sb;
   for (const SlotExpr& e : st.dims)
     dims.push_back(e.eval(v));
@@ -134,14 +135,9 @@ static bool resolve_step(CudaBackend::Impl& be, const LlirGraph& g,
     if (other.get() != &st && other->prep && other->prep->spec() == s) found = other->prep;
   if (!found) {
     // The step's algorithm kept when it fits the new spec (the island's kernels stay).
-    found =
-        std::make_shared<LtPrepared>(be.lt_handle(), s, static_cast<int>(be.device), st.prep.get());
-    ++be.lt_stats.prepares;
-    ++counts->prepares;
-    if (found->kept()) {
-      ++be.lt_stats.algo_kept;
-      ++counts->algo_kept;
-    }
+    found = std::make_shared<LtPrepared>(lt_handle(dev), s, static_cast<int>(dev.cu_device),
+                                         st.prep.get());
+    counts->prepared(found->kept());
   }
   st.prep = std::move(found);
   st.dirty = {true, true};
@@ -162,7 +158,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   st->epilogue = lt_epilogue_kind(lt_epilogue(n.attrs));
   std::string why;
   const std::optional<LtTypes> t =
-      lt_types(n.input_dtypes.at(0), n.input_dtypes.at(1), n.attrs.dtype, be_.tf32, &why);
+      lt_types(n.input_dtypes.at(0), n.input_dtypes.at(1), n.attrs.dtype, dev_.tf32, &why);
   if (!t) throw Error("cuda: " + node_text(g_, step.node) + ": " + why);
   st->types = *t;
   for (const Expr& e : sym->dims)
@@ -182,7 +178,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
   // no algorithm fits throws here, so the search rejects the candidate.
   // (The same for every step of the plan; lt_vary_ also records the dims this step reads that
   // vary in the bucket.)
-  lt_workspace_bytes_ = be_.opts.lt_workspace_bytes;
+  lt_workspace_bytes_ = dev_.opts.lt_workspace_bytes;
   lt_dims_.resize(dim_names_.size());
   lt_vary_.resize(dim_names_.size(), Interval{1, 0});
   for (size_t d = 0; d < dim_names_.size(); ++d) {
@@ -193,7 +189,7 @@ void CudaPlan::load_lt(const PlanSpec& spec, Step& step) {
       for (const Expr& e : *v)
         if (e.has_var(dim_names_[d])) lt_vary_[d] = b;
   }
-  resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_, &lt_counts_);
+  resolve_step(dev_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_, &lt_counts_);
   step.lt = static_cast<int>(lt_.size());
   lt_.push_back(std::move(st));
 }
@@ -213,9 +209,9 @@ std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t* dims
 
 void CudaPlan::bind_lt(int parity) {
   if (lt_.empty()) return;
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   if (!lt_workspace_) {
-    be_.bind_context();
+    dev_.bind_context();
     check(cu.cuMemAlloc(&lt_workspace_, lt_workspace_bytes_), "cuMemAlloc (cuBLASLt workspace)");
     check(cu.cuStreamCreate(&lt_capture_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   }
@@ -240,26 +236,25 @@ void CudaPlan::bind_lt(int parity) {
         st->align[i] = al[i];
         lower = true;
       }
-    if (lower) resolve_step(be_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_, &lt_counts_);
+    if (lower) resolve_step(dev_, g_, lt_, *st, lt_dims_.data(), lt_workspace_bytes_, &lt_counts_);
   }
 }
 
 void CudaPlan::resolve_lt() {
   lt_dims_ = dims_;
   for (const auto& st : lt_)
-    resolve_step(be_, g_, lt_, *st, dims_.data(), lt_workspace_bytes_, &lt_counts_);
+    resolve_step(dev_, g_, lt_, *st, dims_.data(), lt_workspace_bytes_, &lt_counts_);
 }
 
 void CudaPlan::run_lt(int parity, size_t s) {
   const LtStep& st = *lt_[static_cast<size_t>(steps_[s].lt)];
   st.prep->enqueue(st.pointers(parity), lt_workspace_, bound_[parity].queue->stream);
-  ++be_.lt_stats.calls;
-  ++lt_counts_.calls;
+  lt_counts_.called();
 }
 
 CUresult CudaPlan::capture_call(int parity, const LtStep& st, CUgraph g,
                                 const std::vector<CUgraphNode>& deps) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   check(cu.cuStreamBeginCaptureToGraph(lt_capture_, g, deps.data(), nullptr, deps.size(),
                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
         "cuStreamBeginCaptureToGraph");
@@ -287,26 +282,17 @@ void CudaPlan::drop_island(int parity, size_t s) {
   bd.tails[s].clear();
   bd.sig[s] = nullptr;
   for (CUgraphNode n : gone)
-    check(be_.cu->cuGraphDestroyNode(n), "cuGraphDestroyNode");
+    check(dev_.cu->cuGraphDestroyNode(n), "cuGraphDestroyNode");
 }
 
 CudaPlan::Recapture CudaPlan::capture_island(int parity, size_t pos) {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   Bound& bd = bound_[parity];
   const size_t p = static_cast<size_t>(parity);
   const size_t s = bd.chain[pos];
   LtStep& st = *lt_[static_cast<size_t>(steps_[s].lt)];
   auto done = [&](Recapture r) {
-    ++be_.lt_stats.captures;
-    ++lt_counts_.captures;
-    if (st.captured[p]) {
-      ++be_.lt_stats.recaptures;
-      ++lt_counts_.recaptures;
-    }
-    if (r == Recapture::InPlace) {
-      ++be_.lt_stats.in_place;
-      ++lt_counts_.in_place;
-    }
+    lt_counts_.captured(st.captured[p], r == Recapture::InPlace);
     st.captured[p] = true;
     st.dirty[p] = false;
     st.respec[p] = false;
@@ -385,7 +371,7 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   const size_t p = static_cast<size_t>(parity);
   static const bool traced = Trace::category("cuda.recapture");
   const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t in_place0 = lt_counts_.in_place;
+  const uint64_t in_place0 = lt_counts_.plan().in_place;
   int islands = 0;
   // A pass that threw part-way left islands captured but the executable not brought up to date:
   // the next pass re-instantiates.
@@ -403,7 +389,7 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
   const char* how = islands ? "parameters set in place" : "nothing";
   if (reinstantiate_anyway || need == Recapture::Reinstantiate ||
       (need == Recapture::Update &&
-       be_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS)) {
+       dev_.cu->cuGraphExecUpdate(bd.exec, bd.graph, &info) != CUDA_SUCCESS)) {
     reinstantiate(parity);
     if (islands) ++lt_reinstantiations_;
     how = "re-instantiated";
@@ -420,7 +406,7 @@ bool CudaPlan::refresh_islands(int parity, bool reinstantiate_anyway) {
                  "[cuda.recapture] plan %p parity %d (%s): %d islands captured again (%llu in "
                  "place), %s, %.1f us host\n",
                  static_cast<const void*>(this), parity, dims.c_str(), islands,
-                 static_cast<unsigned long long>(lt_counts_.in_place - in_place0), how, us);
+                 static_cast<unsigned long long>(lt_counts_.plan().in_place - in_place0), how, us);
   }
   return islands > 0;
 }
@@ -448,7 +434,7 @@ std::string CudaPlan::lt_summary() const {
   for (const auto& [k, c] : kinds)
     steps += (steps.empty() ? "" : ", ") + std::to_string(c) + " " + k;
   auto u = [](uint64_t v) { return std::to_string(v); };
-  const CudaBackend::LtStats& c = lt_counts_;
+  const LtStats& c = lt_counts_.plan();
   return "  cuBLASLt: " + std::to_string(lt_.size()) + " steps (" + steps + "), " +
          u(preps.size()) + " prepared specs in use (" + u(c.prepares) + " prepares, " +
          u(c.algo_kept) + " kept their step's algorithm), " + u(c.captures) + " captures (" +
@@ -464,20 +450,21 @@ std::atomic<bool> fail_probe{false};
 
 void CudaPlan::fail_lt_capture_probe_for_testing(bool fail) { fail_probe = fail; }
 
-bool CudaBackend::Impl::lt_capture_works() {
-  LtHandle& h = lt_handle();
-  std::lock_guard<std::mutex> lock(lt_mu);
-  if (lt_probe >= 0) return lt_probe == 1;
+bool lt_capture_works(Device& dev) {
+  LtHandle& h = lt_handle(dev);
+  std::lock_guard<std::mutex> lock(dev.lt.mu);
+  if (dev.lt.probe >= 0) return dev.lt.probe == 1;
+  const CudaApi* cu = dev.cu;
   std::string why;
   if (fail_probe.exchange(false)) {
     why = "forced by a test";
   } else {
     try {
-      bind_context();
+      dev.bind_context();
       LtSpec s;
       s.m = s.n = s.k = 1;
       s.a = s.b = s.c = s.d = LtMatrixSpec{CUDA_R_32F, 1, 1, 1, 0, CUBLASLT_ORDER_COL};
-      LtPrepared prep(h, s, static_cast<int>(device));
+      LtPrepared prep(h, s, static_cast<int>(dev.cu_device));
       CUdeviceptr mem = 0;
       check(cu->cuMemAlloc(&mem, 256 * 3), "cuMemAlloc");
       const float ab[2] = {2.0f, 3.0f};
@@ -517,17 +504,17 @@ bool CudaBackend::Impl::lt_capture_works() {
       why = e.what();
     }
   }
-  lt_probe = why.empty() ? 1 : 0;
+  dev.lt.probe = why.empty() ? 1 : 0;
   if (!why.empty())
     std::fprintf(stderr,
                  "luminal: cuBLASLt calls cannot be captured into CUDA graphs here (%s); plans "
                  "with cuBLASLt steps run on the stream\n",
                  why.c_str());
-  return lt_probe == 1;
+  return dev.lt.probe == 1;
 }
 
 void CudaPlan::destroy_lt() {
-  const CudaApi& cu = *be_.cu;
+  const CudaApi& cu = *dev_.cu;
   lt_.clear();
   if (lt_workspace_) cu.cuMemFree(lt_workspace_);
   lt_workspace_ = 0;
@@ -541,7 +528,7 @@ bool lt_available(std::string* why) {
   if (why) *why = "luminal was built without cublasLt.h";
   return false;
 }
-LtHandle& CudaBackend::Impl::lt_handle() { throw Error("cuda: built without cuBLASLt"); }
+LtHandle& lt_handle(Device&) { throw Error("cuda: built without cuBLASLt"); }
 struct CudaPlan::LtStep {};
 struct CudaPlan::IslandSig {};
 std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t*) const {
@@ -564,7 +551,7 @@ void CudaPlan::destroy_lt() {}
 std::string CudaPlan::lt_summary() const { return ""; }
 std::vector<std::string> CudaPlan::lt_specs() const { return {}; }
 void CudaPlan::fail_lt_capture_probe_for_testing(bool) {}
-bool CudaBackend::Impl::lt_capture_works() { return false; }
+bool lt_capture_works(Device&) { return false; }
 
 #endif
 

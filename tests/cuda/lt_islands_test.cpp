@@ -14,8 +14,8 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
-#include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
+#include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/luminal.hpp"
@@ -78,8 +78,8 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
   PickReset reset;
   CudaBackend& be = lt_backend(CudaOptions::Executor::Graph);
-  const int device = static_cast<int>(be.impl().device);
-  be.impl().bind_context();
+  const int device = static_cast<int>(be.device().cu_device);
+  be.device().bind_context();
   LtHandle h(*lt);
   const CudaApi& cu = cuda_api();
   CUdeviceptr mem = 0, ws = 0;
