@@ -49,7 +49,6 @@ std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& sp
 CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
     : dev_(dev), g_(g), dim_names_(spec.dim_names) {
   dev_.bind_context();
-  const CudaApi& cu = *dev_.cu;
   PlanLayout::check_structure(g_);
   g_.fill_input_dtypes();
   io_ = PlanIo::of(g_);
@@ -79,7 +78,9 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
       s.node = gen_node[j];
       s.bytes = SlotExpr(gens[j].bytes, dim_names_);
       s.flops = SlotExpr(gens[j].flops, dim_names_);
-      load_lt(spec, s);
+      s.library = true;
+      if (!lt_) lt_ = make_lt_islands(dev_, g_, dim_names_);
+      lt_->add(spec, s.node, steps_.size());
       steps_.push_back(std::move(s));
       continue;
     }
@@ -108,20 +109,17 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
   }
 
   // A driver that cannot capture cuBLASLt calls: this plan runs on the stream.
-  if (graph_ && !lt_.empty() && !lt_capture_works(dev_)) graph_ = false;
+  if (graph_ && lt_ && !lt_capture_works(dev_)) graph_ = false;
 
   // The arena: every buffer at its largest size in the bucket.
   layout_.place(g_, spec, io_, kAlignment);
 
   // Dims: a device array and pinned staging slots.
-  dims_.assign(dim_names_.size(), 0);
-  const size_t dim_bytes = std::max<size_t>(dims_.size(), 1) * sizeof(int64_t);
-  check(cu.cuMemAlloc(&dims_dev_, dim_bytes), "cuMemAlloc (plan dims)");
-  void* host = nullptr;
-  check(cu.cuMemAllocHost(&host, dim_bytes * kStaging), "cuMemAllocHost (dims staging)");
-  staging_ = static_cast<int64_t*>(host);
-  for (CUevent& e : staging_done_)
-    check(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  dims_ = std::make_unique<DimsStaging>(*dev_.cu, dim_names_.size());
+  if (graph_) {
+    const GraphSteps& steps = *this;
+    graph_exec_ = std::make_unique<GraphExecutor>(dev_, steps, lt_.get(), this);
+  }
 }
 
 CudaPlan::~CudaPlan() {
@@ -129,16 +127,13 @@ CudaPlan::~CudaPlan() {
   dev_.bind_context();
   // Launches and dims copies may still run on the streams it was bound with (their queues
   // outlive the plan).
-  if (dims_stream_) cu.cuStreamSynchronize(dims_stream_);
+  const CUstream dims_stream = dims_->stream();
+  if (dims_stream) cu.cuStreamSynchronize(dims_stream);
   for (const Bound& bd : bound_)
-    if (bd.queue && bd.queue->stream != dims_stream_) cu.cuStreamSynchronize(bd.queue->stream);
-  for (int p = 0; p < 2; ++p)
-    destroy_graph(p);
-  destroy_lt();
-  for (CUevent e : staging_done_)
-    if (e) cu.cuEventDestroy(e);
-  if (staging_) cu.cuMemFreeHost(staging_);
-  if (dims_dev_) cu.cuMemFree(dims_dev_);
+    if (bd.queue && bd.queue->stream != dims_stream) cu.cuStreamSynchronize(bd.queue->stream);
+  graph_exec_.reset();  // both parities' graphs
+  lt_.reset();          // the cuBLASLt steps, their workspace and capture stream
+  dims_.reset();
 }
 
 void CudaPlan::bind(int parity, const Bindings& b) {
@@ -153,7 +148,8 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   CudaQueue& queue = dev_.queue(b.queue);
   Bound& bd = bound_[parity];
   bd.bound = false;
-  const std::vector<std::vector<CUdeviceptr>> old_args = bd.exec ? bd.args : decltype(bd.args){};
+  const bool built = graph_ && graph_exec_->built(parity);
+  const std::vector<std::vector<CUdeviceptr>> old_args = built ? bd.args : decltype(bd.args){};
   const std::vector<bool> old_skip = bd.skip;
   bd.queue = &queue;
   layout_.addresses(g_, io_, b, bd.ptr);
@@ -166,7 +162,7 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     a.push_back(bd.ptr[steps_[s].node]);
     for (int in : node.inputs)
       a.push_back(bd.ptr[in]);
-    a.push_back(dims_dev_);
+    a.push_back(dims_->device());
     a.push_back(queue.err);
     for (CUdeviceptr& p : a)
       bd.argp[s].push_back(&p);
@@ -174,13 +170,19 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     bd.skip[s] = steps_[s].launch.skip_when_aliased && k >= 0 &&
                  bd.ptr[steps_[s].node] == bd.ptr[node.inputs[k]];
   }
-  bind_lt(parity);
+  if (lt_) lt_->bind(parity, bd.ptr);
   if (graph_) {
     dev_.bind_context();
-    if (bd.exec)
-      update_graph(parity, old_args, old_skip);
-    else
-      build_graph(parity);
+    if (built) {
+      // The launches that run, and per step whether its arguments moved.
+      const bool same_launches = old_skip == bd.skip && old_args.size() == bd.args.size();
+      std::vector<bool> moved(steps_.size(), false);
+      for (size_t s = 0; same_launches && s < steps_.size(); ++s)
+        moved[s] = old_args[s] != bd.args[s];
+      graph_exec_->rebind(parity, queue.stream, same_launches, moved);
+    } else {
+      graph_exec_->build(parity, queue.stream);
+    }
   }
   bd.bound = true;
 }
@@ -193,39 +195,15 @@ CudaQueue& CudaPlan::queue(int parity) const {
 }
 
 bool CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
-  const CudaApi& cu = *dev_.cu;
-  if (dims_stream_ != stream) {
-    // The dims array moves to another stream (a plan the search timed, now bound to a session's
-    // queue): nothing on the old stream may still read it or write it.
-    if (dims_stream_) check(cu.cuStreamSynchronize(dims_stream_), "cuStreamSynchronize");
-    dims_stream_ = stream;
-  }
-  const size_t k = dims_.size();
-  if (dims_valid_ && (k == 0 || std::memcmp(dims_.data(), dims, k * sizeof(int64_t)) == 0))
-    return false;
-  if (k > 0) {
-    std::memcpy(dims_.data(), dims, k * sizeof(int64_t));
-    const int slot = next_slot_;
-    next_slot_ = (next_slot_ + 1) % kStaging;
-    // The slot's previous copy must have run before its bytes change.
-    check(cu.cuEventSynchronize(staging_done_[slot]), "cuEventSynchronize (dims staging)");
-    int64_t* host = staging_ + static_cast<size_t>(slot) * k;
-    std::memcpy(host, dims, k * sizeof(int64_t));
-    check(cu.cuMemcpyHtoDAsync(dims_dev_, host, k * sizeof(int64_t), stream),
-          "cuMemcpyHtoDAsync (dims)");
-    check(cu.cuEventRecord(staging_done_[slot], stream), "cuEventRecord");
-  }
-  grids_valid_ = false;  // the launches' grids, for the stream executor (the graph's are fixed)
-  dims_valid_ = true;
-  return k > 0;
+  return dims_->update(dims, stream);
 }
 
 void CudaPlan::update_grids() {
-  if (grids_valid_) return;
+  if (grids_at_ == dims_->version()) return;
   for (Step& s : steps_)
     for (int a = 0; a < 3; ++a)
-      s.grid_now[a] = to_grid(s.grid[a].eval(dims_.data()));
-  grids_valid_ = true;
+      s.grid_now[a] = to_grid(s.grid[a].eval(dims_->values().data()));
+  grids_at_ = dims_->version();
 }
 
 void CudaPlan::launch(int parity, size_t s) {
@@ -240,8 +218,8 @@ void CudaPlan::launch(int parity, size_t s) {
 }
 
 void CudaPlan::run_step(int parity, size_t s) {
-  if (steps_[s].lt >= 0)
-    run_lt(parity, s);
+  if (steps_[s].library)
+    lt_->run(parity, s, bound_[parity].queue->stream);
   else
     launch(parity, s);
 }
@@ -251,29 +229,70 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
   dev_.bind_context();
   if (graph_) {
-    using Clock = std::chrono::steady_clock;
+    using Clock = GraphExecutor::Clock;
     auto ns = [](Clock::time_point a, Clock::time_point b) {
       return static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
     };
     const auto t0 = Clock::now();
     const bool copied = update_dims(dims, bd.queue->stream);
-    if (!lt_.empty()) {
+    if (lt_) {
       const auto r0 = Clock::now();
-      if (copied) resolve_lt();
+      if (copied) lt_->resolve(dims_->values());
       const auto r1 = Clock::now();
-      refresh_islands(parity);
+      graph_exec_->refresh(parity);
       dev_.lt_totals.host_time(ns(r0, r1), ns(r1, Clock::now()));
     }
-    const auto t1 = Clock::now();
-    check(dev_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
-    const auto t2 = Clock::now();
-    dev_.graphs.launched(ns(t1, t2), copied, ns(t0, t1));
+    graph_exec_->launch(parity, bd.queue->stream, copied, t0);
     return;
   }
-  if (update_dims(dims, bd.queue->stream) && !lt_.empty()) resolve_lt();
+  if (update_dims(dims, bd.queue->stream) && lt_) lt_->resolve(dims_->values());
   for (size_t s = 0; s < steps_.size(); ++s)
     run_step(parity, s);
+}
+
+std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t* dims) const {
+  if (!lt_) return std::nullopt;
+  return lt_->alternate_dims(dims);
+}
+
+std::string CudaPlan::lt_summary() const {
+  if (!lt_) return "";
+  return lt_->summary(!graph_, graph_exec_ ? graph_exec_->splice_reinstantiations() : 0);
+}
+
+std::vector<std::string> CudaPlan::lt_specs() const {
+  if (!lt_) return {};
+  return lt_->specs();
+}
+
+bool CudaPlan::in_graph(int parity, size_t s) const {
+  const std::array<unsigned, 3>& grid = steps_[s].graph_grid;
+  return !bound_[parity].skip[s] && grid[0] > 0 && grid[1] > 0 && grid[2] > 0;
+}
+
+CUDA_KERNEL_NODE_PARAMS CudaPlan::kernel_params(int parity, size_t s) const {
+  const Bound& bd = bound_[parity];
+  const Step& st = steps_[s];
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = st.fn;
+  p.gridDimX = st.graph_grid[0];
+  p.gridDimY = st.graph_grid[1];
+  p.gridDimZ = st.graph_grid[2];
+  p.blockDimX = static_cast<unsigned>(st.launch.block);
+  p.blockDimY = 1;
+  p.blockDimZ = 1;
+  p.sharedMemBytes = 0;
+  // The driver copies the argument values when the node is added or updated.
+  p.kernelParams = const_cast<void**>(bd.argp[s].data());
+  return p;
+}
+
+std::string CudaPlan::dims_text() const {
+  std::string dims;
+  for (size_t d = 0; d < dim_names_.size(); ++d)
+    dims += (d ? " " : "") + dim_names_[d] + "=" + std::to_string(dims_->values()[d]);
+  return dims;
 }
 
 }  // namespace luminal::cuda

@@ -75,17 +75,23 @@ double CudaPlan::time(int parity, const int64_t* dims, int trials, double timeou
 std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int trials) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: profile before bind");
-  if (graph_ && lt_.empty()) return profile_graph(parity, dims, trials);
   const CudaApi& cu = *dev_.cu;
   const CUstream stream = bd.queue->stream;
   dev_.bind_context();
-  execute(parity, dims);  // warm-up
+  execute(parity, dims);  // warm-up (and the dims copy)
+  if (graph_ && !lt_) {
+    // A separate copy of the graph with an event record after each kernel: the graph that is
+    // timed and executed carries no events.
+    std::vector<std::vector<float>> times = graph_exec_->profile(parity, stream, trials);
+    bd.queue->check_error_word();
+    return summarize(times, dims);
+  }
   std::vector<std::vector<float>> times(steps_.size());
   std::vector<CUevent> ev(steps_.size() + 1);
   for (CUevent& e : ev)
     check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
   for (int t = 0; t < std::max(trials, 1); ++t) {
-    if (update_dims(dims, stream) && !lt_.empty()) resolve_lt();
+    if (update_dims(dims, stream) && lt_) lt_->resolve(dims_->values());
     check(cu.cuEventRecord(ev[0], stream), "cuEventRecord");
     for (size_t s = 0; s < steps_.size(); ++s) {
       run_step(parity, s);

@@ -18,6 +18,7 @@
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/testing.hpp"
 #include "luminal/luminal.hpp"
 #include "support/llir_direct.hpp"
 
@@ -30,7 +31,7 @@ using testing::values;
 
 /// Clears the pick hook when a test leaves, however it leaves.
 struct PickReset {
-  ~PickReset() { LtPrepared::pick_for_testing(nullptr); }
+  ~PickReset() { TestHooks::pick_lt_algorithm(nullptr); }
 };
 
 /// The nodes cuBLASLt captures for `spec` with the heuristic's answer `pick` (-1: as a plan
@@ -39,7 +40,7 @@ std::optional<size_t> captured_nodes(const LtHandle& h, int device, const LtSpec
                                      CUdeviceptr mem, CUdeviceptr workspace) {
   const CudaApi& cu = cuda_api();
   PickReset reset;
-  LtPrepared::pick_for_testing([pick](const LtSpec&) { return pick; });
+  TestHooks::pick_lt_algorithm([pick](const LtSpec&) { return pick; });
   std::unique_ptr<LtPrepared> p;
   try {
     p = std::make_unique<LtPrepared>(h, spec, device);
@@ -109,7 +110,7 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
     };
     // The step's spec at s = 7 and s = 9 (a spec has m or n = s).
     std::optional<LtSpec> spec7, spec9;
-    LtPrepared::pick_for_testing([&](const LtSpec& sp) {
+    TestHooks::pick_lt_algorithm([&](const LtSpec& sp) {
       if (sp.m == 7 || sp.n == 7) spec7 = sp;
       if (sp.m == 9 || sp.n == 9) spec9 = sp;
       return -1;
@@ -142,7 +143,7 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
           b = static_cast<int>(j);
         }
     if (a < 0) continue;
-    LtPrepared::pick_for_testing([&](const LtSpec& sp) {
+    TestHooks::pick_lt_algorithm([&](const LtSpec& sp) {
       if (sp.m == 7 || sp.n == 7) return a;
       if (sp.m == 9 || sp.n == 9) return b;
       return -1;
