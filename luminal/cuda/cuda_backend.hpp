@@ -19,6 +19,8 @@
 // Compiled kernels are cached in memory and on disk (<cache root>/kernels, keyed by the full
 // source text and the architecture and NVRTC version), so a second search or start compiles
 // nothing. Candidates are timed with CUDA events.
+// CudaBackend is a thin adapter: its state is a cuda::Device (device.hpp, internal) and each
+// loaded program a CudaPlan (plan.hpp); docs/cuda.md, "Inside luminal/cuda".
 #include <cstdint>
 #include <filesystem>
 #include <memory>
