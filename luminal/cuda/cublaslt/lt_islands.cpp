@@ -375,8 +375,8 @@ GraphSplicer::Need Islands::splice(int parity, size_t step, Splice& sp) {
   }
   island.nodes = topo_order(cu, captured_nodes(cu, sp.graph, pred, before));
   sp.replaced = true;
-  if (island.nodes
-          .empty()) {  // nothing launched (an empty product): one empty node keeps the chain
+  if (island.nodes.empty()) {
+    // Nothing launched (an empty product): one empty node keeps the chain.
     CUgraphNode e = nullptr;
     check(cu.cuGraphAddEmptyNode(&e, sp.graph, pred.data(), pred.size()), "cuGraphAddEmptyNode");
     island.nodes = {e};
