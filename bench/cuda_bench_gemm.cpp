@@ -22,7 +22,8 @@
 
 #include "bench/cuda_bench.hpp"
 #include "luminal/compiler/build_space.hpp"
-#include "luminal/cuda/backend_impl.hpp"
+#include "luminal/cuda/cublaslt/lt_islands.hpp"
+#include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/synthetic.hpp"
@@ -78,7 +79,7 @@ double session_ms(CudaBackend& be, Session& s, int trials, std::string* mix) {
 
 /// Fills `b` with bf16 0.0115 (bytes 0x3c): values do not change a GEMM's time.
 void fill(CudaBackend& be, Buffer b) {
-  cuda::CudaBackend::Impl& im = be.impl();
+  cuda::Device& im = be.device();
   im.bind_context();
   cuda::check(im.cu->cuMemsetD8Async(dptr(b), 0x3c, b.bytes, static_cast<CUstream>(be.stream())),
               "cuMemsetD8Async");
@@ -135,11 +136,11 @@ std::pair<double, double> lt_plan_and_raw(CudaBackend& be, const Graph& g, int64
   const std::optional<cuda::LtTypes> types =
       cuda::lt_types(DType::BF16, DType::BF16, DType::BF16, false);
   if (!lg || !types) throw Error("no cuBLASLt spec for the raw calls");
-  cuda::CudaBackend::Impl& im = be.impl();
+  cuda::Device& im = be.device();
   const cuda::CudaApi& cu = *im.cu;
   const uint64_t ws = uint64_t{32} << 20;
   const cuda::LtSpec spec = cuda::lt_spec(*lg, *types, ws);
-  cuda::LtPrepared prep(im.lt_handle(), spec, static_cast<int>(im.device));
+  cuda::LtPrepared prep(cuda::lt_handle(im), spec, static_cast<int>(im.cu_device));
   Buffer work = be.allocate(ws);
   owned.push_back(work);
   im.bind_context();
@@ -217,8 +218,8 @@ void gemm_shapes(double copy_gbs, int limit) {
       return;
     }
     int l2 = 0;
-    cuda::check(plain.impl().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-                                                      plain.impl().device),
+    cuda::check(plain.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                                        plain.device().cu_device),
                 "cuDeviceGetAttribute");
     const int trials = 200;
     for (int64_t m : {int64_t{1}, int64_t{128}}) {

@@ -388,14 +388,12 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, max_step);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
     fs::remove_all(cache);
-    // Round 0: a cold search, islands as nodes of the bucket's graph (the default). Round 1: a
-    // new backend and session on the same compile cache (the warm search: programs read back,
-    // plans loaded, cuBLASLt calls prepared again), islands as child graph nodes.
+    // Round 0: a cold search. Round 1: a new backend and session on the same compile cache (the
+    // warm search: programs read back, plans loaded, cuBLASLt calls prepared again).
     for (int round = 0; round < 2; ++round) {
-      const char* islands = round == 0 ? "islands as nodes" : "islands as child graphs";
+      const char* start = round == 0 ? "cold start" : "warm start";
       cuda::CudaOptions opts{0, cache / "kernels", 16};
       opts.cublaslt = true;
-      opts.lt_child_graphs = round == 1;
       CudaBackend be(opts);
       std::string why;
       if (!be.cublaslt(&why)) {
@@ -412,10 +410,10 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
       const LlirGraph& prog = s.llir({{"s", 1}, {"c", 128}});
       const int lt = lt_calls(prog);
       std::printf(
-          "Llama-3-8B shape with cuBLASLt in the search (%s): search %s %.1f s (target %s), %d "
+          "Llama-3-8B shape with cuBLASLt in the search: search %s %.1f s (target %s), %d "
           "cuBLASLt calls in the decode program (%s); prepares %llu, captures %llu during the "
           "search; workspace %.0f MiB\n",
-          islands, round == 0 ? "cold" : "warm", search_s, round == 0 ? "< 60 s" : "< 5 s", lt,
+          round == 0 ? "cold" : "warm", search_s, round == 0 ? "< 60 s" : "< 5 s", lt,
           prog.op_mix_string().c_str(), static_cast<unsigned long long>(after_search.prepares),
           static_cast<unsigned long long>(after_search.captures),
           static_cast<double>(s.plan({{"s", 1}, {"c", 128}}).workspace_bytes()) / (1 << 20));
@@ -429,7 +427,7 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
             "profile and the timing: prepares %llu, recaptures %llu; floor %.3f ms "
             "(torch.compile + CUDA graph 4.92 ms, llama.cpp 4.75 ms; target < 4.92 ms)\n  by op: "
             "%s\n",
-            ctx, islands, t.ms_per_token, t.kernels, t.busy_ms, t.replay_ms,
+            ctx, start, t.ms_per_token, t.kernels, t.busy_ms, t.replay_ms,
             static_cast<unsigned long long>(after.prepares - before.prepares),
             static_cast<unsigned long long>(after.recaptures - before.recaptures),
             weight_gb / copy_gbs * 1e3, t.by_op.c_str());
@@ -470,7 +468,7 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
             "specs and prepares %.3f ms, recaptures and graph update %.3f ms), %.2f ms with the "
             "device (median), per change %.1f prepares (%.1f keeping their algorithm), %.1f "
             "recaptures (%.1f in place), %.2f re-instantiations\n",
-            islands, pre_ms, lt_calls(pre), rep == 0 ? pre.op_mix_string().c_str() : "as above",
+            start, pre_ms, lt_calls(pre), rep == 0 ? pre.op_mix_string().c_str() : "as above",
             rep + 1, host_ms, per(l0.resolve_host_ns, l1.resolve_host_ns) / 1e6,
             per(l0.refresh_host_ns, l1.refresh_host_ns) / 1e6, total_ms,
             per(l0.prepares, l1.prepares), per(l0.algo_kept, l1.algo_kept),

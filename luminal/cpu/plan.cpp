@@ -9,12 +9,7 @@
 
 namespace luminal::cpu {
 
-namespace {
-
-bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
-bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
-
-}  // namespace
+namespace {}  // namespace
 
 CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g), threads_(threads) {
   const int n = static_cast<int>(g_.nodes.size());

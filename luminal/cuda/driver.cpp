@@ -5,15 +5,13 @@
 #include <mutex>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/loader.hpp"
 
 namespace luminal::cuda {
 
 namespace {
 
-struct Loaded {
-  CudaApi api;
-  std::string error;  // empty: loaded
-};
+using Loaded = LoadedApi<CudaApi>;
 
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
                                     CUdriverProcAddressQueryResult*);
@@ -70,23 +68,19 @@ Loaded load() {
   return l;
 }
 
-const Loaded& loaded() {
-  static const Loaded l = load();
-  return l;
-}
+const Loaded& loaded() { return load_once(load); }
 
 }  // namespace
 
-const CudaApi& cuda_api() {
-  const Loaded& l = loaded();
-  if (!l.error.empty()) throw Error(l.error);
-  return l.api;
-}
+const CudaApi& cuda_api() { return loaded().get(); }
 
-bool driver_available(std::string* why) {
-  const Loaded& l = loaded();
-  if (why) *why = l.error;
-  return l.error.empty();
+bool driver_available(std::string* why) { return loaded().available(why); }
+
+void make_current(const CudaApi& cu, CUcontext ctx) {
+  thread_local CUcontext current = nullptr;
+  if (current == ctx) return;
+  check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  current = ctx;
 }
 
 void check(CUresult r, const char* call) {

@@ -70,9 +70,6 @@ namespace luminal::cuda {
   X(cuGraphAddDependencies) \
   X(cuGraphAddEventRecordNode) \
   X(cuGraphKernelNodeSetParams) \
-  X(cuGraphAddChildGraphNode) \
-  X(cuGraphChildGraphNodeGetGraph) \
-  X(cuGraphExecChildGraphNodeSetParams) \
   X(cuGraphKernelNodeGetParams) \
   X(cuGraphKernelNodeGetAttribute) \
   X(cuGraphInstantiateWithFlags) \
@@ -93,6 +90,10 @@ struct CudaApi {
 const CudaApi& cuda_api();
 /// True when cuda_api() would succeed; otherwise `why` (if given) gets its message.
 bool driver_available(std::string* why = nullptr);
+
+/// Makes `ctx` current on the calling thread (cheap when it already is: the thread remembers the
+/// context it last made current here).
+void make_current(const CudaApi& cu, CUcontext ctx);
 
 /// Throws luminal::Error "cuda: <call> failed: <CUDA_ERROR_NAME> (<description>)" unless
 /// `r` is CUDA_SUCCESS.

@@ -41,6 +41,29 @@ std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, cons
   return std::nullopt;
 }
 
+std::optional<MatmulParts> uncast_operands(const EGraph& eg, const MatmulParts& p, bool fp8) {
+  MatmulParts q = p;
+  bool any = false;
+  for (size_t k = 0; k < 2; ++k)
+    if (auto u = uncast(eg, p.children[k], p.attrs.views[k], fp8)) {
+      q.children[k] = u->first;
+      q.attrs.views[k] = u->second;
+      any = true;
+    }
+  if (!any) return std::nullopt;
+  return q;
+}
+
+Rule matmul_parts_rule(const std::string& name,
+                       std::function<void(EGraph&, const MatmulParts&, ClassId)> add) {
+  return Rule{name, matmul_pattern(),
+              [](const Match& m, const EGraph& eg) { return matmul_parts(eg, m).has_value(); },
+              [add = std::move(add)](const Match& m, EGraph& eg) {
+                std::optional<MatmulParts> p = matmul_parts(eg, m);
+                if (p) add(eg, *p, m.root);
+              }};
+}
+
 std::optional<Copy16> copy_in_16_bits(const EGraph& eg, ClassId c) {
   if (eg.dtype(c) != DType::F32) return std::nullopt;
   for (ENodeId id : eg.nodes_of(c)) {

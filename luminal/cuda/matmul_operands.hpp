@@ -11,6 +11,7 @@
 
 #include "luminal/egraph/egraph.hpp"
 #include "luminal/egraph/rule.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal::cuda {
 
@@ -24,6 +25,15 @@ std::optional<View> compose(const View& outer, const Shape& shape, const View& i
 /// f32 (with `fp8`, also of an FP8 one): that tensor's class and the view reading it directly.
 std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v,
                                                bool fp8 = false);
+/// `p` with each operand that uncast finds read through its cast instead (the 16-bit tensor
+/// and the view reading it); nothing when neither operand is one.
+std::optional<MatmulParts> uncast_operands(const EGraph& eg, const MatmulParts& p,
+                                           bool fp8 = false);
+
+/// The rule `name` over every matmul (kernels/matmul_rule.hpp: matmul_pattern): `add` gets the
+/// parts of each match whose SumReduce reads the Mul as a reshape, and the matched class.
+Rule matmul_parts_rule(const std::string& name,
+                       std::function<void(EGraph&, const MatmulParts&, ClassId)> add);
 
 /// Where the matmul operand `c` is an exact Cast of a 16-bit float tensor x up to f32 through a
 /// view no matmul view composes with (uncast finds nothing: a permuted tensor with merged axes,

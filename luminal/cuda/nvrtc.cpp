@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/loader.hpp"
 
 namespace luminal::cuda {
 
@@ -25,26 +26,13 @@ struct NvrtcApi {
   decltype(&::nvrtcGetCUBIN) nvrtcGetCUBIN = nullptr;
 };
 
-struct Loaded {
-  NvrtcApi api;
-  std::string error;
-};
+using Loaded = LoadedApi<NvrtcApi>;
 
 Loaded load() {
   Loaded l;
-  std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so"};
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(env); v && *v)
-      names.push_back(std::string(v) + "/lib64/libnvrtc.so.13");
-  names.push_back("/usr/local/cuda/lib64/libnvrtc.so.13");
-  names.push_back("/usr/local/cuda-13.0/lib64/libnvrtc.so.13");
-  void* lib = nullptr;
   std::string tried;
-  for (const std::string& n : names) {
-    lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) break;
-    tried += (tried.empty() ? "" : ", ") + n;
-  }
+  void* lib = open_library(toolkit_library({"libnvrtc.so.13", "libnvrtc.so"}, "libnvrtc.so.13"),
+                           nullptr, &tried);
   if (!lib) {
     l.error = "NVRTC is not available: could not load " + tried +
               "; install the CUDA 13 toolkit's NVRTC (libnvrtc) or set CUDA_HOME";
@@ -69,16 +57,9 @@ Loaded load() {
   return l;
 }
 
-const Loaded& loaded() {
-  static const Loaded l = load();
-  return l;
-}
+const Loaded& loaded() { return load_once(load); }
 
-const NvrtcApi& api() {
-  const Loaded& l = loaded();
-  if (!l.error.empty()) throw Error(l.error);
-  return l.api;
-}
+const NvrtcApi& api() { return loaded().get(); }
 
 void check(nvrtcResult r, const char* call) {
   if (r == NVRTC_SUCCESS) return;
@@ -110,11 +91,7 @@ std::string annotate(const std::string& log, const std::string& source) {
 
 }  // namespace
 
-bool nvrtc_available(std::string* why) {
-  const Loaded& l = loaded();
-  if (why) *why = l.error;
-  return l.error.empty();
-}
+bool nvrtc_available(std::string* why) { return loaded().available(why); }
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;

@@ -5,66 +5,16 @@
 #include <cstring>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/cublaslt/lt_islands.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 
 namespace luminal::cuda {
 
 namespace {
 
-bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
-bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
-
-std::string node_name(const LlirGraph& g, int i) {
-  return "%" + std::to_string(i) + " (" + std::string(g.nodes[i].op->name) + ")";
-}
-
-void check_structure(const LlirGraph& g) {
-  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
-    const LlirNode& node = g.nodes[i];
-    if (!node.op) throw Error("cuda: node %" + std::to_string(i) + " has no op");
-    for (int in : node.inputs)
-      if (in < 0 || in >= i)
-        throw Error("cuda: node " + node_name(g, i) + " reads %" + std::to_string(in) +
-                    ", which does not run before it");
-    if (node.attrs.views.size() != node.inputs.size())
-      throw Error("cuda: node " + node_name(g, i) + " has " + std::to_string(node.inputs.size()) +
-                  " inputs but " + std::to_string(node.attrs.views.size()) + " views");
-    if (is_output(node) && node.inputs.size() != 1)
-      throw Error("cuda: Output node " + node_name(g, i) + " needs exactly one input");
-  }
-}
-
 unsigned to_grid(int64_t v) {
   if (v < 0) v = 0;
   return static_cast<unsigned>(std::min<int64_t>(v, 0x7FFFFFFF));
-}
-
-/// Per node: the index of the Output whose buffer it writes directly (-1: none). A compute node
-/// read by an Output through a contiguous view of its whole value writes straight into that
-/// Output's buffer, saving the copy, unless an in-place op later writes into its buffer (which
-/// must not touch a user's output) or it already aliases another buffer.
-std::vector<int> direct_outputs(const LlirGraph& g, const PlanIo& io) {
-  const int n = static_cast<int>(g.nodes.size());
-  std::vector<int> out(static_cast<size_t>(n), -1);
-  std::vector<BufferUse> uses = buffer_uses(g);
-  std::vector<bool> aliased(static_cast<size_t>(n), false);
-  for (int i = 0; i < n; ++i)
-    if (uses[i].alias_of >= 0) aliased[uses[i].alias_of] = true;
-  int k = -1;
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& o = g.nodes[i];
-    if (!is_output(o)) continue;
-    ++k;
-    if (io.output_in_input[k] >= 0) continue;
-    const int src = o.inputs.at(0);
-    const LlirNode& node = g.nodes[src];
-    if (is_input(node) || is_output(node) || uses[src].alias_of >= 0 || aliased[src]) continue;
-    if (out[src] >= 0 || node.attrs.dtype != o.attrs.dtype) continue;
-    const View& v = o.attrs.views.at(0);
-    if (!v.is_contiguous() || v.numel() != numel(node.attrs.shape)) continue;
-    out[src] = k;
-  }
-  return out;
 }
 
 }  // namespace
@@ -96,42 +46,22 @@ std::vector<KernelGen> CudaPlan::generate(const LlirGraph& g, const PlanSpec& sp
   return gens;
 }
 
-std::vector<GeneratedKernel> generate_kernels(const LlirGraph& graph, const PlanSpec& spec,
-                                              int sm_count) {
-  LlirGraph g = graph;
-  check_structure(g);
-  g.fill_input_dtypes();
-  std::vector<int> nodes;
-  std::vector<KernelGen> gens = CudaPlan::generate(g, spec, sm_count, &nodes);
-  std::vector<GeneratedKernel> out;
-  for (size_t j = 0; j < gens.size(); ++j)
-    if (!gens[j].source.empty())  // (a library call has no kernel)
-      out.push_back(GeneratedKernel{nodes[j], "node " + node_name(g, nodes[j]), gens[j].source});
-  return out;
-}
-
-CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& spec)
-    : be_(be), g_(g), dim_names_(spec.dim_names) {
-  be_.bind_context();
-  const CudaApi& cu = *be_.cu;
-  check_structure(g_);
+CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
+    : dev_(dev), g_(g), dim_names_(spec.dim_names) {
+  dev_.bind_context();
+  check_llir(g_, "cuda");
   g_.fill_input_dtypes();
-  io_ = PlanIo::of(g_);
-  const int n = static_cast<int>(g_.nodes.size());
+  // Slots, aliases and the arena: every buffer at its largest size in the bucket.
+  layout_ =
+      PlanLayout(g_, spec, {.backend = "cuda", .alignment = kAlignment, .direct_outputs = true});
+  io_ = layout_.io();
 
   // Kernels: one KernelGen per compute node and per Output copy.
   std::vector<int> gen_node;
-  std::vector<KernelGen> gens = generate(g_, spec, be_.sm_count, &gen_node);
+  std::vector<KernelGen> gens = generate(g_, spec, dev_.sm_count, &gen_node);
   std::vector<std::string> whats;
   for (int i : gen_node)
     whats.push_back("node " + node_name(g_, i));
-  input_slot_.assign(static_cast<size_t>(n), -1);
-  output_slot_.assign(static_cast<size_t>(n), -1);
-  int inputs = 0, outputs = 0;
-  for (int i = 0; i < n; ++i) {
-    if (is_input(g_.nodes[i])) input_slot_[i] = inputs++;
-    if (is_output(g_.nodes[i])) output_slot_[i] = outputs++;
-  }
   // A node without a kernel source is a library call (cuBLASLt).
   std::vector<std::string> sources, kernel_whats;
   std::vector<int> kernel_of(gens.size(), -1);
@@ -141,16 +71,18 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
     sources.push_back(gens[j].source);
     kernel_whats.push_back(whats[j]);
   }
-  kernels_ = be_.kernels_of(sources, kernel_whats);
-  graph_ = be_.executor == CudaOptions::Executor::Graph;
-  const int64_t loop_cap = int64_t{be_.sm_count} * kLoopBlocksPerSm;
+  kernels_ = dev_.modules->kernels_of(sources, kernel_whats);
+  graph_ = dev_.executor == CudaOptions::Executor::Graph;
+  const int64_t loop_cap = int64_t{dev_.sm_count} * kLoopBlocksPerSm;
   for (size_t j = 0; j < gens.size(); ++j) {
     if (kernel_of[j] < 0) {
       Step s;
       s.node = gen_node[j];
       s.bytes = SlotExpr(gens[j].bytes, dim_names_);
       s.flops = SlotExpr(gens[j].flops, dim_names_);
-      load_lt(spec, s);
+      s.library = true;
+      if (!lt_) lt_ = make_lt_islands(dev_, g_, dim_names_);
+      lt_->add(spec, s.node, steps_.size());
       steps_.push_back(std::move(s));
       continue;
     }
@@ -179,89 +111,41 @@ CudaPlan::CudaPlan(CudaBackend::Impl& be, const LlirGraph& g, const PlanSpec& sp
   }
 
   // A driver that cannot capture cuBLASLt calls: this plan runs on the stream.
-  if (graph_ && !lt_.empty() && !be_.lt_capture_works()) graph_ = false;
-
-  direct_ = direct_outputs(g_, io_);
-
-  // The arena: every buffer at its largest size in the bucket.
-  std::vector<BufferUse> uses = buffer_uses(g_);
-  root_.resize(static_cast<size_t>(n));
-  std::vector<int64_t> bytes(static_cast<size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    root_[i] = uses[i].alias_of >= 0 ? root_[uses[i].alias_of] : i;
-    if (!uses[i].in_arena) continue;
-    const Interval b = uses[i].bytes.bounds(spec.facts);
-    if (b.hi == INT64_MAX || b.hi < 0)
-      throw Error("cuda: the buffer of node " + node_name(g_, i) + " (" +
-                  uses[i].bytes.to_string() +
-                  " bytes) has no upper bound in this bucket; give its dims a range with "
-                  "graph.declare_dim or CompileOptions::dim_buckets");
-    bytes[i] = b.hi;
-  }
-  mem_ = plan_memory(uses, bytes, kAlignment);
+  if (graph_ && lt_ && !lt_capture_works(dev_)) graph_ = false;
 
   // Dims: a device array and pinned staging slots.
-  dims_.assign(dim_names_.size(), 0);
-  const size_t dim_bytes = std::max<size_t>(dims_.size(), 1) * sizeof(int64_t);
-  check(cu.cuMemAlloc(&dims_dev_, dim_bytes), "cuMemAlloc (plan dims)");
-  void* host = nullptr;
-  check(cu.cuMemAllocHost(&host, dim_bytes * kStaging), "cuMemAllocHost (dims staging)");
-  staging_ = static_cast<int64_t*>(host);
-  for (CUevent& e : staging_done_)
-    check(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  dims_ = std::make_unique<DimsStaging>(*dev_.cu, dim_names_.size());
+  if (graph_) {
+    const GraphSteps& steps = *this;
+    graph_exec_ = std::make_unique<GraphExecutor>(dev_, steps, lt_.get(), this);
+  }
 }
 
 CudaPlan::~CudaPlan() {
-  const CudaApi& cu = *be_.cu;
-  be_.bind_context();
+  const CudaApi& cu = *dev_.cu;
+  dev_.bind_context();
   // Launches and dims copies may still run on the streams it was bound with (their queues
   // outlive the plan).
-  if (dims_stream_) cu.cuStreamSynchronize(dims_stream_);
+  const CUstream dims_stream = dims_->stream();
+  if (dims_stream) cu.cuStreamSynchronize(dims_stream);
   for (const Bound& bd : bound_)
-    if (bd.queue && bd.queue->stream != dims_stream_) cu.cuStreamSynchronize(bd.queue->stream);
-  for (int p = 0; p < 2; ++p)
-    destroy_graph(p);
-  destroy_lt();
-  for (CUevent e : staging_done_)
-    if (e) cu.cuEventDestroy(e);
-  if (staging_) cu.cuMemFreeHost(staging_);
-  if (dims_dev_) cu.cuMemFree(dims_dev_);
+    if (bd.queue && bd.queue->stream != dims_stream) cu.cuStreamSynchronize(bd.queue->stream);
+  graph_exec_.reset();  // both parities' graphs
+  lt_.reset();          // the cuBLASLt steps, their workspace and capture stream
+  dims_.reset();
 }
 
 void CudaPlan::bind(int parity, const Bindings& b) {
   LUMINAL_ASSERT(parity == 0 || parity == 1, "cuda: parity must be 0 or 1");
-  if (b.inputs.size() != io_.inputs.size() || b.outputs.size() != io_.outputs.size())
-    throw Error("cuda: bind got " + std::to_string(b.inputs.size()) + " inputs and " +
-                std::to_string(b.outputs.size()) + " outputs; the plan has " +
-                std::to_string(io_.inputs.size()) + " and " + std::to_string(io_.outputs.size()));
-  if (b.arena.bytes < arena_bytes())
-    throw Error("cuda: the bound arena has " + std::to_string(b.arena.bytes) +
-                " bytes; the plan needs " + std::to_string(arena_bytes()));
-  CudaQueue& queue = be_.queue(b.queue);
-  const int n = static_cast<int>(g_.nodes.size());
+  layout_.check(b);
+  CudaQueue& queue = dev_.queue(b.queue);
   Bound& bd = bound_[parity];
   bd.bound = false;
-  const std::vector<std::vector<CUdeviceptr>> old_args = bd.exec ? bd.args : decltype(bd.args){};
+  const bool built = graph_ && graph_exec_->built(parity);
+  const std::vector<std::vector<CUdeviceptr>> old_args = built ? bd.args : decltype(bd.args){};
   const std::vector<bool> old_skip = bd.skip;
   bd.queue = &queue;
-  bd.ptr.assign(static_cast<size_t>(n), 0);
-  const auto arena = reinterpret_cast<CUdeviceptr>(b.arena.ptr);
-  for (int i = 0; i < n; ++i) {
-    const LlirNode& node = g_.nodes[i];
-    if (is_input(node)) {
-      bd.ptr[i] = reinterpret_cast<CUdeviceptr>(b.inputs[input_slot_[i]].ptr);
-    } else if (is_output(node)) {
-      const int k = output_slot_[i];
-      bd.ptr[i] = io_.output_in_input[k] >= 0 ? bd.ptr[node.inputs[0]]
-                                              : reinterpret_cast<CUdeviceptr>(b.outputs[k].ptr);
-    } else if (root_[i] != i) {
-      bd.ptr[i] = bd.ptr[root_[i]];
-    } else if (direct_[i] >= 0) {
-      bd.ptr[i] = reinterpret_cast<CUdeviceptr>(b.outputs[direct_[i]].ptr);
-    } else {
-      bd.ptr[i] = arena + static_cast<CUdeviceptr>(mem_.offsets[i]);
-    }
-  }
+  layout_.addresses(b, bd.ptr);
   bd.args.assign(steps_.size(), {});
   bd.argp.assign(steps_.size(), {});
   bd.skip.assign(steps_.size(), false);
@@ -271,7 +155,7 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     a.push_back(bd.ptr[steps_[s].node]);
     for (int in : node.inputs)
       a.push_back(bd.ptr[in]);
-    a.push_back(dims_dev_);
+    a.push_back(dims_->device());
     a.push_back(queue.err);
     for (CUdeviceptr& p : a)
       bd.argp[s].push_back(&p);
@@ -279,13 +163,19 @@ void CudaPlan::bind(int parity, const Bindings& b) {
     bd.skip[s] = steps_[s].launch.skip_when_aliased && k >= 0 &&
                  bd.ptr[steps_[s].node] == bd.ptr[node.inputs[k]];
   }
-  bind_lt(parity);
+  if (lt_) lt_->bind(parity, bd.ptr);
   if (graph_) {
-    be_.bind_context();
-    if (bd.exec)
-      update_graph(parity, old_args, old_skip);
-    else
-      build_graph(parity);
+    dev_.bind_context();
+    if (built) {
+      // The launches that run, and per step whether its arguments moved.
+      const bool same_launches = old_skip == bd.skip && old_args.size() == bd.args.size();
+      std::vector<bool> moved(steps_.size(), false);
+      for (size_t s = 0; same_launches && s < steps_.size(); ++s)
+        moved[s] = old_args[s] != bd.args[s];
+      graph_exec_->rebind(parity, queue.stream, same_launches, moved);
+    } else {
+      graph_exec_->build(parity, queue.stream);
+    }
   }
   bd.bound = true;
 }
@@ -298,39 +188,15 @@ CudaQueue& CudaPlan::queue(int parity) const {
 }
 
 bool CudaPlan::update_dims(const int64_t* dims, CUstream stream) {
-  const CudaApi& cu = *be_.cu;
-  if (dims_stream_ != stream) {
-    // The dims array moves to another stream (a plan the search timed, now bound to a session's
-    // queue): nothing on the old stream may still read it or write it.
-    if (dims_stream_) check(cu.cuStreamSynchronize(dims_stream_), "cuStreamSynchronize");
-    dims_stream_ = stream;
-  }
-  const size_t k = dims_.size();
-  if (dims_valid_ && (k == 0 || std::memcmp(dims_.data(), dims, k * sizeof(int64_t)) == 0))
-    return false;
-  if (k > 0) {
-    std::memcpy(dims_.data(), dims, k * sizeof(int64_t));
-    const int slot = next_slot_;
-    next_slot_ = (next_slot_ + 1) % kStaging;
-    // The slot's previous copy must have run before its bytes change.
-    check(cu.cuEventSynchronize(staging_done_[slot]), "cuEventSynchronize (dims staging)");
-    int64_t* host = staging_ + static_cast<size_t>(slot) * k;
-    std::memcpy(host, dims, k * sizeof(int64_t));
-    check(cu.cuMemcpyHtoDAsync(dims_dev_, host, k * sizeof(int64_t), stream),
-          "cuMemcpyHtoDAsync (dims)");
-    check(cu.cuEventRecord(staging_done_[slot], stream), "cuEventRecord");
-  }
-  grids_valid_ = false;  // the launches' grids, for the stream executor (the graph's are fixed)
-  dims_valid_ = true;
-  return k > 0;
+  return dims_->update(dims, stream);
 }
 
 void CudaPlan::update_grids() {
-  if (grids_valid_) return;
+  if (grids_at_ == dims_->version()) return;
   for (Step& s : steps_)
     for (int a = 0; a < 3; ++a)
-      s.grid_now[a] = to_grid(s.grid[a].eval(dims_.data()));
-  grids_valid_ = true;
+      s.grid_now[a] = to_grid(s.grid[a].eval(dims_->values().data()));
+  grids_at_ = dims_->version();
 }
 
 void CudaPlan::launch(int parity, size_t s) {
@@ -338,15 +204,15 @@ void CudaPlan::launch(int parity, size_t s) {
   Bound& bd = bound_[parity];
   const Step& st = steps_[s];
   if (bd.skip[s] || st.grid_now[0] == 0 || st.grid_now[1] == 0 || st.grid_now[2] == 0) return;
-  check(be_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
-                               static_cast<unsigned>(st.launch.block), 1, 1, 0, bd.queue->stream,
-                               bd.argp[s].data(), nullptr),
+  check(dev_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
+                                static_cast<unsigned>(st.launch.block), 1, 1, 0, bd.queue->stream,
+                                bd.argp[s].data(), nullptr),
         "cuLaunchKernel");
 }
 
 void CudaPlan::run_step(int parity, size_t s) {
-  if (steps_[s].lt >= 0)
-    run_lt(parity, s);
+  if (steps_[s].library)
+    lt_->run(parity, s, bound_[parity].queue->stream);
   else
     launch(parity, s);
 }
@@ -354,88 +220,72 @@ void CudaPlan::run_step(int parity, size_t s) {
 void CudaPlan::execute(int parity, const int64_t* dims) {
   Bound& bd = bound_[parity];
   if (!bd.bound) throw Error("cuda: execute before bind (parity " + std::to_string(parity) + ")");
-  be_.bind_context();
+  dev_.bind_context();
   if (graph_) {
-    using Clock = std::chrono::steady_clock;
+    using Clock = GraphExecutor::Clock;
     auto ns = [](Clock::time_point a, Clock::time_point b) {
       return static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
     };
     const auto t0 = Clock::now();
     const bool copied = update_dims(dims, bd.queue->stream);
-    if (!lt_.empty()) {
+    if (lt_) {
       const auto r0 = Clock::now();
-      if (copied) resolve_lt();
+      if (copied) lt_->resolve(dims_->values());
       const auto r1 = Clock::now();
-      refresh_islands(parity);
-      be_.lt_stats.resolve_host_ns += ns(r0, r1);
-      be_.lt_stats.refresh_host_ns += ns(r1, Clock::now());
+      graph_exec_->refresh(parity);
+      dev_.lt_totals.host_time(ns(r0, r1), ns(r1, Clock::now()));
     }
-    const auto t1 = Clock::now();
-    check(be_.cu->cuGraphLaunch(bd.exec, bd.queue->stream), "cuGraphLaunch");
-    const auto t2 = Clock::now();
-    ++be_.graphs.launches;
-    if (copied) {
-      ++be_.graphs.dims_copies;
-      be_.graphs.dims_host_ns += ns(t0, t1);
-    }
-    be_.graphs.launch_host_ns += ns(t1, t2);
+    graph_exec_->launch(parity, bd.queue->stream, copied, t0);
     return;
   }
-  if (update_dims(dims, bd.queue->stream) && !lt_.empty()) resolve_lt();
+  if (update_dims(dims, bd.queue->stream) && lt_) lt_->resolve(dims_->values());
   for (size_t s = 0; s < steps_.size(); ++s)
     run_step(parity, s);
 }
 
-std::vector<KernelStat> CudaPlan::profile(int parity, const int64_t* dims, int trials) {
-  Bound& bd = bound_[parity];
-  if (!bd.bound) throw Error("cuda: profile before bind");
-  if (graph_ && lt_.empty()) return profile_graph(parity, dims, trials);
-  const CudaApi& cu = *be_.cu;
-  const CUstream stream = bd.queue->stream;
-  be_.bind_context();
-  execute(parity, dims);  // warm-up
-  std::vector<std::vector<float>> times(steps_.size());
-  std::vector<CUevent> ev(steps_.size() + 1);
-  for (CUevent& e : ev)
-    check(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
-  for (int t = 0; t < std::max(trials, 1); ++t) {
-    if (update_dims(dims, stream) && !lt_.empty()) resolve_lt();
-    check(cu.cuEventRecord(ev[0], stream), "cuEventRecord");
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      run_step(parity, s);
-      check(cu.cuEventRecord(ev[s + 1], stream), "cuEventRecord");
-    }
-    check(cu.cuEventSynchronize(ev.back()), "cuEventSynchronize");
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      float ms = 0;
-      check(cu.cuEventElapsedTime(&ms, ev[s], ev[s + 1]), "cuEventElapsedTime");
-      times[s].push_back(ms);
-    }
-  }
-  for (CUevent e : ev)
-    cu.cuEventDestroy(e);
-  bd.queue->check_error_word();
-  return summarize(times, dims);
+std::optional<std::vector<int64_t>> CudaPlan::alternate_dims(const int64_t* dims) const {
+  if (!lt_) return std::nullopt;
+  return lt_->alternate_dims(dims);
 }
 
-std::vector<KernelStat> CudaPlan::summarize(std::vector<std::vector<float>>& times,
-                                            const int64_t* dims) const {
-  std::vector<KernelStat> out;
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    if (times[s].empty()) continue;
-    std::vector<float>& v = times[s];
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    KernelStat k;
-    k.node = steps_[s].node;
-    k.op = std::string(g_.nodes[k.node].op->name);
-    k.entry = steps_[s].launch.entry;
-    k.ms = v[v.size() / 2];
-    k.bytes = static_cast<double>(steps_[s].bytes.eval(dims));
-    k.flops = static_cast<double>(steps_[s].flops.eval(dims));
-    out.push_back(k);
-  }
-  return out;
+std::string CudaPlan::lt_summary() const {
+  if (!lt_) return "";
+  return lt_->summary(!graph_, graph_exec_ ? graph_exec_->splice_reinstantiations() : 0);
+}
+
+std::vector<std::string> CudaPlan::lt_specs() const {
+  if (!lt_) return {};
+  return lt_->specs();
+}
+
+bool CudaPlan::in_graph(int parity, size_t s) const {
+  const std::array<unsigned, 3>& grid = steps_[s].graph_grid;
+  return !bound_[parity].skip[s] && grid[0] > 0 && grid[1] > 0 && grid[2] > 0;
+}
+
+CUDA_KERNEL_NODE_PARAMS CudaPlan::kernel_params(int parity, size_t s) const {
+  const Bound& bd = bound_[parity];
+  const Step& st = steps_[s];
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = st.fn;
+  p.gridDimX = st.graph_grid[0];
+  p.gridDimY = st.graph_grid[1];
+  p.gridDimZ = st.graph_grid[2];
+  p.blockDimX = static_cast<unsigned>(st.launch.block);
+  p.blockDimY = 1;
+  p.blockDimZ = 1;
+  p.sharedMemBytes = 0;
+  // The driver copies the argument values when the node is added or updated.
+  p.kernelParams = const_cast<void**>(bd.argp[s].data());
+  return p;
+}
+
+std::string CudaPlan::dims_text() const {
+  std::string dims;
+  for (size_t d = 0; d < dim_names_.size(); ++d)
+    dims += (d ? " " : "") + dim_names_[d] + "=" + std::to_string(dims_->values()[d]);
+  return dims;
 }
 
 }  // namespace luminal::cuda

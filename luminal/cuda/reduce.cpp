@@ -258,24 +258,11 @@ KernelGen gen_matmul_cast(const LlirNode& n, const GenContext& ctx) {
 /// cuda.Matmul for every matmul match, and, where the graph casts 16-bit operands up to f32 for
 /// the product, a cuda.Matmul that reads them in 16 bits (half the bytes, no cast kernel).
 std::vector<Rule> matmul_rules() {
-  Rule r{"cuda.matmul", matmul_pattern(),
-         [](const Match& m, const EGraph& eg) { return matmul_parts(eg, m).has_value(); },
-         [](const Match& m, EGraph& eg) {
-           std::optional<MatmulParts> p = matmul_parts(eg, m);
-           if (!p) return;
-           add_matmul_node(eg, &kMatmul, *p, m.root);
-           MatmulParts q = *p;
-           bool any = false;
-           for (int k = 0; k < 2; ++k) {
-             if (auto u = uncast(eg, p->children[k], p->attrs.views[k])) {
-               q.children[k] = u->first;
-               q.attrs.views[k] = u->second;
-               any = true;
-             }
-           }
-           if (!any) return;
-           eg.merge(eg.add(&kMatmul, q.attrs, q.children), m.root);
-         }};
+  Rule r = matmul_parts_rule("cuda.matmul", [](EGraph& eg, const MatmulParts& p, ClassId root) {
+    add_matmul_node(eg, &kMatmul, p, root);
+    if (std::optional<MatmulParts> q = uncast_operands(eg, p))
+      eg.merge(eg.add(&kMatmul, q->attrs, q->children), root);
+  });
   // Cast(f32 matmul) to bf16/f16, the last step of every 16-bit matmul: one kernel that stores
   // the rounded result.
   Rule cast = cast_down_rule("cuda.matmul-cast", &kMatmul,

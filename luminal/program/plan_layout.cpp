@@ -8,9 +8,6 @@ namespace luminal {
 
 namespace {
 
-bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
-bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
-
 std::string prefix(std::string_view backend) { return std::string(backend) + ": "; }
 
 std::vector<int> direct_outputs(const LlirGraph& g, const PlanIo& io,

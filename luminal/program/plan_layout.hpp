@@ -24,6 +24,9 @@
 
 namespace luminal {
 
+inline bool is_input(const LlirNode& n) { return is_op(n.op, OpKind::Input); }
+inline bool is_output(const LlirNode& n) { return is_op(n.op, OpKind::Output); }
+
 /// "%3 (cpu.Fused)": a node's index and op name, for messages.
 std::string node_name(const LlirGraph& g, int i);
 

@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/testing.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/models/synthetic.hpp"
@@ -212,7 +213,7 @@ TEST(CudaGraph, HandOffUpdatesNodesAndRefusalReinstantiates) {
   s.compile();
   for (int step = 0; step < 4; ++step) {
     const GraphStats before = gpu().graph_stats();
-    if (step == 2) cuda::CudaPlan::refuse_updates_for_testing(1);
+    if (step == 2) cuda::TestHooks::refuse_graph_updates(1);
     s.execute();
     const GraphStats after = gpu().graph_stats();
     if (step > 0) {
@@ -226,7 +227,7 @@ TEST(CudaGraph, HandOffUpdatesNodesAndRefusalReinstantiates) {
       ASSERT_EQ(got[i], xv[i]) << "step " << step << " element " << i;
     s.hand_off(y, x);
   }
-  cuda::CudaPlan::refuse_updates_for_testing(0);
+  cuda::TestHooks::refuse_graph_updates(0);
 }
 
 // A prefill bucket: s changes inside it and no node is updated (every grid over s loops).

@@ -27,6 +27,7 @@
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
 #include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/testing.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/program/llir_serial.hpp"
 #include "support/llir_direct.hpp"
@@ -233,7 +234,7 @@ TEST(CudaLtEpilogue, Tf32OnlyWhenAllowed) {
 TEST(CudaLtEpilogue, AFailedCaptureProbeRunsThePlanOnTheStream) {
   LUMINAL_REQUIRE_GPU();
   if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
-  CudaPlan::fail_lt_capture_probe_for_testing(true);
+  TestHooks::fail_lt_capture_probe(true);
   CudaOptions o;
   o.executor = CudaOptions::Executor::Graph;
   CudaBackend be(o);

@@ -1,13 +1,8 @@
 // GPU suite (skips without a GPU or cuBLASLt): how a cuBLASLt call's island in a bucket's CUDA
-// graph changes.
-// - A forced change of algorithm to one that launches another number of kernels (a test hook
-//   picks the heuristic's n-th answer; the suite first counts each answer's kernels by capturing
-//   it on its own): the island is replaced, the graph re-instantiated and counted, every output
-//   right, at s 7 -> 9 -> 7.
-// - Islands as child graph nodes (CudaOptions::lt_child_graphs): a chain of kernels and
-//   cuBLASLt calls in f32 and bf16 with s changing 7 -> 9 -> 7 and then only the pointers
-//   moving: every output matches the reference, and a pointer-only change updates the child
-//   graphs in place.
+// graph changes. A forced change of algorithm to one that launches another number of kernels (a
+// test hook picks the heuristic's n-th answer; the suite first counts each answer's kernels by
+// capturing it on its own): the island is replaced, the graph re-instantiated and counted, every
+// output right, at s 7 -> 9 -> 7.
 #include <gtest/gtest.h>
 
 #if __has_include(<cublasLt.h>) && defined(LUMINAL_HAVE_CUBLASLT)
@@ -19,10 +14,11 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
-#include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
+#include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/testing.hpp"
 #include "luminal/luminal.hpp"
 #include "support/llir_direct.hpp"
 
@@ -35,7 +31,7 @@ using testing::values;
 
 /// Clears the pick hook when a test leaves, however it leaves.
 struct PickReset {
-  ~PickReset() { LtPrepared::pick_for_testing(nullptr); }
+  ~PickReset() { TestHooks::pick_lt_algorithm(nullptr); }
 };
 
 /// The nodes cuBLASLt captures for `spec` with the heuristic's answer `pick` (-1: as a plan
@@ -44,7 +40,7 @@ std::optional<size_t> captured_nodes(const LtHandle& h, int device, const LtSpec
                                      CUdeviceptr mem, CUdeviceptr workspace) {
   const CudaApi& cu = cuda_api();
   PickReset reset;
-  LtPrepared::pick_for_testing([pick](const LtSpec&) { return pick; });
+  TestHooks::pick_lt_algorithm([pick](const LtSpec&) { return pick; });
   std::unique_ptr<LtPrepared> p;
   try {
     p = std::make_unique<LtPrepared>(h, spec, device);
@@ -83,8 +79,8 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
   PickReset reset;
   CudaBackend& be = lt_backend(CudaOptions::Executor::Graph);
-  const int device = static_cast<int>(be.impl().device);
-  be.impl().bind_context();
+  const int device = static_cast<int>(be.device().cu_device);
+  be.device().bind_context();
   LtHandle h(*lt);
   const CudaApi& cu = cuda_api();
   CUdeviceptr mem = 0, ws = 0;
@@ -114,7 +110,7 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
     };
     // The step's spec at s = 7 and s = 9 (a spec has m or n = s).
     std::optional<LtSpec> spec7, spec9;
-    LtPrepared::pick_for_testing([&](const LtSpec& sp) {
+    TestHooks::pick_lt_algorithm([&](const LtSpec& sp) {
       if (sp.m == 7 || sp.n == 7) spec7 = sp;
       if (sp.m == 9 || sp.n == 9) spec9 = sp;
       return -1;
@@ -147,7 +143,7 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
           b = static_cast<int>(j);
         }
     if (a < 0) continue;
-    LtPrepared::pick_for_testing([&](const LtSpec& sp) {
+    TestHooks::pick_lt_algorithm([&](const LtSpec& sp) {
       if (sp.m == 7 || sp.n == 7) return a;
       if (sp.m == 9 || sp.n == 9) return b;
       return -1;
@@ -177,61 +173,6 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
   cu.cuMemFree(mem);
   cu.cuMemFree(ws);
   if (!ran) GTEST_SKIP() << "every heuristic answer captured as the same node count: " << tried;
-}
-
-TEST(CudaLtIslands, ChildGraphIslandsStayCorrectAndUpdateInPlace) {
-  LUMINAL_REQUIRE_GPU();
-  if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
-  CudaOptions o;
-  o.cublaslt = true;
-  o.lt_child_graphs = true;
-  CudaBackend be(o);
-  for (DType t : {DType::F32, DType::BF16}) {
-    const Graph g = testing::two_products(t);
-    const LlirGraph llir = testing::prefer_lt(g, be);
-    ASSERT_EQ(testing::lt_nodes(llir).size(), 2u) << llir.to_text();
-    luminal::testing::LoadedPlan lp =
-        luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
-    const std::string summary = dynamic_cast<const CudaPlan&>(*lp.plan).lt_summary();
-    EXPECT_NE(summary.find("islands as child graphs"), std::string::npos) << summary;
-    const std::vector<int64_t> runs = {7, 9, 7, 7};
-    for (size_t r = 0; r < runs.size(); ++r) {
-      const int64_t s = runs[r];
-      const size_t su = static_cast<size_t>(s);
-      // The last run: the same s, and a block held where x was, so the new buffers land
-      // elsewhere (pointers moved, spec unchanged).
-      Buffer hold{};
-      if (r == 3) hold = be.allocate(su * 128 * size_bytes(t));
-      const CudaBackend::LtStats l0 = be.lt_stats();
-      // (new values every run: an update that did nothing would read stale ones)
-      const double salt = 0.01 * static_cast<double>(r);
-      const auto out = testing::run_with_reference(g, lp,
-                                                   {{"x", values(su * 128, 0.37 + salt)},
-                                                    {"w", values(96 * 128, 0.11 + salt)},
-                                                    {"v", values(32 * 96, 0.07 + salt)}},
-                                                   [&](const std::string&) { return t; },
-                                                   {{"s", s}}, {"y", "z"});
-      const CudaBackend::LtStats l1 = be.lt_stats();
-      if (hold) be.release(hold);
-      for (const auto& [name_, c] : out) {
-        const size_t bad = wrong(c, t == DType::F32 ? 1e-4 : 2e-2);
-        std::printf("[lt-islands] child graphs %s s=%lld %s: %zu of %zu elements wrong\n",
-                    name(t).data(), static_cast<long long>(s), name_.c_str(), bad, c.got.size());
-        EXPECT_EQ(bad, 0u) << name(t) << " " << name_ << " s=" << s;
-      }
-      if (r == 3) {
-        std::printf(
-            "[lt-islands] child graphs %s, pointers moved: %llu recaptures, %llu in place\n",
-            name(t).data(), static_cast<unsigned long long>(l1.recaptures - l0.recaptures),
-            static_cast<unsigned long long>(l1.in_place - l0.in_place));
-        EXPECT_EQ(l1.prepares, l0.prepares);
-        EXPECT_GT(l1.recaptures - l0.recaptures, 0u);
-        EXPECT_GE(l1.in_place - l0.in_place, 1u);
-      }
-    }
-    std::printf("[lt-islands] child graphs %s:\n%s", name(t).data(),
-                dynamic_cast<const CudaPlan&>(*lp.plan).lt_summary().c_str());
-  }
 }
 
 }  // namespace

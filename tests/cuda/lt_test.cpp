@@ -17,9 +17,9 @@
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/lt_util.hpp"
 #include "luminal/compiler/build_space.hpp"
-#include "luminal/cuda/backend_impl.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
+#include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/causal_lm.hpp"
@@ -61,7 +61,7 @@ bool run_case(const LtHandle& h, const GemmCase& c, DType ta, DType tb, DType td
   LtSpec spec = lt_spec(*g, *t, workspace.bytes);
   std::unique_ptr<LtPrepared> p;
   try {
-    p = std::make_unique<LtPrepared>(h, spec, static_cast<int>(gpu().impl().device));
+    p = std::make_unique<LtPrepared>(h, spec, static_cast<int>(gpu().device().cu_device));
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no algorithm"), std::string::npos) << e.what();
     return false;
@@ -99,7 +99,7 @@ TEST(CudaLt, RandomLayoutsInBothFamiliesAndEveryFloatType) {
   LUMINAL_REQUIRE_GPU();
   const LtApi* lt = lt_or_skip();
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
-  gpu().impl().bind_context();
+  gpu().device().bind_context();
   LtHandle h(*lt);
   Buffer ws = gpu().allocate(uint64_t{32} << 20);
   struct Types {
@@ -139,7 +139,7 @@ TEST(CudaLt, Fp8InTheColumnMajorTnForm) {
   const LtApi* lt = lt_or_skip();
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
   if (gpu().arch() < "sm_89") GTEST_SKIP() << "FP8 needs sm_89 or later";
-  gpu().impl().bind_context();
+  gpu().device().bind_context();
   LtHandle h(*lt);
   Buffer ws = gpu().allocate(uint64_t{32} << 20);
   // x [m=16, k=64] row-major @ W^T, W [n=32, k=64] row-major: dims [m, n, k].
@@ -168,12 +168,12 @@ TEST(CudaLt, TheHeuristicCacheAnswersARepeatedSpec) {
   LUMINAL_REQUIRE_GPU();
   const LtApi* lt = lt_or_skip();
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
-  gpu().impl().bind_context();
+  gpu().device().bind_context();
   LtHandle h(*lt);
   const auto g = lib_gemm_of({7, 96, 128}, {128, 0, 1}, {0, 128, 1}, 2, GemmFamily::ColSwapped);
   const LtSpec spec =
       lt_spec(*g, *lt_types(DType::BF16, DType::BF16, DType::BF16, false), uint64_t{32} << 20);
-  const int dev = static_cast<int>(gpu().impl().device);
+  const int dev = static_cast<int>(gpu().device().cu_device);
   const LtHeuristicStats before = lt_heuristic_stats();
   LtPrepared first(h, spec, dev);
   LtPrepared second(h, spec, dev);
@@ -221,7 +221,7 @@ TEST(CudaLt, CapturedIntoAGraphBetweenEmptyNodesAndRecaptured) {
   const LtApi* lt = lt_or_skip();
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
   const CudaApi& cu = cuda_api();
-  gpu().impl().bind_context();
+  gpu().device().bind_context();
   LtHandle h(*lt);
   GemmCase c;
   c.dims = {7, 96, 128};
@@ -234,7 +234,7 @@ TEST(CudaLt, CapturedIntoAGraphBetweenEmptyNodesAndRecaptured) {
   const auto g = lib_gemm_of(c.dims, c.sa, c.sb, c.k, GemmFamily::ColSwapped);
   const LtSpec spec =
       lt_spec(*g, *lt_types(DType::F32, DType::F32, DType::F32, false), uint64_t{32} << 20);
-  LtPrepared p(h, spec, static_cast<int>(gpu().impl().device));
+  LtPrepared p(h, spec, static_cast<int>(gpu().device().cu_device));
   const std::vector<double> a = luminal::testing::gemm_values(c.a_elems, 1),
                             b = luminal::testing::gemm_values(c.b_elems, 2);
   const std::vector<double> want = luminal::testing::gemm_reference(c, a, b);

@@ -8,9 +8,14 @@ Usage:
 Every C++ file under ROOT/luminal/<layer>/ belongs to <layer>; files under ROOT/apps and
 ROOT/python belong to the layers 'apps' and 'python'. Each `#include "luminal/<folder>/..."`
 (or `<luminal/<folder>/...>`, or a relative include that resolves into ROOT/luminal) is
-checked against ALLOWED below. Includes inside comments are ignored; system includes are
-ignored. Exit status: 0 clean, 1 layer violations, 2 configuration errors (an unknown folder).
+checked against ALLOWED below. Inside a folder with layers of its own (SUBLAYERS: luminal/cuda),
+each file belongs to one of them by its path, and an include of a file of the same folder must
+not run back up those layers either. Includes inside comments are ignored; system includes are
+ignored. Exit status: 0 clean, 1 layer violations, 2 configuration errors (an unknown folder, a
+file of a layered folder that no layer names).
 """
+
+import fnmatch
 
 import os
 import re
@@ -42,6 +47,34 @@ ALLOWED = {
     "apps": "*",
     "python": "*",
 }
+# Folders with layers of their own: per folder, its layers lowest first, each with the fnmatch
+# patterns of its files (paths below the folder). A file may include the files of its own layer
+# and of the layers before it. Every file of the folder must match a pattern: when adding one,
+# give it a layer here.
+SUBLAYERS = {
+    "cuda": [
+        # The driver API loaded at run time, public plain types, the test hooks.
+        ("driver", ["options.hpp", "testing.hpp", "loader.*", "driver.*"]),
+        # Helpers over a CUDA graph's nodes; what the graph executor asks of library steps.
+        ("graph", ["graph_nodes.*", "graph_splice.hpp"]),
+        # NVRTC and the device prelude every kernel starts with.
+        ("nvrtc", ["nvrtc.*", "prelude.*", "compile_batch.*"]),
+        # cuda::Device: context, modules, queues, memory and uploads, counters.
+        ("device", ["staged_upload.*", "modules.*", "counters.hpp", "device.*",
+                    "device_memory.cpp", "queue.*"]),
+        # Code generation and the ops (no GPU needed).
+        ("ops", ["codegen.*", "cuda_op.hpp", "elementwise.cpp", "gather_scatter.cpp",
+                 "reduce.cpp", "row.cpp", "row_gen.*", "matmul_operands.*"]),
+        # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);
+        # the op registry, which lists the cuBLASLt ops too.
+        ("cublaslt", ["cublaslt/*", "cublaslt_absent.cpp", "cuda_ops.cpp"]),
+        # The plan, its layout, dims staging and graph executor.
+        ("plan", ["dims_staging.*", "graph_exec.*", "plan.*", "plan_timing.cpp"]),
+        # CudaBackend: the public adapter over a Device and its plans.
+        ("backend", ["cuda_backend.*"]),
+    ],
+}
+
 # The one-include public API header (luminal/luminal.hpp). It may include anything; as an
 # include target it pulls in every layer (backends included), so only the '*' layers may use it.
 UMBRELLA = "luminal.hpp"
@@ -144,6 +177,28 @@ def target_layer(path):
     return parts[1]
 
 
+def sublayer_of(folder, rel_in_folder):
+    """(rank, name) of a file of a layered folder, by its path below the folder; None when no
+    pattern of SUBLAYERS[folder] matches it."""
+    for rank, (name, patterns) in enumerate(SUBLAYERS[folder]):
+        if any(fnmatch.fnmatchcase(rel_in_folder, p) for p in patterns):
+            return rank, name
+    return None
+
+
+def check_sublayers(rel, line, layer, path, errors, violations):
+    """An include `path` of file `rel`, both in layered folder `layer`."""
+    prefix = "luminal/%s/" % layer
+    src = sublayer_of(layer, rel[len(prefix):])
+    dst = sublayer_of(layer, path[len(prefix):])
+    if src is None or dst is None:
+        return  # reported once per file
+    if dst[0] > src[0]:
+        allowed = [n for n, _ in SUBLAYERS[layer][:src[0] + 1]]
+        violations.append("%s:%d: in luminal/%s, layer '%s' includes %s of %s (allowed: %s)"
+                          % (rel, line, layer, src[1], path, dst[1], ", ".join(allowed)))
+
+
 def collect_files(root):
     files = []
     for top in ["luminal"] + sorted(TOP_FOLDERS):
@@ -183,6 +238,11 @@ def check(root, out=sys.stdout, err=sys.stderr):
         except ValueError as e:
             errors.append(str(e))
             continue
+        if layer in SUBLAYERS:
+            below = rel[len("luminal/%s/" % layer):]
+            if sublayer_of(layer, below) is None:
+                errors.append("file '%s' has no layer of luminal/%s: give it one in SUBLAYERS in "
+                              "%s" % (rel, layer, os.path.abspath(__file__)))
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as fh:
             text = strip_comments(fh.read())
         for m in INCLUDE_RE.finditer(text):
@@ -212,6 +272,9 @@ def check(root, out=sys.stdout, err=sys.stderr):
             if layer not in known:
                 continue  # reported once above as an unknown folder
             allowed = allowed_for(layer)
+            if target == layer and layer in SUBLAYERS:
+                check_sublayers(rel, line, layer, path, errors, violations)
+                continue
             if allowed == "*" or target in allowed:
                 continue
             violations.append("%s:%d: layer '%s' includes '%s' (allowed: %s)"
@@ -249,6 +312,8 @@ CLEAN_TREE = {
     "luminal/cpu/b.hpp": '#include "luminal/compiler/c.hpp"\n',
     "luminal/io/w.cpp": '#include "luminal/runtime/y.hpp"\n',
     "apps/tool/main.cpp": '#include "luminal/luminal.hpp"\n#include "luminal/io/w.hpp"\n',
+    "luminal/cuda/driver.hpp": "#pragma once\n",
+    "luminal/cuda/plan.cpp": '#include "luminal/cuda/driver.hpp"\n#include "luminal/compiler/c.hpp"\n',
 }
 
 # Each entry: files to add to the clean tree, and the substrings the report must contain.
@@ -272,6 +337,12 @@ BAD_CASES = [
      ["unknown folder 'luminal/widgets'", "ALLOWED table"], 2),
     ({"luminal/core/q.hpp": '#include "luminal/gadgets/g.hpp"\n'},
      ["unknown folder 'luminal/gadgets'"], 2),
+    ({"luminal/cuda/driver.cpp": '#include "luminal/cuda/driver.hpp"\n'
+                                 '#include "luminal/cuda/plan.hpp"\n'},
+     ["luminal/cuda/driver.cpp:2: in luminal/cuda, layer 'driver' includes luminal/cuda/plan.hpp "
+      "of plan"], 1),
+    ({"luminal/cuda/widget.cpp": "int x;\n"},
+     ["file 'luminal/cuda/widget.cpp' has no layer of luminal/cuda"], 2),
 ]
 
 
@@ -296,7 +367,7 @@ def self_test():
         _write_tree(clean, CLEAN_TREE)
         rc, text = _run_cli(clean)
         n_files = len([f for f in CLEAN_TREE if f.endswith(SOURCE_EXTS)])
-        expect = "layers: %d files, 13 includes, 0 violations" % n_files
+        expect = "layers: %d files, 15 includes, 0 violations" % n_files
         if rc != 0 or text.strip() != expect:
             failures.append("clean tree: expected rc 0 and %r, got rc %d:\n%s"
                             % (expect, rc, text))

@@ -6,15 +6,13 @@
 #include <vector>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/loader.hpp"
 
 namespace luminal::cuda {
 
 namespace {
 
-struct Loaded {
-  LtApi api;
-  std::string error;  // empty: loaded
-};
+using Loaded = LoadedApi<LtApi>;
 
 Loaded load() {
   Loaded l;
@@ -26,23 +24,10 @@ Loaded load() {
     }
     names.push_back(v);
   } else {
-    names.push_back("libcublasLt.so.13");
-    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* h = std::getenv(env); h && *h)
-        names.push_back(std::string(h) + "/lib64/libcublasLt.so.13");
-    names.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
-    names.push_back("/usr/local/cuda-13.0/lib64/libcublasLt.so.13");
+    names = toolkit_library({"libcublasLt.so.13"}, "libcublasLt.so.13");
   }
-  void* lib = nullptr;
   std::string tried;
-  for (const std::string& n : names) {
-    lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      l.api.library = n;
-      break;
-    }
-    tried += (tried.empty() ? "" : ", ") + n;
-  }
+  void* lib = open_library(names, &l.api.library, &tried);
   if (!lib) {
     l.error = "cuBLASLt is not available: could not load " + tried +
               " (install the CUDA 13 toolkit's cuBLAS, or set LUMINAL_CUBLASLT to the library's "
@@ -67,20 +52,15 @@ Loaded load() {
   return l;
 }
 
-const Loaded& loaded() {
-  static const Loaded l = load();
-  return l;
-}
+const Loaded& loaded() { return load_once(load); }
 
 }  // namespace
 
 const LtApi* lt_api(std::string* why) {
   const Loaded& l = loaded();
-  if (!l.error.empty()) {
-    if (why) *why = l.error;
-    return nullptr;
-  }
-  return &l.api;
+  if (l.error.empty()) return &l.api;
+  if (why) *why = l.error;
+  return nullptr;
 }
 
 void check_lt(const LtApi& lt, cublasStatus_t s, const char* call) {

@@ -96,6 +96,24 @@ void insert_input(Attrs& b, std::vector<ClassId>& ch, int at, const View& v, Cla
   ch.insert(ch.begin() + at, c);
 }
 
+/// One way to read a binary node's two operands: x, where a cuBLASLt product may stand, and y.
+struct Operands {
+  ClassId x, y;
+  const View& vx;
+  const View& vy;
+};
+
+/// `node`'s operand `xi` as x and the other as y (read through `attrs`' views), when x is read
+/// contiguously, y has dtype `y_dtype`, and neither is `root`'s class.
+std::optional<Operands> operands(const EGraph& eg, const ENode& node, const Attrs& attrs, size_t xi,
+                                 ClassId root, DType y_dtype) {
+  const Operands o{eg.find(node.children[xi]), eg.find(node.children[1 - xi]), attrs.views[xi],
+                   attrs.views[1 - xi]};
+  if (o.x == root || o.y == root || !o.vx.is_contiguous() || eg.dtype(o.y) != y_dtype)
+    return std::nullopt;
+  return o;
+}
+
 /// Add(x, y) where x's class holds a cuBLASLt node (see lt_matmul.hpp, "Epilogues"): the node
 /// with y as its C (beta 1) or its bias, in the Add's class.
 void add_epilogues(const Match& m, EGraph& eg) {
@@ -103,12 +121,10 @@ void add_epilogues(const Match& m, EGraph& eg) {
   const Attrs aa = eg.attrs_of(m.node("add"));
   if (add.children.size() != 2 || aa.views.size() != 2) return;
   const ClassId root = eg.find(m.root);
-  for (int xi = 0; xi < 2; ++xi) {
-    const ClassId x = eg.find(add.children[static_cast<size_t>(xi)]);
-    const ClassId y = eg.find(add.children[static_cast<size_t>(1 - xi)]);
-    const View& vx = aa.views[static_cast<size_t>(xi)];
-    const View& vy = aa.views[static_cast<size_t>(1 - xi)];
-    if (x == root || y == root || !vx.is_contiguous() || eg.dtype(y) != aa.dtype) continue;
+  for (size_t xi = 0; xi < 2; ++xi) {  // (each order after the merges of the one before)
+    const std::optional<Operands> o = operands(eg, add, aa, xi, root, aa.dtype);
+    if (!o) continue;
+    const auto& [x, y, vx, vy] = *o;
     std::vector<LtFound> found;
     for (ENodeId id : eg.nodes_of(x)) {
       const ENode& n = eg.node(id);
@@ -147,12 +163,10 @@ void add_scale(const Match& m, EGraph& eg) {
   const Attrs ma = eg.attrs_of(m.node("mul"));
   if (mul.children.size() != 2 || ma.views.size() != 2 || ma.dtype != DType::F32) return;
   const ClassId root = eg.find(m.root);
-  for (int xi = 0; xi < 2; ++xi) {
-    const ClassId x = eg.find(mul.children[static_cast<size_t>(xi)]);
-    const ClassId y = eg.find(mul.children[static_cast<size_t>(1 - xi)]);
-    const View& vx = ma.views[static_cast<size_t>(xi)];
-    const View& vy = ma.views[static_cast<size_t>(1 - xi)];
-    if (x == root || y == root || !vx.is_contiguous() || eg.dtype(y) != DType::F32) continue;
+  for (size_t xi = 0; xi < 2; ++xi) {
+    const std::optional<Operands> o = operands(eg, mul, ma, xi, root, DType::F32);
+    if (!o) continue;
+    const auto& [x, y, vx, vy] = *o;
     if (!std::all_of(vy.strides.begin(), vy.strides.end(),
                      [](const Expr& st) { return st == Expr(0); }))
       continue;
@@ -246,51 +260,41 @@ void add_activation(const Match& m, EGraph& eg) {
 
 std::vector<Rule> lt_rules() {
   // Every matmul: on its operands as they are, and on the 16-bit tensors the graph casts up.
-  Rule mm{"cuda.cublaslt", matmul_pattern(),
-          [](const Match& m, const EGraph& eg) { return matmul_parts(eg, m).has_value(); },
-          [](const Match& m, EGraph& eg) {
-            std::optional<MatmulParts> p = matmul_parts(eg, m);
-            if (!p) return;
-            add_lt_nodes(eg, p->attrs, p->children, m.root);
-            MatmulParts q = *p;
-            bool any = false;
-            for (int k = 0; k < 2; ++k)
-              if (auto u = uncast(eg, p->children[k], p->attrs.views[k], /*fp8=*/true)) {
-                q.children[k] = u->first;
-                q.attrs.views[k] = u->second;
-                any = true;
-              }
-            if (any) add_lt_nodes(eg, q.attrs, q.children, m.root);
-            // Operands cast up from 16 bits that cannot be read in 16 bits as one gemm (their
-            // cast's view does not compose with the matmul's, or composes into merged axes of
-            // a permuted tensor: attention's output before o_proj): a 16-bit copy of such an
-            // operand (laid out as the f32 cast is), so the call reads both operands in 16 bits
-            // (tensor cores, half the bytes) instead of both in f32 with the other one (a
-            // weight) cast and written out at every execute. One operand copied where that
-            // suffices, else both.
-            const bool q_fits = any && eg.dtype(q.children[0]) == eg.dtype(q.children[1]) &&
-                                lt_node_gemm(q.attrs).has_value();
-            if (q_fits || !lt_node_gemm(p->attrs)) return;
-            auto with_copies = [&](bool c0, bool c1) {
-              MatmulParts r = q;
-              std::optional<Copy16> copy[2];
-              DType t[2] = {eg.dtype(q.children[0]), eg.dtype(q.children[1])};
-              for (int k = 0; k < 2; ++k) {
-                if (!(k == 0 ? c0 : c1)) continue;
-                copy[k] = copy_in_16_bits(eg, p->children[k]);
-                if (!copy[k]) return false;
-                t[k] = copy[k]->attrs.dtype;
-                r.attrs.views[k] = p->attrs.views[k];
-              }
-              if (t[0] != t[1] || !lt_node_gemm(r.attrs)) return false;
-              for (int k = 0; k < 2; ++k)
-                if (copy[k])
-                  r.children[k] = eg.add(hlir_op(OpKind::Cast), copy[k]->attrs, {copy[k]->x});
-              add_lt_nodes(eg, r.attrs, r.children, m.root);
-              return true;
-            };
-            if (!with_copies(true, false) && !with_copies(false, true)) with_copies(true, true);
-          }};
+  Rule mm = matmul_parts_rule("cuda.cublaslt", [](EGraph& eg, const MatmulParts& p, ClassId root) {
+    add_lt_nodes(eg, p.attrs, p.children, root);
+    const std::optional<MatmulParts> read16 = uncast_operands(eg, p, /*fp8=*/true);
+    const bool any = read16.has_value();
+    const MatmulParts q = any ? *read16 : p;
+    if (any) add_lt_nodes(eg, q.attrs, q.children, root);
+    // Operands cast up from 16 bits that cannot be read in 16 bits as one gemm (their
+    // cast's view does not compose with the matmul's, or composes into merged axes of
+    // a permuted tensor: attention's output before o_proj): a 16-bit copy of such an
+    // operand (laid out as the f32 cast is), so the call reads both operands in 16 bits
+    // (tensor cores, half the bytes) instead of both in f32 with the other one (a
+    // weight) cast and written out at every execute. One operand copied where that
+    // suffices, else both.
+    const bool q_fits = any && eg.dtype(q.children[0]) == eg.dtype(q.children[1]) &&
+                        lt_node_gemm(q.attrs).has_value();
+    if (q_fits || !lt_node_gemm(p.attrs)) return;
+    auto with_copies = [&](bool c0, bool c1) {
+      MatmulParts r = q;
+      std::optional<Copy16> copy[2];
+      DType t[2] = {eg.dtype(q.children[0]), eg.dtype(q.children[1])};
+      for (int k = 0; k < 2; ++k) {
+        if (!(k == 0 ? c0 : c1)) continue;
+        copy[k] = copy_in_16_bits(eg, p.children[k]);
+        if (!copy[k]) return false;
+        t[k] = copy[k]->attrs.dtype;
+        r.attrs.views[k] = p.attrs.views[k];
+      }
+      if (t[0] != t[1] || !lt_node_gemm(r.attrs)) return false;
+      for (int k = 0; k < 2; ++k)
+        if (copy[k]) r.children[k] = eg.add(hlir_op(OpKind::Cast), copy[k]->attrs, {copy[k]->x});
+      add_lt_nodes(eg, r.attrs, r.children, root);
+      return true;
+    };
+    if (!with_copies(true, false) && !with_copies(false, true)) with_copies(true, true);
+  });
   // Cast(f32 Lt matmul) to bf16/f16: cuBLASLt stores D in the 16-bit type (rounded once from its
   // f32 accumulator).
   Rule cast = cast_down_rule("cuda.cublaslt-cast", &kLtCol, add_lt_nodes);

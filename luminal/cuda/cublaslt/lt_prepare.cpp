@@ -1,10 +1,12 @@
 #include "luminal/cuda/cublaslt/lt_prepare.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/testing.hpp"
 
 namespace luminal::cuda {
 
@@ -65,7 +67,7 @@ cublasLtMatrixLayout_t make_layout(const LtApi& lt, const LtMatrixSpec& m, int32
 
 }  // namespace
 
-void LtPrepared::pick_for_testing(std::function<int(const LtSpec&)> f) {
+void TestHooks::pick_lt_algorithm(std::function<int(const LtSpec&)> f) {
   std::lock_guard<std::mutex> lock(pick_mu);
   pick() = std::move(f);
 }

@@ -9,7 +9,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <functional>
 
 #include "luminal/cuda/cublaslt/lt_api.hpp"
 #include "luminal/cuda/cublaslt/lt_spec.hpp"
@@ -62,14 +61,9 @@ class LtPrepared {
   const LtSpec& spec() const { return spec_; }
   /// The workspace the chosen algorithm needs (at most spec().workspace).
   size_t algo_workspace() const { return algo_workspace_; }
-  /// Whether the algorithm is the one `keep` had (not the heuristic's).
+  /// Whether the algorithm is the one `keep` had (not the heuristic's). (A test may force the
+  /// heuristic's n-th answer: TestHooks::pick_lt_algorithm.)
   bool kept() const { return kept_; }
-
-  /// Tests: while set, a prepare asks `pick` which heuristic result to take for its spec: an
-  /// index i >= 0 takes the heuristic's i-th result (neither `keep`'s algorithm nor the cache;
-  /// throws luminal::Error "... fewer than i + 1 algorithms ..." when the heuristic returns
-  /// fewer), a negative one prepares as usual. Null: as usual.
-  static void pick_for_testing(std::function<int(const LtSpec&)> pick);
 
  private:
   void destroy();

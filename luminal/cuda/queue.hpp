@@ -1,0 +1,43 @@
+#pragma once
+// One ordered queue of work on a Device (internal to luminal/cuda): a non-blocking stream (not
+// ordered with other queues' streams), the pinned staging its large uploads go through, and the
+// error word its kernels report a bad Gather index in. Each session makes one
+// (CudaBackend::make_queue); Device::default_queue serves calls given no queue.
+//
+//   CudaQueue q(dev);           // destroying it waits for its stream
+//   q.check_error_word();       // waits, then throws when a kernel saw a bad index
+#include <cuda.h>
+
+#include <array>
+#include <cstdint>
+
+#include "luminal/cuda/device.hpp"
+#include "luminal/cuda/staged_upload.hpp"
+#include "luminal/program/backend.hpp"
+
+namespace luminal::cuda {
+
+struct CudaQueue final : Queue {
+  explicit CudaQueue(Device& dev);
+  ~CudaQueue() override;
+  CudaQueue(const CudaQueue&) = delete;
+  CudaQueue& operator=(const CudaQueue&) = delete;
+
+  Device& dev;
+  CUstream stream = nullptr;
+  CUdeviceptr err = 0;  // one unsigned int: nonzero after a kernel saw a bad index
+
+  // Pinned staging for large uploads (staged_upload.hpp): a ring of kStagingSlots slots of
+  // kStagingBytes in one pinned allocation, each refilled once its event fired (allocated on
+  // the first large upload).
+  static constexpr int kStagingSlots = 4;
+  static constexpr uint64_t kStagingBytes = uint64_t{16} << 20;
+  void* staging_host = nullptr;
+  StagingRing staging;  // slots point into staging_host
+  std::array<CUevent, kStagingSlots> staging_done{};
+
+  /// Waits for the stream, then throws when the error word is set (and clears it).
+  void check_error_word();
+};
+
+}  // namespace luminal::cuda
