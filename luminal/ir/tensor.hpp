@@ -12,6 +12,7 @@
 //   - `%` / fmod() is C's truncated remainder (sign of the dividend); remainder() is Python's.
 //   - Float math on f16/bf16/f8 computes in f32 and rounds once per primitive op.
 // Every shape problem throws luminal::Error naming the op and the shapes involved.
+// Example: examples/snippets/ir/tensor.cpp (these conventions, checked).
 #include <memory>
 #include <optional>
 #include <string_view>
