@@ -54,6 +54,13 @@ Tensor equal(const Tensor& a, const Tensor& b, std::string_view op) {
   return bool_and(r, bool_and(not_nan(x), not_nan(y)));
 }
 
+// x <op> b for a scalar b (`cmp` compares with the scalar as a tensor of x's dtype).
+Tensor compare_scalar(const Tensor& x, double b, bool if_below, bool if_above, std::string_view op,
+                      Tensor (Tensor::*cmp)(const Tensor&) const) {
+  if (auto c = beyond_range(x, b, if_below, if_above)) return all_bool(x, *c);
+  return (x.*cmp)(scalar_for(x, b, op));
+}
+
 }  // namespace
 
 Tensor Tensor::isnan() const {
@@ -92,30 +99,24 @@ Tensor Tensor::eq(const Tensor& b) const { return equal(*this, b, "eq"); }
 Tensor Tensor::ne(const Tensor& b) const { return bool_not(equal(*this, b, "ne")); }
 
 // Scalar comparisons: the scalar takes the tensor's dtype, except that integer tensors compared
-// with a scalar beyond their range give the constant answer.
+// with a scalar beyond their range give the constant answer (if_below / if_above).
 Tensor Tensor::lt(double b) const {
-  if (auto c = beyond_range(*this, b, false, true)) return all_bool(*this, *c);
-  return lt(scalar_for(*this, b, "lt"));
+  return compare_scalar(*this, b, false, true, "lt", &Tensor::lt);
 }
 Tensor Tensor::le(double b) const {
-  if (auto c = beyond_range(*this, b, false, true)) return all_bool(*this, *c);
-  return le(scalar_for(*this, b, "le"));
+  return compare_scalar(*this, b, false, true, "le", &Tensor::le);
 }
 Tensor Tensor::gt(double b) const {
-  if (auto c = beyond_range(*this, b, true, false)) return all_bool(*this, *c);
-  return gt(scalar_for(*this, b, "gt"));
+  return compare_scalar(*this, b, true, false, "gt", &Tensor::gt);
 }
 Tensor Tensor::ge(double b) const {
-  if (auto c = beyond_range(*this, b, true, false)) return all_bool(*this, *c);
-  return ge(scalar_for(*this, b, "ge"));
+  return compare_scalar(*this, b, true, false, "ge", &Tensor::ge);
 }
 Tensor Tensor::eq(double b) const {
-  if (auto c = beyond_range(*this, b, false, false)) return all_bool(*this, *c);
-  return eq(scalar_for(*this, b, "eq"));
+  return compare_scalar(*this, b, false, false, "eq", &Tensor::eq);
 }
 Tensor Tensor::ne(double b) const {
-  if (auto c = beyond_range(*this, b, true, true)) return all_bool(*this, *c);
-  return ne(scalar_for(*this, b, "ne"));
+  return compare_scalar(*this, b, true, true, "ne", &Tensor::ne);
 }
 
 Tensor Tensor::logical_and(const Tensor& b) const {

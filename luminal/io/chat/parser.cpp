@@ -136,12 +136,7 @@ std::unique_ptr<Stmt> Parser::statement() {
     } else {
       if (!s->attr.empty() || s->targets.size() != 1) error("expected token '='");
       s->kind = Stmt::Kind::SetBlock;
-      expect_block_end();
-      end_stack.push_back("set");
-      s->body = subparse({"endset"});
-      ++p;
-      expect_block_end();
-      end_stack.pop_back();
+      s->body = block_body("set");
     }
   } else if (tag == "macro") {
     s->kind = Stmt::Kind::Macro;
@@ -152,12 +147,7 @@ std::unique_ptr<Stmt> Parser::statement() {
       s->params.push_back(expect_name());
       s->defaults.push_back(skip_op("=") ? expression(true) : nullptr);
     }
-    expect_block_end();
-    end_stack.push_back("macro");
-    s->body = subparse({"endmacro"});
-    ++p;
-    expect_block_end();
-    end_stack.pop_back();
+    s->body = block_body("macro");
   } else if (tag == "break" || tag == "continue") {
     if (std::find(end_stack.begin(), end_stack.end(), "for") == end_stack.end())
       error("'" + tag + "' is only allowed inside a loop", line);
@@ -170,21 +160,11 @@ std::unique_ptr<Stmt> Parser::statement() {
     s->expr = named_filter(std::move(body));
     while (is_op("|"))
       s->expr = filter(std::move(s->expr), false);
-    expect_block_end();
-    end_stack.push_back("filter");
-    s->body = subparse({"endfilter"});
-    ++p;
-    expect_block_end();
-    end_stack.pop_back();
+    s->body = block_body("filter");
   } else if (tag == "generation") {
     // transformers' AssistantTracker tag: renders its body unchanged.
     s->kind = Stmt::Kind::Scope;
-    expect_block_end();
-    end_stack.push_back("generation");
-    s->body = subparse({"endgeneration"});
-    ++p;
-    expect_block_end();
-    end_stack.pop_back();
+    s->body = block_body("generation");
   } else {
     if (!end_stack.empty())
       error("Encountered unknown tag '" + tag +
@@ -194,6 +174,16 @@ std::unique_ptr<Stmt> Parser::statement() {
     error("Encountered unknown tag '" + tag + "'.", line);
   }
   return s;
+}
+
+Body Parser::block_body(const std::string& tag) {
+  expect_block_end();
+  end_stack.push_back(tag);
+  Body body = subparse({"end" + tag});
+  ++p;
+  expect_block_end();
+  end_stack.pop_back();
+  return body;
 }
 
 std::vector<std::string> Parser::assign_names(const std::set<std::string>& extra_end) {

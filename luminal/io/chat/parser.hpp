@@ -59,6 +59,8 @@ struct Parser {
   // ---- templates (parser.cpp) ----
   Body subparse(const std::set<std::string>& end_names);
   std::unique_ptr<Stmt> statement();
+  /// The body of a block after its opening tag, through {% end<tag> %} (the end tag consumed).
+  Body block_body(const std::string& tag);
   std::vector<std::string> assign_names(const std::set<std::string>& extra_end);
 
   // ---- expressions (parse_expr.cpp) ----
