@@ -1,8 +1,9 @@
 # The two commands of the README:
-#   make run    builds, fetches SmolLM2-135M-Instruct (scripts/fetch_smollm2.sh) and chats with it
-#   make test   builds and runs every test
-# plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan), `make bench` and
-# `make format`.
+#   make run    builds the CLI (only it and its libraries), fetches SmolLM2-135M-Instruct
+#               (scripts/fetch_smollm2.sh) and chats with it
+#   make test   builds everything and runs every test
+# plus `make test-sanitize` (CPU tests under AddressSanitizer + UBSan), `make bench` (builds the
+# benchmarks it runs) and `make format`.
 JOBS ?= $(shell nproc)
 # ccache hits across checkouts in different folders (CI clones afresh each time).
 export CCACHE_BASEDIR := $(CURDIR)
@@ -10,7 +11,7 @@ export CCACHE_NOHASHDIR := 1
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: run test test-sanitize bench setup configure build format clean
+.PHONY: run test test-sanitize bench setup configure build cli format clean
 
 setup:
 	@scripts/setup.sh
@@ -21,8 +22,12 @@ $(BUILD)/build.ninja: | setup
 build: setup $(BUILD)/build.ninja
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# The `luminal` CLI and the libraries it links, nothing else (no tests, benchmarks or examples).
+cli: setup $(BUILD)/build.ninja
+	@cmake --build $(BUILD) -j $(JOBS) --target luminal_cli
+
 PROMPT ?= Give me three short tips for writing clear code.
-run: build
+run: cli
 	@model=$$(scripts/fetch_smollm2.sh) && \
 	  $(BUILD)/apps/luminal run "$$model" --chat --prompt "$(PROMPT)" --max-tokens 256
 
@@ -34,7 +39,10 @@ test-sanitize: setup
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu
 
-bench: build
+BENCHES := bench_llama_hlir bench_small_transformer bench_session_overhead bench_memory_plan \
+           bench_cpu_kernels bench_compile_cache bench_llm_cpu bench_tokenizer
+bench: setup $(BUILD)/build.ninja
+	@cmake --build $(BUILD) -j $(JOBS) --target $(BENCHES)
 	@$(BUILD)/bench/bench_llama_hlir
 	@$(BUILD)/bench/bench_small_transformer
 	@$(BUILD)/bench/bench_session_overhead

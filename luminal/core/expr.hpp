@@ -3,12 +3,9 @@
 //
 // An Expr is an immutable, interned node. Construction always returns the canonical form, so
 // equality is pointer equality and values that differ only by commutativity, associativity,
-// constant folding or like-term collection compare equal:
-//
-//   Expr s = Expr::var("s");
-//   assert(s * 8 == 8 * s);
-//   assert((s + 1) * 2 == 2 * s + 2);
-//   assert(((s * 4 + 3) / 4) == s);        // floor division pulls out multiples of the divisor
+// constant folding or like-term collection compare equal (s * 8 == 8 * s; (s * 4 + 3) / 4 == s,
+// floor division pulling out multiples of the divisor).
+// Example: examples/snippets/core/expr.cpp.
 //
 // Semantics: 64-bit signed integers; `/` is floor division and `%` floor modulo (Python's, the
 // result of % takes the divisor's sign); comparisons and logical and/or give 0 or 1. `z` is the

@@ -70,47 +70,42 @@ int64_t ev(Node n, const EvalCtx& c);
 
 bool fits(i128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
 
+// Folds the children of a sum or product with `op`: in 64 bits while every value fits, then, from
+// the child that did not fit, in 128 bits. `child` evaluates a child (a sum's terms may be wide).
+template <class Child, class Op>
+i128 fold_wide(Node n, const EvalCtx& c, int64_t identity, Child&& child, Op&& op,
+               const char* what) {
+  int64_t acc64 = identity;
+  size_t i = 0;
+  const auto& k = n->children;
+  i128 v = 0;
+  for (; i < k.size(); ++i) {
+    v = child(k[i]);
+    int64_t next;
+    if (!fits(v) || op(acc64, static_cast<int64_t>(v), &next)) break;
+    acc64 = next;
+  }
+  if (i == k.size()) return acc64;
+  i128 acc = acc64;  // continue from the child that did not fit, in 128 bits
+  for (size_t j = i; j < k.size(); ++j) {
+    if (j > i) v = child(k[j]);
+    i128 prev = acc;
+    if (op(prev, v, &acc)) eval_overflow(c, what, prev, v);
+  }
+  return acc;
+}
+
 // Sums and products in 128 bits; the common case stays in 64-bit arithmetic.
 i128 ev_wide(Node n, const EvalCtx& c) {
   if (n->kind == Kind::Add) {
-    int64_t s64 = 0;
-    size_t i = 0;
-    const auto& k = n->children;
-    i128 v = 0;
-    for (; i < k.size(); ++i) {
-      v = ev_wide(k[i], c);
-      int64_t next;
-      if (!fits(v) || __builtin_add_overflow(s64, static_cast<int64_t>(v), &next)) break;
-      s64 = next;
-    }
-    if (i == k.size()) return s64;
-    i128 s = s64;  // continue from the term that did not fit, in 128 bits
-    for (size_t j = i; j < k.size(); ++j) {
-      if (j > i) v = ev_wide(k[j], c);
-      i128 prev = s;
-      if (__builtin_add_overflow(prev, v, &s)) eval_overflow(c, "addition", prev, v);
-    }
-    return s;
+    return fold_wide(
+        n, c, 0, [&](Node t) { return ev_wide(t, c); },
+        [](auto a, auto b, auto* r) { return __builtin_add_overflow(a, b, r); }, "addition");
   }
   if (n->kind == Kind::Mul) {
-    int64_t p64 = 1;
-    size_t i = 0;
-    const auto& k = n->children;
-    int64_t v = 0;
-    for (; i < k.size(); ++i) {
-      v = ev(k[i], c);
-      int64_t next;
-      if (__builtin_mul_overflow(p64, v, &next)) break;
-      p64 = next;
-    }
-    if (i == k.size()) return p64;
-    i128 p = p64;  // p64 still holds the product before factor i
-    for (size_t j = i; j < k.size(); ++j) {
-      i128 f = j == i ? v : ev(k[j], c);
-      i128 prev = p;
-      if (__builtin_mul_overflow(prev, f, &p)) eval_overflow(c, "multiplication", prev, f);
-    }
-    return p;
+    return fold_wide(
+        n, c, 1, [&](Node f) { return i128{ev(f, c)}; },
+        [](auto a, auto b, auto* r) { return __builtin_mul_overflow(a, b, r); }, "multiplication");
   }
   return ev(n, c);
 }

@@ -1,8 +1,7 @@
 #pragma once
-// A compact, exact text form of an Expr for caches on disk:
-//
-//   std::string t = write_expr(e);        // "(+ (* 4 s) z)"-like prefix form
-//   Expr back = read_expr(t);             // back == e (the same canonical node)
+// A compact, exact text form of an Expr for caches on disk: write_expr(e) gives a prefix form like
+// "(+ (* 4 s) z)", and read_expr of it gives back e (the same canonical node).
+// Example: examples/snippets/core/expr_serial.cpp.
 //
 // Constants are decimal, variables their names, every other node "(op child child ...)" with op
 // one of + * / % min max < <= == != and or. read_expr throws luminal::Error on malformed text.

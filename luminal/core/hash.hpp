@@ -1,9 +1,6 @@
 #pragma once
-// Hash helpers shared by every interned or hash-consed structure (internal).
-//
-//   size_t h = 0;
-//   hash_combine(h, a.size());
-//   hash_combine(h, hash_string(label));          // stable: never std::hash
+// Hash helpers shared by every interned or hash-consed structure (internal). They give the same
+// value in every process (never std::hash). Example: examples/snippets/core/hash.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

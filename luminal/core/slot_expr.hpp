@@ -1,11 +1,8 @@
 #pragma once
 // SlotExpr: an Expr compiled for evaluation from a dense array of dim values, for hot paths that
-// must not look names up (a session's execute, a backend's launch parameters).
-//
-//   std::vector<std::string> slots = {"c", "s"};
-//   SlotExpr n(Expr::var("s") * 64 + Expr::var("c"), slots);   // names resolved once, here
-//   int64_t dims[] = {128, 1};
-//   int64_t v = n.eval(dims);                                   // 192, no allocation
+// must not look names up (a session's execute, a backend's launch parameters). Names are resolved
+// once, at construction; eval() reads the values from an array, with no allocation.
+// Example: examples/snippets/core/slot_expr.cpp.
 //
 // Semantics are Expr::eval's (floor division and modulo, comparisons as 0/1); an overflow or a
 // division by zero throws luminal::Error naming the expression. A variable missing from the slot

@@ -1,11 +1,6 @@
 #pragma once
 // EGraph: e-classes of equivalent values, each holding e-nodes {op, attrs, children}.
-//
-//   EGraph eg;
-//   ClassId x = eg.add(hlir_op(OpKind::Input), input_attrs, {});
-//   ClassId y = eg.add(hlir_op(OpKind::Exp2), exp_attrs, {x});
-//   eg.merge(y, other);      // records the equivalence; congruence is restored by rebuild()
-//   eg.rebuild();
+// Example: examples/snippets/egraph/egraph.cpp (add, merge, rebuild).
 //
 // Hash-consing: adding an e-node that exists returns its class. Union-find over class ids with
 // deferred rebuild (as egg): merges are cheap, rebuild() re-canonicalises parents and merges

@@ -1,10 +1,7 @@
 #pragma once
-// Extraction: choosing one e-node per class, and the genes the search varies.
-//
-//   SearchSpace space(eg, roots);              // after prune()
-//   Genome g = space.random_genome(rng);
-//   space.mutate(g, 3, rng);
-//   std::vector<ENodeId> chosen = space.choose(g);   // per reachable class
+// Extraction: choosing one e-node per class, and the genes the search varies. A SearchSpace is
+// built after prune(); a Genome picks one e-node per reachable class.
+// Example: examples/snippets/egraph/extract.cpp.
 //
 // Every class reachable from the roots with more than one option gets a gene; classes that came
 // from alike HLIR nodes (same op and attributes up to input labels, e.g. the same op in every

@@ -4,9 +4,7 @@
 // HLIR primitives have one OpDef each (hlir_op()); a backend defines its own ops (fused
 // kernels, library calls, in-place variants) as `static const OpDef` objects in the file that
 // implements them. An e-node refers to its op by pointer, so comparing ops is comparing pointers.
-//
-//   const OpDef kBlasMatmul{"cpu.BlasMatmul"};
-//   if (node.op == hlir_op(OpKind::Add)) ...
+// Example: examples/snippets/egraph/op_def.cpp.
 #include <string_view>
 
 #include "luminal/ir/op.hpp"

@@ -59,25 +59,31 @@ bool Pattern::accepts(const OpDef* op, const Attrs& a) const {
 
 // ---- matches ----
 
+namespace {
+
+// The names bound in a match, comma-separated ("none" when there are none), for errors.
+template <class T>
+std::string names_of(const std::vector<std::pair<std::string, T>>& bound) {
+  std::string names;
+  for (const auto& [name, value] : bound)
+    names += (names.empty() ? "" : ", ") + name;
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
 ClassId Match::cls(std::string_view var) const {
   for (const auto& [name, c] : classes)
     if (name == var) return c;
-  std::string bound;
-  for (const auto& [name, c] : classes)
-    bound += (bound.empty() ? "" : ", ") + name;
   throw Error("Match::cls: pattern variable '" + std::string(var) +
-              "' is not bound in this match (variables: " + (bound.empty() ? "none" : bound) + ")");
+              "' is not bound in this match (variables: " + names_of(classes) + ")");
 }
 
 ENodeId Match::node(std::string_view name) const {
   for (const auto& [n, id] : nodes)
     if (n == name) return id;
-  std::string bound;
-  for (const auto& [n, id] : nodes)
-    bound += (bound.empty() ? "" : ", ") + n;
   throw Error("Match::node: no e-node is bound to '" + std::string(name) +
-              "' in this match (bound: " + (bound.empty() ? "none" : bound) +
-              "; name one with Pattern::bind)");
+              "' in this match (bound: " + names_of(nodes) + "; name one with Pattern::bind)");
 }
 
 // ---- the matcher ----

@@ -1,13 +1,7 @@
 #pragma once
 // Patterns: trees of ops with variables and attribute predicates, matched against an e-graph.
-//
-//   // SumReduce over the last axis of a Mul: a matmul
-//   Pattern p = Pattern::op(OpKind::SumReduce, {Pattern::op(OpKind::Mul, {Pattern::var("a"),
-//                                                                        Pattern::var("b")})
-//                                                   .bind("mul")})
-//                   .where([](const Attrs& a) { return a.axis == (int)a.shape.size(); })
-//                   .bind("sum");
-//   for (const Match& m : match(eg, p)) { m.cls("a"); m.node("mul"); ... }
+// Example: examples/snippets/egraph/pattern.cpp (the matmul pattern: SumReduce over the last axis
+// of a Mul).
 //
 // A variable matches any class (the same name twice must match the same class). An op pattern
 // matches every e-node of that op whose attributes satisfy the predicate and whose children match

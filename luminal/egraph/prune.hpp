@@ -1,7 +1,6 @@
 #pragma once
 // Pruning: after saturation, keep only what a backend can execute, legally and usefully.
-//
-//   PruneReport r = prune(eg, roots, {.executable = [&](const OpDef* op) { ... }});
+// Example: examples/snippets/egraph/prune.cpp.
 //
 // In order, until nothing changes:
 //   1. e-nodes whose op the backend does not execute are removed (HLIR-only alternatives);

@@ -3,11 +3,7 @@
 //
 // A rule is a pattern, an optional guard and a builder. The builder adds e-nodes and merges them
 // with the match's root (or declares dominations); it must keep the program's meaning.
-//
-//   Rule r{"fold-double-recip",
-//          Pattern::op(OpKind::Recip, {Pattern::op(OpKind::Recip, {Pattern::var("x")})}),
-//          nullptr,
-//          [](const Match& m, EGraph& eg) { eg.merge(m.root, m.cls("x")); }};
+// Example: examples/snippets/egraph/rule.cpp (1 / (1 / x) == x).
 #include <functional>
 #include <string>
 #include <vector>

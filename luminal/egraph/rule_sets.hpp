@@ -1,9 +1,6 @@
 #pragma once
 // Grouping a backend's rules into named rulesets (what Backend::rulesets returns), in the order
-// each ruleset name first appears.
-//
-//   std::vector<RuleSet> sets;
-//   for (const MyOp* op : my_ops()) if (op->rules) add_rules(sets, op->ruleset, op->rules());
+// each ruleset name first appears. Example: examples/snippets/egraph/rule_sets.cpp.
 #include <string>
 #include <string_view>
 #include <utility>

@@ -1,10 +1,6 @@
 #pragma once
 // Schedules: how rulesets run, with limits that say what stopped them.
-//
-//   Schedule s = Schedule::seq({Schedule::saturate(core), Schedule::run(lowering),
-//                               Schedule::repeat(3, Schedule::saturate(fusion))});
-//   SaturationReport r = run_schedule(eg, s, {.node_limit = 200000, .time_limit_s = 5});
-//   if (r.stop != StopReason::Saturated) std::cerr << r.to_string();
+// Example: examples/snippets/egraph/schedule.cpp.
 //
 // One iteration of a ruleset: find every match of every rule (on the e-graph as it was), apply
 // them all, rebuild. `run` does one iteration; `saturate` iterates until an iteration changes

@@ -2,10 +2,7 @@
 // Chat templates: renders a model's own Jinja `chat_template` with a built-in interpreter of the
 // Jinja subset chat templates use, exactly as transformers' apply_chat_template renders it
 // (jinja2 with trim_blocks, lstrip_blocks, loopcontrols; tojson, raise_exception, strftime_now).
-//
-//   auto tpl = luminal::io::ChatTemplate::from_folder("Llama-3.2-1B-Instruct/");
-//   std::string prompt = tpl.render({{"system", "Be brief."}, {"user", "Hi!"}},
-//                                   /*add_generation_prompt=*/true, tpl.special_tokens());
+// Example: examples/snippets/io/chat_template.cpp.
 //
 // Supported: text with {%- -%} / {{- -}} whitespace control; if/elif/else, for (loop.index,
 // index0, revindex, revindex0, first, last, length, previtem, nextitem, cycle; `if` filter;

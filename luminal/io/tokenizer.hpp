@@ -1,11 +1,7 @@
 #pragma once
-// Tokenizers read from a Hugging Face tokenizer.json (+ tokenizer_config.json):
-//
-//   auto tok = luminal::io::Tokenizer::from_folder("Llama-3.2-1B/");
-//   std::vector<int32_t> ids = tok.encode("Hello world", /*add_special_tokens=*/true);
-//   std::string text = tok.decode(ids);
-//   auto stream = tok.stream_decoder();           // token by token, never half a UTF-8 char
-//   for (int32_t id : ids) std::cout << stream.push(id);
+// Tokenizers read from a Hugging Face tokenizer.json (+ tokenizer_config.json): encode, decode,
+// and a stream decoder that decodes token by token, never giving half a UTF-8 character.
+// Example: examples/snippets/io/tokenizer.cpp.
 //
 // Kinds: byte-level BPE (Llama 3, Qwen2/3, GPT-2: regex pre-tokenizer with Unicode classes,
 // byte-to-unicode map, merges by rank) and SentencePiece-style BPE (Metaspace "▁", byte fallback

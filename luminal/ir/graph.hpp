@@ -1,11 +1,6 @@
 #pragma once
 // Graph: the HLIR nodes of one model plus its dynamic dimensions.
-//
-//   luminal::Graph g;
-//   auto x = g.tensor("x", {"s", 4}, luminal::DType::F32);   // input with a dynamic dim s
-//   auto w = g.tensor("w", {4, 8});
-//   auto y = x.matmul(w).relu().output("y");
-//   g.set_dim("s", 3);
+// Example: examples/snippets/ir/graph.cpp (a graph with a dynamic dim, run on the reference).
 //
 // A Graph is a handle: copies share the same nodes. Tensors keep their graph alive.
 // Nodes are appended in creation order; every node's inputs come before it, so node order is

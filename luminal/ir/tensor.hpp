@@ -12,6 +12,7 @@
 //   - `%` / fmod() is C's truncated remainder (sign of the dividend); remainder() is Python's.
 //   - Float math on f16/bf16/f8 computes in f32 and rounds once per primitive op.
 // Every shape problem throws luminal::Error naming the op and the shapes involved.
+// Example: examples/snippets/ir/tensor.cpp (these conventions, checked).
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -96,7 +97,7 @@ class Tensor {
   Tensor mul(const Tensor& b) const;
   /// Floats: true division, IEEE's correctly rounded quotient for f32 and the 16/8-bit floats
   /// (computed in f64 from Recip, Mul, Add with an exact-residual correction); f64: correctly
-  /// rounded for normal results (see elementwise.cpp), within 1 ulp for subnormal ones.
+  /// rounded for normal results (see division.cpp), within 1 ulp for subnormal ones.
   /// Integers: an error (cast to a float dtype first).
   Tensor div(const Tensor& b) const;
   /// C's truncated remainder (fmod for floats). Integer x % 0 is 0.

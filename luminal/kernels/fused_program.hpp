@@ -16,6 +16,7 @@
 // so a fused region matches the unfused program bit for bit. Loads read child i at the
 // row-major multi-index of the flat output index over that view's dims (every view has the
 // output's element count). The rules that build these programs are in fusion.hpp.
+// Example: examples/snippets/kernels/fused_program.cpp (the program above, built and read back).
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -13,6 +13,19 @@ namespace luminal {
 
 namespace fusion_detail {
 
+namespace {
+
+// Rewrites an instruction's operands (as many as its arity, in order a, b, c) through `f`.
+template <class F>
+void map_operands(FusedInst& inst, F&& f) {
+  const int n = arity(inst.op);
+  if (n > 0) inst.a = f(inst.a);
+  if (n > 1) inst.b = f(inst.b);
+  if (n > 2) inst.c = f(inst.c);
+}
+
+}  // namespace
+
 bool is_elementwise_kind(OpKind k) { return is_unary(k) || is_binary(k); }
 
 FusedOpcode opcode_of(OpKind k) {
@@ -119,10 +132,7 @@ std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymP
       [&](const std::vector<FusedInst>& src, int i, std::vector<int>& memo) -> int {
     if (memo[i] >= 0) return memo[i];
     FusedInst inst = src[i];
-    const int n = arity(inst.op);
-    if (n > 0) inst.a = emit_closed(src, inst.a, memo);
-    if (n > 1) inst.b = emit_closed(src, inst.b, memo);
-    if (n > 2) inst.c = emit_closed(src, inst.c, memo);
+    map_operands(inst, [&](int o) { return emit_closed(src, o, memo); });
     return memo[i] = push(inst);
   };
   std::vector<int> memo(p.insts.size(), -1);
@@ -157,10 +167,7 @@ std::optional<Built> canonicalize(const OpDef* fop, const EGraph& eg, const SymP
         inst.a = child;
       }
     } else {
-      const int n = arity(inst.op);
-      if (n > 0) inst.a = emit(inst.a);
-      if (n > 1) inst.b = emit(inst.b);
-      if (n > 2) inst.c = emit(inst.c);
+      map_operands(inst, emit);
     }
     return memo[i] = push(inst);
   };
@@ -181,10 +188,7 @@ SymProgram inline_region(const SymProgram& p, int target, const SymProgram& q) {
       inst.a = static_cast<int32_t>(out.loads.size());
       out.loads.push_back(q.loads[q.insts[i].a]);
     } else {
-      const int n = arity(inst.op);
-      if (n > 0) inst.a = qmap[inst.a];
-      if (n > 1) inst.b = qmap[inst.b];
-      if (n > 2) inst.c = qmap[inst.c];
+      map_operands(inst, [&](int o) { return qmap[o]; });
     }
     qmap[i] = static_cast<int>(out.insts.size());
     out.insts.push_back(inst);
@@ -198,10 +202,7 @@ SymProgram inline_region(const SymProgram& p, int target, const SymProgram& q) {
       continue;
     }
     if (inst.op != FusedOpcode::Load) {
-      const int n = arity(inst.op);
-      if (n > 0) inst.a = pmap[inst.a];
-      if (n > 1) inst.b = pmap[inst.b];
-      if (n > 2) inst.c = pmap[inst.c];
+      map_operands(inst, [&](int o) { return pmap[o]; });
     }
     pmap[i] = static_cast<int>(out.insts.size());
     out.insts.push_back(inst);

@@ -1,8 +1,6 @@
 #pragma once
-// Fusion rules, generic over a backend's fused op:
-//
-//   const OpDef kFused{"cuda.Fused"};
-//   RuleSet fusion{"cuda.fusion", fusion_rules(&kFused, "cuda")};
+// Fusion rules, generic over a backend's fused op: fusion_rules(&kFused, "cuda") gives the rules
+// of a ruleset. Example: examples/snippets/kernels/fusion.cpp.
 //
 // An elementwise e-node E that reads a class C through a contiguous view of C's element count
 // absorbs an elementwise producer F of C (an HLIR elementwise e-node or the largest fused e-node

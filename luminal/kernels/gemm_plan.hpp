@@ -1,12 +1,9 @@
 #pragma once
 // The GEMM layout planner, backend-neutral: from the views of a broadcast Mul reduced over axis
 // k (the matmul pattern), one gemm per batch index C (M x N) = A (M x K) * B (K x N) in
-// row-major BLAS conventions, or nothing when the layout is not a gemm.
-//
-//   std::optional<GemmPlan<Expr>> p = plan_gemm<SymOps>(dims, strides_a, strides_b, k);  // rules
-//   std::optional<GemmPlan<int64_t>> q = plan_gemm<IntOps>(dims, sa, sb, k);              //
-//   kernels std::optional<BatchLayout<int64_t>> b = collapse_batch<IntOps>(*q);  // one count and
-//   stride
+// row-major BLAS conventions, or nothing when the layout is not a gemm. Rules plan with Expr
+// strides (SymOps), kernels with known ones (IntOps); collapse_batch gives the batch as one count
+// and a stride per matrix. Example: examples/snippets/kernels/gemm_plan.cpp.
 //
 // Every non-k axis of size > 1 is classified by the two views' strides: m (b's stride 0, a's
 // not), n (a's stride 0, b's not) or batch. The innermost m axis (in output order) is merged

@@ -4,10 +4,7 @@
 // children, same attributes), whose OpDef::inplace_input is 0: it writes src into dest's buffer
 // instead of copying dest first. Pruning keeps it only where overwriting dest is legal (nothing
 // else reads it), so a KV-cache update costs the new rows, not the whole cache.
-//
-//   const OpDef kScatterInPlace{"cuda.ScatterInPlace", OpKind::Input, false, 0};
-//   RuleSet inplace{"cuda.inplace", {scatter_inplace_rule(&kScatterInPlace,
-//   "cuda.scatter-inplace")}};
+// Example: examples/snippets/kernels/inplace_rule.cpp.
 #include <string>
 
 #include "luminal/egraph/rule.hpp"

@@ -56,30 +56,30 @@ LibGemm<N> lib_gemm(const GemmPlan<N>& p, const BatchLayout<N>& bl, GemmFamily f
   g.k = p.K;
   g.count = bl.count;
   g.stride_d = bl.stride_c;
-  if (f == GemmFamily::ColSwapped) {
-    // Column-major reading of the same memory: row-major X is X^T column-major, so
-    // C^T (N x M) = Y^T X^T takes A = Y (op N when Y is row-major: stored N x K), B = X (op N
-    // when X is row-major: stored K x M).
-    g.m = p.Nn;
-    g.n = p.M;
-    g.op_a_t = p.trans_b;
-    g.a = p.trans_b ? LibMatrix<N>{p.K, p.Nn, p.ldb} : LibMatrix<N>{p.Nn, p.K, p.ldb};
-    g.op_b_t = p.trans_a;
-    g.b = p.trans_a ? LibMatrix<N>{p.M, p.K, p.lda} : LibMatrix<N>{p.K, p.M, p.lda};
-    g.d = LibMatrix<N>{p.Nn, p.M, p.ldc};
-    g.input_a = y_in;
-    g.input_b = x_in;
-  } else {
-    g.m = p.M;
-    g.n = p.Nn;
-    g.op_a_t = p.trans_a;
-    g.a = p.trans_a ? LibMatrix<N>{p.K, p.M, p.lda} : LibMatrix<N>{p.M, p.K, p.lda};
-    g.op_b_t = p.trans_b;
-    g.b = p.trans_b ? LibMatrix<N>{p.Nn, p.K, p.ldb} : LibMatrix<N>{p.K, p.Nn, p.ldb};
-    g.d = LibMatrix<N>{p.M, p.Nn, p.ldc};
-    g.input_a = x_in;
-    g.input_b = y_in;
-  }
+  // The library's A and B: the plan's X and Y in order (Row), or Y and X (ColSwapped: row-major
+  // X read column-major is X^T, so C^T (N x M) = Y^T X^T takes A = Y, B = X, m = N, n = M).
+  struct Operand {
+    bool trans;
+    N ld;
+    int input;
+  };
+  const Operand x{p.trans_a, p.lda, x_in}, y{p.trans_b, p.ldb, y_in};
+  const bool col = f == GemmFamily::ColSwapped;
+  const Operand& a = col ? y : x;
+  const Operand& b = col ? x : y;
+  g.m = col ? p.Nn : p.M;
+  g.n = col ? p.M : p.Nn;
+  // op(A) is (m x k): A is stored (m x k), or (k x m) when the call transposes it; likewise B.
+  auto stored = [](const N& rows, const N& cols, bool trans, const N& ld) {
+    return trans ? LibMatrix<N>{cols, rows, ld} : LibMatrix<N>{rows, cols, ld};
+  };
+  g.op_a_t = a.trans;
+  g.a = stored(g.m, p.K, a.trans, a.ld);
+  g.op_b_t = b.trans;
+  g.b = stored(p.K, g.n, b.trans, b.ld);
+  g.d = LibMatrix<N>{g.m, g.n, p.ldc};
+  g.input_a = a.input;
+  g.input_b = b.input;
   g.stride_a = stride_of(g.input_a);
   g.stride_b = stride_of(g.input_b);
   return g;

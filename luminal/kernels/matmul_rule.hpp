@@ -7,13 +7,9 @@
 //   axis      = k,
 //   shape/dtype = the SumReduce's,
 // and out[i...] = sum over k of a[i.., k, ..] * b[i.., k, ..]. It dominates the SumReduce e-node
-// (which would materialise the whole product).
-//
-//   Rule r{"cuda.matmul", matmul_pattern(),
-//          [](const Match& m, const EGraph& eg) { return matmul_parts(eg, m).has_value(); },
-//          [](const Match& m, EGraph& eg) {
-//            if (auto p = matmul_parts(eg, m)) add_matmul_node(eg, &kMatmul, *p, m.root);
-//          }};
+// (which would materialise the whole product). matmul_rule() is the rule; its pieces
+// (matmul_pattern, matmul_parts, add_matmul_node) serve a backend's variants.
+// Example: examples/snippets/kernels/matmul_rule.cpp.
 #include <optional>
 #include <vector>
 

@@ -1,9 +1,8 @@
 #pragma once
 // The row rule: a reduction over the last axis and the elementwise work around it as one e-node
 // of a backend's row op (softmax, RMSNorm, layer norm, log-softmax, ... in one kernel):
-//
-//   const OpDef kRow{"cuda.Row"};
-//   RuleSet rows{"cuda.rows", row_rules(&kRow, &kFused, "cuda")};
+// row_rules(&kRow, &kFused, "cuda") gives the rules of a ruleset.
+// Example: examples/snippets/kernels/row_rule.cpp (softmax as one row e-node).
 //
 // A row e-node has the shape D = [rows..., L] of its class and a FusedProgram payload whose
 // loads read its children at each element of D (child i through attrs.views[i], by the flat

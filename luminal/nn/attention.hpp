@@ -1,8 +1,7 @@
 #pragma once
-// Grouped-query attention over a KV cache carried between executes.
-//
-//   // q [s, heads, hd], k and v [s, kv_heads, hd] (after rope), a cache of `slots` rows:
-//   Tensor o = nn::cached_attention(g, q, k, v, "layers.3", slots);   // [s, heads * hd]
+// Grouped-query attention over a KV cache carried between executes: q [s, heads, hd], k and v
+// [s, kv_heads, hd] (after rope) and a cache of `slots` rows give o [s, heads * hd].
+// Example: examples/snippets/nn/attention.cpp.
 //
 // Adds the inputs "<name>.k_cache" and "<name>.v_cache" ([slots, kv_heads * hd], persisted), the
 // outputs "<name>.k_cache_out" / "<name>.v_cache_out" carried into them (Graph::carry, so the

@@ -1,9 +1,7 @@
 #pragma once
-// Linear layers and embeddings with Hugging Face's weight layout.
-//
-//   Tensor y = nn::linear(x, w);            // x [..., in], w [out, in] -> [..., out] = x @ w^T
-//   Tensor z = nn::linear(x, w, b);         // + b [out]
-//   Tensor h = nn::embedding(table, ids);   // table [vocab, dim], ids I32 [...] -> [..., dim]
+// Linear layers and embeddings with Hugging Face's weight layout: linear(x, w) with x [..., in]
+// and w [out, in] is x @ w^T [..., out] (+ b [out]); embedding(table, ids) with table
+// [vocab, dim] and I32 ids [...] is [..., dim]. Example: examples/snippets/nn/linear.cpp.
 #include <optional>
 
 #include "luminal/ir/tensor.hpp"

@@ -1,7 +1,6 @@
 #pragma once
-// Feed-forward blocks with Hugging Face's weight layout ([out, in]).
-//
-//   Tensor y = nn::swiglu_mlp(x, w_gate, w_up, w_down);   // down(silu(gate(x)) * up(x))
+// Feed-forward blocks with Hugging Face's weight layout ([out, in]): swiglu_mlp is
+// down(silu(gate(x)) * up(x)). Example: examples/snippets/nn/mlp.cpp.
 #include "luminal/ir/tensor.hpp"
 
 namespace luminal::nn {

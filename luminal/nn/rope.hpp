@@ -1,11 +1,8 @@
 #pragma once
-// Rotary position embeddings as Hugging Face computes them.
-//
-//   RopeScaling sc = RopeScaling::llama3(8.0, 1.0, 4.0, 8192);
-//   std::vector<float> inv = nn::rope_inv_freq(head_dim, 500000.0, sc);   // host, like HF (f32)
-//   Tensor inv_freq = g.tensor("rope.inv_freq", {head_dim / 2});           // set to `inv` once
-//   Tensor pos = nn::step_positions(g);                                    // c - s + i, I32 [s]
-//   Tensor q2 = nn::apply_rope(q, pos, inv_freq);                          // q [s, heads, hd]
+// Rotary position embeddings as Hugging Face computes them: the inverse frequencies on the host
+// (rope_inv_freq, f32 like HF), set once into an input; the positions (step_positions:
+// c - s + i, I32 [s]) and the rotation (apply_rope on q [s, heads, hd]) in the graph.
+// Example: examples/snippets/nn/rope.cpp.
 //
 // apply_rope follows HF's rotate_half convention: the first and second halves of each head are
 // the pairs, out = x * cos + rotate_half(x) * sin with angles pos * inv_freq (in f32).

@@ -1,10 +1,6 @@
 #pragma once
 // Token sampling inside the graph, so that only token ids cross to the host each step.
-//
-//   nn::SamplerInputs in = nn::sampler_inputs(g);              // "sampler.temperature", ...
-//   Tensor token = nn::sample(logits, in, seen).output("token");  // I32, one id per row
-//   ...
-//   nn::set_sampler_inputs(rt, in, {.temperature = 0.8, .top_p = 0.95, .seed = 7}, step);
+// Example: examples/snippets/nn/sampling.cpp (greedy and top-k on the reference).
 //
 // Every parameter that changes per request (temperature, top-k, top-p, min-p, repetition
 // penalty, seed, step) is a small graph INPUT, so one compiled graph serves every setting.

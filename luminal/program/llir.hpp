@@ -4,7 +4,7 @@
 // Nodes are in execution order; each reads earlier nodes' contiguous outputs through
 // attrs.views (one per input). Input nodes (attrs.label) read user data; Output nodes
 // (attrs.label) expose their single input. An op with OpDef::inplace_input >= 0 writes into
-// that input's buffer.
+// that input's buffer. Example: examples/snippets/program/llir.cpp.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,8 +1,6 @@
 #pragma once
-// The LLIR as exact text, for the compile cache:
-//
-//   std::string text = write_llir(program);
-//   LlirGraph back = read_llir(text, backend);   // ops by name, payloads by kind
+// The LLIR as exact text, for the compile cache: write_llir, and read_llir with the backend that
+// names the ops and reads the payloads by kind. Example: examples/snippets/program/llir_serial.cpp.
 //
 // One line per node, tab-separated: op, inputs, then every attribute (Exprs in write_expr form,
 // floats as their bit patterns, the payload as kind and serialised text). read_llir throws

@@ -23,31 +23,16 @@
 #include "luminal/luminal.hpp"
 #include "support/check.hpp"
 #include "support/llir_direct.hpp"
+#include "support/random_buffer.hpp"
 
 namespace luminal::opstest {
 
 using testing::BufferMap;
+using testing::random_buffer;
 using testing::Tol;
 
 /// Exact comparison: floats bit for bit (any NaN matches any NaN), integers equal.
 inline constexpr Tol kExact{0, 0};
-
-/// n random elements of dtype t in [lo, hi] (integers: uniform integers in that range; Bool: 0/1).
-inline HostBuffer random_buffer(DType t, int64_t n, uint64_t seed, double lo = -4, double hi = 4) {
-  HostBuffer b{t, std::vector<uint8_t>(static_cast<size_t>(n * size_bytes(t)))};
-  std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < n; ++i) {
-    if (is_float(t)) {
-      store_from_double(t, b.bytes.data(), i, std::uniform_real_distribution<double>(lo, hi)(rng));
-    } else if (t == DType::Bool) {
-      store_from_int64(t, b.bytes.data(), i, static_cast<int64_t>(rng() & 1));
-    } else {
-      std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
-      store_from_int64(t, b.bytes.data(), i, d(rng));
-    }
-  }
-  return b;
-}
 
 /// Random buffers for every input of g at `dyn` (per-label overrides of the range in `ranges`).
 inline BufferMap random_inputs(const Graph& g, const DynMap& dyn, uint64_t seed, double lo = -4,

@@ -14,9 +14,12 @@
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/runtime/host_buffer.hpp"
+#include "support/random_buffer.hpp"
 
 namespace luminal {
 namespace {
+
+using testing::random_buffer;
 
 enum class Cmp { Exact, Ulp1, Ulp4 };
 
@@ -25,22 +28,6 @@ struct Out {
   Cmp cmp;
   Tensor t;
 };
-
-HostBuffer random_data(DType t, int64_t n, uint64_t seed, double lo, double hi) {
-  HostBuffer b{t, std::vector<uint8_t>(static_cast<size_t>(n * size_bytes(t)))};
-  std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < n; ++i) {
-    if (is_float(t)) {
-      store_from_double(t, b.bytes.data(), i, std::uniform_real_distribution<double>(lo, hi)(rng));
-    } else if (t == DType::Bool) {
-      store_from_int64(t, b.bytes.data(), i, static_cast<int64_t>(rng() & 1));
-    } else {
-      std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
-      store_from_int64(t, b.bytes.data(), i, d(rng));
-    }
-  }
-  return b;
-}
 
 /// Compares two outputs of dtype t; returns "" or a description of the first mismatch.
 std::string compare(DType t, const std::vector<uint8_t>& got, const std::vector<uint8_t>& want,
@@ -105,12 +92,12 @@ void check_dtype(DType t) {
     const DynMap dyn{{"s", len}};
     const double lo = f ? -4 : -8, hi = f ? 4 : 8;
     std::vector<std::pair<std::string, HostBuffer>> in = {
-        {"x", random_data(t, 12 * len, 1 + len, lo, hi)},
-        {"y", random_data(t, 12 * len, 2 + len, lo, hi)},
-        {"p", random_data(t, 12 * len, 3 + len, f ? 0.5 : 1, f ? 4 : 9)},
-        {"idx", random_data(DType::I32, len, 4 + len, 0, 15)},
-        {"table", random_data(t, 16 * 12, 5, lo, hi)},
-        {"dest", random_data(t, 64 * 12, 6, lo, hi)}};
+        {"x", random_buffer(t, 12 * len, 1 + len, lo, hi)},
+        {"y", random_buffer(t, 12 * len, 2 + len, lo, hi)},
+        {"p", random_buffer(t, 12 * len, 3 + len, f ? 0.5 : 1, f ? 4 : 9)},
+        {"idx", random_buffer(DType::I32, len, 4 + len, 0, 15)},
+        {"table", random_buffer(t, 16 * 12, 5, lo, hi)},
+        {"dest", random_buffer(t, 64 * 12, 6, lo, hi)}};
     for (auto& [label, b] : in) {
       s.set_bytes(label, b.bytes.data(), b.bytes.size());
       ref.set_bytes(label, b.bytes.data(), b.bytes.size());

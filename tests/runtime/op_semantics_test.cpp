@@ -554,7 +554,7 @@ std::vector<double> random_f64(size_t n, uint64_t seed) {
 }
 
 TEST(OpSemantics, F64DivisionIsIeeeForNormalResults) {
-  // Documented accuracy (luminal/ir/elementwise.cpp): bit-identical to IEEE division for zero,
+  // Documented accuracy (luminal/ir/division.cpp): bit-identical to IEEE division for zero,
   // infinite, NaN and normal results; subnormal results within 1 ulp.
   const size_t n = 1 << 16;
   std::vector<double> x = random_f64(n, 7), y = random_f64(n, 8);

@@ -2,10 +2,28 @@
 // namespace and dict, plus transformers' raise_exception and strftime_now.
 #include <cstdlib>
 #include <ctime>
+#include <string>
 
 #include "luminal/io/chat/interp.hpp"
 
 namespace luminal::io::chat {
+
+namespace {
+
+// namespace() and dict(): `target` filled from mapping arguments, then keyword arguments.
+Value fill_mapping(Value target, const Args& args, const Kwargs& kwargs, const char* who) {
+  for (const auto& a : args) {
+    if (a.kind != Value::Kind::Dict)
+      fail(std::string(who) + " takes a mapping or keyword arguments");
+    for (const auto& [k, v] : a.dict->items)
+      target.dict->set(k, v);
+  }
+  for (const auto& kw : kwargs)
+    target.dict->set(Value::string(kw.name), kw.value);
+  return target;
+}
+
+}  // namespace
 
 void add_globals(std::map<std::string, Value>& globals) {
   globals["range"] = Value::callable([](Args& args, Kwargs&) {
@@ -28,26 +46,10 @@ void add_globals(std::map<std::string, Value>& globals) {
     return Value::make_list(std::move(items));
   });
   globals["namespace"] = Value::callable([](Args& args, Kwargs& kwargs) {
-    Value ns = Value::make_namespace();
-    for (const auto& a : args) {
-      if (a.kind != Value::Kind::Dict) fail("namespace() takes a mapping or keyword arguments");
-      for (const auto& [k, v] : a.dict->items)
-        ns.dict->set(k, v);
-    }
-    for (const auto& kw : kwargs)
-      ns.dict->set(Value::string(kw.name), kw.value);
-    return ns;
+    return fill_mapping(Value::make_namespace(), args, kwargs, "namespace()");
   });
   globals["dict"] = Value::callable([](Args& args, Kwargs& kwargs) {
-    Value d = Value::make_dict();
-    for (const auto& a : args) {
-      if (a.kind != Value::Kind::Dict) fail("dict() takes a mapping or keyword arguments");
-      for (const auto& [k, v] : a.dict->items)
-        d.dict->set(k, v);
-    }
-    for (const auto& kw : kwargs)
-      d.dict->set(Value::string(kw.name), kw.value);
-    return d;
+    return fill_mapping(Value::make_dict(), args, kwargs, "dict()");
   });
   globals["raise_exception"] = Value::callable(
       [](Args& args, Kwargs&) -> Value { fail(args.empty() ? std::string() : to_str(args[0])); });

@@ -1,5 +1,6 @@
-// Filters, tests and attribute/item access with the semantics of jinja2 3.1 (jinja2/filters.py,
-// jinja2/tests.py). The str/dict methods are in str_methods.cpp, tojson's encoder in json.cpp.
+// Filters with the semantics of jinja2 3.1 (jinja2/filters.py). Attribute/item access is in
+// access.cpp, the tests in jinja_tests.cpp, the str/dict methods in str_methods.cpp, tojson's
+// encoder in json.cpp.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -13,38 +14,6 @@ namespace luminal::io::chat {
 
 using K = Value::Kind;
 
-// Positional-or-keyword argument `index`/`name` of a filter or method (after the value).
-const Value* arg(const Args& args, const Kwargs& kwargs, size_t index, std::string_view name) {
-  for (const auto& kw : kwargs)
-    if (kw.name == name) return &kw.value;
-  return index < args.size() ? &args[index] : nullptr;
-}
-Value arg_or(const Args& args, const Kwargs& kwargs, size_t index, std::string_view name, Value d) {
-  const Value* v = arg(args, kwargs, index, name);
-  return v ? *v : d;
-}
-
-std::string need_str(const Value& v, const char* what) {
-  if (v.kind != K::String)
-    fail(std::string(what) + " must be str, not " + std::string(v.type_name()));
-  return v.s;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
 
 const std::set<std::string, std::less<>>& filter_names() {
@@ -55,17 +24,6 @@ const std::set<std::string, std::less<>>& filter_names() {
       "min",    "reject",     "rejectattr", "replace",  "reverse", "round",   "safe",
       "select", "selectattr", "sort",       "string",   "sum",     "title",   "tojson",
       "trim",   "unique",     "upper",      "wordcount"};
-  return names;
-}
-
-const std::set<std::string, std::less<>>& test_names() {
-  static const std::set<std::string, std::less<>> names{
-      "defined",  "undefined", "none",    "boolean",     "false",    "true",        "integer",
-      "float",    "number",    "string",  "mapping",     "iterable", "sequence",    "callable",
-      "sameas",   "eq",        "equalto", "==",          "ne",       "!=",          "lt",
-      "lessthan", "<",         "le",      "<=",          "gt",       "greaterthan", ">",
-      "ge",       ">=",        "in",      "divisibleby", "even",     "odd",         "lower",
-      "upper",    "escaped",   "filter",  "test"};
   return names;
 }
 
@@ -140,159 +98,6 @@ Value stable_sorted(List items, bool reverse, const Cmp& cmp) {
 }  // namespace
 
 bool is_filter(std::string_view name) { return filter_names().count(name) > 0; }
-bool is_test(std::string_view name) { return test_names().count(name) > 0; }
-
-List iterate(const Value& v) {
-  switch (v.kind) {
-    case K::Undefined: return {};
-    case K::List: return *v.list;
-    case K::String: {
-      List out;
-      for (auto ch : utf8_chars(v.s))
-        out.push_back(Value::string(std::string(ch)));
-      return out;
-    }
-    case K::Dict: {
-      List out;
-      for (const auto& [k, x] : v.dict->items)
-        out.push_back(k);
-      return out;
-    }
-    default: fail("'" + std::string(v.type_name()) + "' object is not iterable");
-  }
-}
-
-Value method(const Value& self, const std::string& name) {
-  if (self.kind == K::String) return string_method(self, name);
-  if (self.kind == K::Dict) return dict_method(self, name);
-  return {};
-}
-
-Value get_attr(const Value& obj, const std::string& name) {
-  switch (obj.kind) {
-    case K::String: return string_method(obj, name);
-    case K::Dict: {
-      Value m = dict_method(obj, name);
-      if (!m.is_undefined()) return m;
-      if (const Value* v = obj.dict->find(name)) return *v;
-      return Value::undefined("'dict object' has no attribute '" + name + "'");
-    }
-    case K::Namespace: {
-      if (const Value* v = obj.dict->find(name)) return *v;
-      return Value::undefined("'Namespace' object has no attribute '" + name + "'");
-    }
-    case K::None: return Value::undefined("'None' has no attribute '" + name + "'");
-    default:
-      return Value::undefined("'" + std::string(obj.type_name()) + " object' has no attribute '" +
-                              name + "'");
-  }
-}
-
-Value get_item(const Value& obj, const Value& key) {
-  if (obj.is_generator) return Value::undefined("'generator object' has no element " + repr(key));
-  if ((obj.kind == K::List || obj.kind == K::String) && key.is_integral()) {
-    int64_t idx = key.as_int();
-    if (obj.kind == K::List) {
-      auto n = static_cast<int64_t>(obj.list->size());
-      if (idx < 0) idx += n;
-      if (idx >= 0 && idx < n) return (*obj.list)[static_cast<size_t>(idx)];
-    } else {
-      auto chars = utf8_chars(obj.s);
-      auto n = static_cast<int64_t>(chars.size());
-      if (idx < 0) idx += n;
-      if (idx >= 0 && idx < n) return Value::string(std::string(chars[static_cast<size_t>(idx)]));
-    }
-    return Value::undefined("'" + std::string(obj.type_name()) + " object' has no element " +
-                            std::to_string(key.as_int()));
-  }
-  if (obj.kind == K::Dict || obj.kind == K::Namespace) {
-    if (const Value* v = obj.dict->find(key)) return *v;
-  }
-  if (key.kind == K::String) return get_attr(obj, key.s);
-  return Value::undefined("'" + std::string(obj.type_name()) + " object' has no element " +
-                          repr(key));
-}
-
-std::string to_json(const Value& v, const Value& indent, const std::string& item_sep,
-                    const std::string& key_sep, bool sort_keys, bool ensure_ascii) {
-  std::string ind;
-  const std::string* ip = nullptr;
-  if (indent.is_integral()) {
-    ind = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.as_int())), ' ');
-    ip = &ind;
-  } else if (indent.kind == K::String) {
-    ind = indent.s;
-    ip = &ind;
-  }
-  std::string out;
-  json_encode(v, ip, 0, item_sep, key_sep, sort_keys, ensure_ascii, out);
-  return out;
-}
-
-bool apply_test(Interp& in, const std::string& name, const Value& v, Args& args) {
-  (void)in;
-  auto need = [&](size_t n) {
-    if (args.size() < n) fail("test '" + name + "' needs " + std::to_string(n) + " argument(s)");
-  };
-  if (name == "defined") return !v.is_undefined();
-  if (name == "undefined") return v.is_undefined();
-  if (name == "none") return v.is_none();
-  if (name == "boolean") return v.kind == K::Bool;
-  if (name == "false") return v.kind == K::Bool && !v.b;
-  if (name == "true") return v.kind == K::Bool && v.b;
-  if (name == "integer") return v.kind == K::Int;
-  if (name == "float") return v.kind == K::Float;
-  if (name == "number") return v.is_number();
-  if (name == "string") return v.kind == K::String;
-  if (name == "mapping") return v.kind == K::Dict;
-  if (name == "iterable")
-    return v.kind == K::String || v.kind == K::List || v.kind == K::Dict || v.is_undefined();
-  if (name == "sequence")
-    return v.kind == K::String || (v.kind == K::List && !v.is_generator) || v.kind == K::Dict ||
-           v.is_undefined();
-  if (name == "callable") return v.kind == K::Callable;
-  if (name == "escaped") return false;
-  if (name == "filter") return v.kind == K::String && is_filter(v.s);
-  if (name == "test") return v.kind == K::String && is_test(v.s);
-  if (name == "sameas") {
-    need(1);
-    const Value& o = args[0];
-    if (v.kind != o.kind) return false;
-    if (v.kind == K::List) return v.list == o.list;
-    if (v.kind == K::Dict || v.kind == K::Namespace) return v.dict == o.dict;
-    return equals(v, o);
-  }
-  if (name == "eq" || name == "equalto" || name == "==") return need(1), equals(v, args[0]);
-  if (name == "ne" || name == "!=") return need(1), !equals(v, args[0]);
-  if (name == "lt" || name == "lessthan" || name == "<") return need(1), less(v, args[0]);
-  if (name == "le" || name == "<=") return need(1), less(v, args[0]) || equals(v, args[0]);
-  if (name == "gt" || name == "greaterthan" || name == ">") return need(1), less(args[0], v);
-  if (name == "ge" || name == ">=") return need(1), less(args[0], v) || equals(v, args[0]);
-  if (name == "in") {
-    need(1);
-    const Value& c = args[0];
-    if (c.kind == K::String) return v.kind == K::String && c.s.find(v.s) != std::string::npos;
-    for (const auto& x : iterate(c))
-      if (equals(x, v)) return true;
-    return false;
-  }
-  if (name == "divisibleby") {
-    need(1);
-    int64_t d = args[0].as_int();
-    if (d == 0) fail("integer division or modulo by zero");
-    return v.as_int() % d == 0;
-  }
-  if (name == "even") return v.as_int() % 2 == 0;
-  if (name == "odd") return v.as_int() % 2 != 0;
-  if (name == "lower" || name == "upper") {
-    std::string s = to_str(v);
-    bool cased = false;
-    for (auto ch : utf8_chars(s))
-      cased = cased || is_cased(ch);
-    return cased && (name == "lower" ? py_lower(s) == s : py_upper(s) == s);
-  }
-  fail("No test named '" + name + "' found.");
-}
 
 Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwargs& kwargs) {
   if (name == "safe") {

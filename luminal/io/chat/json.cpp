@@ -130,4 +130,20 @@ void json_encode(const Value& v, const std::string* indent, int level, const std
   }
 }
 
+std::string to_json(const Value& v, const Value& indent, const std::string& item_sep,
+                    const std::string& key_sep, bool sort_keys, bool ensure_ascii) {
+  std::string ind;
+  const std::string* ip = nullptr;
+  if (indent.is_integral()) {
+    ind = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.as_int())), ' ');
+    ip = &ind;
+  } else if (indent.kind == K::String) {
+    ind = indent.s;
+    ip = &ind;
+  }
+  std::string out;
+  json_encode(v, ip, 0, item_sep, key_sep, sort_keys, ensure_ascii, out);
+  return out;
+}
+
 }  // namespace luminal::io::chat

@@ -14,40 +14,36 @@ Value Value::undefined(std::string message) {
   v.s = std::move(message);
   return v;
 }
-Value Value::none() {
+namespace {
+
+// A Value of kind `k` whose payload `fill` sets.
+template <class Fill>
+Value of_kind(Value::Kind k, Fill&& fill) {
   Value v;
-  v.kind = Kind::None;
+  v.kind = k;
+  fill(v);
   return v;
+}
+
+}  // namespace
+
+Value Value::none() {
+  return of_kind(Kind::None, [](Value&) {});
 }
 Value Value::boolean(bool x) {
-  Value v;
-  v.kind = Kind::Bool;
-  v.b = x;
-  return v;
+  return of_kind(Kind::Bool, [&](Value& v) { v.b = x; });
 }
 Value Value::integer(int64_t x) {
-  Value v;
-  v.kind = Kind::Int;
-  v.i = x;
-  return v;
+  return of_kind(Kind::Int, [&](Value& v) { v.i = x; });
 }
 Value Value::floating(double x) {
-  Value v;
-  v.kind = Kind::Float;
-  v.f = x;
-  return v;
+  return of_kind(Kind::Float, [&](Value& v) { v.f = x; });
 }
 Value Value::string(std::string x) {
-  Value v;
-  v.kind = Kind::String;
-  v.s = std::move(x);
-  return v;
+  return of_kind(Kind::String, [&](Value& v) { v.s = std::move(x); });
 }
 Value Value::make_list(List items) {
-  Value v;
-  v.kind = Kind::List;
-  v.list = std::make_shared<List>(std::move(items));
-  return v;
+  return of_kind(Kind::List, [&](Value& v) { v.list = std::make_shared<List>(std::move(items)); });
 }
 Value Value::tuple(List items) {
   Value v = make_list(std::move(items));
@@ -55,10 +51,7 @@ Value Value::tuple(List items) {
   return v;
 }
 Value Value::make_dict() {
-  Value v;
-  v.kind = Kind::Dict;
-  v.dict = std::make_shared<Dict>();
-  return v;
+  return of_kind(Kind::Dict, [](Value& v) { v.dict = std::make_shared<Dict>(); });
 }
 Value Value::make_namespace() {
   Value v = make_dict();
@@ -66,12 +59,9 @@ Value Value::make_namespace() {
   return v;
 }
 Value Value::callable(Function f) {
-  Value v;
-  v.kind = Kind::Callable;
-  v.fn = std::make_shared<Function>(std::move(f));
-  return v;
+  return of_kind(Kind::Callable,
+                 [&](Value& v) { v.fn = std::make_shared<Function>(std::move(f)); });
 }
-
 Value Value::generator(List items) {
   Value v = make_list(std::move(items));
   v.is_generator = true;

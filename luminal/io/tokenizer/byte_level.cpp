@@ -87,13 +87,7 @@ void ByteLevelPreTokenizer::apply(const std::vector<std::string_view>& in, bool,
       // Isolated split: matches and the gaps between them are all pieces.
       matches.clear();
       regex_->find_all(piece, matches);
-      size_t prev = 0;
-      for (auto [b, e] : matches) {
-        if (b > prev) out.push_back(piece.substr(prev, b - prev));
-        out.push_back(piece.substr(b, e - b));
-        prev = e;
-      }
-      if (prev < piece.size()) out.push_back(piece.substr(prev));
+      push_isolated(piece, matches, out);
     } else if (!piece.empty()) {
       out.push_back(piece);
     }

@@ -97,13 +97,7 @@ class Split final : public PreTokenizer {
       matches.clear();
       regex_->find_all(piece, matches);
       if (behavior_ == Behavior::Isolated) {  // the common case, without the parts list
-        size_t prev = 0;
-        for (auto [b, e] : matches) {
-          if (b > prev) out.push_back(piece.substr(prev, b - prev));
-          out.push_back(piece.substr(b, e - b));
-          prev = e;
-        }
-        if (prev < piece.size()) out.push_back(piece.substr(prev));
+        push_isolated(piece, matches, out);
         continue;
       }
       parts.clear();

@@ -85,6 +85,17 @@ Regex::Regex(const std::string& pattern) : pattern_(pattern) {
   jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 }
 
+void push_isolated(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches,
+                   std::vector<std::string_view>& out) {
+  size_t prev = 0;
+  for (auto [b, e] : matches) {
+    if (b > prev) out.push_back(s.substr(prev, b - prev));
+    out.push_back(s.substr(b, e - b));
+    prev = e;
+  }
+  if (prev < s.size()) out.push_back(s.substr(prev));
+}
+
 std::unique_ptr<Regex> make_regex(const std::string& pattern, const JsonAt& at) {
   try {
     return std::make_unique<Regex>(pattern);

@@ -29,6 +29,11 @@ class Regex {
   bool jit_ = false;
 };
 
+/// Appends the pieces of an isolated split of `s` at `matches` (find_all's): every match and every
+/// gap between them, in order.
+void push_isolated(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches,
+                   std::vector<std::string_view>& out);
+
 class JsonAt;
 /// Compiles `pattern`, read from tokenizer.json at `at`: a syntax error names that path.
 std::unique_ptr<Regex> make_regex(const std::string& pattern, const JsonAt& at);

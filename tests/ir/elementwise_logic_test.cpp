@@ -1,4 +1,4 @@
-// Comparisons, logical ops, where and masked_fill (luminal/ir/elementwise.cpp) on the
+// Comparisons, logical ops, where and masked_fill (luminal/ir/elementwise_logic.cpp) on the
 // ReferenceRuntime, against plain loops. All results are exact: comparisons follow IEEE
 // (eq(NaN, NaN) is false, ne true, le false), non-bool inputs of logic ops and conditions are
 // truthy when != 0 (NaN is truthy), and where never lets the unselected branch leak.

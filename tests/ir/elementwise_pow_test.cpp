@@ -1,4 +1,4 @@
-// pow(double) and pow(Tensor) (luminal/ir/elementwise.cpp) on the ReferenceRuntime, against
+// pow(double) and pow(Tensor) (luminal/ir/elementwise_unary.cpp) on the ReferenceRuntime, against
 // std::pow in double.
 //
 // Tolerances: |got - want| <= atol + rtol*|want|, want = std::pow of the inputs as rounded to the

@@ -1,11 +1,12 @@
-// Binary elementwise high-level ops (luminal/ir/elementwise.cpp) on the ReferenceRuntime, against
-// plain loops: arithmetic, fmod/remainder, minimum/maximum/clamp and the operators with scalars on
-// either side (comparisons, logic and where are in elementwise_logic_test.cpp).
+// Binary elementwise high-level ops (luminal/ir/elementwise_binary.cpp, division.cpp) on the
+// ReferenceRuntime, against plain loops: arithmetic, fmod/remainder, minimum/maximum/clamp and the
+// operators with scalars on either side (comparisons, logic and where are in
+// elementwise_logic_test.cpp).
 //
 // Float references are computed in double from the inputs as rounded to the dtype (scalars too:
 // a scalar operand takes the tensor's dtype) and rounded to the output dtype; the bound is
 // |got - want| <= 4*eps(dtype)*(1 + |want|) (add/sub/mul/div round once; division is checked
-// bit for bit against IEEE in op_semantics_test.cpp).
+// bit for bit against IEEE in tests/runtime/op_semantics_test.cpp).
 // fmod, minimum/maximum, clamp and all integer ops are exact.
 #include <gtest/gtest.h>
 

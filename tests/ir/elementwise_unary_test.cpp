@@ -1,5 +1,5 @@
-// Unary elementwise high-level ops (luminal/ir/elementwise.cpp) on the ReferenceRuntime, against
-// plain loops over std:: math in double (pow is in elementwise_pow_test.cpp).
+// Unary elementwise high-level ops (luminal/ir/elementwise_unary.cpp) on the ReferenceRuntime,
+// against plain loops over std:: math in double (pow is in elementwise_pow_test.cpp).
 //
 // Tolerances: |got - want| <= atol + rtol*|want|, where want is the double reference computed from
 // the inputs as rounded to the dtype and then rounded to the output dtype. The base bound is

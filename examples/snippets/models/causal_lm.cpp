@@ -1,0 +1,36 @@
+// luminal/models/causal_lm.hpp: a causal language model from a Hugging Face folder or a GGUF
+// file, compiled and ready to run. Run: snippet_models_causal_lm <model folder>.
+#include <cstdint>
+#include <iostream>
+#include <string_view>
+#include <vector>
+
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/io/tokenizer.hpp"
+#include "luminal/models/causal_lm.hpp"
+#include "snippet.hpp"
+
+using namespace luminal;
+
+int main(int argc, char** argv) {
+  const char* folder = argc > 1 ? argv[1] : "tiny-llama/";
+  cpu::CpuBackend cpu;
+  auto lm = models::CausalLM::load(folder, cpu, {.slots = 1024, .max_step = 128});
+  std::vector<float> logits = lm.forward({1, 17, 42});  // [3, vocab], the KV cache fills
+  expect(logits.size() == static_cast<size_t>(3 * lm.vocab_size()), "logits of every id");
+  const std::vector<int32_t> prompt = {1, 17, 42};
+  std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
+  lm.reset();  // an empty context again
+
+  // with .sampler = true in the DecoderShape:
+  auto sampled =
+      models::CausalLM::load(folder, cpu, {.slots = 1024, .max_step = 128, .sampler = true});
+  auto tok = io::Tokenizer::from_folder(folder);
+  auto out = sampled.generate(prompt, 64, {.temperature = 0.8, .top_p = 0.95, .seed = 7},
+                              [](int32_t, std::string_view text) {
+                                std::cout << text;
+                                return true;
+                              },
+                              {.eos_ids = {2}, .strings = {"\n\n"}, .tokenizer = &tok});
+  std::cout << "\n" << models::stop_name(out.stop) << "\n";
+}
