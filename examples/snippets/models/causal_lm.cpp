@@ -22,11 +22,12 @@ int main(int argc, char** argv) {
   std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
   lm.reset();  // an empty context again
 
-  // with .sampler = true in the DecoderShape:
-  auto sampled =
-      models::CausalLM::load(folder, cpu, {.slots = 1024, .max_step = 128, .sampler = true});
+  // With the sampler in the graph: the smallest head that serves the settings.
+  const models::SamplingConfig sampling{.temperature = 0.8, .top_p = 0.95, .seed = 7};
+  auto sampled = models::CausalLM::load(folder, cpu, {.slots = 1024, .max_step = 128}, {}, {},
+                                        models::SamplerShape::needed_by(sampling));
   auto tok = io::Tokenizer::from_folder(folder);
-  auto out = sampled.generate(prompt, 64, {.temperature = 0.8, .top_p = 0.95, .seed = 7},
+  auto out = sampled.generate(prompt, 64, sampling,
                               [](int32_t, std::string_view text) {
                                 std::cout << text;
                                 return true;

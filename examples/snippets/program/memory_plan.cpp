@@ -1,4 +1,4 @@
-// luminal/runtime/memory_plan.hpp: the memory planner every backend shares: buffer lifetimes
+// luminal/program/memory_plan.hpp: the memory planner every backend shares: buffer lifetimes
 // from an LLIR program, then offsets into one arena.
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "luminal/ir/graph.hpp"
 #include "luminal/ir/tensor.hpp"
 #include "luminal/program/llir.hpp"
-#include "luminal/runtime/memory_plan.hpp"
+#include "luminal/program/memory_plan.hpp"
 #include "snippet.hpp"
 
 using namespace luminal;
