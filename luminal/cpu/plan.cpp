@@ -9,8 +9,6 @@
 
 namespace luminal::cpu {
 
-namespace {}  // namespace
-
 CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g), threads_(threads) {
   const int n = static_cast<int>(g_.nodes.size());
   check_llir(g_, "cpu", LlirChecks{.output_dtypes = true});
