@@ -436,15 +436,15 @@ double load_as_double(DType t, const void* data, int64_t i) {
     case DType::F16: return f16_bits_to_f32(read_elem<uint16_t>(data, i));
     case DType::BF16: return bf16_bits_to_f32(read_elem<uint16_t>(data, i));
     case DType::TF32: return read_elem<float>(data, i);
-    case DType::I8: return read_elem<int8_t>(data, i);
-    case DType::U8: return read_elem<uint8_t>(data, i);
-    case DType::I16: return read_elem<int16_t>(data, i);
-    case DType::U16: return read_elem<uint16_t>(data, i);
-    case DType::I32: return read_elem<int32_t>(data, i);
-    case DType::I64: return static_cast<double>(read_elem<int64_t>(data, i));
-    case DType::Bool: return read_elem<uint8_t>(data, i) != 0 ? 1.0 : 0.0;
     case DType::F8E4M3: return f8e4m3_bits_to_f32(read_elem<uint8_t>(data, i));
     case DType::F8E5M2: return f8e5m2_bits_to_f32(read_elem<uint8_t>(data, i));
+    case DType::I8:
+    case DType::U8:
+    case DType::I16:
+    case DType::U16:
+    case DType::I32:
+    case DType::I64:
+    case DType::Bool: return static_cast<double>(load_as_int64(t, data, i));
   }
   internal_error(__FILE__, __LINE__, "load_as_double: invalid DType");
 }

@@ -24,14 +24,13 @@ class SlotExpr {
 
   int64_t eval(const int64_t* dims) const;
   /// True when the value does not depend on any slot.
-  bool is_const() const { return code_.size() == 1 && code_[0].op == Op::Const; }
+  bool is_const() const { return code_.size() == 1 && code_[0].op == Expr::Kind::Const; }
   const Expr& expr() const { return expr_; }
 
  private:
-  enum class Op : uint8_t { Const, Slot, Add, Mul, Div, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
   struct Step {
-    Op op;
-    int64_t arg;  // constant, slot index, or operand count (Add/Mul)
+    Expr::Kind op;  // Const, Var (read from a slot), or the operation
+    int64_t arg;    // constant, slot index, or operand count (Add/Mul)
   };
   void emit(const Expr& e, const std::vector<std::string>& slots, int depth);
 

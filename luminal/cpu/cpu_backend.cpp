@@ -9,10 +9,8 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
-#include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/plan.hpp"
 #include "luminal/cpu/thread_pool.hpp"
-#include "luminal/egraph/rule_sets.hpp"
 
 namespace luminal::cpu {
 
@@ -31,18 +29,8 @@ int default_threads() {
 }
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : default_threads()) {}
-
-std::vector<RuleSet> CpuBackend::rulesets() const {
-  std::vector<RuleSet> sets;
-  for (const CpuOp* op : cpu_ops())
-    if (op->rules) add_rules(sets, op->ruleset, op->rules());
-  return sets;
-}
-
-bool CpuBackend::executes(const OpDef* op) const {
-  return is_op(op, OpKind::Input) || is_op(op, OpKind::Output) || find_cpu_op(op) != nullptr;
-}
+CpuBackend::CpuBackend(int threads)
+    : RegistryBackend(cpu_registry()), threads_(threads > 0 ? threads : default_threads()) {}
 
 std::unique_ptr<Plan> CpuBackend::load(const LlirGraph& g, const PlanSpec& spec) {
   return std::make_unique<CpuPlan>(g, spec, threads_);
@@ -67,18 +55,6 @@ std::string CpuBackend::device_key() const {
   isa += "+fma";
 #endif
   return "cpu threads=" + std::to_string(threads_) + " isa=" + isa;
-}
-
-const OpDef* CpuBackend::op_named(std::string_view name) const {
-  for (const CpuOp* op : cpu_ops())
-    if (op->def->name == name) return op->def;
-  return Backend::op_named(name);
-}
-
-std::shared_ptr<const Payload> CpuBackend::read_payload(std::string_view kind,
-                                                        std::string_view text) const {
-  if (kind == "fused_program") return FusedProgram::deserialize(text);
-  return Backend::read_payload(kind, text);
 }
 
 std::vector<KernelTime> CpuBackend::profile(Plan& plan, int parity, const int64_t* dims,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "luminal/program/backend.hpp"
+#include "luminal/program/op_registry.hpp"
 
 namespace luminal::cpu {
 
@@ -21,30 +22,25 @@ struct KernelTime {
   double ms = 0;      // median per run
 };
 
-class CpuBackend : public Backend {
+/// Its ops are the CPU registry's (cpu_op.hpp).
+class CpuBackend : public RegistryBackend {
  public:
   /// `threads` <= 0: every hardware thread (LUMINAL_CPU_THREADS overrides).
   explicit CpuBackend(int threads = 0);
   std::string name() const override { return "cpu"; }
-  std::vector<RuleSet> rulesets() const override;
-  bool executes(const OpDef* op) const override;
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
   /// "cpu threads=N isa=<the compiler's target features>".
   std::string device_key() const override;
-  const OpDef* op_named(std::string_view name) const override;
-  std::shared_ptr<const Payload> read_payload(std::string_view kind,
-                                              std::string_view text) const override;
 
   /// Host memory, 256-byte aligned.
   Buffer allocate(uint64_t bytes) override;
   void release(Buffer b) override;
-  /// No queues (make_queue returns null): every call has finished when it returns, and `queue`
+  /// No queues (make_queue returns null): every call has finished when it returns, and the queue
   /// is ignored.
   void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes,
-              Queue* queue = nullptr) override;
-  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
-                Queue* queue = nullptr) override;
-  void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue = nullptr) override;
+              Queue* = nullptr) override;
+  void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* = nullptr) override;
+  void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* = nullptr) override;
   /// Kernels read host memory directly: any 8-byte-aligned range is used in place.
   Buffer wrap_host(const void* data, uint64_t bytes) override;
   /// Executes are synchronous on the CPU: nothing to wait for.

@@ -17,6 +17,7 @@
 
 #include "luminal/egraph/rule.hpp"
 #include "luminal/program/llir.hpp"
+#include "luminal/program/op_registry.hpp"
 
 namespace luminal::cpu {
 
@@ -37,16 +38,16 @@ class Kernel {
   virtual void run(const KernelContext& k) = 0;
 };
 
-struct CpuOp {
-  const OpDef* def;
-  /// Ruleset its rules belong to ("cpu.fusion", "cpu.library", "cpu.inplace"); empty if none.
-  std::string_view ruleset;
-  std::vector<Rule> (*rules)();  // may be null
+/// A CPU op: the op and its rules (RegisteredOp; rulesets "cpu.fusion", "cpu.library",
+/// "cpu.inplace"), and its kernel.
+struct CpuOp : RegisteredOp {
   std::unique_ptr<Kernel> (*make)(const LlirNode& n);
 };
 
 /// Every CPU op (HLIR primitives included), in registry order.
 const std::vector<const CpuOp*>& cpu_ops();
+/// cpu_ops() with the payload kinds they carry (fused_program), as CpuBackend answers from it.
+const OpRegistry& cpu_registry();
 /// The CpuOp implementing `def`, or null.
 const CpuOp* find_cpu_op(const OpDef* def);
 

@@ -1,5 +1,10 @@
 #include "luminal/cpu/cpu_op.hpp"
 
+#include <memory>
+#include <string_view>
+
+#include "luminal/kernels/fused_program.hpp"
+
 namespace luminal::cpu {
 
 // Each op family registers its ops here (one line per file).
@@ -22,10 +27,19 @@ const std::vector<const CpuOp*>& cpu_ops() {
   return ops;
 }
 
+const OpRegistry& cpu_registry() {
+  static const OpRegistry registry(
+      {cpu_ops().begin(), cpu_ops().end()},
+      [](std::string_view kind, std::string_view text) -> std::shared_ptr<const Payload> {
+        if (kind == "fused_program") return FusedProgram::deserialize(text);
+        return nullptr;
+      });
+  return registry;
+}
+
 const CpuOp* find_cpu_op(const OpDef* def) {
-  for (const CpuOp* op : cpu_ops())
-    if (op->def == def) return op;
-  return nullptr;
+  // The registry holds cpu_ops(): every op it finds is a CpuOp.
+  return static_cast<const CpuOp*>(cpu_registry().find(def));
 }
 
 }  // namespace luminal::cpu

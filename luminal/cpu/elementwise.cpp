@@ -9,6 +9,7 @@
 #include <string>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cpu/op_math.hpp"
 #include "luminal/cpu/primitive_util.hpp"
 
 namespace luminal::cpu {
@@ -60,80 +61,27 @@ StoreFn<C> store_fn(DType t) {
 
 // ---------------------------------------------------------------- the ops over arrays
 
-inline int64_t wrap_add(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-inline int64_t wrap_mul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-inline int64_t int_mod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
-
 template <class C>
 void apply_unary(OpKind op, const C* x, C* r, int64_t n) {
-  if constexpr (std::is_floating_point_v<C>) {
-    switch (op) {
-      case OpKind::Exp2:
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = std::exp2(x[i]);
-        return;
-      case OpKind::Log2:
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = std::log2(x[i]);
-        return;
-      case OpKind::Sin:
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = std::sin(x[i]);
-        return;
-      case OpKind::Recip:
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = C(1) / x[i];
-        return;
-      case OpKind::Sqrt:
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = std::sqrt(x[i]);
-        return;
-      default: break;
-    }
-  }
-  for (int64_t i = 0; i < n; ++i)  // Cast: the conversion happens on store
-    r[i] = x[i];
+  auto each = [&](auto f) {
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = f(x[i]);
+  };
+  if constexpr (std::is_floating_point_v<C>)
+    if (with_unary_math<C>(op, each)) return;
+  each([](C v) { return v; });  // Cast: the conversion happens on store
 }
 
 template <class C>
 void apply_binary(OpKind op, const C* a, const C* b, C* r, int64_t n) {
-  switch (op) {
-    case OpKind::Add:
-      if constexpr (std::is_same_v<C, int64_t>) {
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = wrap_add(a[i], b[i]);
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = a[i] + b[i];
-      }
-      return;
-    case OpKind::Mul:
-      if constexpr (std::is_same_v<C, int64_t>) {
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = wrap_mul(a[i], b[i]);
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = a[i] * b[i];
-      }
-      return;
-    case OpKind::Mod:
-      if constexpr (std::is_same_v<C, int64_t>) {
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = int_mod(a[i], b[i]);
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = std::fmod(a[i], b[i]);
-      }
-      return;
-    default:  // LessThan
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] < b[i] ? C(1) : C(0);
-      return;
-  }
+  auto each = [&](auto f) {
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = f(a[i], b[i]);
+  };
+  if (op == OpKind::LessThan)
+    each([](C x, C y) { return x < y ? C(1) : C(0); });
+  else
+    with_binary_math<C>(op, each);
 }
 
 // ---------------------------------------------------------------- the kernel

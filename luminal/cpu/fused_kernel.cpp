@@ -14,6 +14,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/elem_types.hpp"
 #include "luminal/cpu/fused.hpp"
+#include "luminal/cpu/op_math.hpp"
 #include "luminal/cpu/strided.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 
@@ -133,29 +134,11 @@ class FusedKernel : public Kernel {
       if constexpr (!std::is_same_v<R, int64_t>) {
         const R* x = slot<R>(s, in.a);
         R* d = slot<R>(s, i);
-        switch (in.op) {
-          case FusedOpcode::Exp2:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(std::exp2(x[j]));
-            break;
-          case FusedOpcode::Log2:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(std::log2(x[j]));
-            break;
-          case FusedOpcode::Sin:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(std::sin(x[j]));
-            break;
-          case FusedOpcode::Recip:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(R(1) / x[j]);
-            break;
-          case FusedOpcode::Sqrt:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(std::sqrt(x[j]));
-            break;
-          default: break;
-        }
+        auto each = [&](auto f) {
+          for (int64_t j = 0; j < n; ++j)
+            d[j] = num::round_to<T>(f(x[j]));
+        };
+        with_unary_math<R>(in.op, each);
       }
     });
   }
@@ -195,37 +178,11 @@ class FusedKernel : public Kernel {
         return;
       }
       R* d = slot<R>(s, i);
-      if constexpr (std::is_same_v<R, int64_t>) {
-        switch (in.op) {
-          case FusedOpcode::Add:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(num::wrap_add(x[j], y[j]));
-            break;
-          case FusedOpcode::Mul:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(num::wrap_mul(x[j], y[j]));
-            break;
-          default:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(num::int_mod(x[j], y[j]));
-            break;
-        }
-      } else {
-        switch (in.op) {
-          case FusedOpcode::Add:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(x[j] + y[j]);
-            break;
-          case FusedOpcode::Mul:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(x[j] * y[j]);
-            break;
-          default:
-            for (int64_t j = 0; j < n; ++j)
-              d[j] = num::round_to<T>(std::fmod(x[j], y[j]));
-            break;
-        }
-      }
+      auto each = [&](auto f) {
+        for (int64_t j = 0; j < n; ++j)
+          d[j] = num::round_to<T>(f(x[j], y[j]));
+      };
+      with_binary_math<R>(in.op, each);
     });
   }
 

@@ -9,11 +9,8 @@
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/cuda/queue.hpp"
-#include "luminal/egraph/rule_sets.hpp"
-#include "luminal/kernels/fused_program.hpp"
 #ifdef LUMINAL_HAVE_CUBLASLT
 #include "luminal/cuda/cublaslt/lt_api.hpp"
-#include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #endif
 
 namespace luminal::cuda {
@@ -43,29 +40,12 @@ bool cuda_available(std::string* why) {
 }
 
 std::vector<RuleSet> cuda_rulesets(bool with_cublaslt) {
-  std::vector<RuleSet> sets;
-  for (const CudaOp* op : cuda_ops())
-    if (op->rules && (with_cublaslt || op->ruleset != "cuda.cublaslt"))
-      add_rules(sets, op->ruleset, op->rules());
-  return sets;
+  return cuda_registry().rulesets(with_cublaslt ? "" : "cuda.cublaslt");
 }
-
-bool cuda_executes(const OpDef* op) {
-  return is_op(op, OpKind::Input) || is_op(op, OpKind::Output) || find_cuda_op(op) != nullptr;
-}
-
-const OpDef* cuda_op_named(std::string_view name) {
-  for (const CudaOp* op : cuda_ops())
-    if (op->def->name == name) return op->def;
-  return nullptr;
-}
-
+bool cuda_executes(const OpDef* op) { return cuda_registry().executes(op); }
+const OpDef* cuda_op_named(std::string_view name) { return cuda_registry().named(name); }
 std::shared_ptr<const Payload> cuda_read_payload(std::string_view kind, std::string_view text) {
-  if (kind == "fused_program") return FusedProgram::deserialize(text);
-#ifdef LUMINAL_HAVE_CUBLASLT
-  if (kind == "lt_epilogue") return LtEpilogue::deserialize(text);
-#endif
-  return nullptr;
+  return cuda_registry().read_payload(kind, text);
 }
 
 std::vector<GeneratedKernel> generate_kernels(const LlirGraph& graph, const PlanSpec& spec,
@@ -83,12 +63,12 @@ std::vector<GeneratedKernel> generate_kernels(const LlirGraph& graph, const Plan
 }
 
 CudaBackend::CudaBackend(CudaOptions opts)
-    : dev_(std::make_unique<Device>(std::move(opts), lt_available)) {}
+    : RegistryBackend(cuda_registry()),
+      dev_(std::make_unique<Device>(std::move(opts), lt_available)) {}
 
 CudaBackend::~CudaBackend() = default;
 
 std::vector<RuleSet> CudaBackend::rulesets() const { return cuda_rulesets(dev_->lt_on); }
-bool CudaBackend::executes(const OpDef* op) const { return cuda_executes(op); }
 
 std::unique_ptr<Plan> CudaBackend::load(const LlirGraph& g, const PlanSpec& spec) {
   return std::make_unique<CudaPlan>(*dev_, g, spec);
@@ -104,17 +84,6 @@ std::string CudaBackend::device_key() const {
 #endif
   return "cuda " + m.gpu_name + " " + m.arch + " sms=" + std::to_string(m.sm_count) +
          " driver=" + std::to_string(m.driver_version) + " " + m.nvrtc + lt;
-}
-
-const OpDef* CudaBackend::op_named(std::string_view name) const {
-  if (const OpDef* op = cuda_op_named(name)) return op;
-  return Backend::op_named(name);
-}
-
-std::shared_ptr<const Payload> CudaBackend::read_payload(std::string_view kind,
-                                                         std::string_view text) const {
-  if (auto p = cuda_read_payload(kind, text)) return p;
-  return Backend::read_payload(kind, text);
 }
 
 Buffer CudaBackend::allocate(uint64_t bytes) { return dev_->allocate(bytes); }

@@ -29,6 +29,7 @@
 
 #include "luminal/cuda/options.hpp"
 #include "luminal/program/backend.hpp"
+#include "luminal/program/op_registry.hpp"
 
 namespace luminal::cuda {
 
@@ -59,7 +60,9 @@ struct GeneratedKernel {
 std::vector<GeneratedKernel> generate_kernels(const LlirGraph& g, const PlanSpec& spec,
                                               int sm_count = 132);
 
-class CudaBackend final : public Backend {
+/// Its ops are the CUDA registry's (cuda_op.hpp); rulesets() leaves the cuBLASLt ruleset out
+/// unless cuBLASLt is on.
+class CudaBackend final : public RegistryBackend {
  public:
   explicit CudaBackend(CudaOptions opts = {});
   ~CudaBackend() override;
@@ -68,13 +71,9 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::vector<RuleSet> rulesets() const override;
-  bool executes(const OpDef* op) const override;
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
   /// "cuda <GPU name> sm_90 sms=132 driver=13000 nvrtc-13.0".
   std::string device_key() const override;
-  const OpDef* op_named(std::string_view name) const override;
-  std::shared_ptr<const Payload> read_payload(std::string_view kind,
-                                              std::string_view text) const override;
 
   Buffer allocate(uint64_t bytes) override;
   /// Device memory of this backend's GPU (cuPointerGetAttribute), else a luminal::Error saying

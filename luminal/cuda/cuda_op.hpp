@@ -11,19 +11,21 @@
 
 #include "luminal/cuda/codegen.hpp"
 #include "luminal/egraph/rule.hpp"
+#include "luminal/program/op_registry.hpp"
 
 namespace luminal::cuda {
 
-struct CudaOp {
-  const OpDef* def;
-  /// Ruleset its rules belong to ("cuda.fusion", "cuda.library", "cuda.inplace"); empty if none.
-  std::string_view ruleset;
-  std::vector<Rule> (*rules)();  // may be null
+/// A CUDA op: the op and its rules (RegisteredOp; rulesets "cuda.fusion", "cuda.library",
+/// "cuda.inplace", ...), and its source generation.
+struct CudaOp : RegisteredOp {
   KernelGen (*generate)(const LlirNode& n, const GenContext& ctx);
 };
 
 /// Every CUDA op (HLIR primitives included), in registry order.
 const std::vector<const CudaOp*>& cuda_ops();
+/// cuda_ops() with the payload kinds they carry (fused_program, lt_epilogue with cuBLASLt), as
+/// CudaBackend and the cuda_* functions of cuda_backend.hpp answer from it.
+const OpRegistry& cuda_registry();
 /// The CudaOp implementing `def`, or null.
 const CudaOp* find_cuda_op(const OpDef* def);
 

@@ -1,5 +1,13 @@
 #include "luminal/cuda/cuda_op.hpp"
 
+#include <memory>
+#include <string_view>
+
+#include "luminal/kernels/fused_program.hpp"
+#ifdef LUMINAL_HAVE_CUBLASLT
+#include "luminal/cuda/cublaslt/lt_matmul.hpp"
+#endif
+
 namespace luminal::cuda {
 
 // Each op family registers its ops here (one line per file).
@@ -26,10 +34,22 @@ const std::vector<const CudaOp*>& cuda_ops() {
   return ops;
 }
 
+const OpRegistry& cuda_registry() {
+  static const OpRegistry registry(
+      {cuda_ops().begin(), cuda_ops().end()},
+      [](std::string_view kind, std::string_view text) -> std::shared_ptr<const Payload> {
+        if (kind == "fused_program") return FusedProgram::deserialize(text);
+#ifdef LUMINAL_HAVE_CUBLASLT
+        if (kind == "lt_epilogue") return LtEpilogue::deserialize(text);
+#endif
+        return nullptr;
+      });
+  return registry;
+}
+
 const CudaOp* find_cuda_op(const OpDef* def) {
-  for (const CudaOp* op : cuda_ops())
-    if (op->def == def) return op;
-  return nullptr;
+  // The registry holds cuda_ops(): every op it finds is a CudaOp.
+  return static_cast<const CudaOp*>(cuda_registry().find(def));
 }
 
 }  // namespace luminal::cuda

@@ -3,6 +3,7 @@
 // elementwise_logic.cpp).
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "luminal/core/error.hpp"
 #include "luminal/ir/elementwise_helpers.hpp"
@@ -13,23 +14,26 @@ namespace luminal {
 
 namespace {
 
+using elementwise::apply_binary;
 using elementwise::beyond_range;
 using elementwise::no_bool;
 using elementwise::operands;
 using prim::scalar_for;
 using prim::scalar_like;
 
+// maximum (max) or minimum of a and b: b where it wins or, for floats, is NaN; else a.
+Tensor extreme(const Tensor& a, const Tensor& b, bool max, std::string_view op) {
+  auto [x, y] = operands(a, b, op);
+  Tensor take_y = max ? x.lt(y) : y.lt(x);
+  if (is_float(a.dtype())) take_y = take_y.logical_or(y.isnan());
+  return take_y.where(y, x);
+}
+
 }  // namespace
 
-Tensor Tensor::add(const Tensor& b) const {
-  auto [x, y] = operands(*this, b, "add");
-  return prim::binary(OpKind::Add, x, y);
-}
+Tensor Tensor::add(const Tensor& b) const { return apply_binary(OpKind::Add, *this, b, "add"); }
 
-Tensor Tensor::mul(const Tensor& b) const {
-  auto [x, y] = operands(*this, b, "mul");
-  return prim::binary(OpKind::Mul, x, y);
-}
+Tensor Tensor::mul(const Tensor& b) const { return apply_binary(OpKind::Mul, *this, b, "mul"); }
 
 Tensor Tensor::sub(const Tensor& b) const {
   no_bool(*this, "sub");
@@ -39,8 +43,7 @@ Tensor Tensor::sub(const Tensor& b) const {
 
 Tensor Tensor::fmod(const Tensor& b) const {
   no_bool(*this, "fmod");
-  auto [x, y] = operands(*this, b, "fmod");
-  return prim::binary(OpKind::Mod, x, y);
+  return apply_binary(OpKind::Mod, *this, b, "fmod");
 }
 
 Tensor Tensor::remainder(const Tensor& b) const {
@@ -51,19 +54,8 @@ Tensor Tensor::remainder(const Tensor& b) const {
   return adjust.where(r + y, r);
 }
 
-Tensor Tensor::maximum(const Tensor& b) const {
-  auto [x, y] = operands(*this, b, "maximum");
-  Tensor take_y = x.lt(y);
-  if (is_float(dtype_)) take_y = take_y.logical_or(y.isnan());
-  return take_y.where(y, x);
-}
-
-Tensor Tensor::minimum(const Tensor& b) const {
-  auto [x, y] = operands(*this, b, "minimum");
-  Tensor take_y = y.lt(x);
-  if (is_float(dtype_)) take_y = take_y.logical_or(y.isnan());
-  return take_y.where(y, x);
-}
+Tensor Tensor::maximum(const Tensor& b) const { return extreme(*this, b, true, "maximum"); }
+Tensor Tensor::minimum(const Tensor& b) const { return extreme(*this, b, false, "minimum"); }
 
 Tensor Tensor::clamp(double lo, double hi) const {
   if (lo > hi)

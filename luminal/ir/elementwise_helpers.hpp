@@ -48,6 +48,13 @@ inline std::pair<Tensor, Tensor> operands(const Tensor& a, const Tensor& b, std:
   return prim::broadcast(a, b, op);
 }
 
+// The primitive `k` over operands(a, b, op); `swapped` applies it as k(b, a).
+inline Tensor apply_binary(OpKind k, const Tensor& a, const Tensor& b, std::string_view op,
+                           bool swapped = false) {
+  auto [x, y] = operands(a, b, op);
+  return swapped ? prim::binary(k, y, x) : prim::binary(k, x, y);
+}
+
 // Integer tensors against a scalar outside their dtype's range (which would wrap as a constant):
 // every element is on the same side of it. Returns the answer when s is below / above the range.
 inline std::optional<bool> beyond_range(const Tensor& x, double s, bool if_below, bool if_above) {

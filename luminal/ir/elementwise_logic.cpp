@@ -15,6 +15,7 @@ namespace luminal {
 
 namespace {
 
+using elementwise::apply_binary;
 using elementwise::beyond_range;
 using elementwise::bool_and;
 using elementwise::bool_not;
@@ -83,14 +84,9 @@ Tensor Tensor::logical_not() const {
   return eq(0);
 }
 
-Tensor Tensor::lt(const Tensor& b) const {
-  auto [x, y] = operands(*this, b, "lt");
-  return prim::binary(OpKind::LessThan, x, y);
-}
-
+Tensor Tensor::lt(const Tensor& b) const { return apply_binary(OpKind::LessThan, *this, b, "lt"); }
 Tensor Tensor::gt(const Tensor& b) const {
-  auto [x, y] = operands(*this, b, "gt");
-  return prim::binary(OpKind::LessThan, y, x);
+  return apply_binary(OpKind::LessThan, *this, b, "gt", /*swapped=*/true);
 }
 
 Tensor Tensor::le(const Tensor& b) const { return less_equal(*this, b, "le"); }

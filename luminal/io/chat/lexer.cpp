@@ -284,17 +284,13 @@ struct Lexer {
         pos += n;
         continue;
       }
-      if (size_t e = match_float(s, pos); e > pos) {
+      // A number: a float where jinja2's float rule matches, else an integer; '_' dropped.
+      const size_t float_end = match_float(s, pos);
+      const bool is_float = float_end > pos;
+      if (size_t e = is_float ? float_end : match_digits(s, pos); e > pos) {
         std::string t = src.substr(pos, e - pos);
         std::erase(t, '_');
-        out.push_back({Tok::Float, t, line});
-        pos = e;
-        continue;
-      }
-      if (size_t e = match_digits(s, pos); e > pos) {
-        std::string t = src.substr(pos, e - pos);
-        std::erase(t, '_');
-        out.push_back({Tok::Integer, t, line});
+        out.push_back({is_float ? Tok::Float : Tok::Integer, t, line});
         pos = e;
         continue;
       }

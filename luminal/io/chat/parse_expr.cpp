@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "luminal/io/chat/parser.hpp"
 
@@ -190,26 +191,21 @@ ExprPtr Parser::primary() {
     expect_op(")");
     return e;
   }
-  if (skip_op("[")) {
-    auto e = make(Expr::Kind::List, line);
-    while (!is_op("]")) {
+  // A list, or a dict (its items alternate keys and values); a trailing comma is allowed.
+  if (const bool dict = is_op("{"); dict || is_op("[")) {
+    ++p;
+    const std::string_view close = dict ? "}" : "]";
+    auto e = make(dict ? Expr::Kind::Dict : Expr::Kind::List, line);
+    while (!is_op(close)) {
       if (!e->items.empty()) expect_op(",");
-      if (is_op("]")) break;
+      if (is_op(close)) break;
       e->items.push_back(expression(true));
+      if (dict) {
+        expect_op(":");
+        e->items.push_back(expression(true));
+      }
     }
-    expect_op("]");
-    return e;
-  }
-  if (skip_op("{")) {
-    auto e = make(Expr::Kind::Dict, line);
-    while (!is_op("}")) {
-      if (!e->items.empty()) expect_op(",");
-      if (is_op("}")) break;
-      e->items.push_back(expression(true));
-      expect_op(":");
-      e->items.push_back(expression(true));
-    }
-    expect_op("}");
+    expect_op(close);
     return e;
   }
   error("unexpected '" + describe(t) + "'");
