@@ -1,13 +1,9 @@
 #pragma once
-// Backend: what a device provides to the compiler and to sessions.
-//
-//   class MyBackend : public Backend {
-//     std::string name() const override;                         // "cpu"
-//     std::vector<RuleSet> rulesets() const override;            // its ops' rewrite rules
-//     bool executes(const OpDef* op) const override;             // ops it can run
-//     std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override;  // one program
-//     Buffer allocate(uint64_t bytes) override; ...              // its own memory
-//   };
+// Backend: what a device provides to the compiler and to sessions: its name, its ops' rewrite
+// rules (rulesets), the ops it can run (executes), one loaded program per bucket (load: a Plan)
+// and its own memory (allocate, release, upload, download, copy, sync).
+// Example: examples/snippets/program/backend.cpp (a backend with its own host memory that hands
+// rules and plans to the CPU backend; a session compiles and runs on it).
 //
 // Memory belongs to the backend: host memory for the CPU, device memory for CUDA. A session
 // allocates its input, output and arena buffers through it once, uploads into them, and hands
