@@ -3,11 +3,10 @@
 // is a thin adapter over one. Needs a GPU to run.
 #include <cstdint>
 #include <iostream>
-#include <string>
 #include <vector>
 
+#include "cuda/no_gpu.hpp"
 #include "luminal/cuda/cublaslt/lt_islands.hpp"
-#include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/cuda/device.hpp"
 #include "snippet.hpp"
 
@@ -15,10 +14,7 @@ using namespace luminal;
 using namespace luminal::cuda;
 
 int main() {
-  if (std::string why; !cuda_available(&why)) {
-    std::cerr << why << "\n";
-    return 0;  // no GPU here
-  }
+  if (no_gpu()) return 0;                   // nothing to run here
   Device dev(CudaOptions{}, lt_available);  // throws luminal::Error when the GPU cannot be used
   dev.bind_context();                       // before driver calls on a thread
   std::cout << dev.gpu_name << " (" << dev.arch << ", " << dev.nvrtc << ")\n";

@@ -1,12 +1,10 @@
 // luminal/cuda/dims_staging.hpp: a plan's dims in a small device array the kernels read at their
 // start, copied only when the values change. Needs a GPU to run.
 #include <cstdint>
-#include <iostream>
-#include <string>
 #include <vector>
 
+#include "cuda/no_gpu.hpp"
 #include "luminal/cuda/cublaslt/lt_islands.hpp"
-#include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/dims_staging.hpp"
 #include "luminal/cuda/queue.hpp"
@@ -16,10 +14,7 @@ using namespace luminal;
 using namespace luminal::cuda;
 
 int main() {
-  if (std::string why; !cuda_available(&why)) {
-    std::cerr << why << "\n";
-    return 0;  // no GPU here
-  }
+  if (no_gpu()) return 0;  // nothing to run here
   Device dev(CudaOptions{}, lt_available);
   const CudaApi& cu = *dev.cu;
   CUstream stream = dev.default_queue->stream;

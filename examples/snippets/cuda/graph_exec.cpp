@@ -2,12 +2,11 @@
 // from the plan's steps in a chain (GraphSteps) and launched as one. Here the "plan" is two
 // kernels: out[i] = i, then out[i] *= 2. Needs a GPU to run.
 #include <cstdint>
-#include <iostream>
 #include <string>
 #include <vector>
 
+#include "cuda/no_gpu.hpp"
 #include "luminal/cuda/cublaslt/lt_islands.hpp"
-#include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/graph_exec.hpp"
 #include "luminal/cuda/modules.hpp"
@@ -54,10 +53,7 @@ class TwoKernels final : public GraphSteps {
 };
 
 int main() {
-  if (std::string why; !cuda_available(&why)) {
-    std::cerr << why << "\n";
-    return 0;  // no GPU here
-  }
+  if (no_gpu()) return 0;  // nothing to run here
   Device dev(CudaOptions{}, lt_available);
   std::vector<KernelHandle> k = dev.modules->kernels_of(
       {device_prelude() + kFill, device_prelude() + kTwice}, {"fill", "twice"});

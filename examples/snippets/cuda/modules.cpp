@@ -1,11 +1,10 @@
 // luminal/cuda/modules.hpp: a device's compiled kernels: from memory, else from disk, else
 // compiled with NVRTC (several sources to a program) and loaded as modules. Needs a GPU to run.
-#include <iostream>
 #include <string>
 #include <vector>
 
+#include "cuda/no_gpu.hpp"
 #include "luminal/cuda/cublaslt/lt_islands.hpp"
-#include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/modules.hpp"
 #include "luminal/cuda/prelude.hpp"
@@ -15,10 +14,7 @@ using namespace luminal;
 using namespace luminal::cuda;
 
 int main() {
-  if (std::string why; !cuda_available(&why)) {
-    std::cerr << why << "\n";
-    return 0;  // no GPU here
-  }
+  if (no_gpu()) return 0;  // nothing to run here
   Device dev(CudaOptions{}, lt_available);
   // A cache of its own, nothing on disk (given a KernelCache with a folder, cubins go there too).
   ModuleCache cache(*dev.cu, dev.ctx, dev.arch, dev.nvrtc, 2, nullptr);

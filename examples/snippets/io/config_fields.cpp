@@ -6,22 +6,10 @@
 #include <optional>
 #include <string>
 
-#include "luminal/core/error.hpp"
 #include "luminal/io/config_fields.hpp"
 #include "snippet.hpp"
 
 using namespace luminal::io;
-
-// The message of what `read` throws ("" when it does not).
-template <class F>
-std::string error_of(F read) {
-  try {
-    read();
-  } catch (const luminal::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 int main() {
   const nlohmann::json root = parse_json_object(

@@ -4,22 +4,10 @@
 
 #include <string>
 
-#include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/json_at.hpp"
 #include "snippet.hpp"
 
 using luminal::io::tok::JsonAt;
-
-// The message of what `read` throws ("" when it does not).
-template <class F>
-std::string error_of(F read) {
-  try {
-    read();
-  } catch (const luminal::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 int main() {
   const nlohmann::json j = nlohmann::json::parse(
