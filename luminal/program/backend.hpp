@@ -12,8 +12,8 @@
 // A Plan is one loaded LLIR program for one bucket of dim values. Its working memory (the arena)
 // is sized at the bucket's upper bounds, so nothing is re-planned while executing and every
 // intermediate address is the same on every execute. Dims arrive as a flat array in the slot
-// order of PlanSpec::dims. Buffers are bound per parity (0 and 1): a carried output that is not
-// updated in place alternates between two buffers, and a backend that captures launches (a CUDA
+// order of PlanSpec::dim_names. Buffers are bound per parity (0 and 1): a carried output that is
+// not updated in place alternates between two buffers, and a backend that captures launches (a CUDA
 // graph) captures one per parity.
 //
 // Work is ordered on queues. A backend whose work runs asynchronously (CUDA: a stream) makes a
