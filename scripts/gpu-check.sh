@@ -9,7 +9,8 @@
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log, lt.log,
 #                    lt_epilogue.log, lt_fp8.log, lt_external.log, lt_islands.log, row_ops.log,
-#                    nn_ops.log, fuzz.log, models.log, cli.log, fast_nan.log, bench.log, summary.txt and cache.tgz
+#                    nn_ops.log, fuzz.log, models.log, cli.log, snippets.log, fast_nan.log,
+#                    bench.log, summary.txt and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
 #   --quick          8 random graphs of 20 programs in the fuzz (default: 32 of 50)
@@ -17,7 +18,7 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn lt upload models cli fuzz; to split the suites over device calls; fast-nan
+#                    nn lt upload models cli snippets fuzz; to split the suites over device calls; fast-nan
 #                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
@@ -86,6 +87,8 @@ if [ $suites -eq 1 ]; then
     note "build: the CLI failed to build (see build.log)"
   cmake --build "$build" -j "$jobs" --target test_cuda_cli >>"$out/build.log" 2>&1 ||
     note "build: the CLI suite failed to build (see build.log)"
+  cmake --build "$build" -j "$jobs" --target snippets_cuda >>"$out/build.log" 2>&1 ||
+    note "build: the CUDA header snippets failed to build (see build.log)"
 fi
 
 failed=0
@@ -149,6 +152,8 @@ if [ $suites -eq 1 ]; then
   want lt && suite "cuBLASLt islands (a forced algorithm with another kernel count)" \
     "$out/lt_islands.log" 180 "$build/tests/test_cuda_lt_islands"
   grep -sE '^\[lt-islands\].*answer' "$out/lt_islands.log" >>"$summary"
+  want snippets && suite "CUDA header snippets (examples/snippets/cuda)" "$out/snippets.log" 300 \
+    ctest --test-dir "$build" -L cuda -R '^snippet_cuda_' --output-on-failure
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
   want models && [ -x "$build/tests/test_cuda_models" ] &&

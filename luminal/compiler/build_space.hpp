@@ -1,10 +1,8 @@
 #pragma once
 // The compiler's front half, reusable on its own (tests, benchmarks, tools):
-// HLIR -> e-graph -> saturate with the backend's rules -> prune -> search space.
-//
-//   BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
-//   Genome first = b.space->first_genome();
-//   LlirGraph program = to_llir(*b.space, first);
+// HLIR -> e-graph -> saturate with the backend's rules -> prune -> search space, in which a
+// Genome picks one program (to_llir).
+// Example: examples/snippets/compiler/build_space.cpp (the first program of a matmul + relu).
 #include <memory>
 
 #include "luminal/compiler/lower.hpp"

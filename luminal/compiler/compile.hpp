@@ -1,13 +1,12 @@
 #pragma once
-// The compiler's back half: one search per dim bucket, each producing a loaded Plan.
+// The compiler's back half: one search per dim bucket (bucket_combinations lists the buckets,
+// search_bucket searches one), each producing a Plan loaded for the bucket's PlanSpec.
+// Example: examples/snippets/compiler/compile.cpp (two buckets of s, searched on buffers made by
+// hand).
 //
-//   for (auto& ranges : bucket_combinations(opts)) {
-//     BucketPlan b = search_bucket(g, backend, opts, ranges, dim_names, profile_data, trace);
-//     ...   // b.plan is loaded for b.spec; bind it to buffers and execute
-//   }
-//
-// A session (luminal/runtime/session.hpp) owns the buffers the search profiles on, runs this for
-// every bucket, then binds the winners to its buffers.
+// A session (luminal/runtime/session.hpp) owns the buffers the search profiles on, gets each
+// bucket's program from compile_bucket (compile_bucket.hpp: the compile cache, else this search),
+// then binds the winners to its buffers.
 #include <map>
 #include <memory>
 #include <string>

@@ -1,12 +1,9 @@
 #pragma once
 // One bucket's program through the compile cache: loaded when a program searched before is
-// cached, else searched and stored.
-//
-//   for (const BucketRanges& ranges : bucket_combinations(g, opts)) {
-//     BucketPlan b = compile_bucket(g, backend, opts, ranges, dim_names,
-//                                   [&]() -> const ProfileData& { return data(); }, trace);
-//     ...   // b.plan is loaded for b.spec; b.report.cached says whether a search ran
-//   }
+// cached, else searched (search_bucket, compile.hpp) and stored. The report says which
+// (SearchReport::cached, cache_note).
+// Example: examples/snippets/compiler/compile_bucket.cpp (a miss that searches, then a hit that
+// asks for no profile data).
 //
 // The profile data is asked for only on a miss (a warm start uploads no generated data).
 #include <functional>

@@ -1,11 +1,9 @@
 #pragma once
 // The compile cache: each bucket's winning program, kept across processes so that a second start
-// skips the search.
-//
-//   ProgramCache cache(opts);                              // root and switches from options/env
-//   std::string key = program_key(g, opts, backend, ranges, dim_names);
-//   if (auto hit = cache.load(key, backend)) { ... }      // a program searched before
-//   cache.store(key, winner, best_seconds);
+// skips the search. A ProgramCache (root and switches from the options and the environment)
+// loads and stores the entry of a key (program_key); what goes wrong is a warning, given back
+// through the `warning` argument, never an error.
+// Example: examples/snippets/compiler/compile_cache.cpp (a program stored, then loaded back).
 //
 // Everything lives under one root: CompileOptions::cache_dir, else $XDG_CACHE_HOME/luminal, else
 // ~/.cache/luminal, with `programs/` (this cache), `kernels/` (backends' compiled kernels) and

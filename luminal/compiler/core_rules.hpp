@@ -6,6 +6,8 @@
 //   cast-roundtrip  Cast(Cast(x) to a dtype that holds every value of x's) back to x's dtype  ==  x
 //                   (bf16 -> f32 -> bf16, i32 -> i64 -> i32, ...: what 16-bit composite ops emit)
 //   mul-one         x * 1 (a broadcast constant 1, x read contiguously)  ==  x
+//
+// Example: examples/snippets/compiler/core_rules.cpp (bf16 x cast to f32 and back, times 1, is x).
 #include "luminal/egraph/rule.hpp"
 
 namespace luminal {

@@ -1,11 +1,8 @@
 #pragma once
-// CompileOptions: how Graph::compile searches.
-//
-//   auto opts = CompileOptions()
-//                   .search_graph_limit(20)
-//                   .seed(7)
-//                   .dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 512).representative(16)});
-//   Session model = compile(g, cpu, opts);     // luminal/runtime/session.hpp
+// CompileOptions: how the compiler searches (candidates, seed, trials, time, memory, saturation
+// limits) and the buckets of each dynamic dim; a Session or compile(g, backend, options) takes
+// them.
+// Example: examples/snippets/compiler/options.cpp (a seeded search with two buckets of s).
 //
 // Buckets: inclusive ranges of a dynamic dim, each searched separately at its representative
 // value (default (min+max)/2); the plan chosen for a bucket is valid for every value in it.

@@ -2,9 +2,7 @@
 // The CPU backend: kernels for every HLIR primitive over strided views, fused elementwise
 // regions, reductions, gather/scatter (with an in-place scatter), and matmul as a generic strided
 // kernel or an OpenBLAS sgemm/dgemm call. Multi-threaded (its own pool: thread_pool.hpp).
-//
-//   luminal::cpu::CpuBackend cpu;                 // threads: all hardware threads
-//   luminal::Session model = luminal::compile(g, cpu, CompileOptions().search_graph_limit(20));
+// Example: examples/snippets/cpu/cpu_backend.cpp (a matmul compiled into a Session and run).
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,14 +1,9 @@
 #pragma once
 // How a CPU op is defined (internal). Each op lives in one file: its OpDef, the rules that
-// introduce it, and its kernel. The registry (cpu_ops.cpp) lists them.
-//
-//   const OpDef kMyOp{"cpu.MyOp"};
-//   class MyKernel : public Kernel { void run(const KernelContext& k) override; };
-//   const CpuOp& my_op() {
-//     static const CpuOp op{&kMyOp, "cpu.fusion", my_rules,
-//                           [](const LlirNode& n) -> std::unique_ptr<Kernel> { ... }};
-//     return op;
-//   }
+// introduce it, and its kernel, tied together by a CpuOp (the op, its ruleset's name, its rules,
+// and the function that makes its Kernel from an LLIR node). The registry (cpu_ops.cpp) lists
+// them.
+// Example: examples/snippets/cpu/cpu_op.cpp (an op and its kernel, run on its own).
 #include <cstdint>
 #include <memory>
 #include <span>

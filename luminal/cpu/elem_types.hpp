@@ -4,10 +4,10 @@
 // access, so fused results match the primitive kernels and the reference bit for bit.
 //
 // A value of dtype T lives in compute_t<T> (float for f32/f16/bf16/tf32/fp8, double for f64,
-// int64 for integers and Bool); round_to<T> gives what storing and reloading it would give.
-//
-//   float p = num::round_to<DType::BF16>(x * y);   // the Mul as the reference stores it
-//   int64_t w = num::convert_to<DType::I8>(300.5f); // Cast f32 -> i8: 44
+// int64 for integers and Bool); round_to<T> gives what storing and reloading it would give, and
+// convert_to<T> what a Cast to T gives.
+// Example: examples/snippets/cpu/elem_types.cpp (a Mul as the reference stores it in bf16; a Cast
+// f32 -> i8 that wraps).
 #include <cstdint>
 #include <cstring>
 

@@ -4,11 +4,10 @@
 // loop (thread_pool.hpp) that rethrows a kernel's exception on the calling thread.
 //
 // Numerics (as luminal/runtime/reference_ops.cpp): an element is computed in its dtype's compute
-// type (f32 for f32/f16/bf16/tf32/fp8, double for f64, int64 for integers and Bool) and rounded or
-// wrapped once when stored.
-//
-//   Compute<DType::BF16>::type x = load_elem<DType::BF16>(buf, off);   // float
-//   store_elem<DType::I8>(out, i, int64_t{300});                         // wraps to 44
+// type (compute_t<T>: f32 for f32/f16/bf16/tf32/fp8, double for f64, int64 for integers and
+// Bool) and rounded or wrapped once when stored.
+// Example: examples/snippets/cpu/primitive_util.cpp (a bf16 element loads as float; 300 stored
+// as i8 wraps to 44).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

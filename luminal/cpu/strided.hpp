@@ -1,14 +1,12 @@
 #pragma once
-// Strided access for CPU kernels (internal): a View evaluated at dyn values.
+// Strided access for CPU kernels (internal): a View evaluated at dyn values (StridedIndex), read
+// at random (offset_of_flat) or in sequence (for_range).
+// Example: examples/snippets/cpu/strided.cpp (a transposed read).
 //
 // Every stride of a View is a function of its own axis index only, so a view is one offset table
 // per axis (offset contribution of each index along the axis) or, for the common linear stride
 // c*z (and a table that turns out to be c*i at these dims), just the coefficient.
 // offset(i0, i1, ...) = sum_k axis_k(i_k).
-//
-//   StridedIndex idx(view, dyn);
-//   int64_t off = idx.offset_of_flat(17);                    // random access
-//   idx.for_range(begin, end, [&](int64_t i, int64_t off) { out[i] = in[off]; });  // sequential
 #include <algorithm>
 #include <cstdint>
 #include <vector>

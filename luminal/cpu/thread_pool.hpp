@@ -1,7 +1,7 @@
 #pragma once
-// The CPU backend's worker threads (internal).
-//
-//   parallel_for(tasks, threads, [&](int64_t t) { ... });   // every t in [0, tasks), once
+// The CPU backend's worker threads (internal): parallel_for(tasks, threads, fn) runs fn(t) once
+// for every t in [0, tasks).
+// Example: examples/snippets/cpu/thread_pool.cpp (every task runs exactly once).
 //
 // Tasks are split into `threads` contiguous ranges; the calling thread runs the first one and
 // process-wide workers the rest. Workers sleep on a condition variable between calls (after a

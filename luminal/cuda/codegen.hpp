@@ -1,15 +1,13 @@
 #pragma once
 // Source generation shared by the CUDA ops (internal to luminal/cuda).
+// Example: examples/snippets/cuda/codegen.cpp (the kernel of a transposed copy: its parameters,
+// the dims prologue, a view's offset and one launch).
 //
 // A node's kernels are CUDA C++ over typed pointers: `out`, `in0`, `in1`, ..., then the device
 // dims array (one int64 per slot of the plan, read at kernel start into `d<slot>` locals) and
 // the error word. Sizes and offsets come from the node's Exprs printed with Expr::to_c; the
 // index type is 32-bit when Expr::bounds over the bucket's facts proves every element count and
 // offset below 2^31 (minus a margin for grid-stride steps), 64-bit otherwise.
-//
-//   Codegen cg(node, ctx);
-//   std::string off = cg.view_offset(node.attrs.views[0], "i", "a", body);  // statements + expr
-//   KernelGen k;  k.launches.push_back({"lmn_map", 256, grid}); k.source = cg.finish(...);
 #include <array>
 #include <set>
 #include <string>

@@ -2,10 +2,9 @@
 // Compiling many generated kernels at once (internal to luminal/cuda). NVRTC's fixed cost per
 // program (~0.13 s) dwarfs a small kernel (~0.02 s), so sources are compiled several to a
 // program: the prelude once, then each source's kernels with their entry points renamed by a
-// suffix (LMN_ENTRY), and the batches on a few threads. Needs no GPU.
-//
-//   CompiledBatches c = compile_batched(sources, whats, "sm_90", 4);
-//   // source i: cubin c.batches[c.batch_of[i]].cubin, entry "lmn_map" + c.suffix[i]
+// suffix (LMN_ENTRY), and the batches on a few threads. Needs no GPU. Source i's kernels are in
+// the cubin of batch batch_of[i], entry `e` there named e + suffix[i].
+// Example: examples/snippets/cuda/compile_batch.cpp (three sources compiled in batches).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -2,9 +2,7 @@
 // The counters of a device's plans (internal to luminal/cuda). Each event is counted here and
 // nowhere else: the graph executor's (GraphStats, over every plan of the device) and cuBLASLt's
 // (LtStats: a plan's LtCounts adds each event to the plan's counts and to the device's totals).
-//
-//   dev.graphs.instantiated();
-//   LtCounts counts(dev.lt_totals);  counts.prepared(kept);   // the plan's and the device's
+// Example: examples/snippets/cuda/counters.cpp (two plans' prepares in the device's totals).
 #include <atomic>
 #include <cstdint>
 

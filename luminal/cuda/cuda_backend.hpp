@@ -4,10 +4,8 @@
 // compiled with NVRTC for the device's own architecture. The driver and NVRTC are loaded at run
 // time: a program linked with luminal::cuda starts on machines without a GPU, and only
 // constructing a CudaBackend there throws (cuda_available() says why beforehand).
-//
-//   if (std::string why; !luminal::cuda::cuda_available(&why)) { std::cerr << why; ... }
-//   luminal::cuda::CudaBackend gpu;                    // device 0, its primary context
-//   luminal::Session s = luminal::compile(g, gpu, CompileOptions().search_graph_limit(20));
+// Example: examples/snippets/cuda/cuda_backend.cpp (a graph compiled and run on device 0, or the
+// reason there is no GPU).
 //
 // Memory is device memory (allocate/upload/download). Work runs in order on a queue: each
 // session makes its own (make_queue: a non-blocking stream with its own pinned upload staging

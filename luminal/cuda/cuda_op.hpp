@@ -1,11 +1,8 @@
 #pragma once
 // How a CUDA op is defined (internal). Each op family lives in one file: its OpDefs, the rules
-// that introduce them, and its source generation (codegen.hpp). The registry (cuda_ops.cpp)
-// lists them.
-//
-//   const OpDef kMyOp{"cuda.MyOp"};
-//   KernelGen gen_my_op(const LlirNode& n, const GenContext& ctx) { ... }
-//   static const CudaOp op{&kMyOp, "cuda.library", my_rules, gen_my_op};
+// that introduce them, and its source generation (codegen.hpp), tied together by a CudaOp (the
+// op, its ruleset's name, its rules, its generator). The registry (cuda_ops.cpp) lists them.
+// Example: examples/snippets/cuda/cuda_op.cpp (an op and its generator; the registry's lookups).
 #include <string_view>
 #include <vector>
 

@@ -3,11 +3,10 @@
 // primary context, the compiled kernels (modules.hpp), the default queue and the reader threads
 // of large uploads, the switches (CudaOptions after the environment), the cuBLASLt handle, and
 // the counters over every plan. What backends and plans share: CudaBackend (cuda_backend.hpp) is
-// a thin adapter over a Device, and each plan holds a Device&.
-//
-//   Device dev(opts, lt_available);  // throws luminal::Error when the GPU cannot be used
-//   dev.bind_context();              // before driver calls on a thread
-//   Buffer b = dev.allocate(bytes);  dev.upload(b, 0, host, bytes, nullptr);
+// a thin adapter over a Device, and each plan holds a Device&. The constructor throws
+// luminal::Error when the GPU cannot be used; bind_context() makes the device's context current
+// before driver calls on a thread.
+// Example: examples/snippets/cuda/device.cpp (a Device's memory calls).
 #include <cuda.h>
 
 #include <memory>

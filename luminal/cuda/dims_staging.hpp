@@ -1,12 +1,9 @@
 #pragma once
 // A plan's dims on the device (internal to luminal/cuda): a small device array the kernels read
-// at their start, so launch arguments never change between executes. update() copies changed
-// values there on the bound stream from a pinned slot of a ring of kSlots, each slot reused only
-// after the copy that last read it has run.
-//
-//   DimsStaging dims(cu, spec.dim_names.size());
-//   if (dims.update(values, stream)) ...        // copied: the values changed
-//   kernel argument: dims.device()
+// at their start (device(), a launch argument), so launch arguments never change between
+// executes. update() copies changed values there on the bound stream from a pinned slot of a
+// ring of kSlots, each slot reused only after the copy that last read it has run.
+// Example: examples/snippets/cuda/dims_staging.cpp (copied only when the values change).
 #include <cuda.h>
 
 #include <array>

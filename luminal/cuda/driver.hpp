@@ -2,12 +2,10 @@
 // The CUDA driver API, loaded at run time (internal to luminal/cuda).
 //
 // Nothing links against libcuda: binaries start on machines without a GPU or driver, and only
-// asking for CUDA there fails, with a message that says why. Every call goes through check(),
-// which names the call and the driver's error name.
-//
-//   const CudaApi& cu = cuda_api();              // throws luminal::Error when unavailable
-//   check(cu.cuMemAlloc(&ptr, bytes), "cuMemAlloc");
-//   std::string why; if (!driver_available(&why)) std::cerr << why;
+// asking for CUDA there fails, with a message that says why. cuda_api() gives the loaded
+// functions (it throws luminal::Error when they cannot be used; driver_available() asks without
+// throwing). Every call goes through check(), which names the call and the driver's error name.
+// Example: examples/snippets/cuda/driver.cpp (the devices counted, or why there are none).
 #include <cuda.h>
 
 #include <string>

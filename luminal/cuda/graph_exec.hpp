@@ -1,5 +1,7 @@
 #pragma once
 // The graph executor of a CudaPlan (internal to luminal/cuda): one CUDA graph per parity.
+// Example: examples/snippets/cuda/graph_exec.cpp (two kernel steps as one graph, built, launched,
+// re-bound to another buffer and launched again).
 //
 // build() makes the graph from the plan's steps in a plain chain (each after the one before: the
 // order the stream executor runs them in, which also orders every arena reuse), instantiates it
@@ -14,9 +16,6 @@
 // exec update, or a re-instantiation, as the steps need. profile() times a separately
 // instantiated copy of the kernel nodes with an event record after each. Every event is counted
 // in the device's GraphCounters.
-//
-//   GraphExecutor exec(dev, plan, islands, plan_ptr);
-//   exec.build(parity, stream);  ...  exec.launch(parity, stream, copied, t0);
 #include <cuda.h>
 
 #include <array>

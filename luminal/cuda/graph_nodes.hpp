@@ -1,10 +1,8 @@
 #pragma once
 // Helpers over the nodes of a CUDA graph (internal to luminal/cuda): what the graph executor and
 // cuBLASLt islands need to find, order, compare and update captured nodes. Only the driver API.
-//
-//   ScratchGraph scratch(cu);                               // destroyed on every path out
-//   std::vector<CUgraphNode> n = topo_order(cu, graph_nodes(cu, scratch.g));
-//   if (node_signature(cu, n) == old) copy_kernel_params(cu, n, island, exec);
+// Example: examples/snippets/cuda/graph_nodes.cpp (a small graph's nodes listed, ordered and
+// compared with another's).
 #include <cuda.h>
 
 #include <compare>

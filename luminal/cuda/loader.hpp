@@ -2,11 +2,8 @@
 // Loading the CUDA libraries at run time (internal to luminal/cuda): the driver, NVRTC and
 // cuBLASLt are opened with dlopen the first time they are asked for, once per process, so that
 // binaries start on machines without them and only asking for them there fails, saying why.
-//
-//   std::string tried;
-//   void* lib = open_library(toolkit_library({"libnvrtc.so.13"}, "libnvrtc.so.13"), nullptr,
-//                            &tried);                 // null: `tried` lists what was tried
-//   const NvrtcApi& api = load_once(load).get();     // loaded once; throws why it did not
+// Example: examples/snippets/cuda/loader.cpp (a library loaded once; what was tried when none
+// loads).
 #include <string>
 #include <vector>
 

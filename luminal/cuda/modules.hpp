@@ -4,10 +4,7 @@
 // architecture and the NVRTC version), else compiled with NVRTC, the missing ones batched several
 // to a program and the batches compiled in parallel. A batch is one loaded module, unloaded when
 // the last plan using it goes.
-//
-//   ModuleCache cache(cu, ctx, "sm_90", "nvrtc-13.0", 0, std::make_unique<KernelCache>(dir));
-//   std::vector<KernelHandle> k = cache.kernels_of(sources, whats);
-//   CUfunction f = k[0].function("lmn_map");
+// Example: examples/snippets/cuda/modules.cpp (two sources compiled, then found in memory).
 #include <cuda.h>
 
 #include <memory>

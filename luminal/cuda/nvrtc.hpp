@@ -1,8 +1,7 @@
 #pragma once
 // NVRTC, loaded at run time like the driver (internal to luminal/cuda). It needs no GPU, so CI
 // compiles every generated kernel for sm_90 on machines without one.
-//
-//   std::vector<uint8_t> cubin = compile_cubin(source, "sm_90", "node %4 (Add)");
+// Example: examples/snippets/cuda/nvrtc.cpp (a kernel compiled to an sm_90 cubin).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -9,9 +9,9 @@ namespace luminal::cuda {
 
 struct CudaOptions {
   int device = 0;
-  /// Where compiled kernels are kept on disk; empty: <cache root>/kernels (LUMINAL_CACHE and
-  /// XDG_CACHE_HOME as for the compile cache), nothing on disk when LUMINAL_CACHE or
-  /// LUMINAL_KERNEL_CACHE is "off".
+  /// Where compiled kernels are kept on disk; empty: <cache root>/kernels (the compile cache's
+  /// root: XDG_CACHE_HOME or ~/.cache), nothing on disk when LUMINAL_KERNEL_CACHE is "off"
+  /// (LUMINAL_CACHE=off turns off only the program cache).
   std::filesystem::path kernel_dir;
   /// Threads compiling kernels in parallel; 0: the hardware threads, at most 8.
   int compile_threads = 0;

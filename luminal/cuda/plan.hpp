@@ -1,11 +1,10 @@
 #pragma once
 // One loaded LLIR program on CUDA for one bucket (internal; CudaBackend::load makes it). Three
 // objects, each depending only on the ones after it:
-//  - the plan (this class): its steps, the layout (program/plan_layout.hpp: the arena placed once
-//  at the
-//    bucket's upper bounds, so each node's device address is fixed per parity), the per-node
-//    pointers and launch arguments of each parity, the dims staging (dims_staging.hpp) and the
-//    stream executor;
+//  - the plan (this class): its steps, the layout (program/plan_layout.hpp: the arena placed
+//    once at the bucket's upper bounds, so each node's device address is fixed per parity), the
+//    per-node pointers and launch arguments of each parity, the dims staging (dims_staging.hpp)
+//    and the stream executor;
 //  - the graph executor (graph_exec.hpp), with the graph executor only: one CUDA graph per
 //    parity, which asks the plan for its kernel nodes (the plan is its GraphSteps) and the
 //    cuBLASLt islands for theirs;

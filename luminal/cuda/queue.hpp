@@ -1,11 +1,10 @@
 #pragma once
 // One ordered queue of work on a Device (internal to luminal/cuda): a non-blocking stream (not
 // ordered with other queues' streams), the pinned staging its large uploads go through, and the
-// error word its kernels report a bad Gather index in. Each session makes one
-// (CudaBackend::make_queue); Device::default_queue serves calls given no queue.
-//
-//   CudaQueue q(dev);           // destroying it waits for its stream
-//   q.check_error_word();       // waits, then throws when a kernel saw a bad index
+// error word its kernels report a bad Gather index in (check_error_word() waits, then throws when
+// it is set). Each session makes one (CudaBackend::make_queue); Device::default_queue serves calls
+// given no queue. Destroying a queue waits for its stream.
+// Example: examples/snippets/cuda/queue.cpp (a set error word throws, then is cleared).
 #include <cuda.h>
 
 #include <array>

@@ -2,10 +2,9 @@
 // The source writer of cuda.Row kernels (internal to row.cpp, which documents the kernel): a row
 // program's element code and the loops over a thread's elements of the row in each form
 // (chunked: kept packed a 16-byte chunk at a time; kept: one element a register; re-read), and
-// the online softmax pattern (match_online).
-//
-//   rows::RowGen g{.n = n, .prog = prog, .cg = cg, ...};
-//   body += g.loop(g.element_code(g.closure(targets)));
+// the online softmax pattern (match_online). row.cpp fills one RowGen per node (the node, its
+// program, the Codegen and the per-load facts) and writes each pass's body as loop() over
+// element_code() of the values the pass needs (closure()).
 #include <optional>
 #include <string>
 #include <vector>

@@ -2,6 +2,8 @@
 // Large host-to-device uploads, staged through pinned memory (internal to luminal/cuda). Nothing
 // here calls CUDA: CudaBackend::upload plugs in the device side (StagingDevice: a
 // cuMemcpyHtoDAsync and an event per slot) and the CPU tests plug in a fake one.
+// Example: examples/snippets/cuda/staged_upload.cpp (a ring of four slots filled by eight readers
+// into a host "device").
 //
 // A weight upload reads host memory that is usually a memory-mapped model file, so the cost is
 // on the host: page faults (each maps a few pages of the page cache; on a cold file, each waits
@@ -20,10 +22,6 @@
 //     ring's depth, ahead) will be read (madvise MADV_WILLNEED): on a cold file the reads are
 //     queued early and in large requests instead of one fault's read-around at a time. On memory
 //     that is not a file it does nothing.
-//
-//   ReaderPool pool(8);
-//   StagingRing ring{{slot0, slot1, slot2, slot3}, 16 << 20};
-//   staged_upload(src, bytes, ring, device, pool);   // returns once the last chunk is sent
 #include <condition_variable>
 #include <cstdint>
 #include <exception>

@@ -2,8 +2,7 @@
 // Test hooks of the CUDA backend (internal to luminal/cuda): the few places where a test makes
 // the driver or cuBLASLt do what they rarely do. Production code only reads them; tests set them
 // and reset them when they leave.
-//
-//   TestHooks::refuse_graph_updates(1);   // the next graph node update is refused
+// Example: examples/snippets/cuda/testing.cpp (each hook set, then reset).
 #include <functional>
 
 namespace luminal::cuda {

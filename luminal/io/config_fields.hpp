@@ -1,14 +1,11 @@
 #pragma once
 // Typed reads of one object of a JSON config file (internal to io: config.json,
-// generation_config.json). Every error is luminal::Error naming the source, the field with its
-// path and what was expected:
-//
-//   ConfigFields f(root, "config.json", "", "llama");
-//   int64_t layers = f.req_pos_int("num_hidden_layers");
-//   //   config.json: missing field 'num_hidden_layers' (required for model_type 'llama')
-//   std::optional<double> t = f.opt_double("rope_theta");
-//   //   config.json: field 'rope_theta' must be a number, got a string "big"
-//   ConfigFields rs = f.sub("rope_scaling", *f.opt_object("rope_scaling"));  // 'rope_scaling.x'
+// generation_config.json): required and optional fields by type, and the fields of a member
+// object (sub). Every error is luminal::Error naming the source, the field with its path and
+// what was expected:
+//   config.json: missing field 'num_hidden_layers' (required for model_type 'llama')
+//   config.json: field 'rope_theta' must be a number, got a string "big"
+// Example: examples/snippets/io/config_fields.cpp (a config's fields read, and each error).
 //
 // A member that is null counts as absent.
 #include <cstdint>

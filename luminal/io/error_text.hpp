@@ -1,9 +1,9 @@
 #pragma once
 // How io's file readers write names and shapes into errors (internal to luminal/io; header-only,
 // so the fuzz targets that compile a parser on its own need nothing more).
-//
-//   printable("a\nb")   // "'a\x0ab'": quoted, control bytes escaped, cut after 200 characters
-//   shape_str({2, 3})   // "[2, 3]"
+// printable() quotes a name from a file, its control bytes escaped, cut after 200 characters;
+// shape_str() writes a shape as "[2, 3]".
+// Example: examples/snippets/io/error_text.cpp (each on a name and a shape).
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -1,11 +1,9 @@
 #pragma once
 // A Hugging Face folder's generation_config.json, as written (models/model_files.hpp turns it
-// into sampling defaults):
-//
-//   io::GenerationConfig g = io::read_generation_config("SmolLM2-135M/generation_config.json");
-//   g.eos_token_ids;   // {2}: an int or a list in the file
-//   g.do_sample;       // false when absent
-//   g.temperature;     // read only when do_sample is true
+// into sampling defaults): the EOS ids (an int or a list in the file), do_sample (false when
+// absent), and the sampling fields, read only when do_sample is true (the repetition penalty
+// always).
+// Example: examples/snippets/io/generation_config.cpp (a file's fields; a missing file).
 //
 // Errors are luminal::Error naming the file and the field (io/config_fields.hpp):
 //   "generation_config.json: field 'top_p' must be a number, got a string \"high\""

@@ -1,14 +1,8 @@
 #pragma once
 // GGUF model files (llama.cpp / ggml, https://github.com/ggml-org/ggml/blob/master/docs/gguf.md):
-// memory-mapped reading, typed metadata, zero-copy tensor data. Dequantisation to f32 lives in
-// gguf_dequant.hpp.
-//
-//   auto f = luminal::io::GgufFile::open("SmolLM2-135M-Q8_0.gguf");
-//   std::string arch = f.get_string("general.architecture");          // "llama"
-//   uint64_t layers = f.get_uint(arch + ".block_count");
-//   const luminal::io::GgufTensor& t = f.tensor("token_embd.weight");
-//   t.shape;   // [49152, 576]: outermost first (see below)
-//   t.data;    // the raw (possibly quantised) bytes, pointing into the mapping
+// memory-mapped reading, typed metadata (get_string, get_uint, ...), zero-copy tensor data
+// (GgufTensor::data points into the mapping). Dequantisation to f32 lives in gguf_dequant.hpp.
+// Example: examples/snippets/io/gguf.cpp (a file's architecture, layers and embedding shape).
 //
 // Format (versions 2 and 3, little-endian): "GGUF", u32 version, u64 tensor count, u64 metadata
 // count; metadata entries (string key, u32 value type, value); tensor infos (string name, u32

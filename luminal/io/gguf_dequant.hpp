@@ -1,8 +1,6 @@
 #pragma once
-// Dequantisation of GGUF tensor data to f32.
-//
-//   auto f = luminal::io::GgufFile::open("model-Q4_K_M.gguf");
-//   std::vector<float> w = luminal::io::dequantize(f.tensor("blk.0.attn_q.weight"));
+// Dequantisation of GGUF tensor data to f32: dequantize(tensor) gives one float per element.
+// Example: examples/snippets/io/gguf_dequant.cpp (a Q8_0 projection dequantised).
 //
 // Supported types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K. The results
 // are bit-exact with the `gguf` Python package's gguf.quants.dequantize (the same operations in

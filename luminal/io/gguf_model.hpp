@@ -1,13 +1,8 @@
 #pragma once
 // Models and tokenizers from GGUF files: what a Hugging Face folder gives (config, weights under
-// Hugging Face names, tokenizer, chat template, BOS/EOS), read from one .gguf file.
-//
-//   luminal::io::GgufModel m = luminal::io::read_gguf_model("SmolLM2-135M-Instruct-Q8_0.gguf");
-//   m.config;                       // ModelConfig from the "llama.*" metadata
-//   m.weights->get("model.layers.0.self_attn.q_proj.weight");   // f32, Hugging Face row order
-//   m.tokenizer->encode("Hello");   // from tokenizer.ggml.*
-//   m.chat_template;                // tokenizer.chat_template, when present
-//   io::bind(session, m.weights);   // as with Weights::open(folder)
+// Hugging Face names, tokenizer, chat template, BOS/EOS), read from one .gguf file. The weights
+// bind into a session as Weights::open(folder)'s do (io::bind).
+// Example: examples/snippets/io/gguf_model.cpp (a model's config, a weight and its tokenizer).
 //
 // Architectures: `llama` (Llama 1-3.x, Mistral, SmolLM: ModelFamily::Llama), `qwen2`, `qwen3`.
 // Weights are dequantised to f32 at load (every type gguf_dequant.hpp handles), renamed to the

@@ -1,11 +1,8 @@
 #pragma once
-// Hugging Face config.json -> a typed model configuration:
-//
-//   luminal::io::ModelConfig c = luminal::io::parse_config("Llama-3.1-8B/config.json");
-//   c.family;                  // ModelFamily::Llama
-//   c.head_dim;                // 128 (hidden_size / num_attention_heads when the file omits it)
-//   c.rope_scaling.type;       // RopeType::Llama3, factor 8, original_max_position_embeddings 8192
-//   c.is_sliding_layer(5);     // Gemma 3: true unless (5 + 1) % sliding_window_pattern == 0
+// Hugging Face config.json -> a typed model configuration (ModelConfig: the family, sizes,
+// head_dim (hidden_size / num_attention_heads when the file omits it), rope scaling, Gemma 3's
+// sliding-window layers: is_sliding_layer).
+// Example: examples/snippets/io/hf_config.cpp (a Llama config's fields).
 //
 // Families: Llama (incl. Llama 3.1's rope type `llama3`), Mistral, Qwen2, Qwen3, Qwen3-MoE and the
 // Gemma 3 text model (`gemma3_text`, and `gemma3`, whose text fields sit under "text_config").

@@ -1,9 +1,9 @@
 #pragma once
 // A file mapped read-only into memory (internal to luminal/io): the safetensors and GGUF readers
-// share it. Unmapped when destroyed; movable.
-//
-//   MappedFile f = MappedFile::open(path, "gguf");  // errors: "gguf '<path>': cannot open: ..."
-//   std::span<const uint8_t> bytes = f.bytes();
+// share it. Unmapped when destroyed; movable. Errors name the reader and the path ("gguf
+// '<path>': cannot open: ...").
+// Example: examples/snippets/io/mapped_file.cpp (a GGUF file's bytes; the error for a missing
+// file).
 //
 // FileBytes is what a reader holds: a mapped file or bytes it owns (from_bytes), with the name
 // its errors give them.

@@ -1,11 +1,8 @@
 #pragma once
-// Progress of loading a model, for a bar or a log: a callback told, stage by stage, how many
-// bytes are done out of how many.
-//
-//   io::BindOptions opts;
-//   opts.progress = [](std::string_view stage, uint64_t done, uint64_t total) {
-//     std::fprintf(stderr, "\r%s %llu/%llu", std::string(stage).c_str(), ...);
-//   };
+// Progress of loading a model, for a bar or a log: a callback (LoadProgress) told, stage by
+// stage, how many bytes are done out of how many; io::BindOptions::progress, CausalLM::load and
+// the GGUF readers take one.
+// Example: examples/snippets/io/progress.cpp (the "binding" stage of a folder's weights).
 //
 // Stages (each a constant string): "dequantising" (a GGUF file's weights to f32: bytes of f32
 // written), "caching" (writing the dequantised copy to the cache), "binding" (tensors set into a

@@ -1,14 +1,10 @@
 #pragma once
 // Safetensors model files (https://github.com/huggingface/safetensors): memory-mapped reading of
 // one file or a sharded folder, zero-copy tensor views, conversion, binding to graph inputs, and
-// a writer.
-//
-//   auto w = luminal::io::Weights::open("Llama-3.2-1B/");        // file, folder or index.json
-//   const luminal::io::TensorView& t = w.get("model.norm.weight");
-//   t.bytes;                                                      // points into the mapping
-//   luminal::HostBuffer f32 = luminal::io::convert(t, luminal::DType::F32);
-//   std::vector<float> v = luminal::io::to_vector<float>(t);
-//   auto report = luminal::io::bind(runtime, w);                 // sets inputs labelled by name
+// a writer. Weights::open takes a file, a folder or an index.json; get() is a view whose bytes
+// point into the mapping; convert() and to_vector() change the dtype; bind() sets the inputs of a
+// runtime or session labelled like the tensors.
+// Example: examples/snippets/io/safetensors.cpp (a tensor read, converted and bound).
 //
 // Format: 8-byte little-endian header length N, N bytes of JSON
 //   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3],

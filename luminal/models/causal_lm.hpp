@@ -1,17 +1,10 @@
 #pragma once
-// A causal language model from a Hugging Face folder, ready to run:
-//
-//   cpu::CpuBackend cpu;
-//   auto lm = models::CausalLM::load("tiny-llama/", cpu, {.slots = 1024, .max_step = 128});
-//   std::vector<float> logits = lm.forward({1, 17, 42});   // [3, vocab], the KV cache fills
-//   std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
-//   // with the sampler (token_head.hpp), e.g. SamplerShape::needed_by(sampling):
-//   auto out = lm.generate(prompt, 64, {.temperature = 0.8, .top_p = 0.95, .seed = 7},
-//                          [](int32_t id, std::string_view text) { std::cout << text; return true;
-//                          },
-//                          {.eos_ids = {2}, .strings = {"\n\n"}, .tokenizer = &tok});
-//   lm.reset();                                             // an empty context again
-//   size_t kept = lm.continue_from(chat_ids, sampling);     // a re-rendered chat: keep the prefix
+// A causal language model from a Hugging Face folder or a GGUF file, ready to run: forward()
+// appends ids to the context and returns their logits, generate() samples the next tokens in
+// the graph (streamed through a callback, stopped by EOS ids or stop strings), reset() empties
+// the context and continue_from() keeps the common prefix of a chat rendered again.
+// Example: examples/snippets/models/causal_lm.cpp (a model loaded, run greedy, then with the
+// sampler).
 //
 // `load` reads a folder's config.json and safetensors weights (bound without copies on the CPU), or
 // a GGUF file's metadata and weights (dequantised to f32; see model_files.hpp), builds

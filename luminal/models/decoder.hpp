@@ -1,12 +1,10 @@
 #pragma once
 // Decoder-only language models of the Llama family (Llama 1-3.x, Mistral, Qwen2, Qwen3) as one
-// graph, with Hugging Face's tensor names as input labels:
-//
-//   io::ModelConfig cfg = io::parse_config(dir / "config.json");
-//   models::Decoder d = models::build_decoder(cfg, {.slots = 2048, .max_step = 512});
-//   // inputs: "ids" (I32 [s]), "rope.inv_freq" (d.rope_inv_freq), the checkpoint's weights
-//   // ("model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", ...) and the KV
-//   // caches "model.layers.N.self_attn.{k,v}_cache" (carried); output "logits" [s, vocab].
+// graph, with Hugging Face's tensor names as input labels: "ids" (I32 [s]), "rope.inv_freq"
+// (Decoder::rope_inv_freq), the checkpoint's weights ("model.embed_tokens.weight",
+// "model.layers.0.self_attn.q_proj.weight", ...) and the KV caches
+// "model.layers.N.self_attn.{k,v}_cache" (carried); output "logits" [s, vocab].
+// Example: examples/snippets/models/decoder.cpp (a config's graph: its inputs and carried caches).
 //
 // Dims: s, the tokens of this step (1 to max_step), and c, the context after it (1 to slots).
 // Positions, the causal mask and the cache rows come from the dims inside the graph, so a step

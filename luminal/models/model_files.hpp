@@ -1,9 +1,9 @@
 #pragma once
-// A model source, opened: a Hugging Face folder or a GGUF file, as the same record.
-//
-//   models::ModelFiles m = models::open_model("SmolLM2-135M-Instruct.Q4_1.gguf");  // or a folder
-//   m.config.num_hidden_layers; m.tokenizer->encode("Hi"); m.chat_template->render(...);
-//   auto lm = models::CausalLM::load(m, backend, shape);       // reads the weights (below)
+// A model source, opened: a Hugging Face folder or a GGUF file, as the same record (config,
+// tokenizer, chat template and its variables, EOS ids, sampling defaults), which
+// CausalLM::load takes to read the weights.
+// Example: examples/snippets/models/model_files.cpp (a source opened, its chat rendered, its
+// model loaded).
 //
 // A folder gives config.json, tokenizer.json (+ tokenizer_config.json), the chat template
 // (chat_template.jinja or tokenizer_config.json) and generation_config.json. A GGUF file gives

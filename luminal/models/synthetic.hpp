@@ -1,15 +1,11 @@
 #pragma once
 // Models from a config alone: seeded random weights, generated on the session's backend.
-//
-//   io::ModelConfig cfg = models::llama_config({.layers = 12, .hidden = 768, .ffn = 2048,
-//                                               .heads = 12, .kv_heads = 4, .vocab = 32000});
-//   auto lm = models::CausalLM::random(cfg, backend, {.slots = 1024, .max_step = 128}, {}, 7);
-//
-//   // or any graph whose weights are inputs named "*.weight" / "*.bias":
-//   models::Decoder d = models::build_decoder(cfg, shape);
-//   Session s(d.graph, backend, opts);
-//   models::random_weights(s, 7);    // generated on the backend: nothing crosses from the host
-//   models::init_state(s, d);        // rope table, empty KV caches
+// llama_config() makes a config from a few sizes and CausalLM::random() a model from it; for any
+// graph whose weights are inputs named "*.weight" / "*.bias", random_weights(session, seed) fills
+// them on the backend (nothing crosses from the host) and init_state() sets a decoder's rope
+// table and empty KV caches.
+// Example: examples/snippets/models/synthetic.cpp (a random model, then a decoder's session
+// filled by hand).
 //
 // Every weight is uniform in [offset - scale, offset + scale) (weight_init: norm weights around 1,
 // biases small, matrices +-1/sqrt(fan_in), so activations stay O(1) through the layers). Element i

@@ -1,10 +1,9 @@
 #pragma once
 // The token head of a causal LM: what its graph computes from the last position's logits, as
-// output "token" (I32 [1]), and whether a SamplingConfig can run on it.
-//
-//   SamplerShape shape = SamplerShape::needed_by(sampling);  // the smallest head for `sampling`
-//   TokenHead head = add_token_head(decoder, shape);         // adds "token" to decoder.graph
-//   head.check(sampling);                                    // throws naming what is missing
+// output "token" (I32 [1]), and whether a SamplingConfig can run on it. SamplerShape::needed_by
+// gives the smallest head for a config, add_token_head adds it to a decoder's graph, and
+// TokenHead::check throws, naming what is missing, for a config the head cannot serve.
+// Example: examples/snippets/models/token_head.cpp (the heads of greedy and top-p configs).
 //
 // Without the sampler the head is nn::greedy_token (the argmax, ~13 nodes). With it, nn::sample:
 // its settings are graph inputs ("sampler.temperature", ...; set_sampler_inputs), so every

@@ -1,13 +1,9 @@
 #pragma once
-// Backend: what a device provides to the compiler and to sessions.
-//
-//   class MyBackend : public Backend {
-//     std::string name() const override;                         // "cpu"
-//     std::vector<RuleSet> rulesets() const override;            // its ops' rewrite rules
-//     bool executes(const OpDef* op) const override;             // ops it can run
-//     std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override;  // one program
-//     Buffer allocate(uint64_t bytes) override; ...              // its own memory
-//   };
+// Backend: what a device provides to the compiler and to sessions: its name, its ops' rewrite
+// rules (rulesets), the ops it can run (executes), one loaded program per bucket (load: a Plan)
+// and its own memory (allocate, release, upload, download, copy, sync).
+// Example: examples/snippets/program/backend.cpp (a backend with its own host memory that hands
+// rules and plans to the CPU backend; a session compiles and runs on it).
 //
 // Memory belongs to the backend: host memory for the CPU, device memory for CUDA. A session
 // allocates its input, output and arena buffers through it once, uploads into them, and hands
@@ -16,8 +12,8 @@
 // A Plan is one loaded LLIR program for one bucket of dim values. Its working memory (the arena)
 // is sized at the bucket's upper bounds, so nothing is re-planned while executing and every
 // intermediate address is the same on every execute. Dims arrive as a flat array in the slot
-// order of PlanSpec::dims. Buffers are bound per parity (0 and 1): a carried output that is not
-// updated in place alternates between two buffers, and a backend that captures launches (a CUDA
+// order of PlanSpec::dim_names. Buffers are bound per parity (0 and 1): a carried output that is
+// not updated in place alternates between two buffers, and a backend that captures launches (a CUDA
 // graph) captures one per parity.
 //
 // Work is ordered on queues. A backend whose work runs asynchronously (CUDA: a stream) makes a

@@ -1,12 +1,11 @@
 #pragma once
 // KernelCache: compiled kernels shared by every candidate and bucket of a search, and across
-// processes on disk (the compile cache's `kernels/` folder).
-//
-//   KernelCache cache(cache_root(opts) / "kernels");            // disk off: KernelCache({})
-//   std::string key = kernel_key(node, spec.facts, "sm_90 nvrtc-13.0");
-//   auto k = cache.get_or_build<MyKernel>(key, [&] { return compile(node); });
-//   if (auto bytes = cache.load(key)) ...                        // e.g. a cubin from disk
-//   cache.store(key, cubin_bytes);
+// processes on disk (the compile cache's `kernels/` folder, cache_root(opts) / "kernels").
+// get_or_build() keeps a built kernel in memory under its key (kernel_key: the node and what its
+// code generation reads); load() and store() keep a kernel's bytes (a cubin) on disk. A cache
+// made without a folder (KernelCache()) keeps nothing on disk.
+// Example: examples/snippets/program/kernel_cache.cpp (a kernel built once, then found by key;
+// bytes stored on disk and loaded by another cache).
 //
 // Keys are exact texts compared for equality, never just hashes: the op, its label-free
 // attributes (payload included), every input to code generation that is not an attribute (the

@@ -1,8 +1,8 @@
 #pragma once
-// The memory planner shared by all backends.
-//
-//   std::vector<BufferUse> uses = buffer_uses(llir);
-//   MemoryPlan plan = plan_memory(uses, dyn);      // offsets into one arena
+// The memory planner shared by all backends: buffer_uses() gives the buffers of an LLIR program
+// with their lifetimes, plan_memory() their offsets into one arena.
+// Example: examples/snippets/program/memory_plan.cpp (a program's arena, never larger than
+// without reuse).
 //
 // Lifetimes come from execution order: a buffer lives from the step that writes it to the last
 // step that reads it. Buffers are aligned (256 bytes by default) and placed first-fit,

@@ -1,10 +1,10 @@
 #pragma once
-// Where each node of a loaded program keeps its value: the backend-neutral part of a Plan.
-//
-//   check_llir(g, "cpu", LlirChecks{.output_dtypes = true});   // throws "cpu: node %3 ..."
-//   g.fill_input_dtypes();
-//   PlanLayout layout(g, spec, {.backend = "cpu", .alignment = 256});
-//   layout.addresses(bindings, ptr);   // per node, at bind: std::vector<uint8_t*> or CUdeviceptr
+// Where each node of a loaded program keeps its value: the backend-neutral part of a Plan. A
+// backend's load() checks the program (check_llir: errors start with the backend's name), fills
+// its input dtypes and lays it out (PlanLayout: the arena at the bucket's upper bounds); each
+// bind resolves every node's address from the bound buffers (addresses(): a pointer on the CPU,
+// a CUdeviceptr on CUDA).
+// Example: examples/snippets/program/plan_layout.cpp (a CPU program's layout and addresses).
 //
 // Every node's value lives in one of four places: an Input's bound buffer; an Output's bound
 // buffer (for an Output written in place: its input's buffer); the buffer of an earlier node

@@ -1,10 +1,7 @@
 #pragma once
-// The data API every runtime offers (reference, CPU, CUDA):
-//
-//   luminal::ReferenceRuntime rt(g);
-//   rt.set(x, std::vector<float>{...});      // or rt.set("x", ...)
-//   rt.execute({{"s", 3}});                  // dyn values (merged over g.set_dim values)
-//   std::vector<float> y = rt.get<float>(out);
+// The data API every runtime offers (reference, CPU, CUDA): set inputs by tensor or label,
+// execute with dyn values (merged over the graph's set_dim values), get outputs as a host type.
+// Example: examples/snippets/runtime/runtime.cpp (y = 2x on the ReferenceRuntime).
 //
 // Inputs keep their data across executions until set again. Errors (each names the tensor or
 // dimension): unknown label, a tensor that is not an input/output, unset input, wrong element

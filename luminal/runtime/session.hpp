@@ -1,20 +1,13 @@
 #pragma once
 // Session: a graph's resident state on one backend, and the plans that run it.
+// Example: examples/snippets/runtime/session.cpp (a weight set once, two buckets of s compiled,
+// executed with dims by name, then on the hot path).
 //
-//   luminal::cpu::CpuBackend cpu;
-//   luminal::Session s(g, cpu, CompileOptions().dim_buckets("s", {DimBucket(1, 1),
-//                                                                  DimBucket(2, 512)}));
-//   io::bind(s, weights);                 // uploaded once, resident from now on
-//   s.compile();                          // searches each bucket on the bound data
-//   s.set(ids, tokens);
-//   s.execute({{"s", 7}, {"c", 7}});      // convenience: dims by name
-//
-//   // The hot path: dims as a flat array in slot order, no string or map work.
-//   DimSlot c = s.dim("c");
-//   std::vector<int64_t> dims = s.dims();
-//   dims[c] = 8;
-//   s.execute(dims);
-//   auto logits = s.get<float>("logits");  // synchronises, then downloads
+// Weights are set (or bound: io::bind) once and stay resident; compile() searches each bucket on
+// the data bound so far. The hot path takes dims as a flat array in slot order (dim(), dims())
+// and inputs and outputs as handles resolved once (input(), output()), written and read by
+// handle (write(), read(): a read waits for the session's queue, then downloads): no string or
+// map work, no allocation.
 //
 // Buffers belong to the backend. Every input and output buffer is allocated once, at the largest
 // size any bucket needs; set() uploads into it and never reallocates. The buckets' plans share

@@ -1,5 +1,5 @@
 // luminal/compiler/compile_cache.hpp: each bucket's winning program, kept on disk by exact key so
-// that a second start skips the search.
+// that a second start skips the search; an unusable entry is a warning, never an error.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,18 +19,19 @@ int main() {
   Graph g;
   auto x = g.tensor("x", {"s", 8});
   x.sqrt().output("y");
+  g.declare_dim("s", 1, 16);
   cpu::CpuBackend backend(1);
-  const auto root = std::filesystem::temp_directory_path() / "luminal-snippet-compile-cache";
-  std::filesystem::remove_all(root);
+  const auto root = scratch_dir("luminal-snippet-compile-cache");
   const CompileOptions opts = CompileOptions().cache_dir(root);
   const std::vector<std::string> dim_names = {"s"};
   const BucketRanges ranges = bucket_combinations(g, opts).front();
 
   ProgramCache cache(opts);        // root and switches from options/env
   if (!cache.enabled()) return 0;  // LUMINAL_CACHE=off
+  expect(cache.dir() == root / "programs", "programs/ under the root");
   std::string key = program_key(g, opts, backend, ranges, dim_names);
   std::string warning;
-  expect(!cache.load(key, backend, &warning), "nothing cached yet");
+  expect(!cache.load(key, backend, &warning) && warning.empty(), "a plain miss: no warning");
 
   BuiltSpace b = build_search_space(g, backend, bucket_facts(g, ranges));
   LlirGraph winner = to_llir(*b.space, b.space->first_genome());
@@ -39,5 +40,8 @@ int main() {
     expect(write_llir(hit->llir) == write_llir(winner), "the same program comes back");
   else
     expect(false, "a stored program loads");
+
+  std::filesystem::resize_file(cache.file_of(key), 10);  // a truncated entry
+  expect(!cache.load(key, backend, &warning) && !warning.empty(), "ignored, with a warning");
   std::filesystem::remove_all(root);
 }

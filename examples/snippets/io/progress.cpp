@@ -22,15 +22,19 @@ int main(int argc, char** argv) {
   g.tensor("model.norm.weight", {t.shape[0]}, t.dtype).output("norm");
   ReferenceRuntime rt(g);
 
-  uint64_t last = 0, total_seen = 0;
+  uint64_t first = 1, last = 0, total_seen = 0;
+  int calls = 0;
   io::BindOptions opts;
   opts.progress = [&](std::string_view stage, uint64_t done, uint64_t total) {
     std::fprintf(stderr, "\r%s %llu/%llu", std::string(stage).c_str(),
                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+    if (calls++ == 0) first = done;
     last = done;
     total_seen = total;
   };
   io::bind(rt, w, opts);
   std::fprintf(stderr, "\n");
+  expect(first == 0, "the first call has done == 0");
   expect(total_seen > 0 && last == total_seen, "the stage ends at done == total");
+  expect(calls <= 130, "at most ~130 calls a stage");
 }

@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
   expect(logits.size() == static_cast<size_t>(3 * lm.vocab_size()), "logits of every id");
   const std::vector<int32_t> prompt = {1, 17, 42};
   std::vector<int32_t> next = lm.generate_greedy(prompt, 16);
+  expect(next.size() == 16 && lm.context() == 3 + 3 + 15, "the last token is not fed");
   lm.reset();  // an empty context again
+  expect(lm.context() == 0, "reset");
 
   // With the sampler in the graph: the smallest head that serves the settings.
   const models::SamplingConfig sampling{.temperature = 0.8, .top_p = 0.95, .seed = 7};
@@ -34,4 +36,14 @@ int main(int argc, char** argv) {
                               },
                               {.eos_ids = {2}, .strings = {"\n\n"}, .tokenizer = &tok});
   std::cout << "\n" << models::stop_name(out.stop) << "\n";
+
+  // The whole chat rendered again with a new turn: the cache keeps the common prefix, and only
+  // the rest is fed.
+  std::vector<int32_t> chat_ids = sampled.context_ids();
+  chat_ids.insert(chat_ids.end(), {17, 42});
+  const size_t kept = sampled.continue_from(chat_ids, sampling);
+  expect(kept == sampled.context_ids().size(), "the context is the kept prefix");
+  sampled.generate(
+      std::vector<int32_t>(chat_ids.begin() + static_cast<std::ptrdiff_t>(kept), chat_ids.end()),
+      16, sampling);
 }

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "luminal/compiler/compile_cache.hpp"
-#include "luminal/compiler/options.hpp"
 #include "luminal/program/kernel_cache.hpp"
 #include "luminal/program/llir.hpp"
 #include "snippet.hpp"
@@ -19,16 +17,14 @@ struct MyKernel {
 };
 
 int main() {
-  CompileOptions opts;
-  const std::filesystem::path disk = cache_root(opts) / "kernels";  // where a backend keeps them
-  KernelCache cache(
-      std::filesystem::path{});  // disk off: memory only (KernelCache(disk): on disk too)
-
   LlirNode node;
   node.op = hlir_op(OpKind::Exp2);
   node.attrs.shape = {Expr::var("s"), 64};
   const Facts facts{{"s", {1, 512}}};
   std::string key = kernel_key(node, facts, "sm_90 nvrtc-13.0");
+
+  // In memory: built once, then found by key.
+  KernelCache cache;  // no folder: nothing on disk
   int builds = 0;
   auto compile = [&] {
     ++builds;
@@ -37,7 +33,14 @@ int main() {
   auto k = cache.get_or_build<MyKernel>(key, compile);
   auto again = cache.get_or_build<MyKernel>(key, compile);
   expect(builds == 1 && k == again && cache.hits() == 1, "built once, then found by key");
-  expect(!cache.load(key), "nothing on disk when the disk is off");
-  cache.store(key, std::vector<uint8_t>{1, 2, 3});  // a no-op without a disk folder
-  expect(!disk.empty(), "the compile cache's root names a folder");
+  expect(!cache.load(key), "nothing on disk without a folder");
+
+  // On disk (a backend keeps them under cache_root(opts) / "kernels"): another cache on the same
+  // folder, as another process would, loads the bytes back.
+  const auto dir = scratch_dir("luminal-snippet-kernel-cache");
+  KernelCache(dir).store(key, std::vector<uint8_t>{1, 2, 3});  // e.g. a cubin
+  auto bytes = KernelCache(dir).load(key);
+  expect(bytes && *bytes == std::vector<uint8_t>{1, 2, 3}, "the bytes come back by key");
+  expect(!KernelCache(dir).load(key + " "), "another key is a miss");
+  std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,6 @@
 // luminal/runtime/session.hpp: a graph's resident state on one backend and the plans that run
-// it: compile once per dim bucket, then execute with dims by name or, on the hot path, as a flat
-// array in slot order.
+// it: compile once per dim bucket, then execute with dims by name or, on the hot path, with a
+// dims array in slot order and inputs and outputs by handle.
 #include <cstdint>
 #include <vector>
 
@@ -28,13 +28,20 @@ int main() {
   s.set(x, std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
   s.execute({{"s", 2}});  // convenience: dims by name
   expect(s.get<float>("y") == std::vector<float>{1, 2, 5, 6}, "y = x @ w");
+  const void* x_buffer = s.buffer_address("x");
 
-  // The hot path: dims as a flat array in slot order, no string or map work.
+  // The hot path: dims as a flat array in slot order, inputs and outputs by handle, no string or
+  // map work.
   DimSlot slot = s.dim("s");
   std::vector<int64_t> dims = s.dims();
+  Session::InputHandle xs = s.input(x);
+  Session::OutputHandle ys = s.output("y");
   dims[slot] = 1;
-  s.set(x, std::vector<float>{9, 8, 7, 6});
+  const std::vector<float> row = {9, 8, 7, 6};
+  s.write(xs, row.data(), row.size() * sizeof(float));
   s.execute(dims);
-  auto y = s.get<float>("y");  // synchronises, then downloads
+  std::vector<float> y(s.output_bytes(ys) / sizeof(float));
+  s.read(ys, y.data(), y.size() * sizeof(float));  // synchronises, then downloads
   expect(y == std::vector<float>{9, 8}, "one row through the s = 1 bucket");
+  expect(s.buffer_address("x") == x_buffer, "an input's buffer never moves");
 }

@@ -1,11 +1,9 @@
 #pragma once
 // cuBLASLt, loaded at run time like the driver and NVRTC: the project links no CUDA library, so
 // its binaries start on machines without a GPU or without cuBLAS. Only the header's types and
-// declarations are used at build time.
-//
-//   std::string why;
-//   const LtApi* lt = lt_api(&why);  // null: why says what is missing
-//   check_lt(*lt, lt->cublasLtCreate(&handle), "cublasLtCreate");
+// declarations are used at build time. lt_api() gives the loaded functions, or null with the
+// reason; check_lt() names a failed call and its status.
+// Example: examples/snippets/cuda/lt_api.cpp (a handle created and destroyed).
 //
 // The library is searched in this order: $LUMINAL_CUBLASLT (a path; "off" disables cuBLASLt),
 // libcublasLt.so.13, $CUDA_HOME or $CUDA_PATH /lib64/libcublasLt.so.13,

@@ -19,9 +19,9 @@
 // a spec change that brought other kernels, Need::Reinstantiate: other kernels may have other
 // thread block cluster attributes, which an exec update accepts without applying them.
 //
-//   std::unique_ptr<LtIslands> lt = make_lt_islands(dev, g, spec.dim_names);
-//   lt->add(spec, node, step);        // per cuBLASLt step, in step order
-//   lt->bind(parity, ptr);  lt->resolve(dims);  lt->run(parity, step, stream);
+// A plan (plan.cpp) makes its islands with make_lt_islands(), add()s each cuBLASLt step in step
+// order, bind()s each parity's pointers, resolve()s the specs when the dims change, and run()s a
+// step on the stream executor or hands the islands to the graph executor as its GraphSplicer.
 #include <cuda.h>
 
 #include <cstdint>

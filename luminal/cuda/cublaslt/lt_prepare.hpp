@@ -1,11 +1,11 @@
 #pragma once
 // A prepared cuBLASLt matmul: the descriptors and the algorithm of one LtSpec, built once and
 // enqueued any number of times with new pointers. Algorithms come from cuBLASLt's heuristic
-// through a process-wide cache keyed by device and spec, so equal specs query it once.
-//
-//   LtHandle h(*lt_api());                      // one per backend (its context current)
-//   LtPrepared p(h, spec, device);              // throws when no algorithm fits the spec
-//   p.enqueue({a, b, d, d}, workspace, stream);  // C = D: the call does not accumulate
+// through a process-wide cache keyed by device and spec, so equal specs query it once. A backend
+// holds one LtHandle (made with its context current); LtPrepared throws when no algorithm fits
+// the spec; enqueue() takes the pointers (A, B, C, D: C = D does not accumulate), the workspace
+// and the stream.
+// Example: examples/snippets/cuda/lt_prepare.cpp (an f32 product prepared and enqueued).
 #include <cuda.h>
 
 #include <cstdint>

@@ -3,9 +3,9 @@
 // shape, leading dimension, batch stride and order, the compute and scale types, alpha, beta, the
 // epilogue, each pointer's proven alignment and the workspace limit. Equal specs can share one
 // prepared call (descriptors and algorithm, lt_prepare.hpp); the heuristic cache is keyed by it.
-//
-//   std::optional<LtTypes> t = lt_types(DType::BF16, DType::BF16, DType::BF16, false, &why);
-//   LtSpec s = lt_spec(lib_gemm_of(...).value(), *t, 32 << 20);
+// lt_spec() makes one from a library gemm (kernels/lib_gemm.hpp) and the operand types
+// (lt_types()).
+// Example: examples/snippets/cuda/lt_spec.cpp (the spec of x [8, 16] @ w^T in bf16).
 #include <cublasLt.h>
 
 #include <cstdint>

@@ -1,13 +1,9 @@
 #pragma once
 // A value of a tokenizer's JSON file together with its path in the file (internal), so that
 // every error names where the problem is and what was expected there:
-//
-//   JsonAt root(j, "");
-//   JsonAt model = root.req("model", "the tokenizer's model: its vocab and merges");
-//   for (const JsonAt& m : model.req("merges", "a BPE model needs its merges").elements(...))
-//
 //   missing 'model.merges' (a BPE model needs its merges)
 //   'model.merges' is a string, expected an array (the BPE merges, ...)
+// Example: examples/snippets/io/json_at.cpp (members read by path, and each error).
 //
 // Errors are luminal::Error without the file name; the loader adds it. A member that is null
 // counts as absent (Hugging Face writes null for options that are not set).
