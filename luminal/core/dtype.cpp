@@ -32,6 +32,20 @@ int bit_width(DType t) {
     case DType::Bool: return 1;
     case DType::F8E4M3: return 8;
     case DType::F8E5M2: return 8;
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q8_1:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K:
+      internal_error(__FILE__, __LINE__,
+                     "bit_width/size_bytes: " + std::string(name(t)) +
+                         " is a block-quantized type (its values have no size of their own: use "
+                         "storage_bytes)");
   }
   internal_error(__FILE__, __LINE__, "bit_width: invalid DType");
 }
@@ -42,6 +56,44 @@ int size_bytes(DType t) {
     case DType::Bool: return 1;
     default: return bit_width(t) / 8;
   }
+}
+
+bool is_block(DType t) { return t >= DType::Q4_0 && t <= DType::Q8_K; }
+
+int block_size(DType t) {
+  switch (t) {
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K: return 256;
+    default: return is_block(t) ? 32 : 1;
+  }
+}
+
+int block_bytes(DType t) {
+  switch (t) {
+    case DType::Q4_0: return 18;
+    case DType::Q4_1: return 20;
+    case DType::Q5_0: return 22;
+    case DType::Q5_1: return 24;
+    case DType::Q8_0: return 34;
+    case DType::Q8_1: return 36;
+    case DType::Q4_K: return 144;
+    case DType::Q5_K: return 176;
+    case DType::Q6_K: return 210;
+    case DType::Q8_K: return 292;
+    default: return size_bytes(t);
+  }
+}
+
+uint64_t storage_bytes(DType t, int64_t numel) {
+  LUMINAL_ASSERT(numel >= 0, "storage_bytes: negative element count");
+  if (!is_block(t)) return static_cast<uint64_t>(numel) * static_cast<uint64_t>(size_bytes(t));
+  const int bs = block_size(t);
+  if (numel % bs != 0)
+    throw Error(std::string(name(t)) + " holds values in blocks of " + std::to_string(bs) + ": " +
+                std::to_string(numel) + " values are not a whole number of blocks");
+  return static_cast<uint64_t>(numel / bs) * static_cast<uint64_t>(block_bytes(t));
 }
 
 std::string_view name(DType t) {
@@ -60,6 +112,16 @@ std::string_view name(DType t) {
     case DType::Bool: return "bool";
     case DType::F8E4M3: return "f8e4m3";
     case DType::F8E5M2: return "f8e5m2";
+    case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q8_1: return "q8_1";
+    case DType::Q4_K: return "q4_k";
+    case DType::Q5_K: return "q5_k";
+    case DType::Q6_K: return "q6_k";
+    case DType::Q8_K: return "q8_k";
   }
   internal_error(__FILE__, __LINE__, "name: invalid DType");
 }
@@ -110,11 +172,16 @@ DType parse_dtype(std::string_view s) {
   for (DType t : kAllDTypes) {
     if (name(t) == lower) return t;
   }
+  for (DType t : kBlockDTypes) {
+    if (name(t) == lower) return t;
+  }
   for (const Alias& a : kAliases) {
     if (a.text == lower) return a.type;
   }
   std::string msg = "unknown dtype '" + std::string(s) + "'; valid names:";
   for (DType t : kAllDTypes)
+    msg += " " + std::string(name(t));
+  for (DType t : kBlockDTypes)
     msg += " " + std::string(name(t));
   msg += " (also accepted: float32, float16, bfloat16, int32, float8_e4m3fn, ... and the";
   msg += " safetensors names F32, BF16, I64, F8_E4M3, ...)";
@@ -172,11 +239,14 @@ double max_value(DType t) {
     case DType::Bool: return 1.0;
     case DType::F8E4M3: return 448.0;
     case DType::F8E5M2: return 57344.0;
+    default: break;
   }
-  internal_error(__FILE__, __LINE__, "max_value: invalid DType");
+  internal_error(__FILE__, __LINE__,
+                 "max_value: " + std::string(name(t)) + " is a block-quantized type");
 }
 
 double min_value(DType t) {
+  LUMINAL_ASSERT(!is_block(t), "min_value: " + std::string(name(t)) + " is a block-quantized type");
   if (is_float(t)) return -max_value(t);
   switch (t) {
     case DType::I8: return INT8_MIN;
@@ -445,8 +515,11 @@ double load_as_double(DType t, const void* data, int64_t i) {
     case DType::I32:
     case DType::I64:
     case DType::Bool: return static_cast<double>(load_as_int64(t, data, i));
+    default: break;
   }
-  internal_error(__FILE__, __LINE__, "load_as_double: invalid DType");
+  internal_error(__FILE__, __LINE__,
+                 "load_as_double: " + std::string(name(t)) +
+                     " is a block-quantized type (dequantize it first)");
 }
 
 int64_t load_as_int64(DType t, const void* data, int64_t i) {

@@ -158,4 +158,23 @@ const GgufTensor& GgufFile::tensor(std::string_view name) const {
   return impl_->header.tensors[it->second];
 }
 
+std::optional<DType> dtype_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return DType::F32;
+    case GgmlType::F16: return DType::F16;
+    case GgmlType::BF16: return DType::BF16;
+    case GgmlType::Q4_0: return DType::Q4_0;
+    case GgmlType::Q4_1: return DType::Q4_1;
+    case GgmlType::Q5_0: return DType::Q5_0;
+    case GgmlType::Q5_1: return DType::Q5_1;
+    case GgmlType::Q8_0: return DType::Q8_0;
+    case GgmlType::Q8_1: return DType::Q8_1;
+    case GgmlType::Q4_K: return DType::Q4_K;
+    case GgmlType::Q5_K: return DType::Q5_K;
+    case GgmlType::Q6_K: return DType::Q6_K;
+    case GgmlType::Q8_K: return DType::Q8_K;
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace luminal::io

@@ -33,6 +33,7 @@
 #include <variant>
 #include <vector>
 
+#include "luminal/core/dtype.hpp"
 #include "luminal/core/error.hpp"
 
 namespace luminal::io {
@@ -88,6 +89,9 @@ std::optional<GgmlTypeInfo> ggml_type_info(uint32_t id);
 /// ggml_type_info(t) for a known type.
 GgmlTypeInfo ggml_type_info(GgmlType t);
 std::string_view ggml_type_name(GgmlType t);
+/// The DType a tensor of `t` has in a graph: F32, F16, BF16, or the block dtype of the same
+/// layout (Q4_0 .. Q8_K); nullopt for the types luminal does not read (IQ*, Q2_K, Q3_K, ...).
+std::optional<DType> dtype_of(GgmlType t);
 
 // ---- metadata values ----
 
