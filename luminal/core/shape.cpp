@@ -39,6 +39,16 @@ Shape to_shape(const std::vector<Dim>& dims) {
 
 std::string shape_to_string(const Shape& s) { return "[" + join(s) + "]"; }
 
+Expr storage_bytes(DType t, const Shape& shape) {
+  if (!is_block(t)) return numel(shape) * Expr(size_bytes(t));
+  if (shape.empty() || !shape.back().is_const())
+    throw Error(std::string(name(t)) + " tensor of shape " + shape_to_string(shape) +
+                ": a block-quantized tensor needs rows of a fixed length");
+  const Shape outer(shape.begin(), shape.end() - 1);
+  const int64_t row = static_cast<int64_t>(storage_bytes(t, shape.back().as_const()));
+  return numel(outer) * Expr(row);
+}
+
 Expr numel(const Shape& s) {
   Expr n = 1;
   for (const Expr& d : s)

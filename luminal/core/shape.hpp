@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "luminal/core/dtype.hpp"
 #include "luminal/core/expr.hpp"
 
 namespace luminal {
@@ -42,6 +43,9 @@ Shape to_shape(const std::vector<Dim>& dims);
 std::string shape_to_string(const Shape& s);
 /// Product of the dims (1 for rank 0).
 Expr numel(const Shape& s);
+/// Bytes a contiguous tensor of `shape` and `t` occupies. For a block type the last dim must be a
+/// constant multiple of the block (rows of whole blocks); throws luminal::Error otherwise.
+Expr storage_bytes(DType t, const Shape& shape);
 /// Evaluates every dim; throws luminal::Error naming a missing dynamic dimension.
 std::vector<int64_t> eval_shape(const Shape& s, const DynMap& dyn);
 

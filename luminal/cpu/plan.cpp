@@ -65,6 +65,11 @@ void CpuPlan::run_node(int i, const Bound& bd) {
   if (is_input(node)) return;
   if (is_output(node)) {
     if (io_.output_in_input[layout_.output_slot(i)] >= 0) return;  // updated in place: no copy
+    if (is_block(node.attrs.dtype)) {  // whole stored blocks (prim allows no other view)
+      const int64_t n = out_view_[i].numel;
+      std::memcpy(bd.ptr[i], bd.ptr[node.inputs[0]], storage_bytes(node.attrs.dtype, n));
+      return;
+    }
     copy_view(bd.ptr[node.inputs[0]], out_view_[i], bd.ptr[i], size_bytes(node.attrs.dtype),
               threads_);
     return;

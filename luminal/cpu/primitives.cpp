@@ -181,6 +181,7 @@ void register_primitive_ops(std::vector<const CpuOp*>& ops) {
   ops.push_back(primitive<OpKind::MaxReduce>(make_reduce_kernel));
   ops.push_back(primitive<OpKind::Gather>(make_gather_kernel));
   ops.push_back(primitive<OpKind::Scatter>(make_scatter_kernel));
+  ops.push_back(primitive<OpKind::Dequantize>(make_dequantize_kernel));
 }
 
 }  // namespace luminal::cpu

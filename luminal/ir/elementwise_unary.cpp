@@ -24,6 +24,8 @@ Tensor Tensor::cast(DType to) const {
   return prim::unary(OpKind::Cast, *this, to);
 }
 
+Tensor Tensor::dequantize(DType to) const { return prim::dequantize(*this, to); }
+
 Tensor Tensor::neg() const {
   no_bool(*this, "neg");
   return mul(scalar_like(*this, -1));  // -1 wraps to the maximum for unsigned dtypes

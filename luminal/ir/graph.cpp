@@ -115,6 +115,19 @@ Tensor Graph::tensor(std::string_view label, const std::vector<Dim>& shape, DTyp
   n.shape = to_shape(shape);
   for (const Expr& d : n.shape)
     if (d.has_var("z")) check_dim_name("z", "tensor '" + n.label + "'");
+  if (is_block(dtype)) {
+    const int bs = block_size(dtype);
+    if (n.shape.empty() || !n.shape.back().is_const() || n.shape.back().as_const() % bs != 0)
+      throw Error("graph.tensor: '" + n.label + "' is " + std::string(name(dtype)) +
+                  ": its rows (the last dim, " +
+                  (n.shape.empty() ? std::string("none") : n.shape.back().to_string()) +
+                  ") must have a fixed length that is a multiple of " + std::to_string(bs));
+    for (const Expr& d : n.shape)
+      if (!d.is_const())
+        throw Error("graph.tensor: '" + n.label + "' is " + std::string(name(dtype)) +
+                    ": a block-quantized tensor needs a static shape (got " +
+                    shape_to_string(n.shape) + ")");
+  }
   NodeId id = add_node(n);
   return Tensor(*this, id, View::contiguous(data_->nodes[id].shape), dtype);
 }

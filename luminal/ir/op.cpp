@@ -21,6 +21,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::MaxReduce: return "MaxReduce";
     case OpKind::Gather: return "Gather";
     case OpKind::Scatter: return "Scatter";
+    case OpKind::Dequantize: return "Dequantize";
     case OpKind::Output: return "Output";
   }
   return "?";

@@ -17,6 +17,7 @@
 // | SumReduce MaxReduce       | x                       | reduce `axis` of the input view (axis dropped) |
 // | Gather                    | indexes (int), data     | out[i] = data_view_flat[indexes[i]]           |
 // | Scatter                   | dest, indexes (int), src| copy of dest, then out_flat[indexes[i]] = src[i] in order; out-of-range indices skipped |
+// | Dequantize                | x (a block dtype)       | x's values decoded exactly to f32 (then `dtype`); x's view keeps whole rows |
 // | Output                    | x                       | a value the user reads, under `label`         |
 // clang-format on
 #include <cstdint>
@@ -47,6 +48,7 @@ enum class OpKind : uint8_t {
   MaxReduce,
   Gather,
   Scatter,
+  Dequantize,
   Output,
 };
 

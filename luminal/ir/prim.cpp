@@ -13,6 +13,17 @@ std::string desc(const Tensor& t) {
 }
 
 Tensor make(Graph g, Node n) {
+  // Only Dequantize and Output read block-quantized values (Output as the stored bytes).
+  if (n.op != OpKind::Dequantize && n.op != OpKind::Output) {
+    for (const Operand& o : n.inputs) {
+      const Node& src = g.node(o.node);
+      if (!is_block(src.dtype)) continue;
+      const std::string who = src.label.empty() ? "a tensor" : "'" + src.label + "'";
+      throw Error(std::string(op_name(n.op)) + ": " + who + " is " + std::string(name(src.dtype)) +
+                  ", a block-quantized type: call .dequantize() on it first (the compiler "
+                  "reads the blocks directly where it can)");
+    }
+  }
   Shape shape = n.shape;
   DType dt = n.dtype;
   NodeId id = g.add_node(std::move(n));
@@ -109,6 +120,50 @@ Tensor scatter(const Tensor& dest, const Tensor& indexes, const Tensor& src) {
   n.shape = dest.shape();
   n.inputs = {{dest.id(), dest.view()}, {indexes.id(), indexes.view()}, {src.id(), src.view()}};
   return make(dest.graph(), std::move(n));
+}
+
+void require_row_view(const View& v, const Shape& shape, DType t, const std::string& what) {
+  auto fail = [&](const std::string& why) {
+    throw Error(what + " is " + std::string(name(t)) +
+                ": views of a block-quantized tensor must keep whole rows (" + why +
+                "); dequantize() it first and view the result");
+  };
+  if (shape.empty() || !shape.back().is_const()) fail("its rows have no fixed length");
+  const int64_t row = shape.back().as_const();
+  if (v.rank() == 0) fail("a scalar view");
+  if (!(v.dims.back() == Expr(row)) || !(v.strides.back() == Expr(1) * Expr::z()))
+    fail("the innermost axis of the view is " + v.dims.back().to_string() + " with stride " +
+         v.strides.back().to_string() + ", not the row of " + std::to_string(row) +
+         " with stride 1");
+  // Every other axis must move by whole rows for every index (static dims only).
+  for (int i = 0; i + 1 < v.rank(); ++i) {
+    if (!v.dims[i].is_const()) fail("axis " + std::to_string(i) + " has a dynamic length");
+    const int64_t n = v.dims[i].as_const();
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t off = v.strides[i].eval({}, k);
+      if (off % row != 0)
+        fail("axis " + std::to_string(i) + " index " + std::to_string(k) + " starts at element " +
+             std::to_string(off) + ", inside a row of " + std::to_string(row));
+    }
+  }
+}
+
+Tensor dequantize(const Tensor& x, DType out) {
+  if (!is_block(x.dtype()))
+    throw Error("dequantize: the tensor is " + desc(x) +
+                ", not a block-quantized type (q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k)");
+  if (!is_float(out))
+    throw Error("dequantize: the output dtype " + std::string(name(out)) + " is not a float type");
+  const Node& src = x.graph().node(x.id());
+  const std::string who =
+      src.label.empty() ? "dequantize: the tensor" : "dequantize: '" + src.label + "'";
+  require_row_view(x.view(), src.shape, x.dtype(), who);
+  Node n;
+  n.op = OpKind::Dequantize;
+  n.dtype = out;
+  n.shape = x.shape();
+  n.inputs = {{x.id(), x.view()}};
+  return make(x.graph(), std::move(n));
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op) {

@@ -19,6 +19,12 @@ Tensor reduce(OpKind op, const Tensor& x, int axis);
 Tensor gather(const Tensor& indexes, const Tensor& data);
 /// Scatter: copy of dest; flat(out)[indexes[i]] = src[i] (indexes and src of the same shape).
 Tensor scatter(const Tensor& dest, const Tensor& indexes, const Tensor& src);
+/// Dequantize: x (a block dtype, read through a view that keeps whole rows) decoded to `out`.
+Tensor dequantize(const Tensor& x, DType out);
+/// Throws unless `v`, a view of a block-quantized tensor of `shape` and dtype `t`, reads whole
+/// rows: its innermost axis walks one stored row with stride 1 and every other axis moves by
+/// whole rows. `what` names the caller and the tensor in the message.
+void require_row_view(const View& v, const Shape& shape, DType t, const std::string& what);
 
 /// Both tensors broadcast to their common shape; `op` names the caller in errors.
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, std::string_view op);

@@ -51,6 +51,10 @@ class Tensor {
 
   // ---- elementwise unary ----
   Tensor cast(DType to) const;
+  /// The values of a block-quantized tensor (q4_0 .. q6_k) decoded exactly, in `to` (a float
+  /// type). Its view must keep whole rows (row slices, gathers of rows, permuted rows): anything
+  /// else is an error naming the tensor.
+  Tensor dequantize(DType to = DType::F32) const;
   Tensor neg() const;
   Tensor exp() const;
   Tensor exp2() const;

@@ -113,6 +113,12 @@ class Backend {
   /// Compiles a candidate for one bucket. Throws luminal::Error when it cannot (the search
   /// rejects it).
   virtual std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) = 0;
+  /// True when this backend's kernels read weights of block type `t` (q4_0 .. q6_k) directly, so
+  /// models keep them quantized; otherwise loaders widen them to f32 first.
+  virtual bool reads_blocks(DType t) const {
+    (void)t;
+    return false;
+  }
 
   // Identity, for the compile cache: a cached program is reused only with the same backend and
   // device key, and read back through op_named / read_payload.

@@ -14,7 +14,7 @@ std::vector<BufferUse> buffer_uses(const LlirGraph& g) {
   for (int i = 0; i < n; ++i) {
     const LlirNode& node = g.nodes[i];
     BufferUse& u = uses[i];
-    u.bytes = numel(node.attrs.shape) * Expr(size_bytes(node.attrs.dtype));
+    u.bytes = storage_bytes(node.attrs.dtype, node.attrs.shape);
     u.first = i;
     u.last = i;
     const bool io = is_op(node.op, OpKind::Input) || is_op(node.op, OpKind::Output);

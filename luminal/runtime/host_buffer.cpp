@@ -15,6 +15,17 @@ void throw_int_out_of_range(std::string_view tensor, DType target, int64_t value
               std::to_string(static_cast<int64_t>(max_value(target))) + ")");
 }
 
+void throw_values_into_blocks(std::string_view tensor, DType target) {
+  throw Error("tensor '" + std::string(tensor) + "' is " + std::string(name(target)) +
+              ", a block-quantized type: it takes its raw blocks (set_bytes or a weights file), "
+              "not values");
+}
+
+void throw_values_out_of_blocks(std::string_view tensor, DType source) {
+  throw Error("tensor '" + std::string(tensor) + "' is " + std::string(name(source)) +
+              ", a block-quantized type: read its raw bytes, or output x.dequantize() for values");
+}
+
 void throw_float_out_of_int(std::string_view tensor, DType source, std::string_view type) {
   throw Error("output '" + std::string(tensor) + "' is " + std::string(name(source)) +
               "; it cannot be read as " + std::string(type) + " (use get<float> or get<double>)");

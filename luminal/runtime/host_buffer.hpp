@@ -24,7 +24,10 @@ namespace luminal {
 struct HostBuffer {
   DType dtype = DType::F32;
   std::vector<uint8_t> bytes;
-  int64_t numel() const { return static_cast<int64_t>(bytes.size()) / size_bytes(dtype); }
+  /// Values held (for a block dtype, whole blocks' worth).
+  int64_t numel() const {
+    return static_cast<int64_t>(bytes.size()) / block_bytes(dtype) * block_size(dtype);
+  }
 };
 
 namespace detail {
@@ -36,12 +39,15 @@ namespace detail {
 [[noreturn]] void throw_value_does_not_fit(std::string_view tensor, std::string_view type,
                                            double value, size_t index);
 bool fits(DType target, int64_t v);
+[[noreturn]] void throw_values_into_blocks(std::string_view tensor, DType target);
+[[noreturn]] void throw_values_out_of_blocks(std::string_view tensor, DType source);
 }  // namespace detail
 
 /// Converts host values to a buffer of `target` dtype (rules above); `tensor` names it in errors.
 template <class T>
 HostBuffer to_host_buffer(const T* data, size_t n, DType target, std::string_view tensor) {
   static_assert(std::is_arithmetic_v<T>, "set() takes arithmetic element types");
+  if (is_block(target)) detail::throw_values_into_blocks(tensor, target);
   HostBuffer b{target, std::vector<uint8_t>(n * size_bytes(target))};
   for (size_t i = 0; i < n; ++i) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -67,6 +73,7 @@ template <class T>
 std::vector<T> from_host_buffer(const HostBuffer& b, std::string_view tensor,
                                 std::string_view type_name) {
   static_assert(std::is_arithmetic_v<T>, "get() returns arithmetic element types");
+  if (is_block(b.dtype)) detail::throw_values_out_of_blocks(tensor, b.dtype);
   const int64_t n = b.numel();
   std::vector<T> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

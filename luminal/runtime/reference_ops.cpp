@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "luminal/core/blocks.hpp"
+
 namespace luminal::reference {
 
 // ---------------------------------------------------------------- views
@@ -85,7 +87,7 @@ void store(DType t, HostBuffer& b, int64_t i, C v) {
 }
 
 HostBuffer make_buffer(DType t, int64_t n) {
-  return HostBuffer{t, std::vector<uint8_t>(n * size_bytes(t))};
+  return HostBuffer{t, std::vector<uint8_t>(storage_bytes(t, n))};
 }
 
 int64_t product(const std::vector<int64_t>& dims) {
@@ -167,6 +169,24 @@ void unary_loop(const Node& n, const HostBuffer& x, const StridedView& v, HostBu
     C value = load<C>(in_t, x, v.offset(idx));
     store<C>(out.dtype, out, flat, apply_unary(n.op, value));
   });
+}
+
+// Decodes all of x exactly (blocks::dequantize), then reads it through the view like a Cast.
+HostBuffer run_dequantize(const Node& n, const HostBuffer& x, const StridedView& v) {
+  const int64_t count = x.numel();
+  std::vector<float> values(static_cast<size_t>(count));
+  blocks::dequantize(x.dtype, x.bytes.data(), values.data(), count);
+  HostBuffer out = make_buffer(n.dtype, v.numel());
+  for_each_index(v.dims(), [&](const std::vector<int64_t>& idx, int64_t flat) {
+    store_from_double(n.dtype, out.bytes.data(), flat, values[static_cast<size_t>(v.offset(idx))]);
+  });
+  return out;
+}
+
+// The Output of a block-quantized value: its stored bytes (prim allows only whole-tensor views).
+HostBuffer copy_blocks(const HostBuffer& x, const StridedView& v) {
+  LUMINAL_ASSERT(v.numel() == x.numel(), "output of a block-quantized value through a view");
+  return x;
 }
 
 HostBuffer run_unary(const Node& n, const HostBuffer& x, const StridedView& v) {
@@ -318,7 +338,9 @@ HostBuffer run_node(const Node& n, const std::vector<const HostBuffer*>& in, con
     case OpKind::Sin:
     case OpKind::Recip:
     case OpKind::Sqrt: return run_unary(n, *in[0], views[0]);
+    case OpKind::Dequantize: return run_dequantize(n, *in[0], views[0]);
     case OpKind::Output: {
+      if (is_block(in[0]->dtype)) return copy_blocks(*in[0], views[0]);
       Node copy = n;
       copy.op = OpKind::Cast;
       return run_unary(copy, *in[0], views[0]);

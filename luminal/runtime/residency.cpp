@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "luminal/core/blocks.hpp"
 #include "luminal/core/error.hpp"
 
 namespace luminal {
@@ -13,6 +14,10 @@ namespace {
 // exp or products), integers and bools 0 (a valid index for every gather and scatter).
 std::vector<uint8_t> generated_data(DType dt, uint64_t bytes, uint64_t seed) {
   std::vector<uint8_t> v(bytes, 0);
+  if (is_block(dt)) {
+    blocks::fill_valid_blocks(dt, v, seed);
+    return v;
+  }
   if (!is_float(dt)) return v;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-0.5, 0.5);
@@ -22,7 +27,20 @@ std::vector<uint8_t> generated_data(DType dt, uint64_t bytes, uint64_t seed) {
   return v;
 }
 
-std::string elements(uint64_t bytes, DType dt) { return std::to_string(bytes / size_bytes(dt)); }
+// Values in `bytes` of dt (whole blocks' worth for a block type).
+std::string elements(uint64_t bytes, DType dt) {
+  return std::to_string(bytes / static_cast<uint64_t>(block_bytes(dt)) *
+                        static_cast<uint64_t>(block_size(dt)));
+}
+
+// Throws unless `bytes` is a whole number of dt's elements (or blocks).
+void check_whole(const std::string& label, DType dt, uint64_t bytes) {
+  const auto unit = static_cast<uint64_t>(block_bytes(dt));
+  if (bytes % unit == 0) return;
+  throw Error("input '" + label + "': " + std::to_string(bytes) +
+              " bytes is not a whole number of " + std::string(name(dt)) +
+              (is_block(dt) ? " blocks (" : " elements (") + std::to_string(unit) + " bytes each)");
+}
 
 }  // namespace
 
@@ -30,7 +48,7 @@ Residency::Residency(const Graph& g, const std::vector<std::string>& dim_names,
                      const std::vector<Facts>& facts) {
   auto slot = [&](NodeId id) {
     const Node& n = g.node(id);
-    const Expr bytes = numel(n.shape) * Expr(size_bytes(n.dtype));
+    const Expr bytes = storage_bytes(n.dtype, n.shape);
     int64_t most = 0;
     for (const Facts& f : facts)
       most = std::max(most, bytes.bounds(f).hi);
@@ -145,11 +163,7 @@ void Residency::use_external(int k, Buffer b, bool bound, std::shared_ptr<const 
 
 void Residency::write(int k, const void* data, uint64_t bytes) {
   In& i = in[k];
-  if (bytes % size_bytes(i.dtype) != 0) {
-    throw Error("input '" + i.label + "': " + std::to_string(bytes) +
-                " bytes is not a whole number of " + std::string(name(i.dtype)) + " elements (" +
-                std::to_string(size_bytes(i.dtype)) + " bytes each)");
-  }
+  check_whole(i.label, i.dtype, bytes);
   if (bytes > i.capacity) {
     throw Error("input '" + i.label + "' was given " + elements(bytes, i.dtype) +
                 " elements, more than its shape " + shape_to_string(i.shape) +
@@ -186,10 +200,7 @@ uint64_t Residency::copy_from(int k, const Residency& from, int o) {
 bool Residency::wrap_host(int k, const void* data, uint64_t bytes,
                           std::shared_ptr<const void> keep_alive) {
   const In& i = in[k];
-  if (bytes % size_bytes(i.dtype) != 0) {
-    throw Error("input '" + i.label + "': " + std::to_string(bytes) +
-                " bytes is not a whole number of " + std::string(name(i.dtype)) + " elements");
-  }
+  check_whole(i.label, i.dtype, bytes);
   if (i.carried) return false;  // carried state is written in place: keep our own copy
   // Only a value filling the whole buffer is used in place: the search may time a bucket at
   // larger dims than the value was set for, reading past it.
@@ -244,7 +255,7 @@ void Residency::check_inputs(std::span<const int64_t> dims) const {
                   "\", ...) before execute()");
     }
     if (i.numel.is_const()) continue;
-    const uint64_t want = static_cast<uint64_t>(i.numel.eval(dims.data())) * size_bytes(i.dtype);
+    const uint64_t want = storage_bytes(i.dtype, i.numel.eval(dims.data()));
     if (i.bound_external ? want > i.bytes_set : want != i.bytes_set) {
       throw Error("input '" + i.label + "' was given " + elements(i.bytes_set, i.dtype) +
                   " elements but its shape " + shape_to_string(i.shape) + " needs " +
@@ -266,15 +277,15 @@ void Residency::executed(std::span<const int64_t> dims, const std::vector<int>& 
     if (src.lives_in == k) continue;
     std::swap(i.buf, src.buf);
     src.lives_in = k;
-    i.bytes_set = static_cast<uint64_t>(i.numel.eval(dims.data())) * size_bytes(i.dtype);
+    i.bytes_set = storage_bytes(i.dtype, i.numel.eval(dims.data()));
   }
 }
 
 uint64_t Residency::value_bytes(int o) const {
-  int64_t n = size_bytes(out[o].dtype);
+  int64_t n = 1;
   for (const SlotExpr& d : out[o].shape_slots)
     n *= d.eval(dims_.data());
-  return static_cast<uint64_t>(n);
+  return storage_bytes(out[o].dtype, n);
 }
 
 Buffer Residency::value_buffer(int o) const {
