@@ -13,6 +13,7 @@ void register_fused_ops(std::vector<const CpuOp*>& ops);            // fused.cpp
 void register_matmul_generic_ops(std::vector<const CpuOp*>& ops);   // matmul_generic.cpp
 void register_matmul_blas_ops(std::vector<const CpuOp*>& ops);      // matmul_blas.cpp
 void register_scatter_inplace_ops(std::vector<const CpuOp*>& ops);  // scatter_inplace.cpp
+void register_qgather_ops(std::vector<const CpuOp*>& ops);          // qgather.cpp
 
 const std::vector<const CpuOp*>& cpu_ops() {
   static const std::vector<const CpuOp*> ops = [] {
@@ -22,6 +23,7 @@ const std::vector<const CpuOp*>& cpu_ops() {
     register_matmul_generic_ops(v);
     register_matmul_blas_ops(v);
     register_scatter_inplace_ops(v);
+    register_qgather_ops(v);
     return v;
   }();
   return ops;

@@ -9,6 +9,7 @@
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/primitive_util.hpp"
+#include "luminal/cpu/quant_rows.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
@@ -17,34 +18,11 @@ namespace {
 
 class DequantizeKernel final : public Kernel {
  public:
-  explicit DequantizeKernel(const LlirNode& n) : in_t_(input_dtype(n, 0)), out_t_(n.attrs.dtype) {
-    const View& v = n.attrs.views.at(0);
-    if (!is_block(in_t_) || v.rank() == 0 || !v.dims.back().is_const())
-      throw Error("Dequantize: input " + std::string(name(in_t_)) +
-                  " is not a block-quantized tensor read through a row view");
-    row_ = v.dims.back().as_const();
-    // Source element offset of every output row: the outer axes' strides at each index.
-    std::vector<int64_t> dims;
-    for (int i = 0; i + 1 < v.rank(); ++i) {
-      if (!v.dims[i].is_const())
-        throw Error("Dequantize: the view of a block-quantized tensor has a dynamic axis");
-      dims.push_back(v.dims[i].as_const());
-    }
-    int64_t rows = 1;
-    for (int64_t d : dims)
-      rows *= d;
-    src_bytes_.resize(static_cast<size_t>(rows));
-    std::vector<int64_t> idx(dims.size(), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t off = 0;
-      for (size_t i = 0; i < dims.size(); ++i)
-        off += v.strides[i].eval({}, idx[i]);
-      src_bytes_[static_cast<size_t>(r)] = blocks::block_byte_offset(in_t_, off, row_);
-      for (size_t k = dims.size(); k-- > 0;) {
-        if (++idx[k] < dims[k]) break;
-        idx[k] = 0;
-      }
-    }
+  explicit DequantizeKernel(const LlirNode& n)
+      : in_t_(input_dtype(n, 0)),
+        out_t_(n.attrs.dtype),
+        src_bytes_(row_byte_offsets(n.attrs.views.at(0), in_t_, "Dequantize")) {
+    row_ = n.attrs.views[0].dims.back().as_const();
   }
 
   void run(const KernelContext& k) override {
@@ -74,8 +52,8 @@ class DequantizeKernel final : public Kernel {
 
  private:
   DType in_t_, out_t_;
-  int64_t row_ = 0;
   std::vector<uint64_t> src_bytes_;  // byte offset of each output row's source row
+  int64_t row_ = 0;  // byte offset of each output row's source row
 };
 
 }  // namespace

@@ -353,16 +353,21 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   return c;
 }
 
-Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes,
-                     const LoadProgress& progress) {
+namespace {
+
+struct Item {
+  const GgufTensor* t;
+  const Expected* e;
+};
+
+// The file's tensors checked against the config (names, shapes, types), and their sizes as f32
+// and in the file.
+std::vector<Item> checked_items(const GgufFile& f, const ModelConfig& c,
+                                const std::map<std::string, Expected>& expected,
+                                uint64_t* f32_bytes, uint64_t* file_bytes) {
   const std::string arch = f.get_string("general.architecture");
-  const std::map<std::string, Expected> expected = expected_tensors(c, arch);
-  struct Item {
-    const GgufTensor* t;
-    const Expected* e;
-  };
   std::vector<Item> items;
-  uint64_t f32_bytes = 0, file_bytes = 0;
+  *f32_bytes = *file_bytes = 0;
   for (const GgufTensor& t : f.tensors()) {
     if (t.name == "rope_freqs.weight") continue;  // read by gguf_model_config
     auto it = expected.find(t.name);
@@ -386,13 +391,42 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
                   std::string(ggml_type_name(t.type)) +
                   " cannot be dequantised (supported: " + dequantizable_types() + ")");
     items.push_back({&t, &it->second});
-    f32_bytes += static_cast<uint64_t>(t.numel()) * 4;
-    file_bytes += t.size_bytes;
+    *f32_bytes += static_cast<uint64_t>(t.numel()) * 4;
+    *file_bytes += t.size_bytes;
   }
   for (const auto& [name, e] : expected)
     if (e.required && !f.contains_tensor(name))
       throw Error(where(f) + "missing tensor '" + name + "' (" + e.hf + ", shape " +
                   shape_str(e.shape) + ")");
+  return items;
+}
+
+// Rows of `heads` heads as the converter stored them (HF row (h, j, i) at h * hd + 2i + j), put
+// back in HF order; each row is `row_bytes` bytes (f32 values or whole blocks).
+void unpermute_rows(const GgufFile& f, const GgufTensor& t, int64_t heads, const uint8_t* src,
+                    uint8_t* dst, size_t row_bytes) {
+  const size_t rows = static_cast<size_t>(t.shape[0]);
+  const size_t h_count = static_cast<size_t>(heads);
+  if (rows % (2 * h_count) != 0)
+    throw Error(where(f) + "tensor '" + t.name + "': " + std::to_string(rows) +
+                " rows cannot be split into " + std::to_string(heads) +
+                " heads of an even size (to undo the rotary permutation)");
+  const size_t hd = rows / h_count, half = hd / 2;
+  for (size_t h = 0; h < h_count; ++h)
+    for (size_t j = 0; j < 2; ++j)
+      for (size_t i = 0; i < half; ++i)
+        std::memcpy(dst + (h * hd + j * half + i) * row_bytes,
+                    src + (h * hd + 2 * i + j) * row_bytes, row_bytes);
+}
+
+}  // namespace
+
+Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes,
+                     const LoadProgress& progress) {
+  const std::string arch = f.get_string("general.architecture");
+  const std::map<std::string, Expected> expected = expected_tensors(c, arch);
+  uint64_t f32_bytes = 0, file_bytes = 0;
+  std::vector<Item> items = checked_items(f, c, expected, &f32_bytes, &file_bytes);
   if (max_bytes != 0 && f32_bytes > max_bytes)
     throw Error(where(f) + "the weights take " + bytes_str(f32_bytes) + " as f32 (" +
                 bytes_str(file_bytes) + " in the file), over the limit of " + bytes_str(max_bytes));
@@ -424,22 +458,9 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
     dequantize_into(t, values, &meter);
     const size_t n = values.size();
     if (it.e->permute_heads > 0) {
-      // The converter stored HF row (h, j, i) of head h (j < 2, i < head_dim / 2) at row
-      // h * head_dim + 2 * i + j: read it back from there.
-      const size_t rows = static_cast<size_t>(t.shape[0]);
-      const size_t row_len = n / rows;
-      const size_t heads = static_cast<size_t>(it.e->permute_heads);
-      if (rows % (2 * heads) != 0)
-        throw Error(where(f) + "tensor '" + t.name + "': " + std::to_string(rows) +
-                    " rows cannot be split into " + std::to_string(heads) +
-                    " heads of an even size (to undo the rotary permutation)");
-      const size_t hd = rows / heads, half = hd / 2;
-      float* dst = reinterpret_cast<float*>(out);
-      for (size_t h = 0; h < heads; ++h)
-        for (size_t j = 0; j < 2; ++j)
-          for (size_t i = 0; i < half; ++i)
-            std::memcpy(dst + (h * hd + j * half + i) * row_len,
-                        values.data() + (h * hd + 2 * i + j) * row_len, row_len * sizeof(float));
+      const size_t row_bytes = n / static_cast<size_t>(t.shape[0]) * sizeof(float);
+      unpermute_rows(f, t, it.e->permute_heads, reinterpret_cast<const uint8_t*>(values.data()),
+                     out, row_bytes);
     } else {
       std::memcpy(out, values.data(), n * sizeof(float));
     }
@@ -447,6 +468,74 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
   }
   meter.finish();
   return Weights(SafeTensors::from_bytes(std::move(bytes), f.source()));
+}
+
+Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConfig& c,
+                           const std::function<bool(DType)>& keep, uint64_t max_bytes,
+                           const LoadProgress& progress) {
+  const GgufFile& f = *file;
+  const std::string arch = f.get_string("general.architecture");
+  const std::map<std::string, Expected> expected = expected_tensors(c, arch);
+  uint64_t f32_bytes = 0, file_bytes = 0;
+  std::vector<Item> items = checked_items(f, c, expected, &f32_bytes, &file_bytes);
+  auto kept = [&](const GgufTensor& t) {
+    const std::optional<DType> d = dtype_of(t.type);
+    return d && is_block(*d) && keep(*d);
+  };
+  uint64_t resident = 0, widened = 0;  // stored bytes kept; f32 bytes of the widened tensors
+  for (const Item& it : items) {
+    if (kept(*it.t) || it.t->type == GgmlType::F32)
+      resident += it.t->size_bytes;
+    else
+      widened += static_cast<uint64_t>(it.t->numel()) * 4;
+  }
+  if (max_bytes != 0 && resident + widened > max_bytes)
+    throw Error(where(f) + "the weights take " + bytes_str(resident + widened) + " (" +
+                bytes_str(resident) + " as stored blocks, " + bytes_str(widened) +
+                " widened to f32), over the limit of " + bytes_str(max_bytes));
+  // Copies (un-permuted rows, widened tensors) live beside the mapping, owned with it.
+  struct Owner {
+    std::shared_ptr<const GgufFile> file;
+    std::vector<std::vector<uint8_t>> copies;
+  };
+  auto owner = std::make_shared<Owner>();
+  owner->file = file;
+  std::vector<TensorView> views;
+  ProgressMeter meter(progress, "dequantising", widened);
+  for (const Item& it : items) {
+    const GgufTensor& t = *it.t;
+    TensorView v;
+    v.name = it.e->hf;
+    v.shape = t.shape;
+    v.file = f.source();
+    const size_t rows = t.shape.empty() ? 1 : static_cast<size_t>(t.shape[0]);
+    if (kept(t) || t.type == GgmlType::F32) {
+      v.dtype = *dtype_of(t.type);
+      v.bytes = t.data;
+      if (it.e->permute_heads > 0) {
+        std::vector<uint8_t>& copy = owner->copies.emplace_back(t.data.size());
+        unpermute_rows(f, t, it.e->permute_heads, t.data.data(), copy.data(),
+                       t.data.size() / rows);
+        v.bytes = copy;
+      }
+    } else {
+      std::vector<float> values(static_cast<size_t>(t.numel()));
+      dequantize_into(t, values, &meter);
+      std::vector<uint8_t>& copy = owner->copies.emplace_back(values.size() * sizeof(float));
+      const auto* src = reinterpret_cast<const uint8_t*>(values.data());
+      if (it.e->permute_heads > 0)
+        unpermute_rows(f, t, it.e->permute_heads, src, copy.data(), copy.size() / rows);
+      else
+        std::memcpy(copy.data(), src, copy.size());
+      v.dtype = DType::F32;
+      v.bytes = copy;
+    }
+    views.push_back(std::move(v));
+  }
+  meter.finish();
+  Weights w;
+  w.add_views(std::move(views), owner);
+  return w;
 }
 
 GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOptions& options) {

@@ -23,6 +23,7 @@
 // a checkpoint over GgufModelOptions::max_bytes (checked before anything is dequantised).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,6 +91,13 @@ ModelConfig gguf_model_config(const GgufFile& file);
 
 /// The weights under Hugging Face names as f32 (see read_gguf_model). `config` is
 /// gguf_model_config(file); `max_bytes` and `progress` as GgufModelOptions's.
+/// The weights under Hugging Face names with the block-quantized tensors whose type `keep`
+/// accepts left as stored: views into the file's mapping (zero copy; q/k rows un-permuted into a
+/// copy), dtype q4_0 .. q6_k. F32 tensors are views too; every other tensor is widened to f32.
+/// `file` stays alive as long as the Weights. `max_bytes` bounds the resident bytes.
+Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConfig& config,
+                           const std::function<bool(DType)>& keep, uint64_t max_bytes = 0,
+                           const LoadProgress& progress = {});
 Weights gguf_weights(const GgufFile& file, const ModelConfig& config, uint64_t max_bytes = 0,
                      const LoadProgress& progress = {});
 

@@ -103,6 +103,20 @@ void Weights::add(SafeTensors file) {
     index_.emplace(t.name, &t);
 }
 
+void Weights::add_views(std::vector<TensorView> views, std::shared_ptr<const void> owner) {
+  for (const auto& t : views) {
+    auto it = index_.find(t.name);
+    if (it != index_.end())
+      throw Error("weights " + q(t.file) + ": tensor " + q(t.name) + ": duplicate: also in " +
+                  q(it->second->file));
+  }
+  owners_.push_back(std::move(owner));
+  for (TensorView& t : views) {
+    views_.push_back(std::move(t));
+    index_.emplace(views_.back().name, &views_.back());
+  }
+}
+
 std::vector<std::string> Weights::names() const {
   std::vector<std::string> out;
   out.reserve(index_.size());

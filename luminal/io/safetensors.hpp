@@ -19,6 +19,7 @@
 // the data section, overlapping tensors, byte size not equal to dtype size x shape, missing
 // shard of an index.
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -125,6 +126,9 @@ class Weights {
   explicit Weights(SafeTensors file);
   /// Adds a file's tensors; a name already present is an error naming both files.
   void add(SafeTensors file);
+  /// Adds tensors whose bytes live elsewhere (a GGUF mapping, a buffer of repacked rows), kept
+  /// alive by `owner` for as long as these Weights live; a name already present is an error.
+  void add_views(std::vector<TensorView> views, std::shared_ptr<const void> owner);
 
   size_t size() const { return index_.size(); }
   /// Every tensor name, sorted.
@@ -136,6 +140,8 @@ class Weights {
 
  private:
   std::vector<SafeTensors> files_;
+  std::deque<TensorView> views_;                 // add_views (stable addresses)
+  std::vector<std::shared_ptr<const void>> owners_;
   std::map<std::string, const TensorView*, std::less<>> index_;
 };
 

@@ -216,9 +216,14 @@ CausalLM CausalLM::load(const std::filesystem::path& path, Backend& backend,
 CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const DecoderShape& shape,
                         CompileOptions options, const io::LoadProgress& progress,
                         const SamplerShape& head) {
-  CausalLM lm = build(model.config, shape, head);
+  // Block-quantized weights stay quantized where the backend reads them.
+  std::shared_ptr<const io::Weights> weights = open_weights(
+      model, options, progress, [&backend](DType t) { return backend.reads_blocks(t); });
+  DecoderShape s = shape;
+  s.block_weights = block_weight_types(*weights);
+  CausalLM lm = build(model.config, s, head);
   lm.start_session(backend, std::move(options));
-  lm.bind(open_weights(model, lm.session().options(), progress), model.path.string(), progress);
+  lm.bind(std::move(weights), model.path.string(), progress);
   lm.session().compile();
   return lm;
 }

@@ -54,7 +54,9 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   const DType dt = shape.dtype;
   const double eps = cfg.rms_norm_eps;
   auto w = [&](const std::string& name, std::vector<Dim> dims) {
-    return g.tensor(name, dims, dt).persist();
+    auto it = shape.block_weights.find(name);
+    if (it == shape.block_weights.end()) return g.tensor(name, dims, dt).persist();
+    return g.tensor(name, dims, it->second).persist().dequantize(dt);
   };
   d.rope_inv_freq = nn::rope_inv_freq(static_cast<int>(hd), cfg.rope_theta, rope_scaling(cfg));
   Tensor inv_freq = g.tensor("rope.inv_freq", {hd / 2}, DType::F32).persist();

@@ -11,6 +11,7 @@
 // moves only its ids in and its logits out. Qwen2's q/k/v biases, Qwen3's per-head q/k RMSNorm
 // and tied embeddings (lm_head = embed_tokens) are covered. Other families (MoE, Gemma 3) are an
 // error naming them.
+#include <map>
 #include <vector>
 
 #include "luminal/io/hf_config.hpp"
@@ -25,6 +26,9 @@ struct DecoderShape {
   int max_step = 512;  // most tokens one execute takes (longer prompts go in chunks)
   /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
   DType dtype = DType::F32;
+  /// Weights stored block-quantized, by Hugging Face name (q4_0 .. q6_k): declared in that type
+  /// and dequantize()d in the graph, so the compiler can read the blocks directly.
+  std::map<std::string, DType> block_weights = {};
 };
 
 struct Decoder {

@@ -27,6 +27,11 @@ bool is_gguf(const fs::path& p) {
   return ext == ".gguf";
 }
 
+bool quant_off() {
+  const char* v = std::getenv("LUMINAL_QUANT");
+  return v && std::string_view(v) == "off";
+}
+
 bool cache_off() {
   const char* v = std::getenv("LUMINAL_CACHE");
   return v && std::string_view(v) == "off";
@@ -136,10 +141,25 @@ fs::path dequantized_path(const fs::path& gguf, const CompileOptions& options) {
          (gguf.stem().string() + "-" + hex + ".f32.safetensors");
 }
 
+std::map<std::string, DType> block_weight_types(const io::Weights& w) {
+  std::map<std::string, DType> out;
+  for (const std::string& name : w.names()) {
+    const DType t = w.get(name).dtype;
+    if (is_block(t)) out[name] = t;
+  }
+  return out;
+}
+
 std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options,
-                                                const io::LoadProgress& progress) {
+                                                const io::LoadProgress& progress,
+                                                const std::function<bool(DType)>& keep_blocks) {
   if (!m.gguf) return std::make_shared<const io::Weights>(io::Weights::open(m.path));
   const uint64_t limit = options.max_memory() ? *options.max_memory() : 0;
+  if (keep_blocks && !quant_off()) {
+    auto file = std::make_shared<const io::GgufFile>(io::GgufFile::open(m.path));
+    return std::make_shared<const io::Weights>(
+        io::gguf_block_weights(file, m.config, keep_blocks, limit, progress));
+  }
   const fs::path cached = dequantized_path(m.path, options);
   if (!cached.empty() && fs::exists(cached)) {
     try {

@@ -13,6 +13,7 @@
 // in memory only).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,8 +70,15 @@ ModelFiles open_model(const std::filesystem::path& path, const OpenOptions& opti
 /// options.max_memory() fails before anything is dequantised, naming both sizes. `progress` is
 /// told of the dequantisation ("dequantising") and of writing the cached copy ("caching"); a
 /// folder or a cached copy is only mapped (no call).
+/// With `keep_blocks` (a GGUF source, LUMINAL_QUANT not "off"), the block-quantized tensors of a
+/// type it accepts stay as stored, mapped from the file (io::gguf_block_weights), and nothing is
+/// cached: the rest is widened in memory.
 std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options,
-                                                const io::LoadProgress& progress = {});
+                                                const io::LoadProgress& progress = {},
+                                                const std::function<bool(DType)>& keep_blocks = {});
+
+/// The block-quantized tensors of `w` by name, with their types (DecoderShape::block_weights).
+std::map<std::string, DType> block_weight_types(const io::Weights& w);
 
 /// Where the GGUF's dequantised copy lives (or would), or empty with LUMINAL_CACHE=off.
 std::filesystem::path dequantized_path(const std::filesystem::path& gguf,

@@ -6,13 +6,20 @@
 #include <random>
 #include <vector>
 
+#include "luminal/core/blocks.hpp"
 #include "luminal/core/dtype.hpp"
 #include "luminal/runtime/host_buffer.hpp"
 
 namespace luminal::testing {
 
-/// n random elements of dtype t in [lo, hi] (integers: uniform integers in that range; Bool: 0/1).
+/// n random elements of dtype t in [lo, hi] (integers: uniform integers in that range; Bool: 0/1;
+/// block types: valid random blocks of values within about +-1, lo and hi ignored).
 inline HostBuffer random_buffer(DType t, int64_t n, uint64_t seed, double lo = -4, double hi = 4) {
+  if (is_block(t)) {
+    HostBuffer q{t, std::vector<uint8_t>(static_cast<size_t>(storage_bytes(t, n)))};
+    blocks::fill_valid_blocks(t, q.bytes, seed);
+    return q;
+  }
   HostBuffer b{t, std::vector<uint8_t>(static_cast<size_t>(n * size_bytes(t)))};
   std::mt19937_64 rng(seed);
   for (int64_t i = 0; i < n; ++i) {

@@ -1,0 +1,162 @@
+// cpu.QMatmul, cpu.QuantizeQ8 and cpu.QGather chosen out of the e-graph and run on the CPU:
+//   - a linear layer over each weight block type at several s, against the f64 product of the
+//     dequantised weights and the f32 activations, within the bound of the 8-bit activation
+//     rounding (sum over blocks of (d/2 + amax 2^-11) * sum |w|, plus accumulation);
+//   - weights read through row views (a slice, the rotary permutation) give bitwise what the
+//     same rows stored in that order give;
+//   - q, k and v reading one activation share one QuantizeQ8;
+//   - a tied embedding serves the gather (bitwise the reference) and the LM head from one input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "luminal/core/blocks.hpp"
+#include "luminal/nn/linear.hpp"
+#include "ops_test_util.hpp"
+
+namespace luminal {
+namespace {
+
+int64_t row_for(DType t) { return block_size(t) == 256 ? 512 : 96; }
+
+LlirGraph choose_q(const Graph& g, cpu::CpuBackend& cpu) {
+  BuiltSpace b = build_search_space(g, cpu, {});
+  return opstest::choose(b, [](const EGraph& eg, ENodeId n) -> double {
+    const std::string_view op = eg.node(n).op->name;
+    return op == "cpu.QMatmul" || op == "cpu.QGather" ? 2 : op == "cpu.QuantizeQ8" ? 1 : 0;
+  });
+}
+
+// |x|, per 32 (or 256) values, the quantization step bound of Q8 activations.
+double act_bound(const std::vector<float>& x, const std::vector<float>& w, int bs) {
+  double b = 0, acc = 0;
+  for (size_t s = 0; s < x.size(); s += static_cast<size_t>(bs)) {
+    double amax = 0, wsum = 0;
+    for (int j = 0; j < bs; ++j) {
+      amax = std::max(amax, std::fabs(static_cast<double>(x[s + j])));
+      wsum += std::fabs(static_cast<double>(w[s + j]));
+      acc += std::fabs(static_cast<double>(x[s + j]) * w[s + j]);
+    }
+    const double d = amax / 127;
+    b += (d / 2 + amax * 0x1p-11 + 127 * 0x1p-25) * wsum;
+  }
+  return b + 1e-5 * acc + 1e-6;
+}
+
+class QMatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(QMatmulTest, LinearWithinTheActivationBound) {
+  const DType t = GetParam();
+  const int64_t K = row_for(t), N = 37;
+  Graph g;
+  g.declare_dim("s", 1, 9);
+  Tensor x = g.tensor("x", {"s", K});
+  Tensor w = g.tensor("w", {N, K}, t);
+  nn::linear(x, w.dequantize()).output("y");
+  cpu::CpuBackend cpu(2);
+  LlirGraph p = choose_q(g, cpu);
+  ASSERT_EQ(opstest::count_op(p, "cpu.QMatmul"), 1) << p.to_text();
+  ASSERT_EQ(opstest::count_op(p, "cpu.QuantizeQ8"), 1) << p.to_text();
+  auto exe = testing::load_plan(cpu, p, {{{"s", 1}}, {{"s", 9}}});
+  const int bs = block_size(blocks::activation_format(t));
+  for (int64_t s : {1, 2, 5, 9}) {
+    DynMap dyn{{"s", s}};
+    testing::BufferMap in = opstest::random_inputs(g, dyn, 7 + s, -2, 2);
+    testing::BufferMap got = testing::run_executable(exe, g, in, dyn);
+    std::vector<float> wf(static_cast<size_t>(N * K));
+    blocks::dequantize(t, in.at("w").bytes.data(), wf.data(), N * K);
+    const auto* xs = reinterpret_cast<const float*>(in.at("x").bytes.data());
+    const auto* ys = reinterpret_cast<const float*>(got.at("y").bytes.data());
+    for (int64_t m = 0; m < s; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        std::vector<float> xr(xs + m * K, xs + (m + 1) * K), wr(wf.begin() + n * K, wf.begin() + (n + 1) * K);
+        double want = 0;
+        for (int64_t j = 0; j < K; ++j)
+          want += static_cast<double>(xr[static_cast<size_t>(j)]) * wr[static_cast<size_t>(j)];
+        EXPECT_NEAR(ys[m * N + n], want, act_bound(xr, wr, bs))
+            << name(t) << " s=" << s << " m=" << m << " n=" << n;
+      }
+  }
+}
+
+TEST_P(QMatmulTest, RowViewsReadTheSameRows) {
+  const DType t = GetParam();
+  const int64_t K = row_for(t), N = 12;
+  // y1 reads rows (0 2 4 1 3 5 6 8 10 7 9 11) of w through the rotary view; y2 reads a copy of
+  // w stored in that order; both through the same kernel, so bitwise equal.
+  Graph g;
+  Tensor x = g.tensor("x", {3, K});
+  Tensor w = g.tensor("w", {N, K}, t);
+  Tensor wp = g.tensor("wp", {N, K}, t);
+  Tensor rot = w.reshape({2, 3, 2, K}).permute({0, 2, 1, 3}).reshape({N, K});
+  nn::linear(x, rot.dequantize()).output("y1");
+  nn::linear(x, wp.dequantize()).output("y2");
+  nn::linear(x, w.slice(0, 4, 10).dequantize()).output("s1");
+  cpu::CpuBackend cpu(2);
+  LlirGraph p = choose_q(g, cpu);
+  ASSERT_EQ(opstest::count_op(p, "cpu.QMatmul"), 3) << p.to_text();
+  ASSERT_EQ(opstest::count_op(p, "cpu.QuantizeQ8"), 1) << p.to_text();
+  testing::BufferMap in = opstest::random_inputs(g, {}, 3);
+  const uint64_t rb = storage_bytes(t, K);
+  HostBuffer& wb = in.at("w");
+  HostBuffer permuted = wb;
+  const int order[12] = {0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11};
+  for (int r = 0; r < 12; ++r)
+    std::memcpy(permuted.bytes.data() + r * rb, wb.bytes.data() + order[r] * rb, rb);
+  in["wp"] = permuted;
+  auto exe = testing::load_plan(cpu, p, {{}});
+  testing::BufferMap got = testing::run_executable(exe, g, in, {});
+  EXPECT_EQ(got.at("y1").bytes, got.at("y2").bytes) << name(t);
+  // The slice: rows 4..9 of y computed from the permuted-order copy are rows order^-1...; check
+  // against the reference within the bound instead.
+  testing::BufferMap want = opstest::run_reference(g, in, {});
+  const auto* a = reinterpret_cast<const float*>(got.at("s1").bytes.data());
+  const auto* b = reinterpret_cast<const float*>(want.at("s1").bytes.data());
+  for (int i = 0; i < 3 * 6; ++i)
+    EXPECT_NEAR(a[i], b[i], 0.05 * std::sqrt(static_cast<double>(K))) << name(t) << " [" << i << "]";
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QMatmulTest, ::testing::ValuesIn(kWeightBlockDTypes),
+                         [](const auto& info) { return std::string(name(info.param)); });
+
+TEST(QMatmulTest, QkvShareOneQuantize) {
+  Graph g;
+  g.declare_dim("s", 1, 4);
+  Tensor x = g.tensor("x", {"s", 64});
+  for (const char* n : {"q", "k", "v"})
+    nn::linear(x, g.tensor(n, {32, 64}, DType::Q4_1).dequantize()).output(std::string(n) + "_out");
+  cpu::CpuBackend cpu(2);
+  LlirGraph p = choose_q(g, cpu);
+  EXPECT_EQ(opstest::count_op(p, "cpu.QMatmul"), 3) << p.to_text();
+  EXPECT_EQ(opstest::count_op(p, "cpu.QuantizeQ8"), 1) << p.to_text();
+}
+
+TEST(QGatherTest, TiedEmbeddingGatherIsExactAndServesTheHead) {
+  Graph g;
+  g.declare_dim("s", 1, 6);
+  Tensor table = g.tensor("embed", {40, 64}, DType::Q8_0);
+  Tensor ids = g.tensor("ids", {"s"}, DType::I32);
+  Tensor deq = table.dequantize();
+  Tensor h = nn::embedding(deq, ids);
+  h.output("rows");
+  nn::lm_head(h, deq).output("logits");
+  cpu::CpuBackend cpu(2);
+  LlirGraph p = choose_q(g, cpu);
+  EXPECT_EQ(opstest::count_op(p, "cpu.QGather"), 1) << p.to_text();
+  EXPECT_EQ(opstest::count_op(p, "cpu.QMatmul"), 1) << p.to_text();
+  EXPECT_EQ(opstest::count_op(p, "Dequantize"), 0) << p.to_text();
+  auto exe = testing::load_plan(cpu, p, {{{"s", 1}}, {{"s", 6}}});
+  for (int64_t s : {1, 6}) {
+    DynMap dyn{{"s", s}};
+    testing::BufferMap in = opstest::random_inputs(g, dyn, 11, 0, 39);
+    testing::BufferMap want = opstest::run_reference(g, in, dyn);
+    testing::BufferMap got = testing::run_executable(exe, g, in, dyn);
+    opstest::expect_same(got.at("rows"), want.at("rows"), opstest::kExact, "rows");
+    opstest::expect_same(got.at("logits"), want.at("logits"), {0.05, 0.05}, "logits");
+  }
+}
+
+}  // namespace
+}  // namespace luminal
