@@ -1,0 +1,142 @@
+// Quantized GEMV (decode, m = 1) per weight type and ISA, single-threaded, beside the copy and
+// read bandwidth of the same number of bytes measured in the same run:
+//
+//   build/bench/bench_quant_gemv [type ...]      (default: every weight type)
+//
+// Shapes are SmolLM2-135M's matmuls, rows x k: 576x576 (q, o), 192x576 (k, v), 1536x576 (gate,
+// up), 576x1536 (down), 49152x576 (the tied LM head). The K types need k % 256 == 0, so they run
+// 576x1536 and 12288x1536, a matrix of about the LM head's size.
+//
+// The activation is quantized once (its time is printed apart); the GEMV calls the ISA's dot
+// kernel on tiles of 4 weight rows, as cpu.QMatmul does, and reads each weight byte once.
+//   m=1     weight bytes read per second
+//   memcpy  bytes copied per second by memcpy on a buffer of the same size (each read and
+//           written once); "ratio" is m=1 over it
+//   read    a plain sum over the same number of bytes: the read bandwidth a GEMV could reach
+//   m=4     weight bytes per second of the 4 x 4 prefill tile (one pass dots them with 4 rows)
+// Small matrices stay in cache between calls, as do the baselines' buffers of the same size.
+// Each time is the fastest of 15 samples (the box is shared: other work only adds time).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/timing.hpp"
+#include "luminal/core/blocks.hpp"
+#include "luminal/core/dtype.hpp"
+#include "luminal/cpu/quant/isa.hpp"
+#include "luminal/cpu/quant/quant_index.hpp"
+
+namespace {
+
+using namespace luminal;
+using cpu::quant::QuantIsa;
+using cpu::quant::QuantKernels;
+
+struct Shape {
+  int64_t rows, k;
+};
+
+// Seconds of one call of f: the fastest of 15 samples, each repeating f for about 2 ms.
+template <class F>
+double seconds_per_call(F&& f) {
+  const auto t0 = bench::Clock::now();
+  f();
+  const double once = std::max(bench::seconds_since(t0), 1e-9);
+  const int reps = std::clamp(static_cast<int>(2e-3 / once), 1, 100000);
+  const std::vector<double> t = bench::sample_seconds(
+      [&] {
+        for (int i = 0; i < reps; ++i)
+          f();
+      },
+      1, 15);
+  return *std::min_element(t.begin(), t.end()) / reps;
+}
+
+struct Baseline {
+  double copy_gbps, read_gbps;
+};
+
+Baseline baseline(uint64_t bytes) {
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 2);
+  const double sc = seconds_per_call([&] { std::memcpy(b.data(), a.data(), bytes); });
+  std::vector<uint64_t> words(bytes / 8, 3);
+  volatile uint64_t sink = 0;
+  const double sr = seconds_per_call([&] {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= words.size(); i += 4)
+      s0 += words[i], s1 += words[i + 1], s2 += words[i + 2], s3 += words[i + 3];
+    sink = sink + s0 + s1 + s2 + s3;
+  });
+  return {static_cast<double>(bytes) / sc / 1e9, static_cast<double>(bytes) / sr / 1e9};
+}
+
+void run_type(DType t) {
+  const DType af = blocks::activation_format(t);
+  std::vector<Shape> shapes;
+  if (block_size(t) == 32)
+    shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+  else
+    shapes = {{576, 1536}, {12288, 1536}};
+  for (const Shape& sh : shapes) {
+    const uint64_t row_bytes = storage_bytes(t, sh.k), bytes = row_bytes * sh.rows;
+    std::vector<uint8_t> w(bytes);
+    blocks::fill_valid_blocks(t, w, 1);
+    std::vector<const uint8_t*> rows(sh.rows);
+    for (int64_t r = 0; r < sh.rows; ++r)
+      rows[r] = w.data() + r * row_bytes;
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> x(4 * sh.k);
+    for (float& v : x)
+      v = u(rng);
+    const int64_t xs = static_cast<int64_t>(storage_bytes(af, sh.k));
+    const int64_t nb = sh.k / block_size(t);
+    std::vector<uint8_t> xq(4 * xs);
+    std::vector<float> out(4 * sh.rows);
+    const Baseline base = baseline(bytes);
+    for (QuantIsa isa : cpu::quant::available_isas()) {
+      const QuantKernels& kern = cpu::quant::kernels_for(isa);
+      const auto quantize = kern.quantize[cpu::quant::act_index(af)];
+      const auto dot = kern.dot[cpu::quant::weight_index(t)];
+      for (int i = 0; i < 4; ++i)
+        quantize(x.data() + i * sh.k, xq.data() + i * xs, sh.k);
+      auto gemv = [&](int m) {
+        for (int64_t r = 0; r < sh.rows; r += 4)
+          dot(nb, rows.data() + r, static_cast<int>(std::min<int64_t>(4, sh.rows - r)), xq.data(),
+              xs, m, out.data() + m * r, m, 1);
+      };
+      const double sq = seconds_per_call([&] { quantize(x.data(), xq.data(), sh.k); });
+      const double s1 = seconds_per_call([&] { gemv(1); });
+      const double s4 = seconds_per_call([&] { gemv(4); });
+      const double gb = static_cast<double>(bytes) / 1e9;
+      std::printf(
+          "%-5s %-10s %6lldx%-5lld %7.3f MB %9.1f us %6.2f GB/s %6.2f GB/s %5.2fx "
+          "%6.2f GB/s %6.2f GB/s %6.0f ns\n",
+          std::string(name(t)).c_str(), kern.isa, static_cast<long long>(sh.rows),
+          static_cast<long long>(sh.k), gb * 1e3, s1 * 1e6, gb / s1, base.copy_gbps,
+          gb / s1 / base.copy_gbps, base.read_gbps, gb / s4, sq * 1e9);
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::printf("quantized GEMV, 1 thread; ISAs here: ");
+  for (QuantIsa i : cpu::quant::available_isas())
+    std::printf("%s ", cpu::quant::isa_name(i));
+  std::printf("(detected %s)\n", cpu::quant::isa_name(cpu::quant::detect()));
+  std::printf("%-5s %-10s %12s %10s %12s %11s %11s %6s %11s %11s %9s\n", "type", "isa", "rows x k",
+              "weights", "m=1 time", "m=1", "memcpy", "ratio", "read", "m=4", "quantize");
+  for (DType t : kWeightBlockDTypes) {
+    bool wanted = argc == 1;
+    for (int a = 1; a < argc; ++a)
+      wanted = wanted || name(t) == argv[a];
+    if (wanted) run_type(t);
+  }
+  return 0;
+}
