@@ -10,6 +10,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/plan.hpp"
+#include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
@@ -54,7 +55,14 @@ std::string CpuBackend::device_key() const {
 #if defined(__FMA__)
   isa += "+fma";
 #endif
-  return "cpu threads=" + std::to_string(threads_) + " isa=" + isa;
+  return "cpu threads=" + std::to_string(threads_) + " isa=" + isa +
+         " quant=" + quant::isa_name(quant::active());
+}
+
+bool CpuBackend::reads_blocks(DType t) const {
+  for (DType w : kWeightBlockDTypes)
+    if (w == t) return true;
+  return false;
 }
 
 std::vector<KernelTime> CpuBackend::profile(Plan& plan, int parity, const int64_t* dims,

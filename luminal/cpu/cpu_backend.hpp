@@ -27,8 +27,11 @@ class CpuBackend : public RegistryBackend {
   explicit CpuBackend(int threads = 0);
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
-  /// "cpu threads=N isa=<the compiler's target features>".
+  /// "cpu threads=N isa=<the compiler's target features> quant=<the quantized kernels' ISA>".
   std::string device_key() const override;
+  /// q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k and q6_k weights run as stored (cpu.QMatmul,
+  /// cpu.QGather).
+  bool reads_blocks(DType t) const override;
 
   /// Host memory, 256-byte aligned.
   Buffer allocate(uint64_t bytes) override;

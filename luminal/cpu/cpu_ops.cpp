@@ -14,6 +14,7 @@ void register_matmul_generic_ops(std::vector<const CpuOp*>& ops);   // matmul_ge
 void register_matmul_blas_ops(std::vector<const CpuOp*>& ops);      // matmul_blas.cpp
 void register_scatter_inplace_ops(std::vector<const CpuOp*>& ops);  // scatter_inplace.cpp
 void register_qgather_ops(std::vector<const CpuOp*>& ops);          // qgather.cpp
+void register_qmatmul_ops(std::vector<const CpuOp*>& ops);          // qmatmul.cpp
 
 const std::vector<const CpuOp*>& cpu_ops() {
   static const std::vector<const CpuOp*> ops = [] {
@@ -24,6 +25,7 @@ const std::vector<const CpuOp*>& cpu_ops() {
     register_matmul_blas_ops(v);
     register_scatter_inplace_ops(v);
     register_qgather_ops(v);
+    register_qmatmul_ops(v);
     return v;
   }();
   return ops;

@@ -53,7 +53,7 @@ class DequantizeKernel final : public Kernel {
  private:
   DType in_t_, out_t_;
   std::vector<uint64_t> src_bytes_;  // byte offset of each output row's source row
-  int64_t row_ = 0;  // byte offset of each output row's source row
+  int64_t row_ = 0;                  // byte offset of each output row's source row
 };
 
 }  // namespace

@@ -33,7 +33,8 @@ std::vector<Rule> qgather_rules() {
            eg.merge(c, m.root);
            const AttrId id = eg.intern(a);
            for (ENodeId n : eg.nodes_of(c))
-             if (eg.node(n).op == &kQGather && eg.node(n).attr == id) eg.dominate(n, p->gather_node);
+             if (eg.node(n).op == &kQGather && eg.node(n).attr == id)
+               eg.dominate(n, p->gather_node);
          }};
   return {r};
 }

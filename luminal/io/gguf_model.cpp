@@ -514,8 +514,7 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
       v.bytes = t.data;
       if (it.e->permute_heads > 0) {
         std::vector<uint8_t>& copy = owner->copies.emplace_back(t.data.size());
-        unpermute_rows(f, t, it.e->permute_heads, t.data.data(), copy.data(),
-                       t.data.size() / rows);
+        unpermute_rows(f, t, it.e->permute_heads, t.data.data(), copy.data(), t.data.size() / rows);
         v.bytes = copy;
       }
     } else {

@@ -140,7 +140,7 @@ class Weights {
 
  private:
   std::vector<SafeTensors> files_;
-  std::deque<TensorView> views_;                 // add_views (stable addresses)
+  std::deque<TensorView> views_;  // add_views (stable addresses)
   std::vector<std::shared_ptr<const void>> owners_;
   std::map<std::string, const TensorView*, std::less<>> index_;
 };

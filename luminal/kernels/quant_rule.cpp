@@ -49,15 +49,16 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
   if (!deq) return std::nullopt;
   const Attrs& da = eg.attrs_of(*deq);
   if (da.dtype != DType::F32) return std::nullopt;
-  const View& vd = da.views[0];   // W's row view, over the dequantised shape
-  const Shape& sd = da.shape;     // the dequantised shape
+  const View& vd = da.views[0];  // W's row view, over the dequantised shape
+  const Shape& sd = da.shape;    // the dequantised shape
   if (!all_static(sd) || sd.empty()) return std::nullopt;
   const int64_t K = sd.back().as_const();
   const View& vb = mp->attrs.views[static_cast<size_t>(wside)];
   const View& va = mp->attrs.views[static_cast<size_t>(1 - wside)];
   const int k = mp->attrs.axis;
   const Expr unit = Expr(1) * Expr::z();
-  if (!(vb.dims[static_cast<size_t>(k)] == Expr(K)) || !(vb.strides[static_cast<size_t>(k)] == unit))
+  if (!(vb.dims[static_cast<size_t>(k)] == Expr(K)) ||
+      !(vb.strides[static_cast<size_t>(k)] == unit))
     return std::nullopt;
 
   QuantMatmulParts p;

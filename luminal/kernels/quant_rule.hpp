@@ -25,13 +25,13 @@ struct QuantMatmulParts {
   ClassId act = 0;     // the f32 activation class
   ClassId weight = 0;  // the block-typed class W
   DType wtype = DType::Q4_0;
-  Shape dims;              // the Mul's dims (k included)
-  int axis = 0;            // k
-  Shape act_rows;          // [m axes' dims..., K]
-  View act_rows_view;      // the activation read as act_rows
-  View weight_view;        // W over `dims` (composed), as above
+  Shape dims;               // the Mul's dims (k included)
+  int axis = 0;             // k
+  Shape act_rows;           // [m axes' dims..., K]
+  View act_rows_view;       // the activation read as act_rows
+  View weight_view;         // W over `dims` (composed), as above
   std::vector<int> m_axes;  // axes of `dims` the activation walks (in order)
-  Attrs sum;               // the SumReduce's attributes (output shape, dtype)
+  Attrs sum;                // the SumReduce's attributes (output shape, dtype)
   ENodeId sum_node = 0;
 };
 
@@ -40,8 +40,7 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
 
 /// A view over `dims` reading a contiguous [m axes..., K] buffer: the m axes get its strides, k
 /// stride 1, every other axis 0.
-View rows_view_over(const Shape& dims, const std::vector<int>& m_axes, int axis,
-                    const Shape& rows);
+View rows_view_over(const Shape& dims, const std::vector<int>& m_axes, int axis, const Shape& rows);
 
 struct QuantGatherParts {
   ClassId indexes = 0;

@@ -130,8 +130,8 @@ inline PlanRun run_plan(LoadedPlan& lp, const BufferMap& inputs, const DynMap& d
     int64_t numel = 1;
     for (int64_t d : eval_shape(n.attrs.shape, dyn))
       numel *= d;
-    outs.push_back(HostBuffer{n.attrs.dtype, std::vector<uint8_t>(static_cast<size_t>(numel) *
-                                                                  size_bytes(n.attrs.dtype))});
+    outs.push_back(HostBuffer{n.attrs.dtype, std::vector<uint8_t>(static_cast<size_t>(
+                                                 storage_bytes(n.attrs.dtype, numel)))});
     b.outputs.push_back(alloc(outs.back().bytes.size()));
   }
   b.arena = alloc(lp->arena_bytes());

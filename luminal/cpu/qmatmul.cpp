@@ -1,0 +1,262 @@
+// cpu.QuantizeQ8 and cpu.QMatmul: a linear layer over block-quantized weights as integer dot
+// products (kernels/quant_rule.hpp matches it; cpu/quant/ has the per-ISA kernels).
+//
+//   cpu.QuantizeQ8(a):  the activation rows [m axes..., K] (read through any view) quantized to
+//                       the weight type's 8-bit format (Q8_0, Q8_1 or Q8_K), once per row.
+//   cpu.QMatmul(xq, W): out[m.., n..] = sum over k of W row n . activation row m, W read in
+//                       place through its composed row view (row slices, permuted rows).
+//
+// Matmuls that read one activation through one view in one format (q/k/v, gate/up) share one
+// QuantizeQ8 node: the e-graph hash-conses it. The rule dominates nothing: BlasMatmul over the
+// Dequantize stays an alternative (it may win in prefill) and the search times both.
+//
+// QMatmul splits the weight rows over the thread pool in chunks of a multiple of 4 rows; each
+// task runs tiles of up to 4 weight rows x 4 activation rows, so decode streams every weight row
+// once and prefill unpacks each weight block once per 4 activation rows.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/core/blocks.hpp"
+#include "luminal/core/error.hpp"
+#include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/primitive_util.hpp"
+#include "luminal/cpu/quant/isa.hpp"
+#include "luminal/cpu/quant/kernels.hpp"
+#include "luminal/cpu/quant/quant_index.hpp"
+#include "luminal/cpu/quant_rows.hpp"
+#include "luminal/cpu/thread_pool.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
+#include "luminal/kernels/quant_rule.hpp"
+
+namespace luminal::cpu {
+
+namespace {
+
+const OpDef kQuantizeQ8{"cpu.QuantizeQ8"};
+const OpDef kQMatmul{"cpu.QMatmul"};
+
+// ---------------------------------------------------------------- rule
+
+std::vector<Rule> qmatmul_rules() {
+  Rule r{"cpu.qmatmul", matmul_pattern(),
+         [](const Match& m, const EGraph& eg) { return quant_matmul_parts(eg, m).has_value(); },
+         [](const Match& m, EGraph& eg) {
+           std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
+           if (!p) return;
+           Attrs qa;
+           qa.dtype = blocks::activation_format(p->wtype);
+           qa.shape = p->act_rows;
+           qa.views = {p->act_rows_view};
+           const ClassId xq = eg.add(&kQuantizeQ8, qa, {p->act});
+           Attrs ma;
+           ma.dtype = p->sum.dtype;
+           ma.shape = p->sum.shape;
+           ma.axis = p->axis;
+           ma.views = {rows_view_over(p->dims, p->m_axes, p->axis, p->act_rows), p->weight_view};
+           eg.merge(eg.add(&kQMatmul, ma, {xq, p->weight}), m.root);
+         }};
+  return {r};
+}
+
+// ---------------------------------------------------------------- QuantizeQ8
+
+class QuantizeKernel final : public Kernel {
+ public:
+  explicit QuantizeKernel(const LlirNode& n) : fmt_(n.attrs.dtype), view_(n.attrs.views.at(0)) {
+    if (fmt_ != DType::Q8_0 && fmt_ != DType::Q8_1 && fmt_ != DType::Q8_K)
+      throw Error("cpu.QuantizeQ8: " + std::string(name(fmt_)) + " is not an activation format");
+    if (!n.attrs.shape.back().is_const())
+      throw Error("cpu.QuantizeQ8: the row length must be static");
+    k_ = n.attrs.shape.back().as_const();
+    row_bytes_ = storage_bytes(fmt_, k_);
+  }
+
+  void run(const KernelContext& k) override {
+    const quant::QuantizeRowFn fn = quant::active_kernels().quantize[quant::act_index(fmt_)];
+    views_.update({view_}, k.dyn, k.dims_version);
+    const EvalView& v = views_[0];
+    const int64_t rows = v.numel / k_;
+    const float* in = reinterpret_cast<const float*>(k.in[0]);
+    auto row = [&](int64_t m, std::vector<float>& tmp) {
+      const float* src;
+      if (v.identity()) {
+        src = in + m * k_;
+      } else {
+        tmp.resize(static_cast<size_t>(k_));
+        v.idx.for_range(m * k_, (m + 1) * k_, [&](int64_t i, int64_t off) {
+          tmp[static_cast<size_t>(i - m * k_)] = in[off];
+        });
+        src = tmp.data();
+      }
+      fn(src, k.out + static_cast<uint64_t>(m) * row_bytes_, k_);
+    };
+    if (rows * k_ < kParallelMin || k.threads == 1) {
+      for (int64_t m = 0; m < rows; ++m)
+        row(m, tmp_);
+      return;
+    }
+    parallel_for(rows, k.threads > 0 ? k.threads : hardware_threads(), [&](int64_t m) {
+      thread_local std::vector<float> tmp;
+      row(m, tmp);
+    });
+  }
+
+ private:
+  DType fmt_;
+  View view_;
+  int64_t k_ = 0;
+  uint64_t row_bytes_ = 0;
+  ViewCache views_;
+  std::vector<float> tmp_;
+};
+
+// ---------------------------------------------------------------- QMatmul
+
+class QMatmulKernel final : public Kernel {
+ public:
+  explicit QMatmulKernel(const LlirNode& n)
+      : wtype_(input_dtype(n, 1)), fmt_(input_dtype(n, 0)), attrs_(n.attrs) {
+    if (!is_block(wtype_) || blocks::activation_format(wtype_) != fmt_)
+      throw Error("cpu.QMatmul: weights " + std::string(name(wtype_)) + " with activations " +
+                  std::string(name(fmt_)) + " is not a supported pair");
+    const View& xv = attrs_.views.at(0);
+    const View& wv = attrs_.views.at(1);
+    axis_ = attrs_.axis;
+    if (!xv.dims[static_cast<size_t>(axis_)].is_const())
+      throw Error("cpu.QMatmul: the reduced axis must be static");
+    k_ = xv.dims[static_cast<size_t>(axis_)].as_const();
+    nblocks_ = k_ / block_size(wtype_);
+    xq_row_bytes_ = storage_bytes(fmt_, k_);
+    // n axes: W's stride is not 0 (static); m axes: the activation's stride is not 0.
+    View rows;  // W over the n axes then k: one row per n index
+    for (int i = 0; i < xv.rank(); ++i) {
+      if (i == axis_) continue;
+      if (!(wv.strides[static_cast<size_t>(i)] == Expr(0))) {
+        n_axes_.push_back(i);
+        rows.dims.push_back(wv.dims[static_cast<size_t>(i)]);
+        rows.strides.push_back(wv.strides[static_cast<size_t>(i)]);
+      } else if (!(xv.strides[static_cast<size_t>(i)] == Expr(0))) {
+        m_axes_.push_back(i);
+      }
+    }
+    rows.dims.push_back(Expr(k_));
+    rows.strides.push_back(Expr(1) * Expr::z());
+    w_rows_ = row_byte_offsets(rows, wtype_, "cpu.QMatmul");
+  }
+
+  void run(const KernelContext& k) override {
+    if (version_ != k.dims_version) plan(k.dyn, k.dims_version);
+    const quant::DotRowsFn dot = quant::active_kernels().dot[quant::weight_index(wtype_)];
+    const int64_t N = static_cast<int64_t>(w_rows_.size()), M = static_cast<int64_t>(m_off_.size());
+    if (N == 0 || M == 0) return;
+    const uint8_t* w = k.in[1];
+    const uint8_t* xq = k.in[0];
+    float* out = reinterpret_cast<float*>(k.out);
+    const int threads = k.threads > 0 ? k.threads : hardware_threads();
+    int64_t chunk = std::max<int64_t>(16, N / (4 * static_cast<int64_t>(threads)));
+    chunk = (chunk + 3) / 4 * 4;
+    const int64_t tasks = (N + chunk - 1) / chunk;
+    auto task = [&](int64_t t) {
+      const uint8_t* ptrs[4];
+      const int64_t end = std::min(N, (t + 1) * chunk);
+      for (int64_t n0 = t * chunk; n0 < end;) {
+        int rows = static_cast<int>(std::min<int64_t>(4, end - n0));
+        const int64_t rs = rows > 1 ? n_off_[n0 + 1] - n_off_[n0] : 1;
+        while (rows > 1 && !linear(n_off_, n0, rows, rs))
+          --rows;
+        for (int r = 0; r < rows; ++r)
+          ptrs[r] = w + w_rows_[static_cast<size_t>(n0 + r)];
+        for (int64_t m0 = 0; m0 < M;) {
+          int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
+          const int64_t ms = mm > 1 ? m_off_[m0 + 1] - m_off_[m0] : 1;
+          while (mm > 1 && !linear(m_off_, m0, mm, ms))
+            --mm;
+          dot(nblocks_, ptrs, rows, xq + static_cast<uint64_t>(m0) * xq_row_bytes_,
+              static_cast<int64_t>(xq_row_bytes_), mm, out + m_off_[m0] + n_off_[n0], rs, ms);
+          m0 += mm;
+        }
+        n0 += rows;
+      }
+    };
+    if (tasks <= 1 || threads <= 1) {
+      for (int64_t t = 0; t < tasks; ++t)
+        task(t);
+      return;
+    }
+    parallel_for(tasks, threads, task);
+  }
+
+ private:
+  static bool linear(const std::vector<int64_t>& off, int64_t at, int count, int64_t step) {
+    for (int j = 1; j < count; ++j)
+      if (off[at + j] - off[at] != j * step) return false;
+    return true;
+  }
+
+  // Output offsets of every m and n index at these dims (the output is row-major over the
+  // non-k axes).
+  void plan(const DynMap& dyn, uint64_t version) {
+    const View& xv = attrs_.views[0];
+    std::vector<int64_t> dims = eval_shape(xv.dims, dyn);
+    std::vector<int64_t> stride(dims.size(), 0);
+    int64_t step = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (static_cast<int>(i) == axis_) continue;
+      stride[i] = step;
+      step *= dims[i];
+    }
+    auto offsets = [&](const std::vector<int>& axes, std::vector<int64_t>& out) {
+      int64_t count = 1;
+      for (int a : axes)
+        count *= dims[static_cast<size_t>(a)];
+      out.assign(static_cast<size_t>(count), 0);
+      std::vector<int64_t> idx(axes.size(), 0);
+      for (int64_t f = 0; f < count; ++f) {
+        int64_t off = 0;
+        for (size_t j = 0; j < axes.size(); ++j)
+          off += idx[j] * stride[static_cast<size_t>(axes[j])];
+        out[static_cast<size_t>(f)] = off;
+        for (size_t j = axes.size(); j-- > 0;) {
+          if (++idx[j] < dims[static_cast<size_t>(axes[j])]) break;
+          idx[j] = 0;
+        }
+      }
+    };
+    offsets(m_axes_, m_off_);
+    offsets(n_axes_, n_off_);
+    if (n_off_.size() != w_rows_.size())
+      throw Error("cpu.QMatmul: the weight rows and the output disagree");
+    version_ = version;
+  }
+
+  DType wtype_, fmt_;
+  Attrs attrs_;
+  int axis_ = 0;
+  int64_t k_ = 0, nblocks_ = 0;
+  uint64_t xq_row_bytes_ = 0;
+  std::vector<int> m_axes_, n_axes_;
+  std::vector<uint64_t> w_rows_;  // byte offset of each weight row (n in row-major order)
+  uint64_t version_ = 0;
+  std::vector<int64_t> m_off_, n_off_;  // output offsets per m and per n index
+};
+
+std::unique_ptr<Kernel> make_quantize(const LlirNode& n) {
+  return std::make_unique<QuantizeKernel>(n);
+}
+std::unique_ptr<Kernel> make_qmatmul(const LlirNode& n) {
+  return std::make_unique<QMatmulKernel>(n);
+}
+
+}  // namespace
+
+void register_qmatmul_ops(std::vector<const CpuOp*>& ops) {
+  static const CpuOp quantize{&kQuantizeQ8, "cpu.library", nullptr, make_quantize};
+  static const CpuOp qmatmul{&kQMatmul, "cpu.library", qmatmul_rules, make_qmatmul};
+  ops.push_back(&quantize);
+  ops.push_back(&qmatmul);
+}
+
+}  // namespace luminal::cpu
