@@ -1,8 +1,8 @@
 #pragma once
 // The `luminal` command-line tool: one binary, one file per subcommand.
 //
-//   luminal inspect DIR               what a Hugging Face model folder holds
-//   luminal tokenize DIR "text"       token ids and pieces
+//   luminal inspect DIR               what a Hugging Face model folder or a .gguf file holds
+//   luminal tokenize DIR "text"       token ids and pieces (DIR: a folder or a .gguf file)
 //   luminal run DIR --prompt TEXT     generation (Llama-family models; --chat, sampling flags)
 //   luminal bench DIR -p 128 -n 128   prefill and decode speed, TTFT, TPOT, peak memory
 //

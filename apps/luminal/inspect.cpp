@@ -1,6 +1,9 @@
 // `luminal inspect DIR`: architecture, sizes, parameter count, dtypes, shards, tokenizer and
 // special tokens of a Hugging Face model folder. `luminal inspect FILE.gguf`: version,
-// architecture, hyperparameters, tensor types, tokenizer and chat template of a GGUF file.
+// architecture, hyperparameters, tensor types (values and bytes in the file per type), tokenizer
+// and chat template of a GGUF file.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "apps/luminal/commands.hpp"
 #include "luminal/core/error.hpp"
@@ -247,22 +251,40 @@ void print_gguf(const fs::path& file) {
                    gguf_value(f, p + "attention.head_count_kv") + ")");
   row("context", gguf_value(f, p + "context_length") + " (rope freq base " +
                      gguf_value(f, p + "rope.freq_base") + ")");
+  // Per ggml type: tensors, values and the bytes they take in the file.
+  struct TypeTotal {
+    int64_t tensors = 0, values = 0;
+    uint64_t bytes = 0;
+  };
   int64_t params = 0;
-  std::map<uint32_t, std::pair<int64_t, int64_t>> by_type;  // ggml type -> (tensors, elements)
+  uint64_t tensor_bytes = 0;
+  std::map<uint32_t, TypeTotal> by_type;
   for (const auto& t : f.tensors()) {
     params += t.numel();
-    auto& c = by_type[static_cast<uint32_t>(t.type)];
-    c.first += 1;
-    c.second += t.numel();
+    tensor_bytes += t.size_bytes;
+    TypeTotal& c = by_type[static_cast<uint32_t>(t.type)];
+    c.tensors += 1;
+    c.values += t.numel();
+    c.bytes += t.size_bytes;
   }
   row("parameters", grouped(params) + " (" + human(static_cast<double>(params)) + ")");
-  std::string types;
+  row("tensors", std::to_string(f.tensors().size()) + " (" + bytes_str(tensor_bytes) + ")");
+  // One line per type: "  Q4_1    106,168,320 values, 63.3 MiB in 210 tensors", aligned.
+  std::vector<std::array<std::string, 4>> lines;
+  size_t width[4] = {};
   for (const auto& [id, c] : by_type) {
-    types += (types.empty() ? "" : "; ") +
-             std::string(io::ggml_type_name(static_cast<io::GgmlType>(id))) + " " +
-             grouped(c.second) + " in " + std::to_string(c.first) + " tensors";
+    lines.push_back({std::string(io::ggml_type_name(static_cast<io::GgmlType>(id))),
+                     grouped(c.values), bytes_str(c.bytes), std::to_string(c.tensors)});
+    for (size_t i = 0; i < 4; ++i)
+      width[i] = std::max(width[i], lines.back()[i].size());
   }
-  row("tensors", std::to_string(f.tensors().size()) + (types.empty() ? "" : ": " + types));
+  for (const auto& l : lines) {
+    std::cout << "  " << l[0] << std::string(width[0] - l[0].size() + 1, ' ')
+              << std::string(width[1] - l[1].size(), ' ') << l[1] << " values, "
+              << std::string(width[2] - l[2].size(), ' ') << l[2] << " in "
+              << std::string(width[3] - l[3].size(), ' ') << l[3]
+              << (l[3] == "1" ? " tensor" : " tensors") << "\n";
+  }
   std::string tok = f.find_string("tokenizer.ggml.model").value_or("none");
   if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens && tokens->type() == io::GgufValueType::Array) {

@@ -2,8 +2,9 @@
 // generation with a Llama-family model on the CPU or CUDA backend (--backend), sampled inside the
 // graph (greedy by default; --temperature, --top-k, --top-p, --min-p, --repeat-penalty, --seed;
 // the defaults come from generation_config.json when it sets do_sample); stops at the EOS ids of
-// config.json and generation_config.json and at --stop strings; streams the text (or the ids when
-// the folder has no tokenizer.json), then prints load and compile times, TTFT, TPOT and tokens/s.
+// config.json and generation_config.json (unless --ignore-eos) and at --stop strings; streams the
+// text (or the ids when the folder has no tokenizer.json), then prints load and compile times,
+// TTFT, TPOT and tokens/s.
 //
 // The sampler is compiled into the graph only when the settings sample (temperature > 0 or a
 // repetition penalty), with only the filters they use (top-k, top-p); greedy decoding compiles
@@ -112,7 +113,7 @@ void add_run(CLI::App& app) {
     std::string dir, prompt, prompt_ids, system;
     int max_tokens = 64, slots = 2048, max_step = 128;
     double budget = 20;
-    bool json = false, chat = false;
+    bool json = false, chat = false, ignore_eos = false;
     std::optional<double> temperature, top_p, min_p, repeat_penalty;
     std::optional<int64_t> top_k;
     uint64_t seed = 0;
@@ -156,6 +157,9 @@ void add_run(CLI::App& app) {
                   "random seed (default 0); the same seed repeats the draws (interactive turns use "
                   "seed, seed + 1, ...)");
   cmd->add_option("--stop", o->stop, "stop when the text contains STR (repeatable)");
+  cmd->add_flag("--ignore-eos", o->ignore_eos,
+                "do not stop at the EOS ids: generate all --max-tokens tokens (for benchmarks "
+                "and parity runs)");
   cmd->add_flag("--json", o->json,
                 "print one JSON object: prompt ids, generated ids, sampling settings, timings");
   cmd->callback([o] {
@@ -257,7 +261,7 @@ void add_run(CLI::App& app) {
     std::cerr << "luminal: programs " << (from_cache ? "loaded from the compile cache" : "searched")
               << "\n";
     models::StopConditions stop;
-    stop.eos_ids = model.eos_ids;
+    if (!o->ignore_eos) stop.eos_ids = model.eos_ids;
     stop.strings = o->stop;
     if (tok) stop.tokenizer = &*tok;
 

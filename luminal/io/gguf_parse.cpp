@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -134,6 +135,43 @@ class Reader {
   std::string_view source_;
   uint64_t pos_ = 0;
 };
+
+// ggml type ids that ggml has removed, and what replaces them.
+struct RemovedType {
+  uint32_t id;
+  std::string_view name;
+  std::string_view fix;
+};
+constexpr RemovedType kRemovedTypes[] = {
+    {4, "Q4_2", "convert the model again from its original weights"},
+    {5, "Q4_3", "convert the model again from its original weights"},
+    {31, "Q4_0_4_4", "quantize the model to Q4_0 instead (llama.cpp repacks Q4_0 at load time)"},
+    {32, "Q4_0_4_8", "quantize the model to Q4_0 instead (llama.cpp repacks Q4_0 at load time)"},
+    {33, "Q4_0_8_8", "quantize the model to Q4_0 instead (llama.cpp repacks Q4_0 at load time)"},
+    {36, "IQ4_NL_4_4", "quantize the model to IQ4_NL instead"},
+    {37, "IQ4_NL_4_8", "quantize the model to IQ4_NL instead"},
+    {38, "IQ4_NL_8_8", "quantize the model to IQ4_NL instead"},
+};
+
+// "unknown ggml type 99 (...)": what the id is, the ids this reader knows and what to do.
+std::string unknown_type(uint32_t id) {
+  const std::string head = "unknown ggml type " + std::to_string(id);
+  for (const auto& r : kRemovedTypes)
+    if (r.id == id)
+      return head + " (" + std::string(r.name) + ", which ggml has removed): " + std::string(r.fix);
+  std::string known;  // "0-3, 6-30, 34, 35, 39-41"
+  for (size_t i = 0; i < std::size(kTypes);) {
+    size_t j = i;
+    while (j + 1 < std::size(kTypes) && kTypes[j + 1].id == kTypes[j].id + 1)
+      ++j;
+    known += (known.empty() ? "" : ", ") + std::to_string(kTypes[i].id);
+    if (j > i) known += (j == i + 1 ? ", " : "-") + std::to_string(kTypes[j].id);
+    i = j + 1;
+  }
+  return head + " (the known ids are " + known +
+         "): the file is corrupt, or a newer ggml wrote it with a type this reader does not "
+         "know; check the download, or convert the model to one of the known types";
+}
 
 }  // namespace
 
@@ -337,13 +375,17 @@ GgufHeader parse_gguf(std::span<const uint8_t> buffer, std::string_view source) 
     }
     t.shape.assign(ne.rbegin(), ne.rend());
     auto info = ggml_type_info(type_id);
-    if (!info) r.fail(where, "unknown ggml type " + std::to_string(type_id));
+    if (!info) r.fail(where, unknown_type(type_id));
     t.type = static_cast<GgmlType>(type_id);
     const uint64_t row = n_dims ? ne[0] : 1;
     if (row % static_cast<uint64_t>(info->block_size) != 0) {
-      r.fail(where, "row length " + std::to_string(row) + " is not a multiple of the " +
-                        std::string(info->name) + " block size " +
-                        std::to_string(info->block_size));
+      const std::string tn(info->name), bs = std::to_string(info->block_size);
+      r.fail(where, "row length " + std::to_string(row) + " (ne[0]; " + ne_str +
+                        ") is not a multiple of the " + tn + " block size " + bs + ": " + tn +
+                        " stores each row as whole blocks of " + bs + " values (" +
+                        std::to_string(info->type_size) +
+                        " bytes each); the file is corrupt or its writer is broken: convert or "
+                        "quantize the model again");
     }
     uint64_t bytes = row / static_cast<uint64_t>(info->block_size);
     bool overflow = __builtin_mul_overflow(bytes, static_cast<uint64_t>(info->type_size), &bytes);
@@ -373,13 +415,35 @@ GgufHeader parse_gguf(std::span<const uint8_t> buffer, std::string_view source) 
   }
   h.data_offset = data_offset;
   h.data_size = buffer.size() - data_offset;
+  // Where a tensor's data ends in the file (UINT64_MAX past 2^64).
+  auto file_end = [&](const GgufTensor& t) {
+    uint64_t end = 0;
+    if (__builtin_add_overflow(data_offset, t.offset, &end) ||
+        __builtin_add_overflow(end, t.size_bytes, &end))
+      return std::numeric_limits<uint64_t>::max();
+    return end;
+  };
+  auto bytes_text = [](uint64_t n) {
+    return n == std::numeric_limits<uint64_t>::max() ? std::string("more than 2^64 bytes")
+                                                     : std::to_string(n) + " bytes";
+  };
   for (auto& t : h.tensors) {
     if (t.offset > h.data_size || t.size_bytes > h.data_size - t.offset) {
+      const uint64_t end = file_end(t);
+      uint64_t needed = 0;  // the least size the file must have
+      for (const auto& u : h.tensors)
+        needed = std::max(needed, file_end(u));
       r.fail("tensor " + printable(t.name),
              "data [" + std::to_string(t.offset) + ", " + std::to_string(t.offset + t.size_bytes) +
-                 ") of shape " + shape_str(t.shape) + " " + std::string(ggml_type_name(t.type)) +
-                 " lies outside the data section of " + std::to_string(h.data_size) +
-                 " bytes (truncated file?)");
+                 ") of the data section (" + std::to_string(t.size_bytes) + " bytes of " +
+                 std::string(ggml_type_name(t.type)) + ", shape " + shape_str(t.shape) +
+                 ") runs past the end of the file: it ends at file byte " +
+                 (end == std::numeric_limits<uint64_t>::max() ? std::string("2^64 or later")
+                                                              : std::to_string(end)) +
+                 ", the file has " + std::to_string(buffer.size()) + " bytes" +
+                 (needed > end ? " (its tensors need " + bytes_text(needed) + ")" : "") +
+                 ". The file is truncated (an interrupted download or copy?) or its offsets are "
+                 "corrupt: download or copy it again");
     }
     t.data = buffer.subspan(static_cast<size_t>(data_offset + t.offset),
                             static_cast<size_t>(t.size_bytes));

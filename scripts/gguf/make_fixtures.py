@@ -19,6 +19,13 @@ Files:
                     llama / tokenizer keys `luminal inspect` prints.
   expected/<tensor>.f32   gguf.quants.dequantize of each tensor: raw little-endian f32.
   align64_v2.gguf   version 2, general.alignment = 64, two tensors.
+  errors/           broken files (also seeds of the fuzz corpus), each a small valid file with
+                    one thing wrong, written by gguf-py and then patched:
+                    row-not-block.gguf  a Q4_0 tensor whose row length (ne[0]) is 48, not a
+                                        multiple of the 32-value block
+                    truncated-data.gguf the file cut 10 bytes before the end of its last tensor
+                    unknown-type.gguf   a tensor of type id 99, which ggml does not define
+                    removed-type.gguf   a tensor of type id 31 (Q4_0_4_4, removed from ggml)
 """
 import os
 import struct
@@ -214,6 +221,65 @@ w.close()
 with open(path2, "r+b") as f:  # v2 and v3 differ only in the version field
     f.seek(4)
     f.write(struct.pack("<I", 2))
+
+
+# ---- broken files ----
+def write_base(path):
+    """A small valid file: a Q8_0 embedding, a Q4_0 projection and an F32 norm."""
+    w = gguf.GGUFWriter(path, arch="llama")
+    w.add_block_count(1)
+    w.add_embedding_length(64)
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    w.add_tensor("token_embd.weight", gguf.quants.quantize(x, T.Q8_0), raw_dtype=T.Q8_0)
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    w.add_tensor("blk.0.attn_q.weight", gguf.quants.quantize(x, T.Q4_0), raw_dtype=T.Q4_0)
+    w.add_tensor("output_norm.weight", rng.standard_normal(64).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with open(path, "rb") as f:
+        return bytearray(f.read())
+
+
+def tensor_info_at(data, name):
+    """Offset of the tensor info of `name`: its u64 name length, then the name."""
+    key = struct.pack("<Q", len(name)) + name.encode()
+    at = bytes(data).find(key)
+    assert at >= 0 and bytes(data).find(key, at + 1) < 0, name
+    return at
+
+
+def patch_info(data, name, ne0=None, type_id=None):
+    """Sets ne[0] or the type id of a tensor's info in place."""
+    at = tensor_info_at(data, name) + 8 + len(name)
+    n_dims = struct.unpack_from("<I", data, at)[0]
+    if ne0 is not None:
+        struct.pack_into("<Q", data, at + 4, ne0)
+    if type_id is not None:
+        struct.pack_into("<I", data, at + 4 + 8 * n_dims, type_id)
+
+
+err_dir = os.path.join(out_dir, "errors")
+os.makedirs(err_dir, exist_ok=True)
+base_path = os.path.join(err_dir, "base.tmp")
+base = write_base(base_path)
+last = gguf.GGUFReader(base_path).tensors[-1]
+os.remove(base_path)
+broken = {}
+b = bytearray(base)
+patch_info(b, "blk.0.attn_q.weight", ne0=48)
+broken["row-not-block"] = b
+broken["truncated-data"] = base[:int(last.data_offset) + int(last.n_bytes) - 10]
+b = bytearray(base)
+patch_info(b, "blk.0.attn_q.weight", type_id=99)
+broken["unknown-type"] = b
+b = bytearray(base)
+patch_info(b, "blk.0.attn_q.weight", type_id=31)
+broken["removed-type"] = b
+for name, data in broken.items():
+    with open(os.path.join(err_dir, name + ".gguf"), "wb") as f:
+        f.write(bytes(data))
 
 size = os.path.getsize(path) + os.path.getsize(path2) + total
 print(f"wrote {len(tensors)} tensors, {size} bytes in {os.path.abspath(out_dir)}")

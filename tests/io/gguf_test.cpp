@@ -411,9 +411,13 @@ TEST(Gguf, ValidationErrors) {
   err(with([](Gguf& g) { g.version = 7; }), {"unsupported version 7"});
   err(with([](Gguf& g) { g.version = 0x03000000; }), {"big-endian GGUF files are not supported"});
   err(with([](Gguf& g) { g.tensors[0].offset = 1024; }),
-      {"tensor 'w'", "data [1024, 1040)", "outside the data section of 16 bytes"});
-  err(with([](Gguf& g) { g.tensors[0].type = 4; }), {"tensor 'w'", "unknown ggml type 4"});
-  err(with([](Gguf& g) { g.tensors[0].type = 1000; }), {"unknown ggml type 1000"});
+      {"tensor 'w'", "data [1024, 1040) of the data section (16 bytes of F32, shape [4])",
+       "runs past the end of the file", "The file is truncated", "download or copy it again"});
+  err(with([](Gguf& g) { g.tensors[0].type = 4; }),
+      {"tensor 'w'", "unknown ggml type 4 (Q4_2, which ggml has removed)"});
+  err(with([](Gguf& g) { g.tensors[0].type = 1000; }),
+      {"unknown ggml type 1000 (the known ids are 0-3, 6-30, 34, 35, 39-41)",
+       "the file is corrupt, or a newer ggml wrote it"});
   err(with([](Gguf& g) {
         g.tensors.push_back({"w", {4}, 0, 32});
       }),
@@ -442,7 +446,8 @@ TEST(Gguf, ValidationErrors) {
         g.tensors[0].type = 2;
         g.tensors[0].ne = {48};
       }),
-      {"row length 48 is not a multiple of the Q4_0 block size 32"});
+      {"row length 48 (ne[0]; ne = (48)) is not a multiple of the Q4_0 block size 32",
+       "whole blocks of 32 values (18 bytes each)"});
   err(with([](Gguf& g) {
         g.tensors[0].ne = {2};
         g.tensors.push_back({"v", {4}, 0, 0});
@@ -501,8 +506,17 @@ TEST(Gguf, TruncatedAndCountErrors) {
                {"key 'general.architecture'", "truncated: the string value"});
   expect_error([&] { GgufFile::from_bytes(cut(full.size() - 20), "t.gguf"); },
                {"truncated: the data section starts at offset"});
-  expect_error([&] { GgufFile::from_bytes(cut(full.size() - 1), "t.gguf"); },
-               {"tensor 'w'", "outside the data section of 15 bytes", "truncated file?"});
+  expect_error(
+      [&] { GgufFile::from_bytes(cut(full.size() - 1), "t.gguf"); },
+      {"tensor 'w'", "ends at file byte 144", "the file has 143 bytes. The file is truncated"});
+  // Two tensors past the end: the first is named, with the size every tensor needs.
+  Gguf two = one_tensor();
+  two.tensors.push_back({"v", {4}, 0, 32});
+  two.data.resize(8);
+  expect_error([&] { parse(two); },
+               {"tensor 'w'",
+                "ends at file byte 176, the file has 168 bytes (its tensors need 208 "
+                "bytes). The file is truncated"});
   // Counts that cannot fit are refused before anything is allocated.
   auto counts = full;
   counts[16] = 0xff;
@@ -535,7 +549,7 @@ TEST(Gguf, CorruptedFilesOnDisk) {
   // Truncated in the middle of the data section: the last tensor lies past the end.
   auto p = write("truncated.gguf", std::vector<uint8_t>(good.begin(), good.end() - 100));
   expect_error([&] { GgufFile::open(p); },
-               {"truncated.gguf", "tensor 'q6_k.random'", "outside the data section"});
+               {"truncated.gguf", "tensor 'q6_k.random'", "runs past the end of the file"});
   auto bad = good;
   std::memcpy(bad.data(), "GGML", 4);
   p = write("magic.gguf", bad);
@@ -558,7 +572,8 @@ TEST(Gguf, CorruptedFilesOnDisk) {
   bad[offset_at + 3] = 0x10;  // offset + 256 MiB
   p = write("offset.gguf", bad);
   expect_error([&] { GgufFile::open(p); },
-               {"offset.gguf", "tensor 'f32'", "outside the data section"});
+               {"offset.gguf", "tensor 'f32'", "runs past the end of the file",
+                "or its offsets are corrupt"});
   // A duplicate name: "q4_1.random" renamed to "q4_0.random" (same length).
   bad = good;
   const std::string q41 = "q4_1.random";
@@ -571,6 +586,33 @@ TEST(Gguf, CorruptedFilesOnDisk) {
   expect_error([&] { GgufFile::open(dir / "missing.gguf"); }, {"missing.gguf", "cannot open"});
   expect_error([&] { GgufFile::open(dir); }, {"not a regular file"});
   fs::remove_all(dir);
+}
+
+// The broken files of tests/data/gguf/errors (scripts/gguf/make_fixtures.py; seeds of the fuzz
+// corpus too): each message names the file, the tensor, what was expected and the fix.
+TEST(Gguf, ErrorCorpus) {
+  const fs::path dir = data_dir() / "errors";
+  expect_error([&] { GgufFile::open(dir / "row-not-block.gguf"); },
+               {"row-not-block.gguf", "tensor 'blk.0.attn_q.weight'",
+                "row length 48 (ne[0]; ne = (48, 2)) is not a multiple of the Q4_0 block size 32",
+                "Q4_0 stores each row as whole blocks of 32 values (18 bytes each)",
+                "convert or quantize the model again"});
+  // The last tensor (output_norm, 64 f32) lacks its last 10 bytes.
+  const uint64_t size = fs::file_size(dir / "truncated-data.gguf");
+  expect_error([&] { GgufFile::open(dir / "truncated-data.gguf"); },
+               {"truncated-data.gguf", "tensor 'output_norm.weight'",
+                "(256 bytes of F32, shape [64]) runs past the end of the file",
+                "ends at file byte " + std::to_string(size + 10),
+                "the file has " + std::to_string(size) + " bytes. The file is truncated",
+                "The file is truncated", "download or copy it again"});
+  expect_error([&] { GgufFile::open(dir / "unknown-type.gguf"); },
+               {"unknown-type.gguf", "tensor 'blk.0.attn_q.weight'",
+                "unknown ggml type 99 (the known ids are 0-3, 6-30, 34, 35, 39-41)",
+                "check the download, or convert the model to one of the known types"});
+  expect_error([&] { GgufFile::open(dir / "removed-type.gguf"); },
+               {"removed-type.gguf", "tensor 'blk.0.attn_q.weight'",
+                "unknown ggml type 31 (Q4_0_4_4, which ggml has removed)",
+                "quantize the model to Q4_0 instead"});
 }
 
 TEST(Gguf, MoveKeepsSpans) {
