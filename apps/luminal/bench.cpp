@@ -123,6 +123,7 @@ void add_bench(CLI::App& app) {
     const uint64_t rss = peak_rss_bytes();
     const uint64_t session_bytes = lm.session().memory_bytes();
     const std::string name = backend->name();
+    const std::string weights = weights_line(lm), kernels = kernels_line(lm, *backend);
     if (o->json) {
       std::ostringstream j;
       j << "{\"model\": \""
@@ -133,13 +134,17 @@ void add_bench(CLI::App& app) {
         << ", \"load_ms\": " << fixed(load_ms, 1)
         << ", \"prefill_tok_s\": " << fixed(prefill_tok_s, 2) << ", \"ttft_ms\": " << fixed(ttft, 3)
         << ", \"tpot_ms\": " << fixed(tpot, 3) << ", \"decode_tok_s\": " << fixed(decode_tok_s, 2)
-        << ", \"peak_rss_bytes\": " << rss << ", \"session_bytes\": " << session_bytes << "}\n";
+        << ", \"peak_rss_bytes\": " << rss << ", \"session_bytes\": " << session_bytes
+        << ", \"weights\": \"" << escape(weights) << "\", \"weight_kernels\": \"" << escape(kernels)
+        << "\"}\n";
       std::cout << j.str();
       return;
     }
     auto mib = [](uint64_t b) { return fixed(static_cast<double>(b) / (1 << 20), 1) + " MiB"; };
     std::cout << "model           " << d.string() << "\n"
               << "backend         " << name << "\n"
+              << "weights         " << weights << "\n"
+              << "weight kernels  " << kernels << "\n"
               << "load + compile  " << fixed(load_ms, 1) << " ms\n"
               << "prefill         " << o->prompt << " tokens, " << fixed(prefill_tok_s, 2)
               << " tok/s (TTFT " << fixed(ttft, 3) << " ms)\n"

@@ -18,6 +18,10 @@
 #include "luminal/compiler/options.hpp"
 #include "luminal/program/backend.hpp"
 
+namespace luminal::models {
+class CausalLM;
+}
+
 namespace luminal::cli {
 
 void add_inspect(CLI::App& app);
@@ -45,5 +49,10 @@ std::filesystem::path model_path(const std::string& given);
 CompileOptions compile_options(double budget_s);
 /// `text` with control characters, backslashes and DEL escaped (\n, \t, \r, \\, \xNN).
 std::string escape(std::string_view text);
+
+/// "92.1 MiB resident: q4_1 63.3 MiB (210), ..." for a loaded model's weights (summary.cpp).
+std::string weights_line(const models::CausalLM& lm);
+/// The ops reading the weights in the decode program, with the CPU's kernel ISA.
+std::string kernels_line(models::CausalLM& lm, const Backend& backend);
 
 }  // namespace luminal::cli

@@ -260,6 +260,8 @@ void add_run(CLI::App& app) {
       from_cache = from_cache && r.cached;
     std::cerr << "luminal: programs " << (from_cache ? "loaded from the compile cache" : "searched")
               << "\n";
+    std::cerr << "luminal: weights " << weights_line(lm) << "\n"
+              << "luminal: weight kernels " << kernels_line(lm, *backend) << "\n";
     models::StopConditions stop;
     if (!o->ignore_eos) stop.eos_ids = model.eos_ids;
     stop.strings = o->stop;

@@ -1,0 +1,73 @@
+// The lines `run` and `bench` print about a loaded model's weights and the kernels reading them:
+//   weights         92.1 MiB resident: q4_1 63.3 MiB (210), q8_0 28.7 MiB (1), f32 0.1 MiB (61)
+//   weight kernels  q4_1 x q8_1 GEMV (210), q8_0 x q8_1 ... on avx512vnni
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "apps/luminal/commands.hpp"
+#include "luminal/cpu/quant/isa.hpp"
+#include "luminal/models/causal_lm.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/runtime/session.hpp"
+
+namespace luminal::cli {
+
+namespace {
+
+std::string mib(uint64_t b) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << static_cast<double>(b) / (1 << 20) << " MiB";
+  return s.str();
+}
+
+}  // namespace
+
+std::string weights_line(const models::CausalLM& lm) {
+  const Graph& g = lm.decoder().graph;
+  std::map<std::string, std::pair<uint64_t, int>> by_type;  // bytes, tensors
+  uint64_t total = 0;
+  for (NodeId id : g.inputs()) {
+    const Node& n = g.node(id);
+    if (!models::is_weight(n.label)) continue;
+    const uint64_t b = static_cast<uint64_t>(storage_bytes(n.dtype, n.shape).as_const());
+    auto& e = by_type[std::string(name(n.dtype))];
+    e.first += b;
+    e.second += 1;
+    total += b;
+  }
+  std::string out = mib(total) + " resident:";
+  bool first = true;
+  for (const auto& [t, e] : by_type) {
+    out += (first ? " " : ", ") + t + " " + mib(e.first) + " (" + std::to_string(e.second) + ")";
+    first = false;
+  }
+  return out;
+}
+
+std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
+  // The decode program (one token) says which ops read the weights.
+  const LlirGraph& p = lm.session().llir({{"s", 1}, {"c", 1}});
+  std::map<std::string, int> count;
+  for (const LlirNode& n : p.nodes) {
+    const std::string_view op = n.op->name;
+    if (op == "cpu.QMatmul" && n.input_dtypes.size() == 2)
+      ++count[std::string(name(n.input_dtypes[1])) + " x " + std::string(name(n.input_dtypes[0])) +
+              " GEMV"];
+    else if (op == "cpu.QGather")
+      ++count["quantized gather"];
+    else if (op == "Dequantize")
+      ++count["dequantize"];
+  }
+  if (count.empty()) return "f32 (no block-quantized weights read as stored)";
+  std::string out;
+  for (const auto& [k, c] : count)
+    out += (out.empty() ? "" : ", ") + k + " (" + std::to_string(c) + ")";
+  if (backend.name() == "cpu")
+    out += " on " + std::string(cpu::quant::isa_name(cpu::quant::active()));
+  return out;
+}
+
+}  // namespace luminal::cli
