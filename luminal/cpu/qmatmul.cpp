@@ -40,6 +40,38 @@ const OpDef kQMatmul{"cpu.QMatmul"};
 
 // ---------------------------------------------------------------- rule
 
+// At most kFewRows activation rows (decode), reading the blocks once beats dequantising the
+// whole weight every step (N x K f32 written, then read again): the QMatmul dominates every
+// other e-node of its class that reads the Dequantize. With more rows (prefill) both stay and
+// the search times them.
+constexpr int64_t kFewRows = 8;
+
+bool few_rows(const Shape& act_rows) {
+  int64_t m = 1;
+  for (size_t i = 0; i + 1 < act_rows.size(); ++i) {
+    if (!act_rows[i].is_const()) return false;
+    m *= act_rows[i].as_const();
+  }
+  return m <= kFewRows;
+}
+
+void dominate_dequantized(EGraph& eg, ClassId c, const Attrs& attrs, ClassId dequantized) {
+  const AttrId id = eg.intern(attrs);
+  std::optional<ENodeId> q;
+  for (ENodeId n : eg.nodes_of(c))
+    if (eg.node(n).op == &kQMatmul && eg.node(n).attr == id && !eg.is_removed(n)) q = n;
+  if (!q) return;
+  const ClassId deq = eg.find(dequantized);
+  for (ENodeId n : eg.nodes_of(c)) {
+    if (n == *q || eg.is_removed(n)) continue;
+    for (ClassId child : eg.node(n).children)
+      if (eg.find(child) == deq) {
+        eg.dominate(*q, n);
+        break;
+      }
+  }
+}
+
 std::vector<Rule> qmatmul_rules() {
   Rule r{"cpu.qmatmul", matmul_pattern(),
          [](const Match& m, const EGraph& eg) { return quant_matmul_parts(eg, m).has_value(); },
@@ -56,7 +88,9 @@ std::vector<Rule> qmatmul_rules() {
            ma.shape = p->sum.shape;
            ma.axis = p->axis;
            ma.views = {rows_view_over(p->dims, p->m_axes, p->axis, p->act_rows), p->weight_view};
-           eg.merge(eg.add(&kQMatmul, ma, {xq, p->weight}), m.root);
+           const ClassId c = eg.add(&kQMatmul, ma, {xq, p->weight});
+           eg.merge(c, m.root);
+           if (few_rows(p->act_rows)) dominate_dequantized(eg, c, ma, p->dequantized);
          }};
   return {r};
 }

@@ -65,6 +65,7 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
   p.wtype = eg.dtype(eg.node(*deq).children[0]);
   p.weight = eg.find(eg.node(*deq).children[0]);
   p.act = mp->children[static_cast<size_t>(1 - wside)];
+  p.dequantized = mp->children[static_cast<size_t>(wside)];
   p.dims = vb.dims;
   p.axis = k;
   p.sum = eg.attrs_of(mp->sum_node);

@@ -22,8 +22,9 @@
 namespace luminal {
 
 struct QuantMatmulParts {
-  ClassId act = 0;     // the f32 activation class
-  ClassId weight = 0;  // the block-typed class W
+  ClassId act = 0;          // the f32 activation class
+  ClassId weight = 0;       // the block-typed class W
+  ClassId dequantized = 0;  // the Mul's operand class holding Dequantize(W)
   DType wtype = DType::Q4_0;
   Shape dims;               // the Mul's dims (k included)
   int axis = 0;             // k

