@@ -10,7 +10,8 @@
 // decode step reading the whole model does; their memcpy and read baselines use as many bytes.
 //
 // The activation is quantized once (its time is printed apart); the GEMV calls the ISA's dot
-// kernel on tiles of 4 weight rows, as cpu.QMatmul does, and reads each weight byte once.
+// kernel on chunks of max(16, rows / 8) weight rows (a thread's share in cpu.QMatmul on 2
+// threads), and reads each weight byte once.
 //   m=1     weight bytes read per second
 //   memcpy  bytes copied per second by memcpy on a buffer of the same size (each read and
 //           written once); "ratio" is m=1 over it
@@ -106,12 +107,14 @@ void run_type(DType t) {
       const auto dot = kern.dot[cpu::quant::weight_index(t)];
       for (int i = 0; i < 4; ++i)
         quantize(x.data() + i * sh.k, xq.data() + i * xs, sh.k);
+      // Rows per call: a thread's chunk in cpu.QMatmul on 2 threads, max(16, rows / 8).
+      const int64_t chunk = std::max<int64_t>(16, sh.rows / 8 / 4 * 4);
       int next = 0;
       auto gemv = [&](int m) {
         const uint8_t* const* w_rows = rows.data() + sh.rows * (next++ % sh.copies);
-        for (int64_t r = 0; r < sh.rows; r += 4)
-          dot(nb, w_rows + r, static_cast<int>(std::min<int64_t>(4, sh.rows - r)), xq.data(), xs, m,
-              out.data() + m * r, m, 1);
+        for (int64_t r = 0; r < sh.rows; r += chunk)
+          dot(nb, w_rows + r, static_cast<int>(std::min<int64_t>(chunk, sh.rows - r)), xq.data(),
+              xs, m, out.data() + m * r, m, 1);
       };
       const double sq = seconds_per_call([&] { quantize(x.data(), xq.data(), sh.k); });
       const double s1 = seconds_per_call([&] { gemv(1); });
