@@ -5,10 +5,13 @@
 //
 // Shapes are SmolLM2-135M's matmuls, rows x k: 576x576 (q, o), 192x576 (k, v), 1536x576 (gate,
 // up), 576x1536 (down), 49152x576 (the tied LM head). The K types need k % 256 == 0, so they run
-// 576x1536 and 12288x1536, a matrix of about the LM head's size.
+// 576x1536 and 12288x1536, a matrix of about the LM head's size. The "cold" rows cycle over 6
+// (8) copies of the largest matrix, about 100 MB in all, so every call reads from DRAM, as a
+// decode step reading the whole model does; their memcpy and read baselines use as many bytes.
 //
 // The activation is quantized once (its time is printed apart); the GEMV calls the ISA's dot
-// kernel on tiles of 4 weight rows, as cpu.QMatmul does, and reads each weight byte once.
+// kernel on chunks of max(16, rows / 8) weight rows (a thread's share in cpu.QMatmul on 2
+// threads), and reads each weight byte once.
 //   m=1     weight bytes read per second
 //   memcpy  bytes copied per second by memcpy on a buffer of the same size (each read and
 //           written once); "ratio" is m=1 over it
@@ -37,6 +40,7 @@ using cpu::quant::QuantKernels;
 
 struct Shape {
   int64_t rows, k;
+  int copies = 1;  // > 1: calls cycle over this many copies, so the weights come from DRAM
 };
 
 // Seconds of one call of f: the fastest of 15 samples, each repeating f for about 2 ms.
@@ -77,15 +81,15 @@ void run_type(DType t) {
   const DType af = blocks::activation_format(t);
   std::vector<Shape> shapes;
   if (block_size(t) == 32)
-    shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+    shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}, {49152, 576, 6}};
   else
-    shapes = {{576, 1536}, {12288, 1536}};
+    shapes = {{576, 1536}, {12288, 1536}, {12288, 1536, 8}};
   for (const Shape& sh : shapes) {
     const uint64_t row_bytes = storage_bytes(t, sh.k), bytes = row_bytes * sh.rows;
-    std::vector<uint8_t> w(bytes);
+    std::vector<uint8_t> w(bytes * sh.copies);
     blocks::fill_valid_blocks(t, w, 1);
-    std::vector<const uint8_t*> rows(sh.rows);
-    for (int64_t r = 0; r < sh.rows; ++r)
+    std::vector<const uint8_t*> rows(sh.rows * sh.copies);
+    for (int64_t r = 0; r < sh.rows * sh.copies; ++r)
       rows[r] = w.data() + r * row_bytes;
     std::mt19937 rng(2);
     std::uniform_real_distribution<float> u(-1, 1);
@@ -96,16 +100,20 @@ void run_type(DType t) {
     const int64_t nb = sh.k / block_size(t);
     std::vector<uint8_t> xq(4 * xs);
     std::vector<float> out(4 * sh.rows);
-    const Baseline base = baseline(bytes);
+    const Baseline base = baseline(bytes * sh.copies);
     for (QuantIsa isa : cpu::quant::available_isas()) {
       const QuantKernels& kern = cpu::quant::kernels_for(isa);
       const auto quantize = kern.quantize[cpu::quant::act_index(af)];
       const auto dot = kern.dot[cpu::quant::weight_index(t)];
       for (int i = 0; i < 4; ++i)
         quantize(x.data() + i * sh.k, xq.data() + i * xs, sh.k);
+      // Rows per call: a thread's chunk in cpu.QMatmul on 2 threads, max(16, rows / 8).
+      const int64_t chunk = std::max<int64_t>(16, sh.rows / 8 / 4 * 4);
+      int next = 0;
       auto gemv = [&](int m) {
-        for (int64_t r = 0; r < sh.rows; r += 4)
-          dot(nb, rows.data() + r, static_cast<int>(std::min<int64_t>(4, sh.rows - r)), xq.data(),
+        const uint8_t* const* w_rows = rows.data() + sh.rows * (next++ % sh.copies);
+        for (int64_t r = 0; r < sh.rows; r += chunk)
+          dot(nb, w_rows + r, static_cast<int>(std::min<int64_t>(chunk, sh.rows - r)), xq.data(),
               xs, m, out.data() + m * r, m, 1);
       };
       const double sq = seconds_per_call([&] { quantize(x.data(), xq.data(), sh.k); });
@@ -113,11 +121,11 @@ void run_type(DType t) {
       const double s4 = seconds_per_call([&] { gemv(4); });
       const double gb = static_cast<double>(bytes) / 1e9;
       std::printf(
-          "%-5s %-10s %6lldx%-5lld %7.3f MB %9.1f us %6.2f GB/s %6.2f GB/s %5.2fx "
+          "%-5s %-10s %6lldx%-5lld%s %7.3f MB %9.1f us %6.2f GB/s %6.2f GB/s %5.2fx "
           "%6.2f GB/s %6.2f GB/s %6.0f ns\n",
           std::string(name(t)).c_str(), kern.isa, static_cast<long long>(sh.rows),
-          static_cast<long long>(sh.k), gb * 1e3, s1 * 1e6, gb / s1, base.copy_gbps,
-          gb / s1 / base.copy_gbps, base.read_gbps, gb / s4, sq * 1e9);
+          static_cast<long long>(sh.k), sh.copies > 1 ? " cold" : "     ", gb * 1e3, s1 * 1e6,
+          gb / s1, base.copy_gbps, gb / s1 / base.copy_gbps, base.read_gbps, gb / s4, sq * 1e9);
       std::fflush(stdout);
     }
   }
@@ -130,7 +138,7 @@ int main(int argc, char** argv) {
   for (QuantIsa i : cpu::quant::available_isas())
     std::printf("%s ", cpu::quant::isa_name(i));
   std::printf("(detected %s)\n", cpu::quant::isa_name(cpu::quant::detect()));
-  std::printf("%-5s %-10s %12s %10s %12s %11s %11s %6s %11s %11s %9s\n", "type", "isa", "rows x k",
+  std::printf("%-5s %-10s %17s %10s %12s %11s %11s %6s %11s %11s %9s\n", "type", "isa", "rows x k",
               "weights", "m=1 time", "m=1", "memcpy", "ratio", "read", "m=4", "quantize");
   for (DType t : kWeightBlockDTypes) {
     bool wanted = argc == 1;
