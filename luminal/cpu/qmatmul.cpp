@@ -11,8 +11,9 @@
 // Dequantize stays an alternative (it may win in prefill) and the search times both.
 //
 // QMatmul splits the weight rows over the thread pool in chunks of a multiple of 4 rows; each
-// task runs tiles of up to 4 weight rows x 4 activation rows, so decode streams every weight row
-// once and prefill unpacks each weight block once per 4 activation rows.
+// task hands its whole chunk to the kernel per 4 activation rows (the kernel streams 4 rows at a
+// time and unpacks each weight block once per 4 activation rows), or, where the output offsets
+// are not linear, tiles of up to 4 x 4.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -190,13 +191,27 @@ class QMatmulKernel final : public Kernel {
     const uint8_t* xq = k.in[0];
     float* out = reinterpret_cast<float*>(k.out);
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
-    int64_t chunk = std::max<int64_t>(16, N / (4 * static_cast<int64_t>(threads)));
+    int64_t chunk = std::max<int64_t>(16, N / (2 * static_cast<int64_t>(threads)));
     chunk = (chunk + 3) / 4 * 4;
     const int64_t tasks = (N + chunk - 1) / chunk;
     auto task = [&](int64_t t) {
+      const int64_t begin = t * chunk, end = std::min(N, (t + 1) * chunk);
+      if (n_linear_ && m_linear_) {
+        // The whole chunk in one call per 4 activation rows: the kernel streams its rows.
+        thread_local std::vector<const uint8_t*> rows;
+        rows.resize(static_cast<size_t>(end - begin));
+        for (int64_t n = begin; n < end; ++n)
+          rows[static_cast<size_t>(n - begin)] = w + w_rows_[static_cast<size_t>(n)];
+        for (int64_t m0 = 0; m0 < M; m0 += 4) {
+          const int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
+          dot(nblocks_, rows.data(), static_cast<int>(end - begin),
+              xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
+              mm, out + m_off_[m0] + n_off_[begin], n_step_, m_step_);
+        }
+        return;
+      }
       const uint8_t* ptrs[4];
-      const int64_t end = std::min(N, (t + 1) * chunk);
-      for (int64_t n0 = t * chunk; n0 < end;) {
+      for (int64_t n0 = begin; n0 < end;) {
         int rows = static_cast<int>(std::min<int64_t>(4, end - n0));
         const int64_t rs = rows > 1 ? n_off_[n0 + 1] - n_off_[n0] : 1;
         while (rows > 1 && !linear(n_off_, n0, rows, rs))
@@ -261,6 +276,10 @@ class QMatmulKernel final : public Kernel {
     };
     offsets(m_axes_, m_off_);
     offsets(n_axes_, n_off_);
+    n_step_ = n_off_.size() > 1 ? n_off_[1] - n_off_[0] : 1;
+    m_step_ = m_off_.size() > 1 ? m_off_[1] - m_off_[0] : 1;
+    n_linear_ = linear(n_off_, 0, static_cast<int>(n_off_.size()), n_step_);
+    m_linear_ = linear(m_off_, 0, static_cast<int>(m_off_.size()), m_step_);
     if (n_off_.size() != w_rows_.size())
       throw Error("cpu.QMatmul: the weight rows and the output disagree");
     version_ = version;
@@ -275,6 +294,8 @@ class QMatmulKernel final : public Kernel {
   std::vector<uint64_t> w_rows_;  // byte offset of each weight row (n in row-major order)
   uint64_t version_ = 0;
   std::vector<int64_t> m_off_, n_off_;  // output offsets per m and per n index
+  int64_t n_step_ = 1, m_step_ = 1;     // their steps when linear
+  bool n_linear_ = false, m_linear_ = false;
 };
 
 std::unique_ptr<Kernel> make_quantize(const LlirNode& n) {

@@ -59,6 +59,7 @@ struct Recorder {
 
 TEST(LoadProgress, CausalLmFromGguf) {
   ::setenv("LUMINAL_CACHE", "off", 1);  // as ctest runs it: no dequantised copy
+  ::setenv("LUMINAL_QUANT", "off", 1);  // every weight widened: the dequantising stage
   models::DecoderShape shape;
   shape.slots = 32;
   shape.max_step = 8;
@@ -71,6 +72,13 @@ TEST(LoadProgress, CausalLmFromGguf) {
   EXPECT_GT(r.stages[0].total, 0u);
   EXPECT_EQ(r.stages[1].total, r.stages[0].total);  // every f32 weight feeds the graph
   EXPECT_EQ(lm.forward({1, 2, 3}).size(), 3u * static_cast<size_t>(lm.vocab_size()));
+  ::unsetenv("LUMINAL_QUANT");
+  // By default the CPU maps an f32 file's weights as they are: nothing to dequantise.
+  Recorder mapped;
+  auto lm2 =
+      CausalLM::load(llama3_gguf(), cpu, shape,
+                     CompileOptions().search_graph_limit(2).verbose(false), mapped.callback());
+  EXPECT_EQ(mapped.names(), (std::vector<std::string>{"binding"}));
 }
 
 TEST(LoadProgress, OpenWeightsWritesThenMapsTheCachedCopy) {
