@@ -15,10 +15,11 @@
 //
 // QuantizedMatchesLlamaCpp: the same file with its blocks read as stored (cpu.QMatmul quantizes
 // activations to 8 bits, as llama.cpp does) against llama.cpp's recorded teacher-forced top-1
-// (at least 99% of positions) and greedy tokens (equal up to llama.cpp's first step whose top-2
-// margin is below 0.1); OtherQuantizations does the same for every
-// SmolLM2-135M-Instruct.<TYPE>.gguf that scripts/gguf/make_quant_models.sh wrote beside it (skipped
-// when absent).
+// (at least 98% of positions; 114 of 115 measured) and greedy tokens (equal up to llama.cpp's
+// first step whose top-2 margin is below 0.1, or where its AVX2 and AVX-512 builds part);
+// OtherQuantizations does the same (with the bars and tie widths given there) for every
+// SmolLM2-135M-Instruct.<TYPE>.gguf that scripts/gguf/make_quant_models.sh wrote beside it
+// (skipped when absent).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,20 +74,33 @@ models::CausalLM load(const fs::path& path, cpu::CpuBackend& cpu) {
       CompileOptions().search_graph_limit(4).trials(1).profile_timeout(60).verbose(false));
 }
 
+std::map<std::string, nlohmann::json> read_jsonl(const fs::path& file) {
+  std::map<std::string, nlohmann::json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      out[j.at("name").get<std::string>()] = j;
+    }
+  return out;
+}
+
 // The quantized path against llama.cpp's record for the same file (jsonl: per prompt its
-// teacher-forced argmax and margins, its greedy continuation and margins).
-void check_against_llamacpp(const fs::path& model, const fs::path& jsonl) {
+// teacher-forced argmax and margins, its greedy continuation and margins; `<stem>.jsonl` from
+// its AVX2 build, `<stem>.avx512.jsonl` from its AVX-512 build). The two builds of llama.cpp
+// themselves agree on 109-115 of the 115 teacher-forced top-1s (docs/gguf.md), so the bar is
+// `min_agree` of the positions, and greedy tokens are compared up to the first step where either
+// build has a near tie (margin below `near_tie`) or the two builds part.
+void check_against_llamacpp(const fs::path& model, const std::string& stem, double min_agree,
+                            double near_tie = 0.1) {
+  const fs::path jsonl = data_dir() / (stem + ".jsonl");
+  const std::map<std::string, nlohmann::json> other =
+      read_jsonl(data_dir() / (stem + ".avx512.jsonl"));
   std::ifstream in(data_dir() / "smollm2_reference.json");
   ASSERT_TRUE(in);
   const nlohmann::json ref = nlohmann::json::parse(in);
-  std::map<std::string, nlohmann::json> lc;
-  std::ifstream lf(jsonl);
-  ASSERT_TRUE(lf) << "cannot read " << jsonl;
-  for (std::string line; std::getline(lf, line);)
-    if (!line.empty()) {
-      nlohmann::json j = nlohmann::json::parse(line);
-      lc[j.at("name").get<std::string>()] = j;
-    }
+  const std::map<std::string, nlohmann::json> lc = read_jsonl(jsonl);
+  ASSERT_FALSE(lc.empty()) << "cannot read " << jsonl;
   cpu::CpuBackend cpu(2);
   auto lm = load(model, cpu);
   const int64_t V = lm.vocab_size();
@@ -111,22 +125,30 @@ void check_against_llamacpp(const fs::path& model, const fs::path& jsonl) {
     // Greedy tokens up to llama.cpp's first near tie.
     const auto gen = it->second.at("greedy").get<std::vector<int32_t>>();
     const auto margins = it->second.at("greedy_margin").get<std::vector<double>>();
+    std::vector<int32_t> gen2 = gen;
+    std::vector<double> margins2 = margins;
+    if (auto o = other.find(name); o != other.end()) {
+      gen2 = o->second.at("greedy").get<std::vector<int32_t>>();
+      margins2 = o->second.at("greedy_margin").get<std::vector<double>>();
+    }
     lm.reset();
     const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(gen.size()));
     size_t compared = 0;
-    for (; compared < gen.size() && compared < got.size(); ++compared) {
-      if (margins[compared] < 0.1) break;
+    for (; compared < gen.size() && compared < got.size() && compared < gen2.size(); ++compared) {
+      if (margins[compared] < near_tie || margins2[compared] < near_tie ||
+          gen[compared] != gen2[compared])
+        break;
       EXPECT_EQ(got[compared], gen[compared])
           << model.filename().string() << " " << name << " greedy step " << compared;
       if (got[compared] != gen[compared]) break;
     }
     std::cout << "[ smollm2 ] " << model.filename().string() << " " << name
               << ": greedy equal to llama.cpp over " << compared << " of " << gen.size()
-              << " steps (then a near tie)\n";
+              << " steps (then a near tie, or llama.cpp's builds part)\n";
   }
   std::cout << "[ smollm2 ] " << model.filename().string() << ": teacher-forced top-1 equal to "
             << "llama.cpp's at " << agree << " of " << total << " positions\n";
-  EXPECT_GE(static_cast<double>(agree), 0.99 * static_cast<double>(total)) << model;
+  EXPECT_GE(static_cast<double>(agree), min_agree * static_cast<double>(total)) << model;
 }
 
 TEST(SmolLM2, MatchesTransformers) {
@@ -252,7 +274,7 @@ TEST(SmolLM2, MatchesTransformers) {
 TEST(SmolLM2, QuantizedMatchesLlamaCpp) {
   const fs::path path = find_model();
   if (path.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (see MatchesTransformers)";
-  check_against_llamacpp(path, data_dir() / "smollm2_llamacpp.jsonl");
+  check_against_llamacpp(path, "smollm2_llamacpp", 0.98);
 }
 
 TEST(SmolLM2, OtherQuantizations) {
@@ -266,7 +288,12 @@ TEST(SmolLM2, OtherQuantizations) {
     for (char& c : lower)
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     SCOPED_TRACE(t);
-    check_against_llamacpp(f, data_dir() / ("smollm2_llamacpp_" + lower + ".jsonl"));
+    // Q4_0 and the K mixes: llama.cpp's repacked kernels round further from the exact product
+    // (our f32 path agrees with its Q4_0 at 107 of 115 positions, the quantized one at 106).
+    const bool loose = lower == "q4_0" || lower == "q4_k_m" || lower == "q5_k_m";
+    // Greedy: llama.cpp keeps its KV cache in f16 (ours is f32); on Q8_0, Q4_K_M and Q6_K the
+    // continuations part at margins of 0.15-0.53 after a few steps, so ties are 0.3 wide here.
+    check_against_llamacpp(f, "smollm2_llamacpp_" + lower, loose ? 0.9 : 0.96, 0.3);
     ++found;
   }
   if (found == 0)
