@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -12,6 +13,20 @@
 namespace luminal::cpu {
 
 namespace {
+
+// A worker that finished its part spins this long for the next call before it sleeps: a decode
+// step makes hundreds of parallel calls microseconds apart, and waking a sleeping thread costs
+// tens of microseconds each time (SmolLM2 Q4_1 decode on 2 threads: 42 -> 61 tok/s, medians of
+// three fresh searches each).
+constexpr std::chrono::microseconds kSpin{200};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 class Pool {
  public:
@@ -34,7 +49,7 @@ class Pool {
       err_ = nullptr;
       err_task_ = INT64_MAX;
       pending_.store(parts - 1, std::memory_order_relaxed);
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     run_part(0);
@@ -53,7 +68,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lk(mu_);
       stop_ = true;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     for (auto& t : workers_)
@@ -87,10 +102,16 @@ class Pool {
   void worker(int part) {
     uint64_t seen = 0;
     for (;;) {
+      // Spin for the next call, then sleep.
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      for (int i = 0; generation_.load(std::memory_order_acquire) == seen; ++i) {
+        cpu_relax();
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
+      }
       {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return generation_ != seen; });
-        seen = generation_;
+        cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+        seen = generation_.load(std::memory_order_acquire);
         if (stop_) return;
         if (part >= parts_) continue;  // not needed this time
       }
@@ -109,7 +130,7 @@ class Pool {
   const std::function<void(int64_t)>* fn_ = nullptr;
   int64_t tasks_ = 0;
   int parts_ = 0;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
   std::atomic<int> pending_{0};
   std::mutex err_mu_;
