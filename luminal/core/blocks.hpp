@@ -89,6 +89,9 @@ static_assert(sizeof(Q4_0) == 18 && sizeof(Q4_1) == 20 && sizeof(Q5_0) == 22 &&
 static_assert(sizeof(Q4_K) == 144 && sizeof(Q5_K) == 176 && sizeof(Q6_K) == 210 &&
               sizeof(Q8_K) == 292);
 
+/// IEEE half -> single bits, exactly (NaN payloads move into the top of the f32 mantissa, as
+/// numpy's conversion does; no arithmetic, so signalling NaNs stay signalling).
+uint32_t f16_to_f32_bits(uint16_t h);
 /// Decodes `n` values (a whole number of blocks of `t`, a block dtype) from `in` into `out`.
 void dequantize(DType t, const uint8_t* in, float* out, int64_t n);
 /// The eight 6-bit scales and mins of a Q4_K / Q5_K block (see above).

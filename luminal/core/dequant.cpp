@@ -17,24 +17,6 @@ float from_bits(uint32_t u) {
   return f;
 }
 
-// IEEE half -> single, exactly, on the bits (NaN payloads move into the top of the f32 mantissa,
-// as numpy's conversion does; no arithmetic, so signalling NaNs stay signalling).
-uint32_t f16_to_f32_bits(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return sign | 0x7f800000u | (mant << 13);
-  if (exp != 0) return sign | ((exp + 112) << 23) | (mant << 13);
-  if (mant == 0) return sign;
-  // Subnormal half: normalise (every one is a normal single).
-  uint32_t e = 113;
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  return sign | (e << 23) | ((mant & 0x3ffu) << 13);
-}
-
 float f16(const uint8_t* p) {
   return from_bits(f16_to_f32_bits(static_cast<uint16_t>(p[0] | (p[1] << 8))));
 }
@@ -178,6 +160,22 @@ BlockFn block_fn(DType t) {
 }
 
 }  // namespace
+
+uint32_t f16_to_f32_bits(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return sign | 0x7f800000u | (mant << 13);
+  if (exp != 0) return sign | ((exp + 112) << 23) | (mant << 13);
+  if (mant == 0) return sign;
+  // Subnormal half: normalise (every one is a normal single).
+  uint32_t e = 113;
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    --e;
+  }
+  return sign | (e << 23) | ((mant & 0x3ffu) << 13);
+}
 
 void k_scale_min(const uint8_t s[12], int sc[8], int mn[8]) {
   for (int i = 0; i < 4; ++i) {

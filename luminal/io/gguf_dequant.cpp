@@ -16,24 +16,6 @@ constexpr GgmlType kSupported[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF1
                                    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                    GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-// IEEE half -> single, exactly, on the bits (NaN payloads move into the top of the f32 mantissa,
-// as numpy's conversion does; no arithmetic, so signalling NaNs stay signalling).
-uint32_t f16_to_f32_bits(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return sign | 0x7f800000u | (mant << 13);
-  if (exp != 0) return sign | ((exp + 112) << 23) | (mant << 13);
-  if (mant == 0) return sign;
-  // Subnormal half: normalise (every one is a normal single).
-  uint32_t e = 113;
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  return sign | (e << 23) | ((mant & 0x3ffu) << 13);
-}
-
 void put_bits(float* out, uint32_t u) { std::memcpy(out, &u, 4); }
 
 }  // namespace
@@ -76,7 +58,8 @@ void dequantize_blocks(GgmlType type, std::span<const uint8_t> bytes, std::span<
     }
     case GgmlType::F16: {
       for (uint64_t i = 0; i < n; ++i)
-        put_bits(o + i, f16_to_f32_bits(static_cast<uint16_t>(in[2 * i] | (in[2 * i + 1] << 8))));
+        put_bits(o + i,
+                 blocks::f16_to_f32_bits(static_cast<uint16_t>(in[2 * i] | (in[2 * i + 1] << 8))));
       return;
     }
     case GgmlType::BF16: {
