@@ -13,6 +13,7 @@
 #include "luminal/cpu/primitive_util.hpp"
 #include "luminal/cpu/quant_rows.hpp"
 #include "luminal/cpu/thread_pool.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/kernels/quant_rule.hpp"
 
 namespace luminal::cpu {
@@ -29,12 +30,9 @@ std::vector<Rule> qgather_rules() {
            if (!p) return;
            Attrs a = p->gather;
            a.views = {p->index_view, p->weight_view};
-           const ClassId c = eg.add(&kQGather, a, {p->indexes, p->weight});
-           eg.merge(c, m.root);
-           const AttrId id = eg.intern(a);
-           for (ENodeId n : eg.nodes_of(c))
-             if (eg.node(n).op == &kQGather && eg.node(n).attr == id)
-               eg.dominate(n, p->gather_node);
+           if (std::optional<ENodeId> n =
+                   add_merged(eg, &kQGather, a, {p->indexes, p->weight}, m.root))
+             eg.dominate(*n, p->gather_node);
          }};
   return {r};
 }

@@ -56,18 +56,14 @@ bool few_rows(const Shape& act_rows) {
   return m <= kFewRows;
 }
 
-void dominate_dequantized(EGraph& eg, ClassId c, const Attrs& attrs, ClassId dequantized) {
-  const AttrId id = eg.intern(attrs);
-  std::optional<ENodeId> q;
-  for (ENodeId n : eg.nodes_of(c))
-    if (eg.node(n).op == &kQMatmul && eg.node(n).attr == id && !eg.is_removed(n)) q = n;
-  if (!q) return;
+// `q` dominates every other live e-node of its class that reads `dequantized`.
+void dominate_dequantized(EGraph& eg, ENodeId q, ClassId dequantized) {
   const ClassId deq = eg.find(dequantized);
-  for (ENodeId n : eg.nodes_of(c)) {
-    if (n == *q || eg.is_removed(n)) continue;
+  for (ENodeId n : eg.nodes_of(eg.class_of(q))) {
+    if (n == q || eg.is_removed(n)) continue;
     for (ClassId child : eg.node(n).children)
       if (eg.find(child) == deq) {
-        eg.dominate(*q, n);
+        eg.dominate(q, n);
         break;
       }
   }
@@ -89,9 +85,9 @@ std::vector<Rule> qmatmul_rules() {
            ma.shape = p->sum.shape;
            ma.axis = p->axis;
            ma.views = {rows_view_over(p->dims, p->m_axes, p->axis, p->act_rows), p->weight_view};
-           const ClassId c = eg.add(&kQMatmul, ma, {xq, p->weight});
-           eg.merge(c, m.root);
-           if (few_rows(p->act_rows)) dominate_dequantized(eg, c, ma, p->dequantized);
+           const std::optional<ENodeId> q = add_merged(eg, &kQMatmul, ma, {xq, p->weight}, m.root);
+           if (q && !eg.is_removed(*q) && few_rows(p->act_rows))
+             dominate_dequantized(eg, *q, p->dequantized);
          }};
   return {r};
 }
@@ -107,10 +103,11 @@ class QuantizeKernel final : public Kernel {
       throw Error("cpu.QuantizeQ8: the row length must be static");
     k_ = n.attrs.shape.back().as_const();
     row_bytes_ = storage_bytes(fmt_, k_);
+    fn_ = quant::active_kernels().quantize[quant::act_index(fmt_)];
   }
 
   void run(const KernelContext& k) override {
-    const quant::QuantizeRowFn fn = quant::active_kernels().quantize[quant::act_index(fmt_)];
+    const quant::QuantizeRowFn fn = fn_;
     views_.update({view_}, k.dyn, k.dims_version);
     const EvalView& v = views_[0];
     const int64_t rows = v.numel / k_;
@@ -142,6 +139,7 @@ class QuantizeKernel final : public Kernel {
  private:
   DType fmt_;
   View view_;
+  quant::QuantizeRowFn fn_ = nullptr;  // the active ISA's, taken at load
   int64_t k_ = 0;
   uint64_t row_bytes_ = 0;
   ViewCache views_;
@@ -180,11 +178,12 @@ class QMatmulKernel final : public Kernel {
     rows.dims.push_back(Expr(k_));
     rows.strides.push_back(Expr(1) * Expr::z());
     w_rows_ = row_byte_offsets(rows, wtype_, "cpu.QMatmul");
+    dot_ = quant::active_kernels().dot[quant::weight_index(wtype_)];
   }
 
   void run(const KernelContext& k) override {
     if (version_ != k.dims_version) plan(k.dyn, k.dims_version);
-    const quant::DotRowsFn dot = quant::active_kernels().dot[quant::weight_index(wtype_)];
+    const quant::DotRowsFn dot = dot_;
     const int64_t N = static_cast<int64_t>(w_rows_.size()), M = static_cast<int64_t>(m_off_.size());
     if (N == 0 || M == 0) return;
     const uint8_t* w = k.in[1];
@@ -291,7 +290,8 @@ class QMatmulKernel final : public Kernel {
   int64_t k_ = 0, nblocks_ = 0;
   uint64_t xq_row_bytes_ = 0;
   std::vector<int> m_axes_, n_axes_;
-  std::vector<uint64_t> w_rows_;  // byte offset of each weight row (n in row-major order)
+  std::vector<uint64_t> w_rows_;    // byte offset of each weight row (n in row-major order)
+  quant::DotRowsFn dot_ = nullptr;  // the active ISA's, taken at load
   uint64_t version_ = 0;
   std::vector<int64_t> m_off_, n_off_;  // output offsets per m and per n index
   int64_t n_step_ = 1, m_step_ = 1;     // their steps when linear

@@ -41,22 +41,25 @@ std::optional<MatmulParts> matmul_parts(const EGraph& eg, const Match& m) {
   return p;
 }
 
-void add_matmul_node(EGraph& eg, const OpDef* op, const MatmulParts& parts, ClassId root) {
-  const ClassId c = eg.add(op, parts.attrs, parts.children);
+std::optional<ENodeId> add_merged(EGraph& eg, const OpDef* op, const Attrs& attrs,
+                                  const std::vector<ClassId>& children, ClassId root) {
+  const ClassId c = eg.add(op, attrs, children);
   eg.merge(c, root);
-  const AttrId attr = eg.intern(parts.attrs);
+  const AttrId attr = eg.intern(attrs);
   for (ENodeId n : eg.nodes_of(c)) {
     const ENode& node = eg.node(n);
-    if (node.op != op || node.attr != attr || node.children.size() != parts.children.size())
-      continue;
+    if (node.op != op || node.attr != attr || node.children.size() != children.size()) continue;
     bool same = true;
     for (size_t i = 0; i < node.children.size(); ++i)
-      same = same && eg.find(node.children[i]) == eg.find(parts.children[i]);
-    if (same) {
-      eg.dominate(n, parts.sum_node);
-      return;
-    }
+      same = same && eg.find(node.children[i]) == eg.find(children[i]);
+    if (same) return n;
   }
+  return std::nullopt;
+}
+
+void add_matmul_node(EGraph& eg, const OpDef* op, const MatmulParts& parts, ClassId root) {
+  if (std::optional<ENodeId> n = add_merged(eg, op, parts.attrs, parts.children, root))
+    eg.dominate(*n, parts.sum_node);
 }
 
 Rule matmul_rule(const OpDef* op, const std::string& name) {

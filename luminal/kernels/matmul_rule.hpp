@@ -30,6 +30,10 @@ Pattern matmul_pattern();
 /// The parts of a matmul_pattern() match, or nothing when the SumReduce's view of the Mul is not
 /// a reshape of it.
 std::optional<MatmulParts> matmul_parts(const EGraph& eg, const Match& m);
+/// Adds the e-node (op, attrs, children) and merges its class into `root`; returns the e-node
+/// (found again after hash-consing).
+std::optional<ENodeId> add_merged(EGraph& eg, const OpDef* op, const Attrs& attrs,
+                                  const std::vector<ClassId>& children, ClassId root);
 /// Adds `op` with `parts` to the match's class; the new e-node dominates the SumReduce.
 void add_matmul_node(EGraph& eg, const OpDef* op, const MatmulParts& parts, ClassId root);
 /// The rule "<name>" that adds `op` for every matmul_parts() match.

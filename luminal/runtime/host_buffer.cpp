@@ -15,6 +15,14 @@ void throw_int_out_of_range(std::string_view tensor, DType target, int64_t value
               std::to_string(static_cast<int64_t>(max_value(target))) + ")");
 }
 
+void require_whole_units(std::string_view tensor, DType dt, uint64_t bytes) {
+  const auto unit = static_cast<uint64_t>(block_bytes(dt));
+  if (bytes % unit == 0) return;
+  throw Error("input '" + std::string(tensor) + "': " + std::to_string(bytes) +
+              " bytes is not a whole number of " + std::string(name(dt)) +
+              (is_block(dt) ? " blocks (" : " elements (") + std::to_string(unit) + " bytes each)");
+}
+
 void throw_values_into_blocks(std::string_view tensor, DType target) {
   throw Error("tensor '" + std::string(tensor) + "' is " + std::string(name(target)) +
               ", a block-quantized type: it takes its raw blocks (set_bytes or a weights file), "

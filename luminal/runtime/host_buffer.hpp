@@ -39,6 +39,9 @@ namespace detail {
 [[noreturn]] void throw_value_does_not_fit(std::string_view tensor, std::string_view type,
                                            double value, size_t index);
 bool fits(DType target, int64_t v);
+/// Throws unless `bytes` is a whole number of dt's elements (blocks for a block type), naming
+/// the input.
+void require_whole_units(std::string_view tensor, DType dt, uint64_t bytes);
 [[noreturn]] void throw_values_into_blocks(std::string_view tensor, DType target);
 [[noreturn]] void throw_values_out_of_blocks(std::string_view tensor, DType source);
 }  // namespace detail

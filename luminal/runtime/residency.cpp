@@ -5,6 +5,7 @@
 
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/runtime/host_buffer.hpp"
 
 namespace luminal {
 
@@ -31,15 +32,6 @@ std::vector<uint8_t> generated_data(DType dt, uint64_t bytes, uint64_t seed) {
 std::string elements(uint64_t bytes, DType dt) {
   return std::to_string(bytes / static_cast<uint64_t>(block_bytes(dt)) *
                         static_cast<uint64_t>(block_size(dt)));
-}
-
-// Throws unless `bytes` is a whole number of dt's elements (or blocks).
-void check_whole(const std::string& label, DType dt, uint64_t bytes) {
-  const auto unit = static_cast<uint64_t>(block_bytes(dt));
-  if (bytes % unit == 0) return;
-  throw Error("input '" + label + "': " + std::to_string(bytes) +
-              " bytes is not a whole number of " + std::string(name(dt)) +
-              (is_block(dt) ? " blocks (" : " elements (") + std::to_string(unit) + " bytes each)");
 }
 
 }  // namespace
@@ -163,7 +155,7 @@ void Residency::use_external(int k, Buffer b, bool bound, std::shared_ptr<const 
 
 void Residency::write(int k, const void* data, uint64_t bytes) {
   In& i = in[k];
-  check_whole(i.label, i.dtype, bytes);
+  detail::require_whole_units(i.label, i.dtype, bytes);
   if (bytes > i.capacity) {
     throw Error("input '" + i.label + "' was given " + elements(bytes, i.dtype) +
                 " elements, more than its shape " + shape_to_string(i.shape) +
@@ -200,7 +192,7 @@ uint64_t Residency::copy_from(int k, const Residency& from, int o) {
 bool Residency::wrap_host(int k, const void* data, uint64_t bytes,
                           std::shared_ptr<const void> keep_alive) {
   const In& i = in[k];
-  check_whole(i.label, i.dtype, bytes);
+  detail::require_whole_units(i.label, i.dtype, bytes);
   if (i.carried) return false;  // carried state is written in place: keep our own copy
   // Only a value filling the whole buffer is used in place: the search may time a bucket at
   // larger dims than the value was set for, reading past it.

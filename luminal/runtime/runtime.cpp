@@ -29,13 +29,7 @@ void Runtime::set_bytes(const Tensor& input, const void* data, size_t bytes) {
 void Runtime::set_bytes(std::string_view label, const void* data, size_t bytes) {
   NodeId id = resolve_input(label);
   DType dt = graph().node(id).dtype;
-  const auto unit = static_cast<size_t>(block_bytes(dt));
-  if (bytes % unit != 0) {
-    throw Error("input '" + std::string(label) + "': " + std::to_string(bytes) +
-                " bytes is not a whole number of " + std::string(name(dt)) +
-                (is_block(dt) ? " blocks (" : " elements (") + std::to_string(unit) +
-                " bytes each)");
-  }
+  detail::require_whole_units(label, dt, bytes);
   set_input_bytes(id, data, bytes);
 }
 
