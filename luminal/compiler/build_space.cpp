@@ -28,7 +28,7 @@ bool output_reads_contiguously(const EGraph& eg, ClassId out_class, ClassId self
 }  // namespace
 
 BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& facts,
-                              const Limits& limits) {
+                              const Limits& limits, const FoldOptions& fold) {
   BuiltSpace b;
   b.eg = std::make_unique<EGraph>();
   EGraph& eg = *b.eg;
@@ -43,6 +43,7 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
     parts.push_back(Schedule::saturate(rs));
   b.saturation = run_schedule(eg, Schedule::seq(std::move(parts)), limits);
   eg.rebuild();
+  if (fold.on && backend.executes(fold_op())) b.folds = add_fold_leaves(eg, g, fold);
   b.saturate_s = since(t0);
 
   // An input may be updated in place only when the graph carries this value into it (through an

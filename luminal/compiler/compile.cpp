@@ -87,7 +87,11 @@ BucketPlan search_bucket(const Graph& g, Backend& backend, const CompileOptions&
         (prefix.empty() ? "" : "_") + d + std::to_string(b.min()) + "-" + std::to_string(b.max());
   if (!prefix.empty()) prefix += ".";
 
-  BuiltSpace built = build_search_space(g, backend, bp.spec.facts, opts.saturation_limits());
+  FoldOptions fold;
+  fold.on = opts.folding();
+  fold.min_bytes = opts.fold_min_bytes();
+  fold.limit = opts.fold_limit();
+  BuiltSpace built = build_search_space(g, backend, bp.spec.facts, opts.saturation_limits(), fold);
   report.lower_s = built.lower_s;
   report.saturate_s = built.saturate_s;
   report.prune_s = built.prune_s;
@@ -106,9 +110,11 @@ BucketPlan search_bucket(const Graph& g, Backend& backend, const CompileOptions&
   SearchResult r =
       search(*built.space, backend, opts, bp.spec, dims, data, std::move(report),
              trace.on() ? std::function(trace_fn)
-                        : std::function<void(const std::string&, const std::string&)>{});
+                        : std::function<void(const std::string&, const std::string&)>{},
+             &built.folds);
   bp.llir = std::move(r.llir);
   bp.plan = std::move(r.plan);
+  bp.folds = std::move(r.folds);
   bp.report = std::move(r.report);
   return bp;
 }

@@ -27,6 +27,9 @@ struct BucketPlan {
   PlanSpec spec;        // every dim's range in this bucket, and the slot order
   LlirGraph llir;
   std::unique_ptr<Plan> plan;
+  /// The load-time folds the program reads (inputs labelled "#fold/..."): a session runs them
+  /// once when weights are bound (compiler/fold.hpp).
+  std::vector<FoldProgram> folds;
   SearchReport report;
   /// "s=[2, 512] (rep 16)"; "" without buckets.
   std::string name() const;

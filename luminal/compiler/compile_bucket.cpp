@@ -29,6 +29,7 @@ BucketPlan load_cached(const Graph& g, Backend& backend, BucketRanges ranges,
     return bp;
   }
   bp.llir = std::move(hit.llir);
+  bp.folds = std::move(hit.folds);
   bp.report.bucket = bp.name();
   bp.report.hlir_nodes = g.nodes().size();
   bp.report.cached = true;
@@ -58,7 +59,7 @@ BucketPlan compile_bucket(const Graph& g, Backend& backend, const CompileOptions
       search_bucket(g, backend, opts, std::move(ranges), dim_names, profile_data(), trace);
   if (cache.enabled()) {
     warning.clear();
-    cache.store(key, bp.llir, bp.report.best_seconds, &warning);
+    cache.store(key, bp.llir, bp.folds, bp.report.best_seconds, &warning);
     warn(warning);
     bp.report.cache_note = warning.empty() ? "stored in " + cache.file_of(key).string() : warning;
   }

@@ -23,7 +23,7 @@ namespace luminal {
 namespace {
 
 constexpr const char* kMagic = "luminal-program-cache";
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
 
 bool env_off(const char* var) {
   const char* v = std::getenv(var);
@@ -82,7 +82,8 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
     << " time_budget=" << (o.time_budget() ? std::to_string(*o.time_budget()) : "none")
     << " max_memory=" << (o.max_memory() ? std::to_string(*o.max_memory()) : "none")
     << " saturation=" << o.saturation_limits().node_limit << "/" << o.saturation_limits().iter_limit
-    << "/" << o.saturation_limits().time_limit_s << "\n";
+    << "/" << o.saturation_limits().time_limit_s << " folding=" << o.folding()
+    << " fold_limit=" << o.fold_limit() << " fold_min_bytes=" << o.fold_min_bytes() << "\n";
   k << "bucket";
   for (const auto& [d, b] : ranges)
     k << " " << d << "=" << b.to_string();
@@ -111,10 +112,12 @@ std::filesystem::path ProgramCache::file_of(const std::string& key) const {
 }
 
 // Entry layout:
-//   luminal-program-cache format 1 luminal-cpp <version>
+//   luminal-program-cache format 2 luminal-cpp <version>
 //   <checksum of everything after this line, 16 hex digits>
 //   <key length in bytes>
-//   <key><best seconds>\n<llir text>
+//   <key><best seconds>\n<number of folds>\n
+//   per fold: <bytes of its llir text>\n<llir text>
+//   <llir text of the step>
 std::optional<CachedProgram> ProgramCache::load(const std::string& key, const Backend& backend,
                                                 std::string* warning) const {
   if (!enabled_) return std::nullopt;
@@ -154,22 +157,53 @@ std::optional<CachedProgram> ProgramCache::load(const std::string& key, const Ba
   c.file = file;
   try {
     c.best_seconds = std::stod(rest.substr(0, l4));
-    c.llir = read_llir(rest.substr(l4 + 1), backend);
+    size_t at = l4 + 1;
+    auto line = [&]() {
+      const size_t end = rest.find('\n', at);
+      if (end == std::string::npos) throw Error("truncated");
+      const std::string l = rest.substr(at, end - at);
+      at = end + 1;
+      return std::stoull(l);
+    };
+    const uint64_t n_folds = line();
+    for (uint64_t f = 0; f < n_folds; ++f) {
+      const uint64_t len = line();
+      if (at + len > rest.size()) throw Error("truncated");
+      const std::string text = rest.substr(at, len);
+      at += len;
+      LlirGraph fl = read_llir(text, backend);
+      if (write_llir(fl) != text) throw Error("a fold program does not read back exactly");
+      std::string stored;
+      for (const LlirNode& n : fl.nodes)
+        if (is_op(n.op, OpKind::Output)) stored = n.attrs.label;
+      c.folds.push_back(FoldProgram::from_llir(std::move(fl)));
+      if (c.folds.back().label != stored)
+        throw Error("fold " + stored + " does not match its program");
+    }
+    const std::string step = rest.substr(at);
+    c.llir = read_llir(step, backend);
+    if (write_llir(c.llir) != step) return unusable("does not read back exactly");
   } catch (const std::exception& e) {
     return unusable(std::string("unreadable: ") + e.what());
   }
-  if (write_llir(c.llir) != rest.substr(l4 + 1)) return unusable("does not read back exactly");
   return c;
 }
 
-void ProgramCache::store(const std::string& key, const LlirGraph& llir, double best_seconds,
+void ProgramCache::store(const std::string& key, const LlirGraph& llir,
+                         const std::vector<FoldProgram>& folds, double best_seconds,
                          std::string* warning) const {
   if (!enabled_) return;
   static std::atomic<uint64_t> counter{0};
   const std::filesystem::path file = file_of(key);
   char secs[64];
   std::snprintf(secs, sizeof secs, "%.9g", best_seconds);
-  const std::string body = std::to_string(key.size()) + "\n" + key + secs + "\n" + write_llir(llir);
+  std::string body =
+      std::to_string(key.size()) + "\n" + key + secs + "\n" + std::to_string(folds.size()) + "\n";
+  for (const FoldProgram& f : folds) {
+    const std::string text = write_llir(f.llir);
+    body += std::to_string(text.size()) + "\n" + text;
+  }
+  body += write_llir(llir);
   const std::string all = version_line() + "\n" + hex(hash_string(body)) + "\n" + body;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);

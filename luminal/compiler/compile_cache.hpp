@@ -40,6 +40,7 @@ std::string program_key(const Graph& g, const CompileOptions& opts, const Backen
 
 struct CachedProgram {
   LlirGraph llir;
+  std::vector<FoldProgram> folds;  // the load-time folds llir reads
   double best_seconds = 0;
   std::filesystem::path file;
 };
@@ -53,8 +54,8 @@ class ProgramCache {
   std::optional<CachedProgram> load(const std::string& key, const Backend& backend,
                                     std::string* warning) const;
   /// Writes the entry (temporary file + rename). Failures to write are warnings, never errors.
-  void store(const std::string& key, const LlirGraph& llir, double best_seconds,
-             std::string* warning) const;
+  void store(const std::string& key, const LlirGraph& llir, const std::vector<FoldProgram>& folds,
+             double best_seconds, std::string* warning) const;
   /// The entry file of a key.
   std::filesystem::path file_of(const std::string& key) const;
 

@@ -1,6 +1,8 @@
 #include "luminal/compiler/options.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "luminal/core/error.hpp"
 
@@ -99,6 +101,22 @@ CompileOptions& CompileOptions::dim_buckets(const std::string& dim, std::vector<
 
 CompileOptions& CompileOptions::cache_dir(std::filesystem::path dir) {
   return set(*this, cache_dir_, std::move(dir));
+}
+
+CompileOptions& CompileOptions::folding(bool on) { return set(*this, folding_, on); }
+CompileOptions& CompileOptions::fold_limit(uint64_t bytes) {
+  return set(*this, fold_limit_, bytes);
+}
+CompileOptions& CompileOptions::fold_min_bytes(uint64_t bytes) {
+  return set(*this, fold_min_bytes_, bytes);
+}
+
+bool CompileOptions::folding() const {
+  if (!folding_) return false;
+  const char* v = std::getenv("LUMINAL_FOLD");
+  if (!v) return true;
+  const std::string_view s(v);
+  return !(s == "off" || s == "0" || s == "false" || s == "no");
 }
 
 }  // namespace luminal

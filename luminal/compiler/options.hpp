@@ -70,6 +70,16 @@ class CompileOptions {
   /// Root of the caches (programs/, kernels/, models/); default $XDG_CACHE_HOME/luminal, else
   /// ~/.cache/luminal. LUMINAL_CACHE=off turns the program cache off.
   CompileOptions& cache_dir(std::filesystem::path dir);
+  /// Load-time folding (compiler/fold.hpp): a value computed from weights alone may be offered
+  /// to the search as computed once when the weights are bound (default true; LUMINAL_FOLD=off
+  /// turns it off).
+  CompileOptions& folding(bool on);
+  /// Bytes that folded values may add to the session's memory beyond the weights they replace
+  /// (default 0: folds that take no more memory than the weights they release, such as a
+  /// transpose or a concatenation; more lets the search keep, say, a dequantised copy).
+  CompileOptions& fold_limit(uint64_t bytes);
+  /// The smallest value offered for folding (default 64 KiB).
+  CompileOptions& fold_min_bytes(uint64_t bytes);
 
   int search_graph_limit() const { return search_graph_limit_; }
   int trials() const { return trials_; }
@@ -85,6 +95,10 @@ class CompileOptions {
   const Limits& saturation_limits() const { return limits_; }
   bool verbose() const { return verbose_; }
   const std::filesystem::path& cache_dir() const { return cache_dir_; }
+  /// folding(), false when LUMINAL_FOLD=off.
+  bool folding() const;
+  uint64_t fold_limit() const { return fold_limit_; }
+  uint64_t fold_min_bytes() const { return fold_min_bytes_; }
 
  private:
   int search_graph_limit_ = 100;
@@ -101,6 +115,9 @@ class CompileOptions {
   Limits limits_;
   bool verbose_ = true;
   std::filesystem::path cache_dir_;
+  bool folding_ = true;
+  uint64_t fold_limit_ = 0;
+  uint64_t fold_min_bytes_ = 64 << 10;
 };
 
 }  // namespace luminal

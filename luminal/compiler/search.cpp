@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_set>
 
 #include "luminal/core/error.hpp"
+#include "luminal/program/fold.hpp"
 
 namespace luminal {
 
@@ -94,7 +96,8 @@ std::string SearchReport::to_string() const {
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
                     const PlanSpec& spec, const std::vector<int64_t>& dims, const ProfileData& data,
                     SearchReport report,
-                    const std::function<void(const std::string&, const std::string&)>& trace) {
+                    const std::function<void(const std::string&, const std::string&)>& trace,
+                    const FoldSpace* folds) {
   const auto start = Clock::now();
   Rng rng(opts.seed());
   SearchResult best;
@@ -122,9 +125,58 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       if (buf) backend.release(buf);
     }
   } arena{backend, {}};
+  // Folded values are timed on scratch buffers of zeros (timing does not depend on the values).
+  std::optional<FoldResolver> resolver;
+  if (folds && !folds->leaves.empty()) resolver.emplace(space, *folds);
+  struct FoldScratch {
+    Backend& backend;
+    std::map<std::string, Buffer, std::less<>> bufs;
+    Buffer get(const std::string& label, uint64_t bytes) {
+      auto it = bufs.find(label);
+      if (it != bufs.end()) return it->second;
+      Buffer b = backend.allocate(bytes);
+      const std::vector<uint8_t> zeros(bytes, 0);
+      backend.upload(b, 0, zeros.data(), bytes);
+      return bufs[label] = b;
+    }
+    ~FoldScratch() {
+      for (auto& [l, b] : bufs)
+        backend.release(b);
+    }
+  } fold_scratch{backend, {}};
+  // What a candidate's folds add to the session's memory: every fold chosen so far (this
+  // bucket's and earlier ones') minus the weights that only folds read.
+  auto fold_growth = [&](const LlirGraph& llir) -> int64_t {
+    std::map<std::string, const std::vector<std::string>*, std::less<>> all;
+    uint64_t bytes = 0;
+    for (const auto& [label, f] : data.earlier_folds)
+      if (all.emplace(label, &f.inputs).second) bytes += f.bytes;
+    if (resolver)
+      for (const std::string& p : FoldResolver::placeholders(llir)) {
+        const FoldProgram& fp = resolver->program(p);
+        if (all.emplace(fp.label, &fp.inputs).second) bytes += fp.bytes;
+      }
+    if (all.empty()) return 0;
+    std::set<std::string, std::less<>> read(data.earlier_step_inputs);
+    for (const LlirNode& n : llir.nodes)
+      if (is_op(n.op, OpKind::Input) && !is_fold_label(n.attrs.label)) read.insert(n.attrs.label);
+    std::set<std::string, std::less<>> released;
+    uint64_t freed = 0;
+    for (const auto& [label, inputs] : all)
+      for (const std::string& in : *inputs)
+        if (!read.count(in) && released.insert(in).second) {
+          auto it = data.inputs.find(in);
+          if (it != data.inputs.end()) freed += it->second.bytes;
+        }
+    return static_cast<int64_t>(bytes) - static_cast<int64_t>(freed);
+  };
   auto bindings = [&](const Plan& plan) {
     Bindings b;
     for (const std::string& l : plan.io().inputs) {
+      if (resolver && is_fold_label(l)) {
+        b.inputs.push_back(fold_scratch.get(l, resolver->program(l).bytes));
+        continue;
+      }
       auto it = data.inputs.find(l);
       if (it == data.inputs.end()) throw Error("search: no profiling data for input '" + l + "'");
       b.inputs.push_back(it->second);
@@ -160,12 +212,20 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
                     fmt_time(opts.candidate_timeout()));
       }
       const uint64_t working = plan->arena_bytes() + plan->workspace_bytes();
-      if (opts.max_memory() && data.fixed_bytes + working > *opts.max_memory()) {
-        const uint64_t need = data.fixed_bytes + working;
+      const int64_t growth = fold_growth(llir);
+      if (growth > static_cast<int64_t>(opts.fold_limit())) {
+        throw Error("its load-time folds add " + std::to_string(growth) +
+                    " bytes, over fold_limit (" + std::to_string(opts.fold_limit()) + " bytes)");
+      }
+      const int64_t need_signed = static_cast<int64_t>(data.fixed_bytes + working) + growth;
+      const uint64_t need = need_signed > 0 ? static_cast<uint64_t>(need_signed) : 0;
+      if (opts.max_memory() && need > *opts.max_memory()) {
         throw Error("needs " + std::to_string(need >> 20) + " MiB (" + std::to_string(need) +
                     " bytes: " + std::to_string(data.fixed_bytes) + " in the session's buffers, " +
-                    std::to_string(working) + " of working memory) but max_memory is " +
-                    std::to_string(*opts.max_memory() >> 20) + " MiB (" +
+                    std::to_string(working) + " of working memory" +
+                    (growth != 0 ? ", " + std::to_string(growth) + " added by load-time folds"
+                                 : std::string()) +
+                    ") but max_memory is " + std::to_string(*opts.max_memory() >> 20) + " MiB (" +
                     std::to_string(*opts.max_memory()) + " bytes)");
       }
       arena.reserve(plan->arena_bytes());
@@ -254,6 +314,13 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     } catch (const std::exception& e) {
       trace("profile.txt", std::string("profiling failed: ") + e.what() + "\n");
     }
+  }
+  // The winner reads its folds by content label: the label a session and the compile cache
+  // share across buckets. Loaded again under those labels.
+  if (resolver && !FoldResolver::placeholders(best.llir).empty()) {
+    best.llir = resolver->relabel(std::move(best.llir), &best.folds);
+    best.plan.reset();
+    best.plan = backend.load(best.llir, spec);
   }
   best.report = std::move(report);
   return best;

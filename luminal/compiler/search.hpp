@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "luminal/compiler/fold.hpp"
 #include "luminal/compiler/options.hpp"
 #include "luminal/egraph/extract.hpp"
 #include "luminal/program/backend.hpp"
@@ -42,7 +45,10 @@ struct SearchReport {
 
 struct SearchResult {
   Genome best;
+  /// The winner, its fold inputs relabelled to the folds' content labels.
   LlirGraph llir;
+  /// The programs of the folds it reads (load-time folding, compiler/fold.hpp).
+  std::vector<FoldProgram> folds;
   std::unique_ptr<Plan> plan;
   SearchReport report;
 };
@@ -56,14 +62,26 @@ struct ProfileData {
   /// Bytes of the session's own buffers (weights, state, inputs, outputs): a candidate's arena
   /// and workspaces must fit in max_memory beside them.
   uint64_t fixed_bytes = 0;
+  /// Load-time folds the buckets searched before this one chose (content label -> bytes and the
+  /// weights it reads), and the inputs their programs read: a candidate's memory is counted with
+  /// them (a weight that only folds read is released; one a step reads stays).
+  struct Fold {
+    uint64_t bytes = 0;
+    std::vector<std::string> inputs;
+  };
+  std::map<std::string, Fold, std::less<>> earlier_folds;
+  std::set<std::string, std::less<>> earlier_step_inputs;
 };
 
 /// Runs the search for the bucket `spec`, timing each candidate at `dims` (slot order of
 /// spec.dim_names; the bucket's representative values) on `data`. `trace` (may be null) receives
-/// each new best candidate's LLIR.
+/// each new best candidate's LLIR. `folds` (add_fold_leaves of the space's e-graph; may be null)
+/// lets candidates read folded values: they are timed on scratch buffers, and a candidate whose
+/// folds would grow memory past fold_limit, or past max_memory, is rejected.
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
                     const PlanSpec& spec, const std::vector<int64_t>& dims, const ProfileData& data,
                     SearchReport report,
-                    const std::function<void(const std::string&, const std::string&)>& trace);
+                    const std::function<void(const std::string&, const std::string&)>& trace,
+                    const FoldSpace* folds = nullptr);
 
 }  // namespace luminal

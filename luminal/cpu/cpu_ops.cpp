@@ -3,7 +3,9 @@
 #include <memory>
 #include <string_view>
 
+#include "luminal/core/error.hpp"
 #include "luminal/kernels/fused_program.hpp"
+#include "luminal/program/fold.hpp"
 
 namespace luminal::cpu {
 
@@ -16,6 +18,16 @@ void register_scatter_inplace_ops(std::vector<const CpuOp*>& ops);  // scatter_i
 void register_qgather_ops(std::vector<const CpuOp*>& ops);          // qgather.cpp
 void register_qmatmul_ops(std::vector<const CpuOp*>& ops);          // qmatmul.cpp
 
+namespace {
+
+// Load-time folds (program/fold.hpp): the CPU runs fold programs; a program never holds the Fold
+// op itself (to_llir writes a chosen one as an Input).
+std::unique_ptr<Kernel> make_fold(const LlirNode&) {
+  throw Error("cpu: a Fold node cannot run; a program reads folded values as inputs");
+}
+
+}  // namespace
+
 const std::vector<const CpuOp*>& cpu_ops() {
   static const std::vector<const CpuOp*> ops = [] {
     std::vector<const CpuOp*> v;
@@ -26,6 +38,8 @@ const std::vector<const CpuOp*>& cpu_ops() {
     register_scatter_inplace_ops(v);
     register_qgather_ops(v);
     register_qmatmul_ops(v);
+    static const CpuOp fold{{fold_op(), "", nullptr}, make_fold};
+    v.push_back(&fold);
     return v;
   }();
   return ops;

@@ -129,13 +129,17 @@ SearchSpace::SearchSpace(const EGraph& eg, std::vector<ClassId> roots) : eg_(&eg
     std::vector<ENodeId> opts = eg.nodes_of(c);
     if (opts.empty())
       throw Error("SearchSpace: class %" + std::to_string(c) + " has no option left");
-    // Canonical order: by op name, then by a hash of the option's attributes.
+    // Canonical order: options whose seed cost is kAvoided (a load-time fold) last, so the first
+    // genome never picks one; then by op name, then by a hash of the option's attributes.
     std::vector<std::pair<uint64_t, ENodeId>> keyed;
     for (ENodeId n : opts)
       keyed.emplace_back(option_signature(eg, n), n);
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-      std::string_view na = eg.node(a.second).op->name, nb = eg.node(b.second).op->name;
-      return na != nb ? na < nb : a.first < b.first;
+      const OpDef* oa = eg.node(a.second).op;
+      const OpDef* ob = eg.node(b.second).op;
+      const bool la = oa->seed_cost >= kAvoided, lb = ob->seed_cost >= kAvoided;
+      if (la != lb) return lb;
+      return oa->name != ob->name ? oa->name < ob->name : a.first < b.first;
     });
     for (auto& [k, n] : keyed) {
       options_[c].push_back(n);

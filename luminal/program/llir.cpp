@@ -4,6 +4,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "luminal/program/fold.hpp"
+
 namespace luminal {
 
 std::string LlirGraph::to_text() const {
@@ -52,7 +54,8 @@ LlirGraph to_llir(const SearchSpace& space, const Genome& g) {
   for (ClassId c : space.topo_order(g)) {
     const ENode& n = eg.node(space.chosen(g, c));
     LlirNode ln;
-    ln.op = n.op;
+    // A folded value is read like any other input (its label says which fold computes it).
+    ln.op = n.op == fold_op() ? hlir_op(OpKind::Input) : n.op;
     ln.attrs = eg.attrs(n.attr);
     for (ClassId ch : n.children) {
       ln.inputs.push_back(index.at(eg.find(ch)));

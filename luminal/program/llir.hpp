@@ -36,7 +36,8 @@ struct LlirGraph {
   void fill_input_dtypes();
 };
 
-/// The program chosen by `g` (one node per reachable class, children first).
+/// The program chosen by `g` (one node per reachable class, children first). A chosen Fold
+/// e-node (program/fold.hpp) becomes an Input of its placeholder label.
 LlirGraph to_llir(const SearchSpace& space, const Genome& g);
 
 }  // namespace luminal

@@ -109,7 +109,7 @@ uint64_t Residency::capacity_bytes() const {
 uint64_t Residency::memory_bytes() const {
   uint64_t total = 0;
   for (const In& i : in)
-    total += i.external ? i.buf.bytes : i.capacity;
+    if (!i.released) total += i.external ? i.buf.bytes : i.capacity;
   for (const Out& o : out)
     total += o.capacity;
   return total;
@@ -132,19 +132,36 @@ void Residency::own(int k, Buffer b) {
   i.keep_alive.reset();
   i.external = false;
   i.bound_external = false;
+  i.released = false;
   i.buf = b;
 }
 
 void Residency::prepare_write(int k) {
   drop_values_in(k, nullptr, /*rescue=*/true);
-  if (in[k].external) own(k, allocate(in[k].capacity));
+  if (in[k].external || in[k].released) own(k, allocate(in[k].capacity));
+}
+
+uint64_t Residency::release_input(int k) {
+  In& i = in[k];
+  if (i.released) return 0;
+  drop_values_in(k);
+  const uint64_t bytes = i.external ? i.buf.bytes : i.capacity;
+  if (!i.external) release(i.buf);
+  i.keep_alive.reset();
+  i.external = false;
+  i.bound_external = false;
+  i.buf = Buffer{};
+  i.released = true;
+  i.has_data = false;
+  return bytes;
 }
 
 void Residency::use_external(int k, Buffer b, bool bound, std::shared_ptr<const void> keep_alive,
                              uint64_t bytes_set) {
   drop_values_in(k);
   In& i = in[k];
-  if (!i.external) release(i.buf);  // the memory is used in place from now on
+  if (!i.external && !i.released) release(i.buf);  // the memory is used in place from now on
+  i.released = false;
   i.buf = b;
   i.external = true;
   i.bound_external = bound;
@@ -230,7 +247,7 @@ void Residency::hand_off(int o, int k) {
   if (src.lives_in == k) return;  // already there
   const uint64_t bytes = value_bytes(o);
   drop_values_in(k, &src);  // other outputs reading the input's old value lose it
-  if (i.external) own(k, allocate(i.capacity));
+  if (i.external || i.released) own(k, allocate(i.capacity));
   if (src.lives_in >= 0)  // the value sits in another input's buffer (updated in place): copy it
     backend_->copy(i.buf, in[src.lives_in].buf, bytes, queue_.get());
   else
@@ -242,6 +259,7 @@ void Residency::hand_off(int o, int k) {
 
 void Residency::check_inputs(std::span<const int64_t> dims) const {
   for (const In& i : in) {
+    if (i.released) continue;  // only load-time folds read it, and they hold its value
     if (!i.has_data) {
       throw Error("input '" + i.label + "' has no data: call runtime.set(\"" + i.label +
                   "\", ...) before execute()");

@@ -40,7 +40,8 @@ class Residency {
     bool external = false;
     bool bound_external = false;  // bind_external: the value at any dims is the buffer's start
     bool has_data = false;
-    bool carried = false;  // a carry target: profiled on a scratch copy
+    bool carried = false;   // a carry target: profiled on a scratch copy
+    bool released = false;  // only load-time folds read it: its buffer is gone until it is set
     uint64_t bytes_set = 0;
     SlotExpr numel;
   };
@@ -85,6 +86,10 @@ class Residency {
   void bind_external(int k, void* ptr, uint64_t bytes, std::shared_ptr<const void> keep_alive);
   /// Output o's value becomes input i's (Runtime::hand_off, carried state).
   void hand_off(int o, int i);
+  /// Frees input k's buffer (or lets go of its external memory): no program reads it any more
+  /// (load-time folds hold what they need). Writing it later gives it a buffer again. Returns the
+  /// bytes freed.
+  uint64_t release_input(int k);
 
   /// Throws naming an input without data, or whose value does not fit `dims`.
   void check_inputs(std::span<const int64_t> dims) const;

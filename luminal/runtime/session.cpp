@@ -4,10 +4,14 @@
 #include <array>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "luminal/compiler/compile_bucket.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/program/fold.hpp"
+#include "luminal/runtime/folds.hpp"
 #include "luminal/runtime/residency.hpp"
 
 namespace luminal {
@@ -70,6 +74,11 @@ struct Session::State {
   };
   std::vector<Bucket> buckets;
   std::vector<SearchReport> reports;
+  /// Load-time folds, and per input whether some fold reads it (write() asks, cheaply).
+  FoldStore folds;
+  std::vector<uint8_t> feeds_fold;
+  /// Per input: whether some bucket's program reads it (else, once folded, it is released).
+  std::vector<uint8_t> step_reads;
   Buffer arena;
   bool compiled = false;
 
@@ -137,7 +146,7 @@ std::vector<int64_t> Session::dims() const {
 }
 
 uint64_t Session::memory_bytes() const {
-  uint64_t total = s_->arena.bytes + s_->res.memory_bytes();
+  uint64_t total = s_->arena.bytes + s_->res.memory_bytes() + s_->folds.bytes();
   for (const State::Bucket& b : s_->buckets)
     total += b.bp.plan->workspace_bytes();
   return total;
@@ -150,17 +159,27 @@ void Session::compile() {
   // Profiling data, made on the first bucket that is searched (not on a warm start).
   std::vector<Buffer> scratch;
   std::optional<ProfileData> data;
+  // Folds and step inputs of the buckets searched so far: a later bucket's memory check counts
+  // them (ProfileData::earlier_folds).
+  std::map<std::string, ProfileData::Fold, std::less<>> earlier_folds;
+  std::set<std::string, std::less<>> earlier_step_inputs;
   auto profile_data = [&]() -> const ProfileData& {
     if (!data) {
       data = s.res.profile_data(&scratch, &s.stats.bytes_generated);
       data->fixed_bytes = memory_bytes();
     }
+    data->earlier_folds = earlier_folds;
+    data->earlier_step_inputs = earlier_step_inputs;
     return *data;
   };
   try {
     for (const BucketRanges& c : s.combos) {
       State::Bucket b;
       b.bp = compile_bucket(s.graph, be, s.opts, c, s.dim_names, profile_data, s.trace);
+      for (const FoldProgram& f : b.bp.folds)
+        earlier_folds[f.label] = ProfileData::Fold{f.bytes, f.inputs};
+      for (const std::string& l : b.bp.plan->io().inputs)
+        if (!is_fold_label(l)) earlier_step_inputs.insert(l);
       s.reports.push_back(b.bp.report);
       if (s.opts.verbose()) std::cerr << b.bp.report.to_string();
       s.buckets.push_back(std::move(b));
@@ -175,14 +194,25 @@ void Session::compile() {
   for (Buffer& b : scratch)
     s.res.release(b);
 
-  // Slot ranges, index maps and the shared arena.
+  // Slot ranges, index maps (a fold's buffer as -1 - its index) and the shared arena.
   uint64_t arena = 0;
+  s.step_reads.assign(s.res.in.size(), 0);
   for (State::Bucket& b : s.buckets) {
+    s.folds.adopt(b.bp.folds, s.graph, s.res);
     for (const std::string& d : s.dim_names)
       b.range.push_back(b.bp.spec.facts.at(d));
     const PlanIo& io = b.bp.plan->io();
-    for (const std::string& l : io.inputs)
+    for (const std::string& l : io.inputs) {
+      if (is_fold_label(l)) {
+        const int f = s.folds.index_of(l);
+        if (f < 0)
+          throw Error("compile: the program reads fold " + l + " but carries no program for it");
+        b.in_map.push_back(-1 - f);
+        continue;
+      }
       b.in_map.push_back(s.res.in_of_node[s.graph.find(l)]);
+      s.step_reads[static_cast<size_t>(b.in_map.back())] = 1;
+    }
     b.out_in_place.assign(s.res.out.size(), -1);
     for (size_t k = 0; k < io.outputs.size(); ++k) {
       const int o = s.res.out_of_node[s.graph.find(io.outputs[k])];
@@ -193,7 +223,17 @@ void Session::compile() {
       b.flips.push_back(b.out_in_place[o] == i ? 0 : 1);
     arena = std::max(arena, b.bp.plan->arena_bytes());
   }
-  const uint64_t total = memory_bytes() + arena;
+  s.folds.allocate(s.res);
+  s.folds.mark_all_stale();
+  s.feeds_fold.assign(s.res.in.size(), 0);
+  for (int k : s.folds.inputs())
+    s.feeds_fold[static_cast<size_t>(k)] = 1;
+  // Weights that only folds read are released on the first execute: count them out already.
+  uint64_t released = 0;
+  for (int k : s.folds.inputs())
+    if (!s.step_reads[static_cast<size_t>(k)])
+      released += s.res.in[static_cast<size_t>(k)].capacity;
+  const uint64_t total = memory_bytes() - std::min(released, memory_bytes()) + arena;
   if (s.opts.max_memory() && total > *s.opts.max_memory()) {
     s.buckets.clear();
     throw Error("session: weights, state and buffers (" + mib(memory_bytes()) +
@@ -264,7 +304,7 @@ int Session::pick_parity(int bucket) {
         if (b.flips[c]) std::swap(ins[r.carries[c].second], outs[r.carries[c].first]);
     Bindings bind;
     for (int i : b.in_map)
-      bind.inputs.push_back(ins[i]);
+      bind.inputs.push_back(i >= 0 ? ins[i] : s.folds.buffer(-1 - i));
     for (int o : b.out_map)
       bind.outputs.push_back(outs[o]);
     bind.arena = s.arena;
@@ -285,6 +325,7 @@ void Session::execute(std::span<const int64_t> dims) {
   }
   const int b = pick_bucket(dims);
   s.res.check_inputs(dims);
+  if (s.folds.dirty()) run_folds();
   const int parity = pick_parity(b);
   State::Bucket& bk = s.buckets[b];
   bk.bp.plan->execute(parity, dims.data());
@@ -299,6 +340,23 @@ void Session::execute(const DynMap& dyn) {
   dim_values(dyn, s_->facts, /*required=*/true, dims.data());
   execute(std::span<const int64_t>(dims));
 }
+
+// Runs the stale folds, then releases the weights that only folds read.
+void Session::run_folds() {
+  State& s = *s_;
+  s.stats.bytes_folded += s.folds.run(s.res);
+  s.stats.fold_runs = s.folds.runs();
+  for (int k : s.folds.inputs())
+    if (!s.step_reads[static_cast<size_t>(k)]) s.stats.bytes_released += s.res.release_input(k);
+}
+
+void Session::input_changed(int k) {
+  State& s = *s_;
+  if (static_cast<size_t>(k) < s.feeds_fold.size() && s.feeds_fold[static_cast<size_t>(k)])
+    s.folds.input_changed(k);
+}
+
+std::string Session::fold_report() const { return s_->folds.report(); }
 
 void Session::sync() { s_->res.backend().sync(s_->res.queue()); }
 
@@ -334,6 +392,7 @@ void Session::write(InputHandle handle, const void* data, uint64_t bytes) {
                  "write: not an input handle of this session");
   s.res.write(handle.index, data, bytes);
   s.stats.bytes_uploaded += bytes;
+  input_changed(handle.index);
 }
 
 void Session::set_from(std::string_view input, const Session& from, std::string_view output) {
@@ -345,15 +404,18 @@ void Session::set_from(std::string_view input, const Session& from, std::string_
   const int k = s.res.in_of_node[resolve_input(input)];
   const int o = from.s_->res.out_of_node[from.resolve_output(output)];
   s.stats.bytes_copied += s.res.copy_from(k, from.s_->res, o);
+  input_changed(k);
 }
 
 void Session::set_external(std::string_view label, const void* data, uint64_t bytes,
                            std::shared_ptr<const void> keep_alive) {
   const int k = s_->res.in_of_node[resolve_input(label)];
-  if (s_->res.wrap_host(k, data, bytes, std::move(keep_alive)))
+  if (s_->res.wrap_host(k, data, bytes, std::move(keep_alive))) {
     s_->stats.bytes_wrapped += bytes;
-  else
+    input_changed(k);
+  } else {
     write(InputHandle{k}, data, bytes);
+  }
 }
 
 void Session::bind_external(std::string_view label, void* ptr, uint64_t bytes,
@@ -361,6 +423,7 @@ void Session::bind_external(std::string_view label, void* ptr, uint64_t bytes,
   const int k = s_->res.in_of_node[resolve_input(label)];
   s_->res.bind_external(k, ptr, bytes, std::move(keep_alive));
   s_->stats.bytes_wrapped += bytes;
+  input_changed(k);
 }
 
 uint64_t Session::output_bytes(OutputHandle handle) const {
@@ -390,6 +453,7 @@ std::vector<int64_t> Session::output_shape(NodeId id) const {
 
 void Session::move_output_to_input(NodeId output, NodeId input) {
   s_->res.hand_off(s_->res.out_of_node[output], s_->res.in_of_node[input]);
+  input_changed(s_->res.in_of_node[input]);
 }
 
 Plan& Session::bucket_plan(const DynMap& dyn) const {

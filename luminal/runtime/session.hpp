@@ -24,7 +24,8 @@
 //
 // The parts: where values live (buffers, external memory, hand_off) is runtime/residency.hpp;
 // each bucket's program comes from compile_bucket (compiler/compile_bucket.hpp: the compile cache,
-// else a search); Session itself picks the bucket and parity and executes.
+// else a search); load-time folds (runtime/folds.hpp) run on the first execute and again after a
+// weight they read is set; Session itself picks the bucket and parity and executes.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -130,10 +131,17 @@ class Session : public Runtime {
     uint64_t bytes_copied = 0;      // backend -> backend (set_from)
     uint64_t executes = 0;
     uint64_t rebinds = 0;  // plans re-bound because buffers moved (hand_off, bucket switches)
+    uint64_t bytes_folded = 0;    // values computed by load-time folds (each run counted)
+    uint64_t fold_runs = 0;       // fold programs run
+    uint64_t bytes_released = 0;  // weights freed because only folds read them
   };
   const Stats& stats() const;
-  /// Weights + state + input/output buffers + arena + workspaces, in bytes.
+  /// Weights + state + input/output buffers + folded values + arena + workspaces, in bytes
+  /// (weights released after folding not counted).
   uint64_t memory_bytes() const;
+  /// The load-time folds the chosen programs read (CompileOptions::folding): one line each, with
+  /// its dtype, shape, bytes and the weights it is computed from; "" when there are none.
+  std::string fold_report() const;
   Backend& backend() const;
   const CompileOptions& options() const;
 
@@ -165,6 +173,8 @@ class Session : public Runtime {
   int pick_bucket(std::span<const int64_t> dims) const;
   Plan& bucket_plan(const DynMap& dyn) const;  // plan(): the plan of the bucket `dyn` selects
   int pick_parity(int bucket);
+  void run_folds();
+  void input_changed(int k);
   std::unique_ptr<State> s_;
 };
 

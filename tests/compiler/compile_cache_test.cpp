@@ -213,7 +213,7 @@ TEST_F(CompileCache, FlippedByteIsSearchedAgain) {
 TEST_F(CompileCache, WrongVersionIsSearchedAgain) {
   expect_research("version", [](const fs::path& p) {
     std::string s = slurp(p);
-    s.replace(s.find("format 1"), 8, "format 0");
+    s.replace(s.find("format 2"), 8, "format 1");
     std::ofstream(p, std::ios::binary) << s;
   });
 }

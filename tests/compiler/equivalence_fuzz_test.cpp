@@ -83,6 +83,61 @@ TEST(EquivalenceFuzz, GqaAttentionKvCacheRope) {
   check_graph(attention_block(true), cpu_model_options());
 }
 
+// Quantized weights: every program (QMatmul on an 8-bit activation, dequantise then multiply,
+// QGather or a gather of the dequantised table; with folds, a dequantised copy made at load)
+// matches the reference within the activation-rounding bound (quantized_block).
+class QuantizedBlocks : public ::testing::TestWithParam<DType> {};
+
+TEST_P(QuantizedBlocks, MatchReference) {
+  CheckOptions o = on_cpu({});
+  o.programs = 24;
+  CheckResult r = run_check(testing::quantized_block(GetParam()), o);
+  for (const std::string& e : r.errors)
+    ADD_FAILURE() << e;
+  for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+    ADD_FAILURE() << r.failures[i];
+  EXPECT_GT(r.programs_using["cpu.QMatmul"], 0);
+  EXPECT_GT(r.programs_using["cpu.QGather"], 0);
+  // With folding (any growth allowed): some programs read a dequantised copy made at load.
+  o.fold = true;
+  CheckResult f = run_check(testing::quantized_block(GetParam()), o);
+  for (const std::string& e : f.errors)
+    ADD_FAILURE() << e;
+  for (size_t i = 0; i < f.failures.size() && i < 2; ++i)
+    ADD_FAILURE() << f.failures[i];
+  EXPECT_GT(f.programs_using["(load-time fold)"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantizedBlocks,
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         [](const auto& info) { return std::string(name(info.param)); });
+
+// Load-time folding: programs reading folded values (every static input taken as a weight,
+// every weight-only value offered) agree with the reference, and some programs do fold.
+TEST(EquivalenceFuzz, ProgramsWithLoadTimeFolds) {
+  int folding = 0;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    FuzzGraph fg = testing::random_graph(5000 + seed);
+    CheckOptions o = on_cpu({});
+    o.programs = 20;
+    o.fold = true;
+    CheckResult r = run_check(fg, o);
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << r.failures[i];
+    folding += r.programs_using["(load-time fold)"];
+  }
+  CheckOptions o = cpu_model_options();
+  o.fold = true;
+  CheckResult r = run_check(swiglu_block(DType::F32), o);
+  EXPECT_TRUE(r.errors.empty() && r.failures.empty())
+      << (r.errors.empty() ? (r.failures.empty() ? "" : r.failures[0]) : r.errors[0]);
+  folding += r.programs_using["(load-time fold)"];
+  EXPECT_GT(folding, 10) << "too few programs read a folded value to test folding";
+}
+
 // ---------------------------------------------------------------- random graphs
 
 class RandomGraphs : public ::testing::TestWithParam<int> {};

@@ -32,12 +32,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "luminal/compiler/build_space.hpp"
+#include "luminal/compiler/fold.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/program/backend.hpp"
 #include "luminal/program/llir.hpp"
@@ -283,6 +285,10 @@ struct CheckOptions {
   /// Compiles this graph instead of the oracle's (to check that the check catches a wrong
   /// program); same labels.
   const Graph* compiled = nullptr;
+  /// Load-time folding (compiler/fold.hpp): every input of static shape is marked persistent
+  /// (a weight), every weight-only value of any size is offered as a fold, and a program reading
+  /// folds gets them from their fold programs, run on the same backend and inputs first.
+  bool fold = false;
 };
 
 struct CheckResult {
@@ -373,9 +379,23 @@ inline CheckResult run_check(const FuzzGraph& fg, const CheckOptions& opt) {
     }
   }
   BuiltSpace b;
+  FoldOptions fold;
+  if (opt.fold) {
+    fold.on = true;
+    fold.min_bytes = 0;
+    fold.limit = UINT64_MAX;
+    Graph g = opt.compiled ? *opt.compiled : fg.graph;  // a handle: marks the graph's own inputs
+    for (NodeId id : g.inputs()) {
+      Node& n = g.mutable_node(id);
+      bool fixed = true;
+      for (const Expr& d : n.shape)
+        fixed = fixed && d.is_const();
+      if (fixed) n.persist = true;
+    }
+  }
   try {
     b = build_search_space(opt.compiled ? *opt.compiled : fg.graph, *opt.backend,
-                           fg.graph.dim_facts());
+                           fg.graph.dim_facts(), {}, fold);
   } catch (const std::exception& e) {
     r.errors.push_back(std::string("build_search_space threw: ") + e.what() + "\n" +
                        fuzz_context(fg));
@@ -404,14 +424,36 @@ inline CheckResult run_check(const FuzzGraph& fg, const CheckOptions& opt) {
     }
   }
 
+  std::optional<FoldResolver> resolver;
+  if (opt.fold) resolver.emplace(space, b.folds);
   for (size_t p = 0; p < d.programs.size(); ++p) {
     const Program& prog = d.programs[p];
     for (const auto& [op, count] : prog.llir.op_mix())
       ++r.programs_using[op];
     // Without a backend2, every program runs on `backend` (and is labelled so).
     const bool two = opt.backend2 && opt.multithread_every > 0 && p % opt.multithread_every == 0;
-    std::string problem =
-        run_program(two ? *opt.backend2 : *opt.backend, prog, fg, cases, r, opt.tol_scale);
+    Backend& be = two ? *opt.backend2 : *opt.backend;
+    // Folded values, from their fold programs on the same inputs.
+    std::vector<Case> folded;
+    std::string problem;
+    const std::vector<std::string> folds =
+        resolver ? FoldResolver::placeholders(prog.llir) : std::vector<std::string>{};
+    if (!folds.empty()) {
+      ++r.programs_using["(load-time fold)"];
+      folded = cases;
+      try {
+        for (const std::string& ph : folds) {
+          const FoldProgram& fp = resolver->program(ph);
+          LoadedPlan lp = load_plan(be, fp.llir);
+          for (Case& c : folded)
+            c.inputs[ph] = run_plan(lp, c.inputs, {}).outputs.at(fp.label);
+        }
+      } catch (const std::exception& e) {
+        problem = std::string("a fold program threw: ") + e.what() + "\n";
+      }
+    }
+    if (problem.empty())
+      problem = run_program(be, prog, fg, folds.empty() ? cases : folded, r, opt.tol_scale);
     if (problem.empty()) continue;
     std::ostringstream os;
     os << "program " << p << " of " << r.programs << " (" << prog.how << ", genome "

@@ -8,6 +8,8 @@
 //   rmsnorm_block()           RMSNorm and a projection
 //   attention_block(rope)     GQA attention with a KV cache written by scatter and read back by
 //                             gather (optionally with RoPE)
+//   quantized_block(t)        a projection by block-quantized weights of type t and a tied
+//                             embedding (gather rows, then the LM head from the same blocks)
 //   sentinel_graph(wrong)     a tiny graph and a slightly wrong copy, to check the check itself
 //
 //   CheckOptions o = model_options();  // kModelPrograms, required
@@ -160,6 +162,61 @@ inline FuzzGraph attention_block(bool with_rope) {
   fg.outputs.push_back(FuzzOutput{"v_cache_out", dt, k_all_tol, k_all_tol});
   fg.outputs.push_back(block_output(y, "y", static_cast<double>(hidden * slots), 16));
   fg.dyn_points = {{{"c", 5}, {"s", 1}}, {{"c", 8}, {"s", 3}}, {{"c", 16}, {"s", 4}}};
+  return fg;
+}
+
+/// The largest |value| fill_valid_blocks (core/blocks.hpp) gives a block type.
+inline double generated_block_max(DType t) {
+  switch (t) {
+    case DType::Q4_0: return 8.0 / 256;
+    case DType::Q4_1: return 15.0 / 256 + 1.0 / 16;
+    case DType::Q5_0: return 16.0 / 256;
+    case DType::Q5_1: return 31.0 / 256 + 1.0 / 16;
+    case DType::Q8_0: return 128.0 / 256;
+    case DType::Q4_K: return 63.0 * 15 / 256 + 63.0 / 16;
+    case DType::Q5_K: return 63.0 * 31 / 256 + 63.0 / 16;
+    case DType::Q6_K: return 128.0 * 32 / 256;
+    default: return 1;
+  }
+}
+
+/// Block-quantized weights (persistent) of type t, k = 256: h = x + e[ids] (rows gathered from
+/// the embedding table e), y = h @ w^T and logits = h @ e^T (the tied head reads e's blocks
+/// again). Programs that quantize the activation to 8 bits (cpu.QMatmul) differ from the
+/// reference by the rounding of h: each of the k terms by at most |w| |h| / 254 with independent
+/// signs, so the tolerance is 6 sqrt(k) of that (Hoeffding: a false failure has probability
+/// below 1e-7), about a tenth of the outputs' size: a wrong row or block still fails.
+inline FuzzGraph quantized_block(DType t) {
+  FuzzGraph fg;
+  fg.name = "quantized projection + tied embedding " + std::string(name(t));
+  fg.seed = 1100 + static_cast<uint64_t>(t);
+  fg.graph.declare_dim("s", 1, 8);
+  const Expr s = Expr::var("s");
+  const int64_t k = 256, n = 24, vocab = 12;
+  Tensor x = model_input(fg, "x", {s, k}, DType::F32, -1, 1);
+  Tensor e = model_input(fg, "embed", {vocab, k}, t, 0, 0).persist();
+  Tensor w = model_input(fg, "w", {n, k}, t, 0, 0).persist();
+  FuzzInput ids;
+  ids.label = "ids";
+  ids.dtype = DType::I32;
+  ids.shape = {s};
+  ids.lo = 0;
+  ids.hi = vocab - 1;
+  fg.inputs.push_back(ids);
+  Tensor id = fg.graph.tensor("ids", {Dim("s")}, DType::I32);
+  Tensor table = e.dequantize();
+  Tensor h = x + table.embedding(id);
+  Tensor y = h.matmul(w.dequantize().transpose(0, 1));
+  Tensor logits = h.matmul(table.transpose(0, 1));
+  const double wmax = generated_block_max(t);
+  const double bound = 6 * std::sqrt(static_cast<double>(k)) * wmax * (1 + wmax) / 254;
+  const double eps = epsilon(DType::F32);
+  const double rtol = 64 * std::sqrt(static_cast<double>(k));
+  y.output("y");
+  logits.output("logits");
+  fg.outputs.push_back(FuzzOutput{"y", DType::F32, bound / eps, rtol});
+  fg.outputs.push_back(FuzzOutput{"logits", DType::F32, bound / eps, rtol});
+  fg.dyn_points = {{{"s", 1}}, {{"s", 3}}, {{"s", 8}}};
   return fg;
 }
 

@@ -8,12 +8,19 @@
 #include <vector>
 
 #include "support/random_graph.hpp"
+
+#include "luminal/core/blocks.hpp"
 #include "support/random_graph_builder.hpp"
 
 namespace luminal::testing {
 
 HostBuffer make_input_data(const FuzzInput& in, const DynMap& dyn, uint64_t seed) {
   int64_t n = numel(in.shape).eval(dyn);
+  if (is_block(in.dtype)) {  // valid random blocks (blocks::fill_valid_blocks); lo/hi unused
+    HostBuffer b{in.dtype, std::vector<uint8_t>(static_cast<size_t>(storage_bytes(in.dtype, n)))};
+    blocks::fill_valid_blocks(in.dtype, b.bytes, seed);
+    return b;
+  }
   std::mt19937_64 rng(seed);
   std::vector<double> v(static_cast<size_t>(n));
   if (in.fill) {

@@ -45,7 +45,8 @@ struct FuzzInput {
   std::string label;
   DType dtype = DType::F32;
   Shape shape;
-  double lo = -1, hi = 1;        // uniform range (floats); inclusive range (integers)
+  double lo = -1, hi = 1;        // uniform range (floats); inclusive range (integers); block
+                                 // types get valid random blocks (blocks::fill_valid_blocks)
   std::optional<Expr> index_hi;  // integers uniform in [0, index_hi(dyn)] (in-range indexes)
   /// Overrides the above: the `n` values of the input at these dims.
   std::function<std::vector<double>(const DynMap& dyn, int64_t n, std::mt19937_64& rng)> fill;

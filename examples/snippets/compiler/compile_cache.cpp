@@ -35,7 +35,7 @@ int main() {
 
   BuiltSpace b = build_search_space(g, backend, bucket_facts(g, ranges));
   LlirGraph winner = to_llir(*b.space, b.space->first_genome());
-  cache.store(key, winner, /*best_seconds=*/1e-6, &warning);
+  cache.store(key, winner, /*folds=*/{}, /*best_seconds=*/1e-6, &warning);
   if (auto hit = cache.load(key, backend, &warning))  // a program searched before
     expect(write_llir(hit->llir) == write_llir(winner), "the same program comes back");
   else

@@ -1,0 +1,269 @@
+// Load-time folding: which values get Fold leaves, fold programs, the search choosing them, a
+// session running them once (and again after a weight changes), releasing the weights they
+// replace, and the compile cache keeping them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/compiler/fold.hpp"
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/program/llir_serial.hpp"
+#include "support/delegating_backend.hpp"
+#include "support/expect_error.hpp"
+
+namespace luminal {
+namespace {
+
+// The CPU backend timing a program by its node count: a program reading a folded value runs
+// fewer nodes, so the search picks it whenever it is offered and drawn.
+class CountingBackend : public testing::CpuDelegate {
+ public:
+  std::string name() const override { return "fold-counting"; }
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
+    auto p = cpu.load(g, spec);
+    size_t ops = 0;
+    for (const LlirNode& n : g.nodes)
+      if (!is_op(n.op, OpKind::Input) && !is_op(n.op, OpKind::Output)) ++ops;
+    nodes[p.get()] = static_cast<double>(ops);
+    ++loads;
+    return p;
+  }
+  double time(Plan& plan, int parity, const int64_t* dims, int, double) override {
+    plan.execute(parity, dims);
+    return 1e-3 * nodes.at(&plan);
+  }
+  std::map<const Plan*, double> nodes;
+  int loads = 0;
+};
+
+std::vector<float> random_values(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v)
+    x = u(rng);
+  return v;
+}
+
+// x [s, 64] times f(w), where f(w) = transpose(w * 2 + 1) is computed from the weight w
+// [256, 64] alone (64 KiB): a value worth folding.
+struct Model {
+  Graph g;
+  Tensor x, w, y;
+  explicit Model(bool persist = true, int64_t rows = 256) {
+    g.declare_dim("s", 1, 8);
+    x = g.tensor("x", {Dim("s"), 64});
+    w = g.tensor("w", {rows, 64});
+    if (persist) w = w.persist();
+    Tensor f = (w * 2.0 + 1.0).transpose(0, 1).contiguous();
+    y = x.matmul(f).output("y");
+    g.set_dim("s", 4);
+  }
+};
+
+std::vector<float> reference(const Model& m, const std::vector<float>& x,
+                             const std::vector<float>& w, int64_t s) {
+  ReferenceRuntime rt(m.g);
+  rt.set(m.x, x);
+  rt.set(m.w, w);
+  rt.execute({{"s", s}});
+  return rt.get<float>(m.y);
+}
+
+size_t fold_nodes(const EGraph& eg) {
+  size_t n = 0;
+  for (ENodeId e = 0; e < eg.num_nodes(); ++e)
+    if (!eg.is_removed(e) && eg.node(e).op == fold_op()) ++n;
+  return n;
+}
+
+FoldOptions on(uint64_t limit = 0) {
+  FoldOptions o;
+  o.on = true;
+  o.limit = limit;
+  return o;
+}
+
+TEST(FoldLeaves, OfferedForAValueComputedFromWeightsAlone) {
+  Model m;
+  cpu::CpuBackend cpu(1);
+  BuiltSpace b = build_search_space(m.g, cpu, m.g.dim_facts(), {}, on());
+  ASSERT_FALSE(b.folds.leaves.empty());
+  EXPECT_GT(fold_nodes(*b.eg), 0u);
+  // The first genome never folds (folds sort last), so it is the program without them.
+  const LlirGraph first = to_llir(*b.space, b.space->first_genome());
+  EXPECT_TRUE(FoldResolver::placeholders(first).empty());
+}
+
+TEST(FoldLeaves, NotOfferedWhenOffOrNotAWeight) {
+  cpu::CpuBackend cpu(1);
+  {
+    Model m;
+    EXPECT_TRUE(build_search_space(m.g, cpu, m.g.dim_facts(), {}, {}).folds.leaves.empty());
+  }
+  {
+    Model m(/*persist=*/false);  // a per-step input: nothing is known at load time
+    EXPECT_TRUE(build_search_space(m.g, cpu, m.g.dim_facts(), {}, on()).folds.leaves.empty());
+  }
+  {
+    Model m;
+    FoldOptions o = on();
+    o.min_bytes = 1 << 20;  // the value is 64 KiB
+    EXPECT_TRUE(build_search_space(m.g, cpu, m.g.dim_facts(), {}, o).folds.leaves.empty());
+  }
+}
+
+TEST(FoldLeaves, GrowthPastTheLimitIsNotOffered) {
+  // A value larger than the weights it reads (a widened copy) grows memory: offered only when
+  // fold_limit allows the growth.
+  Graph g;
+  g.declare_dim("s", 1, 8);
+  Tensor x = g.tensor("x", {Dim("s"), 64}, DType::F64);
+  Tensor w = g.tensor("w", {256, 64}).persist();
+  x.matmul((w.cast(DType::F64) * 3.0).transpose(0, 1).contiguous()).output("y");
+  cpu::CpuBackend cpu(1);
+  EXPECT_TRUE(build_search_space(g, cpu, g.dim_facts(), {}, on(0)).folds.leaves.empty());
+  EXPECT_FALSE(build_search_space(g, cpu, g.dim_facts(), {}, on(1 << 20)).folds.leaves.empty());
+}
+
+TEST(FoldProgram, ComputesTheValueFromWeightsAndIsLabelledByItsText) {
+  Model m;
+  cpu::CpuBackend cpu(1);
+  BuiltSpace b = build_search_space(m.g, cpu, m.g.dim_facts(), {}, on());
+  FoldResolver r(*b.space, b.folds);
+  for (const auto& [placeholder, cls] : b.folds.leaves) {
+    const FoldProgram& p = r.program(placeholder);
+    EXPECT_EQ(p.inputs, std::vector<std::string>{"w"});
+    EXPECT_TRUE(is_fold_label(p.label));
+    EXPECT_EQ(p.label.size(), kFoldPrefix.size() + 16);
+    // The label is a function of the text: read back from the cache's form, it is the same.
+    const FoldProgram again = FoldProgram::from_llir(read_llir(write_llir(p.llir), cpu));
+    EXPECT_EQ(again.label, p.label);
+    EXPECT_EQ(again.bytes, p.bytes);
+    // Another program gets another label.
+    LlirGraph other = p.llir;
+    for (LlirNode& n : other.nodes)
+      if (is_op(n.op, OpKind::Constant)) n.attrs.value += 1;
+    EXPECT_NE(FoldProgram::from_llir(std::move(other)).label, p.label);
+  }
+}
+
+CompileOptions search_opts() {
+  return CompileOptions().search_graph_limit(40).generation_size(10).verbose(false).seed(3);
+}
+
+TEST(FoldSession, ChosenFoldRunsOnceReleasesTheWeightAndMatchesTheReference) {
+  Model m;
+  CountingBackend be;
+  Session s(m.g, be, search_opts());
+  const auto w = random_values(256 * 64, 1);
+  const auto x = random_values(4 * 64, 2);
+  s.set("w", w);
+  s.set("x", x);
+  s.compile();
+  ASSERT_NE(s.fold_report(), "") << s.llir().to_text();
+  EXPECT_NE(s.llir().to_text().find("#fold/"), std::string::npos);
+  const uint64_t before = s.memory_bytes();
+  s.execute({{"s", 4}});
+  EXPECT_EQ(s.stats().fold_runs, 1u);
+  EXPECT_EQ(s.stats().bytes_folded, 256u * 64 * 4);
+  EXPECT_EQ(s.stats().bytes_released, 256u * 64 * 4);  // only the fold reads w
+  EXPECT_EQ(s.memory_bytes(), before - 256u * 64 * 4);
+  const auto want = reference(m, x, w, 4);
+  const auto got = s.get<float>("y");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+  // A second execute runs no fold.
+  s.execute({{"s", 4}});
+  EXPECT_EQ(s.stats().fold_runs, 1u);
+}
+
+TEST(FoldSession, SettingTheWeightAgainFoldsAgain) {
+  Model m;
+  CountingBackend be;
+  Session s(m.g, be, search_opts());
+  s.set("w", random_values(256 * 64, 1));
+  const auto x = random_values(2 * 64, 2);
+  s.set("x", x);
+  s.execute({{"s", 2}});
+  ASSERT_EQ(s.stats().fold_runs, 1u) << s.llir().to_text();
+  const auto w2 = random_values(256 * 64, 9);
+  s.set("w", w2);  // the released weight gets a buffer again
+  s.execute({{"s", 2}});
+  EXPECT_EQ(s.stats().fold_runs, 2u);
+  const auto want = reference(m, x, w2, 2);
+  const auto got = s.get<float>("y");
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+}
+
+TEST(FoldSession, BucketsShareOneFold) {
+  Model m;
+  CountingBackend be;
+  Session s(m.g, be, search_opts().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 8)}));
+  s.set("w", random_values(256 * 64, 1));
+  s.set("x", random_values(1 * 64, 2));
+  s.compile();
+  ASSERT_NE(s.llir({{"s", 1}}).to_text().find("#fold/"), std::string::npos);
+  ASSERT_NE(s.llir({{"s", 5}}).to_text().find("#fold/"), std::string::npos);
+  const std::string report = s.fold_report();
+  EXPECT_EQ(std::count(report.begin(), report.end(), '\n'), 1) << report;
+  s.execute({{"s", 1}});
+  EXPECT_EQ(s.stats().fold_runs, 1u);
+}
+
+TEST(FoldSession, OffKeepsTheWeight) {
+  Model m;
+  CountingBackend be;
+  Session s(m.g, be, search_opts().folding(false));
+  s.set("w", random_values(256 * 64, 1));
+  s.set("x", random_values(4 * 64, 2));
+  s.execute({{"s", 4}});
+  EXPECT_EQ(s.fold_report(), "");
+  EXPECT_EQ(s.stats().fold_runs, 0u);
+  EXPECT_EQ(s.llir().to_text().find("#fold/"), std::string::npos);
+}
+
+TEST(FoldSession, CompileCacheKeepsTheFolds) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("luminal-fold-cache-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  setenv("LUMINAL_CACHE", "on", 1);
+  Model m;
+  const auto w = random_values(256 * 64, 1);
+  const auto x = random_values(3 * 64, 2);
+  std::string first_llir;
+  {
+    CountingBackend be;
+    Session s(m.g, be, search_opts().cache_dir(dir));
+    s.set("w", w);
+    s.set("x", x);
+    s.execute({{"s", 3}});
+    ASSERT_FALSE(s.reports()[0].cached);
+    ASSERT_EQ(s.stats().fold_runs, 1u) << s.llir().to_text();
+    first_llir = s.llir().to_text();
+  }
+  CountingBackend be;
+  Session s(m.g, be, search_opts().cache_dir(dir));
+  s.set("w", w);
+  s.set("x", x);
+  s.execute({{"s", 3}});
+  setenv("LUMINAL_CACHE", "off", 1);
+  fs::remove_all(dir);
+  EXPECT_TRUE(s.reports()[0].cached);
+  EXPECT_EQ(s.llir().to_text(), first_llir);
+  EXPECT_EQ(s.stats().fold_runs, 1u);
+  const auto want = reference(m, x, w, 3);
+  const auto got = s.get<float>("y");
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+}
+
+}  // namespace
+}  // namespace luminal
