@@ -130,9 +130,9 @@ class Session : public Runtime {
     uint64_t bytes_wrapped = 0;     // memory used in place (set_external, bind_external)
     uint64_t bytes_copied = 0;      // backend -> backend (set_from)
     uint64_t executes = 0;
-    uint64_t rebinds = 0;  // plans re-bound because buffers moved (hand_off, bucket switches)
-    uint64_t bytes_folded = 0;    // values computed by load-time folds (each run counted)
-    uint64_t fold_runs = 0;       // fold programs run
+    uint64_t rebinds = 0;       // plans re-bound because buffers moved (hand_off, bucket switches)
+    uint64_t bytes_folded = 0;  // values computed by load-time folds (each run counted)
+    uint64_t fold_runs = 0;     // fold programs run
     uint64_t bytes_released = 0;  // weights freed because only folds read them
   };
   const Stats& stats() const;
