@@ -43,7 +43,7 @@ std::vector<Token> lex(std::string_view source);
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 struct CallArg {
-  std::string name;  // empty for positional
+  std::string name;  // empty for positional; "*" and "**" for *args and **kwargs unpacking
   ExprPtr value;
 };
 
@@ -93,6 +93,7 @@ struct Stmt {
     SetBlock,
     FilterBlock,
     Macro,
+    CallBlock,  // {% call(params) expr %}body{% endcall %}: expr with caller=<the body>
     Break,
     Continue,
     Scope
@@ -109,10 +110,13 @@ struct Stmt {
   std::string attr;  // Set: namespace attribute
   ExprPtr filter;    // For: `if` filter
   Body body, else_body;
-  // Macro
+  // Macro (and a CallBlock's caller): name, parameters, and which of jinja2's special names the
+  // body reads (varargs: extra positional arguments; kwargs: extra keyword arguments; caller:
+  // the body of a {% call %} block)
   std::string name;
   std::vector<std::string> params;
   std::vector<ExprPtr> defaults;  // aligned with params; null when none
+  bool reads_varargs = false, reads_kwargs = false, reads_caller = false;
 };
 
 struct Program {

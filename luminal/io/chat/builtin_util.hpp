@@ -33,6 +33,13 @@ std::vector<std::string> split_lines(const std::string& s);
 std::string replace_all(const std::string& s, const std::string& old, const std::string& repl,
                         int64_t count);
 
+/// One replacement field of str.format: Python's format(value, spec) for str/int/bool/float (the
+/// standard format-spec mini-language, without nested fields or the 'c'/'n' types).
+std::string format_field(const Value& v, const std::string& spec);
+/// Python's `fmt % args` (printf-style), or `fmt % kwargs` with %(name)s fields, as jinja2's
+/// format filter calls it (percent_format.cpp).
+Value percent_format(const Value& fmt, const Args& args, const Kwargs& kwargs);
+
 /// The bound method `name` of a str / dict value (undefined or none when it has none).
 Value string_method(const Value& self, const std::string& name);
 Value dict_method(const Value& self, const std::string& name);

@@ -18,12 +18,12 @@ namespace {
 
 const std::set<std::string, std::less<>>& filter_names() {
   static const std::set<std::string, std::less<>> names{
-      "abs",    "attr",       "capitalize", "count",    "d",       "default", "dictsort",
-      "e",      "escape",     "first",      "float",    "indent",  "int",     "items",
-      "join",   "last",       "length",     "list",     "lower",   "map",     "max",
-      "min",    "reject",     "rejectattr", "replace",  "reverse", "round",   "safe",
-      "select", "selectattr", "sort",       "string",   "sum",     "title",   "tojson",
-      "trim",   "unique",     "upper",      "wordcount"};
+      "abs",    "attr",   "capitalize", "count",      "d",        "default", "dictsort",
+      "e",      "escape", "first",      "float",      "format",   "indent",  "int",
+      "items",  "join",   "last",       "length",     "list",     "lower",   "map",
+      "max",    "min",    "reject",     "rejectattr", "replace",  "reverse", "round",
+      "safe",   "select", "selectattr", "sort",       "string",   "sum",     "title",
+      "tojson", "trim",   "unique",     "upper",      "wordcount"};
   return names;
 }
 
@@ -109,6 +109,7 @@ Value apply_filter(Interp& in, const std::string& name, Value v, Args& args, Kwa
     return Value::markup(to_str(v));
   }
   if (name == "string") return v.kind == K::String ? v : Value::string(to_str(v));
+  if (name == "format") return percent_format(v, args, kwargs);
   if (name == "tojson") {
     bool ensure_ascii = arg_or(args, kwargs, 0, "ensure_ascii", Value::boolean(false)).truthy();
     Value indent = arg_or(args, kwargs, 1, "indent", Value::none());

@@ -26,6 +26,12 @@ struct Interp {
   Flow exec(const Body& body, Frame& f, std::string& out);
   Flow exec(const Stmt& s, Frame& f, std::string& out);
   Value call(const Value& callee, Args& args, Kwargs& kwargs);
+  /// The arguments of a call, filter or test (*seq and **mapping unpacked).
+  void eval_args(const Expr& e, Frame& f, Args& args, Kwargs& kwargs);
+  /// A macro (or a {% call %} block's caller) as a callable binding its arguments as jinja2's
+  /// Macro.__call__ does (varargs, kwargs and caller where the body reads them); its body runs
+  /// in a frame over `scope`, which `keep` (may be null) keeps alive. macros.cpp.
+  Value make_macro(const Stmt& m, Frame* scope, std::shared_ptr<Frame> keep = nullptr);
 };
 
 }  // namespace luminal::io::chat

@@ -209,6 +209,33 @@ Value Interp::call(const Value& callee, Args& args, Kwargs& kwargs) {
   return (*callee.fn)(args, kwargs);
 }
 
+void Interp::eval_args(const Expr& e, Frame& f, Args& args, Kwargs& kwargs) {
+  for (const auto& a : e.args) {
+    if (a.name.empty()) {
+      args.push_back(eval(*a.value, f));
+    } else if (a.name == "*") {  // f(*seq): the items as positional arguments
+      Value seq = eval(*a.value, f);
+      if (seq.kind != Value::Kind::List && seq.kind != Value::Kind::String &&
+          seq.kind != Value::Kind::Dict && seq.kind != Value::Kind::Undefined)
+        fail("argument after * must be an iterable, not " + std::string(seq.type_name()));
+      for (Value& v : iterate(seq))
+        args.push_back(std::move(v));
+    } else if (a.name == "**") {  // f(**mapping): its items as keyword arguments
+      Value map = eval(*a.value, f);
+      if (map.kind != Value::Kind::Dict && map.kind != Value::Kind::Namespace)
+        fail("argument after ** must be a mapping, not " + std::string(map.type_name()));
+      for (const auto& [k, v] : map.dict->items) {
+        if (k.kind != Value::Kind::String) fail("keywords must be strings");
+        for (const auto& kw : kwargs)
+          if (kw.name == k.s) fail("got multiple values for keyword argument '" + k.s + "'");
+        kwargs.push_back({k.s, v});
+      }
+    } else {
+      kwargs.push_back({a.name, eval(*a.value, f)});
+    }
+  }
+}
+
 Value Interp::eval(const Expr& e, Frame& f) {
   using K = Expr::Kind;
   try {
@@ -251,13 +278,7 @@ Value Interp::eval(const Expr& e, Frame& f) {
         Value first = eval(*e.items[0], f);
         Args args;
         Kwargs kwargs;
-        for (const auto& a : e.args) {
-          if (a.name.empty()) {
-            args.push_back(eval(*a.value, f));
-          } else {
-            kwargs.push_back({a.name, eval(*a.value, f)});
-          }
-        }
+        eval_args(e, f, args, kwargs);
         if (e.kind == K::Call) return call(first, args, kwargs);
         if (e.kind == K::Filter) return apply_filter(*this, e.name, std::move(first), args, kwargs);
         return Value::boolean(apply_test(*this, e.name, first, args) != e.negated);
@@ -398,42 +419,20 @@ Interp::Flow Interp::exec(const Stmt& s, Frame& f, std::string& out) {
         f.vars[s.targets[0]] = Value::string(captured);
         break;
       }
-      case K::Macro: {
-        const Stmt* m = &s;
-        f.vars[s.name] = Value::callable([this, m](Args& args, Kwargs& kwargs) {
-          if (args.size() > m->params.size())
-            fail("macro '" + m->name + "' takes not more than " + std::to_string(m->params.size()) +
-                 " argument(s)");
-          if (depth > 64) fail("macro recursion is too deep");
-          Frame mf{{}, root};
-          for (size_t k = 0; k < m->params.size(); ++k) {
-            const std::string& p = m->params[k];
-            const Value* given = k < args.size() ? &args[k] : nullptr;
-            for (const auto& kw : kwargs)
-              if (kw.name == p) given = &kw.value;
-            if (given) {
-              mf.vars[p] = *given;
-            } else if (m->defaults[k]) {
-              mf.vars[p] = eval(*m->defaults[k], mf);
-            } else {
-              mf.vars[p] = Value::undefined("parameter '" + p + "' was not provided");
-            }
-          }
-          for (const auto& kw : kwargs) {
-            if (std::find(m->params.begin(), m->params.end(), kw.name) == m->params.end())
-              fail("macro '" + m->name + "' takes no keyword argument '" + kw.name + "'");
-          }
-          std::string text;
-          ++depth;
-          try {
-            exec(m->body, mf, text);
-          } catch (...) {
-            --depth;
-            throw;
-          }
-          --depth;
-          return Value::string(text);
-        });
+      case K::Macro: f.vars[s.name] = make_macro(s, root); break;
+      case K::CallBlock: {
+        // The call expression with caller= the body (a macro over the variables in scope).
+        const Expr& call_expr = *s.expr;
+        Value callee = eval(*call_expr.items[0], f);
+        Args args;
+        Kwargs kwargs;
+        eval_args(call_expr, f, args, kwargs);
+        auto scope = std::make_shared<Frame>();
+        for (Frame* p = &f; p; p = p->parent)
+          for (const auto& [k, v] : p->vars)
+            scope->vars.emplace(k, v);  // inner frames first: they shadow outer ones
+        kwargs.push_back({"caller", make_macro(s, scope.get(), scope)});
+        out += to_str(call(callee, args, kwargs));
         break;
       }
       case K::Break: return Flow::Break;

@@ -281,16 +281,31 @@ ExprPtr Parser::subscript(ExprPtr obj) {
 }
 
 void Parser::call_args(std::vector<CallArg>& args) {
+  const int line = cur().line;
   expect_op("(");
+  bool dyn_args = false, dyn_kwargs = false, keywords = false;
+  auto ensure = [&](bool ok) {
+    if (!ok) error("invalid syntax for function call expression", line);
+  };
   while (!is_op(")")) {
     if (!args.empty()) expect_op(",");
     if (is_op(")")) break;
     CallArg a;
-    if (cur().type == Tok::Name && peek().type == Tok::Op && peek().text == "=") {
+    if (skip_op("*")) {
+      ensure(!dyn_args && !dyn_kwargs);
+      a.name = "*";
+      dyn_args = true;
+    } else if (skip_op("**")) {
+      ensure(!dyn_kwargs);
+      a.name = "**";
+      dyn_kwargs = true;
+    } else if (cur().type == Tok::Name && peek().type == Tok::Op && peek().text == "=") {
+      ensure(!dyn_kwargs);
       a.name = expect_name();
+      keywords = true;
       ++p;
-    } else if (!args.empty() && !args.back().name.empty()) {
-      error("invalid syntax for function call expression");
+    } else {
+      ensure(!dyn_args && !dyn_kwargs && !keywords);
     }
     a.value = expression(true);
     args.push_back(std::move(a));

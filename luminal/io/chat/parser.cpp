@@ -141,13 +141,18 @@ std::unique_ptr<Stmt> Parser::statement() {
   } else if (tag == "macro") {
     s->kind = Stmt::Kind::Macro;
     s->name = expect_name();
-    expect_op("(");
-    while (!skip_op(")")) {
-      if (!s->params.empty()) expect_op(",");
-      s->params.push_back(expect_name());
-      s->defaults.push_back(skip_op("=") ? expression(true) : nullptr);
-    }
+    signature(*s);
     s->body = block_body("macro");
+    mark_special_names(*s);
+  } else if (tag == "call") {
+    // {% call(params) macro(args) %}body{% endcall %}: the body is a macro named "caller".
+    s->kind = Stmt::Kind::CallBlock;
+    s->name = "caller";
+    if (is_op("(")) signature(*s);
+    s->expr = expression(true);
+    if (s->expr->kind != Expr::Kind::Call) error("expected call", line);
+    s->body = block_body("call");
+    mark_special_names(*s);
   } else if (tag == "break" || tag == "continue") {
     if (std::find(end_stack.begin(), end_stack.end(), "for") == end_stack.end())
       error("'" + tag + "' is only allowed inside a loop", line);
@@ -174,6 +179,63 @@ std::unique_ptr<Stmt> Parser::statement() {
     error("Encountered unknown tag '" + tag + "'.", line);
   }
   return s;
+}
+
+void Parser::signature(Stmt& s) {
+  expect_op("(");
+  while (!skip_op(")")) {
+    if (!s.params.empty()) expect_op(",");
+    s.params.push_back(expect_name());
+    s.defaults.push_back(skip_op("=") ? expression(true) : nullptr);
+  }
+}
+
+namespace {
+
+// Whether an expression or a body reads the name `n` (not inside a nested macro: it has its own).
+bool reads(const Expr& e, const std::string& n) {
+  if (e.kind == Expr::Kind::Name && e.name == n) return true;
+  for (const auto& x : e.items)
+    if (x && reads(*x, n)) return true;
+  for (const auto& a : e.args)
+    if (a.value && reads(*a.value, n)) return true;
+  return false;
+}
+
+bool reads(const Body& body, const std::string& n) {
+  for (const auto& s : body) {
+    if (s->kind == Stmt::Kind::Macro) continue;
+    for (const ExprPtr* e : {&s->expr, &s->filter})
+      if (*e && reads(**e, n)) return true;
+    for (const auto& c : s->conds)
+      if (reads(*c, n)) return true;
+    for (const auto& d : s->defaults)
+      if (d && reads(*d, n)) return true;
+    for (const Body* b : {&s->body, &s->else_body})
+      if (reads(*b, n)) return true;
+    for (const auto& b : s->bodies)
+      if (reads(b, n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Parser::mark_special_names(Stmt& m) {
+  auto declared = [&](const char* n) {
+    return std::find(m.params.begin(), m.params.end(), n) != m.params.end();
+  };
+  m.reads_varargs = !declared("varargs") && reads(m.body, "varargs");
+  m.reads_kwargs = !declared("kwargs") && reads(m.body, "kwargs");
+  m.reads_caller = !declared("caller") && reads(m.body, "caller");
+  // jinja2's compiler: a body that calls caller() with "caller" among the parameters needs a
+  // default for it.
+  for (size_t k = 0; k < m.params.size(); ++k)
+    if (m.params[k] == "caller" && !m.defaults[k] && reads(m.body, "caller"))
+      throw SyntaxError{
+          "When defining macros or call blocks the special \"caller\" argument must be omitted "
+          "or be given a default.",
+          m.line};
 }
 
 Body Parser::block_body(const std::string& tag) {
@@ -238,6 +300,12 @@ void check_names(const Body& body, bool soft) {
       case SK::Macro:
         for (const auto& d : s->defaults)
           if (d) check_names(*d, soft);
+        check_names(s->body, false);
+        break;
+      case SK::CallBlock:
+        for (const auto& d : s->defaults)
+          if (d) check_names(*d, soft);
+        check_names(*s->expr, soft);
         check_names(s->body, false);
         break;
       case SK::FilterBlock:

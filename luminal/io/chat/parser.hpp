@@ -62,6 +62,10 @@ struct Parser {
   /// The body of a block after its opening tag, through {% end<tag> %} (the end tag consumed).
   Body block_body(const std::string& tag);
   std::vector<std::string> assign_names(const std::set<std::string>& extra_end);
+  /// A macro's or call block's parameter list, "(a, b=1)".
+  void signature(Stmt& s);
+  /// Sets the reads_* flags of a macro or call block from its body.
+  static void mark_special_names(Stmt& m);
 
   // ---- expressions (parse_expr.cpp) ----
   bool tuple_end(const std::set<std::string>& extra) const;

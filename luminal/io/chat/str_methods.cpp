@@ -179,10 +179,6 @@ static bool starts_or_ends(const std::string& s, const Value& what, bool start) 
   return one(need_str(what, start ? "startswith first arg" : "endswith first arg"));
 }
 
-namespace {
-
-// One replacement field of str.format: Python's format(value, spec) for str/int/bool/float (the
-// standard format-spec mini-language, without nested fields or the 'c'/'n' types).
 std::string format_field(const Value& v, const std::string& spec) {
   if (spec.empty()) return to_str(v);
   size_t k = 0;
@@ -323,6 +319,8 @@ std::string format_field(const Value& v, const std::string& spec) {
     default: return fills(pad) + prefix + body;
   }
 }
+
+namespace {
 
 // str.format(*args, **kwargs) as Python's string.Formatter (the sandbox's) does it; a Markup
 // format string escapes the fields (markupsafe's EscapeFormatter).
