@@ -16,6 +16,14 @@ What it writes, one folder per model under the output folder (default tests/data
     qwen2/    Qwen2ForCausalLM   same sizes, tied embeddings, q/k/v biases, rope_theta 10000.
     qwen3/    Qwen3ForCausalLM   same sizes, head_dim 16, tied embeddings, QK-norm, rope_theta 1e6.
     mistral/  MistralForCausalLM same sizes, untied, sliding_window None, rope_theta 10000.
+    gemma3/   Gemma3ForCausalLM  3 layers (sliding, full, sliding attention; window 4, shorter than
+              the prompts), head_dim 16, query_pre_attn_scalar 24, tanh GELU, local/global rope
+              theta 1e4/1e6, attention and final logit soft-capping (50, 30), tied embeddings.
+    qwen3-moe/ Qwen3MoeForCausalLM as qwen3 (untied) with 4 experts of 32, 2 per token, renormalised
+              (norm_topk_prob); tokens of one prompt choose 6 different expert pairs.
+    mixtral/  MixtralForCausalLM 4 experts of 128, 2 per token, rope_theta 1e6, untied.
+              (save_pretrained writes both MoE families per expert: experts.N.{gate,up,down}_proj,
+              block_sparse_moe.experts.N.w1/w2/w3.)
     llama3-bf16/ llama3-f16/ qwen3-bf16/ qwen3-f16/   the same weights saved in bfloat16 / float16,
               with logits-only goldens (16-bit copies, below).
 
@@ -106,14 +114,20 @@ import numpy as np
 import torch
 import transformers
 from transformers import (
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    MixtralConfig,
+    MixtralForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -201,6 +215,76 @@ def model_specs():
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
             ),
             MistralForCausalLM,
+        ),
+        (
+            # Sliding and full attention layers (a window of 4 tokens, shorter than the prompts),
+            # local and global rope theta, query_pre_attn_scalar != head_dim, tanh GELU, the
+            # extra feed-forward norms, QK-norm, both soft-cappings, tied embeddings.
+            "gemma3",
+            1005,
+            Gemma3TextConfig(
+                vocab_size=256,
+                hidden_size=64,
+                intermediate_size=128,
+                num_hidden_layers=3,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                head_dim=16,
+                hidden_activation="gelu_pytorch_tanh",
+                max_position_embeddings=256,
+                rms_norm_eps=1e-6,
+                tie_word_embeddings=True,
+                query_pre_attn_scalar=24,
+                sliding_window=4,
+                layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                final_logit_softcapping=30.0,
+                attn_logit_softcapping=50.0,
+                attention_dropout=0.0,
+                rope_parameters={
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                    "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                },
+            ),
+            Gemma3ForCausalLM,
+        ),
+        (
+            # 4 experts, 2 chosen per token with renormalised weights, QK-norm (as Qwen3).
+            "qwen3-moe",
+            1006,
+            Qwen3MoeConfig(
+                **COMMON,
+                head_dim=16,
+                tie_word_embeddings=False,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                num_experts=4,
+                num_experts_per_tok=2,
+                moe_intermediate_size=32,
+                norm_topk_prob=True,
+                decoder_sparse_step=1,
+                mlp_only_layers=[],
+                use_sliding_window=False,
+            ),
+            Qwen3MoeForCausalLM,
+        ),
+        (
+            # 4 experts, 2 chosen per token (softmax over the chosen ones).
+            "mixtral",
+            1007,
+            MixtralConfig(
+                **COMMON,
+                head_dim=16,
+                tie_word_embeddings=False,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-5,
+                sliding_window=None,
+                num_local_experts=4,
+                num_experts_per_tok=2,
+                router_jitter_noise=0.0,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            ),
+            MixtralForCausalLM,
         ),
     ]
 
