@@ -121,8 +121,8 @@ void add_run(CLI::App& app) {
     BackendChoice backend;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd =
-      app.add_subcommand("run", "Generate text with a Llama, Mistral, Qwen2 or Qwen3 model");
+  auto* cmd = app.add_subcommand(
+      "run", "Generate text with a Llama, Mistral, Qwen2, Qwen3 or Gemma 3 model");
   cmd->add_option("MODEL", o->dir,
                   "a Hugging Face folder (config.json, *.safetensors, tokenizer.json) or a .gguf "
                   "file (default: SmolLM2-135M-Instruct from `make run`)");

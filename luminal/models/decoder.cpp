@@ -1,5 +1,8 @@
 #include "luminal/models/decoder.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "luminal/core/error.hpp"
@@ -11,6 +14,13 @@
 namespace luminal::models {
 
 namespace {
+
+// A constant as the dtype holds it (Gemma multiplies by sqrt(hidden) in the model's dtype).
+double round_to(DType dt, double v) {
+  uint8_t bytes[8] = {};
+  store_from_double(dt, bytes, 0, v);
+  return load_as_double(dt, bytes, 0);
+}
 
 nn::RopeScaling rope_scaling(const io::ModelConfig& cfg) {
   const io::RopeScaling& r = cfg.rope_scaling;
@@ -30,16 +40,23 @@ nn::RopeScaling rope_scaling(const io::ModelConfig& cfg) {
 
 Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   using io::ModelFamily;
+  const bool gemma = cfg.family == ModelFamily::Gemma3;
   if (cfg.family != ModelFamily::Llama && cfg.family != ModelFamily::Mistral &&
-      cfg.family != ModelFamily::Qwen2 && cfg.family != ModelFamily::Qwen3) {
+      cfg.family != ModelFamily::Qwen2 && cfg.family != ModelFamily::Qwen3 && !gemma) {
     throw Error("models: family '" + std::string(io::family_name(cfg.family)) +
-                "' is not supported yet (supported: llama, mistral, qwen2, qwen3)");
+                "' is not supported yet (supported: llama, mistral, qwen2, qwen3, gemma3)");
   }
-  if (cfg.hidden_act != "silu")
-    throw Error("models: activation '" + cfg.hidden_act + "' is not supported (only silu)");
-  if (cfg.sliding_window)
-    throw Error("models: sliding-window attention is not supported yet (sliding_window = " +
-                std::to_string(*cfg.sliding_window) + ")");
+  const std::string act = gemma ? "gelu_pytorch_tanh" : "silu";
+  if (cfg.hidden_act != act)
+    throw Error("models: activation '" + cfg.hidden_act + "' is not supported for " +
+                std::string(io::family_name(cfg.family)) + " (only " + act + ")");
+  if (cfg.sliding_window && !gemma)
+    throw Error(
+        "models: sliding-window attention is supported for gemma3 only so far "
+        "(sliding_window = " +
+        std::to_string(*cfg.sliding_window) + ")");
+  if (!gemma && (cfg.attn_logit_softcapping || cfg.final_logit_softcapping))
+    throw Error("models: logit soft-capping is supported for gemma3 only so far");
   if (shape.slots < 1 || shape.max_step < 1 || shape.max_step > shape.slots)
     throw Error("models: need 1 <= max_step <= slots, got max_step " +
                 std::to_string(shape.max_step) + " and slots " + std::to_string(shape.slots));
@@ -58,12 +75,32 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     if (it == shape.block_weights.end()) return g.tensor(name, dims, dt).persist();
     return g.tensor(name, dims, it->second).persist().dequantize(dt);
   };
+  // Gemma's RMSNorm scales by (1 + w), in f32 (w + 1 is computed from the weight alone).
+  auto norm = [&](const Tensor& t, const std::string& name, int64_t n) {
+    const Tensor weight = w(name, {n});
+    return gemma ? t.rms_norm(weight + 1.0, eps) : t.rms_norm(weight, eps);
+  };
   d.rope_inv_freq = nn::rope_inv_freq(static_cast<int>(hd), cfg.rope_theta, rope_scaling(cfg));
   Tensor inv_freq = g.tensor("rope.inv_freq", {hd / 2}, DType::F32).persist();
+  // Gemma 3's sliding layers rotate with their own (unscaled) base.
+  std::optional<Tensor> local_inv_freq;
+  if (gemma && cfg.rope_local_base_freq) {
+    d.rope_local_inv_freq =
+        nn::rope_inv_freq(static_cast<int>(hd), *cfg.rope_local_base_freq, nn::RopeScaling::none());
+    local_inv_freq = g.tensor("rope.local_inv_freq", {hd / 2}, DType::F32).persist();
+  }
   d.ids = g.tensor("ids", {"s"}, DType::I32);
   const Tensor embed = w("model.embed_tokens.weight", {cfg.vocab_size, hidden});
   const Tensor pos = nn::step_positions(g);
   Tensor x = nn::embedding(embed, d.ids);  // [s, hidden]
+  // Gemma scales the embeddings by sqrt(hidden), rounded to the model's dtype.
+  if (gemma) x = x * round_to(dt, std::sqrt(static_cast<double>(hidden)));
+  nn::AttentionOptions attn;
+  if (gemma) {
+    // attn_logit_softcapping is read but not applied: transformers' Gemma 3 attention ignores it
+    // (QK-norm replaced it); nn::AttentionOptions::softcap is there for Gemma 2-style models.
+    attn.scale = 1.0 / std::sqrt(cfg.query_pre_attn_scalar.value_or(static_cast<double>(hd)));
+  }
   // Qwen2 has q/k/v biases and no o_proj bias (the config parser reports attention_bias true).
   const bool qkv_bias = cfg.attention_bias || cfg.family == ModelFamily::Qwen2;
   const bool o_bias = cfg.attention_bias && cfg.family != ModelFamily::Qwen2;
@@ -77,27 +114,46 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
         return nn::linear(t, weight, b);
       };
     };
-    const Tensor h = x.rms_norm(w(p + "input_layernorm.weight", {hidden}), eps);
+    const Tensor h = norm(x, p + "input_layernorm.weight", hidden);
     Tensor q = proj("self_attn.q_proj", H * hd, hidden, qkv_bias)(h).reshape({"s", H, hd});
     Tensor k = proj("self_attn.k_proj", KV * hd, hidden, qkv_bias)(h).reshape({"s", KV, hd});
     Tensor v = proj("self_attn.v_proj", KV * hd, hidden, qkv_bias)(h).reshape({"s", KV, hd});
-    if (cfg.family == ModelFamily::Qwen3) {
-      q = q.rms_norm(w(p + "self_attn.q_norm.weight", {hd}), eps);
-      k = k.rms_norm(w(p + "self_attn.k_norm.weight", {hd}), eps);
+    if (cfg.family == ModelFamily::Qwen3 || gemma) {
+      q = norm(q, p + "self_attn.q_norm.weight", hd);
+      k = norm(k, p + "self_attn.k_norm.weight", hd);
     }
-    q = nn::apply_rope(q, pos, inv_freq);
-    k = nn::apply_rope(k, pos, inv_freq);
-    const Tensor o = nn::cached_attention(g, q, k, v, p + "self_attn", shape.slots);
-    x = x + proj("self_attn.o_proj", hidden, H * hd, o_bias)(o);
-    const Tensor h2 = x.rms_norm(w(p + "post_attention_layernorm.weight", {hidden}), eps);
+    const bool sliding = gemma && cfg.is_sliding_layer(l);
+    const Tensor& freq = sliding && local_inv_freq ? *local_inv_freq : inv_freq;
+    q = nn::apply_rope(q, pos, freq);
+    k = nn::apply_rope(k, pos, freq);
+    nn::AttentionOptions layer_attn = attn;
+    if (sliding) layer_attn.window = cfg.sliding_window;
+    const Tensor o = nn::cached_attention(g, q, k, v, p + "self_attn", shape.slots, layer_attn);
+    const Tensor attn_out = proj("self_attn.o_proj", hidden, H * hd, o_bias)(o);
+    if (gemma) {
+      // Gemma 3: sandwich norms around attention and the GeGLU feed-forward.
+      x = x + norm(attn_out, p + "post_attention_layernorm.weight", hidden);
+      const Tensor h2 = norm(x, p + "pre_feedforward_layernorm.weight", hidden);
+      const Tensor ff = nn::geglu_tanh_mlp(h2, w(p + "mlp.gate_proj.weight", {ffn, hidden}),
+                                           w(p + "mlp.up_proj.weight", {ffn, hidden}),
+                                           w(p + "mlp.down_proj.weight", {hidden, ffn}));
+      x = x + norm(ff, p + "post_feedforward_layernorm.weight", hidden);
+      continue;
+    }
+    x = x + attn_out;
+    const Tensor h2 = norm(x, p + "post_attention_layernorm.weight", hidden);
     x = x + nn::swiglu_mlp(h2, w(p + "mlp.gate_proj.weight", {ffn, hidden}),
                            w(p + "mlp.up_proj.weight", {ffn, hidden}),
                            w(p + "mlp.down_proj.weight", {hidden, ffn}));
   }
   const Tensor head =
       cfg.tie_word_embeddings ? embed : w("lm_head.weight", {cfg.vocab_size, hidden});
-  x = x.rms_norm(w("model.norm.weight", {hidden}), eps);
-  const Tensor logits = nn::lm_head(x, head).cast(DType::F32);
+  x = norm(x, "model.norm.weight", hidden);
+  Tensor logits = nn::lm_head(x, head).cast(DType::F32);
+  if (gemma && cfg.final_logit_softcapping) {
+    const double cap = *cfg.final_logit_softcapping;
+    logits = (logits * (1.0 / cap)).tanh() * cap;
+  }
   d.logits = logits.output("logits");
   d.last_logits = logits.slice(0, Expr::var("s") - 1, Expr::var("s"));
   return d;
@@ -105,6 +161,7 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
 
 void init_state(Runtime& rt, const Decoder& d) {
   rt.set("rope.inv_freq", d.rope_inv_freq);
+  if (!d.rope_local_inv_freq.empty()) rt.set("rope.local_inv_freq", d.rope_local_inv_freq);
   const Graph& g = d.graph;
   for (NodeId id : g.inputs()) {
     const Node& n = g.node(id);

@@ -9,8 +9,12 @@
 // Dims: s, the tokens of this step (1 to max_step), and c, the context after it (1 to slots).
 // Positions, the causal mask and the cache rows come from the dims inside the graph, so a step
 // moves only its ids in and its logits out. Qwen2's q/k/v biases, Qwen3's per-head q/k RMSNorm
-// and tied embeddings (lm_head = embed_tokens) are covered. Other families (MoE, Gemma 3) are an
-// error naming them.
+// and tied embeddings (lm_head = embed_tokens) are covered, and Gemma 3 (text): embeddings scaled
+// by sqrt(hidden), RMSNorm by (1 + w), sandwich norms, GeGLU (tanh), QK-norm,
+// query_pre_attn_scalar, final logit soft-capping (attn_logit_softcapping is ignored, as
+// transformers' Gemma 3 ignores it), and sliding layers (a window
+// masked over the full cache, their own RoPE base in "rope.local_inv_freq"). Other families
+// (MoE) are an error naming them.
 #include <map>
 #include <vector>
 
@@ -39,6 +43,8 @@ struct Decoder {
   Tensor last_logits;
   /// The value of the "rope.inv_freq" input (computed as transformers does).
   std::vector<float> rope_inv_freq;
+  /// Gemma 3: the "rope.local_inv_freq" input of the sliding layers (empty otherwise).
+  std::vector<float> rope_local_inv_freq;
   DecoderShape shape;
   io::ModelConfig config;
 };

@@ -8,7 +8,7 @@
 namespace luminal::nn {
 
 Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const std::string& name, int slots) {
+                        const std::string& name, int slots, const AttentionOptions& opts) {
   const Shape& qs = q.shape();
   const Shape& ks = k.shape();
   if (qs.size() != 3 || ks.size() != 3 || v.shape() != ks || qs[0] != ks[0] || qs[2] != ks[2]) {
@@ -46,11 +46,19 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   const Tensor Q = q.reshape({s, kv, groups, hd}).permute({1, 2, 0, 3});
   Tensor scores = Q.matmul(K.transpose(2, 3));  // [kv, groups, s, c]
   if (dt == DType::F16 || dt == DType::BF16) scores = scores.cast(DType::F32);
-  scores = scores * (1.0 / std::sqrt(static_cast<double>(hd)));
+  scores = scores * opts.scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
+  if (opts.softcap) scores = (scores * (1.0 / *opts.softcap)).tanh() * *opts.softcap;
   const Tensor pos = g.iota(c - s + Expr::z(), s);
-  const Tensor hidden = pos.reshape({1, 1, s, 1})
-                            .expand({kv, groups, s, c})
-                            .lt(g.arange(c).reshape({1, 1, 1, c}).expand({kv, groups, s, c}));
+  const Tensor keys = g.arange(c).reshape({1, 1, 1, c}).expand({kv, groups, s, c});
+  Tensor hidden = pos.reshape({1, 1, s, 1}).expand({kv, groups, s, c}).lt(keys);
+  if (opts.window) {
+    if (*opts.window < 1)
+      throw Error("nn::cached_attention '" + name + "': the sliding window must be positive, got " +
+                  std::to_string(*opts.window));
+    // Hidden when j <= p - window, i.e. j < p - window + 1.
+    const Tensor first = g.iota(c - s - (*opts.window - 1) + Expr::z(), s);
+    hidden = hidden.logical_or(keys.lt(first.reshape({1, 1, s, 1}).expand({kv, groups, s, c})));
+  }
   const Tensor att =
       scores.masked_fill(hidden, -std::numeric_limits<double>::infinity()).softmax(3).cast(dt);
   return att

@@ -10,8 +10,11 @@
 // first c rows. Key j is visible to query i when j <= c - s + i, so a prefill on top of a
 // filled cache (a second chat turn, a long prompt in chunks) is correct. Each KV head is read
 // by its group of query heads through a stride-0 axis ([kv_heads, group, c, hd]: never a copy),
-// so the GEMM planner merges the group axis into M. Scores are scaled by 1/sqrt(hd), masked
-// with -inf and soft-maxed in f32 for 16-bit inputs.
+// so the GEMM planner merges the group axis into M. Scores are scaled by 1/sqrt(hd) (or
+// AttentionOptions::scale), soft-capped where asked (cap * tanh(score / cap), Gemma), masked
+// with -inf and soft-maxed in f32 for 16-bit inputs. A sliding window (Gemma 3's local layers)
+// also hides keys `window` or more positions before the query: a mask over the same cache.
+#include <optional>
 #include <string>
 
 #include "luminal/ir/graph.hpp"
@@ -19,7 +22,13 @@
 
 namespace luminal::nn {
 
+struct AttentionOptions {
+  std::optional<double> scale;    // default 1/sqrt(head_dim)
+  std::optional<double> softcap;  // scores -> softcap * tanh(scores / softcap)
+  std::optional<int64_t> window;  // key j visible to a query at position p when p - j < window
+};
+
 Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const std::string& name, int slots);
+                        const std::string& name, int slots, const AttentionOptions& opts = {});
 
 }  // namespace luminal::nn

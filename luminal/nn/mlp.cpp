@@ -8,4 +8,8 @@ Tensor swiglu_mlp(const Tensor& x, const Tensor& gate, const Tensor& up, const T
   return linear(linear(x, gate).silu() * linear(x, up), down);
 }
 
+Tensor geglu_tanh_mlp(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down) {
+  return linear(linear(x, gate).gelu_tanh() * linear(x, up), down);
+}
+
 }  // namespace luminal::nn

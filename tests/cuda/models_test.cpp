@@ -77,7 +77,7 @@ TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaParity,
-                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral"));
+                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3"));
 
 // The 16-bit checkpoints in their dtype, as parity_dtype_test.cpp runs them on the CPU.
 class CudaParityDtype : public ::testing::TestWithParam<DtypeCase> {};

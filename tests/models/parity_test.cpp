@@ -158,7 +158,8 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
                         {"without the top-p filter", "filters.top_p = true"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::Values("llama3", "qwen2", "qwen3", "mistral"),
+INSTANTIATE_TEST_SUITE_P(Families, Parity,
+                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3"),
                          [](const auto& info) { return info.param; });
 
 // The same model from a GGUF file (tests/data/gguf/models, written by
