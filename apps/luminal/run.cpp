@@ -122,7 +122,7 @@ void add_run(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
-      "run", "Generate text with a Llama, Mistral, Qwen2, Qwen3 or Gemma 3 model");
+      "run", "Generate text with a Llama, Mistral, Qwen2/3, Gemma 3, Qwen3-MoE or Mixtral model");
   cmd->add_option("MODEL", o->dir,
                   "a Hugging Face folder (config.json, *.safetensors, tokenizer.json) or a .gguf "
                   "file (default: SmolLM2-135M-Instruct from `make run`)");

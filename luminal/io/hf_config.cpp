@@ -18,6 +18,7 @@ std::string_view family_name(ModelFamily f) {
     case ModelFamily::Qwen3: return "qwen3";
     case ModelFamily::Qwen3Moe: return "qwen3_moe";
     case ModelFamily::Gemma3: return "gemma3";
+    case ModelFamily::Mixtral: return "mixtral";
   }
   return "?";
 }
@@ -40,6 +41,7 @@ bool ModelConfig::is_sliding_layer(int64_t layer) const {
 }
 
 bool ModelConfig::is_moe_layer(int64_t layer) const {
+  if (family == ModelFamily::Mixtral) return num_experts > 0;
   if (family != ModelFamily::Qwen3Moe || num_experts <= 0) return false;
   for (int64_t l : mlp_only_layers)
     if (l == layer) return false;
@@ -50,7 +52,7 @@ namespace {
 
 using nlohmann::json;
 
-const char* kSupported = "llama, mistral, qwen2, qwen3, qwen3_moe, gemma3, gemma3_text";
+const char* kSupported = "llama, mistral, qwen2, qwen3, qwen3_moe, gemma3, gemma3_text, mixtral";
 
 // The text model's fields (the top level, or Gemma 3's "text_config") and the top level's, with
 // Gemma3TextConfig's defaults for what Gemma 3 configs leave out.
@@ -80,7 +82,7 @@ void read_model_type(const ConfigFields& top, const std::string& source, ModelCo
       {"llama", ModelFamily::Llama},        {"mistral", ModelFamily::Mistral},
       {"qwen2", ModelFamily::Qwen2},        {"qwen3", ModelFamily::Qwen3},
       {"qwen3_moe", ModelFamily::Qwen3Moe}, {"gemma3", ModelFamily::Gemma3},
-      {"gemma3_text", ModelFamily::Gemma3}};
+      {"gemma3_text", ModelFamily::Gemma3}, {"mixtral", ModelFamily::Mixtral}};
   for (const auto& [type, family] : kFamilies) {
     if (c.model_type == type) {
       c.family = family;
@@ -329,7 +331,8 @@ void read_attention_pattern(const ConfigFields& f, ModelConfig& c) {
       break;
     }
     case ModelFamily::Llama:
-    case ModelFamily::Mistral: {
+    case ModelFamily::Mistral:
+    case ModelFamily::Mixtral: {
       c.sliding_window = window;
       if (c.layer_types.empty()) {
         c.layer_types.assign(n, c.sliding_window ? "sliding_attention" : "full_attention");
@@ -346,7 +349,7 @@ void read_attention_pattern(const ConfigFields& f, ModelConfig& c) {
   }
 }
 
-// Qwen3-MoE's experts.
+// Qwen3-MoE's and Mixtral's experts.
 void read_experts(const ConfigFields& f, ModelConfig& c) {
   // transformers 5 writes Qwen3MoeConfig.num_experts as 'num_local_experts' (attribute_map).
   const char* experts_key = f.alias("num_experts", "num_local_experts");
@@ -356,6 +359,15 @@ void read_experts(const ConfigFields& f, ModelConfig& c) {
   }
   c.num_experts = f.req_pos_int(experts_key);
   c.num_experts_per_tok = f.req_pos_int("num_experts_per_tok");
+  if (c.family == ModelFamily::Mixtral) {  // experts as wide as the dense MLP, weights renormalised
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;
+    if (c.num_experts_per_tok > c.num_experts) {
+      f.fail("num_experts_per_tok (" + std::to_string(c.num_experts_per_tok) +
+             ") exceeds num_local_experts (" + std::to_string(c.num_experts) + ")");
+    }
+    return;
+  }
   c.moe_intermediate_size = f.req_pos_int("moe_intermediate_size");
   if (c.num_experts_per_tok > c.num_experts) {
     f.fail("num_experts_per_tok (" + std::to_string(c.num_experts_per_tok) +
@@ -395,7 +407,7 @@ ModelConfig parse_config_json(std::string_view text, std::string_view source_nam
   read_special_tokens(t, c);
   read_rope(t, c);
   read_attention_pattern(f, c);
-  if (c.family == ModelFamily::Qwen3Moe) read_experts(f, c);
+  if (c.family == ModelFamily::Qwen3Moe || c.family == ModelFamily::Mixtral) read_experts(f, c);
   return c;
 }
 

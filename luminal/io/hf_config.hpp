@@ -31,8 +31,8 @@
 
 namespace luminal::io {
 
-enum class ModelFamily { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Gemma3 };
-/// "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3".
+enum class ModelFamily { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Gemma3, Mixtral };
+/// "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3", "mixtral".
 std::string_view family_name(ModelFamily f);
 
 /// RoPE frequency scaling. None is transformers' "default" rope type (plain RoPE).
@@ -106,7 +106,10 @@ struct ModelConfig {
   std::optional<double> rope_local_base_freq;
 
   // Qwen3-MoE.
-  int64_t num_experts = 0;  // `num_experts`, or transformers 5's `num_local_experts`
+  /// Mixtures of experts (Qwen3-MoE, Mixtral): `num_experts`, or `num_local_experts` (Mixtral;
+  /// transformers 5's Qwen3-MoE); Mixtral's experts are intermediate_size wide and its weights
+  /// are the softmax over the chosen experts (norm_topk_prob true).
+  int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
   bool norm_topk_prob = false;

@@ -38,14 +38,54 @@ nn::RopeScaling rope_scaling(const io::ModelConfig& cfg) {
 
 }  // namespace
 
+namespace {
+
+// A mixture of SwiGLU experts (Qwen3-MoE, Mixtral) in its dense masked form: the router's
+// softmax, the top num_experts_per_tok experts chosen per token (repeated argmax: the first of
+// equal probabilities, as torch.topk on distinct values), their weights renormalised where the
+// config says (norm_topk_prob; Mixtral always), and every expert applied to every token with the
+// others' weights zero. Exact, but it reads every expert: the form for small expert counts.
+template <class Weight>
+Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string& p,
+                 const Weight& w) {
+  const bool mixtral = cfg.family == io::ModelFamily::Mixtral;
+  const int64_t E = cfg.num_experts, K = cfg.num_experts_per_tok, F = cfg.moe_intermediate_size;
+  const int64_t hidden = cfg.hidden_size;
+  const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  const Expr s = Expr::var("s");
+  Graph g = h.graph();
+  const Tensor router = w(block + "gate.weight", {E, hidden});
+  const Tensor probs = nn::linear(h, router).cast(DType::F32).softmax(1);  // [s, E]
+  const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
+  Tensor remaining = probs;
+  std::optional<Tensor> chosen;
+  for (int64_t k = 0; k < K; ++k) {
+    const Tensor pick = experts.eq(remaining.argmax(1, true).expand({s, E}));
+    chosen = chosen ? chosen->logical_or(pick) : pick;
+    remaining = remaining.masked_fill(pick, -1.0);
+  }
+  Tensor weights = chosen->where(probs, 0.0);  // [s, E]
+  if (cfg.norm_topk_prob) weights = weights / weights.sum(1, true).expand({s, E});
+  weights = weights.cast(h.dtype());
+  std::optional<Tensor> out;
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string x = block + "experts." + std::to_string(e) + ".";
+    const Tensor gate = w(x + (mixtral ? "w1.weight" : "gate_proj.weight"), {F, hidden});
+    const Tensor up = w(x + (mixtral ? "w3.weight" : "up_proj.weight"), {F, hidden});
+    const Tensor down = w(x + (mixtral ? "w2.weight" : "down_proj.weight"), {hidden, F});
+    const Tensor y =
+        nn::swiglu_mlp(h, gate, up, down) * weights.slice(1, e, e + 1).expand({s, hidden});
+    out = out ? *out + y : y;
+  }
+  return *out;
+}
+
+}  // namespace
+
 Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   using io::ModelFamily;
   const bool gemma = cfg.family == ModelFamily::Gemma3;
-  if (cfg.family != ModelFamily::Llama && cfg.family != ModelFamily::Mistral &&
-      cfg.family != ModelFamily::Qwen2 && cfg.family != ModelFamily::Qwen3 && !gemma) {
-    throw Error("models: family '" + std::string(io::family_name(cfg.family)) +
-                "' is not supported yet (supported: llama, mistral, qwen2, qwen3, gemma3)");
-  }
+  const bool qk_norm = cfg.family == ModelFamily::Qwen3 || cfg.family == ModelFamily::Qwen3Moe;
   const std::string act = gemma ? "gelu_pytorch_tanh" : "silu";
   if (cfg.hidden_act != act)
     throw Error("models: activation '" + cfg.hidden_act + "' is not supported for " +
@@ -118,7 +158,7 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     Tensor q = proj("self_attn.q_proj", H * hd, hidden, qkv_bias)(h).reshape({"s", H, hd});
     Tensor k = proj("self_attn.k_proj", KV * hd, hidden, qkv_bias)(h).reshape({"s", KV, hd});
     Tensor v = proj("self_attn.v_proj", KV * hd, hidden, qkv_bias)(h).reshape({"s", KV, hd});
-    if (cfg.family == ModelFamily::Qwen3 || gemma) {
+    if (qk_norm || gemma) {
       q = norm(q, p + "self_attn.q_norm.weight", hd);
       k = norm(k, p + "self_attn.k_norm.weight", hd);
     }
@@ -142,6 +182,10 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     }
     x = x + attn_out;
     const Tensor h2 = norm(x, p + "post_attention_layernorm.weight", hidden);
+    if (cfg.is_moe_layer(l)) {
+      x = x + moe_block(h2, cfg, p, w);
+      continue;
+    }
     x = x + nn::swiglu_mlp(h2, w(p + "mlp.gate_proj.weight", {ffn, hidden}),
                            w(p + "mlp.up_proj.weight", {ffn, hidden}),
                            w(p + "mlp.down_proj.weight", {hidden, ffn}));

@@ -13,8 +13,9 @@
 // by sqrt(hidden), RMSNorm by (1 + w), sandwich norms, GeGLU (tanh), QK-norm,
 // query_pre_attn_scalar, final logit soft-capping (attn_logit_softcapping is ignored, as
 // transformers' Gemma 3 ignores it), and sliding layers (a window
-// masked over the full cache, their own RoPE base in "rope.local_inv_freq"). Other families
-// (MoE) are an error naming them.
+// masked over the full cache, their own RoPE base in "rope.local_inv_freq"). Qwen3-MoE and
+// Mixtral run their experts in the dense masked form (every expert on every token, weighted by
+// the router's top-k choice, zero elsewhere): exact, but it reads every expert's weights.
 #include <map>
 #include <vector>
 

@@ -231,7 +231,7 @@ TEST(HfConfig, DefaultsAndExactMessages) {
             "config.json: missing field 'num_attention_heads' (required for model_type 'llama')");
   EXPECT_EQ(err(R"({"model_type": "foo"})"),
             "config.json: unknown model_type 'foo'; supported: llama, mistral, qwen2, qwen3, "
-            "qwen3_moe, gemma3, gemma3_text");
+            "qwen3_moe, gemma3, gemma3_text, mixtral");
   EXPECT_NE(err("[1, 2]").find("config.json: expected a JSON object"), std::string::npos);
   EXPECT_NE(err(base + R"(, "head_dim": 3.5})").find("field 'head_dim' must be an integer"),
             std::string::npos);

@@ -159,8 +159,13 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Parity,
-                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3"),
-                         [](const auto& info) { return info.param; });
+                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3",
+                                           "qwen3-moe", "mixtral"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 // The same model from a GGUF file (tests/data/gguf/models, written by
 // scripts/gguf/make_model_fixtures.py with llama.cpp's Q/K row permutation): the weights come back
