@@ -77,7 +77,13 @@ TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaParity,
-                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3"));
+                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3",
+                                           "qwen3-moe", "mixtral"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 // The 16-bit checkpoints in their dtype, as parity_dtype_test.cpp runs them on the CPU.
 class CudaParityDtype : public ::testing::TestWithParam<DtypeCase> {};
