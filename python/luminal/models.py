@@ -173,6 +173,13 @@ class Model:
             raise _luminal.Error(
                 "the model is generating already; exhaust or close() the previous generator first"
             )
+        self._m.check(
+            ids,
+            max_tokens,
+            *(settings[k] for k in ("temperature", "top_k", "top_p", "min_p")),
+            settings["repetition_penalty"],
+            settings["seed"],
+        )
         self._busy = True
         items: queue.Queue = queue.Queue()
         stopping = threading.Event()

@@ -86,6 +86,15 @@ class Model {
     return out;
   }
 
+  // What generate() checks before it runs, for errors at the call rather than in a worker.
+  void check(const std::vector<int32_t>& prompt, int max_tokens,
+             const models::SamplingConfig& sampling) const {
+    if (max_tokens < 1)
+      throw Error("generate: max_tokens=" + std::to_string(max_tokens) + " must be >= 1");
+    check_prompt(prompt, max_tokens);
+    sampling.validate();
+  }
+
   nb::object forward(const std::vector<int32_t>& ids) {
     check_prompt(ids, 0);
     std::vector<float> v;
@@ -179,6 +188,17 @@ void bind_models(nb::module_& m) {
           nb::arg("stop"), nb::arg("ignore_eos"), nb::arg("on_token") = nb::none(),
           "Appends the prompt ids to the context and generates; on_token(id, text) -> bool is "
           "called per token (False stops). Returns {'tokens', 'text', 'stop'}.")
+      .def(
+          "check",
+          [](const Model& md, const std::vector<int32_t>& prompt, int max_tokens,
+             double temperature, int64_t top_k, double top_p, double min_p,
+             double repetition_penalty, uint64_t seed) {
+            md.check(prompt, max_tokens,
+                     sampling_of(temperature, top_k, top_p, min_p, repetition_penalty, seed));
+          },
+          nb::arg("prompt"), nb::arg("max_tokens"), nb::arg("temperature"), nb::arg("top_k"),
+          nb::arg("top_p"), nb::arg("min_p"), nb::arg("repetition_penalty"), nb::arg("seed"),
+          "Raises luminal.Error for what generate() would reject (ids, context, sampling).")
       .def("forward", &Model::forward, nb::arg("ids"),
            "Appends ids to the context; their logits as a [len(ids), vocab] f32 array.")
       .def(
