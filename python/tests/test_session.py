@@ -198,3 +198,20 @@ def test_graph_introspection():
     assert b.shape == ("n",)
     assert "SumReduce" in g.to_text()
     assert repr(a) == "<luminal.Tensor f32[n, 2]>"
+
+
+def test_bind_external_reads_the_array_in_place(cpu, quick):
+    g = luminal.Graph()
+    x = g.tensor("x", [4, 4])
+    y = (x * 2).output("y")
+    s = luminal.compile(g, cpu, quick)
+    buf = np.zeros((4, 4), np.float32)
+    s.bind_external("x", buf)
+    buf[:] = 1.5  # the session reads this memory itself: no set() needed
+    s.execute()
+    np.testing.assert_array_equal(s.get(y), np.full((4, 4), 3.0, np.float32))
+    buf[1, 2] = -4
+    s.execute()
+    assert s.get(y)[1, 2] == -8
+    with pytest.raises(luminal.Error, match="bind_external"):
+        s.bind_external("x", np.zeros((4, 4), np.float64))
