@@ -132,6 +132,7 @@ class Model:
         of messages ({'role': ..., 'content': ...} or (role, content)) that replaces it. The KV
         cache keeps the longest common prefix of what it holds and the rendered conversation
         (as ``luminal run --chat`` does)."""
+        self._idle()
         if isinstance(message, str):
             if system is not None and not self._conversation:
                 self._conversation.append(("system", system))
@@ -165,14 +166,18 @@ class Model:
 
     def reset_chat(self) -> None:
         """Forgets the conversation and the context."""
+        self._idle()
         self._conversation = []
         self._m.reset()
 
-    def _stream(self, ids: list, max_tokens: int, settings: dict, conversation: bool = False):
+    def _idle(self) -> None:
         if self._busy:
             raise _luminal.Error(
                 "the model is generating already; exhaust or close() the previous generator first"
             )
+
+    def _stream(self, ids: list, max_tokens: int, settings: dict, conversation: bool = False):
+        self._idle()
         self._m.check(
             ids,
             max_tokens,
@@ -233,6 +238,7 @@ class Model:
     # ---- the rest of the C++ model ----
     def forward(self, ids: Sequence[int]):
         """Appends ids to the context; their logits as a [len(ids), vocab] float32 array."""
+        self._idle()
         return self._m.forward([int(i) for i in ids])
 
     def reset(self) -> None:

@@ -88,6 +88,8 @@ def test_streaming_stops_early_and_sampling_is_seeded(gguf):
     stream = gguf.generate(IDS, 32, ignore_eos=True)
     first = next(stream)
     assert isinstance(first, str)
+    with pytest.raises(luminal.Error, match="generating already"):
+        gguf.forward(IDS)  # one request at a time
     stream.close()  # the worker stops at the next token; the model is free again
     gguf.reset()
     a = gguf.generate_ids(IDS, 8, temperature=0.8, top_p=0.9, seed=7, ignore_eos=True)
