@@ -1,7 +1,7 @@
 """luminal-cpp's C++ API (the `luminal` package re-exports it).
 
-Written by `python -m nanobind.stubgen -m luminal._luminal`, then with the argument types
-that the bindings take as Python objects spelled out (DTypeLike, ShapeLike, keys, axes)."""
+Written by python/make_stubs.py (nanobind's stubgen, then the argument types that the
+bindings take as Python objects spelled out)."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Union, overload
@@ -65,15 +65,19 @@ class DimBucket:
     def __init__(self, min: int, max: int, representative: int | None = None) -> None: ...
 
     @property
-    def min(self) -> int: ...
+    def min(self) -> int:
+        """The smallest value (inclusive)."""
 
     @property
-    def max(self) -> int: ...
+    def max(self) -> int:
+        """The largest value (inclusive)."""
 
     @property
-    def representative(self) -> int: ...
+    def representative(self) -> int:
+        """The value the search times it at."""
 
-    def __contains__(self, arg: int, /) -> bool: ...
+    def __contains__(self, arg: int, /) -> bool:
+        """Whether a value lies in the range."""
 
     def __repr__(self) -> str: ...
 
@@ -88,35 +92,44 @@ class CompileOptions:
         """
 
     @property
-    def search_graph_limit(self) -> int: ...
+    def search_graph_limit(self) -> int:
+        """Candidates tried per bucket."""
 
     @property
-    def seed(self) -> int: ...
+    def seed(self) -> int:
+        """Seed of the search."""
 
     @property
-    def verbose(self) -> bool: ...
+    def verbose(self) -> bool:
+        """Progress and reports on stderr."""
 
     @property
-    def time_budget(self) -> float | None: ...
+    def time_budget(self) -> float | None:
+        """Seconds each bucket's search may take (None: no limit)."""
 
     @property
-    def cache_dir(self) -> str: ...
+    def cache_dir(self) -> str:
+        """Root of the caches (empty: the default)."""
 
     @property
-    def folding(self) -> bool: ...
+    def folding(self) -> bool:
+        """Load-time folding on."""
 
     @property
-    def trials(self) -> int: ...
+    def trials(self) -> int:
+        """Timed runs per candidate."""
 
     @property
-    def dim_buckets(self) -> dict[str, list[DimBucket]]: ...
+    def dim_buckets(self) -> dict[str, list[DimBucket]]:
+        """The buckets of each dim."""
 
 class Graph:
     """
     The nodes of one model plus its dynamic dims. Copies share the same nodes.
     """
 
-    def __init__(self) -> None: ...
+    def __init__(self) -> None:
+        """An empty graph."""
 
     def tensor(self, label: str, shape: ShapeLike, dtype: DTypeLike | None = None) -> Tensor:
         """
@@ -351,69 +364,85 @@ class Tensor:
     def __add__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __add__(self, arg: float, /) -> Tensor: ...
+    def __add__(self, arg: float, /) -> Tensor:
+        """self + other"""
 
-    def __radd__(self, arg: float, /) -> Tensor: ...
+    def __radd__(self, arg: float, /) -> Tensor:
+        """other + self"""
 
     @overload
     def __sub__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __sub__(self, arg: float, /) -> Tensor: ...
+    def __sub__(self, arg: float, /) -> Tensor:
+        """self - other"""
 
-    def __rsub__(self, arg: float, /) -> Tensor: ...
+    def __rsub__(self, arg: float, /) -> Tensor:
+        """other - self"""
 
     @overload
     def __mul__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __mul__(self, arg: float, /) -> Tensor: ...
+    def __mul__(self, arg: float, /) -> Tensor:
+        """self * other"""
 
-    def __rmul__(self, arg: float, /) -> Tensor: ...
+    def __rmul__(self, arg: float, /) -> Tensor:
+        """other * self"""
 
     @overload
     def __truediv__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __truediv__(self, arg: float, /) -> Tensor: ...
+    def __truediv__(self, arg: float, /) -> Tensor:
+        """self / other"""
 
-    def __rtruediv__(self, arg: float, /) -> Tensor: ...
+    def __rtruediv__(self, arg: float, /) -> Tensor:
+        """other / self"""
 
     @overload
     def __mod__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __mod__(self, arg: float, /) -> Tensor: ...
+    def __mod__(self, arg: float, /) -> Tensor:
+        """self % other (C's truncated remainder)"""
 
-    def __pow__(self, arg: float, /) -> Tensor: ...
+    def __pow__(self, arg: float, /) -> Tensor:
+        """self ** p"""
 
-    def __matmul__(self, arg: Tensor, /) -> Tensor: ...
+    def __matmul__(self, arg: Tensor, /) -> Tensor:
+        """self @ other (matmul)"""
 
-    def __neg__(self) -> Tensor: ...
+    def __neg__(self) -> Tensor:
+        """-self"""
 
     @overload
     def __lt__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __lt__(self, arg: float, /) -> Tensor: ...
+    def __lt__(self, arg: float, /) -> Tensor:
+        """Bool: self < other"""
 
     @overload
     def __le__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __le__(self, arg: float, /) -> Tensor: ...
+    def __le__(self, arg: float, /) -> Tensor:
+        """Bool: self <= other"""
 
     @overload
     def __gt__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __gt__(self, arg: float, /) -> Tensor: ...
+    def __gt__(self, arg: float, /) -> Tensor:
+        """Bool: self > other"""
 
     @overload
     def __ge__(self, arg: Tensor, /) -> Tensor: ...
 
     @overload
-    def __ge__(self, arg: float, /) -> Tensor: ...
+    def __ge__(self, arg: float, /) -> Tensor:
+        """Bool: self >= other"""
 
     def sum(self, axis: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """Sum over an axis or a list of axes."""

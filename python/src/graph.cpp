@@ -119,31 +119,58 @@ void bind_tensor(nb::module_& m) {
            "x where mask is false, value where it is true.")
       .def("matmul", &T::matmul, nb::arg("other"), "torch.matmul semantics (1-D to 5-D).");
   // Operators.
-  t.def("__add__", [](const T& a, const T& b) { return a + b; })
-      .def("__add__", [](const T& a, double b) { return a + b; })
-      .def("__radd__", [](const T& a, double b) { return b + a; })
-      .def("__sub__", [](const T& a, const T& b) { return a - b; })
-      .def("__sub__", [](const T& a, double b) { return a - b; })
-      .def("__rsub__", [](const T& a, double b) { return b - a; })
-      .def("__mul__", [](const T& a, const T& b) { return a * b; })
-      .def("__mul__", [](const T& a, double b) { return a * b; })
-      .def("__rmul__", [](const T& a, double b) { return b * a; })
-      .def("__truediv__", [](const T& a, const T& b) { return a / b; })
-      .def("__truediv__", [](const T& a, double b) { return a / b; })
-      .def("__rtruediv__", [](const T& a, double b) { return b / a; })
-      .def("__mod__", [](const T& a, const T& b) { return a % b; })
-      .def("__mod__", [](const T& a, double b) { return a % b; })
-      .def("__pow__", [](const T& a, double p) { return a.pow(p); })
-      .def("__matmul__", [](const T& a, const T& b) { return a.matmul(b); })
-      .def("__neg__", [](const T& a) { return -a; })
-      .def("__lt__", [](const T& a, const T& b) { return a < b; })
-      .def("__lt__", [](const T& a, double b) { return a < b; })
-      .def("__le__", [](const T& a, const T& b) { return a <= b; })
-      .def("__le__", [](const T& a, double b) { return a <= b; })
-      .def("__gt__", [](const T& a, const T& b) { return a > b; })
-      .def("__gt__", [](const T& a, double b) { return a > b; })
-      .def("__ge__", [](const T& a, const T& b) { return a >= b; })
-      .def("__ge__", [](const T& a, double b) { return a >= b; });
+  t.def(
+       "__add__", [](const T& a, const T& b) { return a + b; }, "self + other")
+      .def(
+          "__add__", [](const T& a, double b) { return a + b; }, "self + other")
+      .def(
+          "__radd__", [](const T& a, double b) { return b + a; }, "other + self")
+      .def(
+          "__sub__", [](const T& a, const T& b) { return a - b; }, "self - other")
+      .def(
+          "__sub__", [](const T& a, double b) { return a - b; }, "self - other")
+      .def(
+          "__rsub__", [](const T& a, double b) { return b - a; }, "other - self")
+      .def(
+          "__mul__", [](const T& a, const T& b) { return a * b; }, "self * other")
+      .def(
+          "__mul__", [](const T& a, double b) { return a * b; }, "self * other")
+      .def(
+          "__rmul__", [](const T& a, double b) { return b * a; }, "other * self")
+      .def(
+          "__truediv__", [](const T& a, const T& b) { return a / b; }, "self / other")
+      .def(
+          "__truediv__", [](const T& a, double b) { return a / b; }, "self / other")
+      .def(
+          "__rtruediv__", [](const T& a, double b) { return b / a; }, "other / self")
+      .def(
+          "__mod__", [](const T& a, const T& b) { return a % b; },
+          "self % other (C's truncated remainder)")
+      .def(
+          "__mod__", [](const T& a, double b) { return a % b; },
+          "self % other (C's truncated remainder)")
+      .def(
+          "__pow__", [](const T& a, double p) { return a.pow(p); }, "self ** p")
+      .def(
+          "__matmul__", [](const T& a, const T& b) { return a.matmul(b); }, "self @ other (matmul)")
+      .def(
+          "__neg__", [](const T& a) { return -a; }, "-self")
+      .def(
+          "__lt__", [](const T& a, const T& b) { return a < b; }, "Bool: self < other")
+      .def(
+          "__lt__", [](const T& a, double b) { return a < b; }, "Bool: self < other")
+      .def(
+          "__le__", [](const T& a, const T& b) { return a <= b; }, "Bool: self <= other")
+      .def(
+          "__le__", [](const T& a, double b) { return a <= b; }, "Bool: self <= other")
+      .def(
+          "__gt__", [](const T& a, const T& b) { return a > b; }, "Bool: self > other")
+      .def(
+          "__gt__", [](const T& a, double b) { return a > b; }, "Bool: self > other")
+      .def(
+          "__ge__", [](const T& a, const T& b) { return a >= b; }, "Bool: self >= other")
+      .def(
+          "__ge__", [](const T& a, double b) { return a >= b; }, "Bool: self >= other");
   // Reductions and normalisation.
   t.def(
        "sum",
@@ -220,7 +247,7 @@ void bind_tensor(nb::module_& m) {
 void bind_graph(nb::module_& m) {
   nb::class_<Graph>(m, "Graph",
                     "The nodes of one model plus its dynamic dims. Copies share the same nodes.")
-      .def(nb::init<>())
+      .def(nb::init<>(), "An empty graph.")
       .def(
           "tensor",
           [](Graph& g, std::string_view label, nb::handle shape, nb::handle dtype) {

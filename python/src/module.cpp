@@ -198,10 +198,10 @@ void bind_options(nb::module_& m) {
             new (self) DimBucket(rep ? b.representative(*rep) : b);
           },
           nb::arg("min"), nb::arg("max"), nb::arg("representative") = nb::none())
-      .def_prop_ro("min", &DimBucket::min)
-      .def_prop_ro("max", &DimBucket::max)
-      .def_prop_ro("representative", &DimBucket::rep)
-      .def("__contains__", &DimBucket::contains)
+      .def_prop_ro("min", &DimBucket::min, "The smallest value (inclusive).")
+      .def_prop_ro("max", &DimBucket::max, "The largest value (inclusive).")
+      .def_prop_ro("representative", &DimBucket::rep, "The value the search times it at.")
+      .def("__contains__", &DimBucket::contains, "Whether a value lies in the range.")
       .def("__repr__", [](const DimBucket& b) { return "DimBucket" + b.to_string(); });
 
   nb::class_<CompileOptions>(
@@ -239,20 +239,33 @@ void bind_options(nb::module_& m) {
           nb::arg("folding") = nb::none(), nb::arg("trials") = nb::none(),
           nb::arg("profile_timeout") = nb::none(), nb::arg("max_memory") = nb::none(),
           "dim_buckets maps a dim name to a list of DimBucket or (min, max[, representative]).")
-      .def_prop_ro("search_graph_limit",
-                   [](const CompileOptions& o) { return o.search_graph_limit(); })
-      .def_prop_ro("seed", [](const CompileOptions& o) { return o.seed(); })
-      .def_prop_ro("verbose", [](const CompileOptions& o) { return o.verbose(); })
-      .def_prop_ro("time_budget", [](const CompileOptions& o) { return o.time_budget(); })
-      .def_prop_ro("cache_dir", [](const CompileOptions& o) { return o.cache_dir().string(); })
-      .def_prop_ro("folding", [](const CompileOptions& o) { return o.folding(); })
-      .def_prop_ro("trials", [](const CompileOptions& o) { return o.trials(); })
-      .def_prop_ro("dim_buckets", [](const CompileOptions& o) {
-        std::map<std::string, std::vector<DimBucket>> out;
-        for (const auto& [k, v] : o.dim_buckets())
-          out[k] = v;
-        return out;
-      });
+      .def_prop_ro(
+          "search_graph_limit", [](const CompileOptions& o) { return o.search_graph_limit(); },
+          "Candidates tried per bucket.")
+      .def_prop_ro(
+          "seed", [](const CompileOptions& o) { return o.seed(); }, "Seed of the search.")
+      .def_prop_ro(
+          "verbose", [](const CompileOptions& o) { return o.verbose(); },
+          "Progress and reports on stderr.")
+      .def_prop_ro(
+          "time_budget", [](const CompileOptions& o) { return o.time_budget(); },
+          "Seconds each bucket's search may take (None: no limit).")
+      .def_prop_ro(
+          "cache_dir", [](const CompileOptions& o) { return o.cache_dir().string(); },
+          "Root of the caches (empty: the default).")
+      .def_prop_ro(
+          "folding", [](const CompileOptions& o) { return o.folding(); }, "Load-time folding on.")
+      .def_prop_ro(
+          "trials", [](const CompileOptions& o) { return o.trials(); }, "Timed runs per candidate.")
+      .def_prop_ro(
+          "dim_buckets",
+          [](const CompileOptions& o) {
+            std::map<std::string, std::vector<DimBucket>> out;
+            for (const auto& [k, v] : o.dim_buckets())
+              out[k] = v;
+            return out;
+          },
+          "The buckets of each dim.");
 }
 
 }  // namespace luminal::py
