@@ -38,7 +38,7 @@ class Model {
   // Loads the model again with the sampler when `c` needs what the current head lacks.
   void serve(const models::SamplingConfig& c) {
     c.validate();
-    const models::SamplerShape& h = lm_->head();
+    const models::SamplerShape& h = lm().head();
     if ((!c.needs_sampler() || h.sampler) && h.filters.serve(c)) return;
     head_ = {.sampler = true, .filters = {.top_k = true, .top_p = true}};
     lm_.reset();
@@ -76,7 +76,7 @@ class Model {
     models::Generation g;
     {
       nb::gil_scoped_release release;
-      g = lm_->generate(prompt, max_tokens, sampling, cb, sc);
+      g = lm().generate(prompt, max_tokens, sampling, cb, sc);
     }
     if (py_error) throw nb::python_error();
     nb::dict out;
@@ -100,11 +100,11 @@ class Model {
     std::vector<float> v;
     {
       nb::gil_scoped_release release;
-      v = lm_->forward(ids);
+      v = lm().forward(ids);
     }
     auto* buf = new std::vector<float>(std::move(v));
     nb::capsule owner(buf, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-    const size_t dims[2] = {ids.size(), static_cast<size_t>(lm_->vocab_size())};
+    const size_t dims[2] = {ids.size(), static_cast<size_t>(lm().vocab_size())};
     return nb::cast(nb::ndarray<nb::numpy, float>(buf->data(), 2, dims, owner));
   }
 
@@ -127,18 +127,25 @@ class Model {
   }
 
   models::ModelFiles& files() { return files_; }
-  models::CausalLM& lm() { return *lm_; }
+  /// The loaded model; throws when loading it again with the sampler failed.
+  models::CausalLM& lm() const {
+    if (!lm_)
+      throw Error(files_.path.string() +
+                  ": loading the model again with the sampler failed (see the error it raised); "
+                  "call luminal.load() again");
+    return *lm_;
+  }
 
  private:
   void check_prompt(const std::vector<int32_t>& ids, int max_tokens) const {
     if (ids.empty()) throw Error("the prompt is empty; give at least one token");
     for (int32_t id : ids)
-      if (id < 0 || id >= lm_->vocab_size())
+      if (id < 0 || id >= lm().vocab_size())
         throw Error("prompt id " + std::to_string(id) + " is outside the vocabulary of " +
-                    std::to_string(lm_->vocab_size()));
-    const int64_t need = lm_->context() + static_cast<int64_t>(ids.size()) + max_tokens;
+                    std::to_string(lm().vocab_size()));
+    const int64_t need = lm().context() + static_cast<int64_t>(ids.size()) + max_tokens;
     if (need > shape_.slots)
-      throw Error("the context (" + std::to_string(lm_->context()) + " tokens) plus the prompt (" +
+      throw Error("the context (" + std::to_string(lm().context()) + " tokens) plus the prompt (" +
                   std::to_string(ids.size()) + ") plus " + std::to_string(max_tokens) +
                   " new tokens exceed the model's context of " + std::to_string(shape_.slots) +
                   "; load with a larger context=, or reset()");
@@ -149,7 +156,7 @@ class Model {
   CompileOptions options_;
   models::DecoderShape shape_;
   models::SamplerShape head_;
-  std::optional<models::CausalLM> lm_;
+  mutable std::optional<models::CausalLM> lm_;
 };
 
 models::SamplingConfig sampling_of(double temperature, int64_t top_k, double top_p, double min_p,
