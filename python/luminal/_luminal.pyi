@@ -571,9 +571,9 @@ class Session:
         Runs the graph: dims by name, as execute({'s': 3}) or execute(s=3) (over the graph's set_dim values).
         """
 
-    def get(self, key: str | Tensor) -> numpy.ndarray:
+    def get(self, key: str | Tensor, out: object | None = None) -> object:
         """
-        An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32).
+        An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32), or read into `out` (an array of its dtype and size: no allocation).
         """
 
     def shape(self, key: str | Tensor) -> list[int]:
@@ -613,6 +613,23 @@ class Session:
         """
         Bytes uploaded, downloaded, used in place (bytes_wrapped), executes, rebinds, ...
         """
+
+class Reference:
+    """
+    The ReferenceRuntime: interprets any graph on the CPU, op by op, for every dtype (slow; the correctness oracle).
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        """A reference runtime for `graph`."""
+
+    def set(self, key: str | Tensor, value: Any) -> None:
+        """Sets an input (copied), as Session.set."""
+
+    def execute(self, dims: Mapping[str, int] | None = None, **kwargs) -> None:
+        """Runs the graph; dims as Session.execute."""
+
+    def get(self, key: str | Tensor, out: object | None = None) -> object:
+        """An output, as Session.get."""
 
 def compile(graph: Graph, backend: Backend, options: CompileOptions | None = None) -> Session:
     """

@@ -1,7 +1,8 @@
 // Session and compile(): luminal/runtime/session.hpp with NumPy (or any DLPack / buffer-protocol
 // array) in and out. An array whose dtype is the input's is used in place (Session::set_external,
 // the array kept alive by the session); another dtype is converted by the runtime's rules
-// (runtime/host_buffer.hpp). get() reads an output into a new NumPy array of its shape.
+// (runtime/host_buffer.hpp). get() reads an output into a new NumPy array of its shape (or into
+// `out=`). `Reference` is the ReferenceRuntime (the correctness oracle) with the same calls.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -11,6 +12,7 @@
 
 #include "common.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/runtime/reference.hpp"
 #include "luminal/runtime/session.hpp"
 
 namespace luminal::py {
@@ -20,7 +22,7 @@ namespace {
 using CpuArray = nb::ndarray<nb::ro, nb::device::cpu>;
 
 // The label of an input or output given as a label or a Tensor.
-std::string label_of(const Session& s, nb::handle key, bool input) {
+std::string label_of(const Runtime& s, nb::handle key, bool input) {
   if (nb::isinstance<nb::str>(key)) return nb::cast<std::string>(key);
   if (!nb::isinstance<Tensor>(key))
     throw Error(std::string(input ? "set" : "get") +
@@ -40,7 +42,7 @@ std::string label_of(const Session& s, nb::handle key, bool input) {
               "the session");
 }
 
-const Node& labelled(const Session& s, const std::string& label) {
+const Node& labelled(const Runtime& s, const std::string& label) {
   return s.graph().node(s.graph().find(label));
 }
 
@@ -67,19 +69,23 @@ std::pair<CpuArray, nb::object> as_array(nb::handle value) {
 }
 
 template <class T>
-void set_converted(Session& s, const std::string& label, const CpuArray& a) {
+void set_converted(Runtime& s, const std::string& label, const CpuArray& a) {
   const T* p = static_cast<const T*>(a.data());
   s.set(label, std::vector<T>(p, p + a.size()));
 }
 
-void set_value(Session& s, nb::handle key, nb::handle value) {
+// `session`: s as a Session (null for the reference).
+void set_value(Runtime& s, Session* session, nb::handle key, nb::handle value) {
   const std::string label = label_of(s, key, true);
   const DType dt = labelled(s, label).dtype;
   auto [a, owner] = as_array(value);
   const std::optional<DType> have = from_dlpack(a.dtype());
   if (have == dt) {
     // Same dtype: used in place where the backend reads host memory (the CPU), else uploaded.
-    s.set_external(label, a.data(), a.nbytes(), hold(owner));
+    if (session)
+      session->set_external(label, a.data(), a.nbytes(), hold(owner));
+    else
+      s.set_bytes(label, a.data(), a.nbytes());
     return;
   }
   using C = nb::dlpack::dtype_code;
@@ -106,27 +112,55 @@ void set_value(Session& s, nb::handle key, nb::handle value) {
               std::string(name(dt)) + " (or f32/f64/an integer dtype)");
 }
 
-nb::object get_value(const Session& s, nb::handle key) {
+nb::object get_value(const Runtime& s, const Session* session, nb::handle key, nb::handle out) {
   const std::string label = label_of(s, key, false);
   const Node& node = labelled(s, label);
-  const Session::OutputHandle h = s.output(label);
   const NodeId id = s.graph().find(label);
-  const std::vector<int64_t> shape =
-      s.shape(Tensor(s.graph(), id, View::contiguous(node.shape), node.dtype));
+  const Tensor t(s.graph(), id, View::contiguous(node.shape), node.dtype);
+  const std::vector<int64_t> shape = s.shape(t);
   std::vector<size_t> dims(shape.begin(), shape.end());
-  nb::object np = nb::module_::import_("numpy");
   const std::optional<nb::dlpack::dtype> dl = dlpack_dtype(node.dtype, true);
   if (!dl) {
     // bf16, tf32, f8: read as f32 (exact).
+    if (!out.is_none())
+      throw Error("get: output '" + label + "' is " + std::string(name(node.dtype)) +
+                  ", which NumPy lacks; it is read into a new float32 array, not into out=");
     std::vector<float> v = s.get<float>(label);
     auto* buf = new std::vector<float>(std::move(v));
     nb::capsule owner(buf, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
     return nb::cast(nb::ndarray<nb::numpy, float>(buf->data(), dims.size(), dims.data(), owner));
   }
-  const uint64_t bytes = s.output_bytes(h);
+  auto read = [&](void* dst, uint64_t bytes) {
+    if (session) {
+      const Session::OutputHandle h = session->output(label);
+      if (session->output_bytes(h) != bytes)
+        throw Error("get: output '" + label + "' holds " +
+                    std::to_string(session->output_bytes(h)) +
+                    " bytes, out= " + std::to_string(bytes));
+      session->read(h, dst, bytes);
+    } else {
+      const std::vector<uint8_t> v = s.get_bytes(t);
+      if (v.size() != bytes)
+        throw Error("get: output '" + label + "' holds " + std::to_string(v.size()) +
+                    " bytes, out= " + std::to_string(bytes));
+      if (bytes) std::memcpy(dst, v.data(), bytes);
+    }
+  };
+  uint64_t bytes = static_cast<uint64_t>(size_bytes(node.dtype));
+  for (int64_t d : shape)
+    bytes *= static_cast<uint64_t>(d);
+  if (!out.is_none()) {
+    nb::ndarray<nb::device::cpu, nb::c_contig> o;
+    if (!nb::try_cast(out, o, false) || o.dtype() != *dl || o.nbytes() != bytes)
+      throw Error("get: out= must be a writable C-contiguous " + std::string(name(node.dtype)) +
+                  " array of " + std::to_string(bytes / size_bytes(node.dtype)) +
+                  " elements for output '" + label + "'");
+    read(o.data(), bytes);
+    return nb::borrow(out);
+  }
   auto* buf = new uint8_t[bytes ? bytes : 1];
   nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
-  s.read(h, buf, bytes);
+  read(buf, bytes);
   return nb::cast(nb::ndarray<nb::numpy>(buf, dims.size(), dims.data(), owner, nullptr, *dl));
 }
 
@@ -155,10 +189,12 @@ void bind_session(nb::module_& m) {
       .def("compile", &Session::compile, nb::call_guard<nb::gil_scoped_release>(),
            "Searches every bucket on the data set so far (execute() calls it if needed).")
       .def_prop_ro("compiled", &Session::compiled, "True once compile() ran.")
-      .def("set", &set_value, nb::arg("key"), nb::arg("value"),
-           "Sets an input (label or Tensor) from an array (NumPy, or anything with the buffer "
-           "protocol or DLPack on the CPU). Same dtype: used in place (keep the array unchanged "
-           "while the session reads it); else converted (floats round, integers must fit).")
+      .def(
+          "set", [](Session& s, nb::handle k, nb::handle v) { set_value(s, &s, k, v); },
+          nb::arg("key"), nb::arg("value"),
+          "Sets an input (label or Tensor) from an array (NumPy, or anything with the buffer "
+          "protocol or DLPack on the CPU). Same dtype: used in place (keep the array unchanged "
+          "while the session reads it); else converted (floats round, integers must fit).")
       .def(
           "set_bytes",
           [](Session& s, nb::handle key, nb::bytes data) {
@@ -175,9 +211,13 @@ void bind_session(nb::module_& m) {
           nb::arg("dims") = nb::none(), nb::arg("kwargs"),
           "Runs the graph: dims by name, as execute({'s': 3}) or execute(s=3) (over the graph's "
           "set_dim values).")
-      .def("get", &get_value, nb::arg("key"),
-           "An output (label or Tensor) as a new NumPy array of its shape at the last execute "
-           "(bf16, tf32 and f8 outputs come back as f32).")
+      .def(
+          "get",
+          [](const Session& s, nb::handle k, nb::handle out) { return get_value(s, &s, k, out); },
+          nb::arg("key"), nb::arg("out") = nb::none(),
+          "An output (label or Tensor) as a new NumPy array of its shape at the last execute "
+          "(bf16, tf32 and f8 outputs come back as f32), or read into `out` (an array of its "
+          "dtype and size: no allocation).")
       .def(
           "shape",
           [](const Session& s, nb::handle key) {
@@ -240,6 +280,30 @@ void bind_session(nb::module_& m) {
             return d;
           },
           "Bytes uploaded, downloaded, used in place (bytes_wrapped), executes, rebinds, ...");
+  nb::class_<ReferenceRuntime>(m, "Reference",
+                               "The ReferenceRuntime: interprets any graph on the CPU, op by op, "
+                               "for every dtype (slow; the correctness oracle).")
+      .def(nb::init<Graph>(), nb::arg("graph"), "A reference runtime for `graph`.")
+      .def(
+          "set",
+          [](ReferenceRuntime& r, nb::handle k, nb::handle v) { set_value(r, nullptr, k, v); },
+          nb::arg("key"), nb::arg("value"), "Sets an input (copied), as Session.set.")
+      .def(
+          "execute",
+          [](ReferenceRuntime& r, std::optional<std::map<std::string, int64_t>> dims,
+             const nb::kwargs& kw) {
+            const DynMap dyn = to_dyn(dims, kw);
+            nb::gil_scoped_release release;
+            r.execute(dyn);
+          },
+          nb::arg("dims") = nb::none(), nb::arg("kwargs"),
+          "Runs the graph; dims as Session.execute.")
+      .def(
+          "get",
+          [](const ReferenceRuntime& r, nb::handle k, nb::handle out) {
+            return get_value(r, nullptr, k, out);
+          },
+          nb::arg("key"), nb::arg("out") = nb::none(), "An output, as Session.get.");
   m.def(
       "compile",
       [](const Graph& g, Backend& b, std::optional<CompileOptions> o) {

@@ -215,3 +215,27 @@ def test_bind_external_reads_the_array_in_place(cpu, quick):
     assert s.get(y)[1, 2] == -8
     with pytest.raises(luminal.Error, match="bind_external"):
         s.bind_external("x", np.zeros((4, 4), np.float64))
+
+
+def test_reference_agrees_and_get_into_out(cpu, quick):
+    g = luminal.Graph()
+    g.declare_dim("n", 1, 16)
+    x = g.tensor("x", ["n", 8])
+    w = g.tensor("w", [8, 8]).persist()
+    y = (x @ w).gelu().rms_norm().output("y")
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((5, 8)).astype(np.float32)
+    wv = rng.standard_normal((8, 8)).astype(np.float32)
+    ref = luminal.Reference(g)
+    s = luminal.Session(g, cpu, quick)
+    for rt in (ref, s):
+        rt.set("x", xv)
+        rt.set("w", wv)
+        rt.execute(n=5)
+    out = np.empty((5, 8), np.float32)
+    assert s.get(y, out=out) is out  # read in place, no allocation
+    np.testing.assert_allclose(out, ref.get(y), rtol=1e-5, atol=1e-6)
+    with pytest.raises(luminal.Error, match="out="):
+        s.get(y, out=np.empty((4, 8), np.float32))
+    with pytest.raises(luminal.Error, match="out="):
+        s.get(y, out=np.empty((5, 8), np.float64))
