@@ -30,7 +30,10 @@ REPLACE = [
     ("array: object", "array: Any"),
     ("owner: object | None", "owner: Any | None"),
     ("on_token: object | None", "on_token: Any | None"),
-    ("def get(self, key: str | Tensor) -> object:", "def get(self, key: str | Tensor) -> numpy.ndarray:"),
+    (
+        "def get(self, key: str | Tensor, out: object | None = None) -> object:",
+        "def get(self, key: str | Tensor, out: numpy.ndarray | None = None) -> numpy.ndarray:",
+    ),
     ("def forward(self, ids: Sequence[int]) -> object:", "def forward(self, ids: Sequence[int]) -> numpy.ndarray:"),
     ("dtypes: tuple = ...", "dtypes: tuple[str, ...] = ..."),
 ]

@@ -571,7 +571,7 @@ class Session:
         Runs the graph: dims by name, as execute({'s': 3}) or execute(s=3) (over the graph's set_dim values).
         """
 
-    def get(self, key: str | Tensor, out: object | None = None) -> object:
+    def get(self, key: str | Tensor, out: numpy.ndarray | None = None) -> numpy.ndarray:
         """
         An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32), or read into `out` (an array of its dtype and size: no allocation).
         """
@@ -628,7 +628,7 @@ class Reference:
     def execute(self, dims: Mapping[str, int] | None = None, **kwargs) -> None:
         """Runs the graph; dims as Session.execute."""
 
-    def get(self, key: str | Tensor, out: object | None = None) -> object:
+    def get(self, key: str | Tensor, out: numpy.ndarray | None = None) -> numpy.ndarray:
         """An output, as Session.get."""
 
 def compile(graph: Graph, backend: Backend, options: CompileOptions | None = None) -> Session:
