@@ -6,7 +6,8 @@ set -euo pipefail
 need_pkgs=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in cmake ninja-build g++ make libgtest-dev libgmock-dev ccache libopenblas-dev \
-  nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev clang libclang-rt-14-dev python3-pip; do
+  nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev clang libclang-rt-14-dev python3-pip \
+  python3-dev; do
   have "$p" || need_pkgs+=("$p")
 done
 
@@ -20,9 +21,12 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # Python packages that generate the test fixtures (scripts/fixtures/): the reference
-# implementations our safetensors reader, tokenizers and chat templates are compared with.
-if ! python3 -c "import safetensors, tokenizers, jinja2, numpy" 2>/dev/null; then
-  echo "setup: installing Python packages safetensors tokenizers jinja2 numpy"
-  python3 -m pip install -q safetensors tokenizers jinja2 numpy 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages safetensors tokenizers jinja2 numpy
+# implementations our safetensors reader, tokenizers and chat templates are compared with; and
+# nanobind + pytest for the Python package (python/) and its tests.
+py_pkgs="safetensors tokenizers jinja2 numpy nanobind pytest"
+if ! python3 -c "import safetensors, tokenizers, jinja2, numpy, nanobind, pytest" 2>/dev/null; then
+  echo "setup: installing Python packages $py_pkgs"
+  # shellcheck disable=SC2086
+  python3 -m pip install -q $py_pkgs 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages $py_pkgs
 fi
