@@ -9,12 +9,12 @@
 // `load` reads a folder's config.json and safetensors weights (bound without copies on the CPU), or
 // a GGUF file's metadata and weights (kept in their blocks where the backend reads them; see
 // model_files.hpp), builds the graph (models/decoder.hpp) plus its token head on the last
-// position's logits: the sampler
-// (nn/sampling.hpp; SamplerShape::sampler) or just their argmax (the default: the sampler's ~1100
-// nodes would triple a small model's compile time), and compiles it in a Session with buckets
-// s = 1 (decode) and s in [2, max_step] (prefill; longer inputs go in chunks). The session's
-// inputs, outputs and dims are resolved once at load: a step writes its ids by handle, executes
-// with a dims array and reads the token id by handle (no lookup by name, no map, no allocation).
+// position's logits: the sampler (nn/sampling.hpp; SamplerShape::sampler) or just their argmax
+// (the default: the sampler's ~1100 nodes would triple a small model's compile time), and
+// compiles it in a Session with buckets s = 1 (decode) and s in [2, max_step] (prefill; longer
+// inputs go in chunks). The session's inputs, outputs and dims are resolved once at load: a step
+// writes its ids by handle, executes with a dims array and reads the token id by handle (no
+// lookup by name, no map, no allocation).
 // DecoderShape::logits says which logits the graph computes: every position's (Logits::All,
 // the default: forward() for teacher forcing) or the last one's (Logits::Last: what generate()
 // needs; the prefill runs the LM head over one row and holds no [max_step, vocab] buffer).
