@@ -3,12 +3,12 @@
 // generation of n tokens after it (greedy unless --temperature > 0, which compiles and uses the
 // in-graph sampler with the filters asked for; EOS
 // ids are ignored so that all n are generated). Prints load + compile time, prefill tok/s, TTFT,
-// TPOT, decode tok/s and peak memory (the process's VmHWM and the session's memory_bytes()), as
-// a table or one JSON object. A short warm-up generation runs first.
+// TPOT, decode tok/s, peak memory (the process's VmHWM) and what the session allocated (weights,
+// KV cache, arena, other buffers), as a table or one JSON object. A short warm-up generation runs
+// first. The graph computes only the last position's logits (models::Logits::Last).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -27,15 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-// The process's peak resident memory (VmHWM) in bytes, 0 when /proc is not readable.
-uint64_t peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  return 0;
 }
 
 std::string fixed(double v, int digits) {
@@ -84,6 +75,7 @@ void add_bench(CLI::App& app) {
     models::DecoderShape shape;
     shape.slots = o->prompt + o->gen;
     shape.max_step = std::min(o->prompt, 512);
+    shape.logits = models::Logits::Last;  // generation reads only the last position's
     models::SamplingConfig sampling;
     sampling.temperature = o->temperature;
     sampling.top_k = o->top_k;
@@ -121,7 +113,7 @@ void add_bench(CLI::App& app) {
     const double prefill_tok_s = ttft > 0 ? o->prompt * 1000.0 / ttft : 0;
     const double decode_tok_s = tpot > 0 ? 1000.0 / tpot : 0;
     const uint64_t rss = peak_rss_bytes();
-    const uint64_t session_bytes = lm.session().memory_bytes();
+    const SessionMemory mem = session_memory(lm);
     const std::string name = backend->name();
     const std::string weights = weights_line(lm), kernels = kernels_line(lm, *backend);
     if (o->json) {
@@ -134,7 +126,8 @@ void add_bench(CLI::App& app) {
         << ", \"load_ms\": " << fixed(load_ms, 1)
         << ", \"prefill_tok_s\": " << fixed(prefill_tok_s, 2) << ", \"ttft_ms\": " << fixed(ttft, 3)
         << ", \"tpot_ms\": " << fixed(tpot, 3) << ", \"decode_tok_s\": " << fixed(decode_tok_s, 2)
-        << ", \"peak_rss_bytes\": " << rss << ", \"session_bytes\": " << session_bytes
+        << ", \"peak_rss_bytes\": " << rss << ", \"session_bytes\": " << mem.total
+        << ", \"kv_cache_bytes\": " << mem.kv_cache << ", \"arena_bytes\": " << mem.arena
         << ", \"weights\": \"" << escape(weights) << "\", \"weight_kernels\": \"" << escape(kernels)
         << "\"}\n";
       std::cout << j.str();
@@ -151,8 +144,8 @@ void add_bench(CLI::App& app) {
               << "decode          " << o->gen << " tokens, " << fixed(decode_tok_s, 2)
               << " tok/s (TPOT " << fixed(tpot, 3) << " ms)"
               << (head.sampler ? ", sampled in the graph" : ", greedy") << "\n"
-              << "peak memory     " << mib(rss) << " resident (VmHWM); session "
-              << mib(session_bytes) << "\n";
+              << "peak memory     " << mib(rss) << " resident (VmHWM)\n"
+              << "session         " << memory_line(mem) << "\n";
   });
 }
 

@@ -54,5 +54,18 @@ std::string escape(std::string_view text);
 std::string weights_line(const models::CausalLM& lm);
 /// The ops reading the weights in the decode program, with the CPU's kernel ISA.
 std::string kernels_line(models::CausalLM& lm, const Backend& backend);
+/// What a loaded model's session allocated (Session::memory_bytes) and its main parts, in bytes:
+/// the weights (GGUF or safetensors tensors used in place: the mapped file), the KV caches, the
+/// arena the buckets share and the plans' workspaces. The rest of `total` is the other input and
+/// output buffers: the logits, and the caches' carried outputs, which stay untouched (not
+/// resident) while the caches are updated in place.
+struct SessionMemory {
+  uint64_t total = 0, weights = 0, kv_cache = 0, arena = 0, workspaces = 0;
+};
+SessionMemory session_memory(models::CausalLM& lm);
+/// "122.1 MiB: weights 92.1 MiB, KV cache 11.2 MiB, arena 7.3 MiB, other buffers 11.5 MiB".
+std::string memory_line(const SessionMemory& m);
+/// The process's peak resident memory (VmHWM) in bytes, 0 when /proc is not readable.
+uint64_t peak_rss_bytes();
 
 }  // namespace luminal::cli

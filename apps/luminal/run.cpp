@@ -4,7 +4,8 @@
 // the defaults come from generation_config.json when it sets do_sample); stops at the EOS ids of
 // config.json and generation_config.json (unless --ignore-eos) and at --stop strings; streams the
 // text (or the ids when the folder has no tokenizer.json), then prints load and compile times,
-// TTFT, TPOT and tokens/s.
+// TTFT, the time from the start to the first token, TPOT, tokens/s and peak memory. The graph
+// computes only the last position's logits (models::Logits::Last).
 //
 // The sampler is compiled into the graph only when the settings sample (temperature > 0 or a
 // repetition penalty), with only the filters they use (top-k, top-p); greedy decoding compiles
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -248,6 +250,7 @@ void add_run(CLI::App& app) {
     models::DecoderShape shape;
     shape.slots = o->slots;
     shape.max_step = std::min(o->max_step, o->slots);
+    shape.logits = models::Logits::Last;  // generation reads only the last position's
     LoadBar bar;
     // Greedy: only the argmax is compiled; sampling: only the filters the settings use.
     models::CausalLM lm =
@@ -298,7 +301,9 @@ void add_run(CLI::App& app) {
       return;
     }
 
+    const double before_generate = ms_since(t_open);
     const Timed r = generate_streamed(lm, prompt, o->max_tokens, sampling, stop, o->json);
+    const double first_token = before_generate + r.ttft;  // from the start of the command
     const models::Generation& out = r.out;
     const std::vector<int32_t>& generated = out.tokens;
     if (o->json) {
@@ -316,7 +321,8 @@ void add_run(CLI::App& app) {
                 << ", \"seed\": " << sampling.seed << "}, \"backend\": \""
                 << backend->name().substr(0, backend->name().find(' '))
                 << "\", \"load_ms\": " << load_ms << ", \"ttft_ms\": " << r.ttft
-                << ", \"tpot_ms\": " << r.tpot << "}\n";
+                << ", \"first_token_ms\": " << first_token << ", \"tpot_ms\": " << r.tpot
+                << ", \"peak_rss_bytes\": " << peak_rss_bytes() << "}\n";
       return;
     }
     if (tok && out.text.size() > r.printed.size()) std::cout << out.text.substr(r.printed.size());
@@ -324,8 +330,11 @@ void add_run(CLI::App& app) {
     std::cerr << "load + compile: " << load_ms << " ms; prompt " << prompt.size()
               << " tokens, generated " << generated.size()
               << " (stop: " << models::stop_name(out.stop) << ")\nTTFT: " << r.ttft
-              << " ms\nTPOT: " << r.tpot << " ms\n"
+              << " ms\nfirst token: " << first_token << " ms after start\nTPOT: " << r.tpot
+              << " ms\n"
               << (r.tpot > 0 ? 1000.0 / r.tpot : 0) << " tok/s\n";
+    std::fprintf(stderr, "peak memory: %.1f MiB resident (VmHWM)\n",
+                 static_cast<double>(peak_rss_bytes()) / (1 << 20));
   });
 }
 

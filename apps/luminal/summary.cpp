@@ -1,6 +1,10 @@
-// The lines `run` and `bench` print about a loaded model's weights and the kernels reading them:
+// The lines `run` and `bench` print about a loaded model's weights, the kernels reading them and
+// its memory:
 //   weights         92.1 MiB resident: q4_1 63.3 MiB (210), q8_0 28.7 MiB (1), f32 0.1 MiB (61)
 //   weight kernels  q4_1 x q8_1 GEMV (210), q8_0 x q8_1 ... on avx512vnni
+//   session         122.1 MiB: weights 92.1 MiB, KV cache 11.2 MiB, arena 7.3 MiB, other ...
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -68,6 +72,51 @@ std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
   if (backend.name() == "cpu")
     out += " on " + std::string(cpu::quant::isa_name(cpu::quant::active()));
   return out;
+}
+
+}  // namespace luminal::cli
+
+namespace luminal::cli {
+
+SessionMemory session_memory(models::CausalLM& lm) {
+  Session& s = lm.session();
+  SessionMemory m;
+  m.total = s.memory_bytes();
+  const Graph& g = lm.decoder().graph;
+  for (NodeId id : g.inputs()) {
+    const Node& n = g.node(id);
+    const Expr b = storage_bytes(n.dtype, n.shape);
+    if (!b.is_const()) continue;  // the ids: [s]
+    if (models::is_weight(n.label))
+      m.weights += static_cast<uint64_t>(b.as_const());
+    else if (n.label.ends_with("_cache"))
+      m.kv_cache += static_cast<uint64_t>(b.as_const());
+  }
+  // The buckets: decode (s = 1) and prefill (s up to max_step); they share one arena.
+  const int64_t max_step = lm.decoder().shape.max_step;
+  for (int64_t step : {int64_t{1}, max_step}) {
+    const Plan& p = s.plan({{"s", step}, {"c", step}});
+    m.arena = std::max(m.arena, p.arena_bytes());
+    m.workspaces += p.workspace_bytes();
+    if (max_step == 1) break;
+  }
+  return m;
+}
+
+std::string memory_line(const SessionMemory& m) {
+  const uint64_t known = m.weights + m.kv_cache + m.arena + m.workspaces;
+  std::string out = mib(m.total) + ": weights " + mib(m.weights) + ", KV cache " + mib(m.kv_cache) +
+                    ", arena " + mib(m.arena);
+  if (m.workspaces) out += ", workspaces " + mib(m.workspaces);
+  return out + ", other buffers " + mib(m.total > known ? m.total - known : 0);
+}
+
+uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
 }
 
 }  // namespace luminal::cli

@@ -19,7 +19,8 @@ namespace luminal::cpu {
 struct KernelContext {
   const LlirNode& node;
   const DynMap& dyn;
-  /// Changes whenever a value in `dyn` changes: kernels cache per version, never compare maps.
+  /// Changes whenever a value in `dyn` that the node reads changes (its shape, views, iota or
+  /// payload): kernels cache per version, never compare maps.
   uint64_t dims_version;
   std::span<const uint8_t* const> in;  // contiguous buffers of the node's inputs
   uint8_t* out;  // output buffer (the in-place input's buffer for in-place ops)

@@ -4,10 +4,69 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 
 #include "luminal/core/error.hpp"
 
 namespace luminal::cpu {
+
+namespace {
+
+bool ident_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_';
+}
+
+// The dim slots a node reads (bit s for dim_names[s]; every bit for a slot past 63): the
+// variables of its shape, views and iota, and any identifier of its payload's text that names a
+// dim (a payload holds its Exprs in write_expr form; a name that only looks like a dim costs a
+// re-plan, never a stale one).
+// `memo`: the mask of each Expr seen (interned: one node per distinct expression).
+uint64_t dims_read(const Attrs& a, const std::vector<std::string>& dim_names,
+                   std::unordered_map<const void*, uint64_t>& memo) {
+  uint64_t mask = 0;
+  auto bit = [&](std::string_view name) {
+    for (size_t s = 0; s < dim_names.size(); ++s)
+      if (dim_names[s] == name) return s < 64 ? uint64_t{1} << s : ~uint64_t{0};
+    return uint64_t{0};
+  };
+  auto add = [&](std::string_view name) { mask |= bit(name); };
+  auto expr = [&](const Expr& e) {
+    if (e.is_const()) return;
+    auto [it, fresh] = memo.try_emplace(e.node(), 0);
+    if (fresh)
+      for (const std::string& v : e.vars())
+        it->second |= bit(v);
+    mask |= it->second;
+  };
+  for (const Expr& e : a.shape)
+    expr(e);
+  for (const View& v : a.views) {
+    for (const Expr& e : v.dims)
+      expr(e);
+    for (const Expr& e : v.strides)
+      expr(e);
+  }
+  expr(a.iota_expr);
+  expr(a.iota_len);
+  if (a.payload) {
+    const std::string text = a.payload->serialize();
+    for (size_t i = 0; i < text.size();) {
+      if (!ident_char(text[i])) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < text.size() && ident_char(text[j]))
+        ++j;
+      add(std::string_view(text).substr(i, j - i));
+      i = j;
+    }
+  }
+  return mask;
+}
+
+}  // namespace
 
 CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g), threads_(threads) {
   const int n = static_cast<int>(g_.nodes.size());
@@ -30,6 +89,11 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
     kernels_[i] = op->make(node);
     if (!kernels_[i]) throw Error("cpu: no kernel for node " + node_name(g_, i));
   }
+  node_dims_.resize(static_cast<size_t>(n));
+  std::unordered_map<const void*, uint64_t> memo;
+  for (int i = 0; i < n; ++i)
+    node_dims_[i] = dims_read(g_.nodes[i].attrs, spec.dim_names, memo);
+  node_version_.assign(static_cast<size_t>(n), 0);
   layout_ = PlanLayout(g_, spec, {.backend = "cpu", .alignment = kAlignment});
   io_ = layout_.io();
   out_view_.resize(static_cast<size_t>(n));
@@ -40,17 +104,22 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
 }
 
 void CpuPlan::update_dims(const int64_t* dims) {
-  bool changed = false;
+  uint64_t changed = 0;
   for (size_t s = 0; s < dims_.size(); ++s) {
     if (dims_[s] == dims[s]) continue;
     dims_[s] = dims[s];
     dim_entry_[s]->second = dims[s];
-    changed = true;
+    changed |= s < 64 ? uint64_t{1} << s : ~uint64_t{0};
   }
-  if (!changed && version_ != 0) return;
+  const bool first = version_ == 0;
+  if (!changed && !first) return;
   ++version_;
-  for (size_t i = 0; i < g_.nodes.size(); ++i)
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (!first && !(node_dims_[i] & changed)) continue;  // its kernel's caches still hold
+    node_version_[i] = version_;
+    ++node_updates_;
     if (is_output(g_.nodes[i])) out_view_[i] = eval_view(g_.nodes[i].attrs.views[0], dyn_);
+  }
 }
 
 void CpuPlan::bind(int parity, const Bindings& b) {
@@ -77,7 +146,7 @@ void CpuPlan::run_node(int i, const Bound& bd) {
   const size_t k = node.inputs.size();
   for (size_t j = 0; j < k; ++j)
     in_scratch_[j] = bd.ptr[node.inputs[j]];
-  KernelContext ctx{node, dyn_, version_, {in_scratch_.data(), k}, bd.ptr[i], threads_};
+  KernelContext ctx{node, dyn_, node_version_[i], {in_scratch_.data(), k}, bd.ptr[i], threads_};
   kernels_[i]->run(ctx);
 }
 

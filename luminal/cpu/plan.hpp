@@ -9,7 +9,9 @@
 // Output whose value ends up in an Input's buffer that way is not copied (PlanIo says which).
 //
 // Kernels see the dims as a DynMap whose values are refreshed in place when a slot changes, and
-// a version number that changes with them (their caches compare the version, not the map).
+// a version number per node that changes only when a dim the node reads changes (its shape,
+// views, iota and payload, found at load): a decode step moves c, so only the attention's kernels
+// re-plan, not every matmul and norm (their caches compare the version, not the map).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -43,8 +45,11 @@ class CpuPlan final : public Plan {
   const DynMap& dyn() const { return dyn_; }
   /// An Output node's index into PlanIo::outputs (-1 for other nodes).
   int output_slot(size_t node) const { return layout_.output_slot(node); }
-  /// How many times the dims changed (each re-evaluates shapes; the arena is never re-planned).
+  /// How many times the dims changed (each re-evaluates the shapes of the nodes reading a
+  /// changed dim; the arena is never re-planned).
   uint64_t dim_updates() const { return version_; }
+  /// How many nodes' shapes the dims changes re-evaluated so far (tests).
+  uint64_t node_updates() const { return node_updates_; }
 
   /// Buffers allocated by the CPU backend are aligned to this.
   static constexpr int64_t kAlignment = 256;
@@ -65,6 +70,11 @@ class CpuPlan final : public Plan {
   std::vector<DynMap::iterator> dim_entry_;  // per slot, its entry in dyn_ (or end())
   DynMap dyn_;
   uint64_t version_ = 0;
+  // Per node: the dim slots it reads (bit s; all bits past 64 slots) and the version its
+  // kernel sees (version_ when one of them last changed).
+  std::vector<uint64_t> node_dims_;
+  std::vector<uint64_t> node_version_;
+  uint64_t node_updates_ = 0;
   std::vector<EvalView> out_view_;  // per Output node
 
   struct Bound {

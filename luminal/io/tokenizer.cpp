@@ -1,10 +1,6 @@
 #include "luminal/io/tokenizer.hpp"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <deque>
-#include <fstream>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/tokenizer/impl.hpp"
@@ -111,44 +107,7 @@ Tokenizer Tokenizer::from_files(const std::filesystem::path& tokenizer_json,
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json,
                                std::string_view tokenizer_config_json, std::string_view source) {
-  // The loader reads files: write the texts to private temporary files, load them, remove them,
-  // and name `source` instead of their paths in errors.
-  namespace fs = std::filesystem;
-  static std::atomic<uint64_t> counter{0};
-  std::error_code ec;
-  const fs::path dir =
-      fs::temp_directory_path(ec) / ("luminal-tokenizer-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(counter.fetch_add(1)));
-  if (ec || !fs::create_directory(dir, ec) || ec)
-    throw Error("tokenizer '" + std::string(source) + "': cannot create a temporary folder " +
-                dir.string());
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(dir, e);
-    }
-  } cleanup{dir};
-  auto write = [&](const fs::path& file, std::string_view text) {
-    std::ofstream out(file, std::ios::binary);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) throw Error("tokenizer '" + std::string(source) + "': cannot write " + file.string());
-  };
-  const fs::path json = dir / "tokenizer.json", config = dir / "tokenizer_config.json";
-  write(json, tokenizer_json);
-  if (!tokenizer_config_json.empty()) write(config, tokenizer_config_json);
-  try {
-    return Tokenizer(Impl::load(
-        json, tokenizer_config_json.empty() ? std::nullopt : std::optional<fs::path>(config)));
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const fs::path& p : {json, config})
-      for (size_t pos = msg.find(p.string()); pos != std::string::npos;
-           pos = msg.find(p.string(), pos))
-        msg.replace(pos, p.string().size(), std::string(source));
-    throw Error(msg);
-  }
+  return Tokenizer(Impl::load_text(tokenizer_json, tokenizer_config_json, std::string(source)));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

@@ -2,6 +2,7 @@
 #include "luminal/kernels/inplace_rule.hpp"
 
 #include "luminal/egraph/egraph.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal {
 
@@ -16,8 +17,9 @@ Rule scatter_inplace_rule(const OpDef* op, const std::string& name) {
                 if (eg.dtype(node.children[0]) != a.dtype || eg.dtype(node.children[2]) != a.dtype)
                   return;
                 if (!is_integer(eg.dtype(node.children[1]))) return;
-                const ClassId c = eg.add(op, a, node.children);
-                eg.merge(c, m.root);
+                // Where it survives pruning (legal), the copy is never better: it dominates.
+                if (std::optional<ENodeId> n = add_merged(eg, op, a, node.children, m.root))
+                  eg.dominate(*n, m.root_node);
               }};
 }
 

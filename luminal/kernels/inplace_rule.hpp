@@ -3,7 +3,8 @@
 // contiguously with the output's element count gets an alternative e-node of `op` (same
 // children, same attributes), whose OpDef::inplace_input is 0: it writes src into dest's buffer
 // instead of copying dest first. Pruning keeps it only where overwriting dest is legal (nothing
-// else reads it), so a KV-cache update costs the new rows, not the whole cache.
+// else reads it), so a KV-cache update costs the new rows, not the whole cache; there it
+// dominates the copying Scatter (a search never picks the copy where the update can be in place).
 // Example: examples/snippets/kernels/inplace_rule.cpp.
 #include <string>
 

@@ -269,8 +269,10 @@ void CausalLM::run(std::span<const int32_t> ids, std::vector<float>* logits) {
     const std::span<const int32_t> chunk = ids.subspan(done, std::min(ids.size() - done, step));
     ids_.insert(ids_.end(), chunk.begin(), chunk.end());
     steps_->run(chunk, static_cast<int64_t>(ids_.size()));
-    if (logits) steps_->append_logits(*logits);
     done += chunk.size();
+    // Logits::Last: each chunk gives its last row; only the last chunk's is the ids' last.
+    if (logits && (decoder_.shape.logits == Logits::All || done == ids.size()))
+      steps_->append_logits(*logits);
   }
 }
 

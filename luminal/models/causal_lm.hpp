@@ -7,13 +7,17 @@
 // sampler).
 //
 // `load` reads a folder's config.json and safetensors weights (bound without copies on the CPU), or
-// a GGUF file's metadata and weights (dequantised to f32; see model_files.hpp), builds
-// the graph (models/decoder.hpp) plus its token head on the last position's logits: the sampler
-// (nn/sampling.hpp; SamplerShape::sampler) or just their argmax (the default: the sampler's ~1100
-// nodes would triple a small model's compile time), and compiles it in a Session with buckets
-// s = 1 (decode) and s in [2, max_step] (prefill; longer inputs go in chunks). The session's
-// inputs, outputs and dims are resolved once at load: a step writes its ids by handle, executes
-// with a dims array and reads the token id by handle (no lookup by name, no map, no allocation).
+// a GGUF file's metadata and weights (kept in their blocks where the backend reads them; see
+// model_files.hpp), builds the graph (models/decoder.hpp) plus its token head on the last
+// position's logits: the sampler (nn/sampling.hpp; SamplerShape::sampler) or just their argmax
+// (the default: the sampler's ~1100 nodes would triple a small model's compile time), and
+// compiles it in a Session with buckets s = 1 (decode) and s in [2, max_step] (prefill; longer
+// inputs go in chunks). The session's inputs, outputs and dims are resolved once at load: a step
+// writes its ids by handle, executes with a dims array and reads the token id by handle (no
+// lookup by name, no map, no allocation).
+// DecoderShape::logits says which logits the graph computes: every position's (Logits::All,
+// the default: forward() for teacher forcing) or the last one's (Logits::Last: what generate()
+// needs; the prefill runs the LM head over one row and holds no [max_step, vocab] buffer).
 // `load_reference` and `random_reference` run the same graph on the ReferenceRuntime instead (by
 // name; slow; for parity tests on tiny models).
 //
@@ -113,8 +117,9 @@ class CausalLM {
   CausalLM& operator=(CausalLM&&) noexcept;
   ~CausalLM();
 
-  /// Appends `ids` to the context and returns the logits of every one of them ([n, vocab],
-  /// row-major). Throws when the context would exceed the cache (shape.slots).
+  /// Appends `ids` to the context and returns their logits, row-major: every one of them
+  /// ([n, vocab]) with DecoderShape::logits = Logits::All (the default), the last one's
+  /// ([1, vocab]) with Logits::Last. Throws when the context would exceed the cache (shape.slots).
   std::vector<float> forward(const std::vector<int32_t>& ids);
   /// Appends `prompt` to the context, then generates up to `max_new_tokens` tokens sampled in
   /// the graph with `sampling` (validated first), each fed back (the last one is not).
@@ -161,7 +166,7 @@ class CausalLM {
   /// The inputs that are not weights: rope table, empty caches, sampler defaults.
   void init_inputs();
   /// Runs `ids` through the graph in chunks of at most max_step, appending each chunk's logits
-  /// to `logits` when given.
+  /// to `logits` when given (Logits::Last: only the last chunk's).
   void run(std::span<const int32_t> ids, std::vector<float>* logits);
 
   Decoder decoder_;

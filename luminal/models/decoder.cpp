@@ -10,6 +10,7 @@
 #include "luminal/nn/linear.hpp"
 #include "luminal/nn/mlp.hpp"
 #include "luminal/nn/rope.hpp"
+#include "luminal/runtime/session.hpp"
 
 namespace luminal::models {
 
@@ -192,6 +193,9 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   }
   const Tensor head =
       cfg.tie_word_embeddings ? embed : w("lm_head.weight", {cfg.vocab_size, hidden});
+  // Logits::Last takes the last row before the norm: both are per row, so the values equal the
+  // last row of Logits::All's.
+  if (shape.logits == Logits::Last) x = x.slice(0, Expr::var("s") - 1, Expr::var("s"));
   x = norm(x, "model.norm.weight", hidden);
   Tensor logits = nn::lm_head(x, head).cast(DType::F32);
   if (gemma && cfg.final_logit_softcapping) {
@@ -199,7 +203,8 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     logits = (logits * (1.0 / cap)).tanh() * cap;
   }
   d.logits = logits.output("logits");
-  d.last_logits = logits.slice(0, Expr::var("s") - 1, Expr::var("s"));
+  d.last_logits =
+      shape.logits == Logits::Last ? logits : logits.slice(0, Expr::var("s") - 1, Expr::var("s"));
   return d;
 }
 
@@ -207,9 +212,15 @@ void init_state(Runtime& rt, const Decoder& d) {
   rt.set("rope.inv_freq", d.rope_inv_freq);
   if (!d.rope_local_inv_freq.empty()) rt.set("rope.local_inv_freq", d.rope_local_inv_freq);
   const Graph& g = d.graph;
+  auto* session = dynamic_cast<Session*>(&rt);
   for (NodeId id : g.inputs()) {
     const Node& n = g.node(id);
-    if (n.label.size() <= 6 || n.label.compare(n.label.size() - 6, 6, "_cache") != 0) continue;
+    if (!n.label.ends_with("_cache")) continue;
+    // A step writes its rows before attention reads the first c: no cache row is read unwritten.
+    if (session) {
+      session->write(session->input(n.label), nullptr, 0);
+      continue;
+    }
     int64_t numel = 1;
     for (const Expr& e : n.shape)
       numel *= e.as_const();

@@ -3,7 +3,8 @@
 // graph, with Hugging Face's tensor names as input labels: "ids" (I32 [s]), "rope.inv_freq"
 // (Decoder::rope_inv_freq), the checkpoint's weights ("model.embed_tokens.weight",
 // "model.layers.0.self_attn.q_proj.weight", ...) and the KV caches
-// "model.layers.N.self_attn.{k,v}_cache" (carried); output "logits" [s, vocab].
+// "model.layers.N.self_attn.{k,v}_cache" (carried); output "logits": [s, vocab] for every
+// position (Logits::All) or [1, vocab] for the last one (Logits::Last, what generation needs).
 // Example: examples/snippets/models/decoder.cpp (a config's graph: its inputs and carried caches).
 //
 // Dims: s, the tokens of this step (1 to max_step), and c, the context after it (1 to slots).
@@ -26,9 +27,19 @@
 
 namespace luminal::models {
 
+/// Which positions the LM head computes logits for.
+enum class Logits {
+  /// Every position of the step ([s, vocab]): teacher-forced scoring, parity tests.
+  All,
+  /// Only the last position ([1, vocab]): generation. The final norm and the LM head run on one
+  /// row, so a prefill skips the [s, hidden] x [hidden, vocab] matmul and its [s, vocab] output.
+  Last,
+};
+
 struct DecoderShape {
   int slots = 2048;    // KV cache rows: the longest context
   int max_step = 512;  // most tokens one execute takes (longer prompts go in chunks)
+  Logits logits = Logits::All;
   /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
   DType dtype = DType::F32;
   /// Weights stored block-quantized, by Hugging Face name (q4_0 .. q6_k): declared in that type
@@ -39,8 +50,10 @@ struct DecoderShape {
 struct Decoder {
   Graph graph;
   Tensor ids;
+  /// Output "logits": [s, vocab] or [1, vocab] (DecoderShape::logits).
   Tensor logits;
-  /// The last position's logits, [1, vocab] F32 (not an output; a sampler reads it).
+  /// The last position's logits, [1, vocab] F32 (a sampler reads it; with Logits::Last the
+  /// output itself).
   Tensor last_logits;
   /// The value of the "rope.inv_freq" input (computed as transformers does).
   std::vector<float> rope_inv_freq;
@@ -52,8 +65,10 @@ struct Decoder {
 
 Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape);
 
-/// Sets a decoder's inputs that are not weights: "rope.inv_freq" and every KV cache (zeros).
-/// Anything with Runtime::set (a Session, the reference).
+/// Sets a decoder's inputs that are not weights: "rope.inv_freq" and every KV cache. A step writes
+/// its cache rows before attention reads rows [0, c), so no row is read before it is written: a
+/// Session's caches are only marked set (nothing written; their pages become resident as the
+/// context fills), other runtimes (the reference) get zeros.
 void init_state(Runtime& rt, const Decoder& d);
 
 }  // namespace luminal::models

@@ -3,7 +3,7 @@
 // llama_config() makes a config from a few sizes and CausalLM::random() a model from it; for any
 // graph whose weights are inputs named "*.weight" / "*.bias", random_weights(session, seed) fills
 // them on the backend (nothing crosses from the host) and init_state() sets a decoder's rope
-// table and empty KV caches.
+// table and its KV caches (decoder.hpp).
 // Example: examples/snippets/models/synthetic.cpp (a random model, then a decoder's session
 // filled by hand).
 //

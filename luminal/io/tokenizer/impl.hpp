@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "luminal/io/tokenizer.hpp"
@@ -35,6 +37,13 @@ struct Tokenizer::Impl {
 
   static std::unique_ptr<Impl> load(const std::filesystem::path& tokenizer_json,
                                     const std::optional<std::filesystem::path>& config);
+  /// The same from the files' texts (`config_json` may be empty); errors name `source`.
+  static std::unique_ptr<Impl> load_text(std::string_view tokenizer_json,
+                                         std::string_view config_json, const std::string& source);
+  /// The same from parsed JSON; errors name `name` (and `config_name` for the config).
+  static std::unique_ptr<Impl> load_parsed(const nlohmann::json& tokenizer,
+                                           const std::optional<nlohmann::json>& config,
+                                           const std::string& name, const std::string& config_name);
   void encode(std::string_view text, std::vector<int32_t>& out) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special) const;
 };

@@ -14,16 +14,21 @@ namespace {
 using nlohmann::json;
 using tok::JsonAt;
 
+// `text` parsed; `what` and `name` ("tokenizer", its file or source) name it in errors.
+json parse_json(std::string_view text, const std::string& what, const std::string& name) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(what + " '" + name + "': invalid JSON: " + e.what());
+  }
+}
+
 json read_json(const std::filesystem::path& path, const std::string& what) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(what + " '" + path.string() + "': cannot open the file");
   std::stringstream ss;
   ss << f.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw Error(what + " '" + path.string() + "': invalid JSON: " + e.what());
-  }
+  return parse_json(ss.str(), what, path.string());
 }
 
 // What tokenizer_config.json says about special tokens.
@@ -179,15 +184,31 @@ void build(const json& file, const ConfigTokens& config, Tokenizer::Impl& t) {
 std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::load(
     const std::filesystem::path& tokenizer_json,
     const std::optional<std::filesystem::path>& config_path) {
-  // Errors: "tokenizer 'DIR/tokenizer.json': missing 'model.merges' (...)".
-  const std::string file = "tokenizer '" + tokenizer_json.string() + "': ";
   json j = read_json(tokenizer_json, "tokenizer");
+  std::optional<json> c;
+  if (config_path) c = read_json(*config_path, "tokenizer config");
+  return load_parsed(j, c, tokenizer_json.string(), config_path ? config_path->string() : "");
+}
+
+std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::load_text(std::string_view tokenizer_json,
+                                                            std::string_view config_json,
+                                                            const std::string& source) {
+  json j = parse_json(tokenizer_json, "tokenizer", source);
+  std::optional<json> c;
+  if (!config_json.empty()) c = parse_json(config_json, "tokenizer config", source);
+  return load_parsed(j, c, source, source);
+}
+
+std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::load_parsed(
+    const nlohmann::json& j, const std::optional<nlohmann::json>& c, const std::string& name,
+    const std::string& config_name) {
+  // Errors: "tokenizer 'DIR/tokenizer.json': missing 'model.merges' (...)".
+  const std::string file = "tokenizer '" + name + "': ";
   ConfigTokens config;
-  if (config_path) {
-    const std::string cfile = "tokenizer config '" + config_path->string() + "': ";
-    json c = read_json(*config_path, "tokenizer config");
+  if (c) {
+    const std::string cfile = "tokenizer config '" + config_name + "': ";
     try {
-      config = read_config(c);
+      config = read_config(*c);
     } catch (const Error& e) {
       throw Error(cfile + e.what());
     } catch (const json::exception& e) {  // not expected: every read above checks its type
