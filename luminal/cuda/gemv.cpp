@@ -1,0 +1,307 @@
+// cuda.Gemv and cuda.GemvCast: a matmul with few rows per weight (decode's x @ W^T with m from 1
+// to 8) as a GEMV, an alternative to cuda.Matmul / cuda.MatmulCast that the search times.
+//
+// Where one operand (the "shared" one, a weight) is read at the same offsets along an output
+// axis that the other one (the "row" operand, the activation) steps through, and that axis is at
+// most 8 long, one warp group computes an output column for every row at once: the weight is
+// read from memory once, not once per row. A block of 256 threads holds 8 / W outputs, each
+// summed by W warps over interleaved 512-byte slices of k (split-k: enough warps in flight when
+// the output count is small, as the k/v projections' 1,024), combined in shared memory. Each
+// lane issues U 16-byte weight loads before it multiplies (bytes in flight). Numerics are
+// cuda.Matmul's vectorised form: each 16-byte chunk's products sum in f32 (a fused multiply-add
+// where two 16-bit operands make the product exact), then join a double accumulator; the warps'
+// sums add in double.
+//
+// LUMINAL_CUDA_GEMV_WARPS (1, 2, 4 or 8) forces W and LUMINAL_CUDA_GEMV_UNROLL (1 to 8) sets U
+// (default 4): for tuning sweeps.
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/matmul_operands.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+const OpDef kGemv{.name = "cuda.Gemv", .library_replaces = true};
+const OpDef kGemvCast{.name = "cuda.GemvCast", .library_replaces = true};
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / 32;
+constexpr int kMaxRows = 8;
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  const int x = std::atoi(v);
+  if (x < lo || x > hi)
+    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
+                " to " + std::to_string(hi));
+  return x;
+}
+
+/// How a matmul's attributes read as a GEMV: the shared operand, the row axis (-1: none) and
+/// its length, and the chunk width.
+struct GemvForm {
+  int shared = 1;  // operand read once per output column
+  int row_axis = -1;
+  int rows = 1;  // length of row_axis (a constant, 2 to 8), else 1
+  int vec = 1;   // elements of the wider dtype per 16-byte chunk
+};
+
+/// The GEMV form of matmul attributes `a` over operand dtypes `t0`, `t1`, or nothing: both
+/// operands contiguous along k in aligned 16-byte chunks, float, and for some operand w every
+/// output axis it does not step through (stride 0 where the other operand steps) at most 8 long
+/// in all (so the weight is read once for at most 8 rows).
+std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Facts& facts) {
+  if (a.views.size() != 2 || !is_float(t0) || !is_float(t1) || t0 == DType::F64 || t1 == DType::F64)
+    return std::nullopt;
+  const int axis = a.axis;
+  const View& v0 = a.views[0];
+  const View& v1 = a.views[1];
+  if (axis < 0 || axis >= v0.rank() || v0.rank() != v1.rank()) return std::nullopt;
+  const int vec = 16 / std::max(size_bytes(t0), size_bytes(t1));
+  if (vec < 2 || vector_width(v0, axis, t0) < vec || vector_width(v1, axis, t1) < vec)
+    return std::nullopt;
+  std::optional<GemvForm> best;
+  for (int w = 1; w >= 0; --w) {
+    const View& vw = a.views[static_cast<size_t>(w)];
+    const View& vx = a.views[static_cast<size_t>(1 - w)];
+    int64_t product = 1;
+    GemvForm f{.shared = w, .vec = vec};
+    bool ok = true;
+    for (int d = 0; d < vw.rank() && ok; ++d) {
+      if (d == axis || !(vw.strides[d] == Expr(0)) || vx.strides[d] == Expr(0) ||
+          vw.dims[d] == Expr(1))
+        continue;
+      const int64_t hi = vw.dims[d].bounds(facts).hi;
+      if (hi > kMaxRows) ok = false;
+      product *= hi;
+      if (vw.dims[d].is_const() && hi > f.rows) {
+        f.row_axis = d;
+        f.rows = static_cast<int>(hi);
+      }
+    }
+    if (!ok || product > kMaxRows) continue;
+    if (!best || f.rows > best->rows) best = f;
+  }
+  return best;
+}
+
+std::string lines(std::initializer_list<std::string> ls) {
+  std::string r;
+  for (const std::string& l : ls)
+    r += l + "\n";
+  return r;
+}
+
+/// `product_t`: the dtype each product rounds to (the node's; f32 for cuda.GemvCast).
+KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
+  if (n.input_dtypes.size() != 2)
+    throw Error("cuda.Gemv: needs two inputs, got " + std::to_string(n.input_dtypes.size()));
+  const DType t0 = n.input_dtypes[0], t1 = n.input_dtypes[1];
+  const std::optional<GemvForm> form = gemv_form(n.attrs, t0, t1, ctx.facts);
+  if (!form)
+    throw Error("cuda.Gemv: " + n.attrs.to_string() +
+                " is no GEMV (operands not in aligned 16-byte chunks along k, or more than 8 rows "
+                "per weight)");
+  const int axis = n.attrs.axis;
+  const int w = form->shared, x = 1 - w;
+  const int V = form->vec;
+  const int M = form->rows;
+  const int ra = form->row_axis;
+  const DType out_t = n.attrs.dtype;
+  const DType tw = n.input_dtypes[static_cast<size_t>(w)];
+  const DType tx = n.input_dtypes[static_cast<size_t>(x)];
+
+  Codegen cg(n, ctx);
+  const View& v0 = n.attrs.views[0];
+  const Expr K = v0.dims[axis];
+  cg.require(K);
+  // The output as a view over the operands' axes (k of length 1), and every view with the row
+  // axis at length 1: the outer index p runs over the other output axes.
+  Shape odims = v0.dims;
+  odims[static_cast<size_t>(axis)] = Expr(1);
+  const View out_full = View::contiguous(odims);
+  auto drop_row = [&](View v) {
+    if (ra >= 0) v.dims[static_cast<size_t>(ra)] = Expr(1);
+    return v;
+  };
+  Expr P = Expr(1);
+  for (int d = 0; d < v0.rank(); ++d)
+    if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
+  cg.require(numel(n.attrs.shape));
+
+  // W warps per output: the fewest that put 32 warps an SM in flight, at most one per 32 chunks.
+  const int64_t chunks = K.as_const() / V;
+  const int64_t p_hi = P.bounds(ctx.facts).hi;
+  int W = 1;
+  while (W < kWarps && p_hi * W < int64_t{ctx.sm_count} * 32 && chunks >= int64_t{64} * W)
+    W *= 2;
+  W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
+  if (W != 1 && W != 2 && W != 4 && W != 8)
+    throw Error("LUMINAL_CUDA_GEMV_WARPS must be 1, 2, 4 or 8");
+  const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
+  const int G = kWarps / W;
+
+  std::string base;
+  const std::string ow =
+      cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(w)]), "p", "bw", base, axis);
+  const std::string ox =
+      cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(x)]), "p", "bx", base, axis);
+  const std::string oo = cg.view_offset(drop_row(out_full), "p", "bo", base, axis);
+  const std::string x_step =
+      ra >= 0 ? cg.axis_offset(n.attrs.views[static_cast<size_t>(x)], ra, "mi") : "0";
+  const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
+
+  const std::string& I = cg.idx();
+  const std::string vw_t = vector_type(V * size_bytes(tw));
+  const std::string vx_t = vector_type(V * size_bytes(tx));
+  const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
+  auto ldm = [](DType t, const std::string& e) {
+    return (sixteen_bit_float(t) || t == DType::F32 ? "ldm_" : "ld_") + dtype_tag(t) + "(" + e +
+           ")";
+  };
+  const bool exact = product_t == DType::F32 && sixteen_bit_float(tw) && sixteen_bit_float(tx);
+  const std::string a = ldm(tx, "ex[j]"), b = ldm(tw, "ew[j]");
+  const std::string fma = exact ? "__fmaf_rn(" + a + ", " + b + ", part)"
+                                : "part + rd_" + dtype_tag(product_t) + "(" + a + " * " + b + ")";
+  const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
+                    Gs = std::to_string(G), Vs = std::to_string(V);
+  std::string body = lines({
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
+      "  __shared__ double red[" + std::to_string(kWarps) + "][" + Ms + "];",
+      "  const " + I + " KC = K / " + Vs + ";",
+      "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
+          ")gridDim.x * " + Gs + ") {",
+      "    const " + I + " p = pb + g;",
+      "    double acc[" + Ms + "];",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0;",
+      "    if (p < P) {",
+  });
+  body += base;
+  body += lines({
+      "    const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in" + std::to_string(w) +
+          " + " + ow + ");",
+      "    for (" + I + " c = part * 32 + lane; c < KC; c += " + std::to_string(32 * W * U) + ") {",
+      "      " + vw_t + " qw[" + Us + "];",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + Us + "; ++u)",
+      "        if (c + u * " + std::to_string(32 * W) + " < KC) qw[u] = __ldg(rw + c + u * " +
+          std::to_string(32 * W) + ");",
+      "#pragma unroll",
+      "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+      "        const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in" +
+          std::to_string(x) + " + " + ox + " + " + x_step + ");",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + Us + "; ++u) {",
+      "          const " + I + " cu = c + u * " + std::to_string(32 * W) + ";",
+      "          if (cu >= KC) break;",
+      "          const " + vx_t + " qx = __ldg(rx + cu);",
+      "          const " + sx + "* ex = reinterpret_cast<const " + sx + "*>(&qx);",
+      "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
+      "          float part = 0.0f;",
+      "#pragma unroll",
+      "          for (int j = 0; j < " + Vs + "; ++j) part = " + fma + ";",
+      "          acc[mi] = acc[mi] + (double)part;",
+      "        }",
+      "      }",
+      "    }",
+      "    }",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi)",
+      "      for (int s = 16; s > 0; s >>= 1) acc[mi] += __shfl_xor_sync(0xffffffffu, acc[mi], s);",
+  });
+  if (W == 1) {
+    body += lines({"    if (lane == 0 && p < P) {"}) + base +
+            lines({
+                "#pragma unroll",
+                "      for (int mi = 0; mi < " + Ms + "; ++mi) out[" + oo + " + " + o_step +
+                    "] = st_" + dtype_tag(out_t) + "(acc[mi]);",
+                "    }",
+            });
+  } else {
+    body += lines({
+        "    if (lane == 0) {",
+        "#pragma unroll",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) red[warp][mi] = acc[mi];",
+        "    }",
+        "    __syncthreads();",
+        "    if (part == 0 && lane == 0 && p < P) {",
+    });
+    body += base;
+    body += lines({
+        "#pragma unroll",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "        double t = red[warp][mi];",
+        "        for (int q = 1; q < " + Ws + "; ++q) t += red[warp + q][mi];",
+        "        out[" + oo + " + " + o_step + "] = st_" + dtype_tag(out_t) + "(t);",
+        "      }",
+        "    }",
+        "    __syncthreads();",
+    });
+  }
+  body += "  }\n";
+  const std::string pcode = cg.c(P);
+  const std::string kcode = cg.c(K);
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_gemv)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  gen.launches.push_back(Launch{
+      "lmn_gemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  const Expr count = numel(n.attrs.shape);
+  gen.bytes = P * K * size_bytes(tw) + count * K * size_bytes(tx) + count * size_bytes(out_t);
+  gen.flops = count * K * 2;
+  return gen;
+}
+
+KernelGen gen_gemv(const LlirNode& n, const GenContext& ctx) {
+  return gen_gemv_node(n, ctx, n.attrs.dtype);
+}
+KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
+  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
+    throw Error("cuda.GemvCast: the output must be bf16 or f16, got " +
+                std::string(name(n.attrs.dtype)));
+  return gen_gemv_node(n, ctx, DType::F32);
+}
+
+/// cuda.Gemv for every matmul with a GEMV form (the 16-bit operands read through the graph's
+/// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
+std::vector<Rule> gemv_rules() {
+  auto offer = [](EGraph& eg, const MatmulParts& p, ClassId root) {
+    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
+    // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
+    // constant, as decode's s = 1 is once the bucket substitutes it)
+    if (gemv_form(p.attrs, t0, t1, Facts{})) add_merged(eg, &kGemv, p.attrs, p.children, root);
+  };
+  Rule r = matmul_parts_rule("cuda.gemv", [offer](EGraph& eg, const MatmulParts& p, ClassId root) {
+    offer(eg, p, root);
+    if (std::optional<MatmulParts> q = uncast_operands(eg, p)) offer(eg, *q, root);
+  });
+  Rule cast = cast_down_rule("cuda.gemv-cast", &kGemv,
+                             [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
+                                ClassId root) { eg.merge(eg.add(&kGemvCast, a, ch), root); });
+  return {std::move(r), std::move(cast)};
+}
+
+}  // namespace
+
+void register_gemv_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp gemv{&kGemv, "cuda.library", gemv_rules, gen_gemv};
+  static const CudaOp gemv_cast{&kGemvCast, "", nullptr, gen_gemv_cast};
+  ops.push_back(&gemv);
+  ops.push_back(&gemv_cast);
+}
+
+}  // namespace luminal::cuda
