@@ -13,7 +13,8 @@
 // sums add in double.
 //
 // LUMINAL_CUDA_GEMV_WARPS (1, 2, 4 or 8) forces W and LUMINAL_CUDA_GEMV_UNROLL (1 to 8) sets U
-// (default 4): for tuning sweeps.
+// (default 4): for tuning sweeps. LUMINAL_CUDA_GEMV=0 offers neither cuda.Gemv nor the split
+// reductions of reduce.cpp (the programs of before, to compare).
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -27,10 +28,15 @@
 
 namespace luminal::cuda {
 
+/// False when LUMINAL_CUDA_GEMV=0: the rules offer neither cuda.Gemv nor cuda.SumSplit/MaxSplit.
+bool decode_alternatives();
+
 namespace {
 
-const OpDef kGemv{.name = "cuda.Gemv", .library_replaces = true};
-const OpDef kGemvCast{.name = "cuda.GemvCast", .library_replaces = true};
+// (seed cost below a cuda.Matmul's: the fewest-kernels seeds start from the GEMV where it is
+// offered; the search times both)
+const OpDef kGemv{.name = "cuda.Gemv", .seed_cost = 0.95, .library_replaces = true};
+const OpDef kGemvCast{.name = "cuda.GemvCast", .seed_cost = 0.95, .library_replaces = true};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -101,6 +107,154 @@ std::string lines(std::initializer_list<std::string> ls) {
   return r;
 }
 
+/// The tensor-core form (bf16 or f16 operands of one dtype, f32 products, k a multiple of 32,
+/// the row operand the same for every output: a linear layer x @ W^T): a warp computes a tile of
+/// 16 outputs for all (up to 8) rows with mma.sync m16n8k16 (the weight rows as A, x^T as B,
+/// padded to 8 columns), over its share of k; the W warps of a tile add their f32 tiles in
+/// double through shared memory. Each lane loads 16 bytes of two weight rows and of one x row per
+/// 32 elements of k; the k order inside a 32-element block is permuted the same way for A and B
+/// (a sum does not depend on it), so the loads are plain 16-byte vectors. Products of two 16-bit
+/// floats are exact; the tensor core adds them in f32. Default for 2 rows or more;
+/// LUMINAL_CUDA_GEMV_MMA=1 also for one row, =0 never.
+std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const GemvForm& form,
+                                 DType product_t, const Expr& P, const View& out_full,
+                                 const View& w_view, Codegen& cg) {
+  const int axis = n.attrs.axis;
+  const int w = form.shared, x = 1 - w;
+  const DType tw = n.input_dtypes[static_cast<size_t>(w)];
+  const DType tx = n.input_dtypes[static_cast<size_t>(x)];
+  const Expr K = n.attrs.views[0].dims[axis];
+  const int mode = env_int("LUMINAL_CUDA_GEMV_MMA", -1, 0, 1);
+  if (mode == 0 || (mode < 0 && form.rows < 2)) return std::nullopt;
+  if (product_t != DType::F32 || tw != tx || !sixteen_bit_float(tw) || K.as_const() % 32 != 0)
+    return std::nullopt;
+  const View& vx = n.attrs.views[static_cast<size_t>(x)];
+  for (int d = 0; d < vx.rank(); ++d)
+    if (d != axis && d != form.row_axis && !(vx.strides[d] == Expr(0)) && !(vx.dims[d] == Expr(1)))
+      return std::nullopt;
+  const int M = form.rows, ra = form.row_axis;
+  const int64_t KB = K.as_const() / 32;
+  const Expr tiles = ceil_div(P, Expr(16));
+  const int64_t t_hi = tiles.bounds(ctx.facts).hi;
+  int W = 1;
+  while (W < kWarps && KB >= int64_t{4} * W * 2 && t_hi * W * 2 <= int64_t{ctx.sm_count} * 64)
+    W *= 2;
+  W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
+  const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
+  const int G = kWarps / W;
+  const std::string& I = cg.idx();
+  const std::string t = dtype_tag(tw);
+  const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
+                          (tw == DType::BF16 ? "bf16.bf16" : "f16.f16") + ".f32";
+  std::string rows_a, rows_b, rows_o0, rows_o1;
+  const std::string oa = cg.view_offset(w_view, "pa", "wa_", rows_a, axis);
+  const std::string ob = cg.view_offset(w_view, "pb", "wb_", rows_b, axis);
+  View o_no_row = out_full;
+  if (ra >= 0) o_no_row.dims[static_cast<size_t>(ra)] = Expr(1);
+  const std::string oo0 = cg.view_offset(o_no_row, "pa", "oa_", rows_o0, axis);
+  const std::string oo1 = cg.view_offset(o_no_row, "pb", "ob_", rows_o1, axis);
+  const std::string x_row = ra >= 0 ? cg.axis_offset(vx, ra, "g") : "0";
+  const std::string o_step0 = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
+  const std::string Ws = std::to_string(W), Gs = std::to_string(G), Us = std::to_string(U),
+                    Ms = std::to_string(M);
+  std::string body = lines({
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int g = lane >> 2, tig = lane & 3;",
+      "  const int part = warp % " + Ws + ";",
+      "  __shared__ float red[8][32][4];",
+      "  const " + I + " KB = K / 32, TILES = (P + 15) / 16;",
+      "  for (" + I + " tb = (" + I + ")blockIdx.x * " + Gs + "; tb < TILES; tb += (" + I +
+          ")gridDim.x * " + Gs + ") {",
+      "    const " + I + " tile = tb + warp / " + Ws + ";",
+      "    const " + I + " pa = tile * 16 + g, pb = pa + 8;",
+      "    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};",
+      "    if (tile < TILES) {",
+      "    const uint4* ra = nullptr;",
+      "    const uint4* rb = nullptr;",
+      "    if (pa < P) {",
+  });
+  body += rows_a + "    ra = reinterpret_cast<const uint4*>(in" + std::to_string(w) + " + " + oa +
+          ");\n    }\n    if (pb < P) {\n" + rows_b + "    rb = reinterpret_cast<const uint4*>(in" +
+          std::to_string(w) + " + " + ob + ");\n    }\n";
+  body += lines({
+      "    const uint4* rx = g < " + Ms + " ? reinterpret_cast<const uint4*>(in" +
+          std::to_string(x) + " + " + x_row + ") : nullptr;",
+      "    const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);",
+      "    for (" + I + " kb0 = (" + I + ")part * " + Us +
+          "; kb0 < KB; kb0 += " + std::to_string(W * U) + ") {",
+      "      uint4 qa[" + Us + "], qb[" + Us + "], qx[" + Us + "];",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + Us + "; ++u) {",
+      "        const " + I + " c = (kb0 + u) * 4 + tig;",
+      "        const bool in = kb0 + u < KB;",
+      "        qa[u] = in && ra ? __ldg(ra + c) : z4;",
+      "        qb[u] = in && rb ? __ldg(rb + c) : z4;",
+      "        qx[u] = in && rx ? __ldg(rx + c) : z4;",
+      "      }",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + Us + "; ++u) {",
+      "        asm volatile(\"" + mma +
+          " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(d[0]), "
+          "\"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"r\"(qa[u].x), \"r\"(qb[u].x), "
+          "\"r\"(qa[u].y), \"r\"(qb[u].y), \"r\"(qx[u].x), \"r\"(qx[u].y));",
+      "        asm volatile(\"" + mma +
+          " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(d[0]), "
+          "\"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"r\"(qa[u].z), \"r\"(qb[u].z), "
+          "\"r\"(qa[u].w), \"r\"(qb[u].w), \"r\"(qx[u].z), \"r\"(qx[u].w));",
+      "      }",
+      "    }",
+      "    }",
+  });
+  // d[0], d[1]: output row pa, rows (mi) 2 tig and 2 tig + 1; d[2], d[3]: row pb.
+  std::string store = lines({
+      "      double v[4];",
+      "#pragma unroll",
+      "      for (int i = 0; i < 4; ++i) v[i] = (double)d[i];",
+  });
+  if (W > 1)
+    store += lines({
+        "      for (int q = 1; q < " + Ws + "; ++q)",
+        "#pragma unroll",
+        "        for (int i = 0; i < 4; ++i) v[i] += (double)red[warp + q][lane][i];",
+    });
+  store += lines({"#pragma unroll", "      for (int i = 0; i < 2; ++i) {",
+                  "        const int mi = 2 * tig + i;", "        if (mi >= " + Ms + ") continue;",
+                  "        if (pa < P) {"}) +
+           rows_o0 + "        out[" + oo0 + " + " + o_step0 + "] = st_" + dtype_tag(n.attrs.dtype) +
+           "(v[i]);\n        }\n        if (pb < P) {\n" + rows_o1 + "        out[" + oo1 + " + " +
+           o_step0 + "] = st_" + dtype_tag(n.attrs.dtype) + "(v[2 + i]);\n        }\n      }\n";
+  if (W > 1) {
+    body += lines({
+        "#pragma unroll",
+        "    for (int i = 0; i < 4; ++i) red[warp][lane][i] = d[i];",
+        "    __syncthreads();",
+        "    if (part == 0 && tile < TILES) {",
+    });
+    body += store + "    }\n    __syncthreads();\n";
+  } else {
+    body += "    if (tile < TILES) {\n" + store + "    }\n";
+  }
+  body += "  }\n";
+  (void)t;
+  const std::string pcode = cg.c(P);
+  const std::string kcode = cg.c(K);
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_gemv_mma)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  gen.launches.push_back(
+      Launch{"lmn_gemv_mma",
+             kBlock,
+             {min(ceil_div(tiles, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  const Expr count = numel(n.attrs.shape);
+  gen.bytes = P * K * size_bytes(tw) + Expr(int64_t{M}) * K * size_bytes(tx) +
+              count * size_bytes(n.attrs.dtype);
+  gen.flops = count * K * 2;
+  return gen;
+}
+
 /// `product_t`: the dtype each product rounds to (the node's; f32 for cuda.GemvCast).
 KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
   if (n.input_dtypes.size() != 2)
@@ -138,17 +292,24 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
   cg.require(numel(n.attrs.shape));
 
-  // W warps per output: the fewest that put 32 warps an SM in flight, at most one per 32 chunks.
+  // W warps per output. One row: 8 (the most bytes in flight; measured best on every 8B shape),
+  // at most one warp per 32 chunks. Several rows: the most that keep the warps within one full
+  // SM's worth (64) an SM, since each warp's per-output work (the row loop, the reductions) grows
+  // with the rows.
   const int64_t chunks = K.as_const() / V;
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   int W = 1;
-  while (W < kWarps && p_hi * W < int64_t{ctx.sm_count} * 32 && chunks >= int64_t{64} * W)
+  while (W < kWarps && chunks >= int64_t{32} * W * 2 &&
+         (M == 1 || p_hi * W * 2 <= int64_t{ctx.sm_count} * 64))
     W *= 2;
   W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
   if (W != 1 && W != 2 && W != 4 && W != 8)
     throw Error("LUMINAL_CUDA_GEMV_WARPS must be 1, 2, 4 or 8");
   const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
   const int G = kWarps / W;
+  if (std::optional<KernelGen> mma = gen_mma(n, ctx, *form, product_t, P, out_full,
+                                             drop_row(n.attrs.views[static_cast<size_t>(w)]), cg))
+    return *mma;
 
   std::string base;
   const std::string ow =
@@ -280,6 +441,7 @@ KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
 /// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
 std::vector<Rule> gemv_rules() {
   auto offer = [](EGraph& eg, const MatmulParts& p, ClassId root) {
+    if (!decode_alternatives()) return;
     const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
     // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
     // constant, as decode's s = 1 is once the bucket substitutes it)
@@ -296,6 +458,11 @@ std::vector<Rule> gemv_rules() {
 }
 
 }  // namespace
+
+bool decode_alternatives() {
+  const char* v = std::getenv("LUMINAL_CUDA_GEMV");
+  return v == nullptr || std::string(v) != "0";
+}
 
 void register_gemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp gemv{&kGemv, "cuda.library", gemv_rules, gen_gemv};

@@ -20,6 +20,8 @@
 
 namespace luminal::cuda {
 
+bool decode_alternatives();  // gemv.cpp: false when LUMINAL_CUDA_GEMV=0
+
 namespace {
 
 // (cuBLASLt does a matmul better where it is offered: the library-preferring seed avoids these)
@@ -262,8 +264,10 @@ KernelGen gen_matmul_cast(const LlirNode& n, const GenContext& ctx) {
 /// through shared memory), then block 0 of the cluster combining the blocks' values read from
 /// their shared memory (distributed shared memory, sm_90). The same numerics as the one-stage
 /// kernel (sums in double, max propagating NaN); the additions in another order.
-const OpDef kSumSplit{"cuda.SumSplit"};
-const OpDef kMaxSplit{"cuda.MaxSplit"};
+// (seed cost below the one-stage reduction's: offered only where it should win, see split_rules)
+const OpDef kSumSplit{.name = "cuda.SumSplit", .seed_cost = 0.95};
+const OpDef kMaxSplit{.name = "cuda.MaxSplit", .seed_cost = 0.95};
+constexpr int64_t kSplitMaxOutputs = 64;
 
 constexpr int kCluster = 8;
 constexpr int kSplitBlock = 512;
@@ -394,9 +398,9 @@ __device__ __forceinline__ unsigned long long lmn_cluster_ld(const void* p, unsi
   return g;
 }
 
-/// cuda.SumSplit / cuda.MaxSplit beside every SumReduce / MaxReduce whose axis is not a constant
-/// below 4096 (where one warp an output is enough), except a sum of a Mul (a matmul's reduction:
-/// the matmul ops take it).
+/// cuda.SumSplit / cuda.MaxSplit beside every SumReduce / MaxReduce of at most 64 outputs (a
+/// constant count) whose axis is not a constant below 4096 (where one warp an output is enough),
+/// except a sum of a Mul (a matmul's reduction: the matmul ops take it).
 std::vector<Rule> split_rules() {
   std::vector<Rule> rules;
   for (OpKind kind : {OpKind::SumReduce, OpKind::MaxReduce}) {
@@ -404,12 +408,15 @@ std::vector<Rule> split_rules() {
     rules.push_back(
         Rule{std::string("cuda.") + (kind == OpKind::SumReduce ? "sum" : "max") + "-split",
              Pattern::op(kind).bind("r"), nullptr, [op](const Match& m, EGraph& eg) {
+               if (!decode_alternatives()) return;
                const ENode node = eg.node(m.root_node);
                const Attrs a = eg.attrs(node.attr);
                if (node.children.size() != 1 || a.views.size() != 1) return;
                if (a.axis < 0 || a.axis >= a.views[0].rank()) return;
                const Expr& K = a.views[0].dims[a.axis];
                if (K.is_const() && K.as_const() < 4096) return;
+               const Expr count = numel(a.shape);
+               if (!count.is_const() || count.as_const() > kSplitMaxOutputs) return;
                if (op == &kSumSplit)
                  for (ENodeId id : eg.nodes_of(node.children[0]))
                    if (is_op(eg.node(id).op, OpKind::Mul)) return;

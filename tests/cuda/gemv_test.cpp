@@ -1,7 +1,8 @@
 // GPU: the decode alternatives of gemv.cpp and reduce.cpp, forced into programs and checked
 // against the reference on random data:
 //   - cuda.Gemv / cuda.GemvCast: x [m, k] @ W^T for m = 1 to 8, the SmolLM2 and 8B widths of k,
-//     f32, bf16 and f16, each split-k width (LUMINAL_CUDA_GEMV_WARPS 1, 2, 4, 8) and the default;
+//     f32, bf16 and f16, each split-k width (LUMINAL_CUDA_GEMV_WARPS 1, 2, 4, 8) and the default,
+//     both forms (LUMINAL_CUDA_GEMV_MMA 0: CUDA cores, 1: mma.sync);
 //   - cuda.SumSplit / cuda.MaxSplit (a thread block cluster per output): sums and maxima over
 //     rows of 4,096 to 128,256 elements (aligned: 16-byte loads; odd lengths: one element at a
 //     time), NaN propagation, and the greedy argmax over 128,256 logits (ties to the lowest index)
@@ -54,11 +55,16 @@ std::pair<LlirGraph, int> forced(const Graph& g, const std::vector<std::string>&
   return {l, n};
 }
 
-struct WarpsEnv {
-  explicit WarpsEnv(const char* w) {
-    if (*w) ::setenv("LUMINAL_CUDA_GEMV_WARPS", w, 1);
+/// LUMINAL_CUDA_GEMV_WARPS and LUMINAL_CUDA_GEMV_MMA for a scope ("": unset).
+struct GemvEnv {
+  GemvEnv(const char* warps, const char* mma) {
+    if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
+    if (*mma) ::setenv("LUMINAL_CUDA_GEMV_MMA", mma, 1);
   }
-  ~WarpsEnv() { ::unsetenv("LUMINAL_CUDA_GEMV_WARPS"); }
+  ~GemvEnv() {
+    ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
+    ::unsetenv("LUMINAL_CUDA_GEMV_MMA");
+  }
 };
 
 TEST(CudaGemv, RowsTimesWeightMatchTheReference) {
@@ -72,44 +78,46 @@ TEST(CudaGemv, RowsTimesWeightMatchTheReference) {
   for (DType t : {DType::F32, DType::BF16, DType::F16})
     for (const Case& c : cases)
       for (int64_t m : {1, 2, 5, 8})
-        for (const char* warps : {"", "1", "2", "4", "8"}) {
-          if (c.k == 14336 && *warps && std::string(warps) != "8") continue;
-          Graph g;
-          Tensor x = g.tensor("x", {Expr(m), Expr(c.k)}, t);
-          Tensor w = g.tensor("w", {Expr(c.n), Expr(c.k)}, t);
-          x.matmul(w.transpose(0, 1)).output("y");
-          const std::string at = std::string(name(t)) + " m " + std::to_string(m) + " n " +
-                                 std::to_string(c.n) + " k " + std::to_string(c.k) + " warps '" +
-                                 warps + "': ";
-          WarpsEnv env(warps);
-          auto [l, gemvs] = forced(g, {"cuda.Gemv"});
-          ASSERT_EQ(gemvs, 1) << at << l.op_mix_string();
-          const std::vector<double> xs = uniform(t, m * c.k, ++seed, -1, 1);
-          const std::vector<double> ws = uniform(t, c.n * c.k, ++seed, -1, 1);
-          testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
-          const testing::PlanRun r =
-              testing::run_plan(lp, {{"x", from_doubles(t, xs)}, {"w", from_doubles(t, ws)}}, {});
-          const std::vector<double> got = to_doubles(t, r.outputs.at("y").bytes);
-          std::vector<double> want(static_cast<size_t>(m * c.n)), tol(want.size());
-          const double ulp = t == DType::BF16 ? 0x1p-7 : t == DType::F16 ? 0x1p-10 : 0x1p-22;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < c.n; ++j) {
-              double s = 0, a = 0;
-              for (int64_t q = 0; q < c.k; ++q) {
-                const double p =
-                    xs[static_cast<size_t>(i * c.k + q)] * ws[static_cast<size_t>(j * c.k + q)];
-                s += p;
-                a += std::fabs(p);
+        for (const char* warps : {"", "1", "2", "4", "8"})
+          for (const char* mma : {"", "0", "1"}) {
+            if (c.k == 14336 && *warps && std::string(warps) != "8") continue;
+            if (*mma && (t == DType::F32 || (*warps && std::string(warps) != "2"))) continue;
+            Graph g;
+            Tensor x = g.tensor("x", {Expr(m), Expr(c.k)}, t);
+            Tensor w = g.tensor("w", {Expr(c.n), Expr(c.k)}, t);
+            x.matmul(w.transpose(0, 1)).output("y");
+            const std::string at = std::string(name(t)) + " m " + std::to_string(m) + " n " +
+                                   std::to_string(c.n) + " k " + std::to_string(c.k) + " warps '" +
+                                   warps + "' mma '" + mma + "': ";
+            GemvEnv env(warps, mma);
+            auto [l, gemvs] = forced(g, {"cuda.Gemv"});
+            ASSERT_EQ(gemvs, 1) << at << l.op_mix_string();
+            const std::vector<double> xs = uniform(t, m * c.k, ++seed, -1, 1);
+            const std::vector<double> ws = uniform(t, c.n * c.k, ++seed, -1, 1);
+            testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
+            const testing::PlanRun r =
+                testing::run_plan(lp, {{"x", from_doubles(t, xs)}, {"w", from_doubles(t, ws)}}, {});
+            const std::vector<double> got = to_doubles(t, r.outputs.at("y").bytes);
+            std::vector<double> want(static_cast<size_t>(m * c.n)), tol(want.size());
+            const double ulp = t == DType::BF16 ? 0x1p-7 : t == DType::F16 ? 0x1p-10 : 0x1p-22;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < c.n; ++j) {
+                double s = 0, a = 0;
+                for (int64_t q = 0; q < c.k; ++q) {
+                  const double p =
+                      xs[static_cast<size_t>(i * c.k + q)] * ws[static_cast<size_t>(j * c.k + q)];
+                  s += p;
+                  a += std::fabs(p);
+                }
+                const size_t o = static_cast<size_t>(i * c.n + j);
+                want[o] = s;
+                // the output's rounding, and f32 chunk sums (eps * sqrt(k) of sum |x w|)
+                tol[o] = ulp * std::fabs(s) + 0x1p-23 * std::sqrt(static_cast<double>(c.k)) * a;
               }
-              const size_t o = static_cast<size_t>(i * c.n + j);
-              want[o] = s;
-              // the output's rounding, and f32 chunk sums (eps * sqrt(k) of sum |x w|)
-              tol[o] = ulp * std::fabs(s) + 0x1p-23 * std::sqrt(static_cast<double>(c.k)) * a;
-            }
-          const auto d = compare_values(got, want, tol);
-          EXPECT_EQ(d.bad, 0) << at << describe(d, got.size());
-          ++runs;
-        }
+            const auto d = compare_values(got, want, tol);
+            EXPECT_EQ(d.bad, 0) << at << describe(d, got.size());
+            ++runs;
+          }
   EXPECT_GT(runs, 200);
 }
 

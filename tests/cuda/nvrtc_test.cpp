@@ -339,8 +339,8 @@ TEST_F(Nvrtc, SixteenBitLinearIsOneKernel) {
 }
 
 // cuda.Gemv (gemv.cpp): offered for x [m, k] @ W^T with m from 1 to 8 (the weight read once for
-// all m rows), not for m = 16 or a dynamic m; its kernels compile for every dtype, row count and
-// split-k width (LUMINAL_CUDA_GEMV_WARPS).
+// all m rows), not for m = 16 or a dynamic m; its kernels compile for every dtype, row count,
+// split-k width (LUMINAL_CUDA_GEMV_WARPS) and form (LUMINAL_CUDA_GEMV_MMA: CUDA cores or mma).
 TEST_F(Nvrtc, GemvFormsCompile) {
   auto gemv_program = [](int64_t m, int64_t n, int64_t k, DType t) -> std::optional<LlirGraph> {
     Graph g;
@@ -363,21 +363,26 @@ TEST_F(Nvrtc, GemvFormsCompile) {
   Sources s;
   for (DType t : {DType::BF16, DType::F16, DType::F32})
     for (int64_t m : {1, 3, 8})
-      for (const char* warps : {"", "1", "2", "8"}) {
-        if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
-        const std::optional<LlirGraph> l = gemv_program(m, 48, 4096, t);
-        ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
-        ASSERT_TRUE(l.has_value()) << "no cuda.Gemv for m = " << m << " in " << name(t);
-        if (t != DType::F32) {
-          EXPECT_EQ(l->op_mix(), (std::map<std::string, int>{{"cuda.GemvCast", 1}}))
-              << l->op_mix_string();
+      for (const char* warps : {"", "1", "2", "8"})
+        for (const char* mma : {"", "0", "1"}) {
+          if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
+          if (*mma) ::setenv("LUMINAL_CUDA_GEMV_MMA", mma, 1);
+          const std::optional<LlirGraph> l = gemv_program(m, 48, 4096, t);
+          ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
+          ::unsetenv("LUMINAL_CUDA_GEMV_MMA");
+          ASSERT_TRUE(l.has_value()) << "no cuda.Gemv for m = " << m << " in " << name(t);
+          if (t != DType::F32) {
+            EXPECT_EQ(l->op_mix(), (std::map<std::string, int>{{"cuda.GemvCast", 1}}))
+                << l->op_mix_string();
+          }
+          if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
+          if (*mma) ::setenv("LUMINAL_CUDA_GEMV_MMA", mma, 1);
+          for (cuda::GeneratedKernel& k : cuda::generate_kernels(*l, PlanSpec{}))
+            if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+          ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
+          ::unsetenv("LUMINAL_CUDA_GEMV_MMA");
+          ++s.programs;
         }
-        if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
-        for (cuda::GeneratedKernel& k : cuda::generate_kernels(*l, PlanSpec{}))
-          if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
-        ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
-        ++s.programs;
-      }
   EXPECT_FALSE(gemv_program(16, 48, 4096, DType::BF16).has_value()) << "16 rows: no GEMV form";
   EXPECT_FALSE(gemv_program(2, 48, 4100, DType::BF16).has_value())
       << "k not in 16-byte chunks: no GEMV form";
@@ -386,6 +391,10 @@ TEST_F(Nvrtc, GemvFormsCompile) {
     split += src.find("__shared__ double red[8]") != std::string::npos &&
              src.find("__fmaf_rn(ldm_bf16(ex[j]), ldm_bf16(ew[j]), part)") != std::string::npos;
   EXPECT_GT(split, 0);
+  int mma = 0;
+  for (const std::string& src : s.unique)
+    mma += src.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos;
+  EXPECT_GT(mma, 0);
   compile_all(s);
 }
 
