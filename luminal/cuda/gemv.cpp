@@ -7,10 +7,11 @@
 // read from memory once, not once per row. A block of 256 threads holds 8 / W outputs, each
 // summed by W warps over interleaved 512-byte slices of k (split-k: enough warps in flight when
 // the output count is small, as the k/v projections' 1,024), combined in shared memory. Each
-// lane issues U 16-byte weight loads before it multiplies (bytes in flight). Numerics are
-// cuda.Matmul's vectorised form: each 16-byte chunk's products sum in f32 (a fused multiply-add
-// where two 16-bit operands make the product exact), then join a double accumulator; the warps'
-// sums add in double.
+// lane issues U 16-byte weight loads before it multiplies (bytes in flight). Numerics: the
+// products of a lane's U chunks (32 for bf16, 16 for f32) sum in f32 (a fused multiply-add where
+// two 16-bit operands make the product exact), then join a double accumulator, one conversion
+// per U chunks and row (cuda.Matmul converts once a chunk); the lanes' and warps' sums add in
+// double.
 //
 // LUMINAL_CUDA_GEMV_WARPS (1, 2, 4 or 8) forces W and LUMINAL_CUDA_GEMV_UNROLL (1 to 8) sets U
 // (default 4): for tuning sweeps. LUMINAL_CUDA_GEMV=0 offers neither cuda.Gemv nor the split
@@ -114,8 +115,10 @@ std::string lines(std::initializer_list<std::string> ls) {
 /// double through shared memory. Each lane loads 16 bytes of two weight rows and of one x row per
 /// 32 elements of k; the k order inside a 32-element block is permuted the same way for A and B
 /// (a sum does not depend on it), so the loads are plain 16-byte vectors. Products of two 16-bit
-/// floats are exact; the tensor core adds them in f32. Default for 2 rows or more;
-/// LUMINAL_CUDA_GEMV_MMA=1 also for one row, =0 never.
+/// floats are exact; the tensor core adds them in f32. Only with LUMINAL_CUDA_GEMV_MMA=1: on the
+/// H200 it ran at about half the copy bandwidth for every row count (a warp reads 16 weight rows
+/// in 4 dependent rounds of loads, against one round for the CUDA-core form with 8 warps an
+/// output), below the CUDA-core form; it needs more warps a tile (split-k across a cluster).
 std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const GemvForm& form,
                                  DType product_t, const Expr& P, const View& out_full,
                                  const View& w_view, Codegen& cg) {
@@ -125,7 +128,7 @@ std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
   const Expr K = n.attrs.views[0].dims[axis];
   const int mode = env_int("LUMINAL_CUDA_GEMV_MMA", -1, 0, 1);
-  if (mode == 0 || (mode < 0 && form.rows < 2)) return std::nullopt;
+  if (mode != 1) return std::nullopt;
   if (product_t != DType::F32 || tw != tx || !sixteen_bit_float(tw) || K.as_const() % 32 != 0)
     return std::nullopt;
   const View& vx = n.attrs.views[static_cast<size_t>(x)];
@@ -293,13 +296,13 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   cg.require(numel(n.attrs.shape));
 
   // W warps per output. One row: 8 (the most bytes in flight; measured best on every 8B shape),
-  // at most one warp per 32 chunks. Several rows: the most that keep the warps within one full
-  // SM's worth (64) an SM, since each warp's per-output work (the row loop, the reductions) grows
-  // with the rows.
+  // while each lane keeps 2 chunks or more (SmolLM2's k = 576, 72 chunks: one warp). Several rows:
+  // the most that keep the warps within one full SM's worth (64) an SM, since each warp's
+  // per-output work (the row loop, the reductions) grows with the rows.
   const int64_t chunks = K.as_const() / V;
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   int W = 1;
-  while (W < kWarps && chunks >= int64_t{32} * W * 2 &&
+  while (W < kWarps && chunks >= int64_t{64} * W * 2 &&
          (M == 1 || p_hi * W * 2 <= int64_t{ctx.sm_count} * 64))
     W *= 2;
   W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
@@ -362,6 +365,7 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
       "        const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in" +
           std::to_string(x) + " + " + ox + " + " + x_step + ");",
+      "        float part = 0.0f;",
       "#pragma unroll",
       "        for (int u = 0; u < " + Us + "; ++u) {",
       "          const " + I + " cu = c + u * " + std::to_string(32 * W) + ";",
@@ -369,11 +373,10 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       "          const " + vx_t + " qx = __ldg(rx + cu);",
       "          const " + sx + "* ex = reinterpret_cast<const " + sx + "*>(&qx);",
       "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
-      "          float part = 0.0f;",
       "#pragma unroll",
       "          for (int j = 0; j < " + Vs + "; ++j) part = " + fma + ";",
-      "          acc[mi] = acc[mi] + (double)part;",
       "        }",
+      "        acc[mi] = acc[mi] + (double)part;",
       "      }",
       "    }",
       "    }",
