@@ -425,7 +425,14 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   gen.launches.push_back(Launch{
       "lmn_gemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   const Expr count = numel(n.attrs.shape);
-  gen.bytes = P * K * size_bytes(tw) + count * K * size_bytes(tx) + count * size_bytes(out_t);
+  // (x once when every output reads the same rows of it, a linear layer; else once an output)
+  bool x_shared = true;
+  for (int d = 0; d < v0.rank(); ++d)
+    x_shared = x_shared && (d == axis || d == ra ||
+                            n.attrs.views[static_cast<size_t>(x)].strides[d] == Expr(0) ||
+                            odims[static_cast<size_t>(d)] == Expr(1));
+  gen.bytes = P * K * size_bytes(tw) + (x_shared ? Expr(int64_t{M}) : count) * K * size_bytes(tx) +
+              count * size_bytes(out_t);
   gen.flops = count * K * 2;
   return gen;
 }
@@ -440,11 +447,28 @@ KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
   return gen_gemv_node(n, ctx, DType::F32);
 }
 
+/// `v` with the stride of `axis` written as z where it is another expression of z equal to z at
+/// every index of the axis (`128*(z/128) + z%128`, as merging a tensor's heads back can leave
+/// it): the same elements, read in 16-byte chunks.
+View unit_stride_k(View v, int axis) {
+  Expr& st = v.strides[static_cast<size_t>(axis)];
+  const Expr& len = v.dims[static_cast<size_t>(axis)];
+  if (st == Expr::z() || !len.is_const() || len.as_const() > (int64_t{1} << 16)) return v;
+  const std::vector<std::string> vars = st.vars();
+  if (vars.size() != 1 || vars[0] != "z") return v;
+  for (int64_t z = 0; z < len.as_const(); ++z)
+    if (st.eval({}, z) != z) return v;
+  st = Expr::z();
+  return v;
+}
+
 /// cuda.Gemv for every matmul with a GEMV form (the 16-bit operands read through the graph's
 /// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
 std::vector<Rule> gemv_rules() {
-  auto offer = [](EGraph& eg, const MatmulParts& p, ClassId root) {
+  auto offer = [](EGraph& eg, MatmulParts p, ClassId root) {
     if (!decode_alternatives()) return;
+    for (View& v : p.attrs.views)
+      v = unit_stride_k(v, p.attrs.axis);
     const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
     // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
     // constant, as decode's s = 1 is once the bucket substitutes it)

@@ -398,6 +398,29 @@ TEST_F(Nvrtc, GemvFormsCompile) {
   compile_all(s);
 }
 
+// A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
+// gate, up, down: o reads the merged heads through a stride that equals z without being written
+// so) and the lm head as cuda.Gemv / cuda.GemvCast, the attention scores too (the GQA group as
+// the rows sharing each key), and the argmax's maxima as cuda.MaxSplit.
+TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 1;
+  shape.dtype = DType::BF16;
+  const models::Decoder d = models::build_decoder(
+      models::llama_config(
+          {.layers = 2, .hidden = 256, .ffn = 512, .heads = 4, .kv_heads = 2, .vocab = 4096}),
+      shape);
+  nn::greedy_token(d.last_logits).output("token");
+  testing::CudaRulesOnly rules;
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+  const std::map<std::string, int> mix = l.op_mix();
+  auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
+  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast"), 2 * (7 + 1) + 1) << l.op_mix_string();
+  EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
+}
+
 // cuda.SumSplit / cuda.MaxSplit (reduce.cpp): offered for reductions over 4,096 elements or more
 // (not shorter ones, not a matmul's); a cluster kernel per reduction compiles for f32, bf16 and
 // I32 rows, aligned (16-byte loads) or not, and in the greedy argmax over 128,256 logits.
