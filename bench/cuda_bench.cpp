@@ -1,9 +1,10 @@
 // CUDA backend figures (needs a GPU; prints why and exits 0 without one). scripts/gpu-check.sh
 // runs it. Bandwidth counts bytes read plus bytes written, for the kernels and the copy alike.
 //
-//   build/bench/bench_cuda [search_graph_limit=20] [rows | lt | gemm | smollm2]
+//   build/bench/bench_cuda [search_graph_limit=20] [rows | lt | gemm | gemv [bf16|f32] | smollm2]
 //   (rows: sections 1-3 only; lt: the 8B decode with cuBLASLt; gemm: the 8B GEMM shapes,
-//   generated against cuBLASLt (cuda_bench_gemm.cpp); smollm2: section 8 only)
+//   generated against cuBLASLt (cuda_bench_gemm.cpp); gemv: the decode GEMV shapes, cuda.Gemv
+//   against cuda.Matmul (cuda_bench_gemv.cpp); smollm2: section 8 only)
 //
 //   1. device-to-device copy of 256 MiB (the baseline, the driver's memcpy)
 //   2. fused (a + b) * c over 256 MiB f32 inputs: one fused kernel, GB/s and % of the copy
@@ -182,6 +183,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 2 && std::string(argv[2]) == "gemm") {  // GEMM shapes: generated vs cuBLASLt
     luminal::bench_cuda::gemm_shapes(copy, limit);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "gemv") {  // decode GEMV shapes: Gemv vs Matmul
+    luminal::bench_cuda::gemv_shapes(copy, argc > 3 ? argv[3] : "");
     return 0;
   }
   if (argc > 2 && std::string(argv[2]) == "smollm2") {  // the SmolLM2 decode only

@@ -9,6 +9,8 @@
 //
 // Each prints greppable lines (scripts/gpu-check.sh copies them into its summary) and catches its
 // own errors ("<section>: FAILED: ..."), so one failing section does not hide the others.
+#include <string>
+
 #include "bench/timing.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
 
@@ -53,5 +55,11 @@ void llama3_8b_cublaslt(double copy_gbs, int limit);
 /// captured into one graph, and what a search with cuBLASLt picks; the decode step's sum of GEMM
 /// times against the weights' floor (cuda_bench_gemm.cpp). `bench_cuda N gemm` runs only this.
 void gemm_shapes(double copy_gbs, int limit);
+
+/// The decode GEMV shapes of Llama-3-8B and SmolLM2-135M, m = 1, 2, 4, 8, in bf16 and f32 (`only`:
+/// "bf16" or "f32" for one of them): ms, GB/s and % of `copy_gbs` per GEMV for the forced
+/// cuda.Gemv and cuda.Matmul programs, then a markdown table (cuda_bench_gemv.cpp).
+/// `bench_cuda N gemv [bf16|f32]` runs only this.
+void gemv_shapes(double copy_gbs, const std::string& only);
 
 }  // namespace luminal::bench_cuda

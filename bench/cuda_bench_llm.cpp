@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,7 +83,19 @@ models::LlamaSize llama3_8b_size() {
           .rope_theta = 500000.0};
 }
 
-/// Decode steps at context `ctx` with the argmax token fed back each step.
+/// Untimed decode steps time_decode runs before its timed ones.
+constexpr int kWarmupSteps = 3;
+
+/// KV-cache slots (the top of the c bucket) that cover decoding `steps` timed steps (and the
+/// warm-up) from each of `contexts`: time_decode's context grows by one a step, so a bucket that
+/// ends at the largest context fails at its next step ("no bucket matches c=1025").
+int slots_covering(std::initializer_list<int> contexts, int steps) {
+  const int top = std::max(contexts) + kWarmupSteps + steps;
+  return (top + 255) / 256 * 256;
+}
+
+/// Decode steps at context `ctx` with the argmax token fed back each step (c runs from ctx to
+/// ctx + kWarmupSteps + steps - 1: slots_covering says how many slots that needs).
 DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   const DimSlot S = s.dim("s"), C = s.dim("c");
   std::vector<int64_t> dims = s.dims();
@@ -97,7 +110,7 @@ DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
     tok = s.get<int32_t>("token")[0];
   };
   DecodeTiming r;
-  r.ms_per_token = 1e3 * bench::median_seconds(step, 3, steps);
+  r.ms_per_token = 1e3 * bench::median_seconds(step, kWarmupSteps, steps);
   dims[C] = ctx;
   Plan& plan = s.plan({{"s", 1}, {"c", ctx}});
   std::map<std::string, std::pair<int, double>> ops;  // op -> launches, ms
@@ -255,7 +268,9 @@ void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs
                                  .vocab = 49152,
                                  .rope_theta = 100000.0,
                                  .tie_embeddings = true};
-    const int slots = 1024;
+    const std::initializer_list<int> contexts = {128, 1024};
+    const int steps = 50;
+    const int slots = slots_covering(contexts, steps);
     const models::Decoder d = llama_with_argmax(size, DType::BF16, slots, 1);
     const double weight_mb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e6;
     const fs::path cache = temp_folder("smollm2");
@@ -273,8 +288,8 @@ void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs
       const auto t0 = Clock::now();
       s.compile();
       const double compile_s = seconds_since(t0);
-      for (int ctx : {128, 1024}) {
-        const DecodeTiming t = time_decode(*b, s, ctx, 50);
+      for (int ctx : contexts) {
+        const DecodeTiming t = time_decode(*b, s, ctx, steps);
         std::printf(
             "SmolLM2-135M shape bf16 decode at context %d, %s executor: %.3f ms/token (argmax "
             "in the graph, token fed back), %zu kernels/token, GPU busy %.3f ms of a %.3f ms "
@@ -295,7 +310,9 @@ void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs
 void llama3_8b(double copy_gbs, int limit) {
   const fs::path cache = temp_folder("llama8b");
   try {
-    const int slots = 2048;
+    const std::initializer_list<int> contexts = {128, 1024};
+    const int steps = 30;
+    const int slots = std::max(2048, slots_covering(contexts, steps));
     const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, 1);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
     fs::remove_all(cache);
@@ -342,8 +359,8 @@ void llama3_8b(double copy_gbs, int limit) {
           compile_kernels_s, profile_s, static_cast<unsigned long long>(be.kernel_stats().compiled),
           weights_s, static_cast<double>(free0) / 1e9, static_cast<double>(total0) / 1e9);
       if (round == 1) {
-        for (int ctx : {128, 1024}) {
-          const DecodeTiming t = time_decode(be, s, ctx, 30);
+        for (int ctx : contexts) {
+          const DecodeTiming t = time_decode(be, s, ctx, steps);
           std::printf(
               "Llama-3-8B shape bf16 decode at context %d, generated kernels only: %.3f ms/token "
               "(argmax "
@@ -383,7 +400,9 @@ std::string spec_census(Session& s, const DynMap& dyn) {
 void llama3_8b_cublaslt(double copy_gbs, int limit) {
   const fs::path cache = temp_folder("llama8b_lt");
   try {
-    const int slots = 2048;
+    const std::initializer_list<int> contexts = {128, 1024};
+    const int steps = 30;
+    const int slots = std::max(2048, slots_covering(contexts, steps));
     const int max_step = 128;  // a decode bucket (s = 1) and a prefill bucket (s in [2, 128])
     const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, max_step);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
@@ -417,9 +436,9 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
           prog.op_mix_string().c_str(), static_cast<unsigned long long>(after_search.prepares),
           static_cast<unsigned long long>(after_search.captures),
           static_cast<double>(s.plan({{"s", 1}, {"c", 128}}).workspace_bytes()) / (1 << 20));
-      for (int ctx : {128, 1024}) {
+      for (int ctx : contexts) {
         const CudaBackend::LtStats before = be.lt_stats();
-        const DecodeTiming t = time_decode(be, s, ctx, 30);
+        const DecodeTiming t = time_decode(be, s, ctx, steps);
         const CudaBackend::LtStats after = be.lt_stats();
         std::printf(
             "Llama-3-8B shape bf16 decode at context %d with cuBLASLt (%s): %.3f ms/token, %zu "

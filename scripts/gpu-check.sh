@@ -9,7 +9,7 @@
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log, lt.log,
 #                    lt_epilogue.log, lt_fp8.log, lt_external.log, lt_islands.log, row_ops.log,
-#                    nn_ops.log, fuzz.log, models.log, cli.log, snippets.log, fast_nan.log,
+#                    nn_ops.log, gemv.log, fuzz.log, models.log, cli.log, snippets.log, fast_nan.log,
 #                    bench.log, summary.txt and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
@@ -18,7 +18,7 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn lt upload models cli snippets fuzz; to split the suites over device calls; fast-nan
+#                    nn gemv lt upload models cli snippets fuzz; to split the suites over device calls; fast-nan
 #                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
@@ -65,7 +65,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
   tar -xzf "$cache_in" -C "$XDG_CACHE_HOME" && note "cache: restored from $cache_in"
 fi
 
-targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload"
+targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv"
 targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
@@ -138,6 +138,8 @@ if [ $suites -eq 1 ]; then
   fi
   want nn && suite "nn ops suite (LLM ops: activations, rope, gather, argmax, matmul, attention, sampling)" \
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
+  want gemv && suite "gemv suite (cuda.Gemv rows x widths x dtypes x forms, split reductions, argmax)" \
+    "$out/gemv.log" 300 "$build/tests/test_cuda_gemv"
   want lt && suite "cuBLASLt suite (random layouts x dtypes x families, FP8, capture, plan steps, a session)" \
     "$out/lt.log" 300 "$build/tests/test_cuda_lt"
   grep -sE '^\[lt\]' "$out/lt.log" >>"$summary"
@@ -181,11 +183,13 @@ if [ $bench -eq 1 ]; then
   suite "bench_cuda lt (8B decode and prefill with cuBLASLt)" "$out/bench.log" 240 "$build/bench/bench_cuda" 20 lt
   echo "=== GEMM shapes: generated kernels, cuBLASLt in the plan, raw cuBLASLt ===" >>"$out/bench.log"
   suite "bench_cuda gemm (8B GEMM shapes)" "$out/bench.log" 180 "$build/bench/bench_cuda" 10 gemm
+  echo "=== decode GEMV shapes: cuda.Gemv against cuda.Matmul ===" >>"$out/bench.log"
+  suite "bench_cuda gemv (8B and SmolLM2 GEMV shapes, m 1-8)" "$out/bench.log" 200 "$build/bench/bench_cuda" 20 gemv
   echo "=== NaN payloads kept everywhere (LUMINAL_CUDA_FAST_NAN=0) ===" >>"$out/bench.log"
   LUMINAL_CUDA_FAST_NAN=0 suite "bench_cuda rows, NaN payloads kept" "$out/bench.log" 120 \
     "$build/bench/bench_cuda" 20 rows
   lines='copy|fused|row kernel|search|decode step at|tiny kernels|weights upload|dims update'
-  lines="$lines|prefill s change|bf16 decode at|with cuBLASLt|^gemm|FAILED"
+  lines="$lines|prefill s change|bf16 decode at|with cuBLASLt|^gemm|^gemv|FAILED"
   grep -E "$lines" "$out/bench.log" >>"$summary"
 fi
 tar -czf "$out/cache.tgz" -C "$XDG_CACHE_HOME" . 2>/dev/null

@@ -14,6 +14,7 @@ namespace luminal::cuda {
 void register_elementwise_ops(std::vector<const CudaOp*>& ops);     // elementwise.cpp
 void register_row_ops(std::vector<const CudaOp*>& ops);             // row.cpp
 void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cpp
+void register_gemv_ops(std::vector<const CudaOp*>& ops);            // gemv.cpp
 void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_scatter.cpp
 #ifdef LUMINAL_HAVE_CUBLASLT
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
@@ -25,6 +26,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_elementwise_ops(v);
     register_row_ops(v);
     register_reduce_ops(v);
+    register_gemv_ops(v);
     register_gather_scatter_ops(v);
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);

@@ -20,6 +20,8 @@
 
 namespace luminal::cuda {
 
+bool decode_alternatives();  // gemv.cpp: false when LUMINAL_CUDA_GEMV=0
+
 namespace {
 
 // (cuBLASLt does a matmul better where it is offered: the library-preferring seed avoids these)
@@ -255,6 +257,175 @@ KernelGen gen_matmul_cast(const LlirNode& n, const GenContext& ctx) {
   return gen_reduction(n, ctx, true, DType::F32);
 }
 
+/// cuda.SumSplit / cuda.MaxSplit: a SumReduce / MaxReduce as a two-stage reduction for few
+/// outputs over a long axis (an argmax over 128k logits): a thread block cluster of kCluster
+/// blocks per output (grid-stride over outputs), each block reducing an interleaved share of the
+/// axis (16-byte loads where the axis is contiguous and aligned; a warp butterfly, then one round
+/// through shared memory), then block 0 of the cluster combining the blocks' values read from
+/// their shared memory (distributed shared memory, sm_90). The same numerics as the one-stage
+/// kernel (sums in double, max propagating NaN); the additions in another order.
+// (seed cost below the one-stage reduction's: offered only where it should win, see split_rules)
+const OpDef kSumSplit{.name = "cuda.SumSplit", .seed_cost = 0.95};
+const OpDef kMaxSplit{.name = "cuda.MaxSplit", .seed_cost = 0.95};
+constexpr int64_t kSplitMaxOutputs = 64;
+
+constexpr int kCluster = 8;
+constexpr int kSplitBlock = 512;
+
+KernelGen gen_reduce_split(const LlirNode& n, const GenContext& ctx) {
+  const bool is_max = n.op == &kMaxSplit;
+  const int axis = n.attrs.axis;
+  if (n.attrs.views.size() != 1 || axis < 0 || axis >= n.attrs.views[0].rank())
+    throw Error("cuda: " + std::string(n.op->name) + " needs one input view with axis " +
+                std::to_string(axis));
+  const View& v = n.attrs.views[0];
+  const DType in_t = n.input_dtypes.at(0);
+  const DType out_t = n.attrs.dtype;
+  const bool integral = !is_float(in_t);
+  const std::string acc_t = integral ? "long long" : "double";
+  Codegen cg(n, ctx);
+  const Expr K = v.dims[axis];
+  cg.require(K);
+  cg.require(numel(n.attrs.shape));
+  const std::string& I = cg.idx();
+  std::string base;
+  const std::string off = cg.view_offset(v, "o", "b0", base, axis);
+  const std::string init =
+      is_max ? (integral ? literal(DType::I64, 0, static_cast<int64_t>(min_value(in_t)))
+                         : "__longlong_as_double(0xFFF0000000000000LL)")
+             : "(" + acc_t + ")0";
+  auto combine = [&](const std::string& a, const std::string& b) {
+    if (is_max) return "lmn_max(" + a + ", " + b + ")";
+    return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
+  };
+  const int vec = vector_width(v, axis, in_t);
+  const std::string T = std::to_string(kSplitBlock), CL = std::to_string(kCluster);
+  std::string loop;
+  if (vec > 1) {
+    const std::string V = std::to_string(vec), st = "S_" + dtype_tag(in_t);
+    loop = "    const uint4* row = reinterpret_cast<const uint4*>(in0 + " + off + ");\n" +
+           "#pragma unroll 4\n" + "    for (" + I + " c = (" + I + ")rank * " + T +
+           " + threadIdx.x; c < K / " + V + "; c += " + std::to_string(kCluster * kSplitBlock) +
+           ") {\n" + "      const uint4 q = __ldg(row + c);\n" + "      const " + st +
+           "* e = reinterpret_cast<const " + st + "*>(&q);\n" + "#pragma unroll\n" +
+           "      for (int j = 0; j < " + V +
+           "; ++j) acc = " + combine("acc", "(" + acc_t + ")" + load_fn(in_t, false) + "(e[j])") +
+           ";\n    }\n";
+  } else {
+    loop = "#pragma unroll 4\n    for (" + I + " k = (" + I + ")rank * " + T +
+           " + threadIdx.x; k < K; k += " + std::to_string(kCluster * kSplitBlock) + ") acc = " +
+           combine("acc", "(" + acc_t + ")" + load_fn(in_t, false) + "(in0[" + off + " + " +
+                              cg.axis_offset(v, axis, "k") + "])") +
+           ";\n";
+  }
+  // Block rank r of a cluster reads the shared value of block q through mapa (the address of
+  // the same shared variable in block q) and ld.shared::cluster. (Guarded: NVRTC compiles
+  // several kernels in one program.)
+  std::string k = R"(#ifndef LMN_CLUSTER_HELPERS
+#define LMN_CLUSTER_HELPERS
+__device__ __forceinline__ unsigned lmn_cluster_rank() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
+}
+__device__ __forceinline__ void lmn_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned long long lmn_cluster_ld(const void* p, unsigned q) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p), r; unsigned long long v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(q));
+  asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(v) : "r"(r) : "memory");
+  return v;
+}
+#endif
+)";
+  const std::string from_bits = integral
+                                    ? "(long long)lmn_cluster_ld(&bsum, q)"
+                                    : "__longlong_as_double((long long)lmn_cluster_ld(&bsum, q))";
+  std::string body =
+      "  const unsigned rank = lmn_cluster_rank();\n"
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+      "  __shared__ " +
+      acc_t + " wsum[" + std::to_string(kSplitBlock / 32) +
+      "];\n"
+      "  __shared__ " +
+      acc_t +
+      " bsum;\n"
+      "  for (" +
+      I + " o = (" + I + ")blockIdx.x / " + CL + "; o < n; o += (" + I + ")gridDim.x / " + CL +
+      ") {\n" + base + "    " + acc_t + " acc = " + init + ";\n" + loop +
+      "    for (int s = 16; s > 0; s >>= 1) acc = " +
+      combine("acc", "__shfl_xor_sync(0xffffffffu, acc, s)") +
+      ";\n"
+      "    if (lane == 0) wsum[warp] = acc;\n"
+      "    __syncthreads();\n"
+      "    if (threadIdx.x == 0) {\n"
+      "      " +
+      acc_t + " b = " + init +
+      ";\n"
+      "      for (int w = 0; w < " +
+      std::to_string(kSplitBlock / 32) + "; ++w) b = " + combine("b", "wsum[w]") +
+      ";\n"
+      "      bsum = b;\n"
+      "    }\n"
+      "    lmn_cluster_sync();\n"
+      "    if (rank == 0 && threadIdx.x == 0) {\n"
+      "      " +
+      acc_t + " t = " + init +
+      ";\n"
+      "      for (unsigned q = 0; q < " +
+      CL + "; ++q) t = " + combine("t", from_bits) +
+      ";\n"
+      "      out[o] = st_" +
+      dtype_tag(out_t) +
+      "(t);\n"
+      "    }\n"
+      "    lmn_cluster_sync();\n"
+      "  }\n";
+  k += "extern \"C\" __global__ void __cluster_dims__(" + CL + ", 1, 1) __launch_bounds__(" + T +
+       ") LMN_ENTRY(lmn_reduce_split)(" + cg.params() + ") {\n";
+  const std::string ncode = cg.c(numel(n.attrs.shape));
+  const std::string kcode = cg.c(K);
+  k += cg.dims_prologue() + "  const " + I + " n = " + ncode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen g;
+  g.source = Codegen::unit(k);
+  const Expr count = numel(n.attrs.shape);
+  g.launches.push_back(Launch{
+      "lmn_reduce_split",
+      kSplitBlock,
+      {min(count, Expr(int64_t{ctx.sm_count} * 4 / kCluster)) * Expr(int64_t{kCluster}), 1, 1}});
+  g.bytes = count * K * size_bytes(in_t) + count * size_bytes(out_t);
+  g.flops = count * K;
+  return g;
+}
+
+/// cuda.SumSplit / cuda.MaxSplit beside every SumReduce / MaxReduce of at most 64 outputs (a
+/// constant count) whose axis is not a constant below 4096 (where one warp an output is enough),
+/// except a sum of a Mul (a matmul's reduction: the matmul ops take it).
+std::vector<Rule> split_rules() {
+  std::vector<Rule> rules;
+  for (OpKind kind : {OpKind::SumReduce, OpKind::MaxReduce}) {
+    const OpDef* op = kind == OpKind::SumReduce ? &kSumSplit : &kMaxSplit;
+    rules.push_back(
+        Rule{std::string("cuda.") + (kind == OpKind::SumReduce ? "sum" : "max") + "-split",
+             Pattern::op(kind).bind("r"), nullptr, [op](const Match& m, EGraph& eg) {
+               if (!decode_alternatives()) return;
+               const ENode node = eg.node(m.root_node);
+               const Attrs a = eg.attrs(node.attr);
+               if (node.children.size() != 1 || a.views.size() != 1) return;
+               if (a.axis < 0 || a.axis >= a.views[0].rank()) return;
+               const Expr& K = a.views[0].dims[a.axis];
+               if (K.is_const() && K.as_const() < 4096) return;
+               const Expr count = numel(a.shape);
+               if (!count.is_const() || count.as_const() > kSplitMaxOutputs) return;
+               if (op == &kSumSplit)
+                 for (ENodeId id : eg.nodes_of(node.children[0]))
+                   if (is_op(eg.node(id).op, OpKind::Mul)) return;
+               eg.merge(eg.add(op, a, node.children), m.root);
+             }});
+  }
+  return rules;
+}
+
 /// cuda.Matmul for every matmul match, and, where the graph casts 16-bit operands up to f32 for
 /// the product, a cuda.Matmul that reads them in 16 bits (half the bytes, no cast kernel).
 std::vector<Rule> matmul_rules() {
@@ -282,6 +453,10 @@ void register_reduce_ops(std::vector<const CudaOp*>& ops) {
   ops.push_back(&max);
   ops.push_back(&matmul);
   ops.push_back(&matmul_cast);
+  static const CudaOp sum_split{&kSumSplit, "cuda.library", split_rules, gen_reduce_split};
+  static const CudaOp max_split{&kMaxSplit, "", nullptr, gen_reduce_split};
+  ops.push_back(&sum_split);
+  ops.push_back(&max_split);
 }
 
 }  // namespace luminal::cuda

@@ -95,9 +95,10 @@ TEST(LtRules, Bf16DecoderMatmulsReadSixteenBitOperandsAndStoreSixteenBitOutputs)
 
 // The search starts from two fewest-kernels programs: one that takes library calls (cuBLASLt
 // reads the graph's casts, so it needs fewer kernels) and one made of generated kernels only, so
-// a cuBLASLt call that loses is measured against the program without it.
+// a cuBLASLt call that loses is measured against the program without it. (s in [1, 4]: with
+// s = 1 the GEMVs, which cost less than a call in the seeds, take the matmuls; below.)
 TEST(LtRules, TheSearchSeedsWithAndWithoutLibraryCalls) {
-  const models::Decoder d = bf16_gqa_decoder(2, 1);
+  const models::Decoder d = bf16_gqa_decoder(2, 4);
   testing::CudaRulesOnly rules(true);
   BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
   const LlirGraph with = to_llir(*b.space, b.space->fewest_kernels_genome());
@@ -118,6 +119,20 @@ TEST(LtRules, TheSearchSeedsWithAndWithoutLibraryCalls) {
             SearchSpace::kAvoided);
   EXPECT_TRUE(b.space->has_library_calls());
   EXPECT_FALSE(p.space->has_library_calls());
+}
+
+// A decode step (s = 1): the first seed runs the projections as cuda.Gemv / cuda.GemvCast (seed
+// cost 0.95, below a cuBLASLt call's 1), the library-preferring seed as cuBLASLt calls; the
+// search times both.
+TEST(LtRules, DecodeSeedsStartFromGemvsAndTheLibrarySeedFromCalls) {
+  const models::Decoder d = bf16_gqa_decoder(2, 1);
+  testing::CudaRulesOnly rules(true);
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+  const LlirGraph use = to_llir(*b.space, b.space->fewest_kernels_genome());
+  EXPECT_GE(count(use, "cuda.Gemv") + count(use, "cuda.GemvCast"), 8) << use.op_mix_string();
+  const LlirGraph prefer =
+      to_llir(*b.space, b.space->fewest_kernels_genome(SearchSpace::LibrarySeed::Prefer));
+  EXPECT_GE(lt_calls(prefer), 8) << prefer.op_mix_string();
 }
 
 // The third seed prefers library calls wherever they can stand: in a bf16 GQA prefill the

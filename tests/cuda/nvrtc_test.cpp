@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "luminal/nn/sampling.hpp"
 #include "support/random_graph.hpp"
 
 namespace luminal {
@@ -333,6 +335,140 @@ TEST_F(Nvrtc, SixteenBitLinearIsOneKernel) {
     fused += src.find("__fmaf_rn(ldm_bf16(e0[j]), ldm_bf16(e1[j]), part)") != std::string::npos &&
              src.find("S_bf16* __restrict__ out") != std::string::npos;
   EXPECT_GT(fused, 0);
+  compile_all(s);
+}
+
+// cuda.Gemv (gemv.cpp): offered for x [m, k] @ W^T with m from 1 to 8 (the weight read once for
+// all m rows), not for m = 16 or a dynamic m; its kernels compile for every dtype, row count,
+// split-k width (LUMINAL_CUDA_GEMV_WARPS) and form (LUMINAL_CUDA_GEMV_MMA: CUDA cores or mma).
+TEST_F(Nvrtc, GemvFormsCompile) {
+  auto gemv_program = [](int64_t m, int64_t n, int64_t k, DType t) -> std::optional<LlirGraph> {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(m), Expr(k)}, t);
+    Tensor w = g.tensor("w", {Expr(n), Expr(k)}, t);
+    x.matmul(w.transpose(0, 1)).output("y");
+    testing::CudaRulesOnly rules;
+    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+    const EGraph& eg = b.space->egraph();
+    const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+      const std::string op(eg.node(id).op->name);
+      return op.rfind("cuda.Gemv", 0) == 0 ? 1.0 : 0.0;
+    }));
+    int gemv = 0;
+    for (const LlirNode& node : l.nodes)
+      gemv += std::string(node.op->name).rfind("cuda.Gemv", 0) == 0;
+    if (gemv == 0) return std::nullopt;
+    return l;
+  };
+  Sources s;
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    for (int64_t m : {1, 3, 8})
+      for (const char* warps : {"", "1", "2", "8"})
+        for (const char* mma : {"", "0", "1"}) {
+          if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
+          if (*mma) ::setenv("LUMINAL_CUDA_GEMV_MMA", mma, 1);
+          const std::optional<LlirGraph> l = gemv_program(m, 48, 4096, t);
+          ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
+          ::unsetenv("LUMINAL_CUDA_GEMV_MMA");
+          ASSERT_TRUE(l.has_value()) << "no cuda.Gemv for m = " << m << " in " << name(t);
+          if (t != DType::F32) {
+            EXPECT_EQ(l->op_mix(), (std::map<std::string, int>{{"cuda.GemvCast", 1}}))
+                << l->op_mix_string();
+          }
+          if (*warps) ::setenv("LUMINAL_CUDA_GEMV_WARPS", warps, 1);
+          if (*mma) ::setenv("LUMINAL_CUDA_GEMV_MMA", mma, 1);
+          for (cuda::GeneratedKernel& k : cuda::generate_kernels(*l, PlanSpec{}))
+            if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+          ::unsetenv("LUMINAL_CUDA_GEMV_WARPS");
+          ::unsetenv("LUMINAL_CUDA_GEMV_MMA");
+          ++s.programs;
+        }
+  EXPECT_FALSE(gemv_program(16, 48, 4096, DType::BF16).has_value()) << "16 rows: no GEMV form";
+  EXPECT_FALSE(gemv_program(2, 48, 4100, DType::BF16).has_value())
+      << "k not in 16-byte chunks: no GEMV form";
+  int split = 0;
+  for (const std::string& src : s.unique)
+    split += src.find("__shared__ double red[8]") != std::string::npos &&
+             src.find("__fmaf_rn(ldm_bf16(ex[j]), ldm_bf16(ew[j]), part)") != std::string::npos;
+  EXPECT_GT(split, 0);
+  int mma = 0;
+  for (const std::string& src : s.unique)
+    mma += src.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos;
+  EXPECT_GT(mma, 0);
+  compile_all(s);
+}
+
+// A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
+// gate, up, down: o reads the merged heads through a stride that equals z without being written
+// so) and the lm head as cuda.Gemv / cuda.GemvCast, the attention scores too (the GQA group as
+// the rows sharing each key), and the argmax's maxima as cuda.MaxSplit.
+TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 1;
+  shape.dtype = DType::BF16;
+  const models::Decoder d = models::build_decoder(
+      models::llama_config(
+          {.layers = 2, .hidden = 256, .ffn = 512, .heads = 4, .kv_heads = 2, .vocab = 4096}),
+      shape);
+  nn::greedy_token(d.last_logits).output("token");
+  testing::CudaRulesOnly rules;
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+  const std::map<std::string, int> mix = l.op_mix();
+  auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
+  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast"), 2 * (7 + 1) + 1) << l.op_mix_string();
+  EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
+}
+
+// cuda.SumSplit / cuda.MaxSplit (reduce.cpp): offered for reductions over 4,096 elements or more
+// (not shorter ones, not a matmul's); a cluster kernel per reduction compiles for f32, bf16 and
+// I32 rows, aligned (16-byte loads) or not, and in the greedy argmax over 128,256 logits.
+TEST_F(Nvrtc, ReduceSplitCompiles) {
+  auto split_program = [](const Graph& g) -> std::pair<LlirGraph, int> {
+    testing::CudaRulesOnly rules;
+    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+    const EGraph& eg = b.space->egraph();
+    auto hit = [](std::string_view op) { return op == "cuda.SumSplit" || op == "cuda.MaxSplit"; };
+    const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+      return hit(eg.node(id).op->name) ? 1.0 : 0.0;
+    }));
+    int n = 0;
+    for (const LlirNode& node : l.nodes)
+      n += hit(node.op->name);
+    return {l, n};
+  };
+  Sources s;
+  auto add = [&](const LlirGraph& l) {
+    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+      if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+    ++s.programs;
+  };
+  for (DType t : {DType::F32, DType::BF16, DType::I32})
+    for (int64_t len : {4096, 5003}) {
+      Graph g;
+      Tensor x = g.tensor("x", {3, Expr(len)}, t);
+      x.sum(-1).output("sum");
+      x.max(-1).output("max");
+      auto [l, n] = split_program(g);
+      EXPECT_EQ(n, 2) << l.op_mix_string();
+      add(l);
+    }
+  {
+    Graph g;
+    Tensor x = g.tensor("x", {3, 4095}, DType::F32);
+    x.sum(-1).output("sum");
+    EXPECT_EQ(split_program(g).second, 0) << "4,095 elements: no split";
+  }
+  Graph g;
+  nn::greedy_token(g.tensor("logits", {128256}, DType::BF16)).output("token");
+  auto [l, n] = split_program(g);
+  EXPECT_GE(n, 2) << l.op_mix_string();
+  add(l);
+  int cluster = 0;
+  for (const std::string& src : s.unique)
+    cluster += src.find("__cluster_dims__(8, 1, 1)") != std::string::npos;
+  EXPECT_GE(cluster, 13);
   compile_all(s);
 }
 

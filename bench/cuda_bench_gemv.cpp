@@ -1,0 +1,160 @@
+// bench_cuda N gemv [bf16|f32]: the decode GEMV shapes of Llama-3-8B and SmolLM2-135M (x [m, k] @
+// W^T, W [n, k]), m = 1, 2, 4, 8, bf16 and f32, each as a graph of copies on distinct weights
+// (together >= 2 x the L2, so every replay reads its weights from DRAM). Per GEMV: the time of
+// the program whose matmuls are cuda.Gemv (gemv.cpp) and of the one whose matmuls are
+// cuda.Matmul (reduce.cpp), each forced (no search), as GB/s of the bytes a GEMV must move
+// (weights + x + y) and % of the copy bandwidth. Prints one line a shape and a table.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/cuda_bench.hpp"
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/cuda/device.hpp"
+#include "luminal/cuda/driver.hpp"
+#include "luminal/luminal.hpp"
+#include "tests/support/llir_direct.hpp"
+
+namespace luminal::bench_cuda {
+
+namespace {
+
+namespace fs = std::filesystem;
+using cuda::CudaBackend;
+
+struct GemvShape {
+  const char* model;
+  const char* what;
+  int64_t n, k;  // W is [n, k]
+};
+
+const GemvShape kGemvShapes[] = {
+    {"8B", "q/o", 4096, 4096},       {"8B", "k/v", 1024, 4096},
+    {"8B", "gate/up", 14336, 4096},  {"8B", "down", 4096, 14336},
+    {"8B", "lm head", 128256, 4096}, {"SmolLM2", "q/o", 576, 576},
+    {"SmolLM2", "k/v", 192, 576},    {"SmolLM2", "gate/up", 1536, 576},
+    {"SmolLM2", "down", 576, 1536},  {"SmolLM2", "lm head", 49152, 576},
+};
+
+CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
+
+Graph gemv_graph(int64_t m, const GemvShape& sh, int copies, DType t) {
+  Graph g;
+  Tensor x = g.tensor("x", {Expr(m), Expr(sh.k)}, t);
+  for (int i = 0; i < copies; ++i) {
+    Tensor w = g.tensor("w" + std::to_string(i), {Expr(sh.n), Expr(sh.k)}, t);
+    x.matmul(w.transpose(0, 1)).output("y" + std::to_string(i));
+  }
+  return g;
+}
+
+/// Milliseconds of one replay of `g`'s program whose matmuls are ops named `want` (or
+/// `want` + "Cast"), reading 16-bit operands directly where it can; -1 when no such program
+/// exists (the op is not offered for the shape).
+double forced_ms(CudaBackend& be, const Graph& g, const std::string& want, int64_t m,
+                 const GemvShape& sh, DType t, int copies, int trials) {
+  BuiltSpace b = build_search_space(g, be, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  auto score = [&](ENodeId id) {
+    const ENode& node = eg.node(id);
+    const std::string op(node.op->name);
+    if (op != want && op != want + "Cast") return 0.0;
+    double s = 1;
+    for (ClassId c : node.children)
+      s += eg.dtype(c) != DType::F32 ? 1 : 0;  // the operand read in 16 bits: no cast kernel
+    return s;
+  };
+  const LlirGraph llir = to_llir(*b.space, b.space->best_scoring_genome(score));
+  int found = 0;
+  for (const LlirNode& node : llir.nodes)
+    found += std::string(node.op->name).rfind(want, 0) == 0;
+  if (found != copies) return -1;
+  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
+  std::vector<Buffer> owned;
+  Bindings bind;
+  cuda::Device& im = be.device();
+  const uint64_t esize = static_cast<uint64_t>(size_bytes(t));
+  for (const std::string& label : lp->io().inputs) {
+    const uint64_t rows = static_cast<uint64_t>(label == "x" ? m : sh.n);
+    owned.push_back(be.allocate(rows * static_cast<uint64_t>(sh.k) * esize));
+    im.bind_context();  // bytes 0x3c: bf16 0.0115, f32 0.0115 (values do not change the time)
+    cuda::check(im.cu->cuMemsetD8Async(dptr(owned.back()), 0x3c, owned.back().bytes,
+                                       static_cast<CUstream>(be.stream())),
+                "cuMemsetD8Async");
+    bind.inputs.push_back(owned.back());
+  }
+  for (size_t i = 0; i < lp->io().outputs.size(); ++i) {
+    owned.push_back(be.allocate(static_cast<uint64_t>(m * sh.n) * esize));
+    bind.outputs.push_back(owned.back());
+  }
+  owned.push_back(be.allocate(std::max<uint64_t>(lp->arena_bytes(), 256)));
+  bind.arena = owned.back();
+  lp->bind(0, bind);
+  const double ms = be.time(*lp.plan, 0, nullptr, trials, 30.0) * 1e3;
+  lp.plan.reset();
+  for (Buffer x : owned)
+    be.release(x);
+  return ms;
+}
+
+}  // namespace
+
+void gemv_shapes(double copy_gbs, const std::string& only) {
+  const fs::path cache =
+      fs::temp_directory_path() / ("luminal_bench_gemv_" + std::to_string(getpid()));
+  try {
+    cuda::CudaOptions opts{0, cache / "kernels", 16};
+    opts.cublaslt = false;
+    CudaBackend be(opts);
+    int l2 = 0;
+    cuda::check(be.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                                     be.device().cu_device),
+                "cuDeviceGetAttribute");
+    std::string table =
+        "| model | GEMV | n x k | dtype | m | cuda.Gemv ms | GB/s | % copy | cuda.Matmul ms | GB/s "
+        "| % copy |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (DType t : {DType::BF16, DType::F32}) {
+      if (!only.empty() && only != name(t)) continue;
+      for (const GemvShape& sh : kGemvShapes) {
+        for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}) {
+          const double wbytes = static_cast<double>(sh.n * sh.k * size_bytes(t));
+          const int copies =
+              std::min(400, std::max(1, static_cast<int>((2.0 * l2 + wbytes - 1) / wbytes)));
+          const Graph g = gemv_graph(m, sh, copies, t);
+          const int trials = 50;
+          const double gemv = forced_ms(be, g, "cuda.Gemv", m, sh, t, copies, trials) / copies;
+          const double mat = forced_ms(be, g, "cuda.Matmul", m, sh, t, copies, trials) / copies;
+          const double bytes = wbytes + static_cast<double>((m * sh.k + m * sh.n) * size_bytes(t));
+          auto gbs = [&](double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; };
+          std::printf(
+              "gemv %s %s n %lld k %lld %s m %lld, %d copies: cuda.Gemv %.4f ms %.0f GB/s "
+              "(%.0f%% of copy), cuda.Matmul %.4f ms %.0f GB/s (%.0f%%)\n",
+              sh.model, sh.what, static_cast<long long>(sh.n), static_cast<long long>(sh.k),
+              std::string(name(t)).c_str(), static_cast<long long>(m), copies, gemv, gbs(gemv),
+              100 * gbs(gemv) / copy_gbs, mat, gbs(mat), 100 * gbs(mat) / copy_gbs);
+          char row[256];
+          std::snprintf(
+              row, sizeof row,
+              "| %s | %s | %lld x %lld | %s | %lld | %.4f | %.0f | %.0f%% | %.4f | %.0f | "
+              "%.0f%% |\n",
+              sh.model, sh.what, static_cast<long long>(sh.n), static_cast<long long>(sh.k),
+              std::string(name(t)).c_str(), static_cast<long long>(m), gemv, gbs(gemv),
+              100 * gbs(gemv) / copy_gbs, mat, gbs(mat), 100 * gbs(mat) / copy_gbs);
+          table += row;
+        }
+      }
+    }
+    std::printf("gemv table (copy %.0f GB/s):\n%s", copy_gbs, table.c_str());
+  } catch (const std::exception& e) {
+    std::printf("gemv shapes: FAILED: %s\n", e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+}
+
+}  // namespace luminal::bench_cuda

@@ -1,0 +1,501 @@
+// cuda.Gemv and cuda.GemvCast: a matmul with few rows per weight (decode's x @ W^T with m from 1
+// to 8) as a GEMV, an alternative to cuda.Matmul / cuda.MatmulCast that the search times.
+//
+// Where one operand (the "shared" one, a weight) is read at the same offsets along an output
+// axis that the other one (the "row" operand, the activation) steps through, and that axis is at
+// most 8 long, one warp group computes an output column for every row at once: the weight is
+// read from memory once, not once per row. A block of 256 threads holds 8 / W outputs, each
+// summed by W warps over interleaved 512-byte slices of k (split-k: enough warps in flight when
+// the output count is small, as the k/v projections' 1,024), combined in shared memory. Each
+// lane issues U 16-byte weight loads before it multiplies (bytes in flight). Numerics: the
+// products of a lane's U chunks (32 for bf16, 16 for f32) sum in f32 (a fused multiply-add where
+// two 16-bit operands make the product exact), then join a double accumulator, one conversion
+// per U chunks and row (cuda.Matmul converts once a chunk); the lanes' and warps' sums add in
+// double.
+//
+// LUMINAL_CUDA_GEMV_WARPS (1, 2, 4 or 8) forces W and LUMINAL_CUDA_GEMV_UNROLL (1 to 8) sets U
+// (default 4): for tuning sweeps. LUMINAL_CUDA_GEMV=0 offers neither cuda.Gemv nor the split
+// reductions of reduce.cpp (the programs of before, to compare).
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/matmul_operands.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
+
+namespace luminal::cuda {
+
+/// False when LUMINAL_CUDA_GEMV=0: the rules offer neither cuda.Gemv nor cuda.SumSplit/MaxSplit.
+bool decode_alternatives();
+
+namespace {
+
+// (seed cost below a cuda.Matmul's: the fewest-kernels seeds start from the GEMV where it is
+// offered; the search times both)
+const OpDef kGemv{.name = "cuda.Gemv", .seed_cost = 0.95, .library_replaces = true};
+const OpDef kGemvCast{.name = "cuda.GemvCast", .seed_cost = 0.95, .library_replaces = true};
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / 32;
+constexpr int kMaxRows = 8;
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  const int x = std::atoi(v);
+  if (x < lo || x > hi)
+    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
+                " to " + std::to_string(hi));
+  return x;
+}
+
+/// How a matmul's attributes read as a GEMV: the shared operand, the row axis (-1: none) and
+/// its length, and the chunk width.
+struct GemvForm {
+  int shared = 1;  // operand read once per output column
+  int row_axis = -1;
+  int rows = 1;  // length of row_axis (a constant, 2 to 8), else 1
+  int vec = 1;   // elements of the wider dtype per 16-byte chunk
+};
+
+/// The GEMV form of matmul attributes `a` over operand dtypes `t0`, `t1`, or nothing: both
+/// operands contiguous along k in aligned 16-byte chunks, float, and for some operand w every
+/// output axis it does not step through (stride 0 where the other operand steps) at most 8 long
+/// in all (so the weight is read once for at most 8 rows).
+std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Facts& facts) {
+  if (a.views.size() != 2 || !is_float(t0) || !is_float(t1) || t0 == DType::F64 || t1 == DType::F64)
+    return std::nullopt;
+  const int axis = a.axis;
+  const View& v0 = a.views[0];
+  const View& v1 = a.views[1];
+  if (axis < 0 || axis >= v0.rank() || v0.rank() != v1.rank()) return std::nullopt;
+  const int vec = 16 / std::max(size_bytes(t0), size_bytes(t1));
+  if (vec < 2 || vector_width(v0, axis, t0) < vec || vector_width(v1, axis, t1) < vec)
+    return std::nullopt;
+  std::optional<GemvForm> best;
+  for (int w = 1; w >= 0; --w) {
+    const View& vw = a.views[static_cast<size_t>(w)];
+    const View& vx = a.views[static_cast<size_t>(1 - w)];
+    int64_t product = 1;
+    GemvForm f{.shared = w, .vec = vec};
+    bool ok = true;
+    for (int d = 0; d < vw.rank() && ok; ++d) {
+      if (d == axis || !(vw.strides[d] == Expr(0)) || vx.strides[d] == Expr(0) ||
+          vw.dims[d] == Expr(1))
+        continue;
+      const int64_t hi = vw.dims[d].bounds(facts).hi;
+      if (hi > kMaxRows) ok = false;
+      product *= hi;
+      if (vw.dims[d].is_const() && hi > f.rows) {
+        f.row_axis = d;
+        f.rows = static_cast<int>(hi);
+      }
+    }
+    if (!ok || product > kMaxRows) continue;
+    if (!best || f.rows > best->rows) best = f;
+  }
+  return best;
+}
+
+std::string lines(std::initializer_list<std::string> ls) {
+  std::string r;
+  for (const std::string& l : ls)
+    r += l + "\n";
+  return r;
+}
+
+/// The tensor-core form (bf16 or f16 operands of one dtype, f32 products, k a multiple of 32,
+/// the row operand the same for every output: a linear layer x @ W^T): a warp computes a tile of
+/// 16 outputs for all (up to 8) rows with mma.sync m16n8k16 (the weight rows as A, x^T as B,
+/// padded to 8 columns), over its share of k; the W warps of a tile add their f32 tiles in
+/// double through shared memory. Each lane loads 16 bytes of two weight rows and of one x row per
+/// 32 elements of k; the k order inside a 32-element block is permuted the same way for A and B
+/// (a sum does not depend on it), so the loads are plain 16-byte vectors. Products of two 16-bit
+/// floats are exact; the tensor core adds them in f32. Only with LUMINAL_CUDA_GEMV_MMA=1: on the
+/// H200 it ran at about half the copy bandwidth for every row count (a warp reads 16 weight rows
+/// in 4 dependent rounds of loads, against one round for the CUDA-core form with 8 warps an
+/// output), below the CUDA-core form; it needs more warps a tile (split-k across a cluster).
+std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const GemvForm& form,
+                                 DType product_t, const Expr& P, const View& out_full,
+                                 const View& w_view, Codegen& cg) {
+  const int axis = n.attrs.axis;
+  const int w = form.shared, x = 1 - w;
+  const DType tw = n.input_dtypes[static_cast<size_t>(w)];
+  const DType tx = n.input_dtypes[static_cast<size_t>(x)];
+  const Expr K = n.attrs.views[0].dims[axis];
+  const int mode = env_int("LUMINAL_CUDA_GEMV_MMA", -1, 0, 1);
+  if (mode != 1) return std::nullopt;
+  if (product_t != DType::F32 || tw != tx || !sixteen_bit_float(tw) || K.as_const() % 32 != 0)
+    return std::nullopt;
+  const View& vx = n.attrs.views[static_cast<size_t>(x)];
+  for (int d = 0; d < vx.rank(); ++d)
+    if (d != axis && d != form.row_axis && !(vx.strides[d] == Expr(0)) && !(vx.dims[d] == Expr(1)))
+      return std::nullopt;
+  const int M = form.rows, ra = form.row_axis;
+  const int64_t KB = K.as_const() / 32;
+  const Expr tiles = ceil_div(P, Expr(16));
+  const int64_t t_hi = tiles.bounds(ctx.facts).hi;
+  int W = 1;
+  while (W < kWarps && KB >= int64_t{4} * W * 2 && t_hi * W * 2 <= int64_t{ctx.sm_count} * 64)
+    W *= 2;
+  W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
+  const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
+  const int G = kWarps / W;
+  const std::string& I = cg.idx();
+  const std::string t = dtype_tag(tw);
+  const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
+                          (tw == DType::BF16 ? "bf16.bf16" : "f16.f16") + ".f32";
+  std::string rows_a, rows_b, rows_o0, rows_o1;
+  const std::string oa = cg.view_offset(w_view, "pa", "wa_", rows_a, axis);
+  const std::string ob = cg.view_offset(w_view, "pb", "wb_", rows_b, axis);
+  View o_no_row = out_full;
+  if (ra >= 0) o_no_row.dims[static_cast<size_t>(ra)] = Expr(1);
+  const std::string oo0 = cg.view_offset(o_no_row, "pa", "oa_", rows_o0, axis);
+  const std::string oo1 = cg.view_offset(o_no_row, "pb", "ob_", rows_o1, axis);
+  const std::string x_row = ra >= 0 ? cg.axis_offset(vx, ra, "g") : "0";
+  const std::string o_step0 = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
+  const std::string Ws = std::to_string(W), Gs = std::to_string(G), Us = std::to_string(U),
+                    Ms = std::to_string(M);
+  std::string body = lines({
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int g = lane >> 2, tig = lane & 3;",
+      "  const int part = warp % " + Ws + ";",
+      "  __shared__ float red[8][32][4];",
+      "  const " + I + " KB = K / 32, TILES = (P + 15) / 16;",
+      "  for (" + I + " tb = (" + I + ")blockIdx.x * " + Gs + "; tb < TILES; tb += (" + I +
+          ")gridDim.x * " + Gs + ") {",
+      "    const " + I + " tile = tb + warp / " + Ws + ";",
+      "    const " + I + " pa = tile * 16 + g, pb = pa + 8;",
+      "    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};",
+      "    if (tile < TILES) {",
+      "    const uint4* ra = nullptr;",
+      "    const uint4* rb = nullptr;",
+      "    if (pa < P) {",
+  });
+  body += rows_a + "    ra = reinterpret_cast<const uint4*>(in" + std::to_string(w) + " + " + oa +
+          ");\n    }\n    if (pb < P) {\n" + rows_b + "    rb = reinterpret_cast<const uint4*>(in" +
+          std::to_string(w) + " + " + ob + ");\n    }\n";
+  body += lines({
+      "    const uint4* rx = g < " + Ms + " ? reinterpret_cast<const uint4*>(in" +
+          std::to_string(x) + " + " + x_row + ") : nullptr;",
+      "    const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);",
+      "    for (" + I + " kb0 = (" + I + ")part * " + Us +
+          "; kb0 < KB; kb0 += " + std::to_string(W * U) + ") {",
+      "      uint4 qa[" + Us + "], qb[" + Us + "], qx[" + Us + "];",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + Us + "; ++u) {",
+      "        const " + I + " c = (kb0 + u) * 4 + tig;",
+      "        const bool in = kb0 + u < KB;",
+      "        qa[u] = in && ra ? __ldg(ra + c) : z4;",
+      "        qb[u] = in && rb ? __ldg(rb + c) : z4;",
+      "        qx[u] = in && rx ? __ldg(rx + c) : z4;",
+      "      }",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + Us + "; ++u) {",
+      "        asm volatile(\"" + mma +
+          " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(d[0]), "
+          "\"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"r\"(qa[u].x), \"r\"(qb[u].x), "
+          "\"r\"(qa[u].y), \"r\"(qb[u].y), \"r\"(qx[u].x), \"r\"(qx[u].y));",
+      "        asm volatile(\"" + mma +
+          " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(d[0]), "
+          "\"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"r\"(qa[u].z), \"r\"(qb[u].z), "
+          "\"r\"(qa[u].w), \"r\"(qb[u].w), \"r\"(qx[u].z), \"r\"(qx[u].w));",
+      "      }",
+      "    }",
+      "    }",
+  });
+  // d[0], d[1]: output row pa, rows (mi) 2 tig and 2 tig + 1; d[2], d[3]: row pb.
+  std::string store = lines({
+      "      double v[4];",
+      "#pragma unroll",
+      "      for (int i = 0; i < 4; ++i) v[i] = (double)d[i];",
+  });
+  if (W > 1)
+    store += lines({
+        "      for (int q = 1; q < " + Ws + "; ++q)",
+        "#pragma unroll",
+        "        for (int i = 0; i < 4; ++i) v[i] += (double)red[warp + q][lane][i];",
+    });
+  store += lines({"#pragma unroll", "      for (int i = 0; i < 2; ++i) {",
+                  "        const int mi = 2 * tig + i;", "        if (mi >= " + Ms + ") continue;",
+                  "        if (pa < P) {"}) +
+           rows_o0 + "        out[" + oo0 + " + " + o_step0 + "] = st_" + dtype_tag(n.attrs.dtype) +
+           "(v[i]);\n        }\n        if (pb < P) {\n" + rows_o1 + "        out[" + oo1 + " + " +
+           o_step0 + "] = st_" + dtype_tag(n.attrs.dtype) + "(v[2 + i]);\n        }\n      }\n";
+  if (W > 1) {
+    body += lines({
+        "#pragma unroll",
+        "    for (int i = 0; i < 4; ++i) red[warp][lane][i] = d[i];",
+        "    __syncthreads();",
+        "    if (part == 0 && tile < TILES) {",
+    });
+    body += store + "    }\n    __syncthreads();\n";
+  } else {
+    body += "    if (tile < TILES) {\n" + store + "    }\n";
+  }
+  body += "  }\n";
+  (void)t;
+  const std::string pcode = cg.c(P);
+  const std::string kcode = cg.c(K);
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_gemv_mma)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  gen.launches.push_back(
+      Launch{"lmn_gemv_mma",
+             kBlock,
+             {min(ceil_div(tiles, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  const Expr count = numel(n.attrs.shape);
+  gen.bytes = P * K * size_bytes(tw) + Expr(int64_t{M}) * K * size_bytes(tx) +
+              count * size_bytes(n.attrs.dtype);
+  gen.flops = count * K * 2;
+  return gen;
+}
+
+/// `product_t`: the dtype each product rounds to (the node's; f32 for cuda.GemvCast).
+KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
+  if (n.input_dtypes.size() != 2)
+    throw Error("cuda.Gemv: needs two inputs, got " + std::to_string(n.input_dtypes.size()));
+  const DType t0 = n.input_dtypes[0], t1 = n.input_dtypes[1];
+  const std::optional<GemvForm> form = gemv_form(n.attrs, t0, t1, ctx.facts);
+  if (!form)
+    throw Error("cuda.Gemv: " + n.attrs.to_string() +
+                " is no GEMV (operands not in aligned 16-byte chunks along k, or more than 8 rows "
+                "per weight)");
+  const int axis = n.attrs.axis;
+  const int w = form->shared, x = 1 - w;
+  const int V = form->vec;
+  const int M = form->rows;
+  const int ra = form->row_axis;
+  const DType out_t = n.attrs.dtype;
+  const DType tw = n.input_dtypes[static_cast<size_t>(w)];
+  const DType tx = n.input_dtypes[static_cast<size_t>(x)];
+
+  Codegen cg(n, ctx);
+  const View& v0 = n.attrs.views[0];
+  const Expr K = v0.dims[axis];
+  cg.require(K);
+  // The output as a view over the operands' axes (k of length 1), and every view with the row
+  // axis at length 1: the outer index p runs over the other output axes.
+  Shape odims = v0.dims;
+  odims[static_cast<size_t>(axis)] = Expr(1);
+  const View out_full = View::contiguous(odims);
+  auto drop_row = [&](View v) {
+    if (ra >= 0) v.dims[static_cast<size_t>(ra)] = Expr(1);
+    return v;
+  };
+  Expr P = Expr(1);
+  for (int d = 0; d < v0.rank(); ++d)
+    if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
+  cg.require(numel(n.attrs.shape));
+
+  // W warps per output. One row: 8 (the most bytes in flight; measured best on every 8B shape),
+  // while each lane keeps 2 chunks or more (SmolLM2's k = 576, 72 chunks: one warp). Several rows:
+  // the most that keep the warps within one full SM's worth (64) an SM, since each warp's
+  // per-output work (the row loop, the reductions) grows with the rows.
+  const int64_t chunks = K.as_const() / V;
+  const int64_t p_hi = P.bounds(ctx.facts).hi;
+  int W = 1;
+  while (W < kWarps && chunks >= int64_t{64} * W * 2 &&
+         (M == 1 || p_hi * W * 2 <= int64_t{ctx.sm_count} * 64))
+    W *= 2;
+  W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
+  if (W != 1 && W != 2 && W != 4 && W != 8)
+    throw Error("LUMINAL_CUDA_GEMV_WARPS must be 1, 2, 4 or 8");
+  const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
+  const int G = kWarps / W;
+  if (std::optional<KernelGen> mma = gen_mma(n, ctx, *form, product_t, P, out_full,
+                                             drop_row(n.attrs.views[static_cast<size_t>(w)]), cg))
+    return *mma;
+
+  std::string base;
+  const std::string ow =
+      cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(w)]), "p", "bw", base, axis);
+  const std::string ox =
+      cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(x)]), "p", "bx", base, axis);
+  const std::string oo = cg.view_offset(drop_row(out_full), "p", "bo", base, axis);
+  const std::string x_step =
+      ra >= 0 ? cg.axis_offset(n.attrs.views[static_cast<size_t>(x)], ra, "mi") : "0";
+  const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
+
+  const std::string& I = cg.idx();
+  const std::string vw_t = vector_type(V * size_bytes(tw));
+  const std::string vx_t = vector_type(V * size_bytes(tx));
+  const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
+  auto ldm = [](DType t, const std::string& e) {
+    return (sixteen_bit_float(t) || t == DType::F32 ? "ldm_" : "ld_") + dtype_tag(t) + "(" + e +
+           ")";
+  };
+  const bool exact = product_t == DType::F32 && sixteen_bit_float(tw) && sixteen_bit_float(tx);
+  const std::string a = ldm(tx, "ex[j]"), b = ldm(tw, "ew[j]");
+  const std::string fma = exact ? "__fmaf_rn(" + a + ", " + b + ", part)"
+                                : "part + rd_" + dtype_tag(product_t) + "(" + a + " * " + b + ")";
+  const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
+                    Gs = std::to_string(G), Vs = std::to_string(V);
+  std::string body = lines({
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
+      "  __shared__ double red[" + std::to_string(kWarps) + "][" + Ms + "];",
+      "  const " + I + " KC = K / " + Vs + ";",
+      "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
+          ")gridDim.x * " + Gs + ") {",
+      "    const " + I + " p = pb + g;",
+      "    double acc[" + Ms + "];",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0;",
+      "    if (p < P) {",
+  });
+  body += base;
+  body += lines({
+      "    const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in" + std::to_string(w) +
+          " + " + ow + ");",
+      "    for (" + I + " c = part * 32 + lane; c < KC; c += " + std::to_string(32 * W * U) + ") {",
+      "      " + vw_t + " qw[" + Us + "];",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + Us + "; ++u)",
+      "        if (c + u * " + std::to_string(32 * W) + " < KC) qw[u] = __ldg(rw + c + u * " +
+          std::to_string(32 * W) + ");",
+      "#pragma unroll",
+      "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+      "        const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in" +
+          std::to_string(x) + " + " + ox + " + " + x_step + ");",
+      "        float part = 0.0f;",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + Us + "; ++u) {",
+      "          const " + I + " cu = c + u * " + std::to_string(32 * W) + ";",
+      "          if (cu >= KC) break;",
+      "          const " + vx_t + " qx = __ldg(rx + cu);",
+      "          const " + sx + "* ex = reinterpret_cast<const " + sx + "*>(&qx);",
+      "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
+      "#pragma unroll",
+      "          for (int j = 0; j < " + Vs + "; ++j) part = " + fma + ";",
+      "        }",
+      "        acc[mi] = acc[mi] + (double)part;",
+      "      }",
+      "    }",
+      "    }",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi)",
+      "      for (int s = 16; s > 0; s >>= 1) acc[mi] += __shfl_xor_sync(0xffffffffu, acc[mi], s);",
+  });
+  if (W == 1) {
+    body += lines({"    if (lane == 0 && p < P) {"}) + base +
+            lines({
+                "#pragma unroll",
+                "      for (int mi = 0; mi < " + Ms + "; ++mi) out[" + oo + " + " + o_step +
+                    "] = st_" + dtype_tag(out_t) + "(acc[mi]);",
+                "    }",
+            });
+  } else {
+    body += lines({
+        "    if (lane == 0) {",
+        "#pragma unroll",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) red[warp][mi] = acc[mi];",
+        "    }",
+        "    __syncthreads();",
+        "    if (part == 0 && lane == 0 && p < P) {",
+    });
+    body += base;
+    body += lines({
+        "#pragma unroll",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "        double t = red[warp][mi];",
+        "        for (int q = 1; q < " + Ws + "; ++q) t += red[warp + q][mi];",
+        "        out[" + oo + " + " + o_step + "] = st_" + dtype_tag(out_t) + "(t);",
+        "      }",
+        "    }",
+        "    __syncthreads();",
+    });
+  }
+  body += "  }\n";
+  const std::string pcode = cg.c(P);
+  const std::string kcode = cg.c(K);
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_gemv)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  gen.launches.push_back(Launch{
+      "lmn_gemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  const Expr count = numel(n.attrs.shape);
+  // (x once when every output reads the same rows of it, a linear layer; else once an output)
+  bool x_shared = true;
+  for (int d = 0; d < v0.rank(); ++d)
+    x_shared = x_shared && (d == axis || d == ra ||
+                            n.attrs.views[static_cast<size_t>(x)].strides[d] == Expr(0) ||
+                            odims[static_cast<size_t>(d)] == Expr(1));
+  gen.bytes = P * K * size_bytes(tw) + (x_shared ? Expr(int64_t{M}) : count) * K * size_bytes(tx) +
+              count * size_bytes(out_t);
+  gen.flops = count * K * 2;
+  return gen;
+}
+
+KernelGen gen_gemv(const LlirNode& n, const GenContext& ctx) {
+  return gen_gemv_node(n, ctx, n.attrs.dtype);
+}
+KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
+  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
+    throw Error("cuda.GemvCast: the output must be bf16 or f16, got " +
+                std::string(name(n.attrs.dtype)));
+  return gen_gemv_node(n, ctx, DType::F32);
+}
+
+/// `v` with the stride of `axis` written as z where it is another expression of z equal to z at
+/// every index of the axis (`128*(z/128) + z%128`, as merging a tensor's heads back can leave
+/// it): the same elements, read in 16-byte chunks.
+View unit_stride_k(View v, int axis) {
+  Expr& st = v.strides[static_cast<size_t>(axis)];
+  const Expr& len = v.dims[static_cast<size_t>(axis)];
+  if (st == Expr::z() || !len.is_const() || len.as_const() > (int64_t{1} << 16)) return v;
+  const std::vector<std::string> vars = st.vars();
+  if (vars.size() != 1 || vars[0] != "z") return v;
+  for (int64_t z = 0; z < len.as_const(); ++z)
+    if (st.eval({}, z) != z) return v;
+  st = Expr::z();
+  return v;
+}
+
+/// cuda.Gemv for every matmul with a GEMV form (the 16-bit operands read through the graph's
+/// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
+std::vector<Rule> gemv_rules() {
+  auto offer = [](EGraph& eg, MatmulParts p, ClassId root) {
+    if (!decode_alternatives()) return;
+    for (View& v : p.attrs.views)
+      v = unit_stride_k(v, p.attrs.axis);
+    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
+    // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
+    // constant, as decode's s = 1 is once the bucket substitutes it)
+    if (gemv_form(p.attrs, t0, t1, Facts{})) add_merged(eg, &kGemv, p.attrs, p.children, root);
+  };
+  Rule r = matmul_parts_rule("cuda.gemv", [offer](EGraph& eg, const MatmulParts& p, ClassId root) {
+    offer(eg, p, root);
+    if (std::optional<MatmulParts> q = uncast_operands(eg, p)) offer(eg, *q, root);
+  });
+  Rule cast = cast_down_rule("cuda.gemv-cast", &kGemv,
+                             [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
+                                ClassId root) { eg.merge(eg.add(&kGemvCast, a, ch), root); });
+  return {std::move(r), std::move(cast)};
+}
+
+}  // namespace
+
+bool decode_alternatives() {
+  const char* v = std::getenv("LUMINAL_CUDA_GEMV");
+  return v == nullptr || std::string(v) != "0";
+}
+
+void register_gemv_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp gemv{&kGemv, "cuda.library", gemv_rules, gen_gemv};
+  static const CudaOp gemv_cast{&kGemvCast, "", nullptr, gen_gemv_cast};
+  ops.push_back(&gemv);
+  ops.push_back(&gemv_cast);
+}
+
+}  // namespace luminal::cuda
