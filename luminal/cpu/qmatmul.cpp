@@ -149,6 +149,9 @@ class QuantizeKernel final : public Kernel {
 
 // ---------------------------------------------------------------- QMatmul
 
+// Weight bytes a prefill pass keeps in cache (L2) while every activation row passes over them.
+constexpr uint64_t kPanelBytes = 128 << 10;
+
 class QMatmulKernel final : public Kernel {
  public:
   explicit QMatmulKernel(const LlirNode& n)
@@ -179,6 +182,8 @@ class QMatmulKernel final : public Kernel {
     rows.dims.push_back(Expr(k_));
     rows.strides.push_back(Expr(1) * Expr::z());
     w_rows_ = row_byte_offsets(rows, wtype_, "cpu.QMatmul");
+    panel_rows_ = std::max<int64_t>(
+        16, static_cast<int64_t>(kPanelBytes / storage_bytes(wtype_, k_)) / 4 * 4);
     dot_ = quant::active_kernels().dot[quant::weight_index(wtype_)];
   }
 
@@ -203,12 +208,18 @@ class QMatmulKernel final : public Kernel {
     auto task = [&](int64_t t) {
       const int64_t begin = t * chunk, end = std::min(N, (t + 1) * chunk);
       if (n_linear_ && m_linear_) {
-        // The whole chunk in one call per 4 activation rows: the kernel streams its rows.
-        for (int64_t m0 = 0; m0 < M; m0 += 4) {
-          const int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
-          dot(nblocks_, row_ptrs_.data() + begin, static_cast<int>(end - begin),
-              xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
-              mm, out + m_off_[m0] + n_off_[begin], n_step_, m_step_);
+        // The whole chunk in one call per 4 activation rows: the kernel streams its rows. With
+        // more than 4 activation rows, in panels that stay in cache while every activation row
+        // passes over them (the LM head's chunk would come from DRAM once per 4 rows).
+        const int64_t panel = M <= 4 ? end - begin : panel_rows_;
+        for (int64_t p0 = begin; p0 < end; p0 += panel) {
+          const int64_t p1 = std::min(end, p0 + panel);
+          for (int64_t m0 = 0; m0 < M; m0 += 4) {
+            const int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
+            dot(nblocks_, row_ptrs_.data() + p0, static_cast<int>(p1 - p0),
+                xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
+                mm, out + m_off_[m0] + n_off_[p0], n_step_, m_step_);
+          }
         }
         return;
       }
@@ -303,6 +314,7 @@ class QMatmulKernel final : public Kernel {
   std::vector<uint64_t> w_rows_;    // byte offset of each weight row (n in row-major order)
   quant::DotRowsFn dot_ = nullptr;  // the active ISA's, taken at load
   uint64_t version_ = 0;
+  int64_t panel_rows_ = 16;               // weight rows of about kPanelBytes
   std::vector<int64_t> dims_;             // the dims the offsets below are for
   const uint8_t* row_base_ = nullptr;     // the weight buffer row_ptrs_ point into
   std::vector<const uint8_t*> row_ptrs_;  // w_rows_ from row_base_
