@@ -18,7 +18,8 @@
 //   read    a plain sum over the same number of bytes: the read bandwidth a GEMV could reach
 //   m=4     weight bytes per second of the 4 x 4 prefill tile (one pass dots them with 4 rows)
 // Small matrices stay in cache between calls, as do the baselines' buffers of the same size.
-// Then (alone with `step`) a decode step's GEMVs on 1 and 2 threads (run_step below).
+// Then (alone with `step`) a decode step's GEMVs on 1 and 2 threads (run_step below), and
+// prefill matmuls of 64 activation rows (run_gemm).
 // Each time is the fastest of 15 samples (the box is shared: other work only adds time).
 #include <algorithm>
 #include <cstdio>
@@ -203,6 +204,44 @@ void run_step(DType t, int threads) {
   std::fflush(stdout);
 }
 
+// A prefill matmul: 64 activation rows against rows x k weights, split over `threads` as
+// cpu.QMatmul splits it (chunks as above; inside each, panels of about 128 KiB of weight rows that
+// every group of 4 activation rows passes over). Integer multiply-adds per second.
+void run_gemm(DType t, int64_t n, int64_t k, int threads) {
+  const DType af = blocks::activation_format(t);
+  const int64_t m = 64, rb = static_cast<int64_t>(storage_bytes(t, k));
+  const int64_t xs = static_cast<int64_t>(storage_bytes(af, k));
+  std::vector<uint8_t> w(static_cast<size_t>(rb * n)), xq(static_cast<size_t>(xs * m));
+  blocks::fill_valid_blocks(t, w, 3);
+  std::vector<const uint8_t*> rows(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r)
+    rows[static_cast<size_t>(r)] = w.data() + r * rb;
+  std::vector<float> x(static_cast<size_t>(k), 0.25f), out(static_cast<size_t>(m * n));
+  const QuantKernels& kern = cpu::quant::active_kernels();
+  for (int64_t i = 0; i < m; ++i)
+    kern.quantize[cpu::quant::act_index(af)](x.data(), xq.data() + i * xs, k);
+  const auto dot = kern.dot[cpu::quant::weight_index(t)];
+  int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
+  chunk = (chunk + 3) / 4 * 4;
+  const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
+  const double s = seconds_per_call([&] {
+    cpu::parallel_for((n + chunk - 1) / chunk, threads, [&](int64_t c) {
+      const int64_t b = c * chunk, e = std::min(n, b + chunk);
+      for (int64_t p0 = b; p0 < e; p0 += panel) {
+        const int64_t p1 = std::min(e, p0 + panel);
+        for (int64_t i = 0; i < m; i += 4)
+          dot(k / block_size(t), rows.data() + p0, static_cast<int>(p1 - p0), xq.data() + i * xs,
+              xs, 4, out.data() + i * n + p0, 1, n);
+      }
+    });
+  });
+  std::printf("%-5s %-10s [64 x %lld] x [%lld x %lld]^T, %d thread%s %9.1f us %7.1f GMAC/s\n",
+              std::string(name(t)).c_str(), kern.isa, static_cast<long long>(k),
+              static_cast<long long>(n), static_cast<long long>(k), threads,
+              threads > 1 ? "s" : " ", s * 1e6, static_cast<double>(m * n * k) / s / 1e9);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,6 +268,17 @@ int main(int argc, char** argv) {
     if (!wanted(t)) continue;
     run_step(t, 1);
     run_step(t, 2);
+  }
+  std::printf("\nprefill matmuls (64 activation rows), %s:\n", cpu::quant::active_kernels().isa);
+  for (DType t : kWeightBlockDTypes) {
+    if (!wanted(t)) continue;
+    for (int th : {1, 2}) {
+      if (block_size(t) == 32) {
+        run_gemm(t, 1536, 576, th);
+        run_gemm(t, 49152, 576, th);
+      }
+      run_gemm(t, 576, 1536, th);
+    }
   }
   return 0;
 }
