@@ -1,7 +1,7 @@
 // Quantized GEMV (decode, m = 1) per weight type and ISA, single-threaded, beside the copy and
 // read bandwidth of the same number of bytes measured in the same run:
 //
-//   build/bench/bench_quant_gemv [type ...]      (default: every weight type)
+//   build/bench/bench_quant_gemv [step] [type ...]      (default: every weight type)
 //
 // Shapes are SmolLM2-135M's matmuls, rows x k: 576x576 (q, o), 192x576 (k, v), 1536x576 (gate,
 // up), 576x1536 (down), 49152x576 (the tied LM head). The K types need k % 256 == 0, so they run
@@ -18,6 +18,8 @@
 //   read    a plain sum over the same number of bytes: the read bandwidth a GEMV could reach
 //   m=4     weight bytes per second of the 4 x 4 prefill tile (one pass dots them with 4 rows)
 // Small matrices stay in cache between calls, as do the baselines' buffers of the same size.
+// Then (alone with `step`) a decode step's GEMVs on 1 and 2 threads (run_step below), and
+// prefill matmuls of 64 activation rows (run_gemm).
 // Each time is the fastest of 15 samples (the box is shared: other work only adds time).
 #include <algorithm>
 #include <cstdio>
@@ -31,6 +33,7 @@
 #include "luminal/core/dtype.hpp"
 #include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/quant/quant_index.hpp"
+#include "luminal/cpu/thread_pool.hpp"
 
 namespace {
 
@@ -131,20 +134,151 @@ void run_type(DType t) {
   }
 }
 
+// A decode step's GEMVs: every matrix of SmolLM2-135M's 30 layers in order (q, k, v, o, gate, up,
+// down; K types: down only, the rest need k % 256 == 0), each read once from DRAM (66-76 MB),
+// split over `threads` as cpu.QMatmul splits them (chunks of a multiple of 4 rows, 2 a thread,
+// claimed from the pool). Beside it, a plain read of the same bytes on as many threads.
+void run_step(DType t, int threads) {
+  const DType af = blocks::activation_format(t);
+  std::vector<std::pair<int64_t, int64_t>> mats;  // rows x k
+  for (int l = 0; l < 30; ++l) {
+    if (block_size(t) == 32)
+      for (auto rk : {std::pair<int64_t, int64_t>{576, 576},
+                      {192, 576},
+                      {192, 576},
+                      {576, 576},
+                      {1536, 576},
+                      {1536, 576}})
+        mats.push_back(rk);
+    mats.push_back({576, 1536});
+  }
+  std::vector<std::vector<uint8_t>> w;
+  std::vector<std::vector<const uint8_t*>> rows;
+  uint64_t bytes = 0;
+  for (auto [n, k] : mats) {
+    const uint64_t rb = storage_bytes(t, k);
+    w.emplace_back(rb * n);
+    blocks::fill_valid_blocks(t, w.back(), static_cast<uint64_t>(w.size()));
+    rows.emplace_back();
+    for (int64_t r = 0; r < n; ++r)
+      rows.back().push_back(w.back().data() + r * rb);
+    bytes += rb * n;
+  }
+  std::vector<float> x(1536, 0.5f), out(1536);
+  std::vector<uint8_t> xq(storage_bytes(af, 1536));
+  const QuantKernels& kern = cpu::quant::active_kernels();
+  kern.quantize[cpu::quant::act_index(af)](x.data(), xq.data(), 1536);
+  const auto dot = kern.dot[cpu::quant::weight_index(t)];
+  auto step = [&] {
+    for (size_t i = 0; i < mats.size(); ++i) {
+      const auto [n, k] = mats[i];
+      int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
+      chunk = (chunk + 3) / 4 * 4;
+      const int64_t tasks = (n + chunk - 1) / chunk;
+      cpu::parallel_for(tasks, threads, [&](int64_t c) {
+        const int64_t b = c * chunk, e = std::min(n, b + chunk);
+        dot(k / block_size(t), rows[i].data() + b, static_cast<int>(e - b), xq.data(), 0, 1,
+            out.data() + b, 1, 1);
+      });
+    }
+  };
+  // A plain read of as many bytes, split the same way over the threads.
+  std::vector<uint64_t> words(bytes / 8, 3);
+  volatile uint64_t sink = 0;
+  auto read = [&] {
+    const int64_t parts = 4 * threads, per = static_cast<int64_t>(words.size()) / parts;
+    cpu::parallel_for(parts, threads, [&](int64_t p) {
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int64_t i = p * per; i + 4 <= (p + 1) * per; i += 4)
+        s0 += words[i], s1 += words[i + 1], s2 += words[i + 2], s3 += words[i + 3];
+      sink = sink + s0 + s1 + s2 + s3;
+    });
+  };
+  const double ss = seconds_per_call(step), sr = seconds_per_call(read);
+  const double gb = static_cast<double>(bytes) / 1e9;
+  std::printf(
+      "%-5s %-10s step of %3zu GEMVs, %d thread%s %7.1f MB %9.1f us %6.2f GB/s  read %6.2f GB/s "
+      "%5.2fx\n",
+      std::string(name(t)).c_str(), kern.isa, mats.size(), threads, threads > 1 ? "s" : " ",
+      gb * 1e3, ss * 1e6, gb / ss, gb / sr, (gb / ss) / (gb / sr));
+  std::fflush(stdout);
+}
+
+// A prefill matmul: 64 activation rows against rows x k weights, split over `threads` as
+// cpu.QMatmul splits it (chunks as above; inside each, panels of about 128 KiB of weight rows that
+// every group of 4 activation rows passes over). Integer multiply-adds per second.
+void run_gemm(DType t, int64_t n, int64_t k, int threads) {
+  const DType af = blocks::activation_format(t);
+  const int64_t m = 64, rb = static_cast<int64_t>(storage_bytes(t, k));
+  const int64_t xs = static_cast<int64_t>(storage_bytes(af, k));
+  std::vector<uint8_t> w(static_cast<size_t>(rb * n)), xq(static_cast<size_t>(xs * m));
+  blocks::fill_valid_blocks(t, w, 3);
+  std::vector<const uint8_t*> rows(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r)
+    rows[static_cast<size_t>(r)] = w.data() + r * rb;
+  std::vector<float> x(static_cast<size_t>(k), 0.25f), out(static_cast<size_t>(m * n));
+  const QuantKernels& kern = cpu::quant::active_kernels();
+  for (int64_t i = 0; i < m; ++i)
+    kern.quantize[cpu::quant::act_index(af)](x.data(), xq.data() + i * xs, k);
+  const auto dot = kern.dot[cpu::quant::weight_index(t)];
+  int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
+  chunk = (chunk + 3) / 4 * 4;
+  const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
+  const double s = seconds_per_call([&] {
+    cpu::parallel_for((n + chunk - 1) / chunk, threads, [&](int64_t c) {
+      const int64_t b = c * chunk, e = std::min(n, b + chunk);
+      for (int64_t p0 = b; p0 < e; p0 += panel) {
+        const int64_t p1 = std::min(e, p0 + panel);
+        for (int64_t i = 0; i < m; i += 4)
+          dot(k / block_size(t), rows.data() + p0, static_cast<int>(p1 - p0), xq.data() + i * xs,
+              xs, 4, out.data() + i * n + p0, 1, n);
+      }
+    });
+  });
+  std::printf("%-5s %-10s [64 x %lld] x [%lld x %lld]^T, %d thread%s %9.1f us %7.1f GMAC/s\n",
+              std::string(name(t)).c_str(), kern.isa, static_cast<long long>(k),
+              static_cast<long long>(n), static_cast<long long>(k), threads,
+              threads > 1 ? "s" : " ", s * 1e6, static_cast<double>(m * n * k) / s / 1e9);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::printf("quantized GEMV, 1 thread; ISAs here: ");
-  for (QuantIsa i : cpu::quant::available_isas())
-    std::printf("%s ", cpu::quant::isa_name(i));
-  std::printf("(detected %s)\n", cpu::quant::isa_name(cpu::quant::detect()));
-  std::printf("%-5s %-10s %17s %10s %12s %11s %11s %6s %11s %11s %9s\n", "type", "isa", "rows x k",
-              "weights", "m=1 time", "m=1", "memcpy", "ratio", "read", "m=4", "quantize");
+  // `step` first: only the decode-step figures.
+  const bool step_only = argc > 1 && std::string(argv[1]) == "step";
+  std::vector<std::string> types(argv + (step_only ? 2 : 1), argv + argc);
+  auto wanted = [&](DType t) {
+    return types.empty() || std::find(types.begin(), types.end(), name(t)) != types.end();
+  };
+  if (!step_only) {
+    std::printf("quantized GEMV, 1 thread; ISAs here: ");
+    for (QuantIsa i : cpu::quant::available_isas())
+      std::printf("%s ", cpu::quant::isa_name(i));
+    std::printf("(detected %s)\n", cpu::quant::isa_name(cpu::quant::detect()));
+    std::printf("%-5s %-10s %17s %10s %12s %11s %11s %6s %11s %11s %9s\n", "type", "isa",
+                "rows x k", "weights", "m=1 time", "m=1", "memcpy", "ratio", "read", "m=4",
+                "quantize");
+    for (DType t : kWeightBlockDTypes)
+      if (wanted(t)) run_type(t);
+  }
+  std::printf("\na decode step's GEMVs from DRAM, %s (the active ISA):\n",
+              cpu::quant::active_kernels().isa);
   for (DType t : kWeightBlockDTypes) {
-    bool wanted = argc == 1;
-    for (int a = 1; a < argc; ++a)
-      wanted = wanted || name(t) == argv[a];
-    if (wanted) run_type(t);
+    if (!wanted(t)) continue;
+    run_step(t, 1);
+    run_step(t, 2);
+  }
+  std::printf("\nprefill matmuls (64 activation rows), %s:\n", cpu::quant::active_kernels().isa);
+  for (DType t : kWeightBlockDTypes) {
+    if (!wanted(t)) continue;
+    for (int th : {1, 2}) {
+      if (block_size(t) == 32) {
+        run_gemm(t, 1536, 576, th);
+        run_gemm(t, 49152, 576, th);
+      }
+      run_gemm(t, 576, 1536, th);
+    }
   }
   return 0;
 }

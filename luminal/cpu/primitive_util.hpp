@@ -245,7 +245,8 @@ struct EvalView {
 
 EvalView eval_view(const View& v, const DynMap& dyn);
 
-/// Views of a node evaluated once per dims version (re-evaluated when the dyn values change).
+/// Views of a node evaluated once per dims version, and only when a dim they read changed (a
+/// decode step bumps the version, but most views read no dim). Pass the same views every time.
 class ViewCache {
  public:
   /// Returns true when the views were (re-)evaluated.
@@ -255,6 +256,8 @@ class ViewCache {
  private:
   uint64_t version_ = 0;  // 0: never evaluated
   std::vector<EvalView> views_;
+  std::vector<std::string> names_;  // the dims the views read
+  std::vector<int64_t> values_;     // their values when last evaluated
 };
 
 // ---------------------------------------------------------------- parallel loops

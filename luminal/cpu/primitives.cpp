@@ -2,6 +2,7 @@
 // the helpers their kernels share. The kernels live by family: elementwise.cpp, reduce.cpp,
 // gather_scatter.cpp, iota_constant.cpp.
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,10 +24,36 @@ EvalView eval_view(const View& v, const DynMap& dyn) {
 
 bool ViewCache::update(const std::vector<View>& views, const DynMap& dyn, uint64_t version) {
   if (version_ == version) return false;
+  auto value = [&](const std::string& name) {
+    const auto it = dyn.find(name);
+    return it == dyn.end() ? INT64_MIN : it->second;
+  };
+  if (version_ != 0 && views_.size() == views.size()) {
+    bool same = true;
+    for (size_t i = 0; i < names_.size() && same; ++i)
+      same = value(names_[i]) == values_[i];
+    if (same) {
+      version_ = version;
+      return false;
+    }
+  }
+  if (version_ == 0) {
+    names_.clear();
+    for (const View& v : views)
+      for (const std::vector<Expr>* exprs : {&v.dims, &v.strides})
+        for (const Expr& e : *exprs)
+          for (std::string& n : e.vars())
+            if (n != Expr::z().var_name()) names_.push_back(std::move(n));
+    std::sort(names_.begin(), names_.end());
+    names_.erase(std::unique(names_.begin(), names_.end()), names_.end());
+  }
   version_ = 0;
   views_.clear();
   for (const View& v : views)
     views_.push_back(eval_view(v, dyn));
+  values_.clear();
+  for (const std::string& n : names_)
+    values_.push_back(value(n));
   version_ = version;
   return true;
 }

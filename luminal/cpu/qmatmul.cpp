@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "luminal/core/blocks.hpp"
@@ -148,6 +149,9 @@ class QuantizeKernel final : public Kernel {
 
 // ---------------------------------------------------------------- QMatmul
 
+// Weight bytes a prefill pass keeps in cache (L2) while every activation row passes over them.
+constexpr uint64_t kPanelBytes = 128 << 10;
+
 class QMatmulKernel final : public Kernel {
  public:
   explicit QMatmulKernel(const LlirNode& n)
@@ -178,6 +182,8 @@ class QMatmulKernel final : public Kernel {
     rows.dims.push_back(Expr(k_));
     rows.strides.push_back(Expr(1) * Expr::z());
     w_rows_ = row_byte_offsets(rows, wtype_, "cpu.QMatmul");
+    panel_rows_ = std::max<int64_t>(
+        16, static_cast<int64_t>(kPanelBytes / storage_bytes(wtype_, k_)) / 4 * 4);
     dot_ = quant::active_kernels().dot[quant::weight_index(wtype_)];
   }
 
@@ -187,6 +193,12 @@ class QMatmulKernel final : public Kernel {
     const int64_t N = static_cast<int64_t>(w_rows_.size()), M = static_cast<int64_t>(m_off_.size());
     if (N == 0 || M == 0) return;
     const uint8_t* w = k.in[1];
+    if (w != row_base_) {  // the weight's row pointers, kept while it stays where it is
+      row_ptrs_.resize(w_rows_.size());
+      for (size_t n = 0; n < w_rows_.size(); ++n)
+        row_ptrs_[n] = w + w_rows_[n];
+      row_base_ = w;
+    }
     const uint8_t* xq = k.in[0];
     float* out = reinterpret_cast<float*>(k.out);
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
@@ -196,16 +208,18 @@ class QMatmulKernel final : public Kernel {
     auto task = [&](int64_t t) {
       const int64_t begin = t * chunk, end = std::min(N, (t + 1) * chunk);
       if (n_linear_ && m_linear_) {
-        // The whole chunk in one call per 4 activation rows: the kernel streams its rows.
-        thread_local std::vector<const uint8_t*> rows;
-        rows.resize(static_cast<size_t>(end - begin));
-        for (int64_t n = begin; n < end; ++n)
-          rows[static_cast<size_t>(n - begin)] = w + w_rows_[static_cast<size_t>(n)];
-        for (int64_t m0 = 0; m0 < M; m0 += 4) {
-          const int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
-          dot(nblocks_, rows.data(), static_cast<int>(end - begin),
-              xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
-              mm, out + m_off_[m0] + n_off_[begin], n_step_, m_step_);
+        // The whole chunk in one call per 4 activation rows: the kernel streams its rows. With
+        // more than 4 activation rows, in panels that stay in cache while every activation row
+        // passes over them (the LM head's chunk would come from DRAM once per 4 rows).
+        const int64_t panel = M <= 4 ? end - begin : panel_rows_;
+        for (int64_t p0 = begin; p0 < end; p0 += panel) {
+          const int64_t p1 = std::min(end, p0 + panel);
+          for (int64_t m0 = 0; m0 < M; m0 += 4) {
+            const int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
+            dot(nblocks_, row_ptrs_.data() + p0, static_cast<int>(p1 - p0),
+                xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
+                mm, out + m_off_[m0] + n_off_[p0], n_step_, m_step_);
+          }
         }
         return;
       }
@@ -216,7 +230,7 @@ class QMatmulKernel final : public Kernel {
         while (rows > 1 && !linear(n_off_, n0, rows, rs))
           --rows;
         for (int r = 0; r < rows; ++r)
-          ptrs[r] = w + w_rows_[static_cast<size_t>(n0 + r)];
+          ptrs[r] = row_ptrs_[static_cast<size_t>(n0 + r)];
         for (int64_t m0 = 0; m0 < M;) {
           int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
           const int64_t ms = mm > 1 ? m_off_[m0 + 1] - m_off_[m0] : 1;
@@ -249,6 +263,12 @@ class QMatmulKernel final : public Kernel {
   void plan(const DynMap& dyn, uint64_t version) {
     const View& xv = attrs_.views[0];
     std::vector<int64_t> dims = eval_shape(xv.dims, dyn);
+    // Decode bumps the dims version every step (the context grows); the offsets change only
+    // with this node's own dims.
+    if (dims == dims_ && !m_off_.empty()) {
+      version_ = version;
+      return;
+    }
     std::vector<int64_t> stride(dims.size(), 0);
     int64_t step = 1;
     for (size_t i = dims.size(); i-- > 0;) {
@@ -281,6 +301,7 @@ class QMatmulKernel final : public Kernel {
     m_linear_ = linear(m_off_, 0, static_cast<int>(m_off_.size()), m_step_);
     if (n_off_.size() != w_rows_.size())
       throw Error("cpu.QMatmul: the weight rows and the output disagree");
+    dims_ = std::move(dims);
     version_ = version;
   }
 
@@ -293,8 +314,12 @@ class QMatmulKernel final : public Kernel {
   std::vector<uint64_t> w_rows_;    // byte offset of each weight row (n in row-major order)
   quant::DotRowsFn dot_ = nullptr;  // the active ISA's, taken at load
   uint64_t version_ = 0;
-  std::vector<int64_t> m_off_, n_off_;  // output offsets per m and per n index
-  int64_t n_step_ = 1, m_step_ = 1;     // their steps when linear
+  int64_t panel_rows_ = 16;               // weight rows of about kPanelBytes
+  std::vector<int64_t> dims_;             // the dims the offsets below are for
+  const uint8_t* row_base_ = nullptr;     // the weight buffer row_ptrs_ point into
+  std::vector<const uint8_t*> row_ptrs_;  // w_rows_ from row_base_
+  std::vector<int64_t> m_off_, n_off_;    // output offsets per m and per n index
+  int64_t n_step_ = 1, m_step_ = 1;       // their steps when linear
   bool n_linear_ = false, m_linear_ = false;
 };
 

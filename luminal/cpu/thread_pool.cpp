@@ -39,26 +39,36 @@ class Pool {
     // One parallel call at a time (kernels of one program run in order; concurrent programs
     // take turns rather than oversubscribing).
     std::lock_guard<std::mutex> call(call_mu_);
-    const int parts = static_cast<int>(std::min<int64_t>(tasks, threads));
-    ensure_workers(parts - 1);
+    const int helpers = static_cast<int>(std::min<int64_t>(tasks, threads)) - 1;
+    ensure_workers(helpers);
+    // No worker is inside a call here (active_ was 0 when the last one closed), and one that
+    // arrives now sees closed_ and leaves: the call's fields can be written.
+    fn_ = &fn;
+    tasks_ = tasks;
+    helpers_ = helpers;
+    err_ = nullptr;
+    err_task_ = INT64_MAX;
+    next_.store(0, std::memory_order_relaxed);
+    closed_.store(false, std::memory_order_seq_cst);
     {
       std::lock_guard<std::mutex> lk(mu_);
-      fn_ = &fn;
-      tasks_ = tasks;
-      parts_ = parts;
-      err_ = nullptr;
-      err_task_ = INT64_MAX;
-      pending_.store(parts - 1, std::memory_order_relaxed);
       generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
-    run_part(0);
-    // Wait for the workers: spin briefly, then sleep.
-    for (int i = 0; i < 4000 && pending_.load(std::memory_order_acquire) > 0; ++i)
-      std::this_thread::yield();
-    if (pending_.load(std::memory_order_acquire) > 0) {
-      std::unique_lock<std::mutex> lk(mu_);
-      done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    claim_tasks();
+    // Every task is claimed: close the call, then wait for the workers still running one. A
+    // worker that has not joined yet (asleep, or its CPU taken by another process) finds the
+    // call closed and never touches it: the caller never waits for a late thread to start.
+    closed_.store(true, std::memory_order_seq_cst);
+    for (int i = 0; active_.load(std::memory_order_seq_cst) > 0; ++i) {
+      if (i < 4000) {
+        cpu_relax();
+      } else if (i < 8000) {
+        std::this_thread::yield();
+      } else {
+        std::unique_lock<std::mutex> lk(mu_);
+        done_cv_.wait(lk, [&] { return active_.load(std::memory_order_seq_cst) == 0; });
+      }
     }
     fn_ = nullptr;
     if (err_) std::rethrow_exception(err_);
@@ -78,14 +88,17 @@ class Pool {
  private:
   void ensure_workers(int n) {
     while (static_cast<int>(workers_.size()) < n) {
-      int id = static_cast<int>(workers_.size()) + 1;  // part index it runs
+      int id = static_cast<int>(workers_.size()) + 1;
       workers_.emplace_back([this, id] { worker(id); });
     }
   }
 
-  void run_part(int part) {
-    const int64_t lo = tasks_ * part / parts_, hi = tasks_ * (part + 1) / parts_;
-    for (int64_t t = lo; t < hi; ++t) {
+  // Runs tasks in increasing order, each claimed from the shared counter, until none is left:
+  // a thread that started late or runs slower simply claims fewer.
+  void claim_tasks() {
+    for (;;) {
+      const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
+      if (t >= tasks_) return;
       try {
         (*fn_)(t);
       } catch (...) {
@@ -94,12 +107,11 @@ class Pool {
           err_task_ = t;
           err_ = std::current_exception();
         }
-        return;
       }
     }
   }
 
-  void worker(int part) {
+  void worker(int id) {
     uint64_t seen = 0;
     for (;;) {
       // Spin for the next call, then sleep.
@@ -113,10 +125,12 @@ class Pool {
         cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
         seen = generation_.load(std::memory_order_acquire);
         if (stop_) return;
-        if (part >= parts_) continue;  // not needed this time
       }
-      run_part(part);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Join the call unless the caller has closed it (then it may already be writing the
+      // next one's fields).
+      active_.fetch_add(1, std::memory_order_seq_cst);
+      if (!closed_.load(std::memory_order_seq_cst) && id <= helpers_) claim_tasks();
+      if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
         std::lock_guard<std::mutex> lk(mu_);
         done_cv_.notify_one();
       }
@@ -127,12 +141,15 @@ class Pool {
   std::mutex mu_;
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
+  // The current call: written by the caller while closed_ (no worker reads them then).
   const std::function<void(int64_t)>* fn_ = nullptr;
   int64_t tasks_ = 0;
-  int parts_ = 0;
+  int helpers_ = 0;  // workers 1..helpers_ take part
+  std::atomic<int64_t> next_{0};
+  std::atomic<bool> closed_{true};
+  std::atomic<int> active_{0};  // workers inside the current call
   std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
-  std::atomic<int> pending_{0};
   std::mutex err_mu_;
   std::exception_ptr err_;
   int64_t err_task_ = INT64_MAX;

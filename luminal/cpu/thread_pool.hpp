@@ -3,12 +3,14 @@
 // for every t in [0, tasks).
 // Example: examples/snippets/cpu/thread_pool.cpp (every task runs exactly once).
 //
-// Tasks are split into `threads` contiguous ranges; the calling thread runs the first one and
-// process-wide workers the rest. Workers sleep on a condition variable between calls (after a
-// short spin), so an idle or oversubscribed machine never burns cores waiting: a busy-waiting
-// pool (OpenMP's default) slows everything down when the machine runs other work, as on a
-// 2-core CI box running tests in parallel. An exception thrown by a task is rethrown on the
-// calling thread after all tasks ended (the one of the lowest task).
+// The calling thread and up to `threads - 1` process-wide workers claim tasks one at a time, in
+// increasing order, from a shared counter: a worker that starts late (asleep, or its CPU taken by
+// another process, as on a shared VM) or runs slower claims fewer, and the caller never waits for
+// one that has not started. Workers sleep on a condition variable between calls (after a short
+// spin), so an idle or oversubscribed machine never burns cores waiting: a busy-waiting pool
+// (OpenMP's default) slows everything down when the machine runs other work, as on a 2-core CI
+// box running tests in parallel. An exception thrown by a task is rethrown on the calling thread
+// after all tasks ended (the one of the lowest task).
 #include <cstdint>
 #include <functional>
 

@@ -1,5 +1,5 @@
-// luminal/cpu/thread_pool.hpp: the CPU backend's workers: every task index once, split into
-// contiguous ranges over `threads` threads (the caller runs the first).
+// luminal/cpu/thread_pool.hpp: the CPU backend's workers: every task index once, claimed in
+// increasing order by the caller and up to `threads - 1` workers.
 #include <atomic>
 #include <cstdint>
 #include <vector>
