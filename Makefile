@@ -41,7 +41,8 @@ test-sanitize: setup
 	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu
 
 BENCHES := bench_llama_hlir bench_small_transformer bench_session_overhead bench_memory_plan \
-           bench_cpu_kernels bench_compile_cache bench_llm_cpu bench_tokenizer bench_quant_gemv
+           bench_cpu_kernels bench_compile_cache bench_llm_cpu bench_tokenizer bench_quant_gemv \
+           bench_thread_pool
 bench: setup $(BUILD)/build.ninja
 	@cmake --build $(BUILD) -j $(JOBS) --target $(BENCHES)
 	@$(BUILD)/bench/bench_llama_hlir
@@ -50,6 +51,7 @@ bench: setup $(BUILD)/build.ninja
 	@$(BUILD)/bench/bench_memory_plan
 	@$(BUILD)/bench/bench_cpu_kernels
 	@$(BUILD)/bench/bench_quant_gemv
+	@$(BUILD)/bench/bench_thread_pool
 	@$(BUILD)/bench/bench_compile_cache
 	@$(BUILD)/bench/bench_llm_cpu
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
