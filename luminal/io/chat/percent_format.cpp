@@ -7,6 +7,7 @@
 #include <string>
 
 #include "luminal/io/chat/builtin_util.hpp"
+#include "luminal/io/unicode.hpp"
 
 namespace luminal::io::chat {
 
@@ -22,26 +23,24 @@ struct Spec {
   char type = 0;
 };
 
+// Python's ascii() of a repr: every non-ASCII code point escaped as \xhh, \uhhhh or \Uhhhhhhhh.
 std::string ascii_repr(const std::string& r) {
   std::string out;
-  for (auto ch : utf8_chars(r)) {
-    if (ch.size() == 1) {
-      out += ch;
+  for (size_t i = 0; i < r.size();) {
+    const size_t start = i;
+    const char32_t cp = tok::next_code_point(r, i);
+    if (cp < 0x80) {
+      out += r[start];
       continue;
     }
-    // Decode the code point and escape it as Python's ascii() does.
-    uint32_t cp = static_cast<unsigned char>(ch[0]) & (ch.size() == 2   ? 0x1f
-                                                       : ch.size() == 3 ? 0x0f
-                                                                        : 0x07);
-    for (size_t k = 1; k < ch.size(); ++k)
-      cp = (cp << 6) | (static_cast<unsigned char>(ch[k]) & 0x3f);
     char buf[16];
+    const auto c = static_cast<unsigned>(cp);
     if (cp <= 0xff)
-      std::snprintf(buf, sizeof buf, "\\x%02x", cp);
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
     else if (cp <= 0xffff)
-      std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
     else
-      std::snprintf(buf, sizeof buf, "\\U%08x", cp);
+      std::snprintf(buf, sizeof buf, "\\U%08x", c);
     out += buf;
   }
   return out;
@@ -60,20 +59,13 @@ std::string number_spec(const Spec& s, char type) {
   return spec;
 }
 
-std::string pad_text(const Spec& s, std::string text) {
-  if (s.precision >= 0) {
-    auto chars = utf8_chars(text);
-    if (chars.size() > static_cast<size_t>(s.precision)) {
-      std::string cut;
-      for (size_t k = 0; k < static_cast<size_t>(s.precision); ++k)
-        cut += chars[k];
-      text = cut;
-    }
-  }
-  const size_t len = utf8_length(text);
-  if (s.width < 0 || len >= static_cast<size_t>(s.width)) return text;
-  const std::string pad(static_cast<size_t>(s.width) - len, ' ');
-  return s.left ? text + pad : pad + text;
+// A text conversion (%s %r %a %c): precision truncates, width pads (right-aligned unless '-'),
+// as str.format's field does with the same spec.
+std::string pad_text(const Spec& s, const std::string& text) {
+  std::string spec = s.left ? "<" : ">";
+  if (s.width >= 0) spec += std::to_string(s.width);
+  if (s.precision >= 0) spec += "." + std::to_string(s.precision);
+  return format_field(Value::string(text), spec);
 }
 
 std::string convert(const Spec& s, const Value& v, bool markup) {
@@ -81,7 +73,7 @@ std::string convert(const Spec& s, const Value& v, bool markup) {
   if (t == 's' || t == 'r' || t == 'a') {
     std::string text = t == 's' ? to_str(v) : t == 'r' ? repr(v) : ascii_repr(repr(v));
     if (markup && !(v.kind == K::String && v.is_markup)) text = html_escape(text);
-    return pad_text(s, std::move(text));
+    return pad_text(s, text);
   }
   if (t == 'c') {
     std::string ch;
@@ -93,23 +85,7 @@ std::string convert(const Spec& s, const Value& v, bool markup) {
     } else if (v.is_integral()) {
       const int64_t cp = v.as_int();
       if (cp < 0 || cp > 0x10ffff) fail("%c arg not in range(0x110000)");
-      ch = Value::string("").s;
-      auto c = static_cast<uint32_t>(cp);
-      if (c < 0x80) {
-        ch += static_cast<char>(c);
-      } else if (c < 0x800) {
-        ch += static_cast<char>(0xc0 | (c >> 6));
-        ch += static_cast<char>(0x80 | (c & 0x3f));
-      } else if (c < 0x10000) {
-        ch += static_cast<char>(0xe0 | (c >> 12));
-        ch += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-        ch += static_cast<char>(0x80 | (c & 0x3f));
-      } else {
-        ch += static_cast<char>(0xf0 | (c >> 18));
-        ch += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-        ch += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-        ch += static_cast<char>(0x80 | (c & 0x3f));
-      }
+      tok::append_utf8(ch, static_cast<char32_t>(cp));
     } else {
       fail("%c requires an int or a unicode character, not " + std::string(v.type_name()));
     }
