@@ -76,14 +76,8 @@ TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
                two.at("logits_last").get<std::vector<float>>(), 1e-4, 1e-4, name + " two turns");
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CudaParity,
-                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3",
-                                           "qwen3-moe", "mixtral"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Families, CudaParity, ::testing::ValuesIn(testing::float32_families()),
+                         testing::family_case_name);
 
 // The 16-bit checkpoints in their dtype, as parity_dtype_test.cpp runs them on the CPU.
 class CudaParityDtype : public ::testing::TestWithParam<DtypeCase> {};

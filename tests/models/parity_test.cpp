@@ -158,14 +158,8 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
                         {"without the top-p filter", "filters.top_p = true"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Parity,
-                         ::testing::Values("llama3", "qwen2", "qwen3", "mistral", "gemma3",
-                                           "qwen3-moe", "mixtral"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::ValuesIn(testing::float32_families()),
+                         testing::family_case_name);
 
 // The same model from a GGUF file (tests/data/gguf/models, written by
 // scripts/gguf/make_model_fixtures.py with llama.cpp's Q/K row permutation): the weights come back

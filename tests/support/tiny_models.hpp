@@ -28,6 +28,20 @@ inline nlohmann::json tiny_model_goldens(const std::string& name) {
   return nlohmann::json::parse(in);
 }
 
+/// The float32 checkpoints every parity suite runs (CPU and CUDA), with family_case_name:
+///   INSTANTIATE_TEST_SUITE_P(Families, Suite, ::testing::ValuesIn(testing::float32_families()),
+///                            testing::family_case_name);
+inline std::vector<std::string> float32_families() {
+  return {"llama3", "qwen2", "qwen3", "mistral", "gemma3", "qwen3-moe", "mixtral"};
+}
+
+/// A gtest name for a folder name ("qwen3-moe" -> "qwen3_moe").
+inline std::string family_case_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+}
+
 /// A checkpoint saved in a 16-bit dtype, run in that dtype (DecoderShape::dtype).
 struct DtypeCase {
   std::string name;  // folder under tests/data/models
@@ -48,9 +62,7 @@ inline std::vector<DtypeCase> dtype_cases() {
 
 /// A case's test name: its folder with '-' as '_' ("llama3_bf16").
 inline std::string dtype_case_name(const ::testing::TestParamInfo<DtypeCase>& info) {
-  std::string n = info.param.name;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
+  return family_case_name(::testing::TestParamInfo<std::string>(info.param.name, info.index));
 }
 
 /// The prompt the in-graph sampling tests draw from (llama3 with the sampler): one of llama3's
