@@ -108,6 +108,23 @@ std::string lines(std::initializer_list<std::string> ls) {
   return r;
 }
 
+// A kernel of either form: the dims prologue, P (outputs along the shared operand) and K, then
+// `body`, launched as `name` on `blocks` blocks of kBlock threads.
+KernelGen kernel(const char* name, Codegen& cg, const Expr& P, const Expr& K,
+                 const std::string& body, const Expr& blocks) {
+  const std::string& I = cg.idx();
+  const std::string pcode = cg.c(P);
+  const std::string kcode = cg.c(K);
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(" + name + ")(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  gen.launches.push_back(Launch{name, kBlock, {blocks, 1, 1}});
+  return gen;
+}
+
 /// The tensor-core form (bf16 or f16 operands of one dtype, f32 products, k a multiple of 32,
 /// the row operand the same for every output: a linear layer x @ W^T): a warp computes a tile of
 /// 16 outputs for all (up to 8) rows with mma.sync m16n8k16 (the weight rows as A, x^T as B,
@@ -146,7 +163,6 @@ std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const
   const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
   const int G = kWarps / W;
   const std::string& I = cg.idx();
-  const std::string t = dtype_tag(tw);
   const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
                           (tw == DType::BF16 ? "bf16.bf16" : "f16.f16") + ".f32";
   std::string rows_a, rows_b, rows_o0, rows_o1;
@@ -238,19 +254,8 @@ std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const
     body += "    if (tile < TILES) {\n" + store + "    }\n";
   }
   body += "  }\n";
-  (void)t;
-  const std::string pcode = cg.c(P);
-  const std::string kcode = cg.c(K);
-  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
-                  ") LMN_ENTRY(lmn_gemv_mma)(" + cg.params() + ") {\n";
-  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
-       ";\n" + body + "}\n";
-  KernelGen gen;
-  gen.source = Codegen::unit(k);
-  gen.launches.push_back(
-      Launch{"lmn_gemv_mma",
-             kBlock,
-             {min(ceil_div(tiles, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  KernelGen gen = kernel("lmn_gemv_mma", cg, P, K, body,
+                         min(ceil_div(tiles, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)));
   const Expr count = numel(n.attrs.shape);
   gen.bytes = P * K * size_bytes(tw) + Expr(int64_t{M}) * K * size_bytes(tx) +
               count * size_bytes(n.attrs.dtype);
@@ -414,16 +419,8 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     });
   }
   body += "  }\n";
-  const std::string pcode = cg.c(P);
-  const std::string kcode = cg.c(K);
-  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
-                  ") LMN_ENTRY(lmn_gemv)(" + cg.params() + ") {\n";
-  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
-       ";\n" + body + "}\n";
-  KernelGen gen;
-  gen.source = Codegen::unit(k);
-  gen.launches.push_back(Launch{
-      "lmn_gemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  KernelGen gen = kernel("lmn_gemv", cg, P, K, body,
+                         min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)));
   const Expr count = numel(n.attrs.shape);
   // (x once when every output reads the same rows of it, a linear layer; else once an output)
   bool x_shared = true;
