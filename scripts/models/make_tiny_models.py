@@ -223,12 +223,8 @@ def model_specs():
             "gemma3",
             1005,
             Gemma3TextConfig(
-                vocab_size=256,
-                hidden_size=64,
-                intermediate_size=128,
+                **{k: v for k, v in COMMON.items() if k not in ("hidden_act", "num_hidden_layers")},
                 num_hidden_layers=3,
-                num_attention_heads=4,
-                num_key_value_heads=2,
                 head_dim=16,
                 hidden_activation="gelu_pytorch_tanh",
                 max_position_embeddings=256,
@@ -239,7 +235,6 @@ def model_specs():
                 layer_types=["sliding_attention", "full_attention", "sliding_attention"],
                 final_logit_softcapping=30.0,
                 attn_logit_softcapping=50.0,
-                attention_dropout=0.0,
                 rope_parameters={
                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                     "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
