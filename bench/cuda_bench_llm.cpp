@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <initializer_list>
@@ -114,7 +115,14 @@ DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   dims[C] = ctx;
   Plan& plan = s.plan({{"s", 1}, {"c", ctx}});
   std::map<std::string, std::pair<int, double>> ops;  // op -> launches, ms
-  for (const cuda::KernelStat& k : be.profile(plan, 0, dims.data(), 10)) {
+  const std::vector<cuda::KernelStat> stats = be.profile(plan, 0, dims.data(), 10);
+  // LUMINAL_BENCH_KERNELS=N prints the first N kernels of the step (a layer and a bit).
+  if (const char* v = std::getenv("LUMINAL_BENCH_KERNELS"); v != nullptr && std::atoi(v) > 0) {
+    const size_t n = std::min(stats.size(), static_cast<size_t>(std::atoi(v)));
+    std::printf("first %zu kernels of the decode step at context %d:\n%s", n, ctx,
+                CudaBackend::format_profile({stats.begin(), stats.begin() + n}).c_str());
+  }
+  for (const cuda::KernelStat& k : stats) {
     r.busy_ms += k.ms;
     ++r.kernels;
     ops[k.op].first += 1;

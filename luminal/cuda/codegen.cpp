@@ -280,4 +280,17 @@ std::string Codegen::dims_prologue() const {
 
 std::string Codegen::unit(const std::string& kernels) { return device_prelude() + kernels; }
 
+std::string emit_statements(
+    const FusedProgram& prog, std::string& body,
+    const std::function<std::string(const FusedInst&, size_t, bool)>& load) {
+  const std::vector<bool> keep = nan_payload_kept(prog);
+  for (size_t j = 0; j < prog.insts.size(); ++j) {
+    const FusedInst& in = prog.insts[j];
+    const std::string rhs =
+        in.op == FusedOpcode::Load ? load(in, j, keep[j]) : inst_code(in, keep[j]);
+    body += "    const C_" + dtype_tag(in.dtype) + " v" + std::to_string(j) + " = " + rhs + ";\n";
+  }
+  return "v" + std::to_string(prog.insts.size() - 1);
+}
+
 }  // namespace luminal::cuda

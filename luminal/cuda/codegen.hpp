@@ -9,6 +9,7 @@
 // index type is 32-bit when Expr::bounds over the bucket's facts proves every element count and
 // offset below 2^31 (minus a margin for grid-stride steps), 64-bit otherwise.
 #include <array>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -121,5 +122,12 @@ std::string load_fn(DType t, bool keep_nan_payload);
 std::string unrounded_code(const FusedInst& in, bool* rounded);
 /// A C literal of `value` in dtype `t`'s compute type, exact (hex floats).
 std::string literal(DType t, double value, int64_t int_value);
+
+/// The statements of an elementwise `prog` (no row reductions), appended to `body`, one
+/// `const C_T v<j> = ...;` per instruction; loads come from `load(inst, j, keep_nan_payload)`,
+/// which may append statements (offsets) to `body` and returns the loaded value's expression.
+/// Returns the result's name.
+std::string emit_statements(const FusedProgram& prog, std::string& body,
+                            const std::function<std::string(const FusedInst&, size_t, bool)>& load);
 
 }  // namespace luminal::cuda

@@ -3,7 +3,9 @@
 #include <memory>
 #include <string_view>
 
+#include "luminal/core/error.hpp"
 #include "luminal/kernels/fused_program.hpp"
+#include "luminal/program/fold.hpp"
 #ifdef LUMINAL_HAVE_CUBLASLT
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
 #endif
@@ -20,6 +22,16 @@ void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_sc
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
 #endif
 
+namespace {
+
+// Load-time folding (program/fold.hpp): the search may read a weight-only value as a folded
+// input; the op itself never runs (the fold programs are ordinary LLIR).
+KernelGen gen_fold(const LlirNode&, const GenContext&) {
+  throw Error("cuda: a Fold node cannot run; a program reads folded values as inputs");
+}
+
+}  // namespace
+
 const std::vector<const CudaOp*>& cuda_ops() {
   static const std::vector<const CudaOp*> ops = [] {
     std::vector<const CudaOp*> v;
@@ -31,6 +43,8 @@ const std::vector<const CudaOp*>& cuda_ops() {
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);
 #endif
+    static const CudaOp fold{{fold_op(), "", nullptr}, gen_fold};
+    v.push_back(&fold);
     return v;
   }();
   return ops;

@@ -28,30 +28,14 @@ constexpr int kBlock = 256;
 std::string emit_program(const FusedProgram& prog, Codegen& cg, const LlirNode& n,
                          std::string& body) {
   std::vector<std::string> offsets(n.attrs.views.size());
-  const std::vector<bool> keep = nan_payload_kept(prog);
-  for (size_t j = 0; j < prog.insts.size(); ++j) {
-    const FusedInst& in = prog.insts[j];
-    const std::string v = "v" + std::to_string(j);
-    const std::string tag = dtype_tag(in.dtype);
-    const std::string ct = "C_" + tag;
-    std::string rhs;
-    switch (in.op) {
-      case FusedOpcode::Load: {
-        if (in.a < 0 || in.a >= static_cast<int>(n.attrs.views.size()))
-          throw Error("cuda.Fused: a load reads child " + std::to_string(in.a) +
-                      " but the node has " + std::to_string(n.attrs.views.size()) + " views");
-        if (offsets[in.a].empty())
-          offsets[in.a] =
-              cg.view_offset(n.attrs.views[in.a], "i", "o" + std::to_string(in.a), body);
-        rhs =
-            load_fn(in.dtype, keep[j]) + "(in" + std::to_string(in.a) + "[" + offsets[in.a] + "])";
-        break;
-      }
-      default: rhs = inst_code(in, keep[j]);
-    }
-    body += "    const " + ct + " " + v + " = " + rhs + ";\n";
-  }
-  return "v" + std::to_string(prog.insts.size() - 1);
+  return emit_statements(prog, body, [&](const FusedInst& in, size_t, bool keep) {
+    if (in.a < 0 || in.a >= static_cast<int>(n.attrs.views.size()))
+      throw Error("cuda.Fused: a load reads child " + std::to_string(in.a) + " but the node has " +
+                  std::to_string(n.attrs.views.size()) + " views");
+    if (offsets[in.a].empty())
+      offsets[in.a] = cg.view_offset(n.attrs.views[in.a], "i", "o" + std::to_string(in.a), body);
+    return load_fn(in.dtype, keep) + "(in" + std::to_string(in.a) + "[" + offsets[in.a] + "])";
+  });
 }
 
 /// The map kernel over the node's output elements; `element` appends the statements computing

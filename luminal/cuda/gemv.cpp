@@ -15,7 +15,9 @@
 //
 // LUMINAL_CUDA_GEMV_WARPS (1, 2, 4 or 8) forces W and LUMINAL_CUDA_GEMV_UNROLL (1 to 8) sets U
 // (default 4): for tuning sweeps. LUMINAL_CUDA_GEMV=0 offers neither cuda.Gemv nor the split
-// reductions of reduce.cpp (the programs of before, to compare).
+// reductions of reduce.cpp (the programs of before, to compare); LUMINAL_CUDA_GEMV_EPILOGUE=0
+// offers no epilogue forms (cuda.GemvEpi / cuda.GemvCastEpi: the GEMV's store applies the
+// elementwise region that reads its value, kernels/epilogue_rule.hpp).
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -25,6 +27,7 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/epilogue_rule.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal::cuda {
@@ -38,6 +41,12 @@ namespace {
 // offered; the search times both)
 const OpDef kGemv{.name = "cuda.Gemv", .seed_cost = 0.95, .library_replaces = true};
 const OpDef kGemvCast{.name = "cuda.GemvCast", .seed_cost = 0.95, .library_replaces = true};
+// The same with an elementwise epilogue (kernels/epilogue_rule.hpp): the residual add after
+// o_proj and down, SiLU(gate) * up after up, a cast; one kernel instead of the GEMV's and the
+// region's. (Seed cost between one kernel and two: the fewest-kernels seed takes it where it
+// replaces both, not where the GEMV's value has other readers and the GEMV would run twice.)
+const OpDef kGemvEpi{.name = "cuda.GemvEpi", .seed_cost = 1.5, .library_replaces = true};
+const OpDef kGemvCastEpi{.name = "cuda.GemvCastEpi", .seed_cost = 1.5, .library_replaces = true};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -263,12 +272,20 @@ std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const
   return gen;
 }
 
-/// `product_t`: the dtype each product rounds to (the node's; f32 for cuda.GemvCast).
-KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
-  if (n.input_dtypes.size() != 2)
-    throw Error("cuda.Gemv: needs two inputs, got " + std::to_string(n.input_dtypes.size()));
+/// `product_t`: the dtype each product rounds to (the GEMV value's; f32 for cuda.GemvCast).
+/// `epi`: the epilogue program of cuda.GemvEpi / cuda.GemvCastEpi (load 0: the GEMV's value in
+/// `value_t`; load j >= 1: input j + 1 through views[j + 1] at the output's flat index), or null.
+KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t,
+                        const FusedProgram* epi = nullptr, DType value_t = DType::F32) {
+  const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
+  if (n.input_dtypes.size() != 2 + extra || n.input_dtypes.size() < 2 ||
+      n.attrs.views.size() != n.input_dtypes.size())
+    throw Error("cuda.Gemv: needs two inputs (and an epilogue's), got " +
+                std::to_string(n.input_dtypes.size()));
   const DType t0 = n.input_dtypes[0], t1 = n.input_dtypes[1];
-  const std::optional<GemvForm> form = gemv_form(n.attrs, t0, t1, ctx.facts);
+  Attrs core = n.attrs;  // the GEMV alone: its two operands' views
+  core.views.resize(2);
+  const std::optional<GemvForm> form = gemv_form(core, t0, t1, ctx.facts);
   if (!form)
     throw Error("cuda.Gemv: " + n.attrs.to_string() +
                 " is no GEMV (operands not in aligned 16-byte chunks along k, or more than 8 rows "
@@ -278,7 +295,7 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   const int V = form->vec;
   const int M = form->rows;
   const int ra = form->row_axis;
-  const DType out_t = n.attrs.dtype;
+  const DType out_t = epi ? value_t : n.attrs.dtype;  // the GEMV value's dtype
   const DType tw = n.input_dtypes[static_cast<size_t>(w)];
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
 
@@ -315,9 +332,10 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     throw Error("LUMINAL_CUDA_GEMV_WARPS must be 1, 2, 4 or 8");
   const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
   const int G = kWarps / W;
-  if (std::optional<KernelGen> mma = gen_mma(n, ctx, *form, product_t, P, out_full,
-                                             drop_row(n.attrs.views[static_cast<size_t>(w)]), cg))
-    return *mma;
+  if (!epi)
+    if (std::optional<KernelGen> mma = gen_mma(n, ctx, *form, product_t, P, out_full,
+                                               drop_row(n.attrs.views[static_cast<size_t>(w)]), cg))
+      return *mma;
 
   std::string base;
   const std::string ow =
@@ -328,8 +346,47 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   const std::string x_step =
       ra >= 0 ? cg.axis_offset(n.attrs.views[static_cast<size_t>(x)], ra, "mi") : "0";
   const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
-
   const std::string& I = cg.idx();
+  // The epilogue's other inputs at each output the thread stores, loaded into registers (pf<c>)
+  // before the k loop, so their latency hides behind it rather than adding to the store.
+  std::string pf_decl, pf_load;
+  if (epi) {
+    std::vector<bool> read(n.attrs.views.size(), false);
+    for (const FusedInst& in : epi->insts)
+      if (in.op == FusedOpcode::Load && in.a > 0) {
+        const size_t c = static_cast<size_t>(in.a) + 1;
+        if (c >= n.attrs.views.size())
+          throw Error("cuda.GemvEpi: the epilogue reads input " + std::to_string(c) +
+                      " of a node with " + std::to_string(n.attrs.views.size()));
+        read[c] = true;
+      }
+    std::string loads;
+    for (size_t c = 2; c < read.size(); ++c) {
+      if (!read[c]) continue;
+      const std::string cs = std::to_string(c);
+      pf_decl +=
+          "    S_" + dtype_tag(n.input_dtypes[c]) + " pf" + cs + "[" + std::to_string(M) + "];\n";
+      const std::string off = cg.view_offset(n.attrs.views[c], "fi", "e" + cs, loads);
+      loads += "        pf" + cs + "[mi] = in" + cs + "[" + off + "];\n";
+    }
+    if (!loads.empty())
+      pf_load = "    if (lane == 0 && part == 0) {\n#pragma unroll\n      for (int mi = 0; mi < " +
+                std::to_string(M) + "; ++mi) {\n        const " + I + " fi = " + oo + " + " +
+                o_step + ";\n" + loads + "      }\n    }\n";
+  }
+  // The statements storing output element oo + o_step from the double `value`.
+  auto store = [&](const std::string& value) {
+    const std::string at = oo + " + " + o_step;
+    if (!epi) return "out[" + at + "] = st_" + dtype_tag(out_t) + "(" + value + ");\n";
+    std::string b = "{\n";
+    const std::string r = emit_statements(*epi, b, [&](const FusedInst& in, size_t, bool keep) {
+      if (in.a == 0)
+        return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + value + "))";
+      return load_fn(in.dtype, keep) + "(pf" + std::to_string(in.a + 1) + "[mi])";
+    });
+    return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
+  };
+
   const std::string vw_t = vector_type(V * size_bytes(tw));
   const std::string vx_t = vector_type(V * size_bytes(tx));
   const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
@@ -354,9 +411,8 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       "    double acc[" + Ms + "];",
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0;",
-      "    if (p < P) {",
   });
-  body += base;
+  body += pf_decl + "    if (p < P) {\n" + base + pf_load;
   body += lines({
       "    const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in" + std::to_string(w) +
           " + " + ow + ");",
@@ -393,10 +449,9 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     body += lines({"    if (lane == 0 && p < P) {"}) + base +
             lines({
                 "#pragma unroll",
-                "      for (int mi = 0; mi < " + Ms + "; ++mi) out[" + oo + " + " + o_step +
-                    "] = st_" + dtype_tag(out_t) + "(acc[mi]);",
-                "    }",
-            });
+                "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+            }) +
+            store("acc[mi]") + "      }\n    }\n";
   } else {
     body += lines({
         "    if (lane == 0) {",
@@ -412,11 +467,8 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
         "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
         "        double t = red[warp][mi];",
         "        for (int q = 1; q < " + Ws + "; ++q) t += red[warp + q][mi];",
-        "        out[" + oo + " + " + o_step + "] = st_" + dtype_tag(out_t) + "(t);",
-        "      }",
-        "    }",
-        "    __syncthreads();",
     });
+    body += store("t") + lines({"      }", "    }", "    __syncthreads();"});
   }
   body += "  }\n";
   KernelGen gen = kernel("lmn_gemv", cg, P, K, body,
@@ -429,7 +481,9 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
                             n.attrs.views[static_cast<size_t>(x)].strides[d] == Expr(0) ||
                             odims[static_cast<size_t>(d)] == Expr(1));
   gen.bytes = P * K * size_bytes(tw) + (x_shared ? Expr(int64_t{M}) : count) * K * size_bytes(tx) +
-              count * size_bytes(out_t);
+              count * size_bytes(n.attrs.dtype);
+  for (size_t j = 2; j < n.input_dtypes.size(); ++j)
+    gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
   gen.flops = count * K * 2;
   return gen;
 }
@@ -442,6 +496,31 @@ KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
     throw Error("cuda.GemvCast: the output must be bf16 or f16, got " +
                 std::string(name(n.attrs.dtype)));
   return gen_gemv_node(n, ctx, DType::F32);
+}
+
+/// The epilogue program of a cuda.GemvEpi / cuda.GemvCastEpi node and its load 0's dtype.
+std::pair<const FusedProgram*, DType> epilogue_of(const LlirNode& n) {
+  const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (!prog) throw Error(std::string(n.op->name) + ": the node has no epilogue program");
+  prog->validate();
+  if (prog->has_row_reduce() || prog->insts.back().dtype != n.attrs.dtype)
+    throw Error(std::string(n.op->name) + ": the epilogue " + prog->to_string() +
+                " is not elementwise or does not give the node's dtype");
+  for (const FusedInst& in : prog->insts)
+    if (in.op == FusedOpcode::Load && in.a == 0) return {prog, in.dtype};
+  throw Error(std::string(n.op->name) + ": the epilogue " + prog->to_string() +
+              " never reads the GEMV's value (load 0)");
+}
+KernelGen gen_gemv_epi(const LlirNode& n, const GenContext& ctx) {
+  const auto [prog, value_t] = epilogue_of(n);
+  return gen_gemv_node(n, ctx, value_t, prog, value_t);
+}
+KernelGen gen_gemv_cast_epi(const LlirNode& n, const GenContext& ctx) {
+  const auto [prog, value_t] = epilogue_of(n);
+  if (value_t != DType::BF16 && value_t != DType::F16)
+    throw Error("cuda.GemvCastEpi: the GEMV's value must be bf16 or f16, got " +
+                std::string(name(value_t)));
+  return gen_gemv_node(n, ctx, DType::F32, prog, value_t);
 }
 
 /// `v` with the stride of `axis` written as z where it is another expression of z equal to z at
@@ -481,6 +560,15 @@ std::vector<Rule> gemv_rules() {
   return {std::move(r), std::move(cast)};
 }
 
+// (it offers epilogues only where cuda.Gemv / cuda.GemvCast e-nodes exist: none when
+// LUMINAL_CUDA_GEMV=0; LUMINAL_CUDA_GEMV_EPILOGUE=0 leaves out the epilogues alone)
+std::vector<Rule> epilogue_rules() {
+  const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
+  if (v != nullptr && std::string(v) == "0") return {};
+  return {epilogue_rule("cuda.gemv-epilogue", cuda_fused_op(),
+                        {{&kGemv, &kGemvEpi}, {&kGemvCast, &kGemvCastEpi}})};
+}
+
 }  // namespace
 
 bool decode_alternatives() {
@@ -491,8 +579,12 @@ bool decode_alternatives() {
 void register_gemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp gemv{&kGemv, "cuda.library", gemv_rules, gen_gemv};
   static const CudaOp gemv_cast{&kGemvCast, "", nullptr, gen_gemv_cast};
+  static const CudaOp gemv_epi{&kGemvEpi, "cuda.library", epilogue_rules, gen_gemv_epi};
+  static const CudaOp gemv_cast_epi{&kGemvCastEpi, "", nullptr, gen_gemv_cast_epi};
   ops.push_back(&gemv);
   ops.push_back(&gemv_cast);
+  ops.push_back(&gemv_epi);
+  ops.push_back(&gemv_cast_epi);
 }
 
 }  // namespace luminal::cuda

@@ -121,6 +121,75 @@ TEST(CudaGemv, RowsTimesWeightMatchTheReference) {
   EXPECT_GT(runs, 200);
 }
 
+/// The program of `g` using the most e-nodes named exactly one of `ops`.
+std::pair<LlirGraph, int> forced_exact(const Graph& g, const std::vector<std::string>& ops) {
+  BuiltSpace b = build_search_space(g, testing::gpu(), g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  auto hit = [&](std::string_view op) {
+    return std::find(ops.begin(), ops.end(), op) != ops.end();
+  };
+  const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+    return hit(eg.node(id).op->name) ? 1.0 : 0.0;
+  }));
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += hit(node.op->name);
+  return {l, n};
+}
+
+// cuda.GemvEpi / cuda.GemvCastEpi: a residual add and SwiGLU's SiLU(gate) * up computed in the
+// GEMV's store give the same bits as the GEMV followed by the elementwise kernel (both round the
+// GEMV's value to its dtype first), and match the reference.
+TEST(CudaGemvEpilogue, SameBitsAsTheGemvAndItsRegion) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 40;
+  int runs = 0;
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t m : {1, 3, 8})
+      for (int64_t k : {576, 4096})
+        for (int which = 0; which < 2; ++which) {
+          const int64_t n = 136;
+          Graph g;
+          Tensor x = g.tensor("x", {Expr(m), Expr(k)}, t);
+          Tensor w = g.tensor("w", {Expr(n), Expr(k)}, t);
+          Tensor r = g.tensor("r", {Expr(m), Expr(n)}, t);
+          const Tensor y = x.matmul(w.transpose(0, 1));
+          const Tensor out = (which == 0 ? r + y : r.silu() * y).output("y");
+          const std::string at = std::string(name(t)) + " m " + std::to_string(m) + " k " +
+                                 std::to_string(k) + (which ? " swiglu" : " residual") + ": ";
+          auto [fused, epi] = forced_exact(g, {"cuda.GemvEpi", "cuda.GemvCastEpi"});
+          ASSERT_EQ(epi, 1) << at << fused.op_mix_string();
+          auto [plain, gemv] = forced_exact(g, {"cuda.Gemv", "cuda.GemvCast", "cuda.Fused"});
+          ASSERT_GE(gemv, 1) << at << plain.op_mix_string();
+          ASSERT_EQ(plain.op_mix_string().find("Epi"), std::string::npos)
+              << at << plain.op_mix_string();
+          const std::vector<double> xs = uniform(t, m * k, ++seed, -1, 1);
+          const std::vector<double> ws = uniform(t, n * k, ++seed, -1, 1);
+          const std::vector<double> rs = uniform(t, m * n, ++seed, -2, 2);
+          const testing::BufferMap in{
+              {"x", from_doubles(t, xs)}, {"w", from_doubles(t, ws)}, {"r", from_doubles(t, rs)}};
+          testing::LoadedPlan lf = testing::load_plan(testing::gpu(), fused);
+          testing::LoadedPlan lpl = testing::load_plan(testing::gpu(), plain);
+          const HostBuffer a = testing::run_plan(lf, in, {}).outputs.at("y");
+          const HostBuffer b = testing::run_plan(lpl, in, {}).outputs.at("y");
+          ASSERT_EQ(a.bytes, b.bytes) << at << "epilogue and GEMV + region differ";
+          ReferenceRuntime ref(g);
+          for (const auto& [label, buf] : in)
+            ref.set_bytes(label, buf.bytes.data(), buf.bytes.size());
+          ref.execute({});
+          const std::vector<double> want = to_doubles(t, ref.get_bytes(out));
+          const std::vector<double> got = to_doubles(t, a.bytes);
+          std::vector<double> tol(want.size());
+          for (size_t i = 0; i < want.size(); ++i)
+            tol[i] = (t == DType::BF16 ? 0x1p-6 : 0x1p-18) * (1 + std::fabs(want[i])) *
+                     std::sqrt(static_cast<double>(k));
+          const auto d = compare_values(got, want, tol);
+          EXPECT_EQ(d.bad, 0) << at << describe(d, got.size());
+          ++runs;
+        }
+  EXPECT_EQ(runs, 24);
+}
+
 TEST(CudaReduceSplit, SumsAndMaximaMatchTheReference) {
   LUMINAL_REQUIRE_GPU();
   uint64_t seed = 100;

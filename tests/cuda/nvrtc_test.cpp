@@ -400,8 +400,8 @@ TEST_F(Nvrtc, GemvFormsCompile) {
 
 // A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
 // gate, up, down: o reads the merged heads through a stride that equals z without being written
-// so) and the lm head as cuda.Gemv / cuda.GemvCast, the attention scores too (the GQA group as
-// the rows sharing each key), and the argmax's maxima as cuda.MaxSplit.
+// so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms), the attention scores
+// too (the GQA group as the rows sharing each key), and the argmax's maxima as cuda.MaxSplit.
 TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   models::DecoderShape shape;
   shape.slots = 64;
@@ -417,8 +417,75 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
   const std::map<std::string, int> mix = l.op_mix();
   auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
-  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast"), 2 * (7 + 1) + 1) << l.op_mix_string();
+  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast") + count("cuda.GemvEpi") +
+                count("cuda.GemvCastEpi"),
+            2 * (7 + 1) + 1)
+      << l.op_mix_string();
   EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
+}
+
+// cuda.GemvEpi / cuda.GemvCastEpi (gemv.cpp, kernels/epilogue_rule.hpp): a GEMV whose value an
+// elementwise region reads element for element (a residual add, SiLU(gate) * up, a scale) is
+// offered as one kernel computing both; not where the region reads the value through another
+// view. Forced, they compile for f32 and bf16 and one or several rows.
+TEST_F(Nvrtc, GemvEpiloguesAreOfferedAndCompile) {
+  auto program = [](const Graph& g) -> std::pair<LlirGraph, int> {
+    testing::CudaRulesOnly rules;
+    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+    const EGraph& eg = b.space->egraph();
+    const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+      const std::string op(eg.node(id).op->name);
+      return op == "cuda.GemvEpi" || op == "cuda.GemvCastEpi" ? 1.0 : 0.0;
+    }));
+    int epi = 0;
+    for (const LlirNode& node : l.nodes)
+      epi += std::string(node.op->name).find("Epi") != std::string::npos;
+    return {l, epi};
+  };
+  Sources s;
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t m : {1, 4}) {
+      {  // residual: r + x @ W^T
+        Graph g;
+        Tensor x = g.tensor("x", {Expr(m), Expr(1024)}, t);
+        Tensor w = g.tensor("w", {Expr(96), Expr(1024)}, t);
+        Tensor r = g.tensor("r", {Expr(m), Expr(96)}, t);
+        (r + x.matmul(w.transpose(0, 1))).output("y");
+        auto [l, epi] = program(g);
+        EXPECT_EQ(epi, 1) << l.op_mix_string();
+        EXPECT_EQ(l.op_mix().size(), 1u) << "one kernel: " << l.op_mix_string();
+        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+          if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+        ++s.programs;
+      }
+      {  // SwiGLU: silu(x @ G^T) * (x @ U^T)
+        Graph g;
+        Tensor x = g.tensor("x", {Expr(m), Expr(512)}, t);
+        Tensor wg = g.tensor("wg", {Expr(64), Expr(512)}, t);
+        Tensor wu = g.tensor("wu", {Expr(64), Expr(512)}, t);
+        (x.matmul(wg.transpose(0, 1)).silu() * x.matmul(wu.transpose(0, 1))).output("y");
+        auto [l, epi] = program(g);
+        EXPECT_GE(epi, 1) << l.op_mix_string();
+        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+          if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+        ++s.programs;
+      }
+    }
+  {  // the region reads the GEMV's value transposed: no epilogue
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(1), Expr(1024)});
+    Tensor w = g.tensor("w", {Expr(1), Expr(1024)});
+    Tensor y = x.matmul(w.transpose(0, 1));  // [1, 1]
+    Tensor r = g.tensor("r", {Expr(1), Expr(1)});
+    (y.transpose(0, 1).contiguous() * 2.0 + r).output("y");
+    Graph g2;
+    Tensor a = g2.tensor("a", {Expr(2), Expr(1024)});
+    Tensor b = g2.tensor("b", {Expr(3), Expr(1024)});
+    Tensor p = a.matmul(b.transpose(0, 1));  // [2, 3]
+    (p.transpose(0, 1).contiguous() + 1.0).output("y");
+    EXPECT_EQ(program(g2).second, 0) << program(g2).first.op_mix_string();
+  }
+  compile_all(s);
 }
 
 // cuda.SumSplit / cuda.MaxSplit (reduce.cpp): offered for reductions over 4,096 elements or more

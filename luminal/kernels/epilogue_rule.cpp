@@ -1,0 +1,81 @@
+// The epilogue rule (see epilogue_rule.hpp).
+#include "luminal/kernels/epilogue_rule.hpp"
+
+#include <memory>
+
+#include "luminal/kernels/fusion_detail.hpp"
+
+namespace luminal {
+
+namespace {
+
+using fusion_detail::Built;
+using fusion_detail::canonicalize;
+using fusion_detail::is_elementwise_kind;
+using fusion_detail::region_of;
+
+/// The region's program with child `target` as Load 0 and the other children after it, in order.
+FusedProgram with_target_first(const FusedProgram& p, int target) {
+  FusedProgram out = p;
+  for (FusedInst& in : out.insts)
+    if (in.op == FusedOpcode::Load) in.a = in.a == target ? 0 : (in.a < target ? in.a + 1 : in.a);
+  return out;
+}
+
+void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const OpDef*>>& forms,
+           const Match& m, EGraph& eg) {
+  const ENodeId id = m.node("e");
+  std::optional<fusion_detail::SymProgram> region = region_of(fused, eg, id);
+  if (!region) return;
+  const std::optional<Built> b =
+      canonicalize(fused, eg, *region, kFusedMaxInsts, kFusedMaxChildren);
+  if (!b || b->program.has_row_reduce() || b->children.empty()) return;
+  const Attrs like = eg.attrs_of(id);
+  const Expr count = numel(like.shape);
+  const ClassId root = eg.find(m.root);
+  for (size_t t = 0; t < b->children.size(); ++t) {
+    const ClassId c = eg.find(b->children[t]);
+    const View& v = b->views[t];
+    if (c == root || !v.is_contiguous() || v.numel() != count || numel(eg.shape(c)) != count)
+      continue;
+    bool once = true;
+    for (size_t u = 0; u < b->children.size(); ++u)
+      once = once && (u == t || eg.find(b->children[u]) != c);
+    if (!once) continue;
+    const FusedProgram prog = with_target_first(b->program, static_cast<int>(t));
+    // (the e-nodes of c may change as we add: copy the matching ones first)
+    std::vector<std::pair<ENodeId, const OpDef*>> producers;
+    for (ENodeId n : eg.nodes_of(c))
+      for (const auto& [p, e] : forms)
+        if (eg.node(n).op == p && !eg.attrs_of(n).payload) producers.emplace_back(n, e);
+    for (const auto& [n, e] : producers) {
+      const ENode pn = eg.node(n);
+      Attrs a = eg.attrs_of(n);
+      a.dtype = like.dtype;
+      a.shape = like.shape;
+      std::vector<ClassId> children(pn.children.begin(), pn.children.end());
+      for (size_t u = 0; u < b->children.size(); ++u) {
+        if (u == t) continue;
+        children.push_back(b->children[u]);
+        a.views.push_back(b->views[u]);
+      }
+      a.payload = std::make_shared<FusedProgram>(prog);
+      eg.merge(eg.add(e, a, children), root);
+    }
+  }
+}
+
+}  // namespace
+
+Rule epilogue_rule(const std::string& name, const OpDef* fused,
+                   std::vector<std::pair<const OpDef*, const OpDef*>> forms) {
+  Pattern p = Pattern::any_op([fused](const OpDef* op) {
+                return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
+              }).bind("e");
+  return Rule{name, std::move(p), nullptr,
+              [fused, forms = std::move(forms)](const Match& m, EGraph& eg) {
+                apply(fused, forms, m, eg);
+              }};
+}
+
+}  // namespace luminal
