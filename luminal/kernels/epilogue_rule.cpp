@@ -9,6 +9,10 @@ namespace luminal {
 
 namespace {
 
+/// Regions of fewer elements, or with more inputs besides the producer's value, get no epilogue.
+constexpr int64_t kMinEpilogueCount = 32;
+constexpr size_t kMaxEpilogueInputs = 4;
+
 using fusion_detail::Built;
 using fusion_detail::canonicalize;
 using fusion_detail::is_elementwise_kind;
@@ -25,6 +29,10 @@ FusedProgram with_target_first(const FusedProgram& p, int target) {
 void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const OpDef*>>& forms,
            const Match& m, EGraph& eg) {
   const ENodeId id = m.node("e");
+  // Of a class's fused e-nodes only the largest region (as the fusion rules extend them): the
+  // smaller ones would each add an e-node per GEMV they read, for programs that differ little.
+  if (eg.node(id).op == fused && fusion_detail::largest_fused(fused, eg, eg.find(m.root)) != id)
+    return;
   std::optional<fusion_detail::SymProgram> region = region_of(fused, eg, id);
   if (!region) return;
   const std::optional<Built> b =
@@ -32,6 +40,10 @@ void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const O
   if (!b || b->program.has_row_reduce() || b->children.empty()) return;
   const Attrs like = eg.attrs_of(id);
   const Expr count = numel(like.shape);
+  // Not for a handful of values (a norm's sum of squares and the scalar math after it): an
+  // epilogue saves nothing there, and such chains would add an e-node per class.
+  if (count.is_const() && count.as_const() < kMinEpilogueCount) return;
+  if (b->children.size() > kMaxEpilogueInputs + 1) return;
   const ClassId root = eg.find(m.root);
   for (size_t t = 0; t < b->children.size(); ++t) {
     const ClassId c = eg.find(b->children[t]);
