@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <random>
 
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/compiler/fold.hpp"
@@ -14,6 +13,7 @@
 #include "luminal/program/llir_serial.hpp"
 #include "support/delegating_backend.hpp"
 #include "support/expect_error.hpp"
+#include "support/fold_model.hpp"
 
 namespace luminal {
 namespace {
@@ -40,38 +40,12 @@ class CountingBackend : public testing::CpuDelegate {
   int loads = 0;
 };
 
-std::vector<float> random_values(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v)
-    x = u(rng);
-  return v;
-}
-
-// x [s, 64] times f(w), where f(w) = transpose(w * 2 + 1) is computed from the weight w
-// [256, 64] alone (64 KiB): a value worth folding.
-struct Model {
-  Graph g;
-  Tensor x, w, y;
-  explicit Model(bool persist = true, int64_t rows = 256) {
-    g.declare_dim("s", 1, 8);
-    x = g.tensor("x", {Dim("s"), 64});
-    w = g.tensor("w", {rows, 64});
-    if (persist) w = w.persist();
-    Tensor f = (w * 2.0 + 1.0).transpose(0, 1).contiguous();
-    y = x.matmul(f).output("y");
-    g.set_dim("s", 4);
-  }
-};
+using Model = testing::FoldModel;
+using testing::random_values;
 
 std::vector<float> reference(const Model& m, const std::vector<float>& x,
                              const std::vector<float>& w, int64_t s) {
-  ReferenceRuntime rt(m.g);
-  rt.set(m.x, x);
-  rt.set(m.w, w);
-  rt.execute({{"s", s}});
-  return rt.get<float>(m.y);
+  return testing::fold_reference(m, x, w, s);
 }
 
 size_t fold_nodes(const EGraph& eg) {

@@ -8,10 +8,10 @@
 
 #include <cmath>
 #include <map>
-#include <random>
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/luminal.hpp"
+#include "support/fold_model.hpp"
 
 namespace luminal {
 namespace {
@@ -58,36 +58,12 @@ class CountingGpu : public Backend {
   static cuda::CudaBackend& gpu() { return testing::gpu(); }
 };
 
-std::vector<float> random_values(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v)
-    x = u(rng);
-  return v;
-}
+using testing::FoldModel;
+using testing::random_values;
 
-// y = x [s, 64] @ (w * 2 + 1)^T with w [256, 64] (64 KiB): the transposed, scaled weight is
-// computed from w alone.
-struct Model {
-  Graph g;
-  Tensor x, w, y;
-  explicit Model(DType t) {
-    g.declare_dim("s", 1, 8);
-    x = g.tensor("x", {Dim("s"), 64}, t);
-    w = g.tensor("w", {256, 64}, t).persist();
-    y = x.matmul((w * 2.0 + 1.0).transpose(0, 1).contiguous()).output("y");
-    g.set_dim("s", 3);
-  }
-};
-
-void expect_matches_reference(const Model& m, Session& s, const std::vector<float>& x,
+void expect_matches_reference(const FoldModel& m, Session& s, const std::vector<float>& x,
                               const std::vector<float>& w, int64_t rows) {
-  ReferenceRuntime rt(m.g);
-  rt.set(m.x, x);
-  rt.set(m.w, w);
-  rt.execute({{"s", rows}});
-  const auto want = rt.get<float>(m.y);
+  const auto want = testing::fold_reference(m, x, w, rows);
   const auto got = s.get<float>("y");
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
@@ -96,7 +72,7 @@ void expect_matches_reference(const Model& m, Session& s, const std::vector<floa
 
 TEST(CudaFold, ChosenFoldRunsOnTheGpuOnceAndAgainAfterTheWeightChanges) {
   LUMINAL_REQUIRE_GPU();
-  Model m(DType::F32);
+  FoldModel m;
   CountingGpu be;
   Session s(m.g, be, CompileOptions().search_graph_limit(40).generation_size(10).seed(3));
   const auto w = random_values(256 * 64, 1);
@@ -125,7 +101,7 @@ TEST(CudaFold, ChosenFoldRunsOnTheGpuOnceAndAgainAfterTheWeightChanges) {
 TEST(CudaFold, RealSearchWithAndWithoutFoldingMatchesTheReference) {
   LUMINAL_REQUIRE_GPU();
   for (bool folding : {true, false}) {
-    Model m(DType::F32);
+    FoldModel m;
     Session s(m.g, testing::gpu(), CompileOptions().folding(folding).seed(5));
     const auto w = random_values(256 * 64, 3);
     const auto x = random_values(5 * 64, 4);
