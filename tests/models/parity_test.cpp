@@ -12,6 +12,7 @@
 
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "luminal/runtime/session.hpp"
 #include "support/expect_error.hpp"
 #include "support/logits_check.hpp"
 #include "support/tiny_models.hpp"
@@ -26,6 +27,12 @@ nlohmann::json goldens(const std::string& name) { return testing::tiny_model_gol
 
 using testing::expect_close;
 using testing::row;
+
+int count_op(const LlirGraph& p, const std::string& op) {
+  const auto mix = p.op_mix();
+  const auto it = mix.find(op);
+  return it == mix.end() ? 0 : it->second;
+}
 
 class Parity : public ::testing::TestWithParam<std::string> {};
 
@@ -159,6 +166,50 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::ValuesIn(testing::float32_families()),
+                         testing::family_case_name);
+
+// Mixtures of experts: the gathered form (the default) runs decode on cpu.ExpertMatmul, two per
+// MoE layer (gate/up, down), reading only the chosen experts; the dense masked form (every expert
+// on every token) gives the goldens' logits too and uses none.
+class MoeForms : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeForms, GatheredDecodeReadsChosenExpertsAndDenseAgrees) {
+  const std::string name = GetParam();
+  const fs::path dir = models_dir() / name;
+  const nlohmann::json gold = goldens(name);
+  const auto opts = CompileOptions().search_graph_limit(10).verbose(false);
+  cpu::CpuBackend cpu(2);
+  for (models::MoeForm form : {models::MoeForm::Gathered, models::MoeForm::Dense}) {
+    const bool gathered = form == models::MoeForm::Gathered;
+    models::DecoderShape shape;
+    shape.slots = 64;
+    shape.max_step = 16;
+    shape.moe = form;
+    auto lm = models::CausalLM::load(dir, cpu, shape, opts);
+    const int64_t layers = lm.decoder().config.num_hidden_layers;
+    const LlirGraph& decode = lm.session().llir({{"s", 1}, {"c", 1}});
+    EXPECT_EQ(count_op(decode, "cpu.ExpertMatmul"), gathered ? 2 * layers : 0)
+        << name << (gathered ? " gathered" : " dense") << "\n"
+        << decode.to_text();
+    const int64_t V = lm.vocab_size();
+    for (const nlohmann::json& p : gold.at("prompts")) {
+      const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
+      lm.reset();
+      const std::vector<float> logits = lm.forward(ids);
+      expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V),
+                   p.at("logits_last").get<std::vector<float>>(), 1e-5, 1e-5,
+                   name + (gathered ? " gathered" : " dense"));
+      const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
+      const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
+      lm.reset();
+      const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
+      for (size_t t = 0; t < want.size() && margins[t] >= 1e-4; ++t)
+        ASSERT_EQ(got[t], want[t]) << name << " greedy step " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, MoeForms, ::testing::Values("qwen3-moe", "mixtral"),
                          testing::family_case_name);
 
 // The same model from a GGUF file (tests/data/gguf/models, written by
