@@ -197,7 +197,7 @@ class ExpertMatmulKernel final : public Kernel {
       }
     };
     const int64_t tasks = groups * chunks;
-    if (tasks <= 1 || threads <= 1) {
+    if (tasks <= 1 || threads <= 1 || M * N_ * D_ < kParallelMin) {
       for (int64_t t = 0; t < tasks; ++t)
         task(t);
     } else {

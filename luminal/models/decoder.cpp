@@ -72,18 +72,18 @@ Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string&
     const Tensor y = nn::expert_linear(act, down, top.ids);  // [s, K, hidden]
     return (y * weights.reshape({s, K, 1}).expand({s, K, hidden})).sum(1);
   }
-  // Dense: each expert's share of every token (the choice's weight, or zero).
-  std::optional<Tensor> out;
-  for (int64_t e = 0; e < E; ++e) {
-    const Tensor share =
-        top.ids.eq(static_cast<double>(e)).where(weights, 0.0).sum(1, true);  // [s, 1]
-    const Tensor gate = gate_up.slice(0, e, e + 1).slice(1, 0, F).reshape({F, hidden});
-    const Tensor up = gate_up.slice(0, e, e + 1).slice(1, F, 2 * F).reshape({F, hidden});
-    const Tensor dn = down.slice(0, e, e + 1).reshape({hidden, F});
-    const Tensor y = nn::swiglu_mlp(h, gate, up, dn) * share.expand({s, hidden});
-    out = out ? *out + y : y;
-  }
-  return *out;
+  // Dense: every expert on every token (batched matmuls over the stacked weights), each
+  // expert's output weighted by its share of the token (the choice's weight, or zero).
+  Graph g = h.graph();
+  const Tensor picked = top.ids.reshape({s, K, 1}).expand({s, K, E}).eq(
+      g.arange(E).reshape({1, 1, E}).expand({s, K, E}));
+  const Tensor share =
+      picked.where(weights.reshape({s, K, 1}).expand({s, K, E}), 0.0).sum(1);  // [s, E]
+  const Tensor hx = h.reshape({1, s, hidden}).expand({E, s, hidden});
+  const Tensor gu = hx.matmul(gate_up.transpose(1, 2));  // [E, s, 2F]
+  const Tensor act = gu.slice(2, 0, F).silu() * gu.slice(2, F, 2 * F);
+  const Tensor y = act.matmul(down.transpose(1, 2));  // [E, s, hidden]
+  return (y * share.transpose(0, 1).reshape({E, s, 1}).expand({E, s, hidden})).sum(0);
 }
 
 }  // namespace
