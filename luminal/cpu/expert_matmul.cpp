@@ -158,6 +158,8 @@ class ExpertMatmulKernel final : public Kernel {
     chunk = std::min(N_, (chunk + 3) / 4 * 4);
     const int64_t chunks = (N_ + chunk - 1) / chunk;
     float* grouped_out = out_.data();
+    // Set before the tasks start: they only read the row pointers.
+    const uint8_t* const* w_rows = is_block(wtype_) ? row_ptrs(k.in[2]) : nullptr;
     auto task = [&](int64_t t) {
       const int64_t gi = t / chunks, c = t % chunks;
       const int64_t n0 = c * chunk, n1 = std::min(N_, n0 + chunk);
@@ -166,7 +168,7 @@ class ExpertMatmulKernel final : public Kernel {
       const int64_t e = group_expert_[static_cast<size_t>(gi)];
       float* c_out = grouped_out + first * N_ + n0;
       if (is_block(wtype_)) {
-        const uint8_t* const* ptrs = row_ptrs(k.in[2]) + e * N_ + n0;
+        const uint8_t* const* ptrs = w_rows + e * N_ + n0;
         for (int64_t m0 = 0; m0 < rows; m0 += 4) {
           const int mm = static_cast<int>(std::min<int64_t>(4, rows - m0));
           dot_(nblocks_, ptrs, static_cast<int>(n1 - n0),
