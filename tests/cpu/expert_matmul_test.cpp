@@ -140,6 +140,31 @@ TEST(ExpertMatmul, BlockQuantizedWeights) {
   }
 }
 
+// Many tasks on several threads from a plan's first run on (the quantized row pointers are set
+// before the tasks start; they once were set by the first task to need them, racing the others).
+TEST(ExpertMatmul, FirstRunOnManyThreads) {
+  constexpr int64_t Eq = 64, Nq = 256, Dq = 32, K = 2;
+  Graph g;
+  g.declare_dim("s", 1, 8);
+  Tensor x = g.tensor("x", {"s", Dq});
+  Tensor w = g.tensor("w", {Eq, Nq, Dq}, DType::Q8_0).persist();
+  Tensor ids = g.tensor("ids", {"s", K}, DType::I32);
+  nn::expert_linear(x, w.dequantize(), ids).output("y");
+  cpu::CpuBackend cpu(4);
+  const LlirGraph p = choose_expert(g, cpu);
+  ASSERT_EQ(opstest::count_op(p, "cpu.ExpertMatmul"), 1) << p.to_text();
+  const DynMap dyn{{"s", 8}};
+  testing::BufferMap in = opstest::random_inputs(g, dyn, 2, -2, 2);
+  in["ids"] = testing::random_buffer(DType::I32, 8 * K, 9, 0, Eq - 1);
+  std::vector<uint8_t> first;
+  for (int i = 0; i < 50; ++i) {
+    auto exe = testing::load_plan(cpu, p, {dyn});
+    const testing::BufferMap got = testing::run_executable(exe, g, in, dyn);
+    if (i == 0) first = got.at("y").bytes;
+    EXPECT_EQ(got.at("y").bytes, first) << "run " << i;
+  }
+}
+
 TEST(ExpertMatmul, OutOfRangeIdIsAnError) {
   Graph g;
   Tensor x = g.tensor("x", {2, D});
