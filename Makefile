@@ -42,7 +42,7 @@ test-sanitize: setup
 
 BENCHES := bench_llama_hlir bench_small_transformer bench_session_overhead bench_memory_plan \
            bench_cpu_kernels bench_compile_cache bench_llm_cpu bench_tokenizer bench_quant_gemv \
-           bench_thread_pool
+           bench_thread_pool bench_moe_cpu
 bench: setup $(BUILD)/build.ninja
 	@cmake --build $(BUILD) -j $(JOBS) --target $(BENCHES)
 	@$(BUILD)/bench/bench_llama_hlir
@@ -54,6 +54,7 @@ bench: setup $(BUILD)/build.ninja
 	@$(BUILD)/bench/bench_thread_pool
 	@$(BUILD)/bench/bench_compile_cache
 	@$(BUILD)/bench/bench_llm_cpu
+	@$(BUILD)/bench/bench_moe_cpu
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
 	@LUMINAL_FIXTURES=$(BUILD)/fixtures $(BUILD)/bench/bench_tokenizer
 

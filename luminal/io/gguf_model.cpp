@@ -52,7 +52,7 @@ std::optional<double> find_float_value(const GgufFile& f, const std::string& key
 }
 
 const std::vector<std::string>& supported_archs() {
-  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3"};
+  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3", "qwen3moe"};
   return a;
 }
 
@@ -198,6 +198,8 @@ std::map<std::string, Expected> expected_tensors(const ModelConfig& c, const std
                  int64_t permute = 0) {
     e[g] = Expected{gguf_to_hf_name(g), std::move(shape), required, permute};
   };
+  const bool moe = c.num_experts > 0;
+  const int64_t E = c.num_experts, F = c.moe_intermediate_size;
   const bool llama = arch == "llama";
   const bool qkv_bias = c.attention_bias;
   const bool o_bias = c.attention_bias && c.family != ModelFamily::Qwen2;
@@ -217,11 +219,22 @@ std::map<std::string, Expected> expected_tensors(const ModelConfig& c, const std
       add(p + "attn_v.bias", {KV * hd});
     }
     if (o_bias) add(p + "attn_output.bias", {hidden});
-    if (c.family == ModelFamily::Qwen3) {
+    if (c.family == ModelFamily::Qwen3 || c.family == ModelFamily::Qwen3Moe) {
       add(p + "attn_q_norm.weight", {hd});
       add(p + "attn_k_norm.weight", {hd});
     }
     add(p + "ffn_norm.weight", {hidden});
+    if (moe) {
+      // The router and the stacked experts (models/experts.hpp stacks gate and up into the
+      // gate_up_proj the decoder reads).
+      const std::string b = "model.layers." + std::to_string(l) + "." +
+                            (c.family == ModelFamily::Mixtral ? "block_sparse_moe." : "mlp.");
+      e[p + "ffn_gate_inp.weight"] = Expected{b + "gate.weight", {E, hidden}};
+      e[p + "ffn_gate_exps.weight"] = Expected{b + "experts.gate_proj", {E, F, hidden}};
+      e[p + "ffn_up_exps.weight"] = Expected{b + "experts.up_proj", {E, F, hidden}};
+      e[p + "ffn_down_exps.weight"] = Expected{b + "experts.down_proj", {E, hidden, F}};
+      continue;
+    }
     add(p + "ffn_gate.weight", {ffn, hidden});
     add(p + "ffn_up.weight", {ffn, hidden});
     add(p + "ffn_down.weight", {hidden, ffn});
@@ -281,6 +294,9 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   } else if (arch == "qwen2") {
     c.family = ModelFamily::Qwen2;
     c.architectures = {"Qwen2ForCausalLM"};
+  } else if (arch == "qwen3moe") {
+    c.family = ModelFamily::Qwen3Moe;
+    c.architectures = {"Qwen3MoeForCausalLM"};
   } else {
     c.family = ModelFamily::Qwen3;
     c.architectures = {"Qwen3ForCausalLM"};
@@ -313,6 +329,26 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     throw Error(where(f) + "key '" + a + "rope.dimension_count': " +
                 std::to_string(count("rope.dimension_count")) + " rotary dims of " +
                 std::to_string(c.head_dim) + " (partial rotary embeddings are not supported)");
+  // Mixtures of experts: qwen3moe, and llama with experts (Mixtral). llama.cpp renormalises the
+  // chosen experts' weights for both (norm_topk_prob true).
+  if (f.contains(a + "expert_count") && f.get_int(a + "expert_count") > 0) {
+    if (arch == "llama") {
+      c.family = ModelFamily::Mixtral;
+      c.model_type = "mixtral";
+      c.architectures = {"MixtralForCausalLM"};
+    }
+    c.num_experts = count("expert_count");
+    c.num_experts_per_tok = count("expert_used_count");
+    if (c.num_experts_per_tok > c.num_experts)
+      throw Error(where(f) + "key '" + a +
+                  "expert_used_count': " + std::to_string(c.num_experts_per_tok) + " exceeds the " +
+                  std::to_string(c.num_experts) + " experts");
+    c.moe_intermediate_size =
+        arch == "llama" ? c.intermediate_size : count("expert_feed_forward_length");
+    c.norm_topk_prob = true;
+  } else if (arch == "qwen3moe") {
+    throw Error(where(f) + "missing key '" + a + "expert_count' (a qwen3moe model has experts)");
+  }
   c.max_position_embeddings = count("context_length");
   c.rms_norm_eps = float_value(f, a + "attention.layer_norm_rms_epsilon");
   c.rope_theta = find_float_value(f, a + "rope.freq_base").value_or(10000.0);

@@ -6,9 +6,11 @@
 #include <string>
 
 #include "luminal/core/error.hpp"
+#include "luminal/models/experts.hpp"
 #include "luminal/nn/attention.hpp"
 #include "luminal/nn/linear.hpp"
 #include "luminal/nn/mlp.hpp"
+#include "luminal/nn/moe.hpp"
 #include "luminal/nn/rope.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -41,44 +43,47 @@ nn::RopeScaling rope_scaling(const io::ModelConfig& cfg) {
 
 namespace {
 
-// A mixture of SwiGLU experts (Qwen3-MoE, Mixtral) in its dense masked form: the router's
-// softmax, the top num_experts_per_tok experts chosen per token (repeated argmax: the first of
-// equal probabilities, as torch.topk on distinct values), their weights renormalised where the
-// config says (norm_topk_prob; Mixtral always), and every expert applied to every token with the
-// others' weights zero. Exact, but it reads every expert: the form for small expert counts.
+// A mixture of SwiGLU experts (Qwen3-MoE, Mixtral): the router's softmax, the top
+// num_experts_per_tok experts per token (nn::router_topk), their weights renormalised where the
+// config says (norm_topk_prob; Mixtral always). The experts read the stacked weights
+// "<block>experts.gate_up_proj" [E, 2F, hidden] (gate rows, then up rows: one matmul gives both)
+// and "<block>experts.down_proj" [E, hidden, F] (models/experts.hpp stacks a checkpoint's
+// per-expert tensors into them).
+//   MoeForm::Gathered: the chosen experts' rows gathered by id (nn::expert_linear), then the
+//     weighted sum over the k choices: only the chosen experts are read.
+//   MoeForm::Dense: every expert on every token, weighted by the choice (zero elsewhere): reads
+//     every expert; the baseline for tiny expert counts.
 template <class Weight>
-Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string& p,
-                 const Weight& w) {
-  const bool mixtral = cfg.family == io::ModelFamily::Mixtral;
+Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string& p, const Weight& w,
+                 MoeForm form) {
   const int64_t E = cfg.num_experts, K = cfg.num_experts_per_tok, F = cfg.moe_intermediate_size;
   const int64_t hidden = cfg.hidden_size;
-  const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  const std::string block = p + moe_block_prefix(cfg);
   const Expr s = Expr::var("s");
-  Graph g = h.graph();
   const Tensor router = w(block + "gate.weight", {E, hidden});
   const Tensor probs = nn::linear(h, router).cast(DType::F32).softmax(1);  // [s, E]
-  const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
-  Tensor remaining = probs;
-  std::optional<Tensor> chosen;
-  for (int64_t k = 0; k < K; ++k) {
-    const Tensor pick = experts.eq(remaining.argmax(1, true).expand({s, E}));
-    chosen = chosen ? chosen->logical_or(pick) : pick;
-    remaining = remaining.masked_fill(pick, -1.0);
+  const nn::TopK top = nn::router_topk(probs, K, cfg.norm_topk_prob);
+  const Tensor weights = top.weights.cast(h.dtype());  // [s, K]
+  const Tensor gate_up = w(block + "experts.gate_up_proj", {E, 2 * F, hidden});
+  const Tensor down = w(block + "experts.down_proj", {E, hidden, F});
+  if (form == MoeForm::Gathered) {
+    const Tensor gu = nn::expert_linear(h, gate_up, top.ids);  // [s, K, 2F]
+    const Tensor act = gu.slice(2, 0, F).silu() * gu.slice(2, F, 2 * F);
+    const Tensor y = nn::expert_linear(act, down, top.ids);  // [s, K, hidden]
+    return (y * weights.reshape({s, K, 1}).expand({s, K, hidden})).sum(1);
   }
-  Tensor weights = chosen->where(probs, 0.0);  // [s, E]
-  if (cfg.norm_topk_prob) weights = weights / weights.sum(1, true).expand({s, E});
-  weights = weights.cast(h.dtype());
-  std::optional<Tensor> out;
-  for (int64_t e = 0; e < E; ++e) {
-    const std::string x = block + "experts." + std::to_string(e) + ".";
-    const Tensor gate = w(x + (mixtral ? "w1.weight" : "gate_proj.weight"), {F, hidden});
-    const Tensor up = w(x + (mixtral ? "w3.weight" : "up_proj.weight"), {F, hidden});
-    const Tensor down = w(x + (mixtral ? "w2.weight" : "down_proj.weight"), {hidden, F});
-    const Tensor y =
-        nn::swiglu_mlp(h, gate, up, down) * weights.slice(1, e, e + 1).expand({s, hidden});
-    out = out ? *out + y : y;
-  }
-  return *out;
+  // Dense: every expert on every token (batched matmuls over the stacked weights), each
+  // expert's output weighted by its share of the token (the choice's weight, or zero).
+  Graph g = h.graph();
+  const Tensor picked = top.ids.reshape({s, K, 1}).expand({s, K, E}).eq(
+      g.arange(E).reshape({1, 1, E}).expand({s, K, E}));
+  const Tensor share =
+      picked.where(weights.reshape({s, K, 1}).expand({s, K, E}), 0.0).sum(1);  // [s, E]
+  const Tensor hx = h.reshape({1, s, hidden}).expand({E, s, hidden});
+  const Tensor gu = hx.matmul(gate_up.transpose(1, 2));  // [E, s, 2F]
+  const Tensor act = gu.slice(2, 0, F).silu() * gu.slice(2, F, 2 * F);
+  const Tensor y = act.matmul(down.transpose(1, 2));  // [E, s, hidden]
+  return (y * share.transpose(0, 1).reshape({E, s, 1}).expand({E, s, hidden})).sum(0);
 }
 
 }  // namespace
@@ -184,7 +189,7 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     x = x + attn_out;
     const Tensor h2 = norm(x, p + "post_attention_layernorm.weight", hidden);
     if (cfg.is_moe_layer(l)) {
-      x = x + moe_block(h2, cfg, p, w);
+      x = x + moe_block(h2, cfg, p, w, shape.moe);
       continue;
     }
     x = x + nn::swiglu_mlp(h2, w(p + "mlp.gate_proj.weight", {ffn, hidden}),

@@ -15,8 +15,9 @@
 // query_pre_attn_scalar, final logit soft-capping (attn_logit_softcapping is ignored, as
 // transformers' Gemma 3 ignores it), and sliding layers (a window
 // masked over the full cache, their own RoPE base in "rope.local_inv_freq"). Qwen3-MoE and
-// Mixtral run their experts in the dense masked form (every expert on every token, weighted by
-// the router's top-k choice, zero elsewhere): exact, but it reads every expert's weights.
+// Mixtral read their experts stacked ("<block>experts.gate_up_proj" [E, 2F, hidden] and
+// "<block>experts.down_proj" [E, hidden, F]; models/experts.hpp) and run the chosen ones only
+// (MoeForm::Gathered) or every expert masked by the choice (MoeForm::Dense).
 #include <map>
 #include <vector>
 
@@ -36,10 +37,21 @@ enum class Logits {
   Last,
 };
 
+/// How a mixture-of-experts layer runs its experts (Qwen3-MoE, Mixtral).
+enum class MoeForm {
+  /// The chosen experts' weight rows gathered by expert id, then a batched matmul: only chosen
+  /// experts are read (a backend's fused kernel never materialises the gathered rows).
+  Gathered,
+  /// Every expert on every token, weighted by the router's choice (zero elsewhere): reads every
+  /// expert; the baseline.
+  Dense,
+};
+
 struct DecoderShape {
   int slots = 2048;    // KV cache rows: the longest context
   int max_step = 512;  // most tokens one execute takes (longer prompts go in chunks)
   Logits logits = Logits::All;
+  MoeForm moe = MoeForm::Gathered;
   /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
   DType dtype = DType::F32;
   /// Weights stored block-quantized, by Hugging Face name (q4_0 .. q6_k): declared in that type

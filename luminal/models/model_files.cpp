@@ -13,6 +13,7 @@
 #include "luminal/io/generation_config.hpp"
 #include "luminal/io/gguf.hpp"
 #include "luminal/io/gguf_model.hpp"
+#include "luminal/models/experts.hpp"
 
 namespace luminal::models {
 
@@ -150,28 +151,38 @@ std::map<std::string, DType> block_weight_types(const io::Weights& w) {
   return out;
 }
 
+namespace {
+
+// The weights with the stacked expert tensors the decoder reads (models/experts.hpp).
+std::shared_ptr<const io::Weights> with_experts(io::Weights w, const io::ModelConfig& cfg) {
+  add_expert_stacks(w, cfg);
+  return std::make_shared<const io::Weights>(std::move(w));
+}
+
+}  // namespace
+
 std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const CompileOptions& options,
                                                 const io::LoadProgress& progress,
                                                 const std::function<bool(DType)>& keep_blocks) {
-  if (!m.gguf) return std::make_shared<const io::Weights>(io::Weights::open(m.path));
+  if (!m.gguf) return with_experts(io::Weights::open(m.path), m.config);
   const uint64_t limit = options.max_memory() ? *options.max_memory() : 0;
   if (keep_blocks && !quant_off()) {
     auto file = std::make_shared<const io::GgufFile>(io::GgufFile::open(m.path));
-    return std::make_shared<const io::Weights>(
-        io::gguf_block_weights(file, m.config, keep_blocks, limit, progress));
+    return with_experts(io::gguf_block_weights(file, m.config, keep_blocks, limit, progress),
+                        m.config);
   }
   const fs::path cached = dequantized_path(m.path, options);
   if (!cached.empty() && fs::exists(cached)) {
     try {
-      auto w = std::make_shared<const io::Weights>(io::Weights::open(cached));
+      io::Weights w = io::Weights::open(cached);
       uint64_t bytes = 0;
-      for (const std::string& name : w->names())
-        bytes += w->get(name).bytes.size();
+      for (const std::string& name : w.names())
+        bytes += w.get(name).bytes.size();
       if (limit && bytes > limit)
         throw Error("models: the weights of '" + m.path.string() + "' take " +
                     std::to_string(bytes) + " bytes as f32, over max_memory (" +
                     std::to_string(limit) + " bytes)");
-      return w;
+      return with_experts(std::move(w), m.config);
     } catch (const Error& e) {
       if (std::string_view(e.what()).find("max_memory") != std::string_view::npos) throw;
       std::fprintf(stderr, "luminal: ignoring the unreadable dequantised copy %s (%s)\n",
@@ -179,7 +190,7 @@ std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const Compi
     }
   }
   io::GgufFile f = io::GgufFile::open(m.path);
-  auto w = std::make_shared<const io::Weights>(io::gguf_weights(f, m.config, limit, progress));
+  io::Weights w = io::gguf_weights(f, m.config, limit, progress);
   if (!cached.empty()) {
     // Atomic: written beside, then renamed into place; a failure only costs the next load time.
     std::error_code ec;
@@ -187,7 +198,7 @@ std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const Compi
     const fs::path tmp = cached.string() + ".tmp" + std::to_string(::getpid());
     {
       std::ofstream out(tmp, std::ios::binary);
-      const std::span<const uint8_t> bytes = w->files().at(0).buffer();
+      const std::span<const uint8_t> bytes = w.files().at(0).buffer();
       io::ProgressMeter meter(progress, "caching", bytes.size());
       constexpr size_t chunk = size_t(8) << 20;
       for (size_t at = 0; at < bytes.size() && out; at += chunk) {
@@ -201,7 +212,7 @@ std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const Compi
     if (!ec) fs::rename(tmp, cached, ec);
     if (ec) fs::remove(tmp, ec);
   }
-  return w;
+  return with_experts(std::move(w), m.config);
 }
 
 fs::path default_model_path() {

@@ -99,7 +99,8 @@ int64_t parameter_count(const io::ModelConfig& c) {
 }
 
 bool is_weight(std::string_view label) {
-  return ends_with(label, ".weight") || ends_with(label, ".bias");
+  return ends_with(label, ".weight") || ends_with(label, ".bias") ||
+         ends_with(label, "experts.gate_up_proj") || ends_with(label, "experts.down_proj");
 }
 
 WeightInit weight_init(std::string_view label, std::span<const Expr> shape) {

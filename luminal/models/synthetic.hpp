@@ -45,7 +45,8 @@ io::ModelConfig llama_config(const LlamaSize& size);
 /// The number of weights (parameters) of a build_decoder model with this config.
 int64_t parameter_count(const io::ModelConfig& cfg);
 
-/// Whether an input label names a weight ("*.weight" or "*.bias").
+/// Whether an input label names a weight ("*.weight", "*.bias", or the stacked experts
+/// "*experts.gate_up_proj" and "*experts.down_proj" of models/experts.hpp).
 bool is_weight(std::string_view label);
 
 /// A weight's values: uniform in [offset - scale, offset + scale).

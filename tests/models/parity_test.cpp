@@ -12,6 +12,8 @@
 
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "luminal/models/experts.hpp"
+#include "luminal/runtime/session.hpp"
 #include "support/expect_error.hpp"
 #include "support/logits_check.hpp"
 #include "support/tiny_models.hpp"
@@ -26,6 +28,12 @@ nlohmann::json goldens(const std::string& name) { return testing::tiny_model_gol
 
 using testing::expect_close;
 using testing::row;
+
+int count_op(const LlirGraph& p, const std::string& op) {
+  const auto mix = p.op_mix();
+  const auto it = mix.find(op);
+  return it == mix.end() ? 0 : it->second;
+}
 
 class Parity : public ::testing::TestWithParam<std::string> {};
 
@@ -161,6 +169,50 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::ValuesIn(testing::float32_families()),
                          testing::family_case_name);
 
+// Mixtures of experts: the gathered form (the default) runs decode on cpu.ExpertMatmul, two per
+// MoE layer (gate/up, down), reading only the chosen experts; the dense masked form (every expert
+// on every token) gives the goldens' logits too and uses none.
+class MoeForms : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeForms, GatheredDecodeReadsChosenExpertsAndDenseAgrees) {
+  const std::string name = GetParam();
+  const fs::path dir = models_dir() / name;
+  const nlohmann::json gold = goldens(name);
+  const auto opts = CompileOptions().search_graph_limit(10).verbose(false);
+  cpu::CpuBackend cpu(2);
+  for (models::MoeForm form : {models::MoeForm::Gathered, models::MoeForm::Dense}) {
+    const bool gathered = form == models::MoeForm::Gathered;
+    models::DecoderShape shape;
+    shape.slots = 64;
+    shape.max_step = 16;
+    shape.moe = form;
+    auto lm = models::CausalLM::load(dir, cpu, shape, opts);
+    const int64_t layers = lm.decoder().config.num_hidden_layers;
+    const LlirGraph& decode = lm.session().llir({{"s", 1}, {"c", 1}});
+    EXPECT_EQ(count_op(decode, "cpu.ExpertMatmul"), gathered ? 2 * layers : 0)
+        << name << (gathered ? " gathered" : " dense") << "\n"
+        << decode.to_text();
+    const int64_t V = lm.vocab_size();
+    for (const nlohmann::json& p : gold.at("prompts")) {
+      const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
+      lm.reset();
+      const std::vector<float> logits = lm.forward(ids);
+      expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V),
+                   p.at("logits_last").get<std::vector<float>>(), 1e-5, 1e-5,
+                   name + (gathered ? " gathered" : " dense"));
+      const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
+      const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
+      lm.reset();
+      const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
+      for (size_t t = 0; t < want.size() && margins[t] >= 1e-4; ++t)
+        ASSERT_EQ(got[t], want[t]) << name << " greedy step " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, MoeForms, ::testing::Values("qwen3-moe", "mixtral"),
+                         testing::family_case_name);
+
 // The same model from a GGUF file (tests/data/gguf/models, written by
 // scripts/gguf/make_model_fixtures.py with llama.cpp's Q/K row permutation): the weights come back
 // exactly, so the logits and greedy tokens equal the folder's.
@@ -181,6 +233,54 @@ TEST(Gguf, Llama3FromGgufEqualsTheFolder) {
   file.reset();
   EXPECT_EQ(file.generate_greedy(ids, 16), folder.generate_greedy(ids, 16));
 }
+
+// Qwen3-MoE and Mixtral from GGUF files that llama.cpp's convert_hf_to_gguf.py wrote from the
+// tiny folders (scripts/models/make_moe_ggufs.py): qwen3moe, and llama with ffn_*_exps. In f32 the
+// weights come back exactly (the stacked experts, Mixtral's Q/K rows un-permuted), so the logits
+// and greedy tokens equal the folder's. In Q8_0 the experts stay as stored blocks and decode reads
+// them through cpu.ExpertMatmul's quantized path; the logits stay within the 8-bit rounding.
+class GgufMoe : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufMoe, EqualsTheFolder) {
+  const std::string name = GetParam();
+  const fs::path dir = fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "gguf" / "models";
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 16;
+  cpu::CpuBackend cpu(2);
+  const auto opts = CompileOptions().search_graph_limit(4).verbose(false);
+  auto folder = models::CausalLM::load(models_dir() / name, cpu, shape, opts);
+  auto f32 = models::CausalLM::load(dir / (name + "-f32.gguf"), cpu, shape, opts);
+  auto q8 = models::CausalLM::load(dir / (name + "-q8_0.gguf"), cpu, shape, opts);
+  EXPECT_EQ(f32.decoder().config.family, folder.decoder().config.family);
+  EXPECT_EQ(f32.decoder().config.num_experts, folder.decoder().config.num_experts);
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
+  const std::vector<float> a = folder.forward(ids), b = f32.forward(ids), c = q8.forward(ids);
+  expect_close(b, a, 1e-6, 1e-6, name + " f32 gguf vs folder logits");
+  // Q8_0: the weights' rounding moves the largest logit by up to 2.5% here (mixtral: the same
+  // with LUMINAL_QUANT=off, weights dequantised to f32); the 8-bit activations add little.
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(c[i] - a[i])));
+    largest = std::max(largest, static_cast<double>(std::fabs(a[i])));
+  }
+  EXPECT_LT(worst, 0.04 * largest)
+      << name << " q8_0 gguf vs folder: largest logit difference " << worst << " of " << largest;
+  EXPECT_GT(worst, 0.0) << name << " q8_0: the blocks were not read as stored";
+  folder.reset();
+  f32.reset();
+  EXPECT_EQ(f32.generate_greedy(ids, 16), folder.generate_greedy(ids, 16));
+  const int64_t layers = folder.decoder().config.num_hidden_layers;
+  const LlirGraph& decode = q8.session().llir({{"s", 1}, {"c", 1}});
+  EXPECT_EQ(count_op(decode, "cpu.ExpertMatmul"), 2 * layers) << decode.to_text();
+  EXPECT_EQ(q8.decoder().shape.block_weights.count("model.layers.0." +
+                                                   models::moe_block_prefix(q8.decoder().config) +
+                                                   "experts.gate_up_proj"),
+            1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, GgufMoe, ::testing::Values("qwen3-moe", "mixtral"),
+                         testing::family_case_name);
 
 }  // namespace
 }  // namespace luminal

@@ -1,0 +1,160 @@
+// Mixture-of-experts decode on the CPU: each model in the gathered form (the chosen experts'
+// rows read by id: cpu.ExpertMatmul) and the dense masked form (every expert on every token),
+// decode TPOT and the weight bytes a decode step reads, against the active-parameter floor.
+//
+//   bench_moe_cpu [threads = 2] [steps = 64] [source dir = .] [form: gathered | dense | both]
+//
+// Models: the tiny Qwen3-MoE and Mixtral fixtures (tests/data/models; 4 experts, 2 per token) and
+// a wider synthetic Qwen3-MoE with seeded random weights (hidden 512, 4 layers, 32 experts, 4
+// per token, expert FFN 256, vocabulary 4096). TPOT: the median of `steps` one-token forward()
+// calls after a 16-token prompt (context 17 to 16 + steps); prefill: the median of 5 forward()s
+// of that prompt from an empty context.
+//
+// Bytes per token are counted on the decode program (weights are f32): every weight input read
+// in full, except an input only cpu.ExpertMatmul reads (k of its E experts: one token's choice)
+// and a table only gathered from (the rows gathered). The floor is the same count over the
+// graph's weights with only the k chosen experts and one embedding row: what a decode step must
+// read.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/timing.hpp"
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/io/hf_config.hpp"
+#include "luminal/models/causal_lm.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/runtime/session.hpp"
+
+using namespace luminal;
+
+namespace {
+
+const char* kWide = R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+  "hidden_size": 512, "intermediate_size": 1024, "moe_intermediate_size": 256,
+  "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+  "num_experts": 32, "num_experts_per_tok": 4, "norm_topk_prob": true, "vocab_size": 4096,
+  "max_position_embeddings": 1024, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+  "hidden_act": "silu", "tie_word_embeddings": false, "torch_dtype": "float32"})";
+
+bool is_expert_stack(const std::string& label) {
+  return label.ends_with("experts.gate_up_proj") || label.ends_with("experts.down_proj");
+}
+
+// Weight bytes one decode step of `p` reads (see the header).
+double program_bytes(const LlirGraph& p, const io::ModelConfig& cfg) {
+  const double share =
+      static_cast<double>(cfg.num_experts_per_tok) / static_cast<double>(cfg.num_experts);
+  double total = 0;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const LlirNode& n = p.nodes[i];
+    if (n.op->name != "Input" || !n.attrs.persist) continue;
+    const std::string& label = n.attrs.label;
+    if (!models::is_weight(label) && !label.starts_with("#fold/")) continue;
+    const double bytes = static_cast<double>(storage_bytes(n.attrs.dtype, n.attrs.shape).eval({}));
+    bool expert_only = true, gather_only = true;
+    double gathered = 0;
+    for (const LlirNode& c : p.nodes)
+      for (size_t j = 0; j < c.inputs.size(); ++j) {
+        if (c.inputs[j] != static_cast<int>(i)) continue;
+        const std::string op(c.op->name);
+        expert_only &= op == "cpu.ExpertMatmul" && j == 2;
+        gather_only &= (op == "Gather" || op == "cpu.QGather") && j == 1;
+        gathered += static_cast<double>(storage_bytes(c.attrs.dtype, c.attrs.shape).eval({}));
+      }
+    total += expert_only ? bytes * share : gather_only ? gathered : bytes;
+  }
+  return total;
+}
+
+// The floor: every weight of the graph, the stacked experts at k of E, the embedding one row.
+double floor_bytes(const Graph& g, const io::ModelConfig& cfg) {
+  const double share =
+      static_cast<double>(cfg.num_experts_per_tok) / static_cast<double>(cfg.num_experts);
+  double total = 0;
+  for (NodeId id : g.inputs()) {
+    const Node& n = g.node(id);
+    if (!models::is_weight(n.label)) continue;
+    const double bytes = static_cast<double>(storage_bytes(n.dtype, n.shape).eval({}));
+    if (is_expert_stack(n.label))
+      total += bytes * share;
+    else if (n.label == "model.embed_tokens.weight" && !cfg.tie_word_embeddings)
+      total += bytes / static_cast<double>(cfg.vocab_size);
+    else
+      total += bytes;
+  }
+  return total;
+}
+
+void run(const std::string& name, const io::ModelConfig& cfg, const std::filesystem::path& dir,
+         int threads, int steps, const std::string& forms) {
+  for (models::MoeForm form : {models::MoeForm::Gathered, models::MoeForm::Dense}) {
+    if (forms != "both" && forms != (form == models::MoeForm::Gathered ? "gathered" : "dense"))
+      continue;
+    models::DecoderShape shape;
+    shape.slots = 16 + steps + 1;
+    shape.max_step = 16;
+    shape.logits = models::Logits::Last;
+    shape.moe = form;
+    cpu::CpuBackend cpu(threads);
+    const auto opts = CompileOptions().search_graph_limit(16).profile_timeout(10).verbose(false);
+    const auto t0 = bench::Clock::now();
+    models::CausalLM lm = dir.empty() ? models::CausalLM::random(cfg, cpu, shape, opts, 1)
+                                      : models::CausalLM::load(dir, cpu, shape, opts);
+    const double load_s = bench::seconds_since(t0);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 16; ++i)
+      prompt.push_back((i * 37 + 11) % static_cast<int32_t>(cfg.vocab_size));
+    // Prefill: the prompt from an empty context (the prefill bucket; rows grouped by expert).
+    std::vector<double> prefill;
+    for (int i = 0; i < 5; ++i) {
+      lm.reset();
+      const auto p0 = bench::Clock::now();
+      lm.forward(prompt);
+      prefill.push_back(bench::seconds_since(p0));
+    }
+    std::vector<double> times;
+    int32_t tok = 1;
+    for (int i = 0; i < steps; ++i) {
+      const auto s0 = bench::Clock::now();
+      lm.forward({tok});
+      times.push_back(bench::seconds_since(s0));
+      tok = (tok * 31 + 7) % static_cast<int32_t>(cfg.vocab_size);
+    }
+    const double tpot = bench::median(times);
+    const LlirGraph& decode = lm.session().llir({{"s", 1}, {"c", 17}});
+    const auto mix = decode.op_mix();
+    const int experts = mix.count("cpu.ExpertMatmul") ? mix.at("cpu.ExpertMatmul") : 0;
+    const double bytes = program_bytes(decode, cfg);
+    const double floor = floor_bytes(lm.decoder().graph, cfg);
+    std::printf(
+        "| %s | %s | %.3f ms (%.0f tok/s) | %.2f MB | %.2f MB | %.2fx | %.3f ms | %d | %.1f s |\n",
+        name.c_str(), form == models::MoeForm::Gathered ? "gathered" : "dense", tpot * 1e3,
+        1.0 / tpot, bytes / 1e6, floor / 1e6, bytes / floor, bench::median(prefill) * 1e3, experts,
+        load_s);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 64;
+  const std::filesystem::path root = argc > 3 ? argv[3] : ".";
+  const std::string forms = argc > 4 ? argv[4] : "both";
+  std::printf("MoE decode on the CPU, %d threads, median of %d steps\n\n", threads, steps);
+  std::printf(
+      "| model | experts | TPOT | weights read per token | active floor | read / floor | "
+      "prefill 16 tokens | cpu.ExpertMatmul nodes (decode) | load + compile |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
+  for (const char* m : {"qwen3-moe", "mixtral"}) {
+    const std::filesystem::path dir = root / "tests" / "data" / "models" / m;
+    run(m, io::parse_config(dir / "config.json"), dir, threads, steps, forms);
+  }
+  run("qwen3-moe wide (synthetic)", io::parse_config_json(kWide, "wide"), {}, threads, steps,
+      forms);
+  return 0;
+}

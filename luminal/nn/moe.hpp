@@ -1,0 +1,31 @@
+#pragma once
+// Mixtures of experts on the Tensor API: the router's top-k choice and the experts it picks, as
+// a gather of the chosen experts' weight rows, a batched matmul and a weighted sum. Nothing here
+// reads an expert no token chose: a backend that fuses the gather into the matmul (the CPU's
+// cpu.ExpertMatmul) reads only those experts' weights; the unfused program materialises the
+// gathered rows (still only the chosen experts').
+// Example: tests/nn/moe_test.cpp (top-k ids and weights, and an expert linear layer, checked
+// against per-token loops).
+#include <cstdint>
+
+#include "luminal/ir/tensor.hpp"
+
+namespace luminal::nn {
+
+/// The router's choice per row of `probs` [s, E] (floats): ids [s, k] (I32) of the k largest
+/// probabilities, largest first, the first of equal ones first (as torch.topk on distinct
+/// values), and their probabilities [s, k] (probs' dtype), divided by their sum when
+/// `renormalise`.
+struct TopK {
+  Tensor ids;
+  Tensor weights;
+};
+TopK router_topk(const Tensor& probs, int64_t k, bool renormalise);
+
+/// For each chosen expert: x @ w[ids]^T. `w` [E, N, D] is every expert's weight in Hugging
+/// Face's [out, in] layout, stacked; `ids` [s, k] (integers); x is [s, D] (one row per token,
+/// shared by its k experts) or [s, k, D] (one row per choice). Returns [s, k, N]. f16/bf16
+/// multiply and accumulate in f32 (as linear()).
+Tensor expert_linear(const Tensor& x, const Tensor& w, const Tensor& ids);
+
+}  // namespace luminal::nn
