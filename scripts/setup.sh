@@ -30,3 +30,20 @@ if ! python3 -c "import safetensors, tokenizers, jinja2, numpy, nanobind, pytest
   python3 -m pip install -q $py_pkgs 2>/dev/null ||
     python3 -m pip install -q --break-system-packages $py_pkgs
 fi
+
+# PyTorch and transformers for the torch.compile backend's tests (python/tests/torch, the ctest
+# python_torch_tests): a virtual environment in the user's cache, made once and reused, that also
+# sees the packages above (--system-site-packages). It must be the Python the extension is built
+# for (the same python3). LUMINAL_TORCH_INDEX names a pip index to take torch from (e.g. PyTorch's
+# CPU-only wheel index, much smaller than the default wheel); unset, pip's default index is used.
+torch_venv="${LUMINAL_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/luminal/torch-venv}"
+if ! "$torch_venv/bin/python" -c "import torch, transformers" 2>/dev/null; then
+  echo "setup: installing torch and transformers into $torch_venv (once; a large download)"
+  python3 -m venv --system-site-packages "$torch_venv"
+  torch_index=()
+  [ -n "${LUMINAL_TORCH_INDEX:-}" ] && torch_index=(--index-url "$LUMINAL_TORCH_INDEX")
+  "$torch_venv/bin/python" -m pip install -q "${torch_index[@]}" torch
+  "$torch_venv/bin/python" -m pip install -q transformers
+  "$torch_venv/bin/python" -c "import torch, transformers" ||
+    { echo "setup: torch or transformers did not install into $torch_venv" >&2; exit 1; }
+fi

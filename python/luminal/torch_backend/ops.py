@@ -1,0 +1,656 @@
+"""The conversion table: one function per core ATen op, building luminal tensors.
+
+Each converter is called as ``fn(cx, node, *args, **kwargs)`` with the FX node's arguments
+mapped: tensor values are ``luminal.Tensor``, sizes are ints or size strings ("s0", "2*s0"),
+everything else is as FX recorded it. ``cx`` (convert.Converter) gives the node's torch dtype and
+shape (``cx.dtype(node)``, ``cx.shape(node)``) and the graph (``cx.g``). A converter may raise
+``Unsupported`` while building; the partitioner then leaves the node to eager PyTorch.
+"""
+
+import operator
+
+import torch
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+CONVERTERS = {}
+# Checks run before partitioning: fn(node) -> None when the node converts, else the reason.
+CHECKS = {}
+
+_BIG = 2**62
+
+
+class Unsupported(Exception):
+    """An op or an argument the converter does not handle (the node runs in eager)."""
+
+
+def op(*targets, check=None):
+    def wrap(fn):
+        for t in targets:
+            CONVERTERS[t] = fn
+            if check:
+                CHECKS[t] = check
+        return fn
+
+    return wrap
+
+
+def _cast(x, dt):
+    return x if x.dtype == dt else x.cast(dt)
+
+
+def _lt(dtype):
+    """The luminal dtype name of a torch dtype."""
+    from .convert import luminal_dtype
+
+    return luminal_dtype(dtype)
+
+
+def _scalar(v):
+    return isinstance(v, (int, float, bool)) and not isinstance(v, str)
+
+
+def _binary(cx, node, a, b, fn, compute=None):
+    """fn(a, b) with both operands in the compute dtype (the output's unless given)."""
+    dt = _lt(compute or cx.dtype(node))
+    if _scalar(a) and _scalar(b):
+        raise Unsupported("both operands are scalars")
+    if _scalar(a):
+        a = cx.g.constant(float(a), dt)
+    if _scalar(b):
+        b = cx.g.constant(float(b), dt)
+    if isinstance(a, str) or isinstance(b, str):
+        raise Unsupported("a size used as a tensor operand")
+    return fn(_cast(a, dt), _cast(b, dt))
+
+
+def _promoted(cx, node, a, b):
+    """The dtype torch computes a comparison of a and b in."""
+    ts = [cx.dtype(n) for n in node.args[:2] if isinstance(n, torch.fx.Node)]
+    dt = ts[0]
+    for t in ts[1:]:
+        dt = torch.promote_types(dt, t)
+    return dt
+
+
+# ---- elementwise ----
+
+
+@op(aten.add.Tensor, aten.add.Scalar)
+def _add(cx, node, a, b, alpha=1):
+    if alpha != 1:
+        b = b * alpha if _scalar(b) else _binary(cx, node, b, alpha, lambda x, y: x * y)
+    return _binary(cx, node, a, b, lambda x, y: x + y)
+
+
+@op(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(cx, node, a, b, alpha=1):
+    if alpha != 1:
+        b = b * alpha if _scalar(b) else _binary(cx, node, b, alpha, lambda x, y: x * y)
+    return _binary(cx, node, a, b, lambda x, y: x - y)
+
+
+@op(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(cx, node, a, b, alpha=1):
+    return _sub(cx, node, b, a, alpha)
+
+
+@op(aten.mul.Tensor, aten.mul.Scalar)
+def _mul(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x * y)
+
+
+@op(aten.div.Tensor, aten.div.Scalar)
+def _div(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x / y)
+
+
+def _check_div_mode(node):
+    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
+    return None if mode in (None, "trunc", "floor") else f"rounding_mode={mode}"
+
+
+@op(aten.div.Tensor_mode, aten.div.Scalar_mode, check=_check_div_mode)
+def _div_mode(cx, node, a, b, rounding_mode=None):
+    if rounding_mode is None:
+        return _div(cx, node, a, b)
+    fdt = torch.float64 if cx.dtype(node) in (torch.int64, torch.float64) else torch.float32
+    q = _binary(cx, node, a, b, lambda x, y: x / y, compute=fdt)
+    if rounding_mode == "floor":
+        r = q - q.remainder(cx.g.constant(1.0, q.dtype))
+    else:
+        r = q - q.fmod(cx.g.constant(1.0, q.dtype))
+    return _cast(r, _lt(cx.dtype(node)))
+
+
+@op(aten.remainder.Tensor, aten.remainder.Scalar)
+def _remainder(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x.remainder(y))
+
+
+@op(aten.fmod.Tensor, aten.fmod.Scalar)
+def _fmod(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x.fmod(y))
+
+
+@op(aten.maximum.default)
+def _maximum(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x.maximum(y))
+
+
+@op(aten.minimum.default)
+def _minimum(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x.minimum(y))
+
+
+@op(aten.pow.Tensor_Scalar)
+def _pow_scalar(cx, node, a, p):
+    a = _cast(a, _lt(cx.dtype(node)))
+    if p == 2:
+        return a.square()
+    if p == 0.5:
+        return a.sqrt()
+    if p == -1:
+        return a.reciprocal()
+    return a.pow(float(p))
+
+
+@op(aten.pow.Tensor_Tensor)
+def _pow_tensor(cx, node, a, b):
+    return _binary(cx, node, a, b, lambda x, y: x.pow(y))
+
+
+def _unary(method):
+    def fn(cx, node, a):
+        return getattr(_cast(a, _lt(cx.dtype(node))), method)()
+
+    return fn
+
+
+for _t, _m in [
+    (aten.neg.default, "neg"),
+    (aten.exp.default, "exp"),
+    (aten.exp2.default, "exp2"),
+    (aten.log.default, "log"),
+    (aten.log2.default, "log2"),
+    (aten.sin.default, "sin"),
+    (aten.cos.default, "cos"),
+    (aten.tanh.default, "tanh"),
+    (aten.sigmoid.default, "sigmoid"),
+    (aten.relu.default, "relu"),
+    (aten.silu.default, "silu"),
+    (aten.erf.default, "erf"),
+    (aten.abs.default, "abs"),
+    (aten.sign.default, "sign"),
+    (aten.sqrt.default, "sqrt"),
+    (aten.rsqrt.default, "rsqrt"),
+    (aten.reciprocal.default, "reciprocal"),
+]:
+    CONVERTERS[_t] = _unary(_m)
+
+
+@op(aten.gelu.default)
+def _gelu(cx, node, a, approximate="none"):
+    a = _cast(a, _lt(cx.dtype(node)))
+    return a.gelu_tanh() if approximate == "tanh" else a.gelu()
+
+
+@op(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def _clamp(cx, node, a, lo=None, hi=None):
+    if node.target == aten.clamp_max.default:
+        lo, hi = None, lo
+    a = _cast(a, _lt(cx.dtype(node)))
+    if lo is not None:
+        a = a.maximum(cx.g.constant(float(lo), a.dtype))
+    if hi is not None:
+        a = a.minimum(cx.g.constant(float(hi), a.dtype))
+    return a
+
+
+@op(aten.isnan.default)
+def _isnan(cx, node, a):
+    return a.isnan()
+
+
+@op(aten.isinf.default)
+def _isinf(cx, node, a):
+    return a.isinf()
+
+
+def _compare(name):
+    def fn(cx, node, a, b):
+        dt = _promoted(cx, node, a, b)
+        return _binary(cx, node, a, b, lambda x, y: getattr(x, name)(y), compute=dt)
+
+    return fn
+
+
+_CMP = {"eq": "eq", "ne": "ne", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__"}
+for _n, _m in _CMP.items():
+    for _ov in ("Tensor", "Scalar"):
+        CONVERTERS[getattr(getattr(aten, _n), _ov)] = _compare(_m)
+
+
+def _logical(name):
+    def fn(cx, node, a, b=None):
+        if b is None:
+            return _cast(a, "bool").logical_not()
+        out = _binary(cx, node, a, b, lambda x, y: getattr(x, name)(y), compute=torch.bool)
+        return _cast(out, _lt(cx.dtype(node)))
+
+    return fn
+
+
+def _bool_only(node):
+    return None if node.meta["val"].dtype == torch.bool else "bitwise op on integers"
+
+
+CONVERTERS[aten.logical_and.default] = _logical("logical_and")
+CONVERTERS[aten.logical_or.default] = _logical("logical_or")
+CONVERTERS[aten.logical_not.default] = _logical(None)
+for _t, _n in [
+    (aten.bitwise_and.Tensor, "logical_and"),
+    (aten.bitwise_or.Tensor, "logical_or"),
+    (aten.bitwise_not.default, None),
+]:
+    CONVERTERS[_t] = _logical(_n)
+    CHECKS[_t] = _bool_only
+
+
+@op(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(cx, node, c, a, b):
+    dt = _lt(cx.dtype(node))
+    c = _cast(c, "bool")
+    if _scalar(a) and _scalar(b):
+        a = cx.g.constant(float(a), dt)
+    if _scalar(a):
+        return c.where(float(a), _cast(b, dt))
+    if _scalar(b):
+        return c.where(_cast(a, dt), float(b))
+    return c.where(_cast(a, dt), _cast(b, dt))
+
+
+# ---- dtype and copies ----
+
+
+def _check_to_copy(node):
+    val = node.meta.get("val")
+    src = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if src is not None and val is not None and val.device != src.device:
+        return "a copy between devices"
+    return None
+
+
+@op(aten._to_copy.default, check=_check_to_copy)
+def _to_copy(cx, node, a, **kw):
+    return _cast(a, _lt(cx.dtype(node)))
+
+
+@op(prims.convert_element_type.default)
+def _convert(cx, node, a, dtype):
+    return _cast(a, _lt(dtype))
+
+
+@op(aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default, aten.detach.default)
+def _clone(cx, node, a, **kw):
+    return a
+
+
+# ---- reductions ----
+
+
+def _axes(dims, rank):
+    if dims is None or dims == []:
+        return list(range(rank))
+    return [dims] if isinstance(dims, int) else list(dims)
+
+
+@op(aten.sum.dim_IntList, aten.sum.default)
+def _sum(cx, node, a, dims=None, keepdim=False, dtype=None):
+    a = _cast(a, _lt(cx.dtype(node)))
+    if a.ndim == 0:
+        return a
+    return a.sum(_axes(dims, a.ndim), keepdim)
+
+
+@op(aten.mean.dim, aten.mean.default)
+def _mean(cx, node, a, dims=None, keepdim=False, dtype=None):
+    a = _cast(a, _lt(cx.dtype(node)))
+    if a.ndim == 0:
+        return a
+    return a.mean(_axes(dims, a.ndim), keepdim)
+
+
+@op(aten.amax.default)
+def _amax(cx, node, a, dims=(), keepdim=False):
+    return a.max(_axes(dims, a.ndim), keepdim)
+
+
+@op(aten.amin.default)
+def _amin(cx, node, a, dims=(), keepdim=False):
+    return a.min(_axes(dims, a.ndim), keepdim)
+
+
+@op(aten.argmax.default)
+def _argmax(cx, node, a, dim=None, keepdim=False):
+    if dim is None:
+        a, dim = a.flatten(), 0
+    return a.argmax(dim, keepdim).cast("i64")
+
+
+@op(aten.argmin.default)
+def _argmin(cx, node, a, dim=None, keepdim=False):
+    if dim is None:
+        a, dim = a.flatten(), 0
+    return a.argmin(dim, keepdim).cast("i64")
+
+
+@op(aten._softmax.default)
+def _softmax(cx, node, a, dim, half_to_float=False):
+    return _cast(a, _lt(cx.dtype(node))).softmax(dim)
+
+
+@op(aten._log_softmax.default)
+def _log_softmax(cx, node, a, dim, half_to_float=False):
+    return _cast(a, _lt(cx.dtype(node))).log_softmax(dim)
+
+
+@op(aten.cumsum.default)
+def _cumsum(cx, node, a, dim, dtype=None):
+    return _cast(a, _lt(cx.dtype(node))).cumsum(dim)
+
+
+# ---- matmul ----
+
+
+@op(aten.mm.default, aten.bmm.default)
+def _mm(cx, node, a, b):
+    return a.matmul(b)
+
+
+@op(aten.addmm.default)
+def _addmm(cx, node, bias, a, b, beta=1, alpha=1):
+    y = a.matmul(b)
+    if alpha != 1:
+        y = y * float(alpha)
+    return y + (bias if beta == 1 else bias * float(beta))
+
+
+# ---- movement ----
+
+
+@op(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _view(cx, node, a, shape):
+    return a.reshape(cx.shape(node))
+
+
+@op(aten.expand.default)
+def _expand(cx, node, a, shape, implicit=False):
+    return a.expand(cx.shape(node))
+
+
+@op(aten.permute.default)
+def _permute(cx, node, a, dims):
+    return a.permute([d % a.ndim for d in dims])
+
+
+@op(aten.t.default)
+def _t(cx, node, a):
+    return a if a.ndim < 2 else a.transpose(0, 1)
+
+
+@op(aten.transpose.int)
+def _transpose(cx, node, a, d0, d1):
+    return a.transpose(d0, d1)
+
+
+@op(aten.unsqueeze.default)
+def _unsqueeze(cx, node, a, dim):
+    return a.unsqueeze(dim % (a.ndim + 1))
+
+
+@op(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def _squeeze(cx, node, a, dims=None):
+    return a.reshape(cx.shape(node))
+
+
+@op(aten.slice.Tensor)
+def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
+    dim %= a.ndim
+    size = a.shape[dim]
+    start = 0 if start is None else start
+    n = cx.shape(node)[dim]  # torch's length (it knows the sizes' ranges; luminal may not)
+    if n == size and step == 1:
+        return a
+    if isinstance(start, int) and start < 0:
+        if not isinstance(size, int):
+            raise Unsupported("a negative slice start on a dynamic axis")
+        start = max(start + size, 0)
+    if n == 0:
+        raise Unsupported("an empty slice")
+    last = (n - 1) * step if isinstance(n, int) else f"(({n}) - 1) * {step}"
+    end = _add_size(_add_size(start, last), 1)
+    return a.slice(dim, start, end, step)
+
+
+@op(aten.select.int)
+def _select(cx, node, a, dim, index):
+    dim %= a.ndim
+    if isinstance(index, int) and index < 0:
+        size = a.shape[dim]
+        if not isinstance(size, int):
+            raise Unsupported("a negative index on a dynamic axis")
+        index += size
+    return a.slice(dim, index, f"({index}) + 1" if isinstance(index, str) else index + 1).squeeze(
+        dim
+    )
+
+
+@op(aten.cat.default)
+def _cat(cx, node, tensors, dim=0):
+    dt = _lt(cx.dtype(node))
+    ts = [_cast(t, dt) for t in tensors if not _empty(cx, t)]
+    if not ts:
+        raise Unsupported("cat of empty tensors")
+    if len(ts) == 1:
+        return ts[0]
+    import luminal
+
+    return luminal.concat(ts, dim % ts[0].ndim)
+
+
+def _empty(cx, t):
+    return any(d == 0 for d in t.shape)
+
+
+@op(aten.split.Tensor, aten.split_with_sizes.default)
+def _split(cx, node, a, sizes, dim=0):
+    dim %= a.ndim
+    total = a.shape[dim]
+    if isinstance(sizes, int):
+        if not isinstance(total, int):
+            raise Unsupported("split of a dynamic axis")
+        sizes = [min(sizes, total - i) for i in range(0, total, sizes)]
+    out, start = [], 0
+    for s in sizes:
+        out.append(a.slice(dim, start, _add_size(start, s)))
+        start = _add_size(start, s)
+    return out
+
+
+def _add_size(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    return f"({a}) + ({b})"
+
+
+@op(aten.unbind.int)
+def _unbind(cx, node, a, dim=0):
+    dim %= a.ndim
+    if not isinstance(a.shape[dim], int):
+        raise Unsupported("unbind of a dynamic axis")
+    return [a.slice(dim, i, i + 1).squeeze(dim) for i in range(a.shape[dim])]
+
+
+@op(operator.getitem)
+def _getitem(cx, node, seq, i):
+    if not isinstance(seq, (list, tuple)):
+        raise Unsupported("getitem of a non-sequence")
+    return seq[i]
+
+
+@op(aten.constant_pad_nd.default)
+def _pad(cx, node, a, pad, value=0):
+    if any(not isinstance(p, int) or p < 0 for p in pad):
+        raise Unsupported("negative or dynamic padding")
+    # pad: (left, right) pairs from the last axis backwards.
+    for i in range(0, len(pad), 2):
+        axis = a.ndim - 1 - i // 2
+        left, right = pad[i], pad[i + 1]
+        if left or right:
+            parts = []
+            dt = a.dtype
+            if left:
+                shape = list(a.shape)
+                shape[axis] = left
+                parts.append(cx.g.full(shape, float(value), dt))
+            parts.append(a)
+            if right:
+                shape = list(a.shape)
+                shape[axis] = right
+                parts.append(cx.g.full(shape, float(value), dt))
+            import luminal
+
+            a = luminal.concat(parts, axis)
+    return a
+
+
+# ---- creation ----
+
+
+def _check_creation(node):
+    dev = node.kwargs.get("device")
+    return None if dev is None or torch.device(dev).type in ("cpu", "cuda") else f"device {dev}"
+
+
+@op(aten.arange.start_step, aten.arange.start, aten.arange.default, check=_check_creation)
+def _arange(cx, node, *args, **kw):
+    args = list(args)
+    start, end, step = 0, None, 1
+    if node.target == aten.arange.default:
+        end = args[0]
+    else:
+        start, end = args[0], args[1]
+        if len(args) > 2:
+            step = args[2]
+    if step != 1 or not isinstance(start, int):
+        raise Unsupported("arange with a step or a dynamic start")
+    n = cx.shape(node)[0]
+    dt = _lt(cx.dtype(node))
+    out = cx.g.arange(n, dt if dt in ("i32", "i64") else "i32")
+    out = _cast(out, dt)
+    return out + start if start else out
+
+
+@op(aten.full.default, check=_check_creation)
+def _full(cx, node, size, value, **kw):
+    return cx.g.full(cx.shape(node), float(value), _lt(cx.dtype(node)))
+
+
+@op(aten.scalar_tensor.default, check=_check_creation)
+def _scalar_tensor(cx, node, value, **kw):
+    return cx.g.full([], float(value), _lt(cx.dtype(node)))
+
+
+@op(aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+def _like(cx, node, a, *args, **kw):
+    v = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(node.target)
+    if v is None:
+        v = float(args[0])
+    return cx.g.full(cx.shape(node), v, _lt(cx.dtype(node)))
+
+
+# ---- indexing ----
+
+
+@op(aten.embedding.default)
+def _embedding(cx, node, weight, ids, padding_idx=-1, *rest):
+    return weight.embedding(ids)
+
+
+@op(aten.index_select.default)
+def _index_select(cx, node, a, dim, index):
+    return a.index_select(dim % a.ndim, index)
+
+
+@op(aten.gather.default)
+def _gather(cx, node, a, dim, index, sparse_grad=False):
+    return a.gather_elements(dim % a.ndim, index)
+
+
+def _check_index(node):
+    idx = node.args[1]
+    if any(i is None for i in idx):
+        return "index with None (sliced) axes"
+    for i in idx:
+        if i.meta["val"].dtype == torch.bool:
+            return "boolean-mask indexing"
+    return None
+
+
+@op(aten.index.Tensor, check=_check_index)
+def _index(cx, node, a, indices):
+    """x[i0, i1, ...] with integer index tensors over the leading axes (broadcast together)."""
+    k = len(indices)
+    lin, stride = None, 1
+    for axis in range(k - 1, -1, -1):
+        size = a.shape[axis]
+        if size != 1:  # an index into a size-1 axis is 0
+            i = _cast(indices[axis], "i64")
+            if isinstance(size, int):
+                i = (i < 0).where(i + size, i)
+            term = i if stride == 1 else i * _size_tensor(cx, stride)
+            lin = term if lin is None else lin + term
+        stride = _mul_size(stride, size)
+    if lin is None:
+        lin = _cast(indices[0], "i64") * 0
+    rest = list(a.shape[k:])
+    if not rest:
+        return a.gather_flat(lin).reshape(cx.shape(node))
+    flat = a.reshape([stride] + rest)
+    return flat.index_select(0, lin.flatten()).reshape(cx.shape(node))
+
+
+def _mul_size(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    return f"({a}) * ({b})"
+
+
+def _size_tensor(cx, size):
+    """A 0-d i64 tensor holding a size (a dynamic one is read as the sum of that many ones)."""
+    if isinstance(size, int):
+        return cx.g.constant(float(size), "i64")
+    return cx.g.full([size], 1.0, "i64").sum(0)
+
+
+# ---- sizes (SymInt arithmetic) ----
+
+
+@op(aten.sym_size.int)
+def _sym_size(cx, node, a, dim):
+    return a.shape[dim]
+
+
+def _size_op(sym):
+    def fn(cx, node, a, b):
+        return f"({a}) {sym} ({b})"
+
+    return fn
+
+
+CONVERTERS[operator.add] = _size_op("+")
+CONVERTERS[operator.sub] = _size_op("-")
+CONVERTERS[operator.mul] = _size_op("*")
+CONVERTERS[operator.floordiv] = _size_op("//")
