@@ -156,7 +156,7 @@ def _pow_scalar(cx, node, a, p):
     return a.pow(float(p))
 
 
-@op(aten.pow.Tensor_Tensor)
+@op(aten.pow.Tensor_Tensor, aten.pow.Scalar)
 def _pow_tensor(cx, node, a, b):
     return _binary(cx, node, a, b, lambda x, y: x.pow(y))
 
@@ -544,12 +544,13 @@ def _arange(cx, node, *args, **kw):
         start, end = args[0], args[1]
         if len(args) > 2:
             step = args[2]
-    if step != 1 or not isinstance(start, int):
-        raise Unsupported("arange with a step or a dynamic start")
+    if isinstance(start, str) or isinstance(step, str):
+        raise Unsupported("arange with a dynamic start or step")
     n = cx.shape(node)[0]
     dt = _lt(cx.dtype(node))
-    out = cx.g.arange(n, dt if dt in ("i32", "i64") else "i32")
-    out = _cast(out, dt)
+    out = _cast(cx.g.arange(n, dt if dt in ("i32", "i64") else "i32"), dt)
+    if step != 1:
+        out = out * step
     return out + start if start else out
 
 

@@ -44,8 +44,10 @@ _warned = set()
 
 
 def op_name(target):
-    s = str(target)
-    return s[len("torch.ops.") :] if s.startswith("torch.ops.") else getattr(target, "__name__", s)
+    """'aten.mm.default' for an ATen/prims op, the function's name otherwise ('add')."""
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    return getattr(target, "__name__", str(target))
 
 
 def _has_work(nodes):

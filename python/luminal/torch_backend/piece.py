@@ -34,7 +34,7 @@ class Piece(torch.nn.Module):
             if i in persist and label in self.fixed:
                 self.cx.values[node].persist()
         opts = options.compile_options(buckets)
-        self.session = luminal.Session(g, backend.luminal, opts)
+        self.session = luminal.Session(self.cx.g, backend.luminal, opts)
         self.bound = {}  # label -> (tensor, version)
         self.stats = stats
         self.nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
