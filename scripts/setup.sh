@@ -41,7 +41,7 @@ if ! "$torch_venv/bin/python" -c "import torch, transformers" 2>/dev/null; then
   echo "setup: installing torch and transformers into $torch_venv (once; a large download)"
   python3 -m venv --system-site-packages "$torch_venv"
   torch_index=()
-  [ -n "${LUMINAL_TORCH_INDEX:-}" ] && torch_index=(--index-url "$LUMINAL_TORCH_INDEX")
+  if [ -n "${LUMINAL_TORCH_INDEX:-}" ]; then torch_index=(--index-url "$LUMINAL_TORCH_INDEX"); fi
   "$torch_venv/bin/python" -m pip install -q "${torch_index[@]}" torch
   "$torch_venv/bin/python" -m pip install -q transformers
   "$torch_venv/bin/python" -c "import torch, transformers" ||
