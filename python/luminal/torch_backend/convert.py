@@ -216,11 +216,19 @@ class Converter:
         for i, r in enumerate(ret if isinstance(ret, (list, tuple)) else [ret]):
             v = self.values.get(r) if isinstance(r, torch.fx.Node) else r
             if isinstance(v, luminal_tensor()):
-                label = f"out{i}"
-                v.output(label)
-                self.outputs.append(("tensor", label, r.meta["val"].dtype))
-            else:
+                self.outputs.append(("tensor", self._output(v, f"out{i}"), r.meta["val"].dtype))
+            elif isinstance(v, (list, tuple)) and all(isinstance(x, luminal_tensor()) for x in v):
+                labels = [self._output(x, f"out{i}_{j}") for j, x in enumerate(v)]
+                self.outputs.append(("list", labels, [x.dtype for x in r.meta["val"]]))
+            elif isinstance(v, (int, str)):
                 self.outputs.append(("size", r.meta.get("val") if hasattr(r, "meta") else r, None))
+            else:
+                raise Unsupported(f"an output of type {type(v).__name__}")
+
+    @staticmethod
+    def _output(t, label):
+        t.output(label)
+        return label
 
 
 def luminal_tensor():

@@ -48,7 +48,8 @@ class Piece(torch.nn.Module):
 
     def _bind(self, label, t):
         last = self.bound.get(label)
-        if last is not None and last[0] is t and last[1] == t._version:
+        version = _version(t)
+        if last is not None and last[0] is t and version is not None and last[1] == version:
             return
         if t.device.type == "cpu":
             src = t if t.is_contiguous() else t.contiguous()
@@ -57,7 +58,7 @@ class Piece(torch.nn.Module):
             self.session.bind_external(label, t)
         else:
             self.session.set(label, t.detach().contiguous().cpu())
-        self.bound[label] = (t, t._version)
+        self.bound[label] = (t, version)
 
     def forward(self, *args):
         dims = self._dim_values(args)
@@ -72,12 +73,24 @@ class Piece(torch.nn.Module):
         for kind, what, dtype in self.cx.outputs:
             if kind == "size":
                 outs.append(eval_size(what, dims) if what is not None else None)
-                continue
-            arr = self.session.get(what)
-            t = torch.from_numpy(arr)
-            if t.dtype != dtype:
-                t = t.to(dtype)
-            if device is not None and device.type != "cpu":
-                t = t.to(device)
-            outs.append(t)
+            elif kind == "list":
+                outs.append([self._get(lb, dt, device) for lb, dt in zip(what, dtype)])
+            else:
+                outs.append(self._get(what, dtype, device))
         return tuple(outs)
+
+    def _get(self, label, dtype, device):
+        t = torch.from_numpy(self.session.get(label))
+        if t.dtype != dtype:
+            t = t.to(dtype)
+        if device is not None and device.type != "cpu":
+            t = t.to(device)
+        return t
+
+
+def _version(t):
+    """The tensor's version counter; None for inference tensors (they have none)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None

@@ -207,3 +207,18 @@ def test_supported_ops_lists_the_table():
     ops = lt.supported_ops()
     for name in ("aten.mm.default", "aten._softmax.default", "aten.index.Tensor"):
         assert name in ops
+
+
+def test_inference_mode_and_new_inputs_each_call():
+    torch.manual_seed(5)
+    m = SwiGLU(16, 24).eval()
+    fast = torch.compile(m, backend="luminal", options=QUICK)
+    with torch.inference_mode():
+        for i in range(3):
+            x = torch.randn(4, 16) * (i + 1)
+            torch.testing.assert_close(fast(x), m(x), rtol=1e-5, atol=1e-5)
+        x = torch.randn(4, 16)
+        y1 = fast(x).clone()
+        x.mul_(3.0)  # the same tensor changed in place: an inference tensor has no version
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-5, atol=1e-5)
+        assert not torch.allclose(y1, fast(x))
