@@ -346,6 +346,70 @@ def _argmin(cx, node, a, dim=None, keepdim=False):
     return a.argmin(dim, keepdim).cast("i64")
 
 
+@op(aten.max.dim)
+def _max_dim(cx, node, a, dim, keepdim=False):
+    return [a.max(dim, keepdim), a.argmax(dim, keepdim).cast("i64")]
+
+
+@op(aten.min.dim)
+def _min_dim(cx, node, a, dim, keepdim=False):
+    return [a.min(dim, keepdim), a.argmin(dim, keepdim).cast("i64")]
+
+
+@op(aten.any.dim, aten.any.dims, aten.any.default)
+def _any(cx, node, a, dim=None, keepdim=False):
+    nz = _cast(a, "bool").cast("i32")
+    return nz.max(_axes(dim, a.ndim), keepdim) > 0 if a.ndim else nz > 0
+
+
+@op(aten.all.dim, aten.all.dims, aten.all.default)
+def _all(cx, node, a, dim=None, keepdim=False):
+    nz = _cast(a, "bool").cast("i32")
+    return nz.min(_axes(dim, a.ndim), keepdim) > 0 if a.ndim else nz > 0
+
+
+def _count(cx, a, axes):
+    n = 1
+    for ax in axes:
+        n = _mul_size(n, a.shape[ax])
+    return n
+
+
+@op(aten.var.correction, aten.var.dim)
+def _var(cx, node, a, dims=None, correction=None, keepdim=False, unbiased=None):
+    a = _cast(a, _lt(cx.dtype(node)))
+    axes = [d % a.ndim for d in _axes(dims, a.ndim)]
+    if node.target == aten.var.dim:
+        correction = 1 if unbiased in (None, True) else 0
+    correction = 1 if correction is None else correction
+    d = a - a.mean(axes, True)
+    s = d.square().sum(axes, keepdim)
+    n = _count(cx, a, axes)
+    if isinstance(n, int):
+        return s / float(max(n - correction, 0))
+    return s / (_size_tensor(cx, n).cast(a.dtype) - float(correction))
+
+
+@op(aten.native_layer_norm.default)
+def _layer_norm(cx, node, a, shape, weight, bias, eps):
+    axes = list(range(a.ndim - len(shape), a.ndim))
+    mean = a.mean(axes, True)
+    d = a - mean
+    rstd = (d.square().mean(axes, True) + float(eps)).rsqrt()
+    out = d * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return [out, mean, rstd]
+
+
+@op(aten.topk.default)
+def _topk(cx, node, a, k, dim=-1, largest=True, sorted=True):
+    values, indices = a.topk(k, dim % a.ndim, largest)
+    return [values, indices.cast("i64")]
+
+
 @op(aten._softmax.default)
 def _softmax(cx, node, a, dim, half_to_float=False):
     return _cast(a, _lt(cx.dtype(node))).softmax(dim)

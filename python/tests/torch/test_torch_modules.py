@@ -222,3 +222,48 @@ def test_inference_mode_and_new_inputs_each_call():
         x.mul_(3.0)  # the same tensor changed in place: an inference tensor has no version
         torch.testing.assert_close(fast(x), m(x), rtol=1e-5, atol=1e-5)
         assert not torch.allclose(y1, fast(x))
+
+
+class Encoder(torch.nn.Module):
+    """LayerNorm, SDPA (causal), GELU (tanh), var, log_softmax, max/topk, any."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(32)
+        self.qkv = torch.nn.Linear(32, 96)
+        self.act = torch.nn.GELU("tanh")
+
+    def forward(self, x):
+        b = x.shape[0]
+        q, k, v = self.qkv(self.ln(x)).view(b, -1, 3, 4, 8).unbind(2)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).reshape(b, -1, 32)
+        top = y.topk(3)
+        return (
+            self.act(y).var(-1),
+            torch.nn.functional.log_softmax(y, -1).max(-1).values,
+            top.values,
+            top.indices,
+            (y > 2.5).any(-1),
+        )
+
+
+def test_layer_norm_sdpa_and_reductions_over_two_lengths(counted):
+    torch.manual_seed(6)
+    m = Encoder().eval()
+    make, calls = counted
+    fast = torch.compile(m, backend=make(), dynamic=True)
+    with torch.no_grad():
+        for s in (7, 12):
+            x = torch.randn(2, s, 32)
+            outs = fast(x)
+            if s == 7:
+                first = len(calls)
+            for got, want in zip(outs, m(x)):
+                assert got.dtype == want.dtype and got.shape == want.shape
+                if got.dtype.is_floating_point:
+                    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+                else:
+                    assert torch.equal(got, want)
+    assert len(calls) == first and lt.report()["fallback"] == {}
