@@ -267,3 +267,25 @@ def test_layer_norm_sdpa_and_reductions_over_two_lengths(counted):
                 else:
                     assert torch.equal(got, want)
     assert len(calls) == first and lt.report()["fallback"] == {}
+
+
+def test_entry_point_in_pyproject_resolves_to_the_backend():
+    import importlib.metadata
+    import os
+    import pathlib
+    import tomllib
+
+    from torch._dynamo.backends import registry
+
+    root = pathlib.Path(os.environ.get("LUMINAL_SOURCE_DIR", pathlib.Path(__file__).parents[3]))
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    value = meta["project"]["entry-points"]["torch_dynamo_backends"]["luminal"]
+    ep = importlib.metadata.EntryPoint("luminal", value, "torch_dynamo_backends")
+    saved = registry._BACKENDS.get("luminal"), registry._COMPILER_FNS.pop("luminal", None)
+    try:
+        # As torch finds an installed package's entry point: listed first, loaded on lookup.
+        registry._BACKENDS["luminal"] = ep
+        assert registry.lookup_backend("luminal") is lt.luminal_backend
+    finally:
+        registry._BACKENDS["luminal"] = saved[0]
+        registry._COMPILER_FNS["luminal"] = saved[1]
