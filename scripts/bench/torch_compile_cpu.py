@@ -3,11 +3,13 @@
 
 Models: the tiny transformers Llama and Qwen3 of tests/data/models (a 32-token prompt), and a
 100M-parameter Llama-shaped module in plain PyTorch (scripts/bench/torch_llama.py, the shape of
-bench_llm_cpu: 12 layers, hidden 768, vocabulary 32000; f32): a 128-token prompt and decode steps
-at context 128. Prints one table row per model and measurement: the median ms of --reps calls
+bench_llm_cpu: 12 layers, hidden 768, vocabulary 32000; f32): a 128-token prompt, and a decode
+step at position 128 against fixed 1024-row KV caches (static shapes: the step attends over all
+1025 rows, masked). Prints one table row per model and measurement: the median ms of --reps calls
 after a warm-up, and each backend's compile time (the first call).
 
-  PYTHONPATH=build/python ~/.cache/luminal/torch-venv/bin/python scripts/bench/torch_compile_cpu.py
+  PYTHONPATH=build/python LUMINAL_CACHE=off ~/.cache/luminal/torch-venv/bin/python \
+      scripts/bench/torch_compile_cpu.py
 
 Options: --threads (default 2), --budget (luminal's search_budget, default 20), --reps,
 --only tiny|100m.
@@ -20,7 +22,11 @@ import statistics
 import sys
 import time
 
-import torch
+# Cold compiles on both sides: Inductor without its on-disk caches (run with LUMINAL_CACHE=off
+# for luminal's).
+os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+
+import torch  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import torch_llama  # noqa: E402

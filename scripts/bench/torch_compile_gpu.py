@@ -5,8 +5,9 @@ The model is scripts/bench/torch_llama.py at the Llama-3-8B shape (32 layers, hi
 14336, 32/8 heads, vocabulary 128256; random bf16 weights), one decode step at a fixed position
 against fixed-size KV caches (static shapes). Rows, in one run:
   eager                 the step in eager PyTorch
-  inductor+cudagraph    torch.compile(mode="max-autotune-no-cudagraphs"), then the step captured
-                        by hand in one torch.cuda.CUDAGraph and replayed (CUDA only)
+  inductor+cudagraph    torch.compile (Inductor, --inductor-mode, default "default"), then the
+                        step captured by hand in one torch.cuda.CUDAGraph and replayed (CUDA);
+                        plain Inductor on the CPU
   luminal               torch.compile(backend="luminal", options={"backend": "cuda"})
 Each step also writes the token's K and V rows into the caches (eager, the same for all).
 Prints the median ms per step over --steps steps after --warmup, and the first call's time.
@@ -62,6 +63,8 @@ def main():
     ap.add_argument("--budget", type=int, default=20, help="luminal's search_budget")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--inductor-mode", default="default",
+                    help='e.g. "max-autotune-no-cudagraphs" (slow to compile at 8B)')
     ap.add_argument("--skip", default="", help="rows to leave out, e.g. eager,inductor")
     args = ap.parse_args()
     cfg = {"8b": torch_llama.LLAMA_8B, "100m": torch_llama.LLAMA_100M, "tiny": torch_llama.TINY}[
@@ -104,7 +107,7 @@ def main():
             ref = outs["logits"].float().clone()
         if "inductor" not in skip:
             torch._dynamo.reset()
-            f = torch.compile(model.decode, mode="max-autotune-no-cudagraphs")
+            f = torch.compile(model.decode, mode=args.inductor_mode)
             if dev == "cuda":
                 for _ in range(3):
                     f(ids, p, kc, vc)

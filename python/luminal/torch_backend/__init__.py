@@ -25,7 +25,6 @@ from torch._functorch.aot_autograd import aot_module_simplified
 
 import luminal
 
-from .convert import Converter, size_expr  # noqa: F401
 from .ops import CONVERTERS
 from .options import Options
 from .partition import op_name, split
