@@ -31,7 +31,7 @@ import torch  # noqa: E402
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import torch_llama  # noqa: E402
 
-import luminal.torch_backend  # noqa: E402,F401  (registers backend="luminal")
+import luminal.torch_backend as lt  # noqa: E402  (registers backend="luminal")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -52,6 +52,7 @@ def compare(name, model, call, args, opt, dynamic=False):
     ref = None
     for backend in ("eager", "inductor", "luminal"):
         torch._dynamo.reset()
+        lt.reset()
         if backend == "eager":
             f = getattr(model, call)
         else:
@@ -70,7 +71,33 @@ def compare(name, model, call, args, opt, dynamic=False):
         err = (out.float() - ref.float()).abs().max().item()
         rows.append((name, backend, first, ms, err))
         print(f"| {name} | {backend} | {first:.1f} | {ms:.2f} | {err:.1e} |", flush=True)
+        if backend == "luminal":
+            overhead(name, f, args, opt.reps)
     return rows
+
+
+def overhead(name, f, args, reps):
+    """The frontend's time per call: the compiled call against its session's execute alone,
+    paired (back to back, medians)."""
+    graphs = [g for g in lt.report()["graphs"] if g["pieces"]]
+    if len(graphs) != 1 or graphs[0]["pieces"] != 1:
+        return
+    session = graphs[0]["sessions"][0]
+    call, run = [], []
+    with torch.no_grad():
+        for _ in range(max(reps, 10)):
+            t0 = time.perf_counter()
+            f(*args)
+            call.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            try:
+                session.execute()
+            except RuntimeError:  # a dynamic dim with no value set: not measured
+                return
+            run.append(time.perf_counter() - t0)
+    c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
+    print(f"| {name} | luminal: call - session.execute (paired) | | {c - r:.2f} "
+          f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
 
 
 def tiny(args):
