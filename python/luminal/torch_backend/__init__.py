@@ -27,6 +27,7 @@ import luminal
 
 from .ops import CONVERTERS
 from .options import Options
+from . import partition
 from .partition import op_name, split
 
 __all__ = ["luminal_backend", "report", "reset", "supported_ops", "Options"]
@@ -65,9 +66,10 @@ def report():
 
 
 def reset():
-    """Clears the report."""
+    """Clears the report, and the memory of fallback warnings already given."""
     _report.graphs.clear()
     _report.stats["executes"] = 0
+    partition.warned.clear()
 
 
 def supported_ops():

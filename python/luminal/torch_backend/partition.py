@@ -40,7 +40,7 @@ _NO_WORK = {
     "aten.unbind.int",
 }
 
-_warned = set()
+warned = set()  # the sets of fallback ops already warned about
 
 
 def op_name(target):
@@ -114,8 +114,8 @@ def split(gm, backend, options, dim_range, static_inputs, report):
     report.add_graph(pieces, fallback, eager)
     if fallback:
         names = tuple(sorted(fallback))
-        if names not in _warned:
-            _warned.add(names)
+        if names not in warned:
+            warned.add(names)
             warnings.warn(
                 "luminal: these ops run in PyTorch eager between compiled pieces: "
                 + ", ".join(f"{k} ({v})" for k, v in sorted(fallback.items())),
