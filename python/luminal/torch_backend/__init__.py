@@ -16,6 +16,7 @@ The backend is registered under the name "luminal" when this module is imported,
 package's ``torch_dynamo_backends`` entry point once it is installed with pip.
 """
 
+import atexit
 import functools
 
 import torch
@@ -177,6 +178,14 @@ def luminal_backend(gm, example_inputs, mode=None, options=None, **kwargs):
         bw_compiler=_no_training,
         decompositions=core_aten_decompositions(),
     )
+
+
+@atexit.register
+def _release():
+    """Drops the sessions before the interpreter exits (Dynamo's caches hold the pieces)."""
+    reset()
+    torch._dynamo.reset()
+    _backend.cache_clear()
 
 
 if "luminal" not in _BACKENDS:
