@@ -149,7 +149,9 @@ class Graph:
         """Ones of `shape`."""
 
     def arange(self, n: int | str, dtype: DTypeLike | None = None) -> Tensor:
-        """0, 1, ..., n-1 (i32 by default)."""
+        """
+        0, 1, ..., n-1 (i32 by default); n is an int, a dim name or a size ('s + 1').
+        """
 
     def set_dim(self, name: str, value: int) -> None:
         """Sets a dynamic dim's value for the next executes."""

@@ -289,11 +289,10 @@ void bind_graph(nb::module_& m) {
       .def(
           "arange",
           [](Graph& g, nb::handle n, nb::handle dtype) {
-            const Dim d = nb::isinstance<nb::str>(n) ? Dim(nb::cast<std::string>(n))
-                                                     : Dim(nb::cast<int64_t>(n));
-            return g.arange(d, dtype.is_none() ? DType::I32 : to_dtype(dtype));
+            return g.arange(to_dim(n), dtype.is_none() ? DType::I32 : to_dtype(dtype));
           },
-          nb::arg("n"), nb::arg("dtype") = nb::none(), "0, 1, ..., n-1 (i32 by default).")
+          nb::arg("n"), nb::arg("dtype") = nb::none(),
+          "0, 1, ..., n-1 (i32 by default); n is an int, a dim name or a size ('s + 1').")
       .def("set_dim", &Graph::set_dim, nb::arg("name"), nb::arg("value"),
            "Sets a dynamic dim's value for the next executes.")
       .def("declare_dim", &Graph::declare_dim, nb::arg("name"), nb::arg("min"), nb::arg("max"),

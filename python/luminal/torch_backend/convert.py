@@ -207,7 +207,11 @@ class Converter:
                 if not self.probe:
                     self._outputs(node.args[0])
             elif node.op == "get_attr":
-                raise Unsupported("a get_attr node (a constant tensor held by the graph)")
+                # A constant the graph holds; pieces get it as an input (the partitioner keeps
+                # get_attr nodes outside them), so only the probe meets it.
+                if not self.probe:
+                    raise Unsupported("a get_attr node inside a piece")
+                self.values[node] = self._stand_in(node.meta.get("val"))
             else:
                 raise Unsupported(f"an FX {node.op} node")
         return self

@@ -84,9 +84,8 @@ def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
     if n == size and step == 1:
         return a
     if isinstance(start, int) and start < 0:
-        if not isinstance(size, int):
-            raise Unsupported("a negative slice start on a dynamic axis")
-        start = max(start + size, 0)
+        # From the end; on a dynamic axis torch's length n says the start was not clamped.
+        start = max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
     if n == 0:
         raise Unsupported("an empty slice")
     last = (n - 1) * step if isinstance(n, int) else f"(({n}) - 1) * {step}"

@@ -74,6 +74,11 @@ class _Support(OperatorSupport):
 
 def split(gm, backend, options, dim_range, static_inputs, report):
     """The graph with its convertible partitions replaced by compiled pieces."""
+    for n in gm.graph.nodes:
+        if n.op == "get_attr" and "val" not in n.meta:
+            v = getattr(gm, n.target, None)
+            if isinstance(v, torch.Tensor):
+                n.meta["val"] = v  # shape and dtype for the probe and the pieces' inputs
     probe = Converter(gm, device=backend.device_type, probe=True, dim_range=dim_range).build()
     fallback = {}
     for node, why in probe.reasons.items():

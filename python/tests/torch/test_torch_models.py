@@ -48,3 +48,24 @@ def test_tiny_model_logits_and_greedy_tokens(name, counted):
     assert 1 <= r["compiles"] <= first and r["fallback"] == {}, r["fallback"]
     # The model's graph (the one with the weights) is one luminal piece.
     assert max(g["piece_nodes"][0] for g in r["graphs"] if g["pieces"]) > 200
+
+
+def test_generate_with_the_kv_cache(counted):
+    """transformers' generate() with its DynamicCache: prefill and decode steps whose cache
+    length grows, through the compiled forward; the tokens equal eager's."""
+    folder = MODELS / "qwen3"
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager"
+    ).eval()
+    ids = torch.tensor([[1, 17, 42, 99, 5, 200, 3, 64]])
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=10, do_sample=False)
+        make, calls = counted
+        model.forward = torch.compile(model.forward, backend=make(), dynamic=True)
+        got = model.generate(ids, max_new_tokens=4, do_sample=False)
+        assert got.tolist() == want[:, :12].tolist()
+        first = len(calls)
+        got = model.generate(ids, max_new_tokens=10, do_sample=False)
+    assert got.tolist() == want.tolist()
+    assert len(calls) == first, "longer caches compiled again"
+    assert lt.report()["fallback"] == {}
