@@ -143,7 +143,7 @@ def _static_input_nodes(gm):
 def _inference_compiler(options, kind):
     def fw(gm, example_inputs):
         backend = _backend(kind, options.threads)
-        split_gm = split(
+        return split(
             gm,
             backend,
             options,
@@ -151,7 +151,6 @@ def _inference_compiler(options, kind):
             _static_input_nodes(gm),
             _report,
         )
-        return split_gm
 
     return fw
 

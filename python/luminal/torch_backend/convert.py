@@ -41,7 +41,7 @@ def size_expr(v):
     if isinstance(v, int):
         return v
     if isinstance(v, torch.SymInt):
-        if v.node.is_nested_int() if hasattr(v.node, "is_nested_int") else False:
+        if getattr(v.node, "is_nested_int", lambda: False)():
             raise Unsupported("a nested int size")
         v = v.node.expr
     import sympy
@@ -51,7 +51,7 @@ def size_expr(v):
     if isinstance(v, sympy.Integer) or (hasattr(v, "is_Integer") and v.is_Integer):
         return int(v)
     if isinstance(v, sympy.Symbol):
-        if not v.name[:1] == "s":
+        if not v.name.startswith("s"):  # u0...: unbacked, data-dependent
             raise Unsupported(f"the data-dependent size {v.name}")
         return v.name
     args = [size_expr(a) for a in v.args]
@@ -104,18 +104,38 @@ class Converter:
         return node.meta["val"].dtype
 
     def shape(self, node):
-        return [size_expr(d) for d in node.meta["val"].shape]
+        return self._sizes(node.meta["val"].shape)
+
+    def _sizes(self, shape):
+        for d in shape:  # every symbol a shape uses is declared before it is used
+            if isinstance(d, torch.SymInt):
+                for sym in d.node.expr.free_symbols:
+                    self._symbol(sym.name, None, None)
+        return [size_expr(d) for d in shape]
 
     def _input(self, label, val):
-        return self.g.tensor(label, [size_expr(d) for d in val.shape], luminal_dtype(val.dtype))
+        return self.g.tensor(label, self._sizes(val.shape), luminal_dtype(val.dtype))
 
     def _symbol(self, name, index, axis):
+        """A dim seen at (placeholder index, axis; None for a SymInt input, or (None, None) when
+        no input of this graph carries it alone: split() passes the graph's values then)."""
         if name in self.symbols:
+            if self.symbols[name][0] is None and index is not None:
+                self.symbols[name] = (index, axis)
             return
         self.symbols[name] = (index, axis)
         if self.dim_range:
             self.ranges[name] = self.dim_range(name)
             self.g.declare_dim(name, *self.ranges[name])
+
+    def dim_values(self, args):
+        """{dim: value} for the dims this graph's inputs carry, from the call's arguments."""
+        vals = {}
+        for name, (i, axis) in self.symbols.items():
+            if i is not None:
+                a = args[i]
+                vals[name] = int(a) if axis is None else int(a.shape[axis])
+        return vals
 
     def _placeholder(self, node, index):
         val = node.meta.get("val")
@@ -151,8 +171,6 @@ class Converter:
             return self.values[a]
         if isinstance(a, (list, tuple)):
             return type(a)(self._map(x) for x in a)
-        if isinstance(a, torch.dtype) or isinstance(a, (torch.device, torch.layout)):
-            return a
         return a
 
     def why_not(self, node):

@@ -73,7 +73,8 @@ class _Support(OperatorSupport):
 
 
 def split(gm, backend, options, dim_range, static_inputs, report):
-    """The graph with its convertible partitions replaced by compiled pieces."""
+    """A function running the graph with its convertible partitions replaced by compiled
+    pieces (the rest in eager)."""
     for n in gm.graph.nodes:
         if n.op == "get_attr" and "val" not in n.meta:
             v = getattr(gm, n.target, None)
@@ -95,6 +96,7 @@ def split(gm, backend, options, dim_range, static_inputs, report):
         gm, _Support(probe.supported), allows_single_node_partition=True
     )
     parts = [p for p in partitioner.propose_partitions() if _has_work(p.nodes)]
+    graph_dims = {}
     eager = {}
     in_parts = set().union(*[set(p.nodes) for p in parts]) if parts else set()
     for n in gm.graph.nodes:
@@ -112,11 +114,17 @@ def split(gm, backend, options, dim_range, static_inputs, report):
         for i, (ph, arg) in enumerate(zip(subs, node.args)):
             if isinstance(arg, torch.fx.Node) and arg in static_inputs:
                 persist.add(i)
-        piece = Piece(sub, backend, options, dim_range, report.stats, persist)
+        piece = Piece(sub, backend, options, dim_range, report.stats, persist, graph_dims)
         setattr(fused, node.target, piece)
         pieces.append(piece)
     fused.recompile()
     report.add_graph(pieces, fallback, eager)
+
+    def run(*args):
+        graph_dims.clear()
+        graph_dims.update(probe.dim_values(args))
+        return fused(*args)
+
     if fallback:
         names = tuple(sorted(fallback))
         if names not in warned:
@@ -126,4 +134,4 @@ def split(gm, backend, options, dim_range, static_inputs, report):
                 + ", ".join(f"{k} ({v})" for k, v in sorted(fallback.items())),
                 stacklevel=2,
             )
-    return fused
+    return run

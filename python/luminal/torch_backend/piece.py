@@ -13,7 +13,7 @@ from .convert import Converter, eval_size
 
 
 class Piece(torch.nn.Module):
-    def __init__(self, gm, backend, options, dim_range, stats, persist=()):
+    def __init__(self, gm, backend, options, dim_range, stats, persist=(), graph_dims=None):
         super().__init__()
         import luminal
 
@@ -38,13 +38,9 @@ class Piece(torch.nn.Module):
         self.bound = {}  # label -> (tensor, version)
         self.stats = stats
         self.nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
-
-    def _dim_values(self, args):
-        vals = {}
-        for name, (i, axis) in self.cx.symbols.items():
-            a = args[i]
-            vals[name] = int(a) if axis is None else int(a.shape[axis])
-        return vals
+        # The values of the whole graph's dims at this call (split() keeps them up to date), for
+        # dims no input of this piece carries alone (an input of size s//4 does not give s).
+        self.graph_dims = graph_dims if graph_dims is not None else {}
 
     def _bind(self, label, t):
         last = self.bound.get(label)
@@ -61,7 +57,15 @@ class Piece(torch.nn.Module):
         self.bound[label] = (t, version)
 
     def forward(self, *args):
-        dims = self._dim_values(args)
+        dims = self.cx.dim_values(args)
+        for d in self.dims:
+            if d not in dims:
+                if d not in self.graph_dims:
+                    raise RuntimeError(
+                        f"luminal: no input of the graph carries the dynamic size {d} alone; "
+                        "mark fewer sizes dynamic, or options={'fallback': False} to see why"
+                    )
+                dims[d] = self.graph_dims[d]
         device = None
         for (label, _node), a in zip(self.cx.inputs, args):
             if label is not None:

@@ -289,3 +289,21 @@ def test_entry_point_in_pyproject_resolves_to_the_backend():
     finally:
         registry._BACKENDS["luminal"] = saved[0]
         registry._COMPILER_FNS["luminal"] = saved[1]
+
+
+def test_piece_after_a_fallback_gets_dims_its_inputs_only_derive(counted):
+    def f(x):
+        a = (x + 1).reshape(-1)  # [4*s]
+        b = a.cumprod(0) * 1e-3  # no converter: eager
+        return (b * 2).view(-1, 4).sum(-1)  # [s]: the piece sees 4*s, not s
+
+    make, calls = counted
+    fast = torch.compile(f, backend=make(), dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.no_grad():
+            for s in (3, 5):
+                x = torch.rand(s, 4) * 0.5 + 0.75
+                torch.testing.assert_close(fast(x), f(x), rtol=1e-5, atol=1e-6)
+    assert "aten.cumprod.default" in lt.report()["fallback"]
+    assert len(calls) == 1
