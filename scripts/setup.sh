@@ -31,8 +31,8 @@ if ! python3 -c "import safetensors, tokenizers, jinja2, numpy, nanobind, pytest
     python3 -m pip install -q --break-system-packages $py_pkgs
 fi
 
-# PyTorch and transformers for the torch.compile backend's tests (python/tests/torch, the ctest
-# python_torch_tests): a virtual environment in the user's cache, made once and reused, that also
+# PyTorch and transformers for the torch.compile backend's tests (python/tests/torch_compile, the
+# ctest python_torch_tests): a virtual environment in the user's cache, made once and reused, that also
 # sees the packages above (--system-site-packages). It must be the Python the extension is built
 # for (the same python3). LUMINAL_TORCH_INDEX names a pip index to take torch from (e.g. PyTorch's
 # CPU-only wheel index, much smaller than the default wheel); unset, pip's default index is used.
