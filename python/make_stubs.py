@@ -24,6 +24,7 @@ ShapeLike = Sequence[Union[int, str]]
 REPLACE = [
     ("shape: object", "shape: ShapeLike"),
     ("n: object", "n: int | str"),
+    ("start: object, end: object | None", "start: int | str, end: int | str | None"),
     ("axis: object", "axis: int | Sequence[int]"),
     ("key: object", "key: str | Tensor"),
     ("value: object) -> None", "value: Any) -> None"),

@@ -149,7 +149,9 @@ class Graph:
         """Ones of `shape`."""
 
     def arange(self, n: int | str, dtype: DTypeLike | None = None) -> Tensor:
-        """0, 1, ..., n-1 (i32 by default)."""
+        """
+        0, 1, ..., n-1 (i32 by default); n is an int, a dim name or a size ('s + 1').
+        """
 
     def set_dim(self, name: str, value: int) -> None:
         """Sets a dynamic dim's value for the next executes."""
@@ -351,7 +353,10 @@ class Tensor:
     def where(self, a: Tensor, b: Tensor) -> Tensor: ...
 
     @overload
-    def where(self, a: Tensor, b: float) -> Tensor:
+    def where(self, a: Tensor, b: float) -> Tensor: ...
+
+    @overload
+    def where(self, a: float, b: Tensor) -> Tensor:
         """Where this (bool) is true take a, else b."""
 
     def masked_fill(self, mask: Tensor, value: float) -> Tensor:
@@ -515,14 +520,21 @@ class Tensor:
     def contiguous(self) -> Tensor:
         """A contiguous copy."""
 
-    def slice(self, axis: int, start: int, end: int | None = None, step: int = 1) -> Tensor:
-        """Python slicing [start:end:step] on one axis."""
+    def slice(self, axis: int, start: int | str, end: int | str | None = None, step: int = 1) -> Tensor:
+        """
+        Python slicing [start:end:step] on one axis (start and end: ints or sizes such as 's' or 's - 1').
+        """
 
     def triu(self, k: int = 0) -> Tensor:
         """Upper triangle."""
 
     def tril(self, k: int = 0) -> Tensor:
         """Lower triangle."""
+
+    def gather_flat(self, indexes: Tensor) -> Tensor:
+        """
+        Elements of this tensor read as flat (row-major) at integer `indexes`: the indexes' shape.
+        """
 
     def gather_elements(self, axis: int, index: Tensor) -> Tensor:
         """torch.gather."""

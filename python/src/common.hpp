@@ -27,7 +27,9 @@ DType to_dtype(nb::handle h);
 std::optional<nb::dlpack::dtype> dlpack_dtype(DType t, bool numpy_only);
 /// The element dtype of a DLPack dtype, if luminal has it.
 std::optional<DType> from_dlpack(nb::dlpack::dtype d);
-/// A shape entry list from a Python sequence of ints and dim names.
+/// A size from an int, a dim name ("s") or an expression of them ("2*s + 1", "(s // 4)").
+Dim to_dim(nb::handle h);
+/// A shape entry list from a Python sequence of sizes (see to_dim).
 std::vector<Dim> to_dims(nb::handle seq);
 /// A shape as a tuple: ints for constant sizes, strings for symbolic ones ("s", "s + 1").
 nb::tuple shape_tuple(const Shape& s);

@@ -115,6 +115,8 @@ void bind_tensor(nb::module_& m) {
            nb::arg("b"), "Where this (bool) is true take a, else b.")
       .def("where", nb::overload_cast<const T&, double>(&T::where, nb::const_), nb::arg("a"),
            nb::arg("b"), "Where this (bool) is true take a, else b.")
+      .def("where", nb::overload_cast<double, const T&>(&T::where, nb::const_), nb::arg("a"),
+           nb::arg("b"), "Where this (bool) is true take a, else b.")
       .def("masked_fill", &T::masked_fill, nb::arg("mask"), nb::arg("value"),
            "x where mask is false, value where it is true.")
       .def("matmul", &T::matmul, nb::arg("other"), "torch.matmul semantics (1-D to 5-D).");
@@ -224,14 +226,18 @@ void bind_tensor(nb::module_& m) {
       .def("contiguous", &T::contiguous, "A contiguous copy.")
       .def(
           "slice",
-          [](const T& x, int axis, int64_t start, std::optional<int64_t> end, int64_t step) {
-            return x.slice(axis, Dim(start), end ? std::optional<Dim>(Dim(*end)) : std::nullopt,
-                           step);
+          [](const T& x, int axis, nb::handle start, nb::handle end, int64_t step) {
+            return x.slice(axis, to_dim(start),
+                           end.is_none() ? std::nullopt : std::optional<Dim>(to_dim(end)), step);
           },
           nb::arg("axis"), nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1,
-          "Python slicing [start:end:step] on one axis.")
+          "Python slicing [start:end:step] on one axis (start and end: ints or sizes such as "
+          "'s' or 's - 1').")
       .def("triu", &T::triu, nb::arg("k") = 0, "Upper triangle.")
       .def("tril", &T::tril, nb::arg("k") = 0, "Lower triangle.")
+      .def("gather_flat", &T::gather_flat, nb::arg("indexes"),
+           "Elements of this tensor read as flat (row-major) at integer `indexes`: the indexes' "
+           "shape.")
       .def("gather_elements", &T::gather_elements, nb::arg("axis"), nb::arg("index"),
            "torch.gather.")
       .def("index_select", &T::index_select, nb::arg("axis"), nb::arg("index"),
@@ -283,11 +289,10 @@ void bind_graph(nb::module_& m) {
       .def(
           "arange",
           [](Graph& g, nb::handle n, nb::handle dtype) {
-            const Dim d = nb::isinstance<nb::str>(n) ? Dim(nb::cast<std::string>(n))
-                                                     : Dim(nb::cast<int64_t>(n));
-            return g.arange(d, dtype.is_none() ? DType::I32 : to_dtype(dtype));
+            return g.arange(to_dim(n), dtype.is_none() ? DType::I32 : to_dtype(dtype));
           },
-          nb::arg("n"), nb::arg("dtype") = nb::none(), "0, 1, ..., n-1 (i32 by default).")
+          nb::arg("n"), nb::arg("dtype") = nb::none(),
+          "0, 1, ..., n-1 (i32 by default); n is an int, a dim name or a size ('s + 1').")
       .def("set_dim", &Graph::set_dim, nb::arg("name"), nb::arg("value"),
            "Sets a dynamic dim's value for the next executes.")
       .def("declare_dim", &Graph::declare_dim, nb::arg("name"), nb::arg("min"), nb::arg("max"),

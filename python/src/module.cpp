@@ -8,6 +8,9 @@
 
 #include <Python.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "common.hpp"
 #include "luminal/compiler/options.hpp"
 #include "luminal/core/error.hpp"
@@ -73,20 +76,107 @@ std::optional<DType> from_dlpack(nb::dlpack::dtype d) {
   return std::nullopt;
 }
 
+namespace {
+
+// A size written as text: ints, dim names, + - * // % and parentheses ("2*s + 1", "(s // 4)").
+class DimParser {
+ public:
+  explicit DimParser(std::string_view s) : s_(s) {}
+  Expr parse() {
+    Expr e = sum();
+    skip();
+    if (i_ != s_.size()) fail();
+    return e;
+  }
+
+ private:
+  void skip() {
+    while (i_ < s_.size() && s_[i_] == ' ')
+      ++i_;
+  }
+  bool eat(std::string_view tok) {
+    skip();
+    if (s_.substr(i_, tok.size()) != tok) return false;
+    i_ += tok.size();
+    return true;
+  }
+  [[noreturn]] void fail() const {
+    throw Error(
+        "a size is an int, a dim name or an expression of them with + - * // % and "
+        "parentheses; cannot read '" +
+        std::string(s_) + "'");
+  }
+  Expr sum() {
+    Expr e = product();
+    for (;;) {
+      if (eat("+"))
+        e = e + product();
+      else if (eat("-"))
+        e = e - product();
+      else
+        return e;
+    }
+  }
+  Expr product() {
+    Expr e = factor();
+    for (;;) {
+      if (eat("*"))
+        e = e * factor();
+      else if (eat("//"))
+        e = e / factor();
+      else if (eat("%"))
+        e = e % factor();
+      else
+        return e;
+    }
+  }
+  Expr factor() {
+    if (eat("-")) return Expr(int64_t{0}) - factor();
+    if (eat("(")) {
+      Expr e = sum();
+      if (!eat(")")) fail();
+      return e;
+    }
+    skip();
+    const size_t start = i_;
+    if (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))
+        ++i_;
+      return Expr(std::stoll(std::string(s_.substr(start, i_ - start))));
+    }
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+      ++i_;
+    if (i_ == start) fail();
+    return Expr::var(s_.substr(start, i_ - start));
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+Dim to_dim(nb::handle e) {
+  if (nb::isinstance<nb::str>(e)) {
+    const std::string s = nb::cast<std::string>(e);
+    const bool name = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    }) && !std::isdigit(static_cast<unsigned char>(s[0]));
+    if (name) return Dim(s);
+    return Dim(DimParser(s).parse());
+  }
+  if (nb::isinstance<nb::int_>(e) || nb::hasattr(e, "__index__")) return Dim(nb::cast<int64_t>(e));
+  throw Error("a shape entry is an int, a dim name or a size expression (str); got " +
+              nb::cast<std::string>(nb::repr(e)));
+}
+
 std::vector<Dim> to_dims(nb::handle seq) {
   if (nb::isinstance<nb::str>(seq) || !nb::hasattr(seq, "__iter__"))
     throw Error("a shape is a list of sizes and dim names, such as ['s', 4]; got " +
                 nb::cast<std::string>(nb::repr(seq)));
   std::vector<Dim> dims;
-  for (nb::handle e : seq) {
-    if (nb::isinstance<nb::str>(e))
-      dims.emplace_back(nb::cast<std::string>(e));
-    else if (nb::isinstance<nb::int_>(e) || nb::hasattr(e, "__index__"))
-      dims.emplace_back(nb::cast<int64_t>(e));
-    else
-      throw Error("a shape entry is an int or a dim name (str); got " +
-                  nb::cast<std::string>(nb::repr(e)));
-  }
+  for (nb::handle e : seq)
+    dims.push_back(to_dim(e));
   return dims;
 }
 

@@ -1,0 +1,191 @@
+"""``torch.compile(model, backend="luminal")``: a Dynamo backend that runs FX graphs on luminal.
+
+Dynamo's graph goes through AOTAutograd with the core ATen decompositions; the ATen graph is
+split into pieces that convert to luminal graphs (ops.py, convert.py) and nodes that run in
+PyTorch eager (partition.py); each piece is a luminal Session (piece.py). Sizes Dynamo keeps
+symbolic (``dynamic=True``, ``torch._dynamo.mark_dynamic``) become luminal dims, searched per
+bucket, so a new size inside a bucket runs without recompiling. Inference only.
+
+    import torch, luminal.torch_backend
+    fast = torch.compile(model, backend="luminal", dynamic=True, options={"search_budget": 20})
+    with torch.no_grad():
+        y = fast(x)
+    print(luminal.torch_backend.report())
+
+The backend is registered under the name "luminal" when this module is imported, and by the
+package's ``torch_dynamo_backends`` entry point once it is installed with pip.
+"""
+
+import atexit
+import functools
+
+import torch
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.backends.registry import _BACKENDS, register_backend
+from torch._functorch.aot_autograd import aot_module_simplified
+
+import luminal
+
+from .ops import CONVERTERS
+from .options import Options
+from . import partition
+from .partition import op_name, split
+
+__all__ = ["luminal_backend", "report", "reset", "supported_ops", "Options"]
+
+
+class _Report:
+    def __init__(self):
+        self.graphs = []
+        self.stats = {"executes": 0}
+
+    def add_graph(self, pieces, fallback, eager):
+        self.graphs.append(
+            {
+                "pieces": len(pieces),
+                "piece_nodes": [p.nodes for p in pieces],
+                "fallback": dict(fallback),
+                "eager": dict(eager),
+                "sessions": [p.session for p in pieces],
+            }
+        )
+
+
+_report = _Report()
+
+
+def report():
+    """What the backend did since the last reset(): {"compiles", "executes", "graphs"}; each graph
+    has its piece count, the nodes in each piece, the ops that fell back to eager with the reason
+    (``fallback``), every op left to eager with its count (``eager``) and the sessions."""
+    return {
+        "compiles": len(_report.graphs),
+        "executes": _report.stats["executes"],
+        "graphs": _report.graphs,
+        "fallback": {k: v for g in _report.graphs for k, v in g["fallback"].items()},
+    }
+
+
+def reset():
+    """Clears the report, and the memory of fallback warnings already given."""
+    _report.graphs.clear()
+    _report.stats["executes"] = 0
+    partition.warned.clear()
+
+
+def supported_ops():
+    """The ATen/prims ops (and SymInt operators) the converter has a rule for."""
+    return sorted(op_name(t) for t in CONVERTERS)
+
+
+class _Backend:
+    def __init__(self, kind, threads):
+        self.device_type = kind
+        self.luminal = luminal.cuda() if kind == "cuda" else luminal.cpu(threads)
+
+
+@functools.lru_cache(maxsize=None)
+def _backend(kind, threads):
+    return _Backend(kind, threads)
+
+
+def _device_kind(example_inputs, options):
+    if options.backend:
+        return options.backend
+    for t in example_inputs:
+        if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+            return "cuda"
+    return "cpu"
+
+
+def _dim_range(inputs, options):
+    fake = torch._guards.detect_fake_mode(inputs)
+    env = fake.shape_env if fake is not None else None
+
+    def rng(name):
+        lo, hi = 1, options.max_dim
+        if env is not None:
+            import sympy
+
+            r = env.var_to_range.get(sympy.Symbol(name, integer=True, positive=True))
+            if r is None:
+                r = next((v for k, v in env.var_to_range.items() if k.name == name), None)
+            if r is not None:
+                lo = max(_finite(r.lower, 1), 1)
+                hi = min(_finite(r.upper, hi), hi)
+        if hi < lo:
+            raise luminal.Error(
+                f"the dynamic size {name} is at least {lo}, above max_dim={options.max_dim}; "
+                f"raise options={{'max_dim': ...}}"
+            )
+        return lo, hi
+
+    return rng
+
+
+def _finite(v, default):
+    try:
+        return int(v) if v.is_integer and v.is_finite is not False else default
+    except (TypeError, AttributeError, ValueError):
+        return default
+
+
+def _static_input_nodes(gm):
+    ctx = torch._guards.TracingContext.try_get()
+    idx = set()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    if meta is not None:
+        idx = set(getattr(meta, "static_input_indices", ()) or ())
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return {phs[i] for i in idx if i < len(phs)}
+
+
+def _inference_compiler(options, kind):
+    def fw(gm, example_inputs):
+        backend = _backend(kind, options.threads)
+        return split(
+            gm,
+            backend,
+            options,
+            _dim_range(example_inputs, options),
+            _static_input_nodes(gm),
+            _report,
+        )
+
+    return fw
+
+
+def _no_training(*args, **kwargs):
+    raise RuntimeError(
+        "torch.compile(backend='luminal') runs inference only, and this graph needs gradients: "
+        "call the model under torch.no_grad() or torch.inference_mode()"
+    )
+
+
+def luminal_backend(gm, example_inputs, mode=None, options=None, **kwargs):
+    """The Dynamo backend: ``torch.compile(model, backend="luminal", options={...})``."""
+    opts = Options(options, mode)
+    if torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs
+    ):
+        _no_training()
+    kind = _device_kind(example_inputs, opts)
+    return aot_module_simplified(
+        gm,
+        example_inputs,
+        fw_compiler=_inference_compiler(opts, kind),
+        bw_compiler=_no_training,
+        decompositions=core_aten_decompositions(),
+    )
+
+
+@atexit.register
+def _release():
+    """Drops the sessions before the interpreter exits (Dynamo's caches hold the pieces)."""
+    reset()
+    torch._dynamo.reset()
+    _backend.cache_clear()
+
+
+if "luminal" not in _BACKENDS:
+    register_backend(luminal_backend, name="luminal")

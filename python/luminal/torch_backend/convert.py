@@ -1,0 +1,259 @@
+"""FX graph (core ATen) to a luminal Graph.
+
+``Converter(gm).build()`` walks the nodes in order: placeholders become graph inputs ("in0",
+"in1", ...; SymInt placeholders become sizes), each call goes through ops.CONVERTERS, and the
+returned tensors become outputs ("out0", ...). Symbolic sizes (Dynamo's SymInts, sympy
+expressions) become luminal dims named after their symbols ("s0", "2*s0 + 1").
+
+With ``probe=True`` a node that does not convert gets a stand-in input instead of failing, so
+one pass finds every node that converts (``supported`` / ``reasons``); the partitioner uses it.
+"""
+
+import torch
+
+from .ops import CHECKS, CONVERTERS, Unsupported
+
+_DTYPES = {
+    torch.float32: "f32",
+    torch.float64: "f64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.int16: "i16",
+    torch.int32: "i32",
+    torch.int64: "i64",
+    torch.bool: "bool",
+}
+
+
+def luminal_dtype(dtype):
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise Unsupported(f"dtype {dtype}") from None
+
+
+def size_expr(v):
+    """An int, a dim name or a size expression string for an int, SymInt or sympy expression."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, torch.SymInt):
+        if getattr(v.node, "is_nested_int", lambda: False)():
+            raise Unsupported("a nested int size")
+        v = v.node.expr
+    import sympy
+
+    from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+
+    if isinstance(v, sympy.Integer) or (hasattr(v, "is_Integer") and v.is_Integer):
+        return int(v)
+    if isinstance(v, sympy.Symbol):
+        if not v.name.startswith("s"):  # u0...: unbacked, data-dependent
+            raise Unsupported(f"the data-dependent size {v.name}")
+        return v.name
+    args = [size_expr(a) for a in v.args]
+    if isinstance(v, sympy.Add):
+        return "(" + " + ".join(str(a) for a in args) + ")"
+    if isinstance(v, sympy.Mul):
+        return "(" + " * ".join(str(a) for a in args) + ")"
+    if isinstance(v, sympy.Pow) and isinstance(args[1], int) and args[1] > 0:
+        return "(" + " * ".join([str(args[0])] * args[1]) + ")"
+    if isinstance(v, FloorDiv):
+        return f"(({args[0]}) // ({args[1]}))"
+    if isinstance(v, (Mod, PythonMod)):
+        return f"(({args[0]}) % ({args[1]}))"
+    raise Unsupported(f"the size {v}")
+
+
+def eval_size(v, values):
+    """The value of an int, SymInt or sympy size given {symbol name: int}."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, torch.SymInt):
+        v = v.node.expr
+    return int(v.subs({s: values[s.name] for s in v.free_symbols}))
+
+
+def _device_ok(val, device):
+    return not isinstance(val, torch.Tensor) or val.device.type == device
+
+
+class Converter:
+    def __init__(self, gm, device="cpu", probe=False, dim_range=None):
+        import luminal
+
+        self.gm = gm
+        self.g = luminal.Graph()
+        self.device = device
+        self.probe = probe
+        self.values = {}  # FX node -> luminal Tensor, size, or list of them
+        self.inputs = []  # (label or None, placeholder node) in placeholder order
+        self.outputs = []  # (kind, label or size) per returned value
+        self.symbols = {}  # symbol name -> (placeholder index, axis or None)
+        self.supported = set()
+        self.reasons = {}  # FX node -> why it runs in eager
+        self._stand_ins = 0
+        self.dim_range = dim_range
+        self.ranges = {}  # dim name -> (min, max), declared on the graph before any op
+
+    # Used by the converters.
+    def dtype(self, node):
+        return node.meta["val"].dtype
+
+    def shape(self, node):
+        return self._sizes(node.meta["val"].shape)
+
+    def _sizes(self, shape):
+        for d in shape:  # every symbol a shape uses is declared before it is used
+            if isinstance(d, torch.SymInt):
+                for sym in d.node.expr.free_symbols:
+                    self._symbol(sym.name, None, None)
+        return [size_expr(d) for d in shape]
+
+    def _input(self, label, val):
+        return self.g.tensor(label, self._sizes(val.shape), luminal_dtype(val.dtype))
+
+    def _symbol(self, name, index, axis):
+        """A dim seen at (placeholder index, axis; None for a SymInt input, or (None, None) when
+        no input of this graph carries it alone: split() passes the graph's values then)."""
+        if name in self.symbols:
+            if self.symbols[name][0] is None and index is not None:
+                self.symbols[name] = (index, axis)
+            return
+        self.symbols[name] = (index, axis)
+        if self.dim_range:
+            self.ranges[name] = self.dim_range(name)
+            self.g.declare_dim(name, *self.ranges[name])
+
+    def dim_values(self, args):
+        """{dim: value} for the dims this graph's inputs carry, from the call's arguments."""
+        vals = {}
+        for name, (i, axis) in self.symbols.items():
+            if i is not None:
+                a = args[i]
+                vals[name] = int(a) if axis is None else int(a.shape[axis])
+        return vals
+
+    def _placeholder(self, node, index):
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt) or isinstance(val, int):
+            e = size_expr(val)
+            if isinstance(e, str) and e.isidentifier():
+                self._symbol(e, index, None)
+            self.inputs.append((None, node))
+            return e
+        if not isinstance(val, torch.Tensor):
+            raise Unsupported(f"the input {node.name} is a {type(val).__name__}")
+        for axis, d in enumerate(val.shape):
+            if isinstance(d, torch.SymInt):
+                e = size_expr(d)
+                if isinstance(e, str) and e.isidentifier():
+                    self._symbol(e, index, axis)
+        label = f"in{index}"
+        self.inputs.append((label, node))
+        return self._input(label, val)
+
+    def _stand_in(self, val):
+        if isinstance(val, torch.Tensor):
+            self._stand_ins += 1
+            return self._input(f"standin{self._stand_ins}", val)
+        if isinstance(val, (torch.SymInt, int)):
+            return size_expr(val)
+        if isinstance(val, (list, tuple)):
+            return [self._stand_in(v) for v in val]
+        return None
+
+    def _map(self, a):
+        if isinstance(a, torch.fx.Node):
+            return self.values[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._map(x) for x in a)
+        return a
+
+    def why_not(self, node):
+        """None when the node's op and values can convert, else the reason."""
+        if node.target not in CONVERTERS:
+            return "no converter"
+        check = CHECKS.get(node.target)
+        if check:
+            r = check(node)
+            if r:
+                return r
+        val = node.meta.get("val")
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        for v in vals:
+            if isinstance(v, torch.Tensor):
+                if v.dtype not in _DTYPES:
+                    return f"dtype {v.dtype}"
+                if not _device_ok(v, self.device):
+                    return f"a {v.device.type} tensor"
+        for a in node.all_input_nodes:
+            v = a.meta.get("val")
+            if isinstance(v, torch.Tensor) and v.dtype not in _DTYPES:
+                return f"dtype {v.dtype}"
+        return None
+
+    def _call(self, node):
+        reason = self.why_not(node)
+        if reason:
+            raise Unsupported(reason)
+        args = self._map(node.args)
+        kwargs = {k: self._map(v) for k, v in node.kwargs.items()}
+        return CONVERTERS[node.target](self, node, *args, **kwargs)
+
+    def build(self):
+        import luminal
+
+        index = 0
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.values[node] = self._placeholder(node, index)
+                index += 1
+            elif node.op == "call_function":
+                try:
+                    self.values[node] = self._call(node)
+                    self.supported.add(node)
+                except (Unsupported, luminal.Error, TypeError, ValueError) as e:
+                    if not self.probe:
+                        raise Unsupported(f"{node.target}: {e}") from e
+                    self.reasons[node] = str(e) or type(e).__name__
+                    self.values[node] = self._stand_in(node.meta.get("val"))
+            elif node.op == "output":
+                if not self.probe:
+                    self._outputs(node.args[0])
+            elif node.op == "get_attr":
+                # A constant the graph holds; pieces get it as an input (the partitioner keeps
+                # get_attr nodes outside them), so only the probe meets it.
+                if not self.probe:
+                    raise Unsupported("a get_attr node inside a piece")
+                self.values[node] = self._stand_in(node.meta.get("val"))
+            else:
+                raise Unsupported(f"an FX {node.op} node")
+        return self
+
+    def _outputs(self, ret):
+        for i, r in enumerate(ret if isinstance(ret, (list, tuple)) else [ret]):
+            v = self.values.get(r) if isinstance(r, torch.fx.Node) else r
+            if isinstance(v, luminal_tensor()):
+                self.outputs.append(("tensor", self._output(v, f"out{i}"), r.meta["val"].dtype))
+            elif isinstance(v, (list, tuple)) and all(isinstance(x, luminal_tensor()) for x in v):
+                labels = [self._output(x, f"out{i}_{j}") for j, x in enumerate(v)]
+                self.outputs.append(("list", labels, [x.dtype for x in r.meta["val"]]))
+            elif isinstance(v, (int, str)):
+                self.outputs.append(("size", r.meta.get("val") if hasattr(r, "meta") else r, None))
+            else:
+                raise Unsupported(f"an output of type {type(v).__name__}")
+
+    @staticmethod
+    def _output(t, label):
+        t.output(label)
+        return label
+
+
+def luminal_tensor():
+    import luminal
+
+    return luminal.Tensor

@@ -1,0 +1,297 @@
+"""The conversion table, continued: matmul, movement, creation, indexing and size ops.
+
+Converters as in ops.py (``fn(cx, node, *args, **kwargs)``).
+"""
+
+import operator
+
+import torch
+
+from .ops import (
+    CONVERTERS,
+    Unsupported,
+    _add_size,
+    _cast,
+    _lt,
+    _mul_size,
+    _size_tensor,
+    op,
+)
+
+aten = torch.ops.aten
+
+
+# ---- matmul ----
+
+
+@op(aten.mm.default, aten.bmm.default)
+def _mm(cx, node, a, b):
+    return a.matmul(b)
+
+
+@op(aten.addmm.default)
+def _addmm(cx, node, bias, a, b, beta=1, alpha=1):
+    y = a.matmul(b)
+    if alpha != 1:
+        y = y * float(alpha)
+    return y + (bias if beta == 1 else bias * float(beta))
+
+
+# ---- movement ----
+
+
+@op(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _view(cx, node, a, shape):
+    return a.reshape(cx.shape(node))
+
+
+@op(aten.expand.default)
+def _expand(cx, node, a, shape, implicit=False):
+    return a.expand(cx.shape(node))
+
+
+@op(aten.permute.default)
+def _permute(cx, node, a, dims):
+    return a.permute([d % a.ndim for d in dims])
+
+
+@op(aten.t.default)
+def _t(cx, node, a):
+    return a if a.ndim < 2 else a.transpose(0, 1)
+
+
+@op(aten.transpose.int)
+def _transpose(cx, node, a, d0, d1):
+    return a.transpose(d0, d1)
+
+
+@op(aten.unsqueeze.default)
+def _unsqueeze(cx, node, a, dim):
+    return a.unsqueeze(dim % (a.ndim + 1))
+
+
+@op(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def _squeeze(cx, node, a, dims=None):
+    return a.reshape(cx.shape(node))
+
+
+@op(aten.slice.Tensor)
+def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
+    dim %= a.ndim
+    size = a.shape[dim]
+    start = 0 if start is None else start
+    n = cx.shape(node)[dim]  # torch's length (it knows the sizes' ranges; luminal may not)
+    if n == size and step == 1:
+        return a
+    if isinstance(start, int) and start < 0:
+        # From the end; on a dynamic axis torch's length n says the start was not clamped.
+        start = max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
+    if n == 0:
+        raise Unsupported("an empty slice")
+    last = (n - 1) * step if isinstance(n, int) else f"(({n}) - 1) * {step}"
+    end = _add_size(_add_size(start, last), 1)
+    return a.slice(dim, start, end, step)
+
+
+@op(aten.select.int)
+def _select(cx, node, a, dim, index):
+    dim %= a.ndim
+    if isinstance(index, int) and index < 0:
+        size = a.shape[dim]
+        if not isinstance(size, int):
+            raise Unsupported("a negative index on a dynamic axis")
+        index += size
+    return a.slice(dim, index, f"({index}) + 1" if isinstance(index, str) else index + 1).squeeze(
+        dim
+    )
+
+
+@op(aten.cat.default)
+def _cat(cx, node, tensors, dim=0):
+    dt = _lt(cx.dtype(node))
+    ts = [_cast(t, dt) for t in tensors if not _empty(cx, t)]
+    if not ts:
+        raise Unsupported("cat of empty tensors")
+    if len(ts) == 1:
+        return ts[0]
+    import luminal
+
+    return luminal.concat(ts, dim % ts[0].ndim)
+
+
+def _empty(cx, t):
+    return any(d == 0 for d in t.shape)
+
+
+@op(aten.split.Tensor, aten.split_with_sizes.default)
+def _split(cx, node, a, sizes, dim=0):
+    dim %= a.ndim
+    total = a.shape[dim]
+    if isinstance(sizes, int):
+        if not isinstance(total, int):
+            raise Unsupported("split of a dynamic axis")
+        sizes = [min(sizes, total - i) for i in range(0, total, sizes)]
+    out, start = [], 0
+    for s in sizes:
+        out.append(a.slice(dim, start, _add_size(start, s)))
+        start = _add_size(start, s)
+    return out
+
+
+@op(aten.unbind.int)
+def _unbind(cx, node, a, dim=0):
+    dim %= a.ndim
+    if not isinstance(a.shape[dim], int):
+        raise Unsupported("unbind of a dynamic axis")
+    return [a.slice(dim, i, i + 1).squeeze(dim) for i in range(a.shape[dim])]
+
+
+@op(operator.getitem)
+def _getitem(cx, node, seq, i):
+    if not isinstance(seq, (list, tuple)):
+        raise Unsupported("getitem of a non-sequence")
+    return seq[i]
+
+
+@op(aten.constant_pad_nd.default)
+def _pad(cx, node, a, pad, value=0):
+    if any(not isinstance(p, int) or p < 0 for p in pad):
+        raise Unsupported("negative or dynamic padding")
+    # pad: (left, right) pairs from the last axis backwards.
+    for i in range(0, len(pad), 2):
+        axis = a.ndim - 1 - i // 2
+        left, right = pad[i], pad[i + 1]
+        if left or right:
+            parts = []
+            dt = a.dtype
+            if left:
+                shape = list(a.shape)
+                shape[axis] = left
+                parts.append(cx.g.full(shape, float(value), dt))
+            parts.append(a)
+            if right:
+                shape = list(a.shape)
+                shape[axis] = right
+                parts.append(cx.g.full(shape, float(value), dt))
+            import luminal
+
+            a = luminal.concat(parts, axis)
+    return a
+
+
+# ---- creation ----
+
+
+def _check_creation(node):
+    dev = node.kwargs.get("device")
+    return None if dev is None or torch.device(dev).type in ("cpu", "cuda") else f"device {dev}"
+
+
+@op(aten.arange.start_step, aten.arange.start, aten.arange.default, check=_check_creation)
+def _arange(cx, node, *args, **kw):
+    args = list(args)
+    start, end, step = 0, None, 1
+    if node.target == aten.arange.default:
+        end = args[0]
+    else:
+        start, end = args[0], args[1]
+        if len(args) > 2:
+            step = args[2]
+    if isinstance(start, str) or isinstance(step, str):
+        raise Unsupported("arange with a dynamic start or step")
+    n = cx.shape(node)[0]
+    dt = _lt(cx.dtype(node))
+    out = _cast(cx.g.arange(n, dt if dt in ("i32", "i64") else "i32"), dt)
+    if step != 1:
+        out = out * step
+    return out + start if start else out
+
+
+@op(aten.full.default, check=_check_creation)
+def _full(cx, node, size, value, **kw):
+    return cx.g.full(cx.shape(node), float(value), _lt(cx.dtype(node)))
+
+
+@op(aten.scalar_tensor.default, check=_check_creation)
+def _scalar_tensor(cx, node, value, **kw):
+    return cx.g.full([], float(value), _lt(cx.dtype(node)))
+
+
+@op(aten.zeros_like.default, aten.ones_like.default, aten.full_like.default)
+def _like(cx, node, a, *args, **kw):
+    v = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(node.target)
+    if v is None:
+        v = float(args[0])
+    return cx.g.full(cx.shape(node), v, _lt(cx.dtype(node)))
+
+
+# ---- indexing ----
+
+
+@op(aten.embedding.default)
+def _embedding(cx, node, weight, ids, padding_idx=-1, *rest):
+    return weight.embedding(ids)
+
+
+@op(aten.index_select.default)
+def _index_select(cx, node, a, dim, index):
+    return a.index_select(dim % a.ndim, index)
+
+
+@op(aten.gather.default)
+def _gather(cx, node, a, dim, index, sparse_grad=False):
+    return a.gather_elements(dim % a.ndim, index)
+
+
+def _check_index(node):
+    idx = node.args[1]
+    if any(i is None for i in idx):
+        return "index with None (sliced) axes"
+    for i in idx:
+        if i.meta["val"].dtype == torch.bool:
+            return "boolean-mask indexing"
+    return None
+
+
+@op(aten.index.Tensor, check=_check_index)
+def _index(cx, node, a, indices):
+    """x[i0, i1, ...] with integer index tensors over the leading axes (broadcast together)."""
+    k = len(indices)
+    lin, stride = None, 1
+    for axis in range(k - 1, -1, -1):
+        size = a.shape[axis]
+        if size != 1:  # an index into a size-1 axis is 0
+            i = _cast(indices[axis], "i64")
+            if isinstance(size, int):
+                i = (i < 0).where(i + size, i)
+            term = i if stride == 1 else i * _size_tensor(cx, stride)
+            lin = term if lin is None else lin + term
+        stride = _mul_size(stride, size)
+    if lin is None:
+        lin = _cast(indices[0], "i64") * 0
+    rest = list(a.shape[k:])
+    if not rest:
+        return a.gather_flat(lin).reshape(cx.shape(node))
+    flat = a.reshape([stride] + rest)
+    return flat.index_select(0, lin.flatten()).reshape(cx.shape(node))
+
+
+# ---- sizes (SymInt arithmetic) ----
+
+
+@op(aten.sym_size.int)
+def _sym_size(cx, node, a, dim):
+    return a.shape[dim]
+
+
+def _size_op(sym):
+    def fn(cx, node, a, b):
+        return f"({a}) {sym} ({b})"
+
+    return fn
+
+
+CONVERTERS[operator.add] = _size_op("+")
+CONVERTERS[operator.sub] = _size_op("-")
+CONVERTERS[operator.mul] = _size_op("*")
+CONVERTERS[operator.floordiv] = _size_op("//")

@@ -1,0 +1,100 @@
+"""One compiled piece: a converted FX (sub)graph in a luminal Session, called like the graph.
+
+Inputs bind without a copy where they can: a contiguous CPU tensor of the input's dtype is used in
+place (``Session.set`` through DLPack), and a tensor seen before (the same object at the same
+version: parameters, buffers) is not bound again. CUDA tensors of a fixed size (parameters) bind
+by ``bind_external``; CUDA activations are copied to the host and uploaded. Each output is one
+copy out of the session into a new tensor (``Session.get``).
+"""
+
+import torch
+
+from .convert import Converter, eval_size
+
+
+class Piece(torch.nn.Module):
+    def __init__(self, gm, backend, options, dim_range, stats, persist=(), graph_dims=None):
+        super().__init__()
+        import luminal
+
+        self.cx = Converter(gm, device=backend.device_type, dim_range=dim_range).build()
+        self.device_type = backend.device_type
+        self.dims = sorted(self.cx.symbols)
+        buckets = {}
+        for d in self.dims:
+            buckets[d] = options.buckets_for(d, *self.cx.ranges[d])
+        # Inputs of one size whatever the dims: a CUDA tensor can be their buffer.
+        self.fixed = {
+            label
+            for label, node in self.cx.inputs
+            if label and all(isinstance(d, int) for d in node.meta["val"].shape)
+        }
+        # Parameters and buffers persist: the search may fold what is computed from them alone.
+        for i, (label, node) in enumerate(self.cx.inputs):
+            if i in persist and label in self.fixed:
+                self.cx.values[node].persist()
+        opts = options.compile_options(buckets)
+        self.session = luminal.Session(self.cx.g, backend.luminal, opts)
+        self.bound = {}  # label -> (tensor, version)
+        self.stats = stats
+        self.nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+        # The values of the whole graph's dims at this call (split() keeps them up to date), for
+        # dims no input of this piece carries alone (an input of size s//4 does not give s).
+        self.graph_dims = graph_dims if graph_dims is not None else {}
+
+    def _bind(self, label, t):
+        last = self.bound.get(label)
+        version = _version(t)
+        if last is not None and last[0] is t and version is not None and last[1] == version:
+            return
+        if t.device.type == "cpu":
+            src = t if t.is_contiguous() else t.contiguous()
+            self.session.set(label, src)
+        elif t.device.type == "cuda" and label in self.fixed and t.is_contiguous():
+            self.session.bind_external(label, t)
+        else:
+            self.session.set(label, t.detach().contiguous().cpu())
+        self.bound[label] = (t, version)
+
+    def forward(self, *args):
+        dims = self.cx.dim_values(args)
+        for d in self.dims:
+            if d not in dims:
+                if d not in self.graph_dims:
+                    raise RuntimeError(
+                        f"luminal: no input of the graph carries the dynamic size {d} alone; "
+                        "mark fewer sizes dynamic, or options={'fallback': False} to see why"
+                    )
+                dims[d] = self.graph_dims[d]
+        device = None
+        for (label, _node), a in zip(self.cx.inputs, args):
+            if label is not None:
+                device = device or a.device
+                self._bind(label, a)
+        self.session.execute(dims)
+        self.stats["executes"] += 1
+        outs = []
+        for kind, what, dtype in self.cx.outputs:
+            if kind == "size":
+                outs.append(eval_size(what, dims) if what is not None else None)
+            elif kind == "list":
+                outs.append([self._get(lb, dt, device) for lb, dt in zip(what, dtype)])
+            else:
+                outs.append(self._get(what, dtype, device))
+        return tuple(outs)
+
+    def _get(self, label, dtype, device):
+        t = torch.from_numpy(self.session.get(label))
+        if t.dtype != dtype:
+            t = t.to(dtype)
+        if device is not None and device.type != "cpu":
+            t = t.to(device)
+        return t
+
+
+def _version(t):
+    """The tensor's version counter; None for inference tensors (they have none)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None

@@ -1,0 +1,47 @@
+"""torch.compile(backend="luminal") with CUDA tensors on the CUDA backend. Skipped without a
+usable GPU (or on a build without the CUDA backend)."""
+
+import pytest
+import torch
+
+import luminal
+import luminal.torch_backend as lt
+
+if not (luminal.cuda_available() and torch.cuda.is_available()):
+    pytest.skip("no usable GPU (or a build without the CUDA backend)", allow_module_level=True)
+
+QUICK = {"search_budget": 4, "seed": 1, "max_dim": 64}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mlp_on_cuda(dtype):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.SiLU(), torch.nn.Linear(128, 8))
+    m = m.to("cuda", dtype).eval()
+    fast = torch.compile(m, backend="luminal", options=QUICK)
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(16, 64, device="cuda", dtype=dtype)
+            got = fast(x)
+            assert got.device.type == "cuda" and got.dtype == dtype
+            torch.testing.assert_close(got, m(x), rtol=tol, atol=tol)
+    r = lt.report()
+    assert r["fallback"] == {} and r["graphs"][0]["pieces"] == 1
+    assert r["graphs"][0]["sessions"][0].stats()["bytes_uploaded"] < 16 * 64 * 4 * 3
+
+
+def test_attention_two_lengths_on_cuda(counted):
+    import test_torch_modules as mods
+
+    torch.manual_seed(1)
+    m = mods.Attention().cuda().eval()
+    make, calls = counted
+    fast = torch.compile(m, backend=make({**QUICK, "backend": "cuda"}), dynamic=True)
+    with torch.no_grad():
+        for s in (6, 11):
+            x = torch.randn(2, s, 32, device="cuda")
+            torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-4)
+            if s == 6:
+                first = len(calls)
+    assert len(calls) == first and lt.report()["fallback"] == {}

@@ -1,0 +1,71 @@
+"""The tiny transformers Llama and Qwen3 test models through torch.compile(backend="luminal")."""
+
+import json
+import os
+import pathlib
+
+import pytest
+import torch
+
+import luminal.torch_backend as lt
+
+
+if os.environ.get("LUMINAL_REQUIRE_TORCH") == "1":
+    import transformers
+else:
+    transformers = pytest.importorskip("transformers")
+
+ROOT = pathlib.Path(os.environ.get("LUMINAL_SOURCE_DIR", pathlib.Path(__file__).parents[3]))
+MODELS = ROOT / "tests" / "data" / "models"
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_tiny_model_logits_and_greedy_tokens(name, counted):
+    folder = MODELS / name
+    goldens = json.loads((folder / "goldens.json").read_text())["prompts"][0]
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager"
+    ).eval()
+    make, calls = counted
+    fast = torch.compile(model, backend=make(), dynamic=True)
+    ids = torch.tensor([goldens["input_ids"]])
+    with torch.no_grad():
+        got = fast(input_ids=ids, use_cache=False).logits
+        first = len(calls)  # Dynamo's graphs for this model (graph breaks split it)
+        want = model(input_ids=ids, use_cache=False).logits
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        assert got[0].argmax(-1).tolist() == goldens["argmax"]
+        # Greedy decoding without a cache: every step is a new sequence length.
+        seq, ref = ids, ids
+        for _ in range(6):
+            nxt = fast(input_ids=seq, use_cache=False).logits[:, -1].argmax(-1, keepdim=True)
+            seq = torch.cat([seq, nxt], 1)
+            nref = model(input_ids=ref, use_cache=False).logits[:, -1].argmax(-1, keepdim=True)
+            ref = torch.cat([ref, nref], 1)
+    assert seq.tolist() == ref.tolist()
+    assert len(calls) == first, f"{len(calls) - first} more Dynamo compiles for new lengths"
+    r = lt.report()
+    assert 1 <= r["compiles"] <= first and r["fallback"] == {}, r["fallback"]
+    # The model's graph (the one with the weights) is one luminal piece.
+    assert max(g["piece_nodes"][0] for g in r["graphs"] if g["pieces"]) > 200
+
+
+def test_generate_with_the_kv_cache(counted):
+    """transformers' generate() with its DynamicCache: prefill and decode steps whose cache
+    length grows, through the compiled forward; the tokens equal eager's."""
+    folder = MODELS / "qwen3"
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager"
+    ).eval()
+    ids = torch.tensor([[1, 17, 42, 99, 5, 200, 3, 64]])
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=10, do_sample=False)
+        make, calls = counted
+        model.forward = torch.compile(model.forward, backend=make(), dynamic=True)
+        got = model.generate(ids, max_new_tokens=4, do_sample=False)
+        assert got.tolist() == want[:, :12].tolist()
+        first = len(calls)
+        got = model.generate(ids, max_new_tokens=10, do_sample=False)
+    assert got.tolist() == want.tolist()
+    assert len(calls) == first, "longer caches compiled again"
+    assert lt.report()["fallback"] == {}

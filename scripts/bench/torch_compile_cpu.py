@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""torch.compile(backend="luminal") against Inductor and eager PyTorch on the CPU, same run.
+
+Models: the tiny transformers Llama and Qwen3 of tests/data/models (a 32-token prompt), and a
+100M-parameter Llama-shaped module in plain PyTorch (scripts/bench/torch_llama.py, the shape of
+bench_llm_cpu: 12 layers, hidden 768, vocabulary 32000; f32): a 128-token prompt, and a decode
+step at position 128 against fixed 1024-row KV caches (static shapes: the step attends over all
+1025 rows, masked). Prints one table row per model and measurement: the median ms of --reps calls
+after a warm-up, and each backend's compile time (the first call).
+
+  PYTHONPATH=build/python LUMINAL_CACHE=off ~/.cache/luminal/torch-venv/bin/python \
+      scripts/bench/torch_compile_cpu.py
+
+Options: --threads (default 2), --budget (luminal's search_budget, default 20), --reps,
+--only tiny|100m.
+"""
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+# Cold compiles on both sides: Inductor without its on-disk caches (run with LUMINAL_CACHE=off
+# for luminal's).
+os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+
+import torch  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import torch_llama  # noqa: E402
+
+import luminal.torch_backend as lt  # noqa: E402  (registers backend="luminal")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def timed(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def compare(name, model, call, args, opt, dynamic=False):
+    """Rows for eager, Inductor and luminal: (name, backend, compile s, median ms)."""
+    rows = []
+    ref = None
+    for backend in ("eager", "inductor", "luminal"):
+        torch._dynamo.reset()
+        lt.reset()
+        if backend == "eager":
+            f = getattr(model, call)
+        else:
+            opts = None
+            if backend == "luminal":
+                opts = {"search_budget": opt.budget, "max_dim": 512, "threads": opt.threads}
+            f = torch.compile(getattr(model, call), backend=backend, options=opts, dynamic=dynamic)
+        with torch.no_grad():
+            t0 = time.perf_counter()
+            out = f(*args)
+            first = time.perf_counter() - t0
+            ms = timed(lambda: f(*args), opt.reps)
+        out = out[0] if isinstance(out, tuple) else out
+        if ref is None:
+            ref = out
+        err = (out.float() - ref.float()).abs().max().item()
+        rows.append((name, backend, first, ms, err))
+        print(f"| {name} | {backend} | {first:.1f} | {ms:.2f} | {err:.1e} |", flush=True)
+        if backend == "luminal":
+            overhead(name, f, args, opt.reps)
+    return rows
+
+
+def overhead(name, f, args, reps):
+    """The frontend's time per call: the compiled call against its session's execute alone,
+    paired (back to back, medians)."""
+    graphs = [g for g in lt.report()["graphs"] if g["pieces"]]
+    if len(graphs) != 1 or graphs[0]["pieces"] != 1:
+        return
+    session = graphs[0]["sessions"][0]
+    call, run = [], []
+    with torch.no_grad():
+        for _ in range(max(reps, 10)):
+            t0 = time.perf_counter()
+            f(*args)
+            call.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            try:
+                session.execute()
+            except RuntimeError:  # a dynamic dim with no value set: not measured
+                return
+            run.append(time.perf_counter() - t0)
+    c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
+    print(f"| {name} | luminal: call - session.execute (paired) | | {c - r:.2f} "
+          f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
+
+
+def tiny(args):
+    import transformers
+
+    for m in ("llama3", "qwen3"):
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            ROOT / "tests" / "data" / "models" / m, attn_implementation="eager"
+        ).eval()
+        ids = torch.randint(0, model.config.vocab_size, (1, 32))
+
+        class Wrap(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, ids):
+                return self.inner(input_ids=ids, use_cache=False).logits
+
+        compare(f"tiny {m}, 32-token forward", Wrap(model), "forward", (ids,), args)
+
+
+def llama100m(args):
+    torch.manual_seed(0)
+    c = torch_llama.LLAMA_100M
+    model = torch_llama.Llama(c).eval()
+    print(f"<!-- 100M module: {torch_llama.params(model):,} parameters -->")
+    ids = torch.randint(0, c.vocab, (1, 128))
+    compare("100M Llama, 128-token prompt", model, "forward", (ids,), args)
+    kc, vc = model.caches(torch.float32, "cpu")
+    kc.normal_()
+    vc.normal_()
+    step = (torch.tensor([[7]]), torch.tensor([128]), kc, vc)
+    compare("100M Llama, decode step at context 128", model, "decode", step, args)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--budget", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--only", choices=["tiny", "100m"])
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    print(f"torch {torch.__version__}, {args.threads} threads, luminal search_budget {args.budget}")
+    print("| model, measurement | backend | compile (first call) s | median ms | max abs diff |")
+    print("|---|---|---|---|---|")
+    if args.only in (None, "tiny"):
+        tiny(args)
+    if args.only in (None, "100m"):
+        llama100m(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Decode ms/token of an 8B-shaped Llama in plain PyTorch: luminal vs Inductor + CUDA graph.
+
+The model is scripts/bench/torch_llama.py at the Llama-3-8B shape (32 layers, hidden 4096, FFN
+14336, 32/8 heads, vocabulary 128256; random bf16 weights), one decode step at a fixed position
+against fixed-size KV caches (static shapes). Rows, in one run:
+  eager                 the step in eager PyTorch
+  inductor+cudagraph    torch.compile (Inductor, --inductor-mode, default "default"), then the
+                        step captured by hand in one torch.cuda.CUDAGraph and replayed (CUDA);
+                        plain Inductor on the CPU
+  luminal               torch.compile(backend="luminal", options={"backend": "cuda"})
+Each step also writes the token's K and V rows into the caches (eager, the same for all).
+Prints the median ms per step over --steps steps after --warmup, and the first call's time.
+
+  PYTHONPATH=build/python python3 scripts/bench/torch_compile_gpu.py            # H200, 8B
+  PYTHONPATH=build/python python3 scripts/bench/torch_compile_gpu.py --shape tiny --device cpu
+"""
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import torch_llama  # noqa: E402
+
+import luminal.torch_backend  # noqa: E402,F401  (registers backend="luminal")
+
+
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure(name, step, device, warmup, steps):
+    t0 = time.perf_counter()
+    step()
+    sync(device)
+    first = time.perf_counter() - t0
+    for _ in range(warmup):
+        step()
+    sync(device)
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        sync(device)
+        times.append((time.perf_counter() - t0) * 1e3)
+    ms = statistics.median(times)
+    print(f"| {name} | {first:.1f} | {ms:.3f} | {min(times):.3f} |", flush=True)
+    return ms
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shape", choices=["8b", "100m", "tiny"], default="8b")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--dtype", choices=["bf16", "f32"], default=None)
+    ap.add_argument("--pos", type=int, default=None, help="the token's position (default ctx/2)")
+    ap.add_argument("--budget", type=int, default=20, help="luminal's search_budget")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--inductor-mode", default="default",
+                    help='e.g. "max-autotune-no-cudagraphs" (slow to compile at 8B)')
+    ap.add_argument("--skip", default="", help="rows to leave out, e.g. eager,inductor")
+    args = ap.parse_args()
+    cfg = {"8b": torch_llama.LLAMA_8B, "100m": torch_llama.LLAMA_100M, "tiny": torch_llama.TINY}[
+        args.shape
+    ]
+    dev = args.device
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[
+        args.dtype or ("bf16" if dev == "cuda" else "f32")
+    ]
+    pos = args.pos if args.pos is not None else cfg.max_ctx // 2
+    torch.manual_seed(0)
+    with torch.device(dev):
+        model = torch_llama.Llama(cfg).to(dtype).eval()
+    kc, vc = model.caches(dtype, dev)
+    kc.normal_()
+    vc.normal_()
+    ids = torch.tensor([[11]], device=dev)
+    p = torch.tensor([pos], device=dev)
+    n = torch_llama.params(model)
+    print(f"{args.shape}: {n / 1e9:.2f}B parameters, {dtype}, {dev}, position {pos} of "
+          f"{cfg.max_ctx}; torch {torch.__version__}")
+    print("| backend | first call s | median ms/step | best ms |")
+    print("|---|---|---|---|")
+    skip = set(args.skip.split(","))
+    outs = {}
+
+    def stepper(f):
+        def step():
+            logits, k, v = f(ids, p, kc, vc)
+            torch_llama.Llama.write(kc, vc, pos, k, v)
+            outs["logits"] = logits
+
+        return step
+
+    results = {}
+    with torch.no_grad():
+        if "eager" not in skip:
+            results["eager"] = measure("eager", stepper(model.decode), dev, args.warmup,
+                                       args.steps)
+            ref = outs["logits"].float().clone()
+        if "inductor" not in skip:
+            torch._dynamo.reset()
+            f = torch.compile(model.decode, mode=args.inductor_mode)
+            if dev == "cuda":
+                for _ in range(3):
+                    f(ids, p, kc, vc)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static = f(ids, p, kc, vc)
+
+                def replay(*_):
+                    graph.replay()
+                    return static
+
+                results["inductor"] = measure("inductor+cudagraph", stepper(replay), dev,
+                                              args.warmup, args.steps)
+            else:
+                results["inductor"] = measure("inductor", stepper(f), dev, args.warmup,
+                                              args.steps)
+        if "luminal" not in skip:
+            torch._dynamo.reset()
+            opts = {"backend": dev, "search_budget": args.budget}
+            f = torch.compile(model.decode, backend="luminal", options=opts)
+            results["luminal"] = measure("luminal", stepper(f), dev, args.warmup,
+                                         args.steps)
+            if "eager" not in skip:
+                kc2, vc2 = kc.clone(), vc.clone()
+                a = f(ids, p, kc2, vc2)[0].float()
+                b = model.decode(ids, p, kc2, vc2)[0].float()
+                print(f"luminal vs eager logits: max abs diff {(a - b).abs().max().item():.3e}, "
+                      f"argmax equal: {bool((a.argmax(-1) == b.argmax(-1)).all())}")
+            print(f"luminal pieces and fallbacks: "
+                  f"{[g['pieces'] for g in luminal.torch_backend.report()['graphs']]}, "
+                  f"{luminal.torch_backend.report()['fallback'] or 'no fallback'}")
+    if "luminal" in results and "inductor" in results:
+        print(f"luminal / inductor: {results['luminal'] / results['inductor']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""A Llama in plain PyTorch for the torch.compile benchmarks (no transformers).
+
+``Llama(cfg)`` has two entry points:
+  forward(ids)                          logits of a whole prompt [1, s] (causal, no cache)
+  decode(ids, pos, k_cache, v_cache)    one token [1, 1] at position `pos` (an int tensor [1])
+                                        against fixed-size caches [layers, max_ctx, kv_heads,
+                                        head_dim] (rows > pos are masked out); returns the logits
+                                        and the token's new K and V rows, which the caller writes
+                                        into the caches (``Llama.write``) outside the compiled
+                                        step. Shapes are static: CUDA graphs can capture it.
+"""
+
+import dataclasses
+import math
+
+import torch
+
+
+@dataclasses.dataclass
+class Config:
+    layers: int = 12
+    hidden: int = 768
+    ffn: int = 2048
+    heads: int = 12
+    kv_heads: int = 4
+    vocab: int = 32000
+    max_ctx: int = 1024
+    theta: float = 500000.0
+    eps: float = 1e-5
+    tied: bool = True
+
+    @property
+    def head_dim(self):
+        return self.hidden // self.heads
+
+
+# The shape of the CPU benchmark's 100M-parameter Llama (bench_llm_cpu) and of Llama-3-8B.
+LLAMA_100M = Config()
+LLAMA_8B = Config(32, 4096, 14336, 32, 8, 128256, 2048, tied=False)
+TINY = Config(2, 64, 128, 4, 2, 256, 64)
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rope(x, pos, theta):
+    """x [b, h, s, d] rotated at positions pos [s] (rotate-half form)."""
+    d = x.shape[-1]
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
+    ang = pos.to(torch.float32)[:, None] * inv[None, :]
+    cos = torch.cat([ang.cos(), ang.cos()], -1).to(x.dtype)
+    sin = torch.cat([ang.sin(), ang.sin()], -1).to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        hd = c.head_dim
+        self.attn_norm = torch.nn.Parameter(torch.ones(c.hidden))
+        self.q = torch.nn.Linear(c.hidden, c.heads * hd, bias=False)
+        self.k = torch.nn.Linear(c.hidden, c.kv_heads * hd, bias=False)
+        self.v = torch.nn.Linear(c.hidden, c.kv_heads * hd, bias=False)
+        self.o = torch.nn.Linear(c.heads * hd, c.hidden, bias=False)
+        self.ffn_norm = torch.nn.Parameter(torch.ones(c.hidden))
+        self.gate = torch.nn.Linear(c.hidden, c.ffn, bias=False)
+        self.up = torch.nn.Linear(c.hidden, c.ffn, bias=False)
+        self.down = torch.nn.Linear(c.ffn, c.hidden, bias=False)
+
+    def qkv(self, x, pos):
+        c, (b, s, _) = self.c, x.shape
+        h = rms_norm(x, self.attn_norm, c.eps)
+        q = self.q(h).view(b, s, c.heads, c.head_dim).transpose(1, 2)
+        k = self.k(h).view(b, s, c.kv_heads, c.head_dim).transpose(1, 2)
+        v = self.v(h).view(b, s, c.kv_heads, c.head_dim).transpose(1, 2)
+        return rope(q, pos, c.theta), rope(k, pos, c.theta), v
+
+    def attend(self, x, q, k, v, mask):
+        c, (b, s, _) = self.c, x.shape
+        rep = c.heads // c.kv_heads
+        k = k.repeat_interleave(rep, 1)
+        v = v.repeat_interleave(rep, 1)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(c.head_dim)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, c.heads * c.head_dim)
+        x = x + self.o(y)
+        h = rms_norm(x, self.ffn_norm, c.eps)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed = torch.nn.Embedding(c.vocab, c.hidden)
+        self.layers = torch.nn.ModuleList([Layer(c) for _ in range(c.layers)])
+        self.norm = torch.nn.Parameter(torch.ones(c.hidden))
+        self.head = None if c.tied else torch.nn.Linear(c.hidden, c.vocab, bias=False)
+        with torch.no_grad():
+            for p in self.parameters():
+                if p.ndim == 2:
+                    p.normal_(0, 0.02)
+
+    def logits(self, x):
+        x = rms_norm(x, self.norm, self.c.eps)
+        return x @ self.embed.weight.T if self.head is None else self.head(x)
+
+    def forward(self, ids):
+        s = ids.shape[1]
+        pos = torch.arange(s, device=ids.device)
+        mask = torch.ones(s, s, dtype=torch.bool, device=ids.device).triu(1)
+        x = self.embed(ids)
+        for layer in self.layers:
+            q, k, v = layer.qkv(x, pos)
+            x = layer.attend(x, q, k, v, mask)
+        return self.logits(x)
+
+    def decode(self, ids, pos, k_cache, v_cache):
+        c = self.c
+        x = self.embed(ids)
+        rows = torch.arange(c.max_ctx + 1, device=ids.device)
+        # Masked out: the cached rows from pos on (not written yet); the new row is last.
+        mask = ((rows >= pos) & (rows < c.max_ctx))[None, None, None, :]
+        ks, vs = [], []
+        for i, layer in enumerate(self.layers):
+            q, k, v = layer.qkv(x, pos)
+            kc = torch.cat([k_cache[i].permute(1, 0, 2)[None], k], 2)
+            vc = torch.cat([v_cache[i].permute(1, 0, 2)[None], v], 2)
+            x = layer.attend(x, q, kc, vc, mask)
+            ks.append(k[0, :, 0])
+            vs.append(v[0, :, 0])
+        return self.logits(x), torch.stack(ks), torch.stack(vs)
+
+    def caches(self, dtype, device):
+        c = self.c
+        shape = (c.layers, c.max_ctx, c.kv_heads, c.head_dim)
+        return torch.zeros(shape, dtype=dtype, device=device), torch.zeros(
+            shape, dtype=dtype, device=device
+        )
+
+    @staticmethod
+    def write(k_cache, v_cache, pos, k, v):
+        k_cache[:, pos] = k
+        v_cache[:, pos] = v
+
+
+def params(model):
+    return sum(p.numel() for p in model.parameters())
