@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Python package's tests (python/tests, test_cuda.py and the torch.compile tests
-# included) on a GPU machine: builds the extension with the CUDA backend into BUILD (default
+# Runs the Python package's tests (python/tests with test_cuda.py, and the torch.compile tests
+# with the machine's python3 as their torch Python) on a GPU machine: builds the extension with the CUDA backend into BUILD (default
 # build-gpu) and runs ctest's python_tests there. Installs nothing from the network: nanobind and
 # pytest come from wheels in .wheels/ when the machine's python lacks them (on a machine with
 # network: python3 -m pip download --no-deps -d .wheels nanobind pytest iniconfig pluggy
@@ -38,7 +38,7 @@ python3 -c "import torch; print('python: torch', torch.__version__, 'cuda', torc
   tail -30 "$log"
   exit 1
 }
-(cd "$build" && ctest -V -R '^python_tests$') >>"$log" 2>&1
+(cd "$build" && ctest -V -R '^python_(torch_)?tests$') >>"$log" 2>&1
 rc=$?
 grep -E "passed|failed|skipped|error" "$log" | tail -5
 echo "python tests: rc=$rc"
