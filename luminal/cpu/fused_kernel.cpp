@@ -1,9 +1,11 @@
 // cpu.Fused kernel: evaluates a FusedProgram over blocks of output elements.
 //
-// Per block of kBlock elements, each instruction fills an array of its compute type (float for
-// f32/f16/bf16/tf32/fp8, double for f64, int64 for integers and Bool), rounding every result to
-// the instruction's dtype as the reference does; the last array is stored. Blocks run on OpenMP
-// threads, each with its own scratch; constants are filled once per thread.
+// Per block of up to kBlock elements, each instruction fills an array of its compute type (float
+// for f32/f16/bf16/tf32/fp8, double for f64, int64 for integers and Bool), rounding every result
+// to the instruction's dtype as the reference does; the last array is stored. Blocks run on the
+// pool's threads, each with its own scratch (a thread-local buffer reused by every call, its
+// arrays as long as the node's block: a node of a few elements touches a few cache lines, and
+// a call allocates nothing); constants are filled once per call and thread.
 
 #include <algorithm>
 #include <cmath>
@@ -24,9 +26,21 @@ namespace {
 
 constexpr int64_t kBlock = 1024;
 
+/// Instruction i's array in a scratch of arrays of `len` 8-byte elements.
 template <class R>
-R* slot(void* base, int i) {
-  return reinterpret_cast<R*>(static_cast<uint8_t*>(base) + static_cast<size_t>(i) * kBlock * 8);
+R* slot(void* base, int i, int64_t len) {
+  return reinterpret_cast<R*>(static_cast<uint8_t*>(base) + static_cast<size_t>(i * len) * 8);
+}
+
+/// This thread's scratch, at least `bytes` long.
+uint8_t* thread_scratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> buf;
+  thread_local size_t size = 0;
+  if (size < bytes) {
+    buf.reset(new uint8_t[bytes]);
+    size = bytes;
+  }
+  return buf.get();
 }
 
 class FusedKernel : public Kernel {
@@ -54,6 +68,8 @@ class FusedKernel : public Kernel {
       if (numel_ > 0)  // (with no element, a stride may divide by a dim that is 0 now)
         for (const View& v : node_.attrs.views)
           idx_.emplace_back(v, k.dyn);
+      // Arrays of a block's length, rounded up to whole cache lines.
+      len_ = std::min<int64_t>(kBlock, (numel_ + 7) / 8 * 8);
       version_ = k.dims_version;
     }
     if (numel_ == 0) return;
@@ -62,14 +78,14 @@ class FusedKernel : public Kernel {
     const int parts = nblocks > 4 ? static_cast<int>(std::min<int64_t>(threads, nblocks)) : 1;
     // Each part: a contiguous range of blocks and its own scratch.
     parallel_for(parts, parts, [&](int64_t part) {
-      std::unique_ptr<uint8_t[]> scratch(new uint8_t[insts_.size() * kBlock * 8]);
-      fill_constants(scratch.get());
+      uint8_t* scratch = thread_scratch(insts_.size() * static_cast<size_t>(len_) * 8);
+      fill_constants(scratch);
       for (int64_t b = nblocks * part / parts; b < nblocks * (part + 1) / parts; ++b) {
         const int64_t begin = b * kBlock;
         const int64_t n = std::min(kBlock, numel_ - begin);
         for (size_t i = 0; i < insts_.size(); ++i)
-          eval(k, scratch.get(), static_cast<int>(i), begin, n);
-        store(k, scratch.get(), begin, n);
+          eval(k, scratch, static_cast<int>(i), begin, n);
+        store(k, scratch, begin, n);
       }
     });
   }
@@ -90,7 +106,7 @@ class FusedKernel : public Kernel {
         } else {
           v = num::round_to<T>(static_cast<float>(in.value));
         }
-        std::fill_n(slot<R>(s, static_cast<int>(i)), kBlock, v);
+        std::fill_n(slot<R>(s, static_cast<int>(i), len_), len_, v);
       });
     }
   }
@@ -115,7 +131,7 @@ class FusedKernel : public Kernel {
     dispatch_dtype(in.dtype, [&](auto tag) {
       constexpr DType T = decltype(tag)::value;
       using R = compute_t<T>;
-      R* d = slot<R>(s, i);
+      R* d = slot<R>(s, i, len_);
       if (ix.is_identity()) {
         for (int64_t j = 0; j < n; ++j)
           d[j] = load_elem<T>(src, begin + j);
@@ -132,8 +148,8 @@ class FusedKernel : public Kernel {
       constexpr DType T = decltype(tag)::value;
       using R = compute_t<T>;
       if constexpr (!std::is_same_v<R, int64_t>) {
-        const R* x = slot<R>(s, in.a);
-        R* d = slot<R>(s, i);
+        const R* x = slot<R>(s, in.a, len_);
+        R* d = slot<R>(s, i, len_);
         auto each = [&](auto f) {
           for (int64_t j = 0; j < n; ++j)
             d[j] = num::round_to<T>(f(x[j]));
@@ -147,16 +163,17 @@ class FusedKernel : public Kernel {
     const FusedInst& in = insts_[i];
     const DType from = insts_[in.a].dtype;
     if (from == in.dtype) {  // an exact copy
-      std::memcpy(slot<uint8_t>(s, i), slot<uint8_t>(s, in.a), static_cast<size_t>(n) * 8);
+      std::memcpy(slot<uint8_t>(s, i, len_), slot<uint8_t>(s, in.a, len_),
+                  static_cast<size_t>(n) * 8);
       return;
     }
     dispatch_dtype(from, [&](auto ftag) {
       using R = compute_t<decltype(ftag)::value>;
-      const R* x = slot<R>(s, in.a);
+      const R* x = slot<R>(s, in.a, len_);
       dispatch_dtype(in.dtype, [&](auto ttag) {
         constexpr DType T = decltype(ttag)::value;
         using TR = compute_t<T>;
-        TR* d = slot<TR>(s, i);
+        TR* d = slot<TR>(s, i, len_);
         for (int64_t j = 0; j < n; ++j)
           d[j] = num::convert_to<T>(x[j]);
       });
@@ -169,15 +186,15 @@ class FusedKernel : public Kernel {
     dispatch_dtype(t, [&](auto tag) {
       constexpr DType T = decltype(tag)::value;
       using R = compute_t<T>;
-      const R* x = slot<R>(s, in.a);
-      const R* y = slot<R>(s, in.b);
+      const R* x = slot<R>(s, in.a, len_);
+      const R* y = slot<R>(s, in.b, len_);
       if (in.op == FusedOpcode::LessThan) {
-        int64_t* d = slot<int64_t>(s, i);
+        int64_t* d = slot<int64_t>(s, i, len_);
         for (int64_t j = 0; j < n; ++j)
           d[j] = x[j] < y[j] ? 1 : 0;
         return;
       }
-      R* d = slot<R>(s, i);
+      R* d = slot<R>(s, i, len_);
       auto each = [&](auto f) {
         for (int64_t j = 0; j < n; ++j)
           d[j] = num::round_to<T>(f(x[j], y[j]));
@@ -188,12 +205,12 @@ class FusedKernel : public Kernel {
 
   void select(void* s, int i, int64_t n) const {
     const FusedInst& in = insts_[i];
-    const int64_t* c = slot<int64_t>(s, in.a);
+    const int64_t* c = slot<int64_t>(s, in.a, len_);
     dispatch_dtype(in.dtype, [&](auto tag) {
       using R = compute_t<decltype(tag)::value>;
-      const R* x = slot<R>(s, in.b);
-      const R* y = slot<R>(s, in.c);
-      R* d = slot<R>(s, i);
+      const R* x = slot<R>(s, in.b, len_);
+      const R* y = slot<R>(s, in.c, len_);
+      R* d = slot<R>(s, i, len_);
       for (int64_t j = 0; j < n; ++j)
         d[j] = c[j] ? x[j] : y[j];
     });
@@ -204,7 +221,7 @@ class FusedKernel : public Kernel {
     dispatch_dtype(node_.attrs.dtype, [&](auto tag) {
       constexpr DType T = decltype(tag)::value;
       using R = compute_t<T>;
-      const R* v = slot<R>(s, last);
+      const R* v = slot<R>(s, last, len_);
       for (int64_t j = 0; j < n; ++j)
         store_elem<T>(k.out, begin + j, v[j]);
     });
@@ -215,6 +232,7 @@ class FusedKernel : public Kernel {
   uint64_t version_ = 0;
   std::vector<StridedIndex> idx_;
   int64_t numel_ = 0;
+  int64_t len_ = kBlock;  // elements of each scratch array
 };
 
 }  // namespace
