@@ -37,8 +37,12 @@ namespace luminal::cpu {
 
 namespace {
 
-const OpDef kQuantizeQ8{"cpu.QuantizeQ8"};
-const OpDef kQMatmul{"cpu.QMatmul"};
+// Seed costs below 1: reading the blocks does strictly less work than dequantising the weight
+// and multiplying in f32 (the dequantised copy is N x K f32 written and read again), so the
+// fewest-kernels seed takes QMatmul where the two tie (an unshared QuantizeQ8 + QMatmul against
+// Dequantize + BlasMatmul): the search times that program from its first generation.
+const OpDef kQuantizeQ8{.name = "cpu.QuantizeQ8", .seed_cost = 0.9};
+const OpDef kQMatmul{.name = "cpu.QMatmul", .seed_cost = 0.9};
 
 // ---------------------------------------------------------------- rule
 
