@@ -83,6 +83,19 @@ TEST(EquivalenceFuzz, GqaAttentionKvCacheRope) {
   check_graph(attention_block(true), cpu_model_options());
 }
 
+// The row kernel (cpu.Row): RMSNorm and the attention's softmax as one kernel each are among the
+// programs drawn, and every program matches.
+TEST(EquivalenceFuzz, RowKernelPrograms) {
+  for (const FuzzGraph& fg : {rmsnorm_block(), attention_block(true)}) {
+    CheckResult r = run_check(fg, cpu_model_options());
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << r.failures[i];
+    EXPECT_GT(r.programs_using["cpu.Row"], 0) << fg.name;
+  }
+}
+
 // Quantized weights: every program (QMatmul on an 8-bit activation, dequantise then multiply,
 // QGather or a gather of the dequantised table; with folds, a dequantised copy made at load)
 // matches the reference within the activation-rounding bound (quantized_block).
