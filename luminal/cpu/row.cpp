@@ -4,10 +4,11 @@
 //
 // Each row runs its program in passes over blocks of the row (fused_eval.hpp's arrays): pass p
 // accumulates every RowSum / RowMax whose operand needs only the row values of earlier passes;
-// the last pass computes the result and stores it. RMSNorm is two passes (the sum of squares,
-// then the scaled row), softmax three (max, sum, output). Values shared by a row (loads
-// broadcast along it, reductions, the math on them, such as the norm's correctly rounded
-// division and rsqrt) are computed once per row and broadcast into their arrays. Sums
+// the last pass computes the result and stores it. Where a block holds whole rows, a value an
+// earlier pass computed is not computed again (softmax's exp once, not twice). RMSNorm is two
+// passes (the sum of squares, then the scaled row), softmax three (max, sum, output). Values shared
+// by a row (loads broadcast along it, reductions, the math on them, such as the norm's correctly
+// rounded division and rsqrt) are computed once per row and broadcast into their arrays. Sums
 // accumulate in double in element order and round once to their dtype (through f32, as the
 // SumReduce kernel); max propagates NaN. Rows are split over the thread pool.
 #include <algorithm>
@@ -116,6 +117,14 @@ RowProgram::RowProgram(const LlirNode& n, const char* op) : node_(n) {
     for (size_t i = 0; i < count; ++i)
       if (need[i] && !row_level_[i]) ps.work.push_back(static_cast<int>(i));
   }
+  // Where a block holds whole rows, the arrays of earlier passes still hold their values.
+  std::vector<bool> done(count, false);
+  for (Pass& ps : pass_)
+    for (int i : ps.work)
+      if (!done[static_cast<size_t>(i)]) {
+        ps.fresh.push_back(i);
+        done[static_cast<size_t>(i)] = true;
+      }
 }
 
 void RowProgram::prepare(const KernelContext& k) {
@@ -142,6 +151,7 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
   const std::vector<FusedInst>& in = ev_.insts();
   const int last = static_cast<int>(in.size()) - 1;
   const int64_t L = row_len_, B = block_rows_;
+  const bool whole = L <= len_;    // a block holds whole rows: each pass sees the same elements
   uint8_t* s = ev_.scratch(len_);  // element arrays
   uint8_t* rs = ev_.scratch2(B);   // row arrays: one value per row of the block
   ev_.fill_constants(s, len_, &element_consts_);
@@ -189,7 +199,7 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
       for (int64_t begin = 0; begin < total; begin += len_) {
         const int64_t n = std::min(len_, total - begin);
         const int64_t flat = b0 * L + begin;
-        for (int i : ps.work) {
+        for (int i : whole ? ps.fresh : ps.work) {
           const FusedInst& x = in[static_cast<size_t>(i)];
           if (x.op == FusedOpcode::Load)
             ev_.load(s, len_, i, k.in[x.a], idx_[x.a], flat, n);

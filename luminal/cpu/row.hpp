@@ -50,6 +50,7 @@ class RowProgram {
     std::vector<int> row_insts;  // row values it computes first (program order)
     std::vector<int> expand;     // those element-level instructions read
     std::vector<int> work;       // element-level instructions it evaluates
+    std::vector<int> fresh;      // those no earlier pass evaluated
     std::vector<int> reduce;     // reductions it accumulates
   };
   std::vector<Pass> pass_;
