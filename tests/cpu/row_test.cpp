@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
@@ -17,6 +18,9 @@
 
 namespace luminal {
 namespace {
+
+// The row rules are off by default (luminal/cpu/row.cpp says why).
+const bool kRowsOn = [] { return setenv("LUMINAL_CPU_ROWS", "on", 1) == 0; }();
 
 enum class Kind { Softmax, LogSoftmax, RmsNorm, LayerNorm, MaskedSoftmax, ResidualRmsNorm };
 constexpr Kind kKinds[] = {Kind::Softmax,   Kind::LogSoftmax,    Kind::RmsNorm,
@@ -78,6 +82,7 @@ std::vector<ShapeCase> shape_cases() {
 class RowKernel : public ::testing::TestWithParam<std::tuple<Kind, DType>> {};
 
 TEST_P(RowKernel, MatchesTheReference) {
+  ASSERT_TRUE(kRowsOn);
   const auto [kind, t] = GetParam();
   cpu::CpuBackend cpu(2);
   int with_row = 0;
