@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "luminal/cpu/cpu_backend.hpp"
@@ -81,6 +82,21 @@ TEST(EquivalenceFuzz, GqaAttentionKvCache) {
 }
 TEST(EquivalenceFuzz, GqaAttentionKvCacheRope) {
   check_graph(attention_block(true), cpu_model_options());
+}
+
+// The row kernel (cpu.Row): RMSNorm and the attention's softmax as one kernel each are among the
+// programs drawn, and every program matches.
+TEST(EquivalenceFuzz, RowKernelPrograms) {
+  setenv("LUMINAL_CPU_ROWS", "on", 1);  // off by default (luminal/cpu/row.cpp)
+  for (const FuzzGraph& fg : {rmsnorm_block(), attention_block(true)}) {
+    CheckResult r = run_check(fg, cpu_model_options());
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << r.failures[i];
+    EXPECT_GT(r.programs_using["cpu.Row"], 0) << fg.name;
+  }
+  unsetenv("LUMINAL_CPU_ROWS");
 }
 
 // Quantized weights: every program (QMatmul on an 8-bit activation, dequantise then multiply,

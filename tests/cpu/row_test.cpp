@@ -1,0 +1,187 @@
+// cpu.Row (luminal/cpu/row.cpp): the row programs the row rule builds (softmax, log-softmax,
+// RMSNorm, layer norm, masked softmax, RMSNorm of a residual sum) run by the CPU's row kernel
+// against the ReferenceRuntime, over static, dynamic-row-count and dynamic-length shapes, row
+// lengths from 1 to past one block (512) and on 1 and 2 threads; a mutated program must fail.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/core/error.hpp"
+#include "ops_test_util.hpp"
+
+namespace luminal {
+namespace {
+
+// The row rules are off by default (luminal/cpu/row.cpp says why).
+const bool kRowsOn = [] { return setenv("LUMINAL_CPU_ROWS", "on", 1) == 0; }();
+
+enum class Kind { Softmax, LogSoftmax, RmsNorm, LayerNorm, MaskedSoftmax, ResidualRmsNorm };
+constexpr Kind kKinds[] = {Kind::Softmax,   Kind::LogSoftmax,    Kind::RmsNorm,
+                           Kind::LayerNorm, Kind::MaskedSoftmax, Kind::ResidualRmsNorm};
+
+std::string kind_name(Kind k) {
+  const char* names[] = {"Softmax",   "LogSoftmax",    "RmsNorm",
+                         "LayerNorm", "MaskedSoftmax", "ResidualRmsNorm"};
+  return names[static_cast<int>(k)];
+}
+
+Graph make_graph(Kind k, DType t, const std::vector<Dim>& shape) {
+  Graph g;
+  g.declare_dim("s", 1, 64);
+  g.declare_dim("c", 1, 2048);
+  const Dim L = shape.back();
+  Tensor x = g.tensor("x", shape, t);
+  Tensor y;
+  switch (k) {
+    case Kind::Softmax: y = x.softmax(-1); break;
+    case Kind::LogSoftmax: y = x.log_softmax(-1); break;
+    case Kind::RmsNorm: y = x.rms_norm(g.tensor("w", {L}, t), 1e-5); break;
+    case Kind::LayerNorm:
+      y = x.layer_norm(g.tensor("w", {L}, t), g.tensor("b", {L}, t), 1e-5);
+      break;
+    case Kind::MaskedSoftmax:
+      y = x.masked_fill(g.tensor("m", shape, DType::Bool), -std::numeric_limits<double>::infinity())
+              .softmax(-1);
+      break;
+    case Kind::ResidualRmsNorm:
+      y = (x + g.tensor("r", shape, t)).rms_norm(g.tensor("w", {L}, t), 1e-5);
+  }
+  y.output("y");
+  return g;
+}
+
+/// A row sum may round to the neighbour of the reference's (its additions' order differs from
+/// the reference's only where another kernel computes it), and cancellation turns that into an
+/// absolute error at the row's scale.
+testing::Tol tol_of(DType t) {
+  return t == DType::F32 ? testing::Tol{2e-5, 2e-5} : testing::Tol{2e-2, 2e-2};
+}
+
+struct ShapeCase {
+  std::string name;
+  std::vector<Dim> lead;
+  std::vector<int64_t> s_at;
+  bool dynamic_len = false;
+};
+
+std::vector<ShapeCase> shape_cases() {
+  return {{"[1, L]", {1}, {}},
+          {"[3, L]", {3}, {}},
+          {"[s, L]", {"s"}, {1, 3, 40, 64}},
+          {"[2, 3, L]", {2, 3}, {}},
+          {"[s, c]", {"s"}, {3}, true}};
+}
+
+class RowKernel : public ::testing::TestWithParam<std::tuple<Kind, DType>> {};
+
+TEST_P(RowKernel, MatchesTheReference) {
+  ASSERT_TRUE(kRowsOn);
+  const auto [kind, t] = GetParam();
+  cpu::CpuBackend cpu(2);
+  int with_row = 0;
+  for (int64_t L : {int64_t{1}, int64_t{31}, int64_t{33}, int64_t{600}, int64_t{1100}}) {
+    for (const ShapeCase& sc : shape_cases()) {
+      std::vector<Dim> dims = sc.lead;
+      dims.push_back(sc.dynamic_len ? Dim("c") : Dim(L));
+      const Graph g = make_graph(kind, t, dims);
+      std::vector<DynMap> dyns;
+      for (int64_t s : sc.s_at)
+        dyns.push_back({{"s", s}});
+      if (dyns.empty()) dyns.emplace_back();
+      if (sc.dynamic_len)
+        for (DynMap& d : dyns)
+          d["c"] = L;
+      BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+      Rng rng(static_cast<uint64_t>(L) * 7 + dims.size());
+      for (int d = 0; d < 3; ++d) {
+        const LlirGraph l = d == 0 ? opstest::choose(b, opstest::prefer_op("cpu.Row"))
+                                   : to_llir(*b.space, d == 1 ? b.space->fewest_kernels_genome()
+                                                              : b.space->random_genome(rng));
+        if (d < 2 && L > 1) {
+          EXPECT_GE(opstest::count_op(l, "cpu.Row"), 1) << l.to_text();
+        }
+        with_row += opstest::count_op(l, "cpu.Row") > 0;
+        const std::string what = kind_name(kind) + " " + std::string(name(t)) + " " + sc.name +
+                                 " L=" + std::to_string(L) + " program " + std::to_string(d);
+        for (int threads : {1, 2})
+          opstest::check_program(g, l, dyns, tol_of(t), what, threads, 3 + L);
+      }
+    }
+  }
+  EXPECT_GT(with_row, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Graphs, RowKernel,
+                         ::testing::Combine(::testing::ValuesIn(kKinds),
+                                            ::testing::Values(DType::F32, DType::BF16)),
+                         [](const auto& info) {
+                           return kind_name(std::get<0>(info.param)) + "_" +
+                                  std::string(name(std::get<1>(info.param)));
+                         });
+
+/// The RMSNorm program with every RowSum made a RowMax gives other values: the comparison can
+/// fail.
+TEST(RowKernelMutation, IsCaught) {
+  cpu::CpuBackend cpu(1);
+  const Graph g = make_graph(Kind::RmsNorm, DType::F32, {Dim(3), Dim(64)});
+  BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+  LlirGraph l = opstest::choose(b, opstest::prefer_op("cpu.Row"));
+  bool changed = false;
+  for (LlirNode& n : l.nodes) {
+    if (n.op->name != "cpu.Row") continue;
+    auto p =
+        std::make_shared<FusedProgram>(*static_cast<const FusedProgram*>(n.attrs.payload.get()));
+    for (FusedInst& i : p->insts)
+      if (i.op == FusedOpcode::RowSum) {
+        i.op = FusedOpcode::RowMax;
+        changed = true;
+      }
+    n.attrs.payload = p;
+  }
+  ASSERT_TRUE(changed) << l.to_text();
+  testing::BufferMap in = opstest::random_inputs(g, {}, 5);
+  testing::BufferMap want = opstest::run_reference(g, in, {});
+  auto lp = testing::load_plan(cpu, l);
+  testing::BufferMap got = testing::run_executable(lp, g, in);
+  int differ = 0;
+  for (int64_t i = 0; i < 3 * 64; ++i) {
+    const double a = load_as_double(DType::F32, got.at("y").bytes.data(), i);
+    const double w = load_as_double(DType::F32, want.at("y").bytes.data(), i);
+    differ += std::fabs(a - w) > 1e-3 * (1 + std::fabs(w));
+  }
+  EXPECT_GT(differ, 100);
+}
+
+TEST(RowKernelErrors, ProgramWithoutRowReduction) {
+  cpu::CpuBackend cpu(1);
+  const Graph g = make_graph(Kind::Softmax, DType::F32, {Dim(2), Dim(8)});
+  BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+  LlirGraph l = opstest::choose(b, opstest::prefer_op("cpu.Row"));
+  for (LlirNode& n : l.nodes)
+    if (n.op->name == "cpu.Row") {
+      auto p = std::make_shared<FusedProgram>();
+      FusedInst load;
+      load.op = FusedOpcode::Load;
+      load.a = 0;
+      p->insts = {load};
+      n.attrs.payload = p;
+    }
+  try {
+    testing::load_plan(cpu, l);
+    FAIL() << "loaded a row node without a row reduction";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu.Row: the program has no row reduction"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace luminal
