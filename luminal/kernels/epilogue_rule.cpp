@@ -42,7 +42,10 @@ void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const O
   const Expr count = numel(like.shape);
   // Not for a handful of values (a norm's sum of squares and the scalar math after it): an
   // epilogue saves nothing there, and such chains would add an e-node per class.
-  if (count.is_const() && count.as_const() < kMinEpilogueCount) return;
+  // Constant counts only (decode's s = 1 substituted): on the H200 the equivalence fuzz found a
+  // wrong row from a GEMV epilogue over a dynamic count (an RMSNorm's sum of squares at s = 7),
+  // not yet explained; until it is, regions of a dynamic count get none.
+  if (!count.is_const() || count.as_const() < kMinEpilogueCount) return;
   if (b->children.size() > kMaxEpilogueInputs + 1) return;
   const ClassId root = eg.find(m.root);
   for (size_t t = 0; t < b->children.size(); ++t) {
