@@ -11,10 +11,14 @@ export CCACHE_NOHASHDIR := 1
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: run test test-sanitize bench setup configure build cli format clean
+.PHONY: run test test-sanitize bench setup setup-torch configure build cli format clean
 
 setup:
 	@scripts/setup.sh
+
+# setup plus PyTorch and transformers in a cached venv, for the torch.compile tests only.
+setup-torch:
+	@scripts/setup.sh --torch
 
 $(BUILD)/build.ninja: | setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON $(CMAKE_FLAGS) >/dev/null
@@ -31,7 +35,10 @@ run: cli
 	@model=$$(scripts/fetch_smollm2.sh) && \
 	  $(BUILD)/apps/luminal run "$$model" --chat --prompt "$(PROMPT)" --max-tokens 256
 
-test: build
+# (configured again after the build so the torch.compile tests find the venv setup-torch made,
+# also in a build folder configured before it existed)
+test: setup-torch build
+	@cmake -S . -B $(BUILD) >/dev/null
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-sanitize: setup

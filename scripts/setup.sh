@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing luminal-cpp needs on a fresh Debian 12 / Ubuntu machine.
-# Idempotent and quiet when everything is already there.
+# Idempotent and quiet when everything is already there. With --torch (what `make test` runs)
+# also PyTorch and transformers for the torch.compile tests: a large download that `make run`
+# and the build do not need.
 set -euo pipefail
 
 need_pkgs=()
@@ -36,6 +38,7 @@ fi
 # sees the packages above (--system-site-packages). It must be the Python the extension is built
 # for (the same python3). LUMINAL_TORCH_INDEX names a pip index to take torch from (e.g. PyTorch's
 # CPU-only wheel index, much smaller than the default wheel); unset, pip's default index is used.
+[ "${1:-}" = "--torch" ] || exit 0
 torch_venv="${LUMINAL_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/luminal/torch-venv}"
 if ! "$torch_venv/bin/python" -c "import torch, transformers" 2>/dev/null; then
   echo "setup: installing torch and transformers into $torch_venv (once; a large download)"
