@@ -8,10 +8,13 @@
 //   cuda::CudaBackend& gpu = testing::gpu();     // one backend per test process
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "luminal/compiler/build_space.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/kernels/fused_program.hpp"
@@ -64,6 +67,27 @@ inline const std::string& gpu_missing() {
 inline cuda::CudaBackend& gpu() {
   static cuda::CudaBackend* b = new cuda::CudaBackend();  // lives until exit
   return *b;
+}
+
+/// `g`'s program on `be` (a CudaBackend, or CudaRulesOnly without a GPU) choosing, in every
+/// class, the e-node `score` rates highest.
+inline LlirGraph prefer(const Graph& g, Backend& be,
+                        const std::function<double(const EGraph&, ENodeId)>& score) {
+  BuiltSpace b = build_search_space(g, be, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) { return score(eg, n); }));
+}
+
+/// `g`'s program on `be` with the most e-nodes whose op name `hit` accepts, and how many of its
+/// nodes it accepts.
+inline std::pair<LlirGraph, int> prefer_ops(const Graph& g, Backend& be,
+                                            const std::function<bool(std::string_view)>& hit) {
+  LlirGraph l = prefer(
+      g, be, [&](const EGraph& eg, ENodeId n) { return hit(eg.node(n).op->name) ? 1.0 : 0.0; });
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += hit(node.op->name);
+  return {std::move(l), n};
 }
 
 }  // namespace luminal::testing

@@ -123,18 +123,9 @@ TEST(CudaGemv, RowsTimesWeightMatchTheReference) {
 
 /// The program of `g` using the most e-nodes named exactly one of `ops`.
 std::pair<LlirGraph, int> forced_exact(const Graph& g, const std::vector<std::string>& ops) {
-  BuiltSpace b = build_search_space(g, testing::gpu(), g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  auto hit = [&](std::string_view op) {
+  return testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
     return std::find(ops.begin(), ops.end(), op) != ops.end();
-  };
-  const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
-    return hit(eg.node(id).op->name) ? 1.0 : 0.0;
-  }));
-  int n = 0;
-  for (const LlirNode& node : l.nodes)
-    n += hit(node.op->name);
-  return {l, n};
+  });
 }
 
 // cuda.GemvEpi / cuda.GemvCastEpi: a residual add and SwiGLU's SiLU(gate) * up computed in the

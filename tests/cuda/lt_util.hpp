@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cuda_test_util.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/cublaslt/lt_api.hpp"
 #include "luminal/cuda/cublaslt/lt_matmul.hpp"
@@ -41,14 +42,7 @@ inline CudaBackend& lt_backend(CudaOptions::Executor e) {
   return *b;
 }
 
-/// `g`'s program on `be` (a CudaBackend, or testing::CudaRulesOnly without a GPU) choosing, in
-/// every class, the e-node `score` rates highest.
-inline LlirGraph prefer(const Graph& g, Backend& be,
-                        const std::function<double(const EGraph&, ENodeId)>& score) {
-  BuiltSpace b = build_search_space(g, be, g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) { return score(eg, n); }));
-}
+using luminal::testing::prefer;
 
 /// `g`'s program on `be` taking a cuBLASLt op wherever one is offered.
 inline LlirGraph prefer_lt(const Graph& g, Backend& be) {

@@ -429,18 +429,11 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
 // offered as one kernel computing both; not where the region reads the value through another
 // view. Forced, they compile for f32 and bf16 and one or several rows.
 TEST_F(Nvrtc, GemvEpiloguesAreOfferedAndCompile) {
-  auto program = [](const Graph& g) -> std::pair<LlirGraph, int> {
+  auto program = [](const Graph& g) {
     testing::CudaRulesOnly rules;
-    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
-    const EGraph& eg = b.space->egraph();
-    const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
-      const std::string op(eg.node(id).op->name);
-      return op == "cuda.GemvEpi" || op == "cuda.GemvCastEpi" ? 1.0 : 0.0;
-    }));
-    int epi = 0;
-    for (const LlirNode& node : l.nodes)
-      epi += std::string(node.op->name).find("Epi") != std::string::npos;
-    return {l, epi};
+    return testing::prefer_ops(g, rules, [](std::string_view op) {
+      return op == "cuda.GemvEpi" || op == "cuda.GemvCastEpi";
+    });
   };
   Sources s;
   for (DType t : {DType::F32, DType::BF16})
@@ -492,18 +485,11 @@ TEST_F(Nvrtc, GemvEpiloguesAreOfferedAndCompile) {
 // (not shorter ones, not a matmul's); a cluster kernel per reduction compiles for f32, bf16 and
 // I32 rows, aligned (16-byte loads) or not, and in the greedy argmax over 128,256 logits.
 TEST_F(Nvrtc, ReduceSplitCompiles) {
-  auto split_program = [](const Graph& g) -> std::pair<LlirGraph, int> {
+  auto split_program = [](const Graph& g) {
     testing::CudaRulesOnly rules;
-    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
-    const EGraph& eg = b.space->egraph();
-    auto hit = [](std::string_view op) { return op == "cuda.SumSplit" || op == "cuda.MaxSplit"; };
-    const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
-      return hit(eg.node(id).op->name) ? 1.0 : 0.0;
-    }));
-    int n = 0;
-    for (const LlirNode& node : l.nodes)
-      n += hit(node.op->name);
-    return {l, n};
+    return testing::prefer_ops(g, rules, [](std::string_view op) {
+      return op == "cuda.SumSplit" || op == "cuda.MaxSplit";
+    });
   };
   Sources s;
   auto add = [&](const LlirGraph& l) {
