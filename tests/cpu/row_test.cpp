@@ -15,6 +15,7 @@
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/core/error.hpp"
 #include "ops_test_util.hpp"
+#include "support/row_graphs.hpp"
 
 namespace luminal {
 namespace {
@@ -22,39 +23,12 @@ namespace {
 // The row rules are off by default (luminal/cpu/row.cpp says why).
 const bool kRowsOn = [] { return setenv("LUMINAL_CPU_ROWS", "on", 1) == 0; }();
 
-enum class Kind { Softmax, LogSoftmax, RmsNorm, LayerNorm, MaskedSoftmax, ResidualRmsNorm };
-constexpr Kind kKinds[] = {Kind::Softmax,   Kind::LogSoftmax,    Kind::RmsNorm,
-                           Kind::LayerNorm, Kind::MaskedSoftmax, Kind::ResidualRmsNorm};
-
-std::string kind_name(Kind k) {
-  const char* names[] = {"Softmax",   "LogSoftmax",    "RmsNorm",
-                         "LayerNorm", "MaskedSoftmax", "ResidualRmsNorm"};
-  return names[static_cast<int>(k)];
-}
+using Kind = testing::RowKind;
+constexpr auto& kKinds = testing::kRowKinds;
+std::string kind_name(Kind k) { return testing::row_kind_name(k); }
 
 Graph make_graph(Kind k, DType t, const std::vector<Dim>& shape) {
-  Graph g;
-  g.declare_dim("s", 1, 64);
-  g.declare_dim("c", 1, 2048);
-  const Dim L = shape.back();
-  Tensor x = g.tensor("x", shape, t);
-  Tensor y;
-  switch (k) {
-    case Kind::Softmax: y = x.softmax(-1); break;
-    case Kind::LogSoftmax: y = x.log_softmax(-1); break;
-    case Kind::RmsNorm: y = x.rms_norm(g.tensor("w", {L}, t), 1e-5); break;
-    case Kind::LayerNorm:
-      y = x.layer_norm(g.tensor("w", {L}, t), g.tensor("b", {L}, t), 1e-5);
-      break;
-    case Kind::MaskedSoftmax:
-      y = x.masked_fill(g.tensor("m", shape, DType::Bool), -std::numeric_limits<double>::infinity())
-              .softmax(-1);
-      break;
-    case Kind::ResidualRmsNorm:
-      y = (x + g.tensor("r", shape, t)).rms_norm(g.tensor("w", {L}, t), 1e-5);
-  }
-  y.output("y");
-  return g;
+  return testing::row_graph(k, t, shape, 64, 2048);
 }
 
 /// A row sum may round to the neighbour of the reference's (its additions' order differs from

@@ -37,6 +37,7 @@
 #include "luminal/kernels/row_rule.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/runtime/reference_ops.hpp"
+#include "support/row_graphs.hpp"
 
 namespace luminal {
 namespace {
@@ -234,42 +235,12 @@ Buffers run_llir(const LlirGraph& g, const Buffers& inputs, const DynMap& dyn) {
 
 // ---------------------------------------------------------------- graphs and data
 
-enum class Kind { Softmax, LogSoftmax, RmsNorm, LayerNorm, MaskedSoftmax, ResidualRmsNorm };
-constexpr Kind kKinds[] = {Kind::Softmax,   Kind::LogSoftmax,    Kind::RmsNorm,
-                           Kind::LayerNorm, Kind::MaskedSoftmax, Kind::ResidualRmsNorm};
+using Kind = testing::RowKind;
+constexpr auto& kKinds = testing::kRowKinds;
+std::string kind_name(Kind k) { return testing::row_kind_name(k); }
 
-std::string kind_name(Kind k) {
-  const char* names[] = {"Softmax",   "LogSoftmax",    "RmsNorm",
-                         "LayerNorm", "MaskedSoftmax", "ResidualRmsNorm"};
-  return names[static_cast<int>(k)];
-}
-
-/// The graph y = op(x) over `shape` (last dim L), with inputs x, w, b, r (a residual) and m (a
-/// Bool mask) as the op needs them.
 Graph make_graph(Kind k, DType t, const std::vector<Dim>& shape) {
-  Graph g;
-  g.declare_dim("s", 1, 4);
-  g.declare_dim("c", 1, 1024);
-  const Dim L = shape.back();
-  Tensor x = g.tensor("x", shape, t);
-  Tensor y;
-  switch (k) {
-    case Kind::Softmax: y = x.softmax(-1); break;
-    case Kind::LogSoftmax: y = x.log_softmax(-1); break;
-    case Kind::RmsNorm: y = x.rms_norm(g.tensor("w", {L}, t), 1e-5); break;
-    case Kind::LayerNorm:
-      y = x.layer_norm(g.tensor("w", {L}, t), g.tensor("b", {L}, t), 1e-5);
-      break;
-    case Kind::MaskedSoftmax: {
-      Tensor m = g.tensor("m", shape, DType::Bool);
-      y = x.masked_fill(m, -std::numeric_limits<double>::infinity()).softmax(-1);
-      break;
-    }
-    case Kind::ResidualRmsNorm:
-      y = (x + g.tensor("r", shape, t)).rms_norm(g.tensor("w", {L}, t), 1e-5);
-  }
-  y.output("y");
-  return g;
+  return testing::row_graph(k, t, shape, 4, 1024);
 }
 
 /// Seeded data for every input of `g` at `dyn`, already representable in its dtype. The mask
