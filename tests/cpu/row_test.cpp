@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
