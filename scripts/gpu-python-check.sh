@@ -31,7 +31,8 @@ fi
 python3 -c "import torch; print('python: torch', torch.__version__, 'cuda', torch.cuda.is_available())" \
   2>&1 | tee -a "$log"
 {
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMINAL_PYTHON=ON &&
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMINAL_PYTHON=ON \
+    -DLUMINAL_TORCH_PYTHON="$(command -v python3)" &&
     cmake --build "$build" -j "$jobs" --target luminal_python luminal_cli
 } >>"$log" 2>&1 || {
   echo "python: the extension failed to build (see python.log)"

@@ -44,8 +44,8 @@ class RMSNorm(torch.nn.Module):
 def rope(x, base=10000.0):
     """Rotary embedding of x [batch, heads, seq, dim] (rotate-half form)."""
     s, d = x.shape[-2], x.shape[-1]
-    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
-    ang = torch.arange(s, dtype=torch.float32)[:, None] * inv[None, :]
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
+    ang = torch.arange(s, dtype=torch.float32, device=x.device)[:, None] * inv[None, :]
     cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     return x * cos + torch.cat([-x2, x1], -1) * sin
@@ -83,7 +83,7 @@ class Attention(torch.nn.Module):
         q, k, v = (t.view(b, s, self.h, self.hd).transpose(1, 2) for t in (q, k, v))
         q, k = rope(q), rope(k)
         att = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
-        mask = torch.ones(s, s, dtype=torch.bool).tril()
+        mask = torch.ones(s, s, dtype=torch.bool, device=x.device).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(b, s, d)
         return x + self.o(y)
