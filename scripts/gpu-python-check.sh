@@ -28,7 +28,7 @@ if [ ! -f "$inc/Python.h" ]; then
     tee -a "$log"
   exit 1
 fi
-python3 -c "import torch; print('python: torch', torch.__version__, 'cuda', torch.cuda.is_available())" \
+python3 -c "import torch, transformers; print('python: torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available())" \
   2>&1 | tee -a "$log"
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMINAL_PYTHON=ON \
