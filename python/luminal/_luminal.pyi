@@ -542,6 +542,14 @@ class Tensor:
     def index_select(self, axis: int, index: Tensor) -> Tensor:
         """Rows of an axis picked by a 1-D index."""
 
+    def scatter_flat(self, indexes: Tensor, src: Tensor) -> Tensor:
+        """
+        A copy of this tensor with flat (row-major) element indexes[i] set to src[i] (indexes and src of one shape; out-of-range indexes are skipped).
+        """
+
+    def scatter_elements(self, axis: int, index: Tensor, src: Tensor) -> Tensor:
+        """torch.scatter: a copy with out[..index[..i..]..] = src[..i..]."""
+
     def embedding(self, ids: Tensor) -> Tensor:
         """Rows of this [vocab, dim] table for integer ids: ids.shape + [dim]."""
 

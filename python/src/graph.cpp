@@ -242,6 +242,11 @@ void bind_tensor(nb::module_& m) {
            "torch.gather.")
       .def("index_select", &T::index_select, nb::arg("axis"), nb::arg("index"),
            "Rows of an axis picked by a 1-D index.")
+      .def("scatter_flat", &T::scatter_flat, nb::arg("indexes"), nb::arg("src"),
+           "A copy of this tensor with flat (row-major) element indexes[i] set to src[i] "
+           "(indexes and src of one shape; out-of-range indexes are skipped).")
+      .def("scatter_elements", &T::scatter_elements, nb::arg("axis"), nb::arg("index"),
+           nb::arg("src"), "torch.scatter: a copy with out[..index[..i..]..] = src[..i..].")
       .def("embedding", &T::embedding, nb::arg("ids"),
            "Rows of this [vocab, dim] table for integer ids: ids.shape + [dim].");
   m.def("concat", &concat, nb::arg("tensors"), nb::arg("axis"), "Concatenates along an axis.");

@@ -276,6 +276,87 @@ def _index(cx, node, a, indices):
     return flat.index_select(0, lin.flatten()).reshape(cx.shape(node))
 
 
+def _index_tensors(node):
+    """index_put's / index_copy's index arguments: [(axis, fx node)] of the non-None entries."""
+    if node.target == aten.index_copy.default:
+        return [(node.args[1], node.args[2])]
+    return [(k, i) for k, i in enumerate(node.args[1]) if i is not None]
+
+
+def _check_index_put(node):
+    if node.target == aten.index_put.default:
+        acc = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+        if acc:
+            return "index_put with accumulate=True"
+    idx = _index_tensors(node)
+    if not idx:
+        return "index_put without an index tensor"
+    axes = [k for k, _ in idx]
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        return "index_put with index tensors on axes that are not adjacent"
+    vals = [i.meta["val"] for _, i in idx]
+    if any(v.dtype == torch.bool or v.is_floating_point() for v in vals):
+        return "index_put with a boolean-mask or float index"
+    if len({str(tuple(v.shape)) for v in vals}) != 1:
+        return "index_put with index tensors of different shapes"
+    return None
+
+
+@op(aten.index_put.default, aten.index_copy.default, check=_check_index_put)
+def _index_put(cx, node, a, *args):
+    """A copy of a with a[..., i0, i1, ..., ...] = values (the index tensors on adjacent axes,
+    sliced axes around them), as one scatter at flat indexes: torch's functional index_put (what
+    an in-place `cache[:, :, pos] = kv` becomes) and index_copy."""
+    if node.target == aten.index_copy.default:
+        dim, index, values = args
+        dim %= a.ndim
+        indices = [None] * dim + [index]
+        ix_node = node.args[2]
+    else:
+        indices, values = args[0], args[1]
+        ix_node = next(i for i in node.args[1] if i is not None)
+    shape = list(a.shape)
+    axes = [k for k, i in enumerate(indices) if i is not None]
+    first, last = axes[0], axes[-1]
+    ishape = list(cx.shape(ix_node))
+    tail = shape[last + 1 :]
+    out = shape[:first] + ishape + tail  # the shape values are broadcast to
+    strides, st = [1] * len(shape), 1
+    for k in range(len(shape) - 1, -1, -1):
+        strides[k] = st
+        st = _mul_size(st, shape[k])
+
+    def placed(t, at, rank):
+        """t (rank `rank`) as axes at..at + rank - 1 of `out`, broadcast over the rest."""
+        dims = [1] * at + list(t.shape) + [1] * (len(out) - at - rank)
+        return t.reshape(dims).expand(out)
+
+    def term(t, k):
+        return t if strides[k] == 1 else t * _size_tensor(cx, strides[k])
+
+    flat = None
+    for k in list(range(first)) + list(range(last + 1, len(shape))):
+        at = k if k < first else k - (last + 1) + first + len(ishape)
+        iota = placed(cx.g.arange(shape[k], "i64"), at, 1)
+        flat = term(iota, k) if flat is None else flat + term(iota, k)
+    for k in axes:
+        i = _cast(indices[k], "i64")
+        if isinstance(shape[k], int):
+            i = (i < 0).where(i + shape[k], i)
+        t = term(placed(i, first, len(ishape)), k)
+        flat = t if flat is None else flat + t
+    if values.ndim < len(out):
+        values = values.reshape([1] * (len(out) - values.ndim) + list(values.shape))
+    return a.scatter_flat(flat, _cast(values.expand(out), a.dtype))
+
+
+@op(aten.scatter.src, aten.scatter.value)
+def _scatter(cx, node, a, dim, index, src):
+    if not hasattr(src, "shape"):
+        src = cx.g.full(cx.shape(node.args[2]), float(src), a.dtype)
+    return a.scatter_elements(dim % a.ndim, index, _cast(src, a.dtype))
+
+
 # ---- sizes (SymInt arithmetic) ----
 
 

@@ -69,3 +69,21 @@ def test_generate_with_the_kv_cache(counted):
     assert got.tolist() == want.tolist()
     assert len(calls) == first, "longer caches compiled again"
     assert lt.report()["fallback"] == {}
+
+
+def test_generate_with_a_static_cache_is_one_piece(counted):
+    """generate() with transformers' StaticCache: its in-place cache writes (index_put after
+    functionalization) convert, so each compiled forward is one luminal piece, no eager ops."""
+    folder = MODELS / "llama3"
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager"
+    ).eval()
+    ids = torch.tensor([[1, 17, 42, 99, 5, 200, 3, 64]])
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+        make, calls = counted
+        model.forward = torch.compile(model.forward, backend=make(), dynamic=True)
+        got = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+    assert got.tolist() == want.tolist()
+    r = lt.report()
+    assert r["fallback"] == {} and r["graphs"] and all(g["pieces"] == 1 for g in r["graphs"]), r

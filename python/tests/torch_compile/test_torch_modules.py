@@ -307,3 +307,38 @@ def test_piece_after_a_fallback_gets_dims_its_inputs_only_derive(counted):
                 torch.testing.assert_close(fast(x), f(x), rtol=1e-5, atol=1e-6)
     assert "aten.cumprod.default" in lt.report()["fallback"]
     assert len(calls) == 1
+
+
+class CacheWrites(torch.nn.Module):
+    """In-place writes torch functionalizes to index_put / index_copy / scatter: a KV-cache
+    update at positions (sliced axes before the index), a row write with a negative index and
+    broadcast values, index_copy_ along an inner axis, and scatter_."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(2, 3, 8, 4))
+
+    def forward(self, kv, pos, rows):
+        self.cache[:, :, pos] = kv
+        y = torch.zeros(5, 4)
+        y[rows] = kv[0, 0, 0]
+        z = torch.zeros(3, 8).index_copy_(1, pos, kv[0, :, :, 0])
+        w = torch.zeros(3, 4).scatter_(1, pos[:1].expand(3, 1) % 4, kv[0, :, :1, 1])
+        return self.cache * 1.0, y, z, w
+
+
+def test_index_put_index_copy_and_scatter_match_eager():
+    torch.manual_seed(3)
+    eager, compiled = CacheWrites().eval(), CacheWrites().eval()
+    fast = torch.compile(compiled, backend="luminal", options=QUICK)
+    pos, rows = torch.tensor([5, 1, 6]), torch.tensor([-1, 0])
+    with torch.no_grad():
+        for _ in range(2):  # the second call sees the cache the first one wrote
+            kv = torch.randn(2, 3, 3, 4)
+            got, want = fast(kv, pos, rows), eager(kv, pos, rows)
+            for g, w in zip(got, want):
+                torch.testing.assert_close(g, w, rtol=0, atol=0)
+            torch.testing.assert_close(compiled.cache, eager.cache, rtol=0, atol=0)
+    assert compiled.cache.abs().sum() > 0
+    r = lt.report()
+    assert r["fallback"] == {} and all(g["pieces"] == 1 for g in r["graphs"]), r
