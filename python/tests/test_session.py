@@ -38,6 +38,12 @@ def test_mlp_matches_numpy(cpu, quick):
     assert s.compiled and "search report" in s.report()
 
 
+def scattered(a, flat_indexes, src):
+    out = a.copy().reshape(-1)
+    out[flat_indexes] = src
+    return out.reshape(a.shape)
+
+
 def test_operators_and_methods(cpu, quick):
     g = luminal.Graph()
     a = g.tensor("a", [3, 5])
@@ -53,6 +59,10 @@ def test_operators_and_methods(cpu, quick):
         "t": a.transpose(0, 1).reshape(5, 3).output("t"),
         "perm": b.permute(1, 0).output("perm"),
         "gt": (a > b).cast("f32").output("gt"),
+        "gather": a.gather_flat(g.arange(5, "i32") * 3).output("gather"),
+        "scatter": a.scatter_flat(g.arange(5, "i32") * 3, b.sum(0)).output("scatter"),
+        "scatter_el": a.scatter_elements(1, g.full([3, 1], 4.0, "i32"), b.sum(1, keepdim=True))
+        .output("scatter_el"),
     }
     rng = np.random.default_rng(1)
     av = rng.uniform(0, 0.9, (3, 5)).astype(np.float32)
@@ -73,6 +83,9 @@ def test_operators_and_methods(cpu, quick):
         "t": av.T.reshape(5, 3),
         "perm": bv.T,
         "gt": (av > bv).astype(np.float32),
+        "gather": av.reshape(-1)[np.arange(5) * 3],
+        "scatter": scattered(av, np.arange(5) * 3, bv.sum(0)),
+        "scatter_el": np.concatenate([av[:, :4], bv.sum(1, keepdims=True)], 1),
     }
     for k, want in expect.items():
         np.testing.assert_allclose(s.get(outs[k]), want, rtol=1e-5, atol=1e-6, err_msg=k)
