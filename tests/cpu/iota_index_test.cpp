@@ -1,0 +1,117 @@
+// cpu.GatherIota / cpu.ScatterIota / cpu.ScatterIotaInPlace: Gather and Scatter whose indexes
+// are an Iota (slices at an offset, concatenation, padding, repeats), against the
+// ReferenceRuntime bit for bit, over dims that change between runs of one loaded plan (the
+// kernel rebuilds its runs), with duplicates, out-of-range indexes and expressions that are not
+// affine along a row.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "luminal/ir/prim.hpp"
+#include "ops_test_util.hpp"
+#include "support/expect_error.hpp"
+
+namespace luminal {
+namespace {
+
+using opstest::kExact;
+
+const Expr kS = Expr::var("s");
+
+// The program preferring the Iota forms (the in-place one where legal).
+LlirGraph iota_program(const Graph& g) {
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, {});
+  return opstest::choose(b, [](const EGraph& eg, ENodeId n) -> double {
+    const std::string_view op = eg.node(n).op->name;
+    return op == "cpu.ScatterIotaInPlace" ? 3
+           : op == "cpu.ScatterIota"      ? 2
+           : op == "cpu.GatherIota"       ? 2
+                                          : 0;
+  });
+}
+
+int iota_ops(const LlirGraph& p) {
+  return opstest::count_op(p, "cpu.GatherIota") + opstest::count_op(p, "cpu.ScatterIota") +
+         opstest::count_op(p, "cpu.ScatterIotaInPlace");
+}
+
+std::vector<DynMap> lengths(std::initializer_list<int64_t> ss) {
+  std::vector<DynMap> out;
+  for (int64_t s : ss)
+    out.push_back({{"s", s}});
+  return out;
+}
+
+TEST(IotaIndex, ConcatenationAlongEachAxis) {
+  for (int axis : {0, 1, 2}) {
+    for (DType t : {DType::F32, DType::BF16, DType::I64}) {
+      Graph g;
+      Tensor a = g.tensor("a", {2, kS, 8}, t);
+      Tensor b = g.tensor("b", {2, kS, 8}, t);
+      Tensor c = g.tensor("c", {2, kS, 8}, t);
+      concat({a, (b * 2.0).cast(t), c}, axis).output("y");
+      LlirGraph p = iota_program(g);
+      EXPECT_GE(iota_ops(p), 2) << p.to_text();
+      opstest::check_program(g, p, lengths({3, 1, 7, 0, 5}), kExact,
+                             "concat axis " + std::to_string(axis) + " " + std::string(name(t)));
+    }
+  }
+}
+
+TEST(IotaIndex, SlicesPadsAndRepeats) {
+  Graph g;
+  Tensor x = g.tensor("x", {kS, 12});
+  x.slice(1, 3, 11, 2).output("strided");  // offset start, step 2
+  x.slice(0, 1).output("rows");            // from row 1 on
+  x.pad({{1, 2}, {0, 3}}, 1.5).output("padded");
+  x.repeat({2, 3}).output("repeated");
+  // rope's halves: [-x2, x1]
+  concat({-x.slice(1, 6), x.slice(1, 0, 6)}, 1).output("rotated");
+  LlirGraph p = iota_program(g);
+  EXPECT_GE(iota_ops(p), 5) << p.to_text();
+  opstest::check_program(g, p, lengths({4, 1, 9, 2}), kExact, "movement");
+}
+
+TEST(IotaIndex, ScatterDuplicatesLastWinsOutOfRangeSkipped) {
+  // Indexes z % 5 + 2 for 12 positions: each of 2..6 written two or three times (the last wins);
+  // z * 3 - 4 runs out of range at both ends; (z * z) % 7 is not affine along a row.
+  for (const Expr& e : {Expr::z() % 5 + 2, Expr::z() * 3 - 4, (Expr::z() * Expr::z()) % 7}) {
+    Graph g;
+    Tensor dest = g.tensor("dest", {kS, 4});
+    Tensor src = g.tensor("src", {3, 4});
+    prim::scatter(dest * 2.0, g.iota(e, 12).reshape({3, 4}), src).output("y");
+    LlirGraph p = iota_program(g);
+    EXPECT_EQ(iota_ops(p), 1) << p.to_text();
+    opstest::check_program(g, p, lengths({2, 5, 1}), kExact, e.to_string());
+  }
+}
+
+TEST(IotaIndex, InPlaceOnlyWhereDestHasNoOtherReader) {
+  for (bool shared : {false, true}) {
+    Graph g;
+    Tensor x = g.tensor("x", {kS, 6});
+    Tensor d = x * 3.0;
+    prim::scatter(d, g.iota(Expr::z() * 2 + 1, 6), g.tensor("src", {6})).output("y");
+    if (shared) (d + 1.0).output("d1");
+    LlirGraph p = iota_program(g);
+    EXPECT_EQ(opstest::count_op(p, "cpu.ScatterIotaInPlace"), shared ? 0 : 1) << p.to_text();
+    EXPECT_EQ(opstest::count_op(p, "cpu.ScatterIota"), shared ? 1 : 0) << p.to_text();
+    opstest::check_program(g, p, lengths({2, 4}), kExact, shared ? "shared" : "in place");
+  }
+}
+
+TEST(IotaIndex, GatherOutOfRangeIsAnError) {
+  Graph g;
+  Tensor x = g.tensor("x", {kS});
+  prim::gather(g.iota(Expr::z() + 2, 4), x).output("y");
+  LlirGraph p = iota_program(g);
+  ASSERT_EQ(opstest::count_op(p, "cpu.GatherIota"), 1) << p.to_text();
+  opstest::check_program(g, p, lengths({6, 8}), kExact, "in range");
+  testing::expect_error([&] { opstest::check_program(g, p, lengths({5}), kExact, "past"); },
+                        "Gather: index 5 at position 3 is out of range for data of 5 elements");
+}
+
+}  // namespace
+}  // namespace luminal
