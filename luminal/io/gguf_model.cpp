@@ -1,6 +1,6 @@
 // GGUF models: ModelConfig from <arch>.* metadata, f32 weights under Hugging Face names (the
 // llama converter's Q/K row permutation undone), and read_gguf_model tying them to the tokenizer
-// (gguf_tokenizer.cpp).
+// (gguf_tokenizer.cpp). gemma3's keys and tensors: gguf_gemma3.cpp.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,28 +13,14 @@
 #include "luminal/io/error_text.hpp"
 #include "luminal/io/gguf_dequant.hpp"
 #include "luminal/io/gguf_model.hpp"
+#include "luminal/io/gguf_model_detail.hpp"
 
 namespace luminal::io {
 
-namespace {
+namespace gguf_detail {
 
 std::string where(const GgufFile& f) { return "gguf '" + f.source() + "': "; }
 
-std::string bytes_str(uint64_t b) {
-  char buf[64];
-  if (b >= (uint64_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
-                  double(b) / double(uint64_t(1) << 30));
-  else if (b >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f MiB)", static_cast<unsigned long long>(b),
-                  double(b) / double(uint64_t(1) << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
-  return buf;
-}
-
-// An f32 metadata value as the decimal its writer most likely meant: the shortest decimal that
-// rounds to the same f32 (1e-5f -> 1e-05, not 9.99999974738e-06). f64 values are returned as is.
 double float_value(const GgufFile& f, const std::string& key) {
   const GgufValue& v = f.get(key);
   const double d = f.get_float(key);
@@ -51,8 +37,30 @@ std::optional<double> find_float_value(const GgufFile& f, const std::string& key
   return float_value(f, key);
 }
 
+}  // namespace gguf_detail
+
+namespace {
+
+using gguf_detail::Expected;
+using gguf_detail::find_float_value;
+using gguf_detail::float_value;
+using gguf_detail::where;
+
+std::string bytes_str(uint64_t b) {
+  char buf[64];
+  if (b >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
+                  double(b) / double(uint64_t(1) << 30));
+  else if (b >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f MiB)", static_cast<unsigned long long>(b),
+                  double(b) / double(uint64_t(1) << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+  return buf;
+}
+
 const std::vector<std::string>& supported_archs() {
-  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3", "qwen3moe"};
+  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"};
   return a;
 }
 
@@ -182,15 +190,8 @@ void read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig& 
   }
 }
 
-// One expected tensor of the checkpoint.
-struct Expected {
-  std::string hf;
-  std::vector<int64_t> shape;
-  bool required = true;
-  int64_t permute_heads = 0;  // > 0: undo the llama converter's row permutation with this many
-};
-
 std::map<std::string, Expected> expected_tensors(const ModelConfig& c, const std::string& arch) {
+  if (arch == "gemma3") return gguf_detail::gemma3_tensors(c);
   std::map<std::string, Expected> e;
   const int64_t hidden = c.hidden_size, hd = c.head_dim, H = c.num_attention_heads,
                 KV = c.num_key_value_heads, ffn = c.intermediate_size;
@@ -332,6 +333,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   // Mixtures of experts: qwen3moe, and llama with experts (Mixtral). llama.cpp renormalises the
   // chosen experts' weights for both (norm_topk_prob true).
   if (f.contains(a + "expert_count") && f.get_int(a + "expert_count") > 0) {
+    if (arch != "llama" && arch != "qwen3moe")
+      throw Error(where(f) + "key '" + a + "expert_count': " +
+                  std::to_string(f.get_int(a + "expert_count")) + " experts (" + arch +
+                  " has a dense feed-forward; experts are supported for llama and qwen3moe)");
     if (arch == "llama") {
       c.family = ModelFamily::Mixtral;
       c.model_type = "mixtral";
@@ -375,6 +380,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (auto v = f.find_int("tokenizer.ggml.padding_token_id")) c.pad_token_id = *v;
 
   read_rope_scaling(f, arch, c);
+  if (arch == "gemma3") gguf_detail::read_gemma3_config(f, c);
   if (f.contains_tensor("rope_freqs.weight")) {
     const GgufTensor& t = f.tensor("rope_freqs.weight");
     if (t.shape != std::vector<int64_t>{c.head_dim / 2})
@@ -493,6 +499,9 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
     values.resize(static_cast<size_t>(t.numel()));
     dequantize_into(t, values, &meter);
     const size_t n = values.size();
+    if (it.e->offset != 0)
+      for (float& x : values)
+        x += it.e->offset;
     if (it.e->permute_heads > 0) {
       const size_t row_bytes = n / static_cast<size_t>(t.shape[0]) * sizeof(float);
       unpermute_rows(f, t, it.e->permute_heads, reinterpret_cast<const uint8_t*>(values.data()),
@@ -514,13 +523,15 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
   const std::map<std::string, Expected> expected = expected_tensors(c, arch);
   uint64_t f32_bytes = 0, file_bytes = 0;
   std::vector<Item> items = checked_items(f, c, expected, &f32_bytes, &file_bytes);
-  auto kept = [&](const GgufTensor& t) {
-    const std::optional<DType> d = dtype_of(t.type);
-    return d && is_block(*d) && keep(*d);
+  // Used as stored: kept block types and f32, unless the values change (an offset).
+  auto as_stored = [&](const Item& it) {
+    if (it.e->offset != 0) return false;
+    const std::optional<DType> d = dtype_of(it.t->type);
+    return it.t->type == GgmlType::F32 || (d && is_block(*d) && keep(*d));
   };
   uint64_t resident = 0, widened = 0;  // stored bytes kept; f32 bytes of the widened tensors
   for (const Item& it : items) {
-    if (kept(*it.t) || it.t->type == GgmlType::F32)
+    if (as_stored(it))
       resident += it.t->size_bytes;
     else
       widened += static_cast<uint64_t>(it.t->numel()) * 4;
@@ -545,7 +556,7 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
     v.shape = t.shape;
     v.file = f.source();
     const size_t rows = t.shape.empty() ? 1 : static_cast<size_t>(t.shape[0]);
-    if (kept(t) || t.type == GgmlType::F32) {
+    if (as_stored(it)) {
       v.dtype = *dtype_of(t.type);
       v.bytes = t.data;
       if (it.e->permute_heads > 0) {
@@ -556,6 +567,9 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
     } else {
       std::vector<float> values(static_cast<size_t>(t.numel()));
       dequantize_into(t, values, &meter);
+      if (it.e->offset != 0)
+        for (float& x : values)
+          x += it.e->offset;
       std::vector<uint8_t>& copy = owner->copies.emplace_back(values.size() * sizeof(float));
       const auto* src = reinterpret_cast<const uint8_t*>(values.data());
       if (it.e->permute_heads > 0)
@@ -607,6 +621,12 @@ GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOpti
       if (auto v = id(key);
           v && std::find(m.stop_ids.begin(), m.stop_ids.end(), *v) == m.stop_ids.end())
         m.stop_ids.push_back(*v);
+    // Gemma: llama.cpp takes <end_of_turn> as the end of a turn when no eot id is given.
+    if (m.architecture == "gemma3" && !f.contains("tokenizer.ggml.eot_token_id"))
+      if (auto it = std::find(tokens.begin(), tokens.end(), "<end_of_turn>"); it != tokens.end())
+        if (const auto id = static_cast<int64_t>(it - tokens.begin());
+            std::find(m.stop_ids.begin(), m.stop_ids.end(), id) == m.stop_ids.end())
+          m.stop_ids.push_back(id);
     const std::pair<const char*, const char*> names[] = {{"bos_token", "bos_token_id"},
                                                          {"eos_token", "eos_token_id"},
                                                          {"unk_token", "unknown_token_id"},
