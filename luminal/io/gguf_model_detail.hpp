@@ -30,6 +30,12 @@ std::string where(const GgufFile& f);
 double float_value(const GgufFile& f, const std::string& key);
 std::optional<double> find_float_value(const GgufFile& f, const std::string& key);
 
+/// <arch>.rope.scaling.* (none, linear, yarn, llama3) into c.rope_scaling (gguf_rope.cpp).
+void read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig& c);
+/// Llama 3.1-style scaling fitted to llama.cpp's per-dimension divisors (rope_freqs.weight): the
+/// largest is the factor, the smoothed dims give the rest; an error when no fit reproduces them.
+void fit_llama3_rope(const GgufFile& f, ModelConfig& c, const std::vector<float>& factors);
+
 /// gemma3.*: fills what is Gemma 3's on top of the keys every architecture shares (family,
 /// activation, attention scale, sliding layers and window, local RoPE base, final soft-capping);
 /// refuses what the decoder cannot run, naming the key and its value.
