@@ -14,7 +14,8 @@ tests/data/models/gemma3 fixture (query_pre_attn_scalar 24, attention soft-cappi
                        embeddings, vocabulary 512. Weights as make_tiny_models.py sets them.
     tokenizer          a SentencePiece BPE trained on a few sentences with Gemma's settings (byte
                        fallback, split digits, no dummy prefix, whitespace kept; <pad> <eos> <bos>
-                       <unk> = 0 1 2 3; <mask>, <start_of_turn>, <end_of_turn> user-defined), as
+                       <unk> = 0 1 2 3; <mask>, <start_of_turn>, <end_of_turn> special, "\n\n"
+                       and <table> plain added tokens), as
                        tokenizer.model and the tokenizer.json transformers' GemmaTokenizer makes
                        from it; BOS added; Gemma 3's chat template (google/gemma-3-*-it).
 
@@ -23,7 +24,8 @@ the ids transformers' tokenizer gives a few texts (whitespace, digits, unicode, 
 the sentencepiece package agrees, checked here) and a rendered chat with its ids.
 goldens_q8_0.json holds transformers' logits (first and last position of each prompt) with the
 weights of gemma3-q8_0.gguf as the gguf package dequantises them (norms minus 1): Q8_0 moves this
-model's logits by up to ~11% of the largest, so the file is compared with its own reference.
+model's logits by up to ~11% of the largest, so the file is compared with its own reference; and
+max_abs_diff_q8_0_activations, how far rounding each linear's input to Q8_0 moves them further.
 
 The GGUF files are the converter's, unpatched, at --outtype f32 (norm weights stored as 1 + w, as
 the converter writes Gemma's) and q8_0 (matrices and the embedding in Q8_0; norms f32).
@@ -54,6 +56,13 @@ NAME = "gemma3-6l"
 FOLDER = os.path.join(ROOT, "tests", "data", "models", NAME)
 OUT = os.path.join(ROOT, "tests", "data", "gguf", "models")
 
+# SentencePiece's user-defined pieces (ids 4...): the first three special, as in Gemma's vocabulary;
+# the others plain added tokens (the converter types them user-defined, 4). No whitespace-only
+# one: transformers' GemmaTokenizer keeps "▁▁" as an added token that raw spaces never match,
+# where SentencePiece (and llama.cpp, whose converter writes it as spaces) matches the spaces.
+USER_DEFINED = ["<mask>", "<start_of_turn>", "<end_of_turn>", "\n\n", "<table>"]
+SPECIAL = 7  # ids below are special (control) tokens
+
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
     "Gemma models read text as SentencePiece pieces, with byte fallback for the rest.",
@@ -75,6 +84,7 @@ TEXTS = [
     "Café naïve Grüße 日本語 🙂",
     "<start_of_turn>user\nHi there<end_of_turn>\n",
     "a<mask>b<eos>",
+    "<table>x\n\ny\n\n\nz",
     "",
 ]
 
@@ -164,6 +174,10 @@ def spec():
 
 
 def write_tokenizer(folder):
+    # From tokenizer.model alone (transformers would load an old tokenizer.json instead).
+    for old in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if os.path.exists(os.path.join(folder, old)):
+            os.remove(os.path.join(folder, old))
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(CORPUS), model_writer=buf, model_type="bpe", vocab_size=400,
@@ -171,7 +185,7 @@ def write_tokenizer(folder):
         add_dummy_prefix=False, remove_extra_whitespaces=False,
         normalization_rule_name="identity", allow_whitespace_only_pieces=True, pad_id=0,
         eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
-        unk_piece="<unk>", user_defined_symbols=["<mask>", "<start_of_turn>", "<end_of_turn>"],
+        unk_piece="<unk>", user_defined_symbols=USER_DEFINED,
         num_threads=1, minloglevel=2)
     with open(os.path.join(folder, "tokenizer.model"), "wb") as f:
         f.write(buf.getvalue())
@@ -186,12 +200,14 @@ def write_tokenizer(folder):
     cfg.pop("vocab_file", None)
     cfg.pop("is_local", None)
     cfg.pop("local_files_only", None)
-    # As Gemma's own tokenizer_config.json: the special pieces listed, so that the converter types
-    # them control tokens (it types SentencePiece's user-defined pieces normal otherwise).
+    # As Gemma's own tokenizer_config.json: every added token listed, so that the converter types
+    # them control (special) or user-defined tokens (it types SentencePiece's user-defined pieces
+    # normal otherwise).
     sp = spm.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
     cfg["added_tokens_decoder"] = {
         str(i): {"content": sp.IdToPiece(i), "lstrip": False, "normalized": False,
-                 "rstrip": False, "single_word": False, "special": True} for i in range(7)}
+                 "rstrip": False, "single_word": False, "special": i < SPECIAL}
+        for i in range(4 + len(USER_DEFINED))}
     cfg["add_bos_token"] = True
     cfg["add_eos_token"] = False
     cfg["chat_template"] = CHAT_TEMPLATE
@@ -223,6 +239,14 @@ def write_tokenizer_goldens(folder):
         f.write(tiny.to_json(goldens) + "\n")
 
 
+def q8_0_round(x):
+    """x rounded as Q8_0 stores it: blocks of 32, scale amax / 127 (kept in f16), values rounded."""
+    b = x.reshape(-1, 32)
+    d = b.abs().amax(dim=1, keepdim=True) / 127
+    q = torch.round(b / torch.where(d > 0, d, torch.ones_like(d)))
+    return (q * d.half().float()).reshape(x.shape)
+
+
 def write_q8_goldens(llama_cpp, path):
     sys.path.insert(0, os.path.join(llama_cpp, "gguf-py"))
     import gguf
@@ -252,14 +276,27 @@ def write_q8_goldens(llama_cpp, path):
                                               attn_implementation="eager").eval()
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and all("lm_head" in m for m in missing), (missing, unexpected)
-    prompts = []
+    prompts, moved = [], 0.0
     with torch.no_grad():
         for ids in tiny.PROMPTS:
             logits = model(torch.tensor([ids])).logits[0]
             prompts.append({"input_ids": ids, "logits_first": tiny.f32_list(logits[0]),
                             "logits_last": tiny.f32_list(logits[-1])})
+            # How far 8-bit activations (each linear's input in Q8_0 blocks of 32, as llama.cpp
+            # and the quantized kernels round them) move the logits: the as-stored bound's scale.
+            plain = torch.nn.Linear.forward
+            torch.nn.Linear.forward = lambda self, x: torch.nn.functional.linear(
+                q8_0_round(x), self.weight, self.bias)
+            try:
+                rounded = model(torch.tensor([ids])).logits[0]
+            finally:
+                torch.nn.Linear.forward = plain
+            moved = max(moved, float((rounded - logits).abs().max()))
+    goldens = {"gguf": os.path.basename(path), "max_abs_diff_q8_0_activations": tiny.f32(moved),
+               "prompts": prompts}
     with open(os.path.join(FOLDER, "goldens_q8_0.json"), "w") as f:
-        f.write(tiny.to_json({"gguf": os.path.basename(path), "prompts": prompts}) + "\n")
+        f.write(tiny.to_json(goldens) + "\n")
+    print(f"q8_0: 8-bit activations move the logits by up to {moved:.3g}")
 
 
 def main():

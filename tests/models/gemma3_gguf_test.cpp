@@ -104,6 +104,7 @@ TEST(Gemma3Gguf, LogitsAndGreedyTokensEqualTheFolderAndTransformers) {
   std::ifstream in(folder() / "goldens_q8_0.json");
   const nlohmann::json gold_q8 = nlohmann::json::parse(in);
   size_t k = 0;
+  const double q8_tol = 1.2 * gold_q8.at("max_abs_diff_q8_0_activations").get<double>();
   models::DecoderShape shape;
   shape.slots = 64;
   shape.max_step = 16;
@@ -117,6 +118,9 @@ TEST(Gemma3Gguf, LogitsAndGreedyTokensEqualTheFolderAndTransformers) {
   ::setenv("LUMINAL_QUANT", "off", 1);
   auto q8_f32 = models::CausalLM::load(gguf("q8_0"), cpu, shape, opts);
   ::unsetenv("LUMINAL_QUANT");
+  EXPECT_EQ(q8.decoder().shape.block_weights.count("model.layers.0.mlp.gate_proj.weight"), 1u);
+  EXPECT_EQ(q8.decoder().shape.block_weights.count("model.embed_tokens.weight"), 1u);
+  EXPECT_TRUE(q8_f32.decoder().shape.block_weights.empty());
   const int64_t V = f32.vocab_size();
   ASSERT_EQ(V, 512);
   for (const nlohmann::json& p : gold.at("prompts")) {
@@ -134,19 +138,27 @@ TEST(Gemma3Gguf, LogitsAndGreedyTokensEqualTheFolderAndTransformers) {
                  "f32 gguf vs transformers, first position");
     expect_close(row(b, n - 1, V), p.at("logits_last").get<std::vector<float>>(), 1e-5, 1e-5,
                  "f32 gguf vs transformers, last position");
-    // Q8_0 against transformers running the file's dequantised weights: equal in f32; as stored
-    // (activations rounded to 8 bits for the dot products, as llama.cpp does) within 0.3, where
-    // this model moves by up to 0.2 (logits up to ~4; the weights' own Q8_0 rounding moves them
-    // by up to 0.48 from the folder's).
+    // Q8_0 against transformers running the file's dequantised weights: equal in f32. As stored,
+    // where the search picks the quantized dot products, activations are rounded to 8 bits (as
+    // llama.cpp does), which moves this model's logits (up to ~4) by up to 0.53 (transformers with
+    // each linear's input rounded to Q8_0 blocks: the goldens' max_abs_diff_q8_0_activations);
+    // the bound is 1.2 times that. The weights' own Q8_0 rounding moves the logits by up to 0.48
+    // from the folder's.
     const nlohmann::json& q = gold_q8.at("prompts").at(k++);
     ASSERT_EQ(q.at("input_ids").get<std::vector<int32_t>>(), ids);
     const auto q_first = q.at("logits_first").get<std::vector<float>>();
     const auto q_last = q.at("logits_last").get<std::vector<float>>();
     expect_close(row(d, 0, V), q_first, 1e-5, 1e-5, "q8_0 gguf in f32, first position");
     expect_close(row(d, n - 1, V), q_last, 1e-5, 1e-5, "q8_0 gguf in f32, last position");
-    expect_close(row(c, 0, V), q_first, 0.3, 0, "q8_0 gguf as stored, first position");
-    expect_close(row(c, n - 1, V), q_last, 0.3, 0, "q8_0 gguf as stored, last position");
-    EXPECT_GT(testing::max_abs_diff(c, d), 1e-3) << "q8_0: the blocks were not read as stored";
+    expect_close(row(c, 0, V), q_first, q8_tol, 0, "q8_0 gguf as stored, first position");
+    expect_close(row(c, n - 1, V), q_last, q8_tol, 0, "q8_0 gguf as stored, last position");
+    // The last token as a decode step (sliding layers reading the cache; the quantized GEMV).
+    for (auto* m : {&q8, &q8_f32}) {
+      m->reset();
+      m->forward(std::vector<int32_t>(ids.begin(), ids.end() - 1));
+    }
+    expect_close(q8_f32.forward({ids.back()}), q_last, 1e-5, 1e-5, "q8_0 gguf in f32, decode");
+    expect_close(q8.forward({ids.back()}), q_last, q8_tol, 0, "q8_0 gguf as stored, decode");
     // Greedy (24 positions, past the window of 4) equals transformers' up to a near tie.
     const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
     const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
