@@ -2,8 +2,9 @@
 // and gemma3-q8_0.gguf from tests/data/models/gemma3-6l (scripts/models/make_gemma3_gguf.py: 6
 // layers, 5 sliding then 1 global, linear RoPE scaling on the global layer, final soft-capping, a
 // Gemma-style SentencePiece tokenizer and Gemma 3's chat template). The config, weights, logits,
-// greedy tokens, tokenizer ids and rendered chat equal the folder's and transformers' goldens;
-// metadata the decoder cannot run is an error naming the key and its value.
+// greedy tokens, tokenizer ids and rendered chat equal the folder's and transformers' goldens
+// (and llama.cpp's top-1 and greedy tokens on the same file); metadata the decoder cannot run is
+// an error naming the key and its value.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -167,6 +168,43 @@ TEST(Gemma3Gguf, LogitsAndGreedyTokensEqualTheFolderAndTransformers) {
     for (size_t t = 0; t < want.size() && margins[t] >= 1e-4; ++t)
       ASSERT_EQ(got[t], want[t]) << "f32 gguf greedy step " << t;
   }
+}
+
+// llama.cpp reads the f32 file as transformers runs the folder (tests/data/gguf/
+// gemma3_llamacpp.jsonl, scripts/models/llamacpp_reference.cpp): the same top-1 at every prompt
+// position and the same 16 greedy tokens, so the file's conventions (attention scale, sliding
+// pattern and window, RoPE bases and scaling, norms, soft-capping) mean the same to both; ours
+// gives that top-1 at every position too.
+TEST(Gemma3Gguf, LlamaCppReadsTheFileAsTransformersRunsTheFolder) {
+  const nlohmann::json gold = testing::tiny_model_goldens("gemma3-6l");
+  std::ifstream in(fs::path(LUMINAL_SOURCE_DIR) / "tests" / "data" / "gguf" /
+                   "gemma3_llamacpp.jsonl");
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 16;
+  cpu::CpuBackend cpu(2);
+  auto lm = models::CausalLM::load(gguf("f32"), cpu, shape,
+                                   CompileOptions().search_graph_limit(4).verbose(false));
+  const int64_t V = lm.vocab_size();
+  size_t k = 0;
+  for (std::string line; std::getline(in, line); ++k) {
+    const nlohmann::json ref = nlohmann::json::parse(line);
+    const nlohmann::json& p = gold.at("prompts").at(k);
+    const auto argmax = ref.at("argmax").get<std::vector<int32_t>>();
+    EXPECT_EQ(argmax, p.at("argmax").get<std::vector<int32_t>>()) << "prompt " << k;
+    const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
+    auto greedy = ref.at("greedy").get<std::vector<int32_t>>();
+    greedy.resize(want.size());
+    EXPECT_EQ(greedy, want) << "prompt " << k;
+    lm.reset();
+    const std::vector<float> logits = lm.forward(p.at("input_ids").get<std::vector<int32_t>>());
+    for (size_t i = 0; i < argmax.size(); ++i) {
+      const std::vector<float> r = row(logits, static_cast<int64_t>(i), V);
+      EXPECT_EQ(std::max_element(r.begin(), r.end()) - r.begin(), argmax[i])
+          << "prompt " << k << " position " << i;
+    }
+  }
+  EXPECT_EQ(k, gold.at("prompts").size());
 }
 
 TEST(Gemma3Gguf, TokenizerAndChatEqualTheFolders) {
