@@ -1,40 +1,25 @@
 // GGUF models: ModelConfig from <arch>.* metadata, f32 weights under Hugging Face names (the
 // llama converter's Q/K row permutation undone), and read_gguf_model tying them to the tokenizer
-// (gguf_tokenizer.cpp).
+// (gguf_tokenizer.cpp). gemma3's keys and tensors: gguf_gemma3.cpp.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <numbers>
 #include <set>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/error_text.hpp"
 #include "luminal/io/gguf_dequant.hpp"
 #include "luminal/io/gguf_model.hpp"
+#include "luminal/io/gguf_model_detail.hpp"
 
 namespace luminal::io {
 
-namespace {
+namespace gguf_detail {
 
 std::string where(const GgufFile& f) { return "gguf '" + f.source() + "': "; }
 
-std::string bytes_str(uint64_t b) {
-  char buf[64];
-  if (b >= (uint64_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
-                  double(b) / double(uint64_t(1) << 30));
-  else if (b >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f MiB)", static_cast<unsigned long long>(b),
-                  double(b) / double(uint64_t(1) << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
-  return buf;
-}
-
-// An f32 metadata value as the decimal its writer most likely meant: the shortest decimal that
-// rounds to the same f32 (1e-5f -> 1e-05, not 9.99999974738e-06). f64 values are returned as is.
 double float_value(const GgufFile& f, const std::string& key) {
   const GgufValue& v = f.get(key);
   const double d = f.get_float(key);
@@ -51,8 +36,32 @@ std::optional<double> find_float_value(const GgufFile& f, const std::string& key
   return float_value(f, key);
 }
 
+}  // namespace gguf_detail
+
+namespace {
+
+using gguf_detail::Expected;
+using gguf_detail::find_float_value;
+using gguf_detail::fit_llama3_rope;
+using gguf_detail::float_value;
+using gguf_detail::read_rope_scaling;
+using gguf_detail::where;
+
+std::string bytes_str(uint64_t b) {
+  char buf[64];
+  if (b >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
+                  double(b) / double(uint64_t(1) << 30));
+  else if (b >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%llu bytes (%.2f MiB)", static_cast<unsigned long long>(b),
+                  double(b) / double(uint64_t(1) << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+  return buf;
+}
+
 const std::vector<std::string>& supported_archs() {
-  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3", "qwen3moe"};
+  static const std::vector<std::string> a = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"};
   return a;
 }
 
@@ -63,134 +72,8 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
-// Llama 3.1-style RoPE from llama.cpp's per-dimension factors: factor is the largest; the
-// smoothed dims give original_max_position_embeddings (and high_freq_factor when two or more are
-// smoothed) with low_freq_factor 1; the result must reproduce every factor.
-void fit_llama3_rope(const GgufFile& f, ModelConfig& c, const std::vector<float>& factors) {
-  const int64_t d = c.head_dim;
-  const double base = c.rope_theta;
-  const double factor = *std::max_element(factors.begin(), factors.end());
-  RopeScaling r;
-  r.type = RopeType::Llama3;
-  r.factor = factor;
-  r.low_freq_factor = 1.0;
-  r.high_freq_factor = 4.0;
-  auto wavelen = [&](size_t i) {
-    const double inv = 1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(d));
-    return 2 * std::numbers::pi / inv;
-  };
-  const double tol = 1e-4;
-  std::vector<size_t> smooth;
-  double max_one = 0, min_full = INFINITY;
-  for (size_t i = 0; i < factors.size(); ++i) {
-    const double fi = factors[i];
-    if (std::abs(fi - 1.0) <= tol)
-      max_one = std::max(max_one, wavelen(i));
-    else if (std::abs(fi - factor) <= tol * factor)
-      min_full = std::min(min_full, wavelen(i));
-    else
-      smooth.push_back(i);
-  }
-  // smooth s = (1/f - 1/factor) / (1 - 1/factor) = (orig / wavelen - low) / (high - low).
-  auto s_of = [&](size_t i) { return (1.0 / factors[i] - 1.0 / factor) / (1.0 - 1.0 / factor); };
-  double orig = 0;
-  if (factor <= 1.0 + tol) {
-    r.type = RopeType::None;
-    r.factor = 1.0;
-  } else if (smooth.size() >= 2) {
-    // s = a / wavelen - b with a = orig / (high - 1), b = 1 / (high - 1).
-    const size_t i = smooth.front(), j = smooth.back();
-    const double xi = 1 / wavelen(i), xj = 1 / wavelen(j);
-    const double a = (s_of(i) - s_of(j)) / (xi - xj);
-    const double b = a * xi - s_of(i);
-    if (b > 0) {
-      r.high_freq_factor = 1 + 1 / b;
-      char buf[32];
-      auto res = std::to_chars(buf, buf + sizeof buf, static_cast<float>(r.high_freq_factor));
-      std::from_chars(buf, res.ptr, r.high_freq_factor);
-      orig = a / b;
-    }
-  } else if (smooth.size() == 1) {
-    orig = wavelen(smooth[0]) * (s_of(smooth[0]) * (r.high_freq_factor - 1) + 1);
-  } else {
-    // No smoothed dim: any orig with 4 * max_one < orig < min_full gives the same factors; take a
-    // power of two in the range (8192 for Llama 3.x) when there is one.
-    const double lo = r.high_freq_factor * max_one, hi = min_full;
-    orig = std::floor(lo) + 1;
-    for (double p = 1; p < 1e12; p *= 2)
-      if (p > lo && p < hi) {
-        orig = p;
-        if (p >= 8192) break;
-      }
-  }
-  r.original_max_position_embeddings = static_cast<int64_t>(std::llround(orig));
-  if (r.type == RopeType::Llama3) {
-    const double o = static_cast<double>(r.original_max_position_embeddings);
-    const double low_wl = o / r.low_freq_factor, high_wl = o / r.high_freq_factor;
-    for (size_t i = 0; i < factors.size(); ++i) {
-      const double wl = wavelen(i);
-      double want;
-      if (wl < high_wl) {
-        want = 1;
-      } else if (wl > low_wl) {
-        want = factor;
-      } else {
-        const double s = (o / wl - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
-        want = 1 / ((1 - s) / factor + s);
-      }
-      if (std::abs(want - factors[i]) > 1e-4 * want)
-        throw Error(where(f) + "tensor 'rope_freqs.weight': the RoPE factors do not follow " +
-                    "Llama 3's formula (factor " + std::to_string(factor) +
-                    ", low_freq_factor 1, high_freq_factor " + std::to_string(r.high_freq_factor) +
-                    ", original context " + std::to_string(r.original_max_position_embeddings) +
-                    " gives " + std::to_string(want) + " for dim " + std::to_string(i) +
-                    ", the file " + std::to_string(factors[i]) +
-                    "); this RoPE scaling is not supported");
-    }
-  }
-  c.rope_scaling = r;
-}
-
-void read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig& c) {
-  const std::string k = arch + ".rope.scaling.";
-  std::string type = f.find_string(k + "type").value_or("");
-  if (type.empty() && f.contains(arch + ".rope.scale_linear")) type = "linear";
-  RopeScaling& r = c.rope_scaling;
-  if (type.empty() || type == "none") {
-    r.type = RopeType::None;
-  } else if (type == "linear") {
-    r.type = RopeType::Linear;
-    r.factor = f.contains(k + "factor") ? float_value(f, k + "factor")
-                                        : float_value(f, arch + ".rope.scale_linear");
-  } else if (type == "yarn") {
-    r.type = RopeType::Yarn;
-    r.factor = float_value(f, k + "factor");
-    r.original_max_position_embeddings = f.find_int(k + "original_context_length").value_or(0);
-    r.attention_factor = find_float_value(f, k + "attn_factor");
-    r.beta_fast = find_float_value(f, k + "yarn_beta_fast");
-    r.beta_slow = find_float_value(f, k + "yarn_beta_slow");
-  } else if (type == "llama3") {
-    // Not written by llama.cpp (it stores rope_freqs.weight); accepted from other writers.
-    r.type = RopeType::Llama3;
-    r.factor = float_value(f, k + "factor");
-    r.original_max_position_embeddings = f.find_int(k + "original_context_length").value_or(0);
-    if (auto v = find_float_value(f, k + "low_freq_factor")) r.low_freq_factor = *v;
-    if (auto v = find_float_value(f, k + "high_freq_factor")) r.high_freq_factor = *v;
-  } else {
-    throw Error(where(f) + "key '" + k + "type': unsupported RoPE scaling '" + type +
-                "' (supported: none, linear, yarn, llama3)");
-  }
-}
-
-// One expected tensor of the checkpoint.
-struct Expected {
-  std::string hf;
-  std::vector<int64_t> shape;
-  bool required = true;
-  int64_t permute_heads = 0;  // > 0: undo the llama converter's row permutation with this many
-};
-
 std::map<std::string, Expected> expected_tensors(const ModelConfig& c, const std::string& arch) {
+  if (arch == "gemma3") return gguf_detail::gemma3_tensors(c);
   std::map<std::string, Expected> e;
   const int64_t hidden = c.hidden_size, hd = c.head_dim, H = c.num_attention_heads,
                 KV = c.num_key_value_heads, ffn = c.intermediate_size;
@@ -332,6 +215,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   // Mixtures of experts: qwen3moe, and llama with experts (Mixtral). llama.cpp renormalises the
   // chosen experts' weights for both (norm_topk_prob true).
   if (f.contains(a + "expert_count") && f.get_int(a + "expert_count") > 0) {
+    if (arch != "llama" && arch != "qwen3moe")
+      throw Error(where(f) + "key '" + a + "expert_count': " +
+                  std::to_string(f.get_int(a + "expert_count")) + " experts (" + arch +
+                  " has a dense feed-forward; experts are supported for llama and qwen3moe)");
     if (arch == "llama") {
       c.family = ModelFamily::Mixtral;
       c.model_type = "mixtral";
@@ -375,6 +262,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (auto v = f.find_int("tokenizer.ggml.padding_token_id")) c.pad_token_id = *v;
 
   read_rope_scaling(f, arch, c);
+  if (arch == "gemma3") gguf_detail::read_gemma3_config(f, c);
   if (f.contains_tensor("rope_freqs.weight")) {
     const GgufTensor& t = f.tensor("rope_freqs.weight");
     if (t.shape != std::vector<int64_t>{c.head_dim / 2})
@@ -493,6 +381,9 @@ Weights gguf_weights(const GgufFile& f, const ModelConfig& c, uint64_t max_bytes
     values.resize(static_cast<size_t>(t.numel()));
     dequantize_into(t, values, &meter);
     const size_t n = values.size();
+    if (it.e->offset != 0)
+      for (float& x : values)
+        x += it.e->offset;
     if (it.e->permute_heads > 0) {
       const size_t row_bytes = n / static_cast<size_t>(t.shape[0]) * sizeof(float);
       unpermute_rows(f, t, it.e->permute_heads, reinterpret_cast<const uint8_t*>(values.data()),
@@ -514,13 +405,15 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
   const std::map<std::string, Expected> expected = expected_tensors(c, arch);
   uint64_t f32_bytes = 0, file_bytes = 0;
   std::vector<Item> items = checked_items(f, c, expected, &f32_bytes, &file_bytes);
-  auto kept = [&](const GgufTensor& t) {
-    const std::optional<DType> d = dtype_of(t.type);
-    return d && is_block(*d) && keep(*d);
+  // Used as stored: kept block types and f32, unless the values change (an offset).
+  auto as_stored = [&](const Item& it) {
+    if (it.e->offset != 0) return false;
+    const std::optional<DType> d = dtype_of(it.t->type);
+    return it.t->type == GgmlType::F32 || (d && is_block(*d) && keep(*d));
   };
   uint64_t resident = 0, widened = 0;  // stored bytes kept; f32 bytes of the widened tensors
   for (const Item& it : items) {
-    if (kept(*it.t) || it.t->type == GgmlType::F32)
+    if (as_stored(it))
       resident += it.t->size_bytes;
     else
       widened += static_cast<uint64_t>(it.t->numel()) * 4;
@@ -545,7 +438,7 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
     v.shape = t.shape;
     v.file = f.source();
     const size_t rows = t.shape.empty() ? 1 : static_cast<size_t>(t.shape[0]);
-    if (kept(t) || t.type == GgmlType::F32) {
+    if (as_stored(it)) {
       v.dtype = *dtype_of(t.type);
       v.bytes = t.data;
       if (it.e->permute_heads > 0) {
@@ -556,6 +449,9 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
     } else {
       std::vector<float> values(static_cast<size_t>(t.numel()));
       dequantize_into(t, values, &meter);
+      if (it.e->offset != 0)
+        for (float& x : values)
+          x += it.e->offset;
       std::vector<uint8_t>& copy = owner->copies.emplace_back(values.size() * sizeof(float));
       const auto* src = reinterpret_cast<const uint8_t*>(values.data());
       if (it.e->permute_heads > 0)
@@ -607,6 +503,12 @@ GgufModel read_gguf_model(const std::filesystem::path& file, const GgufModelOpti
       if (auto v = id(key);
           v && std::find(m.stop_ids.begin(), m.stop_ids.end(), *v) == m.stop_ids.end())
         m.stop_ids.push_back(*v);
+    // Gemma: llama.cpp takes <end_of_turn> as the end of a turn when no eot id is given.
+    if (m.architecture == "gemma3" && !f.contains("tokenizer.ggml.eot_token_id"))
+      if (auto it = std::find(tokens.begin(), tokens.end(), "<end_of_turn>"); it != tokens.end())
+        if (const auto id = static_cast<int64_t>(it - tokens.begin());
+            std::find(m.stop_ids.begin(), m.stop_ids.end(), id) == m.stop_ids.end())
+          m.stop_ids.push_back(id);
     const std::pair<const char*, const char*> names[] = {{"bos_token", "bos_token_id"},
                                                          {"eos_token", "eos_token_id"},
                                                          {"unk_token", "unknown_token_id"},

@@ -4,12 +4,14 @@
 // bind into a session as Weights::open(folder)'s do (io::bind).
 // Example: examples/snippets/io/gguf_model.cpp (a model's config, a weight and its tokenizer).
 //
-// Architectures: `llama` (Llama 1-3.x, Mistral, SmolLM: ModelFamily::Llama), `qwen2`, `qwen3`.
-// Weights are dequantised to f32 at load (every type gguf_dequant.hpp handles), renamed to the
-// Hugging Face names models/decoder.hpp reads, and, for `llama`, the rows of q_proj and k_proj
-// (and their biases) are put back in Hugging Face's order: llama.cpp's converter permutes them
-// for its adjacent-pair rotary layout (reshape to [heads, 2, head_dim/2, ...], swap axes 1 and
-// 2); we apply the inverse. Qwen's projections are stored unpermuted.
+// Architectures: `llama` (Llama 1-3.x, Mistral, SmolLM: ModelFamily::Llama; with experts,
+// Mixtral), `qwen2`, `qwen3`, `qwen3moe`, `gemma3` (text). Weights are dequantised to f32 at load
+// (every type gguf_dequant.hpp handles), renamed to the Hugging Face names models/decoder.hpp
+// reads, and, for `llama`, the rows of q_proj and k_proj (and their biases) are put back in
+// Hugging Face's order: llama.cpp's converter permutes them for its adjacent-pair rotary layout
+// (reshape to [heads, 2, head_dim/2, ...], swap axes 1 and 2); we apply the inverse. Qwen's and
+// Gemma's projections are stored unpermuted; Gemma's norm weights are stored as 1 + w and read
+// back as w (the decoder scales by 1 + w).
 //
 // Tokenizers (tokenizer.ggml.model): `gpt2` (byte-level BPE: tokens, merges, token_type, pre)
 // and `llama` (SentencePiece-style BPE from tokens + scores, byte fallback). The equivalent
@@ -103,7 +105,8 @@ Weights gguf_weights(const GgufFile& file, const ModelConfig& config, uint64_t m
 
 /// The Hugging Face name of a GGUF tensor name ("blk.3.attn_q.weight" ->
 /// "model.layers.3.self_attn.q_proj.weight", "token_embd.weight" -> "model.embed_tokens.weight");
-/// "" for a name without one (e.g. "rope_freqs.weight").
+/// "" for a name without one (e.g. "rope_freqs.weight"). The llama/qwen names: gemma3's ffn_norm
+/// is pre_feedforward_layernorm (docs/gguf.md).
 std::string gguf_to_hf_name(std::string_view gguf_name);
 
 /// The tokenizer described by the file's tokenizer.ggml.* metadata.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "luminal/core/error.hpp"
@@ -62,6 +63,20 @@ void add_expert_stacks(io::Weights& w, const io::ModelConfig& cfg) {
   const int64_t E = cfg.num_experts, F = cfg.moe_intermediate_size, D = cfg.hidden_size;
   auto store = std::make_shared<std::deque<std::vector<uint8_t>>>();
   std::vector<io::TensorView> views;
+  if (mixtral) {
+    // transformers 5's packed Mixtral keeps its router and experts under "mlp." (where Qwen3-MoE
+    // has them): the same bytes under the "block_sparse_moe." names the decoder reads.
+    for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
+      const std::string layer = "model.layers." + std::to_string(l) + ".";
+      for (const char* part : {"gate.weight", "experts.gate_up_proj", "experts.down_proj"})
+        if (!w.contains(layer + "block_sparse_moe." + part) && w.contains(layer + "mlp." + part)) {
+          io::TensorView alias = w.get(layer + "mlp." + part);
+          alias.name = layer + "block_sparse_moe." + part;
+          views.push_back(std::move(alias));
+        }
+    }
+    if (!views.empty()) w.add_views(std::exchange(views, {}), store);
+  }
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     if (!cfg.is_moe_layer(l)) continue;
     const std::string block = "model.layers." + std::to_string(l) + "." + moe_block_prefix(cfg);

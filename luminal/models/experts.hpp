@@ -5,7 +5,8 @@
 // checkpoint holding per-expert tensors ("<block>experts.N.gate_proj.weight", Mixtral's
 // w1/w3/w2) or stacked gate and up ("<block>experts.gate_proj" [E, F, hidden], as GGUF stores
 // them) gets the stacked tensors added at open (a copy of the expert weights; block-quantized
-// rows are copied as stored).
+// rows are copied as stored). Mixtral checkpoints in the packed layout name their router and
+// experts "mlp." (transformers 5): they are read under "block_sparse_moe." too (same bytes).
 // Example: tests/models/experts_test.cpp (per-expert tensors stacked and read back).
 #include <string>
 

@@ -18,6 +18,11 @@
 //   /tmp/llamacpp_reference $M/SmolLM2-135M-Instruct.$T.gguf </tmp/prompts.txt \
 //       >tests/data/gguf/smollm2_llamacpp_${T,,}.jsonl
 //
+// The tiny Gemma 3 (scripts/models/make_gemma3_gguf.py), its two goldens prompts:
+//   printf "p0 1 17 42 99 5 200 3 64\np1 7 7 7 250 0 128\n" |
+//       /tmp/llamacpp_reference tests/data/gguf/models/gemma3-f32.gguf \
+//       >tests/data/gguf/gemma3_llamacpp.jsonl
+//
 // AVX2 only: every x86-64 machine of ours gives the same outputs (the Q4_1 tokens recorded on
 // 2026-12-01 with an Intel AVX2 build are reproduced exactly). llama.cpp's AVX-512 paths round
 // differently and move the top-1 where the margin is small: the files ending in .avx512.jsonl

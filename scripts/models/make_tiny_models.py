@@ -27,6 +27,9 @@ What it writes, one folder per model under the output folder (default tests/data
     llama3-bf16/ llama3-f16/ qwen3-bf16/ qwen3-f16/   the same weights saved in bfloat16 / float16,
               with logits-only goldens (16-bit copies, below).
 
+(gemma3-6l/, a Gemma 3 in the conventions llama.cpp's converter carries, with a tokenizer, is
+written by make_gemma3_gguf.py with this script's make_one.)
+
 Each folder holds config.json, generation_config.json and model.safetensors exactly as
 save_pretrained writes them (float32), and goldens.json (written by this script):
 

@@ -167,6 +167,24 @@ TEST_P(RandomGraphs, MatchReference) {
   check_graph(fg, o);
 }
 
+// Random graphs around one mixture-of-experts matmul (random_expert_graph): every program
+// agrees, and some run it as cpu.ExpertMatmul.
+TEST(EquivalenceFuzz, ExpertGraphs) {
+  int expert_programs = 0;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    FuzzGraph fg = testing::random_expert_graph(seed);
+    CheckOptions o = on_cpu({});
+    o.programs = 20;
+    CheckResult r = run_check(fg, o);
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << r.failures[i];
+    expert_programs += r.programs_using["cpu.ExpertMatmul"];
+  }
+  EXPECT_GT(expert_programs, 10) << "too few programs ran cpu.ExpertMatmul";
+}
+
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomGraphs,
                          ::testing::Range(0,
                                           env_int("LUMINAL_FUZZ_SEEDS", testing::kDefaultSeeds)));

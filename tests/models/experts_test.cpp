@@ -118,6 +118,30 @@ TEST(ExpertStacks, StackedGateAndUpInterleavePerExpert) {
   EXPECT_EQ(floats(w.get(block + "down_proj")), down);  // already stacked: left as is
 }
 
+// transformers 5's packed Mixtral: router and experts under "mlp.", read under
+// "block_sparse_moe." (the same bytes, no copy).
+TEST(ExpertStacks, PackedMixtralUnderMlpIsReadUnderBlockSparseMoe) {
+  Builder b;
+  b.data->reserve(64);
+  b.add("model.layers.0.mlp.gate.weight", {E, D});
+  b.add("model.layers.0.mlp.experts.gate_up_proj", {E, 2 * F, D});
+  b.add("model.layers.0.mlp.experts.down_proj", {E, D, F});
+  io::Weights w = b.weights();
+  models::add_expert_stacks(w, config(io::ModelFamily::Mixtral));
+  for (const char* part : {"gate.weight", "experts.gate_up_proj", "experts.down_proj"}) {
+    const io::TensorView& packed = w.get(std::string("model.layers.0.mlp.") + part);
+    const io::TensorView& read = w.get(std::string("model.layers.0.block_sparse_moe.") + part);
+    EXPECT_EQ(read.shape, packed.shape) << part;
+    EXPECT_EQ(read.bytes.data(), packed.bytes.data()) << part;
+    EXPECT_EQ(read.bytes.size(), packed.bytes.size()) << part;
+  }
+  // Qwen3-MoE reads "mlp." itself: nothing is added.
+  io::Weights q = b.weights();
+  const size_t n = q.names().size();
+  models::add_expert_stacks(q, config(io::ModelFamily::Qwen3Moe));
+  EXPECT_EQ(q.names().size(), n);
+}
+
 TEST(ExpertStacks, MissingOrMisshapedExpertsAreErrors) {
   {
     Builder b;

@@ -56,6 +56,10 @@ std::vector<double> distinct_indexes(int64_t n, int64_t hi, std::mt19937_64& rng
 
 FuzzGraph random_graph(uint64_t seed) { return detail::RandomGraphBuilder(seed).build(); }
 
+FuzzGraph random_expert_graph(uint64_t seed) {
+  return detail::RandomGraphBuilder(seed, true).build();
+}
+
 namespace detail {
 
 FuzzGraph RandomGraphBuilder::build() {
@@ -66,6 +70,7 @@ FuzzGraph RandomGraphBuilder::build() {
         : r < 80 ? DType::BF16
                  : DType::I32;
   if (dt_ == DType::I32 && chance(0.25)) dt_ = DType::I64;
+  if (expert_ && is_int()) dt_ = DType::F32;
   // Large graphs (tens of thousands of elements) cross the kernels' block and threading
   // thresholds; the others are tiny.
   large_ = chance(0.15);
@@ -102,9 +107,10 @@ FuzzGraph RandomGraphBuilder::build() {
 
   const bool low_precision = dt_ == DType::F16 || dt_ == DType::BF16;
   const int n_ops = low_precision ? uniform(3, 6) : uniform(4, 12);
+  const int expert_at = expert_ ? uniform(0, n_ops - 1) : -1;
   for (int i = 0; i < n_ops; ++i) {
     Val a = pick_operand();
-    Val v = normalized(random_op(a));
+    Val v = normalized(i == expert_at ? expert(a) : random_op(a));
     pool_.push_back(v);
     produced_.push_back(v);
   }
@@ -113,8 +119,9 @@ FuzzGraph RandomGraphBuilder::build() {
   for (const DynMap& d : fg_.dyn_points)
     for (auto& [k, v] : d)
       dyn_text += (dyn_text.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  fg_.name = "random seed " + std::to_string(fg_.seed) + " (" + std::string(name(dt_)) +
-             (large_ ? ", large" : "") + (dyn_text.empty() ? ", static" : ", " + dyn_text) + ")";
+  fg_.name = std::string(expert_ ? "expert" : "random") + " seed " + std::to_string(fg_.seed) +
+             " (" + std::string(name(dt_)) + (large_ ? ", large" : "") +
+             (dyn_text.empty() ? ", static" : ", " + dyn_text) + ")";
   return std::move(fg_);
 }
 

@@ -81,6 +81,9 @@ std::vector<double> distinct_indexes(int64_t n, int64_t hi, std::mt19937_64& rng
 
 /// A random graph, deterministic in `seed` (see the file comment).
 FuzzGraph random_graph(uint64_t seed);
+/// A random float graph with one mixture-of-experts matmul among its ops (nn::expert_linear: rows
+/// of a stacked [E, N, D] weight picked by expert ids, what cpu.ExpertMatmul runs).
+FuzzGraph random_expert_graph(uint64_t seed);
 
 namespace detail {
 

@@ -16,7 +16,10 @@ namespace luminal::testing::detail {
 /// Builds one random graph (see random_graph.hpp).
 class RandomGraphBuilder {
  public:
-  explicit RandomGraphBuilder(uint64_t seed) : rng_(seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL) {
+  /// `expert`: the graph has one expert op (random_expert_graph).
+  explicit RandomGraphBuilder(uint64_t seed, bool expert = false)
+      : rng_(seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL + (expert ? 0xE8E8E8E8ULL : 0)),
+        expert_(expert) {
     fg_.seed = seed;
   }
 
@@ -104,6 +107,8 @@ class RandomGraphBuilder {
   Val matmul(const Val& a);
 
   Val gather(const Val& a);
+  /// The mixture-of-experts matmul (nn::expert_linear) over `a`'s rows.
+  Val expert(const Val& a);
 
   /// An I32 input of `len` distinct row indexes in [0, rows).
   Tensor distinct_rows_input(const Expr& len, const Expr& rows);
@@ -127,6 +132,7 @@ class RandomGraphBuilder {
   DType dt_ = DType::F32;
   bool dyn_ = false;
   bool large_ = false;
+  bool expert_ = false;                // build() draws one expert op (random_expert_graph)
   std::vector<Val> pool_;              // inputs and produced values
   std::vector<Val> produced_;          // values made by ops
   std::vector<Tensor> bools_;          // conditions

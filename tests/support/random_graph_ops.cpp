@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "luminal/nn/moe.hpp"
 #include "support/random_graph_builder.hpp"
 
 namespace luminal::testing::detail {
@@ -313,6 +314,35 @@ RandomGraphBuilder::Val RandomGraphBuilder::gather(const Val& a) {
   Tensor idx = index_input(s, s[static_cast<size_t>(axis)] - 1);
   log("gather_elements axis " + std::to_string(axis));
   return Val{a.t.gather_elements(axis, idx), a.lo, a.hi, a.err};
+}
+
+RandomGraphBuilder::Val RandomGraphBuilder::expert(const Val& a) {
+  // x [R, D]: `a` with a static axis last (a fresh input when it has none), other axes as rows.
+  Val x = a;
+  int axis = -1;
+  for (int i = a.rank() - 1; i >= 0 && axis < 0; --i)
+    if (a.shape()[static_cast<size_t>(i)].is_const()) axis = i;
+  if (axis < 0) {
+    x = new_input(Shape{dyn_ ? Expr::var("s") : Expr(uniform(1, 6)), Expr(uniform(2, 8))});
+  } else if (axis != a.rank() - 1) {
+    x.t = a.t.transpose(axis, -1);
+    log("transpose " + std::to_string(axis) + " -1");
+  }
+  const int64_t D = x.shape().back().as_const();
+  Expr R = 1;
+  for (int i = 0; i + 1 < x.rank(); ++i)
+    R = R * x.shape()[static_cast<size_t>(i)];
+  x.t = x.t.reshape({R, Expr(D)});
+  const int E = uniform(2, 6), k = uniform(1, 3);
+  static const int64_t kN[] = {1, 2, 3, 5, 8, 16, 33};
+  int64_t n = kN[uniform(0, 6)];
+  while (n > 1 && dmax(R) * k * n * D > 1000000)  // the reference's [R, k, N, D] products
+    n /= 2;
+  Val w = new_input(Shape{Expr(E), Expr(n), Expr(D)});
+  Tensor ids = index_input(Shape{R, Expr(k)}, Expr(E - 1));
+  return matmul_of(x, w, nn::expert_linear(x.t, w.t, ids), D,
+                   "expert_linear E " + std::to_string(E) + " k " + std::to_string(k) + " N " +
+                       std::to_string(n));
 }
 
 Tensor RandomGraphBuilder::distinct_rows_input(const Expr& len, const Expr& rows) {
