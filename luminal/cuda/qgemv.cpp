@@ -22,6 +22,11 @@
 // (gamma(n) = n 2^-24 / (1 - n 2^-24)); the reference's own rounding of w_j (types with a min)
 // adds 2^-24 sum |w_j x_j|. tests/cuda/quant_test.cpp checks this bound.
 //
+// cuda.QGemvEpi is the same with an elementwise epilogue (kernels/epilogue_rule.hpp, as
+// cuda.GemvEpi): the residual add after o_proj and down, SiLU(gate) * up after up; the epilogue's
+// other inputs are loaded into registers before the k loop. LUMINAL_CUDA_GEMV_EPILOGUE=0 offers
+// none.
+//
 // LUMINAL_CUDA_QGEMV_WARPS (1, 2, 4, 8) and LUMINAL_CUDA_QGEMV_UNROLL (1 to 8) override W and U.
 #include <algorithm>
 #include <cstdlib>
@@ -32,6 +37,7 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "luminal/kernels/epilogue_rule.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/kernels/quant_rule.hpp"
 
@@ -43,6 +49,8 @@ namespace {
 
 // (below cuda.Gemv's 0.95: one kernel that replaces the Dequantize's and the GEMV's)
 const OpDef kQGemv{.name = "cuda.QGemv", .seed_cost = 0.9, .library_replaces = true};
+// (below cuda.GemvEpi's 1.5, as above)
+const OpDef kQGemvEpi{.name = "cuda.QGemvEpi", .seed_cost = 1.4, .library_replaces = true};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -117,9 +125,20 @@ std::string lines(std::initializer_list<std::string> ls) {
   return r;
 }
 
-KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
-  if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
-    throw Error("cuda.QGemv: needs an activation and a weight");
+std::vector<Rule> epilogue_rules() {
+  const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
+  if (v != nullptr && std::string(v) == "0") return {};
+  return {epilogue_rule("cuda.qgemv-epilogue", cuda_fused_op(), {{&kQGemv, &kQGemvEpi}})};
+}
+
+/// `epi`: cuda.QGemvEpi's program (load 0: the f32 product; load j >= 1: input j + 1 through
+/// views[j + 1] at the output's flat index), or null.
+KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi) {
+  const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
+  if (n.input_dtypes.size() < 2 || n.input_dtypes.size() != 2 + extra ||
+      n.attrs.views.size() != n.input_dtypes.size())
+    throw Error(std::string(n.op->name) +
+                ": needs an activation and a weight (and an epilogue's inputs)");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
   if (tx != DType::F32 || !cuda_block_type(tw))
     throw Error("cuda.QGemv: reads an f32 activation and q4_0 .. q6_k weights, got " +
@@ -181,6 +200,44 @@ KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
   const std::string x_step = ra >= 0 ? cg.axis_offset(xv, ra, "mi") : "0";
   const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
   const std::string& I = cg.idx();
+  // The epilogue's other inputs at each output the lane stores, loaded before the k loop.
+  std::string pf_decl, pf_load;
+  if (epi) {
+    std::vector<bool> read(n.attrs.views.size(), false);
+    for (const FusedInst& in : epi->insts)
+      if (in.op == FusedOpcode::Load && in.a > 0) {
+        const size_t c = static_cast<size_t>(in.a) + 1;
+        if (c >= n.attrs.views.size())
+          throw Error("cuda.QGemvEpi: the epilogue reads input " + std::to_string(c) +
+                      " of a node with " + std::to_string(n.attrs.views.size()));
+        read[c] = true;
+      }
+    std::string loads;
+    for (size_t c = 2; c < read.size(); ++c) {
+      if (!read[c]) continue;
+      const std::string cs = std::to_string(c);
+      pf_decl +=
+          "    S_" + dtype_tag(n.input_dtypes[c]) + " pf" + cs + "[" + std::to_string(M) + "];\n";
+      const std::string off = cg.view_offset(n.attrs.views[c], "fi", "e" + cs, loads);
+      loads += "        pf" + cs + "[mi] = in" + cs + "[" + off + "];\n";
+    }
+    if (!loads.empty())
+      pf_load = "    if (lane == 0 && part == 0) {\n#pragma unroll\n      for (int mi = 0; mi < " +
+                std::to_string(M) + "; ++mi) {\n        const " + I + " fi = " + oo + " + " +
+                o_step + ";\n" + loads + "      }\n    }\n";
+  }
+  // The statements storing output element oo + o_step from the float `value`.
+  auto store = [&](const std::string& value) {
+    const std::string at = oo + " + " + o_step;
+    if (!epi) return "out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + value + ");\n";
+    std::string b = "{\n";
+    const std::string r = emit_statements(*epi, b, [&](const FusedInst& in, size_t, bool keep) {
+      if (in.a == 0)
+        return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + value + "))";
+      return load_fn(in.dtype, keep) + "(pf" + std::to_string(in.a + 1) + "[mi])";
+    });
+    return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
+  };
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), step = std::to_string(32 * W);
@@ -224,9 +281,8 @@ KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
       "    float acc[" + Ms + "];",
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0f;",
-      "    if (p < P) {",
   });
-  body += base;
+  body += pf_decl + "    if (p < P) {\n" + base + pf_load;
   body += lines({
       "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
           std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",
@@ -263,15 +319,13 @@ KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
       "      for (int s = 16; s > 0; s >>= 1) acc[mi] = __fadd_rn(acc[mi], "
       "__shfl_xor_sync(0xffffffffu, acc[mi], s));",
   });
-  const std::string st = "st_" + dtype_tag(n.attrs.dtype);
   if (W == 1) {
     body += "    if (lane == 0 && p < P) {\n" + base +
             lines({
                 "#pragma unroll",
-                "      for (int mi = 0; mi < " + Ms + "; ++mi) out[" + oo + " + " + o_step +
-                    "] = " + st + "(acc[mi]);",
-                "    }",
-            });
+                "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+            }) +
+            store("acc[mi]") + "      }\n    }\n";
   } else {
     body += lines({
         "    if (lane == 0) {",
@@ -287,11 +341,8 @@ KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
         "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
         "        float t = red[warp][mi];",
         "        for (int o = 1; o < " + Ws + "; ++o) t = __fadd_rn(t, red[warp + o][mi]);",
-        "        out[" + oo + " + " + o_step + "] = " + st + "(t);",
-        "      }",
-        "    }",
-        "    __syncthreads();",
     });
+    body += store("t") + lines({"      }", "    }", "    __syncthreads();"});
   }
   body += "  }\n";
   const std::string pcode = cg.c(P);
@@ -305,15 +356,37 @@ KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
   const Expr count = numel(n.attrs.shape);
   gen.bytes = P * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const()))) +
               Expr(int64_t{M}) * K * 4 + count * size_bytes(n.attrs.dtype);
+  for (size_t j = 2; j < n.input_dtypes.size(); ++j)
+    gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
   gen.flops = count * K * 2;
   return gen;
+}
+
+KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, nullptr);
+}
+
+KernelGen gen_qgemv_epi(const LlirNode& n, const GenContext& ctx) {
+  const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (!prog) throw Error("cuda.QGemvEpi: the node has no epilogue program");
+  prog->validate();
+  if (prog->has_row_reduce() || prog->insts.back().dtype != n.attrs.dtype)
+    throw Error("cuda.QGemvEpi: the epilogue " + prog->to_string() +
+                " is not elementwise or does not give the node's dtype");
+  for (const FusedInst& in : prog->insts)
+    if (in.op == FusedOpcode::Load && in.a == 0 && in.dtype != DType::F32)
+      throw Error("cuda.QGemvEpi: the epilogue reads the product as " +
+                  std::string(name(in.dtype)) + "; it is f32");
+  return gen_qgemv_node(n, ctx, prog);
 }
 
 }  // namespace
 
 void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp qgemv{&kQGemv, "cuda.library", qgemv_rules, gen_qgemv};
+  static const CudaOp qgemv_epi{&kQGemvEpi, "cuda.library", epilogue_rules, gen_qgemv_epi};
   ops.push_back(&qgemv);
+  ops.push_back(&qgemv_epi);
 }
 
 }  // namespace luminal::cuda

@@ -8,7 +8,8 @@
 //     row counts, k not a multiple of 256 for the legacy types, each split-k width; cuda.QGather
 //     bitwise equal to the reference; the Q8_0 Qwen2 GGUF through the CUDA backend, its weights
 //     bound as blocks, against the CPU with the same weights widened to f32 (LUMINAL_QUANT=off):
-//     logits close and greedy tokens equal.
+//     logits close and greedy tokens equal; cuda.QGemvEpi (residual add, SwiGLU) bitwise the
+//     QGemv and its region's kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -175,6 +176,21 @@ TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
         sources.push_back(k.source);
     }
   }
+  // The epilogue forms: a residual add and SwiGLU's SiLU(gate) * up in the QGemv's store.
+  for (DType t : {DType::Q4_0, DType::Q5_1, DType::Q4_K, DType::Q6_K})
+    for (int which = 0; which < 2; ++which) {
+      const int64_t K = row_for(t);
+      Graph g;
+      Tensor x = g.tensor("x", {Expr(3), Expr(K)});
+      Tensor r = g.tensor("r", {Expr(3), Expr(40)});
+      const Tensor y = nn::linear(x, g.tensor("w", {Expr(40), Expr(K)}, t).dequantize());
+      (which == 0 ? r + y : r.silu() * y).output("y");
+      auto [l, n] =
+          testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemvEpi"; });
+      ASSERT_EQ(n, 1) << tag(t) << " " << l.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+        sources.push_back(k.source);
+    }
   std::vector<std::string> whats(sources.size(), "a quant kernel");
   cuda::CompiledBatches c;
   try {
@@ -323,6 +339,37 @@ TEST(CudaQuant, QGatherIsBitExact) {
                            &want[static_cast<size_t>(ids[static_cast<size_t>(s)] * K + k)], 4) != 0;
     EXPECT_EQ(bad, 0) << tag(t);
   }
+}
+
+// cuda.QGemvEpi: the residual add and SwiGLU's SiLU(gate) * up in the QGemv's store give the bits
+// of the QGemv followed by the region's kernel.
+TEST(CudaQuant, QGemvEpilogueSameBitsAsTheQGemvAndItsRegion) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 70;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K})
+    for (int64_t m : {1, 3})
+      for (int which = 0; which < 2; ++which) {
+        const int64_t K = row_for(t) * 3, N = 136;
+        Graph g;
+        Tensor x = g.tensor("x", {Expr(m), Expr(K)});
+        Tensor r = g.tensor("r", {Expr(m), Expr(N)});
+        const Tensor y = nn::linear(x, g.tensor("w", {Expr(N), Expr(K)}, t).dequantize());
+        (which == 0 ? r + y : r.silu() * y).output("y");
+        const std::string at =
+            tag(t) + " m " + std::to_string(m) + (which ? " swiglu" : " residual");
+        auto [fused, epi] = forced(g, {"cuda.QGemvEpi"});
+        ASSERT_EQ(epi, 1) << at << " " << fused.op_mix_string();
+        auto [plain, q] = forced(g, {"cuda.QGemv", "cuda.Fused"});
+        ASSERT_EQ(count_op(plain, "cuda.QGemv"), 1) << at << " " << plain.op_mix_string();
+        const testing::BufferMap in{{"x", f32_buffer(random_floats(m * K, ++seed))},
+                                    {"r", f32_buffer(random_floats(m * N, ++seed))},
+                                    {"w", random_blocks(t, N * K, ++seed)}};
+        testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused);
+        testing::LoadedPlan b = testing::load_plan(testing::gpu(), plain);
+        const std::vector<uint8_t> got = testing::run_plan(a, in, {}).outputs.at("y").bytes;
+        const std::vector<uint8_t> want = testing::run_plan(b, in, {}).outputs.at("y").bytes;
+        EXPECT_EQ(got, want) << at;
+      }
 }
 
 /// LUMINAL_QUANT=off for a scope.
