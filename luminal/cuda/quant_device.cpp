@@ -70,21 +70,31 @@ LMN float lmn_deq_q6_k(const unsigned char* p, int e) {
 )";
 
 // The GEMV's unit decoders. A small integer q becomes a float exactly as
-// (2^23 + q as bits) - 2^23, minus the type's offset in the same subtraction: one OR and one add
-// where a conversion instruction runs at a quarter of the FMA rate.
+// (2^23 + q as bits) - 2^23, minus the type's offset in the same subtraction: where q is a whole
+// byte of a word (the nibbles of 4 bytes masked at once), one byte permute builds the bits, so a
+// value costs a permute and an add where a conversion instruction runs at a quarter of the FMA
+// rate.
 const char* kUnitSource = R"(
 LMN float lmn_qf(unsigned int q, float bias) { return __fsub_rn(__uint_as_float(0x4B000000u | q), bias); }
 LMN unsigned int lmn_u16(const unsigned char* p) { return __ldg((const unsigned short*)p); }
 LMN unsigned int lmn_w16(const unsigned char* p) { return lmn_u16(p) | (lmn_u16(p + 2) << 16); }
 LMN unsigned int lmn_byte(const unsigned int* w, int j) { return (w[j >> 2] >> ((j & 3) * 8)) & 255u; }
 LMN float lmn_h16(unsigned int h) { return ldm_f16((unsigned short)(h & 0xFFFFu)); }
+/* Byte b of w as a float, less `bias` (2^23 + the offset): 0x4B0000 above the byte. */
+LMN float lmn_pf(unsigned int w, int b, float bias) {
+  return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7650u | (unsigned int)b)), bias);
+}
+/* The 4 bytes of w as q[0..3]. */
+LMN void lmn_bytes4(unsigned int w, float* q, float bias) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b) q[b] = lmn_pf(w, b, bias);
+}
 /* 16 bytes of 4-bit quants: q[j] low nibble of byte j, q[j + 16] its high nibble. */
 LMN void lmn_nibbles(const unsigned int* w, float* q, float bias) {
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const unsigned int b = lmn_byte(w, j);
-    q[j] = lmn_qf(b & 15u, bias);
-    q[j + 16] = lmn_qf(b >> 4, bias);
+  for (int t = 0; t < 4; ++t) {
+    lmn_bytes4(w[t] & 0x0F0F0F0Fu, q + 4 * t, bias);
+    lmn_bytes4((w[t] >> 4) & 0x0F0F0F0Fu, q + 16 + 4 * t, bias);
   }
 }
 LMN void lmn_nibbles5(const unsigned int* w, unsigned int qh, float* q, float bias) {
@@ -167,7 +177,7 @@ struct QT_q8_0 {
   static LMN void dec(const Raw& r, float* q, float& a0, float& a1, float& b) {
     /* int8 v as (v + 128) = its byte ^ 0x80, less 128 in the subtraction */
 #pragma unroll
-    for (int j = 0; j < 32; ++j) q[j] = lmn_qf(lmn_byte(r.w, j) ^ 128u, 8388736.0f);
+    for (int t = 0; t < 8; ++t) lmn_bytes4(r.w[t] ^ 0x80808080u, q + 4 * t, 8388736.0f);
     a0 = a1 = lmn_h16(r.d);
     b = 0.0f;
   }
@@ -200,7 +210,7 @@ struct QT_q4_k {
     const unsigned int w[8] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w, r.q1.x, r.q1.y, r.q1.z, r.q1.w};
     const int sh = (r.i & 1) * 4;
 #pragma unroll
-    for (int l = 0; l < 32; ++l) q[l] = lmn_qf((lmn_byte(w, l) >> sh) & 15u, 8388608.0f);
+    for (int t = 0; t < 8; ++t) lmn_bytes4((w[t] >> sh) & 0x0F0F0F0Fu, q + 4 * t, 8388608.0f);
     lmn_qk_scale(r.h, r.i, a0, b);
     a1 = a0;
   }
@@ -250,9 +260,9 @@ struct QT_q6_k {
   static LMN void dec(const Raw& r, float* q, float& a0, float& a1, float& b) {
     const int k = r.c & 3, sl = (k >> 1) * 4, sh = 2 * k;
 #pragma unroll
-    for (int l = 0; l < 32; ++l)
-      q[l] = lmn_qf(((lmn_byte(r.l, l) >> sl) & 15u) | (((lmn_byte(r.h, l) >> sh) & 3u) << 4),
-                    8388640.0f);
+    for (int t = 0; t < 8; ++t)
+      lmn_bytes4(((r.l[t] >> sl) & 0x0F0F0F0Fu) | (((r.h[t] >> sh) & 0x03030303u) << 4), q + 4 * t,
+                 8388640.0f);
     const float d = lmn_h16(r.d);
     a0 = __fmul_rn(d, (float)(signed char)(r.sc & 255u));
     a1 = __fmul_rn(d, (float)(signed char)(r.sc >> 8));
