@@ -1,10 +1,12 @@
 // CUDA backend figures (needs a GPU; prints why and exits 0 without one). scripts/gpu-check.sh
 // runs it. Bandwidth counts bytes read plus bytes written, for the kernels and the copy alike.
 //
-//   build/bench/bench_cuda [search_graph_limit=20] [rows | lt | gemm | gemv [bf16|f32] | smollm2]
+//   build/bench/bench_cuda [search_graph_limit=20] [rows | lt | gemm | gemv [bf16|f32] | smollm2 |
+//                                                   lt-<type> | smollm2-<type>]
 //   (rows: sections 1-3 only; lt: the 8B decode with cuBLASLt; gemm: the 8B GEMM shapes,
 //   generated against cuBLASLt (cuda_bench_gemm.cpp); gemv: the decode GEMV shapes, cuda.Gemv
-//   against cuda.Matmul (cuda_bench_gemv.cpp); smollm2: section 8 only)
+//   against cuda.Matmul (cuda_bench_gemv.cpp); smollm2: section 8 only; lt-q4_0, smollm2-q4_1,
+//   ...: section 1 and a decode step with block-quantized weights of that type, quant_decode)
 //
 //   1. device-to-device copy of 256 MiB (the baseline, the driver's memcpy)
 //   2. fused (a + b) * c over 256 MiB f32 inputs: one fused kernel, GB/s and % of the copy
@@ -158,6 +160,23 @@ int main(int argc, char** argv) {
   const double copy = copy_gbs(be, mib256);
   std::printf("device-to-device copy, 256 MiB: %.0f GB/s (read + write)\n", copy);
 
+  if (argc > 2) {  // lt-<type> / smollm2-<type>: a block-quantized decode only
+    const std::string mode = argv[2];
+    const size_t dash = mode.find('-');
+    if (dash != std::string::npos &&
+        (mode.rfind("lt-", 0) == 0 || mode.rfind("smollm2-", 0) == 0)) {
+      const std::string type = mode.substr(dash + 1);
+      for (luminal::DType t : luminal::kWeightBlockDTypes)
+        if (luminal::name(t) == type) {
+          luminal::bench_cuda::quant_decode(copy, limit, mode[0] == 'l' ? "8b" : "smollm2", t);
+          return 0;
+        }
+      std::printf(
+          "bench_cuda: unknown block type '%s'; give q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k\n",
+          type.c_str());
+      return 1;
+    }
+  }
   {  // fused (a + b) * c
     const int64_t n = static_cast<int64_t>(mib256 / 4);
     luminal::Graph g;

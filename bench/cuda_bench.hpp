@@ -62,4 +62,12 @@ void gemm_shapes(double copy_gbs, int limit);
 /// `bench_cuda N gemv [bf16|f32]` runs only this.
 void gemv_shapes(double copy_gbs, const std::string& only);
 
+/// A decode step of a Llama with every matrix block-quantized in `wt` (random valid blocks, no
+/// file; `model` "8b": Llama-3-8B's shape, embedding and LM head in q6_k; else SmolLM2-135M's,
+/// its tied embedding in q8_0; q8_0 models keep q8_0 throughout), f32 activations, cuBLASLt on:
+/// ms per token at context 128, kernels, GPU busy time, the program's ops and the time by op.
+/// `bench_cuda N lt-<type>` (8B) and `bench_cuda N smollm2-<type>` run only this
+/// (cuda_bench_llm.cpp).
+void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt);
+
 }  // namespace luminal::bench_cuda

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/cuda_bench.hpp"
+#include "luminal/core/blocks.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
@@ -505,6 +506,96 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     }
   } catch (const std::exception& e) {
     std::printf("Llama-3-8B shape with cuBLASLt: FAILED: %s\n", e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+}
+
+namespace {
+
+/// Sets every weight of `g`: block-typed ones to valid random blocks (blocks::fill_valid_blocks:
+/// random quants, scales 1/256, mins -1/16; one buffer per type, its prefix for each weight), the
+/// float ones (the norms) to 1. Returns the weights' bytes.
+uint64_t fill_quant_weights(Session& s, const Graph& g) {
+  std::map<DType, std::vector<uint8_t>> pool;
+  uint64_t total = 0;
+  for (NodeId id : g.inputs()) {
+    const Node& n = g.node(id);
+    if (!models::is_weight(n.label)) continue;
+    const uint64_t bytes = static_cast<uint64_t>(storage_bytes(n.dtype, n.shape).as_const());
+    total += bytes;
+    if (is_block(n.dtype)) {
+      std::vector<uint8_t>& p = pool[n.dtype];
+      if (p.size() < bytes) {
+        p.resize(bytes);
+        blocks::fill_valid_blocks(n.dtype, p, 7);
+      }
+      s.set_bytes(n.label, p.data(), bytes);
+    } else {
+      s.set(n.label, std::vector<float>(bytes / size_bytes(n.dtype), 1.0f));
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt) {
+  const bool big = model == "8b";
+  const std::string what =
+      std::string(big ? "Llama-3-8B" : "SmolLM2-135M") + " shape " + std::string(name(wt));
+  const fs::path cache = temp_folder("quant");
+  try {
+    const models::LlamaSize size = big ? llama3_8b_size()
+                                       : models::LlamaSize{.layers = 30,
+                                                           .hidden = 576,
+                                                           .ffn = 1536,
+                                                           .heads = 9,
+                                                           .kv_heads = 3,
+                                                           .vocab = 49152,
+                                                           .rope_theta = 100000.0,
+                                                           .tie_embeddings = true};
+    const int ctx = 128, steps = 30;
+    const int slots = slots_covering({ctx}, steps);
+    // Every matrix in `wt`; the embedding and LM head as llama.cpp's files store them (the 8B's
+    // in q6_k, SmolLM2's tied one in q8_0), except for q8_0 models.
+    models::DecoderShape shape;
+    shape.slots = slots;
+    shape.max_step = 1;
+    const models::Decoder plain = models::build_decoder(models::llama_config(size), shape);
+    for (NodeId id : plain.graph.inputs()) {
+      const Node& n = plain.graph.node(id);
+      if (!models::is_weight(n.label) || n.shape.size() != 2) continue;
+      const bool table = n.label.find("embed") != std::string::npos ||
+                         n.label.find("lm_head") != std::string::npos;
+      shape.block_weights[n.label] = !table || wt == DType::Q8_0 ? wt
+                                     : big                       ? DType::Q6_K
+                                                                 : DType::Q8_0;
+    }
+    models::Decoder d = models::build_decoder(models::llama_config(size), shape);
+    nn::greedy_token(d.last_logits).output("token");
+    CudaBackend be(cuda::CudaOptions{0, cache / "kernels", 16});
+    Session s(d.graph, be, decode_opts(limit, cache, slots, 1, ctx).time_budget(90));
+    const uint64_t weight_bytes = fill_quant_weights(s, d.graph);
+    models::init_state(s, d);
+    s.set("ids", std::vector<int32_t>{3});
+    const auto t0 = Clock::now();
+    s.compile();
+    const double compile_s = seconds_since(t0);
+    const LlirGraph& prog = s.llir({{"s", 1}, {"c", ctx}});
+    const DecodeTiming t = time_decode(be, s, ctx, steps);
+    const double gb = static_cast<double>(weight_bytes) / 1e9;
+    std::printf(
+        "%s decode at context %d: %.3f ms/token (argmax in the graph, token fed back), %zu "
+        "kernels/token, GPU busy %.3f ms of a %.3f ms replay; %.2f GB of weights as blocks, "
+        "floor %.3f ms at the copy bandwidth; session %.2f GB; compile %.1f s "
+        "(llama.cpp on the H200: 8B q4_0 3.01 ms, q4_k_m 3.68 ms; SmolLM2 q4_1 1.10 ms)\n"
+        "  program: %s\n  by op: %s\n",
+        what.c_str(), ctx, t.ms_per_token, t.kernels, t.busy_ms, t.replay_ms, gb,
+        gb / copy_gbs * 1e3, static_cast<double>(s.memory_bytes()) / 1e9, compile_s,
+        prog.op_mix_string().c_str(), t.by_op.c_str());
+  } catch (const std::exception& e) {
+    std::printf("%s decode: FAILED: %s\n", what.c_str(), e.what());
   }
   std::error_code ec;
   fs::remove_all(cache, ec);

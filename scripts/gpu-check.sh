@@ -9,7 +9,7 @@
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log, lt.log,
 #                    lt_epilogue.log, lt_fp8.log, lt_external.log, lt_islands.log, row_ops.log,
-#                    nn_ops.log, gemv.log, fold.log, fuzz.log, models.log, cli.log, snippets.log, fast_nan.log,
+#                    nn_ops.log, gemv.log, quant.log, fold.log, fuzz.log, models.log, cli.log, snippets.log, fast_nan.log,
 #                    bench.log, summary.txt and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
@@ -18,7 +18,7 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn gemv fold lt upload models cli snippets fuzz; to split the suites over device calls; fast-nan
+#                    nn gemv quant fold lt upload models cli snippets fuzz; to split the suites over device calls; fast-nan
 #                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
@@ -65,7 +65,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
   tar -xzf "$cache_in" -C "$XDG_CACHE_HOME" && note "cache: restored from $cache_in"
 fi
 
-targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_fold"
+targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_quant test_cuda_fold"
 targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
@@ -140,6 +140,8 @@ if [ $suites -eq 1 ]; then
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
   want gemv && suite "gemv suite (cuda.Gemv rows x widths x dtypes x forms, epilogues, split reductions, argmax)" \
     "$out/gemv.log" 300 "$build/tests/test_cuda_gemv"
+  want quant && suite "quant suite (Dequantize, cuda.QGemv, cuda.QGather per block type; a Q8_0 GGUF)" \
+    "$out/quant.log" 300 "$build/tests/test_cuda_quant"
   want fold && suite "fold suite (load-time folding on the GPU)" "$out/fold.log" 300 \
     "$build/tests/test_cuda_fold"
   want lt && suite "cuBLASLt suite (random layouts x dtypes x families, FP8, capture, plan steps, a session)" \

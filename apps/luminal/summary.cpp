@@ -57,10 +57,10 @@ std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
   std::map<std::string, int> count;
   for (const LlirNode& n : p.nodes) {
     const std::string_view op = n.op->name;
-    if (op == "cpu.QMatmul" && n.input_dtypes.size() == 2)
+    if ((op == "cpu.QMatmul" || op == "cuda.QGemv") && n.input_dtypes.size() == 2)
       ++count[std::string(name(n.input_dtypes[1])) + " x " + std::string(name(n.input_dtypes[0])) +
               " GEMV"];
-    else if (op == "cpu.QGather")
+    else if (op == "cpu.QGather" || op == "cuda.QGather")
       ++count["quantized gather"];
     else if (op == "Dequantize")
       ++count["dequantize"];

@@ -8,6 +8,7 @@
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/cuda/plan.hpp"
+#include "luminal/cuda/quant_device.hpp"
 #include "luminal/cuda/queue.hpp"
 #ifdef LUMINAL_HAVE_CUBLASLT
 #include "luminal/cuda/cublaslt/lt_api.hpp"
@@ -73,6 +74,8 @@ std::vector<RuleSet> CudaBackend::rulesets() const { return cuda_rulesets(dev_->
 std::unique_ptr<Plan> CudaBackend::load(const LlirGraph& g, const PlanSpec& spec) {
   return std::make_unique<CudaPlan>(*dev_, g, spec);
 }
+
+bool CudaBackend::reads_blocks(DType t) const { return cuda_block_type(t); }
 
 std::string CudaBackend::device_key() const {
   const Device& m = *dev_;

@@ -72,6 +72,9 @@ class CudaBackend final : public RegistryBackend {
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
   /// "cuda <GPU name> sm_90 sms=132 driver=13000 nvrtc-13.0".
   std::string device_key() const override;
+  /// True for q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k and q6_k: models upload those weights as
+  /// stored (Dequantize, cuda.QGemv and cuda.QGather read them; docs/quant.md).
+  bool reads_blocks(DType t) const override;
 
   Buffer allocate(uint64_t bytes) override;
   /// Device memory of this backend's GPU (cuPointerGetAttribute), else a luminal::Error saying

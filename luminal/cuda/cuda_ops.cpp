@@ -18,6 +18,8 @@ void register_row_ops(std::vector<const CudaOp*>& ops);             // row.cpp
 void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cpp
 void register_gemv_ops(std::vector<const CudaOp*>& ops);            // gemv.cpp
 void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_scatter.cpp
+void register_dequantize_ops(std::vector<const CudaOp*>& ops);      // dequantize.cpp
+void register_qgemv_ops(std::vector<const CudaOp*>& ops);           // qgemv.cpp
 #ifdef LUMINAL_HAVE_CUBLASLT
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
 #endif
@@ -40,6 +42,8 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_reduce_ops(v);
     register_gemv_ops(v);
     register_gather_scatter_ops(v);
+    register_dequantize_ops(v);
+    register_qgemv_ops(v);
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);
 #endif

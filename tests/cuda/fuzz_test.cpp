@@ -2,6 +2,8 @@
 // and the model blocks of the compiler tests, many distinct programs of the CUDA search space,
 // each loaded and executed on the GPU, must match the ReferenceRuntime at several dims.
 //
+// The quantized block runs every weight type with s dynamic and with 1 and 5 constant rows.
+//
 // Environment: LUMINAL_CUDA_FUZZ_SEEDS (random graphs, default 32), LUMINAL_FUZZ_PROGRAMS
 // (programs per random graph, default 50), LUMINAL_FUZZ_VERBOSE=1 (a line per graph).
 #include <gtest/gtest.h>
@@ -62,6 +64,32 @@ TEST(CudaFuzz, GqaAttentionKvCacheRope) {
   LUMINAL_REQUIRE_GPU();
   check_graph(attention_block(true), on_gpu(model_options()));
 }
+
+// Quantized weights (model_blocks.hpp's quantized_block): every program (cuda.QGather, Dequantize,
+// a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv too) matches the reference.
+class CudaQuantizedBlocks : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaQuantizedBlocks, MatchReference) {
+  LUMINAL_REQUIRE_GPU();
+  for (int64_t rows : {0, 1, 5}) {
+    CheckOptions o = on_gpu({});
+    o.programs = 12;
+    o.fold = rows == 1;
+    const FuzzGraph fg = quantized_block(GetParam(), rows);
+    CheckResult r = run_check(fg, o);
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << fg.name << ": " << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << fg.name << ": " << r.failures[i];
+    EXPECT_GT(r.programs_using["cuda.QGather"], 0) << fg.name;
+    if (rows > 0) {
+      EXPECT_GT(r.programs_using["cuda.QGemv"] + r.programs_using["cuda.QGemvEpi"], 0) << fg.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaQuantizedBlocks, ::testing::ValuesIn(kWeightBlockDTypes),
+                         [](const auto& info) { return std::string(name(info.param)); });
 
 class CudaRandomGraphs : public ::testing::TestWithParam<int> {};
 

@@ -186,12 +186,14 @@ inline double generated_block_max(DType t) {
 /// reference by the rounding of h: each of the k terms by at most |w| |h| / 254 with independent
 /// signs, so the tolerance is 6 sqrt(k) of that (Hoeffding: a false failure has probability
 /// below 1e-7), about a tenth of the outputs' size: a wrong row or block still fails.
-inline FuzzGraph quantized_block(DType t) {
+/// `rows` > 0: that many constant rows (decode's shape) instead of s in [1, 8].
+inline FuzzGraph quantized_block(DType t, int64_t rows = 0) {
   FuzzGraph fg;
-  fg.name = "quantized projection + tied embedding " + std::string(name(t));
+  fg.name = "quantized projection + tied embedding " + std::string(name(t)) +
+            (rows > 0 ? ", " + std::to_string(rows) + " rows" : "");
   fg.seed = 1100 + static_cast<uint64_t>(t);
-  fg.graph.declare_dim("s", 1, 8);
-  const Expr s = Expr::var("s");
+  if (rows == 0) fg.graph.declare_dim("s", 1, 8);
+  const Expr s = rows > 0 ? Expr(rows) : Expr::var("s");
   const int64_t k = 256, n = 24, vocab = 12;
   Tensor x = model_input(fg, "x", {s, k}, DType::F32, -1, 1);
   Tensor e = model_input(fg, "embed", {vocab, k}, t, 0, 0).persist();
@@ -203,7 +205,8 @@ inline FuzzGraph quantized_block(DType t) {
   ids.lo = 0;
   ids.hi = vocab - 1;
   fg.inputs.push_back(ids);
-  Tensor id = fg.graph.tensor("ids", {Dim("s")}, DType::I32);
+  Tensor id = rows > 0 ? fg.graph.tensor("ids", {rows}, DType::I32)
+                       : fg.graph.tensor("ids", {Dim("s")}, DType::I32);
   Tensor table = e.dequantize();
   Tensor h = x + table.embedding(id);
   Tensor y = h.matmul(w.dequantize().transpose(0, 1));
@@ -216,7 +219,7 @@ inline FuzzGraph quantized_block(DType t) {
   logits.output("logits");
   fg.outputs.push_back(FuzzOutput{"y", DType::F32, bound / eps, rtol});
   fg.outputs.push_back(FuzzOutput{"logits", DType::F32, bound / eps, rtol});
-  fg.dyn_points = {{{"s", 1}}, {{"s", 3}}, {{"s", 8}}};
+  if (rows == 0) fg.dyn_points = {{{"s", 1}}, {{"s", 3}}, {{"s", 8}}};
   return fg;
 }
 

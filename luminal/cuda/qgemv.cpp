@@ -1,0 +1,392 @@
+// cuda.QGemv: a linear layer over block-quantized weights with at most 8 activation rows
+// (decode), reading the weight's blocks as stored and dequantising them in registers.
+//
+// The shared matcher (kernels/quant_rule.hpp) finds SumReduce(Mul(x, Dequantize(W))) as x @ W^T;
+// the rule offers cuda.QGemv(x, W) beside it when x is f32, contiguous along k, and the
+// activation rows (the axes W does not step through) are constants, at most 8 in all. It
+// dominates nothing: dequantise-then-matmul (a folded f32 weight read by cuda.Gemv, cuda.Matmul
+// or cuBLASLt) stays, and the search times both.
+//
+// The kernel works in units of 32 values (a legacy block, a K sub-block or Q6_K chunk;
+// quant_device.hpp): consecutive lanes take consecutive units of a weight row, so a warp's loads
+// cover contiguous bytes; each lane loads U units before decoding any (bytes in flight), decodes
+// a unit once for every activation row, and W warps split a row (the most that keep the grid
+// within about 32 warps an SM). A block of 256 threads holds 8 / W rows.
+//
+// Numerics: a unit of weight values a q_j + b (q_j small integers, exact as floats; a, b exact
+// products of the block's f16 scales) against x gives a0 s0 + a1 s1 + b sx, with s0, s1 the f32
+// fused multiply-add sums of q_j x_j over each half and sx the f32 sum of x_j; these join a
+// lane's f32 accumulator with fused multiply-adds, lanes and warps add in f32. So with
+// w_j the exact values and D = 32 + units a lane + 11 (the halves, the per-unit adds, 5
+// shuffle levels, up to 8 warps), |result - sum w_j x_j| <= gamma(D) sum_j (|w_j| + 2|b_j|)|x_j|
+// (gamma(n) = n 2^-24 / (1 - n 2^-24)); the reference's own rounding of w_j (types with a min)
+// adds 2^-24 sum |w_j x_j|. tests/cuda/quant_test.cpp checks this bound.
+//
+// cuda.QGemvEpi is the same with an elementwise epilogue (kernels/epilogue_rule.hpp, as
+// cuda.GemvEpi): the residual add after o_proj and down, SiLU(gate) * up after up; the epilogue's
+// other inputs are loaded into registers before the k loop. LUMINAL_CUDA_GEMV_EPILOGUE=0 offers
+// none.
+//
+// LUMINAL_CUDA_QGEMV_WARPS (1, 2, 4, 8) and LUMINAL_CUDA_QGEMV_UNROLL (1 to 8) override W and U.
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/quant_device.hpp"
+#include "luminal/kernels/epilogue_rule.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
+#include "luminal/kernels/quant_rule.hpp"
+
+namespace luminal::cuda {
+
+bool decode_alternatives();  // gemv.cpp: false when LUMINAL_CUDA_GEMV=0
+
+namespace {
+
+// (below cuda.Gemv's 0.95: one kernel that replaces the Dequantize's and the GEMV's)
+const OpDef kQGemv{.name = "cuda.QGemv", .seed_cost = 0.9, .library_replaces = true};
+// (below cuda.GemvEpi's 1.5, as above)
+const OpDef kQGemvEpi{.name = "cuda.QGemvEpi", .seed_cost = 1.4, .library_replaces = true};
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / 32;
+constexpr int kMaxRows = 8;
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  const int x = std::atoi(v);
+  if (x < lo || x > hi)
+    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
+                " to " + std::to_string(hi));
+  return x;
+}
+
+/// `st` as z when it equals z at every index of an axis of length `len` (or nothing).
+bool unit_stride(const Expr& st, const Expr& len) {
+  if (st == Expr::z() || st == Expr(1) * Expr::z()) return true;
+  if (!len.is_const() || len.as_const() > (int64_t{1} << 16)) return false;
+  const std::vector<std::string> vars = st.vars();
+  if (vars.size() != 1 || vars[0] != "z") return false;
+  for (int64_t z = 0; z < len.as_const(); ++z)
+    if (st.eval({}, z) != z) return false;
+  return true;
+}
+
+struct Offer {
+  Attrs attrs;
+  std::vector<ClassId> children;
+};
+
+std::optional<Offer> offer(const EGraph& eg, const Match& m) {
+  if (!decode_alternatives()) return std::nullopt;
+  const std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
+  if (!p || !cuda_block_type(p->wtype) || eg.dtype(p->act) != DType::F32) return std::nullopt;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < p->act_rows.size(); ++i) {
+    if (!p->act_rows[i].is_const()) return std::nullopt;
+    rows *= p->act_rows[i].as_const();
+  }
+  if (rows > kMaxRows) return std::nullopt;
+  const std::optional<MatmulParts> mp = matmul_parts(eg, m);
+  if (!mp) return std::nullopt;
+  const int side = eg.find(mp->children[0]) == eg.find(p->act) ? 0 : 1;
+  View xv = mp->attrs.views[static_cast<size_t>(side)];
+  Expr& st = xv.strides[static_cast<size_t>(p->axis)];
+  if (!unit_stride(st, xv.dims[static_cast<size_t>(p->axis)])) return std::nullopt;
+  st = Expr::z();
+  Offer o;
+  o.attrs.dtype = p->sum.dtype;
+  o.attrs.shape = p->sum.shape;
+  o.attrs.axis = p->axis;
+  o.attrs.views = {xv, p->weight_view};
+  o.children = {p->act, p->weight};
+  return o;
+}
+
+std::vector<Rule> qgemv_rules() {
+  Rule r{"cuda.qgemv", matmul_pattern(),
+         [](const Match& m, const EGraph& eg) { return offer(eg, m).has_value(); },
+         [](const Match& m, EGraph& eg) {
+           if (std::optional<Offer> o = offer(eg, m))
+             add_merged(eg, &kQGemv, o->attrs, o->children, m.root);
+         }};
+  return {r};
+}
+
+std::string lines(std::initializer_list<std::string> ls) {
+  std::string r;
+  for (const std::string& l : ls)
+    r += l + "\n";
+  return r;
+}
+
+std::vector<Rule> epilogue_rules() {
+  const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
+  if (v != nullptr && std::string(v) == "0") return {};
+  return {epilogue_rule("cuda.qgemv-epilogue", cuda_fused_op(), {{&kQGemv, &kQGemvEpi}})};
+}
+
+/// `epi`: cuda.QGemvEpi's program (load 0: the f32 product; load j >= 1: input j + 1 through
+/// views[j + 1] at the output's flat index), or null.
+KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi) {
+  const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
+  if (n.input_dtypes.size() < 2 || n.input_dtypes.size() != 2 + extra ||
+      n.attrs.views.size() != n.input_dtypes.size())
+    throw Error(std::string(n.op->name) +
+                ": needs an activation and a weight (and an epilogue's inputs)");
+  const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
+  if (tx != DType::F32 || !cuda_block_type(tw))
+    throw Error("cuda.QGemv: reads an f32 activation and q4_0 .. q6_k weights, got " +
+                std::string(name(tx)) + " and " + std::string(name(tw)));
+  const int axis = n.attrs.axis;
+  const View& xv = n.attrs.views[0];
+  const View& wv = n.attrs.views[1];
+  const Expr K = wv.dims[static_cast<size_t>(axis)];
+  if (!K.is_const() || K.as_const() % block_size(tw) != 0)
+    throw Error("cuda.QGemv: k must be a static whole number of " + std::string(name(tw)) +
+                " blocks");
+  if (!(xv.strides[static_cast<size_t>(axis)] == Expr::z()))
+    throw Error("cuda.QGemv: the activation must be contiguous along k");
+  // The row axis: the longest constant axis x steps through and W does not.
+  int ra = -1, M = 1;
+  for (int d = 0; d < wv.rank(); ++d) {
+    if (d == axis || !(wv.strides[d] == Expr(0)) || xv.strides[d] == Expr(0) ||
+        !xv.dims[d].is_const())
+      continue;
+    const int64_t len = xv.dims[d].as_const();
+    if (len > M) ra = d, M = static_cast<int>(len);
+  }
+  if (M > kMaxRows) throw Error("cuda.QGemv: " + std::to_string(M) + " activation rows; at most 8");
+  Codegen cg(n, ctx);
+  cg.require(K);
+  cg.require(numel(n.attrs.shape));
+  Shape odims = wv.dims;
+  odims[static_cast<size_t>(axis)] = Expr(1);
+  const View out_full = View::contiguous(odims);
+  auto drop_row = [&](View v) {
+    if (ra >= 0) v.dims[static_cast<size_t>(ra)] = Expr(1);
+    return v;
+  };
+  Expr P = Expr(1);
+  for (int d = 0; d < wv.rank(); ++d)
+    if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
+  cg.require(P * K);
+
+  const int64_t NU = K.as_const() / 32;
+  const int64_t p_hi = P.bounds(ctx.facts).hi;
+  int W = 1;
+  while (W < kWarps && NU >= int64_t{64} * W && p_hi < int64_t{ctx.sm_count} * 32 / W)
+    W *= 2;
+  W = env_int("LUMINAL_CUDA_QGEMV_WARPS", W, 1, kWarps);
+  if (W != 1 && W != 2 && W != 4 && W != 8)
+    throw Error("LUMINAL_CUDA_QGEMV_WARPS must be 1, 2, 4 or 8");
+  const int umax = block_size(tw) == 256 ? 2 : 4;
+  const int64_t per_lane = (NU + 32 * W - 1) / (32 * W);
+  const int U =
+      env_int("LUMINAL_CUDA_QGEMV_UNROLL",
+              static_cast<int>(std::min<int64_t>(umax, std::max<int64_t>(1, per_lane))), 1, 8);
+  const int G = kWarps / W;
+  const bool vec = vector_width(xv, axis, DType::F32) >= 4;
+
+  std::string base;
+  const std::string ow = cg.view_offset(drop_row(wv), "p", "bw", base, axis);
+  const std::string ox = cg.view_offset(drop_row(xv), "p", "bx", base, axis);
+  const std::string oo = cg.view_offset(drop_row(out_full), "p", "bo", base, axis);
+  const std::string x_step = ra >= 0 ? cg.axis_offset(xv, ra, "mi") : "0";
+  const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
+  const std::string& I = cg.idx();
+  // The epilogue's other inputs at each output the lane stores, loaded before the k loop.
+  std::string pf_decl, pf_load;
+  if (epi) {
+    std::vector<bool> read(n.attrs.views.size(), false);
+    for (const FusedInst& in : epi->insts)
+      if (in.op == FusedOpcode::Load && in.a > 0) {
+        const size_t c = static_cast<size_t>(in.a) + 1;
+        if (c >= n.attrs.views.size())
+          throw Error("cuda.QGemvEpi: the epilogue reads input " + std::to_string(c) +
+                      " of a node with " + std::to_string(n.attrs.views.size()));
+        read[c] = true;
+      }
+    std::string loads;
+    for (size_t c = 2; c < read.size(); ++c) {
+      if (!read[c]) continue;
+      const std::string cs = std::to_string(c);
+      pf_decl +=
+          "    S_" + dtype_tag(n.input_dtypes[c]) + " pf" + cs + "[" + std::to_string(M) + "];\n";
+      const std::string off = cg.view_offset(n.attrs.views[c], "fi", "e" + cs, loads);
+      loads += "        pf" + cs + "[mi] = in" + cs + "[" + off + "];\n";
+    }
+    if (!loads.empty())
+      pf_load = "    if (lane == 0 && part == 0) {\n#pragma unroll\n      for (int mi = 0; mi < " +
+                std::to_string(M) + "; ++mi) {\n        const " + I + " fi = " + oo + " + " +
+                o_step + ";\n" + loads + "      }\n    }\n";
+  }
+  // The statements storing output element oo + o_step from the float `value`.
+  auto store = [&](const std::string& value) {
+    const std::string at = oo + " + " + o_step;
+    if (!epi) return "out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + value + ");\n";
+    std::string b = "{\n";
+    const std::string r = emit_statements(*epi, b, [&](const FusedInst& in, size_t, bool keep) {
+      if (in.a == 0)
+        return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + value + "))";
+      return load_fn(in.dtype, keep) + "(pf" + std::to_string(in.a + 1) + "[mi])";
+    });
+    return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
+  };
+  const std::string QT = "QT_" + quant_tag(tw);
+  const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
+                    Gs = std::to_string(G), step = std::to_string(32 * W);
+  // The activation values of a unit: x[j] for j < 32 from xr.
+  std::string dot;
+  if (vec) {
+    dot = lines({
+        "            const float4* x4 = reinterpret_cast<const float4*>(xr);",
+        "#pragma unroll",
+        "            for (int t = 0; t < 8; ++t) {",
+        "              const float4 v = __ldg(x4 + t);",
+        "              float& s = t < 4 ? s0 : s1;",
+        "              s = __fmaf_rn(q[4 * t], v.x, s);",
+        "              s = __fmaf_rn(q[4 * t + 1], v.y, s);",
+        "              s = __fmaf_rn(q[4 * t + 2], v.z, s);",
+        "              s = __fmaf_rn(q[4 * t + 3], v.w, s);",
+        "              if (" + QT +
+            "::HAS_B) sx = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(sx, v.x), "
+            "v.y), v.z), v.w);",
+        "            }",
+    });
+  } else {
+    dot = lines({
+        "#pragma unroll",
+        "            for (int j = 0; j < 32; ++j) {",
+        "              const float v = __ldg(xr + j);",
+        "              float& s = j < 16 ? s0 : s1;",
+        "              s = __fmaf_rn(q[j], v, s);",
+        "              if (" + QT + "::HAS_B) sx = __fadd_rn(sx, v);",
+        "            }",
+    });
+  }
+  std::string body = lines({
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
+      "  __shared__ float red[" + std::to_string(kWarps) + "][" + Ms + "];",
+      "  const int NU = " + std::to_string(NU) + ";",
+      "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
+          ")gridDim.x * " + Gs + ") {",
+      "    const " + I + " p = pb + g;",
+      "    float acc[" + Ms + "];",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0f;",
+  });
+  body += pf_decl + "    if (p < P) {\n" + base + pf_load;
+  body += lines({
+      "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
+          std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",
+      "    for (int u0 = part * 32 + lane; u0 < NU; u0 += " + std::to_string(32 * W * U) + ") {",
+      "      " + QT + "::Raw r[" + Us + "];",
+      "#pragma unroll",
+      "      for (int uu = 0; uu < " + Us + "; ++uu)",
+      "        if (u0 + uu * " + step + " < NU) " + QT + "::load(row, u0 + uu * " + step +
+          ", r[uu]);",
+      "#pragma unroll",
+      "      for (int uu = 0; uu < " + Us + "; ++uu) {",
+      "        const int u = u0 + uu * " + step + ";",
+      "        if (u >= NU) break;",
+      "        float q[32], a0, a1, b;",
+      "        " + QT + "::dec(r[uu], q, a0, a1, b);",
+      "#pragma unroll",
+      "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
+      "          const float* xr = in0 + " + ox + " + " + x_step + " + (" + I + ")u * 32;",
+      "          float s0 = 0.0f, s1 = 0.0f, sx = 0.0f;",
+      "          {",
+  });
+  body += dot;
+  body += lines({
+      "          }",
+      "          acc[mi] = __fmaf_rn(a0, s0, acc[mi]);",
+      "          acc[mi] = __fmaf_rn(a1, s1, acc[mi]);",
+      "          if (" + QT + "::HAS_B) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
+      "        }",
+      "      }",
+      "    }",
+      "    }",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi)",
+      "      for (int s = 16; s > 0; s >>= 1) acc[mi] = __fadd_rn(acc[mi], "
+      "__shfl_xor_sync(0xffffffffu, acc[mi], s));",
+  });
+  if (W == 1) {
+    body += "    if (lane == 0 && p < P) {\n" + base +
+            lines({
+                "#pragma unroll",
+                "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+            }) +
+            store("acc[mi]") + "      }\n    }\n";
+  } else {
+    body += lines({
+        "    if (lane == 0) {",
+        "#pragma unroll",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) red[warp][mi] = acc[mi];",
+        "    }",
+        "    __syncthreads();",
+        "    if (part == 0 && lane == 0 && p < P) {",
+    });
+    body += base;
+    body += lines({
+        "#pragma unroll",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "        float t = red[warp][mi];",
+        "        for (int o = 1; o < " + Ws + "; ++o) t = __fadd_rn(t, red[warp + o][mi]);",
+    });
+    body += store("t") + lines({"      }", "    }", "    __syncthreads();"});
+  }
+  body += "  }\n";
+  const std::string pcode = cg.c(P);
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_qgemv)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(quant_device_source() + k);
+  gen.launches.push_back(Launch{
+      "lmn_qgemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  const Expr count = numel(n.attrs.shape);
+  gen.bytes = P * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const()))) +
+              Expr(int64_t{M}) * K * 4 + count * size_bytes(n.attrs.dtype);
+  for (size_t j = 2; j < n.input_dtypes.size(); ++j)
+    gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
+  gen.flops = count * K * 2;
+  return gen;
+}
+
+KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, nullptr);
+}
+
+KernelGen gen_qgemv_epi(const LlirNode& n, const GenContext& ctx) {
+  const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (!prog) throw Error("cuda.QGemvEpi: the node has no epilogue program");
+  prog->validate();
+  if (prog->has_row_reduce() || prog->insts.back().dtype != n.attrs.dtype)
+    throw Error("cuda.QGemvEpi: the epilogue " + prog->to_string() +
+                " is not elementwise or does not give the node's dtype");
+  for (const FusedInst& in : prog->insts)
+    if (in.op == FusedOpcode::Load && in.a == 0 && in.dtype != DType::F32)
+      throw Error("cuda.QGemvEpi: the epilogue reads the product as " +
+                  std::string(name(in.dtype)) + "; it is f32");
+  return gen_qgemv_node(n, ctx, prog);
+}
+
+}  // namespace
+
+void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp qgemv{&kQGemv, "cuda.library", qgemv_rules, gen_qgemv};
+  static const CudaOp qgemv_epi{&kQGemvEpi, "cuda.library", epilogue_rules, gen_qgemv_epi};
+  ops.push_back(&qgemv);
+  ops.push_back(&qgemv_epi);
+}
+
+}  // namespace luminal::cuda

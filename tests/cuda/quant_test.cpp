@@ -1,0 +1,417 @@
+// The CUDA kernels that read GGUF blocks (luminal/cuda/dequantize.cpp, qgemv.cpp):
+//   - CI (no GPU): the rules offer cuda.QGemv for 1 to 8 constant activation rows (not 9, not a
+//     dynamic count) and cuda.QGather for an embedding, and NVRTC compiles every type's kernels
+//     for sm_90;
+//   - GPU: Dequantize of every weight type bitwise equal to blocks::dequantize, through the
+//     identity and a row view (even rows), into f32 and bf16; cuda.QGemv against the f64 product
+//     of the dequantised weights within the bound documented in qgemv.cpp, for m = 1 to 8, odd
+//     row counts, k not a multiple of 256 for the legacy types, each split-k width; cuda.QGather
+//     bitwise equal to the reference; the Q8_0 Qwen2 GGUF through the CUDA backend, its weights
+//     bound as blocks, against the CPU with the same weights widened to f32 (LUMINAL_QUANT=off):
+//     logits close and greedy tokens equal; cuda.QGemvEpi (residual add, SwiGLU) bitwise the
+//     QGemv and its region's kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/core/blocks.hpp"
+#include "luminal/cpu/cpu_backend.hpp"
+#include "luminal/cuda/compile_batch.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/causal_lm.hpp"
+#include "luminal/nn/linear.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+int count_op(const LlirGraph& l, std::string_view op) {
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += node.op->name == op;
+  return n;
+}
+
+/// Valid blocks of `t` with random quants and random f16 scales and mins (a few subnormal).
+HostBuffer random_blocks(DType t, int64_t values, uint64_t seed) {
+  HostBuffer b{t, std::vector<uint8_t>(storage_bytes(t, values))};
+  blocks::fill_valid_blocks(t, b.bytes, seed);
+  std::mt19937_64 rng(seed * 7 + 1);
+  std::uniform_real_distribution<float> ex(-12, -4);
+  auto scale = [&](bool sub) {
+    float v = std::exp2(sub ? -20.0f : ex(rng));
+    if (rng() & 1) v = -v;
+    return f32_to_f16_bits(v);
+  };
+  const int64_t bb = block_bytes(t);
+  for (size_t o = 0; o < b.bytes.size(); o += static_cast<size_t>(bb)) {
+    uint8_t* p = b.bytes.data() + o;
+    const bool sub = rng() % 16 == 0;
+    const uint16_t d = scale(sub), m = scale(false);
+    if (t == DType::Q6_K) {
+      std::memcpy(p + 208, &d, 2);
+      continue;
+    }
+    std::memcpy(p, &d, 2);
+    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K)
+      std::memcpy(p + 2, &m, 2);
+  }
+  return b;
+}
+
+std::vector<float> decode(const HostBuffer& b) {
+  std::vector<float> v(static_cast<size_t>(b.numel()));
+  blocks::dequantize(b.dtype, b.bytes.data(), v.data(), b.numel());
+  return v;
+}
+
+/// |b| of each value: the min term of the types with one (Q4_1/Q5_1: m; Q4_K/Q5_K: dmin mn_i).
+std::vector<double> min_terms(const HostBuffer& b) {
+  std::vector<double> out(static_cast<size_t>(b.numel()), 0.0);
+  const DType t = b.dtype;
+  const int64_t bb = block_bytes(t), bs = block_size(t);
+  for (int64_t k = 0; k * bb < static_cast<int64_t>(b.bytes.size()); ++k) {
+    const uint8_t* p = b.bytes.data() + k * bb;
+    uint16_t h;
+    std::memcpy(&h, p + 2, 2);
+    const double m = std::fabs(f16_bits_to_f32(h));
+    for (int64_t j = 0; j < bs; ++j) {
+      double v = 0;
+      if (t == DType::Q4_1 || t == DType::Q5_1) v = m;
+      if (t == DType::Q4_K || t == DType::Q5_K) {
+        int sc[8], mn[8];
+        blocks::k_scale_min(p + 4, sc, mn);
+        v = m * mn[j / 32];
+      }
+      out[static_cast<size_t>(k * bs + j)] = v;
+    }
+  }
+  return out;
+}
+
+std::vector<float> random_floats(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v)
+    x = u(rng);
+  return v;
+}
+
+HostBuffer f32_buffer(const std::vector<float>& v) {
+  HostBuffer b{DType::F32, std::vector<uint8_t>(v.size() * 4)};
+  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
+  return b;
+}
+
+std::vector<float> floats(const HostBuffer& b) {
+  std::vector<float> v(b.bytes.size() / 4);
+  std::memcpy(v.data(), b.bytes.data(), b.bytes.size());
+  return v;
+}
+
+int64_t row_for(DType t) { return block_size(t) == 256 ? 512 : 96; }
+
+std::string tag(DType t) { return std::string(name(t)); }
+
+// ---------------------------------------------------------------- CI
+
+TEST(CudaQuantRules, QGemvForFewConstantRowsQGatherForEmbeddings) {
+  testing::CudaRulesOnly rules;
+  for (int64_t m : {1, 5, 8, 9}) {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(m), Expr(64)});
+    nn::linear(x, g.tensor("w", {Expr(40), Expr(64)}, DType::Q4_0).dequantize()).output("y");
+    auto [l, n] =
+        testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemv"; });
+    EXPECT_EQ(n, m <= 8 ? 1 : 0) << "m " << m << ": " << l.op_mix_string();
+  }
+  Graph g;
+  g.declare_dim("s", 1, 16);
+  Tensor x = g.tensor("x", {"s", 64});
+  nn::linear(x, g.tensor("w", {Expr(40), Expr(64)}, DType::Q8_0).dequantize()).output("y");
+  auto [l, n] =
+      testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemv"; });
+  EXPECT_EQ(n, 0) << "a dynamic row count: " << l.op_mix_string();
+  Graph e;
+  e.declare_dim("s", 1, 6);
+  nn::embedding(e.tensor("embed", {40, 64}, DType::Q8_0).dequantize(),
+                e.tensor("ids", {"s"}, DType::I32))
+      .output("rows");
+  auto [le, ne] =
+      testing::prefer_ops(e, rules, [](std::string_view op) { return op == "cuda.QGather"; });
+  EXPECT_EQ(ne, 1) << le.op_mix_string();
+  EXPECT_EQ(count_op(le, "Gather"), 0) << le.op_mix_string();
+}
+
+TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources;
+  for (DType t : kWeightBlockDTypes) {
+    const int64_t K = row_for(t);
+    for (int64_t m : {1, 3, 8}) {
+      Graph g;
+      Tensor x = g.tensor("x", {Expr(m), Expr(K)});
+      Tensor w = g.tensor("w", {Expr(37), Expr(K)}, t);
+      nn::linear(x, w.dequantize()).output("y");
+      w.dequantize().output("deq");
+      nn::embedding(w.dequantize(), g.tensor("ids", {Expr(m)}, DType::I32)).output("rows");
+      auto [l, n] = testing::prefer_ops(g, rules, [](std::string_view op) {
+        return op == "cuda.QGemv" || op == "cuda.QGather" || op == "Dequantize";
+      });
+      ASSERT_EQ(count_op(l, "cuda.QGemv"), 1) << tag(t) << " " << l.op_mix_string();
+      ASSERT_EQ(count_op(l, "cuda.QGather"), 1) << tag(t) << " " << l.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+        sources.push_back(k.source);
+    }
+  }
+  // The epilogue forms: a residual add and SwiGLU's SiLU(gate) * up in the QGemv's store.
+  for (DType t : {DType::Q4_0, DType::Q5_1, DType::Q4_K, DType::Q6_K})
+    for (int which = 0; which < 2; ++which) {
+      const int64_t K = row_for(t);
+      Graph g;
+      Tensor x = g.tensor("x", {Expr(3), Expr(K)});
+      Tensor r = g.tensor("r", {Expr(3), Expr(40)});
+      const Tensor y = nn::linear(x, g.tensor("w", {Expr(40), Expr(K)}, t).dequantize());
+      (which == 0 ? r + y : r.silu() * y).output("y");
+      auto [l, n] =
+          testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemvEpi"; });
+      ASSERT_EQ(n, 1) << tag(t) << " " << l.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+        sources.push_back(k.source);
+    }
+  std::vector<std::string> whats(sources.size(), "a quant kernel");
+  cuda::CompiledBatches c;
+  try {
+    c = cuda::compile_batched(sources, whats, "sm_90", 2);
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+  EXPECT_EQ(c.batch_of.size(), sources.size());
+}
+
+// ---------------------------------------------------------------- GPU
+
+std::pair<LlirGraph, int> forced(const Graph& g, std::initializer_list<std::string_view> ops) {
+  return testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
+    for (std::string_view o : ops)
+      if (op == o) return true;
+    return false;
+  });
+}
+
+TEST(CudaQuant, DequantizeIsBitExact) {
+  LUMINAL_REQUIRE_GPU();
+  for (DType t : kWeightBlockDTypes) {
+    const int64_t K = row_for(t) * 2, N = 14;
+    Graph g;
+    Tensor w = g.tensor("w", {N, K}, t);
+    w.dequantize().output("all");
+    w.reshape({N / 2, 2, K}).slice(1, 0, 1).reshape({N / 2, K}).dequantize().output("even");
+    w.dequantize(DType::BF16).output("bf16");
+    auto [l, n] = forced(g, {"Dequantize"});
+    ASSERT_EQ(n, 3) << tag(t) << " " << l.op_mix_string();
+    const HostBuffer wb = random_blocks(t, N * K, 3);
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
+    const testing::PlanRun r = testing::run_plan(lp, {{"w", wb}}, {});
+    const std::vector<float> want = decode(wb);
+    const std::vector<float> all = floats(r.outputs.at("all"));
+    const std::vector<float> even = floats(r.outputs.at("even"));
+    ASSERT_EQ(all.size(), want.size());
+    int bad = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      bad += std::memcmp(&all[i], &want[i], 4) != 0;
+    for (int64_t row = 0; row < N / 2; ++row)
+      for (int64_t k = 0; k < K; ++k)
+        bad += std::memcmp(&even[static_cast<size_t>(row * K + k)],
+                           &want[static_cast<size_t>(2 * row * K + k)], 4) != 0;
+    const std::vector<uint8_t>& h = r.outputs.at("bf16").bytes;
+    for (size_t i = 0; i < want.size(); ++i) {
+      uint16_t got;
+      std::memcpy(&got, h.data() + 2 * i, 2);
+      bad += got != f32_to_bf16_bits(want[i]);
+    }
+    EXPECT_EQ(bad, 0) << tag(t);
+  }
+}
+
+/// gamma(n) of the error analysis.
+double gamma(double n) { return n * 0x1p-24 / (1 - n * 0x1p-24); }
+
+/// LUMINAL_CUDA_QGEMV_WARPS for a scope ("": unset).
+struct WarpsEnv {
+  explicit WarpsEnv(const char* w) {
+    if (*w) ::setenv("LUMINAL_CUDA_QGEMV_WARPS", w, 1);
+  }
+  ~WarpsEnv() { ::unsetenv("LUMINAL_CUDA_QGEMV_WARPS"); }
+};
+
+TEST(CudaQuant, QGemvWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 10;
+  int runs = 0;
+  for (DType t : kWeightBlockDTypes) {
+    const bool k_type = block_size(t) == 256;
+    const std::vector<int64_t> ks =
+        k_type ? std::vector<int64_t>{256, 1536, 4096} : std::vector<int64_t>{96, 576, 4128};
+    for (int64_t K : ks)
+      for (int64_t m : {1, 2, 3, 5, 8})
+        for (const char* warps : {"", "1", "8"}) {
+          if (*warps && m != 1 && m != 5) continue;
+          const int64_t N = 37 + 2 * m;
+          const std::string at = tag(t) + " m " + std::to_string(m) + " n " + std::to_string(N) +
+                                 " k " + std::to_string(K) + " warps '" + warps + "': ";
+          Graph g;
+          Tensor x = g.tensor("x", {Expr(m), Expr(K)});
+          Tensor w = g.tensor("w", {Expr(N), Expr(K)}, t);
+          nn::linear(x, w.dequantize()).output("y");
+          WarpsEnv env(warps);
+          auto [l, n] = forced(g, {"cuda.QGemv"});
+          ASSERT_EQ(n, 1) << at << l.op_mix_string();
+          const HostBuffer wb = random_blocks(t, N * K, ++seed);
+          const std::vector<float> xs = random_floats(m * K, ++seed);
+          testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
+          const testing::PlanRun r = testing::run_plan(lp, {{"x", f32_buffer(xs)}, {"w", wb}}, {});
+          const std::vector<float> got = floats(r.outputs.at("y"));
+          const std::vector<float> wf = decode(wb);
+          const std::vector<double> bs = min_terms(wb);
+          const double D = 32 + static_cast<double>(K / 32) + 11;
+          int bad = 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double want = 0, mag = 0, wx = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                const size_t wi = static_cast<size_t>(j * K + k);
+                const double xv = xs[static_cast<size_t>(i * K + k)];
+                want += wf[wi] * xv;
+                mag += (std::fabs(wf[wi]) + 2 * bs[wi]) * std::fabs(xv);
+                wx += std::fabs(wf[wi] * xv);
+              }
+              const double tol = gamma(D) * mag + 0x1p-24 * wx + 1e-30;
+              const double g1 = got[static_cast<size_t>(i * N + j)];
+              if (!(std::fabs(g1 - want) <= tol)) {
+                if (bad < 3)
+                  ADD_FAILURE() << at << "y[" << i << "," << j << "] = " << g1 << ", want " << want
+                                << " +- " << tol;
+                ++bad;
+              }
+            }
+          EXPECT_EQ(bad, 0) << at;
+          ++runs;
+        }
+  }
+  EXPECT_GT(runs, 150);
+}
+
+TEST(CudaQuant, QGatherIsBitExact) {
+  LUMINAL_REQUIRE_GPU();
+  for (DType t : kWeightBlockDTypes) {
+    const int64_t K = row_for(t), V = 41, S = 7;
+    Graph g;
+    Tensor table = g.tensor("embed", {V, K}, t);
+    nn::embedding(table.dequantize(), g.tensor("ids", {Expr(S)}, DType::I32)).output("rows");
+    auto [l, n] = forced(g, {"cuda.QGather"});
+    ASSERT_EQ(n, 1) << tag(t) << " " << l.op_mix_string();
+    const HostBuffer wb = random_blocks(t, V * K, 50);
+    const std::vector<int32_t> ids = {0, 40, 7, 7, 13, 39, 1};
+    HostBuffer ib{DType::I32, std::vector<uint8_t>(ids.size() * 4)};
+    std::memcpy(ib.bytes.data(), ids.data(), ib.bytes.size());
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
+    const testing::PlanRun r = testing::run_plan(lp, {{"embed", wb}, {"ids", ib}}, {});
+    const std::vector<float> got = floats(r.outputs.at("rows"));
+    const std::vector<float> want = decode(wb);
+    ASSERT_EQ(got.size(), static_cast<size_t>(S * K));
+    int bad = 0;
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t k = 0; k < K; ++k)
+        bad += std::memcmp(&got[static_cast<size_t>(s * K + k)],
+                           &want[static_cast<size_t>(ids[static_cast<size_t>(s)] * K + k)], 4) != 0;
+    EXPECT_EQ(bad, 0) << tag(t);
+  }
+}
+
+// cuda.QGemvEpi: the residual add and SwiGLU's SiLU(gate) * up in the QGemv's store give the bits
+// of the QGemv followed by the region's kernel.
+TEST(CudaQuant, QGemvEpilogueSameBitsAsTheQGemvAndItsRegion) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 70;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K})
+    for (int64_t m : {1, 3})
+      for (int which = 0; which < 2; ++which) {
+        const int64_t K = row_for(t) * 3, N = 136;
+        Graph g;
+        Tensor x = g.tensor("x", {Expr(m), Expr(K)});
+        Tensor r = g.tensor("r", {Expr(m), Expr(N)});
+        const Tensor y = nn::linear(x, g.tensor("w", {Expr(N), Expr(K)}, t).dequantize());
+        (which == 0 ? r + y : r.silu() * y).output("y");
+        const std::string at =
+            tag(t) + " m " + std::to_string(m) + (which ? " swiglu" : " residual");
+        auto [fused, epi] = forced(g, {"cuda.QGemvEpi"});
+        ASSERT_EQ(epi, 1) << at << " " << fused.op_mix_string();
+        auto [plain, q] = forced(g, {"cuda.QGemv", "cuda.Fused"});
+        ASSERT_EQ(count_op(plain, "cuda.QGemv"), 1) << at << " " << plain.op_mix_string();
+        const testing::BufferMap in{{"x", f32_buffer(random_floats(m * K, ++seed))},
+                                    {"r", f32_buffer(random_floats(m * N, ++seed))},
+                                    {"w", random_blocks(t, N * K, ++seed)}};
+        testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused);
+        testing::LoadedPlan b = testing::load_plan(testing::gpu(), plain);
+        const std::vector<uint8_t> got = testing::run_plan(a, in, {}).outputs.at("y").bytes;
+        const std::vector<uint8_t> want = testing::run_plan(b, in, {}).outputs.at("y").bytes;
+        EXPECT_EQ(got, want) << at;
+      }
+}
+
+/// LUMINAL_QUANT=off for a scope.
+struct QuantOff {
+  QuantOff() { ::setenv("LUMINAL_QUANT", "off", 1); }
+  ~QuantOff() { ::unsetenv("LUMINAL_QUANT"); }
+};
+
+TEST(CudaQuant, Q8GgufModelMatchesTheCpuOnTheSameWeights) {
+  LUMINAL_REQUIRE_GPU();
+  const std::filesystem::path file =
+      std::filesystem::path(LUMINAL_SOURCE_DIR) / "tests/data/gguf/models/qwen2-q8_0.gguf";
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 16;
+  const auto opts = CompileOptions().search_graph_limit(6).verbose(false);
+  auto gpu = models::CausalLM::load(file, testing::gpu(), shape, opts);
+  int blocks_bound = 0;
+  for (NodeId id : gpu.decoder().graph.inputs())
+    blocks_bound += is_block(gpu.decoder().graph.node(id).dtype);
+  EXPECT_GT(blocks_bound, 0) << "the GGUF's Q8_0 weights were widened on CUDA";
+  cpu::CpuBackend cpu(2);
+  std::optional<models::CausalLM> ref;
+  {
+    QuantOff off;
+    ref.emplace(models::CausalLM::load(file, cpu, shape, opts));
+  }
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 200, 3, 64};
+  const std::vector<float> a = ref->forward(ids), b = gpu.forward(ids);
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
+    largest = std::max(largest, static_cast<double>(std::fabs(a[i])));
+  }
+  EXPECT_LT(worst, 1e-4 * (1 + largest)) << "largest logit difference " << worst;
+  ref->reset();
+  gpu.reset();
+  EXPECT_EQ(gpu.generate_greedy(ids, 16), ref->generate_greedy(ids, 16));
+  const LlirGraph& decode_step = gpu.session().llir({{"s", 1}, {"c", 1}});
+  std::printf("[quant] qwen2 q8_0 decode on CUDA: %s\n", decode_step.op_mix_string().c_str());
+}
+
+}  // namespace
+}  // namespace luminal
