@@ -64,7 +64,8 @@ SUBLAYERS = {
                     "device_memory.cpp", "queue.*"]),
         # Code generation and the ops (no GPU needed).
         ("ops", ["codegen.*", "cuda_op.hpp", "elementwise.cpp", "gather_scatter.cpp",
-                 "reduce.cpp", "gemv.cpp", "row.cpp", "row_gen.*", "matmul_operands.*"]),
+                 "reduce.cpp", "gemv.cpp", "row.cpp", "row_gen.*", "matmul_operands.*",
+                 "quant_device.*", "dequantize.cpp", "qgemv.cpp"]),
         # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);
         # the op registry, which lists the cuBLASLt ops too.
         ("cublaslt", ["cublaslt/*", "cublaslt_absent.cpp", "cuda_ops.cpp"]),
