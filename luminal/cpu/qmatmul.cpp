@@ -37,11 +37,12 @@ namespace luminal::cpu {
 
 namespace {
 
-const OpDef kQuantizeQ8{"cpu.QuantizeQ8"};
-// Seed cost 1, like Dequantize + BlasMatmul: at 0.9 the fewest-kernels seed reads blocks in every
-// prefill matmul (Q8_0 at s = 65: 167 -> 125 ms), but SmolLM2 Q4_1's teacher-forced top-1 agreement
-// with llama.cpp drops from 113 to 112 of 115 (test_models_smollm2 asks for 98%).
-const OpDef kQMatmul{"cpu.QMatmul"};
+// Seed costs below 1: reading the blocks does less work than dequantising the weight and
+// multiplying in f32 (the dequantised copy is N x K f32 written and read again), so the
+// fewest-kernels seed takes QMatmul where the two tie (an unshared QuantizeQ8 + QMatmul against
+// Dequantize + BlasMatmul) and the search times that program from its first generation.
+const OpDef kQuantizeQ8{.name = "cpu.QuantizeQ8", .seed_cost = 0.9};
+const OpDef kQMatmul{.name = "cpu.QMatmul", .seed_cost = 0.9};
 
 // ---------------------------------------------------------------- rule
 

@@ -119,14 +119,14 @@ double swing(const float* row, int32_t got, const LlamaCppRecord& a, const Llama
 // not) moves our near ties the same way, so the test judges how far a disagreement is, not how
 // many near ties flipped. The prompt runs twice, in one forward (prefill: whichever matmul the
 // search picked) and one token a step (decode: always the integer dot products), and
-// - at every position, our swing (above) is at most kMaxSwing = 1.0: no disagreement larger than
-//   the two builds have with each other;
+// - at every position, our swing (above) is at most kMaxSwing = 1.5, half as much again as the
+//   two builds differ by (we measured up to 0.84);
 // - our top-1 is one of the two builds' at `min_agree` of the positions at least;
 // - greedy tokens equal llama.cpp's up to the first step where either build has a near tie
 //   (margin below `near_tie`) or the two builds part (asserted where `assert_greedy`).
 void check_against_llamacpp(const fs::path& model, const std::string& stem, double min_agree,
                             bool assert_greedy) {
-  constexpr double kMaxSwing = 1.0;
+  constexpr double kMaxSwing = 1.5;
   const double near_tie = 0.1;
   const fs::path jsonl = data_dir() / (stem + ".jsonl");
   const std::map<std::string, nlohmann::json> other =
