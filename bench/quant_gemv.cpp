@@ -206,7 +206,8 @@ void run_step(DType t, int threads) {
 
 // A prefill matmul: 64 activation rows against rows x k weights, split over `threads` as
 // cpu.QMatmul splits it (chunks as above; inside each, panels of about 128 KiB of weight rows that
-// every group of 4 activation rows passes over). Integer multiply-adds per second.
+// every group of 4 activation rows passes over, Q4_0 and Q5_0 panels first unpacked to Q8_0).
+// Integer multiply-adds per second.
 void run_gemm(DType t, int64_t n, int64_t k, int threads) {
   const DType af = blocks::activation_format(t);
   const int64_t m = 64, rb = static_cast<int64_t>(storage_bytes(t, k));
@@ -220,7 +221,9 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
   const QuantKernels& kern = cpu::quant::active_kernels();
   for (int64_t i = 0; i < m; ++i)
     kern.quantize[cpu::quant::act_index(af)](x.data(), xq.data() + i * xs, k);
-  const auto dot = kern.dot[cpu::quant::weight_index(t)];
+  const auto own_dot = kern.dot[cpu::quant::weight_index(t)];
+  const auto repack = kern.to_q8_0[cpu::quant::weight_index(t)];
+  const int64_t nb = k / block_size(t);
   int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
   chunk = (chunk + 3) / 4 * 4;
   const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
@@ -229,9 +232,22 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
       const int64_t b = c * chunk, e = std::min(n, b + chunk);
       for (int64_t p0 = b; p0 < e; p0 += panel) {
         const int64_t p1 = std::min(e, p0 + panel);
+        const uint8_t* const* prow = rows.data() + p0;
+        auto dot = own_dot;
+        if (repack) {  // Q4_0, Q5_0: the panel unpacked to Q8_0 once, as cpu.QMatmul does
+          thread_local std::vector<uint8_t> q8;
+          thread_local std::vector<const uint8_t*> q8_rows;
+          q8.resize(static_cast<size_t>((p1 - p0) * nb * 34));
+          q8_rows.resize(static_cast<size_t>(p1 - p0));
+          repack(prow, static_cast<int>(p1 - p0), nb, q8.data());
+          for (int64_t j = 0; j < p1 - p0; ++j)
+            q8_rows[static_cast<size_t>(j)] = q8.data() + j * nb * 34;
+          prow = q8_rows.data();
+          dot = kern.dot[cpu::quant::kQ8_0];
+        }
         for (int64_t i = 0; i < m; i += 4)
-          dot(k / block_size(t), rows.data() + p0, static_cast<int>(p1 - p0), xq.data() + i * xs,
-              xs, 4, out.data() + i * n + p0, 1, n);
+          dot(nb, prow, static_cast<int>(p1 - p0), xq.data() + i * xs, xs, 4,
+              out.data() + i * n + p0, 1, n);
       }
     });
   });

@@ -37,11 +37,12 @@ namespace luminal::cpu {
 
 namespace {
 
-const OpDef kQuantizeQ8{"cpu.QuantizeQ8"};
-// Seed cost 1, like Dequantize + BlasMatmul: at 0.9 the fewest-kernels seed reads blocks in every
-// prefill matmul (Q8_0 at s = 65: 167 -> 125 ms), but SmolLM2 Q4_1's teacher-forced top-1 agreement
-// with llama.cpp drops from 113 to 112 of 115 (test_models_smollm2 asks for 98%).
-const OpDef kQMatmul{"cpu.QMatmul"};
+// Seed costs below 1: reading the blocks does less work than dequantising the weight and
+// multiplying in f32 (the dequantised copy is N x K f32 written and read again), so the
+// fewest-kernels seed takes QMatmul where the two tie (an unshared QuantizeQ8 + QMatmul against
+// Dequantize + BlasMatmul) and the search times that program from its first generation.
+const OpDef kQuantizeQ8{.name = "cpu.QuantizeQ8", .seed_cost = 0.9};
+const OpDef kQMatmul{.name = "cpu.QMatmul", .seed_cost = 0.9};
 
 // ---------------------------------------------------------------- rule
 
@@ -154,6 +155,7 @@ class QuantizeKernel final : public Kernel {
 
 // Weight bytes a prefill pass keeps in cache (L2) while every activation row passes over them.
 constexpr uint64_t kPanelBytes = 128 << 10;
+constexpr int64_t kQ8_0Bytes = 34;  // a Q8_0 block
 
 class QMatmulKernel final : public Kernel {
  public:
@@ -187,7 +189,10 @@ class QMatmulKernel final : public Kernel {
     w_rows_ = row_byte_offsets(rows, wtype_, "cpu.QMatmul");
     panel_rows_ = std::max<int64_t>(
         16, static_cast<int64_t>(kPanelBytes / storage_bytes(wtype_, k_)) / 4 * 4);
-    dot_ = quant::active_kernels().dot[quant::weight_index(wtype_)];
+    const quant::QuantKernels& kern = quant::active_kernels();
+    dot_ = kern.dot[quant::weight_index(wtype_)];
+    repack_ = kern.to_q8_0[quant::weight_index(wtype_)];
+    dot_q8_0_ = kern.dot[quant::kQ8_0];
   }
 
   void run(const KernelContext& k) override {
@@ -214,14 +219,31 @@ class QMatmulKernel final : public Kernel {
         // The whole chunk in one call per 4 activation rows: the kernel streams its rows. With
         // more than 4 activation rows, in panels that stay in cache while every activation row
         // passes over them (the LM head's chunk would come from DRAM once per 4 rows).
+        // Q4_0 and Q5_0 panels passed over by more than 4 activation rows are unpacked once, to
+        // Q8_0 blocks (bitwise the same products), not once per 4 rows.
         const int64_t panel = M <= 4 ? end - begin : panel_rows_;
+        const bool repack = repack_ != nullptr && M > 4;
         for (int64_t p0 = begin; p0 < end; p0 += panel) {
           const int64_t p1 = std::min(end, p0 + panel);
+          const uint8_t* const* rows = row_ptrs_.data() + p0;
+          quant::DotRowsFn d = dot;
+          if (repack) {
+            thread_local std::vector<uint8_t> q8;
+            thread_local std::vector<const uint8_t*> q8_rows;
+            const int64_t row_bytes = nblocks_ * kQ8_0Bytes;
+            q8.resize(static_cast<size_t>((p1 - p0) * row_bytes));
+            q8_rows.resize(static_cast<size_t>(p1 - p0));
+            repack_(rows, static_cast<int>(p1 - p0), nblocks_, q8.data());
+            for (int64_t j = 0; j < p1 - p0; ++j)
+              q8_rows[static_cast<size_t>(j)] = q8.data() + j * row_bytes;
+            rows = q8_rows.data();
+            d = dot_q8_0_;
+          }
           for (int64_t m0 = 0; m0 < M; m0 += 4) {
             const int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
-            dot(nblocks_, row_ptrs_.data() + p0, static_cast<int>(p1 - p0),
-                xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
-                mm, out + m_off_[m0] + n_off_[p0], n_step_, m_step_);
+            d(nblocks_, rows, static_cast<int>(p1 - p0),
+              xq + static_cast<uint64_t>(m0) * xq_row_bytes_, static_cast<int64_t>(xq_row_bytes_),
+              mm, out + m_off_[m0] + n_off_[p0], n_step_, m_step_);
           }
         }
         return;
@@ -314,8 +336,10 @@ class QMatmulKernel final : public Kernel {
   int64_t k_ = 0, nblocks_ = 0;
   uint64_t xq_row_bytes_ = 0;
   std::vector<int> m_axes_, n_axes_;
-  std::vector<uint64_t> w_rows_;    // byte offset of each weight row (n in row-major order)
-  quant::DotRowsFn dot_ = nullptr;  // the active ISA's, taken at load
+  std::vector<uint64_t> w_rows_;         // byte offset of each weight row (n in row-major order)
+  quant::DotRowsFn dot_ = nullptr;       // the active ISA's, taken at load
+  quant::RepackFn repack_ = nullptr;     // its Q4_0 / Q5_0 -> Q8_0 repack, or null
+  quant::DotRowsFn dot_q8_0_ = nullptr;  // its Q8_0 dot, for repacked panels
   uint64_t version_ = 0;
   int64_t panel_rows_ = 16;               // weight rows of about kPanelBytes
   std::vector<int64_t> dims_;             // the dims the offsets below are for

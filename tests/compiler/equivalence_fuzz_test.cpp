@@ -87,7 +87,7 @@ TEST(EquivalenceFuzz, GqaAttentionKvCacheRope) {
 // The row kernel (cpu.Row): RMSNorm and the attention's softmax as one kernel each are among the
 // programs drawn, and every program matches.
 TEST(EquivalenceFuzz, RowKernelPrograms) {
-  setenv("LUMINAL_CPU_ROWS", "on", 1);  // off by default (luminal/cpu/row.cpp)
+  setenv("LUMINAL_CPU_ROWS", "on", 1);  // the default; set in case the environment has "off"
   for (const FuzzGraph& fg : {rmsnorm_block(), attention_block(true)}) {
     CheckResult r = run_check(fg, cpu_model_options());
     for (const std::string& e : r.errors)

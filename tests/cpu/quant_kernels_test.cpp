@@ -459,6 +459,52 @@ TEST(QuantDot, Q8_0SaturationCorner) {
   }
 }
 
+// Q4_0 and Q5_0 rows repacked to Q8_0 (prefill panels): the same bytes on every ISA, and the Q8_0
+// dot of them bitwise the type's own dot (odd row and activation counts, zero and extreme-scale
+// blocks); no repack for the other types.
+TEST(QuantDot, RepackToQ8_0) {
+  const int rows = 7, m = 5;
+  const int64_t k = 576, nb = k / 32;
+  const QuantKernels& portable = cpu::quant::kernels_for(QuantIsa::Portable);
+  for (DType t : {DType::Q4_0, DType::Q5_0})
+    for (Data data : {Data::kValid, Data::kZeroBlocks, Data::kExtremeScales}) {
+      SCOPED_TRACE(std::string(name(t)) + " data " + std::to_string(static_cast<int>(data)));
+      const std::vector<uint8_t> w = make_weights(t, rows, k, data, 11);
+      std::vector<const uint8_t*> w_rows(rows);
+      for (int r = 0; r < rows; ++r)
+        w_rows[static_cast<size_t>(r)] = w.data() + r * nb * block_bytes(t);
+      const std::vector<float> x = make_activations(m, k, 32, Data::kValid, 12);
+      std::vector<uint8_t> xq(static_cast<size_t>(m * nb * 34));
+      for (int i = 0; i < m; ++i)
+        blocks::quantize_q8_0(x.data() + i * k, xq.data() + i * nb * 34, k);
+      std::vector<uint8_t> want(static_cast<size_t>(rows * nb * 34));
+      portable.to_q8_0[cpu::quant::weight_index(t)](w_rows.data(), rows, nb, want.data());
+      for (QuantIsa isa : cpu::quant::available_isas()) {
+        const QuantKernels& kern = cpu::quant::kernels_for(isa);
+        std::vector<uint8_t> q8(want.size());
+        kern.to_q8_0[cpu::quant::weight_index(t)](w_rows.data(), rows, nb, q8.data());
+        EXPECT_EQ(q8, want) << kern.isa;
+        std::vector<const uint8_t*> q8_rows(rows);
+        for (int r = 0; r < rows; ++r)
+          q8_rows[static_cast<size_t>(r)] = q8.data() + r * nb * 34;
+        std::vector<float> own(rows * m), repacked(rows * m);
+        kern.dot[cpu::quant::weight_index(t)](nb, w_rows.data(), rows, xq.data(), nb * 34, m,
+                                              own.data(), 1, rows);
+        kern.dot[cpu::quant::kQ8_0](nb, q8_rows.data(), rows, xq.data(), nb * 34, m,
+                                    repacked.data(), 1, rows);
+        for (size_t j = 0; j < own.size(); ++j)
+          EXPECT_TRUE(same_float(repacked[j], own[j]))
+              << kern.isa << " output " << j << ": " << repacked[j] << " vs " << own[j];
+      }
+    }
+  for (QuantIsa isa : cpu::quant::available_isas())
+    for (DType t : kWeightBlockDTypes)
+      if (t != DType::Q4_0 && t != DType::Q5_0) {
+        EXPECT_EQ(cpu::quant::kernels_for(isa).to_q8_0[cpu::quant::weight_index(t)], nullptr)
+            << name(t);
+      }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The ISA choice.
 

@@ -14,9 +14,11 @@
 // of the GGUF: the same f32 weights).
 //
 // QuantizedMatchesLlamaCpp: the same file with its blocks read as stored (cpu.QMatmul quantizes
-// activations to 8 bits, as llama.cpp does) against llama.cpp's recorded teacher-forced top-1
-// (at least 98% of positions; 114 of 115 measured) and greedy tokens (equal up to llama.cpp's
-// first step whose top-2 margin is below 0.1, or where its AVX2 and AVX-512 builds part);
+// activations to 8 bits, as llama.cpp does) against llama.cpp's recorded teacher-forced top-1s
+// and margins, in prefill and in decode (no disagreement larger than llama.cpp's two builds have
+// with each other; agreement with either build at 95% of positions or more; see
+// check_against_llamacpp) and greedy tokens (equal up to llama.cpp's first step whose top-2
+// margin is below 0.1, or where its AVX2 and AVX-512 builds part);
 // OtherQuantizations does the same (with the bars given there; greedy printed only) for every
 // SmolLM2-135M-Instruct.<TYPE>.gguf that scripts/gguf/make_quant_models.sh wrote beside it
 // (skipped when absent).
@@ -85,14 +87,46 @@ std::map<std::string, nlohmann::json> read_jsonl(const fs::path& file) {
   return out;
 }
 
+// One llama.cpp build's record of a prompt: teacher-forced top-1 and top-2 margin per position.
+struct LlamaCppRecord {
+  std::vector<int32_t> top1;
+  std::vector<double> margin;
+};
+
+LlamaCppRecord teacher_forced(const nlohmann::json& j) {
+  return {j.at("argmax").get<std::vector<int32_t>>(), j.at("margin").get<std::vector<double>>()};
+}
+
+// How far our logits must move to agree with llama.cpp at one position: 0 where our top-1 is
+// either build's, else for each build (its top-2 margin) + (our logit of our top-1 - ours of its
+// top-1), a lower bound on how much the logit gap between the two tokens differs between that
+// build and us; the smaller of the two builds'.
+double swing(const float* row, int32_t got, const LlamaCppRecord& a, const LlamaCppRecord& b,
+             size_t t) {
+  if (got == a.top1[t] || got == b.top1[t]) return 0;
+  const auto one = [&](const LlamaCppRecord& r) {
+    return r.margin[t] + static_cast<double>(row[got]) - static_cast<double>(row[r.top1[t]]);
+  };
+  return std::min(one(a), one(b));
+}
+
 // The quantized path against llama.cpp's record for the same file (jsonl: per prompt its
 // teacher-forced argmax and margins, its greedy continuation and margins; `<stem>.jsonl` from
-// its AVX2 build, `<stem>.avx512.jsonl` from its AVX-512 build). The two builds of llama.cpp
-// themselves agree on 109-115 of the 115 teacher-forced top-1s (docs/gguf.md), so the bar is
-// `min_agree` of the positions, and greedy tokens are compared up to the first step where either
-// build has a near tie (margin below `near_tie`) or the two builds part.
+// its AVX2 build, `<stem>.avx512.jsonl` from its AVX-512 build). Both legitimately round
+// differently from us and from each other: the builds agree on 109-114 of the 115 teacher-forced
+// top-1s per type, and the top-2 margin of a position moves by up to 0.93 from one build to the
+// other. Which program our search picks (integer dot products or f32 in prefill, fused rows or
+// not) moves our near ties the same way, so the test judges how far a disagreement is, not how
+// many near ties flipped. The prompt runs twice, in one forward (prefill: whichever matmul the
+// search picked) and one token a step (decode: always the integer dot products), and
+// - at every position, our swing (above) is at most kMaxSwing = 1.5, half as much again as the
+//   two builds differ by (we measured up to 0.84);
+// - our top-1 is one of the two builds' at `min_agree` of the positions at least;
+// - greedy tokens equal llama.cpp's up to the first step where either build has a near tie
+//   (margin below `near_tie`) or the two builds part (asserted where `assert_greedy`).
 void check_against_llamacpp(const fs::path& model, const std::string& stem, double min_agree,
                             bool assert_greedy) {
+  constexpr double kMaxSwing = 1.5;
   const double near_tie = 0.1;
   const fs::path jsonl = data_dir() / (stem + ".jsonl");
   const std::map<std::string, nlohmann::json> other =
@@ -105,30 +139,54 @@ void check_against_llamacpp(const fs::path& model, const std::string& stem, doub
   cpu::CpuBackend cpu(2);
   auto lm = load(model, cpu);
   const int64_t V = lm.vocab_size();
+  const std::string file = model.filename().string();
+
   int64_t agree = 0, total = 0;
+  double worst = 0;
   for (const nlohmann::json& p : ref.at("prompts")) {
     const std::string name = p.at("name").get<std::string>();
     auto it = lc.find(name);
     ASSERT_NE(it, lc.end()) << jsonl << " has no prompt " << name;
+    const auto o = other.find(name);
+    const LlamaCppRecord a = teacher_forced(it->second);
+    const LlamaCppRecord b = o != other.end() ? teacher_forced(o->second) : a;
     const auto ids = p.at("input_ids").get<std::vector<int32_t>>();
-    const auto want = it->second.at("argmax").get<std::vector<int32_t>>();
-    ASSERT_EQ(want.size(), ids.size()) << name;
+    ASSERT_EQ(a.top1.size(), ids.size()) << name;
+    ASSERT_EQ(b.top1.size(), ids.size()) << name;
+    // The prompt in one forward (prefill: the search picks integer dot products or dequantised
+    // weights in f32 per matmul), then one token a step (decode: always the integer dot products).
     lm.reset();
-    const std::vector<float> logits = lm.forward(ids);
-    for (size_t t = 0; t < ids.size(); ++t) {
-      const int32_t got = argmax(logits.data() + static_cast<int64_t>(t) * V, V);
-      agree += got == want[t];
-      if (got != want[t])
-        std::cout << "[ smollm2 ] " << model.filename().string() << " " << name << " position " << t
-                  << ": top-1 " << got << ", llama.cpp " << want[t] << "\n";
+    const std::vector<float> prefill = lm.forward(ids);
+    lm.reset();
+    std::vector<float> decode;
+    for (const int32_t id : ids) {
+      const std::vector<float> l = lm.forward({id});
+      decode.insert(decode.end(), l.begin(), l.end());
     }
-    total += static_cast<int64_t>(ids.size());
+    for (const auto& [how, logits] : {std::pair{"prefill", &prefill}, {"decode", &decode}}) {
+      for (size_t t = 0; t < ids.size(); ++t) {
+        const float* row = logits->data() + static_cast<int64_t>(t) * V;
+        const int32_t got = argmax(row, V);
+        const double s = swing(row, got, a, b, t);
+        agree += s == 0;
+        worst = std::max(worst, s);
+        if (s != 0)
+          std::cout << "[ smollm2 ] " << file << " " << name << " " << how << " position " << t
+                    << ": top-1 " << got << ", llama.cpp " << a.top1[t] << " / " << b.top1[t]
+                    << " (margins " << a.margin[t] << " / " << b.margin[t] << "), swing " << s
+                    << "\n";
+        EXPECT_LE(s, kMaxSwing) << file << " " << name << " " << how << " position " << t
+                                << ": top-1 " << got << ", llama.cpp's " << a.top1[t] << " / "
+                                << b.top1[t];
+      }
+      total += static_cast<int64_t>(ids.size());
+    }
     // Greedy tokens up to llama.cpp's first near tie.
     const auto gen = it->second.at("greedy").get<std::vector<int32_t>>();
     const auto margins = it->second.at("greedy_margin").get<std::vector<double>>();
     std::vector<int32_t> gen2 = gen;
     std::vector<double> margins2 = margins;
-    if (auto o = other.find(name); o != other.end()) {
+    if (o != other.end()) {
       gen2 = o->second.at("greedy").get<std::vector<int32_t>>();
       margins2 = o->second.at("greedy_margin").get<std::vector<double>>();
     }
@@ -141,16 +199,17 @@ void check_against_llamacpp(const fs::path& model, const std::string& stem, doub
         break;
       if (assert_greedy) {
         EXPECT_EQ(got[compared], gen[compared])
-            << model.filename().string() << " " << name << " greedy step " << compared;
+            << file << " " << name << " greedy step " << compared;
       }
       if (got[compared] != gen[compared]) break;
     }
-    std::cout << "[ smollm2 ] " << model.filename().string() << " " << name
-              << ": greedy equal to llama.cpp over " << compared << " of " << gen.size()
+    std::cout << "[ smollm2 ] " << file << " " << name << ": greedy equal to llama.cpp over "
+              << compared << " of " << gen.size()
               << " steps (then a near tie, or llama.cpp's builds part)\n";
   }
-  std::cout << "[ smollm2 ] " << model.filename().string() << ": teacher-forced top-1 equal to "
-            << "llama.cpp's at " << agree << " of " << total << " positions\n";
+  std::cout << "[ smollm2 ] " << file << ": teacher-forced top-1 one of llama.cpp's builds' at "
+            << agree << " of " << total << " positions (prefill and decode); largest swing "
+            << worst << "\n";
   EXPECT_GE(static_cast<double>(agree), min_agree * static_cast<double>(total)) << model;
 }
 
@@ -277,7 +336,8 @@ TEST(SmolLM2, MatchesTransformers) {
 TEST(SmolLM2, QuantizedMatchesLlamaCpp) {
   const fs::path path = find_model();
   if (path.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (see MatchesTransformers)";
-  check_against_llamacpp(path, "smollm2_llamacpp", 0.98, /*assert_greedy=*/true);
+  // 225-227 of the 230 in five fresh searches (either build, prefill and decode).
+  check_against_llamacpp(path, "smollm2_llamacpp", 0.95, /*assert_greedy=*/true);
 }
 
 TEST(SmolLM2, OtherQuantizations) {
@@ -291,14 +351,16 @@ TEST(SmolLM2, OtherQuantizations) {
     for (char& c : lower)
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     SCOPED_TRACE(t);
-    // Q4_0 and the K mixes: llama.cpp's repacked kernels round further from the exact product
-    // (our f32 path agrees with its Q4_0 at 107 of 115 positions, the quantized one at 106).
-    const bool loose = lower == "q4_0" || lower == "q4_k_m" || lower == "q5_k_m";
+    // Agreement with either llama.cpp build over the 230 positions, in five fresh searches:
+    // Q5_0 227-228, Q5_1 228-229, Q8_0 229-230, Q4_K_M 228-230, Q5_K_M 224, Q6_K 228-229; Q4_0
+    // 215-216 (llama.cpp repacks Q4_0 and rounds further from the exact product). Q6_K scales
+    // 5% too large in the kernel give 218 (Q4_K_M) and 217 (Q6_K).
+    const bool loose = lower == "q4_0";
     // Greedy tokens are printed, not asserted: llama.cpp keeps its KV cache in f16 (ours is f32)
     // and our prefill rounds activations only where the search picked the quantized matmul, so
     // the Q8_0, Q4_K_M and Q6_K continuations part from llama.cpp's at margins of 0.15-0.53
     // after a few steps, differently from one search to the next.
-    check_against_llamacpp(f, "smollm2_llamacpp_" + lower, loose ? 0.9 : 0.96,
+    check_against_llamacpp(f, "smollm2_llamacpp_" + lower, loose ? 0.9 : 0.95,
                            /*assert_greedy=*/false);
     ++found;
   }

@@ -30,11 +30,18 @@ using DotRowsFn = void (*)(int64_t nblocks, const uint8_t* const* w_rows, int ro
                            const uint8_t* xq, int64_t xq_stride, int m, float* out, int64_t out_rs,
                            int64_t out_ms);
 
+/// Rewrites `rows` weight rows of `nblocks` Q4_0 or Q5_0 blocks as Q8_0 blocks, row after row at
+/// `out` (rows * nblocks * 34 bytes): the same d, and q - 8 (q - 16) as the int8 quants. The Q8_0
+/// dot of the result gives bitwise what the original type's dot gives (the same integer factors,
+/// the same d); a prefill pays the unpacking once per panel instead of once per 4 activation rows.
+using RepackFn = void (*)(const uint8_t* const* w_rows, int rows, int64_t nblocks, uint8_t* out);
+
 /// One instruction set's kernels. Index the arrays with the helpers below.
 struct QuantKernels {
   const char* isa;            // "portable", "avx2", "avxvnni", "avx512vnni"
   QuantizeRowFn quantize[3];  // Q8_0, Q8_1, Q8_K
   DotRowsFn dot[8];           // weight Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
+  RepackFn to_q8_0[8];        // by weight: Q4_0 and Q5_0; null for the others
 };
 
 // Index of a weight type in QuantKernels::dot, of an activation format in ::quantize (the values

@@ -197,11 +197,24 @@ void dot_k(int64_t nb, const uint8_t* const* w_rows, int rows, const uint8_t* xq
   }
 }
 
+template <WeightIndex T>
+void repack_q8_0(const uint8_t* const* w_rows, int rows, int64_t nb, uint8_t* out) {
+  for (int r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b, out += 34) {
+      const uint8_t* src = w_rows[r] + b * legacy_bytes(T);
+      const LegacyBlock wb = legacy_block<T>(src);
+      std::memcpy(out, src, 2);  // d
+      for (int j = 0; j < 32; ++j)
+        out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(wb.w[j]));
+    }
+}
+
 constexpr QuantKernels kPortable = {
     "portable",
     {blocks::quantize_q8_0, blocks::quantize_q8_1, blocks::quantize_q8_k},
     {dot_legacy<kQ4_0>, dot_legacy<kQ4_1>, dot_legacy<kQ5_0>, dot_legacy<kQ5_1>, dot_legacy<kQ8_0>,
      dot_k<kQ4_K>, dot_k<kQ5_K>, dot_k<kQ6_K>},
+    {repack_q8_0<kQ4_0>, nullptr, repack_q8_0<kQ5_0>, nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
 }  // namespace
