@@ -76,6 +76,15 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
   k << version_line() << "\n";
   k << "backend " << backend.name() << "\n";
   k << "device " << backend.device_key() << "\n";
+  // The rules in force (a build with other rules, or an environment switch such as
+  // LUMINAL_CPU_ROWS=off that leaves some out, searched a different space).
+  k << "rules";
+  for (const RuleSet& rs : backend.rulesets()) {
+    k << " " << rs.name << ":";
+    for (const Rule& r : rs.rules)
+      k << r.name << ",";
+  }
+  k << "\n";
   k << "search limit=" << o.search_graph_limit() << " trials=" << o.trials()
     << " keep_best=" << o.keep_best() << " generation=" << o.generation_size()
     << " mutations=" << o.mutations() << " seed=" << o.seed()

@@ -12,7 +12,8 @@
 //
 // The key is text covering everything the winner depends on: the graph (exactly: every node,
 // attribute and view), declared dim ranges and set_dim values, carried pairs, the bucket, the
-// options that change the search's result, the backend and its device key, and the library
+// options that change the search's result, the backend, its device key and the names of the rules
+// in force (a build with other rules, an environment switch that leaves some out), and the library
 // version. An entry stores its full key and a checksum and is named by the key's hash; a
 // truncated, corrupt or stale entry (another version or key) is ignored with a one-line warning
 // and replaced. Writers write a temporary file, then rename it into place (atomic), so concurrent

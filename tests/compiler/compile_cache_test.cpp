@@ -18,6 +18,7 @@
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/program/llir_serial.hpp"
 #include "luminal/runtime/session.hpp"
+#include "support/delegating_backend.hpp"
 
 namespace luminal {
 namespace {
@@ -196,6 +197,32 @@ void expect_research(const std::string& name, void (*damage)(const fs::path&)) {
       << name << ": the entry was not replaced: " << warning;
   EXPECT_NE(slurp(entry), std::string()) << name;
   fs::remove_all(dir);
+}
+
+// A backend with one rule fewer (another build, or an environment switch such as
+// LUMINAL_CPU_ROWS=off) searched another space: its programs get another key.
+TEST(CompileCacheKey, NamesTheRulesInForce) {
+  struct FewerRules : testing::CpuDelegate {
+    using CpuDelegate::CpuDelegate;
+    std::vector<RuleSet> rulesets() const override {
+      std::vector<RuleSet> r = cpu.rulesets();
+      for (RuleSet& rs : r)
+        if (!rs.rules.empty()) {
+          rs.rules.pop_back();
+          break;
+        }
+      return r;
+    }
+  };
+  Model m;
+  testing::CpuDelegate all(1);
+  FewerRules fewer(1);
+  const fs::path dir = "unused";
+  const std::string a = program_key(m.g, opts(dir), all, {{"s", DimBucket(1, 1)}}, {"s"});
+  const std::string b = program_key(m.g, opts(dir), fewer, {{"s", DimBucket(1, 1)}}, {"s"});
+  EXPECT_NE(a, b);
+  EXPECT_NE(a.find("\nrules "), std::string::npos) << a;
+  EXPECT_EQ(a, program_key(m.g, opts(dir), all, {{"s", DimBucket(1, 1)}}, {"s"}));
 }
 
 TEST_F(CompileCache, TruncatedEntryIsSearchedAgain) {
