@@ -25,6 +25,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/gemv_epilogue.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
@@ -274,9 +275,10 @@ std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const
 
 /// `product_t`: the dtype each product rounds to (the GEMV value's; f32 for cuda.GemvCast).
 /// `epi`: the epilogue program of cuda.GemvEpi / cuda.GemvCastEpi (load 0: the GEMV's value in
-/// `value_t`; load j >= 1: input j + 1 through views[j + 1] at the output's flat index), or null.
+/// the load's dtype; load j >= 1: input j + 1 through views[j + 1] at the output's flat index),
+/// or null.
 KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t,
-                        const FusedProgram* epi = nullptr, DType value_t = DType::F32) {
+                        const FusedProgram* epi = nullptr) {
   const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
   if (n.input_dtypes.size() != 2 + extra || n.input_dtypes.size() < 2 ||
       n.attrs.views.size() != n.input_dtypes.size())
@@ -295,7 +297,6 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   const int V = form->vec;
   const int M = form->rows;
   const int ra = form->row_axis;
-  const DType out_t = epi ? value_t : n.attrs.dtype;  // the GEMV value's dtype
   const DType tw = n.input_dtypes[static_cast<size_t>(w)];
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
 
@@ -347,45 +348,10 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       ra >= 0 ? cg.axis_offset(n.attrs.views[static_cast<size_t>(x)], ra, "mi") : "0";
   const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
   const std::string& I = cg.idx();
-  // The epilogue's other inputs at each output the thread stores, loaded into registers (pf<c>)
-  // before the k loop, so their latency hides behind it rather than adding to the store.
-  std::string pf_decl, pf_load;
-  if (epi) {
-    std::vector<bool> read(n.attrs.views.size(), false);
-    for (const FusedInst& in : epi->insts)
-      if (in.op == FusedOpcode::Load && in.a > 0) {
-        const size_t c = static_cast<size_t>(in.a) + 1;
-        if (c >= n.attrs.views.size())
-          throw Error("cuda.GemvEpi: the epilogue reads input " + std::to_string(c) +
-                      " of a node with " + std::to_string(n.attrs.views.size()));
-        read[c] = true;
-      }
-    std::string loads;
-    for (size_t c = 2; c < read.size(); ++c) {
-      if (!read[c]) continue;
-      const std::string cs = std::to_string(c);
-      pf_decl +=
-          "    S_" + dtype_tag(n.input_dtypes[c]) + " pf" + cs + "[" + std::to_string(M) + "];\n";
-      const std::string off = cg.view_offset(n.attrs.views[c], "fi", "e" + cs, loads);
-      loads += "        pf" + cs + "[mi] = in" + cs + "[" + off + "];\n";
-    }
-    if (!loads.empty())
-      pf_load = "    if (lane == 0 && part == 0) {\n#pragma unroll\n      for (int mi = 0; mi < " +
-                std::to_string(M) + "; ++mi) {\n        const " + I + " fi = " + oo + " + " +
-                o_step + ";\n" + loads + "      }\n    }\n";
-  }
-  // The statements storing output element oo + o_step from the double `value`.
-  auto store = [&](const std::string& value) {
-    const std::string at = oo + " + " + o_step;
-    if (!epi) return "out[" + at + "] = st_" + dtype_tag(out_t) + "(" + value + ");\n";
-    std::string b = "{\n";
-    const std::string r = emit_statements(*epi, b, [&](const FusedInst& in, size_t, bool keep) {
-      if (in.a == 0)
-        return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + value + "))";
-      return load_fn(in.dtype, keep) + "(pf" + std::to_string(in.a + 1) + "[mi])";
-    });
-    return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
-  };
+  // The epilogue's other inputs, read before the k loop (gemv_epilogue.hpp).
+  const std::string out_at = oo + " + " + o_step;
+  const GemvPrefetch pf = epi ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
+  auto store = [&](const std::string& value) { return gemv_store(n, epi, out_at, value); };
 
   const std::string vw_t = vector_type(V * size_bytes(tw));
   const std::string vx_t = vector_type(V * size_bytes(tx));
@@ -412,7 +378,7 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0;",
   });
-  body += pf_decl + "    if (p < P) {\n" + base + pf_load;
+  body += pf.decl + "    if (p < P) {\n" + base + pf.load;
   body += lines({
       "    const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in" + std::to_string(w) +
           " + " + ow + ");",
@@ -513,14 +479,14 @@ std::pair<const FusedProgram*, DType> epilogue_of(const LlirNode& n) {
 }
 KernelGen gen_gemv_epi(const LlirNode& n, const GenContext& ctx) {
   const auto [prog, value_t] = epilogue_of(n);
-  return gen_gemv_node(n, ctx, value_t, prog, value_t);
+  return gen_gemv_node(n, ctx, value_t, prog);
 }
 KernelGen gen_gemv_cast_epi(const LlirNode& n, const GenContext& ctx) {
   const auto [prog, value_t] = epilogue_of(n);
   if (value_t != DType::BF16 && value_t != DType::F16)
     throw Error("cuda.GemvCastEpi: the GEMV's value must be bf16 or f16, got " +
                 std::string(name(value_t)));
-  return gen_gemv_node(n, ctx, DType::F32, prog, value_t);
+  return gen_gemv_node(n, ctx, DType::F32, prog);
 }
 
 /// `v` with the stride of `axis` written as z where it is another expression of z equal to z at

@@ -35,6 +35,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/gemv_epilogue.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
@@ -200,44 +201,10 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const std::string x_step = ra >= 0 ? cg.axis_offset(xv, ra, "mi") : "0";
   const std::string o_step = ra >= 0 ? cg.axis_offset(out_full, ra, "mi") : "0";
   const std::string& I = cg.idx();
-  // The epilogue's other inputs at each output the lane stores, loaded before the k loop.
-  std::string pf_decl, pf_load;
-  if (epi) {
-    std::vector<bool> read(n.attrs.views.size(), false);
-    for (const FusedInst& in : epi->insts)
-      if (in.op == FusedOpcode::Load && in.a > 0) {
-        const size_t c = static_cast<size_t>(in.a) + 1;
-        if (c >= n.attrs.views.size())
-          throw Error("cuda.QGemvEpi: the epilogue reads input " + std::to_string(c) +
-                      " of a node with " + std::to_string(n.attrs.views.size()));
-        read[c] = true;
-      }
-    std::string loads;
-    for (size_t c = 2; c < read.size(); ++c) {
-      if (!read[c]) continue;
-      const std::string cs = std::to_string(c);
-      pf_decl +=
-          "    S_" + dtype_tag(n.input_dtypes[c]) + " pf" + cs + "[" + std::to_string(M) + "];\n";
-      const std::string off = cg.view_offset(n.attrs.views[c], "fi", "e" + cs, loads);
-      loads += "        pf" + cs + "[mi] = in" + cs + "[" + off + "];\n";
-    }
-    if (!loads.empty())
-      pf_load = "    if (lane == 0 && part == 0) {\n#pragma unroll\n      for (int mi = 0; mi < " +
-                std::to_string(M) + "; ++mi) {\n        const " + I + " fi = " + oo + " + " +
-                o_step + ";\n" + loads + "      }\n    }\n";
-  }
-  // The statements storing output element oo + o_step from the float `value`.
-  auto store = [&](const std::string& value) {
-    const std::string at = oo + " + " + o_step;
-    if (!epi) return "out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + value + ");\n";
-    std::string b = "{\n";
-    const std::string r = emit_statements(*epi, b, [&](const FusedInst& in, size_t, bool keep) {
-      if (in.a == 0)
-        return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + value + "))";
-      return load_fn(in.dtype, keep) + "(pf" + std::to_string(in.a + 1) + "[mi])";
-    });
-    return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
-  };
+  // The epilogue's other inputs, read before the k loop (gemv_epilogue.hpp).
+  const std::string out_at = oo + " + " + o_step;
+  const GemvPrefetch pf = epi ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
+  auto store = [&](const std::string& value) { return gemv_store(n, epi, out_at, value); };
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), step = std::to_string(32 * W);
@@ -282,7 +249,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0f;",
   });
-  body += pf_decl + "    if (p < P) {\n" + base + pf_load;
+  body += pf.decl + "    if (p < P) {\n" + base + pf.load;
   body += lines({
       "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
           std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",

@@ -1,0 +1,29 @@
+#pragma once
+// The epilogue half of a generated GEMV, shared by cuda.GemvEpi (gemv.cpp) and cuda.QGemvEpi
+// (qgemv.cpp); the rule is kernels/epilogue_rule.hpp. The epilogue's other inputs are read into
+// registers pf<c>[M] (one per output row the storing lane writes) before the k loop, so their
+// latency hides behind it; the store applies the epilogue program to the GEMV's value (load 0,
+// rounded to its dtype first) and those registers (load j >= 1: input j + 1).
+#include <string>
+
+#include "luminal/cuda/codegen.hpp"
+
+namespace luminal::cuda {
+
+struct GemvPrefetch {
+  std::string decl;  // the pf<c> arrays
+  std::string load;  // fills them (lane 0 of part 0) for output element `out_at` of row mi
+};
+
+/// The prefetch of `epi`'s other inputs of node `n` for `rows` output rows; `out_at` is the C
+/// expression of the output element of row mi. A load past the node's inputs is an error naming
+/// the op.
+GemvPrefetch gemv_epilogue_prefetch(const LlirNode& n, const FusedProgram& epi, Codegen& cg,
+                                    int rows, const std::string& out_at);
+
+/// The statements storing `value` (a C expression) at out[`at`]: through `epi` when given
+/// (reading the prefetched registers of row mi), else converted to the node's dtype.
+std::string gemv_store(const LlirNode& n, const FusedProgram* epi, const std::string& at,
+                       const std::string& value);
+
+}  // namespace luminal::cuda
