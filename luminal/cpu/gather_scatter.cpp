@@ -46,17 +46,6 @@ IndexLoadFn index_load_fn(DType t) {
       t, [](auto tag) -> IndexLoadFn { return &load_indexes<decltype(tag)::value>; });
 }
 
-/// Calls fn(S{}) with S the unsigned integer type of `es` bytes.
-template <class F>
-void dispatch_size(int es, F&& fn) {
-  switch (es) {
-    case 1: fn(uint8_t{}); break;
-    case 2: fn(uint16_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
-  }
-}
-
 [[noreturn]] void gather_out_of_range(int64_t j, int64_t pos, int64_t n) {
   throw Error("Gather: index " + std::to_string(j) + " at position " + std::to_string(pos) +
               " is out of range for data of " + std::to_string(n) + " elements");

@@ -314,12 +314,7 @@ class GatherIotaKernel final : public IotaIndexKernel {
           out[i] = data[p.offsets[static_cast<size_t>(i)]];
       });
     };
-    switch (es) {
-      case 1: gather(uint8_t{}); break;
-      case 2: gather(uint16_t{}); break;
-      case 4: gather(uint32_t{}); break;
-      default: gather(uint64_t{}); break;
-    }
+    dispatch_size(es, gather);
   }
 };
 

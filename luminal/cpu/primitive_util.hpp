@@ -260,6 +260,18 @@ class ViewCache {
   std::vector<int64_t> values_;     // their values when last evaluated
 };
 
+/// Calls fn(S{}) with S the unsigned integer type of `es` bytes (1, 2, 4, else 8): for kernels
+/// that move elements without looking at them.
+template <class F>
+void dispatch_size(int es, F&& fn) {
+  switch (es) {
+    case 1: fn(uint8_t{}); break;
+    case 2: fn(uint16_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
+  }
+}
+
 // ---------------------------------------------------------------- parallel loops
 
 /// Elements below which a kernel runs on one thread.

@@ -162,12 +162,7 @@ void copy_view(const uint8_t* src, const EvalView& v, uint8_t* dst, int es, int 
       v.idx.for_range(b, e, [&](int64_t i, int64_t off) { d[i] = s[off]; });
     });
   };
-  switch (es) {
-    case 1: run(uint8_t{}); break;
-    case 2: run(uint16_t{}); break;
-    case 4: run(uint32_t{}); break;
-    default: run(uint64_t{}); break;
-  }
+  dispatch_size(es, run);
 }
 
 DType input_dtype(const LlirNode& n, int i) {
