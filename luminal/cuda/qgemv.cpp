@@ -27,6 +27,18 @@
 // other inputs are loaded into registers before the k loop. LUMINAL_CUDA_GEMV_EPILOGUE=0 offers
 // none.
 //
+// cuda.QGemvQ8 (and cuda.QGemvQ8Epi) is the integer form, as llama.cpp's: cuda.QuantizeQ8
+// (quantize_q8.cpp) rounds each activation row to 8 bits once (Q8_1 beside the legacy types,
+// Q8_K beside the K types, bit for bit core/quantize_ref.hpp; layers reading one activation
+// share it), and four lanes share a unit, each dotting two words of four int8 weights with the
+// activation's words by __dp4a (QI_<t> in quant_dp4a_device.cpp); a warp takes 8 units a step.
+// Per unit the integer sum is exact; it joins the lane's f32 accumulator as
+// fma(a * d_x, sum, acc), and lane 0 adds the min term from the activation's stored sum. So the
+// result is within testing::quant_dot_bound (docs/quant.md, "Error bound": the activation's
+// 8-bit rounding plus f32 rounding at the lanes' accumulation depth) of the f32 product.
+// On the H200 it takes an 8B Q4_0 decode step from 9.9 ms (f32 form) to 3.5 ms. The search times
+// both; LUMINAL_CUDA_QGEMV=f32 or int8 offers only one (default both).
+//
 // LUMINAL_CUDA_QGEMV_WARPS (1, 2, 4, 8) and LUMINAL_CUDA_QGEMV_UNROLL (1 to 8) override W and U.
 #include <algorithm>
 #include <cstdlib>
@@ -52,6 +64,14 @@ namespace {
 const OpDef kQGemv{.name = "cuda.QGemv", .seed_cost = 0.9, .library_replaces = true};
 // (below cuda.GemvEpi's 1.5, as above)
 const OpDef kQGemvEpi{.name = "cuda.QGemvEpi", .seed_cost = 1.4, .library_replaces = true};
+// The integer form: weights against the activation quantized once (cuda.QuantizeQ8).
+// (seed costs: with cuda.QuantizeQ8's 0.5 below the f32 form's 0.9, so the fewest-kernels seed
+// takes the integer form, 2.8x faster on an 8B Q4_0 decode step; the search times both. The
+// epilogue form costs an Add more (1.4): a residual add in the store measured slower on the H200
+// than the add's own kernel; SwiGLU's region costs more than one op and still fuses.)
+const OpDef kQGemvQ8{.name = "cuda.QGemvQ8", .seed_cost = 0.35, .library_replaces = true};
+const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4, .library_replaces = true};
+enum class Form { F32, Q8 };
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -65,6 +85,15 @@ int env_int(const char* name, int fallback, int lo, int hi) {
     throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
                 " to " + std::to_string(hi));
   return x;
+}
+
+/// LUMINAL_CUDA_QGEMV: which forms the rules offer: "both" (default), "f32" or "int8".
+bool form_offered(Form f) {
+  const char* v = std::getenv("LUMINAL_CUDA_QGEMV");
+  const std::string s = v != nullptr && *v != 0 ? v : "both";
+  if (s != "both" && s != "f32" && s != "int8")
+    throw Error("LUMINAL_CUDA_QGEMV=" + s + " is not a form; give both, f32 or int8");
+  return s == "both" || s == (f == Form::F32 ? "f32" : "int8");
 }
 
 /// `st` as z when it equals z at every index of an axis of length `len` (or nothing).
@@ -83,9 +112,10 @@ struct Offer {
   std::vector<ClassId> children;
 };
 
-std::optional<Offer> offer(const EGraph& eg, const Match& m) {
+/// The parts of a quantized linear layer with an f32 activation of at most 8 constant rows.
+std::optional<QuantMatmulParts> decode_parts(const EGraph& eg, const Match& m) {
   if (!decode_alternatives()) return std::nullopt;
-  const std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
+  std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
   if (!p || !cuda_block_type(p->wtype) || eg.dtype(p->act) != DType::F32) return std::nullopt;
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < p->act_rows.size(); ++i) {
@@ -93,6 +123,12 @@ std::optional<Offer> offer(const EGraph& eg, const Match& m) {
     rows *= p->act_rows[i].as_const();
   }
   if (rows > kMaxRows) return std::nullopt;
+  return p;
+}
+
+std::optional<Offer> offer(const EGraph& eg, const Match& m) {
+  const std::optional<QuantMatmulParts> p = decode_parts(eg, m);
+  if (!p) return std::nullopt;
   const std::optional<MatmulParts> mp = matmul_parts(eg, m);
   if (!mp) return std::nullopt;
   const int side = eg.find(mp->children[0]) == eg.find(p->act) ? 0 : 1;
@@ -109,6 +145,20 @@ std::optional<Offer> offer(const EGraph& eg, const Match& m) {
   return o;
 }
 
+/// The activation rows `x` (read through `xv`) of a weight read through `wv`: their count (the
+/// longest constant axis x steps through and W does not, or 1) and that axis (or -1).
+std::pair<int, int> row_axis(const View& xv, const View& wv, int axis) {
+  int ra = -1, M = 1;
+  for (int d = 0; d < wv.rank(); ++d) {
+    if (d == axis || !(wv.strides[d] == Expr(0)) || xv.strides[d] == Expr(0) ||
+        !xv.dims[d].is_const())
+      continue;
+    const int64_t len = xv.dims[d].as_const();
+    if (len > M) ra = d, M = static_cast<int>(len);
+  }
+  return {M, ra};
+}
+
 std::vector<Rule> qgemv_rules() {
   Rule r{"cuda.qgemv", matmul_pattern(),
          [](const Match& m, const EGraph& eg) { return offer(eg, m).has_value(); },
@@ -116,7 +166,30 @@ std::vector<Rule> qgemv_rules() {
            if (std::optional<Offer> o = offer(eg, m))
              add_merged(eg, &kQGemv, o->attrs, o->children, m.root);
          }};
-  return {r};
+  // The integer form: QuantizeQ8(x) (shared by the layers reading x through one view) and
+  // QGemvQ8(xq, W), x read as contiguous rows of activation blocks.
+  Rule q8{"cuda.qgemv-q8", matmul_pattern(),
+          [](const Match& m, const EGraph& eg) { return decode_parts(eg, m).has_value(); },
+          [](const Match& m, EGraph& eg) {
+            const std::optional<QuantMatmulParts> p = decode_parts(eg, m);
+            if (!p) return;
+            Attrs qa;
+            qa.dtype = cuda_activation_format(p->wtype);
+            qa.shape = p->act_rows;
+            qa.views = {p->act_rows_view};
+            const ClassId xq = eg.add(quantize_q8_op(), qa, {p->act});
+            Attrs a;
+            a.dtype = p->sum.dtype;
+            a.shape = p->sum.shape;
+            a.axis = p->axis;
+            a.views = {rows_view_over(p->dims, p->m_axes, p->axis, p->act_rows), p->weight_view};
+            add_merged(eg, &kQGemvQ8, a, {xq, p->weight}, m.root);
+          }};
+  // (rules, not conditions: the compile cache's key names the rules in force)
+  std::vector<Rule> rules;
+  if (form_offered(Form::F32)) rules.push_back(r);
+  if (form_offered(Form::Q8)) rules.push_back(q8);
+  return rules;
 }
 
 std::string lines(std::initializer_list<std::string> ls) {
@@ -129,21 +202,27 @@ std::string lines(std::initializer_list<std::string> ls) {
 std::vector<Rule> epilogue_rules() {
   const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
   if (v != nullptr && std::string(v) == "0") return {};
-  return {epilogue_rule("cuda.qgemv-epilogue", cuda_fused_op(), {{&kQGemv, &kQGemvEpi}})};
+  return {epilogue_rule("cuda.qgemv-epilogue", cuda_fused_op(),
+                        {{&kQGemv, &kQGemvEpi}, {&kQGemvQ8, &kQGemvQ8Epi}})};
 }
 
 /// `epi`: cuda.QGemvEpi's program (load 0: the f32 product; load j >= 1: input j + 1 through
 /// views[j + 1] at the output's flat index), or null.
-KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi) {
+KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi,
+                         Form form) {
+  const bool q8 = form == Form::Q8;
   const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
   if (n.input_dtypes.size() < 2 || n.input_dtypes.size() != 2 + extra ||
       n.attrs.views.size() != n.input_dtypes.size())
     throw Error(std::string(n.op->name) +
                 ": needs an activation and a weight (and an epilogue's inputs)");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
-  if (tx != DType::F32 || !cuda_block_type(tw))
-    throw Error("cuda.QGemv: reads an f32 activation and q4_0 .. q6_k weights, got " +
-                std::string(name(tx)) + " and " + std::string(name(tw)));
+  if (!cuda_block_type(tw) || tx != (form == Form::Q8 ? cuda_activation_format(tw) : DType::F32))
+    throw Error(std::string(n.op->name) + ": reads " +
+                (form == Form::Q8 ? "q8_1 (legacy types) or q8_k (K types) activation blocks"
+                                  : "an f32 activation") +
+                " and q4_0 .. q6_k weights, got " + std::string(name(tx)) + " and " +
+                std::string(name(tw)));
   const int axis = n.attrs.axis;
   const View& xv = n.attrs.views[0];
   const View& wv = n.attrs.views[1];
@@ -151,17 +230,10 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   if (!K.is_const() || K.as_const() % block_size(tw) != 0)
     throw Error("cuda.QGemv: k must be a static whole number of " + std::string(name(tw)) +
                 " blocks");
-  if (!(xv.strides[static_cast<size_t>(axis)] == Expr::z()))
+  if (form != Form::Q8 && !(xv.strides[static_cast<size_t>(axis)] == Expr::z()))
     throw Error("cuda.QGemv: the activation must be contiguous along k");
   // The row axis: the longest constant axis x steps through and W does not.
-  int ra = -1, M = 1;
-  for (int d = 0; d < wv.rank(); ++d) {
-    if (d == axis || !(wv.strides[d] == Expr(0)) || xv.strides[d] == Expr(0) ||
-        !xv.dims[d].is_const())
-      continue;
-    const int64_t len = xv.dims[d].as_const();
-    if (len > M) ra = d, M = static_cast<int>(len);
-  }
+  const auto [M, ra] = row_axis(xv, wv, axis);
   if (M > kMaxRows) throw Error("cuda.QGemv: " + std::to_string(M) + " activation rows; at most 8");
   Codegen cg(n, ctx);
   cg.require(K);
@@ -180,14 +252,16 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
 
   const int64_t NU = K.as_const() / 32;
   const int64_t p_hi = P.bounds(ctx.facts).hi;
+  // (the integer form's warp takes 8 units a step, four lanes a unit; the f32 form's 32)
+  const int64_t step_units = q8 ? 8 : 32;
   int W = 1;
-  while (W < kWarps && NU >= int64_t{64} * W && p_hi < int64_t{ctx.sm_count} * 32 / W)
+  while (W < kWarps && NU >= step_units * 2 * W && p_hi < int64_t{ctx.sm_count} * 32 / W)
     W *= 2;
   W = env_int("LUMINAL_CUDA_QGEMV_WARPS", W, 1, kWarps);
   if (W != 1 && W != 2 && W != 4 && W != 8)
     throw Error("LUMINAL_CUDA_QGEMV_WARPS must be 1, 2, 4 or 8");
-  const int umax = block_size(tw) == 256 ? 2 : 4;
-  const int64_t per_lane = (NU + 32 * W - 1) / (32 * W);
+  const int umax = q8 ? 4 : block_size(tw) == 256 ? 2 : 4;
+  const int64_t per_lane = (NU + step_units * W - 1) / (step_units * W);
   const int U =
       env_int("LUMINAL_CUDA_QGEMV_UNROLL",
               static_cast<int>(std::min<int64_t>(umax, std::max<int64_t>(1, per_lane))), 1, 8);
@@ -207,10 +281,11 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   auto store = [&](const std::string& value) { return gemv_store(n, epi, out_at, value); };
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
-                    Gs = std::to_string(G), step = std::to_string(32 * W);
+                    Gs = std::to_string(G), step = std::to_string(step_units * W);
   // The activation values of a unit: x[j] for j < 32 from xr.
   std::string dot;
-  if (vec) {
+  if (q8) {
+  } else if (vec) {
     dot = lines({
         "            const float4* x4 = reinterpret_cast<const float4*>(xr);",
         "#pragma unroll",
@@ -242,6 +317,10 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
       "  __shared__ float red[" + std::to_string(kWarps) + "][" + Ms + "];",
       "  const int NU = " + std::to_string(NU) + ";",
+  });
+  const DType xf = cuda_activation_format(tw);
+  const std::string XB = std::to_string(storage_bytes(xf, K.as_const()));
+  body += lines({
       "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
           ")gridDim.x * " + Gs + ") {",
       "    const " + I + " p = pb + g;",
@@ -250,35 +329,74 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0f;",
   });
   body += pf.decl + "    if (p < P) {\n" + base + pf.load;
-  body += lines({
+  const std::string row_decl =
       "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
-          std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",
-      "    for (int u0 = part * 32 + lane; u0 < NU; u0 += " + std::to_string(32 * W * U) + ") {",
-      "      " + QT + "::Raw r[" + Us + "];",
-      "#pragma unroll",
-      "      for (int uu = 0; uu < " + Us + "; ++uu)",
-      "        if (u0 + uu * " + step + " < NU) " + QT + "::load(row, u0 + uu * " + step +
-          ", r[uu]);",
-      "#pragma unroll",
-      "      for (int uu = 0; uu < " + Us + "; ++uu) {",
-      "        const int u = u0 + uu * " + step + ";",
-      "        if (u >= NU) break;",
-      "        float q[32], a0, a1, b;",
-      "        " + QT + "::dec(r[uu], q, a0, a1, b);",
-      "#pragma unroll",
-      "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
-      "          const float* xr = in0 + " + ox + " + " + x_step + " + (" + I + ")u * 32;",
-      "          float s0 = 0.0f, s1 = 0.0f, sx = 0.0f;",
-      "          {",
-  });
-  body += dot;
+      std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;";
+  if (q8) {
+    // Lane t = lane % 4 of quad lane / 4 takes its share of unit u (QI_<t>::ints) against the
+    // activation unit's words; lane 0 of the quad adds the min term once per unit.
+    const std::string QI = "QI_" + quant_tag(tw);
+    body += lines({
+        row_decl,
+        "    const int quad = lane >> 2, t = lane & 3;",
+        "    for (int u0 = part * 8 + quad; u0 < NU; u0 += " + std::to_string(8 * W * U) + ") {",
+        "      " + QI + "::Raw r[" + Us + "];",
+        "#pragma unroll",
+        "      for (int uu = 0; uu < " + Us + "; ++uu)",
+        "        if (u0 + uu * " + step + " < NU) " + QI + "::load(row, u0 + uu * " + step +
+            ", t, r[uu]);",
+        "#pragma unroll",
+        "      for (int uu = 0; uu < " + Us + "; ++uu) {",
+        "        const int u = u0 + uu * " + step + ";",
+        "        if (u >= NU) break;",
+        "        int v0, v1, w0, w1;",
+        "        float a, b;",
+        "        " + QI + "::ints(r[uu], t, v0, v1, w0, w1, a, b);",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
+            " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
+        "          int x0, x1;",
+        "          float dx, sx;",
+        "          lmn_x(xr, " + QI + "::XK, u, w0, w1, x0, x1, dx, sx);",
+        "          const int si = __dp4a(v0, x0, __dp4a(v1, x1, 0));",
+        "          acc[mi] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[mi]);",
+        "          if (" + QI + "::HAS_B && t == 0) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
+        "        }",
+        "      }",
+    });
+  } else {
+    body += lines({
+        row_decl,
+        "    for (int u0 = part * 32 + lane; u0 < NU; u0 += " + std::to_string(32 * W * U) + ") {",
+        "      " + QT + "::Raw r[" + Us + "];",
+        "#pragma unroll",
+        "      for (int uu = 0; uu < " + Us + "; ++uu)",
+        "        if (u0 + uu * " + step + " < NU) " + QT + "::load(row, u0 + uu * " + step +
+            ", r[uu]);",
+        "#pragma unroll",
+        "      for (int uu = 0; uu < " + Us + "; ++uu) {",
+        "        const int u = u0 + uu * " + step + ";",
+        "        if (u >= NU) break;",
+        "        float q[32], a0, a1, b;",
+        "        " + QT + "::dec(r[uu], q, a0, a1, b);",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "          const float* xr = in0 + " + ox + " + " + x_step + " + (" + I + ")u * 32;",
+        "          float s0 = 0.0f, s1 = 0.0f, sx = 0.0f;",
+        "          {",
+    });
+    body += dot;
+    body += lines({
+        "          }",
+        "          acc[mi] = __fmaf_rn(a0, s0, acc[mi]);",
+        "          acc[mi] = __fmaf_rn(a1, s1, acc[mi]);",
+        "          if (" + QT + "::HAS_B) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
+        "        }",
+        "      }",
+    });
+  }
   body += lines({
-      "          }",
-      "          acc[mi] = __fmaf_rn(a0, s0, acc[mi]);",
-      "          acc[mi] = __fmaf_rn(a1, s1, acc[mi]);",
-      "          if (" + QT + "::HAS_B) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
-      "        }",
-      "      }",
       "    }",
       "    }",
       "#pragma unroll",
@@ -322,7 +440,9 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "lmn_qgemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   const Expr count = numel(n.attrs.shape);
   gen.bytes = P * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const()))) +
-              Expr(int64_t{M}) * K * 4 + count * size_bytes(n.attrs.dtype);
+              Expr(int64_t{M} *
+                   static_cast<int64_t>(q8 ? storage_bytes(tx, K.as_const()) : K.as_const() * 4)) +
+              count * size_bytes(n.attrs.dtype);
   for (size_t j = 2; j < n.input_dtypes.size(); ++j)
     gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
   gen.flops = count * K * 2;
@@ -330,21 +450,34 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
 }
 
 KernelGen gen_qgemv(const LlirNode& n, const GenContext& ctx) {
-  return gen_qgemv_node(n, ctx, nullptr);
+  return gen_qgemv_node(n, ctx, nullptr, Form::F32);
 }
 
-KernelGen gen_qgemv_epi(const LlirNode& n, const GenContext& ctx) {
+KernelGen gen_qgemv_q8(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, nullptr, Form::Q8);
+}
+
+const FusedProgram& epilogue_of(const LlirNode& n) {
+  const std::string op(n.op->name);
   const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
-  if (!prog) throw Error("cuda.QGemvEpi: the node has no epilogue program");
+  if (!prog) throw Error(op + ": the node has no epilogue program");
   prog->validate();
   if (prog->has_row_reduce() || prog->insts.back().dtype != n.attrs.dtype)
-    throw Error("cuda.QGemvEpi: the epilogue " + prog->to_string() +
+    throw Error(op + ": the epilogue " + prog->to_string() +
                 " is not elementwise or does not give the node's dtype");
   for (const FusedInst& in : prog->insts)
     if (in.op == FusedOpcode::Load && in.a == 0 && in.dtype != DType::F32)
-      throw Error("cuda.QGemvEpi: the epilogue reads the product as " +
-                  std::string(name(in.dtype)) + "; it is f32");
-  return gen_qgemv_node(n, ctx, prog);
+      throw Error(op + ": the epilogue reads the product as " + std::string(name(in.dtype)) +
+                  "; it is f32");
+  return *prog;
+}
+
+KernelGen gen_qgemv_epi(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::F32);
+}
+
+KernelGen gen_qgemv_q8_epi(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8);
 }
 
 }  // namespace
@@ -352,8 +485,12 @@ KernelGen gen_qgemv_epi(const LlirNode& n, const GenContext& ctx) {
 void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp qgemv{&kQGemv, "cuda.library", qgemv_rules, gen_qgemv};
   static const CudaOp qgemv_epi{&kQGemvEpi, "cuda.library", epilogue_rules, gen_qgemv_epi};
+  static const CudaOp qgemv_q8{&kQGemvQ8, "cuda.library", nullptr, gen_qgemv_q8};
+  static const CudaOp qgemv_q8_epi{&kQGemvQ8Epi, "cuda.library", nullptr, gen_qgemv_q8_epi};
   ops.push_back(&qgemv);
   ops.push_back(&qgemv_epi);
+  ops.push_back(&qgemv_q8);
+  ops.push_back(&qgemv_q8_epi);
 }
 
 }  // namespace luminal::cuda

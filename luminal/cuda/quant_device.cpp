@@ -276,7 +276,8 @@ struct QT_q6_k {
 const std::string& quant_device_source() {
   // (guarded: a batch compiles several kernels' sources, the prelude once, in one program)
   static const std::string s = "#ifndef LMN_QUANT_DEVICE\n#define LMN_QUANT_DEVICE" +
-                               std::string(kElementSource) + kUnitSource + "#endif\n";
+                               std::string(kElementSource) + kUnitSource + dp4a_unit_source() +
+                               "#endif\n";
   return s;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Device code shared by the CUDA kernels that read GGUF blocks (internal to luminal/cuda):
-// cuda.Dequantize (dequantize.cpp), cuda.QGather (qgather.cpp) and cuda.QGemv (qgemv.cpp).
+// cuda.Dequantize and cuda.QGather (dequantize.cpp), cuda.QGemv and cuda.QGemvQ8 (qgemv.cpp),
+// cuda.QuantizeQ8 (quantize_q8.cpp).
 //
 // The source text declares, after the prelude:
 //   S_<block dtype>             unsigned char (a block tensor's parameter is its bytes)
@@ -13,16 +14,32 @@
 //                               u32/u64/uint4 where the block size allows); dec(raw, q, a0, a1, b)
 //                               (value j of the unit is a0 q[j] + b for j < 16, a1 q[j] + b
 //                               after, q[j] a small integer as an exact float)
+//   struct QI_<t>               the integer form's view of type t (quant_dp4a_device.cpp): four
+//                               lanes share a unit; load(row, u, t, raw) lane t's bytes;
+//                               ints(raw, t, v0, v1, w0, w1, a, b) its two int8x4 words, the
+//                               activation words they meet, its scale and the unit's min
+//   lmn_x(x, xk, u, w0, w1, ..)  an activation unit (Q8_1, or Q8_K when xk) for the integer form
 #include <string>
 
 #include "luminal/core/dtype.hpp"
+
+namespace luminal {
+struct OpDef;
+}
 
 namespace luminal::cuda {
 
 /// The device source above (one text for every type).
 const std::string& quant_device_source();
+/// The QI_ structs and lmn_x (part of quant_device_source()).
+const char* dp4a_unit_source();
 /// "q4_0" for DType::Q4_0: the suffix of lmn_deq_ and QT_.
 std::string quant_tag(DType t);
+/// cuda.QuantizeQ8 (quantize_q8.cpp): activation rows quantized for cuda.QGemvQ8.
+const OpDef* quantize_q8_op();
+/// The activation format cuda.QGemvQ8 reads beside weights of type `weight`: Q8_K for the K
+/// types, Q8_1 for the legacy ones (Q4_0, Q5_0 and Q8_0 use its d and q, which equal Q8_0's).
+DType cuda_activation_format(DType weight);
 /// True for the eight weight block types the CUDA kernels read (kWeightBlockDTypes).
 bool cuda_block_type(DType t);
 

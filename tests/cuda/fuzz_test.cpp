@@ -8,6 +8,8 @@
 // (programs per random graph, default 50), LUMINAL_FUZZ_VERBOSE=1 (a line per graph).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "cuda/cuda_test_util.hpp"
 #include "support/model_blocks.hpp"
 
@@ -66,7 +68,8 @@ TEST(CudaFuzz, GqaAttentionKvCacheRope) {
 }
 
 // Quantized weights (model_blocks.hpp's quantized_block): every program (cuda.QGather, Dequantize,
-// a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv too) matches the reference.
+// a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv and cuda.QGemvQ8 too) matches
+// the reference.
 class CudaQuantizedBlocks : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CudaQuantizedBlocks, MatchReference) {
@@ -83,7 +86,11 @@ TEST_P(CudaQuantizedBlocks, MatchReference) {
       ADD_FAILURE() << fg.name << ": " << r.failures[i];
     EXPECT_GT(r.programs_using["cuda.QGather"], 0) << fg.name;
     if (rows > 0) {
-      EXPECT_GT(r.programs_using["cuda.QGemv"] + r.programs_using["cuda.QGemvEpi"], 0) << fg.name;
+      const int f32 = r.programs_using["cuda.QGemv"] + r.programs_using["cuda.QGemvEpi"];
+      const int int8 = r.programs_using["cuda.QGemvQ8"] + r.programs_using["cuda.QGemvQ8Epi"];
+      std::printf("[fuzz] %s: %d programs with the f32 QGemv, %d with the integer one\n",
+                  fg.name.c_str(), f32, int8);
+      EXPECT_GT(f32 + int8, 0) << fg.name;
     }
   }
 }

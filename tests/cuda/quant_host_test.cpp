@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "luminal/core/blocks.hpp"
+#include "luminal/core/quantize_ref.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "support/quant_bound.hpp"
 
 namespace luminal {
 namespace {
@@ -28,10 +30,12 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kShim = R"(
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 #define LMN inline
 struct uint4 { unsigned int x, y, z, w; };
@@ -48,6 +52,20 @@ inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) 
   unsigned int r = 0;
   for (int i = 0; i < 4; ++i) r |= (unsigned int)b[(s >> (4 * i)) & 7] << (8 * i);
   return r;
+}
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+/* compile-only stand-ins for the warp quantizers (the GPU suite runs those) */
+inline bool __all_sync(unsigned, bool p) { return p; }
+template <class T> inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline int __float2int_rn(float f) { return (int)std::nearbyint(f); }
+inline unsigned short lmn_f32_to_f16(float) { return 0; }
+using std::isfinite;
+using std::min;
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i)
+    c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+  return c;
 }
 inline float ldm_f16(unsigned short h) {  /* finite halves, exactly */
   const unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 31u;
@@ -99,6 +117,60 @@ int main(int argc, char** argv) {
     case 5: return run<QT_q4_k>(argv[2], argv[3], n, 256, lmn_deq_q4_k);
     case 6: return run<QT_q5_k>(argv[2], argv[3], n, 256, lmn_deq_q5_k);
     case 7: return run<QT_q6_k>(argv[2], argv[3], n, 256, lmn_deq_q6_k);
+  }
+  return 1;
+}
+)";
+
+// The integer form's dot of one weight row (argv[2], type argv[1]) with one activation row
+// (argv[3], Q8_1 or Q8_K), k = argv[5] values, as cuda.QGemvQ8 computes it: per unit, four lanes
+// each dot their words (QI_<t>::ints, lmn_x, __dp4a) into their own accumulator, lane 0 adds the
+// min term; then the lanes' sums. Writes the float result to argv[4].
+const char* kDotMain = R"(
+template <class QI>
+int dot(const char* win, const char* xin, const char* out, int k) {
+  auto slurp = [](const char* path) {
+    std::vector<unsigned char> b;
+    FILE* f = std::fopen(path, "rb");
+    if (!f) return b;
+    int c;
+    while ((c = std::fgetc(f)) != EOF) b.push_back((unsigned char)c);
+    std::fclose(f);
+    return b;
+  };
+  const std::vector<unsigned char> w = slurp(win), x = slurp(xin);
+  if (w.empty() || x.empty()) return 2;
+  float acc[4] = {0, 0, 0, 0};
+  for (int u = 0; u < k / 32; ++u)
+    for (int t = 0; t < 4; ++t) {
+      typename QI::Raw r;
+      QI::load(w.data(), u, t, r);
+      int v0, v1, w0, w1, x0, x1;
+      float a, b, dx, sx;
+      QI::ints(r, t, v0, v1, w0, w1, a, b);
+      lmn_x(x.data(), QI::XK, u, w0, w1, x0, x1, dx, sx);
+      const int si = __dp4a(v0, x0, __dp4a(v1, x1, 0));
+      acc[t] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[t]);
+      if (QI::HAS_B && t == 0) acc[t] = __fmaf_rn(b, sx, acc[t]);
+    }
+  const float y = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  FILE* f = std::fopen(out, "wb");
+  if (!f || std::fwrite(&y, 4, 1, f) != 1) return 3;
+  std::fclose(f);
+  return 0;
+}
+int main(int argc, char** argv) {
+  if (argc != 6) return 1;
+  const int t = std::atoi(argv[1]), k = std::atoi(argv[5]);
+  switch (t) {
+    case 0: return dot<QI_q4_0>(argv[2], argv[3], argv[4], k);
+    case 1: return dot<QI_q4_1>(argv[2], argv[3], argv[4], k);
+    case 2: return dot<QI_q5_0>(argv[2], argv[3], argv[4], k);
+    case 3: return dot<QI_q5_1>(argv[2], argv[3], argv[4], k);
+    case 4: return dot<QI_q8_0>(argv[2], argv[3], argv[4], k);
+    case 5: return dot<QI_q4_k>(argv[2], argv[3], argv[4], k);
+    case 6: return dot<QI_q5_k>(argv[2], argv[3], argv[4], k);
+    case 7: return dot<QI_q6_k>(argv[2], argv[3], argv[4], k);
   }
   return 1;
 }
@@ -173,6 +245,77 @@ TEST(CudaQuantHost, DeviceDecodersMatchBlocksDequantizeBitwise) {
     EXPECT_EQ(bad_elem, 0) << name(t) << ": element decoder";
     EXPECT_EQ(bad_unit, 0) << name(t) << ": unit decoder";
   }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+#endif
+}
+
+void write_file(const fs::path& p, const void* data, size_t n) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+}
+
+// The integer form (QI_<t>, lmn_x) against the f64 dot of the dequantised weights with the
+// dequantised activation (testing::quant_dot_bound's y_q), within its rounding bound with the
+// accumulation depth of the quad's lanes: a wrong word, shift, offset, scale or min term is off by
+// far more.
+TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
+#ifndef LUMINAL_HOST_CXX
+  GTEST_SKIP() << "no host compiler recorded";
+#else
+  const fs::path dir =
+      fs::temp_directory_path() / ("luminal_quant_dot_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream src(dir / "dot.cpp");
+    src << kShim << cuda::quant_device_source() << kDotMain;
+  }
+  const std::string exe = (dir / "dot").string();
+  const std::string cmd = std::string(LUMINAL_HOST_CXX) + " -std=c++17 -O1 -ffp-contract=off -w " +
+                          (dir / "dot.cpp").string() + " -o " + exe + " 2> " +
+                          (dir / "cc.log").string();
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream log(dir / "cc.log");
+    FAIL() << "host compile failed: " << std::string(std::istreambuf_iterator<char>(log), {});
+  }
+  int index = 0, runs = 0;
+  for (DType t : kWeightBlockDTypes) {
+    const int64_t k = block_size(t) == 256 ? 1024 : 576;
+    const DType af = cuda::cuda_activation_format(t);
+    for (uint64_t seed = 0; seed < 6; ++seed) {
+      const std::vector<uint8_t> w =
+          random_blocks(t, static_cast<int>(k / block_size(t)), 90 + seed * 8 + index);
+      std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(index));
+      std::uniform_real_distribution<float> u(-2, 2);
+      std::vector<float> x(static_cast<size_t>(k));
+      for (float& v : x)
+        v = u(rng) * (seed % 3 == 0 ? 1e-3f : 1.0f);
+      std::vector<uint8_t> xq(storage_bytes(af, k));
+      blocks::quantize_reference(af, x.data(), xq.data(), k);
+      write_file(dir / "w.bin", w.data(), w.size());
+      write_file(dir / "x.bin", xq.data(), xq.size());
+      const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
+                              " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
+                              " " + std::to_string(k);
+      ASSERT_EQ(std::system(run.c_str()), 0) << name(t);
+      float got = 0;
+      std::ifstream out(dir / "y.bin", std::ios::binary);
+      out.read(reinterpret_cast<char*>(&got), 4);
+      const testing::QuantDotBound b = testing::quant_dot_bound(t, w.data(), x.data(), k);
+      // A lane accumulates k / 128 units (two terms each with a min), then two adds.
+      const int64_t nb = k / block_size(t);
+      const double depth = 2.0 * static_cast<double>(k / 128) + 8;
+      const double tol = b.e_w + b.e_acc * testing::quant_gamma(static_cast<int64_t>(depth)) /
+                                     testing::quant_gamma(nb + 6);
+      EXPECT_LE(std::fabs(got - b.y_q), tol)
+          << name(t) << " seed " << seed << ": " << got << " vs " << b.y_q;
+      // Against the f32 activation: within the activation's rounding too.
+      EXPECT_LE(std::fabs(got - b.y), tol + b.e_q + b.e_s) << name(t) << " seed " << seed;
+      ++runs;
+    }
+    ++index;
+  }
+  EXPECT_EQ(runs, 48);
   std::error_code ec;
   fs::remove_all(dir, ec);
 #endif

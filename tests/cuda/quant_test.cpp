@@ -23,13 +23,16 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/core/blocks.hpp"
+#include "luminal/core/quantize_ref.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/nvrtc.hpp"
+#include "luminal/cuda/quant_device.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/nn/linear.hpp"
 #include "support/llir_direct.hpp"
+#include "support/quant_bound.hpp"
 
 namespace luminal {
 namespace {
@@ -153,6 +156,53 @@ TEST(CudaQuantRules, QGemvForFewConstantRowsQGatherForEmbeddings) {
   EXPECT_EQ(count_op(le, "Gather"), 0) << le.op_mix_string();
 }
 
+// The integer form: cuda.QuantizeQ8 + cuda.QGemvQ8 for the same few constant rows; two layers
+// reading one activation share one QuantizeQ8; LUMINAL_CUDA_QGEMV picks the forms offered.
+TEST(CudaQuantRules, IntegerFormSharesOneQuantizedActivation) {
+  testing::CudaRulesOnly rules;
+  auto is_q8 = [](std::string_view op) { return op == "cuda.QGemvQ8" || op == "cuda.QuantizeQ8"; };
+  for (int64_t m : {1, 8, 9}) {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(m), Expr(512)});
+    nn::linear(x, g.tensor("a", {Expr(40), Expr(512)}, DType::Q4_0).dequantize()).output("ya");
+    nn::linear(x, g.tensor("b", {Expr(24), Expr(512)}, DType::Q4_0).dequantize()).output("yb");
+    nn::linear(x, g.tensor("c", {Expr(24), Expr(512)}, DType::Q4_K).dequantize()).output("yc");
+    auto [l, n] = testing::prefer_ops(g, rules, is_q8);
+    if (m > 8) {
+      EXPECT_EQ(n, 0) << l.op_mix_string();
+      continue;
+    }
+    EXPECT_EQ(count_op(l, "cuda.QGemvQ8"), 3) << l.op_mix_string();
+    // one Q8_1 activation for the two Q4_0 layers, one Q8_K for the Q4_K layer
+    EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 2) << l.op_mix_string();
+  }
+  ::setenv("LUMINAL_CUDA_QGEMV", "f32", 1);
+  {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(1), Expr(64)});
+    nn::linear(x, g.tensor("w", {Expr(40), Expr(64)}, DType::Q8_0).dequantize()).output("y");
+    auto [l, n] = testing::prefer_ops(g, rules, is_q8);
+    EXPECT_EQ(n, 0) << "f32 only: " << l.op_mix_string();
+  }
+  ::setenv("LUMINAL_CUDA_QGEMV", "int8", 1);
+  {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(1), Expr(64)});
+    nn::linear(x, g.tensor("w", {Expr(40), Expr(64)}, DType::Q8_0).dequantize()).output("y");
+    auto [l, n] =
+        testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemv"; });
+    EXPECT_EQ(n, 0) << "int8 only: " << l.op_mix_string();
+  }
+  ::setenv("LUMINAL_CUDA_QGEMV", "fp4", 1);
+  {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(1), Expr(64)});
+    nn::linear(x, g.tensor("w", {Expr(40), Expr(64)}, DType::Q8_0).dequantize()).output("y");
+    EXPECT_THROW(testing::prefer_ops(g, rules, is_q8), Error);
+  }
+  ::unsetenv("LUMINAL_CUDA_QGEMV");
+}
+
 TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
@@ -174,6 +224,13 @@ TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
       ASSERT_EQ(count_op(l, "cuda.QGather"), 1) << tag(t) << " " << l.op_mix_string();
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
         sources.push_back(k.source);
+      auto [lq, nq] = testing::prefer_ops(g, rules, [](std::string_view op) {
+        return op == "cuda.QGemvQ8" || op == "cuda.QuantizeQ8";
+      });
+      ASSERT_EQ(count_op(lq, "cuda.QGemvQ8"), 1) << tag(t) << " " << lq.op_mix_string();
+      ASSERT_EQ(count_op(lq, "cuda.QuantizeQ8"), 1) << tag(t) << " " << lq.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(lq, PlanSpec{}))
+        sources.push_back(k.source);
     }
   }
   // The epilogue forms: a residual add and SwiGLU's SiLU(gate) * up in the QGemv's store.
@@ -185,11 +242,12 @@ TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
       Tensor r = g.tensor("r", {Expr(3), Expr(40)});
       const Tensor y = nn::linear(x, g.tensor("w", {Expr(40), Expr(K)}, t).dequantize());
       (which == 0 ? r + y : r.silu() * y).output("y");
-      auto [l, n] =
-          testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemvEpi"; });
-      ASSERT_EQ(n, 1) << tag(t) << " " << l.op_mix_string();
-      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
-        sources.push_back(k.source);
+      for (const char* op : {"cuda.QGemvEpi", "cuda.QGemvQ8Epi"}) {
+        auto [l, n] = testing::prefer_ops(g, rules, [op](std::string_view o) { return o == op; });
+        ASSERT_EQ(n, 1) << tag(t) << " " << op << " " << l.op_mix_string();
+        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+          sources.push_back(k.source);
+      }
     }
   std::vector<std::string> whats(sources.size(), "a quant kernel");
   cuda::CompiledBatches c;
@@ -341,6 +399,121 @@ TEST(CudaQuant, QGatherIsBitExact) {
   }
 }
 
+/// LUMINAL_CUDA_QGEMV for a scope.
+struct FormEnv {
+  explicit FormEnv(const char* f) { ::setenv("LUMINAL_CUDA_QGEMV", f, 1); }
+  ~FormEnv() { ::unsetenv("LUMINAL_CUDA_QGEMV"); }
+};
+
+// cuda.QuantizeQ8 gives blocks::quantize_reference's bytes: random rows, a zero block, a block
+// holding a NaN, a tiny block (127 / amax overflows), ties of largest magnitude (+v and -v: the
+// first wins for Q8_K), read through a transposing view.
+TEST(CudaQuant, QuantizeQ8IsBitExact) {
+  LUMINAL_REQUIRE_GPU();
+  for (DType w : {DType::Q4_0, DType::Q4_K}) {
+    const DType af = cuda::cuda_activation_format(w);
+    const int64_t K = 1024, m = 5;
+    std::vector<float> xs = random_floats(m * K, 5 + static_cast<uint64_t>(af));
+    for (int64_t k = 0; k < 256; ++k)
+      xs[static_cast<size_t>(K + k)] = 0.0f;  // row 1, first 256: zeros
+    xs[static_cast<size_t>(2 * K + 300)] = std::nanf("");
+    for (int64_t k = 512; k < 768; ++k)
+      xs[static_cast<size_t>(2 * K + k)] = 1e-39f * static_cast<float>(k % 3);
+    xs[static_cast<size_t>(3 * K + 10)] = 1.5f;
+    xs[static_cast<size_t>(3 * K + 20)] = -1.5f;
+    // x is stored [K, m]; the graph reads its transpose, so the kernel reads through a view
+    std::vector<float> xt(xs.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        xt[static_cast<size_t>(k * m + i)] = xs[static_cast<size_t>(i * K + k)];
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(K), Expr(m)});
+    nn::linear(x.permute({1, 0}), g.tensor("w", {Expr(8), Expr(K)}, w).dequantize()).output("y");
+    auto [l, n] = forced(g, {"cuda.QGemvQ8", "cuda.QuantizeQ8"});
+    ASSERT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();
+    // an extra Output reading the quantized activation
+    int q = -1, o = -1;
+    for (size_t i = 0; i < l.nodes.size(); ++i) {
+      if (l.nodes[i].op->name == "cuda.QuantizeQ8") q = static_cast<int>(i);
+      if (l.nodes[i].op == hlir_op(OpKind::Output)) o = static_cast<int>(i);
+    }
+    ASSERT_GE(q, 0);
+    ASSERT_GE(o, 0);
+    LlirNode out = l.nodes[static_cast<size_t>(o)];
+    out.inputs = {q};
+    out.attrs.label = "xq";
+    out.attrs.dtype = af;
+    out.attrs.shape = l.nodes[static_cast<size_t>(q)].attrs.shape;
+    out.attrs.views = {View::contiguous(out.attrs.shape)};
+    l.nodes.push_back(out);
+    l.fill_input_dtypes();
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
+    const testing::PlanRun r =
+        testing::run_plan(lp, {{"x", f32_buffer(xt)}, {"w", random_blocks(w, 8 * K, 9)}}, {});
+    std::vector<uint8_t> want(storage_bytes(af, m * K));
+    for (int64_t i = 0; i < m; ++i)
+      blocks::quantize_reference(af, xs.data() + i * K, want.data() + storage_bytes(af, i * K), K);
+    EXPECT_EQ(r.outputs.at("xq").bytes, want) << name(af);
+  }
+}
+
+// cuda.QGemvQ8 against the f64 dot of the dequantised weights with the dequantised activation,
+// within testing::quant_dot_bound's rounding bound at the kernel's accumulation depth, and against
+// the f32 activation within the activation's rounding as well.
+TEST(CudaQuant, QGemvQ8WithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 200;
+  int runs = 0;
+  for (DType t : kWeightBlockDTypes) {
+    const bool k_type = block_size(t) == 256;
+    const std::vector<int64_t> ks =
+        k_type ? std::vector<int64_t>{256, 1536, 4096} : std::vector<int64_t>{96, 576, 4128};
+    for (int64_t K : ks)
+      for (int64_t m : {1, 2, 5, 8})
+        for (const char* warps : {"", "1", "8"}) {
+          if (*warps && m != 1 && m != 5) continue;
+          const int64_t N = 37 + 2 * m;
+          const std::string at = tag(t) + " m " + std::to_string(m) + " n " + std::to_string(N) +
+                                 " k " + std::to_string(K) + " warps '" + warps + "': ";
+          Graph g;
+          Tensor x = g.tensor("x", {Expr(m), Expr(K)});
+          Tensor w = g.tensor("w", {Expr(N), Expr(K)}, t);
+          nn::linear(x, w.dequantize()).output("y");
+          WarpsEnv env(warps);
+          auto [l, n] = forced(g, {"cuda.QGemvQ8", "cuda.QuantizeQ8"});
+          ASSERT_EQ(count_op(l, "cuda.QGemvQ8"), 1) << at << l.op_mix_string();
+          const HostBuffer wb = random_blocks(t, N * K, ++seed);
+          const std::vector<float> xs = random_floats(m * K, ++seed);
+          testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
+          const testing::PlanRun r = testing::run_plan(lp, {{"x", f32_buffer(xs)}, {"w", wb}}, {});
+          const std::vector<float> got = floats(r.outputs.at("y"));
+          const int64_t row_bytes = static_cast<int64_t>(storage_bytes(t, K));
+          const int64_t nb = K / block_size(t);
+          const double depth = 2.0 * static_cast<double>((K / 32 + 7) / 8) + 16;
+          int bad = 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              const testing::QuantDotBound b = testing::quant_dot_bound(
+                  t, wb.bytes.data() + j * row_bytes, xs.data() + i * K, K);
+              const double tol = b.e_w + b.e_acc *
+                                             testing::quant_gamma(static_cast<int64_t>(depth)) /
+                                             testing::quant_gamma(nb + 6);
+              const double g1 = got[static_cast<size_t>(i * N + j)];
+              if (!(std::fabs(g1 - b.y_q) <= tol) ||
+                  !(std::fabs(g1 - b.y) <= tol + b.e_q + b.e_s)) {
+                if (bad < 3)
+                  ADD_FAILURE() << at << "y[" << i << "," << j << "] = " << g1 << ", want " << b.y_q
+                                << " +- " << tol << " (f32 activation: " << b.y << ")";
+                ++bad;
+              }
+            }
+          EXPECT_EQ(bad, 0) << at;
+          ++runs;
+        }
+  }
+  EXPECT_GT(runs, 120);
+}
+
 // cuda.QGemvEpi: the residual add and SwiGLU's SiLU(gate) * up in the QGemv's store give the bits
 // of the QGemv followed by the region's kernel.
 TEST(CudaQuant, QGemvEpilogueSameBitsAsTheQGemvAndItsRegion) {
@@ -357,18 +530,21 @@ TEST(CudaQuant, QGemvEpilogueSameBitsAsTheQGemvAndItsRegion) {
         (which == 0 ? r + y : r.silu() * y).output("y");
         const std::string at =
             tag(t) + " m " + std::to_string(m) + (which ? " swiglu" : " residual");
-        auto [fused, epi] = forced(g, {"cuda.QGemvEpi"});
-        ASSERT_EQ(epi, 1) << at << " " << fused.op_mix_string();
-        auto [plain, q] = forced(g, {"cuda.QGemv", "cuda.Fused"});
-        ASSERT_EQ(count_op(plain, "cuda.QGemv"), 1) << at << " " << plain.op_mix_string();
         const testing::BufferMap in{{"x", f32_buffer(random_floats(m * K, ++seed))},
                                     {"r", f32_buffer(random_floats(m * N, ++seed))},
                                     {"w", random_blocks(t, N * K, ++seed)}};
-        testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused);
-        testing::LoadedPlan b = testing::load_plan(testing::gpu(), plain);
-        const std::vector<uint8_t> got = testing::run_plan(a, in, {}).outputs.at("y").bytes;
-        const std::vector<uint8_t> want = testing::run_plan(b, in, {}).outputs.at("y").bytes;
-        EXPECT_EQ(got, want) << at;
+        for (const std::string_view op : {"cuda.QGemv", "cuda.QGemvQ8"}) {
+          const std::string op_epi = std::string(op) + "Epi";
+          auto [fused, epi] = forced(g, {op_epi, "cuda.QuantizeQ8"});
+          ASSERT_EQ(count_op(fused, op_epi), 1) << at << " " << fused.op_mix_string();
+          auto [plain, q] = forced(g, {op, "cuda.QuantizeQ8", "cuda.Fused"});
+          ASSERT_EQ(count_op(plain, op), 1) << at << " " << plain.op_mix_string();
+          testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused);
+          testing::LoadedPlan b = testing::load_plan(testing::gpu(), plain);
+          const std::vector<uint8_t> got = testing::run_plan(a, in, {}).outputs.at("y").bytes;
+          const std::vector<uint8_t> want = testing::run_plan(b, in, {}).outputs.at("y").bytes;
+          EXPECT_EQ(got, want) << at << " " << op;
+        }
       }
 }
 
@@ -386,7 +562,12 @@ TEST(CudaQuant, Q8GgufModelMatchesTheCpuOnTheSameWeights) {
   shape.slots = 64;
   shape.max_step = 16;
   const auto opts = CompileOptions().search_graph_limit(6).verbose(false);
-  auto gpu = models::CausalLM::load(file, testing::gpu(), shape, opts);
+  std::optional<models::CausalLM> gpu_f32;
+  {
+    FormEnv f32("f32");  // the f32 form: the same sums as the CPU's f32 weights, near to rounding
+    gpu_f32.emplace(models::CausalLM::load(file, testing::gpu(), shape, opts));
+  }
+  models::CausalLM& gpu = *gpu_f32;
   int blocks_bound = 0;
   for (NodeId id : gpu.decoder().graph.inputs())
     blocks_bound += is_block(gpu.decoder().graph.node(id).dtype);
@@ -411,6 +592,26 @@ TEST(CudaQuant, Q8GgufModelMatchesTheCpuOnTheSameWeights) {
   EXPECT_EQ(gpu.generate_greedy(ids, 16), ref->generate_greedy(ids, 16));
   const LlirGraph& decode_step = gpu.session().llir({{"s", 1}, {"c", 1}});
   std::printf("[quant] qwen2 q8_0 decode on CUDA: %s\n", decode_step.op_mix_string().c_str());
+  // The integer form: the activation rounded to 8 bits moves the logits by a little more.
+  std::optional<models::CausalLM> gpu8;
+  {
+    FormEnv int8("int8");
+    gpu8.emplace(models::CausalLM::load(file, testing::gpu(), shape, opts));
+  }
+  ref->reset();
+  const std::vector<float> a2 = ref->forward({ids[0]}), c = gpu8->forward({ids[0]});
+  ASSERT_EQ(a2.size(), c.size());
+  double worst8 = 0, largest8 = 0;
+  for (size_t i = 0; i < a2.size(); ++i) {
+    worst8 = std::max(worst8, static_cast<double>(std::fabs(a2[i] - c[i])));
+    largest8 = std::max(largest8, static_cast<double>(std::fabs(a2[i])));
+  }
+  std::printf("[quant] qwen2 q8_0 int8 form: largest logit difference %.3g (largest logit %.3g)\n",
+              worst8, largest8);
+  EXPECT_LT(worst8, 0.03 * (1 + largest8));
+  const LlirGraph& step8 = gpu8->session().llir({{"s", 1}, {"c", 1}});
+  EXPECT_GT(step8.op_mix()["cuda.QGemvQ8"] + step8.op_mix()["cuda.QGemvQ8Epi"], 0)
+      << step8.op_mix_string();
 }
 
 }  // namespace

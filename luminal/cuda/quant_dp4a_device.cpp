@@ -1,0 +1,255 @@
+// The device code of the integer forms (cuda.QuantizeQ8, cuda.QGemvQ8): a lane's share of a unit
+// of GGUF weights as packed int8 words, and the activation quantizers (quant_device.hpp).
+#include "luminal/cuda/quant_device.hpp"
+
+namespace luminal::cuda {
+
+// Four lanes (t = 0..3) share a unit of 32 values. Lane t's share is two words of four int8
+// values each, v0 and v1, dotted with words w0 and w1 (0..7) of the unit's 32 activation values,
+// with one scale a (a weight value is a times its int8). For the nibble types lane t holds
+// byte-word t of the quants: values 4t..4t+3 (low nibbles, w0 = t) and 16+4t..16+4t+3 (high
+// nibbles, w1 = t + 4); for the others values 8t..8t+7 (w0 = 2t, w1 = 2t + 1). Types with a
+// min give b, the unit's min (a weight value is a q + b), which lane 0 adds once per unit against
+// the activation's sum. An offset type's q - o becomes a signed byte as (q + 128 - o) ^ 0x80:
+// q + 128 - o stays within the byte, so no carry crosses bytes.
+//
+// The activation formats (core/quantize_ref.hpp, bit for bit): Q8_1 (d, s = f16(d sum q), 32
+// int8; 36 bytes, word-aligned) for the legacy types, Q8_K (f32 d, 256 int8, 16 int16 bsums) for
+// the K types. lmn_x(...) reads a unit's words, its d, and for the min term its sum: Q8_1's s,
+// Q8_K's d times the unit's two bsums.
+namespace {
+
+const char* kDp4aSource = R"(
+LMN unsigned int lmn_hb4(unsigned int n) { return (((n & 15u) * 0x00204081u) & 0x01010101u) << 4; }
+LMN int lmn_off(unsigned int q, unsigned int o) { return (int)((q + (128u - o) * 0x01010101u) ^ 0x80808080u); }
+struct QI_q4_0 {
+  enum { HAS_B = 0, XK = 0 };
+  struct Raw { unsigned int d, w; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + u * 18;
+    r.d = lmn_u16(p);
+    r.w = lmn_w16(p + 2 + 4 * t);
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    v0 = lmn_off(r.w & 0x0F0F0F0Fu, 8u);
+    v1 = lmn_off((r.w >> 4) & 0x0F0F0F0Fu, 8u);
+    w0 = t; w1 = t + 4;
+    a = lmn_h16(r.d); b = 0.0f;
+  }
+};
+struct QI_q4_1 {
+  enum { HAS_B = 1, XK = 0 };
+  struct Raw { unsigned int dm, w; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned int* p = (const unsigned int*)(row + u * 20);
+    r.dm = __ldg(p);
+    r.w = __ldg(p + 1 + t);
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    v0 = (int)(r.w & 0x0F0F0F0Fu);
+    v1 = (int)((r.w >> 4) & 0x0F0F0F0Fu);
+    w0 = t; w1 = t + 4;
+    a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
+  }
+};
+struct QI_q5_0 {
+  enum { HAS_B = 0, XK = 0 };
+  struct Raw { unsigned int d, qh, w; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + u * 22;
+    r.d = lmn_u16(p);
+    r.qh = lmn_w16(p + 2);
+    r.w = lmn_w16(p + 6 + 4 * t);
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    v0 = lmn_off((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)), 16u);
+    v1 = lmn_off(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)), 16u);
+    w0 = t; w1 = t + 4;
+    a = lmn_h16(r.d); b = 0.0f;
+  }
+};
+struct QI_q5_1 {
+  enum { HAS_B = 1, XK = 0 };
+  struct Raw { unsigned int dm, qh, w; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned int* p = (const unsigned int*)(row + u * 24);
+    const uint2 h = __ldg((const uint2*)p);
+    r.dm = h.x; r.qh = h.y;
+    r.w = __ldg(p + 2 + t);
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    v0 = (int)((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)));
+    v1 = (int)(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)));
+    w0 = t; w1 = t + 4;
+    a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
+  }
+};
+struct QI_q8_0 {
+  enum { HAS_B = 0, XK = 0 };
+  struct Raw { unsigned int d, w0, w1; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + u * 34;
+    r.d = lmn_u16(p);
+    r.w0 = lmn_w16(p + 2 + 8 * t);
+    r.w1 = lmn_w16(p + 6 + 8 * t);
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    v0 = (int)r.w0; v1 = (int)r.w1;
+    w0 = 2 * t; w1 = 2 * t + 1;
+    a = lmn_h16(r.d); b = 0.0f;
+  }
+};
+/* Q4_K / Q5_K: unit u is sub-block i = u % 8 of super-block u / 8 (16-byte aligned); its 32
+   quants are the low (i even) or high nibbles of bytes 32 (i / 2) .. + 31. */
+struct QI_q4_k {
+  enum { HAS_B = 1, XK = 1 };
+  struct Raw { uint4 h; uint2 q; int i; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 3) * 144;
+    r.i = u & 7;
+    r.h = __ldg((const uint4*)p);
+    r.q = __ldg((const uint2*)(p + 16 + (r.i >> 1) * 32 + 8 * t));
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    const int sh = (r.i & 1) * 4;
+    v0 = (int)((r.q.x >> sh) & 0x0F0F0F0Fu);
+    v1 = (int)((r.q.y >> sh) & 0x0F0F0F0Fu);
+    w0 = 2 * t; w1 = 2 * t + 1;
+    lmn_qk_scale(r.h, r.i, a, b);
+  }
+};
+struct QI_q5_k {
+  enum { HAS_B = 1, XK = 1 };
+  struct Raw { uint4 h; uint2 qh, q; int i; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 3) * 176;
+    r.i = u & 7;
+    r.h = __ldg((const uint4*)p);
+    r.qh = __ldg((const uint2*)(p + 16 + 8 * t));
+    r.q = __ldg((const uint2*)(p + 48 + (r.i >> 1) * 32 + 8 * t));
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    const int sh = (r.i & 1) * 4;
+    v0 = (int)(((r.q.x >> sh) & 0x0F0F0F0Fu) | (((r.qh.x >> r.i) & 0x01010101u) << 4));
+    v1 = (int)(((r.q.y >> sh) & 0x0F0F0F0Fu) | (((r.qh.y >> r.i) & 0x01010101u) << 4));
+    w0 = 2 * t; w1 = 2 * t + 1;
+    lmn_qk_scale(r.h, r.i, a, b);
+  }
+};
+/* Q6_K: unit u is chunk c = u % 8 of super-block u / 8 (2-byte aligned); lane t's values
+   8t..8t+7 share scale 2c + t / 2. */
+struct QI_q6_k {
+  enum { HAS_B = 0, XK = 1 };
+  struct Raw { unsigned int l0, l1, h0, h1, sc, d; int c; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 3) * 210;
+    r.c = u & 7;
+    const int hh = r.c >> 2, k = r.c & 3;
+    const unsigned char* ql = p + hh * 64 + (k & 1) * 32 + 8 * t;
+    const unsigned char* qh = p + 128 + hh * 32 + 8 * t;
+    r.l0 = lmn_w16(ql); r.l1 = lmn_w16(ql + 4);
+    r.h0 = lmn_w16(qh); r.h1 = lmn_w16(qh + 4);
+    r.sc = lmn_u16(p + 192 + 2 * r.c);
+    r.d = lmn_u16(p + 208);
+  }
+  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+    const int k = r.c & 3, sl = (k >> 1) * 4, sh = 2 * k;
+    v0 = lmn_off(((r.l0 >> sl) & 0x0F0F0F0Fu) | (((r.h0 >> sh) & 0x03030303u) << 4), 32u);
+    v1 = lmn_off(((r.l1 >> sl) & 0x0F0F0F0Fu) | (((r.h1 >> sh) & 0x03030303u) << 4), 32u);
+    w0 = 2 * t; w1 = 2 * t + 1;
+    a = __fmul_rn(lmn_h16(r.d), (float)(signed char)((r.sc >> (8 * (t >> 1))) & 255u));
+    b = 0.0f;
+  }
+};
+/* A warp quantizes one activation block to `o` (core/quantize_ref.hpp, bit for bit): Q8_1 from
+   lane j's value v (32 values), Q8_K from lane j's v[r] = value 32 r + j (256 values). */
+LMN void lmn_q8_1_warp(float v, unsigned char* o, int lane) {
+  const bool fin = __all_sync(0xffffffffu, isfinite(v));
+  float amax = fabsf(v);
+  for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, s));
+  int q = 0;
+  unsigned short dh = 0, sh = 0;
+  if (!fin) {
+    dh = sh = 0x7E00;
+  } else {
+    const float id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    if (id != 0.0f && isfinite(id)) {
+      const float d = __fdiv_rn(amax, 127.0f);
+      q = __float2int_rn(__fmul_rn(v, id));
+      int sum = q;
+      for (int s = 16; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+      dh = lmn_f32_to_f16(d);
+      sh = lmn_f32_to_f16(__fmul_rn(d, (float)sum));
+    }
+  }
+  o[4 + lane] = (unsigned char)(signed char)q;
+  if (lane == 0) { ((unsigned short*)o)[0] = dh; ((unsigned short*)o)[1] = sh; }
+}
+LMN void lmn_q8_k_warp(const float* v, unsigned char* o, int lane) {
+  float ba = -1.0f, bv = 0.0f;
+  int bi = 0;
+  bool fin = true;
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    fin = fin && isfinite(v[r]);
+    const float ax = fabsf(v[r]);
+    if (ax > ba) { ba = ax; bv = v[r]; bi = r * 32 + lane; }
+  }
+  fin = __all_sync(0xffffffffu, fin);
+  for (int s = 16; s > 0; s >>= 1) {
+    const float oa = __shfl_xor_sync(0xffffffffu, ba, s);
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, s);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, s);
+    if (oa > ba || (oa == ba && oi < bi)) { ba = oa; bv = ov; bi = oi; }
+  }
+  int q[8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r) q[r] = 0;
+  float d = 0.0f;
+  if (!fin) {
+    d = __uint_as_float(0x7FC00000u);
+  } else if (ba != 0.0f) {
+    const float iscale = __fdiv_rn(-127.0f, bv);
+    if (isfinite(iscale)) {
+#pragma unroll
+      for (int r = 0; r < 8; ++r) q[r] = min(127, __float2int_rn(__fmul_rn(iscale, v[r])));
+      d = __fdiv_rn(1.0f, iscale);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    o[4 + r * 32 + lane] = (unsigned char)(signed char)q[r];
+    int s = q[r];
+    for (int w = 8; w > 0; w >>= 1) s += __shfl_xor_sync(0xffffffffu, s, w);
+    if ((lane & 15) == 0) ((short*)(o + 260))[2 * r + (lane >> 4)] = (short)s;
+  }
+  if (lane == 0) *(float*)o = d;
+}
+/* Unit u of an activation row at `x` (Q8_1 when xk is 0, else Q8_K):
+   words w0 and w1 of its int8 values, its d, and its sum for a min term (Q8_1: s; Q8_K: d times
+   the two bsums). */
+LMN void lmn_x(const unsigned char* x, int xk, int u, int w0, int w1, int& x0, int& x1, float& dx,
+               float& sx) {
+  if (xk) {
+    const unsigned char* p = x + (u >> 3) * 292;
+    const int* q = (const int*)(p + 4 + 32 * (u & 7));
+    x0 = __ldg(q + w0); x1 = __ldg(q + w1);
+    dx = __ldg((const float*)p);
+    const unsigned int bs = __ldg((const unsigned int*)(p + 260 + 4 * (u & 7)));
+    sx = __fmul_rn(dx, (float)((int)(short)(bs & 0xFFFFu) + (int)(short)(bs >> 16)));
+  } else {
+    const unsigned char* p = x + u * 36;
+    const int* q = (const int*)(p + 4);
+    x0 = __ldg(q + w0); x1 = __ldg(q + w1);
+    const unsigned int ds = __ldg((const unsigned int*)p);
+    dx = lmn_h16(ds);
+    sx = lmn_h16(ds >> 16);
+  }
+}
+)";
+
+}  // namespace
+
+const char* dp4a_unit_source() { return kDp4aSource; }
+
+}  // namespace luminal::cuda
