@@ -44,7 +44,8 @@ inline constexpr int kRowMaxReductions = 6;
 /// How the rule grows a region. Plain rebuilds the region and re-reads the e-graph at every
 /// step (quadratic in the region; the specification). Memo takes the same steps with the same
 /// result, sharing what a (class, view) can grow into between the roots of an iteration and
-/// growing the region in place; tests compare the two.
+/// growing the region in place (row_rule_memo.hpp); tests/kernels/row_rule_memo_test compares the
+/// two.
 enum class RowGrowth { Memo, Plain };
 
 /// The rule "<prefix>.fuse-rows", adding `row` e-nodes (regions read through `fused` e-nodes
