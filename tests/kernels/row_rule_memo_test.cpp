@@ -165,11 +165,11 @@ TEST(RowRuleMemo, SameEGraphOnTheSampler) {
 TEST(RowRuleMemo, SamplerCostIsSmall) {
   // The sampler of `luminal run` (16 bisection steps, vocabulary 256 as the tiny Llama): the plain
   // growth took 35 times the fusion rules' time here (17.6 s against 0.50 s on a 2-core AMD
-  // EPYC), the memoised one a third (0.15 s). Bound: the fusion rules' time (plus 0.1 s), which
-  // scales with the machine and a sanitizer alike.
+  // EPYC), the memoised one a third (0.15 s; under valgrind 5.7 s against 20.7 s). Bound: twice the
+  // fusion rules' time plus 0.2 s, which scales with the machine and a sanitizer alike.
   const Saturated s = saturate(sampler_graph(256, 16), RowGrowth::Memo);
   EXPECT_GT(s.rows.matches, 0u);
-  EXPECT_LT(s.rows.seconds, s.fusion.seconds + 0.1)
+  EXPECT_LT(s.rows.seconds, 2 * s.fusion.seconds + 0.2)
       << "rows " << s.rows.seconds << " s, fusion " << s.fusion.seconds << " s";
   std::printf("sampler: fusion %.3f s, rows %.3f s (%zu matches)\n", s.fusion.seconds,
               s.rows.seconds, s.rows.matches);
