@@ -36,13 +36,12 @@ namespace {
 
 const OpDef kRow{"cpu.Row"};
 
-// Off unless LUMINAL_CPU_ROWS=on: the shared row rule (kernels/row_rule.hpp) spends about 24 s a
-// bucket saturating the sampler's graph of `luminal run` (20,582 matches on the tiny Llama; the
-// whole compile 3.5 -> 53 s), which no decode gain pays for. The kernel still runs any cpu.Row a
-// program holds.
+// On unless LUMINAL_CPU_ROWS=off (the search then never offers cpu.Row; the kernel still runs
+// any cpu.Row a program holds). The rule costs about 0.2 s a bucket of the tiny Llama's `luminal
+// run` compile, its sampler included (kernels/row_rule_memo.hpp).
 std::vector<Rule> rules() {
   const char* v = std::getenv("LUMINAL_CPU_ROWS");
-  if (v == nullptr || std::string(v) != "on") return {};
+  if (v != nullptr && std::string(v) == "off") return {};
   return row_rules(&kRow, fused_op(), "cpu");
 }
 

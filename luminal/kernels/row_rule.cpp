@@ -2,23 +2,22 @@
 #include "luminal/kernels/row_rule.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/fusion_detail.hpp"
+#include "luminal/kernels/row_rule_memo.hpp"
 
 namespace luminal {
 
 using namespace fusion_detail;
+using namespace row_detail;
 
 namespace {
 
 constexpr size_t kMaxRowPerClass = 2;
-/// Growth steps per variant (each inlines one producer).
-constexpr int kMaxSteps = 400;
-
-enum class Variant { Narrow, Wide };
 
 bool is_float_reduce(const EGraph& eg, ENodeId id, const Shape& domain) {
   const ENode& n = eg.node(id);
@@ -60,7 +59,10 @@ size_t element_loads(const SymProgram& p, const Shape& domain) {
   return seen.size();
 }
 
-/// A region of one row reduction over (input, view).
+}  // namespace
+
+namespace row_detail {
+
 SymProgram reduction_region(const EGraph& eg, ENodeId s) {
   const ENode& n = eg.node(s);
   const Attrs& a = eg.attrs_of(s);
@@ -79,8 +81,6 @@ SymProgram reduction_region(const EGraph& eg, ENodeId s) {
   return q;
 }
 
-/// The elementwise producers of class c: its HLIR elementwise e-nodes, then its largest fused
-/// e-node.
 std::vector<ENodeId> producers(const OpDef* fused, const EGraph& eg, ClassId c) {
   std::vector<ENodeId> out;
   for (ENodeId f : eg.nodes_of(c)) {
@@ -90,6 +90,35 @@ std::vector<ENodeId> producers(const OpDef* fused, const EGraph& eg, ClassId c) 
   if (auto f = largest_fused(fused, eg, c)) out.push_back(*f);
   return out;
 }
+
+std::optional<ENodeId> row_reduction_of(const EGraph& eg, ClassId c, const Shape& domain) {
+  for (ENodeId s : eg.nodes_of(c))
+    if (is_float_reduce(eg, s, domain)) return s;
+  return std::nullopt;
+}
+
+bool reread(SymProgram& q, const EGraph& eg, bool direct, const std::optional<View>& over,
+            const Shape& domain, const Expr& cn) {
+  if (direct) return true;  // views over the class's own elements stand as they are
+  for (ChildKey& k : q.loads) {
+    const ClassId kc = eg.find(k.cls);
+    bool all_zero = true;
+    for (const Expr& st : k.view.strides)
+      all_zero = all_zero && st == Expr(0);
+    if (all_zero) {
+      k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0))};
+    } else if (k.view.is_contiguous() && k.view.numel() == cn && numel(eg.shape(kc)) == cn) {
+      k.view = *over;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace row_detail
+
+namespace {
 
 int row_reductions(const SymProgram& p) {
   int n = 0;
@@ -108,40 +137,19 @@ bool grow_at(const OpDef* fused, const EGraph& eg, ClassId root, const Shape& do
   if (over && is_row_broadcast(*over, domain)) {
     // A reduction of the last axis: the load becomes RowSum / RowMax of its input.
     // (Equal reductions share one instruction once canonical; the limit applies there.)
-    for (ENodeId s : eg.nodes_of(c)) {
-      if (!is_float_reduce(eg, s, domain)) continue;
-      p = inline_region(p, l, reduction_region(eg, s));
+    if (std::optional<ENodeId> s = row_reduction_of(eg, c, domain)) {
+      p = inline_region(p, l, reduction_region(eg, *s));
       return true;
     }
   }
-  // An elementwise producer of the class, inlined. Read element for element (a contiguous view of
-  // all of it), its region's views stand as they are; read through another view of the domain
-  // (broadcast along the rows, or a weight broadcast down them), each input it reads element for
-  // element is read through that same view, and a broadcast scalar stays one.
+  // An elementwise producer of the class, inlined (reread says through which views).
   const Expr cn = numel(eg.shape(c));
   const bool direct = key.view.is_contiguous() && key.view.numel() == cn;
   if (!direct && !over) return false;
   const size_t before = element_loads(p, domain);
   for (ENodeId f : producers(fused, eg, c)) {
     std::optional<SymProgram> q = region_of(fused, eg, f);
-    if (!q) continue;
-    bool ok = true;
-    for (ChildKey& k : q->loads) {
-      if (direct) break;  // views over the class's own elements stand as they are
-      const ClassId kc = eg.find(k.cls);
-      bool all_zero = true;
-      for (const Expr& st : k.view.strides)
-        all_zero = all_zero && st == Expr(0);
-      if (all_zero) {
-        k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0))};
-      } else if (k.view.is_contiguous() && k.view.numel() == cn && numel(eg.shape(kc)) == cn) {
-        k.view = *over;
-      } else {
-        ok = false;
-        break;
-      }
-    }
-    if (!ok) continue;
+    if (!q || !reread(*q, eg, direct, over, domain, cn)) continue;
     SymProgram next = inline_region(p, l, *q);
     if (variant == Variant::Narrow && element_loads(next, domain) > before) continue;
     p = std::move(next);
@@ -168,6 +176,9 @@ void dedupe_loads(SymProgram& p) {
     if (i.op == FusedOpcode::Load) i.a = first[i.a];
 }
 
+/// RowGrowth::Plain: grows `p` one load at a time (the lowest load still read that has not failed
+/// to grow) until nothing grows or kMaxSteps; nothing when it outgrows 4 * kRowMaxInsts or holds
+/// no row reduction. grow_memo (row_rule_memo.hpp) takes the same steps.
 std::optional<SymProgram> grow(const OpDef* fused, const EGraph& eg, ClassId root,
                                const Shape& domain, Variant variant, SymProgram p) {
   std::vector<bool> stuck;
@@ -197,7 +208,8 @@ size_t rows_in_class(const OpDef* row, const EGraph& eg, ClassId c) {
   return n;
 }
 
-void apply_rows(const OpDef* row, const OpDef* fused, const Match& m, EGraph& eg) {
+void apply_rows(const OpDef* row, const OpDef* fused, RowGrowth growth, const Match& m,
+                EGraph& eg) {
   const ENodeId e = m.root_node;
   const ClassId root = eg.find(m.root);
   if (eg.node(e).op == fused && largest_fused(fused, eg, root) != std::optional<ENodeId>(e)) return;
@@ -216,8 +228,10 @@ void apply_rows(const OpDef* row, const OpDef* fused, const Match& m, EGraph& eg
         reads_row_value || (v && !(domain.back() == Expr(1)) && is_row_broadcast(*v, domain));
   }
   if (!reads_row_value) return;
+  const bool memo = growth == RowGrowth::Memo;
   for (Variant v : {Variant::Narrow, Variant::Wide}) {
-    std::optional<SymProgram> p = grow(fused, eg, root, domain, v, *base);
+    std::optional<SymProgram> p = memo ? grow_memo(fused, eg, root, domain, v, *base)
+                                       : grow(fused, eg, root, domain, v, *base);
     if (!p) continue;
     std::optional<Built> b = canonicalize(fused, eg, *p, kRowMaxInsts, kRowMaxChildren);
     if (!b || !b->program.has_row_reduce()) continue;
@@ -230,8 +244,10 @@ void apply_rows(const OpDef* row, const OpDef* fused, const Match& m, EGraph& eg
     a.shape = like.shape;
     a.views = b->views;
     a.payload = std::make_shared<FusedProgram>(b->program);
+    const uint64_t before = eg.version();
     const ClassId c = eg.add(row, a, b->children);
     eg.merge(c, root);
+    if (memo) memo_added_row(eg, before, root);
     if (rows_in_class(row, eg, eg.find(root)) >= kMaxRowPerClass) return;
   }
 }
@@ -256,12 +272,20 @@ bool is_row_broadcast(const View& v, const Shape& domain) {
   return true;
 }
 
-std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix) {
+std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix,
+                            RowGrowth growth) {
   Pattern p = Pattern::any_op([fused](const OpDef* op) {
                 return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
               }).bind("e");
-  return {Rule{prefix + ".fuse-rows", std::move(p), nullptr,
-               [row, fused](const Match& m, EGraph& eg) { apply_rows(row, fused, m, eg); }}};
+  // The guard accepts every match; it runs on all of an iteration's matches before any builder,
+  // so it marks where the memo of the last iteration ends.
+  auto guard = [](const Match&, const EGraph&) {
+    memo_new_iteration();
+    return true;
+  };
+  return {Rule{
+      prefix + ".fuse-rows", std::move(p), guard,
+      [row, fused, growth](const Match& m, EGraph& eg) { apply_rows(row, fused, growth, m, eg); }}};
 }
 
 }  // namespace luminal

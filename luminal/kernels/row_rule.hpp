@@ -41,9 +41,17 @@ inline constexpr int kRowMaxInsts = 192;
 inline constexpr int kRowMaxChildren = 8;
 inline constexpr int kRowMaxReductions = 6;
 
+/// How the rule grows a region. Plain rebuilds the region and re-reads the e-graph at every
+/// step (quadratic in the region; the specification). Memo takes the same steps with the same
+/// result, sharing what a (class, view) can grow into between the roots of an iteration and
+/// growing the region in place (row_rule_memo.hpp); tests/kernels/row_rule_memo_test compares the
+/// two.
+enum class RowGrowth { Memo, Plain };
+
 /// The rule "<prefix>.fuse-rows", adding `row` e-nodes (regions read through `fused` e-nodes
 /// too, the backend's fused elementwise op).
-std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix);
+std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix,
+                            RowGrowth growth = RowGrowth::Memo);
 
 /// True when `v` reads a tensor of numel(domain) / L elements at element (r..., l) of
 /// `domain` = [r..., L] as its row r in row-major order: stride 0 along the last axis and the

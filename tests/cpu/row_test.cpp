@@ -1,7 +1,8 @@
 // cpu.Row (luminal/cpu/row.cpp): the row programs the row rule builds (softmax, log-softmax,
 // RMSNorm, layer norm, masked softmax, RMSNorm of a residual sum) run by the CPU's row kernel
 // against the ReferenceRuntime, over static, dynamic-row-count and dynamic-length shapes, row
-// lengths from 1 to past one block (512) and on 1 and 2 threads; a mutated program must fail.
+// lengths from 1 to past one block (512) and on 1 and 2 threads; a mutated program must fail. The
+// rules are on by default and LUMINAL_CPU_ROWS=off leaves them out.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,8 +20,28 @@
 namespace luminal {
 namespace {
 
-// The row rules are off by default (luminal/cpu/row.cpp says why).
-const bool kRowsOn = [] { return setenv("LUMINAL_CPU_ROWS", "on", 1) == 0; }();
+// The row rules are on by default (LUMINAL_CPU_ROWS=off turns them off); these tests run with the
+// default whatever the environment says.
+const bool kRowsOn = [] { return unsetenv("LUMINAL_CPU_ROWS") == 0; }();
+
+/// Whether a backend's rules hold cpu.fuse-rows.
+bool has_row_rule(const Backend& b) {
+  for (const RuleSet& rs : b.rulesets())
+    for (const Rule& r : rs.rules)
+      if (r.name == "cpu.fuse-rows") return rs.name == "cpu.rows";
+  return false;
+}
+
+TEST(RowRules, OnByDefaultOffByTheSwitch) {
+  ASSERT_TRUE(kRowsOn);
+  cpu::CpuBackend cpu(1);
+  EXPECT_TRUE(has_row_rule(cpu));
+  setenv("LUMINAL_CPU_ROWS", "off", 1);
+  EXPECT_FALSE(has_row_rule(cpu));
+  setenv("LUMINAL_CPU_ROWS", "on", 1);
+  EXPECT_TRUE(has_row_rule(cpu));
+  unsetenv("LUMINAL_CPU_ROWS");
+}
 
 using Kind = testing::RowKind;
 constexpr auto& kKinds = testing::kRowKinds;
