@@ -30,8 +30,9 @@
 // cuda.QGemvQ8 (and cuda.QGemvQ8Epi) is the integer form, as llama.cpp's: cuda.QuantizeQ8
 // (quantize_q8.cpp) rounds each activation row to 8 bits once (Q8_1 beside the legacy types,
 // Q8_K beside the K types, bit for bit core/quantize_ref.hpp; layers reading one activation
-// share it), and four lanes share a unit, each dotting two words of four int8 weights with the
-// activation's words by __dp4a (QI_<t> in quant_dp4a_device.cpp); a warp takes 8 units a step.
+// share it), and four lanes (the K types: two) share a unit, each dotting its words of four int8
+// weights with the activation's words by __dp4a (QI_<t> in quant_dp4a_device.cpp); a warp takes 8
+// (16) units a step.
 // Per unit the integer sum is exact; it joins the lane's f32 accumulator as
 // fma(a * d_x, sum, acc), and lane 0 adds the min term from the activation's stored sum. So the
 // result is within testing::quant_dot_bound (docs/quant.md, "Error bound": the activation's
@@ -253,7 +254,9 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const int64_t NU = K.as_const() / 32;
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   // (the integer form's warp takes 8 units a step, four lanes a unit; the f32 form's 32)
-  const int64_t step_units = q8 ? 8 : 32;
+  // (the integer form's lanes per unit: QI_<t>::LANES)
+  const int lanes = tw == DType::Q4_K || tw == DType::Q5_K ? 2 : 4;
+  const int64_t step_units = q8 ? 32 / lanes : 32;
   int W = 1;
   while (W < kWarps && NU >= step_units * 2 * W && p_hi < int64_t{ctx.sm_count} * 32 / W)
     W *= 2;
@@ -333,13 +336,15 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
       std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;";
   if (q8) {
-    // Lane t = lane % 4 of quad lane / 4 takes its share of unit u (QI_<t>::ints) against the
-    // activation unit's words; lane 0 of the quad adds the min term once per unit.
+    // Lane t = lane % LANES of group lane / LANES takes its share of unit u (QI_<t>::ints)
+    // against the activation unit's words; lane 0 of the group adds the min term once per unit.
     const std::string QI = "QI_" + quant_tag(tw);
+    const std::string SU = std::to_string(step_units);
     body += lines({
         row_decl,
-        "    const int quad = lane >> 2, t = lane & 3;",
-        "    for (int u0 = part * 8 + quad; u0 < NU; u0 += " + std::to_string(8 * W * U) + ") {",
+        "    const int grp = lane / " + QI + "::LANES, t = lane % " + QI + "::LANES;",
+        "    for (int u0 = part * " + SU +
+            " + grp; u0 < NU; u0 += " + std::to_string(step_units * W * U) + ") {",
         "      " + QI + "::Raw r[" + Us + "];",
         "#pragma unroll",
         "      for (int uu = 0; uu < " + Us + "; ++uu)",
@@ -349,17 +354,19 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
         "      for (int uu = 0; uu < " + Us + "; ++uu) {",
         "        const int u = u0 + uu * " + step + ";",
         "        if (u >= NU) break;",
-        "        int v0, v1, w0, w1;",
+        "        int v[" + QI + "::NW], w[" + QI + "::NW];",
         "        float a, b;",
-        "        " + QI + "::ints(r[uu], t, v0, v1, w0, w1, a, b);",
+        "        " + QI + "::ints(r[uu], t, v, w, a, b);",
         "#pragma unroll",
         "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
         "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
             " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
-        "          int x0, x1;",
+        "          int xv[" + QI + "::NW];",
         "          float dx, sx;",
-        "          lmn_x(xr, " + QI + "::XK, u, w0, w1, x0, x1, dx, sx);",
-        "          const int si = __dp4a(v0, x0, __dp4a(v1, x1, 0));",
+        "          lmn_x<" + QI + "::NW>(xr, " + QI + "::XK, u, w, xv, dx, sx);",
+        "          int si = 0;",
+        "#pragma unroll",
+        "          for (int j = 0; j < " + QI + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
         "          acc[mi] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[mi]);",
         "          if (" + QI + "::HAS_B && t == 0) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
         "        }",

@@ -4,14 +4,15 @@
 
 namespace luminal::cuda {
 
-// Four lanes (t = 0..3) share a unit of 32 values. Lane t's share is two words of four int8
-// values each, v0 and v1, dotted with words w0 and w1 (0..7) of the unit's 32 activation values,
-// with one scale a (a weight value is a times its int8). For the nibble types lane t holds
-// byte-word t of the quants: values 4t..4t+3 (low nibbles, w0 = t) and 16+4t..16+4t+3 (high
-// nibbles, w1 = t + 4); for the others values 8t..8t+7 (w0 = 2t, w1 = 2t + 1). Types with a
-// min give b, the unit's min (a weight value is a q + b), which lane 0 adds once per unit against
-// the activation's sum. An offset type's q - o becomes a signed byte as (q + 128 - o) ^ 0x80:
-// q + 128 - o stays within the byte, so no carry crosses bytes.
+// LANES lanes (t = 0 .. LANES - 1) share a unit of 32 values: two for Q4_K and Q5_K (their
+// sub-block scale takes about 20 integer operations to decode), four for the others. Lane t's share
+// is NW words of four int8 values each, v[j], dotted with words w[j] (0..7) of the unit's 32
+// activation values, with one scale a (a weight value is a times its int8). For the nibble types
+// lane t holds byte-word t of the quants: values 4t..4t+3 (low nibbles, w = t) and 16+4t..16+4t+3
+// (high nibbles, w = t + 4); for Q8_0 and Q6_K values 8t..8t+7; for Q4_K and Q5_K (two lanes)
+// values 16t..16t+15. Types with a min give b, the unit's min (a weight value is a q + b), which
+// lane 0 adds once per unit against the activation's sum. An offset type's q - o becomes a signed
+// byte as (q + 128 - o) ^ 0x80: q + 128 - o stays within the byte, so no carry crosses bytes.
 //
 // The activation formats (core/quantize_ref.hpp, bit for bit): Q8_1 (d, s = f16(d sum q), 32
 // int8; 36 bytes, word-aligned) for the legacy types, Q8_K (f32 d, 256 int8, 16 int16 bsums) for
@@ -23,37 +24,37 @@ const char* kDp4aSource = R"(
 LMN unsigned int lmn_hb4(unsigned int n) { return (((n & 15u) * 0x00204081u) & 0x01010101u) << 4; }
 LMN int lmn_off(unsigned int q, unsigned int o) { return (int)((q + (128u - o) * 0x01010101u) ^ 0x80808080u); }
 struct QI_q4_0 {
-  enum { HAS_B = 0, XK = 0 };
+  enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
   struct Raw { unsigned int d, w; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + u * 18;
     r.d = lmn_u16(p);
     r.w = lmn_w16(p + 2 + 4 * t);
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
-    v0 = lmn_off(r.w & 0x0F0F0F0Fu, 8u);
-    v1 = lmn_off((r.w >> 4) & 0x0F0F0F0Fu, 8u);
-    w0 = t; w1 = t + 4;
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
+    v[0] = lmn_off(r.w & 0x0F0F0F0Fu, 8u);
+    v[1] = lmn_off((r.w >> 4) & 0x0F0F0F0Fu, 8u);
+    w[0] = t; w[1] = t + 4;
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
 struct QI_q4_1 {
-  enum { HAS_B = 1, XK = 0 };
+  enum { HAS_B = 1, XK = 0, LANES = 4, NW = 2 };
   struct Raw { unsigned int dm, w; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned int* p = (const unsigned int*)(row + u * 20);
     r.dm = __ldg(p);
     r.w = __ldg(p + 1 + t);
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
-    v0 = (int)(r.w & 0x0F0F0F0Fu);
-    v1 = (int)((r.w >> 4) & 0x0F0F0F0Fu);
-    w0 = t; w1 = t + 4;
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
+    v[0] = (int)(r.w & 0x0F0F0F0Fu);
+    v[1] = (int)((r.w >> 4) & 0x0F0F0F0Fu);
+    w[0] = t; w[1] = t + 4;
     a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
   }
 };
 struct QI_q5_0 {
-  enum { HAS_B = 0, XK = 0 };
+  enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
   struct Raw { unsigned int d, qh, w; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + u * 22;
@@ -61,15 +62,15 @@ struct QI_q5_0 {
     r.qh = lmn_w16(p + 2);
     r.w = lmn_w16(p + 6 + 4 * t);
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
-    v0 = lmn_off((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)), 16u);
-    v1 = lmn_off(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)), 16u);
-    w0 = t; w1 = t + 4;
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
+    v[0] = lmn_off((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)), 16u);
+    v[1] = lmn_off(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)), 16u);
+    w[0] = t; w[1] = t + 4;
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
 struct QI_q5_1 {
-  enum { HAS_B = 1, XK = 0 };
+  enum { HAS_B = 1, XK = 0, LANES = 4, NW = 2 };
   struct Raw { unsigned int dm, qh, w; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned int* p = (const unsigned int*)(row + u * 24);
@@ -77,15 +78,15 @@ struct QI_q5_1 {
     r.dm = h.x; r.qh = h.y;
     r.w = __ldg(p + 2 + t);
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
-    v0 = (int)((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)));
-    v1 = (int)(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)));
-    w0 = t; w1 = t + 4;
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
+    v[0] = (int)((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)));
+    v[1] = (int)(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)));
+    w[0] = t; w[1] = t + 4;
     a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
   }
 };
 struct QI_q8_0 {
-  enum { HAS_B = 0, XK = 0 };
+  enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
   struct Raw { unsigned int d, w0, w1; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + u * 34;
@@ -93,70 +94,81 @@ struct QI_q8_0 {
     r.w0 = lmn_w16(p + 2 + 8 * t);
     r.w1 = lmn_w16(p + 6 + 8 * t);
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
-    v0 = (int)r.w0; v1 = (int)r.w1;
-    w0 = 2 * t; w1 = 2 * t + 1;
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
+    v[0] = (int)r.w0; v[1] = (int)r.w1;
+    w[0] = 2 * t; w[1] = 2 * t + 1;
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
-/* Q4_K / Q5_K: unit u is sub-block i = u % 8 of super-block u / 8 (16-byte aligned); its 32
+/* Q4_K / Q5_K: two lanes share a unit, lane t taking values 16t..16t+15 (one scale), so a warp
+   takes two super-blocks a step and each lane decodes its sub-block's scale once for 16 values.
+   Q4_K / Q5_K: unit u is sub-block i = u % 8 of super-block u / 8 (16-byte aligned); its 32
    quants are the low (i even) or high nibbles of bytes 32 (i / 2) .. + 31. */
 struct QI_q4_k {
-  enum { HAS_B = 1, XK = 1 };
-  struct Raw { uint4 h; uint2 q; int i; };
+  enum { HAS_B = 1, XK = 1, LANES = 2, NW = 4 };
+  struct Raw { uint4 h, q; int i; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + (u >> 3) * 144;
     r.i = u & 7;
     r.h = __ldg((const uint4*)p);
-    r.q = __ldg((const uint2*)(p + 16 + (r.i >> 1) * 32 + 8 * t));
+    r.q = __ldg((const uint4*)(p + 16 + (r.i >> 1) * 32 + 16 * t));
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
     const int sh = (r.i & 1) * 4;
-    v0 = (int)((r.q.x >> sh) & 0x0F0F0F0Fu);
-    v1 = (int)((r.q.y >> sh) & 0x0F0F0F0Fu);
-    w0 = 2 * t; w1 = 2 * t + 1;
+    const unsigned int q[4] = {r.q.x, r.q.y, r.q.z, r.q.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[j] = (int)((q[j] >> sh) & 0x0F0F0F0Fu);
+      w[j] = 4 * t + j;
+    }
     lmn_qk_scale(r.h, r.i, a, b);
   }
 };
 struct QI_q5_k {
-  enum { HAS_B = 1, XK = 1 };
-  struct Raw { uint4 h; uint2 qh, q; int i; };
+  enum { HAS_B = 1, XK = 1, LANES = 2, NW = 4 };
+  struct Raw { uint4 h, qh, q; int i; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + (u >> 3) * 176;
     r.i = u & 7;
     r.h = __ldg((const uint4*)p);
-    r.qh = __ldg((const uint2*)(p + 16 + 8 * t));
-    r.q = __ldg((const uint2*)(p + 48 + (r.i >> 1) * 32 + 8 * t));
+    r.qh = __ldg((const uint4*)(p + 16 + 16 * t));
+    r.q = __ldg((const uint4*)(p + 48 + (r.i >> 1) * 32 + 16 * t));
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
     const int sh = (r.i & 1) * 4;
-    v0 = (int)(((r.q.x >> sh) & 0x0F0F0F0Fu) | (((r.qh.x >> r.i) & 0x01010101u) << 4));
-    v1 = (int)(((r.q.y >> sh) & 0x0F0F0F0Fu) | (((r.qh.y >> r.i) & 0x01010101u) << 4));
-    w0 = 2 * t; w1 = 2 * t + 1;
+    const unsigned int q[4] = {r.q.x, r.q.y, r.q.z, r.q.w};
+    const unsigned int h[4] = {r.qh.x, r.qh.y, r.qh.z, r.qh.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[j] = (int)(((q[j] >> sh) & 0x0F0F0F0Fu) | (((h[j] >> r.i) & 0x01010101u) << 4));
+      w[j] = 4 * t + j;
+    }
     lmn_qk_scale(r.h, r.i, a, b);
   }
 };
-/* Q6_K: unit u is chunk c = u % 8 of super-block u / 8 (2-byte aligned); lane t's values
-   8t..8t+7 share scale 2c + t / 2. */
+/* Q6_K: unit u is chunk c = u % 8 of super-block u / 8 (2-byte aligned); four lanes a unit (its
+   scale is one byte: nothing to share), lane t's values 8t..8t+7 share scale 2c + t / 2. */
 struct QI_q6_k {
-  enum { HAS_B = 0, XK = 1 };
-  struct Raw { unsigned int l0, l1, h0, h1, sc, d; int c; };
+  enum { HAS_B = 0, XK = 1, LANES = 4, NW = 2 };
+  struct Raw { unsigned int l[2], h[2], sc, d; int c; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + (u >> 3) * 210;
     r.c = u & 7;
     const int hh = r.c >> 2, k = r.c & 3;
     const unsigned char* ql = p + hh * 64 + (k & 1) * 32 + 8 * t;
     const unsigned char* qh = p + 128 + hh * 32 + 8 * t;
-    r.l0 = lmn_w16(ql); r.l1 = lmn_w16(ql + 4);
-    r.h0 = lmn_w16(qh); r.h1 = lmn_w16(qh + 4);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) { r.l[j] = lmn_w16(ql + 4 * j); r.h[j] = lmn_w16(qh + 4 * j); }
     r.sc = lmn_u16(p + 192 + 2 * r.c);
     r.d = lmn_u16(p + 208);
   }
-  static LMN void ints(const Raw& r, int t, int& v0, int& v1, int& w0, int& w1, float& a, float& b) {
+  static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
     const int k = r.c & 3, sl = (k >> 1) * 4, sh = 2 * k;
-    v0 = lmn_off(((r.l0 >> sl) & 0x0F0F0F0Fu) | (((r.h0 >> sh) & 0x03030303u) << 4), 32u);
-    v1 = lmn_off(((r.l1 >> sl) & 0x0F0F0F0Fu) | (((r.h1 >> sh) & 0x03030303u) << 4), 32u);
-    w0 = 2 * t; w1 = 2 * t + 1;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      v[j] = lmn_off(((r.l[j] >> sl) & 0x0F0F0F0Fu) | (((r.h[j] >> sh) & 0x03030303u) << 4), 32u);
+      w[j] = 2 * t + j;
+    }
     a = __fmul_rn(lmn_h16(r.d), (float)(signed char)((r.sc >> (8 * (t >> 1))) & 255u));
     b = 0.0f;
   }
@@ -225,22 +237,23 @@ LMN void lmn_q8_k_warp(const float* v, unsigned char* o, int lane) {
   }
   if (lane == 0) *(float*)o = d;
 }
-/* Unit u of an activation row at `x` (Q8_1 when xk is 0, else Q8_K):
-   words w0 and w1 of its int8 values, its d, and its sum for a min term (Q8_1: s; Q8_K: d times
-   the two bsums). */
-LMN void lmn_x(const unsigned char* x, int xk, int u, int w0, int w1, int& x0, int& x1, float& dx,
-               float& sx) {
+/* Unit u of an activation row at `x` (Q8_1 when xk is 0, else Q8_K): its words w[0..NW) in xv,
+   its d, and its sum for a min term (Q8_1: s; Q8_K: d times the unit's two bsums). */
+template <int NW>
+LMN void lmn_x(const unsigned char* x, int xk, int u, const int* w, int* xv, float& dx, float& sx) {
   if (xk) {
     const unsigned char* p = x + (u >> 3) * 292;
     const int* q = (const int*)(p + 4 + 32 * (u & 7));
-    x0 = __ldg(q + w0); x1 = __ldg(q + w1);
+#pragma unroll
+    for (int j = 0; j < NW; ++j) xv[j] = __ldg(q + w[j]);
     dx = __ldg((const float*)p);
     const unsigned int bs = __ldg((const unsigned int*)(p + 260 + 4 * (u & 7)));
     sx = __fmul_rn(dx, (float)((int)(short)(bs & 0xFFFFu) + (int)(short)(bs >> 16)));
   } else {
     const unsigned char* p = x + u * 36;
     const int* q = (const int*)(p + 4);
-    x0 = __ldg(q + w0); x1 = __ldg(q + w1);
+#pragma unroll
+    for (int j = 0; j < NW; ++j) xv[j] = __ldg(q + w[j]);
     const unsigned int ds = __ldg((const unsigned int*)p);
     dx = lmn_h16(ds);
     sx = lmn_h16(ds >> 16);

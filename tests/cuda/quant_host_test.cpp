@@ -123,9 +123,9 @@ int main(int argc, char** argv) {
 )";
 
 // The integer form's dot of one weight row (argv[2], type argv[1]) with one activation row
-// (argv[3], Q8_1 or Q8_K), k = argv[5] values, as cuda.QGemvQ8 computes it: per unit, four lanes
-// each dot their words (QI_<t>::ints, lmn_x, __dp4a) into their own accumulator, lane 0 adds the
-// min term; then the lanes' sums. Writes the float result to argv[4].
+// (argv[3], Q8_1 or Q8_K), k = argv[5] values, as cuda.QGemvQ8 computes it: per unit, its lanes
+// (QI_<t>::LANES) each dot their words (QI_<t>::ints, lmn_x, __dp4a) into their own accumulator,
+// lane 0 adds the min term; then the lanes' sums. Writes the float result to argv[4].
 const char* kDotMain = R"(
 template <class QI>
 int dot(const char* win, const char* xin, const char* out, int k) {
@@ -142,14 +142,15 @@ int dot(const char* win, const char* xin, const char* out, int k) {
   if (w.empty() || x.empty()) return 2;
   float acc[4] = {0, 0, 0, 0};
   for (int u = 0; u < k / 32; ++u)
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < QI::LANES; ++t) {
       typename QI::Raw r;
       QI::load(w.data(), u, t, r);
-      int v0, v1, w0, w1, x0, x1;
+      int v[QI::NW], wd[QI::NW], xv[QI::NW];
       float a, b, dx, sx;
-      QI::ints(r, t, v0, v1, w0, w1, a, b);
-      lmn_x(x.data(), QI::XK, u, w0, w1, x0, x1, dx, sx);
-      const int si = __dp4a(v0, x0, __dp4a(v1, x1, 0));
+      QI::ints(r, t, v, wd, a, b);
+      lmn_x<QI::NW>(x.data(), QI::XK, u, wd, xv, dx, sx);
+      int si = 0;
+      for (int j = 0; j < QI::NW; ++j) si = __dp4a(v[j], xv[j], si);
       acc[t] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[t]);
       if (QI::HAS_B && t == 0) acc[t] = __fmaf_rn(b, sx, acc[t]);
     }
@@ -257,8 +258,8 @@ void write_file(const fs::path& p, const void* data, size_t n) {
 
 // The integer form (QI_<t>, lmn_x) against the f64 dot of the dequantised weights with the
 // dequantised activation (testing::quant_dot_bound's y_q), within its rounding bound with the
-// accumulation depth of the quad's lanes: a wrong word, shift, offset, scale or min term is off by
-// far more.
+// accumulation depth of its lanes (each takes a share of every unit): a wrong word, shift, offset,
+// scale or min term is off by far more.
 TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
 #ifndef LUMINAL_HOST_CXX
   GTEST_SKIP() << "no host compiler recorded";
@@ -302,9 +303,9 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       std::ifstream out(dir / "y.bin", std::ios::binary);
       out.read(reinterpret_cast<char*>(&got), 4);
       const testing::QuantDotBound b = testing::quant_dot_bound(t, w.data(), x.data(), k);
-      // A lane accumulates k / 128 units (two terms each with a min), then two adds.
+      // A lane accumulates k / 32 units (two terms each with a min), then the lanes' adds.
       const int64_t nb = k / block_size(t);
-      const double depth = 2.0 * static_cast<double>(k / 128) + 8;
+      const double depth = 2.0 * static_cast<double>(k / 32) + 8;
       const double tol = b.e_w + b.e_acc * testing::quant_gamma(static_cast<int64_t>(depth)) /
                                      testing::quant_gamma(nb + 6);
       EXPECT_LE(std::fabs(got - b.y_q), tol)
