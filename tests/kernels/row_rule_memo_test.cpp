@@ -158,6 +158,11 @@ TEST(RowRuleMemo, SameEGraphOnADecoderBlock) {
 TEST(RowRuleMemo, SameEGraphOnTheSampler) {
   // One bisection step a threshold keeps the plain growth to about 4 s here; the graph's shape
   // (long chains of elementwise ops over the logits that read row values) is the one of 16.
+  // Under AddressSanitizer the plain growth (the reference) passes the saturation's time limit
+  // (58 s): the memo's memory behaviour is covered there by the tests above.
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the plain growth is too slow under the sanitizer";
+#endif
   const size_t rows = expect_same(sampler_graph(256, 1), "sampler");
   EXPECT_GE(rows, 20u);
 }
