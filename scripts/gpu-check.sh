@@ -140,7 +140,7 @@ if [ $suites -eq 1 ]; then
     "$out/nn_ops.log" 300 "$build/tests/test_cuda_nn_ops"
   want gemv && suite "gemv suite (cuda.Gemv rows x widths x dtypes x forms, epilogues, split reductions, argmax)" \
     "$out/gemv.log" 300 "$build/tests/test_cuda_gemv"
-  want quant && suite "quant suite (Dequantize, cuda.QGemv, cuda.QGather per block type; a Q8_0 GGUF)" \
+  want quant && suite "quant suite (Dequantize, cuda.QGemv, cuda.QuantizeQ8 + cuda.QGemvQ8, cuda.QGather per block type; a Q8_0 GGUF)" \
     "$out/quant.log" 300 "$build/tests/test_cuda_quant"
   want fold && suite "fold suite (load-time folding on the GPU)" "$out/fold.log" 300 \
     "$build/tests/test_cuda_fold"
