@@ -80,17 +80,10 @@ std::vector<Rule> qmatmul_rules() {
          [](const Match& m, EGraph& eg) {
            std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
            if (!p) return;
-           Attrs qa;
-           qa.dtype = blocks::activation_format(p->wtype);
-           qa.shape = p->act_rows;
-           qa.views = {p->act_rows_view};
-           const ClassId xq = eg.add(&kQuantizeQ8, qa, {p->act});
-           Attrs ma;
-           ma.dtype = p->sum.dtype;
-           ma.shape = p->sum.shape;
-           ma.axis = p->axis;
-           ma.views = {rows_view_over(p->dims, p->m_axes, p->axis, p->act_rows), p->weight_view};
-           const std::optional<ENodeId> q = add_merged(eg, &kQMatmul, ma, {xq, p->weight}, m.root);
+           const QuantMatmulAttrs a = quant_matmul_attrs(*p, blocks::activation_format(p->wtype));
+           const ClassId xq = eg.add(&kQuantizeQ8, a.quantize, {p->act});
+           const std::optional<ENodeId> q =
+               add_merged(eg, &kQMatmul, a.matmul, {xq, p->weight}, m.root);
            if (q && !eg.is_removed(*q) && few_rows(p->act_rows))
              dominate_dequantized(eg, *q, p->dequantized);
          }};

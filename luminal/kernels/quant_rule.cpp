@@ -39,6 +39,18 @@ View rows_view_over(const Shape& dims, const std::vector<int>& m_axes, int axis,
   return v;
 }
 
+QuantMatmulAttrs quant_matmul_attrs(const QuantMatmulParts& p, DType fmt) {
+  QuantMatmulAttrs a;
+  a.quantize.dtype = fmt;
+  a.quantize.shape = p.act_rows;
+  a.quantize.views = {p.act_rows_view};
+  a.matmul.dtype = p.sum.dtype;
+  a.matmul.shape = p.sum.shape;
+  a.matmul.axis = p.axis;
+  a.matmul.views = {rows_view_over(p.dims, p.m_axes, p.axis, p.act_rows), p.weight_view};
+  return a;
+}
+
 std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match& m) {
   std::optional<MatmulParts> mp = matmul_parts(eg, m);
   if (!mp || mp->attrs.dtype != DType::F32) return std::nullopt;

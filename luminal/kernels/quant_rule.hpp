@@ -43,6 +43,14 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
 /// stride 1, every other axis 0.
 View rows_view_over(const Shape& dims, const std::vector<int>& m_axes, int axis, const Shape& rows);
 
+/// The integer form of a quantized linear layer (cpu.QuantizeQ8 + cpu.QMatmul, cuda.QuantizeQ8 +
+/// cuda.QGemvQ8): the attributes of the node quantizing the activation rows to `fmt` and of the
+/// matmul reading them as contiguous rows (rows_view_over) beside W.
+struct QuantMatmulAttrs {
+  Attrs quantize, matmul;
+};
+QuantMatmulAttrs quant_matmul_attrs(const QuantMatmulParts& p, DType fmt);
+
 struct QuantGatherParts {
   ClassId indexes = 0;
   ClassId weight = 0;
