@@ -174,17 +174,9 @@ std::vector<Rule> qgemv_rules() {
           [](const Match& m, EGraph& eg) {
             const std::optional<QuantMatmulParts> p = decode_parts(eg, m);
             if (!p) return;
-            Attrs qa;
-            qa.dtype = cuda_activation_format(p->wtype);
-            qa.shape = p->act_rows;
-            qa.views = {p->act_rows_view};
-            const ClassId xq = eg.add(quantize_q8_op(), qa, {p->act});
-            Attrs a;
-            a.dtype = p->sum.dtype;
-            a.shape = p->sum.shape;
-            a.axis = p->axis;
-            a.views = {rows_view_over(p->dims, p->m_axes, p->axis, p->act_rows), p->weight_view};
-            add_merged(eg, &kQGemvQ8, a, {xq, p->weight}, m.root);
+            const QuantMatmulAttrs a = quant_matmul_attrs(*p, cuda_activation_format(p->wtype));
+            const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
+            add_merged(eg, &kQGemvQ8, a.matmul, {xq, p->weight}, m.root);
           }};
   // (rules, not conditions: the compile cache's key names the rules in force)
   std::vector<Rule> rules;
@@ -218,12 +210,12 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
     throw Error(std::string(n.op->name) +
                 ": needs an activation and a weight (and an epilogue's inputs)");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
-  if (!cuda_block_type(tw) || tx != (form == Form::Q8 ? cuda_activation_format(tw) : DType::F32))
-    throw Error(std::string(n.op->name) + ": reads " +
-                (form == Form::Q8 ? "q8_1 (legacy types) or q8_k (K types) activation blocks"
-                                  : "an f32 activation") +
-                " and q4_0 .. q6_k weights, got " + std::string(name(tx)) + " and " +
-                std::string(name(tw)));
+  if (!cuda_block_type(tw) || tx != (q8 ? cuda_activation_format(tw) : DType::F32))
+    throw Error(
+        std::string(n.op->name) + ": reads " +
+        (q8 ? "q8_1 (legacy types) or q8_k (K types) activation blocks" : "an f32 activation") +
+        " and q4_0 .. q6_k weights, got " + std::string(name(tx)) + " and " +
+        std::string(name(tw)));
   const int axis = n.attrs.axis;
   const View& xv = n.attrs.views[0];
   const View& wv = n.attrs.views[1];
@@ -231,7 +223,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   if (!K.is_const() || K.as_const() % block_size(tw) != 0)
     throw Error("cuda.QGemv: k must be a static whole number of " + std::string(name(tw)) +
                 " blocks");
-  if (form != Form::Q8 && !(xv.strides[static_cast<size_t>(axis)] == Expr::z()))
+  if (!q8 && !(xv.strides[static_cast<size_t>(axis)] == Expr::z()))
     throw Error("cuda.QGemv: the activation must be contiguous along k");
   // The row axis: the longest constant axis x steps through and W does not.
   const auto [M, ra] = row_axis(xv, wv, axis);
@@ -253,8 +245,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
 
   const int64_t NU = K.as_const() / 32;
   const int64_t p_hi = P.bounds(ctx.facts).hi;
-  // (the integer form's warp takes 8 units a step, four lanes a unit; the f32 form's 32)
-  // (the integer form's lanes per unit: QI_<t>::LANES)
+  // Units a warp takes a step: the f32 form's lanes one each; the integer form's share a unit,
+  // QI_<t>::LANES lanes each (two for Q4_K and Q5_K, four for the others).
   const int lanes = tw == DType::Q4_K || tw == DType::Q5_K ? 2 : 4;
   const int64_t step_units = q8 ? 32 / lanes : 32;
   int W = 1;
@@ -285,44 +277,12 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), step = std::to_string(step_units * W);
-  // The activation values of a unit: x[j] for j < 32 from xr.
-  std::string dot;
-  if (q8) {
-  } else if (vec) {
-    dot = lines({
-        "            const float4* x4 = reinterpret_cast<const float4*>(xr);",
-        "#pragma unroll",
-        "            for (int t = 0; t < 8; ++t) {",
-        "              const float4 v = __ldg(x4 + t);",
-        "              float& s = t < 4 ? s0 : s1;",
-        "              s = __fmaf_rn(q[4 * t], v.x, s);",
-        "              s = __fmaf_rn(q[4 * t + 1], v.y, s);",
-        "              s = __fmaf_rn(q[4 * t + 2], v.z, s);",
-        "              s = __fmaf_rn(q[4 * t + 3], v.w, s);",
-        "              if (" + QT +
-            "::HAS_B) sx = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(sx, v.x), "
-            "v.y), v.z), v.w);",
-        "            }",
-    });
-  } else {
-    dot = lines({
-        "#pragma unroll",
-        "            for (int j = 0; j < 32; ++j) {",
-        "              const float v = __ldg(xr + j);",
-        "              float& s = j < 16 ? s0 : s1;",
-        "              s = __fmaf_rn(q[j], v, s);",
-        "              if (" + QT + "::HAS_B) sx = __fadd_rn(sx, v);",
-        "            }",
-    });
-  }
   std::string body = lines({
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
       "  __shared__ float red[" + std::to_string(kWarps) + "][" + Ms + "];",
       "  const int NU = " + std::to_string(NU) + ";",
   });
-  const DType xf = cuda_activation_format(tw);
-  const std::string XB = std::to_string(storage_bytes(xf, K.as_const()));
   body += lines({
       "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
           ")gridDim.x * " + Gs + ") {",
@@ -332,59 +292,80 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0f;",
   });
   body += pf.decl + "    if (p < P) {\n" + base + pf.load;
-  const std::string row_decl =
+  // The k loop: a lane (the integer form: lane t of group grp, QI_<t>::LANES lanes a unit) loads
+  // U units before using any, step units apart.
+  const std::string T = q8 ? "QI_" + quant_tag(tw) : QT;
+  body += lines({
       "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
-      std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;";
+          std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",
+      q8 ? "    const int grp = lane / " + T + "::LANES, t = lane % " + T + "::LANES;"
+         : "    const int grp = lane;",
+      "    for (int u0 = part * " + std::to_string(step_units) +
+          " + grp; u0 < NU; u0 += " + std::to_string(step_units * W * U) + ") {",
+      "      " + T + "::Raw r[" + Us + "];",
+      "#pragma unroll",
+      "      for (int uu = 0; uu < " + Us + "; ++uu)",
+      "        if (u0 + uu * " + step + " < NU) " + T + "::load(row, u0 + uu * " + step +
+          (q8 ? ", t" : "") + ", r[uu]);",
+      "#pragma unroll",
+      "      for (int uu = 0; uu < " + Us + "; ++uu) {",
+      "        const int u = u0 + uu * " + step + ";",
+      "        if (u >= NU) break;",
+  });
   if (q8) {
-    // Lane t = lane % LANES of group lane / LANES takes its share of unit u (QI_<t>::ints)
-    // against the activation unit's words; lane 0 of the group adds the min term once per unit.
-    const std::string QI = "QI_" + quant_tag(tw);
-    const std::string SU = std::to_string(step_units);
+    // Lane t takes its share of unit u (QI_<t>::ints) against the activation unit's words (x
+    // read as contiguous rows of activation blocks); lane 0 of the group adds the min term once
+    // per unit.
+    const std::string XB = std::to_string(storage_bytes(tx, K.as_const()));
     body += lines({
-        row_decl,
-        "    const int grp = lane / " + QI + "::LANES, t = lane % " + QI + "::LANES;",
-        "    for (int u0 = part * " + SU +
-            " + grp; u0 < NU; u0 += " + std::to_string(step_units * W * U) + ") {",
-        "      " + QI + "::Raw r[" + Us + "];",
-        "#pragma unroll",
-        "      for (int uu = 0; uu < " + Us + "; ++uu)",
-        "        if (u0 + uu * " + step + " < NU) " + QI + "::load(row, u0 + uu * " + step +
-            ", t, r[uu]);",
-        "#pragma unroll",
-        "      for (int uu = 0; uu < " + Us + "; ++uu) {",
-        "        const int u = u0 + uu * " + step + ";",
-        "        if (u >= NU) break;",
-        "        int v[" + QI + "::NW], w[" + QI + "::NW];",
+        "        int v[" + T + "::NW], w[" + T + "::NW];",
         "        float a, b;",
-        "        " + QI + "::ints(r[uu], t, v, w, a, b);",
+        "        " + T + "::ints(r[uu], t, v, w, a, b);",
         "#pragma unroll",
         "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
         "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
             " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
-        "          int xv[" + QI + "::NW];",
+        "          int xv[" + T + "::NW];",
         "          float dx, sx;",
-        "          lmn_x<" + QI + "::NW>(xr, " + QI + "::XK, u, w, xv, dx, sx);",
+        "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
         "          int si = 0;",
         "#pragma unroll",
-        "          for (int j = 0; j < " + QI + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
+        "          for (int j = 0; j < " + T + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
         "          acc[mi] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[mi]);",
-        "          if (" + QI + "::HAS_B && t == 0) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
+        "          if (" + T + "::HAS_B && t == 0) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
         "        }",
-        "      }",
     });
   } else {
+    // The activation values of a unit: x[j] for j < 32 from xr.
+    std::string dot;
+    if (vec) {
+      dot = lines({
+          "            const float4* x4 = reinterpret_cast<const float4*>(xr);",
+          "#pragma unroll",
+          "            for (int t = 0; t < 8; ++t) {",
+          "              const float4 v = __ldg(x4 + t);",
+          "              float& s = t < 4 ? s0 : s1;",
+          "              s = __fmaf_rn(q[4 * t], v.x, s);",
+          "              s = __fmaf_rn(q[4 * t + 1], v.y, s);",
+          "              s = __fmaf_rn(q[4 * t + 2], v.z, s);",
+          "              s = __fmaf_rn(q[4 * t + 3], v.w, s);",
+          "              if (" + QT +
+              "::HAS_B) sx = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(sx, v.x), "
+              "v.y), v.z), v.w);",
+          "            }",
+      });
+    } else {
+      dot = lines({
+          "#pragma unroll",
+          "            for (int j = 0; j < 32; ++j) {",
+          "              const float v = __ldg(xr + j);",
+          "              float& s = j < 16 ? s0 : s1;",
+          "              s = __fmaf_rn(q[j], v, s);",
+          "              if (" + QT + "::HAS_B) sx = __fadd_rn(sx, v);",
+          "            }",
+      });
+    }
     body += lines({
-        row_decl,
-        "    for (int u0 = part * 32 + lane; u0 < NU; u0 += " + std::to_string(32 * W * U) + ") {",
-        "      " + QT + "::Raw r[" + Us + "];",
-        "#pragma unroll",
-        "      for (int uu = 0; uu < " + Us + "; ++uu)",
-        "        if (u0 + uu * " + step + " < NU) " + QT + "::load(row, u0 + uu * " + step +
-            ", r[uu]);",
-        "#pragma unroll",
-        "      for (int uu = 0; uu < " + Us + "; ++uu) {",
-        "        const int u = u0 + uu * " + step + ";",
-        "        if (u >= NU) break;",
         "        float q[32], a0, a1, b;",
         "        " + QT + "::dec(r[uu], q, a0, a1, b);",
         "#pragma unroll",
@@ -400,9 +381,9 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
         "          acc[mi] = __fmaf_rn(a1, s1, acc[mi]);",
         "          if (" + QT + "::HAS_B) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
         "        }",
-        "      }",
     });
   }
+  body += "      }\n";
   body += lines({
       "    }",
       "    }",

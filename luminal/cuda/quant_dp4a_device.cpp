@@ -23,6 +23,17 @@ namespace {
 const char* kDp4aSource = R"(
 LMN unsigned int lmn_hb4(unsigned int n) { return (((n & 15u) * 0x00204081u) & 0x01010101u) << 4; }
 LMN int lmn_off(unsigned int q, unsigned int o) { return (int)((q + (128u - o) * 0x01010101u) ^ 0x80808080u); }
+/* The nibble types' share of lane t: byte-word `w` of the quants as its low nibbles (values
+   4t..4t+3, activation word t) and high nibbles (16+4t.., word t + 4), each with its fifth bits
+   from qh when `q5`, less the offset `o` as signed bytes (o = 0: as they are). */
+LMN void lmn_nib_words(unsigned int w, unsigned int qh, bool q5, unsigned int o, int t, int* v,
+                       int* wd) {
+  unsigned int lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu;
+  if (q5) { lo |= lmn_hb4(qh >> (4 * t)); hi |= lmn_hb4(qh >> (16 + 4 * t)); }
+  v[0] = o ? lmn_off(lo, o) : (int)lo;
+  v[1] = o ? lmn_off(hi, o) : (int)hi;
+  wd[0] = t; wd[1] = t + 4;
+}
 struct QI_q4_0 {
   enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
   struct Raw { unsigned int d, w; };
@@ -32,9 +43,7 @@ struct QI_q4_0 {
     r.w = lmn_w16(p + 2 + 4 * t);
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    v[0] = lmn_off(r.w & 0x0F0F0F0Fu, 8u);
-    v[1] = lmn_off((r.w >> 4) & 0x0F0F0F0Fu, 8u);
-    w[0] = t; w[1] = t + 4;
+    lmn_nib_words(r.w, 0u, false, 8u, t, v, w);
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
@@ -47,9 +56,7 @@ struct QI_q4_1 {
     r.w = __ldg(p + 1 + t);
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    v[0] = (int)(r.w & 0x0F0F0F0Fu);
-    v[1] = (int)((r.w >> 4) & 0x0F0F0F0Fu);
-    w[0] = t; w[1] = t + 4;
+    lmn_nib_words(r.w, 0u, false, 0u, t, v, w);
     a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
   }
 };
@@ -63,9 +70,7 @@ struct QI_q5_0 {
     r.w = lmn_w16(p + 6 + 4 * t);
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    v[0] = lmn_off((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)), 16u);
-    v[1] = lmn_off(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)), 16u);
-    w[0] = t; w[1] = t + 4;
+    lmn_nib_words(r.w, r.qh, true, 16u, t, v, w);
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
@@ -79,9 +84,7 @@ struct QI_q5_1 {
     r.w = __ldg(p + 2 + t);
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    v[0] = (int)((r.w & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (4 * t)));
-    v[1] = (int)(((r.w >> 4) & 0x0F0F0F0Fu) | lmn_hb4(r.qh >> (16 + 4 * t)));
-    w[0] = t; w[1] = t + 4;
+    lmn_nib_words(r.w, r.qh, true, 0u, t, v, w);
     a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
   }
 };
