@@ -199,25 +199,35 @@ std::vector<uint8_t> random_blocks(DType t, int blocks, uint64_t seed) {
   return b;
 }
 
+#ifdef LUMINAL_HOST_CXX
+/// Compiles the shims, the device source and `main_src` for the host into dir/`stem`: its path in
+/// `exe`, or false with the compiler's messages in `error`.
+bool host_program(const fs::path& dir, const std::string& stem, const char* main_src,
+                  std::string& exe, std::string& error) {
+  fs::create_directories(dir);
+  {
+    std::ofstream src(dir / (stem + ".cpp"));
+    src << kShim << cuda::quant_device_source() << main_src;
+  }
+  exe = (dir / stem).string();
+  const std::string cmd = std::string(LUMINAL_HOST_CXX) + " -std=c++17 -O1 -ffp-contract=off -w " +
+                          (dir / (stem + ".cpp")).string() + " -o " + exe + " 2> " +
+                          (dir / "cc.log").string();
+  if (std::system(cmd.c_str()) == 0) return true;
+  std::ifstream log(dir / "cc.log");
+  error = "host compile failed: " + std::string(std::istreambuf_iterator<char>(log), {});
+  return false;
+}
+#endif
+
 TEST(CudaQuantHost, DeviceDecodersMatchBlocksDequantizeBitwise) {
 #ifndef LUMINAL_HOST_CXX
   GTEST_SKIP() << "no host compiler recorded";
 #else
   const fs::path dir =
       fs::temp_directory_path() / ("luminal_quant_host_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  {
-    std::ofstream src(dir / "decoders.cpp");
-    src << kShim << cuda::quant_device_source() << kMain;
-  }
-  const std::string exe = (dir / "decoders").string();
-  const std::string cmd = std::string(LUMINAL_HOST_CXX) + " -std=c++17 -O1 -ffp-contract=off -w " +
-                          (dir / "decoders.cpp").string() + " -o " + exe + " 2> " +
-                          (dir / "cc.log").string();
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream log(dir / "cc.log");
-    FAIL() << "host compile failed: " << std::string(std::istreambuf_iterator<char>(log), {});
-  }
+  std::string exe, error;
+  if (!host_program(dir, "decoders", kMain, exe, error)) FAIL() << error;
   int index = 0;
   for (DType t : kWeightBlockDTypes) {
     const int n = block_size(t) == 256 ? 24 : 192;
@@ -266,19 +276,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
 #else
   const fs::path dir =
       fs::temp_directory_path() / ("luminal_quant_dot_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  {
-    std::ofstream src(dir / "dot.cpp");
-    src << kShim << cuda::quant_device_source() << kDotMain;
-  }
-  const std::string exe = (dir / "dot").string();
-  const std::string cmd = std::string(LUMINAL_HOST_CXX) + " -std=c++17 -O1 -ffp-contract=off -w " +
-                          (dir / "dot.cpp").string() + " -o " + exe + " 2> " +
-                          (dir / "cc.log").string();
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream log(dir / "cc.log");
-    FAIL() << "host compile failed: " << std::string(std::istreambuf_iterator<char>(log), {});
-  }
+  std::string exe, error;
+  if (!host_program(dir, "dot", kDotMain, exe, error)) FAIL() << error;
   int index = 0, runs = 0;
   for (DType t : kWeightBlockDTypes) {
     const int64_t k = block_size(t) == 256 ? 1024 : 576;
@@ -304,10 +303,7 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       out.read(reinterpret_cast<char*>(&got), 4);
       const testing::QuantDotBound b = testing::quant_dot_bound(t, w.data(), x.data(), k);
       // A lane accumulates k / 32 units (two terms each with a min), then the lanes' adds.
-      const int64_t nb = k / block_size(t);
-      const double depth = 2.0 * static_cast<double>(k / 32) + 8;
-      const double tol = b.e_w + b.e_acc * testing::quant_gamma(static_cast<int64_t>(depth)) /
-                                     testing::quant_gamma(nb + 6);
+      const double tol = b.bound_q_at_depth(2 * (k / 32) + 8);
       EXPECT_LE(std::fabs(got - b.y_q), tol)
           << name(t) << " seed " << seed << ": " << got << " vs " << b.y_q;
       // Against the f32 activation: within the activation's rounding too.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -315,60 +316,87 @@ struct WarpsEnv {
   ~WarpsEnv() { ::unsetenv("LUMINAL_CUDA_QGEMV_WARPS"); }
 };
 
-TEST(CudaQuant, QGemvWithinTheBound) {
-  LUMINAL_REQUIRE_GPU();
-  uint64_t seed = 10;
+/// One GEMV run of gemv_runs: weight type, sizes, the inputs and the kernel's output.
+struct GemvRun {
+  DType t = DType::Q4_0;
+  int64_t m = 0, n = 0, k = 0;
+  std::string at;  // the case, for messages
+  HostBuffer wb;
+  std::vector<float> xs, got;
+};
+
+/// x [m, k] @ Dequantize(w [n, k])^T forced to `ops` (ops[0] the GEMV, once) for every weight type,
+/// three k each (the legacy types' not a multiple of 256), m in `ms`, n = 37 + 2m and the
+/// split-k widths default, 1 and 8 (those at m 1 and 5): `check` judges each run. Returns the
+/// number of runs.
+int gemv_runs(std::initializer_list<int64_t> ms, std::initializer_list<std::string_view> ops,
+              uint64_t seed, const std::function<void(const GemvRun&)>& check) {
   int runs = 0;
   for (DType t : kWeightBlockDTypes) {
     const bool k_type = block_size(t) == 256;
     const std::vector<int64_t> ks =
         k_type ? std::vector<int64_t>{256, 1536, 4096} : std::vector<int64_t>{96, 576, 4128};
     for (int64_t K : ks)
-      for (int64_t m : {1, 2, 3, 5, 8})
+      for (int64_t m : ms)
         for (const char* warps : {"", "1", "8"}) {
           if (*warps && m != 1 && m != 5) continue;
-          const int64_t N = 37 + 2 * m;
-          const std::string at = tag(t) + " m " + std::to_string(m) + " n " + std::to_string(N) +
-                                 " k " + std::to_string(K) + " warps '" + warps + "': ";
+          GemvRun r;
+          r.t = t;
+          r.m = m;
+          r.n = 37 + 2 * m;
+          r.k = K;
+          r.at = tag(t) + " m " + std::to_string(m) + " n " + std::to_string(r.n) + " k " +
+                 std::to_string(K) + " warps '" + warps + "': ";
           Graph g;
           Tensor x = g.tensor("x", {Expr(m), Expr(K)});
-          Tensor w = g.tensor("w", {Expr(N), Expr(K)}, t);
+          Tensor w = g.tensor("w", {Expr(r.n), Expr(K)}, t);
           nn::linear(x, w.dequantize()).output("y");
           WarpsEnv env(warps);
-          auto [l, n] = forced(g, {"cuda.QGemv"});
-          ASSERT_EQ(n, 1) << at << l.op_mix_string();
-          const HostBuffer wb = random_blocks(t, N * K, ++seed);
-          const std::vector<float> xs = random_floats(m * K, ++seed);
+          auto [l, n] = forced(g, ops);
+          const std::string_view gemv = *ops.begin();
+          EXPECT_EQ(count_op(l, gemv), 1) << r.at << l.op_mix_string();
+          if (count_op(l, gemv) != 1) continue;
+          r.wb = random_blocks(t, r.n * K, ++seed);
+          r.xs = random_floats(m * K, ++seed);
           testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
-          const testing::PlanRun r = testing::run_plan(lp, {{"x", f32_buffer(xs)}, {"w", wb}}, {});
-          const std::vector<float> got = floats(r.outputs.at("y"));
-          const std::vector<float> wf = decode(wb);
-          const std::vector<double> bs = min_terms(wb);
-          const double D = 32 + static_cast<double>(K / 32) + 11;
-          int bad = 0;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-              double want = 0, mag = 0, wx = 0;
-              for (int64_t k = 0; k < K; ++k) {
-                const size_t wi = static_cast<size_t>(j * K + k);
-                const double xv = xs[static_cast<size_t>(i * K + k)];
-                want += wf[wi] * xv;
-                mag += (std::fabs(wf[wi]) + 2 * bs[wi]) * std::fabs(xv);
-                wx += std::fabs(wf[wi] * xv);
-              }
-              const double tol = gamma(D) * mag + 0x1p-24 * wx + 1e-30;
-              const double g1 = got[static_cast<size_t>(i * N + j)];
-              if (!(std::fabs(g1 - want) <= tol)) {
-                if (bad < 3)
-                  ADD_FAILURE() << at << "y[" << i << "," << j << "] = " << g1 << ", want " << want
-                                << " +- " << tol;
-                ++bad;
-              }
-            }
-          EXPECT_EQ(bad, 0) << at;
+          r.got = floats(
+              testing::run_plan(lp, {{"x", f32_buffer(r.xs)}, {"w", r.wb}}, {}).outputs.at("y"));
+          check(r);
           ++runs;
         }
   }
+  return runs;
+}
+
+TEST(CudaQuant, QGemvWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  const int runs = gemv_runs({1, 2, 3, 5, 8}, {"cuda.QGemv"}, 10, [](const GemvRun& r) {
+    const std::vector<float> wf = decode(r.wb);
+    const std::vector<double> bs = min_terms(r.wb);
+    const int64_t K = r.k;
+    const double D = 32 + static_cast<double>(K / 32) + 11;
+    int bad = 0;
+    for (int64_t i = 0; i < r.m; ++i)
+      for (int64_t j = 0; j < r.n; ++j) {
+        double want = 0, mag = 0, wx = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const size_t wi = static_cast<size_t>(j * K + k);
+          const double xv = r.xs[static_cast<size_t>(i * K + k)];
+          want += wf[wi] * xv;
+          mag += (std::fabs(wf[wi]) + 2 * bs[wi]) * std::fabs(xv);
+          wx += std::fabs(wf[wi] * xv);
+        }
+        const double tol = gamma(D) * mag + 0x1p-24 * wx + 1e-30;
+        const double g1 = r.got[static_cast<size_t>(i * r.n + j)];
+        if (!(std::fabs(g1 - want) <= tol)) {
+          if (bad < 3)
+            ADD_FAILURE() << r.at << "y[" << i << "," << j << "] = " << g1 << ", want " << want
+                          << " +- " << tol;
+          ++bad;
+        }
+      }
+    EXPECT_EQ(bad, 0) << r.at;
+  });
   EXPECT_GT(runs, 150);
 }
 
@@ -462,55 +490,26 @@ TEST(CudaQuant, QuantizeQ8IsBitExact) {
 // the f32 activation within the activation's rounding as well.
 TEST(CudaQuant, QGemvQ8WithinTheBound) {
   LUMINAL_REQUIRE_GPU();
-  uint64_t seed = 200;
-  int runs = 0;
-  for (DType t : kWeightBlockDTypes) {
-    const bool k_type = block_size(t) == 256;
-    const std::vector<int64_t> ks =
-        k_type ? std::vector<int64_t>{256, 1536, 4096} : std::vector<int64_t>{96, 576, 4128};
-    for (int64_t K : ks)
-      for (int64_t m : {1, 2, 5, 8})
-        for (const char* warps : {"", "1", "8"}) {
-          if (*warps && m != 1 && m != 5) continue;
-          const int64_t N = 37 + 2 * m;
-          const std::string at = tag(t) + " m " + std::to_string(m) + " n " + std::to_string(N) +
-                                 " k " + std::to_string(K) + " warps '" + warps + "': ";
-          Graph g;
-          Tensor x = g.tensor("x", {Expr(m), Expr(K)});
-          Tensor w = g.tensor("w", {Expr(N), Expr(K)}, t);
-          nn::linear(x, w.dequantize()).output("y");
-          WarpsEnv env(warps);
-          auto [l, n] = forced(g, {"cuda.QGemvQ8", "cuda.QuantizeQ8"});
-          ASSERT_EQ(count_op(l, "cuda.QGemvQ8"), 1) << at << l.op_mix_string();
-          const HostBuffer wb = random_blocks(t, N * K, ++seed);
-          const std::vector<float> xs = random_floats(m * K, ++seed);
-          testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
-          const testing::PlanRun r = testing::run_plan(lp, {{"x", f32_buffer(xs)}, {"w", wb}}, {});
-          const std::vector<float> got = floats(r.outputs.at("y"));
-          const int64_t row_bytes = static_cast<int64_t>(storage_bytes(t, K));
-          const int64_t nb = K / block_size(t);
-          const double depth = 2.0 * static_cast<double>((K / 32 + 7) / 8) + 16;
-          int bad = 0;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-              const testing::QuantDotBound b = testing::quant_dot_bound(
-                  t, wb.bytes.data() + j * row_bytes, xs.data() + i * K, K);
-              const double tol = b.e_w + b.e_acc *
-                                             testing::quant_gamma(static_cast<int64_t>(depth)) /
-                                             testing::quant_gamma(nb + 6);
-              const double g1 = got[static_cast<size_t>(i * N + j)];
-              if (!(std::fabs(g1 - b.y_q) <= tol) ||
-                  !(std::fabs(g1 - b.y) <= tol + b.e_q + b.e_s)) {
-                if (bad < 3)
-                  ADD_FAILURE() << at << "y[" << i << "," << j << "] = " << g1 << ", want " << b.y_q
-                                << " +- " << tol << " (f32 activation: " << b.y << ")";
-                ++bad;
-              }
+  const int runs =
+      gemv_runs({1, 2, 5, 8}, {"cuda.QGemvQ8", "cuda.QuantizeQ8"}, 200, [](const GemvRun& r) {
+        const int64_t row_bytes = static_cast<int64_t>(storage_bytes(r.t, r.k));
+        const int64_t depth = 2 * ((r.k / 32 + 7) / 8) + 16;
+        int bad = 0;
+        for (int64_t i = 0; i < r.m; ++i)
+          for (int64_t j = 0; j < r.n; ++j) {
+            const testing::QuantDotBound b = testing::quant_dot_bound(
+                r.t, r.wb.bytes.data() + j * row_bytes, r.xs.data() + i * r.k, r.k);
+            const double tol = b.bound_q_at_depth(depth);
+            const double g1 = r.got[static_cast<size_t>(i * r.n + j)];
+            if (!(std::fabs(g1 - b.y_q) <= tol) || !(std::fabs(g1 - b.y) <= tol + b.e_q + b.e_s)) {
+              if (bad < 3)
+                ADD_FAILURE() << r.at << "y[" << i << "," << j << "] = " << g1 << ", want " << b.y_q
+                              << " +- " << tol << " (f32 activation: " << b.y << ")";
+              ++bad;
             }
-          EXPECT_EQ(bad, 0) << at;
-          ++runs;
-        }
-  }
+          }
+        EXPECT_EQ(bad, 0) << r.at;
+      });
   EXPECT_GT(runs, 120);
 }
 

@@ -22,39 +22,14 @@
 #include "luminal/luminal.hpp"
 #include "luminal/nn/sampling.hpp"
 #include "support/row_graphs.hpp"
+#include "support/row_rules_only.hpp"
 
 namespace luminal {
 namespace {
 
-const OpDef kTestFused{"test.Fused"};
-const OpDef kTestRow{"test.Row"};
-
-/// The fusion and row rules over the test ops; loads nothing.
-class RowRulesOnly : public Backend {
- public:
-  explicit RowRulesOnly(RowGrowth growth) : growth_(growth) {}
-  std::string name() const override { return "test"; }
-  std::vector<RuleSet> rulesets() const override {
-    return {RuleSet{"test.fusion", fusion_rules(&kTestFused, "test")},
-            RuleSet{"test.rows", row_rules(&kTestRow, &kTestFused, "test", growth_)}};
-  }
-  bool executes(const OpDef* op) const override {
-    return op->is_hlir || op == &kTestFused || op == &kTestRow;
-  }
-  std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override {
-    throw Error("RowRulesOnly cannot load programs");
-  }
-  std::string device_key() const override { return "row rules only"; }
-  Buffer allocate(uint64_t) override { throw Error("RowRulesOnly has no memory"); }
-  void release(Buffer) override {}
-  void upload(Buffer, uint64_t, const void*, uint64_t, Queue* = nullptr) override {}
-  void download(void*, Buffer, uint64_t, uint64_t, Queue* = nullptr) override {}
-  void copy(Buffer, Buffer, uint64_t, Queue* = nullptr) override {}
-  void sync(Queue* = nullptr) override {}
-
- private:
-  RowGrowth growth_;
-};
+using testing::kTestFused;
+using testing::kTestRow;
+using testing::RowRulesOnly;
 
 /// The sampler as `luminal run` compiles it (tokens, every filter, the repetition penalty) over
 /// logits [1, V]; `iterations` bisection steps a threshold.

@@ -43,8 +43,11 @@ namespace luminal::testing {
 struct QuantDotBound {
   double y = 0, y_q = 0;
   double e_q = 0, e_s = 0, e_w = 0, e_acc = 0;
+  double acc_terms = 0;  // T of e_acc (with its 2^-20 margin): e_acc = gamma(nb + 6) acc_terms
   double bound() const { return e_q + e_s + e_w + e_acc; }
   double bound_q() const { return e_w + e_acc; }
+  /// bound_q() for a kernel whose sums are `depth` additions deep (e_acc's gamma(nb + 6) for its).
+  double bound_q_at_depth(int64_t depth) const;
 };
 
 inline double quant_gamma(int64_t n) {
@@ -131,8 +134,13 @@ inline QuantDotBound quant_dot_bound(DType wt, const uint8_t* w, const float* x,
     }
   }
   if (rounded) r.e_w = std::ldexp(1.0, -22) * sw;
-  r.e_acc = quant_gamma(nb + 6) * t * (1 + std::ldexp(1.0, -20));
+  r.acc_terms = t * (1 + std::ldexp(1.0, -20));
+  r.e_acc = quant_gamma(nb + 6) * r.acc_terms;
   return r;
+}
+
+inline double QuantDotBound::bound_q_at_depth(int64_t depth) const {
+  return e_w + quant_gamma(depth) * acc_terms;
 }
 
 }  // namespace luminal::testing
