@@ -30,9 +30,9 @@
 // cuda.QGemvQ8 (and cuda.QGemvQ8Epi) is the integer form, as llama.cpp's: cuda.QuantizeQ8
 // (quantize_q8.cpp) rounds each activation row to 8 bits once (Q8_1 beside the legacy types,
 // Q8_K beside the K types, bit for bit core/quantize_ref.hpp; layers reading one activation
-// share it), and four lanes (the K types: two) share a unit, each dotting its words of four int8
-// weights with the activation's words by __dp4a (QI_<t> in quant_dp4a_device.cpp); a warp takes 8
-// (16) units a step.
+// share it), and a few lanes share a unit (the legacy types 2, or LUMINAL_CUDA_QGEMV_LANES; Q4_K
+// and Q5_K 2; Q6_K 4), each dotting its words of four int8 weights with the activation's words by
+// __dp4a (QI_<t> in quant_dp4a_device.cpp).
 // Per unit the integer sum is exact; it joins the lane's f32 accumulator as
 // fma(a * d_x, sum, acc), and lane 0 adds the min term from the activation's stored sum. So the
 // result is within testing::quant_dot_bound (docs/quant.md, "Error bound": the activation's
@@ -86,6 +86,15 @@ int env_int(const char* name, int fallback, int lo, int hi) {
     throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
                 " to " + std::to_string(hi));
   return x;
+}
+
+/// LUMINAL_CUDA_QGEMV_LANES: lanes a unit of the legacy types in the integer form (1, 2 or 4;
+/// default 2: an 8B Q4_0 layer's GEMVs 78 -> 63 us against 4 on the H200, whose 2-byte-aligned
+/// blocks then take 8 bytes a lane).
+int legacy_lanes() {
+  const int l = env_int("LUMINAL_CUDA_QGEMV_LANES", 2, 1, 4);
+  if (l == 3) throw Error("LUMINAL_CUDA_QGEMV_LANES must be 1, 2 or 4");
+  return l;
 }
 
 /// LUMINAL_CUDA_QGEMV: which forms the rules offer: "both" (default), "f32" or "int8".
@@ -246,8 +255,10 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const int64_t NU = K.as_const() / 32;
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   // Units a warp takes a step: the f32 form's lanes one each; the integer form's share a unit,
-  // QI_<t>::LANES lanes each (two for Q4_K and Q5_K, four for the others).
-  const int lanes = tw == DType::Q4_K || tw == DType::Q5_K ? 2 : 4;
+  // QI_<t>::LANES lanes each (the legacy types: legacy_lanes(); two for Q4_K and Q5_K, four for
+  // Q6_K).
+  const bool k_type = block_size(tw) == 256;
+  const int lanes = !k_type ? legacy_lanes() : tw == DType::Q6_K ? 4 : 2;
   const int64_t step_units = q8 ? 32 / lanes : 32;
   int W = 1;
   while (W < kWarps && NU >= step_units * 2 * W && p_hi < int64_t{ctx.sm_count} * 32 / W)
@@ -294,7 +305,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   body += pf.decl + "    if (p < P) {\n" + base + pf.load;
   // The k loop: a lane (the integer form: lane t of group grp, QI_<t>::LANES lanes a unit) loads
   // U units before using any, step units apart.
-  const std::string T = q8 ? "QI_" + quant_tag(tw) : QT;
+  const std::string T =
+      !q8 ? QT : "QI_" + quant_tag(tw) + (k_type ? "" : "<" + std::to_string(lanes) + ">");
   body += lines({
       "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
           std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",

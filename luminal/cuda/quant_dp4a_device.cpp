@@ -4,15 +4,16 @@
 
 namespace luminal::cuda {
 
-// LANES lanes (t = 0 .. LANES - 1) share a unit of 32 values: two for Q4_K and Q5_K (their
-// sub-block scale takes about 20 integer operations to decode), four for the others. Lane t's share
-// is NW words of four int8 values each, v[j], dotted with words w[j] (0..7) of the unit's 32
-// activation values, with one scale a (a weight value is a times its int8). For the nibble types
-// lane t holds byte-word t of the quants: values 4t..4t+3 (low nibbles, w = t) and 16+4t..16+4t+3
-// (high nibbles, w = t + 4); for Q8_0 and Q6_K values 8t..8t+7; for Q4_K and Q5_K (two lanes)
-// values 16t..16t+15. Types with a min give b, the unit's min (a weight value is a q + b), which
-// lane 0 adds once per unit against the activation's sum. An offset type's q - o becomes a signed
-// byte as (q + 128 - o) ^ 0x80: q + 128 - o stays within the byte, so no carry crosses bytes.
+// LANES lanes (t = 0 .. LANES - 1) share a unit of 32 values: for the legacy types L of the
+// kernel's choosing (1, 2 or 4: QI_<t><L>), two for Q4_K and Q5_K (their sub-block scale takes
+// about 20 integer operations to decode), four for Q6_K. Lane t's share is NW words of four int8
+// values each, v[j], dotted with words w[j] (0..7) of the unit's 32 activation values, with one
+// scale a (a weight value is a times its int8). For the nibble types byte-word wi of the quants
+// gives values 4wi..4wi+3 (low nibbles, w = wi) and 16+4wi..16+4wi+3 (high nibbles, w = wi + 4);
+// for Q6_K lane t holds values 8t..8t+7; for Q4_K and Q5_K (two lanes) values 16t..16t+15. Types
+// with a min give b, the unit's min (a weight value is a q + b), which lane 0 adds once per unit
+// against the activation's sum. An offset type's q - o becomes a signed byte as (q + 128 - o) ^
+// 0x80: q + 128 - o stays within the byte, so no carry crosses bytes.
 //
 // The activation formats (core/quantize_ref.hpp, bit for bit): Q8_1 (d, s = f16(d sum q), 32
 // int8; 36 bytes, word-aligned) for the legacy types, Q8_K (f32 d, 256 int8, 16 int16 bsums) for
@@ -23,83 +24,98 @@ namespace {
 const char* kDp4aSource = R"(
 LMN unsigned int lmn_hb4(unsigned int n) { return (((n & 15u) * 0x00204081u) & 0x01010101u) << 4; }
 LMN int lmn_off(unsigned int q, unsigned int o) { return (int)((q + (128u - o) * 0x01010101u) ^ 0x80808080u); }
-/* The nibble types' share of lane t: byte-word `w` of the quants as its low nibbles (values
-   4t..4t+3, activation word t) and high nibbles (16+4t.., word t + 4), each with its fifth bits
-   from qh when `q5`, less the offset `o` as signed bytes (o = 0: as they are). */
-LMN void lmn_nib_words(unsigned int w, unsigned int qh, bool q5, unsigned int o, int t, int* v,
+/* The nibble types' byte-word `wi` (0..3) of the quants: its low nibbles (values 4wi..4wi+3,
+   activation word wi) and high nibbles (16+4wi.., word wi + 4), each with its fifth bits from qh
+   when `q5`, less the offset `o` as signed bytes (o = 0: as they are). */
+LMN void lmn_nib_words(unsigned int w, unsigned int qh, bool q5, unsigned int o, int wi, int* v,
                        int* wd) {
   unsigned int lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu;
-  if (q5) { lo |= lmn_hb4(qh >> (4 * t)); hi |= lmn_hb4(qh >> (16 + 4 * t)); }
+  if (q5) { lo |= lmn_hb4(qh >> (4 * wi)); hi |= lmn_hb4(qh >> (16 + 4 * wi)); }
   v[0] = o ? lmn_off(lo, o) : (int)lo;
   v[1] = o ? lmn_off(hi, o) : (int)hi;
-  wd[0] = t; wd[1] = t + 4;
+  wd[0] = wi; wd[1] = wi + 4;
 }
+/* The legacy types take L lanes a unit (1, 2 or 4; the kernel's choice): lane t holds byte-words
+   t NQ .. t NQ + NQ - 1 of the quants (NQ = 4 / L; Q8_0: words t NW .. of its eight). */
+template <int L>
 struct QI_q4_0 {
-  enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
-  struct Raw { unsigned int d, w; };
+  enum { HAS_B = 0, XK = 0, LANES = L, NQ = 4 / L, NW = 2 * NQ };
+  struct Raw { unsigned int d, w[NQ]; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + u * 18;
     r.d = lmn_u16(p);
-    r.w = lmn_w16(p + 2 + 4 * t);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) r.w[j] = lmn_w16(p + 2 + 4 * (t * NQ + j));
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    lmn_nib_words(r.w, 0u, false, 8u, t, v, w);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) lmn_nib_words(r.w[j], 0u, false, 8u, t * NQ + j, v + 2 * j, w + 2 * j);
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
+template <int L>
 struct QI_q4_1 {
-  enum { HAS_B = 1, XK = 0, LANES = 4, NW = 2 };
-  struct Raw { unsigned int dm, w; };
+  enum { HAS_B = 1, XK = 0, LANES = L, NQ = 4 / L, NW = 2 * NQ };
+  struct Raw { unsigned int dm, w[NQ]; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned int* p = (const unsigned int*)(row + u * 20);
     r.dm = __ldg(p);
-    r.w = __ldg(p + 1 + t);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) r.w[j] = __ldg(p + 1 + t * NQ + j);
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    lmn_nib_words(r.w, 0u, false, 0u, t, v, w);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) lmn_nib_words(r.w[j], 0u, false, 0u, t * NQ + j, v + 2 * j, w + 2 * j);
     a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
   }
 };
+template <int L>
 struct QI_q5_0 {
-  enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
-  struct Raw { unsigned int d, qh, w; };
+  enum { HAS_B = 0, XK = 0, LANES = L, NQ = 4 / L, NW = 2 * NQ };
+  struct Raw { unsigned int d, qh, w[NQ]; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + u * 22;
     r.d = lmn_u16(p);
     r.qh = lmn_w16(p + 2);
-    r.w = lmn_w16(p + 6 + 4 * t);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) r.w[j] = lmn_w16(p + 6 + 4 * (t * NQ + j));
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    lmn_nib_words(r.w, r.qh, true, 16u, t, v, w);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) lmn_nib_words(r.w[j], r.qh, true, 16u, t * NQ + j, v + 2 * j, w + 2 * j);
     a = lmn_h16(r.d); b = 0.0f;
   }
 };
+template <int L>
 struct QI_q5_1 {
-  enum { HAS_B = 1, XK = 0, LANES = 4, NW = 2 };
-  struct Raw { unsigned int dm, qh, w; };
+  enum { HAS_B = 1, XK = 0, LANES = L, NQ = 4 / L, NW = 2 * NQ };
+  struct Raw { unsigned int dm, qh, w[NQ]; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned int* p = (const unsigned int*)(row + u * 24);
     const uint2 h = __ldg((const uint2*)p);
     r.dm = h.x; r.qh = h.y;
-    r.w = __ldg(p + 2 + t);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) r.w[j] = __ldg(p + 2 + t * NQ + j);
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    lmn_nib_words(r.w, r.qh, true, 0u, t, v, w);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) lmn_nib_words(r.w[j], r.qh, true, 0u, t * NQ + j, v + 2 * j, w + 2 * j);
     a = lmn_h16(r.dm); b = lmn_h16(r.dm >> 16);
   }
 };
+template <int L>
 struct QI_q8_0 {
-  enum { HAS_B = 0, XK = 0, LANES = 4, NW = 2 };
-  struct Raw { unsigned int d, w0, w1; };
+  enum { HAS_B = 0, XK = 0, LANES = L, NW = 8 / L };
+  struct Raw { unsigned int d, w[NW]; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
     const unsigned char* p = row + u * 34;
     r.d = lmn_u16(p);
-    r.w0 = lmn_w16(p + 2 + 8 * t);
-    r.w1 = lmn_w16(p + 6 + 8 * t);
+#pragma unroll
+    for (int j = 0; j < NW; ++j) r.w[j] = lmn_w16(p + 2 + 4 * (t * NW + j));
   }
   static LMN void ints(const Raw& r, int t, int* v, int* w, float& a, float& b) {
-    v[0] = (int)r.w0; v[1] = (int)r.w1;
-    w[0] = 2 * t; w[1] = 2 * t + 1;
+#pragma unroll
+    for (int j = 0; j < NW; ++j) { v[j] = (int)r.w[j]; w[j] = t * NW + j; }
     a = lmn_h16(r.d); b = 0.0f;
   }
 };

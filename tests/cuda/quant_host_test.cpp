@@ -123,9 +123,10 @@ int main(int argc, char** argv) {
 )";
 
 // The integer form's dot of one weight row (argv[2], type argv[1]) with one activation row
-// (argv[3], Q8_1 or Q8_K), k = argv[5] values, as cuda.QGemvQ8 computes it: per unit, its lanes
-// (QI_<t>::LANES) each dot their words (QI_<t>::ints, lmn_x, __dp4a) into their own accumulator,
-// lane 0 adds the min term; then the lanes' sums. Writes the float result to argv[4].
+// (argv[3], Q8_1 or Q8_K), k = argv[5] values, as cuda.QGemvQ8 computes it (the legacy types with
+// argv[6] lanes a unit): per unit, its lanes (QI_<t>::LANES) each dot their words (QI_<t>::ints,
+// lmn_x, __dp4a) into their own accumulator, lane 0 adds the min term; then the lanes' sums. Writes
+// the float result to argv[4].
 const char* kDotMain = R"(
 template <class QI>
 int dot(const char* win, const char* xin, const char* out, int k) {
@@ -160,20 +161,27 @@ int dot(const char* win, const char* xin, const char* out, int k) {
   std::fclose(f);
   return 0;
 }
-int main(int argc, char** argv) {
-  if (argc != 6) return 1;
-  const int t = std::atoi(argv[1]), k = std::atoi(argv[5]);
+template <int L>
+int legacy(int t, char** argv, int k) {
   switch (t) {
-    case 0: return dot<QI_q4_0>(argv[2], argv[3], argv[4], k);
-    case 1: return dot<QI_q4_1>(argv[2], argv[3], argv[4], k);
-    case 2: return dot<QI_q5_0>(argv[2], argv[3], argv[4], k);
-    case 3: return dot<QI_q5_1>(argv[2], argv[3], argv[4], k);
-    case 4: return dot<QI_q8_0>(argv[2], argv[3], argv[4], k);
+    case 0: return dot<QI_q4_0<L>>(argv[2], argv[3], argv[4], k);
+    case 1: return dot<QI_q4_1<L>>(argv[2], argv[3], argv[4], k);
+    case 2: return dot<QI_q5_0<L>>(argv[2], argv[3], argv[4], k);
+    case 3: return dot<QI_q5_1<L>>(argv[2], argv[3], argv[4], k);
+    case 4: return dot<QI_q8_0<L>>(argv[2], argv[3], argv[4], k);
+  }
+  return 1;
+}
+int main(int argc, char** argv) {
+  if (argc != 7) return 1;
+  const int t = std::atoi(argv[1]), k = std::atoi(argv[5]), lanes = std::atoi(argv[6]);
+  switch (t) {
     case 5: return dot<QI_q4_k>(argv[2], argv[3], argv[4], k);
     case 6: return dot<QI_q5_k>(argv[2], argv[3], argv[4], k);
     case 7: return dot<QI_q6_k>(argv[2], argv[3], argv[4], k);
   }
-  return 1;
+  return lanes == 1 ? legacy<1>(t, argv, k) : lanes == 2 ? legacy<2>(t, argv, k)
+                                                         : legacy<4>(t, argv, k);
 }
 )";
 
@@ -283,6 +291,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
     const int64_t k = block_size(t) == 256 ? 1024 : 576;
     const DType af = cuda::cuda_activation_format(t);
     for (uint64_t seed = 0; seed < 6; ++seed) {
+      // the legacy types with 1, 2 and 4 lanes a unit in turn
+      const int lanes = block_size(t) == 256 ? 0 : 1 << (seed % 3);
       const std::vector<uint8_t> w =
           random_blocks(t, static_cast<int>(k / block_size(t)), 90 + seed * 8 + index);
       std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(index));
@@ -296,8 +306,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       write_file(dir / "x.bin", xq.data(), xq.size());
       const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
                               " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
-                              " " + std::to_string(k);
-      ASSERT_EQ(std::system(run.c_str()), 0) << name(t);
+                              " " + std::to_string(k) + " " + std::to_string(lanes);
+      ASSERT_EQ(std::system(run.c_str()), 0) << name(t) << " lanes " << lanes;
       float got = 0;
       std::ifstream out(dir / "y.bin", std::ios::binary);
       out.read(reinterpret_cast<char*>(&got), 4);
@@ -305,7 +315,7 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       // A lane accumulates k / 32 units (two terms each with a min), then the lanes' adds.
       const double tol = b.bound_q_at_depth(2 * (k / 32) + 8);
       EXPECT_LE(std::fabs(got - b.y_q), tol)
-          << name(t) << " seed " << seed << ": " << got << " vs " << b.y_q;
+          << name(t) << " lanes " << lanes << " seed " << seed << ": " << got << " vs " << b.y_q;
       // Against the f32 activation: within the activation's rounding too.
       EXPECT_LE(std::fabs(got - b.y), tol + b.e_q + b.e_s) << name(t) << " seed " << seed;
       ++runs;
