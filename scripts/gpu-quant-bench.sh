@@ -5,7 +5,9 @@
 #
 #   scripts/gpu-quant-bench.sh OUT [MODE ...]      (modes: smollm2-q4_1 lt-q4_0 lt-q4_k ...;
 #                                                   default: smollm2-q4_1 lt-q4_0)
-#   BUILD=dir (default build-gpu), JOBS=n, FORMS="f32 int8 both", PROFILE=N (kernels listed, 0: none)
+#   BUILD=dir (default build-gpu), JOBS=n, FORMS="f32 int8 both", PROFILE=N (kernels listed, 0: none),
+#   VARIANTS="A=1,B=2 C=3" (more runs of the default form, each with those variables set: e.g.
+#   LUMINAL_CUDA_QGEMV_SPLIT=0 or LUMINAL_CUDA_QGEMV_LANES=1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-quant-bench.sh OUT [MODE ...]}
@@ -29,6 +31,11 @@ for mode in $modes; do
   for form in $forms; do
     echo "== $mode LUMINAL_CUDA_QGEMV=$form" | tee -a "$out/bench.log"
     LUMINAL_CUDA_QGEMV=$form timeout 300 "$build/bench/bench_cuda" 10 "$mode" 2>&1 |
+      tee -a "$out/bench.log" | grep -E "ms|kernels|GB" | head -8
+  done
+  for v in ${VARIANTS:-}; do
+    echo "== $mode $v" | tee -a "$out/bench.log"
+    env ${v//,/ } timeout 300 "$build/bench/bench_cuda" 10 "$mode" 2>&1 |
       tee -a "$out/bench.log" | grep -E "ms|kernels|GB" | head -8
   done
   if [ "$profile" -gt 0 ]; then

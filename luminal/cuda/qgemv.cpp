@@ -72,7 +72,11 @@ const OpDef kQGemvEpi{.name = "cuda.QGemvEpi", .seed_cost = 1.4, .library_replac
 // than the add's own kernel; SwiGLU's region costs more than one op and still fuses.)
 const OpDef kQGemvQ8{.name = "cuda.QGemvQ8", .seed_cost = 0.35, .library_replaces = true};
 const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4, .library_replaces = true};
-enum class Form { F32, Q8 };
+// The integer form over the split layout (cuda.QRepack, folded at load): a little below the plain
+// integer form, so the seed takes it where the repacked weight can be folded.
+const OpDef kQGemvQ8S{.name = "cuda.QGemvQ8S", .seed_cost = 0.3, .library_replaces = true};
+const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35, .library_replaces = true};
+enum class Form { F32, Q8, Q8S };
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -88,11 +92,12 @@ int env_int(const char* name, int fallback, int lo, int hi) {
   return x;
 }
 
-/// LUMINAL_CUDA_QGEMV_LANES: lanes a unit of the legacy types in the integer form (1, 2 or 4;
-/// default 2: an 8B Q4_0 layer's GEMVs 78 -> 63 us against 4 on the H200, whose 2-byte-aligned
-/// blocks then take 8 bytes a lane).
-int legacy_lanes() {
-  const int l = env_int("LUMINAL_CUDA_QGEMV_LANES", 2, 1, 4);
+/// LUMINAL_CUDA_QGEMV_LANES: lanes a unit of the legacy types in the integer form (1, 2 or 4).
+/// Default 2 over GGUF blocks (2-byte-aligned: a lane's 8 bytes in 2-byte loads) and 1 over the
+/// split layout (a lane's 16 bytes in one load): on the H200 an 8B Q4_0 decode step took 3.46 ms
+/// with 4 lanes over GGUF blocks, 3.27 ms with 2, 2.91 ms split with 2 and 2.78 ms split with 1.
+int legacy_lanes(bool split) {
+  const int l = env_int("LUMINAL_CUDA_QGEMV_LANES", split ? 1 : 2, 1, 4);
   if (l == 3) throw Error("LUMINAL_CUDA_QGEMV_LANES must be 1, 2 or 4");
   return l;
 }
@@ -133,6 +138,43 @@ std::optional<QuantMatmulParts> decode_parts(const EGraph& eg, const Match& m) {
     rows *= p->act_rows[i].as_const();
   }
   if (rows > kMaxRows) return std::nullopt;
+  return p;
+}
+
+/// LUMINAL_CUDA_QGEMV_SPLIT=0 offers no split-layout form (default: offered).
+bool split_offered() {
+  const char* v = std::getenv("LUMINAL_CUDA_QGEMV_SPLIT");
+  return v == nullptr || std::string(v) != "0";
+}
+
+/// Whether only linear layers read W: its HLIR readers are Dequantize(W), read only by Muls. A
+/// split copy of a weight that something else reads too (a tied embedding's gather) would add
+/// its bytes to memory, past the default fold_limit, and the search would drop the candidate.
+bool only_matmuls_read(const EGraph& eg, ClassId w) {
+  for (ENodeId n : eg.eclass(w).parents) {
+    if (eg.is_removed(n) || !eg.node(n).op->is_hlir) continue;
+    if (!is_op(eg.node(n).op, OpKind::Dequantize)) return false;
+    for (ENodeId r : eg.eclass(eg.class_of(n)).parents)
+      if (!eg.is_removed(r) && eg.node(r).op->is_hlir && !is_op(eg.node(r).op, OpKind::Mul))
+        return false;
+  }
+  return true;
+}
+
+/// decode_parts for the split-layout form: a type with a split layout, a static whole weight that
+/// only linear layers read, and a split activation (Q8_1) whose rows start 16-byte aligned (one
+/// row, or K a multiple of 128).
+std::optional<QuantMatmulParts> split_parts(const EGraph& eg, const Match& m) {
+  std::optional<QuantMatmulParts> p = decode_parts(eg, m);
+  if (!p || !split_layout(p->wtype) || !only_matmuls_read(eg, p->weight)) return std::nullopt;
+  for (const Expr& d : eg.shape(p->weight))
+    if (!d.is_const()) return std::nullopt;
+  const int64_t K = p->act_rows.back().as_const();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < p->act_rows.size(); ++i)
+    rows *= p->act_rows[i].as_const();
+  if (cuda_activation_format(p->wtype) == DType::Q8_1 && rows > 1 && (K / 32 * 36) % 16 != 0)
+    return std::nullopt;
   return p;
 }
 
@@ -187,10 +229,30 @@ std::vector<Rule> qgemv_rules() {
             const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
             add_merged(eg, &kQGemvQ8, a.matmul, {xq, p->weight}, m.root);
           }};
+  // The integer form over the split layout: QGemvQ8S(QuantizeQ8 split (Q8_1) or plain (Q8_K),
+  // QRepack(W)), QRepack meant to be folded at load.
+  Rule q8s{"cuda.qgemv-q8s", matmul_pattern(),
+           [](const Match& m, const EGraph& eg) { return split_parts(eg, m).has_value(); },
+           [](const Match& m, EGraph& eg) {
+             const std::optional<QuantMatmulParts> p = split_parts(eg, m);
+             if (!p) return;
+             const DType fmt = cuda_activation_format(p->wtype);
+             QuantMatmulAttrs a = quant_matmul_attrs(*p, fmt);
+             a.quantize.int_value = fmt == DType::Q8_1 ? 1 : 0;
+             const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
+             Attrs ra;
+             ra.dtype = p->wtype;
+             ra.shape = eg.shape(p->weight);
+             ra.views = {View::contiguous(ra.shape)};
+             const ClassId wr = eg.add(qrepack_op(), ra, {p->weight});
+             a.matmul.int_value = numel(ra.shape).as_const() / block_size(p->wtype);
+             add_merged(eg, &kQGemvQ8S, a.matmul, {xq, wr}, m.root);
+           }};
   // (rules, not conditions: the compile cache's key names the rules in force)
   std::vector<Rule> rules;
   if (form_offered(Form::F32)) rules.push_back(r);
   if (form_offered(Form::Q8)) rules.push_back(q8);
+  if (form_offered(Form::Q8) && split_offered()) rules.push_back(q8s);
   return rules;
 }
 
@@ -204,15 +266,16 @@ std::string lines(std::initializer_list<std::string> ls) {
 std::vector<Rule> epilogue_rules() {
   const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
   if (v != nullptr && std::string(v) == "0") return {};
-  return {epilogue_rule("cuda.qgemv-epilogue", cuda_fused_op(),
-                        {{&kQGemv, &kQGemvEpi}, {&kQGemvQ8, &kQGemvQ8Epi}})};
+  return {epilogue_rule(
+      "cuda.qgemv-epilogue", cuda_fused_op(),
+      {{&kQGemv, &kQGemvEpi}, {&kQGemvQ8, &kQGemvQ8Epi}, {&kQGemvQ8S, &kQGemvQ8SEpi}})};
 }
 
 /// `epi`: cuda.QGemvEpi's program (load 0: the f32 product; load j >= 1: input j + 1 through
 /// views[j + 1] at the output's flat index), or null.
 KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi,
                          Form form) {
-  const bool q8 = form == Form::Q8;
+  const bool q8 = form != Form::F32, split = form == Form::Q8S;
   const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
   if (n.input_dtypes.size() < 2 || n.input_dtypes.size() != 2 + extra ||
       n.attrs.views.size() != n.input_dtypes.size())
@@ -258,7 +321,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   // QI_<t>::LANES lanes each (the legacy types: legacy_lanes(); two for Q4_K and Q5_K, four for
   // Q6_K).
   const bool k_type = block_size(tw) == 256;
-  const int lanes = !k_type ? legacy_lanes() : tw == DType::Q6_K ? 4 : 2;
+  const int lanes = !k_type ? legacy_lanes(split) : tw == DType::Q6_K ? 4 : 2;
   const int64_t step_units = q8 ? 32 / lanes : 32;
   int W = 1;
   while (W < kWarps && NU >= step_units * 2 * W && p_hi < int64_t{ctx.sm_count} * 32 / W)
@@ -305,11 +368,29 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   body += pf.decl + "    if (p < P) {\n" + base + pf.load;
   // The k loop: a lane (the integer form: lane t of group grp, QI_<t>::LANES lanes a unit) loads
   // U units before using any, step units apart.
-  const std::string T =
-      !q8 ? QT : "QI_" + quant_tag(tw) + (k_type ? "" : "<" + std::to_string(lanes) + ">");
+  const std::string T = !q8 ? QT
+                            : (split ? "QS_" : "QI_") + quant_tag(tw) +
+                                  (k_type ? "" : "<" + std::to_string(lanes) + ">");
+  // The weight row: its blocks (split: its bodies and heads, the heads after all TB bodies).
+  std::string row_at, load_args = "row, ";
+  if (split) {
+    const std::optional<SplitLayout> sl = split_layout(tw);
+    if (!sl || n.attrs.int_value <= 0)
+      throw Error(std::string(n.op->name) + ": needs a " + std::string(name(tw)) +
+                  " weight in its split layout and its block count");
+    const std::string rb = "(long long)(" + ow + " / " + std::to_string(block_size(tw)) + ")";
+    row_at = "    const unsigned char* body = (const unsigned char*)in1 + " + rb + " * " +
+             std::to_string(sl->body) + "LL;\n    const unsigned char* head = (const unsigned " +
+             "char*)in1 + " + std::to_string(n.attrs.int_value * sl->body) + "LL + " + rb + " * " +
+             std::to_string(sl->head) + "LL;\n";
+    load_args = "body, head, ";
+  } else {
+    row_at = "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow +
+             " / " + std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) +
+             "LL;\n";
+  }
+  body += row_at;
   body += lines({
-      "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow + " / " +
-          std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) + "LL;",
       q8 ? "    const int grp = lane / " + T + "::LANES, t = lane % " + T + "::LANES;"
          : "    const int grp = lane;",
       "    for (int u0 = part * " + std::to_string(step_units) +
@@ -317,8 +398,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "      " + T + "::Raw r[" + Us + "];",
       "#pragma unroll",
       "      for (int uu = 0; uu < " + Us + "; ++uu)",
-      "        if (u0 + uu * " + step + " < NU) " + T + "::load(row, u0 + uu * " + step +
-          (q8 ? ", t" : "") + ", r[uu]);",
+      "        if (u0 + uu * " + step + " < NU) " + T + "::load(" + (q8 ? load_args : "row, ") +
+          "u0 + uu * " + step + (q8 ? ", t" : "") + ", r[uu]);",
       "#pragma unroll",
       "      for (int uu = 0; uu < " + Us + "; ++uu) {",
       "        const int u = u0 + uu * " + step + ";",
@@ -339,7 +420,11 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
             " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
         "          int xv[" + T + "::NW];",
         "          float dx, sx;",
-        "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
+        split && tx == DType::Q8_1
+            ? "          " + T + "::xw(xr + u * 32, t, xv);\n          { const unsigned int ds = " +
+                  "__ldg((const unsigned int*)(xr + " + std::to_string(NU * 32) +
+                  " + u * 4)); dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
+            : "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
         "          int si = 0;",
         "#pragma unroll",
         "          for (int j = 0; j < " + T + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
@@ -480,6 +565,14 @@ KernelGen gen_qgemv_q8_epi(const LlirNode& n, const GenContext& ctx) {
   return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8);
 }
 
+KernelGen gen_qgemv_q8s(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, nullptr, Form::Q8S);
+}
+
+KernelGen gen_qgemv_q8s_epi(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8S);
+}
+
 }  // namespace
 
 void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
@@ -489,8 +582,12 @@ void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp qgemv_q8_epi{&kQGemvQ8Epi, "cuda.library", nullptr, gen_qgemv_q8_epi};
   ops.push_back(&qgemv);
   ops.push_back(&qgemv_epi);
+  static const CudaOp qgemv_q8s{&kQGemvQ8S, "cuda.library", nullptr, gen_qgemv_q8s};
+  static const CudaOp qgemv_q8s_epi{&kQGemvQ8SEpi, "cuda.library", nullptr, gen_qgemv_q8s_epi};
   ops.push_back(&qgemv_q8);
   ops.push_back(&qgemv_q8_epi);
+  ops.push_back(&qgemv_q8s);
+  ops.push_back(&qgemv_q8s_epi);
 }
 
 }  // namespace luminal::cuda

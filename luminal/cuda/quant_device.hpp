@@ -19,6 +19,9 @@
 //                               ints(raw, t, v0, v1, w0, w1, a, b) its two int8x4 words, the
 //                               activation words they meet, its scale and the unit's min
 //   lmn_x(x, xk, u, w0, w1, ..)  an activation unit (Q8_1, or Q8_K when xk) for the integer form
+//   struct QS_<t>               QI_<t> over the split layout (cuda.QRepack): load(body, head, u,
+//                               t, raw); xw(q, t, xv) lane t's words of a split Q8_1 unit
+#include <optional>
 #include <string>
 
 #include "luminal/core/dtype.hpp"
@@ -42,5 +45,16 @@ const OpDef* quantize_q8_op();
 DType cuda_activation_format(DType weight);
 /// True for the eight weight block types the CUDA kernels read (kWeightBlockDTypes).
 bool cuda_block_type(DType t);
+
+/// A type's split layout (cuda.QRepack, quant_repack.cpp): each block's `body` bytes (the block
+/// less its `head` bytes of scales, which sit at byte `head_at` of the block), then the heads.
+struct SplitLayout {
+  int body = 0, head = 0, head_at = 0;
+};
+/// The split layout of q4_0, q4_1, q5_0, q5_1, q8_0 and q6_k (whose GGUF blocks are not 16-byte
+/// multiples), else nothing.
+std::optional<SplitLayout> split_layout(DType t);
+/// cuda.QRepack (quant_repack.cpp): a weight rewritten in its split layout.
+const OpDef* qrepack_op();
 
 }  // namespace luminal::cuda

@@ -193,8 +193,9 @@ struct QI_q6_k {
   }
 };
 /* A warp quantizes one activation block to `o` (core/quantize_ref.hpp, bit for bit): Q8_1 from
-   lane j's value v (32 values), Q8_K from lane j's v[r] = value 32 r + j (256 values). */
-LMN void lmn_q8_1_warp(float v, unsigned char* o, int lane) {
+   lane j's value v (32 values; lmn_q8_1_warp_to: its 32 q to `qs`, its d and s to `ds`, the
+   split layout), Q8_K from lane j's v[r] = value 32 r + j (256 values). */
+LMN void lmn_q8_1_warp_to(float v, unsigned char* qs, unsigned char* ds, int lane) {
   const bool fin = __all_sync(0xffffffffu, isfinite(v));
   float amax = fabsf(v);
   for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, s));
@@ -213,9 +214,10 @@ LMN void lmn_q8_1_warp(float v, unsigned char* o, int lane) {
       sh = lmn_f32_to_f16(__fmul_rn(d, (float)sum));
     }
   }
-  o[4 + lane] = (unsigned char)(signed char)q;
-  if (lane == 0) { ((unsigned short*)o)[0] = dh; ((unsigned short*)o)[1] = sh; }
+  qs[lane] = (unsigned char)(signed char)q;
+  if (lane == 0) { ((unsigned short*)ds)[0] = dh; ((unsigned short*)ds)[1] = sh; }
 }
+LMN void lmn_q8_1_warp(float v, unsigned char* o, int lane) { lmn_q8_1_warp_to(v, o + 4, o, lane); }
 LMN void lmn_q8_k_warp(const float* v, unsigned char* o, int lane) {
   float ba = -1.0f, bv = 0.0f;
   int bi = 0;
@@ -278,6 +280,103 @@ LMN void lmn_x(const unsigned char* x, int xk, int u, const int* w, int* xv, flo
     sx = lmn_h16(ds >> 16);
   }
 }
+/* The split layouts (cuda.QRepack, load-time folding): a weight's blocks as two arrays, each
+   block less its scale head (its body: the bytes after the head, or for Q6_K the 208 before its
+   d) in order, then every head. Bodies of Q4_0/Q4_1 (16 bytes), Q8_0 (32) and Q6_K (208) are
+   16-byte aligned, Q5_0/Q5_1 (20) 4-byte aligned. QS_<t>::load(body, head, u, t, raw) reads lane
+   t's share of unit u of a row whose bodies start at `body` and heads at `head`; ints() is QI_'s.
+   A split activation row (Q8_1) is its 32-byte q blocks (16-byte aligned), then its (d, s)
+   pairs; QS_<t>::xw(q, t, xv) reads lane t's words of a unit's q. */
+template <int N, int A>
+LMN void lmn_ldw(const unsigned char* p, unsigned int* w) {
+  if (N % 4 == 0 && A >= 16) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      const uint4 v = __ldg((const uint4*)p + i);
+      w[4 * i] = v.x; w[4 * i + 1] = v.y; w[4 * i + 2] = v.z; w[4 * i + 3] = v.w;
+    }
+  } else if (N % 2 == 0 && A >= 8) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const uint2 v = __ldg((const uint2*)p + i);
+      w[2 * i] = v.x; w[2 * i + 1] = v.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = __ldg((const unsigned int*)p + i);
+  }
+}
+/* The nibble types' activation words: lane t's low words t NQ.. and high words 4 + t NQ.., in
+   the order ints() gives them (w[2j] = t NQ + j, w[2j + 1] = 4 + t NQ + j). */
+template <int NQ, int A>
+LMN void lmn_nib_xw(const unsigned char* q, int t, int* xv) {
+  unsigned int lo[NQ], hi[NQ];
+  lmn_ldw<NQ, A>(q + 4 * t * NQ, lo);
+  lmn_ldw<NQ, A>(q + 16 + 4 * t * NQ, hi);
+#pragma unroll
+  for (int j = 0; j < NQ; ++j) { xv[2 * j] = (int)lo[j]; xv[2 * j + 1] = (int)hi[j]; }
+}
+template <int L>
+struct QS_q4_0 : QI_q4_0<L> {
+  typedef QI_q4_0<L> B;
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, typename B::Raw& r) {
+    r.d = lmn_u16(head + 2 * u);
+    lmn_ldw<B::NQ, 16 / L>(body + u * 16 + 4 * t * B::NQ, r.w);
+  }
+  static LMN void xw(const unsigned char* q, int t, int* xv) { lmn_nib_xw<B::NQ, 16 / L>(q, t, xv); }
+};
+template <int L>
+struct QS_q4_1 : QI_q4_1<L> {
+  typedef QI_q4_1<L> B;
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, typename B::Raw& r) {
+    r.dm = __ldg((const unsigned int*)(head + 4 * u));
+    lmn_ldw<B::NQ, 16 / L>(body + u * 16 + 4 * t * B::NQ, r.w);
+  }
+  static LMN void xw(const unsigned char* q, int t, int* xv) { lmn_nib_xw<B::NQ, 16 / L>(q, t, xv); }
+};
+template <int L>
+struct QS_q5_0 : QI_q5_0<L> {
+  typedef QI_q5_0<L> B;
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, typename B::Raw& r) {
+    r.d = lmn_u16(head + 2 * u);
+    r.qh = __ldg((const unsigned int*)(body + u * 20));
+    lmn_ldw<B::NQ, 4>(body + u * 20 + 4 + 4 * t * B::NQ, r.w);
+  }
+  static LMN void xw(const unsigned char* q, int t, int* xv) { lmn_nib_xw<B::NQ, 16 / L>(q, t, xv); }
+};
+template <int L>
+struct QS_q5_1 : QI_q5_1<L> {
+  typedef QI_q5_1<L> B;
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, typename B::Raw& r) {
+    r.dm = __ldg((const unsigned int*)(head + 4 * u));
+    r.qh = __ldg((const unsigned int*)(body + u * 20));
+    lmn_ldw<B::NQ, 4>(body + u * 20 + 4 + 4 * t * B::NQ, r.w);
+  }
+  static LMN void xw(const unsigned char* q, int t, int* xv) { lmn_nib_xw<B::NQ, 16 / L>(q, t, xv); }
+};
+template <int L>
+struct QS_q8_0 : QI_q8_0<L> {
+  typedef QI_q8_0<L> B;
+  enum { A = 32 / L < 16 ? 32 / L : 16 };
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, typename B::Raw& r) {
+    r.d = lmn_u16(head + 2 * u);
+    lmn_ldw<B::NW, A>(body + u * 32 + 4 * t * B::NW, r.w);
+  }
+  static LMN void xw(const unsigned char* q, int t, int* xv) {
+    lmn_ldw<B::NW, A>(q + 4 * t * B::NW, (unsigned int*)xv);
+  }
+};
+struct QS_q6_k : QI_q6_k {
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, Raw& r) {
+    const unsigned char* p = body + (u >> 3) * 208;
+    r.c = u & 7;
+    const int hh = r.c >> 2, k = r.c & 3;
+    lmn_ldw<2, 8>(p + hh * 64 + (k & 1) * 32 + 8 * t, r.l);
+    lmn_ldw<2, 8>(p + 128 + hh * 32 + 8 * t, r.h);
+    r.sc = lmn_u16(p + 192 + 2 * r.c);
+    r.d = lmn_u16(head + 2 * (u >> 3));
+  }
+};
 )";
 
 }  // namespace

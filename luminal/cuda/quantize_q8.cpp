@@ -2,7 +2,9 @@
 // quantized to Q8_1 (32 values a block) or Q8_K (256), bit for bit as
 // blocks::quantize_reference (core/quantize_ref.hpp): the integer GEMV (cuda.QGemvQ8, qgemv.cpp)
 // reads them. The rule that offers cuda.QGemvQ8 adds this node; linear layers reading one
-// activation through one view share it (the e-graph hash-conses it).
+// activation through one view share it (the e-graph hash-conses it). With int_value 1 it writes
+// Q8_1 in the split layout cuda.QGemvQ8S reads: each row's 32-byte q blocks, then their (d, s)
+// pairs (same bytes).
 //
 // One warp a block (lmn_q8_1_warp, lmn_q8_k_warp in quant_dp4a_device.cpp): lane j holds values
 // j, j + 32, ... of it; the block's largest magnitude (Q8_K: the first value of largest
@@ -43,10 +45,22 @@ KernelGen gen_quantize_q8(const LlirNode& n, const GenContext& ctx) {
   body += "  for (" + I + " b = (" + I + ")blockIdx.x * " + std::to_string(kBlock / 32) +
           " + (threadIdx.x >> 5); b < nb; b += (" + I + ")gridDim.x * " +
           std::to_string(kBlock / 32) + ") {\n";
+  const bool split = n.attrs.int_value == 1;
+  if (split && fmt != DType::Q8_1)
+    throw Error("cuda.QuantizeQ8: the split layout is q8_1's, not " + std::string(name(fmt)));
   if (fmt == DType::Q8_1) {
     body += "      const " + I + " fi = b * 32 + lane;\n";
     const std::string xo = cg.view_offset(v, "fi", "xo", body);
-    body += "      lmn_q8_1_warp(in0[" + xo + "], out + (long long)b * 36, lane);\n";
+    if (split) {
+      // row r's blocks' q (32 bytes each), then their (d, s) pairs
+      const std::string nbr = std::to_string(shape.back().as_const() / 32);
+      body += "      unsigned char* row = out + (long long)(b / " + nbr + ") * " + nbr +
+              " * 36;\n      const int bi = (int)(b % " + nbr + ");\n";
+      body += "      lmn_q8_1_warp_to(in0[" + xo + "], row + bi * 32, row + " + nbr +
+              " * 32 + bi * 4, lane);\n";
+    } else {
+      body += "      lmn_q8_1_warp(in0[" + xo + "], out + (long long)b * 36, lane);\n";
+    }
   } else {
     body += "      float v[8];\n#pragma unroll\n      for (int r = 0; r < 8; ++r) {\n";
     body += "      const " + I + " fi = b * 256 + r * 32 + lane;\n";

@@ -242,7 +242,7 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
       const std::vector<ENodeId>& opts = options_[c];
       for (size_t k = 0; k < opts.size(); ++k) {
         const ENode& e = eg_->node(opts[k]);
-        double w = seed_cost(e.op, mode);
+        double w = option_cost(c, opts[k], mode);
         for (ClassId ch : e.children)
           w += cost[eg_->find(ch)];
         if (w < cost[c]) {
@@ -266,7 +266,7 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
     std::vector<double>& ex = excess[gene_[c]];
     for (size_t v = 0; v < ex.size(); ++v) {
       const ENode& e = eg_->node(opts[pick_[c][v]]);
-      double w = seed_cost(e.op, mode);
+      double w = option_cost(c, opts[pick_[c][v]], mode);
       for (ClassId ch : e.children)
         w += cost[eg_->find(ch)];
       ex[v] += w == inf ? 1e300 : (w - cost[c]) / std::max(cost[c], 1.0);
@@ -301,6 +301,14 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
   return g;
 }
 
+double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode) const {
+  const ENode& e = eg_->node(n);
+  if (e.children.empty() && e.op->seed_cost >= kAvoided && !is_op(e.op, OpKind::Input))
+    for (ENodeId o : options_[c])
+      if (eg_->node(o).op->fold_preferred) return 0;
+  return seed_cost(e.op, mode);
+}
+
 bool SearchSpace::has_library_calls() const {
   for (const std::vector<ENodeId>& opts : options_)
     for (ENodeId n : opts)
@@ -311,7 +319,7 @@ bool SearchSpace::has_library_calls() const {
 double SearchSpace::program_cost(const Genome& g, LibrarySeed mode) const {
   double total = 0;
   for (ClassId c : topo_order(g))
-    total += seed_cost(eg_->node(chosen(g, c)).op, mode);
+    total += option_cost(c, chosen(g, c), mode);
   return total;
 }
 

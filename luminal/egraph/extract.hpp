@@ -77,6 +77,10 @@ class SearchSpace {
   Genome best_scoring_genome(const std::function<double(ENodeId)>& score) const;
 
  private:
+  /// Option n of class c in the seed: seed_cost, but a Fold leaf (a childless option the seed
+  /// avoids) costs nothing beside an op meant to run once per load (OpDef::fold_preferred).
+  double option_cost(ClassId c, ENodeId n, LibrarySeed mode) const;
+
   const EGraph* eg_;
   std::vector<ClassId> roots_;
   std::vector<uint32_t> gene_sizes_;

@@ -32,6 +32,10 @@ struct OpDef {
   /// calls stand wherever they can, even on operands copied into a layout the library takes
   /// (the GQA attention products of a prefill).
   bool library_replaces = false;
+  /// Meant to run once per load (a weight rewritten into a kernel's layout): where its class
+  /// also holds a load-time Fold leaf, the fewest-kernels seed takes the leaf at no cost (it
+  /// avoids other folds, which may add memory).
+  bool fold_preferred = false;
 };
 
 /// The OpDef of an HLIR primitive.

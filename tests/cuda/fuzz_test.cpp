@@ -68,8 +68,8 @@ TEST(CudaFuzz, GqaAttentionKvCacheRope) {
 }
 
 // Quantized weights (model_blocks.hpp's quantized_block): every program (cuda.QGather, Dequantize,
-// a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv and cuda.QGemvQ8 too) matches
-// the reference.
+// a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv, cuda.QGemvQ8 and the split
+// cuda.QGemvQ8S over cuda.QRepack too) matches the reference.
 class CudaQuantizedBlocks : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CudaQuantizedBlocks, MatchReference) {
@@ -88,9 +88,10 @@ TEST_P(CudaQuantizedBlocks, MatchReference) {
     if (rows > 0) {
       const int f32 = r.programs_using["cuda.QGemv"] + r.programs_using["cuda.QGemvEpi"];
       const int int8 = r.programs_using["cuda.QGemvQ8"] + r.programs_using["cuda.QGemvQ8Epi"];
-      std::printf("[fuzz] %s: %d programs with the f32 QGemv, %d with the integer one\n",
-                  fg.name.c_str(), f32, int8);
-      EXPECT_GT(f32 + int8, 0) << fg.name;
+      const int split = r.programs_using["cuda.QGemvQ8S"] + r.programs_using["cuda.QGemvQ8SEpi"];
+      std::printf("[fuzz] %s: %d programs with the f32 QGemv, %d with the integer one, %d split\n",
+                  fg.name.c_str(), f32, int8, split);
+      EXPECT_GT(f32 + int8 + split, 0) << fg.name;
     }
   }
 }

@@ -161,6 +161,71 @@ int dot(const char* win, const char* xin, const char* out, int k) {
   std::fclose(f);
   return 0;
 }
+/* The same over the split layout (QS_<t>): the weight's blocks split here as cuda.QRepack writes
+   them, the Q8_1 activation split as cuda.QuantizeQ8 writes it for QGemvQ8S. */
+template <class QS, int BODY, int HEAD, int HEAD_AT, int BB>
+int dot_split(const char* win, const char* xin, const char* out, int k) {
+  auto slurp = [](const char* path) {
+    std::vector<unsigned char> b;
+    FILE* f = std::fopen(path, "rb");
+    if (!f) return b;
+    int c;
+    while ((c = std::fgetc(f)) != EOF) b.push_back((unsigned char)c);
+    std::fclose(f);
+    return b;
+  };
+  const std::vector<unsigned char> w = slurp(win), x = slurp(xin);
+  if (w.empty() || x.empty()) return 2;
+  const size_t nb = w.size() / BB, nbx = (size_t)k / 32;
+  std::vector<unsigned char> ws(w.size()), xs(x.size());
+  for (size_t b = 0; b < nb; ++b) {
+    std::memcpy(&ws[b * BODY], &w[b * BB + (HEAD_AT == 0 ? HEAD : 0)], BODY);
+    std::memcpy(&ws[nb * BODY + b * HEAD], &w[b * BB + HEAD_AT], HEAD);
+  }
+  if (!QS::XK)
+    for (size_t b = 0; b < nbx; ++b) {
+      std::memcpy(&xs[b * 32], &x[b * 36 + 4], 32);
+      std::memcpy(&xs[nbx * 32 + b * 4], &x[b * 36], 4);
+    }
+  float acc[4] = {0, 0, 0, 0};
+  for (int u = 0; u < k / 32; ++u)
+    for (int t = 0; t < QS::LANES; ++t) {
+      typename QS::Raw r;
+      QS::load(ws.data(), ws.data() + nb * BODY, u, t, r);
+      int v[QS::NW], wd[QS::NW], xv[QS::NW];
+      float a, b, dx, sx;
+      QS::ints(r, t, v, wd, a, b);
+      if constexpr (QS::XK) {
+        lmn_x<QS::NW>(x.data(), 1, u, wd, xv, dx, sx);
+      } else {
+        QS::xw(xs.data() + u * 32, t, xv);
+        unsigned int ds;
+        std::memcpy(&ds, &xs[nbx * 32 + (size_t)u * 4], 4);
+        dx = lmn_h16(ds);
+        sx = lmn_h16(ds >> 16);
+      }
+      int si = 0;
+      for (int j = 0; j < QS::NW; ++j) si = __dp4a(v[j], xv[j], si);
+      acc[t] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[t]);
+      if (QS::HAS_B && t == 0) acc[t] = __fmaf_rn(b, sx, acc[t]);
+    }
+  const float y = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  FILE* f = std::fopen(out, "wb");
+  if (!f || std::fwrite(&y, 4, 1, f) != 1) return 3;
+  std::fclose(f);
+  return 0;
+}
+template <int L>
+int legacy_split(int t, char** argv, int k) {
+  switch (t) {
+    case 0: return dot_split<QS_q4_0<L>, 16, 2, 0, 18>(argv[2], argv[3], argv[4], k);
+    case 1: return dot_split<QS_q4_1<L>, 16, 4, 0, 20>(argv[2], argv[3], argv[4], k);
+    case 2: return dot_split<QS_q5_0<L>, 20, 2, 0, 22>(argv[2], argv[3], argv[4], k);
+    case 3: return dot_split<QS_q5_1<L>, 20, 4, 0, 24>(argv[2], argv[3], argv[4], k);
+    case 4: return dot_split<QS_q8_0<L>, 32, 2, 0, 34>(argv[2], argv[3], argv[4], k);
+  }
+  return 1;
+}
 template <int L>
 int legacy(int t, char** argv, int k) {
   switch (t) {
@@ -173,8 +238,13 @@ int legacy(int t, char** argv, int k) {
   return 1;
 }
 int main(int argc, char** argv) {
-  if (argc != 7) return 1;
+  if (argc != 8) return 1;
   const int t = std::atoi(argv[1]), k = std::atoi(argv[5]), lanes = std::atoi(argv[6]);
+  if (std::atoi(argv[7])) {
+    if (t == 7) return dot_split<QS_q6_k, 208, 2, 208, 210>(argv[2], argv[3], argv[4], k);
+    return lanes == 1 ? legacy_split<1>(t, argv, k) : lanes == 2 ? legacy_split<2>(t, argv, k)
+                                                                 : legacy_split<4>(t, argv, k);
+  }
   switch (t) {
     case 5: return dot<QI_q4_k>(argv[2], argv[3], argv[4], k);
     case 6: return dot<QI_q5_k>(argv[2], argv[3], argv[4], k);
@@ -293,6 +363,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
     for (uint64_t seed = 0; seed < 6; ++seed) {
       // the legacy types with 1, 2 and 4 lanes a unit in turn
       const int lanes = block_size(t) == 256 ? 0 : 1 << (seed % 3);
+      // and over the split layout (QS_<t>, cuda.QGemvQ8S) for seeds 3 to 5
+      const bool split = seed >= 3 && cuda::split_layout(t).has_value();
       const std::vector<uint8_t> w =
           random_blocks(t, static_cast<int>(k / block_size(t)), 90 + seed * 8 + index);
       std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(index));
@@ -306,7 +378,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       write_file(dir / "x.bin", xq.data(), xq.size());
       const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
                               " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
-                              " " + std::to_string(k) + " " + std::to_string(lanes);
+                              " " + std::to_string(k) + " " + std::to_string(lanes) + " " +
+                              (split ? "1" : "0");
       ASSERT_EQ(std::system(run.c_str()), 0) << name(t) << " lanes " << lanes;
       float got = 0;
       std::ifstream out(dir / "y.bin", std::ios::binary);

@@ -12,6 +12,7 @@
 //     QGemv and its region's kernel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/quantize_ref.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
@@ -125,6 +127,9 @@ std::vector<float> floats(const HostBuffer& b) {
 
 int64_t row_for(DType t) { return block_size(t) == 256 ? 512 : 96; }
 
+/// Whether cuda.QGemvQ8S serves type t (it has a split layout).
+bool split_layout_type(DType t) { return cuda::split_layout(t).has_value(); }
+
 std::string tag(DType t) { return std::string(name(t)); }
 
 // ---------------------------------------------------------------- CI
@@ -204,6 +209,74 @@ TEST(CudaQuantRules, IntegerFormSharesOneQuantizedActivation) {
   ::unsetenv("LUMINAL_CUDA_QGEMV");
 }
 
+/// The node of `op` in `l` (or null).
+const LlirNode* node_of(const LlirGraph& l, std::string_view op) {
+  for (const LlirNode& n : l.nodes)
+    if (n.op->name == op) return &n;
+  return nullptr;
+}
+
+// The split-layout form: offered for the types with a split layout (not Q4_K / Q5_K); with
+// load-time folding on and a weight of at least fold_min_bytes, the fewest-kernels seed reads it
+// through QRepack's Fold leaf (OpDef::fold_preferred), so no QRepack runs a step; with folding off
+// the seed keeps the plain integer form (QRepack costs a kernel a step).
+TEST(CudaQuantRules, SplitLayoutFormIsSeededThroughItsFold) {
+  testing::CudaRulesOnly rules;
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K, DType::Q4_K})
+    for (bool fold : {true, false}) {
+      Graph g;
+      Tensor x = g.tensor("x", {Expr(1), Expr(4096)});
+      nn::linear(x, g.tensor("w", {Expr(256), Expr(4096)}, t).persist().dequantize()).output("y");
+      FoldOptions fo;
+      fo.on = fold;
+      BuiltSpace b = build_search_space(g, rules, g.dim_facts(), {}, fo);
+      const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+      const bool has_split = split_layout_type(t);
+      const std::string at = tag(t) + (fold ? " folded: " : " unfolded: ") + l.op_mix_string();
+      EXPECT_EQ(count_op(l, "cuda.QRepack"), 0) << at;
+      EXPECT_EQ(count_op(l, "cuda.QGemvQ8S"), has_split && fold ? 1 : 0) << at;
+      EXPECT_EQ(count_op(l, "cuda.QGemvQ8"), has_split && fold ? 0 : 1) << at;
+      if (has_split && fold) {
+        // it reads a folded input, and its activation in the split layout where it is Q8_1
+        const LlirNode* q = node_of(l, "cuda.QuantizeQ8");
+        ASSERT_NE(q, nullptr) << at;
+        EXPECT_EQ(q->attrs.int_value, t == DType::Q6_K ? 0 : 1) << at;
+        EXPECT_EQ(node_of(l, "cuda.QGemvQ8S")->attrs.int_value, 256 * 4096 / block_size(t)) << at;
+        EXPECT_EQ(b.folds.leaves.size(), 1u) << at;
+      }
+    }
+  ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", "0", 1);
+  {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(1), Expr(4096)});
+    nn::linear(x, g.tensor("w", {Expr(256), Expr(4096)}, DType::Q4_0).persist().dequantize())
+        .output("y");
+    auto [l, n] =
+        testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemvQ8S"; });
+    EXPECT_EQ(n, 0) << "split off: " << l.op_mix_string();
+  }
+  ::unsetenv("LUMINAL_CUDA_QGEMV_SPLIT");
+  // Not for a weight something else reads too (a tied embedding: its split copy would add memory).
+  {
+    Graph g;
+    Tensor table = g.tensor("embed", {Expr(256), Expr(4096)}, DType::Q8_0).persist();
+    Tensor h = nn::embedding(table.dequantize(), g.tensor("ids", {Expr(1)}, DType::I32));
+    nn::linear(h, table.dequantize()).output("logits");
+    auto [l, n] =
+        testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemvQ8S"; });
+    EXPECT_EQ(n, 0) << "tied: " << l.op_mix_string();
+  }
+  // Several activation rows: only where each row starts 16-byte aligned (K a multiple of 128).
+  for (int64_t K : {576, 4096}) {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(3), Expr(K)});
+    nn::linear(x, g.tensor("w", {Expr(40), Expr(K)}, DType::Q4_0).dequantize()).output("y");
+    auto [l, n] =
+        testing::prefer_ops(g, rules, [](std::string_view op) { return op == "cuda.QGemvQ8S"; });
+    EXPECT_EQ(n, K % 128 == 0 ? 1 : 0) << K << ": " << l.op_mix_string();
+  }
+}
+
 TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
@@ -234,6 +307,29 @@ TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
         sources.push_back(k.source);
     }
   }
+  // The split-layout form (with its QRepack and split QuantizeQ8), every lane count.
+  for (DType t : kWeightBlockDTypes) {
+    if (!split_layout_type(t)) continue;
+    for (const char* lanes : {"1", "2", "4"})
+      for (int64_t m : {1, 3, 0}) {
+        // (m 0: one row of SmolLM2's k = 576, whose rows are not 16-byte multiples)
+        const int64_t K = block_size(t) == 256 ? 512 : m == 0 ? 576 : 128;
+        m = std::max<int64_t>(m, 1);
+        if (block_size(t) == 256 && *lanes != '2') continue;
+        ::setenv("LUMINAL_CUDA_QGEMV_LANES", lanes, 1);
+        Graph g;
+        Tensor x = g.tensor("x", {Expr(m), Expr(K)});
+        nn::linear(x, g.tensor("w", {Expr(37), Expr(K)}, t).dequantize()).output("y");
+        auto [l, n] = testing::prefer_ops(g, rules, [](std::string_view op) {
+          return op == "cuda.QGemvQ8S" || op == "cuda.QRepack" || op == "cuda.QuantizeQ8";
+        });
+        EXPECT_EQ(count_op(l, "cuda.QGemvQ8S"), 1) << tag(t) << " " << l.op_mix_string();
+        EXPECT_EQ(count_op(l, "cuda.QRepack"), 1) << tag(t) << " " << l.op_mix_string();
+        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+          sources.push_back(k.source);
+        ::unsetenv("LUMINAL_CUDA_QGEMV_LANES");
+      }
+  }
   // The epilogue forms: a residual add and SwiGLU's SiLU(gate) * up in the QGemv's store.
   for (DType t : {DType::Q4_0, DType::Q5_1, DType::Q4_K, DType::Q6_K})
     for (int which = 0; which < 2; ++which) {
@@ -243,7 +339,9 @@ TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
       Tensor r = g.tensor("r", {Expr(3), Expr(40)});
       const Tensor y = nn::linear(x, g.tensor("w", {Expr(40), Expr(K)}, t).dequantize());
       (which == 0 ? r + y : r.silu() * y).output("y");
-      for (const char* op : {"cuda.QGemvEpi", "cuda.QGemvQ8Epi"}) {
+      for (const char* op : {"cuda.QGemvEpi", "cuda.QGemvQ8Epi", "cuda.QGemvQ8SEpi"}) {
+        // (the split form reads 3 rows of k = 96 only as Q8_1 rows 16-byte aligned: Q6_K here)
+        if (std::string_view(op) == "cuda.QGemvQ8SEpi" && t != DType::Q6_K) continue;
         auto [l, n] = testing::prefer_ops(g, rules, [op](std::string_view o) { return o == op; });
         ASSERT_EQ(n, 1) << tag(t) << " " << op << " " << l.op_mix_string();
         for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
@@ -325,17 +423,20 @@ struct GemvRun {
   std::vector<float> xs, got;
 };
 
-/// x [m, k] @ Dequantize(w [n, k])^T forced to `ops` (ops[0] the GEMV, once) for every weight type,
-/// three k each (the legacy types' not a multiple of 256), m in `ms`, n = 37 + 2m and the
+/// x [m, k] @ Dequantize(w [n, k])^T forced to `ops` (ops[0] the GEMV, once) for every weight type
+/// (that `serves`, if given), three k each (the legacy types' `legacy_ks`, by default not
+/// multiples of 256), m in `ms`, n = 37 + 2m and the
 /// split-k widths default, 1 and 8 (those at m 1 and 5): `check` judges each run. Returns the
 /// number of runs.
 int gemv_runs(std::initializer_list<int64_t> ms, std::initializer_list<std::string_view> ops,
-              uint64_t seed, const std::function<void(const GemvRun&)>& check) {
+              uint64_t seed, const std::function<void(const GemvRun&)>& check,
+              std::vector<int64_t> legacy_ks = {96, 576, 4128},
+              const std::function<bool(DType)>& serves = nullptr) {
   int runs = 0;
   for (DType t : kWeightBlockDTypes) {
+    if (serves && !serves(t)) continue;
     const bool k_type = block_size(t) == 256;
-    const std::vector<int64_t> ks =
-        k_type ? std::vector<int64_t>{256, 1536, 4096} : std::vector<int64_t>{96, 576, 4128};
+    const std::vector<int64_t> ks = k_type ? std::vector<int64_t>{256, 1536, 4096} : legacy_ks;
     for (int64_t K : ks)
       for (int64_t m : ms)
         for (const char* warps : {"", "1", "8"}) {
@@ -488,29 +589,94 @@ TEST(CudaQuant, QuantizeQ8IsBitExact) {
 // cuda.QGemvQ8 against the f64 dot of the dequantised weights with the dequantised activation,
 // within testing::quant_dot_bound's rounding bound at the kernel's accumulation depth, and against
 // the f32 activation within the activation's rounding as well.
+/// The integer form's check: every output within quant_dot_bound at its lanes' depth.
+void check_integer_form(const GemvRun& r) {
+  const int64_t row_bytes = static_cast<int64_t>(storage_bytes(r.t, r.k));
+  const int64_t depth = 2 * ((r.k / 32 + 7) / 8) + 16;
+  int bad = 0;
+  for (int64_t i = 0; i < r.m; ++i)
+    for (int64_t j = 0; j < r.n; ++j) {
+      const testing::QuantDotBound b = testing::quant_dot_bound(
+          r.t, r.wb.bytes.data() + j * row_bytes, r.xs.data() + i * r.k, r.k);
+      const double tol = b.bound_q_at_depth(depth);
+      const double g1 = r.got[static_cast<size_t>(i * r.n + j)];
+      if (!(std::fabs(g1 - b.y_q) <= tol) || !(std::fabs(g1 - b.y) <= tol + b.e_q + b.e_s)) {
+        if (bad < 3)
+          ADD_FAILURE() << r.at << "y[" << i << "," << j << "] = " << g1 << ", want " << b.y_q
+                        << " +- " << tol << " (f32 activation: " << b.y << ")";
+        ++bad;
+      }
+    }
+  EXPECT_EQ(bad, 0) << r.at;
+}
+
 TEST(CudaQuant, QGemvQ8WithinTheBound) {
   LUMINAL_REQUIRE_GPU();
   const int runs =
-      gemv_runs({1, 2, 5, 8}, {"cuda.QGemvQ8", "cuda.QuantizeQ8"}, 200, [](const GemvRun& r) {
-        const int64_t row_bytes = static_cast<int64_t>(storage_bytes(r.t, r.k));
-        const int64_t depth = 2 * ((r.k / 32 + 7) / 8) + 16;
-        int bad = 0;
-        for (int64_t i = 0; i < r.m; ++i)
-          for (int64_t j = 0; j < r.n; ++j) {
-            const testing::QuantDotBound b = testing::quant_dot_bound(
-                r.t, r.wb.bytes.data() + j * row_bytes, r.xs.data() + i * r.k, r.k);
-            const double tol = b.bound_q_at_depth(depth);
-            const double g1 = r.got[static_cast<size_t>(i * r.n + j)];
-            if (!(std::fabs(g1 - b.y_q) <= tol) || !(std::fabs(g1 - b.y) <= tol + b.e_q + b.e_s)) {
-              if (bad < 3)
-                ADD_FAILURE() << r.at << "y[" << i << "," << j << "] = " << g1 << ", want " << b.y_q
-                              << " +- " << tol << " (f32 activation: " << b.y << ")";
-              ++bad;
-            }
-          }
-        EXPECT_EQ(bad, 0) << r.at;
-      });
+      gemv_runs({1, 2, 5, 8}, {"cuda.QGemvQ8", "cuda.QuantizeQ8"}, 200, check_integer_form);
   EXPECT_GT(runs, 120);
+}
+
+/// LUMINAL_CUDA_QGEMV_LANES for a scope.
+struct LanesEnv {
+  explicit LanesEnv(const char* l) { ::setenv("LUMINAL_CUDA_QGEMV_LANES", l, 1); }
+  ~LanesEnv() { ::unsetenv("LUMINAL_CUDA_QGEMV_LANES"); }
+};
+
+// The split-layout form (QRepack run in the plan, the activation split where Q8_1), with 1, 2
+// and 4 lanes a unit for the legacy types (K a multiple of 128, where several rows are split),
+// and the plain integer form with 1 and 4 lanes (2 is the default, above).
+TEST(CudaQuant, QGemvQ8SplitLayoutAndLaneCountsWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  int runs = 0;
+  for (const char* lanes : {"1", "2", "4"}) {
+    LanesEnv env(lanes);
+    runs += gemv_runs({1, 3, 8}, {"cuda.QGemvQ8S", "cuda.QuantizeQ8", "cuda.QRepack"}, 300,
+                      check_integer_form, {128, 640, 4096}, [&](DType t) {
+                        return split_layout_type(t) && (block_size(t) == 32 || *lanes == '2');
+                      });
+    if (*lanes != '2')
+      runs += gemv_runs({1, 5}, {"cuda.QGemvQ8", "cuda.QuantizeQ8"}, 400, check_integer_form,
+                        {96, 576, 4128}, [](DType t) { return block_size(t) == 32; });
+  }
+  EXPECT_GT(runs, 150);
+}
+
+// A session folds QRepack once at load (the seed reads its Fold leaf): QGemvQ8S then reads the
+// folded weight, the GGUF-layout weight is released, and the output is within the bound.
+TEST(CudaQuant, SplitLayoutIsFoldedOnceAtLoad) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 500;
+  for (DType t : {DType::Q4_0, DType::Q5_1, DType::Q8_0, DType::Q6_K}) {
+    const int64_t K = 4096, N = 200;
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(1), Expr(K)});
+    nn::linear(x, g.tensor("w", {Expr(N), Expr(K)}, t).persist().dequantize()).output("y");
+    // (the first genome, then the fewest-kernels seed: it reads the fold; the search keeps it,
+    // far faster than dequantising every step)
+    Session s(g, testing::gpu(), CompileOptions().search_graph_limit(2).verbose(false));
+    GemvRun r;
+    r.t = t;
+    r.m = 1;
+    r.n = N;
+    r.k = K;
+    r.at = tag(t) + " folded: ";
+    r.wb = random_blocks(t, N * K, ++seed);
+    r.xs = random_floats(K, ++seed);
+    s.set_bytes("w", r.wb.bytes.data(), r.wb.bytes.size());
+    s.set("x", r.xs);
+    s.compile();
+    EXPECT_EQ(count_op(s.llir(), "cuda.QGemvQ8S"), 1) << r.at << s.llir().op_mix_string();
+    EXPECT_EQ(count_op(s.llir(), "cuda.QRepack"), 0) << r.at << s.llir().op_mix_string();
+    s.execute();
+    EXPECT_EQ(s.stats().fold_runs, 1u) << r.at << s.fold_report();
+    EXPECT_EQ(s.stats().bytes_released, r.wb.bytes.size()) << r.at;
+    r.got = s.get<float>("y");
+    check_integer_form(r);
+    s.execute();
+    EXPECT_EQ(s.stats().fold_runs, 1u) << r.at;
+    EXPECT_EQ(s.get<float>("y"), r.got) << r.at;
+  }
 }
 
 // cuda.QGemvEpi: the residual add and SwiGLU's SiLU(gate) * up in the QGemv's store give the bits
@@ -532,11 +698,13 @@ TEST(CudaQuant, QGemvEpilogueSameBitsAsTheQGemvAndItsRegion) {
         const testing::BufferMap in{{"x", f32_buffer(random_floats(m * K, ++seed))},
                                     {"r", f32_buffer(random_floats(m * N, ++seed))},
                                     {"w", random_blocks(t, N * K, ++seed)}};
-        for (const std::string_view op : {"cuda.QGemv", "cuda.QGemvQ8"}) {
+        for (const std::string_view op : {"cuda.QGemv", "cuda.QGemvQ8", "cuda.QGemvQ8S"}) {
+          if (op == "cuda.QGemvQ8S" && (!split_layout_type(t) || (m > 1 && block_size(t) == 32)))
+            continue;
           const std::string op_epi = std::string(op) + "Epi";
-          auto [fused, epi] = forced(g, {op_epi, "cuda.QuantizeQ8"});
+          auto [fused, epi] = forced(g, {op_epi, "cuda.QuantizeQ8", "cuda.QRepack"});
           ASSERT_EQ(count_op(fused, op_epi), 1) << at << " " << fused.op_mix_string();
-          auto [plain, q] = forced(g, {op, "cuda.QuantizeQ8", "cuda.Fused"});
+          auto [plain, q] = forced(g, {op, "cuda.QuantizeQ8", "cuda.QRepack", "cuda.Fused"});
           ASSERT_EQ(count_op(plain, op), 1) << at << " " << plain.op_mix_string();
           testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused);
           testing::LoadedPlan b = testing::load_plan(testing::gpu(), plain);

@@ -65,7 +65,7 @@ SUBLAYERS = {
         # Code generation and the ops (no GPU needed).
         ("ops", ["codegen.*", "cuda_op.hpp", "elementwise.cpp", "gather_scatter.cpp",
                  "reduce.cpp", "gemv.cpp", "row.cpp", "row_gen.*", "matmul_operands.*",
-                 "quant_device.*", "quant_dp4a_device.cpp", "quantize_q8.cpp",
+                 "quant_device.*", "quant_dp4a_device.cpp", "quantize_q8.cpp", "quant_repack.cpp",
                  "dequantize.cpp", "qgemv.cpp", "gemv_epilogue.*"]),
         # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);
         # the op registry, which lists the cuBLASLt ops too.
