@@ -17,6 +17,13 @@
 // masked row (all -inf) gives what the reference gives: max -inf, then NaN from -inf - -inf.
 // This file picks the form and assembles the kernel; row_gen.hpp writes the element code and the
 // loops of each form.
+//
+// cuda.RowQ8 is the same kernel for QuantizeQ8(Row(...)) to Q8_1 (an RMSNorm before a quantized
+// linear layer): the f32 result row goes to shared memory instead of out, then each warp writes
+// its 32-value blocks with cuda.QuantizeQ8's quantizer (split where int_value is 1), so the bytes
+// equal the two kernels' and one launch and the f32 row's round trip go. Rows of a static length
+// up to 8192 (32 KiB of shared memory), at least L / 4 threads (a warp quantizes at most 4
+// blocks). Its rule runs after the quantized GEMV rules (ruleset cuda.rows-q8).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -27,6 +34,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/quant_device.hpp"
 #include "luminal/cuda/row_gen.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/row_rule.hpp"
@@ -40,6 +48,10 @@ using rows::Online;
 using rows::RowGen;
 
 const OpDef kRow{"cuda.Row"};
+// A row kernel whose result goes out as Q8_1 blocks (in place of cuda.Row + cuda.QuantizeQ8:
+// one launch fewer, the f32 row never stored): below their 1.5 in the seed.
+const OpDef kRowQ8{.name = "cuda.RowQ8", .seed_cost = 1.1};
+constexpr int64_t kMaxRowQ8 = 8192;  // its f32 row in shared memory: 32 KiB
 
 /// Registers a thread may spend on kept values (of the 64 the launch bounds allow; more spills).
 constexpr int kMaxCachedRegs = 40;
@@ -58,12 +70,21 @@ int pow2_ceil(int64_t x) {
   return p;
 }
 
-KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
+/// `q8`: cuda.RowQ8, the f32 result row kept in shared memory and written as Q8_1 blocks (split
+/// when int_value is 1), as cuda.QuantizeQ8 writes them.
+KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
   const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
-  if (!prog) throw Error("cuda.Row: the node has no FusedProgram payload");
+  if (!prog) throw Error(std::string(n.op->name) + ": the node has no FusedProgram payload");
   prog->validate();
-  if (prog->insts.back().dtype != n.attrs.dtype)
-    throw Error("cuda.Row: the program's result dtype differs from the node's dtype");
+  const DType rt = q8 ? DType::F32 : n.attrs.dtype;  // the program's result
+  if (prog->insts.back().dtype != rt)
+    throw Error(std::string(n.op->name) + ": the program's result dtype is not " +
+                std::string(name(rt)));
+  if (q8 &&
+      (n.attrs.dtype != DType::Q8_1 || n.attrs.shape.empty() || !n.attrs.shape.back().is_const() ||
+       n.attrs.shape.back().as_const() % 32 != 0 || n.attrs.shape.back().as_const() > kMaxRowQ8))
+    throw Error("cuda.RowQ8: writes q8_1 rows of a static length, a multiple of 32 up to " +
+                std::to_string(kMaxRowQ8));
   if (n.attrs.shape.empty()) throw Error("cuda.Row: a row op needs an output of rank >= 1");
   Codegen cg(n, ctx);
   RowGen g{.n = n,
@@ -149,6 +170,10 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     if (uses[c] > 1) g.cached[c] = ncached++;
   const Interval lb = L.bounds(ctx.facts);
   const int64_t lmax = lb.hi;
+  // RowQ8: enough warps that each quantizes at most 4 of the row's 32-value blocks.
+  const int q8_threads =
+      q8 ? static_cast<int>(std::min<int64_t>(512, pow2_ceil(std::max<int64_t>(32, lmax / 4))))
+         : 32;
   // Chunks: every kept load contiguous and aligned along the row, V from the widest dtype's 16
   // bytes; kept packed (a 16-byte chunk of bf16 is 4 registers), so long rows fit with 512
   // threads and two blocks share an SM (one's loads overlap the other's math).
@@ -156,7 +181,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     int widest = 1;
     for (int c = 0; c < nloads; ++c)
       if (g.cached[c] >= 0) widest = std::max(widest, size_bytes(n.input_dtypes.at(c)));
-    widest = std::max(widest, size_bytes(n.attrs.dtype));  // the chunk's store too
+    widest = std::max(widest, size_bytes(rt));  // the chunk's store too
     const int v = 16 / widest;
     bool ok = v > 1;
     int regs = 0;  // per chunk, every kept load
@@ -167,7 +192,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     }
     if (ok) {
       const int64_t chunks = lmax / v;
-      int t = std::clamp(pow2_ceil((chunks + 7) / 8), 32, 512);
+      int t = std::clamp(pow2_ceil((chunks + 7) / 8), q8_threads, 512);
       int64_t kc = (chunks + t - 1) / t;
       if (kc * regs > kMaxCachedRegs) {
         t = 1024;
@@ -183,7 +208,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   }
   // Otherwise one element at a time: kept in registers when they fit, else re-read every pass.
   if (g.V == 1 && lmax != INT64_MAX && lmax > 0) {
-    g.T = std::clamp(pow2_ceil((lmax + 7) / 8), 32, 1024);
+    g.T = std::clamp(pow2_ceil((lmax + 7) / 8), q8_threads, 1024);
     g.K = static_cast<int>((lmax + g.T - 1) / g.T);
     int regs = 0;  // per kept element: f64 takes two registers
     for (int c = 0; c < nloads; ++c)
@@ -368,7 +393,7 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     body += uniform_code(p);
   }
   // The result.
-  const std::string ot = dtype_tag(n.attrs.dtype);
+  const std::string ot = dtype_tag(rt);
   {
     // The result is stored from its unrounded value when its instruction ends in a rounding to
     // the output dtype (st(rd(x)) == st(x)): one conversion instead of two.
@@ -386,14 +411,29 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
     const std::string code = g.element_code(order);
     if (g.chunked_form()) {
       // A chunk's results go out in one aligned vector store.
-      const std::string vt = vector_type(g.V * size_bytes(n.attrs.dtype));
+      const std::string vt = vector_type(g.V * size_bytes(rt));
       const std::string head = g.chunk_loads(order) + "      union { " + vt + " v; S_" + ot +
                                " e[" + std::to_string(g.V) + "]; } so;\n";
-      const std::string tail = "      *reinterpret_cast<" + vt + "*>(out + rb + l0) = so.v;\n";
+      const std::string tail = "      *reinterpret_cast<" + vt + "*>(" +
+                               (q8 ? "lmn_rowq" : "out + rb") + " + l0) = so.v;\n";
       body += g.loop(code + "      so.e[j] = st_" + ot + "(" + value + ");\n", head, tail);
     } else {
-      body += g.loop(code + "      out[i] = st_" + ot + "(" + value + ");\n");
+      body += g.loop(code + "      " + (q8 ? "lmn_rowq[l]" : "out[i]") + " = st_" + ot + "(" +
+                     value + ");\n");
     }
+  }
+  if (q8) {
+    // The row from shared memory, a warp a block of 32 (quant_dp4a_device.cpp's quantizers).
+    const std::string nb = std::to_string(n.attrs.shape.back().as_const() / 32);
+    body += "    __syncthreads();\n    {\n      const int lane = threadIdx.x & 31;\n";
+    body += "      unsigned char* orow = out + (long long)row * " + nb + " * 36;\n";
+    body += "      for (int b = threadIdx.x >> 5; b < " + nb +
+            "; b += " + std::to_string(g.T / 32) + ")\n";
+    body += n.attrs.int_value == 1
+                ? "        lmn_q8_1_warp_to(lmn_rowq[b * 32 + lane], orow + b * 32, orow + " + nb +
+                      " * 32 + b * 4, lane);\n"
+                : "        lmn_q8_1_warp(lmn_rowq[b * 32 + lane], orow + b * 36, lane);\n";
+    body += "    }\n";
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row
 
@@ -405,11 +445,14 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   std::string head = "  __shared__ double lmn_red[" + std::to_string(std::max(red_slot, 1)) +
                      "][32];\n  const " + I + " L = " + lcode + ";\n  const " + I +
                      " R = L > 0 ? " + ncode + " / L : 0;\n";
+  if (q8)
+    head += "  __shared__ __align__(16) float lmn_rowq[" +
+            std::to_string(n.attrs.shape.back().as_const()) + "];\n";
   k += cg.dims_prologue() + head + "  for (" + I +
        " row = blockIdx.x; row < R; row += gridDim.x) {\n" + "    const " + I + " rb = row * L;\n" +
        body + "  }\n}\n";
   KernelGen out;
-  out.source = Codegen::unit(k);
+  out.source = Codegen::unit(q8 ? quant_device_source() + k : k);
   const Expr rows = ceil_div(count, max(L, Expr(1)));
   const int per_sm = std::max(1, 2048 / g.T);
   out.launches.push_back(
@@ -417,18 +460,57 @@ KernelGen gen_row(const LlirNode& n, const GenContext& ctx) {
   int64_t in_bytes = 0;
   for (DType t : n.input_dtypes)
     in_bytes += size_bytes(t);
-  out.bytes = count * (in_bytes + size_bytes(n.attrs.dtype));
+  out.bytes = count * (in_bytes + size_bytes(rt));
   out.flops = count * static_cast<int64_t>(N);
   return out;
 }
 
+KernelGen gen_row(const LlirNode& n, const GenContext& ctx) { return gen_row_node(n, ctx, false); }
+
+KernelGen gen_row_q8(const LlirNode& n, const GenContext& ctx) {
+  return gen_row_node(n, ctx, true);
+}
+
 std::vector<Rule> rules() { return row_rules(&kRow, cuda_fused_op(), "cuda"); }
+
+/// cuda.RowQ8 for QuantizeQ8(Row(...)) to Q8_1: QuantizeQ8 reading a cuda.Row's whole output
+/// contiguously, rows of the same length (at most kMaxRowQ8).
+std::vector<Rule> row_q8_rules() {
+  Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
+  return {Rule{"cuda.row-q8", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
+                 const ENodeId q = m.node("q");
+                 const Attrs qa = eg.attrs_of(q);
+                 if (qa.dtype != DType::Q8_1 || qa.shape.empty() || !qa.shape.back().is_const() ||
+                     qa.shape.back().as_const() > kMaxRowQ8 || qa.views.size() != 1 ||
+                     !qa.views[0].is_contiguous())
+                   return;
+                 const ClassId c = eg.find(eg.node(q).children[0]);
+                 if (!(numel(eg.shape(c)) == numel(qa.shape))) return;
+                 std::vector<ENodeId> rows;
+                 for (ENodeId r : eg.nodes_of(c))
+                   if (!eg.is_removed(r) && eg.node(r).op == &kRow) rows.push_back(r);
+                 for (ENodeId r : rows) {
+                   Attrs a = eg.attrs_of(r);
+                   if (a.shape.empty() || !(a.shape.back() == qa.shape.back())) continue;
+                   const std::vector<ClassId> children = eg.node(r).children;
+                   a.dtype = DType::Q8_1;
+                   a.shape = qa.shape;
+                   a.int_value = qa.int_value;
+                   eg.merge(eg.add(&kRowQ8, a, children), m.root);
+                 }
+               }}};
+}
 
 }  // namespace
 
 void register_row_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp row{&kRow, "cuda.rows", rules, gen_row};
   ops.push_back(&row);
+}
+
+void register_row_q8_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp row_q8{&kRowQ8, "cuda.rows-q8", row_q8_rules, gen_row_q8};
+  ops.push_back(&row_q8);
 }
 
 }  // namespace luminal::cuda

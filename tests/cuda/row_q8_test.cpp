@@ -1,0 +1,155 @@
+// cuda.RowQ8 (row.cpp): QuantizeQ8(Row(...)) as one kernel, the row kept in shared memory and
+// written as Q8_1 blocks (split where the split-layout GEMV reads them). Without a GPU: the rule
+// replaces an RMSNorm's row kernel and the quantize before a quantized linear layer, not a Q8_K
+// quantize (the K types) nor a row longer than 8192, and its kernels compile for sm_90 in the
+// chunked and element forms. On the GPU: its bytes equal cuda.Row followed by cuda.QuantizeQ8.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/core/blocks.hpp"
+#include "luminal/cuda/compile_batch.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/nn/linear.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+int count_op(const LlirGraph& l, std::string_view op) {
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += node.op->name == op;
+  return n;
+}
+
+/// y = RMSNorm(x, g) @ Dequantize(W)^T: x [m, k] f32 (or bf16 when `bf16`), W [n, k] of type t.
+Graph norm_linear(int64_t m, int64_t k, DType t, bool bf16 = false) {
+  Graph g;
+  Tensor x = g.tensor("x", {Expr(m), Expr(k)}, bf16 ? DType::BF16 : DType::F32);
+  Tensor w = g.tensor("g", {Expr(k)}, bf16 ? DType::BF16 : DType::F32);
+  Tensor h = x.rms_norm(w, 1e-5);
+  if (bf16) h = h.cast(DType::F32);
+  nn::linear(h, g.tensor("w", {Expr(40), Expr(k)}, t).dequantize()).output("y");
+  return g;
+}
+
+bool row_q8_ops(std::string_view op) {
+  return op == "cuda.RowQ8" || op == "cuda.QGemvQ8" || op == "cuda.QGemvQ8S" ||
+         op == "cuda.QRepack";
+}
+
+bool unfused_ops(std::string_view op) {
+  return op == "cuda.Row" || op == "cuda.QuantizeQ8" || op == "cuda.QGemvQ8" ||
+         op == "cuda.QGemvQ8S" || op == "cuda.QRepack";
+}
+
+TEST(CudaRowQ8Rules, ReplacesTheRowAndTheQuantize) {
+  testing::CudaRulesOnly rules;
+  for (int64_t k : {576, 4096}) {
+    auto [l, n] = testing::prefer_ops(norm_linear(1, k, DType::Q4_0), rules, row_q8_ops);
+    EXPECT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << ": " << l.op_mix_string();
+    EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << k << ": " << l.op_mix_string();
+    EXPECT_EQ(count_op(l, "cuda.Row"), 0) << k << ": " << l.op_mix_string();
+  }
+  // Q8_K (the K types) and rows past 8192: none.
+  {
+    auto [l, n] = testing::prefer_ops(norm_linear(1, 512, DType::Q4_K), rules, row_q8_ops);
+    EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
+  }
+  {
+    auto [l, n] = testing::prefer_ops(norm_linear(1, 8192 + 256, DType::Q8_0), rules, row_q8_ops);
+    EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
+  }
+}
+
+TEST(CudaRowQ8Rules, KernelsCompileForSm90) {
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources;
+  for (bool split : {false, true})
+    for (int64_t k : {576, 4096})
+      for (bool bf16 : {false, true}) {
+        if (split)
+          ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", "1", 1);
+        else
+          ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", "0", 1);
+        auto [l, n] = testing::prefer_ops(norm_linear(1, k, DType::Q8_0, bf16), rules, row_q8_ops);
+        ::unsetenv("LUMINAL_CUDA_QGEMV_SPLIT");
+        ASSERT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << " " << l.op_mix_string();
+        for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
+          sources.push_back(g.source);
+      }
+  std::vector<std::string> whats(sources.size(), "a RowQ8 kernel");
+  try {
+    cuda::compile_batched(sources, whats, "sm_90", 2);
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+}
+
+std::vector<uint8_t> random_bytes(DType t, int64_t values, uint64_t seed) {
+  std::vector<uint8_t> b(static_cast<size_t>(storage_bytes(t, values)));
+  blocks::fill_valid_blocks(t, b, seed);
+  return b;
+}
+
+HostBuffer floats_of(DType t, int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  HostBuffer b{t, std::vector<uint8_t>(static_cast<size_t>(n) * size_bytes(t))};
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = u(rng);
+    if (t == DType::F32) {
+      std::memcpy(b.bytes.data() + 4 * i, &v, 4);
+    } else {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      const uint16_t h = static_cast<uint16_t>(bits >> 16);
+      std::memcpy(b.bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return b;
+}
+
+// The fused kernel's output (through the GEMV that reads it) has the bits of the Row + QuantizeQ8
+// program's: the same f32 row, quantized by the same warp code.
+TEST(CudaRowQ8, SameBitsAsTheRowAndTheQuantize) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 10;
+  for (const char* split : {"0", "1"})
+    for (int64_t k : {576, 4096})
+      for (int64_t m : {1, 3})
+        for (bool bf16 : {false, true}) {
+          if (m > 1 && k == 576 && *split == '1') continue;  // (rows not 16-byte aligned)
+          ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", split, 1);
+          const Graph g = norm_linear(m, k, DType::Q8_0, bf16);
+          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), row_q8_ops);
+          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
+          ::unsetenv("LUMINAL_CUDA_QGEMV_SPLIT");
+          const std::string at = std::string("split ") + split + " k " + std::to_string(k) + " m " +
+                                 std::to_string(m) + (bf16 ? " bf16" : " f32");
+          ASSERT_EQ(count_op(fused, "cuda.RowQ8"), 1) << at << " " << fused.op_mix_string();
+          ASSERT_EQ(count_op(plain, "cuda.RowQ8"), 0) << at << " " << plain.op_mix_string();
+          const DType xt = bf16 ? DType::BF16 : DType::F32;
+          HostBuffer wb{DType::Q8_0, random_bytes(DType::Q8_0, 40 * k, ++seed)};
+          const testing::BufferMap in{
+              {"x", floats_of(xt, m * k, ++seed)}, {"g", floats_of(xt, k, ++seed)}, {"w", wb}};
+          testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
+          testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
+          EXPECT_EQ(testing::run_plan(pa, in, {}).outputs.at("y").bytes,
+                    testing::run_plan(pb, in, {}).outputs.at("y").bytes)
+              << at;
+        }
+}
+
+}  // namespace
+}  // namespace luminal
