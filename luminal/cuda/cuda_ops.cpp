@@ -21,6 +21,7 @@ void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_sc
 void register_dequantize_ops(std::vector<const CudaOp*>& ops);      // dequantize.cpp
 void register_qgemv_ops(std::vector<const CudaOp*>& ops);           // qgemv.cpp
 void register_quantize_q8_ops(std::vector<const CudaOp*>& ops);     // quantize_q8.cpp
+void register_expert_ops(std::vector<const CudaOp*>& ops);          // expert_gemv.cpp
 #ifdef LUMINAL_HAVE_CUBLASLT
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
 #endif
@@ -46,6 +47,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_dequantize_ops(v);
     register_qgemv_ops(v);
     register_quantize_q8_ops(v);
+    register_expert_ops(v);
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);
 #endif
