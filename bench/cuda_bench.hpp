@@ -111,4 +111,11 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
 /// "gemma3" (Gemma-3-1B). `bench_cuda N qwen3moe` / `bench_cuda N gemma3` run only this.
 void family_decode(double copy_gbs, int limit, const std::string& which);
 
+/// That MoE's expert matmuls alone (gate_up [1536, 2048] with one activation row, down
+/// [2048, 768] with one a choice; 8 of 128 experts) in bf16, q8_0 and q4_k, as copies reading
+/// distinct experts (over twice the L2): ms and GB/s of the chosen experts' bytes for the forced
+/// cuda.ExpertGemv program at each W (LUMINAL_CUDA_EXPERT_WARPS) and for the unfused one
+/// (cuda_bench_families.cpp). `bench_cuda N expert` runs only this.
+void expert_shapes(double copy_gbs);
+
 }  // namespace luminal::bench_cuda

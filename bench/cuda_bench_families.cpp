@@ -8,6 +8,10 @@
 // gathered); the floor = every weight of the graph with the stacked experts at k of E and the
 // embedding one row. Both are also given in ms at the copy bandwidth, and the kernels' own bytes
 // (their cost hints: read + written, activations and KV cache included) beside them.
+//
+// `bench_cuda N expert` times the expert matmuls of that MoE alone (expert_shapes).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,11 +21,16 @@
 #include <vector>
 
 #include "bench/cuda_bench.hpp"
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/cuda/device.hpp"
+#include "luminal/cuda/driver.hpp"
 #include "luminal/io/hf_config.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "luminal/nn/moe.hpp"
 #include "luminal/nn/sampling.hpp"
+#include "tests/support/llir_direct.hpp"
 
 namespace luminal::bench_cuda {
 
@@ -170,6 +179,132 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
     }
   } catch (const std::exception& e) {
     std::printf("%s decode: FAILED: %s\n", what.c_str(), e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+}
+
+namespace {
+
+struct ExpertShape {
+  const char* what;
+  int64_t n, d;  // each expert's W is [n, d]
+  bool shared;   // one activation row for the k choices (gate_up), else one a choice (down)
+};
+
+// Qwen3-30B-A3B's expert matmuls: gate and up packed (2 x 768 rows), down.
+const ExpertShape kExpertShapes[] = {{"gate_up", 1536, 2048, true}, {"down", 2048, 768, false}};
+constexpr int64_t kStack = 128, kActive = 8;
+
+CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
+
+/// `copies` expert_linear over one stacked weight, copy i choosing experts 8i .. 8i + 7.
+Graph experts_graph(const ExpertShape& sh, DType wt, int copies) {
+  Graph g;
+  const DType xt = wt == DType::BF16 ? DType::BF16 : DType::F32;
+  Tensor w = g.tensor("w", {kStack, sh.n, sh.d}, wt);
+  for (int i = 0; i < copies; ++i) {
+    const std::string c = std::to_string(i);
+    Tensor x =
+        sh.shared ? g.tensor("x" + c, {1, sh.d}, xt) : g.tensor("x" + c, {1, kActive, sh.d}, xt);
+    Tensor ids = g.tensor("ids" + c, {1, kActive}, DType::I32);
+    nn::expert_linear(x, is_block(wt) ? w.dequantize() : w, ids).output("y" + c);
+  }
+  return g;
+}
+
+/// Milliseconds of one replay of `g`'s program with every expert matmul as an expert op (the
+/// activation read in 16 bits where it can) or, with `unfused`, as none; -1 when no such program
+/// exists.
+double experts_ms(CudaBackend& be, const Graph& g, bool unfused, int copies) {
+  BuiltSpace b = build_search_space(g, be, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  const LlirGraph llir = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+    const ENode& node = eg.node(id);
+    if (node.op->name != "cuda.ExpertGemv") return 0.0;
+    if (unfused) return -1.0;
+    return eg.dtype(node.children[0]) != DType::F32 ? 2.0 : 1.0;
+  }));
+  if (count_ops(llir, "cuda.ExpertGemv") != (unfused ? 0 : copies)) return -1;
+  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
+  std::vector<Buffer> owned;
+  Bindings bind;
+  cuda::Device& im = be.device();
+  for (const std::string& label : lp->io().inputs) {
+    const Node& n = g.node(g.find(label));
+    owned.push_back(be.allocate(static_cast<uint64_t>(storage_bytes(n.dtype, n.shape).eval({}))));
+    if (label.starts_with("ids")) {
+      std::vector<int32_t> ids(kActive);
+      for (int64_t j = 0; j < kActive; ++j)
+        ids[static_cast<size_t>(j)] =
+            static_cast<int32_t>((std::stoi(label.substr(3)) * kActive + j) % kStack);
+      be.upload(owned.back(), 0, ids.data(), ids.size() * 4);
+    } else {  // bytes 0x3c: bf16 0.0115, f32 0.0115, block scales 1.06 (values do not change time)
+      im.bind_context();
+      cuda::check(im.cu->cuMemsetD8Async(dptr(owned.back()), 0x3c, owned.back().bytes,
+                                         static_cast<CUstream>(be.stream())),
+                  "cuMemsetD8Async");
+    }
+    bind.inputs.push_back(owned.back());
+  }
+  for (const LlirNode& n : llir.nodes)
+    if (n.op->name == "Output") {
+      owned.push_back(be.allocate(static_cast<uint64_t>(storage(n))));
+      bind.outputs.push_back(owned.back());
+    }
+  owned.push_back(be.allocate(std::max<uint64_t>(lp->arena_bytes(), 256)));
+  bind.arena = owned.back();
+  lp->bind(0, bind);
+  const double ms = be.time(*lp.plan, 0, nullptr, 30, 30.0) * 1e3;
+  lp.plan.reset();
+  for (Buffer x : owned)
+    be.release(x);
+  return ms;
+}
+
+}  // namespace
+
+void expert_shapes(double copy_gbs) {
+  const fs::path cache =
+      fs::temp_directory_path() / ("luminal_bench_expert_" + std::to_string(getpid()));
+  try {
+    cuda::CudaOptions opts{0, cache / "kernels", 16};
+    opts.cublaslt = false;
+    CudaBackend be(opts);
+    for (DType t : {DType::BF16, DType::Q8_0, DType::Q4_K})
+      for (const ExpertShape& sh : kExpertShapes) {
+        // Copies reading distinct experts, 200 MB or more in all (over twice the L2).
+        const double wbytes =
+            static_cast<double>(kActive) * static_cast<double>(storage_bytes(t, sh.n * sh.d));
+        const int copies = std::min<int>(static_cast<int>(kStack / kActive),
+                                         std::max(1, static_cast<int>(2e8 / wbytes) + 1));
+        const Graph g = experts_graph(sh, t, copies);
+        auto gbs = [&](double ms) { return ms > 0 ? wbytes / (ms * 1e-3) / 1e9 : 0.0; };
+        std::string line;
+        for (const char* warps : {"", "1", "2", "4", "8"}) {
+          if (*warps)
+            ::setenv("LUMINAL_CUDA_EXPERT_WARPS", warps, 1);
+          else
+            ::unsetenv("LUMINAL_CUDA_EXPERT_WARPS");
+          const double ms = experts_ms(be, g, false, copies) / copies;
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "%sW %s %.4f ms %.0f GB/s (%.0f%%)",
+                        line.empty() ? "" : ", ", *warps ? warps : "default", ms, gbs(ms),
+                        100 * gbs(ms) / copy_gbs);
+          line += buf;
+        }
+        ::unsetenv("LUMINAL_CUDA_EXPERT_WARPS");
+        const double un = experts_ms(be, g, true, copies) / copies;
+        std::printf(
+            "expert %s %s: %lld of %lld experts of [%lld, %lld], %d copies: cuda.ExpertGemv %s; "
+            "unfused (gather + matmul) %.4f ms %.0f GB/s (%.0f%%), of the weights' bytes\n",
+            sh.what, std::string(name(t)).c_str(), static_cast<long long>(kActive),
+            static_cast<long long>(kStack), static_cast<long long>(sh.n),
+            static_cast<long long>(sh.d), copies, line.c_str(), un, gbs(un),
+            100 * gbs(un) / copy_gbs);
+      }
+  } catch (const std::exception& e) {
+    std::printf("expert shapes: FAILED: %s\n", e.what());
   }
   std::error_code ec;
   fs::remove_all(cache, ec);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The expert matmuls on a GPU machine (cuda.ExpertGemv / cuda.ExpertRows, docs/cuda.md "Mixtures
 # of experts"): builds what it needs in BUILD, runs the expert suite and the MoE cases of the model
-# parity suite, then bench_cuda's bf16 decodes of a Qwen3-30B-A3B shape cut to 12 layers (with the
+# parity suite, then bench_cuda's expert matmuls of a Qwen3-30B-A3B layer alone (each split-k
+# width against the unfused form) and its bf16 decodes of that shape cut to 12 layers (with the
 # expert ops, and without them: LUMINAL_CUDA_EXPERT=0, the unfused gather + matmul) and of a
 # Gemma-3-1B shape. Logs and a summary go into OUT.
 #
@@ -82,6 +83,9 @@ if [ $tests -eq 1 ]; then
     "$out/models.log" 300 "$build/tests/test_cuda_models" --gtest_filter='*moe*:*mixtral*'
 fi
 if [ $bench -eq 1 ]; then
+  echo "=== the expert matmuls alone: cuda.ExpertGemv at each W against the unfused form ===" \
+    >>"$out/bench.log"
+  suite "bench_cuda expert" "$out/bench.log" 300 "$build/bench/bench_cuda" "$limit" expert
   echo "=== Qwen3-30B-A3B shape, 12 layers, bf16 ===" >>"$out/bench.log"
   suite "bench_cuda qwen3moe" "$out/bench.log" 420 "$build/bench/bench_cuda" "$limit" qwen3moe
   if [ $unfused -eq 1 ]; then
@@ -91,7 +95,7 @@ if [ $bench -eq 1 ]; then
   fi
   echo "=== Gemma-3-1B shape, bf16 ===" >>"$out/bench.log"
   suite "bench_cuda gemma3" "$out/bench.log" 420 "$build/bench/bench_cuda" "$limit" gemma3
-  grep -E 'copy|shape|decode at context|FAILED' "$out/bench.log" >>"$summary"
+  grep -E '^expert|copy|shape|decode at context|FAILED' "$out/bench.log" >>"$summary"
 fi
 note "done in $(($(date +%s) - start)) s; failed=$failed"
 exit $failed
