@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The expert matmuls on a GPU machine (cuda.ExpertGemv / cuda.ExpertRows, docs/cuda.md "Mixtures
-# of experts"): builds what it needs in BUILD, runs the expert suite and the MoE cases of the model
-# parity suite, then bench_cuda's expert matmuls of a Qwen3-30B-A3B layer alone (each split-k
+# of experts"): builds what it needs in BUILD, runs the expert suite, the MoE cases of the model
+# parity suite and the fuzz's expert graphs, then bench_cuda's expert matmuls of a Qwen3-30B-A3B layer alone (each split-k
 # width against the unfused form) and its bf16 decodes of that shape cut to 12 layers (with the
 # expert ops, and without them: LUMINAL_CUDA_EXPERT=0, the unfused gather + matmul) and of a
 # Gemma-3-1B shape. Logs and a summary go into OUT.
 #
 #   scripts/gpu-expert-check.sh OUT [--tests-only | --bench-only] [--no-unfused]
 #
-#   OUT            folder for build.log, expert.log, models.log, bench.log and summary.txt
+#   OUT            folder for build.log, expert.log, models.log, fuzz.log, bench.log and summary.txt
 #   --tests-only   the build and the suites; --bench-only: the build and the benches (a device
 #                  call is limited to 10 minutes: on a cold machine run the two in separate calls)
 #   --no-unfused   skip the MoE decode with LUMINAL_CUDA_EXPERT=0
@@ -48,7 +48,7 @@ if ! pkg-config --exists icu-uc libpcre2-8 2>/dev/null && ls .debs/*.deb >/dev/n
 fi
 
 targets=""
-[ $tests -eq 1 ] && targets="test_cuda_expert test_cuda_models"
+[ $tests -eq 1 ] && targets="test_cuda_expert test_cuda_models test_cuda_fuzz"
 [ $bench -eq 1 ] && targets="$targets bench_cuda"
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
@@ -81,6 +81,9 @@ if [ $tests -eq 1 ]; then
   grep -E '^\[expert\]|Failure|FAILED' "$out/expert.log" | head -20 >>"$summary"
   suite "model parity, MoE families (searched programs against transformers' goldens)" \
     "$out/models.log" 300 "$build/tests/test_cuda_models" --gtest_filter='*moe*:*mixtral*'
+  suite "equivalence fuzz, expert graphs (12 random graphs x 20 programs)" "$out/fuzz.log" 300 \
+    "$build/tests/test_cuda_fuzz" --gtest_filter='CudaFuzz.ExpertGraphs'
+  grep -E '^\[fuzz\]' "$out/fuzz.log" >>"$summary"
 fi
 if [ $bench -eq 1 ]; then
   echo "=== the expert matmuls alone: cuda.ExpertGemv at each W against the unfused form ===" \

@@ -15,15 +15,16 @@
 //
 // The kernel: an output (r, n) is one weight row dotted with one activation row; W warps share
 // it (split over D), a block of 256 threads holds 8 / W outputs, consecutive outputs walk n of
-// one row (one expert's matrix in order). Floats: each lane loads U 16-byte weight chunks before
-// it multiplies (x from L1, 16 bytes or two a chunk). Blocks: each lane takes units of 32
-// values (quant_device.hpp's QT_<t>, as cuda.QGemv's f32 form), U at a time. W is 1 while there
-// are enough outputs to fill the GPU (decode's N * k), more for few outputs over a long D.
+// one row (one expert's matrix in order). Floats: each lane loads U weight chunks of V values
+// before it multiplies (16 bytes where D, the strides and the activation's rows allow, else fewer
+// down to one value; x from L1, as many bytes or two 16-byte loads). Blocks: each lane takes units
+// of 32 values (quant_device.hpp's QT_<t>, as cuda.QGemv's f32 form), U at a time. W is 1 while
+// there are enough outputs to fill the GPU (decode's N * k), more for few outputs over a long D.
 //
 // Numerics: f32 accumulation. Floats: a lane's products join its accumulator by fused
 // multiply-adds (a product of two 16-bit values is exact; f32 x f32 rounds once with the add),
-// then 5 shuffle levels and the W warps add in f32; so |result - sum_d w_d x_d| <=
-// gamma(L + 5 + log2 W) sum_d |w_d x_d|, L the values a lane adds (V chunks of D / (32 W V)),
+// then 5 shuffle levels and the W warps (in turn) add in f32; so |result - sum_d w_d x_d| <=
+// gamma(L + 5 + W - 1) sum_d |w_d x_d|, L the values a lane adds (V ceil(D / (32 W V))),
 // gamma(n) = n 2^-24 / (1 - n 2^-24). Blocks: cuda.QGemv's f32 form with one row (qgemv.cpp):
 // gamma(32 + units a lane + 11) sum_j (|w_j| + 2 |b_j|) |x_j|, plus 2^-24 sum |w_j x_j| for the
 // reference's rounding of w_j in the types with a min. tests/cuda/expert_test.cpp checks both.
@@ -88,25 +89,27 @@ std::optional<int64_t> const_rows(const View& ids_rows) {
   return m;
 }
 
-/// Weight elements per 16-byte load of the float form.
-int chunk_of(DType tw) { return 16 / size_bytes(tw); }
-
-/// Whether the kernel reads W [E, N, D] (dtype tw) and the activation rows `xv` (dtype tx) as it
-/// must: block rows starting at blocks (and an f32 activation), float rows in aligned 16-byte
-/// chunks with the activation's rows in chunks of the same count.
-bool readable(const View& xv, DType tx, const View& wv, DType tw) {
-  if (wv.rank() != 3 || !wv.dims[2].is_const() || xv.rank() < 1) return false;
+/// The float form's chunk width V (weight elements a lane loads at once: 16 bytes, or fewer
+/// where D, the strides or the activation's rows are not aligned to that, down to 1), or 0 when
+/// the kernel cannot read W [E, N, D] (dtype tw) with the activation rows `xv` (dtype tx): block
+/// rows must start at blocks (V is then 32, a unit) beside an f32 activation; the activation
+/// must be contiguous along D.
+int chunk_width(const View& xv, DType tx, const View& wv, DType tw) {
+  if (wv.rank() != 3 || !wv.dims[2].is_const() || xv.rank() < 1) return 0;
   const int64_t D = wv.dims[2].as_const();
   const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
   const int last = xv.rank() - 1;
-  if (!(xv.strides[static_cast<size_t>(last)] == Expr::z())) return false;
+  if (!(xv.strides[static_cast<size_t>(last)] == Expr::z())) return 0;
   if (is_block(tw)) {
     const int64_t bs = block_size(tw);
-    return cuda_block_type(tw) && tx == DType::F32 && D % bs == 0 && R % bs == 0 && NS % bs == 0;
+    const bool ok =
+        cuda_block_type(tw) && tx == DType::F32 && D % bs == 0 && R % bs == 0 && NS % bs == 0;
+    return ok ? 32 : 0;
   }
-  if (!is_float(tw) || size_bytes(tw) > 4 || !is_float(tx) || size_bytes(tx) > 4) return false;
-  const int V = chunk_of(tw);
-  return D % V == 0 && R % V == 0 && NS % V == 0 && aligned_chunks(xv, last, V);
+  if (!is_float(tw) || size_bytes(tw) > 4 || !is_float(tx) || size_bytes(tx) > 4) return 0;
+  for (int V = 16 / size_bytes(tw); V > 1; V /= 2)
+    if (D % V == 0 && R % V == 0 && NS % V == 0 && aligned_chunks(xv, last, V)) return V;
+  return 1;
 }
 
 struct Offer {
@@ -123,7 +126,7 @@ std::vector<Offer> offers(const EGraph& eg, const Match& m) {
   const OpDef* op = rows && *rows <= kMaxRows ? &kExpertGemv : &kExpertRows;
   std::vector<Offer> out;
   auto add = [&](ClassId act, const View& xv) {
-    if (!readable(xv, eg.dtype(act), p->weight_view, p->wtype)) return;
+    if (chunk_width(xv, eg.dtype(act), p->weight_view, p->wtype) == 0) return;
     Offer o{op, {}, {act, p->ids, p->weight}};
     o.attrs.dtype = p->sum.dtype;
     o.attrs.shape = p->sum.shape;
@@ -156,20 +159,21 @@ std::string lines(std::initializer_list<std::string> ls) {
   return r;
 }
 
-/// The float form's k loop: lane chunks c of V weight elements (one 16-byte load) against the
-/// activation's V elements (NX loads of `vx_t`).
+/// The float form's k loop: lane chunks c of V weight elements (one load of V * size bytes)
+/// against the activation's V elements (NX loads of `vx_t`).
 std::string float_loop(DType tx, DType tw, int V, int W, int U, const std::string& I) {
   const int xbytes = V * size_bytes(tx);
   const int NX = std::max(1, xbytes / 16);
+  const std::string vw_t = vector_type(V * size_bytes(tw));
   const std::string vx_t = vector_type(std::min(16, xbytes));
   const std::string step = std::to_string(32 * W), Us = std::to_string(U), NXs = std::to_string(NX);
   const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
   return lines({
-      "      const uint4* rw = reinterpret_cast<const uint4*>(in2 + wo);",
+      "      const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in2 + wo);",
       "      const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in0 + xo);",
       "      for (" + I + " c = part * 32 + lane; c < KC; c += " + std::to_string(32 * W * U) +
           ") {",
-      "        uint4 qw[" + Us + "];",
+      "        " + vw_t + " qw[" + Us + "];",
       "#pragma unroll",
       "        for (int u = 0; u < " + Us + "; ++u)",
       "          if (c + u * " + step + " < KC) qw[u] = __ldg(rw + c + u * " + step + ");",
@@ -261,11 +265,12 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
   if (!is_integer(ti))
     throw Error(op + ": expert ids must be integers, got " + std::string(name(ti)));
   if (n.attrs.dtype != DType::F32) throw Error(op + ": the output must be f32");
-  if (!readable(xv, tx, wv, tw))
+  const int V = chunk_width(xv, tx, wv, tw);
+  if (V == 0)
     throw Error(op + ": cannot read weights of " + std::string(name(tw)) + " " + wv.to_string() +
                 " with activation rows of " + std::string(name(tx)) + " " + xv.to_string() +
-                " (float rows in aligned 16-byte chunks; block rows whole blocks with an f32 "
-                "activation)");
+                " (float weights, or block rows of whole blocks with an f32 activation; the "
+                "activation contiguous along D)");
   const bool block = is_block(tw);
   const int64_t E = wv.dims[0].as_const(), N = wv.dims[1].as_const(), D = wv.dims[2].as_const();
   const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
@@ -280,8 +285,7 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   // W: split D over more warps only while each lane keeps 2 loads or more and the outputs leave
   // SMs idle (decode's N * k outputs fill the GPU with one warp each).
-  const int V = block ? 32 : chunk_of(tw);
-  const int64_t chunks = D / V;  // lane steps: 16-byte chunks or 32-value units
+  const int64_t chunks = D / V;  // lane steps: chunks of V values, or 32-value units
   int W = 1;
   while (W < kWarps && chunks >= int64_t{128} * W && p_hi * W * 2 <= int64_t{ctx.sm_count} * 64)
     W *= 2;

@@ -1,17 +1,18 @@
 // cuda.ExpertGemv / cuda.ExpertRows (luminal/cuda/expert_gemv.cpp): expert-indexed matmuls read
 // in place by expert id.
 //   - CI (no GPU): the rule offers cuda.ExpertGemv on nn::expert_linear for a constant count of
-//     at most 8 rows (f32, bf16 with its activation read through the cast or not, block types),
-//     cuda.ExpertRows for 9 or a dynamic count, nothing on a plain matmul or with
-//     LUMINAL_CUDA_EXPERT=0, the unfused form still beside it; every variant's kernel compiles
-//     for sm_90 with NVRTC.
+//     at most 8 rows (f32, bf16 with its activation read through the cast or not, block types;
+//     D in narrower chunks too), cuda.ExpertRows for 9 or a dynamic count, nothing on a plain
+//     matmul or with LUMINAL_CUDA_EXPERT=0, the unfused form still beside it; every variant's
+//     kernel compiles for sm_90 with NVRTC.
 //   - GPU: f32, bf16 and f16 weights against the reference runtime within the bound of
-//     expert_gemv.cpp (m = 1, 3, 8 rows, a shared activation or one per choice, experts repeated,
-//     split-k widths 1, 8 and the default, and the prefill form at a dynamic count); every block
-//     type within cuda.QGemv's f32-form bound and testing::quant_dot_bound; an id outside [0, E)
-//     reported; the tiny Qwen3-MoE and Mixtral on CUDA against the CPU (f32 and their Q8_0 GGUFs:
-//     logits close, greedy tokens equal; bf16: finite, the difference printed), the decode
-//     program running cuda.ExpertGemv and the prefill program cuda.ExpertRows.
+//     expert_gemv.cpp (D 99, 256 and 2048; m = 1, 3, 8 rows, a shared activation or one per
+//     choice, experts repeated, split-k widths 1, 8 and the default, and the prefill form at a
+//     dynamic count); every block type within cuda.QGemv's f32-form bound and
+//     testing::quant_dot_bound; an id outside [0, E) reported; the tiny Qwen3-MoE and Mixtral on
+//     CUDA against the CPU (f32 and their Q8_0 GGUFs: logits close, greedy tokens equal; bf16:
+//     finite, the difference printed), the decode program running cuda.ExpertGemv and the
+//     prefill program cuda.ExpertRows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,6 +121,12 @@ TEST(CudaExpertRules, ExpertGemvForFewRowsExpertRowsForMoreNothingOnAPlainMatmul
     auto [l, n] = forced_expert(g16, rules, act);
     EXPECT_EQ(n, 1) << name(act) << " activation: " << l.op_mix_string();
   }
+  // D not a multiple of the 16-byte chunk (narrower loads, down to one value) fires too.
+  for (int64_t D : {9, 12, 100}) {
+    auto [l, n] = testing::prefer_ops(expert_graph(1, 2, true, 7, D, DType::BF16, DType::BF16),
+                                      rules, is_expert);
+    EXPECT_EQ(n, 1) << "D " << D << ": " << l.op_mix_string();
+  }
   // A plain linear layer, and a weight that is no gather of expert rows: none.
   Graph p;
   Tensor x = p.tensor("x", {1, 64});
@@ -165,6 +172,8 @@ TEST(CudaExpertRules, EveryVariantCompilesForSm90) {
       add(expert_graph(1, 3, true, 40, 1024, t, xt), DType::F32, std::string(name(t)) + " f32 x");
       add(expert_graph(1, 8, false, 40, 1024, t, xt), xt, std::string(name(t)) + " own x");
       add(expert_graph(std::nullopt, 2, true, 40, 1024, t, xt), xt, std::string(name(t)) + " rows");
+      add(expert_graph(1, 3, false, 40, 99, t, xt), xt, std::string(name(t)) + " D 99");
+      add(expert_graph(1, 3, true, 40, 100, t, xt), xt, std::string(name(t)) + " D 100");
     }
   for (DType t : kWeightBlockDTypes) {
     const int64_t D = block_size(t) == 256 ? 512 : 96;
@@ -216,12 +225,14 @@ TEST(CudaExpert, FloatWeightsMatchTheReference) {
   uint64_t seed = 1;
   int runs = 0;
   for (DType t : {DType::F32, DType::BF16, DType::F16})
-    for (int64_t D : {256, 2048})
+    for (int64_t D : {99, 256, 2048})
       for (const FloatCase& c : cases)
         for (const char* warps : {"", "1", "8"})
-          for (DType act : {DType::F32, t}) {
-            if (act == DType::F32 && t != DType::F32 && *warps) continue;
-            if (t == DType::F32 && act != DType::F32) continue;
+          for (int form = 0; form < 2; ++form) {
+            // 16-bit weights: the activation read in 16 bits (form 0) or as the cast's f32 value
+            // (form 1, the default width only); f32 weights: one form.
+            const DType act = form == 0 ? t : DType::F32;
+            if (form == 1 && (t == DType::F32 || *warps)) continue;
             const int64_t s = c.s.value_or(5), m = s * c.k;
             const std::string at = std::string(name(t)) + " D " + std::to_string(D) + " s " +
                                    std::to_string(s) + (c.s ? "" : " (dynamic)") + " k " +
