@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The expert matmuls on a GPU machine (cuda.ExpertGemv / cuda.ExpertRows, docs/cuda.md "Mixtures
 # of experts"): builds what it needs in BUILD, runs the expert suite, the MoE cases of the model
-# parity suite and the fuzz's expert graphs, then bench_cuda's expert matmuls of a Qwen3-30B-A3B layer alone (each split-k
-# width against the unfused form) and its bf16 decodes of that shape cut to 12 layers (with the
-# expert ops, and without them: LUMINAL_CUDA_EXPERT=0, the unfused gather + matmul) and of a
-# Gemma-3-1B shape. Logs and a summary go into OUT.
+# parity suite and the fuzz's expert graphs, then bench_cuda's expert matmuls of a Qwen3-30B-A3B
+# layer alone (each split-k width against the unfused form) and its bf16 decodes of that shape
+# cut to 12 layers (with the expert ops, and without them: LUMINAL_CUDA_EXPERT=0, the unfused
+# gather + matmul) and of a Gemma-3-1B shape. Logs and a summary go into OUT.
 #
 #   scripts/gpu-expert-check.sh OUT [--tests-only | --bench-only] [--no-unfused]
 #
