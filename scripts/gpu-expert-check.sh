@@ -13,7 +13,7 @@
 #                  call is limited to 10 minutes: on a cold machine run the two in separate calls)
 #   --no-unfused   skip the MoE decode with LUMINAL_CUDA_EXPERT=0
 #   BUILD=dir (default build-gpu), JOBS=n (default: all cores), LIMIT=n (the benches' search
-#   graph limit, default 10)
+#   graph limit, default 10), BENCHES="expert qwen3moe gemma3" (the benches to run, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-expert-check.sh OUT [--tests-only | --bench-only] [--no-unfused]}
@@ -32,6 +32,7 @@ out=$(cd "$out" && pwd)
 build=${BUILD:-build-gpu}
 jobs=${JOBS:-$(nproc)}
 limit=${LIMIT:-10}
+benches=${BENCHES:-expert qwen3moe gemma3}
 summary="$out/summary.txt"
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
@@ -86,18 +87,26 @@ if [ $tests -eq 1 ]; then
   grep -E '^\[fuzz\]' "$out/fuzz.log" >>"$summary"
 fi
 if [ $bench -eq 1 ]; then
-  echo "=== the expert matmuls alone: cuda.ExpertGemv at each W against the unfused form ===" \
-    >>"$out/bench.log"
-  suite "bench_cuda expert" "$out/bench.log" 300 "$build/bench/bench_cuda" "$limit" expert
-  echo "=== Qwen3-30B-A3B shape, 12 layers, bf16 ===" >>"$out/bench.log"
-  suite "bench_cuda qwen3moe" "$out/bench.log" 420 "$build/bench/bench_cuda" "$limit" qwen3moe
-  if [ $unfused -eq 1 ]; then
-    echo "=== the same without expert ops (LUMINAL_CUDA_EXPERT=0) ===" >>"$out/bench.log"
-    LUMINAL_CUDA_EXPERT=0 suite "bench_cuda qwen3moe, LUMINAL_CUDA_EXPERT=0" "$out/bench.log" 420 \
-      "$build/bench/bench_cuda" "$limit" qwen3moe
-  fi
-  echo "=== Gemma-3-1B shape, bf16 ===" >>"$out/bench.log"
-  suite "bench_cuda gemma3" "$out/bench.log" 420 "$build/bench/bench_cuda" "$limit" gemma3
+  for b in $benches; do
+    case "$b" in
+      expert)
+        echo "=== the expert matmuls alone: cuda.ExpertGemv at each W against the unfused form ===" \
+          >>"$out/bench.log"
+        suite "bench_cuda expert" "$out/bench.log" 300 "$build/bench/bench_cuda" "$limit" expert ;;
+      qwen3moe)
+        echo "=== Qwen3-30B-A3B shape, 12 layers, bf16 ===" >>"$out/bench.log"
+        suite "bench_cuda qwen3moe" "$out/bench.log" 420 "$build/bench/bench_cuda" "$limit" qwen3moe
+        if [ $unfused -eq 1 ]; then
+          echo "=== the same without expert ops (LUMINAL_CUDA_EXPERT=0) ===" >>"$out/bench.log"
+          LUMINAL_CUDA_EXPERT=0 suite "bench_cuda qwen3moe, LUMINAL_CUDA_EXPERT=0" "$out/bench.log" \
+            420 "$build/bench/bench_cuda" "$limit" qwen3moe
+        fi ;;
+      gemma3)
+        echo "=== Gemma-3-1B shape, bf16 ===" >>"$out/bench.log"
+        suite "bench_cuda gemma3" "$out/bench.log" 420 "$build/bench/bench_cuda" "$limit" gemma3 ;;
+      *) note "unknown bench $b (expert, qwen3moe, gemma3)"; failed=1 ;;
+    esac
+  done
   grep -E '^expert|copy|shape|decode at context|FAILED' "$out/bench.log" >>"$summary"
 fi
 note "done in $(($(date +%s) - start)) s; failed=$failed"
