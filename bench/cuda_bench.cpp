@@ -2,11 +2,14 @@
 // runs it. Bandwidth counts bytes read plus bytes written, for the kernels and the copy alike.
 //
 //   build/bench/bench_cuda [search_graph_limit=20] [rows | lt | gemm | gemv [bf16|f32] | smollm2 |
-//                                                   lt-<type> | smollm2-<type>]
+//                                                   lt-<type> | smollm2-<type> | qwen3moe |
+//                                                   gemma3 | expert]
 //   (rows: sections 1-3 only; lt: the 8B decode with cuBLASLt; gemm: the 8B GEMM shapes,
 //   generated against cuBLASLt (cuda_bench_gemm.cpp); gemv: the decode GEMV shapes, cuda.Gemv
 //   against cuda.Matmul (cuda_bench_gemv.cpp); smollm2: section 8 only; lt-q4_0, smollm2-q4_1,
-//   ...: section 1 and a decode step with block-quantized weights of that type, quant_decode)
+//   ...: section 1 and a decode step with block-quantized weights of that type, quant_decode;
+//   qwen3moe, gemma3: section 1 and a bf16 decode of that shape, family_decode; expert: section 1
+//   and the MoE's expert matmuls alone, expert_shapes)
 //
 //   1. device-to-device copy of 256 MiB (the baseline, the driver's memcpy)
 //   2. fused (a + b) * c over 256 MiB f32 inputs: one fused kernel, GB/s and % of the copy
@@ -160,6 +163,14 @@ int main(int argc, char** argv) {
   const double copy = copy_gbs(be, mib256);
   std::printf("device-to-device copy, 256 MiB: %.0f GB/s (read + write)\n", copy);
 
+  if (argc > 2 && std::string(argv[2]) == "expert") {  // the MoE's expert matmuls alone
+    luminal::bench_cuda::expert_shapes(copy);
+    return 0;
+  }
+  if (argc > 2 && (std::string(argv[2]) == "qwen3moe" || std::string(argv[2]) == "gemma3")) {
+    luminal::bench_cuda::family_decode(copy, limit, argv[2]);  // a newer family's decode only
+    return 0;
+  }
   if (argc > 2) {  // lt-<type> / smollm2-<type>: a block-quantized decode only
     const std::string mode = argv[2];
     const size_t dash = mode.find('-');

@@ -9,16 +9,51 @@
 //
 // Each prints greppable lines (scripts/gpu-check.sh copies them into its summary) and catches its
 // own errors ("<section>: FAILED: ..."), so one failing section does not hide the others.
+#include <filesystem>
+#include <initializer_list>
 #include <string>
 
 #include "bench/timing.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/runtime/session.hpp"
 
 namespace luminal::bench_cuda {
 
 using bench::Clock;
 using bench::median;
 using bench::seconds_since;
+
+// Decode timing shared by the sections (cuda_bench_llm.cpp).
+
+/// Options of a decode session: buckets s = 1 (and s in [2, max_step] when max_step > 1) and c in
+/// [1, slots] (representative c_rep), seed 1, caches in `cache`.
+CompileOptions decode_opts(int limit, const std::filesystem::path& cache, int slots, int max_step,
+                           int c_rep);
+/// Seeded random weights generated on the GPU, empty caches, one token id.
+void fill(Session& s, const models::Decoder& d);
+/// A fresh folder name under the temp directory for `what`.
+std::filesystem::path temp_folder(const std::string& what);
+
+struct DecodeTiming {
+  double ms_per_token = 0;  // execute + the token back to the host + fed in again, median
+  size_t kernels = 0;       // launches of the decode plan
+  double busy_ms = 0;       // sum of the kernels' times (profiled copy of the graph)
+  double bytes = 0;         // sum of the kernels' bytes (their cost hints: read + written)
+  double replay_ms = 0;     // one execute on the device, event-timed (median)
+  std::string by_op;        // profiled time by op, largest first: "cuda.Matmul 96 x 1.234 ms"
+};
+
+/// Untimed decode steps time_decode runs before its timed ones.
+constexpr int kWarmupSteps = 3;
+/// KV-cache slots (the top of the c bucket) that cover decoding `steps` timed steps (and the
+/// warm-up) from each of `contexts`: time_decode's context grows by one a step, so a bucket that
+/// ends at the largest context fails at its next step ("no bucket matches c=1025").
+int slots_covering(std::initializer_list<int> contexts, int steps);
+/// Decode steps at context `ctx` with the argmax token fed back each step (c runs from ctx to
+/// ctx + kWarmupSteps + steps - 1: slots_covering says how many slots that needs). A session over
+/// a decoder with the output "token".
+DecodeTiming time_decode(cuda::CudaBackend& be, Session& s, int ctx, int steps);
 
 /// Softmax, RMSNorm and row sum over (4096, 32768) bf16: each program's kernel time (the sum of
 /// its launches) as GB/s (bytes read + written) and % of `copy_gbs` (target >= 80%).
@@ -69,5 +104,18 @@ void gemv_shapes(double copy_gbs, const std::string& only);
 /// `bench_cuda N lt-<type>` (8B) and `bench_cuda N smollm2-<type>` run only this
 /// (cuda_bench_llm.cpp).
 void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt);
+
+/// A decode step of a newer family's shape in bf16, random weights, argmax in the graph, contexts
+/// 128 and 2048 (cuda_bench_families.cpp): `which` "qwen3moe" (Qwen3-30B-A3B cut to 12 layers:
+/// ms per token and the weight bytes read per token against the active-parameter floor) or
+/// "gemma3" (Gemma-3-1B). `bench_cuda N qwen3moe` / `bench_cuda N gemma3` run only this.
+void family_decode(double copy_gbs, int limit, const std::string& which);
+
+/// That MoE's expert matmuls alone (gate_up [1536, 2048] with one activation row, down
+/// [2048, 768] with one a choice; 8 of 128 experts) in bf16, q8_0 and q4_k, as copies reading
+/// distinct experts (over twice the L2): ms and GB/s of the chosen experts' bytes for the forced
+/// cuda.ExpertGemv program at each W (LUMINAL_CUDA_EXPERT_WARPS) and for the unfused one
+/// (cuda_bench_families.cpp). `bench_cuda N expert` runs only this.
+void expert_shapes(double copy_gbs);
 
 }  // namespace luminal::bench_cuda

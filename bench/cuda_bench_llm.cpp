@@ -24,11 +24,11 @@
 
 namespace luminal::bench_cuda {
 
-namespace {
-
 namespace fs = std::filesystem;
 using cuda::CudaBackend;
 using cuda::GraphStats;
+
+namespace {
 
 /// A Llama decoder of `size` in `dtype` with greedy argmax in the graph (output "token", I32 [1]).
 models::Decoder llama_with_argmax(const models::LlamaSize& size, DType dtype, int slots,
@@ -41,6 +41,8 @@ models::Decoder llama_with_argmax(const models::LlamaSize& size, DType dtype, in
   nn::greedy_token(d.last_logits).output("token");
   return d;
 }
+
+}  // namespace
 
 CompileOptions decode_opts(int limit, const fs::path& cache, int slots, int max_step, int c_rep) {
   std::vector<DimBucket> s_buckets = {DimBucket(1, 1)};
@@ -66,13 +68,7 @@ fs::path temp_folder(const std::string& what) {
          ("luminal_bench_cuda_" + what + "_" + std::to_string(getpid()));
 }
 
-struct DecodeTiming {
-  double ms_per_token = 0;  // execute + the token back to the host + fed in again, median
-  size_t kernels = 0;       // launches of the decode plan
-  double busy_ms = 0;       // sum of the kernels' times (profiled copy of the graph)
-  double replay_ms = 0;     // one execute on the device, event-timed (median)
-  std::string by_op;        // profiled time by op, largest first: "cuda.Matmul 96 x 1.234 ms"
-};
+namespace {
 
 /// Llama-3-8B's shape: 32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256.
 models::LlamaSize llama3_8b_size() {
@@ -85,19 +81,13 @@ models::LlamaSize llama3_8b_size() {
           .rope_theta = 500000.0};
 }
 
-/// Untimed decode steps time_decode runs before its timed ones.
-constexpr int kWarmupSteps = 3;
+}  // namespace
 
-/// KV-cache slots (the top of the c bucket) that cover decoding `steps` timed steps (and the
-/// warm-up) from each of `contexts`: time_decode's context grows by one a step, so a bucket that
-/// ends at the largest context fails at its next step ("no bucket matches c=1025").
 int slots_covering(std::initializer_list<int> contexts, int steps) {
   const int top = std::max(contexts) + kWarmupSteps + steps;
   return (top + 255) / 256 * 256;
 }
 
-/// Decode steps at context `ctx` with the argmax token fed back each step (c runs from ctx to
-/// ctx + kWarmupSteps + steps - 1: slots_covering says how many slots that needs).
 DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   const DimSlot S = s.dim("s"), C = s.dim("c");
   std::vector<int64_t> dims = s.dims();
@@ -125,6 +115,7 @@ DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   }
   for (const cuda::KernelStat& k : stats) {
     r.busy_ms += k.ms;
+    r.bytes += k.bytes;
     ++r.kernels;
     ops[k.op].first += 1;
     ops[k.op].second += k.ms;
@@ -141,6 +132,8 @@ DecodeTiming time_decode(CudaBackend& be, Session& s, int ctx, int steps) {
   r.replay_ms = be.time(plan, 0, dims.data(), 20, 30.0) * 1e3;
   return r;
 }
+
+namespace {
 
 /// The cuBLASLt calls of a program.
 int lt_calls(const LlirGraph& g) {

@@ -22,6 +22,7 @@ void register_dequantize_ops(std::vector<const CudaOp*>& ops);      // dequantiz
 void register_qgemv_ops(std::vector<const CudaOp*>& ops);           // qgemv.cpp
 void register_quantize_q8_ops(std::vector<const CudaOp*>& ops);     // quantize_q8.cpp
 void register_qrepack_ops(std::vector<const CudaOp*>& ops);         // quant_repack.cpp
+void register_expert_ops(std::vector<const CudaOp*>& ops);          // expert_gemv.cpp
 void register_row_q8_ops(std::vector<const CudaOp*>& ops);          // row.cpp (after QuantizeQ8)
 #ifdef LUMINAL_HAVE_CUBLASLT
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
@@ -49,6 +50,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_qgemv_ops(v);
     register_quantize_q8_ops(v);
     register_qrepack_ops(v);
+    register_expert_ops(v);
     register_row_q8_ops(v);
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);

@@ -38,6 +38,10 @@ void CudaQueue::check_error_word() {
   if (word == 0) return;
   check(cu.cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
   check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (word == 2)
+    throw Error(
+        "cuda: an expert matmul (cuda.ExpertGemv / cuda.ExpertRows) read an expert id outside "
+        "[0, E) (the CPU backend names the row and the id); check the ids fed to expert_linear");
   throw Error(
       "cuda: a Gather read an index outside its data (the CPU backend names the index "
       "and position); check the indexes fed to the graph");

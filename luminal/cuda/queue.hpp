@@ -1,8 +1,9 @@
 #pragma once
 // One ordered queue of work on a Device (internal to luminal/cuda): a non-blocking stream (not
 // ordered with other queues' streams), the pinned staging its large uploads go through, and the
-// error word its kernels report a bad Gather index in (check_error_word() waits, then throws when
-// it is set). Each session makes one (CudaBackend::make_queue); Device::default_queue serves calls
+// error word its kernels report a bad index in (1: a Gather's index, 2: an expert id of
+// cuda.ExpertGemv / cuda.ExpertRows; check_error_word() waits, then throws when it is set, naming
+// which). Each session makes one (CudaBackend::make_queue); Device::default_queue serves calls
 // given no queue. Destroying a queue waits for its stream.
 // Example: examples/snippets/cuda/queue.cpp (a set error word throws, then is cleared).
 #include <cuda.h>

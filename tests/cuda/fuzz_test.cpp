@@ -2,7 +2,8 @@
 // and the model blocks of the compiler tests, many distinct programs of the CUDA search space,
 // each loaded and executed on the GPU, must match the ReferenceRuntime at several dims.
 //
-// The quantized block runs every weight type with s dynamic and with 1 and 5 constant rows.
+// The quantized block runs every weight type with s dynamic and with 1 and 5 constant rows; the
+// expert graphs put one nn::expert_linear in a random graph.
 //
 // Environment: LUMINAL_CUDA_FUZZ_SEEDS (random graphs, default 32), LUMINAL_FUZZ_PROGRAMS
 // (programs per random graph, default 50), LUMINAL_FUZZ_VERBOSE=1 (a line per graph).
@@ -98,6 +99,26 @@ TEST_P(CudaQuantizedBlocks, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaQuantizedBlocks, ::testing::ValuesIn(kWeightBlockDTypes),
                          [](const auto& info) { return std::string(name(info.param)); });
+
+// Random graphs around one mixture-of-experts matmul (random_expert_graph, as the CPU fuzz):
+// every program agrees with the reference, and some run it as cuda.ExpertGemv / ExpertRows.
+TEST(CudaFuzz, ExpertGraphs) {
+  LUMINAL_REQUIRE_GPU();
+  int expert_programs = 0;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    const FuzzGraph fg = random_expert_graph(seed);
+    CheckOptions o = on_gpu({});
+    o.programs = 20;
+    CheckResult r = run_check(fg, o);
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << fg.name << ": " << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << fg.name << ": " << r.failures[i];
+    expert_programs += r.programs_using["cuda.ExpertGemv"] + r.programs_using["cuda.ExpertRows"];
+  }
+  std::printf("[fuzz] expert graphs: %d programs ran an expert op\n", expert_programs);
+  EXPECT_GT(expert_programs, 3) << "too few programs ran cuda.ExpertGemv / cuda.ExpertRows";
+}
 
 class CudaRandomGraphs : public ::testing::TestWithParam<int> {};
 
