@@ -227,12 +227,22 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
   int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
   chunk = (chunk + 3) / 4 * 4;
   const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
+  const auto gemm = kern.gemm[cpu::quant::weight_index(t)];
   const double s = seconds_per_call([&] {
     cpu::parallel_for((n + chunk - 1) / chunk, threads, [&](int64_t c) {
       const int64_t b = c * chunk, e = std::min(n, b + chunk);
       for (int64_t p0 = b; p0 < e; p0 += panel) {
         const int64_t p1 = std::min(e, p0 + panel);
         const uint8_t* const* prow = rows.data() + p0;
+        if (gemm) {  // the VNNI GEMM: the panel packed once, every activation row over it
+          thread_local std::vector<uint8_t> scratch;
+          scratch.resize(
+              static_cast<size_t>((p1 - p0 + 3) / 4 * nb * cpu::quant::kGemmTileBlockBytes +
+                                  nb * cpu::quant::kGemmActBlockBytes));
+          gemm(nb, prow, static_cast<int>(p1 - p0), xq.data(), xs, static_cast<int>(m),
+               out.data() + p0, 1, n, scratch.data());
+          continue;
+        }
         auto dot = own_dot;
         if (repack) {  // Q4_0, Q5_0: the panel unpacked to Q8_0 once, as cpu.QMatmul does
           thread_local std::vector<uint8_t> q8;
