@@ -13,7 +13,8 @@
 // QMatmul splits the weight rows over the thread pool in chunks of a multiple of 4 rows; each
 // task hands its whole chunk to the kernel per 4 activation rows (the kernel streams 4 rows at a
 // time and unpacks each weight block once per 4 activation rows), or, where the output offsets
-// are not linear, tiles of up to 4 x 4.
+// are not linear, tiles of up to 4 x 4. With more than 4 activation rows a chunk goes in panels;
+// the ISA's GEMM (Q4_0, Q5_0, Q8_0 on the VNNI paths) takes a panel with every activation row.
 #include <algorithm>
 #include <cstring>
 #include <memory>
