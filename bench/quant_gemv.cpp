@@ -1,7 +1,7 @@
 // Quantized GEMV (decode, m = 1) per weight type and ISA, single-threaded, beside the copy and
 // read bandwidth of the same number of bytes measured in the same run:
 //
-//   build/bench/bench_quant_gemv [step] [type ...]      (default: every weight type)
+//   build/bench/bench_quant_gemv [step|gemm] [type ...]      (default: every weight type)
 //
 // Shapes are SmolLM2-135M's matmuls, rows x k: 576x576 (q, o), 192x576 (k, v), 1536x576 (gate,
 // up), 576x1536 (down), 49152x576 (the tied LM head). The K types need k % 256 == 0, so they run
@@ -271,13 +271,14 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `step` first: only the decode-step figures.
+  // `step` first: only the decode-step and prefill figures; `gemm`: only the prefill ones.
   const bool step_only = argc > 1 && std::string(argv[1]) == "step";
-  std::vector<std::string> types(argv + (step_only ? 2 : 1), argv + argc);
+  const bool gemm_only = argc > 1 && std::string(argv[1]) == "gemm";
+  std::vector<std::string> types(argv + (step_only || gemm_only ? 2 : 1), argv + argc);
   auto wanted = [&](DType t) {
     return types.empty() || std::find(types.begin(), types.end(), name(t)) != types.end();
   };
-  if (!step_only) {
+  if (!step_only && !gemm_only) {
     std::printf("quantized GEMV, 1 thread; ISAs here: ");
     for (QuantIsa i : cpu::quant::available_isas())
       std::printf("%s ", cpu::quant::isa_name(i));
@@ -288,12 +289,14 @@ int main(int argc, char** argv) {
     for (DType t : kWeightBlockDTypes)
       if (wanted(t)) run_type(t);
   }
-  std::printf("\na decode step's GEMVs from DRAM, %s (the active ISA):\n",
-              cpu::quant::active_kernels().isa);
-  for (DType t : kWeightBlockDTypes) {
-    if (!wanted(t)) continue;
-    run_step(t, 1);
-    run_step(t, 2);
+  if (!gemm_only) {
+    std::printf("\na decode step's GEMVs from DRAM, %s (the active ISA):\n",
+                cpu::quant::active_kernels().isa);
+    for (DType t : kWeightBlockDTypes) {
+      if (!wanted(t)) continue;
+      run_step(t, 1);
+      run_step(t, 2);
+    }
   }
   std::printf("\nprefill matmuls (64 activation rows), %s:\n", cpu::quant::active_kernels().isa);
   for (DType t : kWeightBlockDTypes) {
