@@ -5,7 +5,8 @@
 //   - dot tiles against the quantized-activation reference within the rounding bound (a wrong
 //     nibble, scale or min shows at once) and against the f64 dot with the unquantized activation
 //     within the documented bound (tests/support/quant_bound.hpp);
-//   - byte equality of every ISA's quantizer and dot outputs with the portable kernels';
+//   - byte equality of every ISA's quantizer and dot outputs with the portable kernels', and of
+//     the prefill GEMM (VNNI paths: Q4_0, Q5_0, Q8_0) with the dot tiles;
 //   - the ISA choice: detection, LUMINAL_CPU_ISA, ScopedQuantIsa, and its errors.
 #include <gtest/gtest.h>
 
