@@ -1,7 +1,7 @@
 // Quantized GEMV (decode, m = 1) per weight type and ISA, single-threaded, beside the copy and
 // read bandwidth of the same number of bytes measured in the same run:
 //
-//   build/bench/bench_quant_gemv [step] [type ...]      (default: every weight type)
+//   build/bench/bench_quant_gemv [step|gemm] [type ...]      (default: every weight type)
 //
 // Shapes are SmolLM2-135M's matmuls, rows x k: 576x576 (q, o), 192x576 (k, v), 1536x576 (gate,
 // up), 576x1536 (down), 49152x576 (the tied LM head). The K types need k % 256 == 0, so they run
@@ -227,12 +227,22 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
   int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
   chunk = (chunk + 3) / 4 * 4;
   const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
+  const auto gemm = kern.gemm[cpu::quant::weight_index(t)];
   const double s = seconds_per_call([&] {
     cpu::parallel_for((n + chunk - 1) / chunk, threads, [&](int64_t c) {
       const int64_t b = c * chunk, e = std::min(n, b + chunk);
       for (int64_t p0 = b; p0 < e; p0 += panel) {
         const int64_t p1 = std::min(e, p0 + panel);
         const uint8_t* const* prow = rows.data() + p0;
+        if (gemm) {  // the VNNI GEMM: the panel packed once, every activation row over it
+          thread_local std::vector<uint8_t> scratch;
+          scratch.resize(
+              static_cast<size_t>((p1 - p0 + 3) / 4 * nb * cpu::quant::kGemmTileBlockBytes +
+                                  nb * cpu::quant::kGemmActBlockBytes));
+          gemm(nb, prow, static_cast<int>(p1 - p0), xq.data(), xs, static_cast<int>(m),
+               out.data() + p0, 1, n, scratch.data());
+          continue;
+        }
         auto dot = own_dot;
         if (repack) {  // Q4_0, Q5_0: the panel unpacked to Q8_0 once, as cpu.QMatmul does
           thread_local std::vector<uint8_t> q8;
@@ -261,13 +271,14 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `step` first: only the decode-step figures.
+  // `step` first: only the decode-step and prefill figures; `gemm`: only the prefill ones.
   const bool step_only = argc > 1 && std::string(argv[1]) == "step";
-  std::vector<std::string> types(argv + (step_only ? 2 : 1), argv + argc);
+  const bool gemm_only = argc > 1 && std::string(argv[1]) == "gemm";
+  std::vector<std::string> types(argv + (step_only || gemm_only ? 2 : 1), argv + argc);
   auto wanted = [&](DType t) {
     return types.empty() || std::find(types.begin(), types.end(), name(t)) != types.end();
   };
-  if (!step_only) {
+  if (!step_only && !gemm_only) {
     std::printf("quantized GEMV, 1 thread; ISAs here: ");
     for (QuantIsa i : cpu::quant::available_isas())
       std::printf("%s ", cpu::quant::isa_name(i));
@@ -278,12 +289,14 @@ int main(int argc, char** argv) {
     for (DType t : kWeightBlockDTypes)
       if (wanted(t)) run_type(t);
   }
-  std::printf("\na decode step's GEMVs from DRAM, %s (the active ISA):\n",
-              cpu::quant::active_kernels().isa);
-  for (DType t : kWeightBlockDTypes) {
-    if (!wanted(t)) continue;
-    run_step(t, 1);
-    run_step(t, 2);
+  if (!gemm_only) {
+    std::printf("\na decode step's GEMVs from DRAM, %s (the active ISA):\n",
+                cpu::quant::active_kernels().isa);
+    for (DType t : kWeightBlockDTypes) {
+      if (!wanted(t)) continue;
+      run_step(t, 1);
+      run_step(t, 2);
+    }
   }
   std::printf("\nprefill matmuls (64 activation rows), %s:\n", cpu::quant::active_kernels().isa);
   for (DType t : kWeightBlockDTypes) {

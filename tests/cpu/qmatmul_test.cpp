@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "luminal/core/blocks.hpp"
+#include "luminal/cpu/quant/isa.hpp"
 #include "luminal/nn/linear.hpp"
 #include "ops_test_util.hpp"
 
@@ -121,34 +122,38 @@ INSTANTIATE_TEST_SUITE_P(Types, QMatmulTest, ::testing::ValuesIn(kWeightBlockDTy
                          [](const auto& info) { return std::string(name(info.param)); });
 
 TEST(QMatmulTest, PrefillPanelsGiveTheBitsOfOneRowAtATime) {
-  // 1200 rows: panels (80 rows of Q8_0, 124 of Q5_0, 148 of Q4_0; the last two unpacked to Q8_0
-  // once per panel) inside each thread's chunk of 300 with s > 4; every output must be bitwise
-  // what the same row gives alone (s = 1, no panels, the type's own dot).
+  // 1200 rows: panels (80 rows of Q8_0, 124 of Q5_0, 148 of Q4_0; on the VNNI paths packed for
+  // the GEMM, else the last two unpacked to Q8_0 once per panel) inside each thread's chunk of 300
+  // with s > 4; every output must be bitwise what the same row gives alone (s = 1, no panels,
+  // the type's own dot). Each ISA this machine has, forced in turn.
   const int64_t K = 1536, N = 1200;
-  for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_0}) {
-    SCOPED_TRACE(name(t));
-    Graph g;
-    g.declare_dim("s", 1, 9);
-    Tensor x = g.tensor("x", {"s", K});
-    Tensor w = g.tensor("w", {N, K}, t);
-    nn::linear(x, w.dequantize()).output("y");
-    cpu::CpuBackend cpu(2);
-    LlirGraph p = choose_q(g, cpu);
-    ASSERT_EQ(opstest::count_op(p, "cpu.QMatmul"), 1) << p.to_text();
-    auto exe = testing::load_plan(cpu, p, {{{"s", 1}}, {{"s", 9}}});
-    testing::BufferMap in = opstest::random_inputs(g, {{"s", 9}}, 5, -2, 2);
-    const std::vector<uint8_t> all = testing::run_executable(exe, g, in, {{"s", 9}}).at("y").bytes;
-    const uint64_t row = N * sizeof(float);
-    for (int64_t m = 0; m < 9; ++m) {
-      testing::BufferMap one = in;
-      one["x"].bytes.assign(in.at("x").bytes.begin() + m * K * 4,
-                            in.at("x").bytes.begin() + (m + 1) * K * 4);
-      const std::vector<uint8_t> got =
-          testing::run_executable(exe, g, one, {{"s", 1}}).at("y").bytes;
-      ASSERT_EQ(got.size(), row);
-      EXPECT_TRUE(std::equal(got.begin(), got.end(), all.begin() + m * row)) << "row " << m;
+  for (cpu::quant::QuantIsa isa : cpu::quant::available_isas())
+    for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_0}) {
+      cpu::quant::ScopedQuantIsa forced(isa);
+      SCOPED_TRACE(std::string(name(t)) + " on " + cpu::quant::isa_name(isa));
+      Graph g;
+      g.declare_dim("s", 1, 9);
+      Tensor x = g.tensor("x", {"s", K});
+      Tensor w = g.tensor("w", {N, K}, t);
+      nn::linear(x, w.dequantize()).output("y");
+      cpu::CpuBackend cpu(2);
+      LlirGraph p = choose_q(g, cpu);
+      ASSERT_EQ(opstest::count_op(p, "cpu.QMatmul"), 1) << p.to_text();
+      auto exe = testing::load_plan(cpu, p, {{{"s", 1}}, {{"s", 9}}});
+      testing::BufferMap in = opstest::random_inputs(g, {{"s", 9}}, 5, -2, 2);
+      const std::vector<uint8_t> all =
+          testing::run_executable(exe, g, in, {{"s", 9}}).at("y").bytes;
+      const uint64_t row = N * sizeof(float);
+      for (int64_t m = 0; m < 9; ++m) {
+        testing::BufferMap one = in;
+        one["x"].bytes.assign(in.at("x").bytes.begin() + m * K * 4,
+                              in.at("x").bytes.begin() + (m + 1) * K * 4);
+        const std::vector<uint8_t> got =
+            testing::run_executable(exe, g, one, {{"s", 1}}).at("y").bytes;
+        ASSERT_EQ(got.size(), row);
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), all.begin() + m * row)) << "row " << m;
+      }
     }
-  }
 }
 
 TEST(QMatmulTest, QkvShareOneQuantize) {

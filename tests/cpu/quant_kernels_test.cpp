@@ -5,7 +5,8 @@
 //   - dot tiles against the quantized-activation reference within the rounding bound (a wrong
 //     nibble, scale or min shows at once) and against the f64 dot with the unquantized activation
 //     within the documented bound (tests/support/quant_bound.hpp);
-//   - byte equality of every ISA's quantizer and dot outputs with the portable kernels';
+//   - byte equality of every ISA's quantizer and dot outputs with the portable kernels', and of
+//     the prefill GEMM (VNNI paths: Q4_0, Q5_0, Q8_0) with the dot tiles;
 //   - the ISA choice: detection, LUMINAL_CPU_ISA, ScopedQuantIsa, and its errors.
 #include <gtest/gtest.h>
 
@@ -353,6 +354,24 @@ std::vector<float> run_dot(const QuantKernels& kern, const DotCase& c,
     for (int i = 0; i < c.m; ++i)
       EXPECT_TRUE(same_float(out[r * c.m + i], cm[r + i * c.rows]))
           << describe(c, kern.isa) << ": tiled call differs at row " << r << ", activation " << i;
+  // The prefill GEMM where the ISA has one for the type: bitwise the tiles, written column-major
+  // as cpu.QMatmul writes it; its output is returned, so the bounds check it too.
+  if (const cpu::quant::GemmFn gemm = kern.gemm[cpu::quant::weight_index(c.t)]) {
+    std::vector<uint8_t> scratch(
+        static_cast<size_t>((c.rows + 3) / 4 * nb * cpu::quant::kGemmTileBlockBytes +
+                            nb * cpu::quant::kGemmActBlockBytes));
+    std::vector<float> g(out.size(), -7.0f);
+    gemm(nb, rows.data(), c.rows, xq.data(), xs, c.m, g.data(), 1, c.rows, scratch.data());
+    std::vector<float> rm(out.size());
+    for (int r = 0; r < c.rows; ++r)
+      for (int i = 0; i < c.m; ++i) {
+        rm[r * c.m + i] = g[r + i * c.rows];
+        EXPECT_TRUE(same_float(rm[r * c.m + i], out[r * c.m + i]))
+            << describe(c, kern.isa) << ": the GEMM differs at row " << r << ", activation " << i
+            << ": " << rm[r * c.m + i] << " but the dot gives " << out[r * c.m + i];
+      }
+    return rm;
+  }
   return out;
 }
 
@@ -372,9 +391,10 @@ TEST_P(DotIsa, WithinBoundsAndBitwiseAsPortable) {
   for (Data data : kAllData)
     for (int64_t k : ks)
       for (int rows : {1, 3, 4, 7, 9, 64})
-        for (int m : {1, 2, 3, 4, 5}) {
+        for (int m : {1, 2, 3, 4, 5, 11}) {
           if (k == 4096 && rows == 64 && m > 2) continue;  // keeps the suite quick
           if (rows == 9 && m > 2 && k > 576) continue;
+          if (m == 11 && (rows == 64 || k > 576)) continue;
           const DotCase c{t, k, rows, m, data};
           const uint64_t seed = static_cast<uint64_t>(k * 1000003 + rows * 101 + m * 7) +
                                 static_cast<uint64_t>(data) * 17 + static_cast<uint64_t>(t);
@@ -503,6 +523,21 @@ TEST(QuantDot, RepackToQ8_0) {
         EXPECT_EQ(cpu::quant::kernels_for(isa).to_q8_0[cpu::quant::weight_index(t)], nullptr)
             << name(t);
       }
+}
+
+// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths (DotIsa checks its
+// values); the others fall back to the dot tiles.
+TEST(QuantDot, GemmTable) {
+  for (QuantIsa isa : cpu::quant::kAllQuantIsas) {
+    const QuantKernels* k = kernels_or_null(isa);
+    if (k == nullptr) continue;
+    const bool vnni = isa == QuantIsa::Avx512Vnni || isa == QuantIsa::AvxVnni;
+    for (DType t : kWeightBlockDTypes) {
+      const bool q8 = t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0;
+      EXPECT_EQ(k->gemm[cpu::quant::weight_index(t)] != nullptr, vnni && q8)
+          << k->isa << " " << name(t);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
