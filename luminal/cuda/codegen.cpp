@@ -56,6 +56,21 @@ int vector_width(const View& v, int axis, DType t) {
   return aligned_chunks(v, axis, width) ? width : 1;
 }
 
+bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  const int x = std::atoi(v);
+  if (x < lo || x > hi)
+    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
+                " to " + std::to_string(hi));
+  return x;
+}
+
 std::string vector_type(int bytes) {
   switch (bytes) {
     case 16: return "uint4";
@@ -127,10 +142,7 @@ std::string unrounded_code(const FusedInst& in, bool* rounded) {
 
 bool sixteen_bit_float(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-bool fast_nan() {
-  const char* v = std::getenv("LUMINAL_CUDA_FAST_NAN");
-  return v == nullptr || std::string(v) != "0";
-}
+bool fast_nan() { return env_switch_on("LUMINAL_CUDA_FAST_NAN"); }
 
 std::string inst_code(const FusedInst& in, bool keep_nan_payload) {
   bool rounded = false;

@@ -97,6 +97,12 @@ bool aligned_chunks(const View& v, int axis, int width);
 int vector_width(const View& v, int axis, DType t);
 /// The C type of an aligned vector of `bytes` bytes (16: uint4, 8: uint2, 4, 2, 1).
 std::string vector_type(int bytes);
+
+/// The backend's LUMINAL_CUDA_* switches: true unless the variable `name` is "0".
+bool env_switch_on(const char* name);
+/// The integer in variable `name` (`fallback` when unset or empty); throws luminal::Error naming
+/// it when outside [lo, hi].
+int env_int(const char* name, int fallback, int lo, int hi);
 /// The C expression of a fused-program instruction that is neither a load nor a row reduction,
 /// its operands named v<k>: computed in its dtype's compute type and rounded to the dtype (rd_T),
 /// as the reference computes the HLIR op.

@@ -62,10 +62,7 @@ constexpr int kMaxRows = 8;
 
 /// LUMINAL_CUDA_EXPERT=0: no expert ops (the rules' list is empty, so the compile cache's key
 /// tells the settings apart).
-bool offered() {
-  const char* v = std::getenv("LUMINAL_CUDA_EXPERT");
-  return v == nullptr || std::string(v) != "0";
-}
+bool offered() { return env_switch_on("LUMINAL_CUDA_EXPERT"); }
 
 int forced_warps() {
   const char* v = std::getenv("LUMINAL_CUDA_EXPERT_WARPS");

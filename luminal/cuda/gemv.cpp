@@ -53,16 +53,6 @@ constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
 constexpr int kMaxRows = 8;
 
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  const int x = std::atoi(v);
-  if (x < lo || x > hi)
-    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
-                " to " + std::to_string(hi));
-  return x;
-}
-
 /// How a matmul's attributes read as a GEMV: the shared operand, the row axis (-1: none) and
 /// its length, and the chunk width.
 struct GemvForm {
@@ -529,18 +519,14 @@ std::vector<Rule> gemv_rules() {
 // (it offers epilogues only where cuda.Gemv / cuda.GemvCast e-nodes exist: none when
 // LUMINAL_CUDA_GEMV=0; LUMINAL_CUDA_GEMV_EPILOGUE=0 leaves out the epilogues alone)
 std::vector<Rule> epilogue_rules() {
-  const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
-  if (v != nullptr && std::string(v) == "0") return {};
+  if (!env_switch_on("LUMINAL_CUDA_GEMV_EPILOGUE")) return {};
   return {epilogue_rule("cuda.gemv-epilogue", cuda_fused_op(),
                         {{&kGemv, &kGemvEpi}, {&kGemvCast, &kGemvCastEpi}})};
 }
 
 }  // namespace
 
-bool decode_alternatives() {
-  const char* v = std::getenv("LUMINAL_CUDA_GEMV");
-  return v == nullptr || std::string(v) != "0";
-}
+bool decode_alternatives() { return env_switch_on("LUMINAL_CUDA_GEMV"); }
 
 void register_gemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp gemv{&kGemv, "cuda.library", gemv_rules, gen_gemv};

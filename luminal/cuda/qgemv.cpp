@@ -82,16 +82,6 @@ constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
 constexpr int kMaxRows = 8;
 
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  const int x = std::atoi(v);
-  if (x < lo || x > hi)
-    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
-                " to " + std::to_string(hi));
-  return x;
-}
-
 /// LUMINAL_CUDA_QGEMV_LANES: lanes a unit of the legacy types in the integer form (1, 2 or 4).
 /// Default 2 over GGUF blocks (2-byte-aligned: a lane's 8 bytes in 2-byte loads) and 1 over the
 /// split layout (a lane's 16 bytes in one load): on the H200 an 8B Q4_0 decode step took 3.46 ms
@@ -127,25 +117,28 @@ struct Offer {
   std::vector<ClassId> children;
 };
 
+/// The activation's rows (the product of act_rows but k), or -1 when one of them is dynamic.
+int64_t activation_rows(const QuantMatmulParts& p) {
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < p.act_rows.size(); ++i) {
+    if (!p.act_rows[i].is_const()) return -1;
+    rows *= p.act_rows[i].as_const();
+  }
+  return rows;
+}
+
 /// The parts of a quantized linear layer with an f32 activation of at most 8 constant rows.
 std::optional<QuantMatmulParts> decode_parts(const EGraph& eg, const Match& m) {
   if (!decode_alternatives()) return std::nullopt;
   std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
   if (!p || !cuda_block_type(p->wtype) || eg.dtype(p->act) != DType::F32) return std::nullopt;
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < p->act_rows.size(); ++i) {
-    if (!p->act_rows[i].is_const()) return std::nullopt;
-    rows *= p->act_rows[i].as_const();
-  }
-  if (rows > kMaxRows) return std::nullopt;
+  const int64_t rows = activation_rows(*p);
+  if (rows < 0 || rows > kMaxRows) return std::nullopt;
   return p;
 }
 
 /// LUMINAL_CUDA_QGEMV_SPLIT=0 offers no split-layout form (default: offered).
-bool split_offered() {
-  const char* v = std::getenv("LUMINAL_CUDA_QGEMV_SPLIT");
-  return v == nullptr || std::string(v) != "0";
-}
+bool split_offered() { return env_switch_on("LUMINAL_CUDA_QGEMV_SPLIT"); }
 
 /// Whether only linear layers read W: its HLIR readers are Dequantize(W), read only by Muls. A
 /// split copy of a weight that something else reads too (a tied embedding's gather) would add
@@ -170,10 +163,8 @@ std::optional<QuantMatmulParts> split_parts(const EGraph& eg, const Match& m) {
   for (const Expr& d : eg.shape(p->weight))
     if (!d.is_const()) return std::nullopt;
   const int64_t K = p->act_rows.back().as_const();
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < p->act_rows.size(); ++i)
-    rows *= p->act_rows[i].as_const();
-  if (cuda_activation_format(p->wtype) == DType::Q8_1 && rows > 1 && (K / 32 * 36) % 16 != 0)
+  if (cuda_activation_format(p->wtype) == DType::Q8_1 && activation_rows(*p) > 1 &&
+      (K / 32 * 36) % 16 != 0)
     return std::nullopt;
   return p;
 }
@@ -264,8 +255,7 @@ std::string lines(std::initializer_list<std::string> ls) {
 }
 
 std::vector<Rule> epilogue_rules() {
-  const char* v = std::getenv("LUMINAL_CUDA_GEMV_EPILOGUE");
-  if (v != nullptr && std::string(v) == "0") return {};
+  if (!env_switch_on("LUMINAL_CUDA_GEMV_EPILOGUE")) return {};
   return {epilogue_rule(
       "cuda.qgemv-epilogue", cuda_fused_op(),
       {{&kQGemv, &kQGemvEpi}, {&kQGemvQ8, &kQGemvQ8Epi}, {&kQGemvQ8S, &kQGemvQ8SEpi}})};
@@ -398,8 +388,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "      " + T + "::Raw r[" + Us + "];",
       "#pragma unroll",
       "      for (int uu = 0; uu < " + Us + "; ++uu)",
-      "        if (u0 + uu * " + step + " < NU) " + T + "::load(" + (q8 ? load_args : "row, ") +
-          "u0 + uu * " + step + (q8 ? ", t" : "") + ", r[uu]);",
+      "        if (u0 + uu * " + step + " < NU) " + T + "::load(" + load_args + "u0 + uu * " +
+          step + (q8 ? ", t" : "") + ", r[uu]);",
       "#pragma unroll",
       "      for (int uu = 0; uu < " + Us + "; ++uu) {",
       "        const int u = u0 + uu * " + step + ";",

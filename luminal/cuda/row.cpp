@@ -59,10 +59,7 @@ constexpr int kMaxCachedRegs = 40;
 
 /// The chunked form (16-byte loads and stores, rows kept packed, 512 threads so two blocks share
 /// an SM) is the default where it applies; LUMINAL_CUDA_ROW_CHUNKS=0 turns it off (to compare).
-bool chunks_enabled() {
-  const char* v = std::getenv("LUMINAL_CUDA_ROW_CHUNKS");
-  return v == nullptr || std::string(v) != "0";
-}
+bool chunks_enabled() { return env_switch_on("LUMINAL_CUDA_ROW_CHUNKS"); }
 
 int pow2_ceil(int64_t x) {
   int p = 1;
@@ -478,8 +475,7 @@ std::vector<Rule> rules() { return row_rules(&kRow, cuda_fused_op(), "cuda"); }
 /// contiguously, rows of the same length (at most kMaxRowQ8).
 std::vector<Rule> row_q8_rules() {
   // LUMINAL_CUDA_ROW_Q8=0 offers none (a rule, not a condition: the compile cache's key names it)
-  const char* env = std::getenv("LUMINAL_CUDA_ROW_Q8");
-  if (env != nullptr && std::string(env) == "0") return {};
+  if (!env_switch_on("LUMINAL_CUDA_ROW_Q8")) return {};
   Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
   return {Rule{"cuda.row-q8", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
                  const ENodeId q = m.node("q");
