@@ -128,52 +128,55 @@ int main(int argc, char** argv) {
 // lmn_x, __dp4a) into their own accumulator, lane 0 adds the min term; then the lanes' sums. Writes
 // the float result to argv[4].
 const char* kDotMain = R"(
-template <class QI>
-int dot(const char* win, const char* xin, const char* out, int k) {
-  auto slurp = [](const char* path) {
-    std::vector<unsigned char> b;
-    FILE* f = std::fopen(path, "rb");
-    if (!f) return b;
-    int c;
-    while ((c = std::fgetc(f)) != EOF) b.push_back((unsigned char)c);
-    std::fclose(f);
-    return b;
-  };
-  const std::vector<unsigned char> w = slurp(win), x = slurp(xin);
-  if (w.empty() || x.empty()) return 2;
-  float acc[4] = {0, 0, 0, 0};
-  for (int u = 0; u < k / 32; ++u)
-    for (int t = 0; t < QI::LANES; ++t) {
-      typename QI::Raw r;
-      QI::load(w.data(), u, t, r);
-      int v[QI::NW], wd[QI::NW], xv[QI::NW];
-      float a, b, dx, sx;
-      QI::ints(r, t, v, wd, a, b);
-      lmn_x<QI::NW>(x.data(), QI::XK, u, wd, xv, dx, sx);
-      int si = 0;
-      for (int j = 0; j < QI::NW; ++j) si = __dp4a(v[j], xv[j], si);
-      acc[t] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[t]);
-      if (QI::HAS_B && t == 0) acc[t] = __fmaf_rn(b, sx, acc[t]);
-    }
-  const float y = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+std::vector<unsigned char> slurp(const char* path) {
+  std::vector<unsigned char> b;
+  FILE* f = std::fopen(path, "rb");
+  if (!f) return b;
+  int c;
+  while ((c = std::fgetc(f)) != EOF) b.push_back((unsigned char)c);
+  std::fclose(f);
+  return b;
+}
+int put(const char* out, float y) {
   FILE* f = std::fopen(out, "wb");
   if (!f || std::fwrite(&y, 4, 1, f) != 1) return 3;
   std::fclose(f);
   return 0;
 }
+/* The lanes' dot over k values: load(u, t, raw) reads lane t's share of unit u, xw(u, t, wd, xv,
+   dx, sx) the activation words wd it meets, its d and its sum. */
+template <class Q, class Load, class X>
+float lanes_dot(int k, Load load, X xw) {
+  float acc[4] = {0, 0, 0, 0};
+  for (int u = 0; u < k / 32; ++u)
+    for (int t = 0; t < Q::LANES; ++t) {
+      typename Q::Raw r;
+      load(u, t, r);
+      int v[Q::NW], wd[Q::NW], xv[Q::NW];
+      float a, b, dx, sx;
+      Q::ints(r, t, v, wd, a, b);
+      xw(u, t, wd, xv, dx, sx);
+      int si = 0;
+      for (int j = 0; j < Q::NW; ++j) si = __dp4a(v[j], xv[j], si);
+      acc[t] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[t]);
+      if (Q::HAS_B && t == 0) acc[t] = __fmaf_rn(b, sx, acc[t]);
+    }
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+template <class QI>
+int dot(const char* win, const char* xin, const char* out, int k) {
+  const std::vector<unsigned char> w = slurp(win), x = slurp(xin);
+  if (w.empty() || x.empty()) return 2;
+  return put(out, lanes_dot<QI>(
+                      k, [&](int u, int t, typename QI::Raw& r) { QI::load(w.data(), u, t, r); },
+                      [&](int u, int, const int* wd, int* xv, float& dx, float& sx) {
+                        lmn_x<QI::NW>(x.data(), QI::XK, u, wd, xv, dx, sx);
+                      }));
+}
 /* The same over the split layout (QS_<t>): the weight's blocks split here as cuda.QRepack writes
    them, the Q8_1 activation split as cuda.QuantizeQ8 writes it for QGemvQ8S. */
 template <class QS, int BODY, int HEAD, int HEAD_AT, int BB>
 int dot_split(const char* win, const char* xin, const char* out, int k) {
-  auto slurp = [](const char* path) {
-    std::vector<unsigned char> b;
-    FILE* f = std::fopen(path, "rb");
-    if (!f) return b;
-    int c;
-    while ((c = std::fgetc(f)) != EOF) b.push_back((unsigned char)c);
-    std::fclose(f);
-    return b;
-  };
   const std::vector<unsigned char> w = slurp(win), x = slurp(xin);
   if (w.empty() || x.empty()) return 2;
   const size_t nb = w.size() / BB, nbx = (size_t)k / 32;
@@ -187,33 +190,22 @@ int dot_split(const char* win, const char* xin, const char* out, int k) {
       std::memcpy(&xs[b * 32], &x[b * 36 + 4], 32);
       std::memcpy(&xs[nbx * 32 + b * 4], &x[b * 36], 4);
     }
-  float acc[4] = {0, 0, 0, 0};
-  for (int u = 0; u < k / 32; ++u)
-    for (int t = 0; t < QS::LANES; ++t) {
-      typename QS::Raw r;
-      QS::load(ws.data(), ws.data() + nb * BODY, u, t, r);
-      int v[QS::NW], wd[QS::NW], xv[QS::NW];
-      float a, b, dx, sx;
-      QS::ints(r, t, v, wd, a, b);
-      if constexpr (QS::XK) {
-        lmn_x<QS::NW>(x.data(), 1, u, wd, xv, dx, sx);
-      } else {
-        QS::xw(xs.data() + u * 32, t, xv);
-        unsigned int ds;
-        std::memcpy(&ds, &xs[nbx * 32 + (size_t)u * 4], 4);
-        dx = lmn_h16(ds);
-        sx = lmn_h16(ds >> 16);
-      }
-      int si = 0;
-      for (int j = 0; j < QS::NW; ++j) si = __dp4a(v[j], xv[j], si);
-      acc[t] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[t]);
-      if (QS::HAS_B && t == 0) acc[t] = __fmaf_rn(b, sx, acc[t]);
-    }
-  const float y = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  FILE* f = std::fopen(out, "wb");
-  if (!f || std::fwrite(&y, 4, 1, f) != 1) return 3;
-  std::fclose(f);
-  return 0;
+  return put(out, lanes_dot<QS>(
+                      k,
+                      [&](int u, int t, typename QS::Raw& r) {
+                        QS::load(ws.data(), ws.data() + nb * BODY, u, t, r);
+                      },
+                      [&](int u, int t, const int* wd, int* xv, float& dx, float& sx) {
+                        if constexpr (QS::XK) {
+                          lmn_x<QS::NW>(x.data(), 1, u, wd, xv, dx, sx);
+                        } else {
+                          QS::xw(xs.data() + u * 32, t, xv);
+                          unsigned int ds;
+                          std::memcpy(&ds, &xs[nbx * 32 + (size_t)u * 4], 4);
+                          dx = lmn_h16(ds);
+                          sx = lmn_h16(ds >> 16);
+                        }
+                      }));
 }
 template <int L>
 int legacy_split(int t, char** argv, int k) {

@@ -40,12 +40,7 @@
 namespace luminal {
 namespace {
 
-int count_op(const LlirGraph& l, std::string_view op) {
-  int n = 0;
-  for (const LlirNode& node : l.nodes)
-    n += node.op->name == op;
-  return n;
-}
+using testing::count_op;
 
 /// Valid blocks of `t` with random quants and random f16 scales and mins (a few subnormal).
 HostBuffer random_blocks(DType t, int64_t values, uint64_t seed) {
@@ -80,29 +75,7 @@ std::vector<float> decode(const HostBuffer& b) {
   return v;
 }
 
-/// |b| of each value: the min term of the types with one (Q4_1/Q5_1: m; Q4_K/Q5_K: dmin mn_i).
-std::vector<double> min_terms(const HostBuffer& b) {
-  std::vector<double> out(static_cast<size_t>(b.numel()), 0.0);
-  const DType t = b.dtype;
-  const int64_t bb = block_bytes(t), bs = block_size(t);
-  for (int64_t k = 0; k * bb < static_cast<int64_t>(b.bytes.size()); ++k) {
-    const uint8_t* p = b.bytes.data() + k * bb;
-    uint16_t h;
-    std::memcpy(&h, p + 2, 2);
-    const double m = std::fabs(f16_bits_to_f32(h));
-    for (int64_t j = 0; j < bs; ++j) {
-      double v = 0;
-      if (t == DType::Q4_1 || t == DType::Q5_1) v = m;
-      if (t == DType::Q4_K || t == DType::Q5_K) {
-        int sc[8], mn[8];
-        blocks::k_scale_min(p + 4, sc, mn);
-        v = m * mn[j / 32];
-      }
-      out[static_cast<size_t>(k * bs + j)] = v;
-    }
-  }
-  return out;
-}
+using testing::min_terms;
 
 std::vector<float> random_floats(int64_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -23,12 +23,7 @@
 namespace luminal {
 namespace {
 
-int count_op(const LlirGraph& l, std::string_view op) {
-  int n = 0;
-  for (const LlirNode& node : l.nodes)
-    n += node.op->name == op;
-  return n;
-}
+using testing::count_op;
 
 /// y = RMSNorm(x, g) @ Dequantize(W)^T: x [m, k] f32 (or bf16 when `bf16`), W [n, k] of type t.
 Graph norm_linear(int64_t m, int64_t k, DType t, bool bf16 = false) {

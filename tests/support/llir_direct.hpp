@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "luminal/compiler/lower.hpp"
@@ -27,6 +28,14 @@
 namespace luminal::testing {
 
 /// The LLIR program that runs `g` node for node (only nodes an output depends on).
+/// How many nodes of `l` run op `op` (by name).
+inline int count_op(const LlirGraph& l, std::string_view op) {
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += node.op->name == op;
+  return n;
+}
+
 inline LlirGraph llir_direct(const Graph& g) {
   const std::vector<Node>& nodes = g.nodes();
   std::vector<bool> needed(nodes.size(), false);

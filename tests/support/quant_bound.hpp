@@ -37,6 +37,7 @@
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/quantize_ref.hpp"
+#include "luminal/runtime/host_buffer.hpp"
 
 namespace luminal::testing {
 
@@ -141,6 +142,30 @@ inline QuantDotBound quant_dot_bound(DType wt, const uint8_t* w, const float* x,
 
 inline double QuantDotBound::bound_q_at_depth(int64_t depth) const {
   return e_w + quant_gamma(depth) * acc_terms;
+}
+
+/// |b| of each value: the min term of the types with one (Q4_1/Q5_1: m; Q4_K/Q5_K: dmin mn_i).
+inline std::vector<double> min_terms(const HostBuffer& b) {
+  std::vector<double> out(static_cast<size_t>(b.numel()), 0.0);
+  const DType t = b.dtype;
+  const int64_t bb = block_bytes(t), bs = block_size(t);
+  for (int64_t k = 0; k * bb < static_cast<int64_t>(b.bytes.size()); ++k) {
+    const uint8_t* p = b.bytes.data() + k * bb;
+    uint16_t h;
+    std::memcpy(&h, p + 2, 2);
+    const double m = std::fabs(f16_bits_to_f32(h));
+    for (int64_t j = 0; j < bs; ++j) {
+      double v = 0;
+      if (t == DType::Q4_1 || t == DType::Q5_1) v = m;
+      if (t == DType::Q4_K || t == DType::Q5_K) {
+        int sc[8], mn[8];
+        blocks::k_scale_min(p + 4, sc, mn);
+        v = m * mn[j / 32];
+      }
+      out[static_cast<size_t>(k * bs + j)] = v;
+    }
+  }
+  return out;
 }
 
 }  // namespace luminal::testing
