@@ -135,6 +135,7 @@ KernelCacheStats CudaBackend::kernel_stats() const { return dev_->modules->stats
 GraphStats CudaBackend::graph_stats() const { return dev_->graphs.stats(); }
 CudaOptions::Executor CudaBackend::executor() const { return dev_->executor; }
 bool CudaBackend::programmatic_launch() const { return dev_->programmatic; }
+CudaOptions::GraphEdges CudaBackend::graph_edges() const { return dev_->graph_edges; }
 
 bool CudaBackend::cublaslt(std::string* why) const {
   if (!dev_->lt_on && why) *why = dev_->lt_why;

@@ -125,6 +125,9 @@ class CudaBackend final : public RegistryBackend {
   /// Whether graph kernel nodes are joined by programmatic edges (CudaOptions::programmatic_launch
   /// after LUMINAL_CUDA_PDL, on sm_90 and later only).
   bool programmatic_launch() const;
+  /// How graph kernel nodes wait for each other (CudaOptions::graph_edges, after
+  /// LUMINAL_CUDA_GRAPH_EDGES).
+  CudaOptions::GraphEdges graph_edges() const;
   /// Whether cuBLASLt matmuls join the search (CudaOptions::cublaslt after LUMINAL_CUDA_CUBLASLT,
   /// and libcublasLt loaded); `why` says why not.
   bool cublaslt(std::string* why = nullptr) const;

@@ -64,6 +64,17 @@ Device::Device(CudaOptions options, LibraryCheck cublaslt_loads) : opts(std::mov
       throw Error("LUMINAL_CUDA_EXECUTOR must be 'graph' or 'stream', got '" + v + "'");
     }
   }
+  graph_edges = opts.graph_edges;
+  if (const char* e = std::getenv("LUMINAL_CUDA_GRAPH_EDGES"); e && *e) {
+    const std::string v = e;
+    if (v == "chain") {
+      graph_edges = CudaOptions::GraphEdges::Chain;
+    } else if (v == "dataflow") {
+      graph_edges = CudaOptions::GraphEdges::Dataflow;
+    } else {
+      throw Error("LUMINAL_CUDA_GRAPH_EDGES must be 'chain' or 'dataflow', got '" + v + "'");
+    }
+  }
   // griddepcontrol needs sm_90
   programmatic = env_switch("LUMINAL_CUDA_PDL", opts.programmatic_launch) && cc_major >= 9;
   lt_on = env_switch("LUMINAL_CUDA_CUBLASLT", opts.cublaslt);

@@ -45,21 +45,35 @@ void GraphExecutor::build(int parity, CUstream stream) {
   gr.nodes.assign(n, nullptr);
   gr.heads.assign(n, {});
   gr.tails.assign(n, {});
+  gr.deps.assign(n, {});
+  gr.succ.assign(n, {});
   gr.replaced.assign(n, false);
   gr.stale = false;
   gr.chain.clear();
+  const std::vector<std::vector<size_t>>* flow = steps_.dependencies(parity);
   for (size_t s = 0; s < n; ++s) {
-    if (steps_.library_step(s)) {  // a library call: spliced after the step before
-      gr.chain.push_back(s);
-      splice(parity, gr.chain.size() - 1);
+    const bool library = steps_.library_step(s);
+    if (!library && !steps_.in_graph(parity, s)) continue;
+    if (flow)
+      gr.deps[s] = (*flow)[s];
+    else if (!gr.chain.empty())
+      gr.deps[s] = {gr.chain.back()};
+    for (size_t d : gr.deps[s]) {
+      LUMINAL_ASSERT(d < s && (gr.nodes[d] || steps_.library_step(d)),
+                     "cuda graph: step " + std::to_string(s) + " waits for step " +
+                         std::to_string(d) + ", which is not in the graph before it");
+      gr.succ[d].push_back(s);
+    }
+    gr.chain.push_back(s);
+    if (library) {  // a library call: spliced after the steps it waits for
+      splice(parity, s);
       continue;
     }
-    if (!steps_.in_graph(parity, s)) continue;
     const CUDA_KERNEL_NODE_PARAMS p = steps_.kernel_params(parity, s);
     check(cu.cuGraphAddKernelNode(&gr.nodes[s], gr.graph, nullptr, 0, &p), "cuGraphAddKernelNode");
     gr.heads[s] = gr.tails[s] = {gr.nodes[s]};
-    if (!gr.chain.empty()) link(parity, gr.tails[gr.chain.back()], s);
-    gr.chain.push_back(s);
+    for (size_t d : gr.deps[s])
+      link(parity, gr.tails[d], s);
   }
   check(cu.cuGraphInstantiateWithFlags(&gr.exec, gr.graph, 0), "cuGraphInstantiateWithFlags");
   // Upload now, so the first launch does not pay for it (the search times launches only).
@@ -88,20 +102,22 @@ void GraphExecutor::link(int parity, const std::vector<CUgraphNode>& from, size_
   }
 }
 
-GraphSplicer::Need GraphExecutor::splice(int parity, size_t pos) {
+GraphSplicer::Need GraphExecutor::splice(int parity, size_t s) {
   Graph& gr = graphs_[parity];
-  const size_t s = gr.chain[pos];
-  const std::vector<CUgraphNode> none;
+  std::vector<CUgraphNode> pred;
+  for (size_t d : gr.deps[s])
+    pred.insert(pred.end(), gr.tails[d].begin(), gr.tails[d].end());
   GraphSplicer::Splice sp{.graph = gr.graph,
                           .exec = gr.exec,
-                          .pred = pos > 0 ? gr.tails[gr.chain[pos - 1]] : none,
+                          .pred = pred,
                           .in_exec = !gr.replaced[s],
                           .heads = gr.heads[s],
                           .tails = gr.tails[s]};
   const GraphSplicer::Need need = library_->splice(parity, s, sp);
   if (sp.replaced) {
     if (gr.exec) gr.replaced[s] = true;
-    if (pos + 1 < gr.chain.size()) link(parity, gr.tails[s], gr.chain[pos + 1]);
+    for (size_t t : gr.succ[s])
+      link(parity, gr.tails[s], t);
   }
   return need;
 }
@@ -117,6 +133,8 @@ void GraphExecutor::destroy(int parity) {
   gr.chain.clear();
   gr.heads.clear();
   gr.tails.clear();
+  gr.deps.clear();
+  gr.succ.clear();
   gr.replaced.clear();
   if (library_) library_->forget(parity);
 }
@@ -163,12 +181,11 @@ bool GraphExecutor::refresh(int parity, bool reinstantiate_anyway) {
   // the next pass re-instantiates.
   using Need = GraphSplicer::Need;
   Need need = gr.stale ? Need::Reinstantiate : Need::InPlace;
-  // In chain order: a step's predecessor is current before the step is spliced after it.
-  for (size_t pos = 0; pos < gr.chain.size(); ++pos) {
-    const size_t s = gr.chain[pos];
+  // In plan order: the steps a step waits for are current before it is spliced after them.
+  for (size_t s : gr.chain) {
     if (!steps_.library_step(s) || !library_->stale(parity, s)) continue;
     gr.stale = true;
-    const Need n = splice(parity, pos);
+    const Need n = splice(parity, s);
     need = std::max(need, n);
     in_place += n == Need::InPlace;
     ++spliced;

@@ -3,19 +3,20 @@
 // Example: examples/snippets/cuda/graph_exec.cpp (two kernel steps as one graph, built, launched,
 // re-bound to another buffer and launched again).
 //
-// build() makes the graph from the plan's steps in a plain chain (each after the one before: the
-// order the stream executor runs them in, which also orders every arena reuse), instantiates it
-// and uploads it. A kernel step is one kernel node whose parameters the plan gives (GraphSteps);
-// a library step splices its own nodes in (GraphSplicer, graph_splice.hpp: cuBLASLt islands),
-// handed the graph and the last nodes of the step before. Edges into a kernel node of the plan are
-// programmatic on sm_90 and later (Device::programmatic), full into anything else.
-// rebind() after a re-bind that moved buffers: the nodes whose arguments changed are updated in
-// the executable and in its template (a refused update re-instantiates from the template; a
-// change in which launches run rebuilds the graph). refresh() splices again the library steps
-// that went stale (moved pointers, a new spec) and brings the executable up to date: nothing, an
-// exec update, or a re-instantiation, as the steps need. profile() times a separately
-// instantiated copy of the kernel nodes with an event record after each. Every event is counted
-// in the device's GraphCounters.
+// build() makes the graph from the plan's steps, instantiates it and uploads it. Its edges: a
+// plain chain (each step after the one before: the order the stream executor runs them in, which
+// also orders every arena reuse), or the plan's dataflow edges (GraphSteps::dependencies: each
+// step after the steps whose bytes it reads or overwrites, so independent kernels overlap). A
+// kernel step is one kernel node whose parameters the plan gives (GraphSteps); a library step
+// splices its own nodes in (GraphSplicer, graph_splice.hpp: cuBLASLt islands), handed the graph and
+// the last nodes of the step before. Edges into a kernel node of the plan are programmatic on sm_90
+// and later (Device::programmatic), full into anything else. rebind() after a re-bind that moved
+// buffers: the nodes whose arguments changed are updated in the executable and in its template (a
+// refused update re-instantiates from the template; a change in which launches run rebuilds the
+// graph). refresh() splices again the library steps that went stale (moved pointers, a new spec)
+// and brings the executable up to date: nothing, an exec update, or a re-instantiation, as the
+// steps need. profile() times a separately instantiated copy of the kernel nodes with an event
+// record after each. Every event is counted in the device's GraphCounters.
 #include <cuda.h>
 
 #include <array>
@@ -43,6 +44,11 @@ class GraphSteps {
   virtual CUDA_KERNEL_NODE_PARAMS kernel_params(int parity, size_t s) const = 0;
   /// The dims last copied, "s=7 c=128" (the recapture trace).
   virtual std::string dims_text() const = 0;
+  /// Per step, the earlier steps it waits for in `parity`'s graph (step_dependencies over the
+  /// bound addresses: dataflow edges), or null: a plain chain, each step after the one before.
+  virtual const std::vector<std::vector<size_t>>* dependencies(int /*parity*/) const {
+    return nullptr;
+  }
 };
 
 class GraphExecutor {
@@ -84,20 +90,22 @@ class GraphExecutor {
     CUgraphExec exec = nullptr;
     CUstream stream = nullptr;       // where the executable is uploaded
     std::vector<CUgraphNode> nodes;  // per step: its kernel node, null when not in the graph
-    // The chain: the steps in the graph, in order, and per step the nodes that depend on the
-    // step before (heads) and the nodes the step after depends on (tails): a kernel step's node;
-    // a library step's entry and last nodes.
+    // The steps in the graph, in plan order; per step the nodes that depend on the steps it
+    // waits for (heads) and the nodes the steps waiting for it depend on (tails): a kernel
+    // step's node; a library step's entry and last nodes. deps: the steps each waits for (the
+    // one before in a chain); succ: the steps waiting for each.
     std::vector<size_t> chain;
     std::vector<std::vector<CUgraphNode>> heads, tails;
+    std::vector<std::vector<size_t>> deps, succ;
     std::vector<bool> replaced;  // per step: library nodes added since the instantiation
     bool stale = false;          // steps spliced but the executable not updated (a throw)
   };
   /// Edges from `from` to the heads of step `to`: programmatic where both ends are kernels and
   /// the head is one of the plan's (it waits for the whole grid before it reads), else full.
   void link(int parity, const std::vector<CUgraphNode>& from, size_t to);
-  /// The library step at chain position `pos` spliced, and the step after linked to it when its
-  /// nodes are new.
-  GraphSplicer::Need splice(int parity, size_t pos);
+  /// Library step `s` spliced after the tails of the steps it waits for, and the steps waiting
+  /// for it linked to it when its nodes are new.
+  GraphSplicer::Need splice(int parity, size_t s);
   /// A new executable from the template (counted as a re-instantiation).
   void reinstantiate(int parity);
   void destroy(int parity);

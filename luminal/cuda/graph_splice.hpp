@@ -19,11 +19,11 @@ class GraphSplicer {
   struct Splice {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;            // null while the graph is being built
-    const std::vector<CUgraphNode>& pred;  // the last nodes of the step before (empty: none)
+    const std::vector<CUgraphNode>& pred;  // the last nodes of the steps it waits for (or none)
     bool in_exec = false;                  // the step's nodes are ones `exec` was made from
     std::vector<CUgraphNode>& heads;       // the step's entry nodes (after pred)
-    std::vector<CUgraphNode>& tails;       // its last nodes (the step after depends on them)
-    bool replaced = false;                 // set by the step: new nodes (link the step after)
+    std::vector<CUgraphNode>& tails;       // its last nodes (the steps after depend on them)
+    bool replaced = false;                 // set by the step: new nodes (link the steps after)
   };
 
   virtual ~GraphSplicer() = default;

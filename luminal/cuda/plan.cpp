@@ -7,6 +7,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cublaslt/lt_islands.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/step_deps.hpp"
 
 namespace luminal::cuda {
 
@@ -115,6 +116,7 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
 
   // Dims: a device array and pinned staging slots.
   dims_ = std::make_unique<DimsStaging>(*dev_.cu, dim_names_.size());
+  dataflow_ = graph_ && dev_.graph_edges == CudaOptions::GraphEdges::Dataflow;
   if (graph_) {
     const GraphSteps& steps = *this;
     graph_exec_ = std::make_unique<GraphExecutor>(dev_, steps, lt_.get(), this);
@@ -144,8 +146,10 @@ void CudaPlan::bind(int parity, const Bindings& b) {
   const bool built = graph_ && graph_exec_->built(parity);
   const std::vector<std::vector<CUdeviceptr>> old_args = built ? bd.args : decltype(bd.args){};
   const std::vector<bool> old_skip = bd.skip;
+  const std::vector<std::vector<size_t>> old_deps = bd.deps;
   bd.queue = &queue;
   layout_.addresses(b, bd.ptr);
+  bd.extent = layout_.extents(b);
   bd.args.assign(steps_.size(), {});
   bd.argp.assign(steps_.size(), {});
   bd.skip.assign(steps_.size(), false);
@@ -164,11 +168,13 @@ void CudaPlan::bind(int parity, const Bindings& b) {
                  bd.ptr[steps_[s].node] == bd.ptr[node.inputs[k]];
   }
   if (lt_) lt_->bind(parity, bd.ptr);
+  if (dataflow_) bd.deps = dataflow(parity);
   if (graph_) {
     dev_.bind_context();
     if (built) {
-      // The launches that run, and per step whether its arguments moved.
-      const bool same_launches = old_skip == bd.skip && old_args.size() == bd.args.size();
+      // The launches that run and their edges, and per step whether its arguments moved.
+      const bool same_launches =
+          old_skip == bd.skip && old_args.size() == bd.args.size() && old_deps == bd.deps;
       std::vector<bool> moved(steps_.size(), false);
       for (size_t s = 0; same_launches && s < steps_.size(); ++s)
         moved[s] = old_args[s] != bd.args[s];
@@ -286,6 +292,30 @@ std::string CudaPlan::dims_text() const {
   for (size_t d = 0; d < dim_names_.size(); ++d)
     dims += (d ? " " : "") + dim_names_[d] + "=" + std::to_string(dims_->values()[d]);
   return dims;
+}
+
+const std::vector<std::vector<size_t>>* CudaPlan::dependencies(int parity) const {
+  return dataflow_ ? &bound_[parity].deps : nullptr;
+}
+
+std::vector<std::vector<size_t>> CudaPlan::dataflow(int parity) const {
+  const Bound& bd = bound_[parity];
+  auto range = [&](int node) {
+    const uint64_t p = bd.ptr[static_cast<size_t>(node)];
+    const uint64_t e = bd.extent[static_cast<size_t>(node)];
+    return DeviceRange{p, e > UINT64_MAX - p ? UINT64_MAX : p + e};
+  };
+  std::vector<StepAccess> access(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    StepAccess& a = access[s];
+    a.library = steps_[s].library;
+    a.runs = a.library || in_graph(parity, s);
+    a.node = steps_[s].node;
+    a.writes.push_back(range(a.node));
+    for (int in : g_.nodes[static_cast<size_t>(a.node)].inputs)
+      a.reads.push_back(range(in));
+  }
+  return step_dependencies(access);
 }
 
 }  // namespace luminal::cuda

@@ -84,6 +84,9 @@ class CudaPlan final : public Plan, private GraphSteps {
 
   /// Whether this plan runs as CUDA graphs.
   bool graph_executor() const { return graph_; }
+  /// Per step, the steps it would wait for with dataflow edges at `parity`'s bound addresses
+  /// (step_dependencies; what the graph uses with CudaOptions::GraphEdges::Dataflow).
+  std::vector<std::vector<size_t>> dataflow(int parity) const;
   /// For timing: when a cuBLASLt step's spec depends on a dim that varies in the bucket, `dims`
   /// with each such dim moved by one inside its range (time() alternates the two, so the
   /// re-prepare and recapture a changing dim costs are inside the timing); else nothing.
@@ -130,6 +133,7 @@ class CudaPlan final : public Plan, private GraphSteps {
   bool in_graph(int parity, size_t s) const override;
   CUDA_KERNEL_NODE_PARAMS kernel_params(int parity, size_t s) const override;
   std::string dims_text() const override;
+  const std::vector<std::vector<size_t>>* dependencies(int parity) const override;
 
   Device& dev_;
   LlirGraph g_;
@@ -147,9 +151,12 @@ class CudaPlan final : public Plan, private GraphSteps {
     std::vector<std::vector<CUdeviceptr>> args;  // per step: out, inputs..., dims, err
     std::vector<std::vector<void*>> argp;        // per step: pointers into args
     std::vector<bool> skip;                      // per step: aliased copy skipped
+    std::vector<uint64_t> extent;                // per node: bytes from ptr its value may use
+    std::vector<std::vector<size_t>> deps;       // per step, with dataflow edges
   };
   std::array<Bound, 2> bound_;
   bool graph_ = true;
+  bool dataflow_ = false;  // the graph's edges follow the data (CudaOptions::GraphEdges)
 
   std::unique_ptr<LtIslands> lt_;              // with cuBLASLt steps
   std::unique_ptr<GraphExecutor> graph_exec_;  // with the graph executor

@@ -116,6 +116,7 @@ PlanLayout::PlanLayout(const LlirGraph& g, const PlanSpec& spec, const LayoutOpt
     bytes[i] = b.hi;
   }
   mem_ = plan_memory(uses, bytes, opts.alignment);
+  bytes_ = std::move(bytes);
 
   // Where each value lives, in the order bind resolves it.
   place_.resize(n);
@@ -136,6 +137,22 @@ PlanLayout::PlanLayout(const LlirGraph& g, const PlanSpec& spec, const LayoutOpt
       p = {Place::Arena, mem_.offsets[i]};
     }
   }
+}
+
+std::vector<uint64_t> PlanLayout::extents(const Bindings& b) const {
+  check(b);
+  auto whole = [](const Buffer& buf) { return buf.bytes ? buf.bytes : UINT64_MAX; };
+  std::vector<uint64_t> out(place_.size(), 0);
+  for (size_t i = 0; i < place_.size(); ++i) {
+    const Place& p = place_[i];
+    switch (p.kind) {
+      case Place::Input: out[i] = whole(b.inputs[p.index]); break;
+      case Place::Output: out[i] = whole(b.outputs[p.index]); break;
+      case Place::Node: out[i] = out[p.index]; break;
+      case Place::Arena: out[i] = static_cast<uint64_t>(bytes_[i]); break;
+    }
+  }
+  return out;
 }
 
 void PlanLayout::check(const Bindings& b) const {

@@ -76,6 +76,11 @@ class PlanLayout {
   int root(size_t node) const { return root_[node]; }
   /// The Output slot node i writes directly (with LayoutOptions::direct_outputs), or -1.
   int direct_output(size_t node) const { return direct_[node]; }
+  /// Per node, how many bytes from its address its value may occupy with the buffers `b`: the
+  /// whole bound buffer for an Input's or an Output's (UINT64_MAX when the binding gives no size),
+  /// its size at the bucket's upper bounds in the arena, its root's for a node that shares one.
+  /// With addresses(), the byte ranges a step reads and writes (the CUDA graph's dataflow edges).
+  std::vector<uint64_t> extents(const Bindings& b) const;
 
   /// Throws luminal::Error, starting "<backend>: ", unless `b` has one buffer per input and output
   /// and an arena of at least arena_bytes().
@@ -115,6 +120,7 @@ class PlanLayout {
   std::string backend_;
   PlanIo io_;
   std::vector<int> input_slot_, output_slot_, root_, direct_;
+  std::vector<int64_t> bytes_;  // per arena node: its size at the bucket's upper bounds
   MemoryPlan mem_;
   std::vector<Place> place_;
 };

@@ -48,6 +48,16 @@ CudaBackend& full_edges_backend() {
   return *b;
 }
 
+/// The graph executor with dataflow edges (independent kernels may overlap).
+CudaBackend& dataflow_backend() {
+  static CudaBackend* b = [] {
+    CudaOptions o;
+    o.graph_edges = CudaOptions::GraphEdges::Dataflow;
+    return new CudaBackend(o);
+  }();
+  return *b;
+}
+
 TEST(CudaGraph, DefaultExecutorIsTheGraph) {
   LUMINAL_REQUIRE_GPU();
   if (std::getenv("LUMINAL_CUDA_EXECUTOR")) GTEST_SKIP() << "LUMINAL_CUDA_EXECUTOR is set";
@@ -57,6 +67,9 @@ TEST(CudaGraph, DefaultExecutorIsTheGraph) {
   if (std::getenv("LUMINAL_CUDA_PDL")) return;
   EXPECT_EQ(gpu().programmatic_launch(), gpu().arch() >= "sm_90");
   EXPECT_FALSE(full_edges_backend().programmatic_launch());
+  if (std::getenv("LUMINAL_CUDA_GRAPH_EDGES")) return;
+  EXPECT_EQ(gpu().graph_edges(), CudaOptions::GraphEdges::Chain);
+  EXPECT_EQ(dataflow_backend().graph_edges(), CudaOptions::GraphEdges::Dataflow);
 }
 
 // The programs the search picks for the random graphs of the first CUDA issue, loaded once per
@@ -73,6 +86,7 @@ TEST(CudaGraph, MatchesTheStreamExecutorBitwise) {
     LoadedPlan on_graph = load_plan(gpu(), llir, fg.dyn_points);
     LoadedPlan on_stream = load_plan(stream_backend(), llir, fg.dyn_points);
     LoadedPlan on_full = load_plan(full_edges_backend(), llir, fg.dyn_points);
+    LoadedPlan on_flow = load_plan(dataflow_backend(), llir, fg.dyn_points);
     auto* cp = dynamic_cast<cuda::CudaPlan*>(on_graph.plan.get());
     ASSERT_NE(cp, nullptr);
     if (!cp->graph_executor()) continue;
@@ -83,12 +97,16 @@ TEST(CudaGraph, MatchesTheStreamExecutorBitwise) {
       const PlanRun a = run_plan(on_graph, inputs, dyn);
       const PlanRun b = run_plan(on_stream, inputs, dyn);
       const PlanRun c = run_plan(on_full, inputs, dyn);
+      const PlanRun f = run_plan(on_flow, inputs, dyn);
       for (const auto& [label, buf] : b.outputs) {
         ASSERT_EQ(a.outputs.at(label).bytes, buf.bytes)
             << "graph " << fg.name << " output " << label << "\n"
             << fg.recipe;
         ASSERT_EQ(c.outputs.at(label).bytes, buf.bytes)
             << "full edges: graph " << fg.name << " output " << label;
+        ASSERT_EQ(f.outputs.at(label).bytes, buf.bytes)
+            << "dataflow edges: graph " << fg.name << " output " << label << "\n"
+            << fg.recipe;
       }
       ++checked;
     }
@@ -157,6 +175,21 @@ TEST(CudaGraph, ArenaReuseReplayedAThousandTimes) {
     ASSERT_EQ(s.get_bytes(out), want.outputs.at("out").bytes) << "replay " << r;
     ASSERT_EQ(s.get_bytes(diff), want.outputs.at("diff").bytes) << "replay " << r;
   }
+  // The same program with dataflow edges: its branches wait for nothing but their own inputs
+  // and the arena ranges they take over, and 300 runs still give the same bytes.
+  LoadedPlan on_flow = load_plan(dataflow_backend(), s.llir());
+  auto* cp = dynamic_cast<cuda::CudaPlan*>(on_flow.plan.get());
+  ASSERT_NE(cp, nullptr);
+  PlanRun got;
+  for (int r = 0; r < 300; ++r)
+    got = run_plan(on_flow, inputs, {});
+  EXPECT_EQ(got.outputs.at("out").bytes, want.outputs.at("out").bytes);
+  EXPECT_EQ(got.outputs.at("diff").bytes, want.outputs.at("diff").bytes);
+  const std::vector<std::vector<size_t>> deps = cp->dataflow(0);
+  int roots = 0;
+  for (const std::vector<size_t>& d : deps)
+    roots += d.empty();
+  EXPECT_GE(roots, 2) << "independent branches start at once";
 }
 
 // 100 executes with changing dims, launched back to back without a sync: each reads its own dims

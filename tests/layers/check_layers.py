@@ -56,7 +56,7 @@ SUBLAYERS = {
         # The driver API loaded at run time, public plain types, the test hooks.
         ("driver", ["options.hpp", "testing.hpp", "loader.*", "driver.*"]),
         # Helpers over a CUDA graph's nodes; what the graph executor asks of library steps.
-        ("graph", ["graph_nodes.*", "graph_splice.hpp"]),
+        ("graph", ["graph_nodes.*", "graph_splice.hpp", "step_deps.*"]),
         # NVRTC and the device prelude every kernel starts with.
         ("nvrtc", ["nvrtc.*", "prelude.*", "compile_batch.*"]),
         # cuda::Device: context, modules, queues, memory and uploads, counters.
