@@ -25,13 +25,13 @@ struct CudaOptions {
   /// their start (griddepcontrol), which hides most of the launch gap between small kernels.
   /// false: full edges. LUMINAL_CUDA_PDL=0|1 overrides it.
   bool programmatic_launch = true;
-  /// Graph executor: which kernel nodes wait for which. Chain: each for the one before (the
-  /// stream executor's order). Dataflow: each for the steps whose bytes it reads or overwrites
-  /// (luminal/cuda/step_deps.hpp; a cuBLASLt call stays a barrier), so independent kernels (the
-  /// q, k and v projections of a layer) may run at once. LUMINAL_CUDA_GRAPH_EDGES=chain|dataflow
-  /// overrides it.
+  /// Graph executor: which kernel nodes wait for which. Dataflow (the default): each for the
+  /// steps whose bytes it reads or overwrites (luminal/cuda/step_deps.hpp; a cuBLASLt call stays
+  /// a barrier), so independent kernels (the q, k and v projections of a layer) run at once.
+  /// Chain: each for the one before (the stream executor's order).
+  /// LUMINAL_CUDA_GRAPH_EDGES=chain|dataflow overrides it.
   enum class GraphEdges { Chain, Dataflow };
-  GraphEdges graph_edges = GraphEdges::Chain;
+  GraphEdges graph_edges = GraphEdges::Dataflow;
   /// cuBLASLt matmuls as alternatives in the search (cuda.LtMatmul, cuda.LtMatmulRow), when
   /// libcublasLt loads (else a note on stderr, once, and generated kernels only).
   /// LUMINAL_CUDA_CUBLASLT=0|1 overrides it.

@@ -23,8 +23,9 @@
 // its 32-value blocks with cuda.QuantizeQ8's quantizer (split where int_value is 1), so the bytes
 // equal the two kernels' and one launch and the f32 row's round trip go. Rows of a static length
 // up to 8192 (32 KiB of shared memory), at least L / 4 threads (a warp quantizes at most 4
-// blocks). Its rule runs after the quantized GEMV rules (ruleset cuda.rows-q8);
-// LUMINAL_CUDA_ROW_Q8=0 offers none.
+// blocks). Its rule runs after the quantized GEMV rules (ruleset cuda.rows-q8). Offered only with
+// LUMINAL_CUDA_ROW_Q8=1: with it on, the 8B q4_0 decode's search took the f32-activation GEMVs
+// for gate/up (2.80 -> 6.26 ms on the H200), so it stays off until the seed handles it.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -474,8 +475,9 @@ std::vector<Rule> rules() { return row_rules(&kRow, cuda_fused_op(), "cuda"); }
 /// cuda.RowQ8 for QuantizeQ8(Row(...)) to Q8_1: QuantizeQ8 reading a cuda.Row's whole output
 /// contiguously, rows of the same length (at most kMaxRowQ8).
 std::vector<Rule> row_q8_rules() {
-  // LUMINAL_CUDA_ROW_Q8=0 offers none (a rule, not a condition: the compile cache's key names it)
-  if (!env_switch_on("LUMINAL_CUDA_ROW_Q8")) return {};
+  // Only with LUMINAL_CUDA_ROW_Q8=1 (a rule, not a condition: the compile cache's key names it)
+  const char* on = std::getenv("LUMINAL_CUDA_ROW_Q8");
+  if (!on || std::string(on) != "1") return {};
   Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
   return {Rule{"cuda.row-q8", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
                  const ENodeId q = m.node("q");

@@ -25,6 +25,10 @@ namespace {
 
 using testing::count_op;
 
+// cuda.RowQ8 is offered only with LUMINAL_CUDA_ROW_Q8=1 (off by default, docs/cuda.md): these
+// tests turn it on, except where they check the default.
+void row_q8_on() { ::setenv("LUMINAL_CUDA_ROW_Q8", "1", 1); }
+
 /// y = RMSNorm(x, g) @ Dequantize(W)^T: x [m, k] f32 (or bf16 when `bf16`), W [n, k] of type t.
 Graph norm_linear(int64_t m, int64_t k, DType t, bool bf16 = false) {
   Graph g;
@@ -46,7 +50,16 @@ bool unfused_ops(std::string_view op) {
          op == "cuda.QGemvQ8S" || op == "cuda.QRepack";
 }
 
+TEST(CudaRowQ8Rules, OffByDefault) {
+  ::unsetenv("LUMINAL_CUDA_ROW_Q8");
+  testing::CudaRulesOnly rules;
+  auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops);
+  EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();
+}
+
 TEST(CudaRowQ8Rules, ReplacesTheRowAndTheQuantize) {
+  row_q8_on();
   testing::CudaRulesOnly rules;
   for (int64_t k : {576, 4096}) {
     auto [l, n] = testing::prefer_ops(norm_linear(1, k, DType::Q4_0), rules, row_q8_ops);
@@ -68,6 +81,7 @@ TEST(CudaRowQ8Rules, ReplacesTheRowAndTheQuantize) {
 TEST(CudaRowQ8Rules, KernelsCompileForSm90) {
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  row_q8_on();
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
   for (bool split : {false, true})
@@ -119,6 +133,7 @@ HostBuffer floats_of(DType t, int64_t n, uint64_t seed) {
 // program's: the same f32 row, quantized by the same warp code.
 TEST(CudaRowQ8, SameBitsAsTheRowAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
+  row_q8_on();
   uint64_t seed = 10;
   for (const char* split : {"0", "1"})
     for (int64_t k : {576, 4096})
