@@ -236,9 +236,8 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
         const uint8_t* const* prow = rows.data() + p0;
         if (gemm) {  // the VNNI GEMM: the panel packed once, every activation row over it
           thread_local std::vector<uint8_t> scratch;
-          scratch.resize(
-              static_cast<size_t>((p1 - p0 + 3) / 4 * nb * cpu::quant::kGemmTileBlockBytes +
-                                  nb * cpu::quant::kGemmActBlockBytes));
+          scratch.resize(static_cast<size_t>(kern.gemm_scratch[cpu::quant::weight_index(t)](
+              nb, static_cast<int>(p1 - p0), static_cast<int>(m))));
           gemm(nb, prow, static_cast<int>(p1 - p0), xq.data(), xs, static_cast<int>(m),
                out.data() + p0, 1, n, scratch.data());
           continue;

@@ -14,7 +14,8 @@
 // task hands its whole chunk to the kernel per 4 activation rows (the kernel streams 4 rows at a
 // time and unpacks each weight block once per 4 activation rows), or, where the output offsets
 // are not linear, tiles of up to 4 x 4. With more than 4 activation rows a chunk goes in panels;
-// the ISA's GEMM (Q4_0, Q5_0, Q8_0 on the VNNI paths) takes a panel with every activation row.
+// the ISA's GEMM (Q4_0, Q5_0, Q8_0 on the VNNI paths, the K types on avx512vnni) takes a panel
+// with every activation row.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -188,6 +189,7 @@ class QMatmulKernel final : public Kernel {
     repack_ = kern.to_q8_0[quant::weight_index(wtype_)];
     dot_q8_0_ = kern.dot[quant::kQ8_0];
     gemm_ = kern.gemm[quant::weight_index(wtype_)];
+    gemm_scratch_ = kern.gemm_scratch[quant::weight_index(wtype_)];
   }
 
   void run(const KernelContext& k) override {
@@ -223,9 +225,8 @@ class QMatmulKernel final : public Kernel {
           const uint8_t* const* rows = row_ptrs_.data() + p0;
           if (gemm_ != nullptr && M > 4) {  // the VNNI GEMM packs the panel once
             thread_local std::vector<uint8_t> scratch;
-            scratch.resize(
-                static_cast<size_t>((p1 - p0 + 3) / 4 * nblocks_ * quant::kGemmTileBlockBytes +
-                                    nblocks_ * quant::kGemmActBlockBytes));
+            scratch.resize(static_cast<size_t>(
+                gemm_scratch_(nblocks_, static_cast<int>(p1 - p0), static_cast<int>(M))));
             gemm_(nblocks_, rows, static_cast<int>(p1 - p0), xq,
                   static_cast<int64_t>(xq_row_bytes_), static_cast<int>(M),
                   out + m_off_[0] + n_off_[p0], n_step_, m_step_, scratch.data());
@@ -346,6 +347,7 @@ class QMatmulKernel final : public Kernel {
   quant::RepackFn repack_ = nullptr;     // its Q4_0 / Q5_0 -> Q8_0 repack, or null
   quant::DotRowsFn dot_q8_0_ = nullptr;  // its Q8_0 dot, for repacked panels
   quant::GemmFn gemm_ = nullptr;         // its prefill GEMM for this type, or null
+  quant::GemmScratchFn gemm_scratch_ = nullptr;
   uint64_t version_ = 0;
   int64_t panel_rows_ = 16;               // weight rows of about kPanelBytes
   std::vector<int64_t> dims_;             // the dims the offsets below are for

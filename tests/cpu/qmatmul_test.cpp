@@ -122,13 +122,14 @@ INSTANTIATE_TEST_SUITE_P(Types, QMatmulTest, ::testing::ValuesIn(kWeightBlockDTy
                          [](const auto& info) { return std::string(name(info.param)); });
 
 TEST(QMatmulTest, PrefillPanelsGiveTheBitsOfOneRowAtATime) {
-  // 1200 rows: panels (80 rows of Q8_0, 124 of Q5_0, 148 of Q4_0; on the VNNI paths packed for
-  // the GEMM, else the last two unpacked to Q8_0 once per panel) inside each thread's chunk of 300
-  // with s > 4; every output must be bitwise what the same row gives alone (s = 1, no panels,
-  // the type's own dot). Each ISA this machine has, forced in turn.
+  // 1200 rows: panels (80 rows of Q8_0, 124 of Q5_0 and Q5_K, 148 of Q4_0 and Q4_K, 104 of
+  // Q6_K; on the VNNI paths packed for the GEMM (the K types on avx512vnni), else Q4_0 and Q5_0
+  // unpacked to Q8_0 once per panel) inside each thread's chunk of 300 with s > 4; every output
+  // must be bitwise what the same row gives alone (s = 1, no panels, the type's own dot). Each
+  // ISA this machine has, forced in turn.
   const int64_t K = 1536, N = 1200;
   for (cpu::quant::QuantIsa isa : cpu::quant::available_isas())
-    for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_0}) {
+    for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       cpu::quant::ScopedQuantIsa forced(isa);
       SCOPED_TRACE(std::string(name(t)) + " on " + cpu::quant::isa_name(isa));
       Graph g;

@@ -358,8 +358,7 @@ std::vector<float> run_dot(const QuantKernels& kern, const DotCase& c,
   // as cpu.QMatmul writes it; its output is returned, so the bounds check it too.
   if (const cpu::quant::GemmFn gemm = kern.gemm[cpu::quant::weight_index(c.t)]) {
     std::vector<uint8_t> scratch(
-        static_cast<size_t>((c.rows + 3) / 4 * nb * cpu::quant::kGemmTileBlockBytes +
-                            nb * cpu::quant::kGemmActBlockBytes));
+        static_cast<size_t>(kern.gemm_scratch[cpu::quant::weight_index(c.t)](nb, c.rows, c.m)));
     std::vector<float> g(out.size(), -7.0f);
     gemm(nb, rows.data(), c.rows, xq.data(), xs, c.m, g.data(), 1, c.rows, scratch.data());
     std::vector<float> rm(out.size());
@@ -525,8 +524,9 @@ TEST(QuantDot, RepackToQ8_0) {
       }
 }
 
-// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths (DotIsa checks its
-// values); the others fall back to the dot tiles.
+// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths and for the K types on
+// avx512vnni (DotIsa checks its values), each with its scratch size; the others fall back to the
+// dot tiles.
 TEST(QuantDot, GemmTable) {
   for (QuantIsa isa : cpu::quant::kAllQuantIsas) {
     const QuantKernels* k = kernels_or_null(isa);
@@ -534,8 +534,11 @@ TEST(QuantDot, GemmTable) {
     const bool vnni = isa == QuantIsa::Avx512Vnni || isa == QuantIsa::AvxVnni;
     for (DType t : kWeightBlockDTypes) {
       const bool q8 = t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0;
-      EXPECT_EQ(k->gemm[cpu::quant::weight_index(t)] != nullptr, vnni && q8)
+      const bool kt = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+      const int wi = cpu::quant::weight_index(t);
+      EXPECT_EQ(k->gemm[wi] != nullptr, (vnni && q8) || (isa == QuantIsa::Avx512Vnni && kt))
           << k->isa << " " << name(t);
+      EXPECT_EQ(k->gemm_scratch[wi] != nullptr, k->gemm[wi] != nullptr) << k->isa << " " << name(t);
     }
   }
 }

@@ -36,27 +36,30 @@ using DotRowsFn = void (*)(int64_t nblocks, const uint8_t* const* w_rows, int ro
 /// the same d); a prefill pays the unpacking once per panel instead of once per 4 activation rows.
 using RepackFn = void (*)(const uint8_t* const* w_rows, int rows, int64_t nblocks, uint8_t* out);
 
-/// A prefill GEMM over weights of Q4_0, Q5_0 or Q8_0 blocks (the Q8_0 activation format): the
-/// same outputs as DotRowsFn, bitwise, for any rows and m >= 1, faster for m > 4. It rewrites
-/// the rows once into `scratch` (4-row tiles of w + 128 bytes and f32 scales) and passes every
-/// group of 4 activation rows over them in 4 x 4 register tiles: per block and output one
-/// vpdpbusd, one conversion and one FMA. `scratch` holds
-///   ((rows + 3) / 4) * nblocks * kGemmTileBlockBytes + nblocks * kGemmActBlockBytes
-/// bytes (its alignment does not matter).
+/// A prefill GEMM: the same outputs as DotRowsFn, bitwise, for any rows and m >= 1, faster for
+/// m > 4. Q4_0, Q5_0 and Q8_0 weights (the Q8_0 activation format) are rewritten once into
+/// `scratch` as 4-row tiles of w + 128 bytes and f32 scales, and every group of 4 activation rows
+/// passes over them in 4 x 4 register tiles: per block and output one vpdpbusd, one conversion
+/// and one FMA. Q4_K, Q5_K and Q6_K weights go in sub-panels that stay in L1, unpacked once into
+/// pairs of rows, each passed over by every group of 4 activation rows in 2 x 4 register tiles: per
+/// 32 values and output one vpmaddubsw and one vpdpwssd. `scratch` holds the table's
+/// gemm_scratch(nblocks, rows, m) bytes (its alignment does not matter).
 using GemmFn = void (*)(int64_t nblocks, const uint8_t* const* w_rows, int rows, const uint8_t* xq,
                         int64_t xq_stride, int m, float* out, int64_t out_rs, int64_t out_ms,
                         uint8_t* scratch);
-inline constexpr int64_t kGemmTileBlockBytes = 192;  // 4 rows' quants (128) + scales (64)
-inline constexpr int64_t kGemmActBlockBytes =
-    208;  // 4 rows' d (16), offsets (128); d products (64)
+/// The scratch bytes a GemmFn needs for `rows` weight rows of `nblocks` blocks and `m`
+/// activation rows.
+using GemmScratchFn = int64_t (*)(int64_t nblocks, int rows, int m);
 
 /// One instruction set's kernels. Index the arrays with the helpers below.
 struct QuantKernels {
-  const char* isa;            // "portable", "avx2", "avxvnni", "avx512vnni"
-  QuantizeRowFn quantize[3];  // Q8_0, Q8_1, Q8_K
-  DotRowsFn dot[8];           // weight Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
-  RepackFn to_q8_0[8];        // by weight: Q4_0 and Q5_0; null for the others
-  GemmFn gemm[8];             // by weight: Q4_0, Q5_0, Q8_0 on the VNNI paths; null otherwise
+  const char* isa;                // "portable", "avx2", "avxvnni", "avx512vnni"
+  QuantizeRowFn quantize[3];      // Q8_0, Q8_1, Q8_K
+  DotRowsFn dot[8];               // weight Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
+  RepackFn to_q8_0[8];            // by weight: Q4_0 and Q5_0; null for the others
+  GemmFn gemm[8];                 // by weight: Q4_0, Q5_0, Q8_0 on the VNNI paths, the K types
+                                  // on avx512vnni; null otherwise
+  GemmScratchFn gemm_scratch[8];  // beside each non-null gemm
 };
 
 // Index of a weight type in QuantKernels::dot, of an activation format in ::quantize (the values

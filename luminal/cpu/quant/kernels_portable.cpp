@@ -216,6 +216,7 @@ constexpr QuantKernels kPortable = {
      dot_k<kQ4_K>, dot_k<kQ5_K>, dot_k<kQ6_K>},
     {repack_q8_0<kQ4_0>, nullptr, repack_q8_0<kQ5_0>, nullptr, nullptr, nullptr, nullptr, nullptr},
     {},
+    {},
 };
 
 }  // namespace
