@@ -63,6 +63,25 @@ void fill(Session& s, const models::Decoder& d) {
   s.set("ids", std::vector<int32_t>{3});
 }
 
+/// One line per searched bucket: candidates, rejections (the first one's reason) and the first
+/// valid candidate's time against the best, so a seed that failed on the device shows.
+std::string search_lines(const Session& s) {
+  std::string out;
+  char buf[160];
+  for (const SearchReport& r : s.reports()) {
+    if (r.cached) continue;
+    std::snprintf(buf, sizeof buf,
+                  "  search %s: %d candidates, %d rejected, first valid %.3f ms, best %.3f ms",
+                  r.bucket.empty() ? "(one bucket)" : r.bucket.c_str(), r.candidates, r.rejected,
+                  r.first_seconds * 1e3, r.best_seconds * 1e3);
+    out += buf;
+    if (!r.first_rejection.empty())
+      out += " (first rejection: " + r.first_rejection.substr(0, 300) + ")";
+    out += "\n";
+  }
+  return out;
+}
+
 fs::path temp_folder(const std::string& what) {
   return fs::temp_directory_path() /
          ("luminal_bench_cuda_" + what + "_" + std::to_string(getpid()));
@@ -587,6 +606,7 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
         what.c_str(), ctx, t.ms_per_token, t.kernels, t.busy_ms, t.replay_ms, gb,
         gb / copy_gbs * 1e3, static_cast<double>(s.memory_bytes()) / 1e9, compile_s,
         prog.op_mix_string().c_str(), t.by_op.c_str());
+    std::printf("%s", search_lines(s).c_str());
   } catch (const std::exception& e) {
     std::printf("%s decode: FAILED: %s\n", what.c_str(), e.what());
   }
