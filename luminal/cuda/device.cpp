@@ -2,6 +2,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "luminal/compiler/compile_cache.hpp"
 #include "luminal/compiler/options.hpp"
@@ -21,6 +25,21 @@ bool env_switch(const char* name, bool fallback) {
   if (v != "0" && v != "1")
     throw Error(std::string(name) + " must be '0' (off) or '1' (on), got '" + v + "'");
   return v == "1";
+}
+
+/// Variable `name`'s value among `choices` (by name), `fallback` when unset or empty; throws
+/// luminal::Error naming the variable, the choices and the value otherwise.
+template <class T>
+T env_choice(const char* name, T fallback,
+             std::initializer_list<std::pair<std::string_view, T>> choices) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return fallback;
+  std::string names;
+  for (const auto& [n, v] : choices) {
+    if (n == e) return v;
+    names += (names.empty() ? "'" : " or '") + std::string(n) + "'";
+  }
+  throw Error(std::string(name) + " must be " + names + ", got '" + e + "'");
 }
 
 }  // namespace
@@ -53,28 +72,12 @@ Device::Device(CudaOptions options, LibraryCheck cublaslt_loads) : opts(std::mov
   arch = "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
   nvrtc = nvrtc_version();
   default_queue = std::make_unique<CudaQueue>(*this);
-  executor = opts.executor;
-  if (const char* e = std::getenv("LUMINAL_CUDA_EXECUTOR"); e && *e) {
-    const std::string v = e;
-    if (v == "graph") {
-      executor = CudaOptions::Executor::Graph;
-    } else if (v == "stream") {
-      executor = CudaOptions::Executor::Stream;
-    } else {
-      throw Error("LUMINAL_CUDA_EXECUTOR must be 'graph' or 'stream', got '" + v + "'");
-    }
-  }
-  graph_edges = opts.graph_edges;
-  if (const char* e = std::getenv("LUMINAL_CUDA_GRAPH_EDGES"); e && *e) {
-    const std::string v = e;
-    if (v == "chain") {
-      graph_edges = CudaOptions::GraphEdges::Chain;
-    } else if (v == "dataflow") {
-      graph_edges = CudaOptions::GraphEdges::Dataflow;
-    } else {
-      throw Error("LUMINAL_CUDA_GRAPH_EDGES must be 'chain' or 'dataflow', got '" + v + "'");
-    }
-  }
+  executor = env_choice(
+      "LUMINAL_CUDA_EXECUTOR", opts.executor,
+      {{"graph", CudaOptions::Executor::Graph}, {"stream", CudaOptions::Executor::Stream}});
+  graph_edges = env_choice(
+      "LUMINAL_CUDA_GRAPH_EDGES", opts.graph_edges,
+      {{"chain", CudaOptions::GraphEdges::Chain}, {"dataflow", CudaOptions::GraphEdges::Dataflow}});
   // griddepcontrol needs sm_90
   programmatic = env_switch("LUMINAL_CUDA_PDL", opts.programmatic_launch) && cc_major >= 9;
   lt_on = env_switch("LUMINAL_CUDA_CUBLASLT", opts.cublaslt);
