@@ -53,8 +53,16 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
   check_llir(g_, "cuda");
   g_.fill_input_dtypes();
   // Slots, aliases and the arena: every buffer at its largest size in the bucket.
+  // With dataflow edges, arena ranges are reused only kReuseGap steps after their last reader,
+  // so a reuse rarely ties a kernel to an unrelated recent one (LUMINAL_CUDA_REUSE_GAP).
+  const bool flow = dev_.executor == CudaOptions::Executor::Graph &&
+                    dev_.graph_edges == CudaOptions::GraphEdges::Dataflow;
   layout_ =
-      PlanLayout(g_, spec, {.backend = "cuda", .alignment = kAlignment, .direct_outputs = true});
+      PlanLayout(g_, spec,
+                 {.backend = "cuda",
+                  .alignment = kAlignment,
+                  .direct_outputs = true,
+                  .reuse_gap = flow ? env_int("LUMINAL_CUDA_REUSE_GAP", kReuseGap, 0, 4096) : 0});
   io_ = layout_.io();
 
   // Kernels: one KernelGen per compute node and per Output copy.

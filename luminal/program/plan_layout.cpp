@@ -116,6 +116,15 @@ PlanLayout::PlanLayout(const LlirGraph& g, const PlanSpec& spec, const LayoutOpt
     bytes[i] = b.hi;
   }
   mem_ = plan_memory(uses, bytes, opts.alignment);
+  if (opts.reuse_gap > 0 && n > 0) {
+    // Every buffer held reuse_gap steps past its last reader (at most to the last step).
+    std::vector<BufferUse> spaced = uses;
+    const int last_step = static_cast<int>(n) - 1;
+    for (BufferUse& u : spaced)
+      u.last = std::min(last_step, u.last + opts.reuse_gap);
+    MemoryPlan m = plan_memory(spaced, bytes, opts.alignment);
+    if (m.arena_bytes <= mem_.arena_bytes + opts.reuse_gap_bytes) mem_ = std::move(m);
+  }
   bytes_ = std::move(bytes);
 
   // Where each value lives, in the order bind resolves it.

@@ -57,6 +57,11 @@ struct LayoutOptions {
   int64_t alignment = 256;   // of every arena offset
   /// Nodes write straight into the Output buffers direct_outputs() names.
   bool direct_outputs = false;
+  /// An arena range is taken over only `reuse_gap` steps after its previous occupant's last
+  /// reader (0: right after), so that with dataflow edges (CUDA) a reuse does not tie a kernel
+  /// to an unrelated recent one; kept only while the arena grows by at most `reuse_gap_bytes`.
+  int reuse_gap = 0;
+  int64_t reuse_gap_bytes = int64_t{64} << 20;
 };
 
 class PlanLayout {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "luminal/program/memory_plan.hpp"
 #include "luminal/program/plan_layout.hpp"
 #include "support/expect_error.hpp"
 #include "support/llir_direct.hpp"
@@ -137,6 +138,55 @@ TEST(PlanLayout, UnboundedBuffersAndShortBindingsAreErrors) {
   b.outputs.pop_back();
   testing::expect_error([&] { layout.check(b); },
                         "cpu: bind got 1 inputs and 1 outputs; the plan has 1 and 2");
+}
+
+// Each node's extent: a bound Input's or Output's whole buffer (no size given: everything from its
+// address), an arena buffer's size at the bucket's upper bound.
+TEST(PlanLayout, ExtentsCoverEachValue) {
+  const Program p;
+  const PlanLayout layout(p.llir, p.spec, {.backend = "test"});
+  std::vector<uint8_t> arena(layout.arena_bytes()), x(8 * 4 * 4 + 12), y(8 * 4 * 4), a2(y.size());
+  Bindings b = bindings(arena, x, y, a2);
+  std::vector<uint64_t> ext = layout.extents(b);
+  ASSERT_EQ(ext.size(), p.llir.nodes.size());
+  EXPECT_EQ(ext[p.node(OpKind::Input)], x.size());
+  EXPECT_EQ(ext[p.node(OpKind::Output, 0)], y.size());
+  EXPECT_EQ(ext[p.node(OpKind::Add)], 8u * 4 * 4) << "f32 [s, 4] at s = 8";
+  EXPECT_EQ(ext[p.node(OpKind::Mul)], 8u * 4 * 4);
+  b.inputs[0].bytes = 0;
+  EXPECT_EQ(layout.extents(b)[p.node(OpKind::Input)], UINT64_MAX);
+}
+
+// x -> a0 -> a1 -> ... -> a11 -> y, each a step of [64] f32 read only by the next: at once, two
+// ranges alternate; with a reuse gap of 4, no range is taken over within 4 steps of its last
+// reader; a gap whose arena would grow past reuse_gap_bytes is not taken.
+TEST(PlanLayout, ReuseGapDelaysTakingOverARange) {
+  Graph g;
+  Tensor t = g.tensor("x", {64});
+  for (int k = 0; k < 12; ++k)
+    t = t * 1.5 + 1.0;
+  t.output("y");
+  LlirGraph llir = testing::llir_direct(g);
+  llir.fill_input_dtypes();
+  const PlanSpec spec;
+  const PlanLayout plain(llir, spec, {.backend = "test", .alignment = 256});
+  const PlanLayout gapped(llir, spec, {.backend = "test", .alignment = 256, .reuse_gap = 4});
+  const PlanLayout capped(
+      llir, spec, {.backend = "test", .alignment = 256, .reuse_gap = 4, .reuse_gap_bytes = 256});
+  EXPECT_LE(plain.arena_bytes(), 3u * 256);
+  EXPECT_GT(gapped.arena_bytes(), plain.arena_bytes());
+  EXPECT_EQ(capped.arena_bytes(), plain.arena_bytes()) << "the gap's arena is over the cap";
+  // Last reader of each node, and its arena offset in the gapped layout.
+  const std::vector<BufferUse> uses = buffer_uses(llir);
+  const std::vector<int64_t>& off = gapped.memory().offsets;
+  int checked = 0;
+  for (size_t i = 0; i < llir.nodes.size(); ++i)
+    for (size_t j = i + 1; j < llir.nodes.size(); ++j) {
+      if (off[i] < 0 || off[j] < 0 || off[i] != off[j]) continue;
+      EXPECT_GT(static_cast<int>(j), uses[i].last + 4) << "node " << j << " takes over " << i;
+      ++checked;
+    }
+  EXPECT_GT(checked, 0) << "some range is still reused";
 }
 
 }  // namespace
