@@ -81,7 +81,7 @@ class CudaPlan final : public Plan, private GraphSteps {
   /// Steps an arena range stays unused after its last reader, with dataflow edges
   /// (LayoutOptions::reuse_gap; LUMINAL_CUDA_REUSE_GAP overrides it, 0: reuse at once). On an
   /// 8B-shaped q4_0 decode of 4 layers it shortens the longest chain of dependent kernels from
-  /// 89 to 73 of 107, for 0.2 MB more arena (not yet timed on a GPU).
+  /// 85 to 70, for 0.2 MB more arena (step_deps_test; not yet timed on a GPU).
   static constexpr int kReuseGap = 16;
   /// Blocks per SM of a grid-stride launch whose grid depends on a dim varying in the bucket
   /// (graph executor): 4 x 256 threads keeps 32 warps per SM in flight.

@@ -2,12 +2,22 @@
 // steps wait for nothing, every read after write, write after read and write after write waits
 // (also through a chain of others), a cuBLASLt step is a barrier, skipped steps get no edges, and
 // the lists are transitively reduced. Random plans check soundness against every conflicting pair.
+// On an 8B-shaped decode's seed program, the layout's reuse gap shortens the longest chain of
+// dependent kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <random>
 #include <vector>
 
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/step_deps.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/program/plan_layout.hpp"
 
 namespace luminal::cuda {
 namespace {
@@ -131,6 +141,95 @@ TEST(StepDeps, RandomPlansOrderEveryConflict) {
   }
   EXPECT_GT(conflicts, 1000);
   EXPECT_GT(independent, 100);  // the edges are not a chain
+}
+
+/// The longest chain of dependent kernels (in kernels) of `l`'s dataflow edges with the layout's
+/// reuse gap `gap`, addresses from a fake binding; `arena` gets the arena's bytes.
+int critical_path(const LlirGraph& l, const PlanSpec& spec, int gap, uint64_t* arena) {
+  const PlanLayout layout(
+      l, spec, {.backend = "cuda", .alignment = 256, .direct_outputs = true, .reuse_gap = gap});
+  Bindings b;
+  uintptr_t at = uintptr_t{1} << 40;
+  auto fake = [&](uint64_t bytes) {
+    Buffer buf{reinterpret_cast<void*>(at), bytes};
+    at += uintptr_t{1} << 34;
+    return buf;
+  };
+  for (size_t i = 0; i < layout.io().inputs.size(); ++i)
+    b.inputs.push_back(fake(uint64_t{1} << 33));
+  for (size_t i = 0; i < layout.io().outputs.size(); ++i)
+    b.outputs.push_back(fake(uint64_t{1} << 20));
+  b.arena = fake(layout.arena_bytes());
+  *arena = layout.arena_bytes();
+  std::vector<uint64_t> ptr;
+  layout.addresses(b, ptr);
+  const std::vector<uint64_t> ext = layout.extents(b);
+  std::vector<StepAccess> steps;
+  for (size_t i = 0; i < l.nodes.size(); ++i) {
+    const LlirNode& n = l.nodes[i];
+    // Inputs run nothing; an Output runs a copy unless its producer wrote it in place.
+    if (is_input(n) || (is_output(n) && ptr[i] == ptr[static_cast<size_t>(n.inputs.at(0))]))
+      continue;
+    StepAccess a;
+    a.node = static_cast<int>(i);
+    a.writes.push_back({ptr[i], ptr[i] + ext[i]});
+    for (int in : n.inputs)
+      a.reads.push_back({ptr[static_cast<size_t>(in)],
+                         ptr[static_cast<size_t>(in)] + ext[static_cast<size_t>(in)]});
+    steps.push_back(a);
+  }
+  const Deps d = step_dependencies(steps);
+  std::vector<int> depth(steps.size(), 1);
+  int longest = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (size_t t : d[s])
+      depth[s] = std::max(depth[s], depth[t] + 1);
+    longest = std::max(longest, depth[s]);
+  }
+  return longest;
+}
+
+// The fewest-kernels program of a 4-layer 8B-shaped q4_0 decode step over the CUDA search space:
+// with the arena reused at once, kernels of independent branches wait for each other through
+// shared ranges; the plan's reuse gap (CudaPlan::kReuseGap) removes most of those waits.
+TEST(StepDeps, ReuseGapShortensAnEightBDecodesLongestChain) {
+  const models::LlamaSize size{.layers = 4,
+                               .hidden = 4096,
+                               .ffn = 14336,
+                               .heads = 32,
+                               .kv_heads = 8,
+                               .vocab = 1000,
+                               .rope_theta = 500000.0};
+  models::DecoderShape shape;
+  shape.slots = 256;
+  shape.max_step = 1;
+  const models::Decoder plain = models::build_decoder(models::llama_config(size), shape);
+  for (NodeId id : plain.graph.inputs()) {
+    const Node& n = plain.graph.node(id);
+    if (models::is_weight(n.label) && n.shape.size() == 2)
+      shape.block_weights[n.label] = DType::Q4_0;
+  }
+  const models::Decoder dec = models::build_decoder(models::llama_config(size), shape);
+  testing::CudaRulesOnly rules;
+  Facts facts = dec.graph.dim_facts();
+  facts["s"] = {1, 1};
+  const BuiltSpace b =
+      build_search_space(dec.graph, rules, facts, {}, FoldOptions{.on = true, .limit = 64 << 20});
+  LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+  l.fill_input_dtypes();
+  PlanSpec spec;
+  spec.facts = facts;
+  spec.dim_names = {"c"};
+  uint64_t arena0 = 0, arena16 = 0;
+  const int at_once = critical_path(l, spec, 0, &arena0);
+  const int gapped = critical_path(l, spec, 16, &arena16);
+  std::printf(
+      "[reuse gap] longest chain %d kernels at once (arena %llu bytes), %d with gap 16 "
+      "(arena %llu bytes)\n",
+      at_once, static_cast<unsigned long long>(arena0), gapped,
+      static_cast<unsigned long long>(arena16));
+  EXPECT_LT(gapped * 10, at_once * 9) << "at least 10% shorter";
+  EXPECT_LT(arena16, arena0 + (uint64_t{1} << 20));
 }
 
 }  // namespace
