@@ -9,7 +9,9 @@
 // as the Iota stores it) and its iota_len the index count. It dominates the op it replaces (the
 // same writes, minus the index buffer). A Scatter whose dest the in-place rule could overwrite
 // (read contiguously, its element count) also gets cpu.ScatterIotaInPlace, which pruning keeps
-// only where dest has no other reader.
+// only where dest has no other reader; where it stays it dominates the ScatterIota (a decode
+// step's KV cache write would otherwise copy the whole cache, twice) and cpu.ScatterInPlace
+// (which reads the index buffer; scatter_inplace.cpp).
 //
 // Kernel: per dims the expression uses, the indexes are evaluated once and kept as runs of
 // consecutive elements (destination start, source start, length: concatenation and slices copy
@@ -73,14 +75,18 @@ Rule iota_index_rule(OpKind kind) {
         std::vector<ClassId> children = node.children;
         children.erase(children.begin() + static_cast<std::ptrdiff_t>(ix));
         a.views.erase(a.views.begin() + static_cast<std::ptrdiff_t>(ix));
-        if (std::optional<ENodeId> n =
-                add_merged(eg, gather ? &kGatherIota : &kScatterIota, a, children, m.root))
-          eg.dominate(*n, m.root_node);
+        const std::optional<ENodeId> copy =
+            add_merged(eg, gather ? &kGatherIota : &kScatterIota, a, children, m.root);
+        if (copy) eg.dominate(*copy, m.root_node);
         if (gather || !a.views[0].is_contiguous() || !(a.views[0].numel() == numel(a.shape)) ||
             eg.dtype(children[0]) != a.dtype)
           return;
-        if (std::optional<ENodeId> n = add_merged(eg, &kScatterIotaInPlace, a, children, m.root))
+        if (std::optional<ENodeId> n = add_merged(eg, &kScatterIotaInPlace, a, children, m.root)) {
           eg.dominate(*n, m.root_node);
+          // Pruning applies dominance after it removed the illegal in-place e-nodes: where the
+          // in-place form stays, the copy of dest is never the better choice.
+          if (copy && *copy != *n) eg.dominate(*n, *copy);
+        }
       }};
 }
 

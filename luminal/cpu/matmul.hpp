@@ -36,7 +36,9 @@ void set_blas_batch_mode(BlasBatchMode m);
 
 /// The strided dot-product kernel: any views, any dtype, numerics of the reference
 /// (products rounded to the dtype, float sums accumulated in double and rounded once, integers
-/// wrapped). cpu.BlasMatmul falls back to it where a layout is not a gemm.
+/// wrapped). cpu.BlasMatmul falls back to it where a layout is not a gemm. f32 outputs go in
+/// groups of 8 in AVX2 (matmul_f32x8.hpp) where both operands step by 0 or 1 along the group, or
+/// both are contiguous along k; the same bits.
 class GenericMatmul {
  public:
   explicit GenericMatmul(const LlirNode& n);
@@ -50,6 +52,8 @@ class GenericMatmul {
   StridedIndex out_a_, out_b_;      // per output element: offsets into a and b
   std::vector<int64_t> k_a_, k_b_;  // per k: offsets into a and b
   int64_t numel_ = 0;
+  bool simd_ = false;    // f32 on an x86 ISA: groups of 8 outputs in AVX2 (matmul_f32x8.hpp)
+  bool k_unit_ = false;  // both operands contiguous along k
 };
 
 }  // namespace luminal::cpu

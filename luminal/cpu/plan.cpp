@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -101,6 +104,48 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
   for (const LlirNode& node : g_.nodes)
     most_inputs = std::max(most_inputs, node.inputs.size());
   in_scratch_.resize(most_inputs);
+  const char* stats = std::getenv("LUMINAL_CPU_OPSTATS");
+  opstats_ = stats != nullptr && std::string(stats) == "1";
+  if (opstats_) node_sec_.assign(static_cast<size_t>(n), 0.0);
+}
+
+CpuPlan::~CpuPlan() {
+  if (!opstats_ || executes_ == 0) return;
+  std::map<std::string, std::pair<int, double>> by_op;
+  double total = 0;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const LlirNode& node = g_.nodes[i];
+    if (is_input(node)) continue;
+    auto& e = by_op[std::string(node.op->name)];
+    ++e.first;
+    e.second += node_sec_[i];
+    total += node_sec_[i];
+  }
+  std::fprintf(stderr, "cpu opstats: %zu nodes, %llu executes, %.3f ms an execute\n",
+               g_.nodes.size(), static_cast<unsigned long long>(executes_),
+               1e3 * total / static_cast<double>(executes_));
+  for (const auto& [op, e] : by_op)
+    std::fprintf(stderr, "  %-24s %5d %9.4f ms %5.1f%%\n", op.c_str(), e.first,
+                 1e3 * e.second / static_cast<double>(executes_),
+                 total > 0 ? 100 * e.second / total : 0.0);
+  // The nodes grouped by op and attributes (payload aside), slowest groups first.
+  std::map<std::string, std::pair<int, double>> by_kind;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const LlirNode& node = g_.nodes[i];
+    if (is_input(node)) continue;
+    std::string a = node.attrs.to_string();
+    a = a.substr(0, std::min(a.find(" %0="), size_t{100}));
+    auto& e = by_kind[std::string(node.op->name) + " " + a];
+    ++e.first;
+    e.second += node_sec_[i];
+  }
+  std::vector<std::pair<double, std::string>> kinds;
+  for (const auto& [k, e] : by_kind)
+    kinds.push_back({e.second, std::to_string(e.first) + "x " + k});
+  std::sort(kinds.rbegin(), kinds.rend());
+  for (size_t r = 0; r < std::min<size_t>(kinds.size(), 30); ++r)
+    std::fprintf(stderr, "  %8.4f ms  %s\n", 1e3 * kinds[r].first / static_cast<double>(executes_),
+                 kinds[r].second.c_str());
 }
 
 void CpuPlan::update_dims(const int64_t* dims) {
@@ -155,6 +200,17 @@ void CpuPlan::execute(int parity, const int64_t* dims) {
   if (!bd.bound) throw Error("cpu: execute before bind (parity " + std::to_string(parity) + ")");
   update_dims(dims);
   const int n = static_cast<int>(g_.nodes.size());
+  if (opstats_) {
+    ++executes_;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      run_node(i, bd);
+      const auto t1 = std::chrono::steady_clock::now();
+      node_sec_[static_cast<size_t>(i)] += std::chrono::duration<double>(t1 - t0).count();
+      t0 = t1;
+    }
+    return;
+  }
   for (int i = 0; i < n; ++i)
     run_node(i, bd);
 }

@@ -29,6 +29,9 @@ class CpuPlan final : public Plan {
   /// Makes a kernel per node and places the arena. Throws luminal::Error naming a node no CPU op
   /// implements, or a dim of the program that `spec` gives no slot or range.
   CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads);
+  /// With LUMINAL_CPU_OPSTATS=1, prints to stderr the time of every execute per op (wall time of
+  /// its kernels, counts per execute), as the process runs them (not each kernel alone).
+  ~CpuPlan() override;
 
   uint64_t arena_bytes() const override { return layout_.arena_bytes(); }
   void bind(int parity, const Bindings& b) override;
@@ -83,6 +86,10 @@ class CpuPlan final : public Plan {
   };
   std::array<Bound, 2> bound_;
   std::vector<const uint8_t*> in_scratch_;
+  // LUMINAL_CPU_OPSTATS: per node, the seconds spent in run_node over every execute.
+  bool opstats_ = false;
+  uint64_t executes_ = 0;
+  std::vector<double> node_sec_;
 };
 
 }  // namespace luminal::cpu

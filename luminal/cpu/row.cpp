@@ -47,8 +47,10 @@ std::vector<Rule> rules() {
 
 /// Elements evaluated together: several short rows, or a piece of a long one.
 constexpr int64_t kRowBlock = 1024;
-/// Elements below which a node runs on one thread.
-constexpr int64_t kRowParallelMin = 16384;
+/// Elements times instructions below which a node runs on one thread: a decode step's softmax
+/// over 9 heads of a few hundred positions (about 20 instructions an element) splits its rows,
+/// a norm of one row does not.
+constexpr int64_t kRowParallelWork = 16384;
 
 }  // namespace
 
@@ -259,7 +261,8 @@ void RowProgram::run(const KernelContext& k, const BlockSink& sink) {
   if (rows == 0 || row_len_ == 0) return;
   const int threads = k.threads > 0 ? k.threads : hardware_threads();
   const int64_t blocks = (rows + block_rows_ - 1) / block_rows_;
-  const int parts = numel_ < kRowParallelMin || threads <= 1
+  const int64_t work = numel_ * static_cast<int64_t>(ev_.insts().size());
+  const int parts = work < kRowParallelWork || threads <= 1
                         ? 1
                         : static_cast<int>(std::min<int64_t>(threads, blocks));
   parallel_for(parts, parts, [&](int64_t part) {

@@ -102,6 +102,29 @@ TEST(IotaIndex, InPlaceOnlyWhereDestHasNoOtherReader) {
   }
 }
 
+// Where the in-place form is legal it dominates the forms that copy dest (cpu.ScatterIota) or
+// read an index buffer (cpu.ScatterInPlace): a program preferring those still writes in place.
+// Where dest has another reader, the copy stays.
+TEST(IotaIndex, InPlaceDominatesTheCopyAndTheIndexBuffer) {
+  for (bool shared : {false, true}) {
+    Graph g;
+    Tensor x = g.tensor("x", {kS, 6});
+    Tensor d = x * 3.0;
+    prim::scatter(d, g.iota(Expr::z() * 2 + 1, 6), g.tensor("src", {6})).output("y");
+    if (shared) (d + 1.0).output("d1");
+    cpu::CpuBackend cpu(2);
+    BuiltSpace b = build_search_space(g, cpu, {});
+    LlirGraph p = opstest::choose(b, [](const EGraph& eg, ENodeId n) -> double {
+      const std::string_view op = eg.node(n).op->name;
+      return op == "cpu.ScatterIota" || op == "cpu.ScatterInPlace" ? 3 : 0;
+    });
+    EXPECT_EQ(opstest::count_op(p, "cpu.ScatterIotaInPlace"), shared ? 0 : 1) << p.to_text();
+    EXPECT_EQ(opstest::count_op(p, "cpu.ScatterIota"), shared ? 1 : 0) << p.to_text();
+    EXPECT_EQ(opstest::count_op(p, "cpu.ScatterInPlace"), 0) << p.to_text();
+    opstest::check_program(g, p, lengths({2, 4}), kExact, shared ? "shared" : "in place");
+  }
+}
+
 TEST(IotaIndex, GatherOutOfRangeIsAnError) {
   Graph g;
   Tensor x = g.tensor("x", {kS});

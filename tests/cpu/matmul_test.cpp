@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "luminal/compiler/lower.hpp"
 #include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/quant/isa.hpp"
 #include "luminal/ir/prim.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
 #include "ops_test_util.hpp"
@@ -285,6 +288,80 @@ TEST(MatmulNumerics, LargeBatchedF32BothKernels) {
     EXPECT_EQ(opstest::count_op(p, op), 2);
     opstest::check_program(g, p, {{{"s", 70}}, {{"s", 5}}}, blas_tol(DType::F32, 96), op, 4, 9, -1,
                            1);
+  }
+}
+
+// ---------------------------------------------------------------- f32 groups of 8 (AVX2)
+
+/// f32 values +-2^30 and +-2^-30: products are +-2^60 (which cancel), +-1 and +-2^-60, and a
+/// sum keeps a product of 1 only where it comes while the big ones have cancelled, so the result
+/// depends on the order of the additions.
+HostBuffer wide_f32(int64_t n, uint64_t seed) {
+  HostBuffer b{DType::F32, std::vector<uint8_t>(static_cast<size_t>(n) * 4)};
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = rng();
+    const float v = std::ldexp((r & 1) ? -1.0f : 1.0f, (r & 2) ? 30 : -30);
+    std::memcpy(b.bytes.data() + 4 * i, &v, 4);
+  }
+  return b;
+}
+
+// Decode attention's layouts, where cpu.Matmul runs f32 outputs 8 at a time: scores (both
+// operands contiguous along k, outputs stepping by a cache row), values (the probability
+// broadcast over the outputs, the cache row contiguous along them), and both operands
+// consecutive along the outputs (a rotation). Every k-order of the double sums is the
+// reference's, bit for bit, with or without the AVX2 groups (k and the outputs not multiples of
+// 8 included).
+TEST(MatmulNumerics, F32GroupsOfEightMatchTheReferenceBitForBit) {
+  struct F32Case {
+    std::string name;
+    std::function<Tensor(Graph&)> build;
+  };
+  const std::vector<F32Case> f32_cases = {
+      {"scores q k^T",
+       [](Graph& g) {
+         Tensor q = g.tensor("q", {3, 2, 67});
+         Tensor k = g.tensor("k", {3, kS, 67});
+         return q.matmul(k.transpose(1, 2));
+       }},
+      {"values p v",
+       [](Graph& g) {
+         Tensor p = g.tensor("p", {3, 2, kS});
+         Tensor v = g.tensor("v", {3, kS, 42});
+         return p.matmul(v);
+       }},
+      {"rotation (operands consecutive along the outputs)",
+       [](Graph& g) {
+         Tensor a = g.tensor("a", {3, kS});
+         Tensor b = g.tensor("b", {3, kS});
+         Tensor av(g, a.id(), View::contiguous({3, kS}).permute({1, 0}), DType::F32);
+         Tensor bv(g, b.id(), View::contiguous({3, kS}).permute({1, 0}), DType::F32);
+         return prim::reduce(OpKind::SumReduce, prim::binary(OpKind::Mul, av, bv), 1);
+       }},
+  };
+  for (const F32Case& c : f32_cases) {
+    Graph g;
+    c.build(g).output("y");
+    LlirGraph p = program_with(g, "cpu.Matmul");
+    ASSERT_EQ(opstest::count_op(p, "cpu.Matmul"), 1) << c.name << "\n" << p.to_text();
+    for (cpu::quant::QuantIsa isa : cpu::quant::available_isas()) {
+      cpu::quant::ScopedQuantIsa scoped(isa);
+      cpu::CpuBackend cpu(2);
+      const std::vector<DynMap> dyns = {{{"s", 203}}, {{"s", 16}}, {{"s", 5}}};
+      auto exe = testing::load_plan(cpu, p, dyns);
+      for (const DynMap& dyn : dyns) {
+        testing::BufferMap in;
+        uint64_t seed = 7;
+        for (NodeId id : g.inputs())
+          in[g.node(id).label] = wide_f32(numel(g.node(id).shape).eval(dyn), seed++);
+        const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+        const testing::BufferMap got = testing::run_executable(exe, g, in, dyn);
+        opstest::expect_same(
+            got.at("y"), want.at("y"), kExact,
+            c.name + " s=" + std::to_string(dyn.at("s")) + " on " + cpu::quant::isa_name(isa));
+      }
+    }
   }
 }
 
