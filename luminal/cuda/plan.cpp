@@ -55,14 +55,14 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
   // Slots, aliases and the arena: every buffer at its largest size in the bucket.
   // With dataflow edges, arena ranges are reused only kReuseGap steps after their last reader,
   // so a reuse rarely ties a kernel to an unrelated recent one (LUMINAL_CUDA_REUSE_GAP).
-  const bool flow = dev_.executor == CudaOptions::Executor::Graph &&
-                    dev_.graph_edges == CudaOptions::GraphEdges::Dataflow;
-  layout_ =
-      PlanLayout(g_, spec,
-                 {.backend = "cuda",
-                  .alignment = kAlignment,
-                  .direct_outputs = true,
-                  .reuse_gap = flow ? env_int("LUMINAL_CUDA_REUSE_GAP", kReuseGap, 0, 4096) : 0});
+  dataflow_ = dev_.executor == CudaOptions::Executor::Graph &&
+              dev_.graph_edges == CudaOptions::GraphEdges::Dataflow;
+  layout_ = PlanLayout(
+      g_, spec,
+      {.backend = "cuda",
+       .alignment = kAlignment,
+       .direct_outputs = true,
+       .reuse_gap = dataflow_ ? env_int("LUMINAL_CUDA_REUSE_GAP", kReuseGap, 0, 4096) : 0});
   io_ = layout_.io();
 
   // Kernels: one KernelGen per compute node and per Output copy.
@@ -124,7 +124,7 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
 
   // Dims: a device array and pinned staging slots.
   dims_ = std::make_unique<DimsStaging>(*dev_.cu, dim_names_.size());
-  dataflow_ = graph_ && dev_.graph_edges == CudaOptions::GraphEdges::Dataflow;
+  dataflow_ = dataflow_ && graph_;  // a plan launched from the stream has no edges
   if (graph_) {
     const GraphSteps& steps = *this;
     graph_exec_ = std::make_unique<GraphExecutor>(dev_, steps, lt_.get(), this);
@@ -308,20 +308,11 @@ const std::vector<std::vector<size_t>>* CudaPlan::dependencies(int parity) const
 
 std::vector<std::vector<size_t>> CudaPlan::dataflow(int parity) const {
   const Bound& bd = bound_[parity];
-  auto range = [&](int node) {
-    const uint64_t p = bd.ptr[static_cast<size_t>(node)];
-    const uint64_t e = bd.extent[static_cast<size_t>(node)];
-    return DeviceRange{p, e > UINT64_MAX - p ? UINT64_MAX : p + e};
-  };
-  std::vector<StepAccess> access(steps_.size());
+  std::vector<StepAccess> access;
   for (size_t s = 0; s < steps_.size(); ++s) {
-    StepAccess& a = access[s];
+    StepAccess& a = access.emplace_back(node_access(g_, steps_[s].node, bd.ptr, bd.extent));
     a.library = steps_[s].library;
     a.runs = a.library || in_graph(parity, s);
-    a.node = steps_[s].node;
-    a.writes.push_back(range(a.node));
-    for (int in : g_.nodes[static_cast<size_t>(a.node)].inputs)
-      a.reads.push_back(range(in));
   }
   return step_dependencies(access);
 }

@@ -37,6 +37,20 @@ class Bits {
 
 }  // namespace
 
+StepAccess node_access(const LlirGraph& g, int node, const std::vector<unsigned long long>& ptr,
+                       const std::vector<uint64_t>& extent) {
+  auto range = [&](int i) {
+    const uint64_t p = ptr[static_cast<size_t>(i)], e = extent[static_cast<size_t>(i)];
+    return DeviceRange{p, e > UINT64_MAX - p ? UINT64_MAX : p + e};
+  };
+  StepAccess a;
+  a.node = node;
+  a.writes.push_back(range(node));
+  for (int in : g.nodes[static_cast<size_t>(node)].inputs)
+    a.reads.push_back(range(in));
+  return a;
+}
+
 std::vector<std::vector<size_t>> step_dependencies(const std::vector<StepAccess>& steps) {
   const size_t n = steps.size();
   constexpr size_t kNone = ~size_t{0};

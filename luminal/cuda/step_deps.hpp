@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "luminal/program/llir.hpp"
+
 namespace luminal::cuda {
 
 /// Bytes [begin, end) of device memory (addresses).
@@ -29,6 +31,12 @@ struct StepAccess {
   int node = -1;         // the launches of one node run in order
   std::vector<DeviceRange> reads, writes;
 };
+
+/// What a step of node `node` of `g` touches: its value's bytes written and its inputs' read,
+/// each [ptr[i], ptr[i] + extent[i]) (clamped to the address space) with the addresses and extents
+/// PlanLayout gives a binding (addresses(), extents()).
+StepAccess node_access(const LlirGraph& g, int node, const std::vector<unsigned long long>& ptr,
+                       const std::vector<uint64_t>& extent);
 
 /// Per step, the earlier running steps it waits for (ascending, transitively reduced); empty for
 /// a step that waits for nothing or does not run.

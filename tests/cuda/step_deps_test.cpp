@@ -161,7 +161,7 @@ int critical_path(const LlirGraph& l, const PlanSpec& spec, int gap, uint64_t* a
     b.outputs.push_back(fake(uint64_t{1} << 20));
   b.arena = fake(layout.arena_bytes());
   *arena = layout.arena_bytes();
-  std::vector<uint64_t> ptr;
+  std::vector<unsigned long long> ptr;
   layout.addresses(b, ptr);
   const std::vector<uint64_t> ext = layout.extents(b);
   std::vector<StepAccess> steps;
@@ -170,13 +170,7 @@ int critical_path(const LlirGraph& l, const PlanSpec& spec, int gap, uint64_t* a
     // Inputs run nothing; an Output runs a copy unless its producer wrote it in place.
     if (is_input(n) || (is_output(n) && ptr[i] == ptr[static_cast<size_t>(n.inputs.at(0))]))
       continue;
-    StepAccess a;
-    a.node = static_cast<int>(i);
-    a.writes.push_back({ptr[i], ptr[i] + ext[i]});
-    for (int in : n.inputs)
-      a.reads.push_back({ptr[static_cast<size_t>(in)],
-                         ptr[static_cast<size_t>(in)] + ext[static_cast<size_t>(in)]});
-    steps.push_back(a);
+    steps.push_back(node_access(l, static_cast<int>(i), ptr, ext));
   }
   const Deps d = step_dependencies(steps);
   std::vector<int> depth(steps.size(), 1);
