@@ -293,13 +293,7 @@ HostBuffer random_blocks(DType t, int64_t values, uint64_t seed) {
   for (size_t o = 0; o < b.bytes.size(); o += static_cast<size_t>(block_bytes(t))) {
     uint8_t* p = b.bytes.data() + o;
     const uint16_t d = scale(), mn = scale();
-    if (t == DType::Q6_K) {
-      std::memcpy(p + 208, &d, 2);
-      continue;
-    }
-    std::memcpy(p, &d, 2);
-    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K)
-      std::memcpy(p + 2, &mn, 2);
+    testing::set_block_scales(t, p, d, mn);
   }
   return b;
 }

@@ -258,13 +258,7 @@ std::vector<uint8_t> random_blocks(DType t, int blocks, uint64_t seed) {
         k % 13 == 0 ? 0x1p-20f : std::ldexp(1.0f + (rng() % 97) / 97.0f, -3 - (int)(rng() % 10));
     const uint16_t d = f32_to_f16_bits((rng() & 1) ? -mag : mag);
     const uint16_t m = f32_to_f16_bits(-0.01f * static_cast<float>(1 + rng() % 50));
-    if (t == DType::Q6_K) {
-      std::memcpy(p + 208, &d, 2);
-      continue;
-    }
-    std::memcpy(p, &d, 2);
-    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K)
-      std::memcpy(p + 2, &m, 2);
+    testing::set_block_scales(t, p, d, m);
   }
   return b;
 }

@@ -58,13 +58,7 @@ HostBuffer random_blocks(DType t, int64_t values, uint64_t seed) {
     uint8_t* p = b.bytes.data() + o;
     const bool sub = rng() % 16 == 0;
     const uint16_t d = scale(sub), m = scale(false);
-    if (t == DType::Q6_K) {
-      std::memcpy(p + 208, &d, 2);
-      continue;
-    }
-    std::memcpy(p, &d, 2);
-    if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K)
-      std::memcpy(p + 2, &m, 2);
+    testing::set_block_scales(t, p, d, m);
   }
   return b;
 }

@@ -168,4 +168,16 @@ inline std::vector<double> min_terms(const HostBuffer& b) {
   return out;
 }
 
+/// Writes block `p`'s f16 scale `d` (Q6_K: at its end) and, for the types with a min (Q4_1, Q5_1,
+/// Q4_K, Q5_K), its f16 min `m` after it: how the tests draw blocks with chosen scales.
+inline void set_block_scales(DType t, uint8_t* p, uint16_t d, uint16_t m) {
+  if (t == DType::Q6_K) {
+    std::memcpy(p + 208, &d, 2);
+    return;
+  }
+  std::memcpy(p, &d, 2);
+  if (t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K)
+    std::memcpy(p + 2, &m, 2);
+}
+
 }  // namespace luminal::testing
