@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/cuda_bench.hpp"
+#include "bench/moe_bytes.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
@@ -58,56 +59,7 @@ const char* kGemma3_1b = R"({"architectures": ["Gemma3ForCausalLM"], "model_type
   "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 32768,
   "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
 
-bool is_expert_stack(const std::string& label) {
-  return label.ends_with("experts.gate_up_proj") || label.ends_with("experts.down_proj");
-}
-
-double storage(const LlirNode& n) {
-  return static_cast<double>(storage_bytes(n.attrs.dtype, n.attrs.shape).eval({}));
-}
-
-/// Weight bytes one decode step of `p` reads (see the header).
-double program_weight_bytes(const LlirGraph& p, const io::ModelConfig& cfg) {
-  const double share = cfg.num_experts > 0 ? static_cast<double>(cfg.num_experts_per_tok) /
-                                                 static_cast<double>(cfg.num_experts)
-                                           : 1.0;
-  double total = 0;
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const LlirNode& n = p.nodes[i];
-    if (n.op->name != "Input" || !n.attrs.persist) continue;
-    if (!models::is_weight(n.attrs.label) && !n.attrs.label.starts_with("#fold/")) continue;
-    bool expert_only = true, gather_only = true;
-    double gathered = 0;
-    for (const LlirNode& c : p.nodes)
-      for (size_t j = 0; j < c.inputs.size(); ++j) {
-        if (c.inputs[j] != static_cast<int>(i)) continue;
-        const std::string op(c.op->name);
-        expert_only &= (op == "cuda.ExpertGemv" || op == "cuda.ExpertRows") && j == 2;
-        gather_only &= (op == "Gather" || op == "cuda.QGather") && j == 1;
-        gathered += storage(c);
-      }
-    total += expert_only ? storage(n) * share : gather_only ? gathered : storage(n);
-  }
-  return total;
-}
-
-/// The floor: every weight, the stacked experts at k of E, the embedding one row.
-double floor_weight_bytes(const Graph& g, const io::ModelConfig& cfg) {
-  double total = 0;
-  for (NodeId id : g.inputs()) {
-    const Node& n = g.node(id);
-    if (!models::is_weight(n.label)) continue;
-    const double bytes = static_cast<double>(storage_bytes(n.dtype, n.shape).eval({}));
-    if (is_expert_stack(n.label))
-      total += bytes * static_cast<double>(cfg.num_experts_per_tok) /
-               static_cast<double>(cfg.num_experts);
-    else if (n.label == "model.embed_tokens.weight" && !cfg.tie_word_embeddings)
-      total += bytes / static_cast<double>(cfg.vocab_size);
-    else
-      total += bytes;
-  }
-  return total;
-}
+double storage(const LlirNode& n) { return bench::storage_of(n.attrs.dtype, n.attrs.shape); }
 
 int count_ops(const LlirGraph& g, std::string_view a, std::string_view b = {}) {
   int n = 0;
@@ -151,7 +103,10 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
       if (models::is_weight(d.graph.node(id).label))
         all_bytes += static_cast<double>(
             storage_bytes(d.graph.node(id).dtype, d.graph.node(id).shape).eval({}));
-    const double read = program_weight_bytes(prog, cfg), floor = floor_weight_bytes(d.graph, cfg);
+    const double read = bench::program_weight_bytes(
+        prog, cfg,
+        {.expert = "cuda.ExpertGemv", .expert_rows = "cuda.ExpertRows", .qgather = "cuda.QGather"});
+    const double floor = bench::floor_weight_bytes(d.graph, cfg);
     const char* env = std::getenv("LUMINAL_CUDA_EXPERT");
     std::printf(
         "%s, bf16: %.2f GB of weights, random on the GPU in %.1f s; compile %.1f s; "

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/moe_bytes.hpp"
 #include "bench/timing.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/io/hf_config.hpp"
@@ -38,55 +39,6 @@ const char* kWide = R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": 
   "num_experts": 32, "num_experts_per_tok": 4, "norm_topk_prob": true, "vocab_size": 4096,
   "max_position_embeddings": 1024, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
   "hidden_act": "silu", "tie_word_embeddings": false, "torch_dtype": "float32"})";
-
-bool is_expert_stack(const std::string& label) {
-  return label.ends_with("experts.gate_up_proj") || label.ends_with("experts.down_proj");
-}
-
-// Weight bytes one decode step of `p` reads (see the header).
-double program_bytes(const LlirGraph& p, const io::ModelConfig& cfg) {
-  const double share =
-      static_cast<double>(cfg.num_experts_per_tok) / static_cast<double>(cfg.num_experts);
-  double total = 0;
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const LlirNode& n = p.nodes[i];
-    if (n.op->name != "Input" || !n.attrs.persist) continue;
-    const std::string& label = n.attrs.label;
-    if (!models::is_weight(label) && !label.starts_with("#fold/")) continue;
-    const double bytes = static_cast<double>(storage_bytes(n.attrs.dtype, n.attrs.shape).eval({}));
-    bool expert_only = true, gather_only = true;
-    double gathered = 0;
-    for (const LlirNode& c : p.nodes)
-      for (size_t j = 0; j < c.inputs.size(); ++j) {
-        if (c.inputs[j] != static_cast<int>(i)) continue;
-        const std::string op(c.op->name);
-        expert_only &= op == "cpu.ExpertMatmul" && j == 2;
-        gather_only &= (op == "Gather" || op == "cpu.QGather") && j == 1;
-        gathered += static_cast<double>(storage_bytes(c.attrs.dtype, c.attrs.shape).eval({}));
-      }
-    total += expert_only ? bytes * share : gather_only ? gathered : bytes;
-  }
-  return total;
-}
-
-// The floor: every weight of the graph, the stacked experts at k of E, the embedding one row.
-double floor_bytes(const Graph& g, const io::ModelConfig& cfg) {
-  const double share =
-      static_cast<double>(cfg.num_experts_per_tok) / static_cast<double>(cfg.num_experts);
-  double total = 0;
-  for (NodeId id : g.inputs()) {
-    const Node& n = g.node(id);
-    if (!models::is_weight(n.label)) continue;
-    const double bytes = static_cast<double>(storage_bytes(n.dtype, n.shape).eval({}));
-    if (is_expert_stack(n.label))
-      total += bytes * share;
-    else if (n.label == "model.embed_tokens.weight" && !cfg.tie_word_embeddings)
-      total += bytes / static_cast<double>(cfg.vocab_size);
-    else
-      total += bytes;
-  }
-  return total;
-}
 
 void run(const std::string& name, const io::ModelConfig& cfg, const std::filesystem::path& dir,
          int threads, int steps, const std::string& forms) {
@@ -127,8 +79,9 @@ void run(const std::string& name, const io::ModelConfig& cfg, const std::filesys
     const LlirGraph& decode = lm.session().llir({{"s", 1}, {"c", 17}});
     const auto mix = decode.op_mix();
     const int experts = mix.count("cpu.ExpertMatmul") ? mix.at("cpu.ExpertMatmul") : 0;
-    const double bytes = program_bytes(decode, cfg);
-    const double floor = floor_bytes(lm.decoder().graph, cfg);
+    const double bytes = bench::program_weight_bytes(
+        decode, cfg, {.expert = "cpu.ExpertMatmul", .expert_rows = {}, .qgather = "cpu.QGather"});
+    const double floor = bench::floor_weight_bytes(lm.decoder().graph, cfg);
     std::printf(
         "| %s | %s | %.3f ms (%.0f tok/s) | %.2f MB | %.2f MB | %.2fx | %.3f ms | %d | %.1f s |\n",
         name.c_str(), form == models::MoeForm::Gathered ? "gathered" : "dense", tpot * 1e3,
