@@ -24,6 +24,7 @@
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-common.sh
 out=${1:?usage: scripts/gpu-check.sh OUT [--cache-in FILE.tgz] [--quick] [--sanitize] [--no-bench]}
 shift
 cache_in="" quick=0 sanitize=0 bench=1 suites=1 only=
@@ -44,19 +45,13 @@ build=${BUILD:-build-gpu}
 jobs=${JOBS:-$(nproc)}
 summary="$out/summary.txt"
 : >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
 start=$(date +%s)
 
 note "gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader \
   2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 
-# PCRE2 and ICU headers (the io library) from carried .debs when the machine lacks them.
-if ! pkg-config --exists icu-uc libpcre2-8 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
-  for f in .debs/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  note "installed PCRE2/ICU from .debs"
-fi
+install_debs
 
 # The kernel and program caches live under XDG_CACHE_HOME/luminal.
 export XDG_CACHE_HOME="$PWD/.gpu-cache"
@@ -93,17 +88,6 @@ fi
 
 failed=0
 want() { [ -z "$only" ] || [[ "$only" == *",$1,"* ]]; }  # want SUITE: selected by --only?
-suite() {  # suite NAME LOG TIMEOUT CMD...
-  local name=$1 log=$2 limit=$3
-  shift 3
-  local t0=$(date +%s)
-  timeout "$limit" "$@" >>"$log" 2>&1
-  local rc=$?
-  local counts
-  counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr -s ' ' | tr '\n' ' ')
-  note "$name: rc=$rc in $(($(date +%s) - t0)) s  $counts"
-  [ $rc -eq 0 ] || failed=1
-}
 
 if [ $suites -eq 1 ]; then
   seeds=32 programs=50

@@ -16,6 +16,7 @@
 #   order; about 2, 4, 4 and 3 minutes: two device calls)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-common.sh
 out=${1:?usage: scripts/gpu-expert-check.sh OUT [--tests-only | --bench-only]}
 shift
 tests=1 bench=1
@@ -34,18 +35,12 @@ limit=${LIMIT:-10}
 benches=${BENCHES:-expert qwen3moe qwen3moe-unfused gemma3}
 summary="$out/summary.txt"
 : >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
 start=$(date +%s)
 note "gpu-expert-check $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
   sed 's/^/gpu: /' | tee -a "$summary"
 
-# PCRE2 and ICU headers (the io library) from carried .debs when the machine lacks them.
-if ! pkg-config --exists icu-uc libpcre2-8 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
-  for f in .debs/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  note "installed PCRE2/ICU from .debs"
-fi
+install_debs
 
 targets=""
 [ $tests -eq 1 ] && targets="test_cuda_expert test_cuda_models test_cuda_fuzz"
@@ -62,17 +57,6 @@ if [ $rc -ne 0 ]; then
 fi
 
 failed=0
-suite() {  # suite NAME LOG TIMEOUT CMD...
-  local name=$1 log=$2 limit=$3
-  shift 3
-  local t0=$(date +%s)
-  timeout "$limit" "$@" >>"$log" 2>&1
-  local rc=$?
-  local counts
-  counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr -s ' ' | tr '\n' ' ')
-  note "$name: rc=$rc in $(($(date +%s) - t0)) s  $counts"
-  [ $rc -eq 0 ] || failed=1
-}
 
 export LUMINAL_CACHE=off  # every search runs
 if [ $tests -eq 1 ]; then

@@ -10,6 +10,7 @@
 #   LUMINAL_CUDA_QGEMV_SPLIT=0 or LUMINAL_CUDA_QGEMV_LANES=1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gpu-common.sh
 out=${1:?usage: scripts/gpu-quant-bench.sh OUT [MODE ...]}
 shift
 modes=${*:-smollm2-q4_1 lt-q4_0}
@@ -18,10 +19,7 @@ build=${BUILD:-build-gpu}
 jobs=${JOBS:-$(nproc)}
 forms=${FORMS:-f32 int8 both}
 profile=${PROFILE:-25}
-if ! pkg-config --exists icu-uc libpcre2-8 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
-  for f in .debs/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
+install_debs
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
     cmake --build "$build" -j "$jobs" --target bench_cuda

@@ -1,0 +1,26 @@
+# Sourced by the scripts/gpu-*.sh scripts on a GPU machine, from the repository root (not run
+# alone): the summary line, the PCRE2/ICU install from carried .debs, and one timed test suite.
+# note and suite append to $summary when it is set; suite sets failed=1 when a suite fails.
+
+note() { echo "$*" | tee -a "${summary:-/dev/null}"; }
+
+# PCRE2 and ICU headers (the io library) from carried .debs when the machine lacks them.
+install_debs() {
+  if ! pkg-config --exists icu-uc libpcre2-8 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
+    for f in .debs/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    note "installed PCRE2/ICU from .debs"
+  fi
+}
+
+suite() {  # suite NAME LOG TIMEOUT CMD...
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local t0=$(date +%s)
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  local counts
+  counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr -s ' ' | tr '\n' ' ')
+  note "$name: rc=$rc in $(($(date +%s) - t0)) s  $counts"
+  [ $rc -eq 0 ] || failed=1
+}
