@@ -1,4 +1,4 @@
-// --backend cpu|cuda for the commands that run a model (run, bench).
+// --backend cpu|cuda and --dtype for the commands that run a model (run, bench).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -60,6 +60,24 @@ std::unique_ptr<Backend> make_backend(const BackendChoice& choice) {
   else
     std::cerr << "luminal: backend cpu\n";
   return cpu;
+}
+
+void add_dtype_option(CLI::App* cmd, std::string& choice) {
+  cmd->add_option("--dtype", choice,
+                  "auto, f32, bf16 or f16: the dtype the model computes in (default auto: a "
+                  "bf16/f16 checkpoint in its own dtype on the GPU, else f32)");
+}
+
+DType model_dtype(const std::string& choice, const io::ModelConfig& config,
+                  const Backend& backend) {
+  if (choice.empty() || choice == "auto") {
+    const bool half = config.dtype == DType::BF16 || config.dtype == DType::F16;
+    return half && backend.name() == "cuda" ? *config.dtype : DType::F32;
+  }
+  if (choice == "f32") return DType::F32;
+  if (choice == "bf16") return DType::BF16;
+  if (choice == "f16") return DType::F16;
+  throw Error("--dtype: '" + choice + "' is not a dtype; give auto, f32, bf16 or f16");
 }
 
 }  // namespace luminal::cli

@@ -45,6 +45,7 @@ void add_bench(CLI::App& app) {
     int64_t top_k = 0;
     bool json = false;
     BackendChoice backend;
+    std::string dtype;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
@@ -57,6 +58,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-n,--gen-tokens", o->gen, "tokens to generate after it (default 128)")
       ->check(CLI::Range(1, 1 << 20));
   add_backend_options(cmd, o->backend);
+  add_dtype_option(cmd, o->dtype);
   cmd->add_option("--temperature", o->temperature,
                   "> 0: sample with the in-graph sampler at this temperature (default 0: greedy)")
       ->check(CLI::Range(0.0, 1e6));
@@ -76,6 +78,7 @@ void add_bench(CLI::App& app) {
     shape.slots = o->prompt + o->gen;
     shape.max_step = std::min(o->prompt, 512);
     shape.logits = models::Logits::Last;  // generation reads only the last position's
+    shape.dtype = model_dtype(o->dtype, cfg, *backend);
     models::SamplingConfig sampling;
     sampling.temperature = o->temperature;
     sampling.top_k = o->top_k;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "luminal/compiler/options.hpp"
+#include "luminal/io/hf_config.hpp"
 #include "luminal/program/backend.hpp"
 
 namespace luminal::models {
@@ -39,6 +40,13 @@ void add_backend_options(CLI::App* cmd, BackendChoice& choice);
 /// Throws luminal::Error for an unknown name or --backend cuda without a usable GPU (the reason).
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice);
 
+/// --dtype auto|f32|bf16|f16 for run and bench: the dtype the model computes in.
+void add_dtype_option(CLI::App* cmd, std::string& choice);
+/// The dtype for `choice`. auto: a 16-bit checkpoint (config dtype bf16/f16, or a GGUF whose
+/// matrices are all BF16 or F16) runs in that dtype on the GPU, where its weights stay 16-bit and
+/// half the bytes are read; everything else, and every model on the CPU, runs in f32. Throws
+/// luminal::Error naming the flag for anything else.
+DType model_dtype(const std::string& choice, const io::ModelConfig& config, const Backend& backend);
 /// Checks that `dir` is an existing folder (errors name it and say what is expected there).
 void require_model_folder(const std::filesystem::path& dir);
 /// The model a command runs: `given`, or the default model (models::default_model_path()) when

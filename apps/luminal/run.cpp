@@ -121,6 +121,7 @@ void add_run(CLI::App& app) {
     uint64_t seed = 0;
     std::vector<std::string> stop;
     BackendChoice backend;
+    std::string dtype;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
@@ -138,6 +139,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("--max-tokens", o->max_tokens, "tokens to generate (default 64)")
       ->check(CLI::Range(1, 1 << 20));
   add_backend_options(cmd, o->backend);
+  add_dtype_option(cmd, o->dtype);
   cmd->add_option("--context", o->slots, "longest context, the KV cache size (default 2048)")
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--max-step", o->max_step, "longest prefill chunk (default 128)")
@@ -251,6 +253,7 @@ void add_run(CLI::App& app) {
     shape.slots = o->slots;
     shape.max_step = std::min(o->max_step, o->slots);
     shape.logits = models::Logits::Last;  // generation reads only the last position's
+    shape.dtype = model_dtype(o->dtype, cfg, *backend);
     LoadBar bar;
     // Greedy: only the argmax is compiled; sampling: only the filters the settings use.
     models::CausalLM lm =

@@ -30,6 +30,8 @@ struct SearchReport {
   int candidates = 0;  // profiled or rejected
   int rejected = 0;
   std::string first_rejection;  // message of the first rejection
+  int over_fold_limit = 0;      // timed candidates whose folds passed fold_limit
+  int64_t fold_growth = 0;      // bytes the winner's folds add when none fitted fold_limit
   double best_seconds = 0;
   double first_seconds = 0;  // time of the first valid candidate
   std::map<std::string, int> best_op_mix;
@@ -76,8 +78,10 @@ struct ProfileData {
 /// Runs the search for the bucket `spec`, timing each candidate at `dims` (slot order of
 /// spec.dim_names; the bucket's representative values) on `data`. `trace` (may be null) receives
 /// each new best candidate's LLIR. `folds` (add_fold_leaves of the space's e-graph; may be null)
-/// lets candidates read folded values: they are timed on scratch buffers, and a candidate whose
-/// folds would grow memory past fold_limit, or past max_memory, is rejected.
+/// lets candidates read folded values: they are timed on scratch buffers. A candidate whose folds
+/// would grow memory past max_memory is rejected; one past fold_limit is chosen only when no
+/// candidate fits it (then the one that passes it by the fewest bytes, the fastest of those;
+/// SearchReport::fold_growth says by how much).
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
                     const PlanSpec& spec, const std::vector<int64_t>& dims, const ProfileData& data,
                     SearchReport report,

@@ -156,6 +156,27 @@ std::string gguf_to_hf_name(std::string_view g) {
   return "model.layers." + std::string(layer) + "." + it->second + std::string(suffix);
 }
 
+namespace {
+
+// The dtype the model computes in: a file whose matrices (tensors of two or more dims) are all
+// BF16, or all F16, runs in that type as transformers runs a 16-bit checkpoint (its 1-D norms
+// are converted when bound); anything else (block-quantized or f32 matrices, or a mix) in f32.
+// Gemma runs an F16 file in f32: its activations overflow f16's range (transformers warns the
+// same), and bf16 would round the stored weights.
+DType stored_float_dtype(const GgufFile& f, const std::string& arch) {
+  std::optional<GgmlType> all;
+  for (const GgufTensor& t : f.tensors()) {
+    if (t.shape.size() < 2) continue;
+    if (all && *all != t.type) return DType::F32;
+    all = t.type;
+  }
+  if (all == GgmlType::BF16) return DType::BF16;
+  if (all == GgmlType::F16 && arch != "gemma3") return DType::F16;
+  return DType::F32;
+}
+
+}  // namespace
+
 ModelConfig gguf_model_config(const GgufFile& f) {
   const std::string arch = f.get_string("general.architecture");
   if (std::find(supported_archs().begin(), supported_archs().end(), arch) ==
@@ -240,7 +261,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   c.rms_norm_eps = float_value(f, a + "attention.layer_norm_rms_epsilon");
   c.rope_theta = find_float_value(f, a + "rope.freq_base").value_or(10000.0);
   c.hidden_act = "silu";
-  c.dtype = DType::F32;  // the weights as loaded
+  c.dtype = DType::F32;  // set from the tensors' types below (stored_float_dtype)
   c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "full_attention");
 
   // The tensors decide the vocabulary, the biases and tied embeddings.
@@ -274,6 +295,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
                   "' are both given (not supported)");
     fit_llama3_rope(f, c, dequantize(t));
   }
+  c.dtype = stored_float_dtype(f, arch);
   return c;
 }
 
@@ -409,7 +431,8 @@ Weights gguf_block_weights(std::shared_ptr<const GgufFile> file, const ModelConf
   auto as_stored = [&](const Item& it) {
     if (it.e->offset != 0) return false;
     const std::optional<DType> d = dtype_of(it.t->type);
-    return it.t->type == GgmlType::F32 || (d && is_block(*d) && keep(*d));
+    return it.t->type == GgmlType::F32 || it.t->type == GgmlType::F16 ||
+           it.t->type == GgmlType::BF16 || (d && is_block(*d) && keep(*d));
   };
   uint64_t resident = 0, widened = 0;  // stored bytes kept; f32 bytes of the widened tensors
   for (const Item& it : items) {

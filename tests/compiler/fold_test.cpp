@@ -191,6 +191,58 @@ TEST(FoldSession, BucketsShareOneFold) {
   EXPECT_EQ(s.stats().fold_runs, 1u);
 }
 
+// No kernel of the s > 1 bucket reads the folded value (as no prefill GEMM reads the layout a
+// decode GEMV's weights were repacked into): every candidate of that bucket reads the weight.
+class NoFoldAboveOneRow : public CountingBackend {
+ public:
+  std::string name() const override { return "fold-counting-no-fold-above-one-row"; }
+  std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
+    auto p = CountingBackend::load(g, spec);
+    bool fold = false;
+    for (const LlirNode& n : g.nodes)
+      fold |= is_op(n.op, OpKind::Input) && is_fold_label(n.attrs.label);
+    reads_fold[p.get()] = fold;
+    return p;
+  }
+  double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout) override {
+    if (dims[0] > 1 && reads_fold.at(&plan)) throw Error("no kernel reads the fold for s > 1");
+    return CountingBackend::time(plan, parity, dims, trials, timeout);
+  }
+  std::map<const Plan*, bool> reads_fold;
+};
+
+TEST(FoldSession, ALaterBucketThatCannotReadTheFoldKeepsTheWeightBesideIt) {
+  // The s = 1 bucket folds w; the s > 1 bucket can only read w itself, so w stays resident
+  // beside its fold: past fold_limit (0), but the alternative is no program at all (every
+  // candidate of that bucket used to be rejected, and compile() threw).
+  setenv("LUMINAL_CACHE", "off", 1);  // searched, whatever the environment
+  Model m;
+  NoFoldAboveOneRow be;
+  Session s(m.g, be, search_opts().dim_buckets("s", {DimBucket(1, 1), DimBucket(2, 8)}));
+  const auto w = random_values(256 * 64, 1);
+  s.set("w", w);
+  s.set("x", random_values(8 * 64, 2));
+  s.compile();
+  ASSERT_NE(s.llir({{"s", 1}}).to_text().find("#fold/"), std::string::npos);
+  EXPECT_EQ(s.llir({{"s", 5}}).to_text().find("#fold/"), std::string::npos);
+  ASSERT_EQ(s.reports().size(), 2u);
+  EXPECT_EQ(s.reports()[0].fold_growth, 0);
+  EXPECT_EQ(s.reports()[1].fold_growth, 256 * 64 * 4) << s.reports()[1].to_string();
+  EXPECT_NE(s.reports()[1].to_string().find("fold_limit"), std::string::npos);
+  for (int64_t rows : {1, 5}) {
+    const auto x = random_values(static_cast<size_t>(rows) * 64, 3 + rows);
+    s.set("x", x);
+    s.execute({{"s", rows}});
+    const auto want = reference(m, x, w, rows);
+    const auto got = s.get<float>("y");
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << rows << " " << i;
+  }
+  EXPECT_EQ(s.stats().fold_runs, 1u);
+  EXPECT_EQ(s.stats().bytes_released, 0u);  // the s > 1 program reads w
+}
+
 TEST(FoldSession, OffKeepsTheWeight) {
   Model m;
   CountingBackend be;
