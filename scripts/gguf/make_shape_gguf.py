@@ -7,6 +7,8 @@ llama-bench and `luminal bench` on the same file). The vocabulary is SmolLM2's b
     make_shape_gguf.py --dump-vocab SMOL.gguf VOCAB.json    (the small vocabulary file to carry)
 
     SHAPE    llama8b      Llama-3-8B (32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256)
+             llama-tiny   a 4-layer Llama (hidden 512, 8/4 heads, FFN 1536, vocab 8192): small
+                          enough to carry to a GPU machine (about 12 MB at Q4_0) for quick checks
              smollm2      SmolLM2-135M (30 layers, hidden 576, 9/3 heads, FFN 1536, vocab 49152,
                           tied embeddings)
              qwen3moe12   Qwen3-30B-A3B cut to 12 layers (hidden 2048, 32/4 heads of 128, 128
@@ -31,6 +33,8 @@ import gguf
 SHAPES = {
     "llama8b": dict(arch="llama", V=128256, H=4096, I=14336, L=32, NH=32, NKV=8, HD=128,
                     theta=500000.0, eps=1e-5, tied=False),
+    "llama-tiny": dict(arch="llama", V=8192, H=512, I=1536, L=4, NH=8, NKV=4, HD=64,
+                       theta=100000.0, eps=1e-5, tied=False),
     "smollm2": dict(arch="llama", V=49152, H=576, I=1536, L=30, NH=9, NKV=3, HD=64,
                     theta=100000.0, eps=1e-5, tied=True),
     "qwen3moe12": dict(arch="qwen3moe", V=151936, H=2048, I=6144, L=12, NH=32, NKV=4, HD=128,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "luminal/core/dtype.hpp"
@@ -151,6 +152,26 @@ TEST(GgufModel, Llama3F16IsTheModelRoundedToF16) {
     }
     EXPECT_EQ(bad, 0u) << name;
   });
+}
+
+TEST(GgufModel, A16BitFileComputesInItsDtypeWithItsMatricesAsStored) {
+  auto file = std::make_shared<const GgufFile>(GgufFile::open(models_dir() / "llama3-f16.gguf"));
+  const ModelConfig c = gguf_model_config(*file);
+  EXPECT_EQ(c.dtype, luminal::DType::F16);  // every matrix is F16 (the norms are F32)
+  const Weights w = gguf_block_weights(file, c, [](luminal::DType) { return true; }, 0, {});
+  size_t matrices = 0;
+  for (const std::string& name : w.names()) {
+    const TensorView& t = w.get(name);
+    const bool vector = t.shape.size() < 2;
+    EXPECT_EQ(t.dtype, vector ? luminal::DType::F32 : luminal::DType::F16) << name;
+    matrices += !vector;
+  }
+  EXPECT_GT(matrices, 0u);
+  // f32 matrices, or block-quantized ones, compute in f32.
+  EXPECT_EQ(gguf_model_config(GgufFile::open(models_dir() / "llama3-f32.gguf")).dtype,
+            luminal::DType::F32);
+  EXPECT_EQ(gguf_model_config(GgufFile::open(models_dir() / "qwen2-q8_0.gguf")).dtype,
+            luminal::DType::F32);
 }
 
 TEST(GgufModel, Qwen2Q8IsTheModelWithinQ8Error) {
