@@ -57,6 +57,20 @@ std::string cut_str(const Cut& c) {
          (c.end ? std::to_string(*c.end) : "-") + ", " + std::to_string(c.step) + ")";
 }
 
+FuzzInput input_of(const std::string& label, Shape shape) {
+  FuzzInput in;
+  in.label = label;
+  in.shape = std::move(shape);
+  return in;
+}
+
+FuzzOutput output_of(const std::string& label, double err) {
+  FuzzOutput out;
+  out.label = label;
+  out.err = err;
+  return out;
+}
+
 CheckOptions on_cpu() {
   static cpu::CpuBackend cpu(1), cpu2(2);
   CheckOptions o;
@@ -93,7 +107,7 @@ Built build_case(uint64_t seed) {
     shape.emplace_back(d);
   }
   Tensor x = g.tensor("x", dims);
-  b.fg.inputs.push_back(FuzzInput{"x", DType::F32, shape});
+  b.fg.inputs.push_back(input_of("x", shape));
   std::string recipe = "x " + shape_to_string(shape);
   const int source = static_cast<int>(pick(0, 3));
   if (source == 1) {
@@ -124,25 +138,25 @@ Built build_case(uint64_t seed) {
   }
   b.view = v.output("v");
   b.gather = gth.output("g");
-  b.fg.outputs.push_back(FuzzOutput{"v"});
-  b.fg.outputs.push_back(FuzzOutput{"g"});
+  b.fg.outputs.push_back(output_of("v", 0));
+  b.fg.outputs.push_back(output_of("g", 0));
   // Elementwise (fusable), a row reduction and, for rank >= 2, a matmul reading the view.
   (v * 2.0f + 1.0f).exp().output("e");
-  b.fg.outputs.push_back(FuzzOutput{"e", DType::F32, 4});
+  b.fg.outputs.push_back(output_of("e", 4));
   v.sum(-1).output("s");
-  b.fg.outputs.push_back(FuzzOutput{"s", DType::F32, 64});
+  b.fg.outputs.push_back(output_of("s", 64));
   if (v.rank() >= 2) {
     const int64_t kdim = v.dim(-1).as_const();
     Tensor w = g.tensor("w", {kdim, 3});
-    b.fg.inputs.push_back(FuzzInput{"w", DType::F32, {Expr(kdim), Expr(3)}});
-    Tensor lhs = v.rank() == 2 ? v : v.merge_dims(0);
+    b.fg.inputs.push_back(input_of("w", {Expr(kdim), Expr(3)}));
+    Tensor lhs = v.rank() == 2 ? v : v.flatten(0, -2);
     lhs.matmul(w).output("m");
-    b.fg.outputs.push_back(FuzzOutput{"m", DType::F32, 64});
+    b.fg.outputs.push_back(output_of("m", 64));
     // ... and the view as the weight side (transposed), a BLAS operand at an offset.
     Tensor a = g.tensor("a", {2, v.dim(-1)});
-    b.fg.inputs.push_back(FuzzInput{"a", DType::F32, {Expr(2), Expr(kdim)}});
+    b.fg.inputs.push_back(input_of("a", {Expr(2), Expr(kdim)}));
     a.matmul(lhs.transpose(0, 1)).output("t");
-    b.fg.outputs.push_back(FuzzOutput{"t", DType::F32, 64});
+    b.fg.outputs.push_back(output_of("t", 64));
   }
   b.fg.recipe = recipe;
   for (const Node& n : g.nodes())
@@ -187,14 +201,14 @@ TEST(SliceView, DynamicStart) {
   Graph& g = fg.graph;
   g.declare_dim("s", 2, 9);
   Tensor x = g.tensor("x", {"s", 6});
-  fg.inputs.push_back(FuzzInput{"x", DType::F32, {Expr::var("s"), Expr(6)}});
+  fg.inputs.push_back(input_of("x", {Expr::var("s"), Expr(6)}));
   Tensor t = x.slice(0, -2).slice(1, 1, std::nullopt, 2);
   EXPECT_TRUE(t.view().has_base());
   EXPECT_EQ(t.id(), x.id());  // a view: no node
   (t * 3.0f).output("y");
-  fg.outputs.push_back(FuzzOutput{"y"});
+  fg.outputs.push_back(output_of("y", 0));
   t.sum(0).output("c");
-  fg.outputs.push_back(FuzzOutput{"c", DType::F32, 8});
+  fg.outputs.push_back(output_of("c", 8));
   fg.dyn_points = {{{"s", 2}}, {{"s", 5}}, {{"s", 9}}};
   testing::check_graph(fg, on_cpu());
 
