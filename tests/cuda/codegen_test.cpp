@@ -84,10 +84,10 @@ TEST(CudaCodegen, ViewOffsetsStartAtTheBase) {
   cuda::Codegen cg(node, ctx);
   std::string body;
   cg.view_offset(v, "i", "o", body);
-  EXPECT_NE(body.find("o = d0;"), std::string::npos) << body;
+  EXPECT_NE(body.find("o = ((int)(d0));"), std::string::npos) << body;
   std::string skipped;
   cg.view_offset(v, "i", "r", skipped, 1);
-  EXPECT_NE(skipped.find("r = d0;"), std::string::npos) << skipped;
+  EXPECT_NE(skipped.find("r = ((int)(d0));"), std::string::npos) << skipped;
   std::string plain;
   cg.view_offset(View::contiguous({4, Expr::var("s")}), "i", "p", plain);
   EXPECT_EQ(plain.find("d0"), std::string::npos) << plain;
