@@ -61,6 +61,7 @@ std::optional<RowGather> row_gather(const EGraph& eg, ClassId index, const Shape
           if (!(ia.iota_expr == Expr::z() % Expr(R)) || !(ia.iota_len == numel(shape))) continue;
           // The id must be one per gathered row: trailing axes spanning R read stride 0.
           const View& vi = ma.views[static_cast<size_t>(1 - cs)];
+          if (vi.has_base()) continue;  // ids read at an element offset: not matched
           int64_t span = 1;
           int t = vi.rank();
           while (t > 0 && span < R && vi.dims[static_cast<size_t>(t - 1)].is_const()) {
@@ -91,6 +92,7 @@ std::optional<RowGather> row_gather(const EGraph& eg, ClassId index, const Shape
 // its own input): where every axis of `outer` walks one axis of the value (its stride that
 // axis's contiguous stride, the same size) or none (stride 0), the composed stride is inner's.
 std::optional<View> compose(const View& outer, const Shape& shape, const View& inner) {
+  if (outer.has_base() || inner.has_base()) return std::nullopt;  // element offsets: not matched
   const View c = View::contiguous(shape);
   View v = outer;
   for (int i = 0; i < outer.rank(); ++i) {
@@ -166,6 +168,7 @@ std::optional<ExpertMatmulParts> expert_matmul_parts(const EGraph& eg, const Mat
       continue;
     // The Mul's axes.
     const View& va = mp->attrs.views[static_cast<size_t>(1 - wside)];
+    if (va.has_base() || vb.has_base()) continue;  // element offsets: not matched
     const int k = mp->attrs.axis;
     if (!vb.dims[static_cast<size_t>(k)].is_const()) continue;
     const int64_t D = vb.dims[static_cast<size_t>(k)].as_const();

@@ -26,7 +26,7 @@ bool is_static(const Shape& s) {
 bool is_static(const Attrs& a) {
   if (!is_static(a.shape)) return false;
   for (const View& v : a.views)
-    if (!is_static(v.dims) || !is_static(v.strides)) return false;
+    if (!is_static(v.dims) || !is_static(v.strides) || !is_static(v.base)) return false;
   return is_static(a.iota_expr) && is_static(a.iota_len);
 }
 

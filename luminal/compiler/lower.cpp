@@ -26,7 +26,9 @@ struct Simplifier {
       out.push_back((*this)(e));
     return out;
   }
-  View operator()(const View& v) const { return View{(*this)(v.dims), (*this)(v.strides)}; }
+  View operator()(const View& v) const {
+    return View{(*this)(v.dims), (*this)(v.strides), (*this)(v.base)};
+  }
 };
 
 }  // namespace

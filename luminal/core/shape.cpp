@@ -101,6 +101,7 @@ View View::contiguous(Shape dims) {
 }
 
 bool View::is_contiguous() const {
+  if (has_base()) return false;
   Expr step = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     if (dims[i] != Expr(1) && strides[i] != step * Expr::z()) return false;
@@ -111,7 +112,7 @@ bool View::is_contiguous() const {
 
 Expr View::offset(const std::vector<Expr>& index) const {
   LUMINAL_ASSERT(index.size() == dims.size(), "View::offset: index rank mismatch");
-  Expr off = 0;
+  Expr off = base;
   for (size_t i = 0; i < dims.size(); ++i)
     off = off + at(strides[i], index[i]);
   return off;
@@ -129,6 +130,7 @@ View View::permute(const std::vector<int>& order) const {
   if (static_cast<int>(order.size()) != rank()) throw bad_order();
   std::vector<bool> seen(order.size(), false);
   View v;
+  v.base = base;
   for (int a : order) {
     int n = a < 0 ? a + rank() : a;
     if (n < 0 || n >= rank() || seen[n]) throw bad_order();
@@ -255,6 +257,19 @@ View View::stride_by(int axis, Expr step) const {
   return v;
 }
 
+std::optional<View> View::slice(int axis, Expr start, Expr len, int64_t step) const {
+  int a = normalize_axis(axis, rank(), "slice");
+  const Expr& s = strides[a];
+  View v = *this;
+  v.dims[a] = std::move(len);
+  if (s == Expr(0)) return v;
+  auto c = linear_coefficient(s);
+  if (!c || c->has_var("z")) return std::nullopt;
+  v.base = base + *c * start;
+  v.strides[a] = *c * Expr(step) * Expr::z();
+  return v;
+}
+
 std::optional<View> View::reshape(const Shape& new_dims) const {
   if (is_contiguous()) return View::contiguous(new_dims);
   // Drop size-1 axes: they carry no data.
@@ -312,6 +327,7 @@ std::optional<View> View::reshape(const Shape& new_dims) const {
   }
   // Re-insert the size-1 axes of the new shape.
   View v;
+  v.base = base;
   size_t k = 0;
   for (const Expr& d : new_dims) {
     if (d == Expr(1)) {
@@ -329,6 +345,7 @@ std::optional<View> View::reshape(const Shape& new_dims) const {
 std::string View::to_string() const {
   std::ostringstream os;
   os << "dims [" << join(dims) << "] strides [" << join(strides) << "]";
+  if (has_base()) os << " base " << base.to_string();
   return os.str();
 }
 

@@ -11,9 +11,14 @@
 //   repeat d -> d*n:        stride s(z % d)
 //   merge a,b:              stride s_a(z / d_b) + s_b(z % d_b)
 //
-// So permute, expand, repeat, merge, split, unsqueeze and squeeze move no data. Every stride of a
-// view satisfies s(0) = 0; offsets (slicing with a start), padding and unfold are ops (Iota +
-// Gather), see ir/.
+// A view also has an element offset `base` (default 0): the element of index (0, 0, ...), so
+//   offset(i0, i1, ...) = base + sum_k strides[k](z = i_k).
+// A slice at a start on an axis of linear stride c*z is a view: base += c*start (slice()).
+//
+// So permute, expand, repeat, merge, split, unsqueeze, squeeze and such slices move no data. Every
+// stride of a view satisfies s(0) = 0; padding, unfold and slices of non-linear strides are ops
+// (Iota + Gather), see ir/. A consumer that reads a view either honours `base` or refuses a view
+// with has_base() (specialised matchers: GEMM, GEMV, quantized matmuls).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,15 +57,20 @@ std::vector<int64_t> eval_shape(const Shape& s, const DynMap& dyn);
 struct View {
   Shape dims;
   std::vector<Expr> strides;
+  /// Element offset of index (0, 0, ...) (0 unless sliced at a start).
+  Expr base = 0;
 
   /// Row-major contiguous strides for `dims`.
   static View contiguous(Shape dims);
 
   int rank() const { return static_cast<int>(dims.size()); }
   Expr numel() const { return luminal::numel(dims); }
-  /// True when the strides equal the row-major contiguous strides of dims (size-1 axes ignored).
+  /// True when base is 0 and the strides equal the row-major contiguous strides of dims (size-1
+  /// axes ignored).
   bool is_contiguous() const;
-  /// Element offset of a logical index.
+  /// True when base is not (structurally) 0.
+  bool has_base() const { return base != Expr(0); }
+  /// Element offset of a logical index (base included).
   Expr offset(const std::vector<Expr>& index) const;
 
   View permute(const std::vector<int>& order) const;
@@ -82,6 +92,9 @@ struct View {
   View shrink(int axis, Expr len) const;
   /// Every `step`-th element of an axis starting at 0: dim ceil(d/step), stride s(z*step).
   View stride_by(int axis, Expr step) const;
+  /// Elements start, start+step, ... (len of them) of an axis: base += s(start), stride
+  /// s(z*step). Nothing unless the axis' stride is c*z (c free of z) or 0, where that is exact.
+  std::optional<View> slice(int axis, Expr start, Expr len, int64_t step = 1) const;
   /// A view of the same elements with new dims; nothing when that needs a copy.
   std::optional<View> reshape(const Shape& new_dims) const;
 

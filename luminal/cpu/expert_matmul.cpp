@@ -121,6 +121,8 @@ class ExpertMatmulKernel final : public Kernel {
       throw Error("cpu.ExpertMatmul: activations and output must be f32");
     if (!is_integer(ids_t_)) throw Error("cpu.ExpertMatmul: expert ids must be integers");
     const View& wv = n.attrs.views.at(2);
+    if (wv.has_base())
+      throw Error("cpu.ExpertMatmul: weights read at an element offset are not supported");
     E_ = wv.dims.at(0).as_const();
     N_ = wv.dims.at(1).as_const();
     D_ = wv.dims.at(2).as_const();

@@ -87,6 +87,7 @@ OperandStrides operand_strides(const View& v) {
 // The axes of `v` a packed copy holds (stride not 0), as a view of the operand's buffer.
 View packed_source(const View& v) {
   View out;
+  out.base = v.base;
   for (int i = 0; i < v.rank(); ++i) {
     if (v.strides[i] == Expr(0)) continue;
     out.dims.push_back(v.dims[i]);
@@ -137,7 +138,9 @@ class BlasMatmulKernel : public Kernel {
       return generic_.run(k);
     }
     const uint8_t* in[2] = {k.in[0], k.in[1]};
+    const int64_t es = static_cast<int64_t>(size_bytes(attrs_.dtype));
     for (int o = 0; o < 2; ++o) {
+      if (!operand_[o].packed) in[o] += base_[o] * es;  // the view's element offset
       // (A view whose offsets are its flat index already is its packed copy: 64*(z/64) + z%64.)
       if (!operand_[o].packed || packed_view_[o].identity()) continue;
       copy_view(in[o], packed_view_[o], workspace_[o].data(),
@@ -160,6 +163,8 @@ class BlasMatmulKernel : public Kernel {
     for (const Expr& e : operand_[1].strides)
       sb.push_back(e.eval(dyn));
     plan_ = plan_gemm<IntOps>(dims, sa, sb, attrs_.axis);
+    for (int o = 0; o < 2; ++o)
+      base_[o] = operand_[o].packed ? 0 : attrs_.views[o].base.eval(dyn);
     if (plan_) {
       batches_ = 1;
       for (const Axis<int64_t>& b : plan_->batch)
@@ -282,6 +287,7 @@ class BlasMatmulKernel : public Kernel {
   OperandStrides operand_[2];
   View packed_source_[2];
   EvalView packed_view_[2];
+  int64_t base_[2] = {0, 0};  // element offsets of the unpacked operands
   std::vector<uint8_t> workspace_[2];
 };
 

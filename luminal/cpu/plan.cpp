@@ -49,6 +49,7 @@ uint64_t dims_read(const Attrs& a, const std::vector<std::string>& dim_names,
       expr(e);
     for (const Expr& e : v.strides)
       expr(e);
+    expr(v.base);
   }
   expr(a.iota_expr);
   expr(a.iota_len);

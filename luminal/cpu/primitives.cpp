@@ -39,11 +39,14 @@ bool ViewCache::update(const std::vector<View>& views, const DynMap& dyn, uint64
   }
   if (version_ == 0) {
     names_.clear();
-    for (const View& v : views)
+    for (const View& v : views) {
       for (const std::vector<Expr>* exprs : {&v.dims, &v.strides})
         for (const Expr& e : *exprs)
           for (std::string& n : e.vars())
             if (n != Expr::z().var_name()) names_.push_back(std::move(n));
+      for (std::string& n : v.base.vars())
+        names_.push_back(std::move(n));
+    }
     std::sort(names_.begin(), names_.end());
     names_.erase(std::unique(names_.begin(), names_.end()), names_.end());
   }
@@ -106,7 +109,7 @@ void copy_tiled(const S* src, const StridedIndex& idx, S* dst, int p, int thread
     rem /= tl;
     const int64_t it = rem % tp;
     rem /= tp;
-    int64_t in_base = 0, out_base = 0;
+    int64_t in_base = idx.base(), out_base = 0;
     for (size_t k = outer.size(); k-- > 0;) {
       const int ax = outer[k];
       const int64_t i = rem % dims[ax];

@@ -161,6 +161,8 @@ class QMatmulKernel final : public Kernel {
                   std::string(name(fmt_)) + " is not a supported pair");
     const View& xv = attrs_.views.at(0);
     const View& wv = attrs_.views.at(1);
+    if (xv.has_base() || wv.has_base())
+      throw Error("cpu.QMatmul: an input read at an element offset is not supported");
     axis_ = attrs_.axis;
     if (!xv.dims[static_cast<size_t>(axis_)].is_const())
       throw Error("cpu.QMatmul: the reduced axis must be static");

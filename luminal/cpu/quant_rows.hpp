@@ -18,6 +18,9 @@ inline std::vector<uint64_t> row_byte_offsets(const View& v, DType t, const char
   if (v.rank() == 0 || !v.dims.back().is_const())
     throw Error(std::string(op) + ": the " + std::string(name(t)) +
                 " input is not read through a view of whole rows");
+  if (v.has_base())
+    throw Error(std::string(op) + ": the " + std::string(name(t)) +
+                " input is read at an element offset (" + v.base.to_string() + ")");
   const int64_t row = v.dims.back().as_const();
   std::vector<int64_t> dims;
   int64_t rows = 1;

@@ -10,6 +10,8 @@ StridedIndex::StridedIndex(const View& v, const DynMap& dyn) {
   for (int64_t d : dims_)
     numel_ *= d;
   axes_.resize(dims_.size());
+  if (numel_ > 0) base_ = v.base.eval(dyn);
+  identity_ = base_ == 0;
   int64_t expect = 1;  // contiguous stride of the current axis
   for (int k = rank() - 1; k >= 0; --k) {
     Axis& a = axes_[k];
@@ -41,7 +43,7 @@ StridedIndex::StridedIndex(const View& v, const DynMap& dyn) {
 
 int64_t StridedIndex::offset_of_flat(int64_t flat) const {
   if (identity_) return flat;
-  int64_t off = 0;
+  int64_t off = base_;
   for (int k = rank() - 1; k >= 0; --k) {
     int64_t i = flat % dims_[k];
     flat /= dims_[k];

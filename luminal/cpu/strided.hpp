@@ -6,7 +6,7 @@
 // Every stride of a View is a function of its own axis index only, so a view is one offset table
 // per axis (offset contribution of each index along the axis) or, for the common linear stride
 // c*z (and a table that turns out to be c*i at these dims), just the coefficient.
-// offset(i0, i1, ...) = sum_k axis_k(i_k).
+// offset(i0, i1, ...) = base + sum_k axis_k(i_k) (base: the view's element offset).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -23,8 +23,10 @@ class StridedIndex {
   int rank() const { return static_cast<int>(dims_.size()); }
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t numel() const { return numel_; }
-  /// True when offset(flat) == flat for every element.
+  /// True when offset(flat) == flat for every element (so base is 0).
   bool is_identity() const { return identity_; }
+  /// The view's element offset (of index 0); axis_offset leaves it out, every other offset has it.
+  int64_t base() const { return base_; }
   int64_t axis_offset(int axis, int64_t i) const {
     const Axis& a = axes_[axis];
     return a.linear ? a.coef * i : a.table[i];
@@ -42,7 +44,7 @@ class StridedIndex {
     }
     const int r = rank();
     if (r == 0) {
-      fn(begin, int64_t{0});
+      fn(begin, base_);
       return;
     }
     std::vector<int64_t> idx(r);
@@ -51,7 +53,7 @@ class StridedIndex {
       idx[k] = rem % dims_[k];
       rem /= dims_[k];
     }
-    int64_t base = 0;  // offset of all axes but the last
+    int64_t base = base_;  // offset of all axes but the last
     for (int k = 0; k < r - 1; ++k)
       base += axis_offset(k, idx[k]);
     const Axis& last = axes_[r - 1];
@@ -91,6 +93,7 @@ class StridedIndex {
   std::vector<int64_t> dims_;
   std::vector<Axis> axes_;
   int64_t numel_ = 1;
+  int64_t base_ = 0;
   bool identity_ = true;
 };
 

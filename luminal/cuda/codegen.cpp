@@ -24,6 +24,11 @@ int64_t sat_add(int64_t a, int64_t b) {
 
 int64_t view_max_offset(const View& v, const Facts& facts) {
   int64_t total = 0;
+  if (v.has_base()) {
+    const Interval b = v.base.bounds(facts);
+    if (b.hi == INT64_MAX || b.lo == INT64_MIN) return INT64_MAX;
+    total = std::max<int64_t>(std::max(b.hi, -b.lo), 0);
+  }
   for (int k = 0; k < v.rank(); ++k) {
     const Interval d = v.dims[k].bounds(facts);
     if (d.hi == INT64_MAX) return INT64_MAX;
@@ -41,6 +46,8 @@ bool aligned_chunks(const View& v, int axis, int width) {
   if (width <= 1) return true;
   if (!(v.strides[axis] == Expr::z())) return false;
   if (!v.dims[axis].is_const() || v.dims[axis].as_const() % width != 0) return false;
+  // The first element must start a vector too.
+  if (v.has_base() && !(v.base.is_const() && v.base.as_const() % width == 0)) return false;
   for (int k = 0; k < v.rank(); ++k) {
     if (k == axis || v.strides[k] == Expr(0) || v.dims[k] == Expr(1)) continue;
     const auto lin = v.strides[k].as_linear("z");
@@ -248,7 +255,9 @@ std::string Codegen::view_offset(const View& v, const std::string& flat, const s
     body += "    const " + idx_ + " " + name + " = " + flat + ";\n";
     return name;
   }
-  body += "    " + idx_ + " " + name + " = 0;\n";
+  // The view's element offset (of index 0) starts the sum; axis `skip` adds none.
+  body +=
+      "    " + idx_ + " " + name + " = " + (v.has_base() ? c(v.base) : std::string("0")) + ";\n";
   body += "    { " + idx_ + " r_ = " + flat + ";\n";
   for (int j = static_cast<int>(axes.size()) - 1; j >= 0; --j) {
     const int k = axes[j];

@@ -58,11 +58,12 @@ class Codegen {
   /// `e` as C over the index type; dims print as d<slot>, `z` as `z_name` when given.
   std::string c(const Expr& e, const std::string& z_name = {}, const Expr& z_dim = Expr(0));
   /// Appends statements to `body` that compute the element offset of flat index `flat` through
-  /// view `v` (axis `skip`, if >= 0, is left out of the unflattening and offset); returns the
-  /// name of the offset variable.
+  /// view `v`, its base included (axis `skip`, if >= 0, is left out of the unflattening and
+  /// offset); returns the name of the offset variable.
   std::string view_offset(const View& v, const std::string& flat, const std::string& name,
                           std::string& body, int skip = -1);
-  /// The offset contribution of axis `axis` of `v` at index expression `index`.
+  /// The offset contribution of axis `axis` of `v` at index expression `index` (the view's base
+  /// not included).
   std::string axis_offset(const View& v, int axis, const std::string& index);
   /// The parameter list: `out` of the node's dtype, `in<k>` of each input's dtype, dims, err.
   std::string params(bool restrict_ptrs = true) const;
@@ -86,8 +87,8 @@ class Codegen {
   std::string idx_ = "int";
 };
 
-/// Largest element offset `v` can produce in the bucket (sum of each axis' largest stride
-/// contribution); INT64_MAX when unbounded.
+/// Largest element offset `v` can produce in the bucket (its base and the sum of each axis'
+/// largest stride contribution); INT64_MAX when unbounded.
 int64_t view_max_offset(const View& v, const Facts& facts);
 /// True when `v` can be read `width` elements at a time along `axis` with aligned vector loads:
 /// a unit stride along the axis, a constant length that is a multiple of `width`, and every other

@@ -93,6 +93,7 @@ std::optional<int64_t> const_rows(const View& ids_rows) {
 /// must be contiguous along D.
 int chunk_width(const View& xv, DType tx, const View& wv, DType tw) {
   if (wv.rank() != 3 || !wv.dims[2].is_const() || xv.rank() < 1) return 0;
+  if (wv.has_base()) return 0;  // weights at an element offset: not supported
   const int64_t D = wv.dims[2].as_const();
   const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
   const int last = xv.rank() - 1;

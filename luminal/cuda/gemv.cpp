@@ -73,6 +73,7 @@ std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Fact
   const View& v0 = a.views[0];
   const View& v1 = a.views[1];
   if (axis < 0 || axis >= v0.rank() || v0.rank() != v1.rank()) return std::nullopt;
+  if (v0.has_base() || v1.has_base()) return std::nullopt;  // element offsets: not matched
   const int vec = 16 / std::max(size_bytes(t0), size_bytes(t1));
   if (vec < 2 || vector_width(v0, axis, t0) < vec || vector_width(v1, axis, t1) < vec)
     return std::nullopt;

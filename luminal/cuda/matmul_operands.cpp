@@ -7,6 +7,7 @@ namespace luminal::cuda {
 
 std::optional<View> compose(const View& outer, const Shape& shape, const View& inner) {
   if (inner.dims != shape) return std::nullopt;
+  if (outer.has_base() || inner.has_base()) return std::nullopt;  // element offsets: not matched
   const View c = View::contiguous(shape);
   View out{outer.dims, std::vector<Expr>(outer.dims.size(), Expr(0))};
   std::vector<bool> used(shape.size(), false);

@@ -132,6 +132,7 @@ std::optional<QuantMatmulParts> decode_parts(const EGraph& eg, const Match& m) {
   if (!decode_alternatives()) return std::nullopt;
   std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
   if (!p || !cuda_block_type(p->wtype) || eg.dtype(p->act) != DType::F32) return std::nullopt;
+  if (p->act_rows_view.has_base()) return std::nullopt;  // an activation at an element offset
   const int64_t rows = activation_rows(*p);
   if (rows < 0 || rows > kMaxRows) return std::nullopt;
   return p;
@@ -281,6 +282,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const int axis = n.attrs.axis;
   const View& xv = n.attrs.views[0];
   const View& wv = n.attrs.views[1];
+  if (xv.has_base() || wv.has_base())
+    throw Error(std::string(n.op->name) + ": an input read at an element offset is not supported");
   const Expr K = wv.dims[static_cast<size_t>(axis)];
   if (!K.is_const() || K.as_const() % block_size(tw) != 0)
     throw Error("cuda.QGemv: k must be a static whole number of " + std::string(name(tw)) +

@@ -41,6 +41,7 @@ size_t hash_without_label(const Attrs& a) {
   for (const View& v : a.views) {
     hash_exprs(h, v.dims);
     hash_exprs(h, v.strides);
+    combine(h, v.base.hash());
   }
   combine(h, a.persist ? 1 : 0);
   combine(h, std::bit_cast<uint64_t>(a.value));
@@ -89,6 +90,7 @@ std::string Attrs::key_text(bool with_label) const {
     k += "v";
     exprs(v.dims);
     exprs(v.strides);
+    if (v.has_base()) k += "@" + write_expr(v.base) + ";";
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, " p%d v%llx i%lld a%d ", persist ? 1 : 0,
@@ -122,6 +124,7 @@ std::string Attrs::to_string() const {
         s += views[i].strides[k].to_string();
       }
       s += "}";
+      if (views[i].has_base()) s += " +" + views[i].base.to_string();
     }
     s += ")";
   }

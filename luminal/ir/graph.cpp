@@ -228,6 +228,7 @@ Facts Graph::dim_facts() const {
         add(d);
       for (const Expr& s : o.view.strides)
         add(s);
+      add(o.view.base);
     }
     if (n.op == OpKind::Iota) add(n.iota_expr);
   }

@@ -1,4 +1,5 @@
-// Shape and movement ops: views where possible, Iota + Gather/Scatter index maps otherwise.
+// Shape and movement ops: views where possible (slices at a start too: a view with an element
+// offset), Iota + Gather/Scatter index maps otherwise.
 #include <algorithm>
 
 #include "luminal/core/error.hpp"
@@ -133,6 +134,10 @@ Tensor Tensor::slice(int axis, Dim start, std::optional<Dim> end, int64_t step) 
   s = s.simplify(facts);
   Expr len = luminal::max(Expr(0), ceil_div(e - s, step)).simplify(facts);
   if (s == Expr(0) && step == 1) return with_view(*this, view_.shrink(a, len));
+  // A view at an element offset where the axis' stride allows (views of a block-quantized
+  // tensor keep whole rows: a gather).
+  if (!is_block(dtype()))
+    if (std::optional<View> v = view_.slice(a, s, len, step)) return with_view(*this, *v);
   Shape out = shape();
   out[a] = len;
   return prim::gather_by_map(*this, out, [&](const std::vector<Expr>& i) {

@@ -131,6 +131,7 @@ void require_row_view(const View& v, const Shape& shape, DType t, const std::str
   if (shape.empty() || !shape.back().is_const()) fail("its rows have no fixed length");
   const int64_t row = shape.back().as_const();
   if (v.rank() == 0) fail("a scalar view");
+  if (v.has_base()) fail("the view starts at element " + v.base.to_string());
   if (!(v.dims.back() == Expr(row)) || !(v.strides.back() == Expr(1) * Expr::z()))
     fail("the innermost axis of the view is " + v.dims.back().to_string() + " with stride " +
          v.strides.back().to_string() + ", not the row of " + std::to_string(row) +

@@ -69,6 +69,9 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
   const View& va = mp->attrs.views[static_cast<size_t>(1 - wside)];
   const int k = mp->attrs.axis;
   const Expr unit = Expr(1) * Expr::z();
+  // Weights read at an element offset (a slice of W) are not matched (yet); the activation's
+  // offset goes into the rows the Quantize reads.
+  if (vb.has_base() || vd.has_base()) return std::nullopt;
   if (!(vb.dims[static_cast<size_t>(k)] == Expr(K)) ||
       !(vb.strides[static_cast<size_t>(k)] == unit))
     return std::nullopt;
@@ -127,6 +130,7 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
   p.act_rows.push_back(Expr(K));
   p.act_rows_view.dims.push_back(Expr(K));
   p.act_rows_view.strides.push_back(va.strides[static_cast<size_t>(k)]);
+  p.act_rows_view.base = va.base;
   return p;
 }
 

@@ -106,7 +106,7 @@ bool reread(SymProgram& q, const EGraph& eg, bool direct, const std::optional<Vi
     for (const Expr& st : k.view.strides)
       all_zero = all_zero && st == Expr(0);
     if (all_zero) {
-      k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0))};
+      k.view = View{domain, std::vector<Expr>(domain.size(), Expr(0)), k.view.base};
     } else if (k.view.is_contiguous() && k.view.numel() == cn && numel(eg.shape(kc)) == cn) {
       k.view = *over;
     } else {
@@ -134,8 +134,9 @@ bool grow_at(const OpDef* fused, const EGraph& eg, ClassId root, const Shape& do
   const ClassId c = eg.find(key.cls);
   if (c == root || constant_of(eg, c) || constant_program_of(fused, eg, c)) return false;
   std::optional<View> over = view_over(key.view, domain);
-  if (over && is_row_broadcast(*over, domain)) {
-    // A reduction of the last axis: the load becomes RowSum / RowMax of its input.
+  if (over && !over->has_base() && is_row_broadcast(*over, domain)) {
+    // A reduction of the last axis: the load becomes RowSum / RowMax of its input (row r of the
+    // domain reads row r of the reduction: no element offset).
     // (Equal reductions share one instruction once canonical; the limit applies there.)
     if (std::optional<ENodeId> s = row_reduction_of(eg, c, domain)) {
       p = inline_region(p, l, reduction_region(eg, *s));

@@ -46,6 +46,7 @@ struct KeyHash {
       hash_combine(h, d.hash());
     for (const Expr& st : k.view.strides)
       hash_combine(h, st.hash());
+    hash_combine(h, k.view.base.hash());
     return h;
   }
 };
@@ -194,7 +195,7 @@ class MemoGrowth {
     bool reduction = false;
     std::vector<int> regions;
     std::optional<View> over = constant ? std::nullopt : view_over(key.view, domain);
-    if (over && is_row_broadcast(*over, domain))
+    if (over && !over->has_base() && is_row_broadcast(*over, domain))
       if (std::optional<ENodeId> s = row_reduction_of(eg_, c, domain)) {
         reduction = true;
         regions.push_back(add_region(reduction_region(eg_, *s)));

@@ -39,6 +39,7 @@ std::string kernel_key(const LlirNode& node, const Facts& facts, const std::stri
       add(e);
     for (const Expr& e : v.strides)
       add(e);
+    add(v.base);
   }
   add(node.attrs.iota_expr);
   add(node.attrs.iota_len);

@@ -99,8 +99,11 @@ std::string write_llir(const LlirGraph& g) {
     out += '\t';
     out += name(a.dtype);
     out += '\t' + exprs(a.shape) + '\t';
-    for (size_t i = 0; i < a.views.size(); ++i)
-      out += (i ? "|" : "") + exprs(a.views[i].dims) + "#" + exprs(a.views[i].strides);
+    for (size_t i = 0; i < a.views.size(); ++i) {
+      const View& v = a.views[i];
+      out += (i ? "|" : "") + exprs(v.dims) + "#" + exprs(v.strides);
+      if (v.has_base()) out += "@" + write_expr(v.base);  // dims#strides[@base]
+    }
     out += '\t' + escape(a.label) + '\t' + (a.persist ? "1" : "0") + '\t';
     std::snprintf(bits, sizeof bits, "%llx",
                   static_cast<unsigned long long>(std::bit_cast<uint64_t>(a.value)));
@@ -146,7 +149,10 @@ LlirGraph read_llir(std::string_view text, const Backend& backend) {
           if (hash == std::string_view::npos) throw Error("a view without '#'");
           View view;
           view.dims = read_exprs(v.substr(0, hash));
-          view.strides = read_exprs(v.substr(hash + 1));
+          const size_t at = v.find('@', hash);
+          view.strides = read_exprs(v.substr(
+              hash + 1, at == std::string_view::npos ? std::string_view::npos : at - hash - 1));
+          if (at != std::string_view::npos) view.base = read_expr(v.substr(at + 1));
           a.views.push_back(std::move(view));
         }
       }

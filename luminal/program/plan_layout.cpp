@@ -69,6 +69,7 @@ void check_dim_slots(const LlirGraph& g, const PlanSpec& spec, std::string_view 
     for (const View& v : node.attrs.views) {
       exprs.insert(exprs.end(), v.dims.begin(), v.dims.end());
       exprs.insert(exprs.end(), v.strides.begin(), v.strides.end());
+      exprs.push_back(v.base);
     }
     for (const Expr& e : exprs)
       for (const std::string& d : e.vars()) {

@@ -18,6 +18,7 @@ StridedView::StridedView(const View& v, const DynMap& dyn) {
     dims_.push_back(d.eval(dyn));
     numel_ *= dims_.back();
   }
+  if (numel_ > 0) base_ = v.base.eval(dyn);
   for (size_t i = 0; i < v.dims.size(); ++i) {
     Axis a;
     if (numel_ == 0) {  // nothing is read; strides may divide by a dim that is 0 now
@@ -37,7 +38,7 @@ StridedView::StridedView(const View& v, const DynMap& dyn) {
 }
 
 int64_t StridedView::offset(const std::vector<int64_t>& index) const {
-  int64_t off = 0;
+  int64_t off = base_;
   for (size_t i = 0; i < axes_.size(); ++i) {
     const Axis& a = axes_[i];
     off += a.linear ? a.coef * index[i] : a.stride.eval({}, index[i]);
@@ -46,7 +47,7 @@ int64_t StridedView::offset(const std::vector<int64_t>& index) const {
 }
 
 int64_t StridedView::offset_of_flat(int64_t flat) const {
-  int64_t off = 0;
+  int64_t off = base_;
   for (size_t i = axes_.size(); i-- > 0;) {
     int64_t idx = flat % dims_[i];
     flat /= dims_[i];

@@ -8,7 +8,8 @@
 
 namespace luminal::reference {
 
-/// A View with its dyn values substituted, ready to turn logical indices into element offsets.
+/// A View with its dyn values substituted, ready to turn logical indices into element offsets
+/// (its base included).
 class StridedView {
  public:
   StridedView(const View& v, const DynMap& dyn);
@@ -27,6 +28,7 @@ class StridedView {
   std::vector<int64_t> dims_;
   std::vector<Axis> axes_;
   int64_t numel_ = 1;
+  int64_t base_ = 0;  // the view's element offset
 };
 
 /// Computes one node. `in` holds the inputs' buffers (in node order) and `out_shape` the

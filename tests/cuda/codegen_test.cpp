@@ -68,5 +68,37 @@ TEST(CudaCodegen, FastNanFormsOnlyWhereThePayloadIsNotKeptAndTheFlagIsOn) {
   }
 }
 
+// A view's element offset (View::base, a slice at a start) starts every generated offset, also
+// with an axis left out (reductions); it bounds the index width and vector loads start aligned.
+TEST(CudaCodegen, ViewOffsetsStartAtTheBase) {
+  LlirNode node;
+  node.attrs.shape = {Expr(2), Expr(3)};
+  const View v = *View::contiguous({4, Expr::var("s")}).slice(0, Expr(1), Expr(2));  // rows 1, 2
+  ASSERT_EQ(v.base, Expr::var("s"));
+  node.attrs.views = {v};
+  node.inputs = {0};
+  node.input_dtypes = {DType::F32};
+  const Facts facts{{"s", {1, 512}}};
+  const std::vector<std::string> dims = {"s"};
+  const cuda::GenContext ctx{facts, dims};
+  cuda::Codegen cg(node, ctx);
+  std::string body;
+  cg.view_offset(v, "i", "o", body);
+  EXPECT_NE(body.find("o = ((int)(d0));"), std::string::npos) << body;
+  std::string skipped;
+  cg.view_offset(v, "i", "r", skipped, 1);
+  EXPECT_NE(skipped.find("r = ((int)(d0));"), std::string::npos) << skipped;
+  std::string plain;
+  cg.view_offset(View::contiguous({4, Expr::var("s")}), "i", "p", plain);
+  EXPECT_EQ(plain.find("d0"), std::string::npos) << plain;
+  // The largest offset counts the base: 3 rows of s from s.
+  EXPECT_EQ(cuda::view_max_offset(v, facts), 512 + 512 + 511);
+  // Vector loads: only from a base that starts a vector.
+  const View aligned = *View::contiguous({4, Expr(8)}).slice(0, Expr(1), Expr(2));
+  const View odd = *View::contiguous({4, Expr(8)}).slice(1, Expr(1), Expr(4));
+  EXPECT_TRUE(cuda::aligned_chunks(aligned, 1, 4));
+  EXPECT_FALSE(cuda::aligned_chunks(odd, 1, 4));
+}
+
 }  // namespace
 }  // namespace luminal

@@ -481,6 +481,9 @@ TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {
   Attrs off = a;
   off.views[0].strides[2] = Expr::z() + Expr(3);  // an element offset
   EXPECT_FALSE(cuda::lt_node_gemm(off));
+  Attrs based = a;  // a view's base (a slice at a start): refused too
+  based.views[1].base = Expr(8);
+  EXPECT_FALSE(cuda::lt_node_gemm(based));
 }
 
 }  // namespace

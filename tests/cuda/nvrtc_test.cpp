@@ -95,6 +95,29 @@ TEST_F(Nvrtc, RandomGraphKernelsCompileForSm90) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+// Views with an element offset (slices at a start: View::base) in every kernel family that reads
+// a view: elementwise and fused, reductions, rows (softmax), gathers, a matmul's operands.
+TEST_F(Nvrtc, OffsetViewKernelsCompileForSm90) {
+  Graph g;
+  g.declare_dim("s", 1, 64);
+  Tensor x = g.tensor("x", {"s", 12});
+  Tensor w = g.tensor("w", {12, 8});
+  Tensor xs = x.slice(0, 1).slice(1, 2, 10);  // [s-1, 8] from row 1, column 2
+  (xs.exp() * 2.0f).output("e");
+  xs.sum(-1).output("r");
+  xs.softmax(-1).output("m");
+  xs.matmul(w.slice(0, 4)).output("y");
+  x.slice(1, 1, std::nullopt, 3).output("c");
+  Sources s;
+  collect(g, 12, 7, s);
+  bool based = false;  // a generated offset starts at a slice's base (14 for xs, 32 for w's rows)
+  for (const std::string& src : s.unique)
+    for (const char* b : {"= ((int)(14));", "= ((int)(32));"})
+      based = based || src.find(b) != std::string::npos;
+  EXPECT_TRUE(based) << *s.unique.begin();
+  compile_all(s);
+}
+
 // The NaN fast paths (one-instruction 16-bit loads and roundings where no NaN payload can reach a
 // result; on by default) and the careful form (LUMINAL_CUDA_FAST_NAN=0): the kernels of random
 // graphs in every dtype, 16-bit row ops and a bf16 decoder compile in both, the fast forms appear

@@ -66,16 +66,30 @@ TEST(Slice, PythonSemanticsOverDtypes) {
   }
 }
 
-TEST(Slice, StartZeroStepOneIsAView) {
+TEST(Slice, LinearStridesAreViews) {
   Graph g;
   auto x = g.tensor("x", {5, 7});
   EXPECT_EQ(x.slice(1, 0, 3).id(), x.id());
   EXPECT_EQ(x.slice(0, 0).id(), x.id());
   EXPECT_EQ(x.slice(0, -5, 2).id(), x.id());  // -5 resolves to 0
-  EXPECT_NE(x.slice(1, 1, 3).id(), x.id());
-  EXPECT_NE(x.slice(1, 0, 6, 2).id(), x.id());
   auto y = x.slice(1, 0, 3);
   EXPECT_EQ(shape_to_string(y.shape()), "[5, 3]");
+  EXPECT_FALSE(y.view().has_base());
+  // A start or a step: a view at an element offset (View::base), no node.
+  auto a = x.slice(1, 1, 3);
+  EXPECT_EQ(a.id(), x.id());
+  EXPECT_EQ(a.view().base, Expr(1));
+  auto b = x.slice(0, -2).slice(1, 2, 7, 2);
+  EXPECT_EQ(b.id(), x.id());
+  EXPECT_EQ(b.view().base, Expr(3 * 7 + 2));
+  EXPECT_EQ(b.view().strides[1], 2 * Expr::z());
+  // Not for a merged (non-linear) stride: a gather. Block-quantized rows stay prefix slices (a
+  // gather of blocks is an error, as before: views of blocks keep whole rows from row 0).
+  auto m = x.transpose(0, 1).merge_dims(0);
+  EXPECT_NE(m.slice(0, 1).id(), x.id());
+  auto q = g.tensor("q", {4, 32}, DType::Q8_0);
+  EXPECT_EQ(q.slice(0, 0, 2).id(), q.id());
+  EXPECT_THROW(q.slice(0, 1), Error);
 }
 
 TEST(Slice, ChainedAndRank3) {

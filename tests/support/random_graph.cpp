@@ -160,8 +160,11 @@ RandomGraphBuilder::Val RandomGraphBuilder::new_input(const Shape& shape, bool p
 RandomGraphBuilder::Val RandomGraphBuilder::new_full_input(const Shape& shape) {
   const int r = uniform(0, 99);
   if (!shape.empty() && r < 20) {
-    // Tiled (stride z % d) or every other element (stride 2z) along a static axis.
+    // Tiled (stride z % d), every other element (stride 2z) or elements from an offset (a view
+    // with a base: from k, or every other one from 1) along a static axis.
     const bool tiled = r < 10;
+    const int64_t from = r < 14 ? 0 : r < 17 ? uniform(1, 3) : 1;
+    const int64_t step = r < 14 || r >= 17 ? 2 : 1;
     std::vector<int> axes;
     for (size_t i = 0; i < shape.size(); ++i)
       if (shape[i].is_const() && (!tiled || shape[i].as_const() % 2 == 0))
@@ -170,17 +173,19 @@ RandomGraphBuilder::Val RandomGraphBuilder::new_full_input(const Shape& shape) {
       const int axis = axes[static_cast<size_t>(uniform(0, (int)axes.size() - 1))];
       const int64_t d = shape[static_cast<size_t>(axis)].as_const();
       Shape stored = shape;
-      stored[static_cast<size_t>(axis)] = tiled ? d / 2 : 2 * d;
+      stored[static_cast<size_t>(axis)] = tiled ? d / 2 : step * d + from;
       Val v = new_input(stored);
       if (tiled) {
         std::vector<Dim> reps(shape.size(), Dim(1));
         reps[static_cast<size_t>(axis)] = 2;
         v.t = v.t.repeat(reps);
       } else {
-        v.t = v.t.slice(axis, 0, std::nullopt, 2);
+        v.t = v.t.slice(axis, from, std::nullopt, step);
       }
-      log(std::string("  (read ") + (tiled ? "tiled x2" : "with step 2") + " along axis " +
-          std::to_string(axis) + ")");
+      log(std::string("  (read ") +
+          (tiled ? "tiled x2"
+                 : "from " + std::to_string(from) + " with step " + std::to_string(step)) +
+          " along axis " + std::to_string(axis) + ")");
       if (v.shape() == shape) return v;
       log("  (shape " + str(v.shape()) + " differs: a plain input instead)");
     }
@@ -296,7 +301,7 @@ void RandomGraphBuilder::choose_outputs() {
     bool dup = false;
     for (const Val& o : outs)
       dup = dup || (o.t.id() == v.t.id() && o.t.view().strides == v.t.view().strides &&
-                    o.t.shape() == v.t.shape());
+                    o.t.view().base == v.t.view().base && o.t.shape() == v.t.shape());
     if (!dup) outs.push_back(v);
   }
   int k = 0;

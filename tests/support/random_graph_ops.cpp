@@ -465,12 +465,24 @@ RandomGraphBuilder::Val RandomGraphBuilder::movement(const Val& a) {
       for (int i = 0; i < r; ++i) {
         const Expr& d = s[static_cast<size_t>(i)];
         if (d.is_const() && d.as_const() >= 3) {
-          if (chance(0.5)) {
+          const int64_t n = d.as_const();
+          const int kind = uniform(0, 3);
+          if (kind == 0) {
             log("slice axis " + std::to_string(i) + " [1:]");
             return Val{a.t.slice(i, 1), a.lo, a.hi, a.err};
           }
-          log("slice axis " + std::to_string(i) + " [::2]");
-          return Val{a.t.slice(i, 0, std::nullopt, 2), a.lo, a.hi, a.err};
+          if (kind == 1) {
+            log("slice axis " + std::to_string(i) + " [::2]");
+            return Val{a.t.slice(i, 0, std::nullopt, 2), a.lo, a.hi, a.err};
+          }
+          // From a start (negative: from the end) to an end, step 1 or 2: a view at an offset.
+          const int64_t start = uniform(1, static_cast<int>(n - 2));
+          const int64_t from = chance(0.5) ? start : start - n;
+          const int64_t end = uniform(static_cast<int>(start + 1), static_cast<int>(n));
+          const int64_t step = kind == 2 ? 1 : 2;
+          log("slice axis " + std::to_string(i) + " [" + std::to_string(from) + ":" +
+              std::to_string(end) + ":" + std::to_string(step) + "]");
+          return Val{a.t.slice(i, from, end, step), a.lo, a.hi, a.err};
         }
       }
       break;

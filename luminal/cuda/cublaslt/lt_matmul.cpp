@@ -111,6 +111,7 @@ std::optional<Operands> operands(const EGraph& eg, const ENode& node, const Attr
                    attrs.views[1 - xi]};
   if (o.x == root || o.y == root || !o.vx.is_contiguous() || eg.dtype(o.y) != y_dtype)
     return std::nullopt;
+  if (o.vy.has_base()) return std::nullopt;  // a C, bias or scale at an element offset: not matched
   return o;
 }
 
@@ -322,6 +323,9 @@ KernelGen gen_lt(const LlirNode& n, const GenContext&) {
 
 std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a) {
   if (a.views.size() < 2) return std::nullopt;  // (C and a bias follow the matmul's two)
+  // Operands (and C, bias) read at an element offset: not matched (cuBLASLt gets base pointers).
+  for (const View& v : a.views)
+    if (v.has_base()) return std::nullopt;
   LtNodeGemm g;
   g.dims = a.views[0].dims;
   g.k = a.axis;
