@@ -14,10 +14,10 @@ Keys (all optional):
                  $LUMINAL_CACHE or ~/.cache/luminal/programs)
   max_dim        the largest value of a dynamic size (default 2048; buffers are sized for it)
   dim_buckets    buckets for every dynamic size: [(min, max[, representative]), ...]; default
-                 one bucket [min, max]. A bucket without a representative that holds the size
-                 of the piece's first call is timed at it (sizes Dynamo keeps apart may be
-                 related at run time; the first call's agree), else at 32 (the default
-                 bucket) or its middle
+                 one bucket [min, max]. In a piece with two dims or more, a bucket without a
+                 representative that holds the size of the piece's first call is timed at it
+                 (sizes Dynamo keeps apart may be related at run time; the first call's
+                 agree); otherwise the default bucket is timed at 32, a given one at its middle
   fallback       True (default): ops without a converter run in eager PyTorch; False: an error
   seed, verbose  as CompileOptions (verbose default False)
 """

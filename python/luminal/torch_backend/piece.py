@@ -6,7 +6,7 @@ version: parameters, buffers) is not bound again. CUDA tensors of a fixed size (
 by ``bind_external``; CUDA activations are copied to the host and uploaded; CPU tensors in a CUDA graph (0-dim
 tensors torch makes of Python floats and constants) are uploaded. Each output is one copy out
 of the session into a new tensor (``Session.get``) on the device torch's graph gives it. The
-session is made at the first call, its buckets timed at that call's sizes.
+session is made at the first call (with several dims, its buckets are timed at that call's sizes).
 """
 
 import torch
@@ -42,14 +42,19 @@ class Piece(torch.nn.Module):
         self.graph_dims = graph_dims if graph_dims is not None else {}
 
     def _open(self, dims):
-        """The session, its buckets timed at this call's dim values: Dynamo gives sizes that are
-        related at run time separate symbols (transformers' attention mask of s16 columns, read
-        at the s40 + 1 positions of the cache), and only a real call's sizes are sure to agree
-        with each other (timed at 32 each, such a gather reads past the end of the mask)."""
+        """The session; with two dims or more, its buckets are timed at this call's values:
+        Dynamo gives sizes that are related at run time separate symbols (transformers 5.17's
+        attention mask of s16 columns, read at the s40 + 1 positions of the cache), and only a
+        real call's sizes are sure to agree with each other (timed at 32 each, such a gather
+        reads past the end of the mask). One dim cannot disagree with itself: it keeps the
+        fixed default, so the compile cache's key does not depend on the first call."""
         import luminal
 
+        related = len(self.dims) > 1
         buckets = {
-            d: self.options.buckets_for(d, *self.cx.ranges[d], value=dims.get(d))
+            d: self.options.buckets_for(
+                d, *self.cx.ranges[d], value=dims.get(d) if related else None
+            )
             for d in self.dims
         }
         self.session = luminal.Session(
