@@ -58,7 +58,8 @@ _report = _Report()
 def report():
     """What the backend did since the last reset(): {"compiles", "executes", "graphs"}; each graph
     has its piece count, the nodes in each piece, the ops that fell back to eager with the reason
-    (``fallback``), every op left to eager with its count (``eager``) and the sessions (None for a piece not called yet)."""
+    (``fallback``), every op left to eager with its count (``eager``) and the sessions (None
+    for a piece not called yet: a piece makes its session at its first call)."""
     graphs = [
         {**g, "sessions": [p.session for p in pieces]}
         for g, pieces in zip(_report.graphs, _report.pieces)

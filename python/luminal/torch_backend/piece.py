@@ -3,10 +3,11 @@
 Inputs bind without a copy where they can: a contiguous CPU tensor of the input's dtype is used in
 place (``Session.set`` through DLPack), and a tensor seen before (the same object at the same
 version: parameters, buffers) is not bound again. CUDA tensors of a fixed size (parameters) bind
-by ``bind_external``; CUDA activations are copied to the host and uploaded; CPU tensors in a CUDA graph (0-dim
-tensors torch makes of Python floats and constants) are uploaded. Each output is one copy out
-of the session into a new tensor (``Session.get``) on the device torch's graph gives it. The
-session is made at the first call (with several dims, its buckets are timed at that call's sizes).
+by ``bind_external``; CUDA activations are copied to the host and uploaded, and so are CPU
+tensors in a CUDA graph (0-dim tensors torch makes of Python floats and constants). Each output
+is one copy out of the session into a new tensor (``Session.get``) on the device torch's graph
+gives it. The session is made at the first call (with several dims, its buckets are timed at
+that call's sizes).
 """
 
 import torch
@@ -32,7 +33,7 @@ class Piece(torch.nn.Module):
         for i, (label, node) in enumerate(self.cx.inputs):
             if i in persist and label in self.fixed:
                 self.cx.values[node].persist()
-        # Made at the first call (_open): its buckets are timed at that call's sizes.
+        # Made at the first call (_open).
         self.session = None
         self.bound = {}  # label -> (tensor, version)
         self.stats = stats
