@@ -61,6 +61,11 @@ def main():
     ap.add_argument("--dtype", choices=["bf16", "f32"], default=None)
     ap.add_argument("--pos", type=int, default=None, help="the token's position (default ctx/2)")
     ap.add_argument("--budget", type=int, default=20, help="luminal's search_budget")
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="luminal's time_budget: seconds of search per bucket (default none)")
+    ap.add_argument("--profile-timeout", type=float, default=None,
+                    help="luminal's profile_timeout: seconds a candidate's timed runs may take "
+                         "(default the backend's, 30 as the CLI)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--inductor-mode", default="default",
@@ -127,6 +132,10 @@ def main():
         if "luminal" not in skip:
             torch._dynamo.reset()
             opts = {"backend": dev, "search_budget": args.budget}
+            if args.time_budget is not None:
+                opts["time_budget"] = args.time_budget
+            if args.profile_timeout is not None:
+                opts["profile_timeout"] = args.profile_timeout
             f = torch.compile(model.decode, backend="luminal", options=opts)
             results["luminal"] = measure("luminal", stepper(f), dev, args.warmup,
                                          args.steps)

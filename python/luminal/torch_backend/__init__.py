@@ -37,6 +37,7 @@ __all__ = ["luminal_backend", "report", "reset", "supported_ops", "Options"]
 class _Report:
     def __init__(self):
         self.graphs = []
+        self.pieces = []  # per graph, its pieces (each makes its session at its first call)
         self.stats = {"executes": 0}
 
     def add_graph(self, pieces, fallback, eager):
@@ -46,9 +47,9 @@ class _Report:
                 "piece_nodes": [p.nodes for p in pieces],
                 "fallback": dict(fallback),
                 "eager": dict(eager),
-                "sessions": [p.session for p in pieces],
             }
         )
+        self.pieces.append(pieces)
 
 
 _report = _Report()
@@ -57,11 +58,16 @@ _report = _Report()
 def report():
     """What the backend did since the last reset(): {"compiles", "executes", "graphs"}; each graph
     has its piece count, the nodes in each piece, the ops that fell back to eager with the reason
-    (``fallback``), every op left to eager with its count (``eager``) and the sessions."""
+    (``fallback``), every op left to eager with its count (``eager``) and the sessions (None
+    for a piece not called yet: a piece makes its session at its first call)."""
+    graphs = [
+        {**g, "sessions": [p.session for p in pieces]}
+        for g, pieces in zip(_report.graphs, _report.pieces)
+    ]
     return {
         "compiles": len(_report.graphs),
         "executes": _report.stats["executes"],
-        "graphs": _report.graphs,
+        "graphs": graphs,
         "fallback": {k: v for g in _report.graphs for k, v in g["fallback"].items()},
     }
 
@@ -69,6 +75,7 @@ def report():
 def reset():
     """Clears the report, and the memory of fallback warnings already given."""
     _report.graphs.clear()
+    _report.pieces.clear()
     _report.stats["executes"] = 0
     partition.warned.clear()
 

@@ -78,7 +78,13 @@ def eval_size(v, values):
 
 
 def _device_ok(val, device):
-    return not isinstance(val, torch.Tensor) or val.device.type == device
+    """A CPU tensor converts in a CUDA graph too: torch puts Python floats it lifts into the
+    graph (an RMSNorm's eps in torch 2.11) and constants on the CPU as 0-dim tensors, which
+    mix with CUDA tensors; the piece uploads them, and every output goes back to the device
+    torch's graph gives it."""
+    if not isinstance(val, torch.Tensor):
+        return True
+    return val.device.type == device or (device == "cuda" and val.device.type == "cpu")
 
 
 class Converter:
@@ -91,7 +97,7 @@ class Converter:
         self.probe = probe
         self.values = {}  # FX node -> luminal Tensor, size, or list of them
         self.inputs = []  # (label or None, placeholder node) in placeholder order
-        self.outputs = []  # (kind, label or size) per returned value
+        self.outputs = []  # (kind, label(s) or size, dtype(s), device(s)) per returned value
         self.symbols = {}  # symbol name -> (placeholder index, axis or None)
         self.supported = set()
         self.reasons = {}  # FX node -> why it runs in eager
@@ -238,12 +244,17 @@ class Converter:
         for i, r in enumerate(ret if isinstance(ret, (list, tuple)) else [ret]):
             v = self.values.get(r) if isinstance(r, torch.fx.Node) else r
             if isinstance(v, luminal_tensor()):
-                self.outputs.append(("tensor", self._output(v, f"out{i}"), r.meta["val"].dtype))
+                val = r.meta["val"]
+                self.outputs.append(("tensor", self._output(v, f"out{i}"), val.dtype, val.device))
             elif isinstance(v, (list, tuple)) and all(isinstance(x, luminal_tensor()) for x in v):
                 labels = [self._output(x, f"out{i}_{j}") for j, x in enumerate(v)]
-                self.outputs.append(("list", labels, [x.dtype for x in r.meta["val"]]))
+                vals = r.meta["val"]
+                self.outputs.append(
+                    ("list", labels, [x.dtype for x in vals], [x.device for x in vals])
+                )
             elif isinstance(v, (int, str)):
-                self.outputs.append(("size", r.meta.get("val") if hasattr(r, "meta") else r, None))
+                val = r.meta.get("val") if hasattr(r, "meta") else r
+                self.outputs.append(("size", val, None, None))
             else:
                 raise Unsupported(f"an output of type {type(v).__name__}")
 

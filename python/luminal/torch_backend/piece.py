@@ -3,8 +3,11 @@
 Inputs bind without a copy where they can: a contiguous CPU tensor of the input's dtype is used in
 place (``Session.set`` through DLPack), and a tensor seen before (the same object at the same
 version: parameters, buffers) is not bound again. CUDA tensors of a fixed size (parameters) bind
-by ``bind_external``; CUDA activations are copied to the host and uploaded. Each output is one
-copy out of the session into a new tensor (``Session.get``).
+by ``bind_external``; CUDA activations are copied to the host and uploaded, and so are CPU
+tensors in a CUDA graph (0-dim tensors torch makes of Python floats and constants). Each output
+is one copy out of the session into a new tensor (``Session.get``) on the device torch's graph
+gives it. The session is made at the first call (with several dims, its buckets are timed at
+that call's sizes).
 """
 
 import torch
@@ -15,14 +18,11 @@ from .convert import Converter, eval_size
 class Piece(torch.nn.Module):
     def __init__(self, gm, backend, options, dim_range, stats, persist=(), graph_dims=None):
         super().__init__()
-        import luminal
-
         self.cx = Converter(gm, device=backend.device_type, dim_range=dim_range).build()
         self.device_type = backend.device_type
         self.dims = sorted(self.cx.symbols)
-        buckets = {}
-        for d in self.dims:
-            buckets[d] = options.buckets_for(d, *self.cx.ranges[d])
+        self.backend = backend
+        self.options = options
         # Inputs of one size whatever the dims: a CUDA tensor can be their buffer.
         self.fixed = {
             label
@@ -33,14 +33,34 @@ class Piece(torch.nn.Module):
         for i, (label, node) in enumerate(self.cx.inputs):
             if i in persist and label in self.fixed:
                 self.cx.values[node].persist()
-        opts = options.compile_options(buckets)
-        self.session = luminal.Session(self.cx.g, backend.luminal, opts)
+        # Made at the first call (_open).
+        self.session = None
         self.bound = {}  # label -> (tensor, version)
         self.stats = stats
         self.nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
         # The values of the whole graph's dims at this call (split() keeps them up to date), for
         # dims no input of this piece carries alone (an input of size s//4 does not give s).
         self.graph_dims = graph_dims if graph_dims is not None else {}
+
+    def _open(self, dims):
+        """The session; with two dims or more, its buckets are timed at this call's values:
+        Dynamo gives sizes that are related at run time separate symbols (transformers 5.17's
+        attention mask of s16 columns, read at the s40 + 1 positions of the cache), and only a
+        real call's sizes are sure to agree with each other (timed at 32 each, such a gather
+        reads past the end of the mask). One dim cannot disagree with itself: it keeps the
+        fixed default, so the compile cache's key does not depend on the first call."""
+        import luminal
+
+        related = len(self.dims) > 1
+        buckets = {
+            d: self.options.buckets_for(
+                d, *self.cx.ranges[d], value=dims.get(d) if related else None
+            )
+            for d in self.dims
+        }
+        self.session = luminal.Session(
+            self.cx.g, self.backend.luminal, self.options.compile_options(buckets)
+        )
 
     def _bind(self, label, t):
         last = self.bound.get(label)
@@ -66,19 +86,19 @@ class Piece(torch.nn.Module):
                         "mark fewer sizes dynamic, or options={'fallback': False} to see why"
                     )
                 dims[d] = self.graph_dims[d]
-        device = None
+        if self.session is None:
+            self._open(dims)
         for (label, _node), a in zip(self.cx.inputs, args):
             if label is not None:
-                device = device or a.device
                 self._bind(label, a)
         self.session.execute(dims)
         self.stats["executes"] += 1
         outs = []
-        for kind, what, dtype in self.cx.outputs:
+        for kind, what, dtype, device in self.cx.outputs:
             if kind == "size":
                 outs.append(eval_size(what, dims) if what is not None else None)
             elif kind == "list":
-                outs.append([self._get(lb, dt, device) for lb, dt in zip(what, dtype)])
+                outs.append([self._get(lb, dt, dv) for lb, dt, dv in zip(what, dtype, device)])
             else:
                 outs.append(self._get(what, dtype, device))
         return tuple(outs)
