@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,7 @@ class IotaIndexKernel : public Kernel {
       if (v != "z") vars_.push_back(v);
     for (const std::string& v : len_.vars())
       if (std::find(vars_.begin(), vars_.end(), v) == vars_.end()) vars_.push_back(v);
+    split_shift();
   }
 
  protected:
@@ -197,13 +199,14 @@ class IotaIndexKernel : public Kernel {
   // reads changes).
   const IndexPlan& plan(const KernelContext& k) {
     const bool views_changed = cache_.update(views_, k.dyn, k.dims_version);
-    std::vector<int64_t> values;
+    values_now_.clear();
     for (const std::string& v : vars_) {
       auto it = k.dyn.find(v);
-      values.push_back(it == k.dyn.end() ? INT64_MIN : it->second);
+      values_now_.push_back(it == k.dyn.end() ? INT64_MIN : it->second);
     }
-    if (built_ && !views_changed && values == values_) return plan_;
-    values_ = std::move(values);
+    if (built_ && !views_changed && values_now_ == values_) return plan_;
+    if (built_ && !views_changed && shifted(k.dyn)) return plan_;
+    values_ = values_now_;
     built_ = true;
     build(k.dyn);
     return plan_;
@@ -215,8 +218,51 @@ class IotaIndexKernel : public Kernel {
   const int es_;
 
  private:
+  // A Scatter index expression f(z) + g(dims) (a decode step's KV cache write: its rows at
+  // c - s) keeps the part g apart: where only dims that g alone reads changed, the runs move by
+  // the change of g, instead of evaluating the expression again (9 us a write per step, most of
+  // the cache write's time).
+  void split_shift() {
+    if (gather_ || expr_.kind() != Expr::Kind::Add) return;
+    Expr g(0);
+    bool any_g = false;
+    for (const Expr& c : expr_.children()) {
+      const std::vector<std::string> vs = c.vars();
+      if (c.has_var("z")) {
+        if (vs.size() != 1) return;  // f must read z alone
+      } else {
+        g = any_g ? g + c : c;
+        any_g = true;
+      }
+    }
+    if (!any_g) return;
+    shift_ = g;
+    for (size_t i = 0; i < vars_.size(); ++i)
+      shift_only_.push_back(shift_->has_var(vars_[i]) && !len_.has_var(vars_[i]));
+  }
+
+  // Moves the runs where only dims that the shift alone reads changed and every index stays in
+  // range (as it was when built): the same runs as build() gives, in the same order. i32 wrapping
+  // commutes with the move there (wrap(v + d) = wrap(v) + d while that lies in [0, numel)).
+  bool shifted(const DynMap& dyn) {
+    if (!shift_ || !complete_) return false;
+    for (size_t i = 0; i < vars_.size(); ++i)
+      if (values_now_[i] != values_[i] && !shift_only_[i]) return false;
+    const int64_t sh = shift_->eval(dyn);
+    const int64_t d = sh - shift_at_;
+    if (lo_ + d < 0 || hi_ + d > cache_[0].numel) return false;
+    for (Run& r : plan_.runs)
+      r.dst += d;
+    lo_ += d;
+    hi_ += d;
+    shift_at_ = sh;
+    values_ = values_now_;
+    return true;
+  }
+
   void build(const DynMap& dyn) {
     plan_ = {};
+    complete_ = false;
     std::map<std::string, Expr, std::less<>> subs;
     for (const auto& [name, v] : dyn)
       subs[name] = Expr(v);
@@ -242,6 +288,16 @@ class IotaIndexKernel : public Kernel {
         for (int64_t t = 0; t < L; ++t)
           add(r + t, wrap(first + step * t));
       }
+    }
+    if (shift_) {  // for shifted(): whether every index was in range, and their extent
+      complete_ = !skipped_;
+      lo_ = INT64_MAX;
+      hi_ = INT64_MIN;
+      for (const Run& r : plan_.runs) {
+        lo_ = std::min(lo_, r.dst);
+        hi_ = std::max(hi_, r.dst + r.len);
+      }
+      shift_at_ = shift_->eval(dyn);
     }
     // Runs of 4 elements or more on average copy faster than element by element.
     plan_.use_runs =
@@ -269,8 +325,12 @@ class IotaIndexKernel : public Kernel {
     const EvalView& dest = cache_[0];
     const EvalView& sv = cache_[1];
     seen_.assign(static_cast<size_t>(dest.numel), false);
+    skipped_ = false;
     return [this, &runs, &dest, &sv](int64_t i, int64_t j) {
-      if (j < 0 || j >= dest.numel) return;
+      if (j < 0 || j >= dest.numel) {
+        skipped_ = true;
+        return;
+      }
       if (seen_[static_cast<size_t>(j)]) plan_.unique = false;
       seen_[static_cast<size_t>(j)] = true;
       runs.add(j, sv.identity() ? i : sv.idx.offset_of_flat(i));
@@ -282,8 +342,15 @@ class IotaIndexKernel : public Kernel {
   std::vector<View> views_;
   std::vector<std::string> vars_;
   ViewCache cache_;
-  std::vector<int64_t> values_;
+  std::vector<int64_t> values_, values_now_;
   bool built_ = false;
+  // Scatter: the index expression's part without z (split_shift), which of vars_ only it reads,
+  // its value when the runs were last placed, and whether they were complete (no index out of
+  // range) and the elements [lo_, hi_) they cover.
+  std::optional<Expr> shift_;
+  std::vector<bool> shift_only_;
+  int64_t shift_at_ = 0, lo_ = 0, hi_ = 0;
+  bool complete_ = false, skipped_ = false;
   IndexPlan plan_;
   std::vector<bool> seen_;  // scatter: elements written while building
 };

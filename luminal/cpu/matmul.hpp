@@ -23,6 +23,7 @@ struct BlasStats {
   uint64_t fallbacks = 0;
   uint64_t gemv_calls = 0;
   uint64_t packs = 0;
+  uint64_t small_calls = 0;  // products of 2 to 4 rows computed by small_f32::gemm (AVX2)
 };
 BlasStats blas_stats();
 

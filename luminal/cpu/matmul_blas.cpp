@@ -32,7 +32,9 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/matmul.hpp"
+#include "luminal/cpu/matmul_small_f32.hpp"
 #include "luminal/cpu/primitive_util.hpp"
+#include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
 
@@ -41,7 +43,11 @@ namespace luminal::cpu {
 namespace {
 
 const OpDef kBlasMatmul{"cpu.BlasMatmul"};
-std::atomic<uint64_t> g_gemm_calls{0}, g_gemv_calls{0}, g_packs{0}, g_fallbacks{0};
+std::atomic<uint64_t> g_gemm_calls{0}, g_gemv_calls{0}, g_packs{0}, g_fallbacks{0},
+    g_small_calls{0};
+// Products of 2 to 4 rows up to this many elements of the other operand go to small_f32::gemm
+// (AVX2): OpenBLAS packs both operands first (most of a decode step's attention time).
+constexpr int64_t kSmallMax = int64_t{1} << 18;
 std::atomic<BlasBatchMode> g_batch_mode{BlasBatchMode::Auto};
 
 // OpenBLAS's own threads would compete with OpenMP's for the same cores.
@@ -121,7 +127,8 @@ std::vector<Rule> blas_rules() {
 
 class BlasMatmulKernel : public Kernel {
  public:
-  explicit BlasMatmulKernel(const LlirNode& n) : attrs_(n.attrs), generic_(n) {
+  explicit BlasMatmulKernel(const LlirNode& n)
+      : attrs_(n.attrs), generic_(n), small_(quant::active() != quant::QuantIsa::Portable) {
     if (attrs_.dtype != DType::F32 && attrs_.dtype != DType::F64)
       throw Error("cpu.BlasMatmul: dtype " + std::string(name(attrs_.dtype)) +
                   " is not f32 or f64");
@@ -220,6 +227,17 @@ class BlasMatmulKernel : public Kernel {
       y += p.trans_b ? static_cast<int64_t>(n0) * ldb : n0;
       T* c = C + oc + static_cast<int64_t>(m0) * ldc + n0;
       const int mm = m1 - m0, nn = n1 - n0;
+      if constexpr (std::is_same_v<T, float>) {
+        if (small_ && mm >= 2 && mm <= 4 && static_cast<int64_t>(nn) * K <= kSmallMax) {
+          // op(x) element (m, k), op(y) element (k, n), as the BLAS calls below read them.
+          const int64_t am = p.trans_a ? 1 : lda, ak = p.trans_a ? lda : 1;
+          const int64_t bk = p.trans_b ? 1 : ldb, bn = p.trans_b ? ldb : 1;
+          if (small_f32::gemm(mm, nn, K, x, am, ak, y, bk, bn, c, ldc)) {
+            g_small_calls.fetch_add(1, std::memory_order_relaxed);
+            return;
+          }
+        }
+      }
       if (mm == 1 || nn == 1) {
         // One row of C: c = op(y)^T x-row, y stored [n, k] (transposed) or [k, n]. One column:
         // c = op(x) y-column, x stored [m, k] or [k, m] (transposed), c strided by ldc.
@@ -254,7 +272,11 @@ class BlasMatmulKernel : public Kernel {
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
     const int64_t work = batches_ * p.M * p.Nn * p.K;
     const BlasBatchMode mode = g_batch_mode.load(std::memory_order_relaxed);
-    if (threads <= 1 || work < (int64_t{1} << 17) || mode == BlasBatchMode::Sequential) {
+    // The small kernel has no packing to amortise: a decode step's attention (3 products of
+    // 3 x 64 x c) is worth both threads from c = 32 on.
+    const bool small = std::is_same_v<T, float> && small_ && p.M <= 4;
+    const int64_t min_work = small ? int64_t{1} << 14 : int64_t{1} << 17;
+    if (threads <= 1 || work < min_work || mode == BlasBatchMode::Sequential) {
       for (int64_t b = 0; b < batches_; ++b)
         one(b, 0, M, 0, N);
       return;
@@ -280,6 +302,7 @@ class BlasMatmulKernel : public Kernel {
 
   Attrs attrs_;
   GenericMatmul generic_;
+  bool small_;  // AVX2 + FMA: products of 2 to 4 rows in small_f32::gemm
   uint64_t version_ = 0;
   std::optional<GemmPlan<int64_t>> plan_;
   int64_t batches_ = 1;
@@ -298,7 +321,8 @@ std::unique_ptr<Kernel> make_blas_matmul(const LlirNode& n) {
 }  // namespace
 
 BlasStats blas_stats() {
-  return {g_gemm_calls.load(), g_fallbacks.load(), g_gemv_calls.load(), g_packs.load()};
+  return {g_gemm_calls.load(), g_fallbacks.load(), g_gemv_calls.load(), g_packs.load(),
+          g_small_calls.load()};
 }
 void set_blas_batch_mode(BlasBatchMode m) { g_batch_mode.store(m); }
 

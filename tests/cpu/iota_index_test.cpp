@@ -91,6 +91,25 @@ TEST(IotaIndex, ScatterDuplicatesLastWinsOutOfRangeSkipped) {
   }
 }
 
+// A decode step's KV cache write: rows at c - s + i. Where only c changes the kernel moves its
+// runs instead of evaluating the expression again; out of range (c = 9, c = 0) it evaluates it
+// and skips those rows, and a change of s (the count) rebuilds.
+TEST(IotaIndex, CacheWriteAtAMovingRow) {
+  const Expr c = Expr::var("c");
+  Graph g;
+  Tensor dest = g.tensor("dest", {8, 4});
+  Tensor src = g.tensor("src", {kS, 4});
+  prim::scatter(dest * 2.0, g.iota((c - kS) * 4 + Expr::z(), kS * 4).reshape({kS, 4}), src)
+      .output("y");
+  LlirGraph p = iota_program(g);
+  EXPECT_EQ(opstest::count_op(p, "cpu.ScatterIotaInPlace"), 1) << p.to_text();
+  std::vector<DynMap> dyns;
+  for (auto [s, cv] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {1, 2}, {1, 5}, {1, 8}, {1, 9}, {1, 3}, {2, 4}, {2, 6}, {2, 9}, {1, 0}, {1, 7}})
+    dyns.push_back({{"s", s}, {"c", cv}});
+  opstest::check_program(g, p, dyns, kExact, "cache write");
+}
+
 TEST(IotaIndex, InPlaceOnlyWhereDestHasNoOtherReader) {
   for (bool shared : {false, true}) {
     Graph g;

@@ -445,6 +445,56 @@ TEST(MatmulNumerics, OneRowOrOneColumnRunsAsGemv) {
   }
 }
 
+TEST(MatmulNumerics, TwoToFourRowsRunInTheSmallKernel) {
+  // Decode's grouped-query attention per KV head: scores [groups, hd] x [hd, c] (both operands
+  // contiguous along k) and values [groups, c] x [c, hd] (the second contiguous along n); a
+  // transposed first operand; with lengths that leave tails of 8-lane groups. 2 to 4 rows run
+  // in small_f32::gemm (AVX2), 5 in BLAS.
+  struct SmallCase {
+    std::string name;
+    std::function<Tensor(Graph&)> build;
+    int64_t k;
+  };
+  const std::vector<SmallCase> cases = {
+      {"scores: q [3, s, 67] x k^T, k stored [3, 50, 67]",
+       [](Graph& g) {
+         return g.tensor("q", {3, kS, 67}, DType::F32)
+             .matmul(g.tensor("k", {3, 50, 67}, DType::F32).transpose(1, 2));
+       },
+       67},
+      {"values: p [3, s, 50] x v [3, 50, 70]",
+       [](Graph& g) {
+         return g.tensor("p", {3, kS, 50}, DType::F32)
+             .matmul(g.tensor("v", {3, 50, 70}, DType::F32));
+       },
+       50},
+      {"a^T [s, 37] (a stored [37, s]) x w [37, 29]",
+       [](Graph& g) {
+         return transposed_input(g, "a", 37, kS, DType::F32)
+             .matmul(g.tensor("w", {37, 29}, DType::F32));
+       },
+       37},
+  };
+  for (const SmallCase& c : cases) {
+    for (int64_t s : {2, 3, 4, 5}) {
+      Graph g;
+      c.build(g).output("y");
+      const std::string what = c.name + ", s = " + std::to_string(s);
+      LlirGraph p = program_with(g, "cpu.BlasMatmul");
+      ASSERT_EQ(opstest::count_op(p, "cpu.BlasMatmul"), 1) << what << "\n" << p.to_text();
+      const cpu::BlasStats before = cpu::blas_stats();
+      opstest::check_program(g, p, {{{"s", s}}}, blas_tol(DType::F32, c.k), what, 2, 3, -1, 1);
+      const cpu::BlasStats after = cpu::blas_stats();
+      EXPECT_EQ(after.fallbacks, before.fallbacks) << what;
+      if (cpu::quant::active() == cpu::quant::QuantIsa::Portable) continue;
+      if (s <= 4)
+        EXPECT_GT(after.small_calls, before.small_calls) << what;
+      else
+        EXPECT_EQ(after.small_calls, before.small_calls) << what;
+    }
+  }
+}
+
 /// Attention heads laid out [h, s, d] read as [s, h*d] (o_proj's input): the stride along k is
 /// s*d*(z/d) + z%d, not linear in z, then multiplied by a weight stored [n, h*d].
 Tensor merged_heads_product(Graph& g, DType t) {

@@ -1,0 +1,126 @@
+// cpu.BlasMatmul's products of 2 to 4 rows in AVX2 + FMA (see matmul_small_f32.hpp). Each
+// function is compiled for AVX2 + FMA by its target attribute and calls only intrinsics, so no
+// inline function compiled for AVX2 can end up in code that runs without it; the caller checks
+// the ISA first.
+#include "luminal/cpu/matmul_small_f32.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace luminal::cpu::small_f32 {
+
+#if defined(__x86_64__)
+
+namespace {
+
+#define LUMINAL_AVX2_FMA __attribute__((target("avx2,fma")))
+
+LUMINAL_AVX2_FMA inline float hsum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// a and b contiguous along k: per output n, M dot products of length K sharing b's row n.
+template <int M>
+LUMINAL_AVX2_FMA void dots(int64_t N, int64_t K, const float* a, int64_t am, const float* b,
+                           int64_t bn, float* c, int64_t ldc) {
+  const int64_t k8 = K / 8 * 8;
+  for (int64_t n = 0; n < N; ++n) {
+    const float* br = b + n * bn;
+    __m256 acc[M];
+    for (int m = 0; m < M; ++m)
+      acc[m] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k8; k += 8) {
+      const __m256 bv = _mm256_loadu_ps(br + k);
+      for (int m = 0; m < M; ++m)
+        acc[m] = _mm256_fmadd_ps(_mm256_loadu_ps(a + m * am + k), bv, acc[m]);
+    }
+    for (int m = 0; m < M; ++m) {
+      float s = hsum(acc[m]);
+      for (int64_t k = k8; k < K; ++k)
+        s += a[m * am + k] * br[k];
+      c[m * ldc + n] = s;
+    }
+  }
+}
+
+// b contiguous along n: per group of V * 8 outputs of each row, rows of b scaled by a's
+// elements and added.
+template <int M, int V>
+LUMINAL_AVX2_FMA void axpy_block(int64_t K, const float* a, int64_t am, int64_t ak, const float* b,
+                                 int64_t bk, float* c, int64_t ldc) {
+  __m256 acc[M][V];
+  for (int m = 0; m < M; ++m)
+    for (int v = 0; v < V; ++v)
+      acc[m][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 bv[V];
+    for (int v = 0; v < V; ++v)
+      bv[v] = _mm256_loadu_ps(b + k * bk + 8 * v);
+    for (int m = 0; m < M; ++m) {
+      const __m256 av = _mm256_broadcast_ss(a + m * am + k * ak);
+      for (int v = 0; v < V; ++v)
+        acc[m][v] = _mm256_fmadd_ps(av, bv[v], acc[m][v]);
+    }
+  }
+  for (int m = 0; m < M; ++m)
+    for (int v = 0; v < V; ++v)
+      _mm256_storeu_ps(c + m * ldc + 8 * v, acc[m][v]);
+}
+
+template <int M>
+LUMINAL_AVX2_FMA void axpys(int64_t N, int64_t K, const float* a, int64_t am, int64_t ak,
+                            const float* b, int64_t bk, float* c, int64_t ldc) {
+  int64_t n = 0;
+  for (; n + 16 <= N; n += 16)
+    axpy_block<M, 2>(K, a, am, ak, b + n, bk, c + n, ldc);
+  for (; n + 8 <= N; n += 8)
+    axpy_block<M, 1>(K, a, am, ak, b + n, bk, c + n, ldc);
+  for (; n < N; ++n)
+    for (int m = 0; m < M; ++m) {
+      float s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += a[m * am + k * ak] * b[k * bk + n];
+      c[m * ldc + n] = s;
+    }
+}
+
+template <int M>
+LUMINAL_AVX2_FMA bool gemm_m(int64_t N, int64_t K, const float* a, int64_t am, int64_t ak,
+                             const float* b, int64_t bk, int64_t bn, float* c, int64_t ldc) {
+  if (ak == 1 && bk == 1) {
+    dots<M>(N, K, a, am, b, bn, c, ldc);
+    return true;
+  }
+  if (bn == 1) {
+    axpys<M>(N, K, a, am, ak, b, bk, c, ldc);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool gemm(int M, int64_t N, int64_t K, const float* a, int64_t am, int64_t ak, const float* b,
+          int64_t bk, int64_t bn, float* c, int64_t ldc) {
+  switch (M) {
+    case 1: return gemm_m<1>(N, K, a, am, ak, b, bk, bn, c, ldc);
+    case 2: return gemm_m<2>(N, K, a, am, ak, b, bk, bn, c, ldc);
+    case 3: return gemm_m<3>(N, K, a, am, ak, b, bk, bn, c, ldc);
+    case 4: return gemm_m<4>(N, K, a, am, ak, b, bk, bn, c, ldc);
+    default: return false;
+  }
+}
+
+#else
+
+bool gemm(int, int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t, int64_t,
+          float*, int64_t) {
+  return false;
+}
+
+#endif
+
+}  // namespace luminal::cpu::small_f32
