@@ -16,8 +16,9 @@ llama-bench and `luminal bench` on the same file). The vocabulary is SmolLM2's b
              gemma3-1b    Gemma-3-1B (26 layers, hidden 1152, 4/1 heads of 256, FFN 6912, vocab
                           262144, window 512, every 6th layer global, tied embeddings)
     VOCAB    SmolLM2's GGUF or the JSON --dump-vocab wrote from it
-    --dtype  the 2-D and expert weights' type (default f16; norms stay f32); quantized versions
-             come from llama.cpp's `llama-quantize --allow-requantize IN OUT Q4_0`
+    --dtype  the 2-D and expert weights' type (default f16; norms stay f32): f16, bf16, or q4_0 /
+             q8_0 written here with gguf-py's quantizer (every matrix, embeddings and output too);
+             llama.cpp's mixes (Q4_K_M) come from `llama-quantize --allow-requantize IN OUT Q4_K_M`
 
 Needs numpy and llama.cpp's gguf-py (PYTHONPATH=<llama.cpp>/gguf-py). The values are one 4M-element
 normal(0, 0.02) block repeated: cheap to write, and timing does not depend on them.
@@ -62,7 +63,7 @@ def main():
     ap.add_argument("shape", nargs="?")
     ap.add_argument("out", nargs="?")
     ap.add_argument("--vocab")
-    ap.add_argument("--dtype", default="f16", choices=["f16", "bf16"])
+    ap.add_argument("--dtype", default="f16", choices=["f16", "bf16", "q4_0", "q8_0"])
     ap.add_argument("--dump-vocab", nargs=2, metavar=("SMOL_GGUF", "VOCAB_JSON"))
     a = ap.parse_args()
     if a.dump_vocab:
@@ -99,7 +100,8 @@ def main():
         w.add_expert_weights_norm(True)
     if "window" in s:
         w.add_sliding_window(s["window"])
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if a.dtype == "f16" else gguf.LlamaFileType.MOSTLY_BF16)
+    w.add_file_type({"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+                     "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[a.dtype])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("smollm")
     w.add_token_list(toks)
@@ -111,15 +113,24 @@ def main():
 
     rng = np.random.default_rng(0)
     base = (rng.standard_normal(1 << 22) * 0.02).astype(np.float32)
+    qtype = None
     if a.dtype == "f16":
         base_t = base.astype(np.float16)
         raw = None
-    else:  # bf16: the top 16 bits of the f32 values
+    elif a.dtype == "bf16":  # the top 16 bits of the f32 values
         base_t = (base.view(np.uint32) >> 16).astype(np.uint16)
         raw = gguf.GGMLQuantizationType.BF16
+    else:  # the block is quantized once; every matrix repeats its bytes (4M is whole blocks)
+        raw = qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q8_0": gguf.GGMLQuantizationType.Q8_0}[a.dtype]
+        base_t = gguf.quants.quantize(base.reshape(-1, 256), qtype).reshape(-1)
 
     def add(name, *shape):  # numpy shape: rows last-to-first as GGUF's ne reversed
-        data = np.resize(base_t, int(np.prod(shape))).reshape(shape)
+        if qtype is None:
+            data = np.resize(base_t, int(np.prod(shape))).reshape(shape)
+        else:
+            block, nbytes = gguf.GGML_QUANT_SIZES[qtype]
+            row = shape[-1] // block * nbytes
+            data = np.resize(base_t, int(np.prod(shape[:-1])) * row).reshape(*shape[:-1], row)
         w.add_tensor(name, data, raw_dtype=raw)
 
     def norm(name, n):
