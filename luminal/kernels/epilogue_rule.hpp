@@ -11,7 +11,9 @@
 // only the largest region takes part; regions of fewer than 32 elements or with more than 4
 // other inputs get none (they would grow the e-graph for nothing), and so do regions whose
 // element count is not a constant (a GEMV epilogue over a dynamic count gave a wrong row in the
-// GPU fuzz, not yet explained). The new e-node
+// GPU fuzz) and regions computing in f64 (exact arithmetic such as an RMSNorm's Dekker split
+// needs every reader of the value to see the same bits; the epilogue recomputes it in P's
+// order while other readers may take it from another kernel). The new e-node
 // has
 //   children = P's children, then the region's other children,
 //   views    = P's views, then the region's views of its other children,

@@ -501,6 +501,20 @@ TEST_F(Nvrtc, GemvEpiloguesAreOfferedAndCompile) {
     (p.transpose(0, 1).contiguous() + 1.0).output("y");
     EXPECT_EQ(program(g2).second, 0) << program(g2).first.op_mix_string();
   }
+  {  // RMSNorm and LayerNorm rows: their sums of squares are GEMV-shaped (64 row dots) and feed
+     // f64 exact arithmetic (the correctly rounded 1/sqrt): no epilogue there, since the
+     // epilogue's recomputed value need not equal the bits other readers get (the H200 row-ops
+     // suite found rows wrong by 3x). The same rows with an f32 scale after the dot keep it.
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(64), Expr(32)});
+    x.rms_norm(g.tensor("w", {Expr(32)}), 1e-5).output("rms");
+    x.layer_norm(g.tensor("lw", {Expr(32)}), g.tensor("lb", {Expr(32)}), 1e-5).output("ln");
+    EXPECT_EQ(program(g).second, 0) << program(g).first.op_mix_string();
+    Graph g2;
+    Tensor y = g2.tensor("y", {Expr(64), Expr(32)});
+    ((y * y).sum(-1) * 3.0 + 1.0).output("dots");
+    EXPECT_EQ(program(g2).second, 1) << program(g2).first.op_mix_string();
+  }
   compile_all(s);
 }
 
