@@ -524,9 +524,9 @@ TEST(QuantDot, RepackToQ8_0) {
       }
 }
 
-// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths and for the K types on
-// avx512vnni (DotIsa checks its values), each with its scratch size; the others fall back to the
-// dot tiles.
+// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths, for the K types on
+// avx512vnni, and for every type on avx2 (DotIsa checks its values), each with its scratch size;
+// the others fall back to the dot tiles.
 TEST(QuantDot, GemmTable) {
   for (QuantIsa isa : cpu::quant::kAllQuantIsas) {
     const QuantKernels* k = kernels_or_null(isa);
@@ -536,7 +536,8 @@ TEST(QuantDot, GemmTable) {
       const bool q8 = t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0;
       const bool kt = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
       const int wi = cpu::quant::weight_index(t);
-      EXPECT_EQ(k->gemm[wi] != nullptr, (vnni && q8) || (isa == QuantIsa::Avx512Vnni && kt))
+      EXPECT_EQ(k->gemm[wi] != nullptr,
+                (vnni && q8) || (isa == QuantIsa::Avx512Vnni && kt) || isa == QuantIsa::Avx2)
           << k->isa << " " << name(t);
       EXPECT_EQ(k->gemm_scratch[wi] != nullptr, k->gemm[wi] != nullptr) << k->isa << " " << name(t);
     }
