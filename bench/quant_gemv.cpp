@@ -234,7 +234,7 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
       for (int64_t p0 = b; p0 < e; p0 += panel) {
         const int64_t p1 = std::min(e, p0 + panel);
         const uint8_t* const* prow = rows.data() + p0;
-        if (gemm) {  // the VNNI GEMM: the panel packed once, every activation row over it
+        if (gemm) {  // the ISA's GEMM: the panel packed once, every activation row over it
           thread_local std::vector<uint8_t> scratch;
           scratch.resize(static_cast<size_t>(kern.gemm_scratch[cpu::quant::weight_index(t)](
               nb, static_cast<int>(p1 - p0), static_cast<int>(m))));

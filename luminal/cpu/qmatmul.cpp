@@ -14,8 +14,8 @@
 // task hands its whole chunk to the kernel per 4 activation rows (the kernel streams 4 rows at a
 // time and unpacks each weight block once per 4 activation rows), or, where the output offsets
 // are not linear, tiles of up to 4 x 4. With more than 4 activation rows a chunk goes in panels;
-// the ISA's GEMM (Q4_0, Q5_0, Q8_0 on the VNNI paths, the K types on avx512vnni) takes a panel
-// with every activation row.
+// the ISA's GEMM (Q4_0, Q5_0, Q8_0 on the VNNI paths, the K types on avx512vnni, every type on
+// avx2) takes a panel with every activation row.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -225,7 +225,7 @@ class QMatmulKernel final : public Kernel {
         for (int64_t p0 = begin; p0 < end; p0 += panel) {
           const int64_t p1 = std::min(end, p0 + panel);
           const uint8_t* const* rows = row_ptrs_.data() + p0;
-          if (gemm_ != nullptr && M > 4) {  // the VNNI GEMM packs the panel once
+          if (gemm_ != nullptr && M > 4) {  // the ISA's GEMM packs the panel once
             thread_local std::vector<uint8_t> scratch;
             scratch.resize(static_cast<size_t>(
                 gemm_scratch_(nblocks_, static_cast<int>(p1 - p0), static_cast<int>(M))));

@@ -454,6 +454,39 @@ INSTANTIATE_TEST_SUITE_P(TypesIsas, DotIsa,
                                   cpu::quant::isa_name(std::get<1>(info.param));
                          });
 
+// The prefill GEMMs at prefill sizes: many activation groups with a tail (m = 19), odd weight
+// rows over several L1 sub-panels, bitwise the dot tiles (run_dot) and the portable kernels.
+TEST(QuantDot, GemmPrefillShapesBitwise) {
+  const QuantKernels& portable = cpu::quant::kernels_for(QuantIsa::Portable);
+  int checked = 0;
+  for (QuantIsa isa : cpu::quant::available_isas()) {
+    const QuantKernels& kern = cpu::quant::kernels_for(isa);
+    for (DType t : kWeightBlockDTypes) {
+      if (kern.gemm[cpu::quant::weight_index(t)] == nullptr) continue;
+      const int64_t k = block_size(t) == 256 ? 1536 : 576;
+      for (Data data : {Data::kValid, Data::kZeroBlocks, Data::kExtremeScales}) {
+        const DotCase c{t, k, 37, 19, data};
+        const DType af = blocks::activation_format(t);
+        const std::vector<uint8_t> w = make_weights(t, c.rows, k, data, 77);
+        const std::vector<float> x = make_activations(c.m, k, block_size(af), data, 78);
+        const int64_t xs = static_cast<int64_t>(storage_bytes(af, k));
+        std::vector<uint8_t> xq(static_cast<size_t>(xs * c.m));
+        for (int i = 0; i < c.m; ++i)
+          blocks::quantize_reference(af, x.data() + i * k, xq.data() + i * xs, k);
+        const std::vector<float> got = run_dot(kern, c, w, xq);
+        const std::vector<float> want = run_dot(portable, c, w, xq);
+        for (size_t j = 0; j < got.size(); ++j) {
+          ASSERT_TRUE(same_float(got[j], want[j]))
+              << describe(c, kern.isa) << ": output " << j << ": " << got[j]
+              << " but portable gives " << want[j];
+          ++checked;
+        }
+      }
+    }
+  }
+  std::printf("%d GEMM outputs checked\n", checked);
+}
+
 // A weight of all -128 quants against activations of all +-127: the largest int16 pair of the
 // sign trick (128 * 127 * 2 = 32512) must not saturate on any path.
 TEST(QuantDot, Q8_0SaturationCorner) {
@@ -524,9 +557,9 @@ TEST(QuantDot, RepackToQ8_0) {
       }
 }
 
-// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths and for the K types on
-// avx512vnni (DotIsa checks its values), each with its scratch size; the others fall back to the
-// dot tiles.
+// The prefill GEMM exists for the Q8_0-format weights on the VNNI paths, for the K types on
+// avx512vnni, and for every type on avx2 (DotIsa checks its values), each with its scratch size;
+// the others fall back to the dot tiles.
 TEST(QuantDot, GemmTable) {
   for (QuantIsa isa : cpu::quant::kAllQuantIsas) {
     const QuantKernels* k = kernels_or_null(isa);
@@ -536,7 +569,8 @@ TEST(QuantDot, GemmTable) {
       const bool q8 = t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0;
       const bool kt = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
       const int wi = cpu::quant::weight_index(t);
-      EXPECT_EQ(k->gemm[wi] != nullptr, (vnni && q8) || (isa == QuantIsa::Avx512Vnni && kt))
+      EXPECT_EQ(k->gemm[wi] != nullptr,
+                (vnni && q8) || (isa == QuantIsa::Avx512Vnni && kt) || isa == QuantIsa::Avx2)
           << k->isa << " " << name(t);
       EXPECT_EQ(k->gemm_scratch[wi] != nullptr, k->gemm[wi] != nullptr) << k->isa << " " << name(t);
     }

@@ -42,8 +42,11 @@ using RepackFn = void (*)(const uint8_t* const* w_rows, int rows, int64_t nblock
 /// passes over them in 4 x 4 register tiles: per block and output one vpdpbusd, one conversion
 /// and one FMA. Q4_K, Q5_K and Q6_K weights go in sub-panels that stay in L1, unpacked once into
 /// pairs of rows, each passed over by every group of 4 activation rows in 2 x 4 register tiles: per
-/// 32 values and output one vpmaddubsw and one vpdpwssd. `scratch` holds the table's
-/// gemm_scratch(nblocks, rows, m) bytes (its alignment does not matter).
+/// 32 values and output one vpmaddubsw and one vpdpwssd (on AVX2 vpmaddwd + vpaddd). On AVX2 the
+/// legacy types go in 2 x 4 register tiles of unsigned quants against aligned copies of the
+/// activation (Q8_0 as int16 pairs, two vpmaddwd a block; kernels_x86_qgemm_avx2.inc).
+/// `scratch` holds the table's gemm_scratch(nblocks, rows, m) bytes (its alignment does not
+/// matter).
 using GemmFn = void (*)(int64_t nblocks, const uint8_t* const* w_rows, int rows, const uint8_t* xq,
                         int64_t xq_stride, int m, float* out, int64_t out_rs, int64_t out_ms,
                         uint8_t* scratch);
@@ -58,7 +61,7 @@ struct QuantKernels {
   DotRowsFn dot[8];               // weight Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
   RepackFn to_q8_0[8];            // by weight: Q4_0 and Q5_0; null for the others
   GemmFn gemm[8];                 // by weight: Q4_0, Q5_0, Q8_0 on the VNNI paths, the K types
-                                  // on avx512vnni; null otherwise
+                                  // on avx512vnni, all eight on avx2; null otherwise
   GemmScratchFn gemm_scratch[8];  // beside each non-null gemm
 };
 
