@@ -78,10 +78,11 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
 
   t0 = Clock::now();
   b.space = std::make_unique<SearchSpace>(eg, b.lowered.roots);
-  if (!hfuse_log->members.empty()) {
+  if (!hfuse_log->concats.empty()) {
     SearchSpace::SeedBias bias;
     bias.avoid.insert(hfuse_log->members.begin(), hfuse_log->members.end());
-    bias.free_folds.insert(hfuse_log->weights.begin(), hfuse_log->weights.end());
+    bias.avoid.insert(hfuse_log->weights.begin(), hfuse_log->weights.end());
+    bias.free_folds.insert(hfuse_log->concats.begin(), hfuse_log->concats.end());
     b.space->set_seed_bias(std::move(bias));
   }
   b.space_s = since(t0);

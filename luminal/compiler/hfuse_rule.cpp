@@ -44,9 +44,12 @@ struct Member {
   DType wdt = DType::F32;  // the weight input's dtype
   bool cast = false;       // the Mul reads Cast(weight)
   DType mul_dt = DType::F32;
-  int rank = 0;       // of the Mul's dims
-  std::string key;    // what members of one group share
-  std::string order;  // sort key: the weight's label and view
+  int rank = 0;          // of the Mul's dims
+  std::string key;       // what members of one group share
+  std::string order;     // sort key: the weight's label and view
+  bool one_row = false;  // every axis of the output but n is a constant 1
+  ClassId wcls = 0;      // the Mul's weight-side class (the weight, or its Cast)
+  MatmulParts parts;     // the match as a matmul
 };
 
 // A weight Input e-node of class c (persistent, not carried, static shape), if any.
@@ -106,8 +109,9 @@ std::optional<Member> analyze(const EGraph& eg, ENodeId sum_id, ENodeId mul_id,
   if (rank < 2 || p->attrs.axis != rank - 1) return std::nullopt;
   const Shape& out = p->attrs.shape;  // the Mul's dims without k
   if (static_cast<int>(out.size()) != rank - 1) return std::nullopt;
+  bool one_row = true;
   for (int i = 0; i + 1 < rank - 1; ++i)
-    if (out[i] != Expr(1)) return std::nullopt;  // one row
+    one_row = one_row && out[i] == Expr(1);
   const Expr n = out[rank - 2], k = p->attrs.views[0].dims[rank - 1];
   if (!n.is_const() || !k.is_const()) return std::nullopt;
   for (int xs = 0; xs < 2; ++xs) {
@@ -115,6 +119,10 @@ std::optional<Member> analyze(const EGraph& eg, ENodeId sum_id, ENodeId mul_id,
     const View& wv = p->attrs.views[1 - xs];
     if (xv.strides[rank - 2] != Expr(0) || n == Expr(1)) continue;
     const ClassId wc = p->children[1 - xs];
+    bool shared = true;  // the weight is the same for every row (broadcast on leading axes)
+    for (int i = 0; i + 2 < rank; ++i)
+      shared = shared && (wv.dims[i] == Expr(1) || wv.strides[i] == Expr(0));
+    if (!shared) continue;
     View w2{{wv.dims[rank - 2], wv.dims[rank - 1]},
             {wv.strides[rank - 2], wv.strides[rank - 1]},
             wv.base};
@@ -154,6 +162,9 @@ std::optional<Member> analyze(const EGraph& eg, ENodeId sum_id, ENodeId mul_id,
     mem.k = k.as_const();
     mem.mul_dt = eg.attrs_of(mul_id).dtype;
     mem.rank = rank;
+    mem.one_row = one_row;
+    mem.wcls = wc;
+    mem.parts = *p;
     View xkey = xv;
     xkey.dims[rank - 2] = Expr(1);
     mem.key = std::to_string(mem.x) + "|" + std::to_string(xs) + "|" + xkey.to_string() + "|" +
@@ -191,8 +202,9 @@ std::vector<Member> group_of(const EGraph& eg, const Member& first,
   return out;
 }
 
-// Adds the fused matmul of `group`; returns its class and the concatenated weight's.
-std::pair<ClassId, ClassId> add_fused(EGraph& eg, const std::vector<Member>& group) {
+// Adds the weights of `group` concatenated along n, [N, k] (cast as the members' Mul reads
+// them); returns its class.
+ClassId add_concat(EGraph& eg, const std::vector<Member>& group) {
   const Member& f = group[0];
   int64_t total = 0;
   for (const Member& m : group)
@@ -227,6 +239,48 @@ std::pair<ClassId, ClassId> add_fused(EGraph& eg, const std::vector<Member>& gro
     ka.views = {View::contiguous({N, K})};
     wc = eg.add(hlir_op(OpKind::Cast), ka, {wc});
   }
+  return wc;
+}
+
+// The view of rows o .. o+n of the concatenation [N, k] over a Mul's dims [.., n, k] (broadcast
+// along the leading axes).
+View concat_rows(const Member& m, int64_t total, int64_t o) {
+  View v = View::contiguous({Expr(total), Expr(m.k)});
+  v.dims[0] = Expr(m.n);
+  v.base = Expr(o * m.k);
+  const View& xv = m.parts.attrs.views[m.xs];
+  for (int i = m.rank - 3; i >= 0; --i)
+    v = v.expand(0, xv.dims[i]);
+  return v;
+}
+
+// Member m's matmul reading its weight as rows o .. o+n of the concatenation wc, merged into m's
+// class (any number of rows: prefill reads the folded concatenation instead of the weights too).
+void add_sliced(EGraph& eg, const Member& m, ClassId wc, int64_t total, int64_t o) {
+  const View wv = concat_rows(m, total, o);
+  const View& xv = m.parts.attrs.views[m.xs];
+  Attrs ma;
+  ma.dtype = m.mul_dt;
+  ma.shape = xv.dims;
+  ma.views = m.xs == 0 ? std::vector<View>{xv, wv} : std::vector<View>{wv, xv};
+  const ClassId mul =
+      eg.add(hlir_op(OpKind::Mul), ma,
+             m.xs == 0 ? std::vector<ClassId>{m.x, wc} : std::vector<ClassId>{wc, m.x});
+  Attrs ra;
+  ra.dtype = eg.dtype(m.cls);
+  ra.shape = m.parts.attrs.shape;
+  ra.views = {View::contiguous(xv.dims)};
+  ra.axis = m.rank - 1;
+  eg.merge(eg.add(hlir_op(OpKind::SumReduce), ra, {mul}), m.cls);
+}
+
+// Adds the fused matmul of one-row `group` over the concatenation wc; returns its class.
+ClassId add_fused(EGraph& eg, const std::vector<Member>& group, ClassId wc) {
+  const Member& f = group[0];
+  int64_t total = 0;
+  for (const Member& m : group)
+    total += m.n;
+  const Expr N(total), K(f.k);
   // Y = SumReduce(Mul(x, Wc)) over [1.., N, k].
   View wv = View::contiguous({N, K});
   while (wv.rank() < f.rank)
@@ -246,7 +300,7 @@ std::pair<ClassId, ClassId> add_fused(EGraph& eg, const std::vector<Member>& gro
   ra.shape = Shape(mul_shape.begin(), mul_shape.end() - 1);
   ra.views = {View::contiguous(mul_shape)};
   ra.axis = f.rank - 1;
-  return {eg.add(hlir_op(OpKind::SumReduce), ra, {mul}), wc};
+  return eg.add(hlir_op(OpKind::SumReduce), ra, {mul});
 }
 
 // Every reader of `c` gets a copy reading `y` at element offset `offset` instead.
@@ -289,25 +343,36 @@ RuleSet horizontal_fusion_rules(std::set<std::string, std::less<>> carried,
   RuleSet rs{"hfuse", {}};
   if (!horizontal_fusion_enabled()) return rs;
   auto shared = std::make_shared<const std::set<std::string, std::less<>>>(std::move(carried));
+  auto apply = [shared, log](const Match& m, EGraph& eg) {
+    std::optional<Member> first = analyze(eg, m.node("sum"), m.node("mul"), *shared);
+    if (!first) return;
+    const std::vector<Member> group = group_of(eg, *first, *shared);
+    if (group.size() < 2) return;
+    const ClassId wc = add_concat(eg, group);
+    int64_t total = 0;
+    bool one_row = true;
+    for (const Member& mem : group) {
+      total += mem.n;
+      one_row = one_row && mem.one_row;
+    }
+    const ClassId y = one_row ? add_fused(eg, group, wc) : 0;
+    int64_t off = 0;
+    for (const Member& mem : group) {
+      add_sliced(eg, mem, wc, total, off);
+      if (one_row) redirect_readers(eg, mem.cls, y, off);
+      off += mem.n;
+      if (log) {
+        if (one_row) log->members.push_back(mem.cls);
+        log->weights.push_back(mem.wcls);
+      }
+    }
+    if (log) log->concats.push_back(wc);
+  };
   rs.rules.push_back(Rule{"hfuse-matmul", matmul_pattern(),
                           [shared](const Match& m, const EGraph& eg) {
                             return analyze(eg, m.node("sum"), m.node("mul"), *shared).has_value();
                           },
-                          [shared, log](const Match& m, EGraph& eg) {
-                            std::optional<Member> first =
-                                analyze(eg, m.node("sum"), m.node("mul"), *shared);
-                            if (!first) return;
-                            const std::vector<Member> group = group_of(eg, *first, *shared);
-                            if (group.size() < 2) return;
-                            const auto [y, wc] = add_fused(eg, group);
-                            int64_t off = 0;
-                            for (const Member& mem : group) {
-                              redirect_readers(eg, mem.cls, y, off);
-                              off += mem.n;
-                              if (log) log->members.push_back(mem.cls);
-                            }
-                            if (log) log->weights.push_back(wc);
-                          }});
+                          apply});
   return rs;
 }
 

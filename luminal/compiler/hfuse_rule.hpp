@@ -39,8 +39,9 @@ bool horizontal_fusion_enabled();
 /// fused matmuls' members (whose readers got copies reading the fused one) and the concatenated
 /// weights. build_search_space turns it into the search space's seed bias.
 struct HfuseLog {
-  std::vector<ClassId> members;
-  std::vector<ClassId> weights;
+  std::vector<ClassId> members;  // one-row members: their readers also read the fused matmul
+  std::vector<ClassId> weights;  // the members' weight-side classes
+  std::vector<ClassId> concats;  // the concatenations
 };
 
 /// The ruleset "hfuse" (one rule, "hfuse-matmul"; none when LUMINAL_HFUSE=off); `carried` holds

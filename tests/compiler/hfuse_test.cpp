@@ -190,11 +190,30 @@ TEST(Hfuse, BiasedSeedFusesEveryMember) {
   EXPECT_TRUE(problem.empty()) << problem << fused.to_text();
 }
 
-// Rows that are not one (s up to 4): nothing is fused, so no seed bias.
-TEST(Hfuse, OnlyOneRow) {
+// Rows that are not one (s up to 4): no fused matmul, but each member may read its weight as
+// rows of the concatenation, so a prefill can read the fold that a decode step's fused matmul
+// reads (and the weights are released). Every program matches; the biased seed reads the
+// concatenation for every member and no weight.
+TEST(Hfuse, ManyRowsReadTheConcatenation) {
   cpu::CpuBackend cpu(1);
-  BuiltSpace b = space_of(qkv_block(4), cpu, false);
-  EXPECT_FALSE(b.space->has_seed_bias());
+  FuzzGraph fg = qkv_block(4);
+  BuiltSpace b = space_of(fg, cpu, true);
+  ASSERT_TRUE(b.space->has_seed_bias());
+  const LlirGraph seed = to_llir(*b.space, b.space->biased_genome());
+  EXPECT_EQ(matmuls_of_width(seed, 40), 0) << seed.to_text();
+  EXPECT_EQ(matmuls_of_width(seed, 24) + matmuls_of_width(seed, 8), 3) << seed.to_text();
+  EXPECT_EQ(FoldResolver::placeholders(seed).size(), 1u) << seed.to_text();
+  for (const LlirNode& n : seed.nodes)
+    EXPECT_FALSE(is_op(n.op, OpKind::Input) && n.attrs.label.starts_with("w")) << seed.to_text();
+  CheckOptions o = on_cpu(true, 40, {24, 8});
+  mark_weights(fg);
+  CheckResult r = run_check(fg, o);
+  for (const std::string& e : r.errors)
+    ADD_FAILURE() << e;
+  for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+    ADD_FAILURE() << r.failures[i];
+  EXPECT_EQ(r.programs_using["fused"], 0);
+  EXPECT_GT(r.programs_using["(load-time fold)"], 0);
 }
 
 // LUMINAL_HFUSE=off offers nothing.

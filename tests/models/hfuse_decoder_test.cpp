@@ -6,7 +6,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <set>
+#include <map>
+#include <vector>
 
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
@@ -31,28 +32,50 @@ int matmuls_of_width(const LlirGraph& p, int64_t width) {
   return n;
 }
 
-// Times programs that fuse both groups as fast, every other as slow.
+// Times programs that fuse both groups as fast, every other as slow; among equals, the more
+// folded values a program reads the faster (a prefill reading the concatenations).
 struct PreferFused : testing::CpuDelegate {
-  std::set<const Plan*> fused;
+  std::map<const Plan*, double> times;
   int fused_loads = 0;
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override {
     std::unique_ptr<Plan> p = cpu.load(g, spec);
-    if (matmuls_of_width(g, kQkv) > 0 && matmuls_of_width(g, kGateUp) > 0) {
-      fused.insert(p.get());
-      ++fused_loads;
-    }
+    const bool fused = matmuls_of_width(g, kQkv) > 0 && matmuls_of_width(g, kGateUp) > 0;
+    fused_loads += fused;
+    times[p.get()] = (fused ? 1e-6 : 1.0) / (1.0 + FoldResolver::placeholders(g).size());
     return p;
   }
-  double time(Plan& p, int, const int64_t*, int, double) override {
-    return fused.count(&p) ? 1e-6 : 1.0;
-  }
+  double time(Plan& p, int, const int64_t*, int, double) override { return times.at(&p); }
 };
 
-TEST(HfuseDecoder, FusedDecodeMatchesReference) {
-  const models::Decoder d = models::build_decoder(
+models::Decoder tiny_llama() {
+  return models::build_decoder(
       models::llama_config(
           {.layers = 2, .hidden = 64, .ffn = 96, .heads = 4, .kv_heads = 2, .vocab = 97}),
       {.slots = 16, .max_step = 8});
+}
+
+CompileOptions options() {
+  return CompileOptions().search_graph_limit(8).verbose(false).fold_min_bytes(0).dim_buckets(
+      "s", {DimBucket(1, 1), DimBucket(2, 8)});
+}
+
+// The session's bytes with the programs PreferFused picks (fusion on or off).
+uint64_t session_bytes(bool hfuse) {
+  if (!hfuse) setenv("LUMINAL_HFUSE", "off", 1);
+  const models::Decoder d = tiny_llama();
+  PreferFused be;
+  Session s(d.graph, be, options());
+  models::random_weights(s, 3);
+  models::init_state(s, d);
+  s.compile();
+  s.set("ids", std::vector<int32_t>{5, 17});
+  s.execute({{"s", 2}, {"c", 2}});  // runs the folds, releases what only they read
+  unsetenv("LUMINAL_HFUSE");
+  return s.memory_bytes();
+}
+
+TEST(HfuseDecoder, FusedDecodeMatchesReference) {
+  const models::Decoder d = tiny_llama();
   const Graph& g = d.graph;
   const Tensor logits = d.logits;
   const size_t vocab = 97;
@@ -77,6 +100,12 @@ TEST(HfuseDecoder, FusedDecodeMatchesReference) {
   for (const LlirNode& n : decode.nodes)
     folds += is_op(n.op, OpKind::Input) && n.attrs.label.rfind("#fold/", 0) == 0;
   EXPECT_GE(folds, 4) << "the concatenations are folded at load";
+  // The prefill reads its weights from the concatenations too (rows at an offset).
+  const LlirGraph& prefill = s.llir({{"s", 5}, {"c", 5}});
+  int prefill_folds = 0;
+  for (const LlirNode& n : prefill.nodes)
+    prefill_folds += is_op(n.op, OpKind::Input) && n.attrs.label.rfind("#fold/", 0) == 0;
+  EXPECT_GE(prefill_folds, 4) << prefill.op_mix_string();
 
   const std::vector<int32_t> prompt = {5, 17, 2, 90, 33};
   int c = 0;
@@ -103,6 +132,14 @@ TEST(HfuseDecoder, FusedDecodeMatchesReference) {
   step(prompt);
   for (int32_t id : {7, 61, 12, 40})
     step({id});
+}
+
+// The weights that only the concatenations read are released: fused, the session holds no more
+// than without fusion.
+TEST(HfuseDecoder, FoldedConcatenationsReplaceTheWeights) {
+  const uint64_t off = session_bytes(false), on = session_bytes(true);
+  EXPECT_LE(on, off);
+  EXPECT_GT(on, off / 2);
 }
 
 }  // namespace
