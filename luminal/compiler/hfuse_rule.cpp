@@ -204,7 +204,9 @@ std::vector<Member> group_of(const EGraph& eg, const Member& first,
 
 // Adds the weights of `group` concatenated along n, [N, k] (cast as the members' Mul reads
 // them); returns its class.
-ClassId add_concat(EGraph& eg, const std::vector<Member>& group) {
+// `uncast` receives the concatenation before the Cast (a backend's matmul may read it directly:
+// a GEMV over 16-bit weights).
+ClassId add_concat(EGraph& eg, const std::vector<Member>& group, ClassId* uncast) {
   const Member& f = group[0];
   int64_t total = 0;
   for (const Member& m : group)
@@ -237,6 +239,7 @@ ClassId add_concat(EGraph& eg, const std::vector<Member>& group) {
     ka.dtype = f.mul_dt;
     ka.shape = {N, K};
     ka.views = {View::contiguous({N, K})};
+    *uncast = wc;
     wc = eg.add(hlir_op(OpKind::Cast), ka, {wc});
   }
   return wc;
@@ -348,7 +351,9 @@ RuleSet horizontal_fusion_rules(std::set<std::string, std::less<>> carried,
     if (!first) return;
     const std::vector<Member> group = group_of(eg, *first, *shared);
     if (group.size() < 2) return;
-    const ClassId wc = add_concat(eg, group);
+    ClassId uncast = 0;
+    const ClassId wc = add_concat(eg, group, &uncast);
+    uncast = group[0].cast ? uncast : wc;
     int64_t total = 0;
     bool one_row = true;
     for (const Member& mem : group) {
@@ -366,7 +371,10 @@ RuleSet horizontal_fusion_rules(std::set<std::string, std::less<>> carried,
         log->weights.push_back(mem.wcls);
       }
     }
-    if (log) log->concats.push_back(wc);
+    if (log) {
+      log->concats.push_back(wc);
+      log->concats.push_back(uncast);
+    }
   };
   rs.rules.push_back(Rule{"hfuse-matmul", matmul_pattern(),
                           [shared](const Match& m, const EGraph& eg) {

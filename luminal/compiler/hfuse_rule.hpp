@@ -41,7 +41,7 @@ bool horizontal_fusion_enabled();
 struct HfuseLog {
   std::vector<ClassId> members;  // one-row members: their readers also read the fused matmul
   std::vector<ClassId> weights;  // the members' weight-side classes
-  std::vector<ClassId> concats;  // the concatenations
+  std::vector<ClassId> concats;  // the concatenations (and, cast, what the Cast reads)
 };
 
 /// The ruleset "hfuse" (one rule, "hfuse-matmul"; none when LUMINAL_HFUSE=off); `carried` holds
