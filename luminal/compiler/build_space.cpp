@@ -1,9 +1,13 @@
 #include "luminal/compiler/build_space.hpp"
 
 #include "luminal/compiler/core_rules.hpp"
+#include "luminal/compiler/hfuse_rule.hpp"
 
 #include <chrono>
 #include <map>
+#include <memory>
+#include <set>
+#include <string>
 
 namespace luminal {
 
@@ -38,9 +42,19 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
   b.lower_s = since(t0);
 
   t0 = Clock::now();
+  std::set<std::string, std::less<>> carried;
+  for (auto [o, i] : g.carried())
+    carried.insert(g.node(i).label);
+  auto hfuse_log = std::make_shared<HfuseLog>();
   std::vector<Schedule> parts{Schedule::saturate(core_rules())};
+  // Horizontal fusion after the core rules (the backends' rules then see the fused matmul and
+  // its readers), and again after the backends' rules, for the readers they added (a fused
+  // region reading two members reads both from the fused matmul only so).
+  const RuleSet hf = horizontal_fusion_rules(std::move(carried), hfuse_log);
+  if (!hf.rules.empty()) parts.push_back(Schedule::saturate(hf));
   for (const RuleSet& rs : backend.rulesets())
     parts.push_back(Schedule::saturate(rs));
+  if (!hf.rules.empty()) parts.push_back(Schedule::saturate(hf));
   b.saturation = run_schedule(eg, Schedule::seq(std::move(parts)), limits);
   eg.rebuild();
   if (fold.on && backend.executes(fold_op())) b.folds = add_fold_leaves(eg, g, fold);
@@ -64,6 +78,13 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
 
   t0 = Clock::now();
   b.space = std::make_unique<SearchSpace>(eg, b.lowered.roots);
+  if (!hfuse_log->concats.empty()) {
+    SearchSpace::SeedBias bias;
+    bias.avoid.insert(hfuse_log->members.begin(), hfuse_log->members.end());
+    bias.avoid.insert(hfuse_log->weights.begin(), hfuse_log->weights.end());
+    bias.free_folds.insert(hfuse_log->concats.begin(), hfuse_log->concats.end());
+    b.space->set_seed_bias(std::move(bias));
+  }
   b.space_s = since(t0);
   return b;
 }

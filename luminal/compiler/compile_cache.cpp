@@ -1,4 +1,5 @@
 #include "luminal/compiler/compile_cache.hpp"
+#include "luminal/compiler/hfuse_rule.hpp"
 
 #include <unistd.h>
 
@@ -84,6 +85,7 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
     for (const Rule& r : rs.rules)
       k << r.name << ",";
   }
+  k << " hfuse:" << (horizontal_fusion_enabled() ? "on" : "off");
   k << "\n";
   k << "search limit=" << o.search_graph_limit() << " trials=" << o.trials()
     << " keep_best=" << o.keep_best() << " generation=" << o.generation_size()

@@ -287,6 +287,8 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   if (space.has_library_calls())
     for (Seed mode : {Seed::Avoid, Seed::Prefer})
       if (!limit_hit()) try_genome(space.fewest_kernels_genome(mode));
+  // Rewrites that pay only when several classes take them together (horizontal fusion).
+  if (space.has_seed_bias() && !limit_hit()) try_genome(space.biased_genome());
   int misses = 0;
   for (int i = 1; i < opts.generation_size() && !limit_hit() && !out_of_time() && misses < 256;) {
     if (try_genome(space.random_genome(rng)))

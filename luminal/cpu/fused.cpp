@@ -7,7 +7,7 @@
 namespace luminal::cpu {
 
 namespace {
-const OpDef kFused{"cpu.Fused"};
+const OpDef kFused{.name = "cpu.Fused", .any_view = true};
 std::vector<Rule> cpu_fusion_rules() { return fusion_rules(&kFused, "cpu"); }
 }  // namespace
 

@@ -19,7 +19,7 @@ namespace luminal::cuda {
 
 namespace {
 
-const OpDef kFused{"cuda.Fused"};
+const OpDef kFused{.name = "cuda.Fused", .any_view = true};
 
 constexpr int kBlock = 256;
 

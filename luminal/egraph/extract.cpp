@@ -230,6 +230,24 @@ double SearchSpace::log10_size() const {
 Genome SearchSpace::first_genome() const { return Genome(gene_sizes_.size(), 0); }
 
 Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
+  return fewest_kernels_impl(mode, nullptr);
+}
+
+void SearchSpace::set_seed_bias(SeedBias bias) {
+  SeedBias b;
+  b.penalty = bias.penalty;
+  for (ClassId c : bias.avoid)
+    b.avoid.insert(eg_->find(c));
+  for (ClassId c : bias.free_folds)
+    b.free_folds.insert(eg_->find(c));
+  bias_ = std::move(b);
+}
+
+Genome SearchSpace::biased_genome() const {
+  return fewest_kernels_impl(LibrarySeed::Use, bias_ ? &*bias_ : nullptr);
+}
+
+Genome SearchSpace::fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) const {
   const size_t n = options_.size();
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> cost(n, inf);
@@ -242,7 +260,7 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
       const std::vector<ENodeId>& opts = options_[c];
       for (size_t k = 0; k < opts.size(); ++k) {
         const ENode& e = eg_->node(opts[k]);
-        double w = option_cost(c, opts[k], mode);
+        double w = option_cost(c, opts[k], mode, bias);
         for (ClassId ch : e.children)
           w += cost[eg_->find(ch)];
         if (w < cost[c]) {
@@ -266,7 +284,7 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
     std::vector<double>& ex = excess[gene_[c]];
     for (size_t v = 0; v < ex.size(); ++v) {
       const ENode& e = eg_->node(opts[pick_[c][v]]);
-      double w = option_cost(c, opts[pick_[c][v]], mode);
+      double w = option_cost(c, opts[pick_[c][v]], mode, bias);
       for (ClassId ch : e.children)
         w += cost[eg_->find(ch)];
       ex[v] += w == inf ? 1e300 : (w - cost[c]) / std::max(cost[c], 1.0);
@@ -279,7 +297,7 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
   // The tree costs above count a shared class once per use and cannot see that two choices need
   // the same class (or force two versions of one value): a descent over genes, one at a time, on
   // the program's true cost (each class it runs counted once) keeps every change that lowers it.
-  double lowest = program_cost(g, mode);
+  double lowest = program_cost_impl(g, mode, bias);
   for (int round = 0; round < 16; ++round) {
     bool improved = false;
     for (size_t i = 0; i < g.size(); ++i) {
@@ -287,7 +305,7 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
       for (uint32_t v = 0; v < gene_sizes_[i]; ++v) {
         if (v == keep) continue;
         g[i] = v;
-        const double c = program_cost(g, mode);
+        const double c = program_cost_impl(g, mode, bias);
         if (c < lowest - 1e-9) {
           lowest = c;
           keep = v;
@@ -301,8 +319,18 @@ Genome SearchSpace::fewest_kernels_genome(LibrarySeed mode) const {
   return g;
 }
 
-double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode) const {
+double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode,
+                                const SeedBias* bias) const {
   const ENode& e = eg_->node(n);
+  if (bias) {
+    if (e.op->seed_cost >= kAvoided && e.children.empty() && !is_op(e.op, OpKind::Input) &&
+        bias->free_folds.count(eg_->find(c)))
+      return 0;
+    double extra = 0;
+    for (ClassId ch : e.children)
+      if (bias->avoid.count(eg_->find(ch))) extra += bias->penalty;
+    if (extra > 0) return option_cost(c, n, mode, nullptr) + extra;
+  }
   if (e.children.empty() && e.op->seed_cost >= kAvoided && !is_op(e.op, OpKind::Input))
     for (ENodeId o : options_[c])
       if (eg_->node(o).op->fold_preferred) return 0;
@@ -317,9 +345,14 @@ bool SearchSpace::has_library_calls() const {
 }
 
 double SearchSpace::program_cost(const Genome& g, LibrarySeed mode) const {
+  return program_cost_impl(g, mode, nullptr);
+}
+
+double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
+                                      const SeedBias* bias) const {
   double total = 0;
   for (ClassId c : topo_order(g))
-    total += option_cost(c, chosen(g, c), mode);
+    total += option_cost(c, chosen(g, c), mode, bias);
   return total;
 }
 

@@ -13,7 +13,9 @@
 // with one option have no gene.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "luminal/egraph/egraph.hpp"
@@ -51,6 +53,22 @@ class SearchSpace {
   /// that make an operand's layout one the library takes).
   enum class LibrarySeed { Use, Avoid, Prefer };
   Genome fewest_kernels_genome(LibrarySeed mode = LibrarySeed::Use) const;
+  /// A bias for one more seed, for a rewrite that pays only where several classes take it
+  /// together (the compiler's horizontal fusion: one fused matmul replaces several only when
+  /// every reader of each reads the fused one): an option costs `penalty` more per child in
+  /// `avoid`, and a Fold leaf of a class in `free_folds` costs nothing (a fold that replaces the
+  /// weights it reads, such as their concatenation).
+  struct SeedBias {
+    std::set<ClassId> avoid;
+    std::set<ClassId> free_folds;
+    double penalty = 1.0;
+  };
+  /// Sets the bias (classes are canonicalised); biased_genome() is the fewest-kernels genome
+  /// (LibrarySeed::Use) under it, descent included.
+  void set_seed_bias(SeedBias bias);
+  bool has_seed_bias() const { return bias_.has_value(); }
+  const std::optional<SeedBias>& seed_bias() const { return bias_; }
+  Genome biased_genome() const;
   /// Whether some option of some class is a library call (OpDef::library_call).
   bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
@@ -79,10 +97,13 @@ class SearchSpace {
  private:
   /// Option n of class c in the seed: seed_cost, but a Fold leaf (a childless option the seed
   /// avoids) costs nothing beside an op meant to run once per load (OpDef::fold_preferred).
-  double option_cost(ClassId c, ENodeId n, LibrarySeed mode) const;
+  double option_cost(ClassId c, ENodeId n, LibrarySeed mode, const SeedBias* bias) const;
+  Genome fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) const;
+  double program_cost_impl(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
 
   const EGraph* eg_;
   std::vector<ClassId> roots_;
+  std::optional<SeedBias> bias_;
   std::vector<uint32_t> gene_sizes_;
   // indexed by canonical class id
   std::vector<std::vector<ENodeId>> options_;

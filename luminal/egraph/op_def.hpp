@@ -36,6 +36,11 @@ struct OpDef {
   /// also holds a load-time Fold leaf, the fewest-kernels seed takes the leaf at no cost (it
   /// avoids other folds, which may add memory).
   bool fold_preferred = false;
+  /// Its kernel reads every child through the child's view, element offset (View::base)
+  /// included, whatever the view (no matcher's condition on it): a rewrite may give an e-node of
+  /// it a child read through another view of the same values (horizontal fusion reads a member's
+  /// value at an offset in the fused matmul's output). HLIR primitives always do.
+  bool any_view = false;
 };
 
 /// The OpDef of an HLIR primitive.

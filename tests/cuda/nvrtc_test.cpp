@@ -447,6 +447,55 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
 }
 
+// Horizontal fusion (compiler/hfuse_rule.hpp) on the same bf16 decode step, its weights
+// persistent and folds offered: the seed that takes it runs gate/up as one GEMV a layer over the
+// folded concatenation (no Scatter runs a step), and its kernels compile for sm_90. q/k/v stay
+// three GEMVs: rope reads q and k through a matmul (the 2-term product sum), and the CUDA matmul
+// matchers refuse an operand with a base, so the fused form would cost more kernels there.
+TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
+  models::DecoderShape shape;
+  shape.slots = 64;
+  shape.max_step = 1;
+  shape.dtype = DType::BF16;
+  const models::Decoder d = models::build_decoder(
+      models::llama_config(
+          {.layers = 2, .hidden = 256, .ffn = 512, .heads = 4, .kv_heads = 2, .vocab = 4096}),
+      shape);
+  nn::greedy_token(d.last_logits).output("token");
+  testing::CudaRulesOnly rules;
+  FoldOptions fold;
+  fold.on = true;
+  fold.min_bytes = 0;
+  setenv("LUMINAL_HFUSE", "on", 1);  // off by default
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts(), {}, fold);
+  unsetenv("LUMINAL_HFUSE");
+  ASSERT_TRUE(b.space->has_seed_bias());
+  const LlirGraph l = to_llir(*b.space, b.space->biased_genome());
+  const std::map<std::string, int> mix = l.op_mix();
+  auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
+  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast") + count("cuda.GemvEpi") +
+                count("cuda.GemvCastEpi"),
+            2 * (6 + 1) + 1)
+      << l.op_mix_string();
+  EXPECT_EQ(count("Scatter"), 0) << l.op_mix_string();
+  int wide = 0;  // GEMVs of n = 2 * 512 (gate/up)
+  for (const LlirNode& n : l.nodes)
+    if (n.op->name.starts_with("cuda.Gemv") && !n.attrs.shape.empty() &&
+        n.attrs.shape.back() == Expr(1024))
+      ++wide;
+  EXPECT_EQ(wide, 2) << l.to_text();
+  EXPECT_EQ(FoldResolver::placeholders(l).size(), 2u) << l.to_text();
+  const Facts facts = d.graph.dim_facts();
+  PlanSpec spec{facts, {}};
+  for (const auto& [name, range] : facts)
+    spec.dim_names.push_back(name);
+  Sources s;
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec))
+    if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+  ++s.programs;
+  compile_all(s);
+}
+
 // cuda.GemvEpi / cuda.GemvCastEpi (gemv.cpp, kernels/epilogue_rule.hpp): a GEMV whose value an
 // elementwise region reads element for element (a residual add, SiLU(gate) * up, a scale) is
 // offered as one kernel computing both; not where the region reads the value through another

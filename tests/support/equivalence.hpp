@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -289,6 +290,9 @@ struct CheckOptions {
   /// (a weight), every weight-only value of any size is offered as a fold, and a program reading
   /// folds gets them from their fold programs, run on the same backend and inputs first.
   bool fold = false;
+  /// Named program features, counted in CheckResult::programs_using beside op names (a test
+  /// asserts that the draws hold programs with a rewrite it adds).
+  std::vector<std::pair<std::string, std::function<bool(const LlirGraph&)>>> features;
 };
 
 struct CheckResult {
@@ -430,6 +434,8 @@ inline CheckResult run_check(const FuzzGraph& fg, const CheckOptions& opt) {
     const Program& prog = d.programs[p];
     for (const auto& [op, count] : prog.llir.op_mix())
       ++r.programs_using[op];
+    for (const auto& [feature, has] : opt.features)
+      if (has(prog.llir)) ++r.programs_using[feature];
     // Without a backend2, every program runs on `backend` (and is labelled so).
     const bool two = opt.backend2 && opt.multithread_every > 0 && p % opt.multithread_every == 0;
     Backend& be = two ? *opt.backend2 : *opt.backend;
