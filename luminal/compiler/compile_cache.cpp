@@ -107,6 +107,9 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
   k << "\ncarry";
   for (auto [o_id, i_id] : g.carried())
     k << " " << o_id << "->" << i_id;
+  k << "\nalternatives";
+  for (auto [p, a] : g.alternatives())
+    k << " " << p << "=" << a;
   k << "\ngraph\n" << graph_text(g);
   return k.str();
 }

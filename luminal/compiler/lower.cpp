@@ -69,10 +69,16 @@ Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
   std::vector<bool> needed(nodes.size(), false);
   for (NodeId o : g.outputs())
     needed[o] = true;
-  for (size_t i = nodes.size(); i-- > 0;)
-    if (needed[i])
-      for (const Operand& in : nodes[i].inputs)
-        needed[in.node] = true;
+  // ... and the declared alternatives of a needed node (Graph::alternative), with theirs.
+  for (bool grew = true; grew;) {
+    for (size_t i = nodes.size(); i-- > 0;)
+      if (needed[i])
+        for (const Operand& in : nodes[i].inputs)
+          needed[in.node] = true;
+    grew = false;
+    for (auto [p, a] : g.alternatives())
+      if (needed[p] && !needed[a]) grew = needed[a] = true;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!needed[i]) continue;
     const Node& n = nodes[i];
@@ -89,6 +95,17 @@ Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
       children.push_back(out.class_of[o.node]);
     out.class_of[i] = eg.add(hlir_op(n.op), a, std::move(children));
     if (n.op == OpKind::Output) out.roots.push_back(out.class_of[i]);
+  }
+  // An alternative computes its primary's values: one class, both forms its e-nodes.
+  bool merged = false;
+  for (auto [p, a] : g.alternatives())
+    if (needed[p]) merged = eg.merge(out.class_of[p], out.class_of[a]) || merged;
+  if (merged) {
+    eg.rebuild();
+    for (ClassId& c : out.class_of)
+      c = eg.find(c);
+    for (ClassId& c : out.roots)
+      c = eg.find(c);
   }
   return out;
 }

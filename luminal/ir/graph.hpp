@@ -58,6 +58,16 @@ class Graph {
   /// (output, input) pairs declared with carry().
   const std::vector<std::pair<NodeId, NodeId>>& carried() const;
 
+  /// Declares that `alt` computes exactly the values of `primary` (an exact reformulation, e.g.
+  /// fewer kernels for more arithmetic): both must be whole nodes read contiguously, of the same
+  /// dtype and shape, and neither an input, an output or a constant. The compiler lowers both
+  /// into one e-class, so the search picks either form at every use (compiler/lower.hpp); the
+  /// reference runtime computes `primary` (alt is never run by it, so its own tests must check
+  /// it). Nothing else may read `alt`. Example: nn::router_topk.
+  void alternative(const Tensor& primary, const Tensor& alt);
+  /// (primary, alt) node pairs declared with alternative().
+  const std::vector<std::pair<NodeId, NodeId>>& alternatives() const;
+
   const std::vector<Node>& nodes() const;
   const Node& node(NodeId id) const;
   /// Output nodes in creation order.
