@@ -31,6 +31,12 @@ struct Simplifier {
   }
 };
 
+// Whether a declared alternative is offered under these dim ranges (Graph::alternative's
+// at_most: its expression's largest value within the bound).
+bool applies(const Graph::Alternative& x, const Facts& facts) {
+  return !x.at_most || x.at_most->first.bounds(facts).hi <= x.at_most->second;
+}
+
 }  // namespace
 
 Attrs attrs_of(const Node& n) {
@@ -76,8 +82,8 @@ Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
         for (const Operand& in : nodes[i].inputs)
           needed[in.node] = true;
     grew = false;
-    for (auto [p, a] : g.alternatives())
-      if (needed[p] && !needed[a]) grew = needed[a] = true;
+    for (const Graph::Alternative& x : g.alternatives())
+      if (needed[x.primary] && !needed[x.alt] && applies(x, facts)) grew = needed[x.alt] = true;
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!needed[i]) continue;
@@ -98,8 +104,9 @@ Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
   }
   // An alternative computes its primary's values: one class, both forms its e-nodes.
   bool merged = false;
-  for (auto [p, a] : g.alternatives())
-    if (needed[p]) merged = eg.merge(out.class_of[p], out.class_of[a]) || merged;
+  for (const Graph::Alternative& x : g.alternatives())
+    if (needed[x.primary] && applies(x, facts))
+      merged = eg.merge(out.class_of[x.primary], out.class_of[x.alt]) || merged;
   if (merged) {
     eg.rebuild();
     for (ClassId& c : out.class_of)

@@ -13,7 +13,7 @@ struct GraphData {
   DynMap dims;
   Facts declared;
   std::vector<std::pair<NodeId, NodeId>> carried;
-  std::vector<std::pair<NodeId, NodeId>> alternatives;
+  std::vector<Graph::Alternative> alternatives;
 };
 
 Graph::Graph() : data_(std::make_shared<GraphData>()) {}
@@ -86,7 +86,8 @@ void Graph::carry(const Tensor& output, const Tensor& input) {
 
 const std::vector<std::pair<NodeId, NodeId>>& Graph::carried() const { return data_->carried; }
 
-void Graph::alternative(const Tensor& primary, const Tensor& alt) {
+void Graph::alternative(const Tensor& primary, const Tensor& alt,
+                        std::optional<std::pair<Expr, int64_t>> at_most) {
   auto check = [&](const Tensor& t, const char* which) {
     const Node& n = node(t.id());
     if (n.op == OpKind::Input || n.op == OpKind::Output || n.op == OpKind::Constant)
@@ -107,12 +108,10 @@ void Graph::alternative(const Tensor& primary, const Tensor& alt) {
                 shape_to_string(p->shape) + ") and the alternative (" +
                 std::string(name(a->dtype)) + " " + shape_to_string(a->shape) +
                 ") must have the same dtype and shape");
-  data_->alternatives.emplace_back(primary.id(), alt.id());
+  data_->alternatives.push_back({primary.id(), alt.id(), std::move(at_most)});
 }
 
-const std::vector<std::pair<NodeId, NodeId>>& Graph::alternatives() const {
-  return data_->alternatives;
-}
+const std::vector<Graph::Alternative>& Graph::alternatives() const { return data_->alternatives; }
 
 NodeId Graph::find(std::string_view label) const {
   std::string known;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "luminal/core/error.hpp"
@@ -91,8 +92,11 @@ TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form
   if (form == TopKForm::Searched) {
     const TopK ranked = topk_by_ranks(probs, k);
     Graph g = probs.graph();
-    g.alternative(top.ids, ranked.ids);
-    g.alternative(top.weights, ranked.weights);
+    // Only where the pairs stay few (decode, short prompts): the ranks' O(s E^2) comparisons
+    // cost more than the argmax's kernels on long prompts (and would crowd the search there).
+    const std::pair<Expr, int64_t> few_pairs{probs.dim(0) * Expr(E * E), kRankPairs};
+    g.alternative(top.ids, ranked.ids, few_pairs);
+    g.alternative(top.weights, ranked.weights, few_pairs);
   }
   if (renormalise) {
     const Expr s = probs.dim(0);

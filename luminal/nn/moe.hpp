@@ -25,9 +25,12 @@ struct TopK {
 ///     and a few elementwise kernels a step);
 ///   Ranks: every expert's rank from a comparison of every pair in its row, then the expert of
 ///     each rank (O(E^2) work in a few kernels: the fewest launches);
-///   Searched: Argmax, with Ranks declared its alternative (Graph::alternative), so the search
-///     times both and picks per program (a GPU usually takes Ranks, a CPU Argmax).
+///   Searched: Argmax, with Ranks declared its alternative (Graph::alternative) for the
+///     buckets of at most kRankPairs pairs (rows * E^2), so the search times both there and
+///     picks per program.
 enum class TopKForm { Searched, Argmax, Ranks };
+/// The most pairs (rows * E^2) for which Searched offers Ranks: 64 rows of 128 experts.
+inline constexpr int64_t kRankPairs = int64_t{1} << 20;
 TopK router_topk(const Tensor& probs, int64_t k, bool renormalise,
                  TopKForm form = TopKForm::Searched);
 

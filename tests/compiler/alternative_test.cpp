@@ -49,6 +49,21 @@ TEST(Alternative, NotLoweredWhenThePrimaryIsNotNeeded) {
     EXPECT_NE(eg.node(n).op->name, "Add");
 }
 
+TEST(Alternative, OnlyInTheBucketsItsBoundAllows) {
+  for (int64_t hi : {8, 9, 512}) {
+    Graph g;
+    g.declare_dim("s", 1, 512);
+    Tensor x = g.tensor("x", {"s", 4});
+    Tensor twice = x * 2.0;
+    Tensor sum = x + x;
+    g.alternative(twice, sum, std::pair<Expr, int64_t>{Expr::var("s") * Expr(4), 36});
+    twice.exp().output("y");
+    EGraph eg;
+    Lowered low = lower(g, eg, {{"s", {1, hi}}});
+    EXPECT_EQ(ops_of(eg, low.class_of[twice.id()]).count("Add"), hi <= 9 ? 1u : 0u) << hi;
+  }
+}
+
 TEST(Alternative, SessionsRunEitherForm) {
   Graph g;
   g.declare_dim("s", 1, 8);

@@ -162,8 +162,8 @@ TEST(NnRouterTopk, SearchedDeclaresTheRanksAnAlternative) {
   Tensor p = g.tensor("p", {3, 9});
   const nn::TopK top = nn::router_topk(p, 2, true);
   ASSERT_EQ(g.alternatives().size(), 2u);
-  EXPECT_EQ(g.alternatives()[0].first, top.ids.id());  // the primary's ids, as returned
-  EXPECT_EQ(g.node(g.alternatives()[0].second).op, OpKind::SumReduce);
+  EXPECT_EQ(g.alternatives()[0].primary, top.ids.id());  // the primary's ids, as returned
+  EXPECT_EQ(g.node(g.alternatives()[0].alt).op, OpKind::SumReduce);
   Graph g1;
   nn::router_topk(g1.tensor("p", {3, 9}), 2, true, nn::TopKForm::Argmax);
   EXPECT_TRUE(g1.alternatives().empty());
