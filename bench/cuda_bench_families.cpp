@@ -86,6 +86,12 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
     shape.slots = slots;
     shape.max_step = 1;
     shape.dtype = DType::BF16;
+    // BENCH_ROUTER=argmax or ranks forces the router's top-k form (nn::TopKForm; default: both,
+    // the search picks).
+    const char* router = std::getenv("BENCH_ROUTER");
+    const std::string router_form = router ? router : "searched";
+    if (router_form == "argmax") shape.router = nn::TopKForm::Argmax;
+    if (router_form == "ranks") shape.router = nn::TopKForm::Ranks;
     models::Decoder d = models::build_decoder(cfg, shape);
     nn::greedy_token(d.last_logits).output("token");
     CudaBackend be(cuda::CudaOptions{0, cache / "kernels", 16});
@@ -110,9 +116,9 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
     const char* env = std::getenv("LUMINAL_CUDA_EXPERT");
     std::printf(
         "%s, bf16: %.2f GB of weights, random on the GPU in %.1f s; compile %.1f s; "
-        "LUMINAL_CUDA_EXPERT=%s; %d cuda.ExpertGemv nodes\n  program: %s\n",
+        "LUMINAL_CUDA_EXPERT=%s; router %s; %d cuda.ExpertGemv nodes\n  program: %s\n",
         what.c_str(), all_bytes / 1e9, weights_s, compile_s, env ? env : "(unset)",
-        count_ops(prog, "cuda.ExpertGemv"), prog.op_mix_string().c_str());
+        router_form.c_str(), count_ops(prog, "cuda.ExpertGemv"), prog.op_mix_string().c_str());
     for (int ctx : contexts) {
       const DecodeTiming t = time_decode(be, s, ctx, steps);
       std::printf(

@@ -80,4 +80,12 @@ DType model_dtype(const std::string& choice, const io::ModelConfig& config,
   throw Error("--dtype: '" + choice + "' is not a dtype; give auto, f32, bf16 or f16");
 }
 
+nn::TopKForm router_form(const Backend& backend) {
+  // On the CPU the search, given both forms of the router's top-k, landed on slower programs
+  // than with the argmax alone (a tiny Qwen3-MoE GGUF with 128 experts: decode 0.89 -> 1.1-1.2
+  // ms, 16-token prefill 7.2 -> 12.4 ms; BENCHMARKS.md, 2026-12-03), where a kernel costs little:
+  // the CPU keeps the argmax. Elsewhere the search picks (docs/moe.md).
+  return backend.name() == "cpu" ? nn::TopKForm::Argmax : nn::TopKForm::Searched;
+}
+
 }  // namespace luminal::cli

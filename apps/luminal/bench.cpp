@@ -79,6 +79,7 @@ void add_bench(CLI::App& app) {
     shape.max_step = std::min(o->prompt, 512);
     shape.logits = models::Logits::Last;  // generation reads only the last position's
     shape.dtype = model_dtype(o->dtype, cfg, *backend);
+    shape.router = router_form(*backend);
     models::SamplingConfig sampling;
     sampling.temperature = o->temperature;
     sampling.top_k = o->top_k;

@@ -17,6 +17,7 @@
 
 #include "luminal/compiler/options.hpp"
 #include "luminal/io/hf_config.hpp"
+#include "luminal/nn/moe.hpp"
 #include "luminal/program/backend.hpp"
 
 namespace luminal::models {
@@ -47,6 +48,8 @@ void add_dtype_option(CLI::App* cmd, std::string& choice);
 /// half the bytes are read; everything else, and every model on the CPU, runs in f32. Throws
 /// luminal::Error naming the flag for anything else.
 DType model_dtype(const std::string& choice, const io::ModelConfig& config, const Backend& backend);
+/// The router's top-k form for a MoE model on this backend (models::DecoderShape::router).
+nn::TopKForm router_form(const Backend& backend);
 /// Checks that `dir` is an existing folder (errors name it and say what is expected there).
 void require_model_folder(const std::filesystem::path& dir);
 /// The model a command runs: `given`, or the default model (models::default_model_path()) when

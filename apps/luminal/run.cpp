@@ -254,6 +254,7 @@ void add_run(CLI::App& app) {
     shape.max_step = std::min(o->max_step, o->slots);
     shape.logits = models::Logits::Last;  // generation reads only the last position's
     shape.dtype = model_dtype(o->dtype, cfg, *backend);
+    shape.router = router_form(*backend);
     LoadBar bar;
     // Greedy: only the argmax is compiled; sampling: only the filters the settings use.
     models::CausalLM lm =

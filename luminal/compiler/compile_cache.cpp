@@ -109,6 +109,11 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
   k << "\ncarry";
   for (auto [o_id, i_id] : g.carried())
     k << " " << o_id << "->" << i_id;
+  k << "\nalternatives";
+  for (const Graph::Alternative& x : g.alternatives()) {
+    k << " " << x.primary << "=" << x.alt;
+    if (x.at_most) k << "@" << x.at_most->first.to_string() << "<=" << x.at_most->second;
+  }
   k << "\ngraph\n" << graph_text(g);
   return k.str();
 }

@@ -31,6 +31,12 @@ struct Simplifier {
   }
 };
 
+// Whether a declared alternative is offered under these dim ranges (Graph::alternative's
+// at_most: its expression's largest value within the bound).
+bool applies(const Graph::Alternative& x, const Facts& facts) {
+  return !x.at_most || x.at_most->first.bounds(facts).hi <= x.at_most->second;
+}
+
 }  // namespace
 
 Attrs attrs_of(const Node& n) {
@@ -69,10 +75,16 @@ Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
   std::vector<bool> needed(nodes.size(), false);
   for (NodeId o : g.outputs())
     needed[o] = true;
-  for (size_t i = nodes.size(); i-- > 0;)
-    if (needed[i])
-      for (const Operand& in : nodes[i].inputs)
-        needed[in.node] = true;
+  // ... and the declared alternatives of a needed node (Graph::alternative), with theirs.
+  for (bool grew = true; grew;) {
+    for (size_t i = nodes.size(); i-- > 0;)
+      if (needed[i])
+        for (const Operand& in : nodes[i].inputs)
+          needed[in.node] = true;
+    grew = false;
+    for (const Graph::Alternative& x : g.alternatives())
+      if (needed[x.primary] && !needed[x.alt] && applies(x, facts)) grew = needed[x.alt] = true;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!needed[i]) continue;
     const Node& n = nodes[i];
@@ -89,6 +101,18 @@ Lowered lower(const Graph& g, EGraph& eg, const Facts& facts) {
       children.push_back(out.class_of[o.node]);
     out.class_of[i] = eg.add(hlir_op(n.op), a, std::move(children));
     if (n.op == OpKind::Output) out.roots.push_back(out.class_of[i]);
+  }
+  // An alternative computes its primary's values: one class, both forms its e-nodes.
+  bool merged = false;
+  for (const Graph::Alternative& x : g.alternatives())
+    if (needed[x.primary] && applies(x, facts))
+      merged = eg.merge(out.class_of[x.primary], out.class_of[x.alt]) || merged;
+  if (merged) {
+    eg.rebuild();
+    for (ClassId& c : out.class_of)
+      c = eg.find(c);
+    for (ClassId& c : out.roots)
+      c = eg.find(c);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// HLIR -> e-graph: one e-node per HLIR node (views become the e-node's child views).
+// HLIR -> e-graph: one e-node per HLIR node (views become the e-node's child views); a node and
+// its declared alternatives (Graph::alternative) share one e-class, so extraction picks a form.
 #include <vector>
 
 #include "luminal/egraph/egraph.hpp"
@@ -8,7 +9,7 @@
 namespace luminal {
 
 struct Lowered {
-  std::vector<ClassId> class_of;  // per HLIR node
+  std::vector<ClassId> class_of;  // per HLIR node (canonical when lowered; find() after merges)
   std::vector<ClassId> roots;     // classes of the Output nodes, in graph order
 };
 

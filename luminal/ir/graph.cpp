@@ -13,6 +13,7 @@ struct GraphData {
   DynMap dims;
   Facts declared;
   std::vector<std::pair<NodeId, NodeId>> carried;
+  std::vector<Graph::Alternative> alternatives;
 };
 
 Graph::Graph() : data_(std::make_shared<GraphData>()) {}
@@ -84,6 +85,33 @@ void Graph::carry(const Tensor& output, const Tensor& input) {
 }
 
 const std::vector<std::pair<NodeId, NodeId>>& Graph::carried() const { return data_->carried; }
+
+void Graph::alternative(const Tensor& primary, const Tensor& alt,
+                        std::optional<std::pair<Expr, int64_t>> at_most) {
+  auto check = [&](const Tensor& t, const char* which) {
+    const Node& n = node(t.id());
+    if (n.op == OpKind::Input || n.op == OpKind::Output || n.op == OpKind::Constant)
+      throw Error(std::string("alternative: the ") + which + " is " + std::string(op_name(n.op)) +
+                  "; both must be computed values");
+    const View& v = t.view();
+    if (!v.is_contiguous() || v.has_base() || !(v.numel() == numel(n.shape)))
+      throw Error(std::string("alternative: the ") + which +
+                  " must be a whole node read contiguously (make it one, e.g. with + 0), got " +
+                  v.to_string());
+    return &n;
+  };
+  const Node* p = check(primary, "primary");
+  const Node* a = check(alt, "alternative");
+  if (primary.id() == alt.id()) throw Error("alternative: a tensor is its own alternative");
+  if (p->dtype != a->dtype || p->shape != a->shape)
+    throw Error("alternative: the primary (" + std::string(name(p->dtype)) + " " +
+                shape_to_string(p->shape) + ") and the alternative (" +
+                std::string(name(a->dtype)) + " " + shape_to_string(a->shape) +
+                ") must have the same dtype and shape");
+  data_->alternatives.push_back({primary.id(), alt.id(), std::move(at_most)});
+}
+
+const std::vector<Graph::Alternative>& Graph::alternatives() const { return data_->alternatives; }
 
 NodeId Graph::find(std::string_view label) const {
   std::string known;

@@ -6,8 +6,10 @@
 // Nodes are appended in creation order; every node's inputs come before it, so node order is
 // a valid (and deterministic) execution order.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "luminal/core/expr.hpp"
@@ -57,6 +59,23 @@ class Graph {
   void carry(const Tensor& output, const Tensor& input);
   /// (output, input) pairs declared with carry().
   const std::vector<std::pair<NodeId, NodeId>>& carried() const;
+
+  /// Declares that `alt` computes exactly the values of `primary` (an exact reformulation, e.g.
+  /// fewer kernels for more arithmetic): both must be whole nodes read contiguously, of the same
+  /// dtype and shape, and neither an input, an output or a constant. The compiler lowers both
+  /// into one e-class, so the search picks either form at every use (compiler/lower.hpp); the
+  /// reference runtime computes `primary` (alt is never run by it, so its own tests must check
+  /// it). Nothing else may read `alt`. With `at_most` = (e, n), only the buckets where
+  /// expression e of the graph's dims is at most n get the alternative (an O(rows E^2) form
+  /// for few rows). Example: nn::router_topk.
+  void alternative(const Tensor& primary, const Tensor& alt,
+                   std::optional<std::pair<Expr, int64_t>> at_most = std::nullopt);
+  struct Alternative {
+    NodeId primary = -1, alt = -1;
+    std::optional<std::pair<Expr, int64_t>> at_most;
+  };
+  /// The declarations of alternative(), in order.
+  const std::vector<Alternative>& alternatives() const;
 
   const std::vector<Node>& nodes() const;
   const Node& node(NodeId id) const;

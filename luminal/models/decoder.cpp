@@ -55,14 +55,14 @@ namespace {
 //     every expert; the baseline for tiny expert counts.
 template <class Weight>
 Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string& p, const Weight& w,
-                 MoeForm form) {
+                 MoeForm form, nn::TopKForm router_form) {
   const int64_t E = cfg.num_experts, K = cfg.num_experts_per_tok, F = cfg.moe_intermediate_size;
   const int64_t hidden = cfg.hidden_size;
   const std::string block = p + moe_block_prefix(cfg);
   const Expr s = Expr::var("s");
   const Tensor router = w(block + "gate.weight", {E, hidden});
   const Tensor probs = nn::linear(h, router).cast(DType::F32).softmax(1);  // [s, E]
-  const nn::TopK top = nn::router_topk(probs, K, cfg.norm_topk_prob);
+  const nn::TopK top = nn::router_topk(probs, K, cfg.norm_topk_prob, router_form);
   const Tensor weights = top.weights.cast(h.dtype());  // [s, K]
   const Tensor gate_up = w(block + "experts.gate_up_proj", {E, 2 * F, hidden});
   const Tensor down = w(block + "experts.down_proj", {E, hidden, F});
@@ -189,7 +189,7 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     x = x + attn_out;
     const Tensor h2 = norm(x, p + "post_attention_layernorm.weight", hidden);
     if (cfg.is_moe_layer(l)) {
-      x = x + moe_block(h2, cfg, p, w, shape.moe);
+      x = x + moe_block(h2, cfg, p, w, shape.moe, shape.router);
       continue;
     }
     x = x + nn::swiglu_mlp(h2, w(p + "mlp.gate_proj.weight", {ffn, hidden}),

@@ -24,6 +24,7 @@
 #include "luminal/io/hf_config.hpp"
 #include "luminal/ir/graph.hpp"
 #include "luminal/ir/tensor.hpp"
+#include "luminal/nn/moe.hpp"
 #include "luminal/runtime/runtime.hpp"
 
 namespace luminal::models {
@@ -52,6 +53,9 @@ struct DecoderShape {
   int max_step = 512;  // most tokens one execute takes (longer prompts go in chunks)
   Logits logits = Logits::All;
   MoeForm moe = MoeForm::Gathered;
+  /// How the MoE router's top-k is computed (nn::TopKForm): by default both forms, the search
+  /// picking; Argmax or Ranks alone to compare them.
+  nn::TopKForm router = nn::TopKForm::Searched;
   /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
   DType dtype = DType::F32;
   /// Weights stored block-quantized, by Hugging Face name (q4_0 .. q6_k): declared in that type

@@ -1,40 +1,108 @@
 #include "luminal/nn/moe.hpp"
 
+#include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "luminal/core/error.hpp"
 
 namespace luminal::nn {
 
-TopK router_topk(const Tensor& probs, int64_t k, bool renormalise) {
+namespace {
+
+// The router's order: a NaN before every number (as argmax takes a NaN first), else the larger
+// probability; equal ones (NaNs too) by index. It is strict and total, so choice t of a row is
+// well defined for every input (infinities and negative values included).
+
+// k steps of: the largest of the experts not taken yet (the first of equal ones), its
+// probability, then it is taken. O(E k) work, two reductions a step.
+TopK topk_by_argmax(const Tensor& probs, int64_t k) {
+  Graph g = probs.graph();
+  const int64_t E = probs.dim(1).as_const();
+  const Expr s = probs.dim(0);
+  const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
+  const Tensor slots = g.arange(k).reshape({1, k});
+  std::optional<Tensor> taken, ids, weights;
+  for (int64_t j = 0; j < k; ++j) {
+    // Taken experts read -inf and never hit (an expert of -inf may still be the largest).
+    const Tensor rest = taken ? probs.masked_fill(*taken, -INFINITY) : probs;
+    const Tensor m = rest.max(1, true).expand({s, E});  // NaN when an untaken one is
+    Tensor hit = rest.eq(m).logical_or(rest.isnan());
+    if (taken) hit = hit.logical_and(taken->logical_not());
+    const Tensor best = hit.where(experts, static_cast<double>(E)).min(1, true);  // [s, 1]
+    const Tensor pick = experts.eq(best.expand({s, E}));
+    const Tensor p = pick.where(probs, 0.0).sum(1, true);  // [s, 1]
+    // Choice j lands in column j through a mask (no concatenation).
+    const Tensor column = slots.eq(static_cast<double>(j)).expand({s, k});
+    const Tensor id = column.where(best.expand({s, k}), 0.0);
+    const Tensor w = column.where(p.expand({s, k}), 0.0);
+    ids = ids ? *ids + id : id;
+    weights = weights ? *weights + w : w;
+    taken = taken ? taken->logical_or(pick) : pick;
+  }
+  return {*ids, *weights};
+}
+
+// Every expert's rank in its row (how many come before it: a comparison of every pair, one
+// reduction), then choice t is the expert of rank t. O(E^2) work in a few kernels.
+TopK topk_by_ranks(const Tensor& probs, int64_t k) {
+  Graph g = probs.graph();
+  const int64_t E = probs.dim(1).as_const();
+  const Expr s = probs.dim(0);
+  const std::vector<Dim> pairs = {s, E, E};  // [row, e, j]: does j come before e?
+  // Only comparisons and boolean algebra (`where` is a scatter until a rule makes it a select).
+  const Tensor nan = probs.isnan();
+  const Tensor pe = probs.reshape({s, E, 1}).expand(pairs);
+  const Tensor pj = probs.reshape({s, 1, E}).expand(pairs);
+  const Tensor ne = nan.reshape({s, E, 1}).expand(pairs);
+  const Tensor nj = nan.reshape({s, 1, E}).expand(pairs);
+  const Tensor lower =
+      g.arange(E).reshape({1, 1, E}).lt(g.arange(E).reshape({1, E, 1})).expand(pairs);  // j < e
+  // Between numbers (and between NaNs, whose comparisons are all false): larger, or equal and
+  // lower.
+  const Tensor ordered = pe.lt(pj).logical_or(pj.lt(pe).logical_not().logical_and(lower));
+  const Tensor nan_first = nj.logical_and(ne.logical_not());
+  const Tensor number_last = ne.logical_and(nj.logical_not());
+  const Tensor before = nan_first.logical_or(number_last.logical_not().logical_and(ordered));
+  const Tensor rank = before.sum(2);  // [s, E] I32: a permutation of 0 .. E-1 in each row
+  // One expert per (row, t), so each sum adds one value to zeros: exactly the id, and exactly
+  // the probability.
+  const std::vector<Dim> choices = {s, k, E};  // [row, t, e]
+  const Tensor chosen =
+      rank.reshape({s, 1, E}).expand(choices).eq(g.arange(k).reshape({1, k, 1}).expand(choices));
+  const Tensor ids =
+      (chosen.cast(DType::I32) * g.arange(E).reshape({1, 1, E}).expand(choices)).sum(2);
+  // A select, not a product: an unchosen NaN or infinity must not reach the sum.
+  const Tensor wts = chosen.where(probs.reshape({s, 1, E}).expand(choices), 0.0).sum(2);
+  return {ids, wts};
+}
+
+}  // namespace
+
+TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form) {
   if (probs.rank() != 2 || !probs.dim(1).is_const())
     throw Error("router_topk: probs must be [s, E] with a static E, got " +
                 shape_to_string(probs.shape()));
   const int64_t E = probs.dim(1).as_const();
   if (k < 1 || k > E)
     throw Error("router_topk: k = " + std::to_string(k) + " is outside 1.." + std::to_string(E));
-  Graph g = probs.graph();
-  const Expr s = probs.dim(0);
-  const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
-  const Tensor slots = g.arange(k).reshape({1, k});
-  // Repeated argmax; choice j lands in column j through a mask (no concatenation).
-  Tensor remaining = probs;
-  std::optional<Tensor> ids, weights;
-  for (int64_t j = 0; j < k; ++j) {
-    const Tensor best = remaining.argmax(1, true);  // [s, 1] I32
-    const Tensor pick = experts.eq(best.expand({s, E}));
-    const Tensor p = pick.where(probs, 0.0).sum(1, true);  // [s, 1]
-    const Tensor column = slots.eq(static_cast<double>(j)).expand({s, k});
-    const Tensor id = column.where(best.expand({s, k}), 0.0);
-    const Tensor w = column.where(p.expand({s, k}), 0.0);
-    ids = ids ? *ids + id : id;
-    weights = weights ? *weights + w : w;
-    remaining = remaining.masked_fill(pick, -1.0);
+  TopK top = form == TopKForm::Ranks ? topk_by_ranks(probs, k) : topk_by_argmax(probs, k);
+  if (form == TopKForm::Searched) {
+    const TopK ranked = topk_by_ranks(probs, k);
+    Graph g = probs.graph();
+    // Only where the pairs stay few (decode, short prompts): the ranks' O(s E^2) comparisons
+    // cost more than the argmax's kernels on long prompts (and would crowd the search there).
+    const std::pair<Expr, int64_t> few_pairs{probs.dim(0) * Expr(E * E), kRankPairs};
+    g.alternative(top.ids, ranked.ids, few_pairs);
+    g.alternative(top.weights, ranked.weights, few_pairs);
   }
-  Tensor wts = *weights;
-  if (renormalise) wts = wts / wts.sum(1, true).expand({s, k});
-  return {*ids, wts};
+  if (renormalise) {
+    const Expr s = probs.dim(0);
+    top.weights = top.weights / top.weights.sum(1, true).expand({s, k});
+  }
+  return top;
 }
 
 Tensor expert_linear(const Tensor& x, const Tensor& w, const Tensor& ids) {

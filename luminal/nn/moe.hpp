@@ -14,13 +14,25 @@ namespace luminal::nn {
 
 /// The router's choice per row of `probs` [s, E] (floats): ids [s, k] (I32) of the k largest
 /// probabilities, largest first, the first of equal ones first (as torch.topk on distinct
-/// values), and their probabilities [s, k] (probs' dtype), divided by their sum when
-/// `renormalise`.
+/// values; a NaN before every number, NaNs by index), and their probabilities [s, k] (probs'
+/// dtype), divided by their sum when `renormalise`.
 struct TopK {
   Tensor ids;
   Tensor weights;
 };
-TopK router_topk(const Tensor& probs, int64_t k, bool renormalise);
+/// How router_topk computes the choice (the results are equal, bit for bit):
+///   Argmax: k repeated argmaxes over the experts not taken yet (O(E k) work, two reductions
+///     and a few elementwise kernels a step);
+///   Ranks: every expert's rank from a comparison of every pair in its row, then the expert of
+///     each rank (O(E^2) work in a few kernels: the fewest launches);
+///   Searched: Argmax, with Ranks declared its alternative (Graph::alternative) for the
+///     buckets of at most kRankPairs pairs (rows * E^2), so the search times both there and
+///     picks per program.
+enum class TopKForm { Searched, Argmax, Ranks };
+/// The most pairs (rows * E^2) for which Searched offers Ranks: 64 rows of 128 experts.
+inline constexpr int64_t kRankPairs = int64_t{1} << 20;
+TopK router_topk(const Tensor& probs, int64_t k, bool renormalise,
+                 TopKForm form = TopKForm::Searched);
 
 /// For each chosen expert: x @ w[ids]^T. `w` [E, N, D] is every expert's weight in Hugging
 /// Face's [out, in] layout, stacked; `ids` [s, k] (integers); x is [s, D] (one row per token,

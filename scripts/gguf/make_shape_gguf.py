@@ -13,6 +13,9 @@ llama-bench and `luminal bench` on the same file). The vocabulary is SmolLM2's b
                           tied embeddings)
              qwen3moe12   Qwen3-30B-A3B cut to 12 layers (hidden 2048, 32/4 heads of 128, 128
                           experts, 8 active, expert FFN 768, QK-norm, vocab 151936)
+             qwen3moe-tiny  Qwen3-30B-A3B's router and experts (128 experts, 8 active) in a
+                          4-layer model (hidden 256, 4/2 heads of 64, expert FFN 64, vocab 8192):
+                          a MoE decode step's kernel count on the CPU
              gemma3-1b    Gemma-3-1B (26 layers, hidden 1152, 4/1 heads of 256, FFN 6912, vocab
                           262144, window 512, every 6th layer global, tied embeddings)
     VOCAB    SmolLM2's GGUF or the JSON --dump-vocab wrote from it
@@ -40,6 +43,8 @@ SHAPES = {
                     theta=100000.0, eps=1e-5, tied=True),
     "qwen3moe12": dict(arch="qwen3moe", V=151936, H=2048, I=6144, L=12, NH=32, NKV=4, HD=128,
                        theta=1000000.0, eps=1e-6, tied=False, E=128, K=8, IE=768),
+    "qwen3moe-tiny": dict(arch="qwen3moe", V=8192, H=256, I=768, L=4, NH=4, NKV=2, HD=64,
+                          theta=1000000.0, eps=1e-6, tied=False, E=128, K=8, IE=64),
     "gemma3-1b": dict(arch="gemma3", V=262144, H=1152, I=6912, L=26, NH=4, NKV=1, HD=256,
                       theta=1000000.0, eps=1e-6, tied=True, window=512),
 }

@@ -21,6 +21,7 @@
 
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/nn/moe.hpp"
 #include "support/equivalence.hpp"
 #include "support/model_blocks.hpp"
 #include "support/random_graph.hpp"
@@ -97,6 +98,30 @@ TEST(EquivalenceFuzz, RowKernelPrograms) {
     EXPECT_GT(r.programs_using["cpu.Row"], 0) << fg.name;
   }
   unsetenv("LUMINAL_CPU_ROWS");
+}
+
+// The router's top-k (nn::router_topk). Searched: programs mixing the repeated argmax (MaxReduce,
+// or a cpu.Row's max over the experts not taken) and its alternative, the pairwise ranks (whose
+// ids are the graph's only contraction: cpu.Matmul), per output; Ranks alone: every program of
+// that form. All equal to the reference (which runs the argmax, or the ranks).
+TEST(EquivalenceFuzz, RouterTopKBothForms) {
+  for (nn::TopKForm form : {nn::TopKForm::Searched, nn::TopKForm::Ranks})
+    for (bool renormalise : {false, true}) {
+      CheckOptions o = cpu_model_options();
+      o.programs = 30;
+      const FuzzGraph fg = testing::router_block(renormalise, form);
+      CheckResult r = run_check(fg, o);
+      for (const std::string& e : r.errors)
+        ADD_FAILURE() << e;
+      for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+        ADD_FAILURE() << r.failures[i];
+      ASSERT_GT(r.programs, 10) << fg.name;
+      EXPECT_GT(r.programs_using["cpu.Matmul"], 0) << fg.name << ": no program ran the ranks";
+      if (form == nn::TopKForm::Searched && !renormalise) {
+        EXPECT_GT(r.programs_using["MaxReduce"] + r.programs_using["cpu.Row"], 0)
+            << "no program ran the repeated argmax";
+      }
+    }
 }
 
 // Quantized weights: every program (QMatmul on an 8-bit activation, dequantise then multiply,

@@ -13,6 +13,7 @@
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/models/experts.hpp"
+#include "luminal/nn/moe.hpp"
 #include "luminal/runtime/session.hpp"
 #include "support/expect_error.hpp"
 #include "support/logits_check.hpp"
@@ -212,6 +213,38 @@ TEST_P(MoeForms, GatheredDecodeReadsChosenExpertsAndDenseAgrees) {
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeForms, ::testing::Values("qwen3-moe", "mixtral"),
                          testing::family_case_name);
+
+// The router's top-k forced to each form (nn::TopKForm: repeated argmax, pairwise ranks; the
+// default offers both to the search): the same logits and greedy tokens as transformers.
+TEST_P(MoeForms, EachRouterFormGivesTheGoldens) {
+  const std::string name = GetParam();
+  const nlohmann::json gold = goldens(name);
+  const auto opts = CompileOptions().search_graph_limit(6).verbose(false);
+  cpu::CpuBackend cpu(2);
+  for (nn::TopKForm router : {nn::TopKForm::Argmax, nn::TopKForm::Ranks}) {
+    const std::string what = name + (router == nn::TopKForm::Argmax ? " argmax" : " ranks");
+    models::DecoderShape shape;
+    shape.slots = 64;
+    shape.max_step = 16;
+    shape.router = router;
+    auto lm = models::CausalLM::load(models_dir() / name, cpu, shape, opts);
+    EXPECT_TRUE(lm.decoder().graph.alternatives().empty()) << what;
+    const int64_t V = lm.vocab_size();
+    for (const nlohmann::json& p : gold.at("prompts")) {
+      const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
+      lm.reset();
+      const std::vector<float> logits = lm.forward(ids);
+      expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V),
+                   p.at("logits_last").get<std::vector<float>>(), 1e-5, 1e-5, what);
+      const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
+      const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
+      lm.reset();
+      const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
+      for (size_t t = 0; t < want.size() && margins[t] >= 1e-4; ++t)
+        ASSERT_EQ(got[t], want[t]) << what << " greedy step " << t;
+    }
+  }
+}
 
 // The same model from a GGUF file (tests/data/gguf/models, written by
 // scripts/gguf/make_model_fixtures.py with llama.cpp's Q/K row permutation): the weights come back

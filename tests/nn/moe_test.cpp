@@ -1,9 +1,16 @@
 // nn::router_topk and nn::expert_linear on the reference against plain loops: ids largest first
 // (the first of equal probabilities first), weights renormalised or not, k = 1 and k = E; an
 // expert linear layer with x shared by a token's choices or one row per choice, repeated experts
-// included; shapes that do not fit are errors naming them.
+// included; shapes that do not fit are errors naming them. Both forms of the top-k (repeated
+// argmax, ranks from every pair) against a sort by the router's order, bit for bit: ties, NaN,
+// infinities, values below -1, k = 1, k = E, E not a multiple of 32, several rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -43,6 +50,123 @@ TEST(NnRouterTopk, LargestFirstFirstOfTiesAndRenormalised) {
         }
       }
     }
+}
+
+// The router's order: a NaN first (NaNs by index), else larger first, equal ones by index.
+bool before(float a, int ia, float b, int ib) {
+  if (std::isnan(a) != std::isnan(b)) return std::isnan(a);
+  if (!std::isnan(a) && a != b) return a > b;
+  return ia < ib;
+}
+
+struct Choice {
+  std::vector<int32_t> ids;
+  std::vector<float> raw;  // the chosen probabilities
+};
+
+Choice topk_loop(const std::vector<float>& p, int64_t S, int64_t E, int64_t k) {
+  Choice c;
+  for (int64_t r = 0; r < S; ++r) {
+    std::vector<int> idx(static_cast<size_t>(E));
+    std::iota(idx.begin(), idx.end(), 0);
+    const float* row = p.data() + r * E;
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return before(row[a], a, row[b], b); });
+    for (int64_t j = 0; j < k; ++j) {
+      c.ids.push_back(idx[static_cast<size_t>(j)]);
+      // As the graph gets it: a sum over the row of zeros and this value (-0 becomes +0).
+      c.raw.push_back(static_cast<float>(0.0 + row[idx[static_cast<size_t>(j)]]));
+    }
+  }
+  return c;
+}
+
+/// Rows of E values: row 0 few distinct values (many ties), row 1 NaNs among ties, row 2
+/// infinities, zeros of both signs and values below -1 (-inf among them), the rest random in
+/// [0, 1) (a softmax's range).
+std::vector<float> router_rows(int64_t S, int64_t E, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::uniform_int_distribution<int> level(0, 3);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> p(static_cast<size_t>(S * E));
+  for (int64_t r = 0; r < S; ++r)
+    for (int64_t e = 0; e < E; ++e) {
+      float& x = p[static_cast<size_t>(r * E + e)];
+      const int l = level(rng);
+      switch (r) {
+        case 0: x = 0.125f * static_cast<float>(l); break;
+        case 1: x = l == 0 ? nan : 0.25f * static_cast<float>(l); break;
+        case 2: {
+          const float v[] = {inf, -inf, 0.0f, -0.0f, -1.0f, -3.5f, -1.0f, 2.0f};
+          x = v[static_cast<size_t>(l + 4 * (e % 2))];
+          break;
+        }
+        default: x = u(rng);
+      }
+    }
+  return p;
+}
+
+TEST(NnRouterTopk, BothFormsEqualASortByTheRoutersOrder) {
+  constexpr int64_t S = 6;
+  for (int64_t E : {5, 37, 128})
+    for (int64_t k : {int64_t{1}, int64_t{3}, E}) {
+      const std::vector<float> probs = router_rows(S, E, static_cast<uint64_t>(E * 100 + k));
+      const Choice want = topk_loop(probs, S, E, k);
+      std::vector<int32_t> ids_of[2];
+      std::vector<float> w_of[2];
+      int f = 0;
+      for (nn::TopKForm form : {nn::TopKForm::Argmax, nn::TopKForm::Ranks}) {
+        Graph g;
+        g.declare_dim("s", 1, 16);
+        Tensor p = g.tensor("p", {"s", E});
+        const nn::TopK raw = nn::router_topk(p, k, false, form);
+        const nn::TopK norm = nn::router_topk(p, k, true, form);
+        raw.ids.output("ids");
+        raw.weights.output("w");
+        norm.weights.output("wn");
+        ReferenceRuntime rt(g);
+        g.set_dim("s", S);
+        rt.set(p, probs);
+        rt.execute();
+        const std::vector<int32_t> ids = rt.get<int32_t>("ids");
+        const std::vector<float> w = rt.get<float>("w"), wn = rt.get<float>("wn");
+        const char* name = form == nn::TopKForm::Argmax ? "argmax" : "ranks";
+        ASSERT_EQ(ids, want.ids) << name << " E=" << E << " k=" << k;
+        ASSERT_EQ(0, std::memcmp(w.data(), want.raw.data(), w.size() * sizeof(float)))
+            << name << " E=" << E << " k=" << k;
+        // Renormalised: the chosen values over their sum (rows 3.. only: the others hold NaN and
+        // infinities, whose quotients the bitwise comparison between the forms below covers).
+        for (int64_t r = 3; r < S; ++r) {
+          double sum = 0;
+          for (int64_t j = 0; j < k; ++j)
+            sum += want.raw[static_cast<size_t>(r * k + j)];
+          for (int64_t j = 0; j < k; ++j) {
+            const size_t at = static_cast<size_t>(r * k + j);
+            EXPECT_NEAR(wn[at], want.raw[at] / sum, 1e-6) << name << " E=" << E << " k=" << k;
+          }
+        }
+        ids_of[f] = ids;
+        w_of[f++] = wn;
+      }
+      EXPECT_EQ(ids_of[0], ids_of[1]);
+      ASSERT_EQ(w_of[0].size(), w_of[1].size());
+      EXPECT_EQ(0, std::memcmp(w_of[0].data(), w_of[1].data(), w_of[0].size() * sizeof(float)))
+          << "E=" << E << " k=" << k;
+    }
+}
+
+TEST(NnRouterTopk, SearchedDeclaresTheRanksAnAlternative) {
+  Graph g;
+  Tensor p = g.tensor("p", {3, 9});
+  const nn::TopK top = nn::router_topk(p, 2, true);
+  ASSERT_EQ(g.alternatives().size(), 2u);
+  EXPECT_EQ(g.alternatives()[0].primary, top.ids.id());  // the primary's ids, as returned
+  EXPECT_EQ(g.node(g.alternatives()[0].alt).op, OpKind::SumReduce);
+  Graph g1;
+  nn::router_topk(g1.tensor("p", {3, 9}), 2, true, nn::TopKForm::Argmax);
+  EXPECT_TRUE(g1.alternatives().empty());
 }
 
 TEST(NnExpertLinear, RowsOfTheChosenExperts) {

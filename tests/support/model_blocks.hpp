@@ -10,6 +10,9 @@
 //                             gather (optionally with RoPE)
 //   quantized_block(t)        a projection by block-quantized weights of type t and a tied
 //                             embedding (gather rows, then the LM head from the same blocks)
+//   router_block(renorm, form) a mixture of experts' router top-k (nn::router_topk: the repeated
+//                             argmax with the pairwise-rank form its alternative) over rows with
+//                             ties and values below -1
 //   sentinel_graph(wrong)     a tiny graph and a slightly wrong copy, to check the check itself
 //
 //   CheckOptions o = model_options();  // kModelPrograms, required
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "luminal/luminal.hpp"
+#include "luminal/nn/moe.hpp"
 #include "support/equivalence.hpp"
 #include "support/random_graph.hpp"
 
@@ -229,6 +233,41 @@ inline CheckOptions model_options() {
   o.programs = kModelPrograms;
   o.require_programs = true;
   return o;
+}
+
+/// nn::router_topk(p, 4) over p [s, 37]: ids exactly, the chosen values (renormalised or not)
+/// within a division's rounding. Values are multiples of 1/8 in [-2, 1] (ties in every row, some
+/// below -1) or, in every third row, uniform in [0, 1).
+inline FuzzGraph router_block(bool renormalise, nn::TopKForm form = nn::TopKForm::Searched) {
+  FuzzGraph fg;
+  fg.name = std::string("router top-k") + (renormalise ? ", renormalised" : "") +
+            (form == nn::TopKForm::Searched ? ""
+             : form == nn::TopKForm::Ranks  ? ", ranks"
+                                            : ", argmax");
+  fg.seed = 1007;
+  fg.graph.declare_dim("s", 1, 8);
+  const Expr s = Expr::var("s");
+  constexpr int64_t E = 37;
+  FuzzInput in;
+  in.label = "p";
+  in.shape = {s, Expr(E)};
+  in.fill = [](const DynMap&, int64_t n, std::mt19937_64& rng) {
+    std::uniform_int_distribution<int> level(-16, 8);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[static_cast<size_t>(i)] = (i / E) % 3 == 2 ? u(rng) : level(rng) / 8.0;
+    return v;
+  };
+  fg.inputs.push_back(in);
+  Tensor p = fg.graph.tensor("p", {s, E});
+  const nn::TopK top = nn::router_topk(p, 4, renormalise, form);
+  top.ids.output("ids");
+  top.weights.output("w");
+  fg.outputs.push_back(FuzzOutput{"ids", DType::I32, 0, 0});
+  fg.outputs.push_back(FuzzOutput{"w", DType::F32, 0, 4});
+  fg.dyn_points = {{{"s", 1}}, {{"s", 3}}, {{"s", 8}}};
+  return fg;
 }
 
 /// y = tanh(x @ w) + x and k = sum(i * j, -1); `wrong` scales y by 1 + 1e-4 and adds 1 to k.
