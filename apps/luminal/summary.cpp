@@ -57,7 +57,8 @@ std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
   std::map<std::string, int> count;
   for (const LlirNode& n : p.nodes) {
     const std::string_view op = n.op->name;
-    if ((op == "cpu.QMatmul" || op == "cuda.QGemv") && n.input_dtypes.size() == 2)
+    if ((op == "cpu.QMatmul" || op == "cuda.QGemv" || op == "cpu.MatmulW16") &&
+        n.input_dtypes.size() == 2)
       ++count[std::string(name(n.input_dtypes[1])) + " x " + std::string(name(n.input_dtypes[0])) +
               " GEMV"];
     else if (op == "cpu.QGather" || op == "cuda.QGather")
@@ -65,7 +66,7 @@ std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
     else if (op == "Dequantize")
       ++count["dequantize"];
   }
-  if (count.empty()) return "f32 (no block-quantized weights read as stored)";
+  if (count.empty()) return "f32 (no block-quantized or 16-bit weights read as stored)";
   std::string out;
   for (const auto& [k, c] : count)
     out += (out.empty() ? "" : ", ") + k + " (" + std::to_string(c) + ")";

@@ -60,6 +60,7 @@ std::string CpuBackend::device_key() const {
 }
 
 bool CpuBackend::reads_blocks(DType t) const {
+  if (t == DType::BF16 || t == DType::F16) return true;  // cpu.MatmulW16
   for (DType w : kWeightBlockDTypes)
     if (w == t) return true;
   return false;

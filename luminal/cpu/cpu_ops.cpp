@@ -18,6 +18,7 @@ void register_matmul_blas_ops(std::vector<const CpuOp*>& ops);      // matmul_bl
 void register_scatter_inplace_ops(std::vector<const CpuOp*>& ops);  // scatter_inplace.cpp
 void register_qgather_ops(std::vector<const CpuOp*>& ops);          // qgather.cpp
 void register_qmatmul_ops(std::vector<const CpuOp*>& ops);          // qmatmul.cpp
+void register_matmul_w16_ops(std::vector<const CpuOp*>& ops);       // matmul_w16.cpp
 void register_expert_matmul_ops(std::vector<const CpuOp*>& ops);    // expert_matmul.cpp
 void register_iota_index_ops(std::vector<const CpuOp*>& ops);       // iota_index.cpp
 
@@ -42,6 +43,7 @@ const std::vector<const CpuOp*>& cpu_ops() {
     register_scatter_inplace_ops(v);
     register_qgather_ops(v);
     register_qmatmul_ops(v);
+    register_matmul_w16_ops(v);
     register_expert_matmul_ops(v);
     register_iota_index_ops(v);
     static const CpuOp fold{{fold_op(), "", nullptr}, make_fold};

@@ -63,19 +63,6 @@ bool few_rows(const Shape& act_rows) {
   return m <= kFewRows;
 }
 
-// `q` dominates every other live e-node of its class that reads `dequantized`.
-void dominate_dequantized(EGraph& eg, ENodeId q, ClassId dequantized) {
-  const ClassId deq = eg.find(dequantized);
-  for (ENodeId n : eg.nodes_of(eg.class_of(q))) {
-    if (n == q || eg.is_removed(n)) continue;
-    for (ClassId child : eg.node(n).children)
-      if (eg.find(child) == deq) {
-        eg.dominate(q, n);
-        break;
-      }
-  }
-}
-
 std::vector<Rule> qmatmul_rules() {
   Rule r{"cpu.qmatmul", matmul_pattern(),
          [](const Match& m, const EGraph& eg) { return quant_matmul_parts(eg, m).has_value(); },
@@ -87,7 +74,7 @@ std::vector<Rule> qmatmul_rules() {
            const std::optional<ENodeId> q =
                add_merged(eg, &kQMatmul, a.matmul, {xq, p->weight}, m.root);
            if (q && !eg.is_removed(*q) && few_rows(p->act_rows))
-             dominate_dequantized(eg, *q, p->dequantized);
+             dominate_widened(eg, *q, p->dequantized);
          }};
   return {r};
 }

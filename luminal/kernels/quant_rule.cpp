@@ -19,6 +19,19 @@ std::optional<ENodeId> dequantize_in(const EGraph& eg, ClassId c) {
   return std::nullopt;
 }
 
+// A live Cast e-node of class c from a bf16/f16 class to f32, or nothing.
+std::optional<ENodeId> cast16_in(const EGraph& eg, ClassId c) {
+  for (ENodeId n : eg.nodes_of(c)) {
+    if (eg.is_removed(n) || !is_op(eg.node(n).op, OpKind::Cast)) continue;
+    const ENode& node = eg.node(n);
+    if (node.children.size() != 1) continue;
+    const DType t = eg.dtype(node.children[0]);
+    if (t != DType::BF16 && t != DType::F16) continue;
+    return n;
+  }
+  return std::nullopt;
+}
+
 bool all_static(const Shape& s) {
   for (const Expr& d : s)
     if (!d.is_const()) return false;
@@ -26,6 +39,18 @@ bool all_static(const Shape& s) {
 }
 
 }  // namespace
+
+void dominate_widened(EGraph& eg, ENodeId q, ClassId dequantized) {
+  const ClassId deq = eg.find(dequantized);
+  for (ENodeId n : eg.nodes_of(eg.class_of(q))) {
+    if (n == q || eg.is_removed(n)) continue;
+    for (ClassId child : eg.node(n).children)
+      if (eg.find(child) == deq) {
+        eg.dominate(q, n);
+        break;
+      }
+  }
+}
 
 View rows_view_over(const Shape& dims, const std::vector<int>& m_axes, int axis,
                     const Shape& rows) {
@@ -51,13 +76,17 @@ QuantMatmulAttrs quant_matmul_attrs(const QuantMatmulParts& p, DType fmt) {
   return a;
 }
 
-std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match& m) {
+namespace {
+
+std::optional<QuantMatmulParts> weight_matmul_parts(
+    const EGraph& eg, const Match& m,
+    std::optional<ENodeId> (*widened_in)(const EGraph&, ClassId)) {
   std::optional<MatmulParts> mp = matmul_parts(eg, m);
   if (!mp || mp->attrs.dtype != DType::F32) return std::nullopt;
   int wside = -1;
   std::optional<ENodeId> deq;
   for (int side = 0; side < 2 && !deq; ++side)
-    if ((deq = dequantize_in(eg, mp->children[static_cast<size_t>(side)]))) wside = side;
+    if ((deq = widened_in(eg, mp->children[static_cast<size_t>(side)]))) wside = side;
   if (!deq) return std::nullopt;
   const Attrs& da = eg.attrs_of(*deq);
   if (da.dtype != DType::F32) return std::nullopt;
@@ -131,7 +160,18 @@ std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match
   p.act_rows_view.dims.push_back(Expr(K));
   p.act_rows_view.strides.push_back(va.strides[static_cast<size_t>(k)]);
   p.act_rows_view.base = va.base;
+  p.act_view = va;
   return p;
+}
+
+}  // namespace
+
+std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match& m) {
+  return weight_matmul_parts(eg, m, dequantize_in);
+}
+
+std::optional<QuantMatmulParts> cast16_matmul_parts(const EGraph& eg, const Match& m) {
+  return weight_matmul_parts(eg, m, cast16_in);
 }
 
 Pattern quant_gather_pattern() {

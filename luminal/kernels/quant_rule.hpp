@@ -32,12 +32,22 @@ struct QuantMatmulParts {
   View act_rows_view;       // the activation read as act_rows
   View weight_view;         // W over `dims` (composed), as above
   std::vector<int> m_axes;  // axes of `dims` the activation walks (in order)
+  View act_view;            // the activation over `dims` (the Mul's view of it)
   Attrs sum;                // the SumReduce's attributes (output shape, dtype)
   ENodeId sum_node = 0;
 };
 
 /// The parts of a matmul_pattern() match that is a quantized linear layer, or nothing.
 std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match& m);
+
+/// The same for a linear layer whose operand class holds Cast(W) from a bf16/f16 W to f32 (a
+/// 16-bit checkpoint computed in f32): `weight` is W, `dequantized` the Cast's class and `wtype`
+/// bf16 or f16; the same restrictions on the views.
+std::optional<QuantMatmulParts> cast16_matmul_parts(const EGraph& eg, const Match& m);
+
+/// `q` dominates every other live e-node of its class that reads `dequantized` (the widened
+/// weight): a kernel that reads W itself wins over widening all of W for a few rows.
+void dominate_widened(EGraph& eg, ENodeId q, ClassId dequantized);
 
 /// A view over `dims` reading a contiguous [m axes..., K] buffer: the m axes get its strides, k
 /// stride 1, every other axis 0.

@@ -221,6 +221,10 @@ CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const Decoder
       model, options, progress, [&backend](DType t) { return backend.reads_blocks(t); });
   DecoderShape s = shape;
   s.block_weights = block_weight_types(*weights);
+  // 16-bit matrices of an f32 model stay 16-bit where the backend's matmuls read them.
+  if (s.dtype == DType::F32)
+    for (const auto& [name, t] : matrix16_types(*weights))
+      if (backend.reads_blocks(t)) s.block_weights[name] = t;
   CausalLM lm = build(model.config, s, head);
   lm.start_session(backend, std::move(options));
   lm.bind(std::move(weights), model.path.string(), progress);

@@ -116,10 +116,18 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   const int64_t hidden = cfg.hidden_size, ffn = cfg.intermediate_size;
   const DType dt = shape.dtype;
   const double eps = cfg.rms_norm_eps;
-  auto w = [&](const std::string& name, std::vector<Dim> dims) {
+  // A weight as the model computes with it: declared in its stored type where block_weights
+  // names one (block-quantized: dequantize()d; bf16/f16 in an f32 model: cast), else in dt.
+  auto stored = [&](const std::string& name, std::vector<Dim> dims) {
     auto it = shape.block_weights.find(name);
-    if (it == shape.block_weights.end()) return g.tensor(name, dims, dt).persist();
-    return g.tensor(name, dims, it->second).persist().dequantize(dt);
+    return g.tensor(name, dims, it == shape.block_weights.end() ? dt : it->second).persist();
+  };
+  auto widen = [&](const Tensor& t) {
+    if (t.dtype() == dt) return t;
+    return is_block(t.dtype()) ? t.dequantize(dt) : t.cast(dt);
+  };
+  auto w = [&](const std::string& name, std::vector<Dim> dims) {
+    return widen(stored(name, std::move(dims)));
   };
   // Gemma's RMSNorm scales by (1 + w), in f32 (w + 1 is computed from the weight alone).
   auto norm = [&](const Tensor& t, const std::string& name, int64_t n) {
@@ -136,9 +144,13 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     local_inv_freq = g.tensor("rope.local_inv_freq", {hd / 2}, DType::F32).persist();
   }
   d.ids = g.tensor("ids", {"s"}, DType::I32);
-  const Tensor embed = w("model.embed_tokens.weight", {cfg.vocab_size, hidden});
+  const Tensor embed_stored = stored("model.embed_tokens.weight", {cfg.vocab_size, hidden});
+  const Tensor embed = widen(embed_stored);
   const Tensor pos = nn::step_positions(g);
-  Tensor x = nn::embedding(embed, d.ids);  // [s, hidden]
+  // 16-bit embeddings of an f32 model: the rows gathered, then widened (never the whole table).
+  Tensor x = is_block(embed_stored.dtype())
+                 ? nn::embedding(embed, d.ids)
+                 : widen(nn::embedding(embed_stored, d.ids));  // [s, hidden]
   // Gemma scales the embeddings by sqrt(hidden), rounded to the model's dtype.
   if (gemma) x = x * round_to(dt, std::sqrt(static_cast<double>(hidden)));
   nn::AttentionOptions attn;

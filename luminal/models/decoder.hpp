@@ -58,8 +58,8 @@ struct DecoderShape {
   nn::TopKForm router = nn::TopKForm::Searched;
   /// Dtype of activations and weights (the checkpoint's, or a float type to convert to).
   DType dtype = DType::F32;
-  /// Weights stored block-quantized, by Hugging Face name (q4_0 .. q6_k): declared in that type
-  /// and dequantize()d in the graph, so the compiler can read the blocks directly.
+  /// Weights declared in their stored type by Hugging Face name, so the compiler reads them as
+  /// stored: block-quantized (dequantize()d in the graph) or bf16/f16 in an f32 model (cast).
   std::map<std::string, DType> block_weights = {};
 };
 

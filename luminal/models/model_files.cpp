@@ -151,6 +151,16 @@ std::map<std::string, DType> block_weight_types(const io::Weights& w) {
   return out;
 }
 
+std::map<std::string, DType> matrix16_types(const io::Weights& w) {
+  std::map<std::string, DType> out;
+  for (const std::string& name : w.names()) {
+    const io::TensorView& t = w.get(name);
+    if ((t.dtype == DType::BF16 || t.dtype == DType::F16) && t.shape.size() == 2)
+      out[name] = t.dtype;
+  }
+  return out;
+}
+
 namespace {
 
 // The weights with the stacked expert tensors the decoder reads (models/experts.hpp).

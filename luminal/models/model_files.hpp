@@ -80,6 +80,10 @@ std::shared_ptr<const io::Weights> open_weights(const ModelFiles& m, const Compi
 /// The block-quantized tensors of `w` by name, with their types (DecoderShape::block_weights).
 std::map<std::string, DType> block_weight_types(const io::Weights& w);
 
+/// The bf16/f16 matrices (2-D tensors) of `w` by name, with their types: the weights an f32
+/// model keeps as stored on a backend that reads them (Backend::reads_blocks).
+std::map<std::string, DType> matrix16_types(const io::Weights& w);
+
 /// Where the GGUF's dequantised copy lives (or would), or empty with LUMINAL_CACHE=off.
 std::filesystem::path dequantized_path(const std::filesystem::path& gguf,
                                        const CompileOptions& options);

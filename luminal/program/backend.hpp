@@ -113,8 +113,8 @@ class Backend {
   /// Compiles a candidate for one bucket. Throws luminal::Error when it cannot (the search
   /// rejects it).
   virtual std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) = 0;
-  /// True when this backend's kernels read weights of block type `t` (q4_0 .. q6_k) directly, so
-  /// models keep them quantized; otherwise loaders widen them to f32 first.
+  /// True when this backend's kernels read weights of type `t` as stored (block types q4_0 ..
+  /// q6_k; bf16/f16 matrices beside f32 activations); otherwise loaders widen them to f32 first.
   virtual bool reads_blocks(DType t) const {
     (void)t;
     return false;

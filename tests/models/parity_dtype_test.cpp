@@ -38,6 +38,7 @@
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/io/safetensors.hpp"
 #include "luminal/models/causal_lm.hpp"
+#include "luminal/runtime/session.hpp"
 #include "support/logits_check.hpp"
 #include "support/tiny_models.hpp"
 
@@ -132,15 +133,26 @@ TEST_P(ParityDtype, LogitsWithinTheDtypesNoise) {
   }
 }
 
-// The same checkpoint computed in f32 (the 16-bit weights widened at bind, exactly) equals
-// transformers' f32 run of it: the weights are read right, and the 16-bit bounds cover only the
-// arithmetic.
+// The same checkpoint computed in f32 equals transformers' f32 run of it: the weights are read
+// right, and the 16-bit bounds cover only the arithmetic. The CPU keeps the 16-bit matrices as
+// stored (cast in the graph, each value widened exactly) and a decode step reads them with
+// cpu.MatmulW16.
 TEST_P(ParityDtype, F32RunOfTheSameWeights) {
   const DtypeCase c = GetParam();
   const fs::path dir = models_dir() / c.name;
   const nlohmann::json gold = goldens(c.name);
   cpu::CpuBackend cpu(2);
   auto lm = models::CausalLM::load(dir, cpu, shape_in(DType::F32), options());
+  const Graph& g = lm.decoder().graph;
+  EXPECT_EQ(g.node(g.find("model.embed_tokens.weight")).dtype, c.dtype);
+  EXPECT_EQ(g.node(g.find("model.layers.0.mlp.down_proj.weight")).dtype, c.dtype);
+  EXPECT_EQ(g.node(g.find("model.norm.weight")).dtype, DType::F32);  // vectors are widened
+  EXPECT_EQ(g.node(g.find("model.layers.0.self_attn.k_cache")).dtype, DType::F32);
+  int w16 = 0;
+  for (const LlirNode& n : lm.session().llir({{"s", 1}, {"c", 1}}).nodes)
+    w16 += n.op->name == std::string_view("cpu.MatmulW16");
+  EXPECT_EQ(w16, 7 * lm.decoder().config.num_hidden_layers + 1)
+      << "q, k, v, o (reading the merged heads), gate, up and down of every layer, and the head";
   const int64_t V = lm.vocab_size();
   for (const nlohmann::json& p : gold.at("prompts")) {
     const auto ids = p.at("input_ids").get<std::vector<int32_t>>();
@@ -152,6 +164,11 @@ TEST_P(ParityDtype, F32RunOfTheSameWeights) {
                  c.name + " as f32, first position");
     expect_close(last, p.at("logits_f32_last").get<std::vector<float>>(), 1e-5, 1e-5,
                  c.name + " as f32, last position");
+    // The last token decoded on the cache of the others (s = 1: cpu.MatmulW16).
+    lm.reset();
+    lm.forward(std::vector<int32_t>(ids.begin(), ids.end() - 1));
+    expect_close(lm.forward({ids.back()}), p.at("logits_f32_last").get<std::vector<float>>(), 1e-5,
+                 1e-5, c.name + " as f32, last position decoded on the cache");
   }
 }
 
