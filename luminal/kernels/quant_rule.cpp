@@ -19,7 +19,17 @@ std::optional<ENodeId> dequantize_in(const EGraph& eg, ClassId c) {
   return std::nullopt;
 }
 
-// A live Cast e-node of class c from a bf16/f16 class to f32, or nothing.
+// True when class c holds a persistent Input (a weight).
+bool holds_weight(const EGraph& eg, ClassId c) {
+  for (ENodeId n : eg.nodes_of(c))
+    if (!eg.is_removed(n) && is_op(eg.node(n).op, OpKind::Input) && eg.attrs_of(n).persist)
+      return true;
+  return false;
+}
+
+// A live Cast e-node of class c from a bf16/f16 weight to f32, or nothing. Only weights: a 16-bit
+// activation (embedding rows gathered, then cast) would otherwise qualify as the "weight" of
+// the next projection, whose real weight would then be widened whole as its "activation".
 std::optional<ENodeId> cast16_in(const EGraph& eg, ClassId c) {
   for (ENodeId n : eg.nodes_of(c)) {
     if (eg.is_removed(n) || !is_op(eg.node(n).op, OpKind::Cast)) continue;
@@ -27,6 +37,7 @@ std::optional<ENodeId> cast16_in(const EGraph& eg, ClassId c) {
     if (node.children.size() != 1) continue;
     const DType t = eg.dtype(node.children[0]);
     if (t != DType::BF16 && t != DType::F16) continue;
+    if (!holds_weight(eg, node.children[0])) continue;
     return n;
   }
   return std::nullopt;

@@ -40,9 +40,9 @@ struct QuantMatmulParts {
 /// The parts of a matmul_pattern() match that is a quantized linear layer, or nothing.
 std::optional<QuantMatmulParts> quant_matmul_parts(const EGraph& eg, const Match& m);
 
-/// The same for a linear layer whose operand class holds Cast(W) from a bf16/f16 W to f32 (a
-/// 16-bit checkpoint computed in f32): `weight` is W, `dequantized` the Cast's class and `wtype`
-/// bf16 or f16; the same restrictions on the views.
+/// The same for a linear layer whose operand class holds Cast(W) from a bf16/f16 weight W (a
+/// persistent input) to f32, a 16-bit checkpoint computed in f32: `weight` is W, `dequantized`
+/// the Cast's class and `wtype` bf16 or f16; the same restrictions on the views.
 std::optional<QuantMatmulParts> cast16_matmul_parts(const EGraph& eg, const Match& m);
 
 /// `q` dominates every other live e-node of its class that reads `dequantized` (the widened

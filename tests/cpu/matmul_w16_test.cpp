@@ -6,7 +6,8 @@
 //   - weights read through row views (every other row, a slice) give bitwise what the same
 //     rows stored in that order give;
 //   - with a few activation rows the op is the only option left (the widening is dominated);
-//     with many, Cast + BlasMatmul stays beside it for the search to time.
+//     with many, Cast + BlasMatmul stays beside it for the search to time;
+//   - only a weight is read as the weight (not a 16-bit activation).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,7 +49,7 @@ TEST_P(MatmulW16Test, LinearMatchesTheF64Product) {
     Graph g;
     g.declare_dim("s", 1, 16);
     Tensor x = g.tensor("x", {"s", K});
-    Tensor w = g.tensor("w", {N, K}, t);
+    Tensor w = g.tensor("w", {N, K}, t).persist();
     nn::linear(x, w.cast(DType::F32)).output("y");
     cpu::CpuBackend cpu(2);
     LlirGraph p = choose_w16(g, cpu);
@@ -84,7 +85,7 @@ TEST_P(MatmulW16Test, EveryIsaGivesThePortableBits) {
   Graph g;
   g.declare_dim("s", 1, 6);
   Tensor x = g.tensor("x", {"s", K});
-  Tensor w = g.tensor("w", {N, K}, t);
+  Tensor w = g.tensor("w", {N, K}, t).persist();
   nn::linear(x, w.cast(DType::F32)).output("y");
   const DynMap dyn{{"s", 6}};
   testing::BufferMap in = opstest::random_inputs(g, dyn, 5, -3, 3);
@@ -111,8 +112,8 @@ TEST_P(MatmulW16Test, RowViewsReadTheSameRows) {
   // bitwise equal. y3 reads the first 5 rows of what y4 reads whole.
   Graph g;
   Tensor x = g.tensor("x", {3, K});
-  Tensor w = g.tensor("w", {N, K}, t);
-  Tensor we = g.tensor("we", {N / 2, K}, t);
+  Tensor w = g.tensor("w", {N, K}, t).persist();
+  Tensor we = g.tensor("we", {N / 2, K}, t).persist();
   nn::linear(x, w.reshape({N / 2, 2, K}).slice(1, 0, 1).reshape({N / 2, K}).cast(DType::F32))
       .output("y1");
   nn::linear(x, we.cast(DType::F32)).output("y2");
@@ -161,6 +162,30 @@ TEST_P(MatmulW16Test, AFewRowsReadTheWeightAsStored) {
   const std::set<std::string> prefill = options_of(t, 64);
   EXPECT_TRUE(prefill.count("cpu.MatmulW16"));
   EXPECT_TRUE(prefill.count("cpu.BlasMatmul")) << "the widened weight into sgemm stays";
+}
+
+// A 16-bit activation cast to f32 is never read as the weight (the matcher takes the first
+// operand holding a 16-bit Cast: without the check the activation was the "weight" and the
+// projection's real weight its "activation", widened whole every step).
+TEST_P(MatmulW16Test, OnlyAWeightIsReadAsTheWeight) {
+  const DType t = GetParam();
+  Graph g;
+  Tensor x = g.tensor("x", {1, 64}, t);
+  Tensor w = g.tensor("w", {48, 64}, t).persist();
+  nn::linear(x.cast(DType::F32), w.cast(DType::F32)).output("y");
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, {});
+  const EGraph& eg = b.space->egraph();
+  int found = 0;
+  for (ENodeId n = 0; n < eg.num_nodes(); ++n) {
+    if (eg.is_removed(n) || eg.node(n).op->name != std::string_view("cpu.MatmulW16")) continue;
+    ++found;
+    bool weight = false;
+    for (ENodeId c : eg.nodes_of(eg.node(n).children[1]))
+      weight = weight || (is_op(eg.node(c).op, OpKind::Input) && eg.attrs_of(c).label == "w");
+    EXPECT_TRUE(weight) << name(t) << ": a MatmulW16 reads something other than w as its weight";
+  }
+  EXPECT_EQ(found, 1) << name(t);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulW16Test, ::testing::Values(DType::BF16, DType::F16),
