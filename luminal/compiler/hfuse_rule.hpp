@@ -18,10 +18,10 @@
 // copies of every consumer computes one matmul; a mixed program computes Y and some C_i, both
 // correct. Outputs, fold leaves and in-place e-nodes are not rewritten.
 // Off by default: LUMINAL_HFUSE=on offers it (the compile cache's key names the setting). On the
-// CPU it made f32 SmolLM2 decode 8-9% faster, but the session held both the concatenations and
-// the separate weights (542.9 -> 808.7 MiB): the decode bucket, searched first, folds the
-// concatenations and the prefill bucket's programs still read the separate weights. It stays
-// off until the fold accounting sees every bucket (and until it is timed on a GPU).
+// CPU it made f32 SmolLM2 decode 8-9% faster; one run held both the concatenations and the
+// separate weights (542.9 -> 808.7 MiB: the decode bucket folded them, no prefill candidate read
+// them), a later one did not (a seed read them). It also slows compiling and raises the load's
+// peak, and it has not been timed on a GPU (docs/architecture.md, BENCHMARKS.md).
 // Example: tests/compiler/hfuse_test.cpp (q/k/v and gate/up, every program against the
 // reference).
 #include <memory>
