@@ -21,6 +21,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/matmul_tiles.hpp"
 #include "luminal/cpu/matmul_w16_dot.hpp"
 #include "luminal/cpu/primitive_util.hpp"
 #include "luminal/cpu/quant/isa.hpp"
@@ -35,8 +36,6 @@ namespace {
 // Below 1, as cpu.QMatmul: reading the weight once beats widening it and multiplying.
 const OpDef kMatmulW16{.name = "cpu.MatmulW16", .seed_cost = 0.9};
 
-constexpr int64_t kFewRows = 8;
-
 // True when `stride` is z at every index of an axis of `len` (a merge of heads reads the
 // attention output as 64*(z/64) + z%64: contiguous, though not written as z).
 bool unit_along(const Expr& stride, int64_t len) {
@@ -46,15 +45,6 @@ bool unit_along(const Expr& stride, int64_t len) {
   for (int64_t i = 0; i < len; ++i)
     if (stride.eval({}, i) != i) return false;
   return true;
-}
-
-bool few_rows(const Shape& act_rows) {
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < act_rows.size(); ++i) {
-    if (!act_rows[i].is_const()) return false;
-    m *= act_rows[i].as_const();
-  }
-  return m <= kFewRows;
 }
 
 // A match whose activation is read contiguously along k (what the kernel reads), or nothing.
@@ -170,26 +160,14 @@ class MatmulW16Kernel final : public Kernel {
         }
         return;
       }
-      for (int64_t n0 = begin; n0 < end;) {
-        // Up to 4 weight rows whose outputs are evenly spaced.
-        int rows = static_cast<int>(std::min<int64_t>(4, end - n0));
-        const int64_t ns = rows > 1 ? n_off_[n0 + 1] - n_off_[n0] : 1;
-        while (rows > 1 && !linear(n_off_, n0, rows, ns))
-          --rows;
-        for (int r = 0; r < rows; ++r)
-          wr[r] = w + w_rows_[static_cast<size_t>(n0 + r)];
-        for (int64_t m0 = 0; m0 < M;) {
-          int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
-          const int64_t ms = mm > 1 ? m_off_[m0 + 1] - m_off_[m0] : 1;
-          while (mm > 1 && !linear(m_off_, m0, mm, ms))
-            --mm;
-          for (int j = 0; j < mm; ++j)
-            xr[j] = x + x_off_[static_cast<size_t>(m0 + j)];
-          dot(k_, wr, rows, xr, mm, out + m_off_[m0] + n_off_[n0], ns, ms);
-          m0 += mm;
-        }
-        n0 += rows;
-      }
+      for_each_tile(begin, end, n_off_, m_off_,
+                    [&](int64_t n0, int rows, int64_t ns, int64_t m0, int mm, int64_t ms) {
+                      for (int r = 0; r < rows; ++r)
+                        wr[r] = w + w_rows_[static_cast<size_t>(n0 + r)];
+                      for (int j = 0; j < mm; ++j)
+                        xr[j] = x + x_off_[static_cast<size_t>(m0 + j)];
+                      dot(k_, wr, rows, xr, mm, out + m_off_[m0] + n_off_[n0], ns, ms);
+                    });
     };
     if (tasks <= 1 || threads <= 1 || N * M * k_ < kParallelMin) {
       for (int64_t t = 0; t < tasks; ++t)
@@ -200,13 +178,8 @@ class MatmulW16Kernel final : public Kernel {
   }
 
  private:
-  static bool linear(const std::vector<int64_t>& off, int64_t at, int count, int64_t step) {
-    for (int j = 1; j < count; ++j)
-      if (off[at + j] - off[at] != j * step) return false;
-    return true;
-  }
-
-  // Element offsets of `v` (plus its base) at every index of `axes` (dims `dims`), row-major.
+  // Element offsets of `v` (plus its base) at every index of `axes` (dims `dims`), row-major:
+  // the weight's row starts and the activation's.
   static std::vector<int64_t> axis_offsets(const View& v, const std::vector<int>& axes,
                                            const std::vector<int64_t>& dims, const DynMap& dyn) {
     int64_t count = 1;
@@ -235,21 +208,6 @@ class MatmulW16Kernel final : public Kernel {
   void plan(const DynMap& dyn, uint64_t version) {
     const View& xv = attrs_.views[0];
     std::vector<int64_t> dims = eval_shape(xv.dims, dyn);
-    std::vector<int64_t> stride(dims.size(), 0);
-    int64_t step = 1;
-    for (size_t i = dims.size(); i-- > 0;) {
-      if (static_cast<int>(i) == axis_) continue;
-      stride[i] = step;
-      step *= dims[i];
-    }
-    const View out_view{xv.dims,
-                        [&] {
-                          std::vector<Expr> s;
-                          for (int64_t v : stride)
-                            s.push_back(Expr(v) * Expr::z());
-                          return s;
-                        }(),
-                        Expr(0)};
     auto dims_of = [&](const std::vector<int>& axes) {
       std::vector<int64_t> d;
       for (int a : axes)
@@ -260,21 +218,22 @@ class MatmulW16Kernel final : public Kernel {
     // weight's rows, thousands) change only with this node's dims; the m offsets and the
     // activation's row starts (a few rows; a base may read s) are evaluated again.
     if (dims != dims_ || n_off_.empty()) {
-      n_off_ = axis_offsets(out_view, n_axes_, dims_of(n_axes_), dyn);
+      n_off_ = output_offsets(dims, axis_, n_axes_);
       if (n_off_.size() != w_rows_.size())
         throw Error("cpu.MatmulW16: the weight rows and the output disagree");
       dims_ = dims;
     }
-    m_off_ = axis_offsets(out_view, m_axes_, dims_of(m_axes_), dyn);
+    m_off_ = output_offsets(dims, axis_, m_axes_);
     x_off_ = axis_offsets(xv, m_axes_, dims_of(m_axes_), dyn);
     // sgemm's layout: activation rows and output rows evenly spaced (a leading dimension of at
     // least k and of at least n), output columns contiguous.
     const int64_t M = static_cast<int64_t>(m_off_.size()), N = static_cast<int64_t>(n_off_.size());
     m_step_ = M > 1 ? m_off_[1] - m_off_[0] : N;
     x_step_ = M > 1 ? x_off_[1] - x_off_[0] : k_;
-    gemm_layout_ = M > 1 && linear(m_off_, 0, static_cast<int>(M), m_step_) &&
-                   linear(x_off_, 0, static_cast<int>(M), x_step_) &&
-                   linear(n_off_, 0, static_cast<int>(N), 1) && m_step_ >= N && x_step_ >= k_;
+    gemm_layout_ = M > 1 && linear_offsets(m_off_, 0, static_cast<int>(M), m_step_) &&
+                   linear_offsets(x_off_, 0, static_cast<int>(M), x_step_) &&
+                   linear_offsets(n_off_, 0, static_cast<int>(N), 1) && m_step_ >= N &&
+                   x_step_ >= k_;
     version_ = version;
   }
 

@@ -26,6 +26,7 @@
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/matmul_tiles.hpp"
 #include "luminal/cpu/primitive_util.hpp"
 #include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/quant/kernels.hpp"
@@ -48,20 +49,10 @@ const OpDef kQMatmul{.name = "cpu.QMatmul", .seed_cost = 0.9};
 
 // ---------------------------------------------------------------- rule
 
-// At most kFewRows activation rows (decode), reading the blocks once beats dequantising the
-// whole weight every step (N x K f32 written, then read again): the QMatmul dominates every
-// other e-node of its class that reads the Dequantize. With more rows (prefill) both stay and
-// the search times them.
-constexpr int64_t kFewRows = 8;
-
-bool few_rows(const Shape& act_rows) {
-  int64_t m = 1;
-  for (size_t i = 0; i + 1 < act_rows.size(); ++i) {
-    if (!act_rows[i].is_const()) return false;
-    m *= act_rows[i].as_const();
-  }
-  return m <= kFewRows;
-}
+// At most kFewRows activation rows (decode; matmul_tiles.hpp), reading the blocks once beats
+// dequantising the whole weight every step (N x K f32 written, then read again): the QMatmul
+// dominates every other e-node of its class that reads the Dequantize. With more rows (prefill)
+// both stay and the search times them.
 
 std::vector<Rule> qmatmul_rules() {
   Rule r{"cpu.qmatmul", matmul_pattern(),
@@ -243,25 +234,13 @@ class QMatmulKernel final : public Kernel {
         }
         return;
       }
-      const uint8_t* ptrs[4];
-      for (int64_t n0 = begin; n0 < end;) {
-        int rows = static_cast<int>(std::min<int64_t>(4, end - n0));
-        const int64_t rs = rows > 1 ? n_off_[n0 + 1] - n_off_[n0] : 1;
-        while (rows > 1 && !linear(n_off_, n0, rows, rs))
-          --rows;
-        for (int r = 0; r < rows; ++r)
-          ptrs[r] = row_ptrs_[static_cast<size_t>(n0 + r)];
-        for (int64_t m0 = 0; m0 < M;) {
-          int mm = static_cast<int>(std::min<int64_t>(4, M - m0));
-          const int64_t ms = mm > 1 ? m_off_[m0 + 1] - m_off_[m0] : 1;
-          while (mm > 1 && !linear(m_off_, m0, mm, ms))
-            --mm;
-          dot(nblocks_, ptrs, rows, xq + static_cast<uint64_t>(m0) * xq_row_bytes_,
-              static_cast<int64_t>(xq_row_bytes_), mm, out + m_off_[m0] + n_off_[n0], rs, ms);
-          m0 += mm;
-        }
-        n0 += rows;
-      }
+      for_each_tile(begin, end, n_off_, m_off_,
+                    [&](int64_t n0, int rows, int64_t rs, int64_t m0, int mm, int64_t ms) {
+                      dot(nblocks_, row_ptrs_.data() + n0, rows,
+                          xq + static_cast<uint64_t>(m0) * xq_row_bytes_,
+                          static_cast<int64_t>(xq_row_bytes_), mm, out + m_off_[m0] + n_off_[n0],
+                          rs, ms);
+                    });
     };
     if (tasks <= 1 || threads <= 1) {
       for (int64_t t = 0; t < tasks; ++t)
@@ -272,12 +251,6 @@ class QMatmulKernel final : public Kernel {
   }
 
  private:
-  static bool linear(const std::vector<int64_t>& off, int64_t at, int count, int64_t step) {
-    for (int j = 1; j < count; ++j)
-      if (off[at + j] - off[at] != j * step) return false;
-    return true;
-  }
-
   // Output offsets of every m and n index at these dims (the output is row-major over the
   // non-k axes).
   void plan(const DynMap& dyn, uint64_t version) {
@@ -289,36 +262,12 @@ class QMatmulKernel final : public Kernel {
       version_ = version;
       return;
     }
-    std::vector<int64_t> stride(dims.size(), 0);
-    int64_t step = 1;
-    for (size_t i = dims.size(); i-- > 0;) {
-      if (static_cast<int>(i) == axis_) continue;
-      stride[i] = step;
-      step *= dims[i];
-    }
-    auto offsets = [&](const std::vector<int>& axes, std::vector<int64_t>& out) {
-      int64_t count = 1;
-      for (int a : axes)
-        count *= dims[static_cast<size_t>(a)];
-      out.assign(static_cast<size_t>(count), 0);
-      std::vector<int64_t> idx(axes.size(), 0);
-      for (int64_t f = 0; f < count; ++f) {
-        int64_t off = 0;
-        for (size_t j = 0; j < axes.size(); ++j)
-          off += idx[j] * stride[static_cast<size_t>(axes[j])];
-        out[static_cast<size_t>(f)] = off;
-        for (size_t j = axes.size(); j-- > 0;) {
-          if (++idx[j] < dims[static_cast<size_t>(axes[j])]) break;
-          idx[j] = 0;
-        }
-      }
-    };
-    offsets(m_axes_, m_off_);
-    offsets(n_axes_, n_off_);
+    m_off_ = output_offsets(dims, axis_, m_axes_);
+    n_off_ = output_offsets(dims, axis_, n_axes_);
     n_step_ = n_off_.size() > 1 ? n_off_[1] - n_off_[0] : 1;
     m_step_ = m_off_.size() > 1 ? m_off_[1] - m_off_[0] : 1;
-    n_linear_ = linear(n_off_, 0, static_cast<int>(n_off_.size()), n_step_);
-    m_linear_ = linear(m_off_, 0, static_cast<int>(m_off_.size()), m_step_);
+    n_linear_ = linear_offsets(n_off_, 0, static_cast<int>(n_off_.size()), n_step_);
+    m_linear_ = linear_offsets(m_off_, 0, static_cast<int>(m_off_.size()), m_step_);
     if (n_off_.size() != w_rows_.size())
       throw Error("cpu.QMatmul: the weight rows and the output disagree");
     dims_ = std::move(dims);
