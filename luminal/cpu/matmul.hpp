@@ -35,6 +35,11 @@ BlasStats blas_stats();
 enum class BlasBatchMode { Auto, Sequential, PerThread };
 void set_blas_batch_mode(BlasBatchMode m);
 
+/// Sets OpenBLAS to one thread, once per process: the CPU backend's own thread pool splits the
+/// work, and OpenBLAS's threads would compete with it for the same cores. Every kernel calling
+/// BLAS (cpu.BlasMatmul, cpu.MatmulW16's prefill panels) calls this when it is made.
+void ensure_single_threaded_blas();
+
 /// The strided dot-product kernel: any views, any dtype, numerics of the reference
 /// (products rounded to the dtype, float sums accumulated in double and rounded once, integers
 /// wrapped). cpu.BlasMatmul falls back to it where a layout is not a gemm. f32 outputs go in

@@ -40,6 +40,14 @@
 
 namespace luminal::cpu {
 
+void ensure_single_threaded_blas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
 namespace {
 
 const OpDef kBlasMatmul{"cpu.BlasMatmul"};
@@ -49,15 +57,6 @@ std::atomic<uint64_t> g_gemm_calls{0}, g_gemv_calls{0}, g_packs{0}, g_fallbacks{
 // (AVX2): OpenBLAS packs both operands first (most of a decode step's attention time).
 constexpr int64_t kSmallMax = int64_t{1} << 18;
 std::atomic<BlasBatchMode> g_batch_mode{BlasBatchMode::Auto};
-
-// OpenBLAS's own threads would compete with OpenMP's for the same cores.
-void ensure_single_threaded_blas() {
-  static const bool once = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
 
 // ---------------------------------------------------------------- planning (kernels/gemm_plan.hpp)
 

@@ -21,6 +21,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/matmul.hpp"
 #include "luminal/cpu/matmul_tiles.hpp"
 #include "luminal/cpu/matmul_w16_dot.hpp"
 #include "luminal/cpu/primitive_util.hpp"
@@ -116,11 +117,7 @@ class MatmulW16Kernel final : public Kernel {
     dot_ = w16::dot_fn(wtype_, avx2);
     widen_ = w16::widen_fn(wtype_, avx2);
     panel_rows_ = std::max<int64_t>(16, kPanelBytes / (4 * k_));
-    static const bool single = [] {  // OpenBLAS's own threads would compete with ours
-      openblas_set_num_threads(1);
-      return true;
-    }();
-    (void)single;
+    ensure_single_threaded_blas();
   }
 
   void run(const KernelContext& k) override {
