@@ -34,6 +34,9 @@ struct SearchReport {
   int64_t fold_growth = 0;      // bytes the winner's folds add when none fitted fold_limit
   double best_seconds = 0;
   double first_seconds = 0;  // time of the first valid candidate
+  /// The finalists timed again at the end (see search()): "" when none were, else one line
+  /// naming each with its times and the winner.
+  std::string finalists;
   std::map<std::string, int> best_op_mix;
   std::string stop;        // why the search ended
   bool cached = false;     // loaded from the compile cache: no search ran
@@ -76,12 +79,16 @@ struct ProfileData {
 };
 
 /// Runs the search for the bucket `spec`, timing each candidate at `dims` (slot order of
-/// spec.dim_names; the bucket's representative values) on `data`. `trace` (may be null) receives
-/// each new best candidate's LLIR. `folds` (add_fold_leaves of the space's e-graph; may be null)
-/// lets candidates read folded values: they are timed on scratch buffers. A candidate whose folds
-/// would grow memory past max_memory is rejected; one past fold_limit is chosen only when no
-/// candidate fits it (then the one that passes it by the fewest bytes, the fastest of those;
-/// SearchReport::fold_growth says by how much).
+/// spec.dim_names; the bucket's representative values) on `data`. A candidate's time is one
+/// median of a few runs, and on a busy machine one such median can be off by a fifth: so at the
+/// end the fastest few candidates within a small margin of the best (the finalists) are loaded
+/// again and timed in alternating rounds, and the winner is the one with the lowest time any
+/// round gave it (its first timing included; contention only ever slows a run). `trace` (may be
+/// null) receives each new best candidate's LLIR. `folds` (add_fold_leaves of the space's e-graph;
+/// may be null) lets candidates read folded values: they are timed on scratch buffers. A candidate
+/// whose folds would grow memory past max_memory is rejected; one past fold_limit is chosen only
+/// when no candidate fits it (then the one that passes it by the fewest bytes, the fastest of
+/// those; SearchReport::fold_growth says by how much).
 SearchResult search(const SearchSpace& space, Backend& backend, const CompileOptions& opts,
                     const PlanSpec& spec, const std::vector<int64_t>& dims, const ProfileData& data,
                     SearchReport report,
