@@ -199,6 +199,7 @@ TEST(Search, FinalistsWithinAMarginOnly) {
     ContendedBackend be;
     be.true_s = {1.1e-3, 1.0e-3};
     Session c = compile(m.g, be, CompileOptions().search_graph_limit(2).verbose(false));
+    ASSERT_EQ(be.programs.size(), 2u);
     EXPECT_EQ(c.llir().to_text(), be.programs[1]);
     EXPECT_NE(c.reports()[0].finalists.find("winner #2 (unchanged)"), std::string::npos)
         << c.reports()[0].finalists;
@@ -207,6 +208,7 @@ TEST(Search, FinalistsWithinAMarginOnly) {
     ContendedBackend be;
     be.true_s = {1.3e-3, 1.0e-3};
     Session c = compile(m.g, be, CompileOptions().search_graph_limit(2).verbose(false));
+    ASSERT_EQ(be.programs.size(), 2u);
     EXPECT_EQ(c.llir().to_text(), be.programs[1]);
     EXPECT_EQ(c.reports()[0].finalists, "");
     EXPECT_EQ(be.loaded.size(), 2u);
