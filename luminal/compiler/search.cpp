@@ -317,17 +317,11 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     const int rounds = std::min(kRounds, static_cast<int>(budget / round_s));
     if (rounds < 1) return;
     const auto t_start = Clock::now();
-    // Load the others again (a load that fails now drops the finalist); the best goes first.
+    // Load the others again: a load that fails now, or whose workspaces would not fit
+    // max_memory beside the others' (all are held at once, sharing one arena), drops it.
+    uint64_t arena_bytes = best.plan->arena_bytes();
+    uint64_t workspaces = best.plan->workspace_bytes();
     std::vector<Finalist> all;
-    all.push_back({best_candidate,
-                   best.best,
-                   std::move(best.llir),
-                   std::move(best.plan),
-                   report.best_seconds,
-                   report.best_seconds,
-                   {}});
-    uint64_t arena_bytes = all[0].plan->arena_bytes();
-    uint64_t workspaces = all[0].plan->workspace_bytes();
     for (Finalist& f : fs) {
       try {
         f.llir = to_llir(space, f.genome);
@@ -335,7 +329,6 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       } catch (const std::exception&) {
         continue;
       }
-      // Every finalist's workspaces are held at once: within max_memory beside one arena.
       const uint64_t arena_next = std::max(arena_bytes, f.plan->arena_bytes());
       const uint64_t ws_next = workspaces + f.plan->workspace_bytes();
       if (opts.max_memory() && data.fixed_bytes + arena_next + ws_next > *opts.max_memory())
@@ -344,37 +337,42 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       workspaces = ws_next;
       all.push_back(std::move(f));
     }
+    if (all.empty()) return;
+    // The best goes first.
+    all.insert(all.begin(), Finalist{best_candidate,
+                                     best.best,
+                                     std::move(best.llir),
+                                     std::move(best.plan),
+                                     report.best_seconds,
+                                     report.best_seconds,
+                                     {}});
     std::vector<bool> live(all.size(), true);
-    if (all.size() > 1) {
-      arena.reserve(arena_bytes);
-      for (size_t i = 0; i < all.size(); ++i)
-        all[i].plan->bind(0, bindings(*all[i].plan));
-      for (int r = 0; r < rounds; ++r)
-        for (size_t i = 0; i < all.size(); ++i) {
-          if (!live[i]) continue;
-          try {
-            const double t =
-                backend.time(*all[i].plan, 0, dims.data(), opts.trials(), opts.profile_timeout());
-            all[i].low = std::min(all[i].low, t);
-            all[i].times += (all[i].times.empty() ? "" : ", ") + fmt_time(t);
-          } catch (const std::exception&) {
-            live[i] = i == 0;  // the best keeps its first time
-          }
+    arena.reserve(arena_bytes);
+    for (Finalist& f : all)
+      f.plan->bind(0, bindings(*f.plan));
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (!live[i]) continue;
+        try {
+          const double t =
+              backend.time(*all[i].plan, 0, dims.data(), opts.trials(), opts.profile_timeout());
+          all[i].low = std::min(all[i].low, t);
+          all[i].times += (all[i].times.empty() ? "" : ", ") + fmt_time(t);
+        } catch (const std::exception&) {
+          live[i] = i == 0;  // the best keeps its first time
         }
-    }
+      }
     size_t win = 0;
     for (size_t i = 1; i < all.size(); ++i)
       if (live[i] && all[i].low < all[win].low) win = i;
-    if (all.size() > 1) {
-      std::ostringstream os;
-      os << all.size() << " timed again in " << rounds << " rounds:";
-      for (size_t i = 0; i < all.size(); ++i)
-        os << (i ? ";" : "") << " #" << all[i].candidate << " " << fmt_time(all[i].first) << " ("
-           << all[i].times << ")";
-      os << "; winner #" << all[win].candidate
-         << (win == 0 ? " (unchanged)" : " (was #" + std::to_string(all[0].candidate) + ")");
-      report.finalists = os.str();
-    }
+    std::ostringstream os;
+    os << all.size() << " timed again in " << rounds << " rounds:";
+    for (size_t i = 0; i < all.size(); ++i)
+      os << (i ? ";" : "") << " #" << all[i].candidate << " " << fmt_time(all[i].first) << " ("
+         << all[i].times << ")";
+    os << "; winner #" << all[win].candidate
+       << (win == 0 ? " (unchanged)" : " (was #" + std::to_string(all[0].candidate) + ")");
+    report.finalists = os.str();
     report.profile_s += since(t_start);
     Finalist& w = all[win];
     best.best = std::move(w.genome);
