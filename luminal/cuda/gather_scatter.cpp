@@ -11,14 +11,18 @@
 // block over chunks of 1024 indices; within a chunk a thread writes only when no later thread of
 // the chunk has the same index, and chunks are separated by a barrier: the last write wins, as in
 // the sequential definition.
-//   cuda.ScatterUnique:           in place, when the indexes are provably distinct: an Iota whose
-//                                 expression is linear in its position with a nonzero slope, read
-//                                 contiguously (a KV-cache write: rows (c - s) * d + z). No two
-//                                 writes meet, so a grid-stride loop over the indexes is the
-//                                 sequential definition, at full width.
+//   cuda.ScatterUnique:           in place, when the indexes are provably distinct: an Iota
+//                                 that distinct_over (core/expr_distinct.hpp) proves, read
+//                                 contiguously (a KV-cache write: rows (c - s) * d + z; concat and
+//                                 pad). No two writes meet, so a grid-stride loop over the
+//                                 indexes is the sequential definition, at full width.
+//   cuda.ScatterDistinct:         the same indexes into a dest the output cannot alias (a
+//                                 broadcast zero under concat, a strided view): the copy, then
+//                                 the grid-stride loop.
 #include <string>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/expr_distinct.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/egraph/egraph.hpp"
@@ -33,6 +37,8 @@ const OpDef kScatterInPlace{"cuda.ScatterInPlace", OpKind::Input, false, /*inpla
                             /*seed_cost=*/0.9};
 const OpDef kScatterUnique{"cuda.ScatterUnique", OpKind::Input, false, /*inplace_input=*/0,
                            /*seed_cost=*/0.8};
+const OpDef kScatterDistinct{"cuda.ScatterDistinct", OpKind::Input, false, /*inplace_input=*/-1,
+                             /*seed_cost=*/0.85};
 
 constexpr int kBlock = 256;
 constexpr int kScatterBlock = 1024;
@@ -153,35 +159,36 @@ KernelGen gen_scatter_inplace(const LlirNode& n, const GenContext& ctx) {
 KernelGen gen_scatter_unique(const LlirNode& n, const GenContext& ctx) {
   return gen_scatter_impl(n, ctx, true, true);
 }
+KernelGen gen_scatter_distinct(const LlirNode& n, const GenContext& ctx) {
+  return gen_scatter_impl(n, ctx, false, true);
+}
 
-/// Whether the index class holds an Iota whose value at position z is a*z + b with a constant
-/// a != 0 (distinct values).
+/// Whether the index class holds an Iota with a different value at every position.
 bool distinct_iota(const EGraph& eg, ClassId c) {
   for (ENodeId id : eg.eclass(c).nodes) {
     const ENode& e = eg.node(id);
     if (!is_op(e.op, OpKind::Iota)) continue;
-    const auto lin = eg.attrs(e.attr).iota_expr.as_linear("z");
-    if (lin && lin->first.is_const() && lin->first.as_const() != 0) return true;
+    const Attrs& a = eg.attrs(e.attr);
+    if (distinct_over(a.iota_expr, "z", a.iota_len)) return true;
   }
   return false;
 }
 
 std::vector<Rule> inplace_rules() {
   // The unique variant: the in-place rule's conditions plus distinct indexes read contiguously.
-  Rule unique{"cuda.scatter-unique", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
-              [](const Match& m, EGraph& eg) {
-                const ENode node = eg.node(m.root_node);
-                if (node.children.size() != 3) return;
-                const Attrs a = eg.attrs(node.attr);
-                if (a.views.size() != 3 || !a.views[0].is_contiguous() ||
-                    a.views[0].numel() != numel(a.shape) || !a.views[1].is_contiguous())
-                  return;
-                if (eg.dtype(node.children[0]) != a.dtype || eg.dtype(node.children[2]) != a.dtype)
-                  return;
-                if (!is_integer(eg.dtype(node.children[1]))) return;
-                if (!distinct_iota(eg, node.children[1])) return;
-                eg.merge(eg.add(&kScatterUnique, a, node.children), m.root);
-              }};
+  Rule unique{
+      "cuda.scatter-unique", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
+      [](const Match& m, EGraph& eg) {
+        const ENode node = eg.node(m.root_node);
+        if (node.children.size() != 3) return;
+        const Attrs a = eg.attrs(node.attr);
+        if (a.views.size() != 3 || !a.views[1].is_contiguous()) return;
+        if (eg.dtype(node.children[0]) != a.dtype || eg.dtype(node.children[2]) != a.dtype) return;
+        if (!is_integer(eg.dtype(node.children[1]))) return;
+        if (!distinct_iota(eg, node.children[1])) return;
+        const bool aliasable = a.views[0].is_contiguous() && a.views[0].numel() == numel(a.shape);
+        eg.merge(eg.add(aliasable ? &kScatterUnique : &kScatterDistinct, a, node.children), m.root);
+      }};
   return {scatter_inplace_rule(&kScatterInPlace, "cuda.scatter-inplace"), unique};
 }
 
@@ -194,8 +201,10 @@ void register_gather_scatter_ops(std::vector<const CudaOp*>& ops) {
   ops.push_back(&gather);
   ops.push_back(&scatter);
   static const CudaOp unique{&kScatterUnique, "cuda.inplace", nullptr, gen_scatter_unique};
+  static const CudaOp distinct{&kScatterDistinct, "cuda.inplace", nullptr, gen_scatter_distinct};
   ops.push_back(&inplace);
   ops.push_back(&unique);
+  ops.push_back(&distinct);
 }
 
 }  // namespace luminal::cuda
