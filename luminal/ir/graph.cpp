@@ -1,7 +1,10 @@
 #include "luminal/ir/graph.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string>
+#include <unordered_map>
 
 #include "luminal/core/error.hpp"
 #include "luminal/ir/tensor.hpp"
@@ -10,6 +13,9 @@ namespace luminal {
 
 struct GraphData {
   std::vector<Node> nodes;
+  // Inputs' and outputs' labels (never changed once added): find() and the uniqueness checks
+  // without a scan of every node (a Python session looks outputs up by label at every get).
+  std::unordered_map<std::string, NodeId> input_labels, output_labels;
   DynMap dims;
   Facts declared;
   std::vector<std::pair<NodeId, NodeId>> carried;
@@ -39,14 +45,12 @@ std::vector<NodeId> nodes_of(const std::vector<Node>& nodes, OpKind op) {
   return out;
 }
 
-void check_label(const std::vector<Node>& nodes, OpKind op, const std::string& label) {
+void check_label(const std::unordered_map<std::string, NodeId>& used, OpKind op,
+                 const std::string& label) {
   if (label.empty()) throw Error(std::string(op_name(op)) + ": the label must not be empty");
-  for (const Node& n : nodes) {
-    if (n.op == op && n.label == label) {
-      throw Error(
-          std::string(op_name(op)) + " label '" + label +
-          "' is already used in this graph; labels of inputs and of outputs must be unique");
-    }
+  if (used.count(label)) {
+    throw Error(std::string(op_name(op)) + " label '" + label +
+                "' is already used in this graph; labels of inputs and of outputs must be unique");
   }
 }
 
@@ -114,11 +118,18 @@ void Graph::alternative(const Tensor& primary, const Tensor& alt,
 const std::vector<Graph::Alternative>& Graph::alternatives() const { return data_->alternatives; }
 
 NodeId Graph::find(std::string_view label) const {
+  // The first node of the label (an input and an output may share one).
+  const std::string key(label);
+  const auto in = data_->input_labels.find(key);
+  const auto out = data_->output_labels.find(key);
+  if (in != data_->input_labels.end() || out != data_->output_labels.end()) {
+    if (out == data_->output_labels.end()) return in->second;
+    if (in == data_->input_labels.end()) return out->second;
+    return std::min(in->second, out->second);
+  }
   std::string known;
-  for (size_t i = 0; i < data_->nodes.size(); ++i) {
-    const Node& n = data_->nodes[i];
+  for (const Node& n : data_->nodes) {
     if (n.op != OpKind::Input && n.op != OpKind::Output) continue;
-    if (n.label == label) return static_cast<NodeId>(i);
     known += (known.empty() ? "" : ", ") + n.label;
   }
   throw Error("no input or output named '" + std::string(label) +
@@ -130,7 +141,11 @@ NodeId Graph::add_node(Node n) {
   for (const Operand& in : n.inputs) {
     LUMINAL_ASSERT(in.node >= 0 && in.node < id, "operand refers to a later node");
   }
-  if (n.op == OpKind::Input || n.op == OpKind::Output) check_label(data_->nodes, n.op, n.label);
+  if (n.op == OpKind::Input || n.op == OpKind::Output) {
+    auto& used = n.op == OpKind::Input ? data_->input_labels : data_->output_labels;
+    check_label(used, n.op, n.label);
+    used.emplace(n.label, id);
+  }
   data_->nodes.push_back(std::move(n));
   return id;
 }

@@ -313,6 +313,19 @@ void Residency::read(int o, void* dst, uint64_t bytes) const {
   backend_->download(dst, value_buffer(o), 0, bytes, queue_.get());
 }
 
+void Residency::copy_out(int o, void* dst, uint64_t bytes) const {
+  const Out& src = out[o];
+  if (!src.valid)
+    throw Error("get: output '" + src.label + "' has no value yet: call execute() first");
+  if (bytes != value_bytes(o))
+    throw Error("copy_output: output '" + src.label + "' holds " + std::to_string(value_bytes(o)) +
+                " bytes at the last execute's dims, not " + std::to_string(bytes));
+  if (bytes == 0) return;
+  backend_->check_external(dst, bytes);
+  backend_->copy(Buffer{dst, bytes}, value_buffer(o), bytes, queue_.get());
+  backend_->sync(queue_.get());
+}
+
 std::vector<int64_t> Residency::shape(int o) const {
   if (!out[o].valid)
     throw Error("get: output '" + out[o].label + "' has no value yet: call execute() first");

@@ -102,6 +102,9 @@ class Residency {
   Buffer value_buffer(int o) const;
   /// Waits for the queue, then downloads output o's value (`bytes` = value_bytes(o)).
   void read(int o, void* dst, uint64_t bytes) const;
+  /// Copies output o's value into the backend's own memory at `dst` (checked with
+  /// check_external) on the backend, then waits for the queue.
+  void copy_out(int o, void* dst, uint64_t bytes) const;
   /// Output o's shape at the last execute's dims (waits for the queue).
   std::vector<int64_t> shape(int o) const;
 

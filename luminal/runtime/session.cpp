@@ -439,6 +439,13 @@ void Session::read(OutputHandle handle, void* dst, uint64_t bytes) const {
   s_->stats.bytes_downloaded += bytes;
 }
 
+void Session::copy_output(OutputHandle handle, void* dst, uint64_t bytes) const {
+  LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s_->res.out.size()),
+                 "copy_output: not an output handle of this session");
+  s_->res.copy_out(handle.index, dst, bytes);
+  s_->stats.bytes_copied += bytes;
+}
+
 HostBuffer Session::output_value(NodeId id) const {
   const OutputHandle handle{s_->res.out_of_node[id]};
   HostBuffer hb{s_->res.out[handle.index].dtype, std::vector<uint8_t>()};

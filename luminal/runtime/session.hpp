@@ -100,6 +100,10 @@ class Session : public Runtime {
   void read(OutputHandle out, void* dst, uint64_t bytes) const;
   /// The bytes of the output's value at the last execute's dims.
   uint64_t output_bytes(OutputHandle out) const;
+  /// read() into the backend's own memory (CUDA: device memory of its GPU, such as a PyTorch
+  /// tensor's data_ptr(); the CPU: host memory): a copy on the backend, with no host round
+  /// trip, after which the session's queue is idle. `bytes` = output_bytes(out).
+  void copy_output(OutputHandle out, void* dst, uint64_t bytes) const;
 
   /// Uses `bytes` of host memory at `data` as an input's value without a copy when the backend
   /// can read it directly (the CPU, 8-byte aligned), else uploads it once. `keep_alive` keeps
@@ -128,7 +132,7 @@ class Session : public Runtime {
     uint64_t bytes_generated = 0;   // generated data the search timed on (host -> backend)
     uint64_t bytes_downloaded = 0;  // backend -> host (get)
     uint64_t bytes_wrapped = 0;     // memory used in place (set_external, bind_external)
-    uint64_t bytes_copied = 0;      // backend -> backend (set_from)
+    uint64_t bytes_copied = 0;      // backend -> backend (set_from, copy_output)
     uint64_t executes = 0;
     uint64_t rebinds = 0;       // plans re-bound because buffers moved (hand_off, bucket switches)
     uint64_t bytes_folded = 0;  // values computed by load-time folds (each run counted)

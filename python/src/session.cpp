@@ -112,6 +112,44 @@ void set_value(Runtime& s, Session* session, nb::handle key, nb::handle value) {
               std::string(name(dt)) + " (or f32/f64/an integer dtype)");
 }
 
+/// The output's bytes at the last execute into host memory (`bytes` must be what it holds).
+void read_into(const Runtime& s, const Session* session, const std::string& label, const Tensor& t,
+               void* dst, uint64_t bytes) {
+  if (session) {
+    const Session::OutputHandle h = session->output(label);
+    if (session->output_bytes(h) != bytes)
+      throw Error("get: output '" + label + "' holds " + std::to_string(session->output_bytes(h)) +
+                  " bytes, out= " + std::to_string(bytes));
+    session->read(h, dst, bytes);
+    return;
+  }
+  const std::vector<uint8_t> v = s.get_bytes(t);
+  if (v.size() != bytes)
+    throw Error("get: output '" + label + "' holds " + std::to_string(v.size()) +
+                " bytes, out= " + std::to_string(bytes));
+  if (bytes) std::memcpy(dst, v.data(), bytes);
+}
+
+/// get(out=): the output's bytes into `out`, a C-contiguous DLPack array of its dtype and size
+/// (bf16 too: a torch tensor). Host memory: read (downloaded); a session's device memory (a
+/// CUDA tensor on a CUDA session): copied there on the GPU, with no host round trip.
+nb::object get_into(const Runtime& s, const Session* session, const std::string& label, DType dt,
+                    const Tensor& t, uint64_t bytes, nb::handle out) {
+  nb::ndarray<nb::c_contig> o;
+  if (!nb::try_cast(out, o, false) || from_dlpack(o.dtype()) != dt || o.nbytes() != bytes)
+    throw Error("get: out= must be a writable C-contiguous " + std::string(name(dt)) +
+                " array (NumPy, or a torch tensor) of " + std::to_string(bytes / size_bytes(dt)) +
+                " elements for output '" + label + "'");
+  if (o.device_type() != nb::device::cpu::value) {
+    if (!session)
+      throw Error("get: out= on a device needs a Session (the reference runs on the host)");
+    session->copy_output(session->output(label), o.data(), bytes);
+    return nb::borrow(out);
+  }
+  read_into(s, session, label, t, o.data(), bytes);
+  return nb::borrow(out);
+}
+
 nb::object get_value(const Runtime& s, const Session* session, nb::handle key, nb::handle out) {
   const std::string label = label_of(s, key, false);
   const Node& node = labelled(s, label);
@@ -119,48 +157,21 @@ nb::object get_value(const Runtime& s, const Session* session, nb::handle key, n
   const Tensor t(s.graph(), id, View::contiguous(node.shape), node.dtype);
   const std::vector<int64_t> shape = s.shape(t);
   std::vector<size_t> dims(shape.begin(), shape.end());
+  uint64_t bytes = static_cast<uint64_t>(size_bytes(node.dtype));
+  for (int64_t d : shape)
+    bytes *= static_cast<uint64_t>(d);
+  if (!out.is_none()) return get_into(s, session, label, node.dtype, t, bytes, out);
   const std::optional<nb::dlpack::dtype> dl = dlpack_dtype(node.dtype, true);
   if (!dl) {
     // bf16, tf32, f8: read as f32 (exact).
-    if (!out.is_none())
-      throw Error("get: output '" + label + "' is " + std::string(name(node.dtype)) +
-                  ", which NumPy lacks; it is read into a new float32 array, not into out=");
     std::vector<float> v = s.get<float>(label);
     auto* buf = new std::vector<float>(std::move(v));
     nb::capsule owner(buf, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
     return nb::cast(nb::ndarray<nb::numpy, float>(buf->data(), dims.size(), dims.data(), owner));
   }
-  auto read = [&](void* dst, uint64_t bytes) {
-    if (session) {
-      const Session::OutputHandle h = session->output(label);
-      if (session->output_bytes(h) != bytes)
-        throw Error("get: output '" + label + "' holds " +
-                    std::to_string(session->output_bytes(h)) +
-                    " bytes, out= " + std::to_string(bytes));
-      session->read(h, dst, bytes);
-    } else {
-      const std::vector<uint8_t> v = s.get_bytes(t);
-      if (v.size() != bytes)
-        throw Error("get: output '" + label + "' holds " + std::to_string(v.size()) +
-                    " bytes, out= " + std::to_string(bytes));
-      if (bytes) std::memcpy(dst, v.data(), bytes);
-    }
-  };
-  uint64_t bytes = static_cast<uint64_t>(size_bytes(node.dtype));
-  for (int64_t d : shape)
-    bytes *= static_cast<uint64_t>(d);
-  if (!out.is_none()) {
-    nb::ndarray<nb::device::cpu, nb::c_contig> o;
-    if (!nb::try_cast(out, o, false) || o.dtype() != *dl || o.nbytes() != bytes)
-      throw Error("get: out= must be a writable C-contiguous " + std::string(name(node.dtype)) +
-                  " array of " + std::to_string(bytes / size_bytes(node.dtype)) +
-                  " elements for output '" + label + "'");
-    read(o.data(), bytes);
-    return nb::borrow(out);
-  }
   auto* buf = new uint8_t[bytes ? bytes : 1];
   nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
-  read(buf, bytes);
+  read_into(s, session, label, t, buf, bytes);
   return nb::cast(nb::ndarray<nb::numpy>(buf, dims.size(), dims.data(), owner, nullptr, *dl));
 }
 
@@ -216,8 +227,9 @@ void bind_session(nb::module_& m) {
           [](const Session& s, nb::handle k, nb::handle out) { return get_value(s, &s, k, out); },
           nb::arg("key"), nb::arg("out") = nb::none(),
           "An output (label or Tensor) as a new NumPy array of its shape at the last execute "
-          "(bf16, tf32 and f8 outputs come back as f32), or read into `out` (an array of its "
-          "dtype and size: no allocation).")
+          "(bf16, tf32 and f8 outputs come back as f32), or read into `out` (a C-contiguous "
+          "array of its dtype and size, NumPy or a torch tensor, bf16 too: no allocation; a "
+          "CUDA tensor on a CUDA session is written on the GPU, with no host round trip).")
       .def(
           "shape",
           [](const Session& s, nb::handle key) {

@@ -48,6 +48,30 @@ def test_bf16_in_from_torch_and_numpy_out(gpu):
     np.testing.assert_array_equal(s.get(y), np.arange(8, dtype=np.float32) * 2)
 
 
+def test_outputs_copied_into_cuda_tensors(gpu):
+    g = luminal.Graph()
+    x = g.tensor("x", [8, 16], "bf16")
+    y = (x * 2).output("y")
+    n = x.sum(-1).cast("f32").output("n")
+    s = luminal.compile(g, gpu, luminal.CompileOptions(search_graph_limit=2, verbose=False))
+    xt = torch.randn(8, 16, device="cuda").to(torch.bfloat16)
+    s.bind_external("x", xt)
+    s.execute()
+    yt = torch.full((8, 16), 7, dtype=torch.bfloat16, device="cuda")
+    nt = torch.zeros(8, device="cuda")
+    before = s.stats()["bytes_downloaded"]
+    assert s.get(y, out=yt) is yt  # on the GPU, no host round trip
+    s.get(n, out=nt)
+    assert torch.equal(yt, xt * 2)
+    torch.testing.assert_close(nt, xt.float().sum(-1), rtol=1e-2, atol=1e-2)
+    assert s.stats()["bytes_downloaded"] == before
+    assert s.stats()["bytes_copied"] >= 8 * 16 * 2 + 8 * 4
+    with pytest.raises(luminal.Error, match="out="):
+        s.get(y, out=torch.empty(8, 16, device="cuda"))  # f32, not bf16
+    with pytest.raises(luminal.Error, match="out="):
+        s.get(y, out=torch.empty(8, 15, dtype=torch.bfloat16, device="cuda"))
+
+
 def test_tiny_model_on_the_gpu(gpu):
     p = json.loads((MODELS / "llama3" / "goldens.json").read_text())["prompts"][0]
     m = luminal.load(MODELS / "llama3", gpu, context=64, max_step=16, search_graph_limit=4)

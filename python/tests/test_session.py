@@ -252,3 +252,23 @@ def test_reference_agrees_and_get_into_out(cpu, quick):
         s.get(y, out=np.empty((4, 8), np.float32))
     with pytest.raises(luminal.Error, match="out="):
         s.get(y, out=np.empty((5, 8), np.float64))
+
+
+def test_bf16_output_into_a_torch_tensor(cpu, quick):
+    torch = pytest.importorskip("torch")
+    g = luminal.Graph()
+    x = g.tensor("x", [3, 4], "bf16")
+    y = (x * 2).output("y")
+    s = luminal.Session(g, cpu, quick)
+    xt = torch.arange(12, dtype=torch.bfloat16).reshape(3, 4)
+    s.set("x", xt)
+    s.execute()
+    out = torch.empty(3, 4, dtype=torch.bfloat16)  # NumPy lacks bf16; torch has it
+    assert s.get(y, out=out) is out
+    assert torch.equal(out, xt * 2)
+    ref = luminal.Reference(g)
+    ref.set("x", xt)
+    ref.execute()
+    out2 = torch.zeros(3, 4, dtype=torch.bfloat16)
+    ref.get(y, out=out2)
+    assert torch.equal(out2, xt * 2)

@@ -67,6 +67,20 @@ TEST(Graph, FindByLabel) {
   }
 }
 
+// An input and an output may share a label: find gives the first (the input), as a scan would;
+// a copy of the Graph handle shares the labels added through it.
+TEST(Graph, FindAnInputAndAnOutputOfOneLabel) {
+  Graph g;
+  auto x = g.tensor("kv", {2});
+  auto o = (x * 2.0).output("kv");
+  EXPECT_EQ(g.find("kv"), x.id());
+  EXPECT_NE(o.id(), x.id());
+  Graph h = g;
+  auto y = h.tensor("later", {2});
+  EXPECT_EQ(g.find("later"), y.id());
+  EXPECT_THROW(g.tensor("later", {1}), Error);
+}
+
 TEST(Graph, DimsAndFacts) {
   Graph g;
   auto x = g.tensor("x", {"s", "c"});

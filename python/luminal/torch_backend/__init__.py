@@ -188,9 +188,18 @@ def luminal_backend(gm, example_inputs, mode=None, options=None, **kwargs):
 
 @atexit.register
 def _release():
-    """Drops the sessions before the interpreter exits (Dynamo's caches hold the pieces)."""
+    """Drops the sessions before the interpreter exits (Dynamo's caches hold the pieces), before
+    their backends."""
+    for pieces in _report.pieces:
+        for piece in pieces:
+            piece.session = None
     reset()
-    torch._dynamo.reset()
+    try:
+        torch._dynamo.reset()
+    except RuntimeError:
+        # Dynamo's reset imports Inductor, which cannot register its exit hook this late when
+        # nothing imported it before; the sessions are already gone.
+        pass
     _backend.cache_clear()
 
 

@@ -98,6 +98,7 @@ class Converter:
         self.values = {}  # FX node -> luminal Tensor, size, or list of them
         self.inputs = []  # (label or None, placeholder node) in placeholder order
         self.outputs = []  # (kind, label(s) or size, dtype(s), device(s)) per returned value
+        self.out_dtypes = {}  # output label -> its luminal dtype ("bf16")
         self.symbols = {}  # symbol name -> (placeholder index, axis or None)
         self.supported = set()
         self.reasons = {}  # FX node -> why it runs in eager
@@ -258,9 +259,9 @@ class Converter:
             else:
                 raise Unsupported(f"an output of type {type(v).__name__}")
 
-    @staticmethod
-    def _output(t, label):
+    def _output(self, t, label):
         t.output(label)
+        self.out_dtypes[label] = str(t.dtype)
         return label
 
 

@@ -5,14 +5,19 @@ place (``Session.set`` through DLPack), and a tensor seen before (the same objec
 version: parameters, buffers) is not bound again. CUDA tensors of a fixed size (parameters) bind
 by ``bind_external``; CUDA activations are copied to the host and uploaded, and so are CPU
 tensors in a CUDA graph (0-dim tensors torch makes of Python floats and constants). Each output
-is one copy out of the session into a new tensor (``Session.get``) on the device torch's graph
-gives it. The session is made at the first call (with several dims, its buckets are timed at
+is one copy out of the session into a new tensor on the device torch's graph gives it: on the
+GPU, a device-to-device copy into a new CUDA tensor (``Session.get(out=)``); else through the
+host. A CUDA session first waits for torch's current stream, so that what torch wrote into a
+bound tensor (a KV cache) is there before the session reads it. The session is made at the first call (with several dims, its buckets are timed at
 that call's sizes).
 """
 
 import torch
 
-from .convert import Converter, eval_size
+from .convert import _DTYPES, Converter, eval_size
+
+# Dtypes whose bytes a CUDA output is copied as, into a torch tensor of the same dtype.
+_DEVICE_COPY = {t for t in _DTYPES if t != torch.bool}
 
 
 class Piece(torch.nn.Module):
@@ -91,6 +96,8 @@ class Piece(torch.nn.Module):
         for (label, _node), a in zip(self.cx.inputs, args):
             if label is not None:
                 self._bind(label, a)
+        if self.device_type == "cuda":
+            torch.cuda.current_stream().synchronize()
         self.session.execute(dims)
         self.stats["executes"] += 1
         outs = []
@@ -104,6 +111,16 @@ class Piece(torch.nn.Module):
         return tuple(outs)
 
     def _get(self, label, dtype, device):
+        if (
+            self.device_type == "cuda"
+            and device is not None
+            and device.type == "cuda"
+            and dtype in _DEVICE_COPY
+            and self.cx.out_dtypes.get(label) == _DTYPES[dtype]
+        ):
+            t = torch.empty(tuple(self.session.shape(label)), dtype=dtype, device=device)
+            self.session.get(label, out=t)
+            return t
         t = torch.from_numpy(self.session.get(label))
         if t.dtype != dtype:
             t = t.to(dtype)
