@@ -6,18 +6,13 @@
 #include <unordered_map>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/expr_static.hpp"
 #include "luminal/core/hash.hpp"
 #include "luminal/program/llir_serial.hpp"
 
 namespace luminal {
 
 namespace {
-
-bool is_static(const Expr& e) {
-  for (const std::string& v : e.vars())
-    if (v != "z") return false;
-  return true;
-}
 
 bool is_static(const Shape& s) {
   return std::all_of(s.begin(), s.end(), [](const Expr& e) { return is_static(e); });

@@ -8,18 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "luminal/core/expr_static.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/program/fold.hpp"
 
 namespace luminal {
 
 namespace {
-
-bool is_static(const Expr& e) {
-  for (const std::string& v : e.vars())
-    if (v != "z") return false;
-  return true;
-}
 
 bool is_static(const View& v) {
   return std::all_of(v.dims.begin(), v.dims.end(), [](const Expr& e) { return e.is_const(); }) &&

@@ -20,6 +20,7 @@
 #include <cblas.h>
 
 #include "luminal/core/error.hpp"
+#include "luminal/core/expr_static.hpp"
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/matmul.hpp"
 #include "luminal/cpu/matmul_tiles.hpp"
@@ -41,8 +42,7 @@ const OpDef kMatmulW16{.name = "cpu.MatmulW16", .seed_cost = 0.9};
 // attention output as 64*(z/64) + z%64: contiguous, though not written as z).
 bool unit_along(const Expr& stride, int64_t len) {
   if (stride == Expr(1) * Expr::z()) return true;
-  for (const std::string& v : stride.vars())
-    if (v != "z") return false;
+  if (!is_static(stride)) return false;
   for (int64_t i = 0; i < len; ++i)
     if (stride.eval({}, i) != i) return false;
   return true;
