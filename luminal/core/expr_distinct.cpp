@@ -53,12 +53,22 @@ std::optional<Place> parse_term(const Expr& t, std::string_view v) {
   return digit;
 }
 
+// Whether `len` is a product with dim `name` as a factor: at name = 0 there are no positions.
+bool factor_of(const Expr& len, const std::string& name) {
+  if (len.is_var()) return len.var_name() == name;
+  if (len.kind() != Expr::Kind::Mul) return false;
+  for (const Expr& f : len.children())
+    if (f.is_var() && f.var_name() == name) return true;
+  return false;
+}
+
 class Prover {
  public:
-  explicit Prover(const std::vector<Expr>& exprs, std::string_view v) {
+  // Dims range over [0, 2^40], or [1, 2^40] where 0 leaves no positions to prove anything of.
+  Prover(const std::vector<Expr>& exprs, std::string_view v, const Expr& len) {
     for (const Expr& e : exprs)
       for (const std::string& name : e.vars())
-        if (name != v) facts_[name] = Interval{1, int64_t{1} << 40};
+        if (name != v) facts_[name] = Interval{factor_of(len, name) ? 1 : 0, int64_t{1} << 40};
   }
   // x >= 0 for every value of the dims.
   bool nonneg(const Expr& x) const { return x.bounds(facts_).lo >= 0; }
@@ -92,7 +102,7 @@ bool strided(const Expr& e, std::string_view v, const Expr& len) {
     all.push_back(p.div);
     if (p.mod) all.push_back(*p.mod);
   }
-  const Prover prove(all, v);
+  const Prover prove(all, v, len);
 
   // The places in radix order: each divisor the product of the places below, from 1. Then v is
   // the sum of div_i * digit_i, so the digits determine v.
@@ -147,9 +157,9 @@ bool strided(const Expr& e, std::string_view v, const Expr& len) {
 
 bool distinct_over(const Expr& e, std::string_view v, const Expr& len) {
   if (len.is_const() && len.as_const() <= 1) return true;
-  if (const auto lin = e.as_linear(v); lin && lin->first.is_const())
-    return lin->first.as_const() != 0;
   try {
+    if (const auto lin = e.as_linear(v); lin && lin->first.is_const())
+      return lin->first.as_const() != 0;
     return strided(e, v, len);
   } catch (const Error&) {
     return false;  // an overflow on the way: not proven

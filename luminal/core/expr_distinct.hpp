@@ -10,7 +10,8 @@ namespace luminal {
 
 /// True when `e` is proven to take a different value for every `v` in [0, len); false when it
 /// is not proven (it may still be distinct). Variables other than `v` are dims: any value in
-/// [1, 2^40] (a dim of 0 empties the tensor it sizes: nothing is written). The forms proven:
+/// [0, 2^40], or [1, 2^40] for a dim that is a factor of `len` (at 0 there is nothing to
+/// prove). The forms proven:
 ///   - linear: a * v + b with a constant a != 0;
 ///   - a strided layout: the sum over i of c_i * ((v / d_i) % m_i), plus terms free of v, where
 ///     the d_i and m_i are the place values of v in a mixed radix (d_0 = 1, d_{i+1} = d_i * m_i;

@@ -16,10 +16,15 @@
 //                                 contiguously (a KV-cache write: rows (c - s) * d + z; concat and
 //                                 pad). No two writes meet, so a grid-stride loop over the
 //                                 indexes is the sequential definition, at full width.
-//   cuda.ScatterDistinct:         the same indexes into a dest the output cannot alias (a
-//                                 broadcast zero under concat, a strided view): the copy, then
-//                                 the grid-stride loop.
+//   cuda.ScatterDistinct:         the same indexes, not in place: the copy, then the
+//                                 grid-stride loop, where dest cannot be aliased (the zeros that
+//                                 concat and pad start from, a strided view) or has other
+//                                 readers. It dominates the ordered Scatter. Both come from the
+//                                 "cuda.inplace" rule set, with the in-place rules.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "luminal/core/error.hpp"
 #include "luminal/core/expr_distinct.hpp"
@@ -27,6 +32,7 @@
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/egraph/egraph.hpp"
 #include "luminal/kernels/inplace_rule.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal::cuda {
 
@@ -126,7 +132,8 @@ KernelGen gen_scatter_impl(const LlirNode& n, const GenContext& ctx, bool inplac
     g.launches.push_back(Launch{
         "lmn_scatter", kBlock, {min(ceil_div(m, kBlock), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
     g.source = Codegen::unit(kernels);
-    g.bytes = m * (size_bytes(n.input_dtypes.at(1)) + 2 * size_bytes(n.attrs.dtype));
+    g.bytes = (inplace ? Expr(0) : count * 2 * size_bytes(n.attrs.dtype)) +
+              m * (size_bytes(n.input_dtypes.at(1)) + 2 * size_bytes(n.attrs.dtype));
     g.flops = Expr(0);
     return g;
   }
@@ -163,19 +170,26 @@ KernelGen gen_scatter_distinct(const LlirNode& n, const GenContext& ctx) {
   return gen_scatter_impl(n, ctx, false, true);
 }
 
-/// Whether the index class holds an Iota with a different value at every position.
+/// Whether the index class holds an Iota with a different value at every position. An Iota is
+/// I32: where its values are known (no dims), they must also fit in 32 bits, or two could wrap
+/// onto one index.
 bool distinct_iota(const EGraph& eg, ClassId c) {
   for (ENodeId id : eg.eclass(c).nodes) {
     const ENode& e = eg.node(id);
     if (!is_op(e.op, OpKind::Iota)) continue;
     const Attrs& a = eg.attrs(e.attr);
-    if (distinct_over(a.iota_expr, "z", a.iota_len)) return true;
+    if (!distinct_over(a.iota_expr, "z", a.iota_len)) continue;
+    if (a.iota_len.is_const() && a.iota_expr.vars() == std::vector<std::string>{"z"}) {
+      const Interval r = a.iota_expr.bounds({{"z", Interval{0, a.iota_len.as_const() - 1}}});
+      if (r.lo < INT32_MIN || r.hi > INT32_MAX) continue;
+    }
+    return true;
   }
   return false;
 }
 
 std::vector<Rule> inplace_rules() {
-  // The unique variant: the in-place rule's conditions plus distinct indexes read contiguously.
+  // Distinct indexes read contiguously: the parallel forms.
   Rule unique{
       "cuda.scatter-unique", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
       [](const Match& m, EGraph& eg) {
@@ -186,8 +200,13 @@ std::vector<Rule> inplace_rules() {
         if (eg.dtype(node.children[0]) != a.dtype || eg.dtype(node.children[2]) != a.dtype) return;
         if (!is_integer(eg.dtype(node.children[1]))) return;
         if (!distinct_iota(eg, node.children[1])) return;
-        const bool aliasable = a.views[0].is_contiguous() && a.views[0].numel() == numel(a.shape);
-        eg.merge(eg.add(aliasable ? &kScatterUnique : &kScatterDistinct, a, node.children), m.root);
+        // The copy and the parallel writes: always legal, never slower than the ordered scatter,
+        // which it dominates. In place as well where dest can be aliased (pruning keeps that only
+        // where dest has no other reader).
+        if (std::optional<ENodeId> d = add_merged(eg, &kScatterDistinct, a, node.children, m.root))
+          eg.dominate(*d, m.root_node);
+        if (a.views[0].is_contiguous() && a.views[0].numel() == numel(a.shape))
+          add_merged(eg, &kScatterUnique, a, node.children, m.root);
       }};
   return {scatter_inplace_rule(&kScatterInPlace, "cuda.scatter-inplace"), unique};
 }

@@ -123,9 +123,12 @@ NodeId Graph::find(std::string_view label) const {
   const auto in = data_->input_labels.find(key);
   const auto out = data_->output_labels.find(key);
   if (in != data_->input_labels.end() || out != data_->output_labels.end()) {
-    if (out == data_->output_labels.end()) return in->second;
-    if (in == data_->input_labels.end()) return out->second;
-    return std::min(in->second, out->second);
+    const NodeId id = out == data_->output_labels.end() ? in->second
+                      : in == data_->input_labels.end() ? out->second
+                                                        : std::min(in->second, out->second);
+    // (mutable_node() must not change an input's or output's label: the index would be stale.)
+    LUMINAL_ASSERT(data_->nodes[id].label == label, "a labelled node's label changed");
+    return id;
   }
   std::string known;
   for (const Node& n : data_->nodes) {

@@ -134,15 +134,19 @@ void read_into(const Runtime& s, const Session* session, const std::string& labe
 /// (bf16 too: a torch tensor). Host memory: read (downloaded); a session's device memory (a
 /// CUDA tensor on a CUDA session): copied there on the GPU, with no host round trip.
 nb::object get_into(const Runtime& s, const Session* session, const std::string& label, DType dt,
-                    const Tensor& t, uint64_t bytes, nb::handle out) {
+                    const Tensor& t, uint64_t bytes, int64_t count, nb::handle out) {
   nb::ndarray<nb::c_contig> o;
   if (!nb::try_cast(out, o, false) || from_dlpack(o.dtype()) != dt || o.nbytes() != bytes)
     throw Error("get: out= must be a writable C-contiguous " + std::string(name(dt)) +
-                " array (NumPy, or a torch tensor) of " + std::to_string(bytes / size_bytes(dt)) +
-                " elements for output '" + label + "'");
+                " array (a torch tensor for bf16; NumPy or torch otherwise, not requiring grad) "
+                "of " +
+                std::to_string(count) + " elements for output '" + label + "'");
   if (o.device_type() != nb::device::cpu::value) {
-    if (!session)
-      throw Error("get: out= on a device needs a Session (the reference runs on the host)");
+    if (o.device_type() != nb::device::cuda::value || !session ||
+        session->backend().name() != "cuda")
+      throw Error("get: out= for output '" + label +
+                  "' is device memory; only a session on the CUDA backend writes into it (and "
+                  "into a CUDA array only); give a host array here");
     session->copy_output(session->output(label), o.data(), bytes);
     return nb::borrow(out);
   }
@@ -157,10 +161,11 @@ nb::object get_value(const Runtime& s, const Session* session, nb::handle key, n
   const Tensor t(s.graph(), id, View::contiguous(node.shape), node.dtype);
   const std::vector<int64_t> shape = s.shape(t);
   std::vector<size_t> dims(shape.begin(), shape.end());
-  uint64_t bytes = static_cast<uint64_t>(size_bytes(node.dtype));
+  int64_t count = 1;
   for (int64_t d : shape)
-    bytes *= static_cast<uint64_t>(d);
-  if (!out.is_none()) return get_into(s, session, label, node.dtype, t, bytes, out);
+    count *= d;
+  const uint64_t bytes = storage_bytes(node.dtype, count);
+  if (!out.is_none()) return get_into(s, session, label, node.dtype, t, bytes, count, out);
   const std::optional<nb::dlpack::dtype> dl = dlpack_dtype(node.dtype, true);
   if (!dl) {
     // bf16, tf32, f8: read as f32 (exact).
@@ -229,7 +234,9 @@ void bind_session(nb::module_& m) {
           "An output (label or Tensor) as a new NumPy array of its shape at the last execute "
           "(bf16, tf32 and f8 outputs come back as f32), or read into `out` (a C-contiguous "
           "array of its dtype and size, NumPy or a torch tensor, bf16 too: no allocation; a "
-          "CUDA tensor on a CUDA session is written on the GPU, with no host round trip).")
+          "CUDA tensor on a CUDA session is written on the GPU, with no host round trip, after "
+          "the session's work and before this returns; torch work still queued on `out` must "
+          "finish first, e.g. torch.cuda.synchronize()).")
       .def(
           "shape",
           [](const Session& s, nb::handle key) {

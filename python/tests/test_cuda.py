@@ -55,10 +55,12 @@ def test_outputs_copied_into_cuda_tensors(gpu):
     n = x.sum(-1).cast("f32").output("n")
     s = luminal.compile(g, gpu, luminal.CompileOptions(search_graph_limit=2, verbose=False))
     xt = torch.randn(8, 16, device="cuda").to(torch.bfloat16)
+    torch.cuda.synchronize()
     s.bind_external("x", xt)
     s.execute()
     yt = torch.full((8, 16), 7, dtype=torch.bfloat16, device="cuda")
     nt = torch.zeros(8, device="cuda")
+    torch.cuda.synchronize()  # the fills, on torch's stream, before the session's copies
     before = s.stats()["bytes_downloaded"]
     assert s.get(y, out=yt) is yt  # on the GPU, no host round trip
     s.get(n, out=nt)
@@ -70,6 +72,13 @@ def test_outputs_copied_into_cuda_tensors(gpu):
         s.get(y, out=torch.empty(8, 16, device="cuda"))  # f32, not bf16
     with pytest.raises(luminal.Error, match="out="):
         s.get(y, out=torch.empty(8, 15, dtype=torch.bfloat16, device="cuda"))
+    # A CPU session does not write into device memory.
+    quick = luminal.CompileOptions(search_graph_limit=2, verbose=False)
+    c = luminal.compile(g, luminal.cpu(), quick)
+    c.set("x", xt.cpu())
+    c.execute()
+    with pytest.raises(luminal.Error, match="device memory"):
+        c.get(y, out=yt)
 
 
 def test_tiny_model_on_the_gpu(gpu):

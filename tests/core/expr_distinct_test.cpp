@@ -49,9 +49,13 @@ TEST(ExprDistinct, Linear) {
   EXPECT_TRUE(distinct_over(z * 3 + 5, "z", 100));
   EXPECT_TRUE(distinct_over(z * -2 + Expr::var("s"), "z", 100));
   EXPECT_FALSE(distinct_over(Expr(7), "z", 2));
-  EXPECT_TRUE(distinct_over(Expr(7), "z", 1));                      // one position
-  EXPECT_TRUE(distinct_over(z * Expr::var("s"), "z", 100));         // s is a dim: at least 1
-  EXPECT_FALSE(distinct_over(z * (Expr::var("s") - 1), "z", 100));  // s - 1 may be 0
+  EXPECT_TRUE(distinct_over(Expr(7), "z", 1));  // one position
+  const Expr s = Expr::var("s"), p = Expr::var("p");
+  EXPECT_FALSE(distinct_over(z * p, "z", 4));            // p may be 0: every position gives 0
+  EXPECT_TRUE(distinct_over(z * s, "z", s * 4));         // s = 0 leaves no positions
+  EXPECT_FALSE(distinct_over(z * (s - 1), "z", s * 4));  // s - 1 may be 0
+  EXPECT_FALSE(distinct_over(z % 4 + (p + 3) * (z / 4), "z", 8));  // p = 0: 3 at z = 3 and 4
+  EXPECT_TRUE(distinct_over(z % 4 + (p + 4) * (z / 4), "z", 8));
 }
 
 TEST(ExprDistinct, ConcatOfAKvCacheRow) {

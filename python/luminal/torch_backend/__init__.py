@@ -18,6 +18,7 @@ package's ``torch_dynamo_backends`` entry point once it is installed with pip.
 
 import atexit
 import functools
+import weakref
 
 import torch
 from torch._decomp import core_aten_decompositions
@@ -50,9 +51,12 @@ class _Report:
             }
         )
         self.pieces.append(pieces)
+        _pieces.update(pieces)
 
 
 _report = _Report()
+# Every piece made, for _release at exit (reset() clears the report, not this).
+_pieces = weakref.WeakSet()
 
 
 def report():
@@ -190,9 +194,8 @@ def luminal_backend(gm, example_inputs, mode=None, options=None, **kwargs):
 def _release():
     """Drops the sessions before the interpreter exits (Dynamo's caches hold the pieces), before
     their backends."""
-    for pieces in _report.pieces:
-        for piece in pieces:
-            piece.session = None
+    for piece in list(_pieces):
+        piece.session = None
     reset()
     try:
         torch._dynamo.reset()

@@ -18,6 +18,8 @@ from .convert import _DTYPES, Converter, eval_size
 
 # Dtypes whose bytes a CUDA output is copied as, into a torch tensor of the same dtype.
 _DEVICE_COPY = {t for t in _DTYPES if t != torch.bool}
+# The GPU luminal.cuda() runs on (the first).
+_GPU = 0
 
 
 class Piece(torch.nn.Module):
@@ -97,7 +99,7 @@ class Piece(torch.nn.Module):
             if label is not None:
                 self._bind(label, a)
         if self.device_type == "cuda":
-            torch.cuda.current_stream().synchronize()
+            torch.cuda.current_stream(_GPU).synchronize()
         self.session.execute(dims)
         self.stats["executes"] += 1
         outs = []
@@ -115,6 +117,7 @@ class Piece(torch.nn.Module):
             self.device_type == "cuda"
             and device is not None
             and device.type == "cuda"
+            and device.index in (None, _GPU)
             and dtype in _DEVICE_COPY
             and self.cx.out_dtypes.get(label) == _DTYPES[dtype]
         ):
