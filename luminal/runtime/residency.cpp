@@ -321,7 +321,13 @@ void Residency::copy_out(int o, void* dst, uint64_t bytes) const {
     throw Error("copy_output: output '" + src.label + "' holds " + std::to_string(value_bytes(o)) +
                 " bytes at the last execute's dims, not " + std::to_string(bytes));
   if (bytes == 0) return;
-  backend_->check_external(dst, bytes);
+  try {
+    backend_->check_external(dst, bytes);
+  } catch (const Error& e) {  // its messages name bind_external, the usual caller
+    std::string why = e.what();
+    if (why.rfind("bind_external: ", 0) == 0) why = why.substr(15);
+    throw Error("copy_output: output '" + src.label + "': " + why);
+  }
   backend_->copy(Buffer{dst, bytes}, value_buffer(o), bytes, queue_.get());
   backend_->sync(queue_.get());
 }
