@@ -302,31 +302,31 @@ Buffer Residency::value_buffer(int o) const {
   return out[o].lives_in >= 0 ? in[out[o].lives_in].buf : out[o].buf;
 }
 
-void Residency::read(int o, void* dst, uint64_t bytes) const {
+void Residency::check_value(int o, uint64_t bytes, const char* op) const {
   const Out& src = out[o];
   if (!src.valid)
     throw Error("get: output '" + src.label + "' has no value yet: call execute() first");
   if (bytes != value_bytes(o))
-    throw Error("read: output '" + src.label + "' holds " + std::to_string(value_bytes(o)) +
-                " bytes at the last execute's dims, not " + std::to_string(bytes));
+    throw Error(std::string(op) + ": output '" + src.label + "' holds " +
+                std::to_string(value_bytes(o)) + " bytes at the last execute's dims, not " +
+                std::to_string(bytes));
+}
+
+void Residency::read(int o, void* dst, uint64_t bytes) const {
+  check_value(o, bytes, "read");
   backend_->sync(queue_.get());
   backend_->download(dst, value_buffer(o), 0, bytes, queue_.get());
 }
 
 void Residency::copy_out(int o, void* dst, uint64_t bytes) const {
-  const Out& src = out[o];
-  if (!src.valid)
-    throw Error("get: output '" + src.label + "' has no value yet: call execute() first");
-  if (bytes != value_bytes(o))
-    throw Error("copy_output: output '" + src.label + "' holds " + std::to_string(value_bytes(o)) +
-                " bytes at the last execute's dims, not " + std::to_string(bytes));
+  check_value(o, bytes, "copy_output");
   if (bytes == 0) return;
   try {
     backend_->check_external(dst, bytes);
   } catch (const Error& e) {  // its messages name bind_external, the usual caller
     std::string why = e.what();
     if (why.rfind("bind_external: ", 0) == 0) why = why.substr(15);
-    throw Error("copy_output: output '" + src.label + "': " + why);
+    throw Error("copy_output: output '" + out[o].label + "': " + why);
   }
   backend_->copy(Buffer{dst, bytes}, value_buffer(o), bytes, queue_.get());
   backend_->sync(queue_.get());

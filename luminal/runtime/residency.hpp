@@ -105,6 +105,8 @@ class Residency {
   /// Copies output o's value into the backend's own memory at `dst` (checked with
   /// check_external) on the backend, then waits for the queue.
   void copy_out(int o, void* dst, uint64_t bytes) const;
+  /// Throws, naming `op`, unless output o has a value of `bytes` bytes.
+  void check_value(int o, uint64_t bytes, const char* op) const;
   /// Output o's shape at the last execute's dims (waits for the queue).
   std::vector<int64_t> shape(int o) const;
 
