@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# torch.compile(backend="luminal") decode on a GPU machine, as in BENCHMARKS.md (session 13):
+# builds the Python extension with the CUDA backend into BUILD (default build-gpu), then times
+# scripts/bench/torch_compile_gpu.py (eager, Inductor + a hand-captured CUDA graph, luminal) at
+# the 100M and 8B shapes and splits an 8B step with scripts/bench/torch_step_profile.py. Installs
+# nothing from the network: nanobind comes from wheels in .wheels/ (see gpu-python-check.sh).
+# About 5 minutes on a cold machine (the 8B search takes about 60 s a run). Logs go to OUT.
+#
+#   scripts/gpu-torch-bench.sh OUT        (BUILD=dir, JOBS=n, SHAPES="100m 8b")
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+. scripts/gpu-common.sh
+out=${1:?usage: scripts/gpu-torch-bench.sh OUT}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=${BUILD:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+shapes=${SHAPES:-100m 8b}
+summary="$out/summary.txt"
+: >"$summary"
+install_debs
+py=python3
+[ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
+if ! $py -c "import nanobind" 2>/dev/null && ls .wheels/*.whl >/dev/null 2>&1; then
+  $py -m pip install -q --no-index --find-links .wheels nanobind >>"$out/build.log" 2>&1 ||
+    $py -m pip install -q --no-index --find-links .wheels --break-system-packages nanobind \
+      >>"$out/build.log" 2>&1
+fi
+{
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMINAL_PYTHON=ON \
+    -DLUMINAL_TORCH_PYTHON="$py" &&
+    cmake --build "$build" -j "$jobs" --target luminal_python
+} >>"$out/build.log" 2>&1 || {
+  note "the extension failed to build (see build.log)"
+  tail -20 "$out/build.log"
+  exit 1
+}
+export PYTHONPATH="$build/python"
+for s in $shapes; do
+  budget=""
+  [ "$s" = 8b ] && budget="--time-budget 30"
+  timeout 400 $py scripts/bench/torch_compile_gpu.py --shape "$s" $budget >"$out/compile-$s.log" 2>&1
+  note "torch_compile_gpu.py --shape $s: rc=$?"
+  grep -E '^\|' "$out/compile-$s.log" | tee -a "$summary"
+  grep -E 'vs eager|/ inductor' "$out/compile-$s.log" | tee -a "$summary"
+done
+timeout 300 $py scripts/bench/torch_step_profile.py --shape 8b --time-budget 30 \
+  >"$out/profile-8b.log" 2>&1
+note "torch_step_profile.py --shape 8b: rc=$?"
+grep -E '^\||first call' "$out/profile-8b.log" | tee -a "$summary"
