@@ -39,19 +39,17 @@ void Device::check_external(const void* ptr, uint64_t bytes) const {
   unsigned int type = 0;
   if (cu->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
     throw Error(
-        "bind_external: the pointer is not memory CUDA knows (host memory from malloc?); "
-        "pass device memory of " +
-        gpu_name + ", or set the value with set()");
+        "the pointer is not memory CUDA knows (host memory from malloc?); pass device memory "
+        "of " +
+        gpu_name);
   if (type != CU_MEMORYTYPE_DEVICE)
-    throw Error(
-        "bind_external: the pointer is CUDA host memory, not device memory; pass device "
-        "memory of " +
-        gpu_name + ", or set the value with set()");
+    throw Error("the pointer is CUDA host memory, not device memory; pass device memory of " +
+                gpu_name);
   int ordinal = -1;
   check(cu->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
         "cuPointerGetAttribute");
   if (ordinal != opts.device)
-    throw Error("bind_external: the pointer is memory of GPU " + std::to_string(ordinal) +
+    throw Error("the pointer is memory of GPU " + std::to_string(ordinal) +
                 "; this backend runs on GPU " + std::to_string(opts.device));
   (void)bytes;
 }

@@ -235,7 +235,11 @@ void Residency::bind_external(int k, void* ptr, uint64_t bytes,
          std::to_string(i.capacity) + " bytes: " + elements(i.capacity, i.dtype) + " " +
          std::string(name(i.dtype)) +
          " elements); pass a larger buffer, or narrow the dims' ranges");
-  backend_->check_external(ptr, bytes);
+  try {
+    backend_->check_external(ptr, bytes);
+  } catch (const Error& e) {
+    fail(std::string(e.what()) + "; or set the value with set()");
+  }
   use_external(k, Buffer{ptr, bytes}, /*bound=*/true, std::move(keep_alive), i.capacity);
 }
 
@@ -323,10 +327,8 @@ void Residency::copy_out(int o, void* dst, uint64_t bytes) const {
   if (bytes == 0) return;
   try {
     backend_->check_external(dst, bytes);
-  } catch (const Error& e) {  // its messages name bind_external, the usual caller
-    std::string why = e.what();
-    if (why.rfind("bind_external: ", 0) == 0) why = why.substr(15);
-    throw Error("copy_output: output '" + out[o].label + "': " + why);
+  } catch (const Error& e) {
+    throw Error("copy_output: output '" + out[o].label + "': " + e.what());
   }
   backend_->copy(Buffer{dst, bytes}, value_buffer(o), bytes, queue_.get());
   backend_->sync(queue_.get());
