@@ -28,6 +28,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/core/expr_distinct.hpp"
+#include "luminal/core/expr_static.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/egraph/egraph.hpp"
@@ -179,7 +180,7 @@ bool distinct_iota(const EGraph& eg, ClassId c) {
     if (!is_op(e.op, OpKind::Iota)) continue;
     const Attrs& a = eg.attrs(e.attr);
     if (!distinct_over(a.iota_expr, "z", a.iota_len)) continue;
-    if (a.iota_len.is_const() && a.iota_expr.vars() == std::vector<std::string>{"z"}) {
+    if (a.iota_len.is_const() && is_static(a.iota_expr)) {
       const Interval r = a.iota_expr.bounds({{"z", Interval{0, a.iota_len.as_const() - 1}}});
       if (r.lo < INT32_MIN || r.hi > INT32_MAX) continue;
     }
@@ -194,12 +195,9 @@ std::vector<Rule> inplace_rules() {
       "cuda.scatter-unique", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
       [](const Match& m, EGraph& eg) {
         const ENode node = eg.node(m.root_node);
-        if (node.children.size() != 3) return;
+        if (!scatter_moves_elements(eg, node)) return;
         const Attrs a = eg.attrs(node.attr);
-        if (a.views.size() != 3 || !a.views[1].is_contiguous()) return;
-        if (eg.dtype(node.children[0]) != a.dtype || eg.dtype(node.children[2]) != a.dtype) return;
-        if (!is_integer(eg.dtype(node.children[1]))) return;
-        if (!distinct_iota(eg, node.children[1])) return;
+        if (!a.views[1].is_contiguous() || !distinct_iota(eg, node.children[1])) return;
         // The copy and the parallel writes: always legal, never slower than the ordered scatter,
         // which it dominates. In place as well where dest can be aliased (pruning keeps that only
         // where dest has no other reader).

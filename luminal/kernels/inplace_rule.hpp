@@ -8,10 +8,16 @@
 // Example: examples/snippets/kernels/inplace_rule.cpp.
 #include <string>
 
+#include "luminal/egraph/egraph.hpp"
 #include "luminal/egraph/rule.hpp"
 
 namespace luminal {
 
 Rule scatter_inplace_rule(const OpDef* op, const std::string& name);
+
+/// Whether a Scatter e-node moves elements as they are: three children read through three views,
+/// dest and src of the Scatter's dtype, integer indexes. The in-place rule and the backends'
+/// parallel scatters (cuda.ScatterUnique) ask this first.
+bool scatter_moves_elements(const EGraph& eg, const ENode& node);
 
 }  // namespace luminal

@@ -8,8 +8,8 @@ tensors in a CUDA graph (0-dim tensors torch makes of Python floats and constant
 is one copy out of the session into a new tensor on the device torch's graph gives it: on the
 GPU, a device-to-device copy into a new CUDA tensor (``Session.get(out=)``); else through the
 host. A CUDA session first waits for torch's current stream, so that what torch wrote into a
-bound tensor (a KV cache) is there before the session reads it. The session is made at the first call (with several dims, its buckets are timed at
-that call's sizes).
+bound tensor (a KV cache) is there before the session reads it. The session is made at the first
+call (with several dims, its buckets are timed at that call's sizes).
 """
 
 import torch
