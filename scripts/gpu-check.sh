@@ -9,7 +9,7 @@
 #
 #   OUT              folder for build.log, nvrtc.log, session.log, graph.log, upload.log, lt.log,
 #                    lt_epilogue.log, lt_fp8.log, lt_external.log, lt_islands.log, row_ops.log,
-#                    nn_ops.log, gemv.log, quant.log, fold.log, fuzz.log, models.log, cli.log, snippets.log, fast_nan.log,
+#                    nn_ops.log, gemv.log, quant.log, fold.log, fuzz.log, misc.log, models.log, cli.log, snippets.log, fast_nan.log,
 #                    bench.log, summary.txt and cache.tgz
 #                    (the kernel and program cache after the run: pass it back with --cache-in and
 #                    the next run compiles nothing)
@@ -18,7 +18,7 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn gemv quant fold lt upload models cli snippets fuzz; to split the suites over device calls; fast-nan
+#                    nn gemv quant fold lt upload models cli snippets fuzz misc; to split the suites over device calls; fast-nan
 #                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
 #   BUILD=dir        build folder (default build-gpu); JOBS=n (default: all cores)
@@ -62,6 +62,9 @@ fi
 
 targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_quant test_cuda_fold"
 targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
+# The smaller suites without a line of their own below (suite "misc").
+misc_targets="test_cuda_scatter_distinct test_cuda_step_deps test_cuda_fewest_kernels test_cuda_codegen test_cuda_lt_rule test_cuda_lt_spec test_cuda_lt_activation test_cuda_row_q8 test_cuda_quant_host"
+targets="$targets $misc_targets"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
@@ -146,6 +149,11 @@ if [ $suites -eq 1 ]; then
     ctest --test-dir "$build" -L cuda -R '^snippet_cuda_' --output-on-failure
   want upload && suite "upload suite (staged uploads, weights from a cold file)" "$out/upload.log" 300 \
     "$build/tests/test_cuda_upload"
+  if want misc; then
+    for t in $misc_targets; do
+      [ -x "$build/tests/$t" ] && suite "misc: $t" "$out/misc.log" 300 "$build/tests/$t"
+    done
+  fi
   want models && [ -x "$build/tests/test_cuda_models" ] &&
     suite "model parity (f32, bf16/f16, sampling)" "$out/models.log" 300 \
       "$build/tests/test_cuda_models"

@@ -67,8 +67,10 @@ void apply_unary(OpKind op, const C* x, C* r, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       r[i] = f(x[i]);
   };
-  if constexpr (std::is_floating_point_v<C>)
+  if constexpr (std::is_floating_point_v<C>) {
+    if (unary_array<C>(op, x, r, n)) return;
     if (with_unary_math<C>(op, each)) return;
+  }
   each([](C v) { return v; });  // Cast: the conversion happens on store
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "luminal/core/blocks.hpp"
+#include "luminal/core/exp2.hpp"
 
 namespace luminal::reference {
 
@@ -133,7 +134,11 @@ int64_t int_mod(int64_t a, int64_t b) {
 template <class C>
 C apply_unary(OpKind op, C x) {
   switch (op) {
-    case OpKind::Exp2: return std::exp2(x);
+    case OpKind::Exp2:
+      if constexpr (std::is_same_v<C, float>)
+        return exp2_f32(x);  // the definition on f32 (core/exp2.hpp), not the libm's
+      else
+        return std::exp2(x);
     case OpKind::Log2: return std::log2(x);
     case OpKind::Sin: return std::sin(x);
     case OpKind::Recip: return C(1) / x;

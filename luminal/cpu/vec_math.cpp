@@ -1,0 +1,29 @@
+// vec::exp2 (vec_math.hpp): the AVX2 form where the active ISA has it, else exp2_f32 a float at
+// a time.
+#include "luminal/cpu/vec_math.hpp"
+
+#include "luminal/core/exp2.hpp"
+#include "luminal/cpu/quant/isa.hpp"
+
+namespace luminal::cpu::vec {
+
+namespace detail {
+/// The AVX2 form (vec_math_avx2.cpp); null where this build has none.
+using Exp2Array = void (*)(const float*, float*, int64_t);
+Exp2Array exp2_avx2();
+}  // namespace detail
+
+void exp2(const float* x, float* y, int64_t n) {
+  // (A few elements go one at a time: the same bits, without reading the ISA's setting. Every
+  // ISA above portable has AVX2 and FMA.)
+  if (n >= 8 && quant::active() != quant::QuantIsa::Portable) {
+    if (detail::Exp2Array f = detail::exp2_avx2()) {
+      f(x, y, n);
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = exp2_f32(x[i]);
+}
+
+}  // namespace luminal::cpu::vec

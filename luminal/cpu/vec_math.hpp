@@ -1,0 +1,14 @@
+#pragma once
+// exp2 over arrays of f32 for the CPU kernels (internal): the primitive Exp2, cpu.Fused and
+// cpu.Row call it, 8 lanes at a time on AVX2 (vec_math_avx2.cpp, chosen at run time as the
+// quantized kernels are: not under LUMINAL_CPU_ISA=portable), else one element at a time. Either
+// way the bits of luminal::exp2_f32 (core/exp2.hpp), the reference's Exp2: about 10x faster than
+// a loop over glibc's exp2f on AVX2.
+#include <cstdint>
+
+namespace luminal::cpu::vec {
+
+/// y[i] = exp2_f32(x[i]) for i < n; x and y may be the same array.
+void exp2(const float* x, float* y, int64_t n);
+
+}  // namespace luminal::cpu::vec
