@@ -128,7 +128,7 @@ void SlotEval::eval(uint8_t* s, int64_t len, int i, int64_t n) const {
         const R* x = slot<R>(s, len, in.a);
         R* d = slot<R>(s, len, i);
         if (unary_array<R>(in.op, x, d, n)) {  // then rounded to T, as `each` does
-          if constexpr (T != DType::F32 && T != DType::F64)
+          if constexpr (T != DType::F32)
             for (int64_t j = 0; j < n; ++j)
               d[j] = num::round_to<T>(d[j]);
           return;

@@ -7,12 +7,6 @@
 
 namespace luminal::cpu::vec {
 
-namespace detail {
-/// The AVX2 form (vec_math_avx2.cpp); null where this build has none.
-using Exp2Array = void (*)(const float*, float*, int64_t);
-Exp2Array exp2_avx2();
-}  // namespace detail
-
 void exp2(const float* x, float* y, int64_t n) {
   // (A few elements go one at a time: the same bits, without reading the ISA's setting. Every
   // ISA above portable has AVX2 and FMA.)

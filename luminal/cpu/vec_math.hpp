@@ -11,4 +11,10 @@ namespace luminal::cpu::vec {
 /// y[i] = exp2_f32(x[i]) for i < n; x and y may be the same array.
 void exp2(const float* x, float* y, int64_t n);
 
+namespace detail {
+/// The AVX2 form (vec_math_avx2.cpp); null where this build has none.
+using Exp2Array = void (*)(const float*, float*, int64_t);
+Exp2Array exp2_avx2();
+}  // namespace detail
+
 }  // namespace luminal::cpu::vec

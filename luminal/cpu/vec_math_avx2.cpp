@@ -2,12 +2,7 @@
 // loads and stores. luminal/CMakeLists.txt gives this unit -mavx2 -mfma, -ffp-contract=off (so
 // the formula's multiplies and adds stay separate, as in core/exp2.cpp) and LUMINAL_VEC_AVX2;
 // without them (not x86-64) the getter returns null.
-#include <cstdint>
-
-namespace luminal::cpu::vec::detail {
-using Exp2Array = void (*)(const float*, float*, int64_t);
-Exp2Array exp2_avx2();
-}  // namespace luminal::cpu::vec::detail
+#include "luminal/cpu/vec_math.hpp"
 
 #if defined(LUMINAL_VEC_AVX2)
 #include <immintrin.h>
