@@ -17,6 +17,7 @@ void register_elementwise_ops(std::vector<const CudaOp*>& ops);     // elementwi
 void register_row_ops(std::vector<const CudaOp*>& ops);             // row.cpp
 void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cpp
 void register_gemv_ops(std::vector<const CudaOp*>& ops);            // gemv.cpp
+void register_gemv_kn_ops(std::vector<const CudaOp*>& ops);         // gemv_kn.cpp
 void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_scatter.cpp
 void register_dequantize_ops(std::vector<const CudaOp*>& ops);      // dequantize.cpp
 void register_qgemv_ops(std::vector<const CudaOp*>& ops);           // qgemv.cpp
@@ -45,6 +46,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_row_ops(v);
     register_reduce_ops(v);
     register_gemv_ops(v);
+    register_gemv_kn_ops(v);
     register_gather_scatter_ops(v);
     register_dequantize_ops(v);
     register_qgemv_ops(v);

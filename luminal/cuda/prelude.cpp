@@ -196,6 +196,21 @@ LMN void lmn_pdl() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// Thread block clusters (sm_90+; kernels declared __cluster_dims__): this block's rank in its
+// cluster, a barrier over the cluster, and a 64-bit load of the shared variable at `p` in block
+// `q` of the cluster (mapa gives its address there; ld.shared::cluster reads it).
+LMN unsigned lmn_cluster_rank() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
+}
+LMN void lmn_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+LMN unsigned long long lmn_cluster_ld(const void* p, unsigned q) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p), r; unsigned long long v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(q));
+  asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(v) : "r"(r) : "memory");
+  return v;
+}
 /* Max with NaN propagating, for row reductions: the NaN it returns is made the reference's
    (lmn_max's 0x7FC00000) once, after the reduction. */
 LMN float lmn_maxn(float a, float b) {

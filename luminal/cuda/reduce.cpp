@@ -318,25 +318,9 @@ KernelGen gen_reduce_split(const LlirNode& n, const GenContext& ctx) {
                               cg.axis_offset(v, axis, "k") + "])") +
            ";\n";
   }
-  // Block rank r of a cluster reads the shared value of block q through mapa (the address of
-  // the same shared variable in block q) and ld.shared::cluster. (Guarded: NVRTC compiles
-  // several kernels in one program.)
-  std::string k = R"(#ifndef LMN_CLUSTER_HELPERS
-#define LMN_CLUSTER_HELPERS
-__device__ __forceinline__ unsigned lmn_cluster_rank() {
-  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
-}
-__device__ __forceinline__ void lmn_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-__device__ __forceinline__ unsigned long long lmn_cluster_ld(const void* p, unsigned q) {
-  unsigned a = (unsigned)__cvta_generic_to_shared(p), r; unsigned long long v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(q));
-  asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(v) : "r"(r) : "memory");
-  return v;
-}
-#endif
-)";
+  // Block rank r of a cluster reads the shared value of block q through lmn_cluster_ld (the
+  // prelude's cluster helpers).
+  std::string k;
   const std::string from_bits = integral
                                     ? "(long long)lmn_cluster_ld(&bsum, q)"
                                     : "__longlong_as_double((long long)lmn_cluster_ld(&bsum, q))";

@@ -1,0 +1,351 @@
+// cuda.GemvKN and cuda.GemvKNCast: a matmul with few rows per shared operand where that operand is
+// stored along an output axis n, not along k (x [m, k] @ W [k, n], W contiguous along n). Decode
+// attention's P @ V is one: the softmax row [groups, c] of a KV head times that head's V [c, hd],
+// V read out of the cache row by row. cuda.Gemv needs both operands contiguous along k, so before
+// this op P @ V ran as cuda.Matmul, a warp per output reading V down a column, which on the
+// Llama-3-8B shape grew by 0.5 ms a token from context 128 to 1024.
+//
+// The kernel: a tile is one index of the outer (batch) axes and TC * CW outputs along n (TC
+// column threads, CW elements of n each: one 16-byte load, or 8 bytes where 16 would need more
+// than 32 accumulators for the rows). A thread block cluster of kCluster blocks shares a tile:
+// its 256 * kCluster threads split k (each thread takes every KS-th step, KS = 256 / TC *
+// kCluster), so the context is read by 64 blocks or more even when the tile count is small (8 KV
+// heads). Each thread loads U chunks of W (and the rows' x values at those k) before it
+// multiplies: bytes in flight. Numerics, as cuda.Gemv: the products of U steps sum in f32 (a
+// fused multiply-add where two 16-bit operands make the product exact), then join a double
+// accumulator; the k-lanes of a block add in double (warp shuffles, then shared memory in warp
+// order), and the cluster's blocks in double in rank order (distributed shared memory), so the
+// result does not depend on timing.
+//
+// LUMINAL_CUDA_GEMV_KN=0 offers neither op (the programs of before, to compare); for tuning
+// sweeps, LUMINAL_CUDA_GEMV_KN_UNROLL (1 to 16, default 8) sets U and
+// LUMINAL_CUDA_GEMV_KN_CLUSTER (1, 2, 4 or 8, default 8) the cluster's blocks (1: no cluster, a
+// block a tile).
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/matmul_operands.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
+
+namespace luminal::cuda {
+
+/// False when LUMINAL_CUDA_GEMV=0 (gemv.cpp): no decode alternatives at all.
+bool decode_alternatives();
+
+namespace {
+
+const OpDef kGemvKN{.name = "cuda.GemvKN", .seed_cost = 0.95, .library_replaces = true};
+const OpDef kGemvKNCast{.name = "cuda.GemvKNCast", .seed_cost = 0.95, .library_replaces = true};
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / 32;
+constexpr int kCluster = 8;
+constexpr int kMaxRows = 8;
+constexpr int kMaxAcc = 32;  // rows x chunk width: the double accumulators a thread keeps
+
+/// How a matmul's attributes read as a GEMV over a weight stored along n.
+struct KnForm {
+  int shared = 1;     // the operand read once for every row (W)
+  int n_axis = -1;    // the output axis W is contiguous along
+  int row_axis = -1;  // the rows' axis (-1: one row)
+  int rows = 1;
+  int width = 1;  // elements of n a thread loads at once
+  int64_t n = 1;  // length of n_axis
+};
+
+std::optional<KnForm> kn_form(const Attrs& a, DType t0, DType t1) {
+  if (a.views.size() != 2 || !is_float(t0) || !is_float(t1) || t0 == DType::F64 || t1 == DType::F64)
+    return std::nullopt;
+  const int axis = a.axis;
+  const View& v0 = a.views[0];
+  const View& v1 = a.views[1];
+  if (axis < 0 || axis >= v0.rank() || v0.rank() != v1.rank()) return std::nullopt;
+  if (v0.has_base() || v1.has_base()) return std::nullopt;
+  std::optional<KnForm> best;
+  for (int w = 1; w >= 0; --w) {
+    const View& vw = a.views[static_cast<size_t>(w)];
+    const View& vx = a.views[static_cast<size_t>(1 - w)];
+    const DType tw = w == 0 ? t0 : t1;
+    if (vw.strides[axis] == Expr(0) || vw.strides[axis] == Expr::z()) continue;
+    KnForm f{.shared = w};
+    for (int d = 0; d < vw.rank() && f.n_axis < 0; ++d)
+      if (d != axis && vw.strides[d] == Expr::z() && vx.strides[d] == Expr(0) &&
+          vw.dims[d].is_const() && vw.dims[d].as_const() > 1)
+        f.n_axis = d;
+    if (f.n_axis < 0) continue;
+    f.n = vw.dims[f.n_axis].as_const();
+    int64_t product = 1;
+    bool ok = true;
+    for (int d = 0; d < vw.rank() && ok; ++d) {
+      if (d == axis || d == f.n_axis || !(vw.strides[d] == Expr(0)) || vx.strides[d] == Expr(0) ||
+          vw.dims[d] == Expr(1))
+        continue;
+      if (!vw.dims[d].is_const()) {
+        ok = false;
+        break;
+      }
+      const int64_t len = vw.dims[d].as_const();
+      product *= len;
+      if (len > f.rows) {
+        f.row_axis = d;
+        f.rows = static_cast<int>(len);
+      }
+    }
+    if (!ok || product > kMaxRows || product != f.rows) continue;
+    int width = 16 / size_bytes(tw);
+    while (width > 1 && width * f.rows > kMaxAcc)
+      width /= 2;
+    if (width < 2 || !aligned_chunks(vw, f.n_axis, width)) continue;
+    f.width = width;
+    if (!best || f.rows > best->rows) best = f;
+  }
+  return best;
+}
+
+std::string lines(std::initializer_list<std::string> ls) {
+  std::string r;
+  for (const std::string& l : ls)
+    r += l + "\n";
+  return r;
+}
+
+/// `product_t`: the dtype each product rounds to (the matmul value's; f32 for cuda.GemvKNCast).
+KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
+  if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
+    throw Error(std::string(n.op->name) + ": needs two inputs, got " +
+                std::to_string(n.input_dtypes.size()));
+  const std::optional<KnForm> form = kn_form(n.attrs, n.input_dtypes[0], n.input_dtypes[1]);
+  if (!form)
+    throw Error(std::string(n.op->name) + ": " + n.attrs.to_string() +
+                " is no GEMV over a weight stored along n (no unit-stride output axis the rows "
+                "share, or more than 8 rows)");
+  const int axis = n.attrs.axis, na = form->n_axis, ra = form->row_axis;
+  const int w = form->shared, x = 1 - w;
+  const int M = form->rows, CW = form->width;
+  const DType tw = n.input_dtypes[static_cast<size_t>(w)];
+  const DType tx = n.input_dtypes[static_cast<size_t>(x)];
+  const View& vw = n.attrs.views[static_cast<size_t>(w)];
+  const View& vx = n.attrs.views[static_cast<size_t>(x)];
+
+  Codegen cg(n, ctx);
+  const Expr K = n.attrs.views[0].dims[axis];
+  cg.require(K);
+  cg.require(numel(n.attrs.shape));
+  Shape odims = n.attrs.views[0].dims;
+  odims[static_cast<size_t>(axis)] = Expr(1);
+  const View out_full = View::contiguous(odims);
+  // Views with the row and n axes at length 1: the outer index p runs over the batch axes.
+  auto outer = [&](View v) {
+    if (ra >= 0) v.dims[static_cast<size_t>(ra)] = Expr(1);
+    v.dims[static_cast<size_t>(na)] = Expr(1);
+    return v;
+  };
+  Expr P = Expr(1);
+  for (int d = 0; d < out_full.rank(); ++d)
+    if (d != axis && d != ra && d != na) P = P * odims[static_cast<size_t>(d)];
+
+  // TC column threads cover up to 32 chunks of n; the rest of the block's threads split k.
+  int TC = 1;
+  while (TC < 32 && TC * CW < form->n)
+    TC *= 2;
+  const int KL = kBlock / TC;
+  const int64_t span = int64_t{TC} * CW;
+  const int64_t NT = (form->n + span - 1) / span;
+  const int U = env_int("LUMINAL_CUDA_GEMV_KN_UNROLL", 8, 1, 16);
+  const int CL = env_int("LUMINAL_CUDA_GEMV_KN_CLUSTER", kCluster, 1, 8);
+  if (CL != 1 && CL != 2 && CL != 4 && CL != 8)
+    throw Error("LUMINAL_CUDA_GEMV_KN_CLUSTER must be 1, 2, 4 or 8");
+  // Rows reduced together through shared memory (each round is two barriers): as many as keep
+  // the warps' partial sums within 32 KB.
+  const int RR = std::max(1, std::min(M, static_cast<int>(32768 / (int64_t{kWarps} * span * 8))));
+
+  std::string base;
+  const std::string ow = cg.view_offset(outer(vw), "p", "bw", base, axis);
+  const std::string ox = cg.view_offset(outer(vx), "p", "bx", base, axis);
+  const std::string oo = cg.view_offset(outer(out_full), "p", "bo", base, axis);
+  const std::string w_k = cg.axis_offset(vw, axis, "k");
+  const std::string x_k = cg.axis_offset(vx, axis, "k");
+  const std::string x_r = ra >= 0 ? cg.axis_offset(vx, ra, "r") : "0";
+  const std::string o_r = ra >= 0 ? cg.axis_offset(out_full, ra, "r") : "0";
+  const std::string o_n = cg.axis_offset(out_full, na, "nn");
+  const std::string& I = cg.idx();
+  const std::string vt = vector_type(CW * size_bytes(tw));
+  const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
+  auto ldm = [](DType t, const std::string& e) {
+    return (sixteen_bit_float(t) || t == DType::F32 ? "ldm_" : "ld_") + dtype_tag(t) + "(" + e +
+           ")";
+  };
+  const bool exact = product_t == DType::F32 && sixteen_bit_float(tw) && sixteen_bit_float(tx);
+  const std::string b = ldm(tw, "ew[j]");
+  const std::string fma =
+      exact ? "__fmaf_rn(xv[u][r], " + b + ", part[r][j])"
+            : "part[r][j] + rd_" + dtype_tag(product_t) + "(xv[u][r] * " + b + ")";
+  const std::string Ms = std::to_string(M), CWs = std::to_string(CW), TCs = std::to_string(TC),
+                    Us = std::to_string(U), CLs = std::to_string(CL), SPs = std::to_string(span),
+                    NTs = std::to_string(NT), KSs = std::to_string(int64_t{KL} * CL),
+                    RRs = std::to_string(RR), RSs = std::to_string(RR * span);
+  std::string body = lines({
+      CL > 1 ? "  const unsigned rank = lmn_cluster_rank();" : "  const unsigned rank = 0;",
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int col = threadIdx.x % " + TCs + ", kl = threadIdx.x / " + TCs + ";",
+      "  __shared__ double red[" + std::to_string(kWarps) + "][" + RSs + "];",
+      "  __shared__ double bpart[" + std::to_string(M * span) + "];",
+      "  const " + I + " N = " + std::to_string(form->n) + ";",
+      "  for (" + I + " t = (" + I + ")blockIdx.x / " + CLs + "; t < P * " + NTs + "; t += (" + I +
+          ")gridDim.x / " + CLs + ") {",
+      "    const " + I + " p = t / " + NTs + ";",
+      "    const " + I + " n0 = (t % " + NTs + ") * " + SPs + ";",
+      "    const " + I + " nc = n0 + (" + I + ")col * " + CWs + ";",
+      "    double acc[" + Ms + "][" + CWs + "];",
+      "#pragma unroll",
+      "    for (int r = 0; r < " + Ms + "; ++r)",
+      "#pragma unroll",
+      "      for (int j = 0; j < " + CWs + "; ++j) acc[r][j] = 0.0;",
+  });
+  body += base;
+  body += lines({
+      "    if (nc < N) {",
+      "      for (" + I + " k0 = (" + I + ")rank * " + std::to_string(KL) +
+          " + kl; k0 < K; k0 += " + std::to_string(int64_t{KL} * CL * U) + ") {",
+      "        " + vt + " q[" + Us + "];",
+      "        float xv[" + Us + "][" + Ms + "];",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + Us + "; ++u) {",
+      "          const " + I + " k = k0 + u * " + KSs + ";",
+      "          if (k < K) {",
+      "            q[u] = __ldg(reinterpret_cast<const " + vt + "*>(in" + std::to_string(w) +
+          " + " + ow + " + " + w_k + " + nc));",
+      "#pragma unroll",
+      "            for (int r = 0; r < " + Ms + "; ++r) xv[u][r] = " +
+          ldm(tx, "in" + std::to_string(x) + "[" + ox + " + " + x_r + " + " + x_k + "]") + ";",
+      "          }",
+      "        }",
+      "        float part[" + Ms + "][" + CWs + "];",
+      "#pragma unroll",
+      "        for (int r = 0; r < " + Ms + "; ++r)",
+      "#pragma unroll",
+      "          for (int j = 0; j < " + CWs + "; ++j) part[r][j] = 0.0f;",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + Us + "; ++u) {",
+      "          if (k0 + u * " + KSs + " >= K) break;",
+      "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&q[u]);",
+      "#pragma unroll",
+      "          for (int r = 0; r < " + Ms + "; ++r)",
+      "#pragma unroll",
+      "            for (int j = 0; j < " + CWs + "; ++j) part[r][j] = " + fma + ";",
+      "        }",
+      "#pragma unroll",
+      "        for (int r = 0; r < " + Ms + "; ++r)",
+      "#pragma unroll",
+      "          for (int j = 0; j < " + CWs + "; ++j) acc[r][j] += (double)part[r][j];",
+      "      }",
+      "    }",
+      // The k-lanes of a warp (lanes col, col + TC, ...), then the warps in order, RR rows a
+      // round, into this block's partial sums.
+      "#pragma unroll",
+      "    for (int r0 = 0; r0 < " + Ms + "; r0 += " + RRs + ") {",
+      "#pragma unroll",
+      "      for (int r = r0; r < r0 + " + RRs + " && r < " + Ms + "; ++r)",
+      "#pragma unroll",
+      "        for (int j = 0; j < " + CWs + "; ++j) {",
+      "          double v = acc[r][j];",
+      "          for (int s = " + TCs +
+          "; s < 32; s <<= 1) v += __shfl_xor_sync(0xffffffffu, v, s);",
+      "          if (lane < " + TCs + ") red[warp][(r - r0) * " + SPs + " + lane * " + CWs +
+          " + j] = v;",
+      "        }",
+      "      __syncthreads();",
+      "      for (int o = threadIdx.x; o < " + RSs + " && r0 * " + SPs + " + o < " +
+          std::to_string(M * span) + "; o += " + std::to_string(kBlock) + ") {",
+      "        double s = 0.0;",
+      "#pragma unroll",
+      "        for (int q = 0; q < " + std::to_string(kWarps) + "; ++q) s += red[q][o];",
+      "        bpart[r0 * " + SPs + " + o] = s;",
+      "      }",
+      "      __syncthreads();",
+      "    }",
+      // The cluster's blocks, in rank order (their values loaded first, then added); each block
+      // stores a share of the tile.
+      CL > 1 ? "    lmn_cluster_sync();" : "",
+      "    for (int o = (int)rank * " + std::to_string(kBlock) + " + threadIdx.x; o < " +
+          std::to_string(M * span) + "; o += " + std::to_string(kBlock * CL) + ") {",
+      "      const int r = o / " + SPs + ";",
+      "      const " + I + " nn = n0 + o % " + SPs + ";",
+      "      if (nn >= N) continue;",
+      CL > 1 ? "      unsigned long long bits[" + CLs +
+                   "];\n#pragma unroll\n      for (unsigned q = 0; q < " + CLs +
+                   "; ++q) bits[q] = lmn_cluster_ld(&bpart[o], q);\n      double s = 0.0;\n"
+                   "#pragma unroll\n      for (int q = 0; q < " +
+                   CLs + "; ++q) s += __longlong_as_double((long long)bits[q]);"
+             : "      const double s = bpart[o];",
+      "      out[" + oo + " + " + o_r + " + " + o_n + "] = st_" + dtype_tag(n.attrs.dtype) + "(s);",
+      "    }",
+      CL > 1 ? "    lmn_cluster_sync();" : "    __syncthreads();",
+      "  }",
+  });
+  // (r is an int loop variable in both places that read o_r / x_r: the row axis' offset.)
+  const std::string pcode = cg.c(P);
+  const std::string kcode = cg.c(K);
+  std::string k = "extern \"C\" __global__ void " +
+                  (CL > 1 ? "__cluster_dims__(" + CLs + ", 1, 1) " : std::string()) +
+                  "__launch_bounds__(" + std::to_string(kBlock) + ") LMN_ENTRY(lmn_gemv_kn)(" +
+                  cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
+       ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  const Expr tiles = P * Expr(NT);
+  gen.launches.push_back(
+      Launch{"lmn_gemv_kn",
+             kBlock,
+             {min(tiles, Expr(int64_t{ctx.sm_count} * 2)) * Expr(int64_t{CL}), 1, 1}});
+  const Expr count = numel(n.attrs.shape);
+  gen.bytes = P * Expr(form->n) * K * size_bytes(tw) + P * Expr(int64_t{M}) * K * size_bytes(tx) +
+              count * size_bytes(n.attrs.dtype);
+  gen.flops = count * K * 2;
+  return gen;
+}
+
+KernelGen gen_kn(const LlirNode& n, const GenContext& ctx) {
+  return gen_kn_node(n, ctx, n.attrs.dtype);
+}
+KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
+  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
+    throw Error("cuda.GemvKNCast: the output must be bf16 or f16, got " +
+                std::string(name(n.attrs.dtype)));
+  return gen_kn_node(n, ctx, DType::F32);
+}
+
+/// cuda.GemvKN for every matmul with a KN form (16-bit operands read through the graph's casts
+/// where it casts them up), and cuda.GemvKNCast for its cast back to bf16/f16.
+std::vector<Rule> kn_rules() {
+  auto offer = [](EGraph& eg, const MatmulParts& p, ClassId root) {
+    if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return;
+    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
+    if (kn_form(p.attrs, t0, t1)) add_merged(eg, &kGemvKN, p.attrs, p.children, root);
+  };
+  Rule r =
+      matmul_parts_rule("cuda.gemv-kn", [offer](EGraph& eg, const MatmulParts& p, ClassId root) {
+        offer(eg, p, root);
+        if (std::optional<MatmulParts> q = uncast_operands(eg, p)) offer(eg, *q, root);
+      });
+  Rule cast = cast_down_rule("cuda.gemv-kn-cast", &kGemvKN,
+                             [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
+                                ClassId root) { eg.merge(eg.add(&kGemvKNCast, a, ch), root); });
+  return {std::move(r), std::move(cast)};
+}
+
+}  // namespace
+
+void register_gemv_kn_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp kn{&kGemvKN, "cuda.library", kn_rules, gen_kn};
+  static const CudaOp kn_cast{&kGemvKNCast, "", nullptr, gen_kn_cast};
+  ops.push_back(&kn);
+  ops.push_back(&kn_cast);
+}
+
+}  // namespace luminal::cuda
