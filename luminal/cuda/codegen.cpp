@@ -63,6 +63,13 @@ int vector_width(const View& v, int axis, DType t) {
   return aligned_chunks(v, axis, width) ? width : 1;
 }
 
+std::string lines(std::initializer_list<std::string> ls) {
+  std::string r;
+  for (const std::string& l : ls)
+    r += l + "\n";
+  return r;
+}
+
 bool env_switch_on(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr || std::string(v) != "0";

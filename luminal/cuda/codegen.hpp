@@ -10,6 +10,7 @@
 // offset below 2^31 (minus a margin for grid-stride steps), 64-bit otherwise.
 #include <array>
 #include <functional>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -99,6 +100,8 @@ int vector_width(const View& v, int axis, DType t);
 /// The C type of an aligned vector of `bytes` bytes (16: uint4, 8: uint2, 4, 2, 1).
 std::string vector_type(int bytes);
 
+/// The lines of generated source `ls`, each ended by a newline.
+std::string lines(std::initializer_list<std::string> ls);
 /// The backend's LUMINAL_CUDA_* switches: true unless the variable `name` is "0".
 bool env_switch_on(const char* name);
 /// The integer in variable `name` (`fallback` when unset or empty); throws luminal::Error naming

@@ -150,13 +150,6 @@ std::vector<Rule> expert_rules() {
   return {r};
 }
 
-std::string lines(std::initializer_list<std::string> ls) {
-  std::string r;
-  for (const std::string& l : ls)
-    r += l + "\n";
-  return r;
-}
-
 /// The float form's k loop: lane chunks c of V weight elements (one load of V * size bytes)
 /// against the activation's V elements (NX loads of `vx_t`).
 std::string float_loop(DType tx, DType tw, int V, int W, int U, const std::string& I) {

@@ -102,13 +102,6 @@ std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Fact
   return best;
 }
 
-std::string lines(std::initializer_list<std::string> ls) {
-  std::string r;
-  for (const std::string& l : ls)
-    r += l + "\n";
-  return r;
-}
-
 // A kernel of either form: the dims prologue, P (outputs along the shared operand) and K, then
 // `body`, launched as `name` on `blocks` blocks of kBlock threads.
 KernelGen kernel(const char* name, Codegen& cg, const Expr& P, const Expr& K,
@@ -498,23 +491,15 @@ View unit_stride_k(View v, int axis) {
 /// cuda.Gemv for every matmul with a GEMV form (the 16-bit operands read through the graph's
 /// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
 std::vector<Rule> gemv_rules() {
-  auto offer = [](EGraph& eg, MatmulParts p, ClassId root) {
-    if (!decode_alternatives()) return;
+  return matmul_op_rules("cuda.gemv", &kGemv, &kGemvCast, [](const EGraph& eg, MatmulParts& p) {
+    if (!decode_alternatives()) return false;
     for (View& v : p.attrs.views)
       v = unit_stride_k(v, p.attrs.axis);
-    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
     // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
     // constant, as decode's s = 1 is once the bucket substitutes it)
-    if (gemv_form(p.attrs, t0, t1, Facts{})) add_merged(eg, &kGemv, p.attrs, p.children, root);
-  };
-  Rule r = matmul_parts_rule("cuda.gemv", [offer](EGraph& eg, const MatmulParts& p, ClassId root) {
-    offer(eg, p, root);
-    if (std::optional<MatmulParts> q = uncast_operands(eg, p)) offer(eg, *q, root);
+    return gemv_form(p.attrs, eg.dtype(p.children[0]), eg.dtype(p.children[1]), Facts{})
+        .has_value();
   });
-  Rule cast = cast_down_rule("cuda.gemv-cast", &kGemv,
-                             [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
-                                ClassId root) { eg.merge(eg.add(&kGemvCast, a, ch), root); });
-  return {std::move(r), std::move(cast)};
 }
 
 // (it offers epilogues only where cuda.Gemv / cuda.GemvCast e-nodes exist: none when

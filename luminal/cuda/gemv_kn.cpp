@@ -106,13 +106,6 @@ std::optional<KnForm> kn_form(const Attrs& a, DType t0, DType t1) {
   return best;
 }
 
-std::string lines(std::initializer_list<std::string> ls) {
-  std::string r;
-  for (const std::string& l : ls)
-    r += l + "\n";
-  return r;
-}
-
 /// `product_t`: the dtype each product rounds to (the matmul value's; f32 for cuda.GemvKNCast).
 KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
   if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
@@ -323,20 +316,11 @@ KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
 /// cuda.GemvKN for every matmul with a KN form (16-bit operands read through the graph's casts
 /// where it casts them up), and cuda.GemvKNCast for its cast back to bf16/f16.
 std::vector<Rule> kn_rules() {
-  auto offer = [](EGraph& eg, const MatmulParts& p, ClassId root) {
-    if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return;
-    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
-    if (kn_form(p.attrs, t0, t1)) add_merged(eg, &kGemvKN, p.attrs, p.children, root);
-  };
-  Rule r =
-      matmul_parts_rule("cuda.gemv-kn", [offer](EGraph& eg, const MatmulParts& p, ClassId root) {
-        offer(eg, p, root);
-        if (std::optional<MatmulParts> q = uncast_operands(eg, p)) offer(eg, *q, root);
+  return matmul_op_rules(
+      "cuda.gemv-kn", &kGemvKN, &kGemvKNCast, [](const EGraph& eg, MatmulParts& p) {
+        if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return false;
+        return kn_form(p.attrs, eg.dtype(p.children[0]), eg.dtype(p.children[1])).has_value();
       });
-  Rule cast = cast_down_rule("cuda.gemv-kn-cast", &kGemvKN,
-                             [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
-                                ClassId root) { eg.merge(eg.add(&kGemvKNCast, a, ch), root); });
-  return {std::move(r), std::move(cast)};
 }
 
 }  // namespace

@@ -65,6 +65,21 @@ Rule matmul_parts_rule(const std::string& name,
               }};
 }
 
+std::vector<Rule> matmul_op_rules(const std::string& name, const OpDef* op, const OpDef* cast_op,
+                                  std::function<bool(const EGraph&, MatmulParts&)> takes) {
+  auto offer = [op, takes](EGraph& eg, MatmulParts p, ClassId root) {
+    if (takes(eg, p)) add_merged(eg, op, p.attrs, p.children, root);
+  };
+  Rule r = matmul_parts_rule(name, [offer](EGraph& eg, const MatmulParts& p, ClassId root) {
+    offer(eg, p, root);
+    if (std::optional<MatmulParts> q = uncast_operands(eg, p)) offer(eg, *q, root);
+  });
+  Rule cast = cast_down_rule(name + "-cast", op,
+                             [cast_op](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
+                                       ClassId root) { eg.merge(eg.add(cast_op, a, ch), root); });
+  return {std::move(r), std::move(cast)};
+}
+
 std::optional<Copy16> copy_in_16_bits(const EGraph& eg, ClassId c) {
   if (eg.dtype(c) != DType::F32) return std::nullopt;
   for (ENodeId id : eg.nodes_of(c)) {

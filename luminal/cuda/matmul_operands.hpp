@@ -35,6 +35,14 @@ std::optional<MatmulParts> uncast_operands(const EGraph& eg, const MatmulParts& 
 Rule matmul_parts_rule(const std::string& name,
                        std::function<void(EGraph&, const MatmulParts&, ClassId)> add);
 
+/// The rules of a matmul kernel `op` and its 16-bit-storing form `cast_op`: "<name>" adds `op`
+/// (merged into the matched class) for every matmul's parts, and for the parts reading its
+/// 16-bit operands through the graph's casts (uncast_operands), where `takes` accepts them (it
+/// may rewrite their views first); "<name>-cast" adds `cast_op` with `op`'s attributes for every
+/// Cast of such an `op` value down to bf16/f16 (cast_down_rule).
+std::vector<Rule> matmul_op_rules(const std::string& name, const OpDef* op, const OpDef* cast_op,
+                                  std::function<bool(const EGraph&, MatmulParts&)> takes);
+
 /// Where the matmul operand `c` is an exact Cast of a 16-bit float tensor x up to f32 through a
 /// view no matmul view composes with (uncast finds nothing: a permuted tensor with merged axes,
 /// as attention's output before o_proj): the attributes and the child of a Cast of x to its own

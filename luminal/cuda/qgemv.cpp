@@ -248,13 +248,6 @@ std::vector<Rule> qgemv_rules() {
   return rules;
 }
 
-std::string lines(std::initializer_list<std::string> ls) {
-  std::string r;
-  for (const std::string& l : ls)
-    r += l + "\n";
-  return r;
-}
-
 std::vector<Rule> epilogue_rules() {
   if (!env_switch_on("LUMINAL_CUDA_GEMV_EPILOGUE")) return {};
   return {epilogue_rule(
