@@ -4,6 +4,8 @@
 // the ISA first.
 #include "luminal/cpu/matmul_small_f32.hpp"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -22,12 +24,62 @@ LUMINAL_AVX2_FMA inline float hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// a and b contiguous along k: per output n, M dot products of length K sharing b's row n.
+// How many rows ahead of the one they multiply the kernels prefetch. A decode step's K and V
+// caches come from L3 or DRAM (each layer's cache is read once a step, between the weights); a
+// row at a time, the loads waited on memory latency: SmolLM2's scores at c = 192 took 32 us a
+// layer from a cold cache against 12 us from L2 (one thread, 2-core AMD EPYC).
+constexpr int64_t kAhead = 16;
+
+// Prefetches the bytes [p, p + bytes) into the caches.
+LUMINAL_AVX2_FMA inline void prefetch_bytes(const float* p, int64_t bytes) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64)
+    _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
+// The M dot products of row br of b with a's rows, from 8-lane partial sums `acc`.
+template <int M>
+LUMINAL_AVX2_FMA inline void finish_dots(const __m256* acc, int64_t k8, int64_t K, const float* a,
+                                         int64_t am, const float* br, float* c, int64_t ldc) {
+  for (int m = 0; m < M; ++m) {
+    float s = hsum(acc[m]);
+    for (int64_t k = k8; k < K; ++k)
+      s += a[m * am + k] * br[k];
+    c[m * ldc] = s;
+  }
+}
+
+// a and b contiguous along k: per output n, M dot products of length K sharing b's row n. Two
+// rows of b at a time (two streams of loads in flight), row n + kAhead prefetched; each output's
+// arithmetic is the same as one row at a time.
 template <int M>
 LUMINAL_AVX2_FMA void dots(int64_t N, int64_t K, const float* a, int64_t am, const float* b,
                            int64_t bn, float* c, int64_t ldc) {
   const int64_t k8 = K / 8 * 8;
-  for (int64_t n = 0; n < N; ++n) {
+  int64_t n = 0;
+  for (; n + 2 <= N; n += 2) {
+    if (n + kAhead + 1 < N) {
+      prefetch_bytes(b + (n + kAhead) * bn, K * 4);
+      prefetch_bytes(b + (n + kAhead + 1) * bn, K * 4);
+    }
+    const float* b0 = b + n * bn;
+    const float* b1 = b0 + bn;
+    __m256 acc0[M], acc1[M];
+    for (int m = 0; m < M; ++m)
+      acc0[m] = acc1[m] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k8; k += 8) {
+      const __m256 v0 = _mm256_loadu_ps(b0 + k);
+      const __m256 v1 = _mm256_loadu_ps(b1 + k);
+      for (int m = 0; m < M; ++m) {
+        const __m256 av = _mm256_loadu_ps(a + m * am + k);
+        acc0[m] = _mm256_fmadd_ps(av, v0, acc0[m]);
+        acc1[m] = _mm256_fmadd_ps(av, v1, acc1[m]);
+      }
+    }
+    finish_dots<M>(acc0, k8, K, a, am, b0, c + n, ldc);
+    finish_dots<M>(acc1, k8, K, a, am, b1, c + n + 1, ldc);
+  }
+  for (; n < N; ++n) {
     const float* br = b + n * bn;
     __m256 acc[M];
     for (int m = 0; m < M; ++m)
@@ -37,32 +89,31 @@ LUMINAL_AVX2_FMA void dots(int64_t N, int64_t K, const float* a, int64_t am, con
       for (int m = 0; m < M; ++m)
         acc[m] = _mm256_fmadd_ps(_mm256_loadu_ps(a + m * am + k), bv, acc[m]);
     }
-    for (int m = 0; m < M; ++m) {
-      float s = hsum(acc[m]);
-      for (int64_t k = k8; k < K; ++k)
-        s += a[m * am + k] * br[k];
-      c[m * ldc + n] = s;
-    }
+    finish_dots<M>(acc, k8, K, a, am, br, c + n, ldc);
   }
 }
 
 // b contiguous along n: per group of V * 8 outputs of each row, rows of b scaled by a's
-// elements and added.
+// elements and added (a's M values of a step broadcast first, then each 8 outputs' load and
+// multiply-adds: at M = 3 and V = 4 that is 16 registers). With `ahead` > 0, row k + kAhead is
+// prefetched over `ahead` bytes from the block's start (the first block fetches the whole row
+// slice; the later blocks find it in the caches).
 template <int M, int V>
 LUMINAL_AVX2_FMA void axpy_block(int64_t K, const float* a, int64_t am, int64_t ak, const float* b,
-                                 int64_t bk, float* c, int64_t ldc) {
+                                 int64_t bk, float* c, int64_t ldc, int64_t ahead) {
   __m256 acc[M][V];
   for (int m = 0; m < M; ++m)
     for (int v = 0; v < V; ++v)
       acc[m][v] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
-    __m256 bv[V];
-    for (int v = 0; v < V; ++v)
-      bv[v] = _mm256_loadu_ps(b + k * bk + 8 * v);
-    for (int m = 0; m < M; ++m) {
-      const __m256 av = _mm256_broadcast_ss(a + m * am + k * ak);
-      for (int v = 0; v < V; ++v)
-        acc[m][v] = _mm256_fmadd_ps(av, bv[v], acc[m][v]);
+    if (ahead > 0 && k + kAhead < K) prefetch_bytes(b + (k + kAhead) * bk, ahead);
+    __m256 av[M];
+    for (int m = 0; m < M; ++m)
+      av[m] = _mm256_broadcast_ss(a + m * am + k * ak);
+    for (int v = 0; v < V; ++v) {
+      const __m256 bv = _mm256_loadu_ps(b + k * bk + 8 * v);
+      for (int m = 0; m < M; ++m)
+        acc[m][v] = _mm256_fmadd_ps(av[m], bv, acc[m][v]);
     }
   }
   for (int m = 0; m < M; ++m)
@@ -73,11 +124,13 @@ LUMINAL_AVX2_FMA void axpy_block(int64_t K, const float* a, int64_t am, int64_t 
 template <int M>
 LUMINAL_AVX2_FMA void axpys(int64_t N, int64_t K, const float* a, int64_t am, int64_t ak,
                             const float* b, int64_t bk, float* c, int64_t ldc) {
+  const int64_t slice = std::min<int64_t>(N * 4, 1024);
+  constexpr int kWide = M <= 3 ? 4 : 2;  // vectors a block (registers: M * kWide + M + 1)
   int64_t n = 0;
-  for (; n + 16 <= N; n += 16)
-    axpy_block<M, 2>(K, a, am, ak, b + n, bk, c + n, ldc);
+  for (; n + 8 * kWide <= N; n += 8 * kWide)
+    axpy_block<M, kWide>(K, a, am, ak, b + n, bk, c + n, ldc, n == 0 ? slice : 0);
   for (; n + 8 <= N; n += 8)
-    axpy_block<M, 1>(K, a, am, ak, b + n, bk, c + n, ldc);
+    axpy_block<M, 1>(K, a, am, ak, b + n, bk, c + n, ldc, n == 0 ? slice : 0);
   for (; n < N; ++n)
     for (int m = 0; m < M; ++m) {
       float s = 0;
