@@ -4,8 +4,6 @@
 // the ISA first.
 #include "luminal/cpu/matmul_small_f32.hpp"
 
-#include <algorithm>
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -24,7 +22,7 @@ LUMINAL_AVX2_FMA inline float hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// How many rows ahead of the one they multiply the kernels prefetch. A decode step's K and V
+// How many rows of K ahead of the ones it multiplies `dots` prefetches. A decode step's K and V
 // caches come from L3 or DRAM (each layer's cache is read once a step, between the weights); a
 // row at a time, the loads waited on memory latency: SmolLM2's scores at c = 192 took 32 us a
 // layer from a cold cache against 12 us from L2 (one thread, 2-core AMD EPYC).
@@ -94,26 +92,22 @@ LUMINAL_AVX2_FMA void dots(int64_t N, int64_t K, const float* a, int64_t am, con
 }
 
 // b contiguous along n: per group of V * 8 outputs of each row, rows of b scaled by a's
-// elements and added (a's M values of a step broadcast first, then each 8 outputs' load and
-// multiply-adds: at M = 3 and V = 4 that is 16 registers). With `ahead` > 0, row k + kAhead is
-// prefetched over `ahead` bytes from the block's start (the first block fetches the whole row
-// slice; the later blocks find it in the caches).
+// elements and added.
 template <int M, int V>
 LUMINAL_AVX2_FMA void axpy_block(int64_t K, const float* a, int64_t am, int64_t ak, const float* b,
-                                 int64_t bk, float* c, int64_t ldc, int64_t ahead) {
+                                 int64_t bk, float* c, int64_t ldc) {
   __m256 acc[M][V];
   for (int m = 0; m < M; ++m)
     for (int v = 0; v < V; ++v)
       acc[m][v] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
-    if (ahead > 0 && k + kAhead < K) prefetch_bytes(b + (k + kAhead) * bk, ahead);
-    __m256 av[M];
-    for (int m = 0; m < M; ++m)
-      av[m] = _mm256_broadcast_ss(a + m * am + k * ak);
-    for (int v = 0; v < V; ++v) {
-      const __m256 bv = _mm256_loadu_ps(b + k * bk + 8 * v);
-      for (int m = 0; m < M; ++m)
-        acc[m][v] = _mm256_fmadd_ps(av[m], bv, acc[m][v]);
+    __m256 bv[V];
+    for (int v = 0; v < V; ++v)
+      bv[v] = _mm256_loadu_ps(b + k * bk + 8 * v);
+    for (int m = 0; m < M; ++m) {
+      const __m256 av = _mm256_broadcast_ss(a + m * am + k * ak);
+      for (int v = 0; v < V; ++v)
+        acc[m][v] = _mm256_fmadd_ps(av, bv[v], acc[m][v]);
     }
   }
   for (int m = 0; m < M; ++m)
@@ -124,13 +118,11 @@ LUMINAL_AVX2_FMA void axpy_block(int64_t K, const float* a, int64_t am, int64_t 
 template <int M>
 LUMINAL_AVX2_FMA void axpys(int64_t N, int64_t K, const float* a, int64_t am, int64_t ak,
                             const float* b, int64_t bk, float* c, int64_t ldc) {
-  const int64_t slice = std::min<int64_t>(N * 4, 1024);
-  constexpr int kWide = M <= 3 ? 4 : 2;  // vectors a block (registers: M * kWide + M + 1)
   int64_t n = 0;
-  for (; n + 8 * kWide <= N; n += 8 * kWide)
-    axpy_block<M, kWide>(K, a, am, ak, b + n, bk, c + n, ldc, n == 0 ? slice : 0);
+  for (; n + 16 <= N; n += 16)
+    axpy_block<M, 2>(K, a, am, ak, b + n, bk, c + n, ldc);
   for (; n + 8 <= N; n += 8)
-    axpy_block<M, 1>(K, a, am, ak, b + n, bk, c + n, ldc, n == 0 ? slice : 0);
+    axpy_block<M, 1>(K, a, am, ak, b + n, bk, c + n, ldc);
   for (; n < N; ++n)
     for (int m = 0; m < M; ++m) {
       float s = 0;

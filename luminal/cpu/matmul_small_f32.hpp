@@ -4,9 +4,9 @@
 // the scores [groups, hd] x [hd, c] and the values [groups, c] x [c, hd]. OpenBLAS packs both
 // operands of such a product first, which costs more than the product (40-50 us a layer at
 // c = 192 on two cores, against 5-10 us here). f32 accumulation in FMA lanes, as BLAS: the
-// result is within BLAS's tolerance of the exact product, not bitwise OpenBLAS's. The caches
-// of a decode step come from L3 or DRAM, so both forms prefetch rows ahead and keep two rows
-// (dots) or 32 outputs (rows of b, at most 3 rows of a) in flight.
+// result is within BLAS's tolerance of the exact product, not bitwise OpenBLAS's. The scores'
+// form prefetches K's rows ahead and reads two at a time: a decode step's caches come from L3 or
+// DRAM.
 #include <cstdint>
 
 namespace luminal::cpu::small_f32 {
