@@ -70,6 +70,23 @@ std::string lines(std::initializer_list<std::string> ls) {
   return r;
 }
 
+void require_sixteen_bit_output(const LlirNode& n) {
+  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
+    throw Error(std::string(n.op->name) + ": the output must be bf16 or f16, got " +
+                std::string(name(n.attrs.dtype)));
+}
+
+std::string operand_load(DType t, const std::string& e) {
+  return (sixteen_bit_float(t) || t == DType::F32 ? "ldm_" : "ld_") + dtype_tag(t) + "(" + e + ")";
+}
+
+std::string product_add(DType product_t, DType ta, DType tb, const std::string& a,
+                        const std::string& b, const std::string& acc) {
+  if (product_t == DType::F32 && sixteen_bit_float(ta) && sixteen_bit_float(tb))
+    return "__fmaf_rn(" + a + ", " + b + ", " + acc + ")";
+  return acc + " + rd_" + dtype_tag(product_t) + "(" + a + " * " + b + ")";
+}
+
 bool env_switch_on(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr || std::string(v) != "0";

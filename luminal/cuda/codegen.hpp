@@ -100,6 +100,18 @@ int vector_width(const View& v, int axis, DType t);
 /// The C type of an aligned vector of `bytes` bytes (16: uint4, 8: uint2, 4, 2, 1).
 std::string vector_type(int bytes);
 
+/// Throws luminal::Error naming `n`'s op unless its output is bf16 or f16 (the matmul ops that
+/// store their f32 result rounded to 16 bits).
+void require_sixteen_bit_output(const LlirNode& n);
+/// The load of a matmul operand's element `e` of dtype `t` in a product kernel: ldm_T (one
+/// instruction, no NaN payload: the product makes any NaN canonical) for f32, bf16 and f16, ld_T
+/// for the other dtypes.
+std::string operand_load(DType t, const std::string& e);
+/// `acc` plus the product of `a` and `b` (operand values of dtypes `ta`, `tb`) rounded to
+/// `product_t`, as the matmul kernels add a product into an f32 partial sum: a fused multiply-add
+/// where two 16-bit operands make the f32 product exact, else the rounded product added.
+std::string product_add(DType product_t, DType ta, DType tb, const std::string& a,
+                        const std::string& b, const std::string& acc);
 /// The lines of generated source `ls`, each ended by a newline.
 std::string lines(std::initializer_list<std::string> ls);
 /// The backend's LUMINAL_CUDA_* switches: true unless the variable `name` is "0".

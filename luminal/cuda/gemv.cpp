@@ -340,14 +340,8 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   const std::string vw_t = vector_type(V * size_bytes(tw));
   const std::string vx_t = vector_type(V * size_bytes(tx));
   const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
-  auto ldm = [](DType t, const std::string& e) {
-    return (sixteen_bit_float(t) || t == DType::F32 ? "ldm_" : "ld_") + dtype_tag(t) + "(" + e +
-           ")";
-  };
-  const bool exact = product_t == DType::F32 && sixteen_bit_float(tw) && sixteen_bit_float(tx);
-  const std::string a = ldm(tx, "ex[j]"), b = ldm(tw, "ew[j]");
-  const std::string fma = exact ? "__fmaf_rn(" + a + ", " + b + ", part)"
-                                : "part + rd_" + dtype_tag(product_t) + "(" + a + " * " + b + ")";
+  const std::string fma =
+      product_add(product_t, tx, tw, operand_load(tx, "ex[j]"), operand_load(tw, "ew[j]"), "part");
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), Vs = std::to_string(V);
   std::string body = lines({
@@ -442,9 +436,7 @@ KernelGen gen_gemv(const LlirNode& n, const GenContext& ctx) {
   return gen_gemv_node(n, ctx, n.attrs.dtype);
 }
 KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
-  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
-    throw Error("cuda.GemvCast: the output must be bf16 or f16, got " +
-                std::string(name(n.attrs.dtype)));
+  require_sixteen_bit_output(n);
   return gen_gemv_node(n, ctx, DType::F32);
 }
 

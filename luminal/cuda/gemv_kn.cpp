@@ -168,15 +168,8 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
   const std::string& I = cg.idx();
   const std::string vt = vector_type(CW * size_bytes(tw));
   const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
-  auto ldm = [](DType t, const std::string& e) {
-    return (sixteen_bit_float(t) || t == DType::F32 ? "ldm_" : "ld_") + dtype_tag(t) + "(" + e +
-           ")";
-  };
-  const bool exact = product_t == DType::F32 && sixteen_bit_float(tw) && sixteen_bit_float(tx);
-  const std::string b = ldm(tw, "ew[j]");
   const std::string fma =
-      exact ? "__fmaf_rn(xv[u][r], " + b + ", part[r][j])"
-            : "part[r][j] + rd_" + dtype_tag(product_t) + "(xv[u][r] * " + b + ")";
+      product_add(product_t, tx, tw, "xv[u][r]", operand_load(tw, "ew[j]"), "part[r][j]");
   const std::string Ms = std::to_string(M), CWs = std::to_string(CW), TCs = std::to_string(TC),
                     Us = std::to_string(U), CLs = std::to_string(CL), SPs = std::to_string(span),
                     NTs = std::to_string(NT), KSs = std::to_string(int64_t{KL} * CL),
@@ -214,7 +207,8 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
           " + " + ow + " + " + w_k + " + nc));",
       "#pragma unroll",
       "            for (int r = 0; r < " + Ms + "; ++r) xv[u][r] = " +
-          ldm(tx, "in" + std::to_string(x) + "[" + ox + " + " + x_r + " + " + x_k + "]") + ";",
+          operand_load(tx, "in" + std::to_string(x) + "[" + ox + " + " + x_r + " + " + x_k + "]") +
+          ";",
       "          }",
       "        }",
       "        float part[" + Ms + "][" + CWs + "];",
@@ -307,9 +301,7 @@ KernelGen gen_kn(const LlirNode& n, const GenContext& ctx) {
   return gen_kn_node(n, ctx, n.attrs.dtype);
 }
 KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
-  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
-    throw Error("cuda.GemvKNCast: the output must be bf16 or f16, got " +
-                std::string(name(n.attrs.dtype)));
+  require_sixteen_bit_output(n);
   return gen_kn_node(n, ctx, DType::F32);
 }
 

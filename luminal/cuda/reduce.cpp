@@ -137,9 +137,6 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
     auto vtype = [&](int k) {
       return vector_type(mvec * size_bytes(n.input_dtypes.at(static_cast<size_t>(k))));
     };
-    auto sixteen = [&](int k) {
-      return sixteen_bit_float(n.input_dtypes.at(static_cast<size_t>(k)));
-    };
     const bool chunk_f32 = !integral && compute_type(product_t) == "float";
     std::string loads;
     for (int k = 0; k < 2; ++k) {
@@ -151,19 +148,13 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
     std::string inner;
     if (chunk_f32) {
       // (one-instruction loads for f32, bf16 and f16; other float dtypes keep ld_T)
-      auto ldm = [&](int k) {
-        const DType t = n.input_dtypes.at(static_cast<size_t>(k));
-        return (sixteen(k) || t == DType::F32 ? "ldm_" : "ld_") + tag_of(k) + "(e" +
-               std::to_string(k) + "[j])";
-      };
-      const std::string a = ldm(0), b = ldm(1);
-      const bool exact = product_t == DType::F32 && sixteen(0) && sixteen(1);
+      const DType t0 = n.input_dtypes.at(0), t1 = n.input_dtypes.at(1);
       inner = lines({
           "      float part = 0.0f;",
           "#pragma unroll",
           "      for (int j = 0; j < " + V + "; ++j) part = " +
-              (exact ? "__fmaf_rn(" + a + ", " + b + ", part)"
-                     : "part + rd_" + dtype_tag(product_t) + "(" + a + " * " + b + ")") +
+              product_add(product_t, t0, t1, operand_load(t0, "e0[j]"), operand_load(t1, "e1[j]"),
+                          "part") +
               ";",
           "      acc = acc + (double)part;",
       });
@@ -249,9 +240,7 @@ KernelGen gen_matmul(const LlirNode& n, const GenContext& ctx) {
   return gen_reduction(n, ctx, true, n.attrs.dtype);
 }
 KernelGen gen_matmul_cast(const LlirNode& n, const GenContext& ctx) {
-  if (n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
-    throw Error("cuda.MatmulCast: the output must be bf16 or f16, got " +
-                std::string(name(n.attrs.dtype)));
+  require_sixteen_bit_output(n);
   // The f32 sum rounded to f32, then to the 16-bit dtype: st_bf16/st_f16 of a double go through
   // float, which is exactly Cast(Matmul f32).
   return gen_reduction(n, ctx, true, DType::F32);
