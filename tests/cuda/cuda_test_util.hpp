@@ -90,6 +90,25 @@ inline std::pair<LlirGraph, int> prefer_ops(const Graph& g, Backend& be,
   return {std::move(l), n};
 }
 
+/// prefer_ops, where each accepted e-node scores one more for every child that is not f32: the
+/// program reads 16-bit operands directly where an accepted op can (not through the graph's casts
+/// up to f32, which would run as cast kernels).
+inline std::pair<LlirGraph, int> prefer_ops_16(const Graph& g, Backend& be,
+                                               const std::function<bool(std::string_view)>& hit) {
+  LlirGraph l = prefer(g, be, [&](const EGraph& eg, ENodeId id) {
+    const ENode& node = eg.node(id);
+    if (!hit(node.op->name)) return 0.0;
+    double s = 1;
+    for (ClassId c : node.children)
+      s += eg.dtype(c) != DType::F32 ? 1 : 0;
+    return s;
+  });
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += hit(node.op->name);
+  return {std::move(l), n};
+}
+
 }  // namespace luminal::testing
 
 #define LUMINAL_REQUIRE_GPU()                                          \

@@ -1,8 +1,8 @@
 // cuda.GemvKN / cuda.GemvKNCast (luminal/cuda/gemv_kn.cpp): a matmul whose shared operand is
 // stored along n (x [m, k] @ W [k, n]; decode attention's P @ V).
-//   Without a GPU (NVRTC only): the forms are offered where they apply and not elsewhere, a bf16
-//   Llama decode step's fewest-kernels program runs P @ V as cuda.GemvKNCast, and every forced
-//   kernel compiles for sm_90.
+//   Without a GPU (NVRTC only): the forms are offered where they apply and not elsewhere, and
+//   every forced kernel compiles for sm_90 (a bf16 Llama decode step running P @ V as
+//   cuda.GemvKNCast: nvrtc_test.cpp, LlamaDecodeStepRunsGemvs).
 //   On the GPU: forced programs against sums in double on the host, for f32, bf16 and f16, one to
 //   eight rows, n from 64 to 4,096 (a tile of several clusters, a partial tile), k from 1 to
 //   4,100, each unroll the tuning switch allows at its ends, and P @ V read out of a KV cache
@@ -18,13 +18,9 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/nn_check.hpp"
-#include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
-#include "luminal/models/decoder.hpp"
-#include "luminal/models/synthetic.hpp"
-#include "luminal/nn/sampling.hpp"
 #include "support/llir_direct.hpp"
 
 namespace luminal {
@@ -41,18 +37,7 @@ bool is_kn(std::string_view op) { return op.rfind("cuda.GemvKN", 0) == 0; }
 /// The program of `g` on `be` with the most cuda.GemvKN* nodes, each reading its 16-bit operands
 /// directly where it can (not through the graph's casts up to f32), and how many it has.
 std::pair<LlirGraph, int> forced(const Graph& g, Backend& be) {
-  LlirGraph l = testing::prefer(g, be, [](const EGraph& eg, ENodeId id) {
-    const ENode& node = eg.node(id);
-    if (!is_kn(node.op->name)) return 0.0;
-    double s = 1;
-    for (ClassId c : node.children)
-      s += eg.dtype(c) != DType::F32 ? 1 : 0;
-    return s;
-  });
-  int n = 0;
-  for (const LlirNode& node : l.nodes)
-    n += is_kn(node.op->name);
-  return {std::move(l), n};
+  return testing::prefer_ops_16(g, be, is_kn);
 }
 
 /// x [m, k] @ w [k, n].
@@ -143,26 +128,6 @@ TEST_F(GemvKnHost, OfferedWhereTheWeightRunsAlongN) {
     compile_all(programs);
     ::unsetenv("LUMINAL_CUDA_GEMV_KN_CLUSTER");
   }
-}
-
-// A bf16 Llama decode step (s = 1): the fewest-kernels program runs each layer's P @ V as one
-// cuda.GemvKNCast (the 2 query heads of a group sharing each V read), and its kernels compile.
-TEST_F(GemvKnHost, LlamaDecodeStepRunsPvAsGemvKn) {
-  models::DecoderShape shape;
-  shape.slots = 64;
-  shape.max_step = 1;
-  shape.dtype = DType::BF16;
-  const models::Decoder d = models::build_decoder(
-      models::llama_config(
-          {.layers = 2, .hidden = 256, .ffn = 512, .heads = 4, .kv_heads = 2, .vocab = 4096}),
-      shape);
-  nn::greedy_token(d.last_logits).output("token");
-  testing::CudaRulesOnly rules;
-  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
-  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
-  const std::map<std::string, int> mix = l.op_mix();
-  EXPECT_EQ(mix.count("cuda.GemvKNCast") ? mix.at("cuda.GemvKNCast") : 0, 2) << l.op_mix_string();
-  compile_all({{l, d.graph.dim_facts()}});
 }
 
 /// LUMINAL_CUDA_GEMV_KN_UNROLL and LUMINAL_CUDA_GEMV_KN_CLUSTER for a scope ("": unset).

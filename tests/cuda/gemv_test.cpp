@@ -17,7 +17,6 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/nn_check.hpp"
-#include "luminal/compiler/build_space.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/nn/sampling.hpp"
 #include "support/llir_direct.hpp"
@@ -31,29 +30,15 @@ using testing::nn_check::from_doubles;
 using testing::nn_check::to_doubles;
 using testing::nn_check::uniform;
 
-/// The program of `g` whose e-nodes score highest under "op name starts with one of `prefer`",
-/// and how many of its nodes do.
+/// The program of `g` with the most e-nodes whose op name starts with one of `prefer` (reading
+/// 16-bit operands directly), and how many of its nodes do.
 std::pair<LlirGraph, int> forced(const Graph& g, const std::vector<std::string>& prefer) {
-  BuiltSpace b = build_search_space(g, testing::gpu(), g.dim_facts());
-  const EGraph& eg = b.space->egraph();
-  auto hit = [&](std::string_view op) {
+  return testing::prefer_ops_16(g, testing::gpu(), [&](std::string_view op) {
     if (op.rfind("cuda.GemvKN", 0) == 0) return false;  // gemv_kn_test.cpp's
     for (const std::string& p : prefer)
       if (op.rfind(p, 0) == 0) return true;
     return false;
-  };
-  const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
-    const ENode& node = eg.node(id);
-    if (!hit(node.op->name)) return 0.0;
-    double s = 1;
-    for (ClassId c : node.children)  // 16-bit operands read directly (no cast kernel)
-      s += eg.dtype(c) != DType::F32 ? 1 : 0;
-    return s;
-  }));
-  int n = 0;
-  for (const LlirNode& node : l.nodes)
-    n += hit(node.op->name);
-  return {l, n};
+  });
 }
 
 /// LUMINAL_CUDA_GEMV_WARPS and LUMINAL_CUDA_GEMV_MMA for a scope ("": unset).

@@ -425,7 +425,9 @@ TEST_F(Nvrtc, GemvFormsCompile) {
 // A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
 // gate, up, down: o reads the merged heads through a stride that equals z without being written
 // so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms), the attention scores
-// too (the GQA group as the rows sharing each key), and the argmax's maxima as cuda.MaxSplit.
+// too (the GQA group as the rows sharing each key), the argmax's maxima as cuda.MaxSplit, and
+// each layer's P @ V as one cuda.GemvKNCast (gemv_kn.cpp: the 2 query heads of a group sharing each
+// V read); its kernels compile.
 TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   models::DecoderShape shape;
   shape.slots = 64;
@@ -446,6 +448,16 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
             2 * (7 + 1) + 1)
       << l.op_mix_string();
   EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
+  EXPECT_EQ(count("cuda.GemvKNCast"), 2) << l.op_mix_string();
+  const Facts facts = d.graph.dim_facts();
+  PlanSpec spec{facts, {}};
+  for (const auto& [name, range] : facts)
+    spec.dim_names.push_back(name);
+  Sources s;
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec))
+    if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
+  ++s.programs;
+  compile_all(s);
 }
 
 // Horizontal fusion (compiler/hfuse_rule.hpp) on the same bf16 decode step, its weights
