@@ -232,6 +232,10 @@ Codegen::Codegen(const LlirNode& node, const GenContext& ctx) : node_(node), ctx
     if (view_max_offset(v, ctx.facts) >= kNarrowLimit) wide_ = true;
   }
   if (wide_) idx_ = "long long";
+  if (ctx.scatter_store) {
+    require(ctx.scatter_store->count);
+    scatter_count_ = c(ctx.scatter_store->count);
+  }
 }
 
 void Codegen::require(const Expr& e) {
@@ -305,10 +309,16 @@ std::string Codegen::view_offset(const View& v, const std::string& flat, const s
 
 std::string Codegen::params(bool restrict_ptrs) const {
   const std::string r = restrict_ptrs ? " __restrict__ " : " ";
-  std::string p = "S_" + dtype_tag(node_.attrs.dtype) + "*" + r + "out";
+  const ScatterStore* ss = ctx_.scatter_store;
+  std::string p = "S_" + dtype_tag(node_.attrs.dtype) + "*" + r + (ss ? "lmn_out" : "out");
   for (size_t k = 0; k < node_.inputs.size(); ++k) {
     const DType t = k < node_.input_dtypes.size() ? node_.input_dtypes[k] : node_.attrs.dtype;
     p += ", const S_" + dtype_tag(t) + "*" + r + "in" + std::to_string(k);
+  }
+  if (ss) {  // the destination (the output's own buffer when in place) and the indexes
+    const size_t k = node_.inputs.size();
+    p += ", const S_" + dtype_tag(node_.attrs.dtype) + "* in" + std::to_string(k) + ", const S_" +
+         dtype_tag(ss->index_dtype) + "*" + r + "in" + std::to_string(k + 1);
   }
   p += ", const long long* __restrict__ dims, unsigned int* __restrict__ err";
   return p;
@@ -320,6 +330,12 @@ std::string Codegen::dims_prologue() const {
     s += "  const " + idx_ + " d" + std::to_string(d) + " = (" + idx_ + ")dims[" +
          std::to_string(d) + "];\n";
   s += "  (void)err;\n";
+  if (const ScatterStore* ss = ctx_.scatter_store) {
+    const std::string ot = dtype_tag(node_.attrs.dtype);
+    s += "  const lmn_scatter_out<S_" + ot + ", S_" + dtype_tag(ss->index_dtype) +
+         "> out{lmn_out, in" + std::to_string(node_.inputs.size() + 1) + ", (long long)(" +
+         scatter_count_ + ")};\n";
+  }
   return s;
 }
 

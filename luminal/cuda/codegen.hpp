@@ -23,11 +23,23 @@
 
 namespace luminal::cuda {
 
+/// A kernel whose stores go to a scatter's destination instead of its own output
+/// (scatter_store.cpp, "store into a scatter"): the node it generates for has two more inputs after
+/// its own, the destination (whose buffer the output is: in place) and the indexes, and `out[t] =
+/// v` in its code writes the destination's flat element idx[t] (skipped outside it). The generator
+/// sees the node without them; Codegen adds their parameters and makes `out` the redirecting proxy
+/// (lmn_scatter_out in the prelude).
+struct ScatterStore {
+  DType index_dtype = DType::I32;  // the indexes' dtype (read contiguously: idx[t])
+  Expr count;                      // the destination's element count
+};
+
 /// What generating a kernel may read besides the node.
 struct GenContext {
   const Facts& facts;                    // the bucket's dim ranges
   const std::vector<std::string>& dims;  // slot order of the device dims array
   int sm_count = 132;
+  const ScatterStore* scatter_store = nullptr;  // stores redirected (above), or none
 };
 
 /// One kernel launch of a node: entry point, threads per block, grid (x, y, z) as Exprs of the
@@ -66,7 +78,9 @@ class Codegen {
   /// The offset contribution of axis `axis` of `v` at index expression `index` (the view's base
   /// not included).
   std::string axis_offset(const View& v, int axis, const std::string& index);
-  /// The parameter list: `out` of the node's dtype, `in<k>` of each input's dtype, dims, err.
+  /// The parameter list: `out` of the node's dtype, `in<k>` of each input's dtype, dims, err
+  /// (with a ScatterStore: the raw output `lmn_out`, then the destination and index inputs after
+  /// the node's own).
   std::string params(bool restrict_ptrs = true) const;
   /// The kernel's first statements: lmn_pdl() (wait for the kernel before it when launched with a
   /// programmatic dependency, then let the next one launch), then every dim the kernel used
@@ -86,6 +100,7 @@ class Codegen {
   std::set<int> used_;  // slots read
   bool wide_ = false;
   std::string idx_ = "int";
+  std::string scatter_count_;  // the ScatterStore's count as C
 };
 
 /// Largest element offset `v` can produce in the bucket (its base and the sum of each axis'

@@ -19,6 +19,7 @@ void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cp
 void register_gemv_ops(std::vector<const CudaOp*>& ops);            // gemv.cpp
 void register_gemv_kn_ops(std::vector<const CudaOp*>& ops);         // gemv_kn.cpp
 void register_gather_scatter_ops(std::vector<const CudaOp*>& ops);  // gather_scatter.cpp
+void register_scatter_store_ops(std::vector<const CudaOp*>& ops);   // scatter_store.cpp
 void register_dequantize_ops(std::vector<const CudaOp*>& ops);      // dequantize.cpp
 void register_qgemv_ops(std::vector<const CudaOp*>& ops);           // qgemv.cpp
 void register_quantize_q8_ops(std::vector<const CudaOp*>& ops);     // quantize_q8.cpp
@@ -48,6 +49,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_gemv_ops(v);
     register_gemv_kn_ops(v);
     register_gather_scatter_ops(v);
+    register_scatter_store_ops(v);
     register_dequantize_ops(v);
     register_qgemv_ops(v);
     register_quantize_q8_ops(v);

@@ -164,6 +164,12 @@ KernelGen gen_scatter_inplace(const LlirNode& n, const GenContext& ctx) {
   return gen_scatter_impl(n, ctx, true);
 }
 
+}  // namespace
+
+const OpDef* scatter_unique_op() { return &kScatterUnique; }
+
+namespace {
+
 KernelGen gen_scatter_unique(const LlirNode& n, const GenContext& ctx) {
   return gen_scatter_impl(n, ctx, true, true);
 }

@@ -211,6 +211,19 @@ LMN unsigned long long lmn_cluster_ld(const void* p, unsigned q) {
   asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(v) : "r"(r) : "memory");
   return v;
 }
+/* A kernel's `out` when its stores go into a scatter's destination instead (scatter_store.cpp):
+   out[t] = v writes the destination's element idx[t], and nothing where that is outside it. */
+template <class T> struct lmn_scatter_ref {
+  T* p;
+  LMN void operator=(T v) const { if (p) *p = v; }
+};
+template <class T, class J> struct lmn_scatter_out {
+  T* p; const J* idx; long long n;
+  LMN lmn_scatter_ref<T> operator[](long long t) const {
+    const long long j = (long long)idx[t];
+    return lmn_scatter_ref<T>{j >= 0 && j < n ? p + j : nullptr};
+  }
+};
 /* Max with NaN propagating, for row reductions: the NaN it returns is made the reference's
    (lmn_max's 0x7FC00000) once, after the reduction. */
 LMN float lmn_maxn(float a, float b) {

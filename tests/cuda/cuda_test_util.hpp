@@ -6,6 +6,7 @@
 //   LUMINAL_REQUIRE_GPU();                       // GTEST_SKIP() with the reason, without a GPU
 //   testing::CudaRulesOnly rules;                // for build_search_space
 //   cuda::CudaBackend& gpu = testing::gpu();     // one backend per test process
+//   testing::expect_compiles(sources, "a kernel"); // NVRTC for sm_90, as a search would
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -16,6 +17,7 @@
 
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/program/backend.hpp"
@@ -107,6 +109,28 @@ inline std::pair<LlirGraph, int> prefer_ops_16(const Graph& g, Backend& be,
   for (const LlirNode& node : l.nodes)
     n += hit(node.op->name);
   return {std::move(l), n};
+}
+
+/// Compiles `sources` (each named by its `whats` entry) for sm_90 through the backend's batching
+/// on 2 threads, as a search would, and expects every source in a batch; NVRTC's error fails the
+/// test (then the result has no batches).
+inline cuda::CompiledBatches expect_compiles(const std::vector<std::string>& sources,
+                                             const std::vector<std::string>& whats) {
+  cuda::CompiledBatches c;
+  try {
+    c = cuda::compile_batched(sources, whats, "sm_90", 2);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+    return {};
+  }
+  EXPECT_EQ(c.batch_of.size(), sources.size());
+  return c;
+}
+
+/// The same, every source named `what`.
+inline cuda::CompiledBatches expect_compiles(const std::vector<std::string>& sources,
+                                             const std::string& what) {
+  return expect_compiles(sources, std::vector<std::string>(sources.size(), what));
 }
 
 }  // namespace luminal::testing

@@ -18,7 +18,6 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/nn_check.hpp"
-#include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "support/llir_direct.hpp"
@@ -79,13 +78,7 @@ void compile_all(const std::vector<std::pair<LlirGraph, Facts>>& programs) {
       whats.push_back(k.what);
     }
   }
-  cuda::CompiledBatches c;
-  try {
-    c = cuda::compile_batched(sources, whats, "sm_90", 2);
-  } catch (const std::exception& e) {
-    FAIL() << e.what();
-  }
-  EXPECT_EQ(c.batch_of.size(), sources.size());
+  testing::expect_compiles(sources, whats);
 }
 
 class GemvKnHost : public ::testing::Test {

@@ -59,14 +59,7 @@ void collect(const Graph& g, int programs, uint64_t seed, Sources& out) {
 void compile_all(const Sources& s) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> v(s.unique.begin(), s.unique.end());
-  std::vector<std::string> whats(v.size(), "a test kernel");
-  cuda::CompiledBatches c;
-  try {
-    c = cuda::compile_batched(v, whats, "sm_90", 2);
-  } catch (const std::exception& e) {
-    FAIL() << e.what();
-  }
-  ASSERT_EQ(c.batch_of.size(), v.size());
+  const cuda::CompiledBatches c = testing::expect_compiles(v, "a test kernel");
   for (const cuda::CompiledBatches::Batch& b : c.batches)
     EXPECT_GT(b.cubin.size(), 1000u);
   std::printf("[nvrtc] %d programs, %zu distinct kernels in %zu batches compiled in %.1f s\n",
@@ -424,7 +417,9 @@ TEST_F(Nvrtc, GemvFormsCompile) {
 
 // A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
 // gate, up, down: o reads the merged heads through a stride that equals z without being written
-// so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms), the attention scores
+// so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms; v's as
+// cuda.GemvCastScatter, stored into the cache, and rope's product of k as cuda.MatmulScatter),
+// the attention scores
 // too (the GQA group as the rows sharing each key), the argmax's maxima as cuda.MaxSplit, and
 // each layer's P @ V as one cuda.GemvKNCast (gemv_kn.cpp: the 2 query heads of a group sharing each
 // V read); its kernels compile.
@@ -444,9 +439,13 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   const std::map<std::string, int> mix = l.op_mix();
   auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
   EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast") + count("cuda.GemvEpi") +
-                count("cuda.GemvCastEpi"),
+                count("cuda.GemvCastEpi") + count("cuda.GemvCastScatter"),
             2 * (7 + 1) + 1)
       << l.op_mix_string();
+  // v's projection stores into the v cache and rope's product into the k cache (scatter_store.cpp)
+  EXPECT_EQ(count("cuda.GemvCastScatter"), 2) << l.op_mix_string();
+  EXPECT_EQ(count("cuda.MatmulScatter"), 2) << l.op_mix_string();
+  EXPECT_EQ(count("cuda.ScatterUnique"), 0) << l.op_mix_string();
   EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
   EXPECT_EQ(count("cuda.GemvKNCast"), 2) << l.op_mix_string();
   const Facts facts = d.graph.dim_facts();
@@ -487,7 +486,7 @@ TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
   const std::map<std::string, int> mix = l.op_mix();
   auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
   EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast") + count("cuda.GemvEpi") +
-                count("cuda.GemvCastEpi"),
+                count("cuda.GemvCastEpi") + count("cuda.GemvCastScatter"),
             2 * (6 + 1) + 1)
       << l.op_mix_string();
   EXPECT_EQ(count("Scatter"), 0) << l.op_mix_string();

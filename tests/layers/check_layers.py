@@ -64,7 +64,8 @@ SUBLAYERS = {
                     "device_memory.cpp", "queue.*"]),
         # Code generation and the ops (no GPU needed).
         ("ops", ["codegen.*", "cuda_op.hpp", "elementwise.cpp", "gather_scatter.cpp",
-                 "reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "row.cpp", "row_gen.*", "matmul_operands.*",
+                 "reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "scatter_store.cpp", "row.cpp",
+                 "row_gen.*", "matmul_operands.*",
                  "quant_device.*", "quant_dp4a_device.cpp", "quantize_q8.cpp", "quant_repack.cpp",
                  "dequantize.cpp", "qgemv.cpp", "gemv_epilogue.*", "expert_gemv.cpp"]),
         # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);

@@ -1,0 +1,174 @@
+// Stores into a scatter: a matmul kernel that writes its values straight into the destination of
+// the cuda.ScatterUnique that reads them, one kernel instead of two. A decode step's KV-cache
+// writes are the case it is for: v = x @ Wv^T (cuda.GemvCast) and k after rope (cuda.Matmul,
+// the 2-term product sum of nn::apply_rope) go into the caches at row c - 1.
+//
+// Matched on structure: a cuda.ScatterUnique(dest, idx, src) (gather_scatter.cpp: in place,
+// indexes an Iota proved distinct) that reads src whole and in order (a contiguous view of src's
+// element count) and its indexes contiguously, where src's class holds a cuda.Gemv,
+// cuda.GemvCast, cuda.Matmul or cuda.MatmulCast e-node P of two inputs and no payload, of
+// dest's dtype. The new e-node (the op's "...Scatter" form) has
+//   children = P's two, then dest and idx;  views = P's two, then the scatter's dest and idx views;
+//   dtype, shape = the scatter's (dest's: the output is dest's buffer, in place, input 2);
+//   axis = P's,
+// and computes P's values, storing value t at dest's flat element idx[t] (none outside dest):
+// the scatter's definition, since its indexes are distinct. P's own generator writes the
+// kernel; Codegen gives it the two extra parameters and an `out` that redirects each store
+// (codegen.hpp: ScatterStore; the prelude's lmn_scatter_out). Before it, as for the scatter, a
+// copy of dest into the output runs only when the plan could not alias dest's buffer.
+// Same bits as P then the scatter. The search times it against the two kernels (P's value may
+// have other readers; then the seeds keep P). LUMINAL_CUDA_SCATTER_STORE=0 offers none.
+#include <array>
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+// (seed cost 1: one kernel where P and the scatter cost 0.95-1 + 0.8, so the fewest-kernels
+// seeds take it where P's value has no other reader, and not where P would run twice)
+const OpDef kGemvScatter{
+    .name = "cuda.GemvScatter", .inplace_input = 2, .seed_cost = 1.0, .library_replaces = true};
+const OpDef kGemvCastScatter{
+    .name = "cuda.GemvCastScatter", .inplace_input = 2, .seed_cost = 1.0, .library_replaces = true};
+const OpDef kMatmulScatter{
+    .name = "cuda.MatmulScatter", .inplace_input = 2, .seed_cost = 1.0, .library_replaces = true};
+const OpDef kMatmulCastScatter{.name = "cuda.MatmulCastScatter",
+                               .inplace_input = 2,
+                               .seed_cost = 1.0,
+                               .library_replaces = true};
+
+/// Each scatter form and the op whose values it stores.
+struct Form {
+  const OpDef* op;
+  const char* base;
+};
+const std::array<Form, 4> kForms{{{&kGemvScatter, "cuda.Gemv"},
+                                  {&kGemvCastScatter, "cuda.GemvCast"},
+                                  {&kMatmulScatter, "cuda.Matmul"},
+                                  {&kMatmulCastScatter, "cuda.MatmulCast"}}};
+
+const Form* form_of_base(const OpDef* base) {
+  for (const Form& f : kForms)
+    if (base->name == std::string_view(f.base)) return &f;
+  return nullptr;
+}
+
+const CudaOp& base_op(const OpDef* op) {
+  for (const Form& f : kForms)
+    if (f.op == op) {
+      const OpDef* def = cuda_registry().named(f.base);
+      const CudaOp* c = def ? find_cuda_op(def) : nullptr;
+      if (!c) throw Error(std::string(op->name) + ": no op " + f.base + " in the registry");
+      return *c;
+    }
+  throw Error("cuda: " + std::string(op->name) + " is not a store-into-scatter op");
+}
+
+bool integer_index(DType t) { return t == DType::I32 || t == DType::I64; }
+
+void apply(const Match& m, EGraph& eg) {
+  const ENodeId s = m.node("s");
+  const ENode sn = eg.node(s);
+  const Attrs sa = eg.attrs_of(s);
+  if (sn.children.size() != 3 || sa.views.size() != 3) return;
+  const ClassId src = eg.find(sn.children[2]);
+  const View& vi = sa.views[1];
+  const View& vs = sa.views[2];
+  const Expr count = numel(eg.shape(src));
+  if (!vs.is_contiguous() || vs.has_base() || !(vs.numel() == count)) return;
+  if (!vi.is_contiguous() || vi.has_base() || !(vi.numel() == count)) return;
+  if (!integer_index(eg.dtype(sn.children[1])) || eg.dtype(src) != sa.dtype) return;
+  struct Offer {
+    const OpDef* op;
+    Attrs attrs;
+    std::vector<ClassId> children;
+  };
+  std::vector<Offer> offers;  // (the class's e-nodes may change as we add)
+  for (ENodeId id : eg.nodes_of(src)) {
+    const ENode& pn = eg.node(id);
+    const Form* f = form_of_base(pn.op);
+    if (!f) continue;
+    const Attrs& pa = eg.attrs_of(id);
+    if (pa.payload || pn.children.size() != 2 || pa.views.size() != 2) continue;
+    Offer o{f->op, pa, {eg.find(pn.children[0]), eg.find(pn.children[1])}};
+    o.attrs.dtype = sa.dtype;
+    o.attrs.shape = sa.shape;
+    o.attrs.views.push_back(sa.views[0]);
+    o.attrs.views.push_back(vi);
+    o.children.push_back(eg.find(sn.children[0]));
+    o.children.push_back(eg.find(sn.children[1]));
+    offers.push_back(std::move(o));
+  }
+  for (Offer& o : offers)
+    eg.merge(eg.add(o.op, o.attrs, o.children), m.root);
+}
+
+std::vector<Rule> scatter_store_rules() {
+  if (!env_switch_on("LUMINAL_CUDA_SCATTER_STORE")) return {};
+  return {Rule{"cuda.scatter-store", Pattern::op(scatter_unique_op()).bind("s"), nullptr, apply}};
+}
+
+KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
+  const std::string op(n.op->name);
+  if (n.inputs.size() != 4 || n.input_dtypes.size() != 4 || n.attrs.views.size() != 4)
+    throw Error(op + ": needs the matmul's two inputs, the destination and the indexes, got " +
+                std::to_string(n.inputs.size()) + " inputs");
+  const int axis = n.attrs.axis;
+  const View& v0 = n.attrs.views[0];
+  if (axis < 0 || axis >= v0.rank()) throw Error(op + ": no reduced axis " + std::to_string(axis));
+  if (!integer_index(n.input_dtypes[3]))
+    throw Error(op + ": the indexes must be i32 or i64, got " +
+                std::string(name(n.input_dtypes[3])));
+  // The matmul alone: its two inputs, its output's shape (the operands' dims without k; the
+  // flat order is the same as the scatter's source, which it reads contiguously).
+  LlirNode core = n;
+  core.inputs.resize(2);
+  core.input_dtypes.resize(2);
+  core.attrs.views.resize(2);
+  core.attrs.shape.clear();
+  for (int d = 0; d < v0.rank(); ++d)
+    if (d != axis) core.attrs.shape.push_back(v0.dims[static_cast<size_t>(d)]);
+  if (!(numel(core.attrs.shape) == n.attrs.views[3].numel()))
+    throw Error(op + ": the indexes do not match the matmul's outputs one for one");
+  const ScatterStore ss{n.input_dtypes[3], numel(n.attrs.shape)};
+  GenContext sctx = ctx;
+  sctx.scatter_store = &ss;
+  KernelGen g = base_op(n.op).generate(core, sctx);
+  // The copy of dest into the output, first, skipped where the output is dest's own buffer.
+  Codegen cg(n, ctx);
+  const std::string& I = cg.idx();
+  std::string body;
+  const std::string od = cg.view_offset(n.attrs.views[2], "i", "od", body);
+  const Expr total = numel(n.attrs.shape);
+  const std::string ncode = cg.c(total);
+  g.source += "extern \"C\" __global__ void __launch_bounds__(256) LMN_ENTRY(lmn_scatter_copy)(" +
+              cg.params(false) + ") {\n" + cg.dims_prologue() + "  const " + I + " n = " + ncode +
+              ";\n  for (" + I + " i = (" + I +
+              ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" + I +
+              ")gridDim.x * blockDim.x) {\n" + body + "    out[i] = in2[" + od + "];\n  }\n}\n";
+  g.launches.insert(g.launches.begin(),
+                    Launch{"lmn_scatter_copy",
+                           256,
+                           {min(ceil_div(total, 256), Expr(int64_t{ctx.sm_count} * 16)), 1, 1},
+                           true});
+  return g;
+}
+
+}  // namespace
+
+void register_scatter_store_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp gemv{&kGemvScatter, "cuda.inplace", scatter_store_rules, gen_scatter_store};
+  static const CudaOp gemv_cast{&kGemvCastScatter, "", nullptr, gen_scatter_store};
+  static const CudaOp matmul{&kMatmulScatter, "", nullptr, gen_scatter_store};
+  static const CudaOp matmul_cast{&kMatmulCastScatter, "", nullptr, gen_scatter_store};
+  ops.push_back(&gemv);
+  ops.push_back(&gemv_cast);
+  ops.push_back(&matmul);
+  ops.push_back(&matmul_cast);
+}
+
+}  // namespace luminal::cuda

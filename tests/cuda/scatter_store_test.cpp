@@ -1,0 +1,175 @@
+// Stores into a scatter (luminal/cuda/scatter_store.cpp): cuda.GemvScatter, cuda.GemvCastScatter,
+// cuda.MatmulScatter and cuda.MatmulCastScatter compute a matmul and write its values into the
+// destination of the cuda.ScatterUnique that read them (a decode step's KV-cache writes).
+//   Without a GPU (NVRTC only): offered for a projection written into a cache row and for rope
+//   (a 2-term product sum) written into one, not where the scatter reads the value through a
+//   permutation or LUMINAL_CUDA_SCATTER_STORE=0; every forced kernel compiles for sm_90. The
+//   decode step's fewest-kernels program writes both caches this way (fewest_kernels_test.cpp).
+//   On the GPU: forced programs give the same bits as the matmul kernel then the scatter, over a
+//   dynamic context (the row written is c - 1), and leave every other row as it was.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "cuda/nn_check.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/nn/rope.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::nn_check::from_doubles;
+using testing::nn_check::uniform;
+
+bool is_store(std::string_view op) {
+  return op.size() > 7 && op.rfind("cuda.", 0) == 0 && op.substr(op.size() - 7) == "Scatter" &&
+         op != "cuda.ScatterUnique";
+}
+
+/// A cache [slots, n] with row c - 1 written: the projection x [1, k] @ w^T (rope = false), or
+/// rope of it as [1, heads, 64] (rope = true; n = heads * 64). `permuted`: the row written is
+/// the value's two halves swapped (the scatter reads it through a permutation).
+Graph cache_write(int64_t n, int64_t k, int64_t slots, DType t, bool rope, bool permuted = false) {
+  Graph g;
+  g.declare_dim("c", 1, slots);
+  const Expr c = Expr::var("c");
+  Tensor x = g.tensor("x", {Expr(1), Expr(k)}, t);
+  Tensor w = g.tensor("w", {Expr(n), Expr(k)}, t);
+  Tensor cache = g.tensor("cache", {Expr(slots), Expr(n)}, t).persist();
+  Tensor v = x.matmul(w.transpose(0, 1));  // [1, n]
+  if (rope) {
+    const Tensor pos = g.iota(c - 1 + Expr::z(), Expr(1));
+    const Tensor inv = g.tensor("inv_freq", {Expr(32)});
+    v = nn::apply_rope(v.reshape({Expr(1), Expr(n / 64), Expr(64)}), pos, inv)
+            .reshape({Expr(1), Expr(n)});
+  }
+  if (permuted) v = v.reshape({Expr(2), Expr(n / 2)}).transpose(0, 1).reshape({Expr(1), Expr(n)});
+  const Tensor rows = g.iota((c - 1) * n + Expr::z(), Expr(n)).reshape({Expr(1), Expr(n)});
+  g.carry(cache.scatter_flat(rows, v).output("cache_out"), cache);
+  return g;
+}
+
+void compile_all(const std::vector<LlirGraph>& programs, int64_t slots) {
+  std::vector<std::string> sources, whats;
+  for (const LlirGraph& l : programs) {
+    PlanSpec spec{{{"c", {1, slots}}}, {"c"}};
+    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec)) {
+      sources.push_back(k.source);
+      whats.push_back(k.what);
+    }
+  }
+  testing::expect_compiles(sources, whats);
+}
+
+class ScatterStoreHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  }
+};
+
+TEST_F(ScatterStoreHost, OfferedForCacheWritesAndCompile) {
+  testing::CudaRulesOnly rules;
+  std::vector<LlirGraph> programs;
+  for (DType t : {DType::F32, DType::BF16})
+    for (bool rope : {false, true}) {
+      const Graph g = cache_write(192, 576, 2048, t, rope);
+      auto [l, stores] = testing::prefer_ops(g, rules, is_store);
+      EXPECT_EQ(stores, 1) << name(t) << (rope ? " rope: " : ": ") << l.op_mix_string();
+      EXPECT_EQ(testing::count_op(l, "cuda.ScatterUnique"), 0) << l.op_mix_string();
+      programs.push_back(l);
+    }
+  compile_all(programs, 2048);
+}
+
+TEST_F(ScatterStoreHost, NotOfferedThroughAPermutationOrWhenSwitchedOff) {
+  testing::CudaRulesOnly rules;
+  {
+    const Graph g = cache_write(192, 576, 2048, DType::BF16, false, true);
+    auto [l, stores] = testing::prefer_ops(g, rules, is_store);
+    EXPECT_EQ(stores, 0) << l.op_mix_string();
+  }
+  ::setenv("LUMINAL_CUDA_SCATTER_STORE", "0", 1);
+  {
+    testing::CudaRulesOnly off;
+    const Graph g = cache_write(192, 576, 2048, DType::BF16, false);
+    auto [l, stores] = testing::prefer_ops(g, off, is_store);
+    EXPECT_EQ(stores, 0) << l.op_mix_string();
+  }
+  ::unsetenv("LUMINAL_CUDA_SCATTER_STORE");
+}
+
+TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
+  LUMINAL_REQUIRE_GPU();
+  const int64_t slots = 300, k = 576;
+  uint64_t seed = 5;
+  for (DType t : {DType::F32, DType::BF16})
+    for (bool rope : {false, true})
+      for (int64_t n : {int64_t{192}, int64_t{576}}) {
+        const Graph g = cache_write(n, k, slots, t, rope);
+        auto [fused, stores] = testing::prefer_ops(g, testing::gpu(), is_store);
+        ASSERT_EQ(stores, 1) << fused.op_mix_string();
+        // The same kernels, the store's matmul as its own kernel, then cuda.ScatterUnique.
+        std::string used;
+        std::set<std::string, std::less<>> same;
+        for (const LlirNode& node : fused.nodes) {
+          if (is_store(node.op->name))
+            used = node.op->name;
+          else
+            same.insert(std::string(node.op->name));
+        }
+        const std::string base = used.substr(0, used.size() - 7);
+        same.insert(base);
+        same.insert("cuda.ScatterUnique");
+        auto [split, hits] = testing::prefer_ops(
+            g, testing::gpu(), [&](std::string_view op) { return same.count(op) > 0; });
+        ASSERT_EQ(testing::count_op(split, "cuda.ScatterUnique"), 1) << split.op_mix_string();
+        ASSERT_EQ(testing::count_op(split, base), testing::count_op(fused, base) + 1)
+            << used << ": " << split.op_mix_string();
+        std::vector<DynMap> buckets;
+        for (int64_t ctx : {int64_t{1}, int64_t{7}, slots})
+          buckets.push_back({{"c", ctx}});
+        testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused, buckets);
+        testing::LoadedPlan b = testing::load_plan(testing::gpu(), split, buckets);
+        const std::vector<double> cache = uniform(t, slots * n, ++seed, -1, 1);
+        for (const DynMap& dyn : buckets) {
+          testing::BufferMap in{{"x", from_doubles(t, uniform(t, k, ++seed, -1, 1))},
+                                {"w", from_doubles(t, uniform(t, n * k, ++seed, -1, 1))},
+                                {"cache", from_doubles(t, cache)}};
+          if (rope)
+            in.emplace("inv_freq", from_doubles(DType::F32, uniform(DType::F32, 32, ++seed, 0, 1)));
+          const testing::PlanRun ra = testing::run_plan(a, in, dyn);
+          const testing::PlanRun rb = testing::run_plan(b, in, dyn);
+          const HostBuffer& ya = ra.outputs.at("cache_out");
+          const HostBuffer& yb = rb.outputs.at("cache_out");
+          const std::string what = std::string(name(t)) + " " + used + " n " + std::to_string(n) +
+                                   " c " + std::to_string(dyn.at("c"));
+          ASSERT_EQ(ya.bytes.size(), yb.bytes.size()) << what;
+          EXPECT_TRUE(ya.bytes == yb.bytes) << what << ": not the same bits as " << base
+                                            << " then the scatter (" << hits << " ops alike)";
+          // Every row but c - 1 is the cache as given; row c - 1 is not.
+          const HostBuffer given = from_doubles(t, cache);
+          const size_t row = static_cast<size_t>(n) * size_bytes(t);
+          const size_t r = static_cast<size_t>(dyn.at("c") - 1);
+          for (size_t i = 0; i < static_cast<size_t>(slots); ++i) {
+            const bool same =
+                std::equal(ya.bytes.begin() + i * row, ya.bytes.begin() + (i + 1) * row,
+                           given.bytes.begin() + i * row);
+            EXPECT_EQ(same, i != r) << what << " row " << i;
+          }
+        }
+      }
+}
+
+}  // namespace
+}  // namespace luminal
