@@ -1,5 +1,5 @@
 // CI without a GPU: the search's fewest-kernels starting point over the CUDA search space of a
-// SmolLM2-shaped bf16 decode step (hidden 576, 9/3 heads, FFN 1536), 15 kernels a layer. Its genome
+// SmolLM2-shaped bf16 decode step (hidden 576, 9/3 heads, FFN 1536), 14 kernels a layer. Its genome
 // is a local minimum of the program's true cost (no single gene change lowers it), and the
 // program's kernel count per layer stays near one layer's. A Qwen3-30B-A3B-shaped decode step (12
 // layers, bf16): the router's top-k as pairwise ranks, the repeated argmax's alternative, takes
@@ -61,12 +61,13 @@ TEST(FewestKernels, SmolLM2ShapedDecodeIsALocalMinimumAndGrowsByALayerAtATime) {
   EXPECT_TRUE(one.local_minimum);
   EXPECT_TRUE(two.local_minimum);
   const Fewest thirty = fewest_kernels(30, false);
-  // One layer is 31 kernels, 15 of them per layer. Before genes picked options by kind and the
+  // One layer is 30 kernels, 14 of them per layer. Before genes picked options by kind and the
   // descent on the program's cost, 30 layers took 723 kernels (65 for 2); then 635 (51: one layer
   // more costing its 17); with the KV-cache writes stored by the projection (v) and rope's
-  // product (k) themselves (scatter_store.cpp), 525 (46 for 2: 15 a layer).
-  EXPECT_LE(two.kernels, one.kernels + 15);
-  EXPECT_LE(thirty.kernels, 530u);
+  // product (k) themselves (scatter_store.cpp), 525 (46 for 2: 15 a layer); with SwiGLU's
+  // SiLU(gate) * up in the up GEMV's store (the epilogue rule's leanest region), 499 (44 for 2).
+  EXPECT_LE(two.kernels, one.kernels + 14);
+  EXPECT_LE(thirty.kernels, 505u);
 }
 
 /// Qwen3-30B-A3B (its config.json) with 12 of its 48 layers, as bench_cuda's qwen3moe.
