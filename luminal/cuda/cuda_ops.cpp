@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cuda/gemv_then.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/program/fold.hpp"
 #ifdef LUMINAL_HAVE_CUBLASLT
@@ -71,6 +72,7 @@ const OpRegistry& cuda_registry() {
       {cuda_ops().begin(), cuda_ops().end()},
       [](std::string_view kind, std::string_view text) -> std::shared_ptr<const Payload> {
         if (kind == "fused_program") return FusedProgram::deserialize(text);
+        if (kind == "gemv_then") return GemvThenView::deserialize(text);
 #ifdef LUMINAL_HAVE_CUBLASLT
         if (kind == "lt_epilogue") return LtEpilogue::deserialize(text);
 #endif

@@ -17,7 +17,9 @@
 // (default 4): for tuning sweeps. LUMINAL_CUDA_GEMV=0 offers neither cuda.Gemv nor the split
 // reductions of reduce.cpp (the programs of before, to compare); LUMINAL_CUDA_GEMV_EPILOGUE=0
 // offers no epilogue forms (cuda.GemvEpi / cuda.GemvCastEpi: the GEMV's store applies the
-// elementwise region that reads its value, kernels/epilogue_rule.hpp).
+// elementwise region that reads its value, kernels/epilogue_rule.hpp). cuda.GemvMatmul /
+// cuda.GemvCastMatmul (off unless LUMINAL_CUDA_GEMV_MATMUL=1) run a short product that reads the
+// GEMV's values (rope's 2-term sum) in the same kernel: GemvThen below.
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -26,6 +28,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/gemv_epilogue.hpp"
+#include "luminal/cuda/gemv_then.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
@@ -48,6 +51,12 @@ const OpDef kGemvCast{.name = "cuda.GemvCast", .seed_cost = 0.95, .library_repla
 // replaces both, not where the GEMV's value has other readers and the GEMV would run twice.)
 const OpDef kGemvEpi{.name = "cuda.GemvEpi", .seed_cost = 1.5, .library_replaces = true};
 const OpDef kGemvCastEpi{.name = "cuda.GemvCastEpi", .seed_cost = 1.5, .library_replaces = true};
+
+// A GEMV and the short product reading its values, one kernel (GemvThen below): rope's 2-term
+// sum over q or k. (Seed cost 1: below the GEMV's 0.95 and the matmul's together.)
+const OpDef kGemvMatmul{.name = "cuda.GemvMatmul", .seed_cost = 1.0, .library_replaces = true};
+const OpDef kGemvCastMatmul{
+    .name = "cuda.GemvCastMatmul", .seed_cost = 1.0, .library_replaces = true};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -257,13 +266,51 @@ std::optional<KernelGen> gen_mma(const LlirNode& n, const GenContext& ctx, const
   return gen;
 }
 
+/// A short product after the GEMV, in its kernel (cuda.GemvMatmul): out = A @ B over the last
+/// axis of `va` / `vb` (T = 2, 4 or 8 long, stepped by neither view with unit stride), A the
+/// GEMV's values, B input 2. A task is an index of the product's output axes that A steps
+/// through; the block's groups of W warps (the GEMV's own W, so its sums run in the same order)
+/// compute the T values of A each of its tasks reads (G / T tasks at once, or one task in T / G
+/// rounds), rounded to the GEMV's dtype, into shared memory; then its threads compute the tasks'
+/// outputs (one for each index of the axes A does not step through) as cuda.Matmul does over a
+/// strided k: each product rounded to the node's dtype, summed in double in k order.
+struct GemvThen {
+  View va, vb;  // over the product's dims, its k axis last
+};
+
+/// The statements of a GemvThen's product for the tasks tb to tb + TPB - 1, their A values in
+/// lmn_a[TPB][T] (after a barrier): thread q computes output nn = q % NN of task tb + q / NN, as
+/// gen_reduction's strided matmul does.
+std::string then_product(Codegen& cg, const GemvThen& then, int T, int TPB, const Expr& NN,
+                         const View& out_task, const View& out_nn, const View& b_task,
+                         const View& b_nn, const LlirNode& n) {
+  const std::string& I = cg.idx();
+  const int kt = then.vb.rank() - 1;
+  const std::string nn = cg.c(NN);
+  std::string b = "    __syncthreads();\n    for (" + I + " q = threadIdx.x; q < " +
+                  std::to_string(TPB) + " * " + nn + "; q += blockDim.x) {\n      const " + I +
+                  " task = tb + q / " + nn + ", qi = q % " + nn + ";\n      if (task < P) {\n";
+  const std::string ot = cg.view_offset(out_task, "task", "pt", b, kt);
+  const std::string on = cg.view_offset(out_nn, "qi", "pn", b, kt);
+  const std::string bt = cg.view_offset(b_task, "task", "qt", b, kt);
+  const std::string bn = cg.view_offset(b_nn, "qi", "qn", b, kt);
+  const DType dt = n.attrs.dtype;
+  b += "      double s = 0.0;\n";
+  for (int t = 0; t < T; ++t)
+    b += "      s = s + (double)rd_" + dtype_tag(dt) + "(lmn_a[(q / " + nn + ") * " +
+         std::to_string(T) + " + " + std::to_string(t) + "] * " +
+         load_fn(n.input_dtypes[2], false) + "(in2[" + bt + " + " + bn + " + " +
+         cg.axis_offset(then.vb, kt, std::to_string(t)) + "]));\n";
+  return b + "      out[" + ot + " + " + on + "] = st_" + dtype_tag(dt) + "(s);\n      }\n    }\n";
+}
+
 /// `product_t`: the dtype each product rounds to (the GEMV value's; f32 for cuda.GemvCast).
 /// `epi`: the epilogue program of cuda.GemvEpi / cuda.GemvCastEpi (load 0: the GEMV's value in
 /// the load's dtype; load j >= 1: input j + 1 through views[j + 1] at the output's flat index),
-/// or null.
+/// or null. `then`: the product after it (cuda.GemvMatmul; input 2 is its other operand), or null.
 KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t,
-                        const FusedProgram* epi = nullptr) {
-  const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
+                        const FusedProgram* epi = nullptr, const GemvThen* then = nullptr) {
+  const size_t extra = epi ? n.input_dtypes.size() - 2 : (then ? 1 : 0);
   if (n.input_dtypes.size() != 2 + extra || n.input_dtypes.size() < 2 ||
       n.attrs.views.size() != n.input_dtypes.size())
     throw Error("cuda.Gemv: needs two inputs (and an epilogue's), got " +
@@ -301,6 +348,42 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   for (int d = 0; d < v0.rank(); ++d)
     if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
   cg.require(numel(n.attrs.shape));
+  // With a product after it: T values a task, the tasks' view of A (k and the axes A does not
+  // step through at length 1) and of the output and B by the other axes (nn).
+  int T = 0;
+  View vtask, ntask_out, nout, nb_task, nb;
+  Expr NN = Expr(1);
+  if (then) {
+    const int kt = then->va.rank() - 1;
+    if (M != 1 || kt < 1 || then->vb.rank() != then->va.rank() || !then->va.dims[kt].is_const())
+      throw Error(std::string(n.op->name) + ": needs one row and a constant product axis");
+    T = static_cast<int>(then->va.dims[kt].as_const());
+    if (T != 2 && T != 4 && T != 8)
+      throw Error(std::string(n.op->name) + ": the product axis must be 2, 4 or 8 long, got " +
+                  std::to_string(T));
+    Shape pd = then->va.dims;  // the product's output as a view over its dims (k at length 1)
+    pd[static_cast<size_t>(kt)] = Expr(1);
+    const View pout = View::contiguous(pd);
+    // Offsets split in two: a task's part (the axes A steps through; bases included) and its
+    // outputs' part (the axes only B steps through: nn).
+    vtask = then->va;
+    ntask_out = pout;
+    nb_task = then->vb;
+    nout = pout;
+    nb = then->vb;
+    nb.base = Expr(0);
+    P = Expr(1);
+    for (int d = 0; d < kt; ++d) {
+      const size_t u = static_cast<size_t>(d);
+      if (then->va.strides[u] == Expr(0)) {
+        vtask.dims[u] = ntask_out.dims[u] = nb_task.dims[u] = Expr(1);
+        NN = NN * pd[u];
+      } else {
+        nout.dims[u] = nb.dims[u] = Expr(1);
+        P = P * pd[u];
+      }
+    }
+  }
 
   // W warps per output. One row: 8 (the most bytes in flight; measured best on every 8B shape),
   // while each lane keeps 2 chunks or more (SmolLM2's k = 576, 72 chunks: one warp). Several rows:
@@ -317,7 +400,10 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     throw Error("LUMINAL_CUDA_GEMV_WARPS must be 1, 2, 4 or 8");
   const int U = env_int("LUMINAL_CUDA_GEMV_UNROLL", 4, 1, 8);
   const int G = kWarps / W;
-  if (!epi)
+  // With a product after it, the GEMV's own W (the sums' order, so the same bits) and G values a
+  // block-iteration: TPB tasks when G >= T, else R rounds of G values for one task.
+  const int TPB = then ? std::max(1, G / T) : 1, R = then ? std::max(1, T / G) : 1;
+  if (!epi && !then)
     if (std::optional<KernelGen> mma = gen_mma(n, ctx, *form, product_t, P, out_full,
                                                drop_row(n.attrs.views[static_cast<size_t>(w)]), cg))
       return *mma;
@@ -335,7 +421,12 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   // The epilogue's other inputs, read before the k loop (gemv_epilogue.hpp).
   const std::string out_at = oo + " + " + o_step;
   const GemvPrefetch pf = epi ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
-  auto store = [&](const std::string& value) { return gemv_store(n, epi, out_at, value); };
+  auto store = [&](const std::string& value) {
+    if (then)  // A's value as the product reads it: stored in the GEMV's dtype, loaded back
+      return "lmn_a[it] = " + load_fn(n.attrs.dtype, false) + "(st_" + dtype_tag(n.attrs.dtype) +
+             "(" + value + "));\n";
+    return gemv_store(n, epi, out_at, value);
+  };
 
   const std::string vw_t = vector_type(V * size_bytes(tw));
   const std::string vx_t = vector_type(V * size_bytes(tx));
@@ -349,14 +440,33 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
       "  __shared__ double red[" + std::to_string(kWarps) + "][" + Ms + "];",
       "  const " + I + " KC = K / " + Vs + ";",
-      "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
-          ")gridDim.x * " + Gs + ") {",
-      "    const " + I + " p = pb + g;",
+  });
+  std::string live = "p < P";  // the group's output exists
+  if (then) {
+    // p: the element of A that group g of the task reads, through the product's view of A
+    std::string tb;
+    const std::string ta = cg.view_offset(vtask, "task", "ta", tb, vtask.rank() - 1);
+    const std::string Ts = std::to_string(T), TPBs = std::to_string(TPB);
+    body += "  __shared__ float lmn_a[" + std::to_string(TPB * T) + "];\n  for (" + I + " tb = (" +
+            I + ")blockIdx.x * " + TPBs + "; tb < P; tb += (" + I + ")gridDim.x * " + TPBs +
+            ") {\n  for (int r = 0; r < " + std::to_string(R) +
+            "; ++r) {\n    const int it = r * " + Gs + " + g, tv = it % " + Ts + ";\n    const " +
+            I + " task = tb + it / " + Ts + ";\n" + tb + "    const " + I + " p = " + ta + " + " +
+            cg.axis_offset(then->va, then->va.rank() - 1, "tv") + ";\n";
+    live = "task < P";
+  } else {
+    body += lines({
+        "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
+            ")gridDim.x * " + Gs + ") {",
+        "    const " + I + " p = pb + g;",
+    });
+  }
+  body += lines({
       "    double acc[" + Ms + "];",
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0;",
   });
-  body += pf.decl + "    if (p < P) {\n" + base + pf.load;
+  body += pf.decl + "    if (" + live + ") {\n" + base + pf.load;
   body += lines({
       "    const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in" + std::to_string(w) +
           " + " + ow + ");",
@@ -390,7 +500,7 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
       "      for (int s = 16; s > 0; s >>= 1) acc[mi] += __shfl_xor_sync(0xffffffffu, acc[mi], s);",
   });
   if (W == 1) {
-    body += lines({"    if (lane == 0 && p < P) {"}) + base +
+    body += lines({"    if (lane == 0 && " + live + ") {"}) + base +
             lines({
                 "#pragma unroll",
                 "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
@@ -403,7 +513,7 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
         "      for (int mi = 0; mi < " + Ms + "; ++mi) red[warp][mi] = acc[mi];",
         "    }",
         "    __syncthreads();",
-        "    if (part == 0 && lane == 0 && p < P) {",
+        "    if (part == 0 && lane == 0 && " + live + ") {",
     });
     body += base;
     body += lines({
@@ -414,9 +524,12 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     });
     body += store("t") + lines({"      }", "    }", "    __syncthreads();"});
   }
+  if (then)  // (the rounds end; then the tasks' products)
+    body += "  }\n" + then_product(cg, *then, T, TPB, NN, ntask_out, nout, nb_task, nb, n) +
+            "    __syncthreads();\n";
   body += "  }\n";
   KernelGen gen = kernel("lmn_gemv", cg, P, K, body,
-                         min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)));
+                         min(ceil_div(P, Expr(then ? TPB : G)), Expr(int64_t{ctx.sm_count} * 16)));
   const Expr count = numel(n.attrs.shape);
   // (x once when every output reads the same rows of it, a linear layer; else once an output)
   bool x_shared = true;
@@ -429,6 +542,12 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   for (size_t j = 2; j < n.input_dtypes.size(); ++j)
     gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
   gen.flops = count * K * 2;
+  if (then) {  // T weight rows a task; B's and the outputs' elements once each
+    gen.bytes =
+        P * Expr(int64_t{T}) * K * size_bytes(tw) + K * size_bytes(tx) +
+        count * (Expr(int64_t{T}) * size_bytes(n.input_dtypes[2]) + size_bytes(n.attrs.dtype));
+    gen.flops = P * Expr(int64_t{T}) * K * 2 + count * Expr(int64_t{T} * 2);
+  }
   return gen;
 }
 
@@ -438,6 +557,27 @@ KernelGen gen_gemv(const LlirNode& n, const GenContext& ctx) {
 KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
   require_sixteen_bit_output(n);
   return gen_gemv_node(n, ctx, DType::F32);
+}
+
+/// cuda.GemvMatmul / cuda.GemvCastMatmul: inputs x, W (the GEMV's), B; views the GEMV's two,
+/// then the product's view of B with its k axis last; axis the GEMV's; payload the product's
+/// view of A (GemvThenView).
+KernelGen gen_gemv_matmul_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
+  const auto* a = dynamic_cast<const GemvThenView*>(n.attrs.payload.get());
+  if (n.input_dtypes.size() != 3 || n.attrs.views.size() != 3 || !a)
+    throw Error(std::string(n.op->name) +
+                ": needs the GEMV's two inputs and the product's other "
+                "operand, and the product's view of the GEMV's values as its payload; got " +
+                std::to_string(n.input_dtypes.size()) + " inputs");
+  const GemvThen then{a->a, n.attrs.views[2]};
+  return gen_gemv_node(n, ctx, product_t, nullptr, &then);
+}
+KernelGen gen_gemv_matmul(const LlirNode& n, const GenContext& ctx) {
+  return gen_gemv_matmul_node(n, ctx, n.attrs.dtype);
+}
+KernelGen gen_gemv_cast_matmul(const LlirNode& n, const GenContext& ctx) {
+  require_sixteen_bit_output(n);
+  return gen_gemv_matmul_node(n, ctx, DType::F32);
 }
 
 /// The epilogue program of a cuda.GemvEpi / cuda.GemvCastEpi node and its load 0's dtype.
@@ -494,6 +634,78 @@ std::vector<Rule> gemv_rules() {
   });
 }
 
+/// `v` with axis `axis` moved last.
+View axis_last(View v, int axis) {
+  const size_t a = static_cast<size_t>(axis);
+  v.dims.push_back(v.dims[a]);
+  v.strides.push_back(v.strides[a]);
+  v.dims.erase(v.dims.begin() + axis);
+  v.strides.erase(v.strides.begin() + axis);
+  return v;
+}
+
+/// cuda.GemvMatmul beside a cuda.Matmul whose first operand's class holds a one-row cuda.Gemv
+/// (cuda.GemvCastMatmul: a cuda.GemvCast) of the matmul's dtype, over a k of 2, 4 or 8 that
+/// neither operand reads with unit stride (cuda.Matmul's strided form, whose order of sums the
+/// kernel repeats: same bits).
+void apply_gemv_matmul(const Match& m, EGraph& eg) {
+  const ENodeId id = m.node("m");
+  const ENode mn = eg.node(id);
+  const Attrs ma = eg.attrs_of(id);
+  if (ma.payload || mn.children.size() != 2 || ma.views.size() != 2) return;
+  const int ax = ma.axis;
+  const View& va = ma.views[0];
+  const View& vb = ma.views[1];
+  if (ax < 0 || ax >= va.rank() || vb.rank() != va.rank() || !va.dims[ax].is_const()) return;
+  const int64_t T = va.dims[ax].as_const();
+  const Expr z = Expr::var("z");
+  if ((T != 2 && T != 4 && T != 8) || va.strides[ax] == Expr(0) || va.strides[ax] == z ||
+      vb.strides[ax] == z)
+    return;
+  // (not with the tensor-core GEMV, LUMINAL_CUDA_GEMV_MMA=1: its sums run in another order)
+  if (env_int("LUMINAL_CUDA_GEMV_MMA", -1, 0, 1) == 1) return;
+  // (A's view travels as a payload, outside the plan's dims slots: constants and z only)
+  for (size_t d = 0; d < va.dims.size(); ++d) {
+    if (!va.dims[d].is_const()) return;
+    for (const std::string& v : va.strides[d].vars())
+      if (v != "z") return;
+  }
+  if (!va.base.is_const()) return;
+  const ClassId a = eg.find(mn.children[0]);
+  if (eg.dtype(a) != ma.dtype) return;
+  std::vector<std::pair<const OpDef*, ENodeId>> gemvs;  // (the class may grow as we add)
+  for (ENodeId g : eg.nodes_of(a)) {
+    const OpDef* op = eg.node(g).op;
+    if (op != &kGemv && op != &kGemvCast) continue;
+    const Attrs& ga = eg.attrs_of(g);
+    if (ga.payload || eg.node(g).children.size() != 2 || ga.views.size() != 2) continue;
+    const std::optional<GemvForm> f =
+        gemv_form(ga, eg.dtype(eg.node(g).children[0]), eg.dtype(eg.node(g).children[1]), Facts{});
+    if (f && f->rows == 1) gemvs.emplace_back(op == &kGemv ? &kGemvMatmul : &kGemvCastMatmul, g);
+  }
+  for (const auto& [op, g] : gemvs) {
+    Attrs at = eg.attrs_of(g);
+    at.dtype = ma.dtype;
+    at.shape = ma.shape;
+    at.views.push_back(axis_last(vb, ax));
+    at.payload = std::make_shared<const GemvThenView>(axis_last(va, ax));
+    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]),
+                            eg.find(mn.children[1])};
+    eg.merge(eg.add(op, at, ch), m.root);
+  }
+}
+
+std::vector<Rule> gemv_matmul_rules() {
+  // Off unless LUMINAL_CUDA_GEMV_MATMUL=1: on the H200 (session 16) it took the SmolLM2 shape's
+  // decode from 504 to 444 kernels a token but only 0.823 -> 0.813 ms, and a first version (W
+  // forced to 8 / T, other sums' order) made the 8B shape's 4.39-4.46 ms 4.47-4.49; this one is
+  // not measured there yet.
+  if (!decode_alternatives() || env_int("LUMINAL_CUDA_GEMV_MATMUL", 0, 0, 1) != 1) return {};
+  return {Rule{"cuda.gemv-matmul",
+               Pattern::any_op([](const OpDef* op) { return op->name == "cuda.Matmul"; }).bind("m"),
+               nullptr, apply_gemv_matmul}};
+}
+
 // (it offers epilogues only where cuda.Gemv / cuda.GemvCast e-nodes exist: none when
 // LUMINAL_CUDA_GEMV=0; LUMINAL_CUDA_GEMV_EPILOGUE=0 leaves out the epilogues alone)
 std::vector<Rule> epilogue_rules() {
@@ -515,6 +727,10 @@ void register_gemv_ops(std::vector<const CudaOp*>& ops) {
   ops.push_back(&gemv_cast);
   ops.push_back(&gemv_epi);
   ops.push_back(&gemv_cast_epi);
+  static const CudaOp gemv_matmul{&kGemvMatmul, "cuda.library", gemv_matmul_rules, gen_gemv_matmul};
+  static const CudaOp gemv_cast_matmul{&kGemvCastMatmul, "", nullptr, gen_gemv_cast_matmul};
+  ops.push_back(&gemv_matmul);
+  ops.push_back(&gemv_cast_matmul);
 }
 
 }  // namespace luminal::cuda

@@ -18,6 +18,8 @@
 // copy of dest into the output runs only when the plan could not alias dest's buffer.
 // Same bits as P then the scatter. The search times it against the two kernels (P's value may
 // have other readers; then the seeds keep P). LUMINAL_CUDA_SCATTER_STORE=0 offers none.
+// P may also be a GEMV with rope's product in its kernel (cuda.GemvMatmul / GemvCastMatmul,
+// gemv.cpp): three inputs and a payload, the destination then input 3.
 #include <array>
 #include <string>
 
@@ -40,16 +42,27 @@ const OpDef kMatmulCastScatter{.name = "cuda.MatmulCastScatter",
                                .inplace_input = 2,
                                .seed_cost = 1.0,
                                .library_replaces = true};
+// (a GEMV and rope's product after it, gemv.cpp: three inputs, the destination is input 3)
+const OpDef kGemvMatmulScatter{.name = "cuda.GemvMatmulScatter",
+                               .inplace_input = 3,
+                               .seed_cost = 1.0,
+                               .library_replaces = true};
+const OpDef kGemvCastMatmulScatter{.name = "cuda.GemvCastMatmulScatter",
+                                   .inplace_input = 3,
+                                   .seed_cost = 1.0,
+                                   .library_replaces = true};
 
 /// Each scatter form and the op whose values it stores.
 struct Form {
   const OpDef* op;
   const char* base;
 };
-const std::array<Form, 4> kForms{{{&kGemvScatter, "cuda.Gemv"},
+const std::array<Form, 6> kForms{{{&kGemvScatter, "cuda.Gemv"},
                                   {&kGemvCastScatter, "cuda.GemvCast"},
                                   {&kMatmulScatter, "cuda.Matmul"},
-                                  {&kMatmulCastScatter, "cuda.MatmulCast"}}};
+                                  {&kMatmulCastScatter, "cuda.MatmulCast"},
+                                  {&kGemvMatmulScatter, "cuda.GemvMatmul"},
+                                  {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"}}};
 
 const Form* form_of_base(const OpDef* base) {
   for (const Form& f : kForms)
@@ -93,8 +106,12 @@ void apply(const Match& m, EGraph& eg) {
     const Form* f = form_of_base(pn.op);
     if (!f) continue;
     const Attrs& pa = eg.attrs_of(id);
-    if (pa.payload || pn.children.size() != 2 || pa.views.size() != 2) continue;
-    Offer o{f->op, pa, {eg.find(pn.children[0]), eg.find(pn.children[1])}};
+    // (two inputs; the GEMV-then-product forms three and a payload, the product's view of A)
+    const size_t k = pn.children.size();
+    if ((k == 2) == bool(pa.payload) || (k != 2 && k != 3) || pa.views.size() != k) continue;
+    Offer o{f->op, pa, {}};
+    for (ClassId c : pn.children)
+      o.children.push_back(eg.find(c));
     o.attrs.dtype = sa.dtype;
     o.attrs.shape = sa.shape;
     o.attrs.views.push_back(sa.views[0]);
@@ -114,27 +131,35 @@ std::vector<Rule> scatter_store_rules() {
 
 KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   const std::string op(n.op->name);
-  if (n.inputs.size() != 4 || n.input_dtypes.size() != 4 || n.attrs.views.size() != 4)
-    throw Error(op + ": needs the matmul's two inputs, the destination and the indexes, got " +
-                std::to_string(n.inputs.size()) + " inputs");
+  // The base op's inputs (two; three for a GEMV and the product after it, whose third view is
+  // the product's, k last), then the destination and the indexes.
+  const size_t k = n.inputs.size() - 2;
+  const size_t kv = k;
+  if (n.inputs.size() < 4 || n.inputs.size() > 5 || n.input_dtypes.size() != n.inputs.size() ||
+      n.attrs.views.size() != kv + 2)
+    throw Error(op + ": needs the matmul's inputs, the destination and the indexes, got " +
+                std::to_string(n.inputs.size()) + " inputs and " +
+                std::to_string(n.attrs.views.size()) + " views");
   const int axis = n.attrs.axis;
   const View& v0 = n.attrs.views[0];
   if (axis < 0 || axis >= v0.rank()) throw Error(op + ": no reduced axis " + std::to_string(axis));
-  if (!integer_index(n.input_dtypes[3]))
+  if (!integer_index(n.input_dtypes[k + 1]))
     throw Error(op + ": the indexes must be i32 or i64, got " +
-                std::string(name(n.input_dtypes[3])));
-  // The matmul alone: its two inputs, its output's shape (the operands' dims without k; the
-  // flat order is the same as the scatter's source, which it reads contiguously).
+                std::string(name(n.input_dtypes[k + 1])));
+  // The matmul alone: its inputs, its output's shape (the product's dims without k; the flat
+  // order is the same as the scatter's source, which it reads contiguously).
   LlirNode core = n;
-  core.inputs.resize(2);
-  core.input_dtypes.resize(2);
-  core.attrs.views.resize(2);
+  core.inputs.resize(k);
+  core.input_dtypes.resize(k);
+  core.attrs.views.resize(kv);
   core.attrs.shape.clear();
-  for (int d = 0; d < v0.rank(); ++d)
-    if (d != axis) core.attrs.shape.push_back(v0.dims[static_cast<size_t>(d)]);
-  if (!(numel(core.attrs.shape) == n.attrs.views[3].numel()))
+  const View& vp = k == 2 ? v0 : n.attrs.views[2];
+  const int pk = k == 2 ? axis : vp.rank() - 1;
+  for (int d = 0; d < vp.rank(); ++d)
+    if (d != pk) core.attrs.shape.push_back(vp.dims[static_cast<size_t>(d)]);
+  if (!(numel(core.attrs.shape) == n.attrs.views[kv + 1].numel()))
     throw Error(op + ": the indexes do not match the matmul's outputs one for one");
-  const ScatterStore ss{n.input_dtypes[3], numel(n.attrs.shape)};
+  const ScatterStore ss{n.input_dtypes[k + 1], numel(n.attrs.shape)};
   GenContext sctx = ctx;
   sctx.scatter_store = &ss;
   KernelGen g = base_op(n.op).generate(core, sctx);
@@ -142,14 +167,15 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   Codegen cg(n, ctx);
   const std::string& I = cg.idx();
   std::string body;
-  const std::string od = cg.view_offset(n.attrs.views[2], "i", "od", body);
+  const std::string od = cg.view_offset(n.attrs.views[kv], "i", "od", body);
   const Expr total = numel(n.attrs.shape);
   const std::string ncode = cg.c(total);
   g.source += "extern \"C\" __global__ void __launch_bounds__(256) LMN_ENTRY(lmn_scatter_copy)(" +
               cg.params(false) + ") {\n" + cg.dims_prologue() + "  const " + I + " n = " + ncode +
               ";\n  for (" + I + " i = (" + I +
               ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" + I +
-              ")gridDim.x * blockDim.x) {\n" + body + "    out[i] = in2[" + od + "];\n  }\n}\n";
+              ")gridDim.x * blockDim.x) {\n" + body + "    out[i] = in" + std::to_string(k) + "[" +
+              od + "];\n  }\n}\n";
   g.launches.insert(g.launches.begin(),
                     Launch{"lmn_scatter_copy",
                            256,
@@ -169,6 +195,10 @@ void register_scatter_store_ops(std::vector<const CudaOp*>& ops) {
   ops.push_back(&gemv_cast);
   ops.push_back(&matmul);
   ops.push_back(&matmul_cast);
+  static const CudaOp gemv_matmul{&kGemvMatmulScatter, "", nullptr, gen_scatter_store};
+  static const CudaOp gemv_cast_matmul{&kGemvCastMatmulScatter, "", nullptr, gen_scatter_store};
+  ops.push_back(&gemv_matmul);
+  ops.push_back(&gemv_cast_matmul);
 }
 
 }  // namespace luminal::cuda

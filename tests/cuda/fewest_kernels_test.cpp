@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/compiler/build_space.hpp"
@@ -68,6 +69,12 @@ TEST(FewestKernels, SmolLM2ShapedDecodeIsALocalMinimumAndGrowsByALayerAtATime) {
   // SiLU(gate) * up in the up GEMV's store (the epilogue rule's leanest region), 499 (44 for 2).
   EXPECT_LE(two.kernels, one.kernels + 14);
   EXPECT_LE(thirty.kernels, 505u);
+  // With LUMINAL_CUDA_GEMV_MATMUL=1 (gemv.cpp, GemvThen: rope's product in the q and k GEMVs'
+  // kernels), 439: 12 a layer.
+  ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1);
+  const Fewest then = fewest_kernels(30, false);
+  ::unsetenv("LUMINAL_CUDA_GEMV_MATMUL");
+  EXPECT_LE(then.kernels, 445u);
 }
 
 /// Qwen3-30B-A3B (its config.json) with 12 of its 48 layers, as bench_cuda's qwen3moe.

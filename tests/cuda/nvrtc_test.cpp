@@ -415,40 +415,22 @@ TEST_F(Nvrtc, GemvFormsCompile) {
   compile_all(s);
 }
 
-// A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
-// gate, up, down: o reads the merged heads through a stride that equals z without being written
-// so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms; v's as
-// cuda.GemvCastScatter, stored into the cache, and rope's product of k as cuda.MatmulScatter),
-// the attention scores
-// too (the GQA group as the rows sharing each key), the argmax's maxima as cuda.MaxSplit, and
-// each layer's P @ V as one cuda.GemvKNCast (gemv_kn.cpp: the 2 query heads of a group sharing each
-// V read); its kernels compile.
-TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
+/// A 2-layer bf16 Llama decode step (s = 1, 64 slots) ending in the greedy token.
+models::Decoder small_decode_step() {
   models::DecoderShape shape;
   shape.slots = 64;
   shape.max_step = 1;
   shape.dtype = DType::BF16;
-  const models::Decoder d = models::build_decoder(
+  models::Decoder d = models::build_decoder(
       models::llama_config(
           {.layers = 2, .hidden = 256, .ffn = 512, .heads = 4, .kv_heads = 2, .vocab = 4096}),
       shape);
   nn::greedy_token(d.last_logits).output("token");
-  testing::CudaRulesOnly rules;
-  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
-  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
-  const std::map<std::string, int> mix = l.op_mix();
-  auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
-  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast") + count("cuda.GemvEpi") +
-                count("cuda.GemvCastEpi") + count("cuda.GemvCastScatter"),
-            2 * (7 + 1) + 1)
-      << l.op_mix_string();
-  // v's projection stores into the v cache and rope's product into the k cache (scatter_store.cpp)
-  EXPECT_EQ(count("cuda.GemvCastScatter"), 2) << l.op_mix_string();
-  EXPECT_EQ(count("cuda.MatmulScatter"), 2) << l.op_mix_string();
-  EXPECT_EQ(count("cuda.ScatterUnique"), 0) << l.op_mix_string();
-  EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
-  EXPECT_EQ(count("cuda.GemvKNCast"), 2) << l.op_mix_string();
-  const Facts facts = d.graph.dim_facts();
+  return d;
+}
+
+/// Compiles program `l`'s kernels (its dims named from `facts`) for sm_90.
+void compile_program(const LlirGraph& l, const Facts& facts) {
   PlanSpec spec{facts, {}};
   for (const auto& [name, range] : facts)
     spec.dim_names.push_back(name);
@@ -459,21 +441,58 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   compile_all(s);
 }
 
+/// The GEMV kernels of an op mix: plain, cast, epilogue, store-into-scatter and GEMV-then forms.
+int gemv_kernels(const std::map<std::string, int>& mix) {
+  int n = 0;
+  for (const char* op :
+       {"cuda.Gemv", "cuda.GemvCast", "cuda.GemvEpi", "cuda.GemvCastEpi", "cuda.GemvCastScatter",
+        "cuda.GemvCastMatmul", "cuda.GemvCastMatmulScatter"})
+    n += mix.count(op) ? mix.at(op) : 0;
+  return n;
+}
+
+// A bf16 Llama decode step (s = 1): the fewest-kernels program runs every projection (q, k, v, o,
+// gate, up, down: o reads the merged heads through a stride that equals z without being written
+// so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms; v's as
+// cuda.GemvCastScatter, stored into the cache, and rope's product of k as cuda.MatmulScatter;
+// with LUMINAL_CUDA_GEMV_MATMUL=1, q's and k's GEMVs run rope's product in their kernels,
+// cuda.GemvCastMatmul and cuda.GemvCastMatmulScatter), the attention scores
+// too (the GQA group as the rows sharing each key), the argmax's maxima as cuda.MaxSplit, and
+// each layer's P @ V as one cuda.GemvKNCast (gemv_kn.cpp: the 2 query heads of a group sharing each
+// V read); its kernels compile.
+TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
+  for (bool then : {false, true}) {
+    if (then) ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1);
+    const models::Decoder d = small_decode_step();
+    testing::CudaRulesOnly rules;
+    BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+    const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+    const std::map<std::string, int> mix = l.op_mix();
+    auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
+    EXPECT_EQ(gemv_kernels(mix), 2 * (7 + 1) + 1) << l.op_mix_string();
+    // v's projection stores into the v cache and rope's product into the k cache
+    // (scatter_store.cpp); with the switch, k's GEMV stores rope's product into the cache and q's
+    // runs it in its kernel (gemv.cpp, GemvThen): no rope kernel of its own
+    EXPECT_EQ(count("cuda.GemvCastScatter"), 2) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.MatmulScatter"), then ? 0 : 2) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.GemvCastMatmulScatter"), then ? 2 : 0) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.GemvCastMatmul"), then ? 2 : 0) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.Matmul"), then ? 0 : 2) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.ScatterUnique"), 0) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.MaxSplit"), 1) << l.op_mix_string();
+    EXPECT_EQ(count("cuda.GemvKNCast"), 2) << l.op_mix_string();
+    compile_program(l, d.graph.dim_facts());
+    ::unsetenv("LUMINAL_CUDA_GEMV_MATMUL");
+  }
+}
+
 // Horizontal fusion (compiler/hfuse_rule.hpp) on the same bf16 decode step, its weights
 // persistent and folds offered: the seed that takes it runs gate/up as one GEMV a layer over the
 // folded concatenation (no Scatter runs a step), and its kernels compile for sm_90. q/k/v stay
 // three GEMVs: rope reads q and k through a matmul (the 2-term product sum), and the CUDA matmul
 // matchers refuse an operand with a base, so the fused form would cost more kernels there.
 TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
-  models::DecoderShape shape;
-  shape.slots = 64;
-  shape.max_step = 1;
-  shape.dtype = DType::BF16;
-  const models::Decoder d = models::build_decoder(
-      models::llama_config(
-          {.layers = 2, .hidden = 256, .ffn = 512, .heads = 4, .kv_heads = 2, .vocab = 4096}),
-      shape);
-  nn::greedy_token(d.last_logits).output("token");
+  const models::Decoder d = small_decode_step();
   testing::CudaRulesOnly rules;
   FoldOptions fold;
   fold.on = true;
@@ -485,10 +504,7 @@ TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
   const LlirGraph l = to_llir(*b.space, b.space->biased_genome());
   const std::map<std::string, int> mix = l.op_mix();
   auto count = [&](const char* op) { return mix.count(op) ? mix.at(op) : 0; };
-  EXPECT_EQ(count("cuda.Gemv") + count("cuda.GemvCast") + count("cuda.GemvEpi") +
-                count("cuda.GemvCastEpi") + count("cuda.GemvCastScatter"),
-            2 * (6 + 1) + 1)
-      << l.op_mix_string();
+  EXPECT_EQ(gemv_kernels(mix), 2 * (6 + 1) + 1) << l.op_mix_string();
   EXPECT_EQ(count("Scatter"), 0) << l.op_mix_string();
   int wide = 0;  // GEMVs of n = 2 * 512 (gate/up)
   for (const LlirNode& n : l.nodes)
@@ -497,15 +513,7 @@ TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
       ++wide;
   EXPECT_EQ(wide, 2) << l.to_text();
   EXPECT_EQ(FoldResolver::placeholders(l).size(), 2u) << l.to_text();
-  const Facts facts = d.graph.dim_facts();
-  PlanSpec spec{facts, {}};
-  for (const auto& [name, range] : facts)
-    spec.dim_names.push_back(name);
-  Sources s;
-  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec))
-    if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
-  ++s.programs;
-  compile_all(s);
+  compile_program(l, d.graph.dim_facts());
 }
 
 // cuda.GemvEpi / cuda.GemvCastEpi (gemv.cpp, kernels/epilogue_rule.hpp): a GEMV whose value an

@@ -1,17 +1,21 @@
 // Stores into a scatter (luminal/cuda/scatter_store.cpp): cuda.GemvScatter, cuda.GemvCastScatter,
-// cuda.MatmulScatter and cuda.MatmulCastScatter compute a matmul and write its values into the
-// destination of the cuda.ScatterUnique that read them (a decode step's KV-cache writes).
+// cuda.MatmulScatter, cuda.MatmulCastScatter and the GEMV-then-product forms compute a matmul and
+// write its values into the destination of the cuda.ScatterUnique that read them (a decode
+// step's KV-cache writes). And cuda.GemvMatmul / cuda.GemvCastMatmul (gemv.cpp): a GEMV with
+// rope's 2-term product in its kernel.
 //   Without a GPU (NVRTC only): offered for a projection written into a cache row and for rope
 //   (a 2-term product sum) written into one, not where the scatter reads the value through a
 //   permutation or LUMINAL_CUDA_SCATTER_STORE=0; every forced kernel compiles for sm_90. The
 //   decode step's fewest-kernels program writes both caches this way (fewest_kernels_test.cpp).
 //   On the GPU: forced programs give the same bits as the matmul kernel then the scatter, over a
-//   dynamic context (the row written is c - 1), and leave every other row as it was.
+//   dynamic context (the row written is c - 1), and leave every other row as it was; the GEMV
+//   with rope in its kernel the same bits as the GEMV then cuda.Matmul.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,6 +23,7 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/nn_check.hpp"
+#include "luminal/cuda/gemv_then.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/nn/rope.hpp"
@@ -33,6 +38,30 @@ using testing::nn_check::uniform;
 bool is_store(std::string_view op) {
   return op.size() > 7 && op.rfind("cuda.", 0) == 0 && op.substr(op.size() - 7) == "Scatter" &&
          op != "cuda.ScatterUnique";
+}
+
+/// A GEMV with rope's product in its kernel (gemv.cpp's GemvThen), storing or not.
+bool is_then(std::string_view op) {
+  return op.find("cuda.GemvMatmul") == 0 || op.find("cuda.GemvCastMatmul") == 0;
+}
+
+/// LUMINAL_CUDA_GEMV_MATMUL=1 (the GEMV-then-product forms are off by default) for a scope.
+struct GemvThenOn {
+  GemvThenOn() { ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1); }
+  ~GemvThenOn() { ::unsetenv("LUMINAL_CUDA_GEMV_MATMUL"); }
+};
+
+/// rope of x [1, k] @ w^T as [1, n / 64, 64] at position c - 1 (output "y").
+Graph rope_projection(int64_t n, int64_t k, int64_t slots, DType t) {
+  Graph g;
+  g.declare_dim("c", 1, slots);
+  Tensor x = g.tensor("x", {Expr(1), Expr(k)}, t);
+  Tensor w = g.tensor("w", {Expr(n), Expr(k)}, t);
+  const Tensor pos = g.iota(Expr::var("c") - 1 + Expr::z(), Expr(1));
+  nn::apply_rope(x.matmul(w.transpose(0, 1)).reshape({Expr(1), Expr(n / 64), Expr(64)}), pos,
+                 g.tensor("inv_freq", {Expr(32)}))
+      .output("y");
+  return g;
 }
 
 /// A cache [slots, n] with row c - 1 written: the projection x [1, k] @ w^T (rope = false), or
@@ -79,17 +108,71 @@ class ScatterStoreHost : public ::testing::Test {
 };
 
 TEST_F(ScatterStoreHost, OfferedForCacheWritesAndCompile) {
+  GemvThenOn on;
   testing::CudaRulesOnly rules;
   std::vector<LlirGraph> programs;
   for (DType t : {DType::F32, DType::BF16})
-    for (bool rope : {false, true}) {
-      const Graph g = cache_write(192, 576, 2048, t, rope);
-      auto [l, stores] = testing::prefer_ops(g, rules, is_store);
-      EXPECT_EQ(stores, 1) << name(t) << (rope ? " rope: " : ": ") << l.op_mix_string();
+    for (int form = 0; form < 3; ++form) {  // the projection; rope after it; rope in its kernel
+      const Graph g = cache_write(192, 576, 2048, t, form > 0);
+      auto [l, stores] = testing::prefer_ops(g, rules, [&](std::string_view op) {
+        return is_store(op) && is_then(op) == (form == 2);
+      });
+      EXPECT_EQ(stores, 1) << name(t) << " form " << form << ": " << l.op_mix_string();
       EXPECT_EQ(testing::count_op(l, "cuda.ScatterUnique"), 0) << l.op_mix_string();
       programs.push_back(l);
     }
   compile_all(programs, 2048);
+}
+
+// cuda.GemvMatmul / cuda.GemvCastMatmul with LUMINAL_CUDA_GEMV_MATMUL=1: offered for rope over
+// a one-row projection (q), its kernels compile for sm_90 (n from 2 to 64 heads); not by
+// default, and not for two rows (the GEMV's value is read by rows of a prefill).
+TEST_F(ScatterStoreHost, GemvThenOfferedForRopeAndCompiles) {
+  std::optional<GemvThenOn> on{std::in_place};
+  testing::CudaRulesOnly rules;
+  std::vector<LlirGraph> programs;
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t n : {int64_t{128}, int64_t{576}, int64_t{4096}}) {
+      auto [l, thens] = testing::prefer_ops(rope_projection(n, 576, 2048, t), rules, is_then);
+      EXPECT_EQ(thens, 1) << name(t) << " n " << n << ": " << l.op_mix_string();
+      EXPECT_EQ(testing::count_op(l, "cuda.Matmul"), 0) << l.op_mix_string();
+      programs.push_back(l);
+    }
+  compile_all(programs, 2048);
+  {
+    Graph g;  // two rows
+    g.declare_dim("c", 1, 64);
+    Tensor x = g.tensor("x", {Expr(2), Expr(576)}, DType::BF16);
+    Tensor w = g.tensor("w", {Expr(576), Expr(576)}, DType::BF16);
+    const Tensor pos = g.iota(Expr::var("c") - 1 + Expr::z(), Expr(2));
+    nn::apply_rope(x.matmul(w.transpose(0, 1)).reshape({Expr(2), Expr(9), Expr(64)}), pos,
+                   g.tensor("inv_freq", {Expr(32)}))
+        .output("y");
+    EXPECT_EQ(testing::prefer_ops(g, rules, is_then).second, 0);
+  }
+  on.reset();
+  {
+    testing::CudaRulesOnly off;
+    auto [l, thens] =
+        testing::prefer_ops(rope_projection(576, 576, 2048, DType::BF16), off, is_then);
+    EXPECT_EQ(thens, 0) << l.op_mix_string();
+  }
+}
+
+// The payload (the product's view of the GEMV's values) reads back as it was written, through
+// the registry as a program cache does; malformed text is an error naming it.
+TEST(GemvThenView, RoundTripsAndRejectsMalformedText) {
+  View v = View::contiguous({Expr(1), Expr(9), Expr(2), Expr(32), Expr(2)});
+  v.strides = {Expr(576) * Expr::z(), Expr(64) * Expr::z(), Expr(0), Expr::z(),
+               Expr(32) * Expr::z()};
+  v.base = Expr(5);
+  const cuda::GemvThenView p(v);
+  const auto back = cuda::cuda_read_payload(p.kind(), p.serialize());
+  ASSERT_TRUE(back) << p.serialize();
+  ASSERT_TRUE(p.equals(*back)) << p.serialize() << " read back as " << back->to_string();
+  EXPECT_EQ(back->hash(), p.hash());
+  for (const char* bad : {"", "0", "2 1", "1 4 z 0 7", "x"})
+    EXPECT_THROW(cuda::GemvThenView::deserialize(bad), Error) << "'" << bad << "'";
 }
 
 TEST_F(ScatterStoreHost, NotOfferedThroughAPermutationOrWhenSwitchedOff) {
@@ -111,13 +194,17 @@ TEST_F(ScatterStoreHost, NotOfferedThroughAPermutationOrWhenSwitchedOff) {
 
 TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
   LUMINAL_REQUIRE_GPU();
+  GemvThenOn on;
   const int64_t slots = 300, k = 576;
   uint64_t seed = 5;
   for (DType t : {DType::F32, DType::BF16})
-    for (bool rope : {false, true})
+    for (int form = 0; form < 3; ++form)  // the projection; rope after it; rope in its kernel
       for (int64_t n : {int64_t{192}, int64_t{576}}) {
+        const bool rope = form > 0;
         const Graph g = cache_write(n, k, slots, t, rope);
-        auto [fused, stores] = testing::prefer_ops(g, testing::gpu(), is_store);
+        auto [fused, stores] = testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
+          return is_store(op) && is_then(op) == (form == 2);
+        });
         ASSERT_EQ(stores, 1) << fused.op_mix_string();
         // The same kernels, the store's matmul as its own kernel, then cuda.ScatterUnique.
         std::string used;
@@ -169,6 +256,41 @@ TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
           }
         }
       }
+}
+
+// The GEMV with rope's product in its kernel (cuda.GemvMatmul / cuda.GemvCastMatmul) gives the
+// same bits as the GEMV then cuda.Matmul, at positions 1, 7 and 300.
+TEST(CudaGemvThen, SameBitsAsTheGemvThenTheProduct) {
+  LUMINAL_REQUIRE_GPU();
+  GemvThenOn on;
+  const int64_t slots = 300, k = 576;
+  uint64_t seed = 11;
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t n : {int64_t{192}, int64_t{576}, int64_t{4096}}) {
+      const Graph g = rope_projection(n, k, slots, t);
+      auto [fused, thens] = testing::prefer_ops(g, testing::gpu(), is_then);
+      ASSERT_EQ(thens, 1) << fused.op_mix_string();
+      auto [split, hits] = testing::prefer_ops(g, testing::gpu(), [](std::string_view op) {
+        return op == "cuda.Gemv" || op == "cuda.GemvCast" || op == "cuda.Matmul";
+      });
+      ASSERT_EQ(testing::count_op(split, "cuda.Matmul"), 1) << split.op_mix_string();
+      std::vector<DynMap> buckets;
+      for (int64_t ctx : {int64_t{1}, int64_t{7}, slots})
+        buckets.push_back({{"c", ctx}});
+      testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused, buckets);
+      testing::LoadedPlan b = testing::load_plan(testing::gpu(), split, buckets);
+      for (const DynMap& dyn : buckets) {
+        testing::BufferMap in{
+            {"x", from_doubles(t, uniform(t, k, ++seed, -1, 1))},
+            {"w", from_doubles(t, uniform(t, n * k, ++seed, -1, 1))},
+            {"inv_freq", from_doubles(DType::F32, uniform(DType::F32, 32, ++seed, 0, 1))}};
+        const HostBuffer ya = testing::run_plan(a, in, dyn).outputs.at("y");
+        const HostBuffer yb = testing::run_plan(b, in, dyn).outputs.at("y");
+        EXPECT_TRUE(ya.bytes == yb.bytes)
+            << name(t) << " n " << n << " c " << dyn.at("c") << ": " << fused.op_mix_string()
+            << " against " << split.op_mix_string() << " (" << hits << " ops alike)";
+      }
+    }
 }
 
 }  // namespace

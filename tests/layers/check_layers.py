@@ -67,7 +67,8 @@ SUBLAYERS = {
                  "reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "scatter_store.cpp", "row.cpp",
                  "row_gen.*", "matmul_operands.*",
                  "quant_device.*", "quant_dp4a_device.cpp", "quantize_q8.cpp", "quant_repack.cpp",
-                 "dequantize.cpp", "qgemv.cpp", "gemv_epilogue.*", "expert_gemv.cpp"]),
+                 "dequantize.cpp", "qgemv.cpp", "gemv_epilogue.*", "gemv_then.*",
+                 "expert_gemv.cpp"]),
         # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);
         # the op registry, which lists the cuBLASLt ops too.
         ("cublaslt", ["cublaslt/*", "cublaslt_absent.cpp", "cuda_ops.cpp"]),
