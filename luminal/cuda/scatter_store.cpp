@@ -134,9 +134,8 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   // The base op's inputs (two; three for a GEMV and the product after it, whose third view is
   // the product's, k last), then the destination and the indexes.
   const size_t k = n.inputs.size() - 2;
-  const size_t kv = k;
   if (n.inputs.size() < 4 || n.inputs.size() > 5 || n.input_dtypes.size() != n.inputs.size() ||
-      n.attrs.views.size() != kv + 2)
+      n.attrs.views.size() != k + 2)
     throw Error(op + ": needs the matmul's inputs, the destination and the indexes, got " +
                 std::to_string(n.inputs.size()) + " inputs and " +
                 std::to_string(n.attrs.views.size()) + " views");
@@ -151,13 +150,13 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   LlirNode core = n;
   core.inputs.resize(k);
   core.input_dtypes.resize(k);
-  core.attrs.views.resize(kv);
+  core.attrs.views.resize(k);
   core.attrs.shape.clear();
   const View& vp = k == 2 ? v0 : n.attrs.views[2];
   const int pk = k == 2 ? axis : vp.rank() - 1;
   for (int d = 0; d < vp.rank(); ++d)
     if (d != pk) core.attrs.shape.push_back(vp.dims[static_cast<size_t>(d)]);
-  if (!(numel(core.attrs.shape) == n.attrs.views[kv + 1].numel()))
+  if (!(numel(core.attrs.shape) == n.attrs.views[k + 1].numel()))
     throw Error(op + ": the indexes do not match the matmul's outputs one for one");
   const ScatterStore ss{n.input_dtypes[k + 1], numel(n.attrs.shape)};
   GenContext sctx = ctx;
@@ -167,7 +166,7 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   Codegen cg(n, ctx);
   const std::string& I = cg.idx();
   std::string body;
-  const std::string od = cg.view_offset(n.attrs.views[kv], "i", "od", body);
+  const std::string od = cg.view_offset(n.attrs.views[k], "i", "od", body);
   const Expr total = numel(n.attrs.shape);
   const std::string ncode = cg.c(total);
   g.source += "extern \"C\" __global__ void __launch_bounds__(256) LMN_ENTRY(lmn_scatter_copy)(" +
@@ -187,18 +186,16 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
 }  // namespace
 
 void register_scatter_store_ops(std::vector<const CudaOp*>& ops) {
-  static const CudaOp gemv{&kGemvScatter, "cuda.inplace", scatter_store_rules, gen_scatter_store};
-  static const CudaOp gemv_cast{&kGemvCastScatter, "", nullptr, gen_scatter_store};
-  static const CudaOp matmul{&kMatmulScatter, "", nullptr, gen_scatter_store};
-  static const CudaOp matmul_cast{&kMatmulCastScatter, "", nullptr, gen_scatter_store};
-  ops.push_back(&gemv);
-  ops.push_back(&gemv_cast);
-  ops.push_back(&matmul);
-  ops.push_back(&matmul_cast);
-  static const CudaOp gemv_matmul{&kGemvMatmulScatter, "", nullptr, gen_scatter_store};
-  static const CudaOp gemv_cast_matmul{&kGemvCastMatmulScatter, "", nullptr, gen_scatter_store};
-  ops.push_back(&gemv_matmul);
-  ops.push_back(&gemv_cast_matmul);
+  // One op a form, the first holding the rule that offers them all.
+  static const std::array<CudaOp, kForms.size()> forms = [] {
+    std::array<CudaOp, kForms.size()> a{};
+    for (size_t i = 0; i < kForms.size(); ++i)
+      a[i] = i == 0 ? CudaOp{{kForms[i].op, "cuda.inplace", scatter_store_rules}, gen_scatter_store}
+                    : CudaOp{{kForms[i].op, "", nullptr}, gen_scatter_store};
+    return a;
+  }();
+  for (const CudaOp& op : forms)
+    ops.push_back(&op);
 }
 
 }  // namespace luminal::cuda

@@ -26,27 +26,6 @@ FusedProgram with_target_first(const FusedProgram& p, int target) {
   return out;
 }
 
-/// The `fused` e-node of class c reading the fewest inputs (on ties, computing the most ops).
-/// The largest region of a class can read a value twice, as itself and as a cast of it (SiLU's
-/// x * sigmoid(x) reading the gate GEMV's f32 value and its bf16 class): its epilogue on either
-/// GEMV would still need the other, while the leanest region (gate and up once each) saves one.
-std::optional<ENodeId> leanest_fused(const OpDef* fused, const EGraph& eg, ClassId c) {
-  std::optional<ENodeId> best;
-  size_t best_children = 0, best_ops = 0;
-  for (ENodeId id : eg.nodes_of(c)) {
-    if (eg.node(id).op != fused) continue;
-    const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(id).payload.get());
-    const size_t ops = prog ? fusion_detail::region_ops(*prog) : 0;
-    const size_t children = eg.node(id).children.size();
-    if (!best || children < best_children || (children == best_children && ops > best_ops)) {
-      best = id;
-      best_children = children;
-      best_ops = ops;
-    }
-  }
-  return best;
-}
-
 void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const OpDef*>>& forms,
            const Match& m, EGraph& eg) {
   const ENodeId id = m.node("e");
@@ -55,7 +34,8 @@ void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const O
   // little.
   if (eg.node(id).op == fused) {
     const ClassId c = eg.find(m.root);
-    if (fusion_detail::largest_fused(fused, eg, c) != id && leanest_fused(fused, eg, c) != id)
+    if (fusion_detail::largest_fused(fused, eg, c) != id &&
+        fusion_detail::leanest_fused(fused, eg, c) != id)
       return;
   }
   std::optional<fusion_detail::SymProgram> region = region_of(fused, eg, id);

@@ -219,9 +219,13 @@ size_t region_ops(const FusedProgram& p) {
   return n;
 }
 
-/// The fused-op e-node of a class computing the most ops (on ties, the one with fewer
-/// children, then the earliest).
-std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c, size_t* count) {
+namespace {
+
+/// The fused-op e-node of class c first by (ops descending, children ascending) or, `leanest`,
+/// by (children ascending, ops descending); on ties the earliest. `count` receives the number of
+/// `fop` e-nodes in the class.
+std::optional<ENodeId> best_fused(const OpDef* fop, const EGraph& eg, ClassId c, bool leanest,
+                                  size_t* count) {
   std::optional<ENodeId> best;
   size_t best_ops = 0, best_children = 0, n = 0;
   for (ENodeId id : eg.nodes_of(c)) {
@@ -230,7 +234,10 @@ std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId
     const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(id).payload.get());
     const size_t ops = prog ? region_ops(*prog) : 0;
     const size_t children = eg.node(id).children.size();
-    if (!best || ops > best_ops || (ops == best_ops && children < best_children)) {
+    const bool better =
+        leanest ? children < best_children || (children == best_children && ops > best_ops)
+                : ops > best_ops || (ops == best_ops && children < best_children);
+    if (!best || better) {
       best = id;
       best_ops = ops;
       best_children = children;
@@ -238,6 +245,16 @@ std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId
   }
   if (count) *count = n;
   return best;
+}
+
+}  // namespace
+
+std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c, size_t* count) {
+  return best_fused(fop, eg, c, false, count);
+}
+
+std::optional<ENodeId> leanest_fused(const OpDef* fop, const EGraph& eg, ClassId c) {
+  return best_fused(fop, eg, c, true, nullptr);
 }
 
 }  // namespace fusion_detail

@@ -51,5 +51,10 @@ size_t region_ops(const FusedProgram& p);
 /// then the earliest); `count` receives the number of `fop` e-nodes in the class.
 std::optional<ENodeId> largest_fused(const OpDef* fop, const EGraph& eg, ClassId c,
                                      size_t* count = nullptr);
+/// The `fop` e-node of a class reading the fewest inputs (on ties, computing the most ops, then
+/// the earliest). The largest region can read a value twice, as itself and as a cast of it
+/// (SiLU's x * sigmoid(x) reading a GEMV's f32 value and its bf16 class); the epilogue rule
+/// takes this one too.
+std::optional<ENodeId> leanest_fused(const OpDef* fop, const EGraph& eg, ClassId c);
 
 }  // namespace luminal::fusion_detail
