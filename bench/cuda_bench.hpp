@@ -32,8 +32,12 @@ CompileOptions decode_opts(int limit, const std::filesystem::path& cache, int sl
                            int c_rep);
 /// Seeded random weights generated on the GPU, empty caches, one token id.
 void fill(Session& s, const models::Decoder& d);
-/// A fresh folder name under the temp directory for `what`.
+/// A fresh folder name under the temp directory for `what`; with LUMINAL_BENCH_CACHE=DIR, DIR/what,
+/// kept across runs (an A/B of a kernel change on the same programs: the first run searches,
+/// later runs load its programs and compile only the kernels whose source changed).
 std::filesystem::path temp_folder(const std::string& what);
+/// Removes a temp_folder() (a kept one stays).
+void clear_cache(const std::filesystem::path& cache);
 
 struct DecodeTiming {
   double ms_per_token = 0;  // execute + the token back to the host + fed in again, median

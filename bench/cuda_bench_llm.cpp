@@ -83,8 +83,15 @@ std::string search_lines(const Session& s) {
 }
 
 fs::path temp_folder(const std::string& what) {
+  if (const char* keep = std::getenv("LUMINAL_BENCH_CACHE"); keep && *keep)
+    return fs::path(keep) / what;
   return fs::temp_directory_path() /
          ("luminal_bench_cuda_" + what + "_" + std::to_string(getpid()));
+}
+
+void clear_cache(const fs::path& cache) {
+  if (const char* keep = std::getenv("LUMINAL_BENCH_CACHE"); keep && *keep) return;
+  clear_cache(cache);
 }
 
 namespace {
@@ -273,7 +280,7 @@ void dims_update(CudaBackend& be) {
         static_cast<unsigned long long>(p1.node_updates - p0.node_updates),
         static_cast<unsigned long long>(p1.reinstantiations - p0.reinstantiations), changes,
         host_ms * 1e3, total_ms);
-    fs::remove_all(cache);
+    clear_cache(cache);
   } catch (const std::exception& e) {
     std::printf("dims update: FAILED: %s\n", e.what());
   }
@@ -322,7 +329,7 @@ void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs
             compile_s);
       }
     }
-    fs::remove_all(cache);
+    clear_cache(cache);
   } catch (const std::exception& e) {
     std::printf("SmolLM2-135M shape bf16 decode: FAILED: %s\n", e.what());
   }
@@ -336,7 +343,7 @@ void llama3_8b(double copy_gbs, int limit) {
     const int slots = std::max(2048, slots_covering(contexts, steps));
     const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, 1);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
-    fs::remove_all(cache);
+    clear_cache(cache);
     double search_s[2] = {0, 0};
     for (int round = 0; round < 2; ++round) {
       const char* which = round == 0 ? "cold" : "warm";
@@ -396,8 +403,7 @@ void llama3_8b(double copy_gbs, int limit) {
   } catch (const std::exception& e) {
     std::printf("Llama-3-8B shape: FAILED: %s\n", e.what());
   }
-  std::error_code ec;
-  fs::remove_all(cache, ec);
+  clear_cache(cache);
 }
 
 /// The cuBLASLt steps of the plan of `s`'s bucket at `dyn`: the first line of the plan's summary,
@@ -427,7 +433,7 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     const int max_step = 128;  // a decode bucket (s = 1) and a prefill bucket (s in [2, 128])
     const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, max_step);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
-    fs::remove_all(cache);
+    clear_cache(cache);
     // Round 0: a cold search. Round 1: a new backend and session on the same compile cache (the
     // warm search: programs read back, plans loaded, cuBLASLt calls prepared again).
     for (int round = 0; round < 2; ++round) {
@@ -519,8 +525,7 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
   } catch (const std::exception& e) {
     std::printf("Llama-3-8B shape with cuBLASLt: FAILED: %s\n", e.what());
   }
-  std::error_code ec;
-  fs::remove_all(cache, ec);
+  clear_cache(cache);
 }
 
 namespace {
@@ -610,8 +615,7 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
   } catch (const std::exception& e) {
     std::printf("%s decode: FAILED: %s\n", what.c_str(), e.what());
   }
-  std::error_code ec;
-  fs::remove_all(cache, ec);
+  clear_cache(cache);
 }
 
 }  // namespace luminal::bench_cuda

@@ -9,7 +9,9 @@
 #   e.g. scripts/gpu-ab.sh out LUMINAL_CUDA_GEMV_KN=0 lt smollm2
 #
 #   BUILD=dir (default build-gpu); JOBS=n (default: all cores); REPS (default 20); ROUNDS (default
-#   1: A then B once per mode)
+#   1: A then B once per mode); SAME_PROGRAM=1: A and B share one compile cache (the first A run
+#   searches, every later run loads its programs), so a kernel change is compared on the same
+#   programs (LUMINAL_BENCH_CACHE; use ROUNDS=2 or more)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-common.sh
@@ -32,6 +34,11 @@ note "gpu-ab $(date -u +%Y-%m-%dT%H:%MZ): B = $switch, modes: $*"
 install_debs
 export XDG_CACHE_HOME="$PWD/.gpu-cache"
 mkdir -p "$XDG_CACHE_HOME"
+if [ "${SAME_PROGRAM:-0}" = 1 ]; then
+  export LUMINAL_BENCH_CACHE="${TMPDIR:-/tmp}/luminal-gpu-ab-$$"
+  rm -rf "$LUMINAL_BENCH_CACHE"
+  trap 'rm -rf "$LUMINAL_BENCH_CACHE"' EXIT
+fi
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
     cmake --build "$build" -j "$jobs" --target bench_cuda

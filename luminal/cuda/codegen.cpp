@@ -324,8 +324,9 @@ std::string Codegen::params(bool restrict_ptrs) const {
   return p;
 }
 
-std::string Codegen::dims_prologue() const {
-  std::string s = "  lmn_pdl();\n";
+std::string Codegen::dims_prologue(const std::string& before_wait) const {
+  // (the dims are copied before the graph launches, so reading them before the wait is safe)
+  std::string s = before_wait.empty() ? "  lmn_pdl();\n" : "";
   for (int d : used_)
     s += "  const " + idx_ + " d" + std::to_string(d) + " = (" + idx_ + ")dims[" +
          std::to_string(d) + "];\n";
@@ -336,6 +337,7 @@ std::string Codegen::dims_prologue() const {
          "> out{lmn_out, in" + std::to_string(node_.inputs.size() + 1) + ", (long long)(" +
          scatter_count_ + ")};\n";
   }
+  if (!before_wait.empty()) s += before_wait + "  lmn_pdl();\n";
   return s;
 }
 

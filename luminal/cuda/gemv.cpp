@@ -112,16 +112,19 @@ std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Fact
 }
 
 // A kernel of either form: the dims prologue, P (outputs along the shared operand) and K, then
-// `body`, launched as `name` on `blocks` blocks of kBlock threads.
+// `body`, launched as `name` on `blocks` blocks of kBlock threads. `before_wait`: statements run
+// before the kernel waits for the one before it (after P and K; the weight's L2 prefetch).
 KernelGen kernel(const char* name, Codegen& cg, const Expr& P, const Expr& K,
-                 const std::string& body, const Expr& blocks) {
+                 const std::string& body, const Expr& blocks, const std::string& before_wait = "") {
   const std::string& I = cg.idx();
   const std::string pcode = cg.c(P);
   const std::string kcode = cg.c(K);
   std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
                   ") LMN_ENTRY(" + name + ")(" + cg.params() + ") {\n";
-  k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
-       ";\n" + body + "}\n";
+  const std::string pk =
+      "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode + ";\n";
+  k += (before_wait.empty() ? cg.dims_prologue() + pk : cg.dims_prologue(pk + before_wait)) + body +
+       "}\n";
   KernelGen gen;
   gen.source = Codegen::unit(k);
   gen.launches.push_back(Launch{name, kBlock, {blocks, 1, 1}});
@@ -528,8 +531,33 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     body += "  }\n" + then_product(cg, *then, T, TPB, NN, ntask_out, nout, nb_task, nb, n) +
             "    __syncthreads();\n";
   body += "  }\n";
-  KernelGen gen = kernel("lmn_gemv", cg, P, K, body,
-                         min(ceil_div(P, Expr(then ? TPB : G)), Expr(int64_t{ctx.sm_count} * 16)));
+  // Before the wait: each group's first output's weight row, as far as its first k step reads
+  // it, into L2 (not with a product after it: its groups' outputs are another order).
+  std::string before_wait;
+  if (!then && weight_prefetch(p_hi * K.as_const() * size_bytes(tw))) {
+    std::string fb;
+    const std::string fw =
+        cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(w)]), "p", "fw", fb, axis);
+    const int64_t span = int64_t{32} * W * U * V;  // elements of k a group's first step reads
+    before_wait =
+        lines({
+            "  {",
+            "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+            "    const " + I + " p = (" + I + ")blockIdx.x * " + Gs + " + warp / " + Ws + ";",
+            "    if (p < P) {",
+        }) +
+        fb +
+        lines({
+            "      lmn_prefetch_l2(in" + std::to_string(w) + " + " + fw + ", (long long)(K < " +
+                std::to_string(span) + " ? K : " + std::to_string(span) + ") * (long long)sizeof(" +
+                sw + "), (warp % " + Ws + ") * 32 + lane, " + std::to_string(32 * W) + ");",
+            "    }",
+            "  }",
+        });
+  }
+  KernelGen gen =
+      kernel("lmn_gemv", cg, P, K, body,
+             min(ceil_div(P, Expr(then ? TPB : G)), Expr(int64_t{ctx.sm_count} * 16)), before_wait);
   const Expr count = numel(n.attrs.shape);
   // (x once when every output reads the same rows of it, a linear layer; else once an output)
   bool x_shared = true;

@@ -47,4 +47,9 @@ std::string gemv_store(const LlirNode& n, const FusedProgram* epi, const std::st
   return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
 }
 
+bool weight_prefetch(int64_t weight_bytes) {
+  const int mib = env_int("LUMINAL_CUDA_PREFETCH", 4, 0, 1 << 20);
+  return mib > 0 && weight_bytes <= (int64_t{mib} << 20);
+}
+
 }  // namespace luminal::cuda

@@ -196,6 +196,14 @@ LMN void lmn_pdl() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// An L2 prefetch of the bytes [p, p + bytes) by thread t of n (a line of 128 bytes each): a
+// kernel's weights, issued before lmn_pdl() so the loads overlap the kernel before. Safe
+// whatever the bytes hold: L2 is where every SM's writes land, so nothing stale can be read.
+LMN void lmn_prefetch_l2(const void* p, long long bytes, int t, int n) {
+  const unsigned long long a = (unsigned long long)p, end = a + (unsigned long long)bytes;
+  for (unsigned long long l = (a & ~127ull) + 128ull * (unsigned long long)t; l < end; l += 128ull * (unsigned long long)n)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(l));
+}
 // Thread block clusters (sm_90+; kernels declared __cluster_dims__): this block's rank in its
 // cluster, a barrier over the cluster, and a 64-bit load of the shared variable at `p` in block
 // `q` of the cluster (mapa gives its address there; ld.shared::cluster reads it).

@@ -412,6 +412,30 @@ TEST_F(Nvrtc, GemvFormsCompile) {
   for (const std::string& src : s.unique)
     mma += src.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos;
   EXPECT_GT(mma, 0);
+  // Weights of at most LUMINAL_CUDA_PREFETCH MiB (4) are prefetched into L2 before the kernel
+  // waits for the one before it (48 x 4096: 384 KiB); an 8 MiB weight is not, nor any with 0.
+  auto prefetches = [](const std::string& src) {
+    const size_t entry = src.find("LMN_ENTRY(lmn_gemv)");
+    const size_t f = src.find("lmn_prefetch_l2(in", entry);
+    return entry != std::string::npos && f != std::string::npos &&
+           f < src.find("lmn_pdl();", entry);
+  };
+  int prefetched = 0;
+  for (const std::string& src : s.unique)
+    prefetched += prefetches(src);
+  EXPECT_GT(prefetched, 0);
+  auto any_prefetch = [&](int64_t n) {
+    bool any = false;
+    for (const cuda::GeneratedKernel& k :
+         cuda::generate_kernels(*gemv_program(1, n, 4096, DType::BF16), PlanSpec{}))
+      any = any || prefetches(k.source);
+    return any;
+  };
+  EXPECT_TRUE(any_prefetch(48));
+  EXPECT_FALSE(any_prefetch(1024)) << "an 8 MiB weight";
+  ::setenv("LUMINAL_CUDA_PREFETCH", "0", 1);
+  EXPECT_FALSE(any_prefetch(48)) << "LUMINAL_CUDA_PREFETCH=0";
+  ::unsetenv("LUMINAL_CUDA_PREFETCH");
   compile_all(s);
 }
 
