@@ -6,6 +6,7 @@
 //   LUMINAL_REQUIRE_GPU();                       // GTEST_SKIP() with the reason, without a GPU
 //   testing::CudaRulesOnly rules;                // for build_search_space
 //   cuda::CudaBackend& gpu = testing::gpu();     // one backend per test process
+//   testing::add_kernels(program, testing::spec_of(facts), sources, whats);
 //   testing::expect_compiles(sources, "a kernel"); // NVRTC for sm_90, as a search would
 #include <gtest/gtest.h>
 
@@ -109,6 +110,23 @@ inline std::pair<LlirGraph, int> prefer_ops_16(const Graph& g, Backend& be,
   for (const LlirNode& node : l.nodes)
     n += hit(node.op->name);
   return {std::move(l), n};
+}
+
+/// The plan spec of a graph's dim facts: every dim named, in the facts' order.
+inline PlanSpec spec_of(const Facts& facts) {
+  PlanSpec spec{facts, {}};
+  for (const auto& [name, range] : facts)
+    spec.dim_names.push_back(name);
+  return spec;
+}
+
+/// Appends program `l`'s generated kernels under `spec`: their sources and names.
+inline void add_kernels(const LlirGraph& l, const PlanSpec& spec, std::vector<std::string>& sources,
+                        std::vector<std::string>& whats) {
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec)) {
+    sources.push_back(std::move(k.source));
+    whats.push_back(std::move(k.what));
+  }
 }
 
 /// Compiles `sources` (each named by its `whats` entry) for sm_90 through the backend's batching

@@ -69,15 +69,8 @@ Graph attention_pv(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType 
 /// backend's batching.
 void compile_all(const std::vector<std::pair<LlirGraph, Facts>>& programs) {
   std::vector<std::string> sources, whats;
-  for (const auto& [l, facts] : programs) {
-    PlanSpec spec{facts, {}};
-    for (const auto& [name, range] : facts)
-      spec.dim_names.push_back(name);
-    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec)) {
-      sources.push_back(k.source);
-      whats.push_back(k.what);
-    }
-  }
+  for (const auto& [l, facts] : programs)
+    testing::add_kernels(l, testing::spec_of(facts), sources, whats);
   testing::expect_compiles(sources, whats);
 }
 

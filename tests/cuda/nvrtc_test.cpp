@@ -38,9 +38,7 @@ void collect(const Graph& g, int programs, uint64_t seed, Sources& out) {
   testing::CudaRulesOnly rules;
   const Facts facts = g.dim_facts();
   BuiltSpace b = build_search_space(g, rules, facts);
-  PlanSpec spec{facts, {}};
-  for (const auto& [name, range] : facts)
-    spec.dim_names.push_back(name);
+  const PlanSpec spec = testing::spec_of(facts);
   Rng rng(seed);
   std::set<std::string> seen;
   for (int d = 0; d < programs * 4 && static_cast<int>(seen.size()) < programs; ++d) {
@@ -455,11 +453,8 @@ models::Decoder small_decode_step() {
 
 /// Compiles program `l`'s kernels (its dims named from `facts`) for sm_90.
 void compile_program(const LlirGraph& l, const Facts& facts) {
-  PlanSpec spec{facts, {}};
-  for (const auto& [name, range] : facts)
-    spec.dim_names.push_back(name);
   Sources s;
-  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec))
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(facts)))
     if (s.unique.insert(k.source).second) s.whats.push_back(k.what);
   ++s.programs;
   compile_all(s);

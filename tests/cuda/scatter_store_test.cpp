@@ -89,13 +89,8 @@ Graph cache_write(int64_t n, int64_t k, int64_t slots, DType t, bool rope, bool 
 
 void compile_all(const std::vector<LlirGraph>& programs, int64_t slots) {
   std::vector<std::string> sources, whats;
-  for (const LlirGraph& l : programs) {
-    PlanSpec spec{{{"c", {1, slots}}}, {"c"}};
-    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, spec)) {
-      sources.push_back(k.source);
-      whats.push_back(k.what);
-    }
-  }
+  for (const LlirGraph& l : programs)
+    testing::add_kernels(l, PlanSpec{{{"c", {1, slots}}}, {"c"}}, sources, whats);
   testing::expect_compiles(sources, whats);
 }
 
