@@ -21,6 +21,7 @@
 // cuda.GemvCastMatmul (off unless LUMINAL_CUDA_GEMV_MATMUL=1) run a short product that reads the
 // GEMV's values (rope's 2-term sum) in the same kernel: GemvThen below.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -534,7 +535,9 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   // Before the wait: each group's first output's weight row, as far as its first k step reads
   // it, into L2 (not with a product after it: its groups' outputs are another order).
   std::string before_wait;
-  if (!then && weight_prefetch(p_hi * K.as_const() * size_bytes(tw))) {
+  const int64_t row_bytes =
+      std::max<int64_t>(1, K.as_const() * size_bytes(tw));  // (P may be unbounded)
+  if (!then && weight_prefetch(p_hi > INT64_MAX / row_bytes ? INT64_MAX : p_hi * row_bytes)) {
     std::string fb;
     const std::string fw =
         cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(w)]), "p", "fw", fb, axis);
