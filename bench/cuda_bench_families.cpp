@@ -141,8 +141,7 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
   } catch (const std::exception& e) {
     std::printf("%s decode: FAILED: %s\n", what.c_str(), e.what());
   }
-  std::error_code ec;
-  fs::remove_all(cache, ec);
+  clear_cache(cache);
 }
 
 namespace {

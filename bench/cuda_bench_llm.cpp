@@ -91,7 +91,8 @@ fs::path temp_folder(const std::string& what) {
 
 void clear_cache(const fs::path& cache) {
   if (const char* keep = std::getenv("LUMINAL_BENCH_CACHE"); keep && *keep) return;
-  clear_cache(cache);
+  std::error_code ec;
+  fs::remove_all(cache, ec);
 }
 
 namespace {

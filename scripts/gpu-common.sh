@@ -4,11 +4,6 @@
 
 note() { echo "$*" | tee -a "${summary:-/dev/null}"; }
 
-# A script stopped from outside (the device call's own `timeout`) stops the suite it is running:
-# `timeout` runs each suite in a process group of its own, which a signal to the script does not
-# reach, and a bench left running holds the machine for the next call (session 17: two orphaned
-# bench_cuda runs, and a search started beside them hung).
-trap 'pkill -TERM -P $$ 2>/dev/null; exit 143' TERM INT
 
 # PCRE2 and ICU headers (the io library) from carried .debs when the machine lacks them.
 install_debs() {
@@ -23,10 +18,15 @@ suite() {  # suite NAME LOG TIMEOUT CMD...
   local name=$1 log=$2 limit=$3
   shift 3
   local t0=$(date +%s)
-  # (in the background and waited for: bash runs a trap only once a foreground command ends)
+  # A script stopped from outside (the device call's own `timeout`) stops the suite it runs:
+  # `timeout` puts the suite in a process group of its own, which a signal to the script does not
+  # reach, and a bench left running holds the machine for the next call. The suite runs in the
+  # background and is waited for, since bash runs a trap only once a foreground command ends.
+  trap 'pkill -TERM -P $$ 2>/dev/null; wait; exit 143' TERM INT
   timeout -k 20 "$limit" "$@" >>"$log" 2>&1 &
   wait $!
   local rc=$?
+  trap - TERM INT
   local counts
   counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr -s ' ' | tr '\n' ' ')
   note "$name: rc=$rc in $(($(date +%s) - t0)) s  $counts"

@@ -85,8 +85,8 @@ class Codegen {
   /// The kernel's first statements: lmn_pdl() (wait for the kernel before it when launched with a
   /// programmatic dependency, then let the next one launch), then every dim the kernel used
   /// loaded into locals (call after generating the body). With `before_wait`: the dims first,
-  /// then those statements, then lmn_pdl(): work that reads nothing an earlier kernel writes (an
-  /// L2 prefetch of a weight) overlaps the kernel before.
+  /// then those statements, then lmn_pdl(): work that needs no earlier kernel's result (an L2
+  /// prefetch, a hint that is safe over any bytes) overlaps the kernel before.
   std::string dims_prologue(const std::string& before_wait = "") const;
   /// The translation unit: prelude + `kernels` text.
   static std::string unit(const std::string& kernels);

@@ -397,7 +397,7 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   int W = 1;
   while (W < kWarps && chunks >= int64_t{64} * W * 2 &&
-         (M == 1 || p_hi * W * 2 <= int64_t{ctx.sm_count} * 64))
+         (M == 1 || p_hi <= int64_t{ctx.sm_count} * 32 / W))
     W *= 2;
   W = env_int("LUMINAL_CUDA_GEMV_WARPS", W, 1, kWarps);
   if (W != 1 && W != 2 && W != 4 && W != 8)

@@ -49,7 +49,7 @@ std::string gemv_store(const LlirNode& n, const FusedProgram* epi, const std::st
 
 bool weight_prefetch(int64_t weight_bytes) {
   const int mib = env_int("LUMINAL_CUDA_PREFETCH", 4, 0, 1 << 20);
-  return mib > 0 && weight_bytes <= (int64_t{mib} << 20);
+  return mib > 0 && weight_bytes < (int64_t{mib} << 20);
 }
 
 }  // namespace luminal::cuda

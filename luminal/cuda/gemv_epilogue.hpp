@@ -28,11 +28,13 @@ GemvPrefetch gemv_epilogue_prefetch(const LlirNode& n, const FusedProgram& epi, 
 std::string gemv_store(const LlirNode& n, const FusedProgram* epi, const std::string& at,
                        const std::string& value);
 
-/// Whether a cuda.Gemv* kernel reading `weight_bytes` of weights prefetches its first weight
-/// bytes into L2 before it waits for the kernel before it (programmatic launch), so its first
-/// loads overlap that kernel: for weights of at most LUMINAL_CUDA_PREFETCH MiB (default 4; 0:
-/// never). Measured on the H200, same programs: SmolLM2's GEMVs gain (0.83 -> 0.80 ms a token);
-/// the 8B's large ones lost 0.03 ms, and the same prefetch in cuda.QGemv lost on SmolLM2 q4_1.
+/// Whether a cuda.Gemv / cuda.GemvCast kernel (and their epilogue and store-into-scatter forms;
+/// not the tensor-core or GemvMatmul forms) whose shared operand holds `weight_bytes` (a weight;
+/// in attention's scores, the K cache) prefetches its first bytes into L2 before it waits for the
+/// kernel before it (programmatic launch), so its first loads overlap that kernel: below
+/// LUMINAL_CUDA_PREFETCH MiB (default 4; 0: never). Measured on the H200, same programs: SmolLM2's
+/// GEMVs gain (0.83 -> 0.80 ms a token); prefetching every GEMV cost the 8B 0.03 ms, and the same
+/// prefetch in cuda.QGemv lost on SmolLM2 q4_1.
 bool weight_prefetch(int64_t weight_bytes);
 
 }  // namespace luminal::cuda

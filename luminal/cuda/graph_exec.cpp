@@ -85,8 +85,9 @@ void GraphExecutor::link(int parity, const std::vector<CUgraphNode>& from, size_
   const CudaApi& cu = *dev_.cu;
   Graph& gr = graphs_[parity];
   // A programmatic edge lets a kernel's blocks launch before the kernel it depends on has
-  // finished; they wait at griddepcontrol.wait (the prelude's lmn_pdl, the first statement of
-  // every kernel of the plan) until it has, with its writes visible: the same order as a full
+  // finished; they wait at griddepcontrol.wait (the prelude's lmn_pdl, which every kernel of the
+  // plan runs before it reads another kernel's output) until it has, with its writes visible: the
+  // same order as a full
   // edge, minus the launch gap. A cuBLASLt kernel may not wait, so edges into one are full.
   CUgraphEdgeData programmatic{};
   programmatic.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;

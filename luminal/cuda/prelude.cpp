@@ -189,7 +189,8 @@ LMN double lmn_max(double a, double b) { return (a != a || b != b) ? __longlong_
 LMN long long lmn_max(long long a, long long b) { return a > b ? a : b; }
 // Programmatic dependent launch (sm_90+): wait until the kernel this one depends on has finished
 // and its writes are visible, then allow the next kernel's blocks to launch. Every kernel calls it
-// first; without a programmatic dependency both are no-ops.
+// before it reads anything another kernel writes (first, but for the dims reads and a GEMV's L2
+// prefetch); without a programmatic dependency both are no-ops.
 LMN void lmn_pdl() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
