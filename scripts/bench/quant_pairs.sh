@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # luminal against llama.cpp on the CPU, pairs back to back: prompt and generation tok/s of
 # SmolLM2-135M-Instruct GGUFs, 128 + 128 tokens, each TYPE x THREADS searched once (a fresh
-# compile cache in a temporary folder), then RUNS pairs, medians printed last.
+# compile cache in a temporary folder), then RUNS pairs, medians and ranges printed last.
 #
 #   scripts/bench/quant_pairs.sh [RUNS] [TYPES] [THREADS]
 #     RUNS: 3; TYPES: "Q4_1 Q8_0 Q4_K_M"; THREADS: "2 1"
@@ -19,7 +19,8 @@ models=${MODELS:-$HOME/.cache/luminal/models}
 luminal=${LUMINAL:-$here/../../build/apps/luminal}
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The median and, in brackets, the range of the runs: on a shared box the spread is the point.
+spread() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "%s [%s-%s]", a[int((NR+1)/2)], a[1], a[NR]}'; }
 summary=""
 for t in $types; do
   for th in $threads; do
@@ -35,7 +36,7 @@ for t in $types; do
       echo "$t, $th threads, pair $r: luminal prefill $p decode $d | llama.cpp prompt $lp1 generation $lg1"
       op="$op $p" od="$od $d" lp="$lp $lp1" lg="$lg $lg1"
     done
-    summary+="$t, $th threads, medians: luminal prefill $(median <<<"$op") decode $(median <<<"$od") | llama.cpp prompt $(median <<<"$lp") generation $(median <<<"$lg")"$'\n'
+    summary+="$t, $th threads, medians [ranges]: luminal prefill $(spread <<<"$op") decode $(spread <<<"$od") | llama.cpp prompt $(spread <<<"$lp") generation $(spread <<<"$lg")"$'\n'
   done
 done
 printf '%s' "$summary"
