@@ -27,7 +27,8 @@ from torch._functorch.aot_autograd import aot_module_simplified
 
 import luminal
 
-from .ops import CONVERTERS
+from . import convert  # noqa: F401  (fills the table)
+from .table import CONVERTERS
 from .options import Options
 from . import partition
 from .partition import op_name, split

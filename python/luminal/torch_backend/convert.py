@@ -1,7 +1,7 @@
 """FX graph (core ATen) to a luminal Graph.
 
 ``Converter(gm).build()`` walks the nodes in order: placeholders become graph inputs ("in0",
-"in1", ...; SymInt placeholders become sizes), each call goes through ops.CONVERTERS, and the
+"in1", ...; SymInt placeholders become sizes), each call goes through table.CONVERTERS, and the
 returned tensors become outputs ("out0", ...). Symbolic sizes (Dynamo's SymInts, sympy
 expressions) become luminal dims named after their symbols ("s0", "2*s0 + 1").
 
@@ -11,30 +11,8 @@ one pass finds every node that converts (``supported`` / ``reasons``); the parti
 
 import torch
 
-from .ops import CHECKS, CONVERTERS, Unsupported
-
-_DTYPES = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.int16: "i16",
-    torch.int32: "i32",
-    torch.int64: "i64",
-    torch.bool: "bool",
-}
-
-
-def luminal_dtype(dtype):
-    if isinstance(dtype, str):
-        return dtype
-    try:
-        return _DTYPES[dtype]
-    except KeyError:
-        raise Unsupported(f"dtype {dtype}") from None
-
+from . import ops, ops_shape  # noqa: F401  (fill the table)
+from .table import _DTYPES, CHECKS, CONVERTERS, Unsupported, luminal_dtype
 
 def size_expr(v):
     """An int, a dim name or a size expression string for an int, SymInt or sympy expression."""

@@ -6,42 +6,24 @@ everything else is as FX recorded it. ``cx`` (convert.Converter) gives the node'
 shape (``cx.dtype(node)``, ``cx.shape(node)``) and the graph (``cx.g``). A converter may raise
 ``Unsupported`` while building; the partitioner then leaves the node to eager PyTorch.
 Elementwise, dtype and reduction ops are here; matmul, movement, creation, indexing and size ops
-in ops_shape.py (registered when this module is imported).
+in ops_shape.py; the table and the helpers both use in table.py.
 """
 
 import torch
 
+from .table import (
+    CHECKS,
+    CONVERTERS,
+    Unsupported,
+    _cast,
+    _lt,
+    _mul_size,
+    _size_tensor,
+    op,
+)
+
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-CONVERTERS = {}
-# Checks run before partitioning: fn(node) -> None when the node converts, else the reason.
-CHECKS = {}
-
-class Unsupported(Exception):
-    """An op or an argument the converter does not handle (the node runs in eager)."""
-
-
-def op(*targets, check=None):
-    def wrap(fn):
-        for t in targets:
-            CONVERTERS[t] = fn
-            if check:
-                CHECKS[t] = check
-        return fn
-
-    return wrap
-
-
-def _cast(x, dt):
-    return x if x.dtype == dt else x.cast(dt)
-
-
-def _lt(dtype):
-    """The luminal dtype name of a torch dtype."""
-    from .convert import luminal_dtype
-
-    return luminal_dtype(dtype)
 
 
 def _scalar(v):
@@ -62,25 +44,6 @@ def _binary(cx, node, a, b, fn, compute=None):
     if isinstance(b, str):
         b = _size_tensor(cx, b).cast(dt)
     return fn(_cast(a, dt), _cast(b, dt))
-
-
-def _add_size(a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return a + b
-    return f"({a}) + ({b})"
-
-
-def _mul_size(a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return a * b
-    return f"({a}) * ({b})"
-
-
-def _size_tensor(cx, size):
-    """A 0-d i64 tensor holding a size (a dynamic one is read as the sum of that many ones)."""
-    if isinstance(size, int):
-        return cx.g.constant(float(size), "i64")
-    return cx.g.full([size], 1.0, "i64").sum(0)
 
 
 def _promoted(cx, node):
@@ -443,4 +406,3 @@ def _cumsum(cx, node, a, dim, dtype=None):
     return _cast(a, _lt(cx.dtype(node))).cumsum(dim)
 
 
-from . import ops_shape  # noqa: E402,F401  (registers the rest of the table)

@@ -7,7 +7,7 @@ import operator
 
 import torch
 
-from .ops import (
+from .table import (
     CONVERTERS,
     Unsupported,
     _add_size,

@@ -14,7 +14,8 @@ call (with several dims, its buckets are timed at that call's sizes).
 
 import torch
 
-from .convert import _DTYPES, Converter, eval_size
+from .convert import Converter, eval_size
+from .table import _DTYPES
 
 # Dtypes whose bytes a CUDA output is copied as, into a torch tensor of the same dtype.
 _DEVICE_COPY = {t for t in _DTYPES if t != torch.bool}
