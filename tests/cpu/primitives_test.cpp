@@ -448,6 +448,43 @@ TEST(CpuPrimitives, LargeReductionsEveryLoopOrder) {
   }
 }
 
+TEST(CpuPrimitives, MaxReduceOfF32RowsKeepsTheReferencesBits) {
+  // The f32 row max runs in vector lanes: a zero max must still carry the first zero's sign (the
+  // reference keeps the first element equal to the max), and one NaN anywhere gives NaN.
+  const int64_t n = 1000;
+  Graph g;
+  Tensor x = g.tensor("x", {4, n}, DType::F32);
+  prim::reduce(OpKind::MaxReduce, x, 1).output("max");
+  std::vector<float> v(static_cast<size_t>(4 * n), -1.0f);
+  v[10] = -0.0f;  // row 0: -0 first, then +0
+  v[700] = 0.0f;
+  v[n + 5] = 0.0f;  // row 1: +0 first, then -0
+  v[n + 900] = -0.0f;
+  v[2 * n + 999] = std::numeric_limits<float>::quiet_NaN();  // row 2: NaN last
+  v[3 * n + 3] = 2.5f;                                       // row 3: an ordinary max
+  v[3 * n + 600] = 2.5f;
+  for (int threads : {1, 2}) {
+    cpu::CpuBackend cpu(threads);
+    auto exe = testing::load_plan(cpu, testing::llir_direct(g), {{}});
+    BufferMap in;
+    in["x"] = to_host_buffer(v.data(), v.size(), DType::F32, "x");
+    ReferenceRuntime rt(g);
+    rt.set_bytes("x", in["x"].bytes.data(), in["x"].bytes.size());
+    rt.execute({});
+    BufferMap got = testing::run_executable(exe, g, in, {});
+    const NodeId o = g.outputs()[0];
+    const std::vector<uint8_t> want =
+        rt.get_bytes(Tensor(g, o, View::contiguous(g.node(o).shape), DType::F32));
+    ASSERT_EQ(got.at("max").bytes, want) << threads << " threads";
+    float m[4];
+    std::memcpy(m, want.data(), sizeof m);
+    EXPECT_TRUE(m[0] == 0.0f && std::signbit(m[0]));
+    EXPECT_TRUE(m[1] == 0.0f && !std::signbit(m[1]));
+    EXPECT_TRUE(std::isnan(m[2]));
+    EXPECT_EQ(m[3], 2.5f);
+  }
+}
+
 // ---------------------------------------------------------------- Gather, Scatter
 
 TEST(CpuPrimitives, GatherEveryDtypeAndIndexType) {
