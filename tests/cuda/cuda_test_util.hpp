@@ -4,6 +4,7 @@
 // skip every GPU suite starts with.
 //
 //   LUMINAL_REQUIRE_GPU();                       // GTEST_SKIP() with the reason, without a GPU
+//   LUMINAL_REQUIRE_NVRTC();                     // the same without NVRTC (host compile tests)
 //   testing::CudaRulesOnly rules;                // for build_search_space
 //   cuda::CudaBackend& gpu = testing::gpu();     // one backend per test process
 //   testing::add_kernels(program, testing::spec_of(facts), sources, whats);
@@ -20,6 +21,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/compile_batch.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
+#include "luminal/cuda/nvrtc.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/program/backend.hpp"
 
@@ -152,6 +154,13 @@ inline cuda::CompiledBatches expect_compiles(const std::vector<std::string>& sou
 }
 
 }  // namespace luminal::testing
+
+/// GTEST_SKIP() with the reason where NVRTC cannot be loaded (host tests that compile kernels).
+#define LUMINAL_REQUIRE_NVRTC()                                                 \
+  do {                                                                          \
+    std::string lmn_why_;                                                       \
+    if (!::luminal::cuda::nvrtc_available(&lmn_why_)) GTEST_SKIP() << lmn_why_; \
+  } while (0)
 
 #define LUMINAL_REQUIRE_GPU()                                          \
   do {                                                                 \

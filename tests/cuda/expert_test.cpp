@@ -145,8 +145,7 @@ struct WarpsEnv {
 };
 
 TEST(CudaExpertRules, EveryVariantCompilesForSm90) {
-  std::string why;
-  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  LUMINAL_REQUIRE_NVRTC();
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
   auto add = [&](const Graph& g, DType act, const std::string& at) {

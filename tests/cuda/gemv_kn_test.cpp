@@ -76,10 +76,7 @@ void compile_all(const std::vector<std::pair<LlirGraph, Facts>>& programs) {
 
 class GemvKnHost : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-  }
+  void SetUp() override { LUMINAL_REQUIRE_NVRTC(); }
 };
 
 TEST_F(GemvKnHost, OfferedWhereTheWeightRunsAlongN) {

@@ -67,10 +67,7 @@ void compile_all(const Sources& s) {
 
 class Nvrtc : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-  }
+  void SetUp() override { LUMINAL_REQUIRE_NVRTC(); }
 };
 
 TEST_F(Nvrtc, RandomGraphKernelsCompileForSm90) {

@@ -244,8 +244,7 @@ TEST(CudaQuantRules, SplitLayoutFormIsSeededThroughItsFold) {
 }
 
 TEST(CudaQuantRules, EveryTypesKernelsCompileForSm90) {
-  std::string why;
-  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  LUMINAL_REQUIRE_NVRTC();
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
   for (DType t : kWeightBlockDTypes) {

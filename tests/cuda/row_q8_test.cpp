@@ -78,8 +78,7 @@ TEST(CudaRowQ8Rules, ReplacesTheRowAndTheQuantize) {
 }
 
 TEST(CudaRowQ8Rules, KernelsCompileForSm90) {
-  std::string why;
-  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  LUMINAL_REQUIRE_NVRTC();
   row_q8_on();
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;

@@ -96,10 +96,7 @@ void compile_all(const std::vector<LlirGraph>& programs, int64_t slots) {
 
 class ScatterStoreHost : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-  }
+  void SetUp() override { LUMINAL_REQUIRE_NVRTC(); }
 };
 
 TEST_F(ScatterStoreHost, OfferedForCacheWritesAndCompile) {
