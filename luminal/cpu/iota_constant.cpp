@@ -58,18 +58,14 @@ class IotaKernel final : public Kernel {
       if (linear_) {
         const int64_t a = a_, b = b_;
         parallel_blocks(len_, 1 << 14, k.threads, len_, [&](int64_t lo, int64_t hi) {
-          if constexpr (is_int_dtype(T) && T != DType::Bool) {
-            // Integers store the wrapped value: a plain loop that vectorises.
-            auto* o = reinterpret_cast<storage_t<T>*>(out);
-            for (int64_t i = lo; i < hi; ++i)
-              o[i] = static_cast<storage_t<T>>(static_cast<uint64_t>(a) * static_cast<uint64_t>(i) +
-                                               static_cast<uint64_t>(b));
-          } else {
-            for (int64_t i = lo; i < hi; ++i) {
-              const auto v =
-                  static_cast<uint64_t>(a) * static_cast<uint64_t>(i) + static_cast<uint64_t>(b);
+          auto* o = reinterpret_cast<storage_t<T>*>(out);
+          for (int64_t i = lo; i < hi; ++i) {
+            const auto v =
+                static_cast<uint64_t>(a) * static_cast<uint64_t>(i) + static_cast<uint64_t>(b);
+            if constexpr (is_int_dtype(T) && T != DType::Bool)
+              o[i] = static_cast<storage_t<T>>(v);  // the wrapped value, as store_elem stores it
+            else
               store_elem<T>(out, i, static_cast<int64_t>(v));
-            }
           }
         });
         return;
