@@ -280,17 +280,25 @@ class BlasMatmulKernel : public Kernel {
         one(b, 0, M, 0, N);
       return;
     }
-    if (batches_ >= threads || mode == BlasBatchMode::PerThread) {
+    // Whole products per thread when they share out evenly: a decode step's 3 attention
+    // products on 2 threads would leave one thread idle for a third of the call, so small
+    // products that do not divide among the threads are split like a single one.
+    const bool even = batches_ % threads == 0 || batches_ >= 4 * threads;
+    if ((batches_ >= threads && (even || !small)) || mode == BlasBatchMode::PerThread) {
       parallel_for(batches_, threads, [&](int64_t b) { one(b, 0, M, 0, N); });
       return;
     }
     const bool by_rows = M >= 4 * threads || N == 1;
     const int parts = threads;
     const int len = by_rows ? M : N;
+    // Column pieces in whole 8-lane vectors where there are enough of them (the small kernels'
+    // tails run one column at a time).
+    const int unit = !by_rows && len >= 8 * parts ? 8 : 1;
     parallel_for(batches_ * parts, threads, [&](int64_t task) {
       const int64_t b = task / parts, t = task % parts;
-      const int lo = static_cast<int>(len * t / parts);
-      const int hi = static_cast<int>(len * (t + 1) / parts);
+      const int units = (len + unit - 1) / unit;
+      const int lo = std::min(len, static_cast<int>(units * t / parts) * unit);
+      const int hi = std::min(len, static_cast<int>(units * (t + 1) / parts) * unit);
       if (lo == hi) return;
       if (by_rows)
         one(b, lo, hi, 0, N);

@@ -449,7 +449,8 @@ TEST(MatmulNumerics, TwoToFourRowsRunInTheSmallKernel) {
   // Decode's grouped-query attention per KV head: scores [groups, hd] x [hd, c] (both operands
   // contiguous along k) and values [groups, c] x [c, hd] (the second contiguous along n); a
   // transposed first operand; with lengths that leave tails of 8-lane groups. 2 to 4 rows run
-  // in small_f32::gemm (AVX2), 5 in BLAS.
+  // in small_f32::gemm (AVX2), 5 in BLAS. On 2 threads the 3 products of the first cases are
+  // split by columns (matmul_blas.cpp: products that do not share out evenly).
   struct SmallCase {
     std::string name;
     std::function<Tensor(Graph&)> build;
@@ -468,6 +469,14 @@ TEST(MatmulNumerics, TwoToFourRowsRunInTheSmallKernel) {
              .matmul(g.tensor("v", {3, 50, 70}, DType::F32));
        },
        50},
+      // Three products on two threads are split by columns; 13 columns are fewer than two
+      // threads' 8-lane groups, so the pieces are single columns.
+      {"values: p [3, s, 300] x v [3, 300, 13]",
+       [](Graph& g) {
+         return g.tensor("p", {3, kS, 300}, DType::F32)
+             .matmul(g.tensor("v", {3, 300, 13}, DType::F32));
+       },
+       300},
       {"a^T [s, 37] (a stored [37, s]) x w [37, 29]",
        [](Graph& g) {
          return transposed_input(g, "a", 37, kS, DType::F32)
