@@ -92,6 +92,11 @@ int legacy_lanes(bool split) {
   return l;
 }
 
+/// LUMINAL_CUDA_QGEMV_Q4K_PAIRS (default on): Q4_K's integer form reads its sub-blocks in pairs
+/// (QI_q4_k2: one 16-byte load a lane for 32 values of two sub-blocks); 0 takes one sub-block a
+/// unit (QI_q4_k, which loads each byte chunk once per sub-block).
+bool q4k_pairs() { return env_switch_on("LUMINAL_CUDA_QGEMV_Q4K_PAIRS"); }
+
 /// LUMINAL_CUDA_QGEMV: which forms the rules offer: "both" (default), "f32" or "int8".
 bool form_offered(Form f) {
   const char* v = std::getenv("LUMINAL_CUDA_QGEMV");
@@ -301,7 +306,9 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
     if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
   cg.require(P * K);
 
-  const int64_t NU = K.as_const() / 32;
+  // Q4_K's integer form takes its sub-blocks in pairs (QI_q4_k2: units of 64 values).
+  const bool pairs = q8 && !split && tw == DType::Q4_K && q4k_pairs();
+  const int64_t NU = K.as_const() / (pairs ? 64 : 32);
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   // Units a warp takes a step: the f32 form's lanes one each; the integer form's share a unit,
   // QI_<t>::LANES lanes each (the legacy types: legacy_lanes(); two for Q4_K and Q5_K, four for
@@ -354,9 +361,10 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   body += pf.decl + "    if (p < P) {\n" + base + pf.load;
   // The k loop: a lane (the integer form: lane t of group grp, QI_<t>::LANES lanes a unit) loads
   // U units before using any, step units apart.
-  const std::string T = !q8 ? QT
-                            : (split ? "QS_" : "QI_") + quant_tag(tw) +
-                                  (k_type ? "" : "<" + std::to_string(lanes) + ">");
+  const std::string T = !q8     ? QT
+                        : pairs ? "QI_q4_k2"
+                                : (split ? "QS_" : "QI_") + quant_tag(tw) +
+                                      (k_type ? "" : "<" + std::to_string(lanes) + ">");
   // The weight row: its blocks (split: its bodies and heads, the heads after all TB bodies).
   std::string row_at, load_args = "row, ";
   if (split) {
@@ -391,7 +399,36 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "        const int u = u0 + uu * " + step + ";",
       "        if (u >= NU) break;",
   });
-  if (q8) {
+  if (pairs) {
+    // As below with two scales a unit: each sub-block's integer sum joins the accumulator with
+    // its own scale, and lane 0 adds both min terms.
+    const std::string XB = std::to_string(storage_bytes(tx, K.as_const()));
+    body += lines({
+        "        int v[8], w[8];",
+        "        float a[2], b[2];",
+        "        " + T + "::ints2(r[uu], t, v, w, a, b);",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
+            " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
+        "          int xv[8];",
+        "          float dx, sx0, sx1;",
+        "          lmn_x2(xr, u, w, xv, dx, sx0, sx1);",
+        "          int s0 = 0, s1 = 0;",
+        "#pragma unroll",
+        "          for (int j = 0; j < 4; ++j) {",
+        "            s0 = __dp4a(v[j], xv[j], s0);",
+        "            s1 = __dp4a(v[4 + j], xv[4 + j], s1);",
+        "          }",
+        "          acc[mi] = __fmaf_rn(__fmul_rn(a[0], dx), (float)s0, acc[mi]);",
+        "          acc[mi] = __fmaf_rn(__fmul_rn(a[1], dx), (float)s1, acc[mi]);",
+        "          if (t == 0) {",
+        "            acc[mi] = __fmaf_rn(b[0], sx0, acc[mi]);",
+        "            acc[mi] = __fmaf_rn(b[1], sx1, acc[mi]);",
+        "          }",
+        "        }",
+    });
+  } else if (q8) {
     // Lane t takes its share of unit u (QI_<t>::ints) against the activation unit's words (x
     // read as contiguous rows of activation blocks); lane 0 of the group adds the min term once
     // per unit.

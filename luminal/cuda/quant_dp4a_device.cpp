@@ -143,6 +143,35 @@ struct QI_q4_k {
     lmn_qk_scale(r.h, r.i, a, b);
   }
 };
+/* Q4_K in pairs of sub-blocks (QI_q4_k2, the default; LUMINAL_CUDA_QGEMV_Q4K_PAIRS=0 takes
+   QI_q4_k): unit u is byte chunk c = u % 4 of super-block u / 4, whose 32 bytes hold sub-block 2c
+   in their low nibbles and 2c + 1 in their high ones (64 values). Two lanes a unit, lane t taking
+   bytes 16t..16t+15: values 16t..16t+15 of both sub-blocks, so one 16-byte load serves 32 values
+   (QI_q4_k loads the same bytes once per sub-block). v[0..3] are sub-block 2c's words (activation
+   words 4t + j of the unit's 64 values), v[4..7] 2c + 1's (words 8 + 4t + j); a[h], b[h] the
+   scale and min of sub-block 2c + h. */
+struct QI_q4_k2 {
+  enum { HAS_B = 1, XK = 1, LANES = 2, NW = 8, UV = 64 };
+  struct Raw { uint4 h, q; int c; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 2) * 144;
+    r.c = u & 3;
+    r.h = __ldg((const uint4*)p);
+    r.q = __ldg((const uint4*)(p + 16 + r.c * 32 + 16 * t));
+  }
+  static LMN void ints2(const Raw& r, int t, int* v, int* w, float* a, float* b) {
+    const unsigned int q[4] = {r.q.x, r.q.y, r.q.z, r.q.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[j] = (int)(q[j] & 0x0F0F0F0Fu);
+      v[4 + j] = (int)((q[j] >> 4) & 0x0F0F0F0Fu);
+      w[j] = 4 * t + j;
+      w[4 + j] = 8 + 4 * t + j;
+    }
+    lmn_qk_scale(r.h, 2 * r.c, a[0], b[0]);
+    lmn_qk_scale(r.h, 2 * r.c + 1, a[1], b[1]);
+  }
+};
 struct QI_q5_k {
   enum { HAS_B = 1, XK = 1, LANES = 2, NW = 4 };
   struct Raw { uint4 h, qh, q; int i; };
@@ -279,6 +308,20 @@ LMN void lmn_x(const unsigned char* x, int xk, int u, const int* w, int* xv, flo
     dx = lmn_h16(ds);
     sx = lmn_h16(ds >> 16);
   }
+}
+/* QI_q4_k2's activation: unit u's words w[j] of its 64 values (Q8_K sub-blocks 2c and 2c + 1,
+   c = u % 4), its d, and each sub-block's sum (d times its two bsums) for the min terms. */
+LMN void lmn_x2(const unsigned char* x, int u, const int* w, int* xv, float& dx, float& sx0,
+                float& sx1) {
+  const unsigned char* p = x + (u >> 2) * 292;
+  const int* q = (const int*)(p + 4 + 64 * (u & 3));
+#pragma unroll
+  for (int j = 0; j < 8; ++j) xv[j] = __ldg(q + w[j]);
+  dx = __ldg((const float*)p);
+  const unsigned int* bp = (const unsigned int*)(p + 260 + 8 * (u & 3));
+  const unsigned int b0 = __ldg(bp), b1 = __ldg(bp + 1);
+  sx0 = __fmul_rn(dx, (float)((int)(short)(b0 & 0xFFFFu) + (int)(short)(b0 >> 16)));
+  sx1 = __fmul_rn(dx, (float)((int)(short)(b1 & 0xFFFFu) + (int)(short)(b1 >> 16)));
 }
 /* The split layouts (cuda.QRepack, load-time folding): a weight's blocks as two arrays, each
    block less its scale head (its body: the bytes after the head, or for Q6_K the 208 before its

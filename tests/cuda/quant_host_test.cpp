@@ -207,6 +207,34 @@ int dot_split(const char* win, const char* xin, const char* out, int k) {
                         }
                       }));
 }
+/* Q4_K in pairs of sub-blocks (QI_q4_k2, lmn_x2): units of 64 values with two scales each, as
+   cuda.QGemvQ8 runs them. */
+int dot_pairs(const char* win, const char* xin, const char* out, int k) {
+  const std::vector<unsigned char> w = slurp(win), x = slurp(xin);
+  if (w.empty() || x.empty()) return 2;
+  float acc[2] = {0, 0};
+  for (int u = 0; u < k / 64; ++u)
+    for (int t = 0; t < 2; ++t) {
+      QI_q4_k2::Raw r;
+      QI_q4_k2::load(w.data(), u, t, r);
+      int v[8], wd[8], xv[8];
+      float a[2], b[2], dx, sx0, sx1;
+      QI_q4_k2::ints2(r, t, v, wd, a, b);
+      lmn_x2(x.data(), u, wd, xv, dx, sx0, sx1);
+      int s0 = 0, s1 = 0;
+      for (int j = 0; j < 4; ++j) {
+        s0 = __dp4a(v[j], xv[j], s0);
+        s1 = __dp4a(v[4 + j], xv[4 + j], s1);
+      }
+      acc[t] = __fmaf_rn(__fmul_rn(a[0], dx), (float)s0, acc[t]);
+      acc[t] = __fmaf_rn(__fmul_rn(a[1], dx), (float)s1, acc[t]);
+      if (t == 0) {
+        acc[t] = __fmaf_rn(b[0], sx0, acc[t]);
+        acc[t] = __fmaf_rn(b[1], sx1, acc[t]);
+      }
+    }
+  return put(out, acc[0] + acc[1]);
+}
 template <int L>
 int legacy_split(int t, char** argv, int k) {
   switch (t) {
@@ -232,6 +260,7 @@ int legacy(int t, char** argv, int k) {
 int main(int argc, char** argv) {
   if (argc != 8) return 1;
   const int t = std::atoi(argv[1]), k = std::atoi(argv[5]), lanes = std::atoi(argv[6]);
+  if (std::atoi(argv[7]) == 2) return t == 5 ? dot_pairs(argv[2], argv[3], argv[4], k) : 1;
   if (std::atoi(argv[7])) {
     if (t == 7) return dot_split<QS_q6_k, 208, 2, 208, 210>(argv[2], argv[3], argv[4], k);
     return lanes == 1 ? legacy_split<1>(t, argv, k) : lanes == 2 ? legacy_split<2>(t, argv, k)
@@ -351,6 +380,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       const int lanes = block_size(t) == 256 ? 0 : 1 << (seed % 3);
       // and over the split layout (QS_<t>, cuda.QGemvQ8S) for seeds 3 to 5
       const bool split = seed >= 3 && cuda::split_layout(t).has_value();
+      // and Q4_K in pairs of sub-blocks (QI_q4_k2, the default form) for seeds 3 to 5
+      const bool pairs = seed >= 3 && t == DType::Q4_K;
       const std::vector<uint8_t> w =
           random_blocks(t, static_cast<int>(k / block_size(t)), 90 + seed * 8 + index);
       std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(index));
@@ -365,7 +396,9 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
                               " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
                               " " + std::to_string(k) + " " + std::to_string(lanes) + " " +
-                              (split ? "1" : "0");
+                              (pairs   ? "2"
+                               : split ? "1"
+                                       : "0");
       ASSERT_EQ(std::system(run.c_str()), 0) << name(t) << " lanes " << lanes;
       float got = 0;
       std::ifstream out(dir / "y.bin", std::ios::binary);
