@@ -21,6 +21,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "luminal/nn/linear.hpp"
 #include "luminal/nn/sampling.hpp"
 #include "support/random_graph.hpp"
 
@@ -439,6 +440,51 @@ TEST_F(Nvrtc, GemvFormsCompile) {
     ::setenv("LUMINAL_CUDA_PREFETCH", saved.c_str(), 1);
   else
     ::unsetenv("LUMINAL_CUDA_PREFETCH");
+  compile_all(s);
+}
+
+// The integer quantized GEMV (cuda.QGemvQ8, qgemv.cpp) of every block type, 1 to 3 activation
+// rows: Q4_K takes its sub-blocks in pairs (QI_q4_k2; not with LUMINAL_CUDA_QGEMV_Q4K_PAIRS=0).
+// Every source compiles for sm_90.
+TEST_F(Nvrtc, QGemvQ8FormsCompile) {
+  auto sources = [](DType t, int64_t m) {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(m), Expr(512)});
+    nn::linear(x, g.tensor("w", {Expr(40), Expr(512)}, t).dequantize()).output("y");
+    testing::CudaRulesOnly rules;
+    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+    const EGraph& eg = b.space->egraph();
+    const LlirGraph l = to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId id) {
+      return eg.node(id).op->name == std::string_view("cuda.QGemvQ8") ? 1.0 : 0.0;
+    }));
+    std::vector<std::string> out;
+    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, PlanSpec{}))
+      if (k.source.find("LMN_ENTRY(lmn_qgemv)") != std::string::npos) out.push_back(k.source);
+    return out;
+  };
+  auto count = [](const std::vector<std::string>& v, const std::string& what) {
+    int n = 0;
+    for (const std::string& src : v)
+      n += src.find(what) != std::string::npos;
+    return n;
+  };
+  Sources s;
+  for (DType t : kWeightBlockDTypes)
+    for (int64_t m : {1, 2, 3}) {
+      const std::vector<std::string> v = sources(t, m);
+      ASSERT_EQ(v.size(), 1u) << name(t) << " m = " << m << ": one cuda.QGemvQ8 kernel";
+      EXPECT_EQ(count(v, "QI_q4_k2::ints2"), t == DType::Q4_K ? 1 : 0) << name(t);
+      for (const std::string& src : v)
+        if (s.unique.insert(src).second) s.whats.push_back(std::string(name(t)));
+      ++s.programs;
+    }
+  ::setenv("LUMINAL_CUDA_QGEMV_Q4K_PAIRS", "0", 1);
+  const std::vector<std::string> plain = sources(DType::Q4_K, 1);
+  ::unsetenv("LUMINAL_CUDA_QGEMV_Q4K_PAIRS");
+  EXPECT_EQ(count(plain, "QI_q4_k2::"), 0);
+  EXPECT_EQ(count(plain, "QI_q4_k::ints"), 1);
+  for (const std::string& src : plain)
+    if (s.unique.insert(src).second) s.whats.push_back("q4_k, one sub-block a unit");
   compile_all(s);
 }
 
