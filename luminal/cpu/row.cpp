@@ -9,8 +9,9 @@
 // passes (the sum of squares, then the scaled row), softmax three (max, sum, output). Values shared
 // by a row (loads broadcast along it, reductions, the math on them, such as the norm's correctly
 // rounded division and rsqrt) are computed once per row and broadcast into their arrays. Sums
-// accumulate in double in element order and round once to their dtype (through f32, as the
-// SumReduce kernel); max propagates NaN. Rows are split over the thread pool.
+// accumulate in double (in lanes for floats, whose rounding to the dtype hides the order) and
+// round once to their dtype (through f32, as the SumReduce kernel); max propagates NaN. Rows are
+// split over the thread pool.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "luminal/core/error.hpp"
@@ -35,6 +37,58 @@ namespace luminal::cpu {
 namespace {
 
 const OpDef kRow{"cpu.Row"};
+
+// The sum of v[0, n) added to t, in double: in lanes for floats (the sum rounds once to its
+// dtype, through f32, which hides the order of the double additions, as in the SumReduce
+// kernel), in order otherwise.
+template <class R>
+double row_sum(const R* v, int64_t n, double t) {
+  if constexpr (std::is_same_v<R, float>) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t e = 0; e < n; ++e)
+      s += static_cast<double>(v[e]);
+    return t + s;
+  } else {
+    for (int64_t e = 0; e < n; ++e)
+      t += static_cast<double>(v[e]);
+    return t;
+  }
+}
+
+// max(t, v[0, n)) as the sequential loop gives it: NaN when either holds one, else the first
+// element above t's running value. For floats in lanes, NaN tracked apart; equal floats differ
+// only as zeros of two signs, so a zero maximum is the segment's first zero.
+template <class R>
+double row_max(const R* v, int64_t n, double t) {
+  if constexpr (std::is_same_v<R, float>) {
+    float m = -std::numeric_limits<float>::infinity();
+    int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t e = 0; e < n; ++e) {
+      const float y = v[e];
+      nan |= y != y;
+      m = y > m ? y : m;
+    }
+    if (nan || std::isnan(t)) return std::numeric_limits<double>::quiet_NaN();
+    if (m == 0.0f)
+      for (int64_t e = 0; e < n; ++e)
+        if (v[e] == 0.0f) {
+          m = v[e];
+          break;
+        }
+    return t < m ? static_cast<double>(m) : t;
+  } else {
+    for (int64_t e = 0; e < n; ++e) {
+      const double y = static_cast<double>(v[e]);
+      if (std::isnan(y) || std::isnan(t))
+        t = std::numeric_limits<double>::quiet_NaN();
+      else if (t < y)
+        t = y;
+    }
+    return t;
+  }
+}
 
 // On unless LUMINAL_CPU_ROWS=off (the search then never offers cpu.Row; the kernel still runs
 // any cpu.Row a program holds). The rule costs about 0.2 s a bucket of the tiny Llama's `luminal
@@ -226,20 +280,9 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
               for (int64_t e = 0; e < n;) {
                 const int64_t j = (begin + e) / L;  // the row within the block
                 const int64_t stop = std::min(n, (j + 1) * L - begin);
-                double t = a[j];
-                if (x.op == FusedOpcode::RowSum) {
-                  for (; e < stop; ++e)
-                    t += static_cast<double>(v[e]);
-                } else {
-                  for (; e < stop; ++e) {
-                    const double y = v[e];
-                    if (std::isnan(y) || std::isnan(t))
-                      t = std::numeric_limits<double>::quiet_NaN();
-                    else if (t < y)
-                      t = y;
-                  }
-                }
-                a[j] = t;
+                a[j] = x.op == FusedOpcode::RowSum ? row_sum(v + e, stop - e, a[j])
+                                                   : row_max(v + e, stop - e, a[j]);
+                e = stop;
               }
             }
           });

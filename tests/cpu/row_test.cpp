@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -151,6 +153,59 @@ TEST(RowKernelMutation, IsCaught) {
     differ += std::fabs(a - w) > 1e-3 * (1 + std::fabs(w));
   }
   EXPECT_GT(differ, 100);
+}
+
+/// A row's max runs in vector lanes (row.cpp, row_max) and must keep the sequential max's bits:
+/// a zero max is the first zero (its sign), one NaN anywhere gives NaN, and a row longer than a
+/// block (1024) combines its blocks' maxima in order. y = max(x, row) * w shows the max's sign.
+TEST(RowKernel, MaxKeepsTheReferencesBits) {
+  for (int64_t n : {int64_t{31}, int64_t{1100}}) {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(5), Expr(n)}, DType::F32);
+    Tensor w = g.tensor("w", {Expr(5), Expr(n)}, DType::F32);
+    (x.max(1, true).expand({Expr(5), Expr(n)}) * w).output("y");
+    std::vector<float> v(static_cast<size_t>(5 * n), -1.0f), ones(v.size(), 1.0f);
+    const int64_t late = n - 2;  // in the second block of a long row
+    v[3] = -0.0f;                // row 0: -0 first, then +0
+    v[static_cast<size_t>(late)] = 0.0f;
+    v[static_cast<size_t>(n + 5)] = 0.0f;  // row 1: +0 first, then -0
+    v[static_cast<size_t>(n + late)] = -0.0f;
+    v[static_cast<size_t>(2 * n + late)] = std::numeric_limits<float>::quiet_NaN();  // row 2
+    v[static_cast<size_t>(3 * n + 1)] = 2.5f;  // row 3: the max early, again later
+    v[static_cast<size_t>(3 * n + late)] = 2.5f;
+    for (int64_t i = 0; i < n; ++i)  // row 4: all -inf
+      v[static_cast<size_t>(4 * n + i)] = -std::numeric_limits<float>::infinity();
+    testing::BufferMap in;
+    in["x"] = to_host_buffer(v.data(), v.size(), DType::F32, "x");
+    in["w"] = to_host_buffer(ones.data(), ones.size(), DType::F32, "w");
+    const testing::BufferMap want = opstest::run_reference(g, in, {});
+    for (int threads : {1, 2}) {
+      cpu::CpuBackend cpu(threads);
+      BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+      const LlirGraph l = opstest::choose(b, opstest::prefer_op("cpu.Row"));
+      ASSERT_EQ(opstest::count_op(l, "cpu.Row"), 1) << l.to_text();
+      auto lp = testing::load_plan(cpu, l);
+      const testing::BufferMap got = testing::run_executable(lp, g, in);
+      const std::vector<uint8_t>& gb = got.at("y").bytes;
+      const std::vector<uint8_t>& wb = want.at("y").bytes;
+      ASSERT_EQ(gb.size(), wb.size());
+      for (int64_t r = 0; r < 5; ++r) {
+        float a, e;
+        std::memcpy(&a, gb.data() + 4 * r * n, 4);
+        std::memcpy(&e, wb.data() + 4 * r * n, 4);
+        EXPECT_TRUE((std::isnan(a) && std::isnan(e)) || std::memcmp(&a, &e, 4) == 0)
+            << "n = " << n << ", row " << r << ": " << a << " vs " << e;
+      }
+      float m[5];
+      for (int64_t r = 0; r < 5; ++r)
+        std::memcpy(&m[r], gb.data() + 4 * r * n, 4);
+      EXPECT_TRUE(m[0] == 0.0f && std::signbit(m[0])) << n;
+      EXPECT_TRUE(m[1] == 0.0f && !std::signbit(m[1])) << n;
+      EXPECT_TRUE(std::isnan(m[2])) << n;
+      EXPECT_EQ(m[3], 2.5f) << n;
+      EXPECT_EQ(m[4], -std::numeric_limits<float>::infinity()) << n;
+    }
+  }
 }
 
 TEST(RowKernelErrors, ProgramWithoutRowReduction) {
