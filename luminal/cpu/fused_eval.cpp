@@ -70,8 +70,19 @@ void SlotEval::load(uint8_t* s, int64_t len, int i, const uint8_t* src, const St
       for (int64_t j = 0; j < n; ++j)
         d[j] = load_elem<T>(src, begin + j);
     } else {
-      ix.for_range(begin, begin + n,
-                   [&](int64_t f, int64_t off) { d[f - begin] = load_elem<T>(src, off); });
+      // Run by run: a stretch along a linear last axis copies (step 1) or fills (step 0).
+      ix.for_runs(begin, begin + n, [&](int64_t f, int64_t off, int64_t len, int64_t step) {
+        R* o = d + (f - begin);
+        if (step == 1) {
+          for (int64_t j = 0; j < len; ++j)
+            o[j] = load_elem<T>(src, off + j);
+        } else if (step == 0) {
+          std::fill_n(o, len, static_cast<R>(load_elem<T>(src, off)));
+        } else {
+          for (int64_t j = 0; j < len; ++j)
+            o[j] = load_elem<T>(src, off + step * j);
+        }
+      });
     }
   });
 }

@@ -33,6 +33,33 @@ class StridedIndex {
   }
   int64_t offset_of_flat(int64_t flat) const;
 
+  /// Calls fn(flat, offset, len, step) for the runs of [begin, end) in order: elements flat ..
+  /// flat + len - 1 lie at offset + step * j (a stretch of the last axis when it is linear; one
+  /// element at a time, step 0, where it is a table). A loop over a run can then copy (step 1) or
+  /// fill (step 0) without per-element calls.
+  template <class F>
+  void for_runs(int64_t begin, int64_t end, F&& fn) const {
+    if (begin >= end) return;
+    if (identity_) {
+      fn(begin, begin, end - begin, int64_t{1});
+      return;
+    }
+    // (runs shorter than a few elements: for_range's carries beat a division per run)
+    if (rank() == 0 || !axes_.back().linear || dims_.back() < 8) {
+      for_range(begin, end, [&](int64_t i, int64_t off) { fn(i, off, int64_t{1}, int64_t{0}); });
+      return;
+    }
+    const Axis& last = axes_.back();
+    const int64_t inner = dims_.back();
+    int64_t i = begin;
+    while (i < end) {
+      const int64_t row = i / inner, j = i - row * inner;
+      const int64_t len = std::min(inner - j, end - i);
+      fn(i, offset_of_flat(row * inner) + last.coef * j, len, last.coef);
+      i += len;
+    }
+  }
+
   /// Calls fn(flat, offset) for flat in [begin, end), in order, without divisions per element.
   template <class F>
   void for_range(int64_t begin, int64_t end, F&& fn) const {

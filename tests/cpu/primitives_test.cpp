@@ -153,6 +153,39 @@ TEST(CpuStrided, AxisTablesThatAreLinearAtTheseDimsCountAsLinear) {
   EXPECT_EQ(offsets, (std::vector<int64_t>{62, 63, 8192, 8193}));
 }
 
+TEST(CpuStrided, RunsVisitTheSameOffsetsAsTheElements) {
+  // for_runs (fused_eval.cpp's loads) against for_range on views with a linear, a broadcast, a
+  // transposed and a table last axis, short and long rows, ranges starting and ending mid-row.
+  const Expr z = Expr::z();
+  const std::vector<View> views = {
+      {{Expr(3), Expr(40)}, {40 * z, z}},                         // contiguous
+      {{Expr(3), Expr(40)}, {z, Expr(0)}},                        // broadcast along the row
+      {{Expr(3), Expr(40)}, {z, 3 * z}},                          // transposed
+      {{Expr(3), Expr(40)}, {Expr(0), z}},                        // the same row three times
+      {{Expr(2), Expr(3), Expr(20)}, {70 * z, 20 * z, z + 5}},    // an offset inside each row
+      {{Expr(3), Expr(70)}, {70 * z, 8192 * (z / 64) + z % 64}},  // a table
+      {{Expr(12), Expr(4)}, {4 * z, 2 * z}},                      // rows too short for runs
+  };
+  for (const View& v : views) {
+    const cpu::StridedIndex ix(v, {});
+    for (const auto& [b, e] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, ix.numel()}, {7, ix.numel() - 3}, {41, 42}, {5, 5}}) {
+      std::vector<int64_t> want, got;
+      ix.for_range(b, e, [&](int64_t f, int64_t off) {
+        EXPECT_EQ(f, b + static_cast<int64_t>(want.size()));
+        want.push_back(off);
+      });
+      ix.for_runs(b, e, [&](int64_t f, int64_t off, int64_t len, int64_t step) {
+        EXPECT_EQ(f, b + static_cast<int64_t>(got.size()));
+        EXPECT_GT(len, 0);
+        for (int64_t j = 0; j < len; ++j)
+          got.push_back(off + step * j);
+      });
+      EXPECT_EQ(got, want) << v.to_string() << " [" << b << ", " << e << ")";
+    }
+  }
+}
+
 /// How a logical [A, B] operand (B = 6) is read from its stored buffer.
 enum class Layout { Contig, Perm, BcastRow, BcastCol, Scalar, Repeat, Strided, Merged };
 constexpr Layout kLayouts[] = {Layout::Contig, Layout::Perm,   Layout::BcastRow, Layout::BcastCol,
