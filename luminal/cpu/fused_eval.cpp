@@ -37,21 +37,25 @@ uint8_t* SlotEval::scratch2(int64_t len) const {
   return grow(buf, size, insts_.size() * static_cast<size_t>(len) * 8);
 }
 
+namespace {
 namespace eval_base {
 #include "luminal/cpu/fused_eval_loops.inc"
 }  // namespace eval_base
+}  // namespace
 
 // The same loops for AVX2 (8 float lanes; 64-bit integer compares and blends, which the baseline's
 // SSE2 lacks, so its comparisons and selects run an element at a time), chosen at run time. Only
-// "avx2": no FMA, so no contraction of a * b + c, and both copies give the same bits (a row's sum
-// in lanes may add in another order: its rounding to the dtype hides that, row.cpp).
+// "avx2": no FMA, so no contraction of a * b + c, and both copies give the same bits. Both copies
+// sit in anonymous namespaces: no symbol of either is visible outside this unit.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define LUMINAL_EVAL_AVX2 1
 #pragma GCC push_options
 #pragma GCC target("avx2")
+namespace {
 namespace eval_avx2 {
 #include "luminal/cpu/fused_eval_loops.inc"
 }  // namespace eval_avx2
+}  // namespace
 #pragma GCC pop_options
 #endif
 

@@ -39,8 +39,8 @@ namespace {
 const OpDef kRow{"cpu.Row"};
 
 // The sum of v[0, n) added to t, in double: in lanes for floats (the sum rounds once to its
-// dtype, through f32, which hides the order of the double additions, as in the SumReduce
-// kernel), in order otherwise.
+// dtype, through f32, which usually hides the order of the double additions: exactly unless the
+// terms cancel, as in the SumReduce kernel), in order otherwise.
 template <class R>
 double row_sum(const R* v, int64_t n, double t) {
   if constexpr (std::is_same_v<R, float>) {
@@ -56,9 +56,10 @@ double row_sum(const R* v, int64_t n, double t) {
   }
 }
 
-// max(t, v[0, n)) as the sequential loop gives it: NaN when either holds one, else the first
-// element above t's running value. For floats in lanes, NaN tracked apart; equal floats differ
-// only as zeros of two signs, so a zero maximum is the segment's first zero.
+// max(t, v[0, n)) as the sequential loop gives it: NaN when either holds one, else t, or the
+// segment's first element equal to its maximum when that maximum is above t. For floats in lanes,
+// NaN tracked apart; equal floats differ only as zeros of two signs, so a zero maximum is the
+// segment's first zero.
 template <class R>
 double row_max(const R* v, int64_t n, double t) {
   if constexpr (std::is_same_v<R, float>) {

@@ -35,8 +35,8 @@ class StridedIndex {
 
   /// Calls fn(flat, offset, len, step) for the runs of [begin, end) in order: elements flat ..
   /// flat + len - 1 lie at offset + step * j (a stretch of the last axis when it is linear; one
-  /// element at a time, step 0, where it is a table). A loop over a run can then copy (step 1) or
-  /// fill (step 0) without per-element calls.
+  /// element at a time, step 0, where it is a table or its rows are shorter than 8). A loop over
+  /// a run can then copy (step 1) or fill (step 0) without per-element calls.
   template <class F>
   void for_runs(int64_t begin, int64_t end, F&& fn) const {
     if (begin >= end) return;

@@ -470,7 +470,7 @@ TEST(MatmulNumerics, TwoToFourRowsRunInTheSmallKernel) {
        },
        50},
       // Three products on two threads are split by columns; 13 columns are fewer than two
-      // threads' 8-lane groups, so the pieces are single columns.
+      // threads' 8-lane groups, so the pieces are cut at any column (6 and 7 columns).
       {"values: p [3, s, 300] x v [3, 300, 13]",
        [](Graph& g) {
          return g.tensor("p", {3, kS, 300}, DType::F32)

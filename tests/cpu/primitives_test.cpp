@@ -165,6 +165,8 @@ TEST(CpuStrided, RunsVisitTheSameOffsetsAsTheElements) {
       {{Expr(2), Expr(3), Expr(20)}, {70 * z, 20 * z, z + 5}},    // an offset inside each row
       {{Expr(3), Expr(70)}, {70 * z, 8192 * (z / 64) + z % 64}},  // a table
       {{Expr(12), Expr(4)}, {4 * z, 2 * z}},                      // rows too short for runs
+      {{Expr(3), Expr(40)}, {40 * z, -1 * z}, Expr(39)},          // a reversed row (base 39)
+      {{Expr(3), Expr(40)}, {50 * z, z}, Expr(7)},                // linear, an element offset
   };
   for (const View& v : views) {
     const cpu::StridedIndex ix(v, {});
