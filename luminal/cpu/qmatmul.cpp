@@ -96,9 +96,17 @@ class QuantizeKernel final : public Kernel {
         src = in + m * k_;
       } else {
         tmp.resize(static_cast<size_t>(k_));
-        v.idx.for_range(m * k_, (m + 1) * k_, [&](int64_t i, int64_t off) {
-          tmp[static_cast<size_t>(i - m * k_)] = in[off];
-        });
+        // Run by run (a merged-heads view is rows of head_dim consecutive values).
+        v.idx.for_runs(m * k_, (m + 1) * k_,
+                       [&](int64_t i, int64_t off, int64_t len, int64_t step) {
+                         float* d = tmp.data() + (i - m * k_);
+                         if (step == 1) {
+                           std::memcpy(d, in + off, static_cast<size_t>(len) * sizeof(float));
+                         } else {
+                           for (int64_t j = 0; j < len; ++j)
+                             d[j] = in[off + step * j];
+                         }
+                       });
         src = tmp.data();
       }
       fn(src, k.out + static_cast<uint64_t>(m) * row_bytes_, k_);

@@ -34,9 +34,10 @@ class StridedIndex {
   int64_t offset_of_flat(int64_t flat) const;
 
   /// Calls fn(flat, offset, len, step) for the runs of [begin, end) in order: elements flat ..
-  /// flat + len - 1 lie at offset + step * j (a stretch of the last axis when it is linear; one
-  /// element at a time, step 0, where it is a table or its rows are shorter than 8). A loop over
-  /// a run can then copy (step 1) or fill (step 0) without per-element calls.
+  /// flat + len - 1 lie at offset + step * j: a stretch of the last axis when it is linear, the
+  /// stretches of consecutive offsets of its table otherwise (heads merged back into rows: a
+  /// head's values), one element at a time (step 0) where rows are shorter than 8. A loop over a
+  /// run can then copy (step 1) or fill (step 0) without per-element calls.
   template <class F>
   void for_runs(int64_t begin, int64_t end, F&& fn) const {
     if (begin >= end) return;
@@ -45,7 +46,7 @@ class StridedIndex {
       return;
     }
     // (runs shorter than a few elements: for_range's carries beat a division per run)
-    if (rank() == 0 || !axes_.back().linear || dims_.back() < 8) {
+    if (rank() == 0 || dims_.back() < 8) {
       for_range(begin, end, [&](int64_t i, int64_t off) { fn(i, off, int64_t{1}, int64_t{0}); });
       return;
     }
@@ -55,7 +56,18 @@ class StridedIndex {
     while (i < end) {
       const int64_t row = i / inner, j = i - row * inner;
       const int64_t len = std::min(inner - j, end - i);
-      fn(i, offset_of_flat(row * inner) + last.coef * j, len, last.coef);
+      // (the row's offset without the last axis's own, which the table holds)
+      const int64_t at = offset_of_flat(row * inner) - (last.linear ? 0 : last.table[0]);
+      if (last.linear) {
+        fn(i, at + last.coef * j, len, last.coef);
+      } else {
+        const int64_t* t = last.table.data();
+        for (int64_t a = j, b = j; a < j + len; a = b) {
+          for (b = a + 1; b < j + len && t[b] == t[b - 1] + 1; ++b) {
+          }
+          fn(i + (a - j), at + t[a], b - a, int64_t{1});
+        }
+      }
       i += len;
     }
   }
