@@ -17,6 +17,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/primitive_util.hpp"
+#include "luminal/cpu/vec_math.hpp"
 
 namespace luminal::cpu {
 
@@ -69,23 +70,8 @@ struct Reducer {
         acc += static_cast<double>(p[k]);
       return acc;
     } else if constexpr (T == DType::F32) {
-      // In f32 lanes (the max of floats widens to the same double), NaN tracked apart so the
-      // loop vectorises. The reference keeps the first element equal to the max; equal floats
-      // differ only as zeros of two signs, so a zero max takes the first zero's sign.
-      const float* p = reinterpret_cast<const float*>(x) + base;
-      float m = -std::numeric_limits<float>::infinity();
-      int nan = 0;
-#pragma omp simd reduction(max : m) reduction(| : nan)
-      for (int64_t k = k0; k < k1; ++k) {
-        const float e = p[k];
-        nan |= e != e;
-        m = e > m ? e : m;
-      }
-      if (nan) return std::numeric_limits<double>::quiet_NaN();
-      if (m == 0.0f)
-        for (int64_t k = k0; k < k1; ++k)
-          if (p[k] == 0.0f) return static_cast<double>(p[k]);
-      return m;
+      // In f32 lanes (the max of floats widens to the same double), as the reference keeps it.
+      return vec::max_f32(reinterpret_cast<const float*>(x) + base + k0, k1 - k0);
     } else if constexpr (kNativeFloat<T>) {
       const storage_t<T>* p = reinterpret_cast<const storage_t<T>*>(x) + base;
       double m = -std::numeric_limits<double>::infinity();

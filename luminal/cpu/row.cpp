@@ -30,6 +30,7 @@
 #include "luminal/cpu/primitive_util.hpp"
 #include "luminal/cpu/row.hpp"
 #include "luminal/cpu/thread_pool.hpp"
+#include "luminal/cpu/vec_math.hpp"
 #include "luminal/kernels/row_rule.hpp"
 
 namespace luminal::cpu {
@@ -57,28 +58,14 @@ double row_sum(const R* v, int64_t n, double t) {
 }
 
 // max(t, v[0, n)) as the sequential loop gives it: NaN when either holds one, else t, or the
-// segment's first element equal to its maximum when that maximum is above t. For floats in lanes,
-// NaN tracked apart; equal floats differ only as zeros of two signs, so a zero maximum is the
-// segment's first zero.
+// segment's first element equal to its maximum when that maximum is above t (for floats
+// vec::max_f32's, in lanes).
 template <class R>
 double row_max(const R* v, int64_t n, double t) {
   if constexpr (std::is_same_v<R, float>) {
-    float m = -std::numeric_limits<float>::infinity();
-    int nan = 0;
-#pragma omp simd reduction(max : m) reduction(| : nan)
-    for (int64_t e = 0; e < n; ++e) {
-      const float y = v[e];
-      nan |= y != y;
-      m = y > m ? y : m;
-    }
-    if (nan || std::isnan(t)) return std::numeric_limits<double>::quiet_NaN();
-    if (m == 0.0f)
-      for (int64_t e = 0; e < n; ++e)
-        if (v[e] == 0.0f) {
-          m = v[e];
-          break;
-        }
-    return t < m ? static_cast<double>(m) : t;
+    const double m = vec::max_f32(v, n);
+    if (std::isnan(m) || std::isnan(t)) return std::numeric_limits<double>::quiet_NaN();
+    return t < m ? m : t;
   } else {
     for (int64_t e = 0; e < n; ++e) {
       const double y = static_cast<double>(v[e]);

@@ -2,6 +2,8 @@
 // a time.
 #include "luminal/cpu/vec_math.hpp"
 
+#include <limits>
+
 #include "luminal/core/exp2.hpp"
 #include "luminal/cpu/quant/isa.hpp"
 
@@ -18,6 +20,22 @@ void exp2(const float* x, float* y, int64_t n) {
   }
   for (int64_t i = 0; i < n; ++i)
     y[i] = exp2_f32(x[i]);
+}
+
+double max_f32(const float* p, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+  for (int64_t k = 0; k < n; ++k) {
+    const float e = p[k];
+    nan |= e != e;
+    m = e > m ? e : m;
+  }
+  if (nan) return std::numeric_limits<double>::quiet_NaN();
+  if (m == 0.0f)
+    for (int64_t k = 0; k < n; ++k)
+      if (p[k] == 0.0f) return static_cast<double>(p[k]);
+  return m;
 }
 
 }  // namespace luminal::cpu::vec
