@@ -399,18 +399,22 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "        const int u = u0 + uu * " + step + ";",
       "        if (u >= NU) break;",
   });
+  // The integer form's activation row mi (contiguous rows of activation blocks).
+  const std::string x_row =
+      q8 ? "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
+               " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " +
+               std::to_string(storage_bytes(tx, K.as_const())) + "LL;"
+         : "";
   if (pairs) {
     // As below with two scales a unit: each sub-block's integer sum joins the accumulator with
     // its own scale, and lane 0 adds both min terms.
-    const std::string XB = std::to_string(storage_bytes(tx, K.as_const()));
     body += lines({
         "        int v[8], w[8];",
         "        float a[2], b[2];",
         "        " + T + "::ints2(r[uu], t, v, w, a, b);",
         "#pragma unroll",
         "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
-        "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
-            " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
+        x_row,
         "          int xv[8];",
         "          float dx, sx0, sx1;",
         "          lmn_x2(xr, u, w, xv, dx, sx0, sx1);",
@@ -432,15 +436,13 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
     // Lane t takes its share of unit u (QI_<t>::ints) against the activation unit's words (x
     // read as contiguous rows of activation blocks); lane 0 of the group adds the min term once
     // per unit.
-    const std::string XB = std::to_string(storage_bytes(tx, K.as_const()));
     body += lines({
         "        int v[" + T + "::NW], w[" + T + "::NW];",
         "        float a, b;",
         "        " + T + "::ints(r[uu], t, v, w, a, b);",
         "#pragma unroll",
         "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
-        "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
-            " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " + XB + "LL;",
+        x_row,
         "          int xv[" + T + "::NW];",
         "          float dx, sx;",
         split && tx == DType::Q8_1
