@@ -287,6 +287,10 @@ LMN void lmn_q8_k_warp(const float* v, unsigned char* o, int lane) {
   }
   if (lane == 0) *(float*)o = d;
 }
+/* Q8_K's d times a pair of its int16 bsums (two 16-value sums) packed in one word. */
+LMN float lmn_bsum2(float dx, unsigned int bs) {
+  return __fmul_rn(dx, (float)((int)(short)(bs & 0xFFFFu) + (int)(short)(bs >> 16)));
+}
 /* Unit u of an activation row at `x` (Q8_1 when xk is 0, else Q8_K): its words w[0..NW) in xv,
    its d, and its sum for a min term (Q8_1: s; Q8_K: d times the unit's two bsums). */
 template <int NW>
@@ -297,8 +301,7 @@ LMN void lmn_x(const unsigned char* x, int xk, int u, const int* w, int* xv, flo
 #pragma unroll
     for (int j = 0; j < NW; ++j) xv[j] = __ldg(q + w[j]);
     dx = __ldg((const float*)p);
-    const unsigned int bs = __ldg((const unsigned int*)(p + 260 + 4 * (u & 7)));
-    sx = __fmul_rn(dx, (float)((int)(short)(bs & 0xFFFFu) + (int)(short)(bs >> 16)));
+    sx = lmn_bsum2(dx, __ldg((const unsigned int*)(p + 260 + 4 * (u & 7))));
   } else {
     const unsigned char* p = x + u * 36;
     const int* q = (const int*)(p + 4);
@@ -319,9 +322,8 @@ LMN void lmn_x2(const unsigned char* x, int u, const int* w, int* xv, float& dx,
   for (int j = 0; j < 8; ++j) xv[j] = __ldg(q + w[j]);
   dx = __ldg((const float*)p);
   const unsigned int* bp = (const unsigned int*)(p + 260 + 8 * (u & 3));
-  const unsigned int b0 = __ldg(bp), b1 = __ldg(bp + 1);
-  sx0 = __fmul_rn(dx, (float)((int)(short)(b0 & 0xFFFFu) + (int)(short)(b0 >> 16)));
-  sx1 = __fmul_rn(dx, (float)((int)(short)(b1 & 0xFFFFu) + (int)(short)(b1 >> 16)));
+  sx0 = lmn_bsum2(dx, __ldg(bp));
+  sx1 = lmn_bsum2(dx, __ldg(bp + 1));
 }
 /* The split layouts (cuda.QRepack, load-time folding): a weight's blocks as two arrays, each
    block less its scale head (its body: the bytes after the head, or for Q6_K the 208 before its
