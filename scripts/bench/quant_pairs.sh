@@ -8,8 +8,9 @@
 #   MODELS=DIR (default ~/.cache/luminal/models) holds SmolLM2-135M-Instruct.<TYPE>.gguf;
 #   LUMINAL=path/to/luminal (default build/apps/luminal); llama.cpp as in llamacpp_cpu.sh.
 #
-# Each pair is `luminal bench MODEL -p 128 -n 128 --backend cpu --threads T` then
-# `scripts/bench/llamacpp_cpu.sh MODEL T` (llama-bench -p 128 -n 128 -t T -fa 1 -r 3).
+# Each pair is `luminal bench MODEL -p 128 -n 128 -r 3 --backend cpu --threads T` then
+# `scripts/bench/llamacpp_cpu.sh MODEL T` (llama-bench -p 128 -n 128 -t T -fa 1 -r 3): both sides
+# print the mean of 3 timed runs after a warm-up.
 set -euo pipefail
 runs=${1:-3}
 types=${2:-"Q4_1 Q8_0 Q4_K_M"}
@@ -29,7 +30,7 @@ for t in $types; do
       >/dev/null 2>&1  # the search
     op="" od="" lp="" lg=""
     for r in $(seq "$runs"); do
-      out=$(XDG_CACHE_HOME=$cache "$luminal" bench "$m" -p 128 -n 128 --backend cpu --threads "$th" 2>&1)
+      out=$(XDG_CACHE_HOME=$cache "$luminal" bench "$m" -p 128 -n 128 -r 3 --backend cpu --threads "$th" 2>&1)
       p=$(awk '/^prefill/ {print $4}' <<<"$out"); d=$(awk '/^decode/ {print $4}' <<<"$out")
       l=$("$here/llamacpp_cpu.sh" "$m" "$th")
       lp1=$(sed -E 's/.*prompt ([0-9.]+) tok.*/\1/' <<<"$l"); lg1=$(sed -E 's/.*generation ([0-9.]+) tok.*/\1/' <<<"$l")
