@@ -224,9 +224,9 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
   const auto own_dot = kern.dot[cpu::quant::weight_index(t)];
   const auto repack = kern.to_q8_0[cpu::quant::weight_index(t)];
   const int64_t nb = k / block_size(t);
-  int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
-  chunk = (chunk + 3) / 4 * 4;
   const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
+  int64_t chunk = std::min(std::max<int64_t>(16, n / (2 * threads)), panel);  // at most a panel
+  chunk = (chunk + 3) / 4 * 4;
   const auto gemm = kern.gemm[cpu::quant::weight_index(t)];
   const double s = seconds_per_call([&] {
     cpu::parallel_for((n + chunk - 1) / chunk, threads, [&](int64_t c) {

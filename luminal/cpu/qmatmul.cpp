@@ -196,6 +196,10 @@ class QMatmulKernel final : public Kernel {
     float* out = reinterpret_cast<float*>(k.out);
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
     int64_t chunk = std::max<int64_t>(16, N / (2 * static_cast<int64_t>(threads)));
+    // With more than 4 activation rows a chunk goes in panels anyway: a task of at most one
+    // panel calls the kernel as often, and more tasks share out more evenly when a thread is
+    // slowed (the gate/up matrices of SmolLM2: 8 tasks of a panel instead of 4 of two).
+    if (M > 4 && n_linear_ && m_linear_) chunk = std::min(chunk, panel_rows_);
     chunk = (chunk + 3) / 4 * 4;
     const int64_t tasks = (N + chunk - 1) / chunk;
     auto task = [&](int64_t t) {
