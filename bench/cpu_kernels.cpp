@@ -6,13 +6,17 @@
 //   f32 matmul m = k = n in {256, 512, 1024}: cpu.BlasMatmul (OpenBLAS) vs cpu.Matmul (generic)
 //   batched f32 matmuls: cpu.BlasMatmul's batch modes (sequential, per thread, auto)
 //
+//   row programs (cpu.Row): a prefill's causal softmax and RMSNorm, ns an element, one thread
+//
 //   build/bench/bench_cpu_kernels [threads=0 (all)]
+//   build/bench/bench_cpu_kernels rows        (the row programs alone)
 //
 // Programs are built the way the compiler builds them (build_search_space, then one choice per
 // class), loaded as a Plan for one bucket and timed with Backend::time (median of the trials
 // after a warm-up) on buffers bound once: only the kernels are timed, never uploads.
 // Bandwidth counts bytes read plus bytes written.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,12 +119,47 @@ double time_memcpy(size_t bytes, int threads, int trials) {
   return bench::median_seconds(once, 1, trials);
 }
 
+/// Row programs (cpu.Row) in a 128-token prefill's shapes: a causal softmax over 9 heads of
+/// 128 x 130 scaled scores (the mask from the positions), and an RMSNorm of a residual sum,
+/// 128 x 576; ns an element of the result, one thread (the evaluator's own speed).
+void bench_rows(cpu::CpuBackend& one, cpu::CpuBackend& all) {
+  const DynMap dyn{{"s", 128}, {"c", 130}};
+  auto rows = [&](const char* what, const Graph& g, int64_t elements) {
+    const LlirGraph p = program_with(g, all, "cpu.Row");
+    const double t = time_program(one, g, p, dyn, 30);
+    std::printf("  %-40s 1 thr: %7.3f ms  %5.2f ns an element (%s)\n", what, t * 1e3,
+                t * 1e9 / double(elements), p.op_mix_string().c_str());
+  };
+  std::printf("\nrow programs (cpu.Row), s = 128, c = 130:\n");
+  {
+    Graph g;
+    const Expr s = Expr::var("s"), c = Expr::var("c");
+    Tensor sc = g.tensor("scores", {3, 3, "s", "c"});  // [kv heads, groups, s, c]
+    // As nn::cached_attention masks it: query p at position c - s + p hides keys after p.
+    Tensor pos = g.iota(c - s + Expr::z(), s).reshape({1, 1, s, 1}).expand({3, 3, s, c});
+    Tensor keys = g.arange(c).reshape({1, 1, 1, c}).expand({3, 3, s, c});
+    (sc * 0.125).masked_fill(pos.lt(keys), -INFINITY).softmax(3).output("p");
+    rows("causal softmax [3, 3, s, c]", g, 9 * 128 * 130);
+  }
+  {
+    Graph g;
+    Tensor x = g.tensor("x", {"s", 576}) + g.tensor("r", {"s", 576});
+    x.rms_norm(g.tensor("w", {576}), 1e-5).output("y");
+    rows("rms_norm(x + r) [s, 576]", g, 128 * 576);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads_arg = argc > 1 ? std::atoi(argv[1]) : 0;
+  const bool rows_only = argc > 1 && std::string(argv[1]) == "rows";
+  const int threads_arg = argc > 1 && !rows_only ? std::atoi(argv[1]) : 0;
   cpu::CpuBackend all(threads_arg);
   cpu::CpuBackend one(1);
+  if (rows_only) {
+    bench_rows(one, all);
+    return 0;
+  }
   const int n_threads = all.threads();
   std::printf("bench_cpu_kernels: %d threads (and 1), f32, median of the trials\n\n", n_threads);
 
@@ -169,6 +208,8 @@ int main(int argc, char** argv) {
                   be->threads(), f * 1e3, fused.op_mix_string().c_str(), p * 1e3, p / f);
     }
   }
+
+  bench_rows(one, all);
 
   // Square f32 matmuls: OpenBLAS vs the generic strided kernel.
   std::printf("\nmatmul f32 [m,k] @ [k,n], m = k = n:\n");
