@@ -93,6 +93,9 @@ constexpr int64_t kRowBlock = 1024;
 /// over 9 heads of a few hundred positions (about 20 instructions an element) splits its rows,
 /// a norm of one row does not.
 constexpr int64_t kRowParallelWork = 16384;
+/// Parts a thread: the threads claim the parts one at a time, so one slowed for a while (a shared
+/// VM) leaves less behind than with one part each.
+constexpr int kPartsPerThread = 4;
 
 }  // namespace
 
@@ -295,8 +298,8 @@ void RowProgram::run(const KernelContext& k, const BlockSink& sink) {
   const int64_t work = numel_ * static_cast<int64_t>(ev_.insts().size());
   const int parts = work < kRowParallelWork || threads <= 1
                         ? 1
-                        : static_cast<int>(std::min<int64_t>(threads, blocks));
-  parallel_for(parts, parts, [&](int64_t part) {
+                        : static_cast<int>(std::min<int64_t>(threads * kPartsPerThread, blocks));
+  parallel_for(parts, threads, [&](int64_t part) {
     const int64_t b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
     run_rows(k, b0 * block_rows_, std::min(rows, b1 * block_rows_), sink);
   });
