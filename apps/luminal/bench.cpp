@@ -1,12 +1,12 @@
 // `luminal bench DIR [-p 128] [-n 128] [-r 1] [--backend cpu|cuda] [--threads N] [--temperature T
-// [--top-k K] [--top-p P]] [--json]`: loads a model, then times a prefill of p tokens and the
-// generation of n tokens after it, r times (the figures are the means of the r runs, as
-// llama-bench's -r reports them, with their standard deviations) (greedy unless --temperature > 0,
-// which compiles and uses the in-graph sampler with the filters asked for; EOS ids are ignored so
-// that all n are generated). Prints load + compile time, prefill tok/s, TTFT, TPOT, decode tok/s,
-// peak memory (the process's VmHWM) and what the session allocated (weights, KV cache, arena, other
-// buffers), as a table or one JSON object. A short warm-up generation runs first. The graph
-// computes only the last position's logits (models::Logits::Last).
+// [--top-k K] [--top-p P]] [--json]`: loads a model, runs a short warm-up generation, then times a
+// prefill of p tokens and the generation of n tokens after it, r times: the rates printed are the
+// means of the r runs with their standard deviations, as llama-bench's -r reports them. Greedy
+// unless --temperature > 0, which compiles and uses the in-graph sampler with the filters asked
+// for; EOS ids are ignored so that all n are generated. Prints load + compile time, prefill tok/s,
+// TTFT, TPOT, decode tok/s, peak memory (the process's VmHWM) and what the session allocated
+// (weights, KV cache, arena, other buffers), as a table or one JSON object. The graph computes
+// only the last position's logits (models::Logits::Last).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
