@@ -62,7 +62,9 @@ struct Reducer {
 
   /// Reduces x[base + k] for k in [k0, k1) (unit-stride axis).
   static A unit_range(const uint8_t* x, int64_t base, int64_t k0, int64_t k1) {
-    if constexpr (kNativeFloat<T> && kSum) {
+    if constexpr (T == DType::F32 && kSum) {
+      return vec::sum_f32(reinterpret_cast<const float*>(x) + base + k0, k1 - k0);
+    } else if constexpr (kNativeFloat<T> && kSum) {
       const storage_t<T>* p = reinterpret_cast<const storage_t<T>*>(x) + base;
       double acc = 0;
 #pragma omp simd reduction(+ : acc)

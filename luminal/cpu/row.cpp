@@ -45,11 +45,7 @@ const OpDef kRow{"cpu.Row"};
 template <class R>
 double row_sum(const R* v, int64_t n, double t) {
   if constexpr (std::is_same_v<R, float>) {
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t e = 0; e < n; ++e)
-      s += static_cast<double>(v[e]);
-    return t + s;
+    return t + vec::sum_f32(v, n);
   } else {
     for (int64_t e = 0; e < n; ++e)
       t += static_cast<double>(v[e]);

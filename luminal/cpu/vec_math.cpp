@@ -22,6 +22,14 @@ void exp2(const float* x, float* y, int64_t n) {
     y[i] = exp2_f32(x[i]);
 }
 
+double sum_f32(const float* p, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k)
+    s += static_cast<double>(p[k]);
+  return s;
+}
+
 double max_f32(const float* p, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
   int nan = 0;

@@ -18,6 +18,12 @@ void exp2(const float* x, float* y, int64_t n);
 /// first zero. MaxReduce's f32 rows and cpu.Row's row max.
 double max_f32(const float* p, int64_t n);
 
+/// The sum of p[0, n) in double, added in the vector lanes `#pragma omp simd` gives this build.
+/// One compiled loop, not inlined, so every caller adds in the same order (the rounding to f32
+/// hides the order unless the terms cancel; an inlined copy could come out sequential, and
+/// slower: cpu.Row's blocks of several rows did). SumReduce's f32 rows and cpu.Row's row sum.
+double sum_f32(const float* p, int64_t n);
+
 namespace detail {
 /// The AVX2 form (vec_math_avx2.cpp); null where this build has none.
 using Exp2Array = void (*)(const float*, float*, int64_t);
