@@ -16,8 +16,8 @@ inline V splat(float v) { return v; }
 inline V add(V a, V b) { return a + b; }
 inline V sub(V a, V b) { return a - b; }
 inline V mul(V a, V b) { return a * b; }
-// As _mm256_min_ps(x, 128) then _mm256_max_ps(., -151): NaN becomes 128.
-inline V clamp_range(V x) { return x < 128.0f ? (x > -151.0f ? x : -151.0f) : 128.0f; }
+// As vec_math_avx2.cpp's: x >= -150 clamped to 128 above, anything else (x < -150, NaN) 0.
+inline V clamp_range(V x) { return x >= -150.0f ? (x < 128.0f ? x : 128.0f) : 0.0f; }
 inline V round_even(V x) { return std::nearbyint(x); }  // the current rounding mode, as AVX2's
 inline V pow2(int e) {
   const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;

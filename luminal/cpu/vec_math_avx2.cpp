@@ -18,7 +18,10 @@ inline V splat(float v) { return _mm256_set1_ps(v); }
 inline V add(V a, V b) { return _mm256_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-inline V clamp_range(V x) { return _mm256_max_ps(_mm256_min_ps(x, splat(128.0f)), splat(-151.0f)); }
+inline V clamp_range(V x) {
+  return _mm256_and_ps(_mm256_min_ps(x, splat(128.0f)),
+                       _mm256_cmp_ps(x, splat(-150.0f), _CMP_GE_OQ));
+}
 inline V round_even(V x) { return _mm256_round_ps(x, _MM_FROUND_CUR_DIRECTION); }
 inline V pow2(__m256i e) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
