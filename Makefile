@@ -11,7 +11,7 @@ export CCACHE_NOHASHDIR := 1
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: run test test-sanitize bench setup setup-torch configure build cli format clean
+.PHONY: run test test-sanitize bench bench-peers setup setup-torch configure build cli format clean
 
 setup:
 	@scripts/setup.sh
@@ -64,6 +64,13 @@ bench: setup $(BUILD)/build.ninja
 	@$(BUILD)/bench/bench_moe_cpu
 	@scripts/fixtures/generate.sh $(BUILD)/fixtures
 	@LUMINAL_FIXTURES=$(BUILD)/fixtures $(BUILD)/bench/bench_tokenizer
+
+# luminal against llama.cpp on the CPU, pairs back to back: SmolLM2 Q4_1 / Q8_0 / Q4_K_M, 2 and 1
+# threads (builds llama.cpp from the llama-cpp-python sdist once and writes the Q8_0 and Q4_K_M
+# files from the Q4_1 one; scripts/bench/quant_pairs.sh).
+bench-peers: cli
+	@scripts/fetch_smollm2.sh >/dev/null && scripts/gguf/make_quant_models.sh Q8_0 Q4_K_M >/dev/null
+	@scripts/bench/quant_pairs.sh 3 "Q4_1 Q8_0 Q4_K_M" "2 1"
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
