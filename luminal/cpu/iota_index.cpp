@@ -169,6 +169,18 @@ class RunBuilder {
     }
     out_.push_back({dst, src, 1});
   }
+  /// add(dst + t, src + t) for t in [0, len), at once.
+  void add_run(int64_t dst, int64_t src, int64_t len) {
+    if (len <= 0) return;
+    if (!out_.empty()) {
+      Run& r = out_.back();
+      if (r.dst + r.len == dst && r.src + r.len == src) {
+        r.len += len;
+        return;
+      }
+    }
+    out_.push_back({dst, src, len});
+  }
 
  private:
   std::vector<Run>& out_;
@@ -281,10 +293,25 @@ class IotaIndexKernel : public Kernel {
       for (int64_t i = 0; i < n; ++i)
         add(i, wrap(at.eval(none, i)));
     } else {
-      // One or two evaluations a row: the row's first index and its step.
+      // One or two evaluations a row: the row's first index and its step. A Scatter row of
+      // consecutive indexes in range, read from a contiguous source, is one run (what the adds
+      // would give, without a call an element: a prefill's KV cache write built its runs in
+      // 0.2 ms a layer and matrix, 13 ms of SmolLM2's first prefill at a new length).
+      const bool whole_rows = !gather_ && cache_[1].identity();
+      const int64_t dest_n = cache_[0].numel;
       for (int64_t r = 0; r < n; r += L) {
         const int64_t first = at.eval(none, r);
         const int64_t step = along == Along::Linear ? at.eval(none, r + 1) - first : 0;
+        if (whole_rows && step == 1 && first >= 0 && first + L <= dest_n &&
+            first + L - 1 <= INT32_MAX) {
+          for (int64_t t = 0; t < L; ++t) {
+            const auto j = static_cast<size_t>(first + t);
+            if (seen_[j]) plan_.unique = false;
+            seen_[j] = true;
+          }
+          runs.add_run(first, r, L);
+          continue;
+        }
         for (int64_t t = 0; t < L; ++t)
           add(r + t, wrap(first + step * t));
       }
