@@ -79,8 +79,11 @@ TEST(IotaIndex, SlicesPadsAndRepeats) {
 
 TEST(IotaIndex, ScatterDuplicatesLastWinsOutOfRangeSkipped) {
   // Indexes z % 5 + 2 for 12 positions: each of 2..6 written two or three times (the last wins);
-  // z * 3 - 4 runs out of range at both ends; (z * z) % 7 is not affine along a row.
-  for (const Expr& e : {Expr::z() % 5 + 2, Expr::z() * 3 - 4, (Expr::z() * Expr::z()) % 7}) {
+  // z * 3 - 4 runs out of range at both ends; (z * z) % 7 is not affine along a row. Rows of
+  // consecutive indexes (one run each when in range): z % 4 + 4 (z / 8) writes rows 0 and 1 to
+  // the same 4 elements, z - 2 starts its first row out of range.
+  for (const Expr& e : {Expr::z() % 5 + 2, Expr::z() * 3 - 4, (Expr::z() * Expr::z()) % 7,
+                        Expr::z() % 4 + (Expr::z() / 8) * 4, Expr::z() - 2}) {
     Graph g;
     Tensor dest = g.tensor("dest", {kS, 4});
     Tensor src = g.tensor("src", {3, 4});
