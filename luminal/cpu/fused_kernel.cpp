@@ -54,9 +54,7 @@ class FusedKernel : public Kernel {
     if (numel_ == 0) return;
     const int64_t nblocks = (numel_ + kBlock - 1) / kBlock;
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
-    // Up to 4 parts a thread, claimed one at a time: a thread slowed for a while (a shared VM)
-    // leaves less behind than with one part each.
-    const int parts = nblocks > 4 ? static_cast<int>(std::min<int64_t>(4 * threads, nblocks)) : 1;
+    const int64_t parts = nblocks > 4 ? claimed_tasks(nblocks, threads) : 1;
     const std::vector<FusedInst>& insts = ev_.insts();
     const int last = static_cast<int>(insts.size()) - 1;
     // Each part: a contiguous range of blocks and its own scratch.

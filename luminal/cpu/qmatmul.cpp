@@ -116,13 +116,13 @@ class QuantizeKernel final : public Kernel {
         row(m, tmp_);
       return;
     }
-    // Runs of rows, up to 4 a thread: a task a row (about 0.3 us of work at k = 576) spent as long
+    // Runs of rows (claimed_tasks): a task a row (about 0.3 us of work at k = 576) spent as long
     // claiming tasks as quantizing (2 threads were no faster than 1 on a prefill's rows).
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
-    const int64_t per = std::max<int64_t>(1, rows / (4 * static_cast<int64_t>(threads)));
-    parallel_for((rows + per - 1) / per, threads, [&](int64_t c) {
+    const int64_t tasks = claimed_tasks(rows, threads);
+    parallel_for(tasks, threads, [&](int64_t t) {
       thread_local std::vector<float> tmp;
-      for (int64_t m = c * per; m < std::min(rows, (c + 1) * per); ++m)
+      for (int64_t m = rows * t / tasks; m < rows * (t + 1) / tasks; ++m)
         row(m, tmp);
     });
   }

@@ -89,9 +89,6 @@ constexpr int64_t kRowBlock = 1024;
 /// over 9 heads of a few hundred positions (about 20 instructions an element) splits its rows,
 /// a norm of one row does not.
 constexpr int64_t kRowParallelWork = 16384;
-/// Parts a thread: the threads claim the parts one at a time, so one slowed for a while (a shared
-/// VM) leaves less behind than with one part each.
-constexpr int kPartsPerThread = 4;
 
 }  // namespace
 
@@ -292,9 +289,8 @@ void RowProgram::run(const KernelContext& k, const BlockSink& sink) {
   const int threads = k.threads > 0 ? k.threads : hardware_threads();
   const int64_t blocks = (rows + block_rows_ - 1) / block_rows_;
   const int64_t work = numel_ * static_cast<int64_t>(ev_.insts().size());
-  const int parts = work < kRowParallelWork || threads <= 1
-                        ? 1
-                        : static_cast<int>(std::min<int64_t>(threads * kPartsPerThread, blocks));
+  const int64_t parts =
+      work < kRowParallelWork || threads <= 1 ? 1 : claimed_tasks(blocks, threads);
   parallel_for(parts, threads, [&](int64_t part) {
     const int64_t b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
     run_rows(k, b0 * block_rows_, std::min(rows, b1 * block_rows_), sink);

@@ -21,4 +21,13 @@ int hardware_threads();
 
 void parallel_for(int64_t tasks, int threads, const std::function<void(int64_t)>& fn);
 
+/// How many tasks to cut `units` of even work into for `threads` threads: up to 4 a thread
+/// (never more than the units). The threads claim them one at a time, so one slowed for a while
+/// (a shared VM) leaves less behind than with one task each. Task t then takes units
+/// [units * t / tasks, units * (t + 1) / tasks).
+inline int64_t claimed_tasks(int64_t units, int threads) {
+  const int64_t most = 4 * static_cast<int64_t>(threads > 1 ? threads : 1);
+  return units < most ? units : most;
+}
+
 }  // namespace luminal::cpu

@@ -1,8 +1,8 @@
 #pragma once
-// Array math over f32 for the CPU kernels (internal): a row's maximum (below), and exp2: the
-// primitive Exp2, cpu.Fused and
-// cpu.Row call it, 8 lanes at a time on AVX2 (vec_math_avx2.cpp, chosen at run time as the
-// quantized kernels are: not under LUMINAL_CPU_ISA=portable), else one element at a time. Either
+// Array math over f32 for the CPU kernels (internal): a row's maximum and sum (below), and exp2:
+// the primitive Exp2, cpu.Fused and cpu.Row call it, 8 lanes at a time on AVX2
+// (vec_math_avx2.cpp, chosen at run time as the quantized kernels are: not under
+// LUMINAL_CPU_ISA=portable), else one element at a time. Either
 // way the bits of luminal::exp2_f32 (core/exp2.hpp), the reference's Exp2: about 10x faster than
 // a loop over glibc's exp2f on AVX2.
 #include <cstdint>
