@@ -6,7 +6,11 @@
 # nothing from the network: nanobind comes from wheels in .wheels/ (see gpu-python-check.sh).
 # About 5 minutes on a cold machine (the 8B search takes about 60 s a run). Logs go to OUT.
 #
-#   scripts/gpu-torch-bench.sh OUT        (BUILD=dir, JOBS=n, SHAPES="100m 8b")
+#   scripts/gpu-torch-bench.sh OUT        (BUILD=dir, JOBS=n, SHAPES="100m 8b", KERNELS=1, SKIP=rows)
+#
+# KERNELS=1: each shape's luminal compile searches afresh (LUMINAL_CACHE=off) with LUMINAL_TRACE,
+# and the chosen program's kernels, each timed alone, are kept as OUT/kernels-SHAPE.txt.
+# SKIP=eager (say) leaves rows out of torch_compile_gpu.py (its --skip).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/gpu-common.sh
@@ -39,8 +43,15 @@ export PYTHONPATH="$build/python"
 for s in $shapes; do
   budget=""
   [ "$s" = 8b ] && budget="--time-budget 30"
-  timeout 400 $py scripts/bench/torch_compile_gpu.py --shape "$s" $budget >"$out/compile-$s.log" 2>&1
+  trace=()
+  if [ "${KERNELS:-0}" = 1 ]; then
+    rm -rf "$build/trace-$s"
+    trace=(env LUMINAL_CACHE=off LUMINAL_TRACE="$build/trace-$s")
+  fi
+  timeout 400 "${trace[@]}" $py scripts/bench/torch_compile_gpu.py --shape "$s" $budget \
+    ${SKIP:+--skip "$SKIP"} >"$out/compile-$s.log" 2>&1
   note "torch_compile_gpu.py --shape $s: rc=$?"
+  [ -f "$build/trace-$s/profile.txt" ] && cp "$build/trace-$s/profile.txt" "$out/kernels-$s.txt"
   grep -E '^\|' "$out/compile-$s.log" | tee -a "$summary"
   grep -E 'vs eager|/ inductor' "$out/compile-$s.log" | tee -a "$summary"
 done

@@ -55,6 +55,9 @@ class QGatherKernel final : public Kernel {
     const int64_t count = iv.numel;
     const int bs = block_size(wtype_);
     const int64_t bb = block_bytes(wtype_);
+    if (out_t_ == DType::F32 && iv.identity() &&
+        run_rows(k.in[0], k.in[1], reinterpret_cast<float*>(k.out), count))
+      return;
     float block[256];
     const uint8_t* last = nullptr;
     iv.idx.for_range(0, count, [&](int64_t i, int64_t off) {
@@ -77,6 +80,26 @@ class QGatherKernel final : public Kernel {
   }
 
  private:
+  // An embedding's indexes: whole rows of the table, in order (token t * row .. + row - 1), read
+  // from a contiguous index tensor. Each such row decodes in one call straight into the output;
+  // false (nothing written that the general path would not write the same) at the first index
+  // that is not one.
+  bool run_rows(const uint8_t* ids, const uint8_t* table, float* out, int64_t count) const {
+    if (index_t_ != DType::I32 && index_t_ != DType::I64) return false;
+    const auto at = [&](int64_t i) {
+      return index_t_ == DType::I32 ? int64_t{reinterpret_cast<const int32_t*>(ids)[i]}
+                                    : reinterpret_cast<const int64_t*>(ids)[i];
+    };
+    for (int64_t i = 0; i < count; i += row_) {
+      const int64_t j = at(i);
+      if (count - i < row_ || j < 0 || j >= total_ || j % row_ != 0) return false;
+      for (int64_t c = 1; c < row_; ++c)
+        if (at(i + c) != j + c) return false;
+      blocks::dequantize(wtype_, table + rows_[static_cast<size_t>(j / row_)], out + i, row_);
+    }
+    return true;
+  }
+
   DType index_t_, wtype_, out_t_;
   View index_view_;
   std::vector<uint64_t> rows_;  // byte offset of each row of the dequantised tensor
