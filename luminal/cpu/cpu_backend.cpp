@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
@@ -125,6 +126,12 @@ std::string CpuBackend::format_profile(const std::vector<KernelTime>& times, siz
     out += line;
   }
   return out;
+}
+
+double CpuBackend::time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) {
+  const std::vector<double> t =
+      timed_runs(plan, parity, dims, trials, kMaxTimedRuns, kMinTimedSeconds, timeout_s);
+  return *std::min_element(t.begin(), t.end());
 }
 
 std::string CpuBackend::profile_text(Plan& plan, const int64_t* dims) {

@@ -46,6 +46,14 @@ class CpuBackend : public RegistryBackend {
   Buffer wrap_host(const void* data, uint64_t bytes) override;
   /// Executes are synchronous on the CPU: nothing to wait for.
   void sync(Queue* = nullptr) override {}
+  /// Seconds of one execute for the search: after a warm-up run, `trials` timed runs and more
+  /// until they fill kMinTimedSeconds (at most kMaxTimedRuns); the fastest counts. On a shared
+  /// machine another process can only add time to a run, and a decode step (a few ms) fits
+  /// inside one burst of it: the median of three runs let such a burst choose a program 35%
+  /// slower than the one it passed over (docs/quant.md, "Speed").
+  double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) override;
+  static constexpr double kMinTimedSeconds = 0.05;
+  static constexpr int kMaxTimedRuns = 20;
   int threads() const { return threads_; }
 
   /// Per-node times of a plan loaded here (bound for `parity`) at `dims`: each node timed on

@@ -69,8 +69,10 @@ std::shared_ptr<const Payload> Backend::read_payload(std::string_view kind,
   throw Error("backend '" + this->name() + "' has no payload kind '" + std::string(kind) + "'");
 }
 
-double Backend::time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) {
-  trials = std::max(trials, 1);
+std::vector<double> Backend::timed_runs(Plan& plan, int parity, const int64_t* dims, int min_runs,
+                                        int max_runs, double min_total_s, double timeout_s) {
+  min_runs = std::max(min_runs, 1);
+  max_runs = std::max(max_runs, min_runs);
   auto run = [&] {
     const auto start = std::chrono::steady_clock::now();
     plan.execute(parity, dims);
@@ -83,16 +85,23 @@ double Backend::time(Plan& plan, int parity, const int64_t* dims, int trials, do
                 seconds(timeout_s));
   }
   std::vector<double> times;
-  times.reserve(static_cast<size_t>(trials));
-  for (int t = 0; t < trials; ++t) {
+  times.reserve(static_cast<size_t>(min_runs));
+  double total = 0;
+  for (int t = 0; t < max_runs && (t < min_runs || total < min_total_s); ++t) {
     const double s = run();
     if (timeout_s > 0 && s > timeout_s) {
       throw Error("profile: a run took " + seconds(s) + ", over the timeout of " +
                   seconds(timeout_s) + " (trial " + std::to_string(t + 1) + " of " +
-                  std::to_string(trials) + ")");
+                  std::to_string(min_runs) + ")");
     }
     times.push_back(s);
+    total += s;
   }
+  return times;
+}
+
+double Backend::time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) {
+  std::vector<double> times = timed_runs(plan, parity, dims, trials, trials, 0, timeout_s);
   std::sort(times.begin(), times.end());
   const size_t m = times.size() / 2;
   return times.size() % 2 == 1 ? times[m] : 0.5 * (times[m - 1] + times[m]);

@@ -169,6 +169,13 @@ class Backend {
   /// A per-kernel profile of `plan` (bound for parity 0) at `dims` as text, for LUMINAL_TRACE;
   /// empty when the backend has none (the default).
   virtual std::string profile_text(Plan& plan, const int64_t* dims);
+
+ protected:
+  /// time()'s runs: one untimed warm-up, then at least `min_runs` timed runs and more while
+  /// they add up to less than `min_total_s`, at most `max_runs` (each execute() + sync()).
+  /// Throws luminal::Error when a run exceeds `timeout_s` (> 0).
+  std::vector<double> timed_runs(Plan& plan, int parity, const int64_t* dims, int min_runs,
+                                 int max_runs, double min_total_s, double timeout_s);
 };
 
 }  // namespace luminal

@@ -2,7 +2,10 @@
 // profile.txt for the CPU, and what bench_llm_cpu prints for the decode step).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "luminal/cpu/cpu_backend.hpp"
@@ -19,6 +22,49 @@ class NotACpuPlan : public Plan {
   void bind(int, const Bindings&) override {}
   void execute(int, const int64_t*) override {}
 };
+
+// Sleeps `ms[i % ms.size()]` milliseconds on its i-th execute (the warm-up is execute 0).
+class SleepingPlan : public Plan {
+ public:
+  explicit SleepingPlan(std::vector<int> ms) : ms_(std::move(ms)) {}
+  uint64_t arena_bytes() const override { return 0; }
+  void bind(int, const Bindings&) override {}
+  void execute(int, const int64_t*) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms_[runs % ms_.size()]));
+    ++runs;
+  }
+  int runs = 0;
+
+ private:
+  std::vector<int> ms_;
+};
+
+// The search's time on the CPU: runs until 50 ms are timed (at least `trials`, at most 20), the
+// fastest counting, where the median of 3 would count a slow run.
+TEST(CpuTime, RunsUntilFiftyMillisecondsAndCountsTheFastest) {
+  cpu::CpuBackend cpu(1);
+  SleepingPlan short_runs({2, 9, 9, 2, 9});  // warm-up 2, then 9, 9, 2, 9, 2, 9, 9, ...
+  const double t = cpu.time(short_runs, 0, nullptr, 3, 0);
+  EXPECT_GE(t, 0.002);
+  EXPECT_LT(t, 0.0085) << "the fastest run counts, not the median";
+  // 50 ms of 2-9 ms runs: more than the 3 trials, fewer than the cap.
+  EXPECT_GE(short_runs.runs, 1 + 6);
+  EXPECT_LE(short_runs.runs, 1 + 12);
+  // Long runs: `trials` of them.
+  SleepingPlan long_runs({30});
+  cpu.time(long_runs, 0, nullptr, 3, 0);
+  EXPECT_EQ(long_runs.runs, 1 + 3);
+  // Never more than 20 (a step of microseconds), and never fewer than asked.
+  SleepingPlan empty({0});
+  cpu.time(empty, 0, nullptr, 3, 0);
+  EXPECT_EQ(empty.runs, 1 + cpu::CpuBackend::kMaxTimedRuns);
+  SleepingPlan many({0});
+  cpu.time(many, 0, nullptr, 25, 0);
+  EXPECT_EQ(many.runs, 1 + 25);
+  // The timeout still applies to each run.
+  SleepingPlan slow({1, 40});
+  testing::expect_error([&] { cpu.time(slow, 0, nullptr, 3, 0.02); }, "over the timeout");
+}
 
 TEST(CpuProfile, TimesEveryKernelOfAPlan) {
   Graph g;
