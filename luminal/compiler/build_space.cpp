@@ -2,6 +2,7 @@
 
 #include "luminal/compiler/core_rules.hpp"
 #include "luminal/compiler/hfuse_rule.hpp"
+#include "luminal/compiler/short_sum_rule.hpp"
 
 #include <chrono>
 #include <map>
@@ -46,7 +47,8 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
   for (auto [o, i] : g.carried())
     carried.insert(g.node(i).label);
   auto hfuse_log = std::make_shared<HfuseLog>();
-  std::vector<Schedule> parts{Schedule::saturate(core_rules())};
+  std::vector<Schedule> parts{Schedule::saturate(core_rules()),
+                              Schedule::saturate(short_sum_rules())};
   // Horizontal fusion after the core rules (the backends' rules then see the fused matmul and
   // its readers), and again after the backends' rules, for the readers they added (a fused
   // region reading two members reads both from the fused matmul only so).

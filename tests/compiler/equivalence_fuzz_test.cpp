@@ -22,6 +22,7 @@
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/nn/moe.hpp"
+#include "luminal/nn/rope.hpp"
 #include "support/equivalence.hpp"
 #include "support/model_blocks.hpp"
 #include "support/random_graph.hpp"
@@ -35,6 +36,8 @@ using testing::CheckOptions;
 using testing::CheckResult;
 using testing::env_int;
 using testing::FuzzGraph;
+using testing::FuzzInput;
+using testing::FuzzOutput;
 using testing::rmsnorm_block;
 using testing::run_check;
 using testing::sentinel_graph;
@@ -98,6 +101,46 @@ TEST(EquivalenceFuzz, RowKernelPrograms) {
     EXPECT_GT(r.programs_using["cpu.Row"], 0) << fg.name;
   }
   unsetenv("LUMINAL_CPU_ROWS");
+}
+
+// nn::apply_rope's sum over an axis of two: programs that take it as adds (short_sum_rule.hpp),
+// fused or not, and programs that keep the SumReduce or a matmul, are all the reference's bits
+// (a zero tolerance), and the draws hold both.
+TEST(EquivalenceFuzz, RopeSumOfTwoAsAdds) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    FuzzGraph fg;
+    fg.name = "nn::apply_rope " + std::string(name(dt));
+    fg.seed = 1010;
+    fg.graph.declare_dim("s", 1, 8);
+    const Expr s = Expr::var("s");
+    Tensor x = testing::model_input(fg, "x", {s, 3, 16}, dt, -4, 4);
+    FuzzInput pos;
+    pos.label = "pos";
+    pos.dtype = DType::I32;
+    pos.shape = {s};
+    pos.lo = 0;
+    pos.hi = 100;
+    fg.inputs.push_back(pos);
+    Tensor p = fg.graph.tensor("pos", {"s"}, DType::I32);
+    Tensor inv = testing::model_input(fg, "inv_freq", {8}, DType::F32, 0.001, 1);
+    nn::apply_rope(x, p, inv).output("y");
+    fg.outputs.push_back(FuzzOutput{"y", dt, 0, 0});
+    fg.dyn_points = {{{"s", 1}}, {{"s", 4}}, {{"s", 8}}};
+    CheckOptions o = on_cpu({});
+    o.programs = 30;
+    o.features.emplace_back("adds", [](const LlirGraph& g) {
+      const auto mix = g.op_mix();
+      return !mix.contains("SumReduce") && !mix.contains("cpu.Matmul");
+    });
+    CheckResult r = run_check(fg, o);
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << e;
+    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+      ADD_FAILURE() << r.failures[i];
+    EXPECT_GT(r.programs, 10) << fg.name;
+    EXPECT_GT(r.programs_using["adds"], 0) << fg.name;
+    EXPECT_LT(r.programs_using["adds"], r.programs) << fg.name;
+  }
 }
 
 // The router's top-k (nn::router_topk). Searched: programs mixing the repeated argmax (MaxReduce,
