@@ -1,5 +1,8 @@
 #include "luminal/compiler/compile_cache.hpp"
+
+#include "luminal/compiler/core_rules.hpp"
 #include "luminal/compiler/hfuse_rule.hpp"
+#include "luminal/compiler/short_sum_rule.hpp"
 
 #include <unistd.h>
 
@@ -80,7 +83,10 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
   // The rules in force (a build with other rules, or an environment switch such as
   // LUMINAL_CPU_ROWS=off that leaves some out, searched a different space).
   k << "rules";
-  for (const RuleSet& rs : backend.rulesets()) {
+  std::vector<RuleSet> sets{core_rules(), short_sum_rules()};
+  for (RuleSet& rs : backend.rulesets())
+    sets.push_back(std::move(rs));
+  for (const RuleSet& rs : sets) {
     k << " " << rs.name << ":";
     for (const Rule& r : rs.rules)
       k << r.name << ",";

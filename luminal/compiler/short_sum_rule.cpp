@@ -1,7 +1,9 @@
 // The short-sum rule (see short_sum_rule.hpp).
 #include "luminal/compiler/short_sum_rule.hpp"
 
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace luminal {
@@ -39,6 +41,7 @@ ClassId add_terms(EGraph& eg, const Attrs& sum, ClassId t0, const View& v0, Clas
 
 RuleSet short_sum_rules() {
   RuleSet rs{"short-sums", {}};
+  if (const char* v = std::getenv("LUMINAL_SHORT_SUMS"); v && std::string(v) == "off") return rs;
   rs.rules.push_back(
       Rule{"sum2-adds", Pattern::op(OpKind::SumReduce, {Pattern::var("x")}),
            [](const Match& m, const EGraph& eg) {

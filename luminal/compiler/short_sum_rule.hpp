@@ -11,6 +11,7 @@
 // (the reference adds in double and rounds at the end; a double holds the sum of two floats of
 // 24 or fewer significant bits rounded correctly twice over, as it does for the one add here).
 // The SumReduce stays in its class: the search chooses, and a matmul rule may still take it.
+// LUMINAL_SHORT_SUMS=off leaves the rule out (for A/B runs; the compile cache keys the rules).
 #include "luminal/egraph/rule.hpp"
 
 namespace luminal {
