@@ -356,10 +356,12 @@ TEST(SmolLM2, OtherQuantizations) {
     // 215-216 (llama.cpp repacks Q4_0 and rounds further from the exact product). Q6_K scales
     // 5% too large in the kernel give 218 (Q4_K_M) and 217 (Q6_K).
     const bool loose = lower == "q4_0";
-    // Greedy tokens are printed, not asserted: llama.cpp keeps its KV cache in f16 (ours is f32)
-    // and our prefill rounds activations only where the search picked the quantized matmul, so
-    // the Q8_0, Q4_K_M and Q6_K continuations part from llama.cpp's at margins of 0.15-0.53
-    // after a few steps, differently from one search to the next.
+    // Greedy tokens are printed, not asserted: our continuations part from llama.cpp's at
+    // margins a little above the near-tie bar, differently from one search to the next (session
+    // 20: 28 of the 32 prompt runs of the eight types reach llama.cpp's limit, the others part
+    // at margins of 0.10-0.26; earlier searches also Q8_0, at 0.15-0.53). Not llama.cpp's f16 KV
+    // cache: recorded with an f32 cache (type_k = type_v = F32), its Q8_0 tokens and top-1s are the
+    // same.
     check_against_llamacpp(f, "smollm2_llamacpp_" + lower, loose ? 0.9 : 0.95,
                            /*assert_greedy=*/false);
     ++found;
