@@ -47,6 +47,25 @@ double act_bound(const std::vector<float>& x, const std::vector<float>& w, int b
   return b + 1e-5 * acc + 1e-6;
 }
 
+// y [M, N] = x [M, K] times w^T (w a block tensor of N rows, as stored in `wbytes`) against the
+// f64 product of x and the dequantised w, within act_bound.
+void expect_within_bound(DType t, const float* x, const uint8_t* wbytes, const float* y, int64_t M,
+                         int64_t N, int64_t K, const std::string& what) {
+  std::vector<float> wf(static_cast<size_t>(N * K));
+  blocks::dequantize(t, wbytes, wf.data(), N * K);
+  const int bs = block_size(blocks::activation_format(t));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      std::vector<float> xr(x + m * K, x + (m + 1) * K),
+          wr(wf.begin() + n * K, wf.begin() + (n + 1) * K);
+      double want = 0;
+      for (int64_t j = 0; j < K; ++j)
+        want += static_cast<double>(xr[static_cast<size_t>(j)]) * wr[static_cast<size_t>(j)];
+      EXPECT_NEAR(y[m * N + n], want, act_bound(xr, wr, bs))
+          << name(t) << " " << what << " m=" << m << " n=" << n;
+    }
+}
+
 class QMatmulTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(QMatmulTest, LinearWithinTheActivationBound) {
@@ -62,25 +81,14 @@ TEST_P(QMatmulTest, LinearWithinTheActivationBound) {
   ASSERT_EQ(opstest::count_op(p, "cpu.QMatmul"), 1) << p.to_text();
   ASSERT_EQ(opstest::count_op(p, "cpu.QuantizeQ8"), 1) << p.to_text();
   auto exe = testing::load_plan(cpu, p, {{{"s", 1}}, {{"s", 9}}});
-  const int bs = block_size(blocks::activation_format(t));
   for (int64_t s : {1, 2, 5, 9}) {
     DynMap dyn{{"s", s}};
     testing::BufferMap in = opstest::random_inputs(g, dyn, 7 + s, -2, 2);
     testing::BufferMap got = testing::run_executable(exe, g, in, dyn);
-    std::vector<float> wf(static_cast<size_t>(N * K));
-    blocks::dequantize(t, in.at("w").bytes.data(), wf.data(), N * K);
-    const auto* xs = reinterpret_cast<const float*>(in.at("x").bytes.data());
-    const auto* ys = reinterpret_cast<const float*>(got.at("y").bytes.data());
-    for (int64_t m = 0; m < s; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        std::vector<float> xr(xs + m * K, xs + (m + 1) * K),
-            wr(wf.begin() + n * K, wf.begin() + (n + 1) * K);
-        double want = 0;
-        for (int64_t j = 0; j < K; ++j)
-          want += static_cast<double>(xr[static_cast<size_t>(j)]) * wr[static_cast<size_t>(j)];
-        EXPECT_NEAR(ys[m * N + n], want, act_bound(xr, wr, bs))
-            << name(t) << " s=" << s << " m=" << m << " n=" << n;
-      }
+    expect_within_bound(t, reinterpret_cast<const float*>(in.at("x").bytes.data()),
+                        in.at("w").bytes.data(),
+                        reinterpret_cast<const float*>(got.at("y").bytes.data()), s, N, K,
+                        "s=" + std::to_string(s));
   }
 }
 
@@ -196,23 +204,10 @@ TEST_P(QGatherTypes, TiedEmbeddingGatherIsExactAndServesTheHead) {
     opstest::expect_same(got.at("rows"), want.at("rows"), opstest::kExact, "rows");
     // The head's logits against the f64 product of the gathered rows and the table, within the
     // bound of the rows' 8-bit rounding (their values reach +-16 for Q6_K's random sub-scales).
-    const DType t = GetParam();
-    const int64_t K = 256, V = 40;
-    std::vector<float> tf(static_cast<size_t>(V * K));
-    blocks::dequantize(t, in.at("embed").bytes.data(), tf.data(), V * K);
-    const auto* rows = reinterpret_cast<const float*>(got.at("rows").bytes.data());
-    const auto* logits = reinterpret_cast<const float*>(got.at("logits").bytes.data());
-    const int bs = block_size(blocks::activation_format(t));
-    for (int64_t m = 0; m < s; ++m)
-      for (int64_t v = 0; v < V; ++v) {
-        std::vector<float> xr(rows + m * K, rows + (m + 1) * K),
-            wr(tf.begin() + v * K, tf.begin() + (v + 1) * K);
-        double dot = 0;
-        for (int64_t j = 0; j < K; ++j)
-          dot += static_cast<double>(xr[static_cast<size_t>(j)]) * wr[static_cast<size_t>(j)];
-        EXPECT_NEAR(logits[m * V + v], dot, act_bound(xr, wr, bs))
-            << name(t) << " s=" << s << " m=" << m << " v=" << v;
-      }
+    expect_within_bound(GetParam(), reinterpret_cast<const float*>(got.at("rows").bytes.data()),
+                        in.at("embed").bytes.data(),
+                        reinterpret_cast<const float*>(got.at("logits").bytes.data()), s, 40, 256,
+                        "logits, s=" + std::to_string(s));
   }
 }
 
