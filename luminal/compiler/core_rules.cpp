@@ -2,10 +2,9 @@
 
 namespace luminal {
 
-namespace {
-
-// Does `v` read a whole buffer of `shape` in order (so the reader sees exactly that value)?
 bool reads_whole(const View& v, const Shape& shape) { return v.dims == shape && v.is_contiguous(); }
+
+namespace {
 
 bool is_one(const Attrs& c) {
   return is_float(c.dtype) || c.dtype == DType::Bool ? c.value == 1.0 : c.int_value == 1;

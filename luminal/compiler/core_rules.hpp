@@ -14,6 +14,9 @@ namespace luminal {
 
 RuleSet core_rules();
 
+/// Does `v` read a whole buffer of `shape` in order (so the reader sees exactly that value)?
+bool reads_whole(const View& v, const Shape& shape);
+
 /// True when every value of `from` is exactly representable in `to`.
 bool widens_exactly(DType from, DType to);
 

@@ -1,6 +1,8 @@
 // The short-sum rule (see short_sum_rule.hpp).
 #include "luminal/compiler/short_sum_rule.hpp"
 
+#include "luminal/compiler/core_rules.hpp"
+
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -16,8 +18,6 @@ std::optional<View> term(const View& v, int axis, int64_t i) {
   if (!s) return std::nullopt;
   return s->squeeze(axis);
 }
-
-bool reads_whole(const View& v, const Shape& shape) { return v.dims == shape && v.is_contiguous(); }
 
 // 0 + t0 + t1 in the sum's dtype, in the order the reference adds: the leading 0 turns a sum of
 // two -0s into +0 as the SumReduce's accumulator does.
