@@ -31,6 +31,7 @@
 #include "bench/timing.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/dtype.hpp"
+#include "luminal/cpu/qmatmul_split.hpp"
 #include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/quant/quant_index.hpp"
 #include "luminal/cpu/thread_pool.hpp"
@@ -172,8 +173,7 @@ void run_step(DType t, int threads) {
   auto step = [&] {
     for (size_t i = 0; i < mats.size(); ++i) {
       const auto [n, k] = mats[i];
-      int64_t chunk = std::max<int64_t>(16, n / (2 * threads));
-      chunk = (chunk + 3) / 4 * 4;
+      const int64_t chunk = cpu::qtask_rows(n, threads, 0);
       const int64_t tasks = (n + chunk - 1) / chunk;
       cpu::parallel_for(tasks, threads, [&](int64_t c) {
         const int64_t b = c * chunk, e = std::min(n, b + chunk);
@@ -224,9 +224,8 @@ void run_gemm(DType t, int64_t n, int64_t k, int threads) {
   const auto own_dot = kern.dot[cpu::quant::weight_index(t)];
   const auto repack = kern.to_q8_0[cpu::quant::weight_index(t)];
   const int64_t nb = k / block_size(t);
-  const int64_t panel = std::max<int64_t>(16, (128 << 10) / rb / 4 * 4);
-  int64_t chunk = std::min(std::max<int64_t>(16, n / (2 * threads)), panel);  // at most a panel
-  chunk = (chunk + 3) / 4 * 4;
+  const int64_t panel = cpu::qpanel_rows(rb);
+  const int64_t chunk = cpu::qtask_rows(n, threads, panel);
   const auto gemm = kern.gemm[cpu::quant::weight_index(t)];
   const double s = seconds_per_call([&] {
     cpu::parallel_for((n + chunk - 1) / chunk, threads, [&](int64_t c) {

@@ -28,6 +28,7 @@
 #include "luminal/cpu/cpu_op.hpp"
 #include "luminal/cpu/matmul_tiles.hpp"
 #include "luminal/cpu/primitive_util.hpp"
+#include "luminal/cpu/qmatmul_split.hpp"
 #include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/quant/kernels.hpp"
 #include "luminal/cpu/quant/quant_index.hpp"
@@ -139,8 +140,6 @@ class QuantizeKernel final : public Kernel {
 
 // ---------------------------------------------------------------- QMatmul
 
-// Weight bytes a prefill pass keeps in cache (L2) while every activation row passes over them.
-constexpr uint64_t kPanelBytes = 128 << 10;
 constexpr int64_t kQ8_0Bytes = 34;  // a Q8_0 block
 
 class QMatmulKernel final : public Kernel {
@@ -175,8 +174,7 @@ class QMatmulKernel final : public Kernel {
     rows.dims.push_back(Expr(k_));
     rows.strides.push_back(Expr(1) * Expr::z());
     w_rows_ = row_byte_offsets(rows, wtype_, "cpu.QMatmul");
-    panel_rows_ = std::max<int64_t>(
-        16, static_cast<int64_t>(kPanelBytes / storage_bytes(wtype_, k_)) / 4 * 4);
+    panel_rows_ = qpanel_rows(static_cast<int64_t>(storage_bytes(wtype_, k_)));
     const quant::QuantKernels& kern = quant::active_kernels();
     dot_ = kern.dot[quant::weight_index(wtype_)];
     repack_ = kern.to_q8_0[quant::weight_index(wtype_)];
@@ -200,12 +198,7 @@ class QMatmulKernel final : public Kernel {
     const uint8_t* xq = k.in[0];
     float* out = reinterpret_cast<float*>(k.out);
     const int threads = k.threads > 0 ? k.threads : hardware_threads();
-    int64_t chunk = std::max<int64_t>(16, N / (2 * static_cast<int64_t>(threads)));
-    // With more than 4 activation rows a chunk goes in panels anyway: a task of at most one
-    // panel calls the kernel as often, and more tasks share out more evenly when a thread is
-    // slowed (the gate/up matrices of SmolLM2: 8 tasks of a panel instead of 4 of two).
-    if (M > 4 && n_linear_ && m_linear_) chunk = std::min(chunk, panel_rows_);
-    chunk = (chunk + 3) / 4 * 4;
+    const int64_t chunk = qtask_rows(N, threads, M > 4 && n_linear_ && m_linear_ ? panel_rows_ : 0);
     const int64_t tasks = (N + chunk - 1) / chunk;
     auto task = [&](int64_t t) {
       const int64_t begin = t * chunk, end = std::min(N, (t + 1) * chunk);
@@ -304,7 +297,7 @@ class QMatmulKernel final : public Kernel {
   quant::GemmFn gemm_ = nullptr;         // its prefill GEMM for this type, or null
   quant::GemmScratchFn gemm_scratch_ = nullptr;
   uint64_t version_ = 0;
-  int64_t panel_rows_ = 16;               // weight rows of about kPanelBytes
+  int64_t panel_rows_ = 16;               // qpanel_rows of the weight's rows
   std::vector<int64_t> dims_;             // the dims the offsets below are for
   const uint8_t* row_base_ = nullptr;     // the weight buffer row_ptrs_ point into
   std::vector<const uint8_t*> row_ptrs_;  // w_rows_ from row_base_
