@@ -159,16 +159,7 @@ struct IndexPlan {
 class RunBuilder {
  public:
   explicit RunBuilder(std::vector<Run>& out) : out_(out) {}
-  void add(int64_t dst, int64_t src) {
-    if (!out_.empty()) {
-      Run& r = out_.back();
-      if (r.dst + r.len == dst && r.src + r.len == src) {
-        ++r.len;
-        return;
-      }
-    }
-    out_.push_back({dst, src, 1});
-  }
+  void add(int64_t dst, int64_t src) { add_run(dst, src, 1); }
   /// add(dst + t, src + t) for t in [0, len), at once.
   void add_run(int64_t dst, int64_t src, int64_t len) {
     if (len <= 0) return;
@@ -304,11 +295,8 @@ class IotaIndexKernel : public Kernel {
         const int64_t step = along == Along::Linear ? at.eval(none, r + 1) - first : 0;
         if (whole_rows && step == 1 && first >= 0 && first + L <= dest_n &&
             first + L - 1 <= INT32_MAX) {
-          for (int64_t t = 0; t < L; ++t) {
-            const auto j = static_cast<size_t>(first + t);
-            if (seen_[j]) plan_.unique = false;
-            seen_[j] = true;
-          }
+          for (int64_t t = 0; t < L; ++t)
+            mark_written(first + t);
           runs.add_run(first, r, L);
           continue;
         }
@@ -358,10 +346,15 @@ class IotaIndexKernel : public Kernel {
         skipped_ = true;
         return;
       }
-      if (seen_[static_cast<size_t>(j)]) plan_.unique = false;
-      seen_[static_cast<size_t>(j)] = true;
+      mark_written(j);
       runs.add(j, sv.identity() ? i : sv.idx.offset_of_flat(i));
     };
+  }
+
+  // Scatter: dest element j (in range) is written; a second write makes the plan not unique.
+  void mark_written(int64_t j) {
+    if (seen_[static_cast<size_t>(j)]) plan_.unique = false;
+    seen_[static_cast<size_t>(j)] = true;
   }
 
   Expr expr_, len_;
