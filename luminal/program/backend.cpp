@@ -91,8 +91,7 @@ std::vector<double> Backend::timed_runs(Plan& plan, int parity, const int64_t* d
     const double s = run();
     if (timeout_s > 0 && s > timeout_s) {
       throw Error("profile: a run took " + seconds(s) + ", over the timeout of " +
-                  seconds(timeout_s) + " (trial " + std::to_string(t + 1) + " of " +
-                  std::to_string(min_runs) + ")");
+                  seconds(timeout_s) + " (timed run " + std::to_string(t + 1) + ")");
     }
     times.push_back(s);
     total += s;
