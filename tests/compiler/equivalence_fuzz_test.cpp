@@ -93,11 +93,7 @@ TEST(EquivalenceFuzz, GqaAttentionKvCacheRope) {
 TEST(EquivalenceFuzz, RowKernelPrograms) {
   setenv("LUMINAL_CPU_ROWS", "on", 1);  // the default; set in case the environment has "off"
   for (const FuzzGraph& fg : {rmsnorm_block(), attention_block(true)}) {
-    CheckResult r = run_check(fg, cpu_model_options());
-    for (const std::string& e : r.errors)
-      ADD_FAILURE() << e;
-    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-      ADD_FAILURE() << r.failures[i];
+    CheckResult r = check_graph(fg, cpu_model_options());
     EXPECT_GT(r.programs_using["cpu.Row"], 0) << fg.name;
   }
   unsetenv("LUMINAL_CPU_ROWS");
@@ -132,11 +128,7 @@ TEST(EquivalenceFuzz, RopeSumOfTwoAsAdds) {
       const auto mix = g.op_mix();
       return !mix.contains("SumReduce") && !mix.contains("cpu.Matmul");
     });
-    CheckResult r = run_check(fg, o);
-    for (const std::string& e : r.errors)
-      ADD_FAILURE() << e;
-    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-      ADD_FAILURE() << r.failures[i];
+    CheckResult r = check_graph(fg, o);
     EXPECT_GT(r.programs, 10) << fg.name;
     EXPECT_GT(r.programs_using["adds"], 0) << fg.name;
     EXPECT_LT(r.programs_using["adds"], r.programs) << fg.name;
@@ -153,11 +145,7 @@ TEST(EquivalenceFuzz, RouterTopKBothForms) {
       CheckOptions o = cpu_model_options();
       o.programs = 30;
       const FuzzGraph fg = testing::router_block(renormalise, form);
-      CheckResult r = run_check(fg, o);
-      for (const std::string& e : r.errors)
-        ADD_FAILURE() << e;
-      for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-        ADD_FAILURE() << r.failures[i];
+      CheckResult r = check_graph(fg, o);
       ASSERT_GT(r.programs, 10) << fg.name;
       EXPECT_GT(r.programs_using["cpu.Matmul"], 0) << fg.name << ": no program ran the ranks";
       if (form == nn::TopKForm::Searched && !renormalise) {
@@ -175,20 +163,12 @@ class QuantizedBlocks : public ::testing::TestWithParam<DType> {};
 TEST_P(QuantizedBlocks, MatchReference) {
   CheckOptions o = on_cpu({});
   o.programs = 24;
-  CheckResult r = run_check(testing::quantized_block(GetParam()), o);
-  for (const std::string& e : r.errors)
-    ADD_FAILURE() << e;
-  for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-    ADD_FAILURE() << r.failures[i];
+  CheckResult r = check_graph(testing::quantized_block(GetParam()), o);
   EXPECT_GT(r.programs_using["cpu.QMatmul"], 0);
   EXPECT_GT(r.programs_using["cpu.QGather"], 0);
   // With folding (any growth allowed): some programs read a dequantised copy made at load.
   o.fold = true;
-  CheckResult f = run_check(testing::quantized_block(GetParam()), o);
-  for (const std::string& e : f.errors)
-    ADD_FAILURE() << e;
-  for (size_t i = 0; i < f.failures.size() && i < 2; ++i)
-    ADD_FAILURE() << f.failures[i];
+  CheckResult f = check_graph(testing::quantized_block(GetParam()), o);
   EXPECT_GT(f.programs_using["(load-time fold)"], 0);
 }
 
@@ -206,11 +186,7 @@ TEST(EquivalenceFuzz, ProgramsWithLoadTimeFolds) {
     CheckOptions o = on_cpu({});
     o.programs = 20;
     o.fold = true;
-    CheckResult r = run_check(fg, o);
-    for (const std::string& e : r.errors)
-      ADD_FAILURE() << e;
-    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-      ADD_FAILURE() << r.failures[i];
+    CheckResult r = check_graph(fg, o);
     folding += r.programs_using["(load-time fold)"];
   }
   CheckOptions o = cpu_model_options();
@@ -243,11 +219,7 @@ TEST(EquivalenceFuzz, ExpertGraphs) {
     FuzzGraph fg = testing::random_expert_graph(seed);
     CheckOptions o = on_cpu({});
     o.programs = 20;
-    CheckResult r = run_check(fg, o);
-    for (const std::string& e : r.errors)
-      ADD_FAILURE() << e;
-    for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-      ADD_FAILURE() << r.failures[i];
+    CheckResult r = check_graph(fg, o);
     expert_programs += r.programs_using["cpu.ExpertMatmul"];
   }
   EXPECT_GT(expert_programs, 10) << "too few programs ran cpu.ExpertMatmul";

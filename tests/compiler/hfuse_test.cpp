@@ -20,11 +20,11 @@ namespace {
 const bool kHfuseOn = [] { return setenv("LUMINAL_HFUSE", "on", 1) == 0; }();
 
 using testing::block_output;
+using testing::check_graph;
 using testing::CheckOptions;
 using testing::CheckResult;
 using testing::FuzzGraph;
 using testing::model_input;
-using testing::run_check;
 
 // Matmul nodes (SumReduce, or a backend op named *Matmul) whose output rows are `width` long.
 int matmuls_of_width(const LlirGraph& p, int64_t width) {
@@ -117,11 +117,7 @@ void mark_weights(const FuzzGraph& fg) {
 
 void expect_all_match(const FuzzGraph& fg, const CheckOptions& o, bool want_folds) {
   mark_weights(fg);
-  CheckResult r = run_check(fg, o);
-  for (const std::string& e : r.errors)
-    ADD_FAILURE() << e;
-  for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-    ADD_FAILURE() << r.failures[i];
+  CheckResult r = check_graph(fg, o);
   EXPECT_EQ(r.failures.size(), 0u) << fg.name;
   std::printf("[hfuse] %s%s: %d programs, %d fused, %d mixed, %d with folds\n", fg.name.c_str(),
               o.fold ? " (folds)" : "", r.programs, r.programs_using["fused"],
@@ -210,11 +206,7 @@ TEST(Hfuse, ManyRowsReadTheConcatenation) {
     EXPECT_FALSE(is_op(n.op, OpKind::Input) && n.attrs.label.starts_with("w")) << seed.to_text();
   CheckOptions o = on_cpu(true, 40, {24, 8});
   mark_weights(fg);
-  CheckResult r = run_check(fg, o);
-  for (const std::string& e : r.errors)
-    ADD_FAILURE() << e;
-  for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
-    ADD_FAILURE() << r.failures[i];
+  CheckResult r = check_graph(fg, o);
   EXPECT_EQ(r.programs_using["fused"], 0);
   EXPECT_GT(r.programs_using["(load-time fold)"], 0);
 }

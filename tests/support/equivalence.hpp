@@ -473,8 +473,9 @@ inline CheckResult run_check(const FuzzGraph& fg, const CheckOptions& opt) {
 }
 
 /// run_check, reported through gtest: every error, the first two failing programs in full; with
-/// LUMINAL_FUZZ_VERBOSE, a summary line per graph.
-inline void check_graph(const FuzzGraph& fg, const CheckOptions& opt) {
+/// LUMINAL_FUZZ_VERBOSE, a summary line per graph. Returns the result (programs_using, for a
+/// test that asserts what the draws held).
+inline CheckResult check_graph(const FuzzGraph& fg, const CheckOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   CheckResult r = run_check(fg, opt);
   for (const std::string& e : r.errors)
@@ -496,6 +497,7 @@ inline void check_graph(const FuzzGraph& fg, const CheckOptions& opt) {
       ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count);
     std::printf("[fuzz]   programs using each op: %s\n", ops.c_str());
   }
+  return r;
 }
 
 }  // namespace luminal::testing
