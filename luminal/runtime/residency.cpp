@@ -225,8 +225,6 @@ void Residency::bind_external(int k, void* ptr, uint64_t bytes,
   auto fail = [&](const std::string& why) {
     throw Error("bind_external: input '" + i.label + "': " + why);
   };
-  if (i.carried)
-    fail("it is carried state (written in place by the graph); set its value with set() instead");
   if (ptr == nullptr) fail("the pointer is null");
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
     fail("the pointer is not 16-byte aligned; pass an aligned buffer (or copy it with set())");
@@ -284,11 +282,16 @@ void Residency::executed(std::span<const int64_t> dims, const std::vector<int>& 
     out[o].lives_in = out_in_place[o];
     out[o].valid = true;
   }
-  // Carried state: swap handles (an in-place update needs nothing).
+  // Carried state: swap handles (an in-place update needs nothing). Memory the caller bound
+  // (bind_external) is the state itself: it takes a copy of the value instead.
   for (auto [o, k] : carries) {
     Out& src = out[o];
     In& i = in[k];
     if (src.lives_in == k) continue;
+    if (i.bound_external) {
+      backend_->copy(i.buf, src.buf, value_bytes(o), queue_.get());
+      continue;
+    }
     std::swap(i.buf, src.buf);
     src.lives_in = k;
     i.bytes_set = storage_bytes(i.dtype, i.numel.eval(dims.data()));

@@ -94,7 +94,8 @@ class Residency {
   /// Throws naming an input without data, or whose value does not fit `dims`.
   void check_inputs(std::span<const int64_t> dims) const;
   /// After an execute at `dims`: every output is valid, in its own buffer or in the input
-  /// `out_in_place` names; carried outputs not updated in place swap handles with their input.
+  /// `out_in_place` names; carried outputs not updated in place swap handles with their input,
+  /// or are copied into it when its memory is the caller's (bind_external).
   void executed(std::span<const int64_t> dims, const std::vector<int>& out_in_place);
 
   /// Output o's value: its bytes at the last execute's dims, and the buffer holding it.

@@ -13,7 +13,8 @@
 // size any bucket needs; set() uploads into it and never reallocates. The buckets' plans share
 // one arena sized for the largest of them, so no pointer moves while executing. Carried state
 // (Graph::carry) and hand_off swap buffer handles, never bytes: a carried output not updated in
-// place alternates between two buffers, and each plan is bound once per parity.
+// place alternates between two buffers, and each plan is bound once per parity (carried state in
+// the caller's memory, bind_external, takes a copy instead).
 //
 // Each session orders its work on its own queue (Backend::make_queue; a CUDA stream), so two
 // sessions on one backend run side by side; the search times candidates on the backend's
@@ -117,7 +118,10 @@ class Session : public Runtime {
   /// copy. `bytes` must hold the input at its largest dims (the search may time a bucket there),
   /// `ptr` must be 16-byte aligned, and the memory must stay valid and unchanged while executes
   /// read it (`keep_alive` is held until the input is set another way). The next execute re-binds
-  /// the plans to the new pointer (Stats::rebinds). Not for carried inputs (written in place).
+  /// the plans to the new pointer (Stats::rebinds). A carried input bound this way is the state
+  /// itself: every execute leaves the new value in that memory (written in place where the
+  /// program updates it in place, else copied there after the step), as a torch.compile'd
+  /// model's in-place KV cache expects.
   void bind_external(std::string_view label, void* ptr, uint64_t bytes,
                      std::shared_ptr<const void> keep_alive = {});
 

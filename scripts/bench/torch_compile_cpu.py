@@ -4,8 +4,10 @@
 Models: the tiny transformers Llama and Qwen3 of tests/data/models (a 32-token prompt), and a
 100M-parameter Llama-shaped module in plain PyTorch (scripts/bench/torch_llama.py, the shape of
 bench_llm_cpu: 12 layers, hidden 768, vocabulary 32000; f32): a 128-token prompt, and a decode
-step at position 128 against fixed 1024-row KV caches (static shapes: the step attends over all
-1025 rows, masked). Prints one table row per model and measurement: the median ms of --reps calls
+step at position 128 against fixed 1024-row KV caches, in both of torch_llama's forms (static
+shapes: the step attends over every row, masked): "static", the caches written in place inside
+the step (gpt-fast's form), and "cat", the step attending over the caches concatenated with the
+new row. Prints one table row per model and measurement: the median ms of --reps calls
 after a warm-up, and each backend's compile time (the first call).
 
   PYTHONPATH=build/python LUMINAL_CACHE=off ~/.cache/luminal/torch-venv/bin/python \
@@ -127,11 +129,10 @@ def llama100m(args):
     print(f"<!-- 100M module: {torch_llama.params(model):,} parameters -->")
     ids = torch.randint(0, c.vocab, (1, 128))
     compare("100M Llama, 128-token prompt", model, "forward", (ids,), args)
-    kc, vc = model.caches(torch.float32, "cpu")
-    kc.normal_()
-    vc.normal_()
-    step = (torch.tensor([[7]]), torch.tensor([128]), kc, vc)
-    compare("100M Llama, decode step at context 128", model, "decode", step, args)
+    for kind in ("static", "cat"):
+        step = torch_llama.Step(model, kind, torch.float32, "cpu", 128)
+        name = step.method(model).__name__
+        compare(f"100M Llama, decode step ({kind}) at context 128", model, name, step.args(), args)
 
 
 def main():

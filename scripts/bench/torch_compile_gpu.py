@@ -3,13 +3,15 @@
 
 The model is scripts/bench/torch_llama.py at the Llama-3-8B shape (32 layers, hidden 4096, FFN
 14336, 32/8 heads, vocabulary 128256; random bf16 weights), one decode step at a fixed position
-against fixed-size KV caches (static shapes). Rows, in one run:
+against fixed-size KV caches (static shapes). --step static (the default) writes the token's K and
+V rows into per-layer caches inside the step, as gpt-fast and the torch anchor do; --step cat
+attends over the caches concatenated with the new rows and writes them in eager after the step
+(torch_llama.Step). Rows, in one run:
   eager                 the step in eager PyTorch
   inductor+cudagraph    torch.compile (Inductor, --inductor-mode, default "default"), then the
                         step captured by hand in one torch.cuda.CUDAGraph and replayed (CUDA);
                         plain Inductor on the CPU
   luminal               torch.compile(backend="luminal", options={"backend": "cuda"})
-Each step also writes the token's K and V rows into the caches (eager, the same for all).
 Prints the median ms per step over --steps steps after --warmup, and the first call's time.
 
   PYTHONPATH=build/python python3 scripts/bench/torch_compile_gpu.py            # H200, 8B
@@ -71,6 +73,8 @@ def main():
     ap.add_argument("--inductor-mode", default="default",
                     help='e.g. "max-autotune-no-cudagraphs" (slow to compile at 8B)')
     ap.add_argument("--skip", default="", help="rows to leave out, e.g. eager,inductor")
+    ap.add_argument("--step", choices=["static", "cat"], default="static",
+                    help="the step's form (torch_llama.Step)")
     args = ap.parse_args()
     cfg = {"8b": torch_llama.LLAMA_8B, "100m": torch_llama.LLAMA_100M, "tiny": torch_llama.TINY}[
         args.shape
@@ -83,14 +87,10 @@ def main():
     torch.manual_seed(0)
     with torch.device(dev):
         model = torch_llama.Llama(cfg).to(dtype).eval()
-    kc, vc = model.caches(dtype, dev)
-    kc.normal_()
-    vc.normal_()
-    ids = torch.tensor([[11]], device=dev)
-    p = torch.tensor([pos], device=dev)
+    st = torch_llama.Step(model, args.step, dtype, dev, pos)
     n = torch_llama.params(model)
     print(f"{args.shape}: {n / 1e9:.2f}B parameters, {dtype}, {dev}, position {pos} of "
-          f"{cfg.max_ctx}; torch {torch.__version__}")
+          f"{cfg.max_ctx}, step {args.step}; torch {torch.__version__}")
     print("| backend | first call s | median ms/step | best ms |")
     print("|---|---|---|---|")
     skip = set(args.skip.split(","))
@@ -98,27 +98,25 @@ def main():
 
     def stepper(f):
         def step():
-            logits, k, v = f(ids, p, kc, vc)
-            torch_llama.Llama.write(kc, vc, pos, k, v)
-            outs["logits"] = logits
+            outs["logits"] = st(f)
 
         return step
 
     results = {}
     with torch.no_grad():
         if "eager" not in skip:
-            results["eager"] = measure("eager", stepper(model.decode), dev, args.warmup,
+            results["eager"] = measure("eager", stepper(st.method(model)), dev, args.warmup,
                                        args.steps)
             ref = outs["logits"].float().clone()
         if "inductor" not in skip:
             torch._dynamo.reset()
-            f = torch.compile(model.decode, mode=args.inductor_mode)
+            f = torch.compile(st.method(model), mode=args.inductor_mode)
             if dev == "cuda":
                 for _ in range(3):
-                    f(ids, p, kc, vc)
+                    f(*st.args())
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    static = f(ids, p, kc, vc)
+                    static = f(*st.args())
 
                 def replay(*_):
                     graph.replay()
@@ -136,13 +134,12 @@ def main():
                 opts["time_budget"] = args.time_budget
             if args.profile_timeout is not None:
                 opts["profile_timeout"] = args.profile_timeout
-            f = torch.compile(model.decode, backend="luminal", options=opts)
+            f = torch.compile(st.method(model), backend="luminal", options=opts)
             results["luminal"] = measure("luminal", stepper(f), dev, args.warmup,
                                          args.steps)
             if "eager" not in skip:
-                kc2, vc2 = kc.clone(), vc.clone()
-                a = f(ids, p, kc2, vc2)[0].float()
-                b = model.decode(ids, p, kc2, vc2)[0].float()
+                a = st(f).float()
+                b = st(st.method(model)).float()
                 print(f"luminal vs eager logits: max abs diff {(a - b).abs().max().item():.3e}, "
                       f"argmax equal: {bool((a.argmax(-1) == b.argmax(-1)).all())}")
             print(f"luminal pieces and fallbacks: "

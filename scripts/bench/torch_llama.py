@@ -1,13 +1,20 @@
 """A Llama in plain PyTorch for the torch.compile benchmarks (no transformers).
 
-``Llama(cfg)`` has two entry points:
+``Llama(cfg)`` has three entry points:
   forward(ids)                          logits of a whole prompt [1, s] (causal, no cache)
-  decode(ids, pos, k_cache, v_cache)    one token [1, 1] at position `pos` (an int tensor [1])
-                                        against fixed-size caches [layers, max_ctx, kv_heads,
-                                        head_dim] (rows > pos are masked out); returns the logits
-                                        and the token's new K and V rows, which the caller writes
-                                        into the caches (``Llama.write``) outside the compiled
-                                        step. Shapes are static: CUDA graphs can capture it.
+  decode_static(ids, pos, kcs, vcs)     one token [1, 1] at position `pos` (an int tensor [1])
+                                        against per-layer static caches [1, kv_heads, max_ctx,
+                                        head_dim] (``static_caches``), written in place inside
+                                        the step (``kc[:, :, pos] = k``, gpt-fast's form and the
+                                        anchors'); attends over every row, rows > pos masked
+                                        out; returns the logits
+  decode(ids, pos, k_cache, v_cache)    the same step against caches [layers, max_ctx, kv_heads,
+                                        head_dim] that it does not write: it attends over the
+                                        cache concatenated with the new row and returns the
+                                        logits and the new K and V rows, which the caller writes
+                                        (``Llama.write``) outside the compiled step
+Shapes are static: CUDA graphs can capture either step. ``Step`` holds a step's caches and calls
+either form the same way.
 """
 
 import dataclasses
@@ -134,6 +141,25 @@ class Llama(torch.nn.Module):
             vs.append(v[0, :, 0])
         return self.logits(x), torch.stack(ks), torch.stack(vs)
 
+    def decode_static(self, ids, pos, k_caches, v_caches):
+        c = self.c
+        x = self.embed(ids)
+        mask = (torch.arange(c.max_ctx, device=ids.device) > pos)[None, None, None, :]
+        for i, layer in enumerate(self.layers):
+            q, k, v = layer.qkv(x, pos)
+            k_caches[i][:, :, pos] = k
+            v_caches[i][:, :, pos] = v
+            x = layer.attend(x, q, k_caches[i], v_caches[i], mask)
+        return self.logits(x)
+
+    def static_caches(self, dtype, device):
+        c = self.c
+        shape = (1, c.kv_heads, c.max_ctx, c.head_dim)
+        return (
+            [torch.zeros(shape, dtype=dtype, device=device) for _ in range(c.layers)],
+            [torch.zeros(shape, dtype=dtype, device=device) for _ in range(c.layers)],
+        )
+
     def caches(self, dtype, device):
         c = self.c
         shape = (c.layers, c.max_ctx, c.kv_heads, c.head_dim)
@@ -145,6 +171,43 @@ class Llama(torch.nn.Module):
     def write(k_cache, v_cache, pos, k, v):
         k_cache[:, pos] = k
         v_cache[:, pos] = v
+
+
+class Step:
+    """One decode step of the model at position `pos`, `kind` "static" (decode_static: the caches
+    written inside the step) or "cat" (decode, then Llama.write outside it), with its caches
+    (random values, as a filled context). ``step(f)`` runs it through f, the method
+    (``step.method(model)``) eager or compiled, and returns the logits; repeated calls write the
+    same rows, so every call computes the same logits."""
+
+    def __init__(self, model, kind, dtype, device, pos):
+        self.kind, self.pos = kind, pos
+        if kind == "static":
+            self.kc, self.vc = model.static_caches(dtype, device)
+        else:
+            self.kc, self.vc = model.caches(dtype, device)
+        for t in self.tensors():
+            t.normal_()
+        self.ids = torch.tensor([[11]], device=device)
+        self.p = torch.tensor([pos], device=device)
+
+    def tensors(self):
+        if self.kind == "static":
+            return self.kc + self.vc
+        return [self.kc, self.vc]
+
+    def method(self, model):
+        return model.decode_static if self.kind == "static" else model.decode
+
+    def args(self):
+        return (self.ids, self.p, self.kc, self.vc)
+
+    def __call__(self, f):
+        if self.kind == "static":
+            return f(*self.args())
+        logits, k, v = f(*self.args())
+        Llama.write(self.kc, self.vc, self.pos, k, v)
+        return logits
 
 
 def params(model):

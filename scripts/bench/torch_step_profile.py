@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Where a torch.compile(backend="luminal") decode step's time goes, beside the program's own.
 
-The model and step are torch_compile_gpu.py's (torch_llama.py's decode, the KV write in eager).
+The model and step are torch_compile_gpu.py's (torch_llama.Step: --step static, the caches
+written inside the step, or cat, the KV write in eager after it).
 After a first call (the compile) and a warm-up, it times --steps steps whole, then the same steps
 with each piece's phases timed: binding the inputs, Session.execute (the launch), the device
 finishing (a synchronize right after), and getting the outputs; the rest of a step is Dynamo's
-guards, AOTAutograd's wrappers, the FX call and the eager KV write. Last, the session's execute
-alone, back to back, with a synchronize each. Prints ms per step for each.
+guards, AOTAutograd's wrappers, the FX call (and, for --step cat, the eager KV write). Last, the
+session's execute alone, back to back, with a synchronize each. Prints ms per step for each.
 
   PYTHONPATH=build/python python3 scripts/bench/torch_step_profile.py --shape 100m --device cpu
   PYTHONPATH=$B/python python3 scripts/bench/torch_step_profile.py --shape 8b --time-budget 30
@@ -34,6 +35,7 @@ def main():
     ap.add_argument("--budget", type=int, default=20)
     ap.add_argument("--time-budget", type=float, default=None)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--step", choices=["static", "cat"], default="static")
     args = ap.parse_args()
     cfg = {"8b": torch_llama.LLAMA_8B, "100m": torch_llama.LLAMA_100M, "tiny": torch_llama.TINY}[
         args.shape
@@ -44,9 +46,7 @@ def main():
     torch.manual_seed(0)
     with torch.device(dev):
         model = torch_llama.Llama(cfg).to(dtype).eval()
-    kc, vc = model.caches(dtype, dev)
-    ids = torch.tensor([[11]], device=dev)
-    p = torch.tensor([pos], device=dev)
+    st = torch_llama.Step(model, args.step, dtype, dev, pos)
 
     def sync():
         if dev == "cuda":
@@ -55,18 +55,17 @@ def main():
     opts = {"backend": dev, "search_budget": args.budget}
     if args.time_budget is not None:
         opts["time_budget"] = args.time_budget
-    f = torch.compile(model.decode, backend="luminal", options=opts)
+    f = torch.compile(st.method(model), backend="luminal", options=opts)
 
     def step():
-        logits, k, v = f(ids, p, kc, vc)
-        torch_llama.Llama.write(kc, vc, pos, k, v)
-        return logits
+        return st(f)
 
     with torch.no_grad():
         t0 = time.perf_counter()
         step()
         sync()
-        print(f"{args.shape} {dtype} {dev}: first call {time.perf_counter() - t0:.1f} s")
+        print(f"{args.shape} {dtype} {dev}, step {args.step}: first call "
+              f"{time.perf_counter() - t0:.1f} s")
         for _ in range(5):
             step()
         sync()
@@ -138,7 +137,8 @@ def main():
         ms = v * 1e3 / args.steps
         accounted += ms
         print(f"|   {k} | {ms:.3f} ms |")
-    print(f"|   the rest (Dynamo, AOTAutograd, FX, the eager KV write) | {total - accounted:.3f} ms |")
+    print(f"|   the rest (Dynamo, AOTAutograd, FX, a cat step's KV write) | "
+          f"{total - accounted:.3f} ms |")
     print(f"| Session.execute alone + sync (median) | {statistics.median(alone):.3f} ms |")
     print(f"pieces: {len(pieces)}")
 

@@ -117,6 +117,49 @@ TEST(KvCache, ManualHandOffMatchesReferenceExactly) {
     EXPECT_EQ(got[i], want[i]) << "step value " << i;
 }
 
+// A carried cache bound to the caller's memory (bind_external: a torch tensor the
+// torch.compile backend updates) is the state itself: the program writes it in place there, and
+// after every step that memory holds the reference's cache; the binding never moves and the cache
+// is never uploaded. (Session.CarriedStateBoundExternally covers a state not written in place.)
+TEST(KvCache, CarriedCacheBoundExternallyIsUpdatedInTheCallersMemory) {
+  {
+    Model m(true);
+    m.g.set_dim("c", 1);
+    PreferInPlace backend;
+    Session c = compile(m.g, backend, opts());
+    const std::string decode = c.llir({{"s", 1}, {"c", 1}}).to_text();
+    EXPECT_NE(decode.find("cpu.ScatterInPlace"), std::string::npos) << decode;
+    ReferenceRuntime ref(m.g);
+    std::vector<float> w(kDim * kDim);
+    for (int i = 0; i < kDim * kDim; ++i)
+      w[i] = static_cast<float>(i % 3 - 1);
+    c.set(m.w, w);
+    ref.set(m.w, w);
+    ref.set(m.cache, std::vector<float>(kSlots * kDim, 0.f));
+    alignas(64) float mem[kSlots * kDim] = {};
+    c.bind_external("cache", mem, sizeof mem);
+    const uint64_t uploaded = c.stats().bytes_uploaded;
+    int pos = 0;
+    for (int step = 0; step < 5; ++step) {
+      const int s = step == 0 ? 3 : 1;
+      for (Runtime* rt : {static_cast<Runtime*>(&c), static_cast<Runtime*>(&ref)}) {
+        rt->set(m.x, tokens(step, s));
+        rt->set(m.idx, slots(pos, s));
+        rt->execute({{"s", s}, {"c", pos + s}});
+      }
+      pos += s;
+      c.sync();
+      EXPECT_EQ(std::vector<float>(mem, mem + kSlots * kDim), ref.get<float>(m.cache_out))
+          << "step " << step;
+      EXPECT_EQ(c.get<float>(m.read), ref.get<float>(m.read)) << "step " << step;
+      EXPECT_EQ(c.buffer_address("cache"), static_cast<const void*>(mem));
+    }
+    // Only x and idx were uploaded.
+    EXPECT_EQ(c.stats().bytes_uploaded - uploaded,
+              static_cast<uint64_t>((3 + 4) * kDim * (sizeof(float) + sizeof(int32_t))));
+  }
+}
+
 TEST(KvCache, HandOffChecksShapes) {
   Model m(false);
   m.g.set_dim("c", 1);

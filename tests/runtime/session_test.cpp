@@ -144,6 +144,37 @@ TEST(Session, CarriedStateAlternatesBuffersAndMatchesReference) {
   EXPECT_EQ(s.stats().rebinds, 1u);
 }
 
+// The same state bound to the caller's memory (bind_external): each step's new value is copied
+// into that memory, which stays the input's buffer; the plan runs from one parity only.
+TEST(Session, CarriedStateBoundExternallyTakesEachStepsValue) {
+  Graph g;
+  g.declare_dim("s", 1, 4);
+  Tensor state = g.tensor("state", {6, 4});
+  Tensor x = g.tensor("x", {"s", 4});
+  Tensor next = (state * 0.5 + x.sum(0).reshape({1, 4}).expand({6, 4}).sin()).output("next");
+  g.carry(next, state);
+  cpu::CpuBackend cpu(1);
+  Session s(g, cpu, quiet());
+  ReferenceRuntime ref(g);
+  ref.set(state, ramp(24, 0.25f));
+  alignas(64) float mem[24];
+  std::vector<float> init = ramp(24, 0.25f);
+  std::copy(init.begin(), init.end(), mem);
+  s.bind_external("state", mem, sizeof mem);
+  s.compile();
+  for (int step = 0; step < 3; ++step) {
+    for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)}) {
+      rt->set(x, ramp(8, 1.0f + step));
+      rt->execute({{"s", 2}});
+    }
+    s.sync();
+    EXPECT_EQ(std::vector<float>(mem, mem + 24), ref.get<float>(next)) << "step " << step;
+    EXPECT_EQ(s.get<float>(next), ref.get<float>(next)) << "step " << step;
+    EXPECT_EQ(s.buffer_address("state"), static_cast<const void*>(mem));
+  }
+  EXPECT_EQ(s.stats().rebinds, 1u);
+}
+
 TEST(Session, HandOffSwapsHandlesWithoutCopying) {
   Graph g;
   Tensor a = g.tensor("a", {4});

@@ -188,6 +188,11 @@ def luminal_backend(gm, example_inputs, mode=None, options=None, **kwargs):
         fw_compiler=_inference_compiler(opts, kind),
         bw_compiler=_no_training,
         decompositions=core_aten_decompositions(),
+        # In-place writes into inputs (a static KV cache) stay in the graph as copy_ nodes, which
+        # convert to carried state written in the input's memory (ops_shape._copy_); without
+        # this, the graph returns each mutated input's whole new value and AOTAutograd copies it
+        # back after every call.
+        keep_inference_input_mutations=True,
     )
 
 

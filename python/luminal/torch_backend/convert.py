@@ -77,6 +77,7 @@ class Converter:
         self.inputs = []  # (label or None, placeholder node) in placeholder order
         self.outputs = []  # (kind, label(s) or size, dtype(s), device(s)) per returned value
         self.out_dtypes = {}  # output label -> its luminal dtype ("bf16")
+        self.mutations = {}  # input label -> the output carried into it (copy_ of a new value)
         self.symbols = {}  # symbol name -> (placeholder index, axis or None)
         self.supported = set()
         self.reasons = {}  # FX node -> why it runs in eager
@@ -112,6 +113,16 @@ class Converter:
         if self.dim_range:
             self.ranges[name] = self.dim_range(name)
             self.g.declare_dim(name, *self.ranges[name])
+
+    def mutate(self, placeholder, value):
+        """Input `placeholder` takes `value` after every execute (carried state)."""
+        label = next(lb for lb, n in self.inputs if n is placeholder)
+        if label in self.mutations:
+            raise Unsupported("copy_ into one input twice")
+        out = f"mut_{label}"
+        self.g.carry(value.output(out), self.values[placeholder])
+        self.out_dtypes[out] = str(value.dtype)
+        self.mutations[label] = out
 
     def dim_values(self, args):
         """{dim: value} for the dims this graph's inputs carry, from the call's arguments."""

@@ -350,6 +350,33 @@ def _index_put(cx, node, a, *args):
     return a.scatter_flat(flat, _cast(values.expand(out), a.dtype))
 
 
+def _check_copy_(node):
+    dst = node.args[0]
+    if not isinstance(dst, torch.fx.Node) or dst.op != "placeholder":
+        return "copy_ into a value the graph computes"
+    val = dst.meta.get("val")
+    if not isinstance(val, torch.Tensor) or not val.is_contiguous():
+        return "copy_ into an input that is not contiguous"
+    if sum(1 for u in dst.users if u.target == aten.copy_.default) > 1:
+        return "copy_ into one input twice"
+    return None
+
+
+@op(aten.copy_.default, check=_check_copy_)
+def _copy_(cx, node, dst, src, non_blocking=False):
+    """An input the graph mutates: AOTAutograd (keep_inference_input_mutations) ends the graph
+    with copy_(input, new value), for an in-place cache write (`cache[:, pos] = k`, index_copy_).
+    The new value becomes carried state (Graph.carry): the piece binds the input's memory and
+    the session leaves the value there, written in place where the program updates it in place
+    (Converter.mutate, piece.Piece)."""
+    value = _cast(src, dst.dtype)
+    shape = cx.shape(node.args[0])
+    if list(value.shape) != list(shape):
+        value = value.expand(shape)
+    cx.mutate(node.args[0], value)
+    return dst
+
+
 @op(aten.scatter.src, aten.scatter.value)
 def _scatter(cx, node, a, dim, index, src):
     if not hasattr(src, "shape"):

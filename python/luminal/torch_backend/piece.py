@@ -8,8 +8,11 @@ tensors in a CUDA graph (0-dim tensors torch makes of Python floats and constant
 is one copy out of the session into a new tensor on the device torch's graph gives it: on the
 GPU, a device-to-device copy into a new CUDA tensor (``Session.get(out=)``); else through the
 host. A CUDA session first waits for torch's current stream, so that what torch wrote into a
-bound tensor (a KV cache) is there before the session reads it. The session is made at the first
-call (with several dims, its buckets are timed at that call's sizes).
+bound tensor (a KV cache) is there before the session reads it. An input the graph mutates (a
+static KV cache written in place) is the session's carried state bound to the tensor's own memory:
+the session writes the new value there (in place where its program updates it in place), nothing
+is copied in or out. The session is made at the first call (with several dims, its buckets are
+timed at that call's sizes).
 """
 
 import torch
@@ -41,9 +44,12 @@ class Piece(torch.nn.Module):
         for i, (label, node) in enumerate(self.cx.inputs):
             if i in persist and label in self.fixed:
                 self.cx.values[node].persist()
+        # Inputs the graph mutates (copy_ of a new value): label -> the output carried into it.
+        self.mutations = dict(self.cx.mutations)
         # Made at the first call (_open).
         self.session = None
         self.bound = {}  # label -> (tensor, version)
+        self.copy_back = {}  # mutated inputs not bound in place: label -> tensor, at this call
         self.stats = stats
         self.nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
         # The values of the whole graph's dims at this call (split() keeps them up to date), for
@@ -72,6 +78,14 @@ class Piece(torch.nn.Module):
 
     def _bind(self, label, t):
         last = self.bound.get(label)
+        if label in self.mutations:
+            # Bound by address, the session reads whatever the memory holds: only a new tensor
+            # or new storage binds again (AOTAutograd counts the session's writes as versions).
+            key = (t.data_ptr(), tuple(t.shape))
+            if last is None or last[0] is not t or last[1] != key or label in self.copy_back:
+                self._bind_state(label, t)
+                self.bound[label] = (t, key)
+            return
         version = _version(t)
         if last is not None and last[0] is t and version is not None and last[1] == version:
             return
@@ -83,6 +97,24 @@ class Piece(torch.nn.Module):
         else:
             self.session.set(label, t.detach().contiguous().cpu())
         self.bound[label] = (t, version)
+
+    def _bind_state(self, label, t):
+        """A mutated input: its own memory becomes the session's carried state where it can
+        (contiguous, on the session's device, 16-byte aligned, and holding the input at the
+        largest size its dims may take), so the new value is written there (in place where the
+        program updates it in place) with no copy; else its value is set and the new value
+        copied back into it after the execute."""
+        import luminal
+
+        self.copy_back.pop(label, None)
+        if t.is_contiguous() and t.device.type == self.device_type:
+            try:
+                self.session.bind_external(label, t)
+                return
+            except luminal.Error:
+                pass  # a view's offset, or a dynamic size smaller than its largest: copied
+        self.session.set(label, t.detach().contiguous().cpu())
+        self.copy_back[label] = t
 
     def forward(self, *args):
         dims = self.cx.dim_values(args)
@@ -103,6 +135,8 @@ class Piece(torch.nn.Module):
             torch.cuda.current_stream(_GPU).synchronize()
         self.session.execute(dims)
         self.stats["executes"] += 1
+        if self.mutations:
+            self._mutated()
         outs = []
         for kind, what, dtype, device in self.cx.outputs:
             if kind == "size":
@@ -112,6 +146,16 @@ class Piece(torch.nn.Module):
             else:
                 outs.append(self._get(what, dtype, device))
         return tuple(outs)
+
+    def _mutated(self):
+        """After an execute: the mutated inputs hold their new values (a copy back where they
+        could not be bound), and on the GPU the session's work is done before torch reads them.
+        (AOTAutograd's wrapper counts the writes in the inputs' version counters.)"""
+        for label, t in self.copy_back.items():
+            with torch.no_grad():
+                t.copy_(self._get(self.mutations[label], t.dtype, t.device))
+        if self.device_type == "cuda":
+            self.session.sync()
 
     def _get(self, label, dtype, device):
         if (
@@ -139,3 +183,4 @@ def _version(t):
         return t._version
     except RuntimeError:
         return None
+

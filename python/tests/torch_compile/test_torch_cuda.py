@@ -45,3 +45,35 @@ def test_attention_two_lengths_on_cuda(counted):
             if s == 6:
                 first = len(calls)
     assert len(calls) == first and lt.report()["fallback"] == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_static_cache_on_cuda_is_written_in_its_own_memory(dtype):
+    """test_torch_mutation's decode step with CUDA caches: the session writes the new rows into
+    the tensors' device memory; nothing is uploaded and only the outputs come back."""
+    import test_torch_mutation as mut
+
+    torch.manual_seed(0)
+    model = mut.CacheStep().to("cuda", dtype).eval()
+
+    def cuda_caches():
+        return mut.caches(lambda *s: torch.zeros(*s, device="cuda", dtype=dtype))
+
+    want = mut.run_steps(model, *cuda_caches())
+    kc, vc = cuda_caches()
+    ptrs = (kc.data_ptr(), vc.data_ptr())
+    fast = torch.compile(model, backend="luminal", options=QUICK)
+    got = mut.run_steps(fast, kc, vc)
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    for (y, k, v), (y0, k0, v0) in zip(got, want):
+        torch.testing.assert_close(y, y0, rtol=tol, atol=tol)
+        torch.testing.assert_close(k, k0, rtol=tol, atol=tol)
+        torch.testing.assert_close(v, v0, rtol=tol, atol=tol)
+    assert (kc.data_ptr(), vc.data_ptr()) == ptrs
+    r = lt.report()
+    assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1], r
+    piece = lt._report.pieces[0][0]
+    assert sorted(piece.mutations) and not piece.copy_back
+    stats = r["graphs"][0]["sessions"][0].stats()
+    cache_bytes = mut.HEADS * mut.SLOTS * mut.HD * dtype.itemsize
+    assert stats["bytes_uploaded"] < cache_bytes, stats

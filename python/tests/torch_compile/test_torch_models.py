@@ -87,3 +87,36 @@ def test_generate_with_a_static_cache_is_one_piece(counted):
     assert got.tolist() == want.tolist()
     r = lt.report()
     assert r["fallback"] == {} and r["graphs"] and all(g["pieces"] == 1 for g in r["graphs"]), r
+
+
+def test_a_static_cache_at_static_shapes_is_written_in_place(counted):
+    """The same generate() compiled at static shapes (a graph for the prompt, one for a step):
+    every cache tensor is the session's carried state in its own memory (none copied back), so
+    a step uploads nothing and reads back only the logits."""
+    folder = MODELS / "llama3"
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager"
+    ).eval()
+    ids = torch.tensor([[1, 17, 42, 99, 5, 200, 3, 64]])
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+        make, calls = counted
+        model.forward = torch.compile(model.forward, backend=make(), dynamic=False)
+        got = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+    assert got.tolist() == want.tolist()
+    r = lt.report()
+    assert r["fallback"] == {} and all(g["pieces"] == 1 for g in r["graphs"]), r
+    pieces = [p for ps in lt._report.pieces for p in ps]
+    assert pieces and not any(p.copy_back for p in pieces)
+    # The step's graph writes a k and a v cache a layer (and the cache's 0-dim counters).
+    step_piece = pieces[-1]
+    caches = [
+        label
+        for label, node in step_piece.cx.inputs
+        if label in step_piece.mutations and node.meta["val"].ndim == 4
+    ]
+    assert len(caches) == 2 * model.config.num_hidden_layers, step_piece.mutations
+    step = step_piece.session.stats()  # the decode step's graph, run 5 times
+    logits = model.config.vocab_size * 4
+    assert step["executes"] == 5 and step["bytes_uploaded"] == 0, step
+    assert step["bytes_downloaded"] == 5 * logits, step
