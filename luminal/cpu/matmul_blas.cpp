@@ -13,8 +13,11 @@
 // at least as many small products as threads, one per OpenMP thread with OpenBLAS single-threaded
 // (BlasBatchMode in matmul.hpp).
 //
-// An operand whose view is not linear in its axis index (a stride like 8192*(z/64) + z%64: the
-// heads of an attention output laid out [h, s, d] read as [s, h*d], the input of o_proj) is
+// A non-reduced axis whose stride is not linear but splits into two linear ones is split first
+// (kernels/split_axes.hpp: grouped-query attention's k/v heads repeated by a reshape, read through
+// 65536*(z/3), are a [4, 3] batch with strides 65536*z and 0).
+// An operand whose view is still not linear in its axis index (a stride like 8192*(z/64) + z%64:
+// the heads of an attention output laid out [h, s, d] read as [s, h*d], the input of o_proj) is
 // gathered first into a workspace, row-major over its axes of non-zero stride (broadcast axes keep
 // stride 0), and the gemm reads that copy. Products with one row or one column (M = 1: decode's
 // x W^T; N = 1) run as sgemv/dgemv, which streams the matrix once (OpenBLAS's gemm packs it first
@@ -37,6 +40,7 @@
 #include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 #include "luminal/kernels/gemm_plan.hpp"
+#include "luminal/kernels/split_axes.hpp"
 
 namespace luminal::cpu {
 
@@ -101,12 +105,20 @@ View packed_source(const View& v) {
   return out;
 }
 
+// The operands' views and the reduced axis the gemm is planned over: the node's, or with axes
+// split where that makes every stride linear (kernels/split_axes.hpp: grouped-query attention's
+// heads read through 65536*(z/3) are a [4, 3] batch, not an operand to gather each run).
+SplitDomain gemm_domain(const Attrs& at) {
+  if (std::optional<SplitDomain> d = split_for_linear_strides(at.views[0], at.views[1], at.axis))
+    return *d;
+  return SplitDomain{at.views[0], at.views[1], at.axis};
+}
+
 bool blas_matches(const MatmulParts& p) {
   if (p.attrs.dtype != DType::F32 && p.attrs.dtype != DType::F64) return false;
-  const View& va = p.attrs.views[0];
-  const View& vb = p.attrs.views[1];
-  const OperandStrides sa = operand_strides(va), sb = operand_strides(vb);
-  return plan_gemm<SymOps>(va.dims, sa.strides, sb.strides, p.attrs.axis).has_value();
+  const SplitDomain d = gemm_domain(p.attrs);
+  const OperandStrides sa = operand_strides(d.a), sb = operand_strides(d.b);
+  return plan_gemm<SymOps>(d.a.dims, sa.strides, sb.strides, d.axis).has_value();
 }
 
 std::vector<Rule> blas_rules() {
@@ -127,13 +139,16 @@ std::vector<Rule> blas_rules() {
 class BlasMatmulKernel : public Kernel {
  public:
   explicit BlasMatmulKernel(const LlirNode& n)
-      : attrs_(n.attrs), generic_(n), small_(quant::active() != quant::QuantIsa::Portable) {
+      : attrs_(n.attrs),
+        domain_(gemm_domain(n.attrs)),
+        generic_(n),
+        small_(quant::active() != quant::QuantIsa::Portable) {
     if (attrs_.dtype != DType::F32 && attrs_.dtype != DType::F64)
       throw Error("cpu.BlasMatmul: dtype " + std::string(name(attrs_.dtype)) +
                   " is not f32 or f64");
     for (int o = 0; o < 2; ++o) {
-      operand_[o] = operand_strides(attrs_.views[o]);
-      if (operand_[o].packed) packed_source_[o] = packed_source(attrs_.views[o]);
+      operand_[o] = operand_strides(view(o));
+      if (operand_[o].packed) packed_source_[o] = packed_source(view(o));
     }
   }
 
@@ -162,15 +177,14 @@ class BlasMatmulKernel : public Kernel {
 
  private:
   void plan(const DynMap& dyn, uint64_t version) {
-    const View& va = attrs_.views[0];
-    std::vector<int64_t> dims = eval_shape(va.dims, dyn), sa, sb;
+    std::vector<int64_t> dims = eval_shape(domain_.a.dims, dyn), sa, sb;
     for (const Expr& e : operand_[0].strides)
       sa.push_back(e.eval(dyn));
     for (const Expr& e : operand_[1].strides)
       sb.push_back(e.eval(dyn));
-    plan_ = plan_gemm<IntOps>(dims, sa, sb, attrs_.axis);
+    plan_ = plan_gemm<IntOps>(dims, sa, sb, domain_.axis);
     for (int o = 0; o < 2; ++o)
-      base_[o] = operand_[o].packed ? 0 : attrs_.views[o].base.eval(dyn);
+      base_[o] = operand_[o].packed ? 0 : view(o).base.eval(dyn);
     if (plan_) {
       batches_ = 1;
       for (const Axis<int64_t>& b : plan_->batch)
@@ -307,7 +321,10 @@ class BlasMatmulKernel : public Kernel {
     });
   }
 
+  const View& view(int o) const { return o == 0 ? domain_.a : domain_.b; }
+
   Attrs attrs_;
+  SplitDomain domain_;  // the views and reduced axis the gemm is planned over
   GenericMatmul generic_;
   bool small_;  // AVX2 + FMA: products of 2 to 4 rows in small_f32::gemm
   uint64_t version_ = 0;

@@ -551,6 +551,41 @@ TEST(MatmulNumerics, PackedOperandsMatchTheReference) {
   }
 }
 
+/// Grouped-query attention as a frontend writes it: k/v [kv, c, d] repeated to every query head
+/// by an expand and a reshape (torch's repeat_interleave), so head h reads kv head h / 3 through
+/// a stride c*d*(z/3). Scores q k^T and the output p v.
+void repeated_heads(Graph& g, DType t) {
+  const int64_t kv = 2, group = 3, d = 16;
+  auto repeat = [&](const Tensor& x) {
+    return x.reshape({kv, 1, kS, d}).expand({kv, group, kS, d}).reshape({kv * group, kS, d});
+  };
+  Tensor q = g.tensor("q", {kv * group, 1, d}, t);
+  Tensor k = g.tensor("k", {kv, kS, d}, t), v = g.tensor("v", {kv, kS, d}, t);
+  Tensor p = g.tensor("p", {kv * group, 1, kS}, t);
+  q.matmul(repeat(k).transpose(1, 2)).output("scores");
+  p.matmul(repeat(v)).output("out");
+}
+
+TEST(MatmulNumerics, RepeatedHeadsRunAsBatchesWithoutPacking) {
+  for (DType t : {DType::F32, DType::F64}) {
+    Graph g;
+    repeated_heads(g, t);
+    LlirGraph p = program_with(g, "cpu.BlasMatmul");
+    ASSERT_EQ(opstest::count_op(p, "cpu.BlasMatmul"), 2) << p.to_text();
+    for (int64_t s : {1, 5, 40}) {
+      const std::string what = std::string(name(t)) + " s=" + std::to_string(s);
+      const cpu::BlasStats before = cpu::blas_stats();
+      opstest::check_program(g, p, {{{"s", s}}}, blas_tol(t, std::max<int64_t>(s, 16)), what, 2, 3,
+                             -1, 1);
+      const cpu::BlasStats after = cpu::blas_stats();
+      // Split into [kv, group] batches: no operand is gathered, nothing falls back.
+      EXPECT_EQ(after.packs, before.packs) << what;
+      EXPECT_EQ(after.fallbacks, before.fallbacks) << what;
+      EXPECT_GT(after.gemm_calls, before.gemm_calls) << what;
+    }
+  }
+}
+
 // ---------------------------------------------------------------- kernels, directly
 
 TEST(MatmulKernels, BlasFallsBackToGenericWhereNoGemmFits) {

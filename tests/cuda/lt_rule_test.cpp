@@ -486,6 +486,33 @@ TEST(LtRules, NodeGemmRefusesOffsetsAndNonComposingBatches) {
   EXPECT_FALSE(cuda::lt_node_gemm(based));
 }
 
+// Grouped-query heads repeated by a reshape, as a torch.compile'd model writes them (k/v [2, c,
+// 16] read by 6 query heads through a stride c*16*(z/3)): each product is planned over the split
+// axes [kv, group] and offered as one cuBLASLt call (it had none: the stride is not c * z).
+TEST(LtRules, RepeatedGqaHeadsSplitIntoOneLibraryCall) {
+  Attrs a;
+  a.axis = 3;
+  const Expr z = Expr::z();
+  a.views = {View{{6, 1, 64, 16}, {16 * z, 16 * z, Expr(0), z}},
+             View{{6, 1, 64, 16}, {1024 * (z / 3), Expr(0), 16 * z, z}}};
+  const std::optional<cuda::LtNodeGemm> g = cuda::lt_node_gemm(a);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->dims, (std::vector<Expr>{2, 3, 1, 64, 16}));
+  EXPECT_EQ(g->k, 4);
+  EXPECT_EQ(g->sb, (std::vector<Expr>{1024, 0, 0, 16, 1}));
+
+  Graph gr;
+  gr.declare_dim("s", 1, 64);
+  auto repeat = [](const Tensor& x) {
+    return x.reshape({2, 1, "s", 16}).expand({2, 3, "s", 16}).reshape({6, "s", 16});
+  };
+  Tensor q = gr.tensor("q", {6, 1, 16}), p = gr.tensor("p", {6, 1, "s"});
+  Tensor k = gr.tensor("k", {2, "s", 16}), v = gr.tensor("v", {2, "s", 16});
+  q.matmul(repeat(k).transpose(1, 2)).output("scores");
+  p.matmul(repeat(v)).output("out");
+  EXPECT_EQ(lt_calls(prefer_lt(gr, true)), 2) << prefer_lt(gr, true).to_text();
+}
+
 }  // namespace
 }  // namespace luminal
 #else

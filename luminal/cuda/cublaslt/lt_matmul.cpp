@@ -16,6 +16,7 @@
 #include "luminal/kernels/gemm_plan.hpp"
 #include "luminal/kernels/lib_gemm.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
+#include "luminal/kernels/split_axes.hpp"
 
 namespace luminal::cuda {
 
@@ -331,8 +332,19 @@ std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a) {
   g.k = a.axis;
   if (a.views[1].dims != a.views[0].dims || g.k < 0 || g.k >= static_cast<int>(g.dims.size()))
     return std::nullopt;
+  View views[2] = {a.views[0], a.views[1]};
+  // A plain product (no C, bias or scale, whose views follow the node's axes) over axes whose
+  // strides turn linear when split (kernels/split_axes.hpp: grouped-query heads repeated by a
+  // reshape, 65536*(z/3)) is planned over the split axes: [kv, group] with the group as rows.
+  if (a.views.size() == 2)
+    if (std::optional<SplitDomain> d = split_for_linear_strides(views[0], views[1], g.k)) {
+      views[0] = d->a;
+      views[1] = d->b;
+      g.dims = d->a.dims;
+      g.k = d->axis;
+    }
   for (int v = 0; v < 2; ++v)
-    for (const Expr& s : a.views[static_cast<size_t>(v)].strides) {
+    for (const Expr& s : views[v].strides) {
       std::optional<Expr> c = coefficient(s);
       if (!c) return std::nullopt;
       (v == 0 ? g.sa : g.sb).push_back(*c);

@@ -100,7 +100,9 @@ bool lt_bias_fits_at(const std::vector<int64_t>& dims, const std::vector<int64_t
                      const std::vector<int64_t>& sb, int k, const std::vector<int64_t>& bias);
 
 /// Nothing when a stride is not c * z (an offset, a non-linear view) or the layout is not one
-/// gemm per batch index with composing batch axes.
+/// gemm per batch index with composing batch axes. A plain product's axes whose strides are
+/// linear only when split (kernels/split_axes.hpp) are split first: dims, sa, sb and k are then
+/// over the split axes (the output's layout is the same).
 std::optional<LtNodeGemm> lt_node_gemm(const Attrs& a);
 
 /// Whether `op` is a cuBLASLt op, and its family.

@@ -84,6 +84,11 @@ def _mul(cx, node, a, b):
 
 @op(aten.div.Tensor, aten.div.Scalar)
 def _div(cx, node, a, b):
+    if _scalar(b) and not _scalar(a) and not isinstance(a, str):
+        # The library's division by a Python number: the scalar in the dtype's compute type (f32
+        # for 16-bit floats, as torch), and a multiplication by the reciprocal where that is exact
+        # (a power of two: attention's 1/sqrt(64)) instead of the emulated true division.
+        return _cast(a, _lt(cx.dtype(node))) / float(b)
     return _binary(cx, node, a, b, lambda x, y: x / y)
 
 
