@@ -203,6 +203,24 @@ def test_mixed_dtypes_and_integer_ops():
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_division_by_python_numbers_is_torchs_bit_for_bit(dtype):
+    """x / 8.0 (a power of two: a multiplication, exact), x / 3.0 and 3.0 / x, int / number:
+    the same bits as eager (16-bit floats divide in f32 and round once, as torch)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x, n):
+            return x / 8.0, x / 3.0, 3.0 / x, n / 4
+
+    torch.manual_seed(0)
+    x = (torch.randn(4, 33) * 100).to(dtype)
+    n = torch.arange(-6, 6)
+    got, want = run(M(), x, n)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
 def test_supported_ops_lists_the_table():
     ops = lt.supported_ops()
     for name in ("aten.mm.default", "aten._softmax.default", "aten.index.Tensor"):
