@@ -83,7 +83,8 @@ struct ProfileData {
 /// median of a few runs, and on a busy machine one such median can be off by a fifth: so at the
 /// end the fastest few candidates within a small margin of the best (the finalists) are loaded
 /// again and timed in alternating rounds, and the winner is the one with the lowest time any
-/// round gave it (its first timing included; contention only ever slows a run). `trace` (may be
+/// round gave it. First timings do not count: they ran at different moments (a quieter one made
+/// the best look best), and only the rounds time the finalists side by side. `trace` (may be
 /// null) receives each new best candidate's LLIR. `folds` (add_fold_leaves of the space's e-graph;
 /// may be null) lets candidates read folded values: they are timed on scratch buffers. A candidate
 /// whose folds would grow memory past max_memory is rejected; one past fold_limit is chosen only

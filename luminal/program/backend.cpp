@@ -84,6 +84,7 @@ std::vector<double> Backend::timed_runs(Plan& plan, int parity, const int64_t* d
     throw Error("profile: the warm-up run took " + seconds(warm) + ", over the timeout of " +
                 seconds(timeout_s));
   }
+  if (give_up_s_ > 0 && warm > give_up_s_) return {warm};
   std::vector<double> times;
   times.reserve(static_cast<size_t>(min_runs));
   double total = 0;

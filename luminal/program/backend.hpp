@@ -166,6 +166,12 @@ class Backend {
   /// default queue with a steady clock (right for backends without queues, and for plans bound
   /// by the search, which binds with the default queue).
   virtual double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s);
+  /// A candidate whose warm-up run takes longer than `seconds` (> 0) cannot win: time() then
+  /// returns that run's time without the timed runs (timed_runs). The search sets it from its
+  /// best so far before each candidate and clears it (0) after; a backend with its own timing may
+  /// ignore it.
+  void set_give_up(double seconds) { give_up_s_ = seconds; }
+  double give_up() const { return give_up_s_; }
   /// A per-kernel profile of `plan` (bound for parity 0) at `dims` as text, for LUMINAL_TRACE;
   /// empty when the backend has none (the default).
   virtual std::string profile_text(Plan& plan, const int64_t* dims);
@@ -173,9 +179,13 @@ class Backend {
  protected:
   /// time()'s runs: one untimed warm-up, then at least `min_runs` timed runs and more while
   /// they add up to less than `min_total_s`, at most `max_runs` (each execute() + sync()).
-  /// Throws luminal::Error when a run exceeds `timeout_s` (> 0).
+  /// Throws luminal::Error when a run exceeds `timeout_s` (> 0). A warm-up over give_up() (> 0)
+  /// is the only run, returned as the one time.
   std::vector<double> timed_runs(Plan& plan, int parity, const int64_t* dims, int min_runs,
                                  int max_runs, double min_total_s, double timeout_s);
+
+ private:
+  double give_up_s_ = 0;
 };
 
 }  // namespace luminal

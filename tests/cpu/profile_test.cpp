@@ -64,6 +64,15 @@ TEST(CpuTime, RunsUntilFiftyMillisecondsAndCountsTheFastest) {
   // The timeout still applies to each run.
   SleepingPlan slow({1, 40});
   testing::expect_error([&] { cpu.time(slow, 0, nullptr, 3, 0.02); }, "over the timeout");
+  // A warm-up over the give-up time (the search: 2.5x its best so far) is the only run.
+  cpu.set_give_up(0.02);
+  SleepingPlan hopeless({30});
+  EXPECT_GE(cpu.time(hopeless, 0, nullptr, 3, 0), 0.03);
+  EXPECT_EQ(hopeless.runs, 1);
+  SleepingPlan contender({10});  // under it: timed as before
+  cpu.time(contender, 0, nullptr, 3, 0);
+  EXPECT_GE(contender.runs, 1 + 3);
+  cpu.set_give_up(0);
 }
 
 TEST(CpuProfile, TimesEveryKernelOfAPlan) {
