@@ -46,6 +46,7 @@ class Piece(torch.nn.Module):
                 self.cx.values[node].persist()
         # Inputs the graph mutates (copy_ of a new value): label -> the output carried into it.
         self.mutations = dict(self.cx.mutations)
+        self.labels = [label for label, _node in self.cx.inputs]  # None for a size
         # Made at the first call (_open).
         self.session = None
         self.bound = {}  # label -> (tensor, version)
@@ -128,9 +129,21 @@ class Piece(torch.nn.Module):
                 dims[d] = self.graph_dims[d]
         if self.session is None:
             self._open(dims)
-        for (label, _node), a in zip(self.cx.inputs, args):
-            if label is not None:
-                self._bind(label, a)
+        bound = self.bound
+        for label, a in zip(self.labels, args):
+            if label is None:
+                continue
+            last = bound.get(label)
+            # The common case inline (parameters and buffers): the same tensor at the same
+            # version, nothing to bind. A call's Python work grows with its inputs (hundreds for
+            # an 8B model) and adds to every step.
+            if last is not None and last[0] is a and label not in self.mutations:
+                try:
+                    if a._version == last[1]:
+                        continue
+                except RuntimeError:
+                    pass  # an inference tensor: no version counter
+            self._bind(label, a)
         if self.device_type == "cuda":
             torch.cuda.current_stream(_GPU).synchronize()
         self.session.execute(dims)
