@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -174,38 +175,44 @@ class ContendedBackend : public testing::CpuDelegate {
   std::set<size_t> timed;
 };
 
-// Two programs: the first is the faster (1.0 ms) but its first timing ran beside other work
-// (1.2 ms), the second takes 1.1 ms. Timing the finalists again picks the first.
-TEST(Search, FinalistsAreTimedAgain) {
+// Two programs searched on a ContendedBackend (true times, first timings), two candidates.
+struct TwoPrograms {
   Model m;
   ContendedBackend be;
-  be.true_s = {1.0e-3, 1.1e-3};
-  be.first_s = {1.2e-3};
-  Session c = compile(m.g, be, CompileOptions().search_graph_limit(2).verbose(false));
-  ASSERT_EQ(be.programs.size(), 2u);
-  const SearchReport& r = c.reports()[0];
-  EXPECT_EQ(c.llir().to_text(), be.programs[0]);
+  std::unique_ptr<Session> c;
+  TwoPrograms(std::vector<double> true_s, std::vector<double> first_s) {
+    be.true_s = std::move(true_s);
+    be.first_s = std::move(first_s);
+    c = std::make_unique<Session>(
+        compile(m.g, be, CompileOptions().search_graph_limit(2).verbose(false)));
+  }
+  const SearchReport& report() const { return c->reports()[0]; }
+};
+
+// The first is the faster (1.0 ms) but its first timing ran beside other work (1.2 ms), the
+// second takes 1.1 ms. Timing the finalists again picks the first.
+TEST(Search, FinalistsAreTimedAgain) {
+  TwoPrograms t({1.0e-3, 1.1e-3}, {1.2e-3});
+  ASSERT_EQ(t.be.programs.size(), 2u);
+  const SearchReport& r = t.report();
+  EXPECT_EQ(t.c->llir().to_text(), t.be.programs[0]);
   EXPECT_DOUBLE_EQ(r.best_seconds, 1.0e-3);
   EXPECT_NE(r.finalists.find("2 timed again in 3 rounds"), std::string::npos) << r.finalists;
   EXPECT_NE(r.finalists.find("winner #1 (was #2)"), std::string::npos) << r.finalists;
-  EXPECT_NE(c.report().find("finalists:"), std::string::npos);
-  EXPECT_EQ(be.loaded.size(), 3u);  // the first program loaded again
+  EXPECT_NE(t.c->report().find("finalists:"), std::string::npos);
+  EXPECT_EQ(t.be.loaded.size(), 3u);  // the first program loaded again
 }
 
-// The first program's first timing came in a quiet moment (0.9 ms; it really takes 1.1 ms), the
-// second takes 1.0 ms: the rounds, which time both side by side, pick the second; the lucky first
-// timing does not count.
+// The first's first timing came in a quiet moment (0.9 ms; it really takes 1.1 ms), the second
+// takes 1.0 ms: the rounds, which time both side by side, pick the second; the lucky first timing
+// does not count.
 TEST(Search, ALuckyFirstTimingDoesNotWinTheFinal) {
-  Model m;
-  ContendedBackend be;
-  be.true_s = {1.1e-3, 1.0e-3};
-  be.first_s = {0.9e-3};
-  Session c = compile(m.g, be, CompileOptions().search_graph_limit(2).verbose(false));
-  ASSERT_EQ(be.programs.size(), 2u);
-  const SearchReport& r = c.reports()[0];
-  EXPECT_EQ(c.llir().to_text(), be.programs[1]);
-  EXPECT_DOUBLE_EQ(r.best_seconds, 1.0e-3);
-  EXPECT_NE(r.finalists.find("winner #2 (was #1)"), std::string::npos) << r.finalists;
+  TwoPrograms t({1.1e-3, 1.0e-3}, {0.9e-3});
+  ASSERT_EQ(t.be.programs.size(), 2u);
+  EXPECT_EQ(t.c->llir().to_text(), t.be.programs[1]);
+  EXPECT_DOUBLE_EQ(t.report().best_seconds, 1.0e-3);
+  EXPECT_NE(t.report().finalists.find("winner #2 (was #1)"), std::string::npos)
+      << t.report().finalists;
 }
 
 // Without contention the best stays; a program 30% slower than the best is never timed again.

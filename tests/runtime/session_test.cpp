@@ -108,15 +108,24 @@ TEST(Session, BytesMovedAreOnlyWhatTheUserSetAndGot) {
   EXPECT_EQ(s.stats().bytes_downloaded, 5u * 24 * 4);
 }
 
-// A carried state that is never written in place (an elementwise update): the input and output
-// swap buffers after each step, and the plan runs from both parities.
-TEST(Session, CarriedStateAlternatesBuffersAndMatchesReference) {
+// A carried state [6, 4] never written in place (an elementwise update of the state and x).
+struct ElementwiseState {
   Graph g;
-  g.declare_dim("s", 1, 4);
-  Tensor state = g.tensor("state", {6, 4});
-  Tensor x = g.tensor("x", {"s", 4});
-  Tensor next = (state * 0.5 + x.sum(0).reshape({1, 4}).expand({6, 4}).sin()).output("next");
-  g.carry(next, state);
+  Tensor state, x, next;
+  ElementwiseState() {
+    g.declare_dim("s", 1, 4);
+    state = g.tensor("state", {6, 4});
+    x = g.tensor("x", {"s", 4});
+    next = (state * 0.5 + x.sum(0).reshape({1, 4}).expand({6, 4}).sin()).output("next");
+    g.carry(next, state);
+  }
+};
+
+// The input and output swap buffers after each step, and the plan runs from both parities.
+TEST(Session, CarriedStateAlternatesBuffersAndMatchesReference) {
+  ElementwiseState m;
+  Graph& g = m.g;
+  const Tensor &state = m.state, &x = m.x, &next = m.next;
   Tensor read = (next * 3.0).output("read");
   cpu::CpuBackend cpu(1);
   Session s(g, cpu, quiet());
@@ -147,12 +156,9 @@ TEST(Session, CarriedStateAlternatesBuffersAndMatchesReference) {
 // The same state bound to the caller's memory (bind_external): each step's new value is copied
 // into that memory, which stays the input's buffer; the plan runs from one parity only.
 TEST(Session, CarriedStateBoundExternallyTakesEachStepsValue) {
-  Graph g;
-  g.declare_dim("s", 1, 4);
-  Tensor state = g.tensor("state", {6, 4});
-  Tensor x = g.tensor("x", {"s", 4});
-  Tensor next = (state * 0.5 + x.sum(0).reshape({1, 4}).expand({6, 4}).sin()).output("next");
-  g.carry(next, state);
+  ElementwiseState m;
+  Graph& g = m.g;
+  const Tensor &state = m.state, &x = m.x, &next = m.next;
   cpu::CpuBackend cpu(1);
   Session s(g, cpu, quiet());
   ReferenceRuntime ref(g);

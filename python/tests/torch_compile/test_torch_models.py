@@ -71,19 +71,25 @@ def test_generate_with_the_kv_cache(counted):
     assert lt.report()["fallback"] == {}
 
 
-def test_generate_with_a_static_cache_is_one_piece(counted):
-    """generate() with transformers' StaticCache: its in-place cache writes (index_put after
-    functionalization) convert, so each compiled forward is one luminal piece, no eager ops."""
-    folder = MODELS / "llama3"
+def static_cache_generate(counted, dynamic):
+    """The tiny Llama's generate() with transformers' StaticCache, eager and compiled with
+    `dynamic`: (model, compiled tokens, eager tokens)."""
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, attn_implementation="eager"
+        MODELS / "llama3", attn_implementation="eager"
     ).eval()
     ids = torch.tensor([[1, 17, 42, 99, 5, 200, 3, 64]])
     with torch.no_grad():
         want = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
-        make, calls = counted
-        model.forward = torch.compile(model.forward, backend=make(), dynamic=True)
+        make, _calls = counted
+        model.forward = torch.compile(model.forward, backend=make(), dynamic=dynamic)
         got = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+    return model, got, want
+
+
+def test_generate_with_a_static_cache_is_one_piece(counted):
+    """generate() with transformers' StaticCache: its in-place cache writes (index_put after
+    functionalization) convert, so each compiled forward is one luminal piece, no eager ops."""
+    _model, got, want = static_cache_generate(counted, dynamic=True)
     assert got.tolist() == want.tolist()
     r = lt.report()
     assert r["fallback"] == {} and r["graphs"] and all(g["pieces"] == 1 for g in r["graphs"]), r
@@ -93,16 +99,7 @@ def test_a_static_cache_at_static_shapes_is_written_in_place(counted):
     """The same generate() compiled at static shapes (a graph for the prompt, one for a step):
     every cache tensor is the session's carried state in its own memory (none copied back), so
     a step uploads nothing and reads back only the logits."""
-    folder = MODELS / "llama3"
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, attn_implementation="eager"
-    ).eval()
-    ids = torch.tensor([[1, 17, 42, 99, 5, 200, 3, 64]])
-    with torch.no_grad():
-        want = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
-        make, calls = counted
-        model.forward = torch.compile(model.forward, backend=make(), dynamic=False)
-        got = model.generate(ids, max_new_tokens=6, do_sample=False, cache_implementation="static")
+    model, got, want = static_cache_generate(counted, dynamic=False)
     assert got.tolist() == want.tolist()
     r = lt.report()
     assert r["fallback"] == {} and all(g["pieces"] == 1 for g in r["graphs"]), r
