@@ -107,3 +107,30 @@ def test_a_cache_that_is_not_contiguous_is_written_in_eager(quick):
     with_warning = run_steps(fast, kc, vc)
     expect_same(with_warning, want)
     assert "aten.copy_.default" in lt.report()["fallback"]
+
+
+def test_the_old_value_read_before_the_write_is_the_old_value(quick):
+    """A graph that reads the whole cache, then writes a row in place, then reads it again: the
+    first read sees the old rows, whatever order the program runs them in (the in-place write
+    must wait for it)."""
+
+    class ReadWriteRead(torch.nn.Module):
+        def forward(self, x, pos, kc):
+            before = kc * 2.0
+            kc[:, pos] = x
+            return before.sum(1) + kc.sum(1), before.index_select(1, pos)
+
+    model = ReadWriteRead()
+    g = torch.Generator().manual_seed(4)
+    want_cache = torch.randn(3, 16, 8, generator=g)
+    got_cache = want_cache.clone()
+    fast = torch.compile(model, backend="luminal", options=quick)
+    with torch.no_grad():
+        for p in range(4):
+            x = torch.randn(3, 1, 8, generator=g)
+            want = model(x, torch.tensor([p]), want_cache)
+            got = fast(x, torch.tensor([p]), got_cache)
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b)
+            torch.testing.assert_close(got_cache, want_cache, rtol=0, atol=0)
+    assert lt.report()["fallback"] == {}
