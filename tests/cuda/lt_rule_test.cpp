@@ -500,17 +500,26 @@ TEST(LtRules, RepeatedGqaHeadsSplitIntoOneLibraryCall) {
   EXPECT_EQ(g->dims, (std::vector<Expr>{2, 3, 1, 64, 16}));
   EXPECT_EQ(g->k, 4);
   EXPECT_EQ(g->sb, (std::vector<Expr>{1024, 0, 0, 16, 1}));
+  // No bias epilogue over split axes (the bias has the node's axes, one fewer).
+  EXPECT_FALSE(cuda::lt_bias_fits(a, {Expr(0), Expr(0), Expr(1)}));
 
-  Graph gr;
-  gr.declare_dim("s", 1, 64);
-  auto repeat = [](const Tensor& x) {
-    return x.reshape({2, 1, "s", 16}).expand({2, 3, "s", 16}).reshape({6, "s", 16});
-  };
-  Tensor q = gr.tensor("q", {6, 1, 16}), p = gr.tensor("p", {6, 1, "s"});
-  Tensor k = gr.tensor("k", {2, "s", 16}), v = gr.tensor("v", {2, "s", 16});
-  q.matmul(repeat(k).transpose(1, 2)).output("scores");
-  p.matmul(repeat(v)).output("out");
-  EXPECT_EQ(lt_calls(prefer_lt(gr, true)), 2) << prefer_lt(gr, true).to_text();
+  // In f32, and in bf16 (the operands read in 16 bits through the graph's casts).
+  for (DType t : {DType::F32, DType::BF16}) {
+    Graph gr;
+    gr.declare_dim("s", 1, 64);
+    auto repeat = [](const Tensor& x) {
+      return x.reshape({2, 1, "s", 16}).expand({2, 3, "s", 16}).reshape({6, "s", 16});
+    };
+    Tensor q = gr.tensor("q", {6, 1, 16}, t), p = gr.tensor("p", {6, 1, "s"}, t);
+    Tensor k = gr.tensor("k", {2, "s", 16}, t), v = gr.tensor("v", {2, "s", 16}, t);
+    q.matmul(repeat(k).transpose(1, 2)).output("scores");
+    p.matmul(repeat(v)).output("out");
+    const LlirGraph prog = prefer_lt(gr, true);
+    EXPECT_EQ(lt_calls(prog), 2) << name(t) << "\n" << prog.to_text();
+    if (t == DType::BF16) {
+      EXPECT_EQ(count(prog, "Cast"), 0) << prog.to_text();
+    }
+  }
 }
 
 }  // namespace

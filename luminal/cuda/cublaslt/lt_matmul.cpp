@@ -482,7 +482,8 @@ bool divisible_by_16(const Expr& e) { return (e % Expr(16)).simplify({}) == Expr
 
 bool lt_bias_fits(const Attrs& a, const std::vector<Expr>& bias_strides) {
   const std::optional<LtNodeGemm> g = lt_node_gemm(a);
-  if (!g) return false;
+  // (A product planned over split axes has one axis more than the bias: no bias epilogue.)
+  if (!g || g->dims.size() != bias_strides.size() + 1) return false;
   return holds_with_units(*g, bias_strides,
                           [&](const auto& dims, const auto& sa, const auto& sb, const auto& bias) {
                             return bias_fits<SymOps>(dims, sa, sb, g->k, bias);
