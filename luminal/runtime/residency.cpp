@@ -228,7 +228,9 @@ void Residency::bind_external(int k, void* ptr, uint64_t bytes,
   if (ptr == nullptr) fail("the pointer is null");
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
     fail("the pointer is not 16-byte aligned; pass an aligned buffer (or copy it with set())");
-  if (bytes < i.capacity)
+  // Carried state need only hold its value at the dims it runs at (checked at each execute): the
+  // search times carried inputs on scratch copies, never on this memory.
+  if (bytes < i.capacity && !i.carried)
     fail(std::to_string(bytes) + " bytes is less than the input takes at its largest dims (" +
          std::to_string(i.capacity) + " bytes: " + elements(i.capacity, i.dtype) + " " +
          std::string(name(i.dtype)) +
@@ -238,7 +240,8 @@ void Residency::bind_external(int k, void* ptr, uint64_t bytes,
   } catch (const Error& e) {
     fail(std::string(e.what()) + "; or set the value with set()");
   }
-  use_external(k, Buffer{ptr, bytes}, /*bound=*/true, std::move(keep_alive), i.capacity);
+  use_external(k, Buffer{ptr, bytes}, /*bound=*/true, std::move(keep_alive),
+               std::min(bytes, i.capacity));
 }
 
 void Residency::hand_off(int o, int k) {
@@ -355,10 +358,18 @@ ProfileData Residency::profile_data(std::vector<Buffer>* scratch, uint64_t* gene
     be.upload(i.buf, offset, bytes.data(), bytes.size(), queue_.get());
     *generated += bytes.size();
   };
-  auto copy = [&](const In& i) {
+  auto copy = [&](const In& i, uint64_t seed) {
     Buffer c = allocate(i.capacity);
     scratch->push_back(c);
-    be.copy(c, i.buf, i.capacity, queue_.get());
+    // Caller memory (bind_external) may hold less than the largest dims need: the rest of the
+    // scratch copy gets generated data.
+    const uint64_t n = i.external ? std::min(i.capacity, i.buf.bytes) : i.capacity;
+    be.copy(c, i.buf, n, queue_.get());
+    if (n < i.capacity) {
+      std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - n, seed);
+      be.upload(c, n, bytes.data(), bytes.size(), queue_.get());
+      *generated += bytes.size();
+    }
     return c;
   };
   for (size_t k = 0; k < in.size(); ++k) {
@@ -370,7 +381,7 @@ ProfileData Residency::profile_data(std::vector<Buffer>* scratch, uint64_t* gene
       // past the value the user set, so nothing visible changes).
       generate(i, i.bytes_set, 0x5eed + k);
     }
-    data.inputs[i.label] = i.has_data && i.carried ? copy(i) : i.buf;
+    data.inputs[i.label] = i.has_data && i.carried ? copy(i, 0x5eed + k) : i.buf;
   }
   for (Out& o : out) {
     data.outputs[o.label] = o.buf;

@@ -121,7 +121,8 @@ class Session : public Runtime {
   /// the plans to the new pointer (Stats::rebinds). A carried input bound this way is the state
   /// itself: every execute leaves the new value in that memory (written in place where the
   /// program updates it in place, else copied there after the step), as a torch.compile'd
-  /// model's in-place KV cache expects.
+  /// model's in-place KV cache expects; its memory need only hold the value at the dims it is
+  /// executed at (the search times carried state on scratch copies), checked at each execute.
   void bind_external(std::string_view label, void* ptr, uint64_t bytes,
                      std::shared_ptr<const void> keep_alive = {});
 

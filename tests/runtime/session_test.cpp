@@ -181,6 +181,37 @@ TEST(Session, CarriedStateBoundExternallyTakesEachStepsValue) {
   EXPECT_EQ(s.stats().rebinds, 1u);
 }
 
+// Carried state of a dynamic size bound to memory that holds it only at the dims it runs at
+// (a torch StaticCache under dynamic=True: its length is a dim whose range reaches far past it):
+// the search times on a scratch copy, each step leaves the value in that memory, and dims that
+// would need more than it holds are refused by name.
+TEST(Session, CarriedStateBoundExternallyNeedOnlyHoldItsDims) {
+  Graph g;
+  g.declare_dim("c", 1, 64);
+  Tensor state = g.tensor("state", {"c", 4});
+  Tensor x = g.tensor("x", {"c", 4});
+  Tensor next = (state * 0.5 + x.sin()).output("next");
+  g.carry(next, state);
+  cpu::CpuBackend cpu(1);
+  Session s(g, cpu, quiet());
+  ReferenceRuntime ref(g);
+  ref.set(state, ramp(12, 0.25f));
+  alignas(64) float mem[12];
+  std::vector<float> init = ramp(12, 0.25f);
+  std::copy(init.begin(), init.end(), mem);
+  s.bind_external("state", mem, sizeof mem);  // c = 3 only; the range reaches 64
+  for (int step = 0; step < 3; ++step) {
+    for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)}) {
+      rt->set(x, ramp(12, 1.0f + step));
+      rt->execute({{"c", 3}});
+    }
+    s.sync();
+    EXPECT_EQ(std::vector<float>(mem, mem + 12), ref.get<float>(next)) << "step " << step;
+  }
+  s.set(x, ramp(16, 1.0f));
+  expect_error([&] { s.execute({{"c", 4}}); }, {"input 'state'", "12 elements", "16"});
+}
+
 TEST(Session, HandOffSwapsHandlesWithoutCopying) {
   Graph g;
   Tensor a = g.tensor("a", {4});

@@ -101,10 +101,10 @@ class Piece(torch.nn.Module):
 
     def _bind_state(self, label, t):
         """A mutated input: its own memory becomes the session's carried state where it can
-        (contiguous, on the session's device, 16-byte aligned, and holding the input at the
-        largest size its dims may take), so the new value is written there (in place where the
-        program updates it in place) with no copy; else its value is set and the new value
-        copied back into it after the execute."""
+        (contiguous, on the session's device, 16-byte aligned; it need only hold the state at
+        the sizes it runs at), so the new value is written there (in place where the program
+        updates it in place) with no copy; else its value is set and the new value copied back
+        into it after the execute."""
         import luminal
 
         self.copy_back.pop(label, None)
@@ -113,7 +113,7 @@ class Piece(torch.nn.Module):
                 self.session.bind_external(label, t)
                 return
             except luminal.Error:
-                pass  # a view's offset, or a dynamic size smaller than its largest: copied
+                pass  # a view's offset: copied
         self.session.set(label, t.detach().contiguous().cpu())
         self.copy_back[label] = t
 

@@ -89,10 +89,17 @@ def static_cache_generate(counted, dynamic):
 def test_generate_with_a_static_cache_is_one_piece(counted):
     """generate() with transformers' StaticCache: its in-place cache writes (index_put after
     functionalization) convert, so each compiled forward is one luminal piece, no eager ops."""
-    _model, got, want = static_cache_generate(counted, dynamic=True)
+    model, got, want = static_cache_generate(counted, dynamic=True)
     assert got.tolist() == want.tolist()
     r = lt.report()
     assert r["fallback"] == {} and r["graphs"] and all(g["pieces"] == 1 for g in r["graphs"]), r
+    # Under dynamic=True the caches' length is a dim whose range reaches far past them; they are
+    # still the sessions' state in their own memory, never copied back: a decode step reads back
+    # its logits only.
+    pieces = [p for ps in lt._report.pieces for p in ps]
+    assert pieces and not any(p.copy_back for p in pieces)
+    step = pieces[-1].session.stats()
+    assert step["bytes_downloaded"] == step["executes"] * model.config.vocab_size * 4, step
 
 
 def test_a_static_cache_at_static_shapes_is_written_in_place(counted):
