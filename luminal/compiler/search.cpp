@@ -219,7 +219,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // Returns false when the genome, or the program it extracts, was seen before (genes of classes
   // that other choices leave unreachable change the genome but not the program).
   std::unordered_set<std::string> programs;  // exact texts: no hash collisions
-  constexpr double kGiveUp = 2.5;
+  constexpr double kGiveUp = 2.5, kGiveUpFloor = 0.1;
   auto try_genome = [&](const Genome& g) {
     if (!seen.insert(g).second) return false;
     auto t0 = Clock::now();
@@ -257,8 +257,10 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       t0 = Clock::now();
       // A warm-up over kGiveUp times the best so far ends the timing: the candidate cannot win,
       // and the slow programs of a search's first random generations would otherwise take most
-      // of its time (a 128-token prefill's search on 2 cores: 41 of 58 s).
-      backend.set_give_up(have_best ? kGiveUp * report.best_seconds : 0);
+      // of its time (a 128-token prefill's search on 2 cores: 41 of 58 s). Never below
+      // kGiveUpFloor: a short program's warm-up can be several times its runs (the first touch
+      // of a larger arena), and its timed runs cost little anyway.
+      backend.set_give_up(have_best ? std::max(kGiveUp * report.best_seconds, kGiveUpFloor) : 0);
       double t;
       try {
         t = backend.time(*plan, 0, dims.data(), opts.trials(), opts.profile_timeout());
