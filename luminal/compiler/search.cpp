@@ -19,6 +19,19 @@ namespace luminal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Backend::set_give_up for one candidate's timing, cleared when it ends (or throws).
+class GiveUp {
+ public:
+  GiveUp(Backend& b, double seconds) : b_(b) { b_.set_give_up(seconds); }
+  ~GiveUp() { b_.set_give_up(0); }
+  GiveUp(const GiveUp&) = delete;
+  GiveUp& operator=(const GiveUp&) = delete;
+
+ private:
+  Backend& b_;
+};
+
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -260,15 +273,12 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       // of its time (a 128-token prefill's search on 2 cores: 41 of 58 s). Never below
       // kGiveUpFloor: a short program's warm-up can be several times its runs (the first touch
       // of a larger arena), and its timed runs cost little anyway.
-      backend.set_give_up(have_best ? std::max(kGiveUp * report.best_seconds, kGiveUpFloor) : 0);
       double t;
-      try {
+      {
+        const GiveUp cutoff(backend,
+                            have_best ? std::max(kGiveUp * report.best_seconds, kGiveUpFloor) : 0);
         t = backend.time(*plan, 0, dims.data(), opts.trials(), opts.profile_timeout());
-      } catch (...) {
-        backend.set_give_up(0);
-        throw;
       }
-      backend.set_give_up(0);
       report.profile_s += since(t0);
       if (report.first_seconds == 0) report.first_seconds = t;
       // Candidates over fold_limit rank after every one within it as parents of mutations.

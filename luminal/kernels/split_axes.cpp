@@ -4,14 +4,13 @@
 #include <cstdint>
 #include <set>
 
+#include "luminal/kernels/gemm_plan.hpp"
+
 namespace luminal {
 
 namespace {
 
-bool linear(const Expr& s) {
-  auto lin = s.as_linear("z");
-  return lin && lin->second == Expr(0) && !lin->first.has_var("z");
-}
+bool linear(const Expr& s) { return coefficient(s).has_value(); }
 
 // The constants c of every z-dependent (x / c) and (x % c) in e.
 void divisors(const Expr& e, std::set<int64_t>* out) {

@@ -353,9 +353,10 @@ std::vector<int64_t> Residency::shape(int o) const {
 ProfileData Residency::profile_data(std::vector<Buffer>* scratch, uint64_t* generated) {
   ProfileData data;
   Backend& be = *backend_;
-  auto generate = [&](const In& i, uint64_t offset, uint64_t seed) {
+  // Generated data for input i's bytes from `offset` to its capacity, into `dst`.
+  auto generate = [&](Buffer dst, const In& i, uint64_t offset, uint64_t seed) {
     std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - offset, seed);
-    be.upload(i.buf, offset, bytes.data(), bytes.size(), queue_.get());
+    be.upload(dst, offset, bytes.data(), bytes.size(), queue_.get());
     *generated += bytes.size();
   };
   auto copy = [&](const In& i, uint64_t seed) {
@@ -365,21 +366,17 @@ ProfileData Residency::profile_data(std::vector<Buffer>* scratch, uint64_t* gene
     // scratch copy gets generated data.
     const uint64_t n = i.external ? std::min(i.capacity, i.buf.bytes) : i.capacity;
     be.copy(c, i.buf, n, queue_.get());
-    if (n < i.capacity) {
-      std::vector<uint8_t> bytes = generated_data(i.dtype, i.capacity - n, seed);
-      be.upload(c, n, bytes.data(), bytes.size(), queue_.get());
-      *generated += bytes.size();
-    }
+    if (n < i.capacity) generate(c, i, n, seed);
     return c;
   };
   for (size_t k = 0; k < in.size(); ++k) {
     const In& i = in[k];
     if (!i.has_data) {
-      generate(i, 0, 0x5eed + k);
+      generate(i.buf, i, 0, 0x5eed + k);
     } else if (i.bytes_set < i.capacity && !i.external) {
       // Set for smaller dims than a bucket is timed at: the tail gets generated data too (it is
       // past the value the user set, so nothing visible changes).
-      generate(i, i.bytes_set, 0x5eed + k);
+      generate(i.buf, i, i.bytes_set, 0x5eed + k);
     }
     data.inputs[i.label] = i.has_data && i.carried ? copy(i, 0x5eed + k) : i.buf;
   }

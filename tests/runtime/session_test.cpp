@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -153,31 +154,39 @@ TEST(Session, CarriedStateAlternatesBuffersAndMatchesReference) {
   EXPECT_EQ(s.stats().rebinds, 1u);
 }
 
+// Binds the carried input "state" of `s` to `mem` (n floats, set to ramp(n, 0.25) as the
+// reference's state is), then runs three steps on both at `dims`, x = ramp(nx, 1 + step): after
+// each, `mem` holds the reference's new state. `each(step)` adds checks.
+void expect_state_in_memory(Session& s, ReferenceRuntime& ref, const Tensor& state, const Tensor& x,
+                            const Tensor& next, float* mem, size_t n, size_t nx, const DynMap& dims,
+                            const std::function<void(int)>& each = {}) {
+  const std::vector<float> init = ramp(n, 0.25f);
+  ref.set(state, init);
+  std::copy(init.begin(), init.end(), mem);
+  s.bind_external("state", mem, n * sizeof(float));
+  for (int step = 0; step < 3; ++step) {
+    for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)}) {
+      rt->set(x, ramp(nx, 1.0f + static_cast<float>(step)));
+      rt->execute(dims);
+    }
+    s.sync();
+    EXPECT_EQ(std::vector<float>(mem, mem + n), ref.get<float>(next)) << "step " << step;
+    if (each) each(step);
+  }
+}
+
 // The same state bound to the caller's memory (bind_external): each step's new value is copied
 // into that memory, which stays the input's buffer; the plan runs from one parity only.
 TEST(Session, CarriedStateBoundExternallyTakesEachStepsValue) {
   ElementwiseState m;
-  Graph& g = m.g;
-  const Tensor &state = m.state, &x = m.x, &next = m.next;
   cpu::CpuBackend cpu(1);
-  Session s(g, cpu, quiet());
-  ReferenceRuntime ref(g);
-  ref.set(state, ramp(24, 0.25f));
+  Session s(m.g, cpu, quiet());
+  ReferenceRuntime ref(m.g);
   alignas(64) float mem[24];
-  std::vector<float> init = ramp(24, 0.25f);
-  std::copy(init.begin(), init.end(), mem);
-  s.bind_external("state", mem, sizeof mem);
-  s.compile();
-  for (int step = 0; step < 3; ++step) {
-    for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)}) {
-      rt->set(x, ramp(8, 1.0f + step));
-      rt->execute({{"s", 2}});
-    }
-    s.sync();
-    EXPECT_EQ(std::vector<float>(mem, mem + 24), ref.get<float>(next)) << "step " << step;
-    EXPECT_EQ(s.get<float>(next), ref.get<float>(next)) << "step " << step;
+  expect_state_in_memory(s, ref, m.state, m.x, m.next, mem, 24, 8, {{"s", 2}}, [&](int step) {
+    EXPECT_EQ(s.get<float>(m.next), ref.get<float>(m.next)) << "step " << step;
     EXPECT_EQ(s.buffer_address("state"), static_cast<const void*>(mem));
-  }
+  });
   EXPECT_EQ(s.stats().rebinds, 1u);
 }
 
@@ -195,19 +204,8 @@ TEST(Session, CarriedStateBoundExternallyNeedOnlyHoldItsDims) {
   cpu::CpuBackend cpu(1);
   Session s(g, cpu, quiet());
   ReferenceRuntime ref(g);
-  ref.set(state, ramp(12, 0.25f));
-  alignas(64) float mem[12];
-  std::vector<float> init = ramp(12, 0.25f);
-  std::copy(init.begin(), init.end(), mem);
-  s.bind_external("state", mem, sizeof mem);  // c = 3 only; the range reaches 64
-  for (int step = 0; step < 3; ++step) {
-    for (Runtime* rt : {static_cast<Runtime*>(&s), static_cast<Runtime*>(&ref)}) {
-      rt->set(x, ramp(12, 1.0f + step));
-      rt->execute({{"c", 3}});
-    }
-    s.sync();
-    EXPECT_EQ(std::vector<float>(mem, mem + 12), ref.get<float>(next)) << "step " << step;
-  }
+  alignas(64) float mem[12];  // c = 3 only; the range reaches 64
+  expect_state_in_memory(s, ref, state, x, next, mem, 12, 12, {{"c", 3}});
   s.set(x, ramp(16, 1.0f));
   expect_error([&] { s.execute({{"c", 4}}); }, {"input 'state'", "12 elements", "16"});
 }

@@ -78,6 +78,7 @@ class Piece(torch.nn.Module):
         )
 
     def _bind(self, label, t):
+        """Binds input `label` to t (forward already skipped an unchanged tensor)."""
         last = self.bound.get(label)
         if label in self.mutations:
             # Bound by address, the session reads whatever the memory holds: only a new tensor
@@ -88,8 +89,6 @@ class Piece(torch.nn.Module):
                 self.bound[label] = (t, key)
             return
         version = _version(t)
-        if last is not None and last[0] is t and version is not None and last[1] == version:
-            return
         if t.device.type == "cpu":
             src = t if t.is_contiguous() else t.contiguous()
             self.session.set(label, src)
