@@ -10,7 +10,9 @@
 // Elements move as raw storage, so every dtype is bit-exact. The ordered scatter runs in one
 // block over chunks of 1024 indices; within a chunk a thread writes only when no later thread of
 // the chunk has the same index, and chunks are separated by a barrier: the last write wins, as in
-// the sequential definition.
+// the sequential definition. A chunk whose indexes rise strictly (a KV-cache write at positions
+// only known at run time: torch's index_copy_) has no two alike and skips the search for them,
+// which costs each thread up to 1023 shared-memory reads (38 us for one 8B decode step's row).
 //   cuda.ScatterUnique:           in place, when the indexes are provably distinct: an Iota
 //                                 that distinct_over (core/expr_distinct.hpp) proves, read
 //                                 contiguously (a KV-cache write: rows (c - s) * d + z; concat and
@@ -146,8 +148,12 @@ KernelGen gen_scatter_impl(const LlirNode& n, const GenContext& ctx, bool inplac
              "    j = " + load_index(n.input_dtypes.at(1), 1, oi) + ";\n    }\n" +
              "    js[threadIdx.x] = j;\n    __syncthreads();\n" +
              "    bool last = t < m && j >= 0 && j < (long long)n;\n" +
-             "    for (int u = threadIdx.x + 1; last && u < " + B + " && c + u < m; ++u)\n" +
-             "      if (js[u] == j) last = false;\n" + "    if (last) {\n" + src_body +
+             "    const bool rising = threadIdx.x + 1 == " + B +
+             " || c + threadIdx.x + 1 >= m ||\n" +
+             "                        js[threadIdx.x + 1] > j;\n" +
+             "    if (!__syncthreads_and(rising))\n" +
+             "      for (int u = threadIdx.x + 1; last && u < " + B + " && c + u < m; ++u)\n" +
+             "        if (js[u] == j) last = false;\n" + "    if (last) {\n" + src_body +
              "    out[j] = in2[" + os + "];\n    }\n" + "    __syncthreads();\n  }\n}\n";
   g.launches.push_back(Launch{"lmn_scatter", kScatterBlock, {1, 1, 1}});
   g.source = Codegen::unit(kernels);
