@@ -260,6 +260,37 @@ Tensor triangle(const Tensor& x, bool upper, int64_t k) {
 Tensor Tensor::triu(int64_t k) const { return triangle(*this, true, k); }
 Tensor Tensor::tril(int64_t k) const { return triangle(*this, false, k); }
 
+namespace {
+
+/// A concat of up to four parts of one size d along axis a as elementwise selects: each part
+/// broadcast over a new axis of K before a ([.., K, d, ..]), the part whose k it is chosen by
+/// `where`, and [.., K * d, ..] read back. Every read is in range and a Select never mixes the
+/// values of the part it does not take (exact with inf and NaN), so the backends' where fusion
+/// makes it one elementwise kernel that fuses with its neighbours (rotate_half's
+/// cat(-x2, x1) in rope), where the scatter form below runs a fill and a scatter a part.
+bool concat_equal_parts(const std::vector<Tensor>& xs, int a, Tensor& out) {
+  constexpr size_t kMaxParts = 4;
+  if (xs.size() > kMaxParts) return false;
+  const Expr d = xs[0].dim(a);
+  for (const Tensor& x : xs)
+    if (x.dim(a) != d) return false;
+  const int64_t k = static_cast<int64_t>(xs.size());
+  Shape split = xs[0].shape();
+  split.insert(split.begin() + a, Expr(k));
+  const std::vector<Dim> dims(split.begin(), split.end());
+  std::vector<Dim> kshape(split.size(), Dim(1));
+  kshape[static_cast<size_t>(a)] = Dim(k);
+  const Tensor part = xs[0].graph().arange(Dim(k)).reshape(kshape).expand(dims);
+  Tensor sel = xs.back().unsqueeze(a).expand(dims);
+  for (int64_t i = k - 2; i >= 0; --i)
+    sel = part.eq(static_cast<double>(i))
+              .where(xs[static_cast<size_t>(i)].unsqueeze(a).expand(dims), sel);
+  out = sel.merge_dims(a);
+  return true;
+}
+
+}  // namespace
+
 Tensor concat(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw Error("concat: no tensors given");
   const Tensor& first = xs[0];
@@ -281,6 +312,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
     total = total + x.dim(a);
   }
   if (xs.size() == 1) return first;
+  if (Tensor sel; concat_equal_parts(xs, a, sel)) return sel;
   Shape out = first.shape();
   out[a] = total;
   Tensor result = first.graph().full(std::vector<Dim>(out.begin(), out.end()), 0, first.dtype());

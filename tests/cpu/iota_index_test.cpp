@@ -5,6 +5,7 @@
 // affine along a row.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,16 @@ std::vector<DynMap> lengths(std::initializer_list<int64_t> ss) {
   return out;
 }
 
+// Parts of different sizes along the axis: a fill and a scatter a part (equal parts concatenate
+// by selects instead: ConcatSelect below).
 TEST(IotaIndex, ConcatenationAlongEachAxis) {
   for (int axis : {0, 1, 2}) {
     for (DType t : {DType::F32, DType::BF16, DType::I64}) {
       Graph g;
+      std::vector<Dim> wide{2, kS, 8};
+      wide[static_cast<size_t>(axis)] = axis == 1 ? Dim(kS + 2) : Dim(5);
       Tensor a = g.tensor("a", {2, kS, 8}, t);
-      Tensor b = g.tensor("b", {2, kS, 8}, t);
+      Tensor b = g.tensor("b", wide, t);
       Tensor c = g.tensor("c", {2, kS, 8}, t);
       concat({a, (b * 2.0).cast(t), c}, axis).output("y");
       LlirGraph p = iota_program(g);
@@ -60,6 +65,46 @@ TEST(IotaIndex, ConcatenationAlongEachAxis) {
   }
 }
 
+// Two to four parts of one size along the axis: selects over the parts broadcast on a new axis,
+// one fused elementwise kernel (and no scatter), bit for bit (values of the part not taken
+// never mix in: inf and NaN inputs), over dims that change between runs.
+TEST(ConcatSelect, EqualPartsBecomeFusedSelects) {
+  for (int parts : {2, 3, 4})
+    for (int axis : {0, 1, 2})
+      for (DType t : {DType::F32, DType::BF16, DType::I64}) {
+        Graph g;
+        std::vector<Tensor> xs;
+        for (int i = 0; i < parts; ++i)
+          xs.push_back(g.tensor("x" + std::to_string(i), {2, kS, 8}, t));
+        xs[1] = (xs[1] * 2.0).cast(t);
+        concat(xs, axis).output("y");
+        cpu::CpuBackend cpu(2);
+        BuiltSpace b = build_search_space(g, cpu, {});
+        const LlirGraph p = to_llir(*b.space, b.space->fewest_kernels_genome());
+        const std::string what = std::to_string(parts) + " parts, axis " + std::to_string(axis) +
+                                 " " + std::string(name(t));
+        for (const auto& [op, n] : p.op_mix())
+          EXPECT_EQ(op.find("Scatter"), std::string::npos) << what << p.to_text();
+        // The selects, and x1 * 2 (a producer read through the broadcast is not inlined).
+        EXPECT_EQ(opstest::count_op(p, "cpu.Fused"), 2) << what << p.to_text();
+        EXPECT_NE(p.to_text().find("select"), std::string::npos) << what << p.to_text();
+        opstest::check_program(g, p, lengths({3, 1, 7, 0}), kExact, what);
+        if (t != DType::F32) continue;
+        cpu::CpuBackend run(2);
+        auto exe = testing::load_plan(run, p, lengths({3}));
+        testing::BufferMap in = opstest::random_inputs(g, {{"s", 3}}, 5, -4, 4);
+        for (auto& [label, buf] : in) {  // inf, -inf and NaN in every part
+          float* v = reinterpret_cast<float*>(buf.bytes.data());
+          v[0] = INFINITY;
+          v[1] = -INFINITY;
+          v[2] = NAN;
+        }
+        const testing::BufferMap want = opstest::run_reference(g, in, {{"s", 3}});
+        const testing::BufferMap got = testing::run_executable(exe, g, in, {{"s", 3}});
+        EXPECT_EQ(got.at("y").bytes, want.at("y").bytes) << what << " with inf and NaN";
+      }
+}
+
 TEST(IotaIndex, SlicesPadsAndRepeats) {
   Graph g;
   Tensor x = g.tensor("x", {kS, 12});
@@ -67,8 +112,8 @@ TEST(IotaIndex, SlicesPadsAndRepeats) {
   x.slice(0, 1).output("rows");            // from row 1 on (a view at an offset)
   x.pad({{1, 2}, {0, 3}}, 1.5).output("padded");
   x.repeat({2, 3}).output("repeated");
-  // rope's halves: [-x2, x1]
-  concat({-x.slice(1, 6), x.slice(1, 0, 6)}, 1).output("rotated");
+  // A row and a rope half: parts of different sizes.
+  concat({-x.slice(1, 7), x.slice(1, 0, 6)}, 1).output("rotated");
   // A slice of a merged (non-linear) stride stays a gather.
   x.transpose(0, 1).merge_dims(0).slice(0, 2, 20).output("merged");
   LlirGraph p = iota_program(g);

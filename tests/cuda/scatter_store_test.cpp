@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
@@ -92,6 +93,49 @@ void compile_all(const std::vector<LlirGraph>& programs, int64_t slots) {
   for (const LlirGraph& l : programs)
     testing::add_kernels(l, PlanSpec{{{"c", {1, slots}}}, {"c"}}, sources, whats);
   testing::expect_compiles(sources, whats);
+}
+
+/// The program storing through `form`'s kernel (0: the projection; 1: rope after it; 2: rope in
+/// the GEMV's kernel), and the same kernels with the store's product on its own, then
+/// cuda.ScatterUnique. LUMINAL_SHORT_SUMS is off meanwhile: that rule also offers rope's 2-term
+/// product as Mul and Add, which rounds between them, and which a preference for "the same
+/// ops" would take instead of the product kernel the store runs.
+struct StoreAndSplit {
+  LlirGraph fused, split;
+  std::string used, base;  // the store's op, and its product's op alone
+  int hits = 0;
+};
+
+void store_and_split_into(const Graph& g, Backend& be, int form, StoreAndSplit& out) {
+  struct ShortSumsOff {
+    ShortSumsOff() { ::setenv("LUMINAL_SHORT_SUMS", "off", 1); }
+    ~ShortSumsOff() { ::unsetenv("LUMINAL_SHORT_SUMS"); }
+  } off;
+  int stores = 0;
+  std::tie(out.fused, stores) = testing::prefer_ops(
+      g, be, [&](std::string_view op) { return is_store(op) && is_then(op) == (form == 2); });
+  ASSERT_EQ(stores, 1) << out.fused.op_mix_string();
+  std::set<std::string, std::less<>> same;
+  for (const LlirNode& node : out.fused.nodes) {
+    if (is_store(node.op->name))
+      out.used = node.op->name;
+    else
+      same.insert(std::string(node.op->name));
+  }
+  out.base = out.used.substr(0, out.used.size() - 7);
+  same.insert(out.base);
+  same.insert("cuda.ScatterUnique");
+  std::tie(out.split, out.hits) =
+      testing::prefer_ops(g, be, [&](std::string_view op) { return same.count(op) > 0; });
+  ASSERT_EQ(testing::count_op(out.split, "cuda.ScatterUnique"), 1) << out.split.op_mix_string();
+  ASSERT_EQ(testing::count_op(out.split, out.base), testing::count_op(out.fused, out.base) + 1)
+      << out.used << ": " << out.split.op_mix_string();
+}
+
+StoreAndSplit store_and_split(const Graph& g, Backend& be, int form) {
+  StoreAndSplit out;
+  store_and_split_into(g, be, form, out);
+  return out;
 }
 
 class ScatterStoreHost : public ::testing::Test {
@@ -184,6 +228,19 @@ TEST_F(ScatterStoreHost, NotOfferedThroughAPermutationOrWhenSwitchedOff) {
   ::unsetenv("LUMINAL_CUDA_SCATTER_STORE");
 }
 
+// Without a GPU: the split program of every form runs the store's own product kernel (it did not
+// once the short-sum rule came: the device test compared the store with Mul and Add).
+TEST_F(ScatterStoreHost, TheSplitFormRunsTheStoresProductKernel) {
+  GemvThenOn on;
+  testing::CudaRulesOnly rules(true);
+  for (DType t : {DType::F32, DType::BF16})
+    for (int form = 0; form < 3; ++form)
+      for (int64_t n : {int64_t{192}, int64_t{576}}) {
+        store_and_split(cache_write(n, 576, 300, t, form > 0), rules, form);
+        if (HasFatalFailure()) return;
+      }
+}
+
 TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
   LUMINAL_REQUIRE_GPU();
   GemvThenOn on;
@@ -194,27 +251,13 @@ TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
       for (int64_t n : {int64_t{192}, int64_t{576}}) {
         const bool rope = form > 0;
         const Graph g = cache_write(n, k, slots, t, rope);
-        auto [fused, stores] = testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
-          return is_store(op) && is_then(op) == (form == 2);
-        });
-        ASSERT_EQ(stores, 1) << fused.op_mix_string();
-        // The same kernels, the store's matmul as its own kernel, then cuda.ScatterUnique.
-        std::string used;
-        std::set<std::string, std::less<>> same;
-        for (const LlirNode& node : fused.nodes) {
-          if (is_store(node.op->name))
-            used = node.op->name;
-          else
-            same.insert(std::string(node.op->name));
-        }
-        const std::string base = used.substr(0, used.size() - 7);
-        same.insert(base);
-        same.insert("cuda.ScatterUnique");
-        auto [split, hits] = testing::prefer_ops(
-            g, testing::gpu(), [&](std::string_view op) { return same.count(op) > 0; });
-        ASSERT_EQ(testing::count_op(split, "cuda.ScatterUnique"), 1) << split.op_mix_string();
-        ASSERT_EQ(testing::count_op(split, base), testing::count_op(fused, base) + 1)
-            << used << ": " << split.op_mix_string();
+        const StoreAndSplit p = store_and_split(g, testing::gpu(), form);
+        if (::testing::Test::HasFatalFailure()) return;
+        const LlirGraph& fused = p.fused;
+        const LlirGraph& split = p.split;
+        const std::string& used = p.used;
+        const std::string& base = p.base;
+        const int hits = p.hits;
         std::vector<DynMap> buckets;
         for (int64_t ctx : {int64_t{1}, int64_t{7}, slots})
           buckets.push_back({{"c", ctx}});
