@@ -275,6 +275,56 @@ void add_fused(const OpDef* fop, EGraph& eg, ClassId root, const Attrs& like, co
   eg.merge(c, root);
 }
 
+/// For a load of class C (dims `cdims`) through `v`: when v reads C contiguously except for
+/// broadcast axes (stride 0; C's own axes in order, at C's row-major strides, base 0), the C
+/// axis each of v's axes reads (-1 where broadcast or of size 1). Otherwise nothing.
+std::optional<std::vector<int>> broadcast_axes(const View& v, const Shape& cdims) {
+  if (v.has_base()) return std::nullopt;
+  const View cc = View::contiguous(cdims);
+  const int crank = static_cast<int>(cdims.size());
+  std::vector<int> axis(static_cast<size_t>(v.rank()), -1);
+  bool broadcast = false;
+  int j = 0;
+  auto skip_ones = [&] {
+    while (j < crank && cdims[static_cast<size_t>(j)] == Expr(1))
+      ++j;
+  };
+  for (int i = 0; i < v.rank(); ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    if (v.dims[ii] == Expr(1)) continue;
+    if (v.strides[ii] == Expr(0)) {
+      broadcast = true;
+      continue;
+    }
+    skip_ones();
+    if (j >= crank) return std::nullopt;
+    const size_t jj = static_cast<size_t>(j);
+    if (v.dims[ii] != cdims[jj] || v.strides[ii] != cc.strides[jj]) return std::nullopt;
+    axis[ii] = j++;
+  }
+  skip_ones();
+  if (j != crank || !broadcast) return std::nullopt;
+  return axis;
+}
+
+/// q (a region over C's shape) as read through a broadcast view `v` of C (`axis` from
+/// broadcast_axes): each of its loads' views over v's dims, at stride 0 on the broadcast axes.
+std::optional<SymProgram> through_broadcast(const SymProgram& q, const View& v,
+                                            const std::vector<int>& axis, size_t crank) {
+  SymProgram out = q;
+  for (ChildKey& k : out.loads) {
+    const View& w = k.view;
+    if (static_cast<size_t>(w.rank()) != crank) return std::nullopt;
+    View c;
+    c.dims = v.dims;
+    c.base = w.base;
+    for (size_t i = 0; i < axis.size(); ++i)
+      c.strides.push_back(axis[i] < 0 ? Expr(0) : w.strides[static_cast<size_t>(axis[i])]);
+    k.view = std::move(c);
+  }
+  return out;
+}
+
 void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
   const ENodeId e = m.root_node;
   const ClassId root = eg.find(m.root);
@@ -292,12 +342,18 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
     std::optional<Built> b = canonicalize(fop, eg, *base, kFusedMaxInsts, kFusedMaxChildren);
     if (b && b->children.size() < base->loads.size()) add_fused(fop, eg, root, like, *b);
   }
-  // Absorb a producer of each child read contiguously.
+  // Absorb a producer of each child read contiguously, or contiguously but for broadcast axes
+  // (its values computed again for each element that reads them: the search weighs that).
   for (int l = 0; l < static_cast<int>(base->loads.size()); ++l) {
     const ChildKey key = base->loads[l];
     const ClassId c = eg.find(key.cls);
-    if (c == root || !key.view.is_contiguous()) continue;
-    if (key.view.numel() != numel(eg.shape(c))) continue;
+    if (c == root) continue;
+    const Shape& cdims = eg.shape(c);
+    std::optional<std::vector<int>> axis;
+    if (!key.view.is_contiguous() || key.view.numel() != numel(cdims)) {
+      axis = broadcast_axes(key.view, cdims);
+      if (!axis) continue;
+    }
     if (constant_of(eg, c) || constant_program_of(fop, eg, c)) continue;
     // The HLIR producers, then the largest fused region of C that still fits the limits.
     std::vector<ENodeId> hlir, fused;
@@ -322,6 +378,7 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
       producers.emplace_back(f, true);
     for (auto [f, first_only] : producers) {
       std::optional<SymProgram> q = region_of(fop, eg, f);
+      if (q && axis) q = through_broadcast(*q, key.view, *axis, cdims.size());
       if (!q) continue;
       std::optional<Built> b =
           canonicalize(fop, eg, inline_region(*base, l, *q), kFusedMaxInsts, kFusedMaxChildren);
