@@ -487,6 +487,9 @@ class Tensor:
     def topk(self, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
         """(values, indices) of the k largest along axis."""
 
+    def argsort(self, axis: int = -1, descending: bool = False) -> Tensor:
+        """The positions that sort the axis (i32; ties keep their order, NaN last ascending)."""
+
     def cumsum(self, axis: int) -> Tensor:
         """Cumulative sum."""
 

@@ -205,6 +205,8 @@ void bind_tensor(nb::module_& m) {
            "Index of the first minimum (i32).")
       .def("topk", &T::topk, nb::arg("k"), nb::arg("axis") = -1, nb::arg("largest") = true,
            "(values, indices) of the k largest along axis.")
+      .def("argsort", &T::argsort, nb::arg("axis") = -1, nb::arg("descending") = false,
+           "The positions that sort the axis (i32; ties keep their order, NaN last ascending).")
       .def("cumsum", &T::cumsum, nb::arg("axis"), "Cumulative sum.");
   // Movement and indexing.
   t.def(

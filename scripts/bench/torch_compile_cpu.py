@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """torch.compile(backend="luminal") against Inductor and eager PyTorch on the CPU, same run.
 
-Models: the tiny transformers Llama and Qwen3 of tests/data/models (a 32-token prompt), and a
+Models: the tiny transformers Llama and Qwen3 of tests/data/models (a 32-token prompt); a
+transformers Qwen3-MoE of random weights (4 layers, hidden 512, 32 experts of FFN 256, 4 a token;
+f32; its experts as transformers runs them under torch.compile, grouped by expert), a 32-token
+prompt; and a
 100M-parameter Llama-shaped module in plain PyTorch (scripts/bench/torch_llama.py, the shape of
 bench_llm_cpu: 12 layers, hidden 768, vocabulary 32000; f32): a 128-token prompt, and a decode
 step at position 128 against fixed 1024-row KV caches, in both of torch_llama's forms (static
@@ -14,7 +17,7 @@ after a warm-up, and each backend's compile time (the first call).
       scripts/bench/torch_compile_cpu.py
 
 Options: --threads (default 2), --budget (luminal's search_budget, default 20), --reps,
---only tiny|100m.
+--only tiny|moe|100m.
 """
 
 import argparse
@@ -122,6 +125,31 @@ def tiny(args):
         compare(f"tiny {m}, 32-token forward", Wrap(model), "forward", (ids,), args)
 
 
+def moe(args):
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.Qwen3MoeConfig(
+        vocab_size=8192, hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=2, head_dim=64, intermediate_size=1024, moe_intermediate_size=256,
+        num_experts=32, num_experts_per_tok=4, norm_topk_prob=True, max_position_embeddings=512,
+    )
+    model = transformers.Qwen3MoeForCausalLM(cfg).eval()
+    n = sum(p.numel() for p in model.parameters())
+    print(f"<!-- Qwen3-MoE module: {n:,} parameters -->")
+    ids = torch.randint(0, cfg.vocab_size, (1, 32))
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, ids):
+            return self.inner(input_ids=ids, use_cache=False).logits
+
+    compare("Qwen3-MoE 4x32 experts, 32-token forward", Wrap(model), "forward", (ids,), args)
+
+
 def llama100m(args):
     torch.manual_seed(0)
     c = torch_llama.LLAMA_100M
@@ -140,7 +168,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--budget", type=int, default=20)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--only", choices=["tiny", "100m"])
+    ap.add_argument("--only", choices=["tiny", "moe", "100m"])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
@@ -149,6 +177,8 @@ def main():
     print("|---|---|---|---|---|")
     if args.only in (None, "tiny"):
         tiny(args)
+    if args.only in (None, "moe"):
+        moe(args)
     if args.only in (None, "100m"):
         llama100m(args)
 

@@ -30,7 +30,7 @@ import luminal
 from . import convert  # noqa: F401  (fills the table)
 from .table import CONVERTERS
 from .options import Options
-from . import partition
+from . import ops_group, partition
 from .partition import op_name, split
 
 __all__ = ["luminal_backend", "report", "reset", "supported_ops", "Options"]
@@ -87,6 +87,7 @@ def reset():
 
 def supported_ops():
     """The ATen/prims ops (and SymInt operators) the converter has a rule for."""
+    ops_group.register_grouped_mm()
     return sorted(op_name(t) for t in CONVERTERS)
 
 

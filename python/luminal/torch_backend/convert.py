@@ -11,7 +11,7 @@ one pass finds every node that converts (``supported`` / ``reasons``); the parti
 
 import torch
 
-from . import ops, ops_shape  # noqa: F401  (fill the table)
+from . import ops, ops_group, ops_shape  # noqa: F401  (fill the table)
 from .table import _DTYPES, CHECKS, CONVERTERS, Unsupported, luminal_dtype
 
 def size_expr(v):
@@ -69,6 +69,7 @@ class Converter:
     def __init__(self, gm, device="cpu", probe=False, dim_range=None):
         import luminal
 
+        ops_group.register_grouped_mm()  # transformers' op exists once its MoE code is imported
         self.gm = gm
         self.g = luminal.Graph()
         self.device = device

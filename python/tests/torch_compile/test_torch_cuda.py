@@ -77,3 +77,29 @@ def test_a_static_cache_on_cuda_is_written_in_its_own_memory(dtype):
     stats = r["graphs"][0]["sessions"][0].stats()
     cache_bytes = mut.HEADS * mut.SLOTS * mut.HD * dtype.itemsize
     assert stats["bytes_uploaded"] < cache_bytes, stats
+
+
+@pytest.mark.parametrize("name", ["qwen3-moe", "mixtral"])
+def test_a_mixture_of_experts_in_bf16_on_cuda(name):
+    """transformers' grouped experts in bf16 on a GPU go through aten._grouped_mm (the CPU's f32
+    run takes its grouped_mm_fallback op): one piece, no fallback."""
+    import json
+    import os
+    import pathlib
+
+    transformers = pytest.importorskip("transformers")
+    root = pathlib.Path(os.environ.get("LUMINAL_SOURCE_DIR", pathlib.Path(__file__).parents[3]))
+    folder = root / "tests" / "data" / "models" / name
+    prompt = json.loads((folder / "goldens.json").read_text())["prompts"][0]
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, dtype=torch.bfloat16, attn_implementation="eager"
+    )
+    model = model.cuda().eval()
+    fast = torch.compile(model, backend="luminal", options=QUICK)
+    ids = torch.tensor([prompt["input_ids"]], device="cuda")
+    with torch.no_grad():
+        got = fast(input_ids=ids, use_cache=False).logits.float()
+        want = model(input_ids=ids, use_cache=False).logits.float()
+    torch.testing.assert_close(got, want, rtol=5e-2, atol=5e-2)
+    r = lt.report()
+    assert r["fallback"] == {}, r["fallback"]

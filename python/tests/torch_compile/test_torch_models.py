@@ -1,4 +1,5 @@
-"""The tiny transformers Llama and Qwen3 test models through torch.compile(backend="luminal")."""
+"""The tiny transformers models of each family (Llama, Qwen3, Mistral, Qwen2, Gemma 3, and the
+mixtures of experts Mixtral and Qwen3-MoE) through torch.compile(backend="luminal")."""
 
 import json
 import os
@@ -19,7 +20,7 @@ ROOT = pathlib.Path(os.environ.get("LUMINAL_SOURCE_DIR", pathlib.Path(__file__).
 MODELS = ROOT / "tests" / "data" / "models"
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral", "qwen2", "gemma3", "mixtral", "qwen3-moe"])
 def test_tiny_model_logits_and_greedy_tokens(name, counted):
     folder = MODELS / name
     goldens = json.loads((folder / "goldens.json").read_text())["prompts"][0]
