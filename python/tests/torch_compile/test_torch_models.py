@@ -51,10 +51,12 @@ def test_tiny_model_logits_and_greedy_tokens(name, counted):
     assert max(g["piece_nodes"][0] for g in r["graphs"] if g["pieces"]) > 200
 
 
-def test_generate_with_the_kv_cache(counted):
+@pytest.mark.parametrize("name", ["qwen3", "qwen3-moe"])
+def test_generate_with_the_kv_cache(counted, name):
     """transformers' generate() with its DynamicCache: prefill and decode steps whose cache
-    length grows, through the compiled forward; the tokens equal eager's."""
-    folder = MODELS / "qwen3"
+    length grows, through the compiled forward; the tokens equal eager's (the MoE's decode steps
+    group a token's experts as its prefill groups every token's)."""
+    folder = MODELS / name
     model = transformers.AutoModelForCausalLM.from_pretrained(
         folder, attn_implementation="eager"
     ).eval()
