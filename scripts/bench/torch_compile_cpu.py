@@ -105,6 +105,17 @@ def overhead(name, f, args, reps):
           f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
 
 
+class Logits(torch.nn.Module):
+    """A transformers causal LM as ids -> logits, without a cache."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, ids):
+        return self.inner(input_ids=ids, use_cache=False).logits
+
+
 def tiny(args):
     import transformers
 
@@ -113,16 +124,7 @@ def tiny(args):
             ROOT / "tests" / "data" / "models" / m, attn_implementation="eager"
         ).eval()
         ids = torch.randint(0, model.config.vocab_size, (1, 32))
-
-        class Wrap(torch.nn.Module):
-            def __init__(self, inner):
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, ids):
-                return self.inner(input_ids=ids, use_cache=False).logits
-
-        compare(f"tiny {m}, 32-token forward", Wrap(model), "forward", (ids,), args)
+        compare(f"tiny {m}, 32-token forward", Logits(model), "forward", (ids,), args)
 
 
 def moe(args):
@@ -138,16 +140,7 @@ def moe(args):
     n = sum(p.numel() for p in model.parameters())
     print(f"<!-- Qwen3-MoE module: {n:,} parameters -->")
     ids = torch.randint(0, cfg.vocab_size, (1, 32))
-
-    class Wrap(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, ids):
-            return self.inner(input_ids=ids, use_cache=False).logits
-
-    compare("Qwen3-MoE 4x32 experts, 32-token forward", Wrap(model), "forward", (ids,), args)
+    compare("Qwen3-MoE 4x32 experts, 32-token forward", Logits(model), "forward", (ids,), args)
 
 
 def llama100m(args):
