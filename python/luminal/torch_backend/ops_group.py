@@ -32,15 +32,22 @@ def _sort(cx, node, a, *args, **kwargs):
     return [a.gather_elements(dim, idx), _cast(idx, "i64")]
 
 
+def _integral(n):
+    """Whether fx node n is a tensor of an integer dtype."""
+    val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+    return isinstance(val, torch.Tensor) and not val.is_floating_point() and not val.is_complex()
+
+
 def _integer_source(n):
-    """Whether fx node n is an integer tensor converted to a float one (the values integers)."""
+    """Whether fx node n holds integers: an integer tensor (transformers' histc input on CUDA),
+    or one converted to float (on the CPU, whose histc takes floats only)."""
+    if _integral(n):
+        return True
     if not isinstance(n, torch.fx.Node):
         return False
     if n.target not in (torch.ops.prims.convert_element_type.default, aten._to_copy.default):
         return False
-    src = n.args[0]
-    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
-    return isinstance(val, torch.Tensor) and not val.is_floating_point() and not val.is_complex()
+    return _integral(n.args[0])
 
 
 def _histc_args(node):
@@ -64,10 +71,11 @@ def _check_histc(node):
 
 @op(aten.histc.default, check=_check_histc)
 def _histc(cx, node, a, *args, **kwargs):
-    """Counts of integer values (cast to float) with one bin for each integer of [min, max]
-    (transformers' tokens per expert): bin b counts the values equal to min + b. torch's bins
-    are (max - min) / bins wide and the last one closed, so an integer v in [min, max] falls in
-    bin v - min, at least 1 / bins from either edge; values outside are not counted."""
+    """Counts of integer values (or integers cast to float) with one bin for each integer of
+    [min, max] (transformers' tokens per expert): bin b counts the values equal to min + b.
+    torch's bins are (max - min) / bins wide and the last one closed, so an integer v in [min,
+    max] falls in bin v - min, at least 1 / bins from either edge; values outside are not
+    counted."""
     bins, lo, _ = _histc_args(node)
     bins, lo = int(bins), int(lo)
     dt = _lt(cx.dtype(node))

@@ -98,3 +98,35 @@ def test_grouped_matmul_reads_each_rows_expert(quick, transposed):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert torch.equal(got[9:], torch.zeros(2, N))
     assert lt.report()["fallback"] == {}
+
+
+def test_histc_of_integer_ids_converts_as_a_cuda_graph_traces_it():
+    """On CUDA transformers counts the tokens per expert with histc of the integer ids (the
+    CPU's histc takes floats only): traced with fake CUDA tensors, it converts, and the counts
+    (run here on the CPU backend) are bincount's."""
+    from torch._decomp import core_aten_decompositions
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import luminal
+    from luminal.torch_backend.convert import Converter
+
+    def count(ids):
+        return torch.histc(ids, bins=6, min=0, max=5)
+
+    try:
+        with FakeTensorMode():
+            ids = torch.empty(10, dtype=torch.int32, device="cuda")
+            gm = make_fx(count, decomposition_table=core_aten_decompositions())(ids)
+    except Exception as e:  # a torch build that cannot describe CUDA tensors
+        pytest.skip(f"fake CUDA tensors: {e}")
+    assert Converter(gm, device="cuda", probe=True).build().reasons == {}
+    cx = Converter(gm, device="cuda").build()
+    values = torch.tensor([5, 0, 3, 5, 1, 0, 5, 2, 9, -1], dtype=torch.int32)
+    session = luminal.Session(cx.g, luminal.cpu(1))
+    session.set("in0", values.numpy())
+    session.execute()
+    got = torch.from_numpy(session.get("out0"))
+    want = torch.bincount(values.clamp(0, 9), minlength=10)[:6].clone()
+    want[0] -= 1  # the -1 clamped to 0 is not counted
+    assert got.tolist() == want.tolist()
