@@ -130,3 +130,47 @@ def test_histc_of_integer_ids_converts_as_a_cuda_graph_traces_it():
     want = torch.bincount(values.clamp(0, 9), minlength=10)[:6].clone()
     want[0] -= 1  # the -1 clamped to 0 is not counted
     assert got.tolist() == want.tolist()
+
+
+def test_aten_grouped_mm_converts_as_a_cuda_graph_traces_it():
+    """In bf16 on CUDA transformers calls torch's grouped_mm (aten._grouped_mm) on the experts'
+    weights read transposed: traced with fake CUDA tensors, it converts, and its values (run here
+    on the CPU backend) are the grouped product's."""
+    from torch._decomp import core_aten_decompositions
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import luminal
+    from luminal.torch_backend.convert import Converter
+
+    if not hasattr(torch.ops.aten, "_grouped_mm"):
+        pytest.skip("this torch has no _grouped_mm")
+
+    def grouped(x, w, offs):
+        return torch.ops.aten._grouped_mm(x, w.transpose(-2, -1), offs)
+
+    E, K, N, S = 5, 16, 12, 11
+    try:
+        with FakeTensorMode():
+            fake = (
+                torch.empty(S, K, dtype=torch.bfloat16, device="cuda"),
+                torch.empty(E, N, K, dtype=torch.bfloat16, device="cuda"),
+                torch.empty(E, dtype=torch.int32, device="cuda"),
+            )
+            gm = make_fx(grouped, decomposition_table=core_aten_decompositions())(*fake)
+    except Exception as e:  # a torch build that cannot describe CUDA tensors
+        pytest.skip(f"fake CUDA tensors: {e}")
+    assert Converter(gm, device="cuda", probe=True).build().reasons == {}
+    cx = Converter(gm, device="cuda").build()
+    torch.manual_seed(4)
+    x = torch.randn(S, K).to(torch.bfloat16)
+    w = torch.randn(E, N, K).to(torch.bfloat16)
+    offs = torch.tensor([2, 2, 6, 7, 9], dtype=torch.int32)
+    session = luminal.Session(cx.g, luminal.cpu(1))
+    for label, t in (("in0", x), ("in1", w), ("in2", offs)):
+        session.set(label, t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy())
+    session.execute()
+    got = torch.from_numpy(session.get("out0"))  # bf16 comes back as f32
+    want = grouped_reference(x.float(), w.float().transpose(1, 2), offs)
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    assert torch.equal(got[9:], torch.zeros(2, N))
