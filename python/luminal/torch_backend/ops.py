@@ -82,7 +82,7 @@ def _mul(cx, node, a, b):
     return _binary(cx, node, a, b, lambda x, y: x * y)
 
 
-@op(aten.div.Tensor, aten.div.Scalar)
+@op(aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor, aten.true_divide.Scalar)
 def _div(cx, node, a, b):
     if _scalar(b) and not _scalar(a) and not isinstance(a, str):
         # The library's division by a Python number: the scalar in the dtype's compute type (f32

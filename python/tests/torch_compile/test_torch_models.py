@@ -127,3 +127,46 @@ def test_a_static_cache_at_static_shapes_is_written_in_place(counted):
     logits = model.config.vocab_size * 4
     assert step["executes"] == 5 and step["bytes_uploaded"] == 0, step
     assert step["bytes_downloaded"] == 5 * logits, step
+
+
+# More of transformers' families, from tiny configs of random weights (no files): each converts
+# whole (GPT-2 and Phi divide with true_divide; Gemma 2 soft-caps; Qwen2-MoE adds shared experts).
+SMALL = dict(
+    hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
+)
+FAMILIES = {
+    "gpt2": dict(n_embd=64, n_layer=2, n_head=4, vocab_size=256, n_positions=128),
+    "phi": SMALL,
+    "gemma2": dict(SMALL, head_dim=16),
+    "qwen2_moe": dict(
+        SMALL, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+        shared_expert_intermediate_size=64,
+    ),
+    "gpt_neox": dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=256,
+    ),
+    "falcon": dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=256,
+        new_decoder_architecture=True, num_kv_heads=2,
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_more_families_convert_whole(family, counted):
+    torch.manual_seed(0)
+    cfg = transformers.AutoConfig.for_model(family, **FAMILIES[family])
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    make, _ = counted
+    fast = torch.compile(model, backend=make(), dynamic=True)
+    with torch.no_grad():
+        for s in (12, 7):
+            ids = torch.randint(0, cfg.vocab_size, (1, s))
+            got = fast(input_ids=ids, use_cache=False).logits
+            want = model(input_ids=ids, use_cache=False).logits
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    r = lt.report()
+    assert r["fallback"] == {}, r["fallback"]
+    assert all(g["pieces"] <= 1 for g in r["graphs"]), r["graphs"]
