@@ -86,8 +86,8 @@ def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
     if isinstance(start, int) and start < 0:
         # From the end; on a dynamic axis torch's length n says the start was not clamped.
         start = max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
-    if n == 0:
-        raise Unsupported("an empty slice")
+    if n == 0:  # nothing (Phi-3's pass-through half of a rope over the whole head)
+        return a.slice(dim, 0, 0)
     last = (n - 1) * step if isinstance(n, int) else f"(({n}) - 1) * {step}"
     end = _add_size(_add_size(start, last), 1)
     return a.slice(dim, start, end, step)

@@ -130,7 +130,8 @@ def test_a_static_cache_at_static_shapes_is_written_in_place(counted):
 
 
 # More of transformers' families, from tiny configs of random weights (no files): each converts
-# whole (GPT-2 and Phi divide with true_divide; Gemma 2 soft-caps; Qwen2-MoE adds shared experts).
+# whole (GPT-2 and Phi divide with true_divide; Phi-3 slices an empty pass-through half; Gemma 2
+# soft-caps; Qwen2-MoE adds shared experts).
 SMALL = dict(
     hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
@@ -138,6 +139,7 @@ SMALL = dict(
 FAMILIES = {
     "gpt2": dict(n_embd=64, n_layer=2, n_head=4, vocab_size=256, n_positions=128),
     "phi": SMALL,
+    "phi3": dict(SMALL, pad_token_id=0),
     "gemma2": dict(SMALL, head_dim=16),
     "qwen2_moe": dict(
         SMALL, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,

@@ -360,3 +360,20 @@ def test_index_put_index_copy_and_scatter_match_eager():
     assert compiled.cache.abs().sum() > 0
     r = lt.report()
     assert r["fallback"] == {} and all(g["pieces"] == 1 for g in r["graphs"]), r
+
+
+def test_empty_slices_convert(quick):
+    """A slice of nothing (Phi-3's pass-through half when rope covers the whole head): in a cat,
+    as an output, and summed (zeros), all in the one compiled piece."""
+
+    def f(x):
+        rot, keep = x[..., :8], x[..., 8:]
+        return torch.cat((rot * 2, keep), -1), keep * 3, keep.sum(-1)
+
+    x = torch.randn(2, 3, 8)
+    got = torch.compile(f, backend="luminal", options=quick)(x)
+    for g, w in zip(got, f(x)):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    r = lt.report()
+    assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1]
