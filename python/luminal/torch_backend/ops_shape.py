@@ -225,6 +225,45 @@ def _like(cx, node, a, *args, **kw):
     return cx.g.full(cx.shape(node), v, _lt(cx.dtype(node)))
 
 
+@op(aten.empty.memory_format, check=_check_creation)
+def _empty_new(cx, node, size, **kw):
+    """An uninitialised tensor: zeros (whatever reads it writes it first)."""
+    return cx.g.full(cx.shape(node), 0.0, _lt(cx.dtype(node)))
+
+
+@op(aten.copy.default)
+def _copy(cx, node, dst, src, non_blocking=False):
+    """The functional copy: src in dst's dtype, broadcast to dst's shape."""
+    out = _cast(src, _lt(cx.dtype(node)))
+    shape = cx.shape(node)
+    return out if list(out.shape) == list(shape) else out.expand(shape)
+
+
+def _check_slice_scatter(node):
+    step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+    return None if step == 1 else "slice_scatter with a step"
+
+
+@op(aten.slice_scatter.default, check=_check_slice_scatter)
+def _slice_scatter(cx, node, a, src, dim=0, start=None, end=None, step=1):
+    """a with a[start:end] along dim replaced by src: the parts around it concatenated with src
+    (DeepSeek's q assembled from its rope and no-rope halves)."""
+    dim %= a.ndim
+    size = a.shape[dim]
+    n = cx.shape(node.args[1])[dim]  # src's length: torch's clamped end - start
+    start = 0 if start is None else start
+    if isinstance(start, int) and start < 0:
+        start = max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
+    end = _add_size(start, n)
+    parts = [a.slice(dim, 0, start)] if start != 0 else []
+    parts.append(_cast(src, a.dtype))
+    if not (isinstance(end, int) and isinstance(size, int) and end >= size):
+        parts.append(a.slice(dim, end, size))
+    import luminal
+
+    return parts[0] if len(parts) == 1 else luminal.concat(parts, dim)
+
+
 # ---- indexing ----
 
 

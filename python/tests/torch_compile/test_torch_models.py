@@ -131,7 +131,8 @@ def test_a_static_cache_at_static_shapes_is_written_in_place(counted):
 
 # More of transformers' families, from tiny configs of random weights (no files): each converts
 # whole (GPT-2 and Phi divide with true_divide; Phi-3 slices an empty pass-through half; Gemma 2
-# soft-caps; Qwen2-MoE adds shared experts).
+# soft-caps; Qwen2-MoE adds shared experts; DeepSeek-V3 assembles q by slice writes and routes by
+# groups of experts).
 SMALL = dict(
     hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
@@ -148,6 +149,12 @@ FAMILIES = {
     "gpt_neox": dict(
         hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         vocab_size=256,
+    ),
+    "deepseek_v3": dict(
+        SMALL, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=16,
+        q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_group=2,
+        topk_group=1,
     ),
     "falcon": dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=256,

@@ -377,3 +377,40 @@ def test_empty_slices_convert(quick):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
     r = lt.report()
     assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1]
+
+
+def test_a_tensor_assembled_by_slice_writes_converts(quick):
+    """q = empty(...); q[..., :4] = a; q[..., 4:] = b (DeepSeek's q from its rope and no-rope
+    halves): empty, slice_scatter and copy convert, one piece, equal to eager."""
+
+    def f(a, b, c):
+        q = torch.empty(2, 3, 10)
+        q[..., :4] = a
+        q[..., 4:] = b * 2
+        r = torch.zeros(2, 5, 10)
+        r[:, 1:4] = c  # a middle slice, broadcast along the last axis
+        return q, r
+
+    a, b, c = torch.randn(2, 3, 4), torch.randn(2, 3, 6), torch.randn(3, 1)
+    got = torch.compile(f, backend="luminal", options=quick)(a, b, c)
+    for g, w in zip(got, f(a, b, c)):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    r = lt.report()
+    assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1]
+
+
+def test_complex_values_run_in_eager_and_say_why(quick):
+    """A rope in complex numbers (DeepSeek-V2, Llama's reference code): those nodes run in eager,
+    the rest compiles, the result is eager's. (A complex value used to fail the whole compile.)"""
+
+    def f(x, freqs):
+        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        y = torch.view_as_real(xc * freqs).flatten(-2)
+        return torch.relu(y) + 1
+
+    x = torch.randn(2, 5, 8)
+    freqs = torch.polar(torch.ones(5, 4), torch.randn(5, 4))
+    got = torch.compile(f, backend="luminal", options=quick)(x, freqs)
+    torch.testing.assert_close(got, f(x, freqs), rtol=1e-6, atol=1e-6)
+    reasons = lt.report()["fallback"]
+    assert any("complex" in v for v in reasons.values()) or "aten.view_as_complex.default" in reasons
