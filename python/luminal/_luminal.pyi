@@ -528,6 +528,9 @@ class Tensor:
         Python slicing [start:end:step] on one axis (start and end: ints or sizes such as 's' or 's - 1').
         """
 
+    def unfold(self, axis: int, size: int | str, step: int | str) -> Tensor:
+        """Sliding windows along an axis (torch.Tensor.unfold): that axis counts the windows, a new last axis of `size` holds each."""
+
     def triu(self, k: int = 0) -> Tensor:
         """Upper triangle."""
 

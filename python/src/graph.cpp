@@ -235,6 +235,14 @@ void bind_tensor(nb::module_& m) {
           nb::arg("axis"), nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1,
           "Python slicing [start:end:step] on one axis (start and end: ints or sizes such as "
           "'s' or 's - 1').")
+      .def(
+          "unfold",
+          [](const T& x, int axis, nb::handle size, nb::handle step) {
+            return x.unfold(axis, to_dim(size), to_dim(step));
+          },
+          nb::arg("axis"), nb::arg("size"), nb::arg("step"),
+          "Sliding windows along an axis (torch.Tensor.unfold): that axis counts the windows, a "
+          "new last axis of `size` holds each.")
       .def("triu", &T::triu, nb::arg("k") = 0, "Upper triangle.")
       .def("tril", &T::tril, nb::arg("k") = 0, "Lower triangle.")
       .def("gather_flat", &T::gather_flat, nb::arg("indexes"),

@@ -11,7 +11,7 @@ one pass finds every node that converts (``supported`` / ``reasons``); the parti
 
 import torch
 
-from . import ops, ops_group, ops_shape  # noqa: F401  (fill the table)
+from . import ops, ops_conv, ops_group, ops_shape  # noqa: F401  (fill the table)
 from .table import _DTYPES, CHECKS, CONVERTERS, Unsupported, luminal_dtype
 
 def size_expr(v):

@@ -225,6 +225,20 @@ def _like(cx, node, a, *args, **kw):
     return cx.g.full(cx.shape(node), v, _lt(cx.dtype(node)))
 
 
+@op(aten.repeat.default)
+def _repeat(cx, node, a, repeats):
+    """Tiles a: each axis i (leading ones added for extra repeats) becomes r_i copies of it, as
+    a broadcast over a new axis before it, merged."""
+    shape = [1] * (len(repeats) - a.ndim) + list(a.shape)
+    x = a.reshape(shape)
+    tiled, merged = [], []
+    for r, d in zip(repeats, shape):
+        tiled += [r, d]
+        merged.append(_mul_size(r, d))
+    x = x.reshape([v for d in shape for v in (1, d)]).expand(tiled)
+    return x.reshape(merged)
+
+
 @op(aten.empty.memory_format, check=_check_creation)
 def _empty_new(cx, node, size, **kw):
     """An uninitialised tensor: zeros (whatever reads it writes it first)."""

@@ -49,6 +49,8 @@ class Piece(torch.nn.Module):
         self.labels = [label for label, _node in self.cx.inputs]  # None for a size
         # Made at the first call (_open).
         self.session = None
+        self.at_call = False  # time the buckets at the first call's sizes (see _open)
+        self.ran = False  # the session has executed
         self.bound = {}  # label -> (tensor, version)
         self.copy_back = {}  # mutated inputs not bound in place: label -> tensor, at this call
         self.stats = stats
@@ -58,15 +60,15 @@ class Piece(torch.nn.Module):
         self.graph_dims = graph_dims if graph_dims is not None else {}
 
     def _open(self, dims):
-        """The session; with two dims or more, its buckets are timed at this call's values:
-        Dynamo gives sizes that are related at run time separate symbols (transformers 5.17's
+        """The session; with two dims or more (or at_call), its buckets are timed at this call's
+        values. Dynamo gives sizes that are related at run time separate symbols (transformers 5.17's
         attention mask of s16 columns, read at the s40 + 1 positions of the cache), and only a
         real call's sizes are sure to agree with each other (timed at 32 each, such a gather
         reads past the end of the mask). One dim cannot disagree with itself: it keeps the
         fixed default, so the compile cache's key does not depend on the first call."""
         import luminal
 
-        related = len(self.dims) > 1
+        related = len(self.dims) > 1 or self.at_call
         buckets = {
             d: self.options.buckets_for(
                 d, *self.cx.ranges[d], value=dims.get(d) if related else None
@@ -117,6 +119,8 @@ class Piece(torch.nn.Module):
         self.copy_back[label] = t
 
     def forward(self, *args):
+        import luminal
+
         dims = self.cx.dim_values(args)
         for d in self.dims:
             if d not in dims:
@@ -145,7 +149,19 @@ class Piece(torch.nn.Module):
             self._bind(label, a)
         if self.device_type == "cuda":
             torch.cuda.current_stream(_GPU).synchronize()
-        self.session.execute(dims)
+        try:
+            self.session.execute(dims)
+        except luminal.Error as e:
+            # Every candidate failed at the dim's default value (a gather past the end of a table
+            # shorter than it, as Whisper's 448 decoder positions): the buckets are timed at this
+            # call's sizes instead, which the model itself just ran at.
+            if self.at_call or self.ran or "were rejected" not in str(e):
+                raise
+            self.at_call, self.session = True, None
+            self.bound.clear()
+            self.copy_back.clear()
+            return self.forward(*args)
+        self.ran = True
         self.stats["executes"] += 1
         if self.mutations:
             self._mutated()

@@ -179,3 +179,51 @@ def test_more_families_convert_whole(family, counted):
     r = lt.report()
     assert r["fallback"] == {}, r["fallback"]
     assert all(g["pieces"] <= 1 for g in r["graphs"]), r["graphs"]
+
+
+def _encoder_models():
+    """Encoders and encoder-decoders from tiny configs: (name, model, inputs)."""
+    small = dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=256, max_position_embeddings=64, pad_token_id=0,
+    )
+    ids = torch.randint(1, 256, (1, 12))
+    yield "bert", transformers.BertModel(transformers.BertConfig(**small)), dict(input_ids=ids)
+    t5 = transformers.T5Config(d_model=64, d_ff=128, num_layers=2, num_heads=4, vocab_size=256, d_kv=16)
+    yield "t5", transformers.T5ForConditionalGeneration(t5), dict(
+        input_ids=ids, decoder_input_ids=ids[:, :5]
+    )
+    vit = transformers.ViTConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        image_size=32, patch_size=8,
+    )
+    yield "vit", transformers.ViTModel(vit), dict(pixel_values=torch.randn(1, 3, 32, 32))
+    whisper = transformers.WhisperConfig(
+        pad_token_id=0, decoder_start_token_id=1, d_model=64, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+        decoder_ffn_dim=128, vocab_size=256, num_mel_bins=16, max_source_positions=16,
+        max_target_positions=16,
+    )
+    yield "whisper", transformers.WhisperForConditionalGeneration(whisper), dict(
+        input_features=torch.randn(1, 16, 32), decoder_input_ids=ids[:, :4]
+    )
+
+
+def test_encoders_and_encoder_decoders_convert_whole(counted):
+    """BERT, T5, ViT (its patches a convolution) and Whisper (convolutions; a decoder position
+    table of 16, shorter than the size a dynamic dim is timed at by default, so its bucket is
+    timed at the call's size instead)."""
+    torch.manual_seed(0)
+    make, _ = counted
+    for name, model, inputs in _encoder_models():
+        torch._dynamo.reset()
+        lt.reset()
+        model = model.eval()
+        fast = torch.compile(model, backend=make(), dynamic=True)
+        with torch.no_grad():
+            got, want = fast(**inputs), model(**inputs)
+        g = got.logits if getattr(got, "logits", None) is not None else got.last_hidden_state
+        w = want.logits if getattr(want, "logits", None) is not None else want.last_hidden_state
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4, msg=name)
+        r = lt.report()
+        assert r["fallback"] == {}, (name, r["fallback"])

@@ -126,11 +126,11 @@ def test_causal_attention_two_lengths_one_compile(counted):
     assert r["executes"] == 6 * sum(g["pieces"] for g in r["graphs"])
 
 
-def test_conv2d_runs_through_the_fallback_and_says_so():
+def test_a_transposed_conv_runs_through_the_fallback_and_says_so():
     torch.manual_seed(3)
     m = torch.nn.Sequential(
-        torch.nn.Linear(8, 8), torch.nn.Unflatten(1, (2, 2, 2)), torch.nn.Conv2d(2, 4, 2),
-        torch.nn.Flatten(), torch.nn.Linear(4, 3), torch.nn.Tanh()
+        torch.nn.Linear(8, 8), torch.nn.Unflatten(1, (2, 2, 2)), torch.nn.ConvTranspose2d(2, 4, 2),
+        torch.nn.Flatten(), torch.nn.Linear(36, 3), torch.nn.Tanh()
     ).eval()
     x = torch.randn(5, 8)
     with warnings.catch_warnings(record=True) as w:
@@ -150,7 +150,7 @@ def test_conv2d_runs_through_the_fallback_and_says_so():
 
 
 def test_fallback_off_is_an_error():
-    m = torch.nn.Conv1d(2, 2, 3).eval()
+    m = torch.nn.ConvTranspose1d(2, 2, 3).eval()
     with pytest.raises(Exception, match="no conversion for aten.convolution.default"):
         run(m, torch.randn(1, 2, 8), options={**QUICK, "fallback": False})
 
@@ -414,3 +414,37 @@ def test_complex_values_run_in_eager_and_say_why(quick):
     torch.testing.assert_close(got, f(x, freqs), rtol=1e-6, atol=1e-6)
     reasons = lt.report()["fallback"]
     assert any("complex" in v for v in reasons.values()) or "aten.view_as_complex.default" in reasons
+
+
+@pytest.mark.parametrize(
+    "conv",
+    [
+        lambda: torch.nn.Conv1d(4, 6, 3, padding=1),
+        lambda: torch.nn.Conv1d(4, 6, 3, stride=2, dilation=2, bias=False),
+        lambda: torch.nn.Conv2d(3, 8, 4, stride=4),  # a ViT's patches: kernel = stride
+        lambda: torch.nn.Conv2d(4, 6, 3, padding=2, dilation=2, groups=2),
+        lambda: torch.nn.Conv2d(6, 6, (3, 2), stride=(1, 2), groups=6),  # depthwise
+        lambda: torch.nn.Conv3d(2, 4, 2, padding=1),
+    ],
+)
+def test_convolutions_convert(conv, quick):
+    torch.manual_seed(7)
+    m = conv().eval()
+    spatial = {torch.nn.Conv1d: (11,), torch.nn.Conv2d: (12, 10), torch.nn.Conv3d: (5, 6, 4)}
+    x = torch.randn(2, m.in_channels, *spatial[type(m)])
+    got, want = run(m, x, options=quick)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    r = lt.report()
+    assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1]
+
+
+def test_repeat_tiles_like_torch(quick):
+    def f(x, y):
+        return x.repeat(2, 3), x.repeat(2, 1, 2), y.repeat(1, 1, 4)
+
+    x, y = torch.randn(3, 4), torch.randn(2, 1, 3)
+    got = torch.compile(f, backend="luminal", options=quick)(x, y)
+    for g, w in zip(got, f(x, y)):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    assert lt.report()["fallback"] == {}
+

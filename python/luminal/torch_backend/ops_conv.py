@@ -1,0 +1,74 @@
+"""The convolution converter: aten.convolution (conv1d, conv2d, conv3d; stride, padding,
+dilation; groups of any count) as windows and one batched matmul, the im2col form. A ViT's patch
+embedding (kernel = stride) reads each input element once; Whisper's and a CNN's overlapping
+windows are gathered into a column buffer first.
+"""
+
+import math
+
+import torch
+
+from .ops_shape import _pad
+from .table import _cast, _lt, _mul_size, op
+
+aten = torch.ops.aten
+
+
+def _check_conv(node):
+    a = list(node.args) + [None] * (9 - len(node.args))
+    transposed, groups = a[6], a[8]
+    if transposed:
+        return "a transposed convolution"
+    w = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
+    if not isinstance(w, torch.Tensor) or w.dim() not in (3, 4, 5):
+        return "a convolution other than 1, 2 or 3 spatial axes"
+    if any(not isinstance(d, int) for d in w.shape):
+        return "a convolution with a dynamic kernel"
+    if not isinstance(groups, int) or groups < 1:
+        return "a convolution with a dynamic group count"
+    return None
+
+
+def _prod(sizes):
+    out = 1
+    for s in sizes:
+        out = _mul_size(out, s)
+    return out
+
+
+@op(aten.convolution.default, check=_check_conv)
+def _conv(cx, node, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """out[b, o, p...] = sum over c, k... of x[b, c, p * stride + k * dilation - padding] *
+    w[o, c, k...] (+ bias[o]), for the channels of o's group. Windows of each spatial axis are
+    unfolded (dilation: every d-th element of a wider window), then channels and windows meet in
+    one matmul a group."""
+    n = w.ndim - 2
+    dt = _lt(cx.dtype(node))
+    x = _cast(x, dt)
+    w = _cast(w, dt)
+    if any(padding):
+        pads = []
+        for p in reversed(padding):  # (left, right) pairs from the last axis backwards
+            pads += [p, p]
+        x = _pad(cx, node, x, pads)
+    kernel = list(w.shape[2:])
+    for i in range(n):
+        span = (kernel[i] - 1) * dilation[i] + 1
+        x = x.unfold(2 + i, span, stride[i])
+        if dilation[i] != 1:
+            x = x.slice(x.ndim - 1, 0, None, dilation[i])
+    # x: [B, C, O..., K...] -> [B, G, O..., C/G, K...] -> [B, G, P, C/G * K] (the columns).
+    out_shape = cx.shape(node)
+    batch, cout, spatial = out_shape[0], out_shape[1], list(out_shape[2:])
+    cin, g = x.shape[1], groups
+    ck = (cin // g) * math.prod(kernel)
+    cols = x.reshape([batch, g, cin // g] + spatial + kernel)
+    o_axes, k_axes = list(range(3, 3 + n)), list(range(3 + n, 3 + 2 * n))
+    cols = cols.permute([0, 1] + o_axes + [2] + k_axes)
+    cols = cols.reshape([batch, g, _prod(spatial), ck])
+    wm = w.reshape([g, cout // g, ck]).transpose(1, 2)  # [G, C/G * K, Cout/G]
+    out = cols.matmul(wm.reshape([1, g, ck, cout // g]))  # [B, G, P, Cout/G]
+    out = out.permute([0, 1, 3, 2]).reshape([batch, cout] + spatial)
+    if bias is not None:
+        out = out + _cast(bias, dt).reshape([cout] + [1] * n)
+    return out
