@@ -210,9 +210,9 @@ def _encoder_models():
 
 
 def test_encoders_and_encoder_decoders_convert_whole(counted):
-    """BERT, T5, ViT (its patches a convolution) and Whisper (convolutions; a decoder position
-    table of 16, shorter than the size a dynamic dim is timed at by default, so its bucket is
-    timed at the call's size instead)."""
+    """BERT, T5, ViT (its patches a convolution) and Whisper (its overlapping convolutions in
+    eager; a decoder position table of 16, shorter than the size a dynamic dim is timed at by
+    default, so its bucket is timed at the call's size instead)."""
     torch.manual_seed(0)
     make, _ = counted
     for name, model, inputs in _encoder_models():
@@ -226,4 +226,6 @@ def test_encoders_and_encoder_decoders_convert_whole(counted):
         w = want.logits if getattr(want, "logits", None) is not None else want.last_hidden_state
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4, msg=name)
         r = lt.report()
-        assert r["fallback"] == {}, (name, r["fallback"])
+        # Whisper's overlapping conv1d stays in eager (faster there); the rest is whole.
+        allowed = {"aten.convolution.default"} if name == "whisper" else set()
+        assert set(r["fallback"]) <= allowed, (name, r["fallback"])

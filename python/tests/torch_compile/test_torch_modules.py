@@ -419,23 +419,31 @@ def test_complex_values_run_in_eager_and_say_why(quick):
 @pytest.mark.parametrize(
     "conv",
     [
-        lambda: torch.nn.Conv1d(4, 6, 3, padding=1),
-        lambda: torch.nn.Conv1d(4, 6, 3, stride=2, dilation=2, bias=False),
+        lambda: torch.nn.Conv1d(4, 6, 3, stride=3),
+        lambda: torch.nn.Conv1d(4, 6, 1, stride=2, bias=False),
         lambda: torch.nn.Conv2d(3, 8, 4, stride=4),  # a ViT's patches: kernel = stride
-        lambda: torch.nn.Conv2d(4, 6, 3, padding=2, dilation=2, groups=2),
-        lambda: torch.nn.Conv2d(6, 6, (3, 2), stride=(1, 2), groups=6),  # depthwise
-        lambda: torch.nn.Conv3d(2, 4, 2, padding=1),
+        lambda: torch.nn.Conv2d(4, 6, 1, groups=2),
+        lambda: torch.nn.Conv2d(6, 6, (3, 2), stride=(3, 2), groups=6),  # depthwise
+        lambda: torch.nn.Conv3d(2, 4, 2, stride=2),
     ],
 )
 def test_convolutions_convert(conv, quick):
     torch.manual_seed(7)
     m = conv().eval()
-    spatial = {torch.nn.Conv1d: (11,), torch.nn.Conv2d: (12, 10), torch.nn.Conv3d: (5, 6, 4)}
+    spatial = {torch.nn.Conv1d: (13,), torch.nn.Conv2d: (12, 10), torch.nn.Conv3d: (5, 6, 4)}
     x = torch.randn(2, m.in_channels, *spatial[type(m)])
     got, want = run(m, x, options=quick)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     r = lt.report()
     assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1]
+
+
+def test_overlapping_convolutions_stay_in_eager_and_say_why(quick):
+    m = torch.nn.Conv2d(4, 6, 3, padding=1).eval()
+    x = torch.randn(2, 4, 9, 9)
+    got, want = run(m, x, options=quick)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert "overlapping" in lt.report()["fallback"]["aten.convolution.default"]
 
 
 def test_repeat_tiles_like_torch(quick):
