@@ -22,12 +22,31 @@ def _sort_args(node, args, kwargs):
     return dim, descending
 
 
+# The longest fixed-length axis sorted in the graph: the library's argsort compares every pair
+# of the axis (n^2 work and, unfused, an [n, n] buffer), so a vocabulary's 32,000 logits (top-p
+# sampling) sort in eager. An axis of dynamic length (a mixture of experts' token-expert rows)
+# sorts in the graph at every length: splitting the model there would cost more at the lengths
+# that matter (decode: k rows), and its pairs grow with the prompt.
+MAX_SORTED = 4096
+
+
+def check_pairwise(size, what):
+    if isinstance(size, int) and size > MAX_SORTED:
+        raise Unsupported(
+            f"{what} of {size} elements along its axis (sorted by comparing every pair: past "
+            f"{MAX_SORTED} eager sorts faster)"
+        )
+
+
 @op(aten.sort.default, aten.sort.stable)
 def _sort(cx, node, a, *args, **kwargs):
     """(values, indices). Equal values keep their order (torch's stable sort; its default sort
-    leaves their order open, so any order of equal keys is one of its results)."""
+    leaves their order open, so any order of equal keys is one of its results). Fixed axes
+    longer than MAX_SORTED stay in eager."""
     dim, descending = _sort_args(node, args, kwargs)
     dim %= max(a.ndim, 1)
+    if a.ndim:
+        check_pairwise(a.shape[dim], "a sort")
     idx = a.argsort(dim, bool(descending))
     return [a.gather_elements(dim, idx), _cast(idx, "i64")]
 

@@ -174,3 +174,20 @@ def test_aten_grouped_mm_converts_as_a_cuda_graph_traces_it():
     want = grouped_reference(x.float(), w.float().transpose(1, 2), offs)
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
     assert torch.equal(got[9:], torch.zeros(2, N))
+
+
+def test_a_sort_or_topk_over_a_long_axis_stays_in_eager(quick):
+    """The graph's sort compares every pair of the axis: past 4096 elements (a vocabulary's
+    logits, top-p sampling) it runs in eager, and says why; the result is torch's."""
+
+    def f(logits):
+        values, idx = torch.sort(logits, descending=True)
+        top = torch.topk(logits, 5)
+        return values[..., :10], idx[..., :10], top.indices
+
+    x = torch.randn(2, 5000)
+    got = compiled(f, quick)(x)
+    for g, w in zip(got, f(x)):
+        assert torch.equal(g, w)
+    reasons = lt.report()["fallback"]
+    assert "4096" in reasons["aten.sort.default"] and "4096" in reasons["aten.topk.default"]
