@@ -8,8 +8,8 @@
 // HLIR elementwise e-node or the largest fused e-node of C); rank-0 Constants become
 // immediates; a Scatter-based `where` (index = (iota+1)*cond-1) becomes a Select. Programs are
 // canonical (post-order from the result, common subexpressions shared, children in first-use
-// order), so building the same region in different orders gives
-// the same e-node. Regions stay within kFusedMaxInsts instructions and kFusedMaxChildren inputs.
+// order), so building the same region in different orders gives the same e-node. Regions stay
+// within kFusedMaxInsts instructions and kFusedMaxChildren inputs.
 #include <string>
 #include <vector>
 
