@@ -3,8 +3,10 @@
     PYTHONPATH=build/python ~/.cache/luminal/torch-venv/bin/python \\
         examples/python/torch_compile.py [HF_FOLDER]
 
-HF_FOLDER defaults to the tiny test Llama in tests/data/models/llama3 (random weights). Needs
-torch and transformers (scripts/setup.sh puts both in ~/.cache/luminal/torch-venv).
+HF_FOLDER defaults to the tiny test Llama in tests/data/models/llama3 (random weights); the other
+folders there work too (tests/data/models/qwen3-moe: a mixture of experts, its experts grouped by
+expert as transformers runs them under torch.compile, in one piece). Needs torch and transformers
+(scripts/setup.sh puts both in ~/.cache/luminal/torch-venv).
 """
 
 import pathlib
