@@ -106,8 +106,15 @@ def _histc(cx, node, a, *args, **kwargs):
     return _cast(hits, "i32").sum(0).cast(dt)
 
 
+def _grouped_args(node):
+    """(x, w, offs) of a grouped matmul node, offs given by position or by name."""
+    a = list(node.args)
+    offs = a[2] if len(a) > 2 else node.kwargs.get("offs")
+    return a[0], a[1], offs
+
+
 def _check_grouped(node):
-    x, w, offs = (node.args[k] for k in range(3))
+    x, w, offs = _grouped_args(node)
     vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in (x, w, offs)]
     if any(not isinstance(v, torch.Tensor) for v in vals):
         return "grouped_mm without tensor arguments"
@@ -137,11 +144,13 @@ def register_grouped_mm():
         op(t, check=_check_grouped)(_grouped_mm)
 
 
-def _grouped_mm(cx, node, x, w, offs, *args, **kwargs):
+def _grouped_mm(cx, node, x, w, offs=None, *args, **kwargs):
     """Rows x [S, K] sorted by group, w [E, K, N], offs [E] the groups' cumulative row ends: row
     i is x[i] @ w[g] for the group g whose rows hold it (the count of ends at or below i); rows
     past the last end are zero. Each row reads its expert's matrix by id (an embedding of whole
     matrices), as nn::expert_linear does."""
+    if offs is None:
+        offs = kwargs["offs"]
     S, K = x.shape
     E, _, N = w.shape
     rows = cx.g.arange(S, "i64").reshape([S, 1])
