@@ -219,10 +219,12 @@ class Converter:
                 try:
                     self.values[node] = self._call(node)
                     self.supported.add(node)
-                except (Unsupported, luminal.Error, TypeError, ValueError) as e:
+                except Exception as e:  # noqa: BLE001  (any failure: the node runs in eager)
                     if not self.probe:
                         raise Unsupported(f"{node.target}: {e}") from e
-                    self.reasons[node] = str(e) or type(e).__name__
+                    known = isinstance(e, (Unsupported, luminal.Error, TypeError, ValueError))
+                    why = str(e) or type(e).__name__
+                    self.reasons[node] = why if known else f"{type(e).__name__}: {why}"
                     self.values[node] = self._stand_in(node.meta.get("val"))
             elif node.op == "output":
                 if not self.probe:

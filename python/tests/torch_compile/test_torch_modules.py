@@ -456,3 +456,19 @@ def test_repeat_tiles_like_torch(quick):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
     assert lt.report()["fallback"] == {}
 
+
+
+def test_a_converter_failing_unexpectedly_leaves_its_node_in_eager(quick, monkeypatch):
+    """Whatever a converter raises, its node runs in eager and the reason names the error (an
+    IndexError from a check used to fail the whole compile)."""
+    from luminal.torch_backend import table
+
+    def broken(cx, node, *args, **kwargs):
+        raise IndexError("boom")
+
+    monkeypatch.setitem(table.CONVERTERS, torch.ops.aten.tanh.default, broken)
+    torch.manual_seed(1)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).eval()
+    got, want = run(m, torch.randn(3, 4), options=quick)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert lt.report()["fallback"]["aten.tanh.default"] == "IndexError: boom"
