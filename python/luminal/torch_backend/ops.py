@@ -11,6 +11,7 @@ in ops_shape.py; the table and the helpers both use in table.py.
 
 import torch
 
+from .ops_group import check_pairwise
 from .table import (
     CHECKS,
     CONVERTERS,
@@ -392,8 +393,6 @@ def _layer_norm(cx, node, a, shape, weight, bias, eps):
 
 @op(aten.topk.default)
 def _topk(cx, node, a, k, dim=-1, largest=True, sorted=True):
-    from .ops_group import check_pairwise
-
     check_pairwise(a.shape[dim % a.ndim], "a topk")
     values, indices = a.topk(k, dim % a.ndim, largest)
     return [values, indices.cast("i64")]

@@ -1,7 +1,7 @@
 """Converters for the ops that sort and group rows: what a mixture of experts in transformers
 (its grouped_mm experts, the default under torch.compile) does with each token's chosen experts.
-sort, histc in its counting form, the grouped matmul (transformers' grouped_mm_fallback and
-aten._grouped_mm) and empty_permuted. The grouped matmul reads each row's expert matrix by id, the
+sort, histc in its counting form and the grouped matmul (transformers' grouped_mm_fallback and
+aten._grouped_mm; empty_permuted is ops_shape's, with empty). The grouped matmul reads each row's expert matrix by id, the
 form the library's expert matmul kernels match (docs/moe.md), never every expert for every row.
 """
 
@@ -168,12 +168,3 @@ def _grouped_mm(cx, node, x, w, offs=None, *args, **kwargs):
         out = xr.matmul(mats)
     out = out.reshape([S, N])
     return valid.reshape([S, 1]).where(out, 0.0)
-
-
-@op(aten.empty_permuted.default)
-def _empty_permuted(cx, node, size, physical_layout, **kwargs):
-    """An uninitialised tensor: zeros (whatever reads it writes it first)."""
-    dev = kwargs.get("device")
-    if dev is not None and torch.device(dev).type not in ("cpu", "cuda"):
-        raise Unsupported(f"device {dev}")
-    return cx.g.full(cx.shape(node), 0.0, _lt(cx.dtype(node)))

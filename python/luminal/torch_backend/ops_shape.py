@@ -75,6 +75,14 @@ def _squeeze(cx, node, a, dims=None):
     return a.reshape(cx.shape(node))
 
 
+def _from_start(start, size):
+    """A slice's start counted from the axis' start (a negative one counts from its end; on a
+    dynamic axis torch's length of the result says it was not clamped)."""
+    if isinstance(start, int) and start < 0:
+        return max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
+    return start
+
+
 @op(aten.slice.Tensor)
 def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
     dim %= a.ndim
@@ -83,9 +91,7 @@ def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
     n = cx.shape(node)[dim]  # torch's length (it knows the sizes' ranges; luminal may not)
     if n == size and step == 1:
         return a
-    if isinstance(start, int) and start < 0:
-        # From the end; on a dynamic axis torch's length n says the start was not clamped.
-        start = max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
+    start = _from_start(start, size)
     if n == 0:  # nothing (Phi-3's pass-through half of a rope over the whole head)
         return a.slice(dim, 0, 0)
     last = (n - 1) * step if isinstance(n, int) else f"(({n}) - 1) * {step}"
@@ -239,8 +245,8 @@ def _repeat(cx, node, a, repeats):
     return x.reshape(merged)
 
 
-@op(aten.empty.memory_format, check=_check_creation)
-def _empty_new(cx, node, size, **kw):
+@op(aten.empty.memory_format, aten.empty_permuted.default, check=_check_creation)
+def _empty_new(cx, node, size, *args, **kw):
     """An uninitialised tensor: zeros (whatever reads it writes it first)."""
     return cx.g.full(cx.shape(node), 0.0, _lt(cx.dtype(node)))
 
@@ -265,9 +271,7 @@ def _slice_scatter(cx, node, a, src, dim=0, start=None, end=None, step=1):
     dim %= a.ndim
     size = a.shape[dim]
     n = cx.shape(node.args[1])[dim]  # src's length: torch's clamped end - start
-    start = 0 if start is None else start
-    if isinstance(start, int) and start < 0:
-        start = max(start + size, 0) if isinstance(size, int) else f"({size}) - {-start}"
+    start = _from_start(0 if start is None else start, size)
     end = _add_size(start, n)
     parts = [a.slice(dim, 0, start)] if start != 0 else []
     parts.append(_cast(src, a.dtype))

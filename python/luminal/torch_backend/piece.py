@@ -17,6 +17,8 @@ timed at that call's sizes).
 
 import torch
 
+import luminal
+
 from .convert import Converter, eval_size
 from .table import _DTYPES
 
@@ -66,8 +68,6 @@ class Piece(torch.nn.Module):
         real call's sizes are sure to agree with each other (timed at 32 each, such a gather
         reads past the end of the mask). One dim cannot disagree with itself: it keeps the
         fixed default, so the compile cache's key does not depend on the first call."""
-        import luminal
-
         related = len(self.dims) > 1 or self.at_call
         buckets = {
             d: self.options.buckets_for(
@@ -106,8 +106,6 @@ class Piece(torch.nn.Module):
         the sizes it runs at), so the new value is written there (in place where the program
         updates it in place) with no copy; else its value is set and the new value copied back
         into it after the execute."""
-        import luminal
-
         self.copy_back.pop(label, None)
         if t.is_contiguous() and t.device.type == self.device_type:
             try:
@@ -119,8 +117,6 @@ class Piece(torch.nn.Module):
         self.copy_back[label] = t
 
     def forward(self, *args):
-        import luminal
-
         dims = self.cx.dim_values(args)
         for d in self.dims:
             if d not in dims:
