@@ -16,8 +16,11 @@
 //   cuda.ScatterUnique:           in place, when the indexes are provably distinct: an Iota
 //                                 that distinct_over (core/expr_distinct.hpp) proves, read
 //                                 contiguously (a KV-cache write: rows (c - s) * d + z; concat and
-//                                 pad). No two writes meet, so a grid-stride loop over the
-//                                 indexes is the sequential definition, at full width.
+//                                 pad), or indexes that kernels/index_proof.hpp proves distinct
+//                                 (iotas plus one run-time position broadcast over them: torch's
+//                                 `cache[:, :, pos] = k`). No two writes meet, so a grid-stride
+//                                 loop over the indexes is the sequential definition, at full
+//                                 width.
 //   cuda.ScatterDistinct:         the same indexes, not in place: the copy, then the
 //                                 grid-stride loop, where dest cannot be aliased (the zeros that
 //                                 concat and pad start from, a strided view) or has other
@@ -34,6 +37,7 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/egraph/egraph.hpp"
+#include "luminal/kernels/index_proof.hpp"
 #include "luminal/kernels/inplace_rule.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 
@@ -209,7 +213,10 @@ std::vector<Rule> inplace_rules() {
         const ENode node = eg.node(m.root_node);
         if (!scatter_moves_elements(eg, node)) return;
         const Attrs a = eg.attrs(node.attr);
-        if (!a.views[1].is_contiguous() || !distinct_iota(eg, node.children[1])) return;
+        if (!a.views[1].is_contiguous()) return;
+        if (!distinct_iota(eg, node.children[1]) &&
+            !distinct_index(eg, node.children[1], a.views[1]))
+          return;
         // The copy and the parallel writes: always legal, never slower than the ordered scatter,
         // which it dominates. In place as well where dest can be aliased (pruning keeps that only
         // where dest has no other reader).

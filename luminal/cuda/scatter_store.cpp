@@ -19,12 +19,17 @@
 // Same bits as P then the scatter. The search times it against the two kernels (P's value may
 // have other readers; then the seeds keep P). LUMINAL_CUDA_SCATTER_STORE=0 offers none.
 // P may also be a GEMV with rope's product in its kernel (cuda.GemvMatmul / GemvCastMatmul,
-// gemv.cpp): three inputs and a payload, the destination then input 3.
+// gemv.cpp): three inputs and a payload, the destination then input 3. Or P is a cuda.Fused
+// (an elementwise region: rope after a projection, a cast) of k inputs, 1 <= k <=
+// kFusedMaxChildren: cuda.FusedScatter<k> (one op a k, since the destination is input k), whose
+// kernel is the map kernel of the region storing each element into the destination; the region's
+// shape is that of its views.
 #include <array>
 #include <string>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/kernels/fused_program.hpp"
 
 namespace luminal::cuda {
 
@@ -64,6 +69,29 @@ const std::array<Form, 6> kForms{{{&kGemvScatter, "cuda.Gemv"},
                                   {&kGemvMatmulScatter, "cuda.GemvMatmul"},
                                   {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"}}};
 
+// The stores of an elementwise region of k inputs (cuda.Fused): cuda.FusedScatter<k>.
+constexpr size_t kFusedForms = static_cast<size_t>(kFusedMaxChildren);
+const std::array<std::string, kFusedForms> kFusedNames = [] {
+  std::array<std::string, kFusedForms> a;
+  for (size_t k = 0; k < kFusedForms; ++k)
+    a[k] = "cuda.FusedScatter" + std::to_string(k + 1);
+  return a;
+}();
+const std::array<OpDef, kFusedForms> kFusedScatter = [] {
+  std::array<OpDef, kFusedForms> a;
+  for (size_t k = 0; k < kFusedForms; ++k)
+    a[k] =
+        OpDef{.name = kFusedNames[k], .inplace_input = static_cast<int>(k + 1), .seed_cost = 1.0};
+  return a;
+}();
+
+/// k when `op` is cuda.FusedScatter<k>, else 0.
+size_t fused_form_inputs(const OpDef* op) {
+  for (size_t k = 0; k < kFusedForms; ++k)
+    if (op == &kFusedScatter[k]) return k + 1;
+  return 0;
+}
+
 const Form* form_of_base(const OpDef* base) {
   for (const Form& f : kForms)
     if (base->name == std::string_view(f.base)) return &f;
@@ -71,6 +99,7 @@ const Form* form_of_base(const OpDef* base) {
 }
 
 const CudaOp& base_op(const OpDef* op) {
+  if (fused_form_inputs(op) > 0) return *find_cuda_op(cuda_fused_op());
   for (const Form& f : kForms)
     if (f.op == op) {
       const OpDef* def = cuda_registry().named(f.base);
@@ -103,13 +132,21 @@ void apply(const Match& m, EGraph& eg) {
   std::vector<Offer> offers;  // (the class's e-nodes may change as we add)
   for (ENodeId id : eg.nodes_of(src)) {
     const ENode& pn = eg.node(id);
-    const Form* f = form_of_base(pn.op);
-    if (!f) continue;
     const Attrs& pa = eg.attrs_of(id);
-    // (two inputs; the GEMV-then-product forms three and a payload, the product's view of A)
     const size_t k = pn.children.size();
-    if ((k == 2) == bool(pa.payload) || (k != 2 && k != 3) || pa.views.size() != k) continue;
-    Offer o{f->op, pa, {}};
+    const OpDef* op = nullptr;
+    if (pn.op == cuda_fused_op()) {
+      // (an elementwise region over its own shape: every view has the region's dims)
+      if (k == 0 || k > kFusedForms || pa.views.size() != k || !pa.payload) continue;
+      op = &kFusedScatter[k - 1];
+    } else {
+      const Form* f = form_of_base(pn.op);
+      // (two inputs; the GEMV-then-product forms three and a payload, the product's view of A)
+      if (!f || (k == 2) == bool(pa.payload) || (k != 2 && k != 3) || pa.views.size() != k)
+        continue;
+      op = f->op;
+    }
+    Offer o{op, pa, {}};
     for (ClassId c : pn.children)
       o.children.push_back(eg.find(c));
     o.attrs.dtype = sa.dtype;
@@ -134,28 +171,38 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   // The base op's inputs (two; three for a GEMV and the product after it, whose third view is
   // the product's, k last), then the destination and the indexes.
   const size_t k = n.inputs.size() - 2;
-  if (n.inputs.size() < 4 || n.inputs.size() > 5 || n.input_dtypes.size() != n.inputs.size() ||
+  const size_t fused_k = fused_form_inputs(n.op);
+  const bool counts_ok =
+      fused_k > 0 ? k == fused_k : (n.inputs.size() >= 4 && n.inputs.size() <= 5);
+  if (n.inputs.size() < 3 || !counts_ok || n.input_dtypes.size() != n.inputs.size() ||
       n.attrs.views.size() != k + 2)
     throw Error(op + ": needs the matmul's inputs, the destination and the indexes, got " +
                 std::to_string(n.inputs.size()) + " inputs and " +
                 std::to_string(n.attrs.views.size()) + " views");
-  const int axis = n.attrs.axis;
-  const View& v0 = n.attrs.views[0];
-  if (axis < 0 || axis >= v0.rank()) throw Error(op + ": no reduced axis " + std::to_string(axis));
   if (!integer_index(n.input_dtypes[k + 1]))
     throw Error(op + ": the indexes must be i32 or i64, got " +
                 std::string(name(n.input_dtypes[k + 1])));
-  // The matmul alone: its inputs, its output's shape (the product's dims without k; the flat
-  // order is the same as the scatter's source, which it reads contiguously).
+  // The matmul (or region) alone: its inputs, its output's shape (the flat order is the same as
+  // the scatter's source, which it reads contiguously).
   LlirNode core = n;
   core.inputs.resize(k);
   core.input_dtypes.resize(k);
   core.attrs.views.resize(k);
   core.attrs.shape.clear();
-  const View& vp = k == 2 ? v0 : n.attrs.views[2];
-  const int pk = k == 2 ? axis : vp.rank() - 1;
-  for (int d = 0; d < vp.rank(); ++d)
-    if (d != pk) core.attrs.shape.push_back(vp.dims[static_cast<size_t>(d)]);
+  if (fused_form_inputs(n.op) > 0) {
+    // A region's views have its dims.
+    core.attrs.shape = n.attrs.views[0].dims;
+  } else {
+    // A matmul's: the product's dims without k.
+    const int axis = n.attrs.axis;
+    const View& v0 = n.attrs.views[0];
+    if (axis < 0 || axis >= v0.rank())
+      throw Error(op + ": no reduced axis " + std::to_string(axis));
+    const View& vp = k == 2 ? v0 : n.attrs.views[2];
+    const int pk = k == 2 ? axis : vp.rank() - 1;
+    for (int d = 0; d < vp.rank(); ++d)
+      if (d != pk) core.attrs.shape.push_back(vp.dims[static_cast<size_t>(d)]);
+  }
   if (!(numel(core.attrs.shape) == n.attrs.views[k + 1].numel()))
     throw Error(op + ": the indexes do not match the matmul's outputs one for one");
   const ScatterStore ss{n.input_dtypes[k + 1], numel(n.attrs.shape)};
@@ -195,6 +242,14 @@ void register_scatter_store_ops(std::vector<const CudaOp*>& ops) {
     return a;
   }();
   for (const CudaOp& op : forms)
+    ops.push_back(&op);
+  static const std::array<CudaOp, kFusedForms> fused = [] {
+    std::array<CudaOp, kFusedForms> a{};
+    for (size_t k = 0; k < kFusedForms; ++k)
+      a[k] = CudaOp{{&kFusedScatter[k], "", nullptr}, gen_scatter_store};
+    return a;
+  }();
+  for (const CudaOp& op : fused)
     ops.push_back(&op);
 }
 
