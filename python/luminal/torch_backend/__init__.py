@@ -1,7 +1,7 @@
 """``torch.compile(model, backend="luminal")``: a Dynamo backend that runs FX graphs on luminal.
 
-Dynamo's graph goes through AOTAutograd with the core ATen decompositions; the ATen graph is
-split into pieces that convert to luminal graphs (ops.py, convert.py) and nodes that run in
+Dynamo's graph goes through AOTAutograd with the core ATen decompositions; values that read no
+input are computed once (const_fold.py); the ATen graph is split into pieces that convert to luminal graphs (ops.py, convert.py) and nodes that run in
 PyTorch eager (partition.py); each piece is a luminal Session (piece.py). Sizes Dynamo keeps
 symbolic (``dynamic=True``, ``torch._dynamo.mark_dynamic``) become luminal dims, searched per
 bucket, so a new size inside a bucket runs without recompiling. Inference only.
@@ -30,7 +30,7 @@ import luminal
 from . import convert  # noqa: F401  (fills the table)
 from .table import CONVERTERS
 from .options import Options
-from . import ops_group, partition
+from . import const_fold, ops_group, partition
 from .partition import op_name, split
 
 __all__ = ["luminal_backend", "report", "reset", "supported_ops", "Options"]
@@ -63,8 +63,9 @@ _pieces = weakref.WeakSet()
 def report():
     """What the backend did since the last reset(): {"compiles", "executes", "graphs"}; each graph
     has its piece count, the nodes in each piece, the ops that fell back to eager with the reason
-    (``fallback``), every op left to eager with its count (``eager``) and the sessions (None
-    for a piece not called yet: a piece makes its session at its first call)."""
+    (``fallback``), every op left to eager with its count (``eager``), the values computed
+    once at compile time (``constants``, ``constant_bytes``: const_fold.py) and the sessions (None for a piece not
+    called yet: a piece makes its session at its first call)."""
     graphs = [
         {**g, "sessions": [p.session for p in pieces]}
         for g, pieces in zip(_report.graphs, _report.pieces)
@@ -156,14 +157,15 @@ def _static_input_nodes(gm):
 def _inference_compiler(options, kind):
     def fw(gm, example_inputs):
         backend = _backend(kind, options.threads)
-        return split(
-            gm,
-            backend,
-            options,
-            _dim_range(example_inputs, options),
-            _static_input_nodes(gm),
-            _report,
-        )
+        static = _static_input_nodes(gm)
+        folded = (0, 0)
+        if options.fold_constants > 0:
+            folded = const_fold.fold(gm, options.fold_constants)
+            # (the folded values never change: bound once, as weights are)
+            static |= {n for n in gm.graph.nodes if n.op == "get_attr"}
+        run = split(gm, backend, options, _dim_range(example_inputs, options), static, _report)
+        _report.graphs[-1]["constants"], _report.graphs[-1]["constant_bytes"] = folded
+        return run
 
     return fw
 

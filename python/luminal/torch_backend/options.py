@@ -19,6 +19,10 @@ Keys (all optional):
                  (sizes Dynamo keeps apart may be related at run time; the first call's
                  agree); otherwise the default bucket is timed at 32, a given one at its middle
   fallback       True (default): ops without a converter run in eager PyTorch; False: an error
+  fold_constants bytes: values that read no input of the graph (rope's inverse frequencies built
+                 in forward) are computed once by PyTorch at compile time and read as
+                 constants when they hold at most this many bytes (default 1 MiB; 0: none;
+                 const_fold.py)
   seed, verbose  as CompileOptions (verbose default False)
 """
 
@@ -35,6 +39,7 @@ _KEYS = {
     "max_dim",
     "dim_buckets",
     "fallback",
+    "fold_constants",
     "seed",
     "verbose",
 }
@@ -63,6 +68,7 @@ class Options:
         self.max_dim = int(options.get("max_dim", 2048))
         self.dim_buckets = options.get("dim_buckets")
         self.fallback = bool(options.get("fallback", True))
+        self.fold_constants = int(options.get("fold_constants", 1 << 20))
         self.seed = options.get("seed")
         self.verbose = bool(options.get("verbose", False))
 

@@ -1,0 +1,103 @@
+"""Values that read no input of the graph, computed once when the graph compiles.
+
+A model that builds constants in its forward (rope's inverse frequencies, ``1 / theta **
+(torch.arange(0, d, 2) / d)``; a mask from ``torch.ones(...).tril()``) makes the ATen graph
+compute them on every call: dozens of small kernels a step on a GPU (pow alone decomposes into
+its special cases). fold() evaluates each such node once with PyTorch itself (so the values are
+eager's, bit for bit), and the graph reads the result as a constant: a buffer of the
+GraphModule, which the pieces take as a static input (bound once, like a weight).
+
+Folded: call_function nodes of ATen ops that are functional and deterministic (no random ops,
+no uninitialised ``empty``), whose inputs are all folded or constants of the graph (get_attr),
+with a static shape. A value over ``limit`` bytes is not kept (it stays computed in the graph,
+where it may fuse with its readers; its smaller inputs are kept instead).
+"""
+
+import torch
+
+# Ops whose result is not a function of their arguments.
+_NOT_VALUES = {
+    "aten.empty.memory_format",
+    "aten.empty_like.default",
+    "aten.empty_strided.default",
+    "aten.empty_permuted.default",
+    "aten.new_empty.default",
+    "aten.new_empty_strided.default",
+}
+
+
+def _pure(node):
+    t = node.target
+    if not isinstance(t, torch._ops.OpOverload):
+        return False
+    if str(t) in _NOT_VALUES or t._schema.is_mutable:
+        return False
+    return torch.Tag.nondeterministic_seeded not in t.tags
+
+
+def _static_tensor(v):
+    return isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in v.shape)
+
+
+def _bytes(v):
+    return v.numel() * v.element_size()
+
+
+def fold(gm, limit=1 << 20):
+    """Replaces gm's input-free values by buffers (in place); returns how many it kept and their
+    bytes."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    # (AOTAutograd compiles under its fake mode: these values are real)
+    with unset_fake_temporarily(), torch.no_grad():
+        return _fold(gm, limit)
+
+
+def _fold(gm, limit):
+    values = {}  # node -> its real value (tensors, or the Python values of get_attr)
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            v = getattr(gm, node.target, None)
+            if isinstance(v, torch.Tensor):
+                values[node] = v
+        elif node.op == "call_function":
+            if not _pure(node) or not _static_tensor(node.meta.get("val")):
+                continue
+            if not all(a in values for a in node.all_input_nodes):
+                continue
+            args = torch.fx.node.map_arg(node.args, lambda a: values[a])
+            kwargs = torch.fx.node.map_arg(node.kwargs, lambda a: values[a])
+            try:
+                v = node.target(*args, **kwargs)
+            except Exception:  # noqa: BLE001  (whatever fails to evaluate stays in the graph)
+                continue
+            if isinstance(v, torch.Tensor):
+                values[node] = v
+    folded = {
+        n
+        for n, v in values.items()
+        if n.op == "call_function" and _bytes(v) <= limit
+    }
+    kept = size = 0
+    for node in list(gm.graph.nodes):
+        if node not in folded:
+            continue
+        if all(u in folded for u in node.users):
+            continue  # only read by folded values: computed here, not kept
+        name = f"_luminal_const{kept}"
+        while hasattr(gm, name):
+            name += "_"
+        gm.register_buffer(name, values[node].clone())
+        with gm.graph.inserting_before(node):
+            attr = gm.graph.get_attr(name)
+        attr.meta["val"] = values[node]
+        for user in list(node.users):
+            # (an output keeps its own computation: a caller may write into what it returns)
+            if user not in folded and user.op != "output":
+                user.replace_input_with(node, attr)
+        kept += 1
+        size += _bytes(values[node])
+    if kept:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return kept, size
