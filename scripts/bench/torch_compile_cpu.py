@@ -17,10 +17,12 @@ after a warm-up, and each backend's compile time (the first call).
       scripts/bench/torch_compile_cpu.py
 
 Options: --threads (default 2), --budget (luminal's search_budget, default 20), --reps,
---only tiny|moe|100m.
+--only tiny|moe|100m|100m-decode (the static decode step alone), --backends (rows, e.g.
+luminal), --luminal-options (JSON, e.g. '{"fold_constants": 0}' for an A/B of an option).
 """
 
 import argparse
+import json
 import os
 import pathlib
 import statistics
@@ -55,7 +57,7 @@ def compare(name, model, call, args, opt, dynamic=False):
     """Rows for eager, Inductor and luminal: (name, backend, compile s, median ms)."""
     rows = []
     ref = None
-    for backend in ("eager", "inductor", "luminal"):
+    for backend in opt.backends.split(","):
         torch._dynamo.reset()
         lt.reset()
         if backend == "eager":
@@ -64,6 +66,7 @@ def compare(name, model, call, args, opt, dynamic=False):
             opts = None
             if backend == "luminal":
                 opts = {"search_budget": opt.budget, "max_dim": 512, "threads": opt.threads}
+                opts.update(json.loads(opt.luminal_options))
             f = torch.compile(getattr(model, call), backend=backend, options=opts, dynamic=dynamic)
         with torch.no_grad():
             t0 = time.perf_counter()
@@ -143,14 +146,15 @@ def moe(args):
     compare("Qwen3-MoE 4x32 experts, 32-token forward", Logits(model), "forward", (ids,), args)
 
 
-def llama100m(args):
+def llama100m(args, decode_only=False):
     torch.manual_seed(0)
     c = torch_llama.LLAMA_100M
     model = torch_llama.Llama(c).eval()
     print(f"<!-- 100M module: {torch_llama.params(model):,} parameters -->")
     ids = torch.randint(0, c.vocab, (1, 128))
-    compare("100M Llama, 128-token prompt", model, "forward", (ids,), args)
-    for kind in ("static", "cat"):
+    if not decode_only:
+        compare("100M Llama, 128-token prompt", model, "forward", (ids,), args)
+    for kind in ("static",) if decode_only else ("static", "cat"):
         step = torch_llama.Step(model, kind, torch.float32, "cpu", 128)
         name = step.method(model).__name__
         compare(f"100M Llama, decode step ({kind}) at context 128", model, name, step.args(), args)
@@ -161,7 +165,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--budget", type=int, default=20)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--only", choices=["tiny", "moe", "100m"])
+    ap.add_argument("--only", choices=["tiny", "moe", "100m", "100m-decode"])
+    ap.add_argument("--backends", default="eager,inductor,luminal", help="rows, comma-separated")
+    ap.add_argument(
+        "--luminal-options", default="{}", help='more options for luminal, JSON: \'{"fold_constants": 0}\''
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
@@ -172,8 +180,8 @@ def main():
         tiny(args)
     if args.only in (None, "moe"):
         moe(args)
-    if args.only in (None, "100m"):
-        llama100m(args)
+    if args.only in (None, "100m", "100m-decode"):
+        llama100m(args, decode_only=args.only == "100m-decode")
 
 
 if __name__ == "__main__":
