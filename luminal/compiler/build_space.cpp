@@ -80,6 +80,7 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
 
   t0 = Clock::now();
   b.space = std::make_unique<SearchSpace>(eg, b.lowered.roots);
+  b.space->set_free_folds(b.folds.constants);
   if (!hfuse_log->concats.empty()) {
     SearchSpace::SeedBias bias;
     bias.avoid.insert(hfuse_log->members.begin(), hfuse_log->members.end());

@@ -105,8 +105,9 @@ FoldSpace add_fold_leaves(EGraph& eg, const Graph& g, const FoldOptions& opts) {
       if (level_of(ch) >= 0) frontier.insert(eg.find(ch));
   }
 
-  // Bytes of the weight inputs under a class, along the fold program's options.
-  auto input_bytes = [&](ClassId root) {
+  // Bytes of the weight inputs under a class, along the fold program's options; `reads` tells
+  // whether it reads an input at all.
+  auto input_bytes = [&](ClassId root, bool* reads = nullptr) {
     uint64_t total = 0;
     std::set<ClassId> seen;
     std::vector<ClassId> stack{eg.find(root)};
@@ -118,6 +119,7 @@ FoldSpace add_fold_leaves(EGraph& eg, const Graph& g, const FoldOptions& opts) {
       if (!n) continue;
       if (is_op(eg.node(*n).op, OpKind::Input)) {
         total += static_bytes(eg.dtype(c), eg.shape(c));
+        if (reads) *reads = true;
         continue;
       }
       for (ClassId ch : eg.node(*n).children)
@@ -132,9 +134,22 @@ FoldSpace add_fold_leaves(EGraph& eg, const Graph& g, const FoldOptions& opts) {
                     [&](ENodeId n) { return is_op(eg.node(n).op, OpKind::Input); }))
       continue;  // an input itself: nothing to fold
     const uint64_t bytes = static_bytes(eg.dtype(c), eg.shape(c));
-    if (bytes < opts.min_bytes) continue;
-    const uint64_t released = input_bytes(c);
-    if (bytes > released && bytes - released > opts.limit) continue;
+    bool reads = false;
+    const uint64_t released = input_bytes(c, &reads);
+    // A constant (no input below it) of any size, unless a short cone computes it (an Iota, a
+    // Constant, a cast of one: cheaper to compute where it is read). Under min_bytes, what it
+    // adds to memory is not held against fold_limit (compiler/search.cpp does the same).
+    const std::optional<ENodeId> how = fold_option(eg, nodes, fs.node_level);
+    const bool short_cone =
+        !how || level_of(c) == 0 ||
+        (level_of(c) == 1 && is_unary(eg.node(*how).op->kind) && eg.node(*how).op->is_hlir) ||
+        std::any_of(nodes.begin(), nodes.end(), [&](ENodeId n) {
+          return is_op(eg.node(n).op, OpKind::Iota) || is_op(eg.node(n).op, OpKind::Constant);
+        });
+    const bool constant = !reads && !short_cone;
+    if (bytes < opts.min_bytes && !constant) continue;
+    const bool small_constant = constant && bytes < opts.min_bytes;
+    if (bytes > released && bytes - released > opts.limit && !small_constant) continue;
     Attrs a;
     a.dtype = eg.dtype(c);
     a.shape = eg.shape(c);
@@ -143,8 +158,13 @@ FoldSpace add_fold_leaves(EGraph& eg, const Graph& g, const FoldOptions& opts) {
     const ClassId leaf = eg.add(fold_op(), a, {});
     eg.merge(leaf, c);
     fs.leaves.emplace(a.label, c);
+    if (constant) fs.constants.insert(c);
   }
   eg.rebuild();
+  std::set<ClassId> canonical;
+  for (ClassId c : fs.constants)
+    canonical.insert(eg.find(c));
+  fs.constants = std::move(canonical);
   fs.node_level.resize(eg.num_nodes(), -1);
   return fs;
 }

@@ -183,17 +183,25 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     }
   } fold_scratch{backend, {}};
   // What a candidate's folds add to the session's memory: every fold chosen so far (this
-  // bucket's and earlier ones') minus the weights that only folds read.
-  auto fold_growth = [&](const LlirGraph& llir) -> int64_t {
+  // bucket's and earlier ones') minus the weights that only folds read. `small_constants`: the
+  // part of it that constants under fold_min_bytes add (folds that read no input, compiler/
+  // fold.hpp), which fold_limit does not count.
+  auto fold_growth = [&](const LlirGraph& llir, int64_t* small_constants = nullptr) -> int64_t {
     std::map<std::string, const std::vector<std::string>*, std::less<>> all;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, small = 0;
+    auto add = [&](const std::string& label, const std::vector<std::string>& inputs, uint64_t b) {
+      if (!all.emplace(label, &inputs).second) return;
+      bytes += b;
+      if (inputs.empty() && b < opts.fold_min_bytes()) small += b;
+    };
     for (const auto& [label, f] : data.earlier_folds)
-      if (all.emplace(label, &f.inputs).second) bytes += f.bytes;
+      add(label, f.inputs, f.bytes);
     if (resolver)
       for (const std::string& p : FoldResolver::placeholders(llir)) {
         const FoldProgram& fp = resolver->program(p);
-        if (all.emplace(fp.label, &fp.inputs).second) bytes += fp.bytes;
+        add(fp.label, fp.inputs, fp.bytes);
       }
+    if (small_constants) *small_constants = static_cast<int64_t>(small);
     if (all.empty()) return 0;
     std::set<std::string, std::less<>> read(data.earlier_step_inputs);
     for (const LlirNode& n : llir.nodes)
@@ -251,9 +259,10 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
                     fmt_time(opts.candidate_timeout()));
       }
       const uint64_t working = plan->arena_bytes() + plan->workspace_bytes();
-      const int64_t growth = fold_growth(llir);
+      int64_t small_constants = 0;
+      const int64_t growth = fold_growth(llir, &small_constants);
       // Over fold_limit: timed and kept aside, chosen only when no candidate fits (below).
-      const bool over = growth > static_cast<int64_t>(opts.fold_limit());
+      const bool over = growth - small_constants > static_cast<int64_t>(opts.fold_limit());
       const int64_t need_signed = static_cast<int64_t>(data.fixed_bytes + working) + growth;
       const uint64_t need = need_signed > 0 ? static_cast<uint64_t>(need_signed) : 0;
       if (opts.max_memory() && need > *opts.max_memory()) {

@@ -243,6 +243,12 @@ void SearchSpace::set_seed_bias(SeedBias bias) {
   bias_ = std::move(b);
 }
 
+void SearchSpace::set_free_folds(const std::set<ClassId>& classes) {
+  free_folds_.clear();
+  for (ClassId c : classes)
+    free_folds_.insert(eg_->find(c));
+}
+
 Genome SearchSpace::biased_genome() const {
   return fewest_kernels_impl(LibrarySeed::Use, bias_ ? &*bias_ : nullptr);
 }
@@ -331,9 +337,11 @@ double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode,
       if (bias->avoid.count(eg_->find(ch))) extra += bias->penalty;
     if (extra > 0) return option_cost(c, n, mode, nullptr) + extra;
   }
-  if (e.children.empty() && e.op->seed_cost >= kAvoided && !is_op(e.op, OpKind::Input))
+  if (e.children.empty() && e.op->seed_cost >= kAvoided && !is_op(e.op, OpKind::Input)) {
+    if (free_folds_.count(eg_->find(c))) return 0;
     for (ENodeId o : options_[c])
       if (eg_->node(o).op->fold_preferred) return 0;
+  }
   return seed_cost(e.op, mode);
 }
 

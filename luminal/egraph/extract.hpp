@@ -69,6 +69,9 @@ class SearchSpace {
   bool has_seed_bias() const { return bias_.has_value(); }
   const std::optional<SeedBias>& seed_bias() const { return bias_; }
   Genome biased_genome() const;
+  /// Classes whose Fold leaf costs nothing in every seed (load-time folding's constants: a value
+  /// that reads no input, computed once; compiler/fold.hpp).
+  void set_free_folds(const std::set<ClassId>& classes);
   /// Whether some option of some class is a library call (OpDef::library_call).
   bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
@@ -96,7 +99,8 @@ class SearchSpace {
 
  private:
   /// Option n of class c in the seed: seed_cost, but a Fold leaf (a childless option the seed
-  /// avoids) costs nothing beside an op meant to run once per load (OpDef::fold_preferred).
+  /// avoids) costs nothing beside an op meant to run once per load (OpDef::fold_preferred) or
+  /// for a class of free_folds_.
   double option_cost(ClassId c, ENodeId n, LibrarySeed mode, const SeedBias* bias) const;
   Genome fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) const;
   double program_cost_impl(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
@@ -104,6 +108,7 @@ class SearchSpace {
   const EGraph* eg_;
   std::vector<ClassId> roots_;
   std::optional<SeedBias> bias_;
+  std::set<ClassId> free_folds_;  // canonical
   std::vector<uint32_t> gene_sizes_;
   // indexed by canonical class id
   std::vector<std::vector<ENodeId>> options_;

@@ -1,6 +1,6 @@
-// Load-time folding: which values get Fold leaves, fold programs, the search choosing them, a
-// session running them once (and again after a weight changes), releasing the weights they
-// replace, and the compile cache keeping them.
+// Load-time folding: which values get Fold leaves (constants that read no input too), fold
+// programs, the search choosing them, a session running them once (and again after a weight
+// changes), releasing the weights they replace, and the compile cache keeping them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -289,6 +289,61 @@ TEST(FoldSession, CompileCacheKeepsTheFolds) {
   const auto got = s.get<float>("y");
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+}
+
+// A constant: y = sum_j x[i, j] * (i < j), the [E, E] comparison of two iotas (a MoE router's
+// tie-break) reads no input.
+Graph constant_mask(int64_t e) {
+  Graph g;
+  Tensor x = g.tensor("x", {e, e});
+  Tensor i = g.arange(e).reshape({e, 1}).expand({e, e});
+  Tensor j = g.arange(e).reshape({1, e}).expand({e, e});
+  (x * i.lt(j).cast(DType::F32)).sum(1).output("y");  // (the comparison is one op over iotas)
+  return g;
+}
+
+TEST(FoldLeaves, AConstantOfAnySizeIsOfferedAndFreeInTheSeeds) {
+  const Graph g = constant_mask(16);  // 1 KiB, far under fold_min_bytes
+  cpu::CpuBackend cpu(1);
+  BuiltSpace b = build_search_space(g, cpu, g.dim_facts(), {}, on());
+  // (the comparison, and its cast where a region reads the comparison)
+  ASSERT_FALSE(b.folds.constants.empty());
+  EXPECT_EQ(b.folds.leaves.size(), b.folds.constants.size());
+  // The seed reads it: the comparison runs once, at load.
+  const LlirGraph seed = to_llir(*b.space, b.space->fewest_kernels_genome());
+  EXPECT_EQ(FoldResolver::placeholders(seed).size(), 1u) << seed.to_text();
+  // Not an Iota alone, nor a cast of one (cheaper where it is read), nor a value of weights
+  // under fold_min_bytes.
+  Graph iota;
+  Tensor x = iota.tensor("x", {16});
+  (x + iota.arange(16).cast(DType::F32)).output("y");
+  EXPECT_TRUE(build_search_space(iota, cpu, iota.dim_facts(), {}, on()).folds.leaves.empty());
+  Graph small;
+  Tensor w = small.tensor("w", {16}).persist();
+  (small.tensor("x", {16}) + w.exp()).output("y");
+  EXPECT_TRUE(build_search_space(small, cpu, small.dim_facts(), {}, on()).folds.leaves.empty());
+}
+
+TEST(FoldSession, AConstantIsComputedOnceAndAddsNoGrowthPastTheLimit) {
+  const int64_t e = 16;
+  const Graph g = constant_mask(e);
+  CountingBackend be;
+  Session s(g, be, search_opts());  // fold_limit 0: no fold may add memory, but a small constant
+  const auto x = random_values(e * e, 4);
+  s.set("x", x);
+  s.execute();
+  ASSERT_NE(s.llir().to_text().find("#fold/"), std::string::npos) << s.llir().to_text();
+  EXPECT_EQ(s.stats().fold_runs, 1u);
+  EXPECT_EQ(s.stats().bytes_folded, static_cast<uint64_t>(e * e * 4));
+  const auto got = s.get<float>("y");
+  for (int64_t r = 0; r < e; ++r) {
+    double want = 0;
+    for (int64_t c = r + 1; c < e; ++c)
+      want += x[static_cast<size_t>(r * e + c)];
+    ASSERT_NEAR(got[static_cast<size_t>(r)], want, 1e-5 * (1 + std::abs(want))) << r;
+  }
+  s.execute();
+  EXPECT_EQ(s.stats().fold_runs, 1u);
 }
 
 }  // namespace
