@@ -8,11 +8,11 @@
 //
 // Rule (ruleset "cuda.fused-reduce", after the fusion and row rules): a SumReduce / MaxReduce
 // e-node R that reads its child class C whole and in order (a contiguous view of C's shape), where
-// C holds a cuda.Fused e-node F (the largest region) that is not a float product nor one product
-// of two loads (contractions: the matmul ops take those, with their GEMV, library and store
-// forms; an integer product computed by a larger region, such as a router's chosen ids times
-// their numbers, is taken). The new e-node has R's dtype, shape and axis,
-// F's children, views (over C's shape, which is R's input domain) and program.
+// C holds a cuda.Fused e-node F (the largest region, and the one reading the fewest inputs) that
+// is not a float product nor one product of two loads (contractions: the matmul ops take those,
+// with their GEMV, library and store forms; an integer product computed by a larger region, such
+// as a router's chosen ids times their numbers, is taken). The new e-node has R's dtype, shape
+// and axis, F's children, views (over C's shape, which is R's input domain) and program.
 //
 // Kernel: gen_reduction's plain forms (reduce.cpp), with the element computed by F's program from
 // its loads at (output o, k) instead of loaded: a warp per output when some input is contiguous
@@ -21,7 +21,10 @@
 // its dtype as cuda.Fused rounds them. Same order of additions as the plain reduction forms, so
 // integer results are exact and float sums within the order of the double additions.
 // LUMINAL_CUDA_FUSED_REDUCE=0 offers neither.
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
@@ -39,7 +42,32 @@ const OpDef kFusedMax{.name = "cuda.FusedMax"};
 
 constexpr int kBlock = 256;
 
-/// Adds op's e-node beside the reduction m.root_node where its child's class holds a region.
+/// The reduction's e-node over region f (an e-node of the reduced class), if it may stand.
+std::optional<ENode> over_region(const OpDef* op, const Attrs& a, const EGraph& eg, ENodeId f,
+                                 Attrs& out) {
+  const ENode fn = eg.node(f);
+  const Attrs& fa = eg.attrs(fn.attr);
+  const auto* prog = dynamic_cast<const FusedProgram*>(fa.payload.get());
+  if (!prog || prog->has_row_reduce() || fn.children.empty() ||
+      fa.views.size() != fn.children.size())
+    return std::nullopt;
+  // A sum of products is a contraction, the matmul ops' (their GEMV, library and store forms:
+  // rope's 2-term product, a cast operand's GEMV, an expert's), unless integer (a router's chosen
+  // ids times their numbers) and computed by a larger region than the product.
+  if (prog->insts.back().op == FusedOpcode::Mul &&
+      (is_float(a.dtype) || fusion_detail::region_ops(*prog) == 1))
+    return std::nullopt;
+  for (const View& fv : fa.views)
+    if (!(fv.dims == a.views[0].dims)) return std::nullopt;
+  out = a;
+  out.views = fa.views;
+  out.payload = fa.payload;
+  return ENode{op, 0, fn.children};
+}
+
+/// Adds op's e-nodes beside the reduction m.root_node where its child's class holds a region:
+/// over the largest region and over the one reading the fewest inputs (which may have inlined
+/// what the largest reads as a value of its own, so that only it saves a kernel).
 void offer(const OpDef* op, const Match& m, EGraph& eg) {
   const ENode node = eg.node(m.root_node);
   const Attrs a = eg.attrs(node.attr);
@@ -49,26 +77,18 @@ void offer(const OpDef* op, const Match& m, EGraph& eg) {
   if (a.axis < 0 || a.axis >= v.rank() || v.has_base() || !v.is_contiguous() ||
       !(v.dims == eg.shape(c)))
     return;
-  const std::optional<ENodeId> f = fusion_detail::largest_fused(cuda_fused_op(), eg, c);
-  if (!f) return;
-  const ENode fn = eg.node(*f);
-  const Attrs& fa = eg.attrs(fn.attr);
-  const auto* prog = dynamic_cast<const FusedProgram*>(fa.payload.get());
-  if (!prog || prog->has_row_reduce() || fn.children.empty() ||
-      fa.views.size() != fn.children.size())
-    return;
-  // A sum of products is a contraction, the matmul ops' (their GEMV, library and store forms:
-  // rope's 2-term product, a cast operand's GEMV, an expert's), unless integer (a router's chosen
-  // ids times their numbers) and computed by a larger region than the product.
-  if (prog->insts.back().op == FusedOpcode::Mul &&
-      (is_float(a.dtype) || fusion_detail::region_ops(*prog) == 1))
-    return;
-  for (const View& fv : fa.views)
-    if (!(fv.dims == v.dims)) return;
-  Attrs r = a;
-  r.views = fa.views;
-  r.payload = fa.payload;
-  eg.merge(eg.add(op, r, fn.children), m.root);
+  const std::optional<ENodeId> largest = fusion_detail::largest_fused(cuda_fused_op(), eg, c);
+  const std::optional<ENodeId> leanest = fusion_detail::leanest_fused(cuda_fused_op(), eg, c);
+  std::vector<ENodeId> regions;
+  if (largest) regions.push_back(*largest);
+  if (leanest && leanest != largest) regions.push_back(*leanest);
+  std::vector<std::pair<Attrs, ENode>> adds;
+  for (ENodeId f : regions) {
+    Attrs r;
+    if (std::optional<ENode> e = over_region(op, a, eg, f, r)) adds.emplace_back(r, *e);
+  }
+  for (auto& [r, e] : adds)
+    eg.merge(eg.add(op, r, e.children), m.root);
 }
 
 std::vector<Rule> fused_reduce_rules() {
