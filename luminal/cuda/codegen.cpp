@@ -206,6 +206,19 @@ std::string load_fn(DType t, bool keep_nan_payload) {
   return (fast ? "ldm_" : "ld_") + dtype_tag(t);
 }
 
+std::string ReduceAcc::type() const { return integral() ? "long long" : "double"; }
+
+std::string ReduceAcc::init() const {
+  if (!is_max) return "(" + type() + ")0";
+  return integral() ? literal(DType::I64, 0, static_cast<int64_t>(min_value(in)))
+                    : "__longlong_as_double(0xFFF0000000000000LL)";
+}
+
+std::string ReduceAcc::combine(const std::string& a, const std::string& b) const {
+  if (is_max) return "lmn_max(" + a + ", " + b + ")";
+  return integral() ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
+}
+
 std::string literal(DType t, double value, int64_t int_value) {
   char buf[64];
   if (t == DType::Bool) return value != 0 ? "1LL" : "0LL";

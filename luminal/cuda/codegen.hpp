@@ -162,6 +162,20 @@ std::string unrounded_code(const FusedInst& in, bool* rounded);
 /// A C literal of `value` in dtype `t`'s compute type, exact (hex floats).
 std::string literal(DType t, double value, int64_t int_value);
 
+/// A reduction's accumulator in generated code (SumReduce, MaxReduce and the kernels that do
+/// their work): sums in double, integers in 64 bits wrapping to the dtype, max propagating NaN.
+struct ReduceAcc {
+  bool is_max = false;
+  DType in = DType::F32;  // the values reduced
+  bool integral() const { return !is_float(in); }
+  /// The C type: "double" or "long long".
+  std::string type() const;
+  /// The starting value: 0, or the least value of `in` (-inf for floats).
+  std::string init() const;
+  /// The expression combining a and b.
+  std::string combine(const std::string& a, const std::string& b) const;
+};
+
 /// The statements of an elementwise `prog` (no row reductions), appended to `body`, one
 /// `const C_T v<j> = ...;` per instruction; loads come from `load(inst, j, keep_nan_payload)`,
 /// which may append statements (offsets) to `body` and returns the loaded value's expression.

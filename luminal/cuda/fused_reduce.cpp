@@ -116,8 +116,6 @@ KernelGen gen_fused_reduce(const LlirNode& n, const GenContext& ctx) {
   const bool is_max = n.op == &kFusedMax;
   const DType in_t = prog->insts.back().dtype;
   const DType out_t = n.attrs.dtype;
-  const bool integral = !is_float(in_t);
-  const std::string acc_t = integral ? "long long" : "double";
 
   Codegen cg(n, ctx);
   const Expr K = n.attrs.views[0].dims[static_cast<size_t>(axis)];
@@ -140,14 +138,10 @@ KernelGen gen_fused_reduce(const LlirNode& n, const GenContext& ctx) {
         return load_fn(in.dtype, keep) + "(in" + std::to_string(in.a) + "[" +
                off[static_cast<size_t>(in.a)] + " + " + cg.axis_offset(v, axis, "k") + "])";
       });
-  const std::string init =
-      is_max ? (integral ? literal(DType::I64, 0, static_cast<int64_t>(min_value(in_t)))
-                         : "__longlong_as_double(0xFFF0000000000000LL)")
-             : "(" + acc_t + ")0";
-  auto combine = [&](const std::string& a, const std::string& b) {
-    if (is_max) return "lmn_max(" + a + ", " + b + ")";
-    return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
-  };
+  const ReduceAcc racc{.is_max = is_max, .in = in_t};
+  const std::string acc_t = racc.type();
+  const std::string init = racc.init();
+  auto combine = [&](const std::string& a, const std::string& b) { return racc.combine(a, b); };
   const std::string step = "      acc = " + combine("acc", "(" + acc_t + ")" + value) + ";\n";
   const std::string& I = cg.idx();
   const std::string ot = dtype_tag(out_t);

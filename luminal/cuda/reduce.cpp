@@ -81,17 +81,9 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   } else {
     elem = "(" + acc_t + ")" + load(0);
   }
-  std::string init, combine_a, combine_b;
-  if (is_max) {
-    init = integral ? literal(DType::I64, 0, static_cast<int64_t>(min_value(in_t)))
-                    : "__longlong_as_double(0xFFF0000000000000LL)";
-  } else {
-    init = "(" + acc_t + ")0";
-  }
-  auto combine = [&](const std::string& a, const std::string& b) {
-    if (is_max) return "lmn_max(" + a + ", " + b + ")";
-    return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
-  };
+  const ReduceAcc racc{.is_max = is_max, .in = in_t};
+  const std::string init = racc.init();
+  auto combine = [&](const std::string& a, const std::string& b) { return racc.combine(a, b); };
   const std::string& I = cg.idx();
   const std::string ncode = cg.c(numel(n.attrs.shape));
   const std::string kcode = cg.c(K);
@@ -279,14 +271,9 @@ KernelGen gen_reduce_split(const LlirNode& n, const GenContext& ctx) {
   const std::string& I = cg.idx();
   std::string base;
   const std::string off = cg.view_offset(v, "o", "b0", base, axis);
-  const std::string init =
-      is_max ? (integral ? literal(DType::I64, 0, static_cast<int64_t>(min_value(in_t)))
-                         : "__longlong_as_double(0xFFF0000000000000LL)")
-             : "(" + acc_t + ")0";
-  auto combine = [&](const std::string& a, const std::string& b) {
-    if (is_max) return "lmn_max(" + a + ", " + b + ")";
-    return integral ? "wrap_add(" + a + ", " + b + ")" : a + " + " + b;
-  };
+  const ReduceAcc racc{.is_max = is_max, .in = in_t};
+  const std::string init = racc.init();
+  auto combine = [&](const std::string& a, const std::string& b) { return racc.combine(a, b); };
   const int vec = vector_width(v, axis, in_t);
   const std::string T = std::to_string(kSplitBlock), CL = std::to_string(kCluster);
   std::string loop;
