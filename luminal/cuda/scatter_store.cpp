@@ -26,6 +26,7 @@
 // shape is that of its views.
 #include <array>
 #include <string>
+#include <string_view>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
@@ -69,21 +70,19 @@ const std::array<Form, 6> kForms{{{&kGemvScatter, "cuda.Gemv"},
                                   {&kGemvMatmulScatter, "cuda.GemvMatmul"},
                                   {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"}}};
 
-// The stores of an elementwise region of k inputs (cuda.Fused): cuda.FusedScatter<k>.
-constexpr size_t kFusedForms = static_cast<size_t>(kFusedMaxChildren);
-const std::array<std::string, kFusedForms> kFusedNames = [] {
-  std::array<std::string, kFusedForms> a;
-  for (size_t k = 0; k < kFusedForms; ++k)
-    a[k] = "cuda.FusedScatter" + std::to_string(k + 1);
-  return a;
-}();
-const std::array<OpDef, kFusedForms> kFusedScatter = [] {
-  std::array<OpDef, kFusedForms> a;
-  for (size_t k = 0; k < kFusedForms; ++k)
-    a[k] =
-        OpDef{.name = kFusedNames[k], .inplace_input = static_cast<int>(k + 1), .seed_cost = 1.0};
-  return a;
-}();
+// The stores of an elementwise region of k inputs (cuda.Fused): cuda.FusedScatter<k>, the
+// destination input k. (Constant-initialised: the registry may be built during another unit's
+// static initialisation.)
+constexpr size_t kFusedForms = 8;
+static_assert(kFusedForms == static_cast<size_t>(kFusedMaxChildren));
+constexpr OpDef fused_form(std::string_view name, int k) {
+  return OpDef{.name = name, .inplace_input = k, .seed_cost = 1.0};
+}
+constexpr std::array<OpDef, kFusedForms> kFusedScatter{
+    fused_form("cuda.FusedScatter1", 1), fused_form("cuda.FusedScatter2", 2),
+    fused_form("cuda.FusedScatter3", 3), fused_form("cuda.FusedScatter4", 4),
+    fused_form("cuda.FusedScatter5", 5), fused_form("cuda.FusedScatter6", 6),
+    fused_form("cuda.FusedScatter7", 7), fused_form("cuda.FusedScatter8", 8)};
 
 /// k when `op` is cuda.FusedScatter<k>, else 0.
 size_t fused_form_inputs(const OpDef* op) {
