@@ -10,7 +10,10 @@ GraphModule, which the pieces take as a static input (bound once, like a weight)
 Folded: call_function nodes of ATen ops that are functional and deterministic (no random ops,
 no uninitialised ``empty``), whose inputs are all folded or constants of the graph (get_attr),
 with a static shape. A value over ``limit`` bytes is not kept (it stays computed in the graph,
-where it may fuse with its readers; its smaller inputs are kept instead).
+where it may fuse with its readers; its smaller inputs are kept instead), and one over 16 times
+that (64 MiB at least) is not even evaluated. A reader that is a graph output, or a view that is
+returned (directly or through more views), keeps reading the computation: what the caller gets
+must never alias the buffer.
 """
 
 import torch
@@ -53,7 +56,34 @@ def fold(gm, limit=1 << 20):
         return _fold(gm, limit)
 
 
+def _aliases(node):
+    """Whether the op may return a view of an argument (its schema's return aliases one)."""
+    t = node.target
+    if not isinstance(t, torch._ops.OpOverload):
+        return True
+    return any(r.alias_info is not None for r in t._schema.returns)
+
+
+def _returned_as_view(node):
+    """Whether node's value, or a view of it, is an output of the graph."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for u in n.users:
+            if u.op == "output":
+                return True
+            if _aliases(u):
+                stack.append(u)
+    return False
+
+
 def _fold(gm, limit):
+    # Values past `cap` bytes are not evaluated at all (a 4 GiB mask built to be summed would be
+    # allocated at compile time only to be dropped).
+    cap = max(16 * limit, 64 << 20)
     values = {}  # node -> its real value (tensors, or the Python values of get_attr)
     for node in gm.graph.nodes:
         if node.op == "get_attr":
@@ -61,7 +91,8 @@ def _fold(gm, limit):
             if isinstance(v, torch.Tensor):
                 values[node] = v
         elif node.op == "call_function":
-            if not _pure(node) or not _static_tensor(node.meta.get("val")):
+            val = node.meta.get("val")
+            if not _pure(node) or not _static_tensor(val) or _bytes(val) > cap:
                 continue
             if not all(a in values for a in node.all_input_nodes):
                 continue
@@ -87,16 +118,27 @@ def _fold(gm, limit):
         name = f"_luminal_const{kept}"
         while hasattr(gm, name):
             name += "_"
-        gm.register_buffer(name, values[node].clone())
+        # A dense copy of its own (the value may be a view into a larger intermediate).
+        buf = values[node].clone(memory_format=torch.contiguous_format)
+        gm.register_buffer(name, buf)
         with gm.graph.inserting_before(node):
             attr = gm.graph.get_attr(name)
-        attr.meta["val"] = values[node]
+        attr.meta["val"] = buf
+        redirected = False
         for user in list(node.users):
-            # (an output keeps its own computation: a caller may write into what it returns)
-            if user not in folded and user.op != "output":
+            # An output keeps its own computation (a caller may write into what it returns), and
+            # so does a view of it that is returned (functional graphs write nothing else).
+            if user in folded or user.op == "output":
+                continue
+            if not (_aliases(user) and _returned_as_view(user)):
                 user.replace_input_with(node, attr)
+                redirected = True
+        if not redirected:
+            gm.graph.erase_node(attr)
+            delattr(gm, name)
+            continue
         kept += 1
-        size += _bytes(values[node])
+        size += _bytes(buf)
     if kept:
         gm.graph.eliminate_dead_code()
         gm.recompile()

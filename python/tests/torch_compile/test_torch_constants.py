@@ -80,3 +80,20 @@ def test_a_constant_output_is_a_new_tensor_at_every_call():
     c.add_(100)  # the caller owns what it gets back
     _, again = fast(x)
     torch.testing.assert_close(again, torch.tensor([0.0, 3.0, 6.0, 9.0]), rtol=0, atol=0)
+
+
+def test_a_returned_view_of_a_constant_is_never_the_buffer():
+    """A slice of a constant by a dynamic size, returned: were it read from the folded buffer,
+    a caller writing into what it got would change every later call's constant."""
+
+    def f(x):
+        return x * 2, torch.arange(64, dtype=torch.float32)[: x.shape[0]]
+
+    fast = torch.compile(f, backend="luminal", dynamic=True, options=QUICK)
+    x = torch.ones(5)
+    _, c = fast(x)
+    c.add_(100)
+    _, again = fast(x)
+    torch.testing.assert_close(again, torch.arange(5, dtype=torch.float32), rtol=0, atol=0)
+    # The arange stays in the graph: its one reader is a view that is returned.
+    assert lt.report()["graphs"][0]["constants"] == 0
