@@ -146,7 +146,9 @@ FoldSpace add_fold_leaves(EGraph& eg, const Graph& g, const FoldOptions& opts) {
         std::any_of(nodes.begin(), nodes.end(), [&](ENodeId n) {
           return is_op(eg.node(n).op, OpKind::Iota) || is_op(eg.node(n).op, OpKind::Constant);
         });
-    const bool constant = !reads && !short_cone;
+    // (a scalar is never worth a buffer: a region computes it in its registers)
+    const bool constant =
+        !reads && !short_cone && bytes > static_cast<uint64_t>(size_bytes(eg.dtype(c)));
     if (bytes < opts.min_bytes && !constant) continue;
     const bool small_constant = constant && bytes < opts.min_bytes;
     if (bytes > released && bytes - released > opts.limit && !small_constant) continue;

@@ -7,8 +7,8 @@
 // least fold_min_bytes gets a Fold leaf, unless folding it could only grow memory past
 // fold_limit (its bytes minus those of every weight it reads). A class whose cone reads no input
 // at all (a constant: iotas, constants and what is computed from them, such as a MoE router's
-// [E, E] tie-break comparison) gets a leaf whatever its size, unless it is an Iota or a Constant
-// itself (cheaper to compute where it is read); such a leaf is free in the fewest-kernels seeds
+// [E, E] tie-break comparison) gets a leaf whatever its size, unless it is a scalar, or an Iota,
+// a Constant or a cast of one (cheaper to compute where it is read); such a leaf is free in the fewest-kernels seeds
 // (FoldSpace::constants), which otherwise avoid folds. The search may pick the leaf; the
 // chosen program then reads the value as an input, and the fold program that computes it (the
 // class's cone over weight inputs, with one Output) runs once when the session binds weights.
