@@ -7,10 +7,11 @@
 # About 5 minutes on a cold machine (the 8B search takes about 60 s a run). Logs go to OUT.
 #
 #   scripts/gpu-torch-bench.sh OUT        (BUILD=dir, JOBS=n, SHAPES="100m 8b", KERNELS=1, SKIP=rows,
-#                                          STEP=static|cat)
+#                                          STEP=static|cat, ATTN=matmul|sdpa)
 #
 # STEP: the step's form (torch_llama.Step; default static, the caches written in place inside the
-# step as in the torch anchor; cat, the form measured before 2026-12-05).
+# step as in the torch anchor; cat, the form measured before 2026-12-05). ATTN: attention as
+# matmuls and a softmax (default) or as SDPA with enable_gqa, the torch anchor's form.
 # KERNELS=1: each shape's luminal compile searches afresh (LUMINAL_CACHE=off) with LUMINAL_TRACE,
 # and the chosen program's kernels, each timed alone, are kept as OUT/kernels-SHAPE.txt.
 # SKIP=eager (say) leaves rows out of torch_compile_gpu.py (its --skip).
@@ -52,13 +53,14 @@ for s in $shapes; do
     trace=(env LUMINAL_CACHE=off LUMINAL_TRACE="$build/trace-$s")
   fi
   timeout 400 "${trace[@]}" $py scripts/bench/torch_compile_gpu.py --shape "$s" $budget \
-    --step "${STEP:-static}" ${SKIP:+--skip "$SKIP"} >"$out/compile-$s.log" 2>&1
+    --step "${STEP:-static}" --attention "${ATTN:-matmul}" ${SKIP:+--skip "$SKIP"} \
+    >"$out/compile-$s.log" 2>&1
   note "torch_compile_gpu.py --shape $s: rc=$?"
   [ -f "$build/trace-$s/profile.txt" ] && cp "$build/trace-$s/profile.txt" "$out/kernels-$s.txt"
   grep -E '^\|' "$out/compile-$s.log" | tee -a "$summary"
   grep -E 'vs eager|/ inductor' "$out/compile-$s.log" | tee -a "$summary"
 done
 timeout 300 $py scripts/bench/torch_step_profile.py --shape 8b --time-budget 30 \
-  --step "${STEP:-static}" >"$out/profile-8b.log" 2>&1
+  --step "${STEP:-static}" --attention "${ATTN:-matmul}" >"$out/profile-8b.log" 2>&1
 note "torch_step_profile.py --shape 8b: rc=$?"
 grep -E '^\||first call' "$out/profile-8b.log" | tee -a "$summary"

@@ -20,6 +20,7 @@ Prints the median ms per step over --steps steps after --warmup, and the first c
 """
 
 import argparse
+import dataclasses
 import pathlib
 import statistics
 import sys
@@ -74,12 +75,16 @@ def main():
     ap.add_argument("--inductor-mode", default="default",
                     help='e.g. "max-autotune-no-cudagraphs" (slow to compile at 8B)')
     ap.add_argument("--skip", default="", help="rows to leave out, e.g. eager,inductor")
+    ap.add_argument("--attention", choices=["matmul", "sdpa"], default="matmul",
+                    help="attention as matmuls and a softmax, or as SDPA with enable_gqa (the "
+                    "torch anchor's form)")
     ap.add_argument("--step", choices=["static", "cat"], default="static",
                     help="the step's form (torch_llama.Step)")
     args = ap.parse_args()
     cfg = {"8b": torch_llama.LLAMA_8B, "100m": torch_llama.LLAMA_100M, "tiny": torch_llama.TINY}[
         args.shape
     ]
+    cfg = dataclasses.replace(cfg, sdpa=args.attention == "sdpa")
     dev = args.device
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[
         args.dtype or ("bf16" if dev == "cuda" else "f32")

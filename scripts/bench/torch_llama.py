@@ -35,6 +35,9 @@ class Config:
     theta: float = 500000.0
     eps: float = 1e-5
     tied: bool = True
+    # Attention as F.scaled_dot_product_attention with enable_gqa (the torch anchor's form),
+    # instead of repeat_interleave, two matmuls and a softmax.
+    sdpa: bool = False
 
     @property
     def head_dim(self):
@@ -86,13 +89,20 @@ class Layer(torch.nn.Module):
         return rope(q, pos, c.theta), rope(k, pos, c.theta), v
 
     def attend(self, x, q, k, v, mask):
+        """`mask`: True where a key is masked out."""
         c, (b, s, _) = self.c, x.shape
-        rep = c.heads // c.kv_heads
-        k = k.repeat_interleave(rep, 1)
-        v = v.repeat_interleave(rep, 1)
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(c.head_dim)
-        att = att.masked_fill(mask, float("-inf")).softmax(-1)
-        y = (att @ v).transpose(1, 2).reshape(b, s, c.heads * c.head_dim)
+        if c.sdpa:
+            y = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=~mask, enable_gqa=True
+            )
+        else:
+            rep = c.heads // c.kv_heads
+            k = k.repeat_interleave(rep, 1)
+            v = v.repeat_interleave(rep, 1)
+            att = (q @ k.transpose(-1, -2)) / math.sqrt(c.head_dim)
+            att = att.masked_fill(mask, float("-inf")).softmax(-1)
+            y = att @ v
+        y = y.transpose(1, 2).reshape(b, s, c.heads * c.head_dim)
         x = x + self.o(y)
         h = rms_norm(x, self.ffn_norm, c.eps)
         return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))

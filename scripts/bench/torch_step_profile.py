@@ -14,6 +14,7 @@ session's execute alone, back to back, with a synchronize each. Prints ms per st
 """
 
 import argparse
+import dataclasses
 import pathlib
 import statistics
 import sys
@@ -35,11 +36,15 @@ def main():
     ap.add_argument("--budget", type=int, default=20)
     ap.add_argument("--time-budget", type=float, default=None)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--attention", choices=["matmul", "sdpa"], default="matmul",
+                    help="attention as matmuls and a softmax, or as SDPA with enable_gqa (the "
+                    "torch anchor's form)")
     ap.add_argument("--step", choices=["static", "cat"], default="static")
     args = ap.parse_args()
     cfg = {"8b": torch_llama.LLAMA_8B, "100m": torch_llama.LLAMA_100M, "tiny": torch_llama.TINY}[
         args.shape
     ]
+    cfg = dataclasses.replace(cfg, sdpa=args.attention == "sdpa")
     dev = args.device
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
     pos = cfg.max_ctx // 2

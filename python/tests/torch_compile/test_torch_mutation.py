@@ -136,3 +136,35 @@ def test_the_old_value_read_before_the_write_is_the_old_value(quick):
                 torch.testing.assert_close(a, b)
             torch.testing.assert_close(got_cache, want_cache, rtol=0, atol=0)
     assert lt.report()["fallback"] == {}
+
+
+class SdpaCacheStep(CacheStep):
+    """The same step with attention as SDPA over grouped-query heads (enable_gqa) and a boolean
+    mask, as the torch anchor and gpt-fast write it; 2 query heads a KV head."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(16, 2 * HEADS * HD, bias=False)
+
+    def forward(self, x, pos, kc, vc):
+        q = self.q(x).view(1, 1, 2 * HEADS, HD).transpose(1, 2)
+        k = self.k(x).view(1, 1, HEADS, HD).transpose(1, 2)
+        v = self.v(x).view(1, 1, HEADS, HD).transpose(1, 2)
+        kc[:, :, pos] = k
+        vc[:, :, pos] = v
+        mask = torch.arange(SLOTS, device=pos.device)[None, :] <= pos[:, None]
+        o = torch.nn.functional.scaled_dot_product_attention(
+            q, kc, vc, attn_mask=mask[None, None], enable_gqa=True
+        )
+        return o.sum(1)
+
+
+def test_sdpa_over_grouped_heads_with_a_static_cache_converts_whole(quick):
+    torch.manual_seed(0)
+    model = SdpaCacheStep().eval()
+    want = run_steps(model, *caches())
+    kc, vc = caches()
+    fast = torch.compile(model, backend="luminal", options=quick)
+    expect_same(run_steps(fast, kc, vc), want)
+    r = lt.report()
+    assert r["fallback"] == {} and [g["pieces"] for g in r["graphs"]] == [1], r
