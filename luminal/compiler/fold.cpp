@@ -163,10 +163,6 @@ FoldSpace add_fold_leaves(EGraph& eg, const Graph& g, const FoldOptions& opts) {
     if (constant) fs.constants.insert(c);
   }
   eg.rebuild();
-  std::set<ClassId> canonical;
-  for (ClassId c : fs.constants)
-    canonical.insert(eg.find(c));
-  fs.constants = std::move(canonical);
   fs.node_level.resize(eg.num_nodes(), -1);
   return fs;
 }

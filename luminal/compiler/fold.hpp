@@ -8,10 +8,10 @@
 // fold_limit (its bytes minus those of every weight it reads). A class whose cone reads no input
 // at all (a constant: iotas, constants and what is computed from them, such as a MoE router's
 // [E, E] tie-break comparison) gets a leaf whatever its size, unless it is a scalar, or an Iota,
-// a Constant or a cast of one (cheaper to compute where it is read); such a leaf is free in the fewest-kernels seeds
-// (FoldSpace::constants), which otherwise avoid folds. The search may pick the leaf; the
-// chosen program then reads the value as an input, and the fold program that computes it (the
-// class's cone over weight inputs, with one Output) runs once when the session binds weights.
+// a Constant or a cast of one (cheaper to compute where it is read); such a leaf is free in the
+// fewest-kernels seeds (FoldSpace::constants), which otherwise avoid folds. The search may pick the
+// leaf; the chosen program then reads the value as an input, and the fold program that computes it
+// (the class's cone over weight inputs, with one Output) runs once when the session binds weights.
 // Example: tests/compiler/fold_test.cpp (a transposed, scaled weight folded once).
 #include <cstdint>
 #include <map>
@@ -40,7 +40,7 @@ struct FoldOptions {
 /// which the fold programs follow so that they never cycle.
 struct FoldSpace {
   std::map<std::string, ClassId, std::less<>> leaves;
-  std::set<ClassId> constants;  // leaves whose cone reads no input (free in the seeds)
+  std::set<ClassId> constants;  // leaves whose cone reads no input (free in the seeds; as added)
   std::vector<int> node_level;  // by ENodeId
 };
 

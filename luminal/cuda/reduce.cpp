@@ -51,8 +51,9 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   // Each operand is read in its own dtype (a matmul may read 16-bit operands its graph cast to
   // f32: the cast is exact); products round to the node's dtype.
   auto tag_of = [&](int k) { return dtype_tag(n.input_dtypes.at(static_cast<size_t>(k))); };
-  const bool integral = !is_float(in_t);
-  const std::string acc_t = integral ? "long long" : "double";
+  const ReduceAcc racc{.is_max = is_max, .in = in_t};
+  const bool integral = racc.integral();
+  const std::string acc_t = racc.type();
 
   Codegen cg(n, ctx);
   const Expr K = n.attrs.views[0].dims[axis];
@@ -81,7 +82,6 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   } else {
     elem = "(" + acc_t + ")" + load(0);
   }
-  const ReduceAcc racc{.is_max = is_max, .in = in_t};
   const std::string init = racc.init();
   auto combine = [&](const std::string& a, const std::string& b) { return racc.combine(a, b); };
   const std::string& I = cg.idx();
@@ -262,8 +262,9 @@ KernelGen gen_reduce_split(const LlirNode& n, const GenContext& ctx) {
   const View& v = n.attrs.views[0];
   const DType in_t = n.input_dtypes.at(0);
   const DType out_t = n.attrs.dtype;
-  const bool integral = !is_float(in_t);
-  const std::string acc_t = integral ? "long long" : "double";
+  const ReduceAcc racc{.is_max = is_max, .in = in_t};
+  const bool integral = racc.integral();
+  const std::string acc_t = racc.type();
   Codegen cg(n, ctx);
   const Expr K = v.dims[axis];
   cg.require(K);
@@ -271,7 +272,6 @@ KernelGen gen_reduce_split(const LlirNode& n, const GenContext& ctx) {
   const std::string& I = cg.idx();
   std::string base;
   const std::string off = cg.view_offset(v, "o", "b0", base, axis);
-  const ReduceAcc racc{.is_max = is_max, .in = in_t};
   const std::string init = racc.init();
   auto combine = [&](const std::string& a, const std::string& b) { return racc.combine(a, b); };
   const int vec = vector_width(v, axis, in_t);

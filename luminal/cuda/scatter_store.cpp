@@ -188,7 +188,7 @@ KernelGen gen_scatter_store(const LlirNode& n, const GenContext& ctx) {
   core.input_dtypes.resize(k);
   core.attrs.views.resize(k);
   core.attrs.shape.clear();
-  if (fused_form_inputs(n.op) > 0) {
+  if (fused_k > 0) {
     // A region's views have its dims.
     core.attrs.shape = n.attrs.views[0].dims;
   } else {

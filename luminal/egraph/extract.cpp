@@ -329,16 +329,15 @@ double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode,
                                 const SeedBias* bias) const {
   const ENode& e = eg_->node(n);
   if (bias) {
-    if (e.op->seed_cost >= kAvoided && e.children.empty() && !is_op(e.op, OpKind::Input) &&
-        bias->free_folds.count(eg_->find(c)))
-      return 0;
     double extra = 0;
     for (ClassId ch : e.children)
       if (bias->avoid.count(eg_->find(ch))) extra += bias->penalty;
     if (extra > 0) return option_cost(c, n, mode, nullptr) + extra;
   }
+  // A Fold leaf (a childless option the seeds avoid): free where the class's fold is.
   if (e.children.empty() && e.op->seed_cost >= kAvoided && !is_op(e.op, OpKind::Input)) {
-    if (free_folds_.count(eg_->find(c))) return 0;
+    const ClassId cc = eg_->find(c);
+    if (free_folds_.count(cc) || (bias && bias->free_folds.count(cc))) return 0;
     for (ENodeId o : options_[c])
       if (eg_->node(o).op->fold_preferred) return 0;
   }

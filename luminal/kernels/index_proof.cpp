@@ -41,15 +41,6 @@ std::optional<int64_t> static_numel(const Shape& s) {
   return n;
 }
 
-/// Whether value v (exact) fits integer type t.
-bool fits(DType t, int64_t v) {
-  const int w = bit_width(t);
-  if (w >= 64) return true;
-  const int64_t lo = is_signed(t) ? -(int64_t{1} << (w - 1)) : 0;
-  const int64_t hi = is_signed(t) ? (int64_t{1} << (w - 1)) - 1 : (int64_t{1} << w) - 1;
-  return lo <= v && v <= hi;
-}
-
 class Prover {
  public:
   explicit Prover(const EGraph& eg) : eg_(eg) {}
@@ -140,7 +131,8 @@ class Prover {
         } catch (const Error&) {
           return std::nullopt;
         }
-        if (!fits(t, x)) return std::nullopt;  // an Iota is I32: its values wrap past 2^31
+        if (!in_range(t, static_cast<double>(x)))
+          return std::nullopt;  // an Iota is I32: its values wrap past 2^31
         v.f[i] = static_cast<uint64_t>(x);
       }
       return v;
@@ -158,7 +150,7 @@ class Prover {
       }
       for (uint64_t& f : x->f) {
         const int64_t s = sign_extend(f, from);
-        if (!fits(t, s)) return std::nullopt;
+        if (!in_range(t, static_cast<double>(s))) return std::nullopt;
         f = static_cast<uint64_t>(s);
       }
       return x;
