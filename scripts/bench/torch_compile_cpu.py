@@ -17,7 +17,9 @@ after a warm-up, and each backend's compile time (the first call).
       scripts/bench/torch_compile_cpu.py
 
 Options: --threads (default 2), --budget (luminal's search_budget, default 20), --reps,
---only tiny|moe|100m|100m-decode (the static decode step alone), --backends (rows, e.g.
+--only tiny|moe|100m|100m-decode (the static decode step alone)|frontend (a 32-layer step of
+hidden 64: the 8B module's 453 inputs with little work, for the frontend's own time; not in the
+default run), --backends (rows, e.g.
 luminal), --luminal-options (JSON, e.g. '{"fold_constants": 0}' for an A/B of an option).
 """
 
@@ -106,6 +108,20 @@ def overhead(name, f, args, reps):
     c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
     print(f"| {name} | luminal: call - session.execute (paired) | | {c - r:.2f} "
           f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
+    # The same call replayed by capture() (no Dynamo, no AOTAutograd wrapper), paired again.
+    with torch.no_grad():
+        replay = lt.capture(f, *args)
+        call, run = [], []
+        for _ in range(max(reps, 10)):
+            t0 = time.perf_counter()
+            replay()
+            call.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            session.execute()
+            run.append(time.perf_counter() - t0)
+    c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
+    print(f"| {name} | luminal: capture() replay - session.execute (paired) | | {c - r:.2f} "
+          f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
 
 
 class Logits(torch.nn.Module):
@@ -160,12 +176,24 @@ def llama100m(args, decode_only=False):
         compare(f"100M Llama, decode step ({kind}) at context 128", model, name, step.args(), args)
 
 
+def frontend(args):
+    """The frontend's own time on a step with the 8B module's inputs (32 layers: 288 weights,
+    64 static caches, 453 inputs in all) and little work (hidden 64): call and capture() replay
+    against the session's execute alone."""
+    torch.manual_seed(0)
+    c = torch_llama.Config(32, 64, 128, 4, 2, 256, 64)
+    model = torch_llama.Llama(c).eval()
+    step = torch_llama.Step(model, "static", torch.float32, "cpu", 5)
+    compare("32 x hidden-64 Llama, decode step (static), 453 inputs", model,
+            step.method(model).__name__, step.args(), args)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--budget", type=int, default=20)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--only", choices=["tiny", "moe", "100m", "100m-decode"])
+    ap.add_argument("--only", choices=["tiny", "moe", "100m", "100m-decode", "frontend"])
     ap.add_argument("--backends", default="eager,inductor,luminal", help="rows, comma-separated")
     ap.add_argument(
         "--luminal-options", default="{}", help='more options for luminal, JSON: \'{"fold_constants": 0}\''
@@ -182,6 +210,8 @@ def main():
         moe(args)
     if args.only in (None, "100m", "100m-decode"):
         llama100m(args, decode_only=args.only == "100m-decode")
+    if args.only == "frontend":
+        frontend(args)
 
 
 if __name__ == "__main__":

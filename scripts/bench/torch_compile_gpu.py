@@ -148,6 +148,13 @@ def main():
             torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
             measure("luminal, guards skipped", stepper(f), dev, args.warmup, args.steps)
             torch.compiler.set_stance("default")
+            # The same step replayed by luminal.torch_backend.capture (no Dynamo, no
+            # AOTAutograd wrapper), as Inductor's row replays its hand-captured CUDA graph.
+            replay = luminal.torch_backend.capture(f, *st.args())
+            results["luminal capture"] = measure(
+                "luminal, capture() replay", lambda: outs.update(logits=replay()), dev,
+                args.warmup, args.steps,
+            )
             if "eager" not in skip:
                 a = st(f).float()
                 b = st(st.method(model)).float()
@@ -157,7 +164,8 @@ def main():
                   f"{[g['pieces'] for g in luminal.torch_backend.report()['graphs']]}, "
                   f"{luminal.torch_backend.report()['fallback'] or 'no fallback'}")
     if "luminal" in results and "inductor" in results:
-        print(f"luminal / inductor: {results['luminal'] / results['inductor']:.2f}x")
+        print(f"luminal / inductor: {results['luminal'] / results['inductor']:.2f}x; "
+              f"replayed: {results['luminal capture'] / results['inductor']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ from .table import CONVERTERS
 from .options import Options
 from . import const_fold, ops_group, partition
 from .partition import op_name, split
+from .replay import capture
 
-__all__ = ["luminal_backend", "report", "reset", "supported_ops", "Options"]
+__all__ = ["luminal_backend", "capture", "report", "reset", "supported_ops", "Options"]
 
 
 class _Report:

@@ -80,6 +80,13 @@ def _returned_as_view(node):
     return False
 
 
+def _same_bytes(a, b):
+    """Whether two tensors of one dtype and shape hold the same bytes (NaNs and signed zeros
+    included, where torch.equal would differ)."""
+    a, b = a.contiguous(), b.contiguous()
+    return torch.equal(a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8))
+
+
 def _fold(gm, limit):
     # Values past `cap` bytes are not evaluated at all (a 4 GiB mask built to be summed would be
     # allocated at compile time only to be dropped).
@@ -110,20 +117,30 @@ def _fold(gm, limit):
         if n.op == "call_function" and _bytes(v) <= limit
     }
     kept = size = 0
+    # Kept buffers by (dtype, shape, bytes): a value equal to one kept before (each layer of a
+    # model building the same rope frequencies) reads that buffer, so the graph and its pieces
+    # take one input for all of them.
+    same = {}
     for node in list(gm.graph.nodes):
         if node not in folded:
             continue
         if all(u in folded for u in node.users):
             continue  # only read by folded values: computed here, not kept
-        name = f"_luminal_const{kept}"
-        while hasattr(gm, name):
-            name += "_"
-        # A dense copy of its own (the value may be a view into a larger intermediate).
-        buf = values[node].clone(memory_format=torch.contiguous_format)
-        gm.register_buffer(name, buf)
-        with gm.graph.inserting_before(node):
-            attr = gm.graph.get_attr(name)
-        attr.meta["val"] = buf
+        value = values[node]
+        key = (value.dtype, tuple(value.shape))
+        twin = next((a for a in same.get(key, ()) if _same_bytes(a.meta["val"], value)), None)
+        if twin is not None:
+            attr = twin
+        else:
+            name = f"_luminal_const{kept}"
+            while hasattr(gm, name):
+                name += "_"
+            # A dense copy of its own (the value may be a view into a larger intermediate).
+            buf = value.clone(memory_format=torch.contiguous_format)
+            gm.register_buffer(name, buf)
+            with gm.graph.inserting_before(node):
+                attr = gm.graph.get_attr(name)
+            attr.meta["val"] = buf
         redirected = False
         for user in list(node.users):
             # An output keeps its own computation (a caller may write into what it returns), and
@@ -133,10 +150,13 @@ def _fold(gm, limit):
             if not (_aliases(user) and _returned_as_view(user)):
                 user.replace_input_with(node, attr)
                 redirected = True
+        if twin is not None:
+            continue
         if not redirected:
             gm.graph.erase_node(attr)
             delattr(gm, name)
             continue
+        same.setdefault(key, []).append(attr)
         kept += 1
         size += _bytes(buf)
     if kept:

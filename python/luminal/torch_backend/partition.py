@@ -15,6 +15,7 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from .convert import Converter
 from .piece import Piece
+from . import replay
 
 # Ops that move or relabel data only: a partition of nothing else runs in eager.
 _NO_WORK = {
@@ -123,7 +124,10 @@ def split(gm, backend, options, dim_range, static_inputs, report):
     def run(*args):
         graph_dims.clear()
         graph_dims.update(probe.dim_values(args))
-        return fused(*args)
+        outs = fused(*args)
+        if replay.calls is not None:
+            replay.record(run, args, outs)
+        return outs
 
     if fallback:
         names = tuple(sorted(fallback))

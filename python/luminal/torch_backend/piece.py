@@ -49,6 +49,12 @@ class Piece(torch.nn.Module):
         # Inputs the graph mutates (copy_ of a new value): label -> the output carried into it.
         self.mutations = dict(self.cx.mutations)
         self.labels = [label for label, _node in self.cx.inputs]  # None for a size
+        # forward's binding loop, split once: (argument index, label) of the inputs bound by
+        # value and version, and of those bound by address (the mutated ones).
+        self.by_version = [
+            (i, lb) for i, lb in enumerate(self.labels) if lb and lb not in self.mutations
+        ]
+        self.by_address = [(i, lb) for i, lb in enumerate(self.labels) if lb in self.mutations]
         # Made at the first call (_open).
         self.session = None
         self.at_call = False  # time the buckets at the first call's sizes (see _open)
@@ -85,10 +91,15 @@ class Piece(torch.nn.Module):
         if label in self.mutations:
             # Bound by address, the session reads whatever the memory holds: only a new tensor
             # or new storage binds again (AOTAutograd counts the session's writes as versions).
-            key = (t.data_ptr(), tuple(t.shape))
-            if last is None or last[0] is not t or last[1] != key or label in self.copy_back:
+            ptr, shape = t.data_ptr(), t.shape
+            if (
+                last is None
+                or last[0] is not t
+                or last[1:] != (ptr, shape)
+                or label in self.copy_back
+            ):
                 self._bind_state(label, t)
-                self.bound[label] = (t, key)
+                self.bound[label] = (t, ptr, shape)
             return
         version = _version(t)
         if t.device.type == "cpu":
@@ -129,19 +140,31 @@ class Piece(torch.nn.Module):
         if self.session is None:
             self._open(dims)
         bound = self.bound
-        for label, a in zip(self.labels, args):
-            if label is None:
-                continue
+        # The common cases inline: the same tensor at the same version (parameters, buffers),
+        # or a mutated input at the same address and shape, binds nothing. A call's Python work
+        # grows with its inputs (hundreds for an 8B model) and adds to every step.
+        for i, label in self.by_version:
+            a = args[i]
             last = bound.get(label)
-            # The common case inline (parameters and buffers): the same tensor at the same
-            # version, nothing to bind. A call's Python work grows with its inputs (hundreds for
-            # an 8B model) and adds to every step.
-            if last is not None and last[0] is a and label not in self.mutations:
+            if last is not None and last[0] is a:
                 try:
                     if a._version == last[1]:
                         continue
                 except RuntimeError:
                     pass  # an inference tensor: no version counter
+            self._bind(label, a)
+        copy_back = self.copy_back
+        for i, label in self.by_address:
+            a = args[i]
+            last = bound.get(label)
+            if (
+                last is not None
+                and last[0] is a
+                and last[1] == a.data_ptr()
+                and last[2] == a.shape
+                and label not in copy_back
+            ):
+                continue
             self._bind(label, a)
         if self.device_type == "cuda":
             torch.cuda.current_stream(_GPU).synchronize()

@@ -97,3 +97,32 @@ def test_a_returned_view_of_a_constant_is_never_the_buffer():
     torch.testing.assert_close(again, torch.arange(5, dtype=torch.float32), rtol=0, atol=0)
     # The arange stays in the graph: its one reader is a view that is returned.
     assert lt.report()["graphs"][0]["constants"] == 0
+
+
+class TwoRopes(torch.nn.Module):
+    """Two layers, each building its own rope frequencies (equal values) and one of a different
+    base (different values)."""
+
+    def forward(self, x, pos):
+        y = Rope()(Rope()(x, pos), pos)
+        inv = 1.0 / 10000.0 ** (torch.arange(0, x.shape[-1], 2, dtype=torch.float32) / 64)
+        return y * inv.repeat(2)
+
+
+def test_equal_constants_are_one_buffer():
+    torch.manual_seed(0)
+    x, pos = torch.randn(2, 5, 64), torch.arange(3, 8)
+    want = TwoRopes()(x, pos)
+    with torch.no_grad():
+        got = compiled(TwoRopes(), QUICK)(x, pos)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    g = lt.report()["graphs"][0]
+    # Rope's frequencies once for both layers (as many buffers as one Rope keeps), and the other
+    # base's values of their own.
+    lt.reset()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled(Rope(), QUICK)(x, pos)
+    one = lt.report()["graphs"][0]["constants"]
+    assert one >= 1
+    assert g["constants"] == one + 1
