@@ -11,6 +11,9 @@
 // (the reference adds in double and rounds at the end; a double holds the sum of two floats of
 // 24 or fewer significant bits rounded correctly twice over, as it does for the one add here).
 // The SumReduce stays in its class: the search chooses, and a matmul rule may still take it.
+// Not offered for f64 sums: a program taking these adds inlined in one kernel and a matmul
+// kernel elsewhere computes the sum twice, bits apart (BLAS's fma), which f64 division's exact
+// splits amplify (ir/division.cpp; the division of f32 and narrower floats has no split).
 // LUMINAL_SHORT_SUMS=off leaves the rule out (for A/B runs; the compile cache keys the rules).
 #include "luminal/egraph/rule.hpp"
 

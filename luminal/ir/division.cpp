@@ -1,7 +1,8 @@
 // True division lowered to primitives: Tensor::div and the / operators.
 //
-// The HLIR has no Div: x / y is built from Recip, Mul and Add in f64, with one correction step
-// whose residual is computed exactly (no fma needed), so it matches IEEE division.
+// The HLIR has no Div: x / y is built from Recip and Mul in f64 (for f32 and narrower floats,
+// with an exact tie-break for subnormal quotients; for f64, correction steps whose residuals are
+// computed exactly, no fma needed), so it matches IEEE division.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@ namespace luminal {
 
 namespace {
 
+using elementwise::bool_and;
 using elementwise::bool_not;
 using elementwise::operands;
 using prim::scalar_for;
@@ -27,29 +29,34 @@ std::pair<Tensor, Tensor> split26(const Tensor& a) {
   return {hi, a - hi};
 }
 
-// x / y for f64 tensors holding values of f32 (or of a narrower float format): the result,
-// rounded once to f32 or to the narrower format, is the correctly rounded quotient.
-//   q0 = x * (1/y) is within 2 ulp64 of x/y (|x/y| lies in [2^-277, 2^277], far from f64's
-//   limits). The residual x - q0*y is exact in f64: q0 = hi + lo with hi, lo of <= 27 bits and y
-//   of <= 24 bits, so hi*y and lo*y are exact, x - hi*y is exact (hi*y is within 2^-25 relative of
-//   x) and so is the remaining small difference. q1 = q0 + residual * (1/y) is then within
-//   ~0.5 ulp64 + 2^-50 ulp64 of x/y, and equal to it when x/y is an f64. A quotient of two 24-bit
-//   values that is not an f32 rounding midpoint lies >= 2^-49 (relative) away from every one, so
-//   rounding q1 to f32 gives the correctly rounded quotient, ties included (a tie, possible only
-//   for subnormal f32 results, is an f64 and so q1 exactly). The f32 double rounding to f16/bf16
-//   /fp8 afterwards is innocuous for division (2p + 2 <= 24 for those formats).
-// Zeros, infinities and NaN (where q0 is not finite and nonzero) take q0, which is then exact:
+// x / y for f64 tensors holding values of f32 (or of a narrower float format), as the correctly
+// rounded f32 quotient (the narrower formats round that once more: double rounding is innocuous
+// for division when 2p + 2 <= 24).
+//   q0 = x * (1/y) is within 2^-52 of x/y (relative). A quotient of two 24-bit values that is not
+//   an f32 rounding midpoint lies at least 2^-49 (relative) from every midpoint of the normal
+//   range and at least 2^-174 from every midpoint of the subnormal grid, so rounding q0 to f32
+//   gives the correctly rounded quotient except at an exact tie, possible only for subnormal
+//   results: x/y = (k + 1/2) * 2^-149, which q0 misses by at most 2^-178. So q0 within 2^-176 of
+//   a multiple of 2^-150 (`mid`: q0 rounded to one by adding and taking away 1.5 * 2^-98) is a
+//   tie, and mid, rounded to f32, breaks it to even (a zero with the tie's sign); a q0 that
+//   snaps anywhere else moves by less than 2^-176, across no midpoint.
+// Each of x and y is read once, and nothing amplifies a difference between two computations of
+// x: were x computed by two programs in two places (a fused kernel's inline copy of a sum beside
+// a library matmul's result), the quotient is still within their difference. (A Veltkamp split
+// of q0, t - (t - q0) with t and q0 from the two copies, was off by 2^27 times it.)
+// Zeros, infinities and NaN: q0 (never snapped: a zero mid, or a NaN distance), then exact:
 // x*(1/0) = +-inf, 0*inf = NaN, x*(1/inf) = +-0, inf*(1/y) = +-inf.
+// a < b as one LessThan.
+Tensor less(const Tensor& a, const Tensor& b) { return prim::binary(OpKind::LessThan, a, b); }
+
 Tensor narrow_quotient(const Tensor& x, const Tensor& y) {
-  Tensor r = y.reciprocal();
-  Tensor q0 = x * r;
-  auto [hi, lo] = split26(q0);
-  Tensor ny = -y;
-  Tensor residual = (x + hi * ny) + lo * ny;
-  Tensor q1 = q0 + residual * r;
-  Tensor q0sq = q0 * q0;  // in [2^-554, 2^554] when q0 is finite and nonzero
-  Tensor regular = q0sq.gt(0).logical_and(q0sq.lt(INFINITY));
-  return regular.where(q1, q0);
+  Tensor q0 = x * y.reciprocal();
+  constexpr double kGrid = 0x1.8p-98;
+  Tensor mid = (q0 + kGrid) + -kGrid;
+  Tensor d = q0 - mid;
+  Tensor snap = bool_and(less(d * d, prim::scalar_like(d, 0x1p-352)),
+                         less(prim::scalar_like(mid, 0x1p-400), mid * mid));
+  return snap.where(mid, q0).cast(DType::F32);
 }
 
 // Dekker's exact product: a*b = p + e, from the splits of a and b (no overflow or underflow).
@@ -143,7 +150,8 @@ Tensor Tensor::div(const Tensor& b) const {
   // True division (IEEE's correctly rounded quotient), computed in f64: see narrow_quotient and
   // wide_quotient above. f32 and the 16/8-bit floats cast the f64 result to their dtype.
   if (dtype_ == DType::F64) return wide_quotient(x, y);
-  return narrow_quotient(x.cast(DType::F64), y.cast(DType::F64)).cast(dtype_);
+  Tensor q = narrow_quotient(x.cast(DType::F64), y.cast(DType::F64));
+  return dtype_ == DType::F32 ? q : q.cast(dtype_);
 }
 
 Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }

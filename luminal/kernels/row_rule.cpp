@@ -25,8 +25,8 @@ bool is_float_reduce(const EGraph& eg, ENodeId id, const Shape& domain) {
   const Attrs& a = eg.attrs_of(id);
   // Not f64: a row reduction and the SumReduce kernel add in different orders, and f64 math
   // downstream (the correctly rounded division's exact splits) turns a last-bit difference
-  // between two computations of one sum into a wrong result. Sums of f32 and narrower round the
-  // double accumulator to their dtype, which hides the order.
+  // between two computations of one sum into a wrong result. For f32 and narrower sums such a
+  // difference stays one: their division has no split (ir/division.cpp).
   if (!is_float(a.dtype) || a.dtype == DType::F64 || n.children.size() != 1 || a.views.size() != 1)
     return false;
   if (eg.dtype(n.children[0]) != a.dtype) return false;

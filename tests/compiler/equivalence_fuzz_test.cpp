@@ -135,6 +135,17 @@ TEST(EquivalenceFuzz, RopeSumOfTwoAsAdds) {
   }
 }
 
+// Random graph 77103 (found by LUMINAL_FUZZ_SEED_BASE=77000): a division whose dividend, a
+// k = 2 matmul, is also an output. Some programs compute the matmul twice, by cpu.BlasMatmul and
+// as the short sum's adds inlined in a fused kernel (bits apart: BLAS's fma); the division's
+// former Veltkamp split of q0 = x * (1/y), t - (t - q0) with t and q0 from the two copies, was
+// off by 2^27 times their difference (5.17 for -0.50). Division no longer splits (division.cpp).
+TEST(EquivalenceFuzz, QuotientOfAValueComputedTwoWays) {
+  CheckOptions o = on_cpu({});
+  o.programs = 60;
+  check_graph(testing::random_graph(77103), o);
+}
+
 // The router's top-k (nn::router_topk). Searched: programs mixing the repeated argmax (MaxReduce,
 // or a cpu.Row's max over the experts not taken) and its alternative, the pairwise ranks (whose
 // ids are the graph's only contraction: cpu.Matmul), per output; Ranks alone: every program of
@@ -143,11 +154,14 @@ TEST(EquivalenceFuzz, RouterTopKBothForms) {
   for (nn::TopKForm form : {nn::TopKForm::Searched, nn::TopKForm::Ranks})
     for (bool renormalise : {false, true}) {
       CheckOptions o = cpu_model_options();
-      o.programs = 30;
+      // Both forms: enough draws that some take each (30 took no ranks with a renormalisation).
+      o.programs = form == nn::TopKForm::Searched ? 60 : 30;
       const FuzzGraph fg = testing::router_block(renormalise, form);
       CheckResult r = check_graph(fg, o);
       ASSERT_GT(r.programs, 10) << fg.name;
-      EXPECT_GT(r.programs_using["cpu.Matmul"], 0) << fg.name << ": no program ran the ranks";
+      EXPECT_GT(r.programs_using["cpu.Matmul"], 0)
+          << fg.name << (form == nn::TopKForm::Ranks ? " (ranks)" : " (both)")
+          << ": no program ran the ranks";
       if (form == nn::TopKForm::Searched && !renormalise) {
         EXPECT_GT(r.programs_using["MaxReduce"] + r.programs_using["cpu.Row"], 0)
             << "no program ran the repeated argmax";

@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "luminal/cpu/cpu_backend.hpp"
@@ -416,6 +417,20 @@ void add_subnormal_ties(std::vector<float>& x, std::vector<float>& y) {
   for (int k : {1, 3, 5, 7, 9, 11, 13, 1001, 8388607})
     for (float d : {2.0f, -2.0f, 6.0f, 10.0f, 14.0f, 3.0f, 7.0f, 0.5f, 1.5f, 4.0f}) {
       x.push_back(std::ldexp(static_cast<float>(k), -149));
+      y.push_back(d);
+    }
+  // Ties where x * (1/y) in f64 is not the tie itself, so rounding it alone to f32 picks the odd
+  // neighbour (147 * 2^-149 / 98 = 1.5 * 2^-149 rounds to 2^-148, x * (1/98) rounds to 2^-149).
+  for (auto [k, d] : {std::pair{147, 98.0f},
+                      {343, 98.0f},
+                      {2175, 150.0f},
+                      {1183, 182.0f},
+                      {1209, 186.0f},
+                      {294, 196.0f},
+                      {1287, 198.0f},
+                      {4697, 154.0f}})
+    for (float sign : {1.0f, -1.0f}) {
+      x.push_back(sign * std::ldexp(static_cast<float>(k), -149));
       y.push_back(d);
     }
 }
