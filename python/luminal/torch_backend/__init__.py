@@ -13,7 +13,8 @@ bucket, so a new size inside a bucket runs without recompiling. Inference only.
     print(luminal.torch_backend.report())
 
 The backend is registered under the name "luminal" when this module is imported, and by the
-package's ``torch_dynamo_backends`` entry point once it is installed with pip.
+package's ``torch_dynamo_backends`` entry point once it is installed with pip. ``capture(fn,
+*args)`` (replay.py) replays a compiled call on the same tensors without Dynamo's per-call work.
 """
 
 import atexit
