@@ -24,20 +24,25 @@ def compiled(f, options):
     return torch.compile(f, backend="luminal", options=options)
 
 
+def run_compiled(module, args, options=QUICK):
+    """module(*args) through a fresh backend="luminal" compile: (output, its graph's report)."""
+    lt.reset()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = compiled(module, options)(*args)
+    return out, lt.report()["graphs"][0]
+
+
 def test_inverse_frequencies_fold_and_match_eager():
     torch.manual_seed(0)
     x, pos = torch.randn(2, 5, 64), torch.arange(3, 8)
     want = Rope()(x, pos)
-    with torch.no_grad():
-        got = compiled(Rope(), QUICK)(x, pos)
+    got, g = run_compiled(Rope(), (x, pos))
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
-    assert lt.report()["graphs"][0]["constants"] >= 1
-    lt.reset()
-    torch._dynamo.reset()
-    with torch.no_grad():
-        off = compiled(Rope(), {**QUICK, "fold_constants": 0})(x, pos)
+    assert g["constants"] >= 1
+    off, g = run_compiled(Rope(), (x, pos), {**QUICK, "fold_constants": 0})
     torch.testing.assert_close(off, want, rtol=1e-6, atol=1e-6)
-    assert lt.report()["graphs"][0]["constants"] == 0
+    assert g["constants"] == 0
 
 
 def test_a_value_over_the_limit_stays_in_the_graph():
@@ -112,17 +117,10 @@ class TwoRopes(torch.nn.Module):
 def test_equal_constants_are_one_buffer():
     torch.manual_seed(0)
     x, pos = torch.randn(2, 5, 64), torch.arange(3, 8)
-    want = TwoRopes()(x, pos)
-    with torch.no_grad():
-        got = compiled(TwoRopes(), QUICK)(x, pos)
-    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
-    g = lt.report()["graphs"][0]
+    got, g = run_compiled(TwoRopes(), (x, pos))
+    torch.testing.assert_close(got, TwoRopes()(x, pos), rtol=1e-6, atol=1e-6)
     # Rope's frequencies once for both layers (as many buffers as one Rope keeps), and the other
     # base's values of their own.
-    lt.reset()
-    torch._dynamo.reset()
-    with torch.no_grad():
-        compiled(Rope(), QUICK)(x, pos)
-    one = lt.report()["graphs"][0]["constants"]
-    assert one >= 1
-    assert g["constants"] == one + 1
+    _, one = run_compiled(Rope(), (x, pos))
+    assert one["constants"] >= 1
+    assert g["constants"] == one["constants"] + 1
