@@ -16,7 +16,6 @@ namespace luminal {
 
 namespace {
 
-using elementwise::bool_and;
 using elementwise::bool_not;
 using elementwise::operands;
 using prim::scalar_for;
@@ -46,16 +45,12 @@ std::pair<Tensor, Tensor> split26(const Tensor& a) {
 // of q0, t - (t - q0) with t and q0 from the two copies, was off by 2^27 times it.)
 // Zeros, infinities and NaN: q0 (never snapped: a zero mid, or a NaN distance), then exact:
 // x*(1/0) = +-inf, 0*inf = NaN, x*(1/inf) = +-0, inf*(1/y) = +-inf.
-// a < b as one LessThan.
-Tensor less(const Tensor& a, const Tensor& b) { return prim::binary(OpKind::LessThan, a, b); }
-
 Tensor narrow_quotient(const Tensor& x, const Tensor& y) {
   Tensor q0 = x * y.reciprocal();
   constexpr double kGrid = 0x1.8p-98;
   Tensor mid = (q0 + kGrid) + -kGrid;
   Tensor d = q0 - mid;
-  Tensor snap = bool_and(less(d * d, prim::scalar_like(d, 0x1p-352)),
-                         less(prim::scalar_like(mid, 0x1p-400), mid * mid));
+  Tensor snap = (d * d).lt(0x1p-352).logical_and((mid * mid).gt(0x1p-400));
   return snap.where(mid, q0).cast(DType::F32);
 }
 
@@ -148,7 +143,7 @@ Tensor Tensor::div(const Tensor& b) const {
   }
   auto [x, y] = operands(*this, b, "div");
   // True division (IEEE's correctly rounded quotient), computed in f64: see narrow_quotient and
-  // wide_quotient above. f32 and the 16/8-bit floats cast the f64 result to their dtype.
+  // wide_quotient above. The 16/8-bit floats round narrow_quotient's f32 result to their dtype.
   if (dtype_ == DType::F64) return wide_quotient(x, y);
   Tensor q = narrow_quotient(x.cast(DType::F64), y.cast(DType::F64));
   return dtype_ == DType::F32 ? q : q.cast(dtype_);

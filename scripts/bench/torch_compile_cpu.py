@@ -87,41 +87,37 @@ def compare(name, model, call, args, opt, dynamic=False):
 
 
 def overhead(name, f, args, reps):
-    """The frontend's time per call: the compiled call against its session's execute alone,
-    paired (back to back, medians)."""
+    """The frontend's time per call: the compiled call, then its capture() replay (no Dynamo, no
+    AOTAutograd wrapper), each against its session's execute alone, paired (back to back,
+    medians)."""
     graphs = [g for g in lt.report()["graphs"] if g["pieces"]]
     if len(graphs) != 1 or graphs[0]["pieces"] != 1:
         return
     session = graphs[0]["sessions"][0]
-    call, run = [], []
-    with torch.no_grad():
-        for _ in range(max(reps, 10)):
-            t0 = time.perf_counter()
-            f(*args)
-            call.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            try:
-                session.execute()
-            except RuntimeError:  # a dynamic dim with no value set: not measured
-                return
-            run.append(time.perf_counter() - t0)
-    c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
-    print(f"| {name} | luminal: call - session.execute (paired) | | {c - r:.2f} "
-          f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
-    # The same call replayed by capture() (no Dynamo, no AOTAutograd wrapper), paired again.
+
+    def paired(what, call_fn):
+        call, run = [], []
+        with torch.no_grad():
+            for _ in range(max(reps, 10)):
+                t0 = time.perf_counter()
+                call_fn()
+                call.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                try:
+                    session.execute()
+                except RuntimeError:  # a dynamic dim with no value set: not measured
+                    return False
+                run.append(time.perf_counter() - t0)
+        c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
+        print(f"| {name} | luminal: {what} - session.execute (paired) | | {c - r:.2f} "
+              f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
+        return True
+
+    if not paired("call", lambda: f(*args)):
+        return
     with torch.no_grad():
         replay = lt.capture(f, *args)
-        call, run = [], []
-        for _ in range(max(reps, 10)):
-            t0 = time.perf_counter()
-            replay()
-            call.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            session.execute()
-            run.append(time.perf_counter() - t0)
-    c, r = statistics.median(call) * 1e3, statistics.median(run) * 1e3
-    print(f"| {name} | luminal: capture() replay - session.execute (paired) | | {c - r:.2f} "
-          f"({(c - r) / c * 100:.1f}% of {c:.2f}) | |", flush=True)
+    paired("capture() replay", replay)
 
 
 class Logits(torch.nn.Module):

@@ -86,21 +86,7 @@ class Piece(torch.nn.Module):
         )
 
     def _bind(self, label, t):
-        """Binds input `label` to t (forward already skipped an unchanged tensor)."""
-        last = self.bound.get(label)
-        if label in self.mutations:
-            # Bound by address, the session reads whatever the memory holds: only a new tensor
-            # or new storage binds again (AOTAutograd counts the session's writes as versions).
-            ptr, shape = t.data_ptr(), t.shape
-            if (
-                last is None
-                or last[0] is not t
-                or last[1:] != (ptr, shape)
-                or label in self.copy_back
-            ):
-                self._bind_state(label, t)
-                self.bound[label] = (t, ptr, shape)
-            return
+        """Binds input `label` (not a mutated one) to t: forward skipped an unchanged tensor."""
         version = _version(t)
         if t.device.type == "cpu":
             src = t if t.is_contiguous() else t.contiguous()
@@ -112,7 +98,9 @@ class Piece(torch.nn.Module):
         self.bound[label] = (t, version)
 
     def _bind_state(self, label, t):
-        """A mutated input: its own memory becomes the session's carried state where it can
+        """A mutated input (forward skipped one at the same address and shape, not copied
+        back: the session reads whatever that memory holds, and AOTAutograd counts the session's
+        writes as versions): its own memory becomes the session's carried state where it can
         (contiguous, on the session's device, 16-byte aligned; it need only hold the state at
         the sizes it runs at), so the new value is written there (in place where the program
         updates it in place) with no copy; else its value is set and the new value copied back
@@ -165,7 +153,8 @@ class Piece(torch.nn.Module):
                 and label not in copy_back
             ):
                 continue
-            self._bind(label, a)
+            self._bind_state(label, a)
+            bound[label] = (a, a.data_ptr(), a.shape)
         if self.device_type == "cuda":
             torch.cuda.current_stream(_GPU).synchronize()
         try:

@@ -34,9 +34,9 @@ calls = None
 
 
 def record(run, args, outs):
-    """Called by every graph call of the backend (partition.split's run) while capturing."""
-    if calls is not None:
-        calls.append((run, args, outs))
+    """Called by a graph call of the backend (partition.split's run) while capturing (calls is
+    not None)."""
+    calls.append((run, args, outs))
 
 
 def capture(fn, *args, **kwargs):
