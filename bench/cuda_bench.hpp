@@ -32,6 +32,9 @@ CompileOptions decode_opts(int limit, const std::filesystem::path& cache, int sl
                            int c_rep);
 /// Seeded random weights generated on the GPU, empty caches, one token id.
 void fill(Session& s, const models::Decoder& d);
+/// One line per searched bucket: candidates, rejections (the first one's reason), the first valid
+/// candidate's time against the best, and the finalists, so a seed that failed on the device shows.
+std::string search_lines(const Session& s);
 /// A fresh folder name under the temp directory for `what`; with LUMINAL_BENCH_CACHE=DIR, DIR/what,
 /// kept across runs (an A/B of a kernel change on the same programs: the first run searches,
 /// later runs load its programs and compile only the kernels whose source changed).

@@ -119,6 +119,7 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
         "LUMINAL_CUDA_EXPERT=%s; router %s; %d cuda.ExpertGemv nodes\n  program: %s\n",
         what.c_str(), all_bytes / 1e9, weights_s, compile_s, env ? env : "(unset)",
         router_form.c_str(), count_ops(prog, "cuda.ExpertGemv"), prog.op_mix_string().c_str());
+    std::printf("%s", search_lines(s).c_str());
     for (int ctx : contexts) {
       const DecodeTiming t = time_decode(be, s, ctx, steps);
       std::printf(

@@ -63,8 +63,6 @@ void fill(Session& s, const models::Decoder& d) {
   s.set("ids", std::vector<int32_t>{3});
 }
 
-/// One line per searched bucket: candidates, rejections (the first one's reason) and the first
-/// valid candidate's time against the best, so a seed that failed on the device shows.
 std::string search_lines(const Session& s) {
   std::string out;
   char buf[160];
@@ -78,6 +76,7 @@ std::string search_lines(const Session& s) {
     if (!r.first_rejection.empty())
       out += " (first rejection: " + r.first_rejection.substr(0, 300) + ")";
     out += "\n";
+    if (!r.finalists.empty()) out += "    finalists: " + r.finalists + "\n";
   }
   return out;
 }

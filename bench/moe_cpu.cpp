@@ -110,6 +110,12 @@ void run(const std::string& name, const io::ModelConfig& cfg, const std::filesys
           name.c_str(), form == models::MoeForm::Gathered ? "gathered" : "dense",
           router_name(router), tpot * 1e3, 1.0 / tpot, bytes / 1e6, floor / 1e6, bytes / floor,
           bench::median(prefill) * 1e3, experts, kernels, load_s);
+      // A candidate the search rejected (a seed among them would leave a slower program).
+      for (const SearchReport& r : lm.session().reports())
+        if (r.rejected > 0)
+          std::printf("|  | search %s: %d of %d candidates rejected, the first: %s |\n",
+                      r.bucket.c_str(), r.rejected, r.candidates,
+                      r.first_rejection.substr(0, 200).c_str());
       std::fflush(stdout);
     }
 }

@@ -270,4 +270,25 @@ LlirGraph FoldResolver::relabel(LlirGraph step, std::vector<FoldProgram>* used) 
   return step;
 }
 
+void run_fold(Backend& backend, const FoldProgram& fold, Buffer out, const FoldRunContext& ctx) {
+  std::unique_ptr<Plan> plan = backend.load(fold.llir, PlanSpec{});
+  Bindings b;
+  for (const std::string& l : plan->io().inputs)
+    b.inputs.push_back(ctx.input(l));
+  b.outputs.assign(plan->io().outputs.size(), out);
+  const Buffer arena = plan->arena_bytes() ? ctx.allocate(plan->arena_bytes()) : Buffer{};
+  b.arena = arena;
+  b.queue = ctx.queue;
+  try {
+    plan->bind(0, b);
+    plan->execute(0, nullptr);
+    backend.sync(ctx.queue);
+  } catch (...) {
+    if (arena) ctx.release(arena);
+    throw;
+  }
+  plan.reset();
+  if (arena) ctx.release(arena);
+}
+
 }  // namespace luminal

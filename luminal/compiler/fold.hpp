@@ -14,6 +14,7 @@
 // (the class's cone over weight inputs, with one Output) runs once when the session binds weights.
 // Example: tests/compiler/fold_test.cpp (a transposed, scaled weight folded once).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,6 +25,7 @@
 #include "luminal/egraph/egraph.hpp"
 #include "luminal/egraph/extract.hpp"
 #include "luminal/ir/graph.hpp"
+#include "luminal/program/backend.hpp"
 #include "luminal/program/fold.hpp"
 #include "luminal/program/llir.hpp"
 
@@ -62,6 +64,21 @@ struct FoldProgram {
   /// LLIR has exactly one Output, reads only labelled inputs and has a static shape.
   static FoldProgram from_llir(LlirGraph llir);
 };
+
+/// Where run_fold gets what the program reads and the arena it runs in.
+struct FoldRunContext {
+  std::function<Buffer(const std::string&)> input;  // the buffer of a weight label it reads
+  std::function<Buffer(uint64_t)> allocate;         // the arena (released through `release`)
+  std::function<void(Buffer)> release;
+  Queue* queue = nullptr;
+};
+
+/// Computes `fold`'s value into `out` (at least fold.bytes) on `backend`: its program loaded,
+/// run once on `ctx.queue`, synchronised and dropped. The session runs its folds this way; the
+/// search too, so that each candidate is timed on the values it will read (a MoE router's
+/// tie-break comparison decides which expert ids the step computes: zeros there made the ranks
+/// collide and the expert matmuls read ids past the last expert).
+void run_fold(Backend& backend, const FoldProgram& fold, Buffer out, const FoldRunContext& ctx);
 
 /// The fold programs of one bucket's search, by placeholder label (memoised).
 class FoldResolver {

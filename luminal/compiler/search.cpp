@@ -163,25 +163,44 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       if (buf) backend.release(buf);
     }
   } arena{backend, {}};
-  // Folded values are timed on scratch buffers of zeros (timing does not depend on the values).
+  // Folded values are computed for the timing from the profiling data's weights (run_fold):
+  // the time may not depend on them, but what a program indexes can (a MoE router's tie-break
+  // comparison decides its expert ids), and a candidate reading zeros there read ids past the
+  // last expert and was rejected.
   std::optional<FoldResolver> resolver;
   if (folds && !folds->leaves.empty()) resolver.emplace(space, *folds);
   struct FoldScratch {
     Backend& backend;
+    const ProfileData& data;
     std::map<std::string, Buffer, std::less<>> bufs;
-    Buffer get(const std::string& label, uint64_t bytes) {
+    Buffer get(const std::string& label, const FoldProgram& fold) {
       auto it = bufs.find(label);
       if (it != bufs.end()) return it->second;
-      Buffer b = backend.allocate(bytes);
-      const std::vector<uint8_t> zeros(bytes, 0);
-      backend.upload(b, 0, zeros.data(), bytes);
+      Buffer b = backend.allocate(fold.bytes);
+      try {
+        run_fold(backend, fold, b,
+                 {.input =
+                      [&](const std::string& l) {
+                        auto in = data.inputs.find(l);
+                        if (in == data.inputs.end())
+                          throw Error("search: no profiling data for input '" + l + "' of fold " +
+                                      fold.label);
+                        return in->second;
+                      },
+                  .allocate = [&](uint64_t bytes) { return backend.allocate(bytes); },
+                  .release = [&](Buffer a) { backend.release(a); },
+                  .queue = nullptr});
+      } catch (...) {
+        backend.release(b);
+        throw;
+      }
       return bufs[label] = b;
     }
     ~FoldScratch() {
       for (auto& [l, b] : bufs)
         backend.release(b);
     }
-  } fold_scratch{backend, {}};
+  } fold_scratch{backend, data, {}};
   // What a candidate's folds add to the session's memory: every fold chosen so far (this
   // bucket's and earlier ones') minus the weights that only folds read. `small_constants`: the
   // part of it that constants under fold_min_bytes add (folds that read no input, compiler/
@@ -220,7 +239,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     Bindings b;
     for (const std::string& l : plan.io().inputs) {
       if (resolver && is_fold_label(l)) {
-        b.inputs.push_back(fold_scratch.get(l, resolver->program(l).bytes));
+        b.inputs.push_back(fold_scratch.get(l, resolver->program(l)));
         continue;
       }
       auto it = data.inputs.find(l);

@@ -60,27 +60,22 @@ uint64_t FoldStore::run(Residency& res) {
   uint64_t bytes = 0;
   for (Fold& f : folds_) {
     if (!f.stale) continue;
-    std::unique_ptr<Plan> plan = be.load(f.program.llir, PlanSpec{});
-    Bindings b;
-    for (const std::string& l : plan->io().inputs) {
-      auto at = std::find(f.program.inputs.begin(), f.program.inputs.end(), l);
-      LUMINAL_ASSERT(at != f.program.inputs.end(), "fold program reads an unknown input");
-      const Residency::In& in =
-          res.in[static_cast<size_t>(f.inputs[at - f.program.inputs.begin()])];
-      if (in.released || !in.buf)
-        throw Error("fold " + f.program.label + ": input '" + in.label +
-                    "' was released; set it again before executing");
-      b.inputs.push_back(in.buf);
-    }
-    b.outputs.assign(plan->io().outputs.size(), f.buf);
-    Buffer arena = plan->arena_bytes() ? res.allocate(plan->arena_bytes()) : Buffer{};
-    b.arena = arena;
-    b.queue = res.queue();
-    plan->bind(0, b);
-    plan->execute(0, nullptr);
-    be.sync(res.queue());
-    plan.reset();
-    if (arena) res.release(arena);
+    run_fold(be, f.program, f.buf,
+             {.input =
+                  [&](const std::string& l) {
+                    auto at = std::find(f.program.inputs.begin(), f.program.inputs.end(), l);
+                    LUMINAL_ASSERT(at != f.program.inputs.end(),
+                                   "fold program reads an unknown input");
+                    const Residency::In& in =
+                        res.in[static_cast<size_t>(f.inputs[at - f.program.inputs.begin()])];
+                    if (in.released || !in.buf)
+                      throw Error("fold " + f.program.label + ": input '" + in.label +
+                                  "' was released; set it again before executing");
+                    return in.buf;
+                  },
+              .allocate = [&](uint64_t bytes) { return res.allocate(bytes); },
+              .release = [&](Buffer b) { res.release(b); },
+              .queue = res.queue()});
     f.stale = false;
     bytes += f.program.bytes;
     ++runs_;

@@ -10,6 +10,7 @@
 #include "luminal/compiler/fold.hpp"
 #include "luminal/cpu/cpu_backend.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/nn/moe.hpp"
 #include "luminal/program/llir_serial.hpp"
 #include "support/delegating_backend.hpp"
 #include "support/expect_error.hpp"
@@ -344,6 +345,42 @@ TEST(FoldSession, AConstantIsComputedOnceAndAddsNoGrowthPastTheLimit) {
   }
   s.execute();
   EXPECT_EQ(s.stats().fold_runs, 1u);
+}
+
+// The search times each candidate on its folds' true values: a MoE router's ranks read the
+// [E, E] tie-break comparison, a constant the seed folds. On equal probabilities every rank is 0
+// without it, so reading zeros there the seed chose expert 0 + 1 + ... + 15 for its first slot
+// and the expert matmul rejected the id (the search then kept a program without the fold).
+TEST(FoldSession, CandidatesAreTimedOnTheFoldsTrueValues) {
+  const int64_t e = 16, k = 4, n = 3, d = 5;
+  Graph g;
+  Tensor probs = g.tensor("probs", {1, e});
+  Tensor x = g.tensor("x", {1, d});
+  Tensor w = g.tensor("w", {e, n, d}).persist();
+  const nn::TopK top = nn::router_topk(probs, k, false, nn::TopKForm::Ranks);
+  nn::expert_linear(x, w, top.ids).output("y");
+  top.ids.output("ids");
+  CountingBackend be;
+  Session s(g, be, search_opts());
+  const auto wv = random_values(e * n * d, 5);
+  const auto xv = random_values(d, 6);
+  s.set("w", wv);
+  s.set("x", xv);
+  s.set("probs", std::vector<float>(static_cast<size_t>(e), 0.5f));  // all equal: ties everywhere
+  s.execute();
+  ASSERT_EQ(s.reports().size(), 1u);
+  EXPECT_EQ(s.reports()[0].rejected, 0) << s.reports()[0].first_rejection;
+  EXPECT_NE(s.llir().to_text().find("#fold/"), std::string::npos) << s.llir().to_text();
+  // Equal probabilities: the first experts, in order.
+  EXPECT_EQ(s.get<int32_t>("ids"), (std::vector<int32_t>{0, 1, 2, 3}));
+  const auto y = s.get<float>("y");
+  for (int64_t c = 0; c < k; ++c)
+    for (int64_t r = 0; r < n; ++r) {
+      double want = 0;
+      for (int64_t i = 0; i < d; ++i)
+        want += double{wv[static_cast<size_t>((c * n + r) * d + i)]} * xv[static_cast<size_t>(i)];
+      ASSERT_NEAR(y[static_cast<size_t>(c * n + r)], want, 1e-5 * (1 + std::abs(want))) << c;
+    }
 }
 
 }  // namespace
