@@ -129,8 +129,12 @@ std::string CpuBackend::format_profile(const std::vector<KernelTime>& times, siz
 }
 
 double CpuBackend::time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) {
+  auto* p = dynamic_cast<CpuPlan*>(&plan);
+  const std::optional<std::vector<int64_t>> alt =
+      p ? p->alternate_dims(dims) : std::optional<std::vector<int64_t>>();
   const std::vector<double> t =
-      timed_runs(plan, parity, dims, trials, kMaxTimedRuns, kMinTimedSeconds, timeout_s);
+      timed_runs(plan, parity, dims, trials, kMaxTimedRuns, kMinTimedSeconds, timeout_s,
+                 alt ? alt->data() : nullptr);
   return *std::min_element(t.begin(), t.end());
 }
 

@@ -50,7 +50,9 @@ class CpuBackend : public RegistryBackend {
   /// until they fill kMinTimedSeconds (at most kMaxTimedRuns); the fastest counts. On a shared
   /// machine another process can only add time to a run, and a decode step (a few ms) fits
   /// inside one burst of it: the median of three runs let such a burst choose a program 35%
-  /// slower than the one it passed over (docs/quant.md, "Speed").
+  /// slower than the one it passed over (docs/quant.md, "Speed"). The dims that vary in the
+  /// plan's bucket move by one every other run (CpuPlan::alternate_dims), so the shapes a decode
+  /// step re-evaluates when c moves count.
   double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) override;
   static constexpr double kMinTimedSeconds = 0.05;
   static constexpr int kMaxTimedRuns = 20;

@@ -77,8 +77,11 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
   check_llir(g_, "cpu", LlirChecks{.output_dtypes = true});
   g_.fill_input_dtypes();
   check_dim_slots(g_, spec, "cpu");
-  for (const std::string& d : spec.dim_names)
+  for (const std::string& d : spec.dim_names) {
     dim_entry_.push_back(dyn_.emplace(d, 0).first);
+    auto f = spec.facts.find(d);
+    ranges_.push_back(f != spec.facts.end() ? f->second : Interval{0, 0});
+  }
   dims_.assign(spec.dim_names.size(), INT64_MIN);
 
   kernels_.resize(static_cast<size_t>(n));
@@ -108,6 +111,17 @@ CpuPlan::CpuPlan(const LlirGraph& g, const PlanSpec& spec, int threads) : g_(g),
   const char* stats = std::getenv("LUMINAL_CPU_OPSTATS");
   opstats_ = stats != nullptr && std::string(stats) == "1";
   if (opstats_) node_sec_.assign(static_cast<size_t>(n), 0.0);
+}
+
+std::optional<std::vector<int64_t>> CpuPlan::alternate_dims(const int64_t* dims) const {
+  std::optional<std::vector<int64_t>> alt;
+  for (size_t k = 0; k < ranges_.size(); ++k) {
+    const Interval r = ranges_[k];
+    if (r.lo >= r.hi || dims[k] < r.lo || dims[k] > r.hi) continue;
+    if (!alt) alt.emplace(dims, dims + ranges_.size());
+    (*alt)[k] = dims[k] < r.hi ? dims[k] + 1 : dims[k] - 1;
+  }
+  return alt;
 }
 
 CpuPlan::~CpuPlan() {

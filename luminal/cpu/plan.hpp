@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "luminal/cpu/cpu_op.hpp"
@@ -54,6 +55,11 @@ class CpuPlan final : public Plan {
   /// How many nodes' shapes the dims changes re-evaluated so far (tests).
   uint64_t node_updates() const { return node_updates_; }
 
+  /// For timing: `dims` with each dim that varies in the plan's bucket moved by one inside its
+  /// range (CpuBackend::time alternates the two, as a decode loop moves c every step, so the
+  /// shapes each change re-evaluates count); nothing when no dim varies.
+  std::optional<std::vector<int64_t>> alternate_dims(const int64_t* dims) const;
+
   /// Buffers allocated by the CPU backend are aligned to this.
   static constexpr int64_t kAlignment = 256;
 
@@ -70,6 +76,7 @@ class CpuPlan final : public Plan {
 
   // Dims: slot values seen last, the DynMap kernels read, and its version.
   std::vector<int64_t> dims_;
+  std::vector<Interval> ranges_;             // per slot: the dim's range in the bucket (spec.facts)
   std::vector<DynMap::iterator> dim_entry_;  // per slot, its entry in dyn_ (or end())
   DynMap dyn_;
   uint64_t version_ = 0;

@@ -180,9 +180,12 @@ class Backend {
   /// time()'s runs: one untimed warm-up, then at least `min_runs` timed runs and more while
   /// they add up to less than `min_total_s`, at most `max_runs` (each execute() + sync()).
   /// Throws luminal::Error when a run exceeds `timeout_s` (> 0). A warm-up over give_up() (> 0)
-  /// is the only run, returned as the one time.
+  /// is the only run, returned as the one time. With `alt`, the runs alternate between `dims`
+  /// and `alt` (the warm-up and every even run at `dims`), so what a change of dims costs (a
+  /// plan re-evaluating the shapes that read them) counts as it does in a decode loop.
   std::vector<double> timed_runs(Plan& plan, int parity, const int64_t* dims, int min_runs,
-                                 int max_runs, double min_total_s, double timeout_s);
+                                 int max_runs, double min_total_s, double timeout_s,
+                                 const int64_t* alt = nullptr);
 
  private:
   double give_up_s_ = 0;

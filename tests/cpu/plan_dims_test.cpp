@@ -4,6 +4,7 @@
 // show here).
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,49 @@ TEST(CpuPlanDims, OnlyNodesReadingAChangedDimReplan) {
   run(6, 9);
   EXPECT_GE(plan.node_updates() - base - after_c, read_s);
   EXPECT_LT(plan.node_updates() - base - after_c, llir.nodes.size());
+}
+
+// The search times a CPU candidate with the dims that vary in its bucket moved by one every
+// other run, as a decode loop moves c every step: the shapes each change re-evaluates count
+// (programs of many kernels reading c timed like fused ones at fixed dims, and ran their steps
+// slower). A dim fixed in the bucket stays; one at the top of its range moves down.
+TEST(CpuPlanDims, TimingAlternatesTheDimsThatVaryInTheBucket) {
+  Graph g;
+  g.declare_dim("s", 1, 8);
+  g.declare_dim("c", 1, 32);
+  const Tensor x = g.tensor("x", {"s", 16});
+  const Tensor cache = g.tensor("cache", {"c", 16});
+  (x.exp() + 1.0).output("y");
+  cache.sum(0).output("z");
+  cpu::CpuBackend cpu(1);
+  Session s(g, cpu, CompileOptions().search_graph_limit(2).verbose(false));
+  s.set("x", std::vector<float>(8 * 16, 0.5f));
+  s.set("cache", std::vector<float>(8 * 16, 0.25f));
+  s.execute({{"s", 8}, {"c", 8}});
+  auto& plan = dynamic_cast<cpu::CpuPlan&>(const_cast<Plan&>(s.plan({{"s", 8}, {"c", 8}})));
+  // Both slots hold 8: s (range [1, 8]) moves down to 7, c (range [1, 32]) up to 9.
+  const int64_t dims[2] = {8, 8};
+  const auto alt = plan.alternate_dims(dims);
+  ASSERT_TRUE(alt.has_value());
+  EXPECT_EQ(std::multiset<int64_t>(alt->begin(), alt->end()), (std::multiset<int64_t>{7, 9}));
+  const uint64_t before = plan.dim_updates();
+  cpu.time(plan, 0, dims, 3, 10.0);
+  // The warm-up at dims, then at least three timed runs alternating, then back at dims.
+  EXPECT_GE(plan.dim_updates() - before, 4u);
+  // Every dim fixed in the bucket: nothing alternates.
+  Session fixed(g, cpu,
+                CompileOptions()
+                    .search_graph_limit(2)
+                    .verbose(false)
+                    .dim_buckets("s", {DimBucket(1, 1)})
+                    .dim_buckets("c", {DimBucket(4, 4)}));
+  fixed.set("x", std::vector<float>(16, 0.5f));
+  fixed.set("cache", std::vector<float>(4 * 16, 0.25f));
+  fixed.execute({{"s", 1}, {"c", 4}});
+  const auto& one = dynamic_cast<const cpu::CpuPlan&>(fixed.plan({{"s", 1}, {"c", 4}}));
+  const int64_t at[2] = {1, 4};
+  const int64_t swapped[2] = {4, 1};
+  EXPECT_FALSE(one.alternate_dims(at).has_value() || one.alternate_dims(swapped).has_value());
 }
 
 }  // namespace
