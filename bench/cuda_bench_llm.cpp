@@ -76,6 +76,8 @@ std::string search_lines(const Session& s) {
     if (!r.first_rejection.empty())
       out += " (first rejection: " + r.first_rejection.substr(0, 300) + ")";
     out += "\n";
+    if (!r.seed_rejection.empty())
+      out += "    the fewest-kernels seed was rejected: " + r.seed_rejection.substr(0, 300) + "\n";
     if (!r.finalists.empty()) out += "    finalists: " + r.finalists + "\n";
   }
   return out;

@@ -93,6 +93,8 @@ std::string SearchReport::to_string() const {
   os << "  candidates: " << candidates << " tried, " << rejected << " rejected";
   if (!first_rejection.empty()) os << " (first: " << first_rejection << ")";
   os << "; stopped: " << stop << "\n";
+  if (!seed_rejection.empty())
+    os << "  seed:       the fewest-kernels program was rejected: " << seed_rejection << "\n";
   os << "  best:       " << fmt_time(best_seconds) << " (first valid candidate "
      << fmt_time(first_seconds) << ")\n";
   if (!finalists.empty()) os << "  finalists:  " << finalists << "\n";
@@ -260,7 +262,9 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // that other choices leave unreachable change the genome but not the program).
   std::unordered_set<std::string> programs;  // exact texts: no hash collisions
   constexpr double kGiveUp = 2.5, kGiveUpFloor = 0.1;
-  auto try_genome = [&](const Genome& g) {
+  // `seed`: the fewest-kernels seed, whose rejection the report names (without it the search
+  // starts from random programs, and a small candidate limit keeps one of those).
+  auto try_genome = [&](const Genome& g, bool seed = false) {
     if (!seen.insert(g).second) return false;
     auto t0 = Clock::now();
     LlirGraph llir = to_llir(space, g);
@@ -334,6 +338,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
     } catch (const std::exception& e) {
       ++report.rejected;
       if (report.first_rejection.empty()) report.first_rejection = e.what();
+      if (seed) report.seed_rejection = e.what();
     }
     progress.update(report.candidates, report.rejected, have_best ? report.best_seconds : 0, false);
     return true;
@@ -449,7 +454,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // seen before), then random ones.
   using Seed = SearchSpace::LibrarySeed;
   try_genome(space.first_genome());
-  if (!limit_hit()) try_genome(space.fewest_kernels_genome());
+  if (!limit_hit()) try_genome(space.fewest_kernels_genome(), true);
   if (space.has_library_calls())
     for (Seed mode : {Seed::Avoid, Seed::Prefer})
       if (!limit_hit()) try_genome(space.fewest_kernels_genome(mode));

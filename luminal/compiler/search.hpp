@@ -30,6 +30,7 @@ struct SearchReport {
   int candidates = 0;  // profiled or rejected
   int rejected = 0;
   std::string first_rejection;  // message of the first rejection
+  std::string seed_rejection;   // why the fewest-kernels seed was rejected ("" when it ran)
   int over_fold_limit = 0;      // timed candidates whose folds passed fold_limit
   int64_t fold_growth = 0;      // bytes the winner's folds add when none fitted fold_limit
   double best_seconds = 0;

@@ -32,6 +32,8 @@ class FakeTimedBackend : public testing::CpuDelegate {
     loaded.push_back(text);
     if (fail_when_blas && text.find("cpu.BlasMatmul") != std::string::npos)
       throw Error("fake: refusing a BLAS program");
+    if (fail_after >= 0 && static_cast<int>(loaded.size()) > fail_after)
+      throw Error("fake: refusing program " + std::to_string(loaded.size()));
     auto p = cpu.load(g, spec);
     seconds[p.get()] =
         1e-3 * (1.0 + static_cast<double>(std::hash<std::string>{}(text) % 1000) / 1000);
@@ -52,6 +54,7 @@ class FakeTimedBackend : public testing::CpuDelegate {
   std::vector<std::string> loaded;
   std::map<const Plan*, double> seconds;
   bool fail_when_blas = false;
+  int fail_after = -1;  // >= 0: refuse every program after that many
   double sleep_s = 0;
 };
 
@@ -103,6 +106,27 @@ TEST(Search, RespectsTheTimeBudget) {
   EXPECT_LT(s, 2.0);
   EXPECT_LT(c.reports()[0].candidates, 30);
   EXPECT_EQ(c.reports()[0].stop, "time budget");
+}
+
+// The search's first candidate is every class's first option, its second the fewest-kernels
+// seed; the report names the seed's rejection (a small candidate limit then keeps a program far
+// from it: the 12-layer Qwen3-MoE decode kept 7297 kernels when its seed was rejected).
+TEST(Search, TheReportNamesARejectedSeed) {
+  Model m;
+  FakeTimedBackend fake;
+  fake.fail_after = 1;
+  Session c = compile(m.g, fake, CompileOptions().search_graph_limit(4).verbose(false));
+  const SearchReport& r = c.reports()[0];
+  ASSERT_GE(fake.loaded.size(), 2u);
+  EXPECT_EQ(r.seed_rejection, "fake: refusing program 2");
+  EXPECT_NE(r.to_string().find("the fewest-kernels program was rejected: fake: refusing program 2"),
+            std::string::npos)
+      << r.to_string();
+  FakeTimedBackend fine;
+  EXPECT_EQ(compile(m.g, fine, CompileOptions().search_graph_limit(4).verbose(false))
+                .reports()[0]
+                .seed_rejection,
+            "");
 }
 
 TEST(Search, RejectedCandidatesAreCountedNeverChosen) {
