@@ -202,6 +202,9 @@ std::optional<ExpertMatmulParts> expert_matmul_parts(const EGraph& eg, const Mat
         ok = (N - 1) * n_stride + D <= R;
       }
     }
+    // The contraction stays inside one gathered row: a sum that runs across rows (over the ids
+    // themselves: R = 1 gathers one element an id) is no expert matmul.
+    ok = ok && (N - 1) * n_stride + D <= R;
     // A product of the gathered rows with themselves (x * x under an RMSNorm of embedding rows)
     // is no expert matmul.
     if (!ok || eg.find(mp->children[0]) == eg.find(mp->children[1])) continue;

@@ -146,6 +146,14 @@ TEST(EquivalenceFuzz, QuotientOfAValueComputedTwoWays) {
   check_graph(testing::random_graph(77103), o);
 }
 
+// Seed 170232: elements gathered one an index (a row gather of R = 1) times a vector, summed
+// over the gathered axis. The expert-matmul rule took the sum over the ids for a contraction
+// inside each expert's row (cpu.ExpertMatmul with a scalar id view: 0.35 became -0.21 in every
+// program); a contraction must stay inside one gathered row (expert_rule.cpp).
+TEST(EquivalenceFuzz, ElementsGatheredAndSummedOverTheIds) {
+  check_graph(testing::random_graph(170232), on_cpu({}));
+}
+
 // The router's top-k (nn::router_topk). Searched: programs mixing the repeated argmax (MaxReduce,
 // or a cpu.Row's max over the experts not taken) and its alternative, the pairwise ranks (whose
 // ids are the graph's only contraction: cpu.Matmul), per output; Ranks alone: every program of
