@@ -199,11 +199,11 @@ std::optional<ExpertMatmulParts> expert_matmul_parts(const EGraph& eg, const Mat
         n_axis = i;
         N = vb.dims[static_cast<size_t>(i)].as_const();
         n_stride = *cb;
-        ok = (N - 1) * n_stride + D <= R;
       }
     }
-    // The contraction stays inside one gathered row: a sum that runs across rows (over the ids
-    // themselves: R = 1 gathers one element an id) is no expert matmul.
+    // The n axis and the contraction stay inside one gathered row (N = 1 without an n axis): a
+    // sum that runs across rows (over the ids themselves: R = 1 gathers one element an id) is no
+    // expert matmul.
     ok = ok && (N - 1) * n_stride + D <= R;
     // A product of the gathered rows with themselves (x * x under an RMSNorm of embedding rows)
     // is no expert matmul.
