@@ -24,6 +24,8 @@ ShapeLike = Sequence[Union[int, str]]
 REPLACE = [
     ("shape: object", "shape: ShapeLike"),
     ("n: object", "n: int | str"),
+    ("expr: object", "expr: int | str"),
+    ("size: object, step: object", "size: int | str, step: int | str"),
     ("start: object, end: object | None", "start: int | str, end: int | str | None"),
     ("axis: object", "axis: int | Sequence[int]"),
     ("key: object", "key: str | Tensor"),

@@ -153,6 +153,11 @@ class Graph:
         0, 1, ..., n-1 (i32 by default); n is an int, a dim name or a size ('s + 1').
         """
 
+    def iota(self, expr: int | str, n: int | str) -> Tensor:
+        """
+        i32 tensor of length n whose element i is `expr` (a size; the name z stands for i): a dynamic size as a value, negative ones included.
+        """
+
     def set_dim(self, name: str, value: int) -> None:
         """Sets a dynamic dim's value for the next executes."""
 
@@ -488,7 +493,9 @@ class Tensor:
         """(values, indices) of the k largest along axis."""
 
     def argsort(self, axis: int = -1, descending: bool = False) -> Tensor:
-        """The positions that sort the axis (i32; ties keep their order, NaN last ascending)."""
+        """
+        The positions that sort the axis (i32; ties keep their order, NaN last ascending).
+        """
 
     def cumsum(self, axis: int) -> Tensor:
         """Cumulative sum."""
@@ -529,7 +536,9 @@ class Tensor:
         """
 
     def unfold(self, axis: int, size: int | str, step: int | str) -> Tensor:
-        """Sliding windows along an axis (torch.Tensor.unfold): that axis counts the windows, a new last axis of `size` holds each."""
+        """
+        Sliding windows along an axis (torch.Tensor.unfold): that axis counts the windows, a new last axis of `size` holds each.
+        """
 
     def triu(self, k: int = 0) -> Tensor:
         """Upper triangle."""
@@ -599,7 +608,7 @@ class Session:
 
     def get(self, key: str | Tensor, out: numpy.ndarray | None = None) -> numpy.ndarray:
         """
-        An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32), or read into `out` (an array of its dtype and size: no allocation).
+        An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32), or read into `out` (a C-contiguous array of its dtype and size, NumPy or a torch tensor, bf16 too: no allocation; a CUDA tensor on a CUDA session is written on the GPU, with no host round trip, after the session's work and before this returns; torch work still queued on `out` must finish first, e.g. torch.cuda.synchronize()).
         """
 
     def shape(self, key: str | Tensor) -> list[int]:

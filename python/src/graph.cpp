@@ -308,6 +308,12 @@ void bind_graph(nb::module_& m) {
           },
           nb::arg("n"), nb::arg("dtype") = nb::none(),
           "0, 1, ..., n-1 (i32 by default); n is an int, a dim name or a size ('s + 1').")
+      .def(
+          "iota",
+          [](Graph& g, nb::handle expr, nb::handle n) { return g.iota(to_dim(expr).e, to_dim(n)); },
+          nb::arg("expr"), nb::arg("n"),
+          "i32 tensor of length n whose element i is `expr` (a size; the name z stands for i): "
+          "a dynamic size as a value, negative ones included.")
       .def("set_dim", &Graph::set_dim, nb::arg("name"), nb::arg("value"),
            "Sets a dynamic dim's value for the next executes.")
       .def("declare_dim", &Graph::declare_dim, nb::arg("name"), nb::arg("min"), nb::arg("max"),

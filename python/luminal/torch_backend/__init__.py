@@ -1,6 +1,7 @@
 """``torch.compile(model, backend="luminal")``: a Dynamo backend that runs FX graphs on luminal.
 
-Dynamo's graph goes through AOTAutograd with the core ATen decompositions; values that read no
+Dynamo's graph goes through AOTAutograd with the core ATen decompositions (and CUDA's fused
+attention kernels as math, decomp.py); values that read no
 input are computed once (const_fold.py); the ATen graph is split into pieces that convert to luminal graphs (ops.py, convert.py) and nodes that run in
 PyTorch eager (partition.py); each piece is a luminal Session (piece.py). Sizes Dynamo keeps
 symbolic (``dynamic=True``, ``torch._dynamo.mark_dynamic``) become luminal dims, searched per
@@ -22,7 +23,6 @@ import functools
 import weakref
 
 import torch
-from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.registry import _BACKENDS, register_backend
 from torch._functorch.aot_autograd import aot_module_simplified
 
@@ -31,7 +31,7 @@ import luminal
 from . import convert  # noqa: F401  (fills the table)
 from .table import CONVERTERS
 from .options import Options
-from . import const_fold, ops_group, partition
+from . import const_fold, decomp, ops_group, partition
 from .partition import op_name, split
 from .replay import capture
 
@@ -127,8 +127,11 @@ def _dim_range(inputs, options):
             if r is None:
                 r = next((v for k, v in env.var_to_range.items() if k.name == name), None)
             if r is not None:
-                lo = max(_finite(r.lower, 1), 1)
-                hi = min(_finite(r.upper, hi), hi)
+                low, high = _finite(r.lower, None), _finite(r.upper, None)
+                if low is None or low < 0 or (high is not None and high < 1):
+                    return _shifted(low, high, options.max_dim)
+                lo = max(low, 1)
+                hi = min(hi if high is None else high, hi)
         if hi < lo:
             raise luminal.Error(
                 f"the dynamic size {name} is at least {lo}, above max_dim={options.max_dim}; "
@@ -137,6 +140,17 @@ def _dim_range(inputs, options):
         return lo, hi
 
     return rng
+
+
+def _shifted(low, high, max_dim):
+    """(min, max, sign, offset) for an integer input that can be negative (transformers 5.17's
+    Falcon passes logits_to_keep = 0 and slices from -logits_to_keep: Dynamo gives it the range
+    (-inf, 0]). A luminal dim is never negative: it holds sign * (value - offset), from 0."""
+    if low is not None:
+        return 0, max_dim if high is None else max(min(high - low, max_dim), 0), 1, low
+    if high is not None:
+        return 0, max_dim, -1, high
+    return 0, 2 * max_dim, 1, -max_dim
 
 
 def _finite(v, default):
@@ -192,7 +206,7 @@ def luminal_backend(gm, example_inputs, mode=None, options=None, **kwargs):
         example_inputs,
         fw_compiler=_inference_compiler(opts, kind),
         bw_compiler=_no_training,
-        decompositions=core_aten_decompositions(),
+        decompositions=decomp.decompositions(),
         # In-place writes into inputs (a static KV cache) stay in the graph as copy_ nodes, which
         # convert to carried state written in the input's memory (ops_shape._copy_); without
         # this, the graph returns each mutated input's whole new value and AOTAutograd copies it

@@ -14,8 +14,10 @@ import torch
 from . import ops, ops_conv, ops_group, ops_shape  # noqa: F401  (fill the table)
 from .table import _DTYPES, CHECKS, CONVERTERS, Unsupported, luminal_dtype
 
-def size_expr(v):
-    """An int, a dim name or a size expression string for an int, SymInt or sympy expression."""
+def size_expr(v, shifted=None):
+    """An int, a dim name or a size expression string for an int, SymInt or sympy expression.
+    shifted: {symbol: (sign, offset)} for integers that can be below 1 (Converter._symbol): the
+    luminal dim of that name holds sign * (value - offset), and the symbol is offset + sign * dim."""
     if isinstance(v, int):
         return v
     if isinstance(v, torch.SymInt):
@@ -31,8 +33,11 @@ def size_expr(v):
     if isinstance(v, sympy.Symbol):
         if not v.name.startswith("s"):  # u0...: unbacked, data-dependent
             raise Unsupported(f"the data-dependent size {v.name}")
+        if shifted and v.name in shifted:
+            sign, offset = shifted[v.name]
+            return f"({offset} {'+' if sign > 0 else '-'} {v.name})"
         return v.name
-    args = [size_expr(a) for a in v.args]
+    args = [size_expr(a, shifted) for a in v.args]
     if isinstance(v, sympy.Add):
         return "(" + " + ".join(str(a) for a in args) + ")"
     if isinstance(v, sympy.Mul):
@@ -46,13 +51,20 @@ def size_expr(v):
     raise Unsupported(f"the size {v}")
 
 
-def eval_size(v, values):
-    """The value of an int, SymInt or sympy size given {symbol name: int}."""
+def eval_size(v, values, shifted=None):
+    """The value of an int, SymInt or sympy size given {dim name: int} (dim_values: a shifted
+    symbol's dim holds sign * (value - offset))."""
     if isinstance(v, int):
         return v
     if isinstance(v, torch.SymInt):
         v = v.node.expr
-    return int(v.subs({s: values[s.name] for s in v.free_symbols}))
+    shifted = shifted or {}
+
+    def value(name):
+        sign, offset = shifted.get(name, (1, 0))
+        return offset + sign * values[name]
+
+    return int(v.subs({s: value(s.name) for s in v.free_symbols}))
 
 
 def _device_ok(val, device):
@@ -85,6 +97,7 @@ class Converter:
         self._stand_ins = 0
         self.dim_range = dim_range
         self.ranges = {}  # dim name -> (min, max), declared on the graph before any op
+        self.shifted = {}  # integer inputs that can be below 1: name -> (sign, offset), size_expr
 
     # Used by the converters.
     def dtype(self, node):
@@ -98,7 +111,7 @@ class Converter:
             if isinstance(d, torch.SymInt):
                 for sym in d.node.expr.free_symbols:
                     self._symbol(sym.name, None, None)
-        return [size_expr(d) for d in shape]
+        return [size_expr(d, self.shifted) for d in shape]
 
     def _input(self, label, val):
         return self.g.tensor(label, self._sizes(val.shape), luminal_dtype(val.dtype))
@@ -112,7 +125,10 @@ class Converter:
             return
         self.symbols[name] = (index, axis)
         if self.dim_range:
-            self.ranges[name] = self.dim_range(name)
+            r = self.dim_range(name)
+            if len(r) == 4:  # (min, max, sign, offset): an integer that can be 0 or negative
+                self.shifted[name] = r[2:]
+            self.ranges[name] = r[:2]
             self.g.declare_dim(name, *self.ranges[name])
 
     def mutate(self, placeholder, value):
@@ -131,6 +147,9 @@ class Converter:
             if i is not None:
                 a = args[i]
                 vals[name] = int(a) if axis is None else int(a.shape[axis])
+                if name in self.shifted:
+                    sign, offset = self.shifted[name]
+                    vals[name] = sign * (vals[name] - offset)
         return vals
 
     def _placeholder(self, node, index):
@@ -140,7 +159,7 @@ class Converter:
             if isinstance(e, str) and e.isidentifier():
                 self._symbol(e, index, None)
             self.inputs.append((None, node))
-            return e
+            return size_expr(val, self.shifted)
         if not isinstance(val, torch.Tensor):
             raise Unsupported(f"the input {node.name} is a {type(val).__name__}")
         for axis, d in enumerate(val.shape):
@@ -159,7 +178,7 @@ class Converter:
             self._stand_ins += 1
             return self._input(f"standin{self._stand_ins}", val)
         if isinstance(val, (torch.SymInt, int)):
-            return size_expr(val)
+            return size_expr(val, self.shifted)
         if isinstance(val, (list, tuple)):
             return [self._stand_in(v) for v in val]
         return None

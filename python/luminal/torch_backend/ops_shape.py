@@ -460,3 +460,4 @@ CONVERTERS[operator.add] = _size_op("+")
 CONVERTERS[operator.sub] = _size_op("-")
 CONVERTERS[operator.mul] = _size_op("*")
 CONVERTERS[operator.floordiv] = _size_op("//")
+CONVERTERS[operator.neg] = lambda cx, node, a: f"(0 - ({a}))"

@@ -176,7 +176,7 @@ class Piece(torch.nn.Module):
         outs = []
         for kind, what, dtype, device in self.cx.outputs:
             if kind == "size":
-                outs.append(eval_size(what, dims) if what is not None else None)
+                outs.append(eval_size(what, dims, self.cx.shifted) if what is not None else None)
             elif kind == "list":
                 outs.append([self._get(lb, dt, dv) for lb, dt, dv in zip(what, dtype, device)])
             else:

@@ -8,6 +8,8 @@ then runs in eager PyTorch). The table fills when ops.py and ops_shape.py are im
 (convert.py imports both).
 """
 
+import re
+
 import torch
 
 CONVERTERS = {}
@@ -77,7 +79,10 @@ def _mul_size(a, b):
 
 
 def _size_tensor(cx, size):
-    """A 0-d i64 tensor holding a size (a dynamic one is read as the sum of that many ones)."""
+    """A 0-d i64 tensor holding a size (a dynamic one is read as the sum of that many ones; one
+    of an integer input that can be negative, Converter.shifted, as an iota of the expression)."""
     if isinstance(size, int):
         return cx.g.constant(float(size), "i64")
+    if any(re.search(rf"\b{name}\b", size) for name in cx.shifted):
+        return cx.g.iota(size, 1).cast("i64").sum(0)
     return cx.g.full([size], 1.0, "i64").sum(0)

@@ -103,3 +103,30 @@ def test_a_mixture_of_experts_in_bf16_on_cuda(name):
     torch.testing.assert_close(got, want, rtol=5e-2, atol=5e-2)
     r = lt.report()
     assert r["fallback"] == {}, r["fallback"]
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_sdpa_in_bf16_converts_whichever_fused_kernel_torch_picks(masked):
+    """On a GPU, scaled_dot_product_attention reaches the backend as flash, memory-efficient or
+    cuDNN attention (decomp.py): each converts, in one piece, none left to eager."""
+
+    class Step(torch.nn.Module):
+        def forward(self, q, k, v, mask):
+            y = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask if masked else None, is_causal=not masked, enable_gqa=True
+            )
+            return y.transpose(1, 2).reshape(q.size(0), q.size(2), -1)
+
+    torch.manual_seed(2)
+    bf = dict(device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(1, 20, 8, 64, **bf).transpose(1, 2)  # laid out [B, L, H, E], as projected
+    k, v = (torch.randn(1, 2, 36, 64, **bf) for _ in range(2))  # grouped heads
+    mask = torch.ones(20, 36, dtype=torch.bool, device="cuda").tril(16)
+    fast = torch.compile(Step(), backend="luminal", options=QUICK)
+    with torch.no_grad():
+        got = fast(q, k, v, mask)
+        want = Step()(q, k, v, mask)
+    torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
+    r = lt.report()
+    assert r["fallback"] == {}, r["fallback"]
+    assert r["graphs"][0]["pieces"] == 1

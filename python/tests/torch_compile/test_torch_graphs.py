@@ -1,5 +1,6 @@
 """Graph shapes that differ between torch and transformers versions: dynamic sizes related only
-at run time, and CPU scalar tensors in a CUDA graph (both met on torch 2.11 / transformers 5.17)."""
+at run time, CPU scalar tensors in a CUDA graph and integer inputs that are 0 or negative (all met
+on torch 2.11 / transformers 5.17)."""
 
 import pytest
 import torch
@@ -39,6 +40,26 @@ def test_related_sizes_are_timed_at_the_first_calls_values(counted):
     r = lt.report()
     assert r["fallback"] == {} and sum(g["pieces"] for g in r["graphs"]) >= 1
     assert r["executes"] == 3 * sum(g["pieces"] for g in r["graphs"])
+
+
+def _keep_last(x, k):
+    """transformers 5.17's Falcon slices its logits from -logits_to_keep (0): Dynamo gives the
+    integer input the range (-inf, 0]."""
+    return x[:, x.size(1) + k :] * 2 + (x.size(1) + k) + k
+
+
+def test_an_integer_input_that_is_negative_converts(counted):
+    make, calls = counted
+    fast = torch.compile(_keep_last, backend=make(), dynamic=True)
+    with torch.no_grad():
+        for s, k in ((12, -3), (9, -5), (7, -7)):
+            x = torch.randn(2, s, 4)
+            got = fast(x, k)
+            assert got.shape == (2, -k, 4)
+            torch.testing.assert_close(got, _keep_last(x, k))
+    assert len(calls) <= 2  # (torch 2.15 compiles the first call static)
+    r = lt.report()
+    assert r["fallback"] == {} and all(g["pieces"] == 1 for g in r["graphs"])
 
 
 def test_buckets_hold_the_first_calls_value():
