@@ -302,17 +302,38 @@ def _gather(cx, node, a, dim, index, sparse_grad=False):
 
 def _check_index(node):
     idx = node.args[1]
-    if any(i is None for i in idx):
-        return "index with None (sliced) axes"
+    if all(i is None for i in idx):
+        return "index without an index tensor"
     for i in idx:
-        if i.meta["val"].dtype == torch.bool:
+        if i is not None and i.meta["val"].dtype == torch.bool:
             return "boolean-mask indexing"
     return None
 
 
 @op(aten.index.Tensor, check=_check_index)
 def _index(cx, node, a, indices):
-    """x[i0, i1, ...] with integer index tensors over the leading axes (broadcast together)."""
+    """x[..., i0, i1, ...] with integer index tensors (broadcast together) on any axes, sliced
+    (None) ones between or around them. As torch: the index's dims replace the indexed axes
+    where those are adjacent, and lead otherwise. The indexed axes are moved to the front and
+    read there (_index_leading)."""
+    axes = [k for k, i in enumerate(indices) if i is not None]
+    if axes == list(range(len(axes))):
+        return _index_leading(cx, a, indices[: len(axes)], cx.shape(node))
+    out = cx.shape(node)
+    nd = len(out) - (a.ndim - len(axes))  # the index's dims
+    others = [d for d in range(a.ndim) if d not in axes]
+    moved = a.permute(*(axes + others))
+    adjacent = axes == list(range(axes[0], axes[-1] + 1))
+    p = axes[0] if adjacent else 0  # where torch puts the index's dims
+    lead = out[p : p + nd] + out[:p] + out[p + nd :]
+    r = _index_leading(cx, moved, [indices[k] for k in axes], lead)
+    if p == 0:
+        return r
+    return r.permute(*(list(range(nd, nd + p)) + list(range(nd)) + list(range(nd + p, len(out)))))
+
+
+def _index_leading(cx, a, indices, out_shape):
+    """a[i0, i1, ...] with integer index tensors over the leading axes, as out_shape."""
     k = len(indices)
     lin, stride = None, 1
     for axis in range(k - 1, -1, -1):
@@ -328,9 +349,9 @@ def _index(cx, node, a, indices):
         lin = _cast(indices[0], "i64") * 0
     rest = list(a.shape[k:])
     if not rest:
-        return a.gather_flat(lin).reshape(cx.shape(node))
+        return a.gather_flat(lin).reshape(out_shape)
     flat = a.reshape([stride] + rest)
-    return flat.index_select(0, lin.flatten()).reshape(cx.shape(node))
+    return flat.index_select(0, lin.flatten()).reshape(out_shape)
 
 
 def _index_tensors(node):

@@ -362,6 +362,30 @@ def test_index_put_index_copy_and_scatter_match_eager():
     assert r["fallback"] == {} and all(g["pieces"] == 1 for g in r["graphs"]), r
 
 
+class SlicedIndex(torch.nn.Module):
+    """Index tensors after sliced axes: transformers 5.17's Falcon reads x[:, :, :, [-2]]."""
+
+    def forward(self, x, i, j):
+        return (
+            x[:, :, [-2]],  # one index after two sliced axes (its dim stays in place)
+            x[:, i, j],  # two adjacent, broadcast together: [2, 3] in place of axes 1, 2
+            x[:, i, :, j] * 2,  # two apart: torch puts the index's dims first
+            x[..., j[0]] + 1,  # the last axis
+        )
+
+
+def test_index_with_sliced_axes_matches_eager(quick):
+    x = torch.randn(3, 4, 5, 6)
+    i = torch.tensor([[0, 3, -1]] * 2)
+    j = torch.tensor([[1], [-2]])
+    got, want = run(SlicedIndex().eval(), x, i, j, options=quick)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    r = lt.report()
+    assert r["fallback"] == {} and r["graphs"][0]["pieces"] == 1, r
+
+
 def test_empty_slices_convert(quick):
     """A slice of nothing (Phi-3's pass-through half when rope covers the whole head): in a cat,
     as an output, and summed (zeros), all in the one compiled piece."""
