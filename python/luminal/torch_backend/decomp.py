@@ -1,17 +1,18 @@
-"""The decompositions AOTAutograd applies before conversion: the core ATen set, plus the fused
-CUDA attention kernels written as math.
+"""The decompositions AOTAutograd applies before conversion: the core ATen set, with the fused
+attention kernels written as an eager model's attention.
 
 On a CUDA tensor ``scaled_dot_product_attention`` is dispatched while AOTAutograd traces, to one
 of ``_scaled_dot_product_flash_attention``, ``_efficient_attention`` or ``_cudnn_attention``
 (which one depends on the torch build, the GPU, the dtype and the mask: torch 2.11 on an H200
-picks cuDNN for a masked bf16 step). The core set decomposes only the CPU variant, so without these
-every layer's attention ran in PyTorch eager between compiled pieces (a Llama-3-8B step in 33
-pieces, 4x slower than one). Here each is ``_scaled_dot_product_attention_math``, the form the
-CPU variant takes, which converts to luminal's matmuls and softmax. Only the first output, the
-attention, is used in inference (in the layout the kernel gives it); the statistics the backward pass would read come back empty.
-"""
+picks cuDNN for a masked bf16 step); on the CPU, to ``_scaled_dot_product_flash_attention_for_cpu``.
+The core set decomposes only the CPU variant, so without these every layer's attention ran in
+PyTorch eager between compiled pieces on a GPU (a Llama-3-8B step in 33 pieces, 4x slower than
+one). Here each is _attention below, which converts to luminal's matmuls and a softmax. Only the
+first output, the attention, is used in inference (in the layout the kernel gives it); the
+statistics the backward pass would read come back empty."""
 
 import functools
+import math
 
 import torch
 from torch._decomp import core_aten_decompositions
@@ -20,28 +21,35 @@ aten = torch.ops.aten
 
 
 def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """Attention as an eager model writes it (transformers' eager attention, the 8B bench's
+    matmul form): scores in the inputs' dtype, the softmax in f32, P @ V. Not torch's
+    _scaled_dot_product_attention_math: that casts q, k and v to f32 first (on a decode step, the
+    whole KV cache a layer) and scales k; its 8B step took 11.5 ms of device time on an H100
+    against 8.6 ms for this form."""
     torch._check(
         dropout_p == 0.0,
         lambda: f"luminal runs attention without dropout; got dropout_p={dropout_p}",
     )
-    if attn_mask is not None and attn_mask.dtype == torch.bool:
-        # scaled_dot_product_attention hands the fused kernels an additive bias; the math form
-        # would add a boolean mask as 0 and 1
-        attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(
-            attn_mask.logical_not(), float("-inf")
-        )
-    out, _ = aten._scaled_dot_product_attention_math.default(
-        query,
-        key,
-        value,
-        attn_mask=attn_mask,
-        dropout_p=0.0,
-        is_causal=is_causal,
-        dropout_mask=None,
-        scale=scale,
-        enable_gqa=query.size(1) != key.size(1),
-    )
-    return out
+    heads, kv_heads = query.size(-3), key.size(-3)
+    if heads != kv_heads:  # grouped-query heads (enable_gqa)
+        key = key.repeat_interleave(heads // kv_heads, -3)
+        value = value.repeat_interleave(heads // kv_heads, -3)
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1) * scale).float()
+    if is_causal:  # top-left aligned, as torch's
+        keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device)
+        scores = scores.masked_fill(keep.tril().logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:  # True: attend
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    top = scores.amax(-1, keepdim=True)
+    e = (scores - top).exp()
+    p = e / e.sum(-1, keepdim=True)
+    # a row whose every key is masked gives 0, as the fused kernels and torch's math form do
+    p = torch.where(top == float("-inf"), 0.0, p)
+    return p.to(value.dtype) @ value
 
 
 def _laid_out(out, heads_inside):
@@ -97,7 +105,17 @@ def cudnn(
     return (out, _lse(query), none, none, query.size(2), key.size(2), none, none, none)
 
 
+def flash_for_cpu(
+    query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None
+):
+    out = _attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    # the layout the core decomposition of this op gives (torch._decomp), [L, B, H, E] in memory
+    out = out.permute(2, 0, 1, 3).contiguous().permute(1, 2, 0, 3)
+    return out, _lse(query)
+
+
 FUSED_ATTENTION = {
+    aten._scaled_dot_product_flash_attention_for_cpu.default: flash_for_cpu,
     aten._scaled_dot_product_flash_attention.default: flash,
     aten._scaled_dot_product_efficient_attention.default: efficient,
     aten._scaled_dot_product_cudnn_attention.default: cudnn,
