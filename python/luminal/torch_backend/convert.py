@@ -107,11 +107,14 @@ class Converter:
         return self._sizes(node.meta["val"].shape)
 
     def _sizes(self, shape):
-        for d in shape:  # every symbol a shape uses is declared before it is used
-            if isinstance(d, torch.SymInt):
-                for sym in d.node.expr.free_symbols:
-                    self._symbol(sym.name, None, None)
-        return [size_expr(d, self.shifted) for d in shape]
+        return [self._size(d) for d in shape]
+
+    def _size(self, d):
+        """size_expr of d, every symbol it uses declared first (a shifted one is written shifted)."""
+        if isinstance(d, torch.SymInt):
+            for sym in d.node.expr.free_symbols:
+                self._symbol(sym.name, None, None)
+        return size_expr(d, self.shifted)
 
     def _input(self, label, val):
         return self.g.tensor(label, self._sizes(val.shape), luminal_dtype(val.dtype))
@@ -159,7 +162,7 @@ class Converter:
             if isinstance(e, str) and e.isidentifier():
                 self._symbol(e, index, None)
             self.inputs.append((None, node))
-            return size_expr(val, self.shifted)
+            return self._size(val)
         if not isinstance(val, torch.Tensor):
             raise Unsupported(f"the input {node.name} is a {type(val).__name__}")
         for axis, d in enumerate(val.shape):
@@ -178,7 +181,7 @@ class Converter:
             self._stand_ins += 1
             return self._input(f"standin{self._stand_ins}", val)
         if isinstance(val, (torch.SymInt, int)):
-            return size_expr(val, self.shifted)
+            return self._size(val)
         if isinstance(val, (list, tuple)):
             return [self._stand_in(v) for v in val]
         return None

@@ -96,7 +96,17 @@ def _slice(cx, node, a, dim=0, start=None, end=None, step=1):
         return a.slice(dim, 0, 0)
     last = (n - 1) * step if isinstance(n, int) else f"(({n}) - 1) * {step}"
     end = _add_size(_add_size(start, last), 1)
-    return a.slice(dim, start, end, step)
+    r = a.slice(dim, start, end, step)
+    got = str(r.shape[dim])
+    clamped = "min(" in got or "max(" in got
+    if isinstance(n, str) and isinstance(start, str) and clamped and "min(" not in n:
+        # luminal clamps a length torch proved in bounds (a start from an integer input, Falcon's
+        # -logits_to_keep): the rows read by index, exactly n of them, so later views agree
+        at = cx.g.arange(n, "i64")
+        if step != 1:
+            at = at * cx.g.constant(float(step), "i64")
+        return a.index_select(dim, at + _size_tensor(cx, start))
+    return r
 
 
 @op(aten.select.int)
