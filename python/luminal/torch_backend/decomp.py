@@ -24,8 +24,8 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """Attention as an eager model writes it (transformers' eager attention, the 8B bench's
     matmul form): scores in the inputs' dtype, the softmax in f32, P @ V. Not torch's
     _scaled_dot_product_attention_math: that casts q, k and v to f32 first (on a decode step, the
-    whole KV cache a layer) and scales k; its 8B step took 11.5 ms of device time on an H100
-    against 8.6 ms for this form."""
+    whole KV cache a layer) and scales k: an 8B step took 12.5 ms with it on an H100, against
+    8.6 ms for the bench's eager form (BENCHMARKS.md, session 26)."""
     torch._check(
         dropout_p == 0.0,
         lambda: f"luminal runs attention without dropout; got dropout_p={dropout_p}",
