@@ -22,6 +22,7 @@
 // LUMINAL_CUDA_GEMV_KN_CLUSTER (1, 2, 4 or 8, default 8) the cluster's blocks (1: no cluster, a
 // block a tile).
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,7 @@
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
+#include "luminal/kernels/split_axes.hpp"
 
 namespace luminal::cuda {
 
@@ -57,18 +59,31 @@ struct KnForm {
   int64_t n = 1;  // length of n_axis
 };
 
-std::optional<KnForm> kn_form(const Attrs& a, DType t0, DType t1) {
-  if (a.views.size() != 2 || !is_float(t0) || !is_float(t1) || t0 == DType::F64 || t1 == DType::F64)
-    return std::nullopt;
-  const int axis = a.axis;
-  const View& v0 = a.views[0];
-  const View& v1 = a.views[1];
+/// The operands' views over the domain a GemvKN reads and its reduced axis: the node's, or, with
+/// LUMINAL_CUDA_GEMV_KN_SPLIT=1, with axes split where that makes every stride linear
+/// (kernels/split_axes.hpp): grouped-query heads repeated by repeat_interleave read a KV head
+/// through c*(z/g), one batch index a query head, so each of its g query heads read the cache
+/// again; split into [kv, g], the g heads are rows sharing one read. The output, row-major over
+/// the domain, keeps its layout. Off by default until the split form has run on a GPU.
+SplitDomain kn_domain(const Attrs& a) {
+  const char* v = std::getenv("LUMINAL_CUDA_GEMV_KN_SPLIT");
+  if (v != nullptr && std::string(v) == "1")
+    if (std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis))
+      return *d;
+  return SplitDomain{a.views[0], a.views[1], a.axis};
+}
+
+std::optional<KnForm> kn_form(const SplitDomain& d, DType t0, DType t1) {
+  if (!is_float(t0) || !is_float(t1) || t0 == DType::F64 || t1 == DType::F64) return std::nullopt;
+  const int axis = d.axis;
+  const View& v0 = d.a;
+  const View& v1 = d.b;
   if (axis < 0 || axis >= v0.rank() || v0.rank() != v1.rank()) return std::nullopt;
   if (v0.has_base() || v1.has_base()) return std::nullopt;
   std::optional<KnForm> best;
   for (int w = 1; w >= 0; --w) {
-    const View& vw = a.views[static_cast<size_t>(w)];
-    const View& vx = a.views[static_cast<size_t>(1 - w)];
+    const View& vw = w == 0 ? v0 : v1;
+    const View& vx = w == 0 ? v1 : v0;
     const DType tw = w == 0 ? t0 : t1;
     if (vw.strides[axis] == Expr(0) || vw.strides[axis] == Expr::z()) continue;
     KnForm f{.shared = w};
@@ -111,24 +126,25 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
   if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
     throw Error(std::string(n.op->name) + ": needs two inputs, got " +
                 std::to_string(n.input_dtypes.size()));
-  const std::optional<KnForm> form = kn_form(n.attrs, n.input_dtypes[0], n.input_dtypes[1]);
+  const SplitDomain dom = kn_domain(n.attrs);
+  const std::optional<KnForm> form = kn_form(dom, n.input_dtypes[0], n.input_dtypes[1]);
   if (!form)
     throw Error(std::string(n.op->name) + ": " + n.attrs.to_string() +
                 " is no GEMV over a weight stored along n (no unit-stride output axis the rows "
                 "share, or more than 8 rows)");
-  const int axis = n.attrs.axis, na = form->n_axis, ra = form->row_axis;
+  const int axis = dom.axis, na = form->n_axis, ra = form->row_axis;
   const int w = form->shared, x = 1 - w;
   const int M = form->rows, CW = form->width;
   const DType tw = n.input_dtypes[static_cast<size_t>(w)];
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
-  const View& vw = n.attrs.views[static_cast<size_t>(w)];
-  const View& vx = n.attrs.views[static_cast<size_t>(x)];
+  const View& vw = w == 0 ? dom.a : dom.b;
+  const View& vx = w == 0 ? dom.b : dom.a;
 
   Codegen cg(n, ctx);
-  const Expr K = n.attrs.views[0].dims[axis];
+  const Expr K = dom.a.dims[axis];
   cg.require(K);
   cg.require(numel(n.attrs.shape));
-  Shape odims = n.attrs.views[0].dims;
+  Shape odims = dom.a.dims;
   odims[static_cast<size_t>(axis)] = Expr(1);
   const View out_full = View::contiguous(odims);
   // Views with the row and n axes at length 1: the outer index p runs over the batch axes.
@@ -311,7 +327,9 @@ std::vector<Rule> kn_rules() {
   return matmul_op_rules(
       "cuda.gemv-kn", &kGemvKN, &kGemvKNCast, [](const EGraph& eg, MatmulParts& p) {
         if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return false;
-        return kn_form(p.attrs, eg.dtype(p.children[0]), eg.dtype(p.children[1])).has_value();
+        if (p.attrs.views.size() != 2) return false;
+        return kn_form(kn_domain(p.attrs), eg.dtype(p.children[0]), eg.dtype(p.children[1]))
+            .has_value();
       });
 }
 

@@ -1,12 +1,14 @@
 // cuda.GemvKN / cuda.GemvKNCast (luminal/cuda/gemv_kn.cpp): a matmul whose shared operand is
 // stored along n (x [m, k] @ W [k, n]; decode attention's P @ V).
-//   Without a GPU (NVRTC only): the forms are offered where they apply and not elsewhere, and
-//   every forced kernel compiles for sm_90 (a bf16 Llama decode step running P @ V as
+//   Without a GPU (NVRTC only): the forms are offered where they apply and not elsewhere (V's
+//   heads repeated by repeat_interleave only with LUMINAL_CUDA_GEMV_KN_SPLIT=1), and every forced
+//   kernel compiles for sm_90 (a bf16 Llama decode step running P @ V as
 //   cuda.GemvKNCast: nvrtc_test.cpp, LlamaDecodeStepRunsGemvs).
 //   On the GPU: forced programs against sums in double on the host, for f32, bf16 and f16, one to
 //   eight rows, n from 64 to 4,096 (a tile of several clusters, a partial tile), k from 1 to
 //   4,100, each unroll the tuning switch allows at its ends, and P @ V read out of a KV cache
-//   over a dynamic context (c from 1 to 2,048) in the layouts of the Llama-3-8B and SmolLM2 heads.
+//   over a dynamic context (c from 1 to 2,048) in the layouts of the Llama-3-8B and SmolLM2 heads,
+//   and with the heads repeated, split.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,6 +67,31 @@ Graph attention_pv(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType 
   return g;
 }
 
+/// The same P @ V with the KV heads repeated for their query heads as torch's repeat_interleave
+/// leaves them (an expand, then a reshape merging [kv, groups]): p [kv * groups, 1, c], and V
+/// read through the stride hd*(z/groups) along the heads.
+Graph repeated_pv(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t) {
+  Graph g;
+  g.declare_dim("c", 1, slots);
+  const Expr c = Expr::var("c");
+  Tensor p = g.tensor("p", {Expr(kv * groups), Expr(1), c}, t);
+  Tensor cache = g.tensor("cache", {Expr(slots), Expr(kv * hd)}, t);
+  const Tensor v = cache.slice(0, 0, c)
+                       .reshape({c, Expr(kv), Expr(hd)})
+                       .permute({1, 0, 2})
+                       .reshape({Expr(kv), Expr(1), c, Expr(hd)})
+                       .expand({Expr(kv), Expr(groups), c, Expr(hd)})
+                       .reshape({Expr(kv * groups), c, Expr(hd)});
+  p.matmul(v).output("y");
+  return g;
+}
+
+/// LUMINAL_CUDA_GEMV_KN_SPLIT=1 for a scope.
+struct KnSplit {
+  KnSplit() { ::setenv("LUMINAL_CUDA_GEMV_KN_SPLIT", "1", 1); }
+  ~KnSplit() { ::unsetenv("LUMINAL_CUDA_GEMV_KN_SPLIT"); }
+};
+
 /// The kernels of each program (with its graph's dim facts) compiled for sm_90 through the
 /// backend's batching.
 void compile_all(const std::vector<std::pair<LlirGraph, Facts>>& programs) {
@@ -111,6 +138,26 @@ TEST_F(GemvKnHost, OfferedWhereTheWeightRunsAlongN) {
     compile_all(programs);
     ::unsetenv("LUMINAL_CUDA_GEMV_KN_CLUSTER");
   }
+}
+
+TEST_F(GemvKnHost, RepeatedHeadsShareOneReadWhenSplit) {
+  // Unsplit, V's heads stride hd*(z/groups): no GemvKN (the program reads V as cuda.Matmul, a
+  // warp down each column for every query head: the torch 8B step's slow MatmulCast). Split, a
+  // KV head's groups are the rows of one GEMV over it (acc[groups]).
+  testing::CudaRulesOnly rules;
+  const Graph g = repeated_pv(8, 4, 128, 2048, DType::BF16);
+  EXPECT_EQ(forced(g, rules).second, 0);
+  KnSplit on;
+  auto [l, kn] = forced(g, rules);
+  ASSERT_EQ(kn, 1) << l.op_mix_string();
+  std::vector<std::string> sources, whats;
+  testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+  int rows4 = 0;
+  for (const std::string& src : sources)
+    if (src.find("lmn_gemv_kn") != std::string::npos)
+      rows4 += src.find("double acc[4][") != std::string::npos;
+  EXPECT_EQ(rows4, 1);
+  testing::expect_compiles(sources, whats);
 }
 
 /// LUMINAL_CUDA_GEMV_KN_UNROLL and LUMINAL_CUDA_GEMV_KN_CLUSTER for a scope ("": unset).
@@ -220,6 +267,53 @@ TEST(CudaGemvKn, AttentionPvOverADynamicContextMatchesTheReference) {
                               << c.hd << " c " << ctx << ": " << describe(d, got.size());
         }
       }
+}
+
+TEST(CudaGemvKn, RepeatedHeadsSplitMatchTheReference) {
+  LUMINAL_REQUIRE_GPU();
+  struct Case {
+    int64_t kv, groups, hd;
+  };
+  const Case cases[] = {{8, 4, 128}, {3, 3, 64}, {2, 8, 64}};
+  const int64_t slots = 1024;
+  uint64_t seed = 191;
+  KnSplit on;  // (unsplit, no GemvKN is offered)
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Case& c : cases) {
+      const Graph g = repeated_pv(c.kv, c.groups, c.hd, slots, t);
+      auto [l, kn] = forced(g, testing::gpu());
+      ASSERT_EQ(kn, 1) << l.op_mix_string();
+      std::vector<DynMap> buckets;
+      for (int64_t ctx : {1, 33, 1024})
+        buckets.push_back({{"c", ctx}});
+      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, buckets);
+      const std::vector<double> cache = uniform(t, slots * c.kv * c.hd, ++seed, -1, 1);
+      for (const DynMap& dyn : buckets) {
+        const int64_t ctx = dyn.at("c");
+        const std::vector<double> ps = uniform(t, c.kv * c.groups * ctx, ++seed, 0, 1);
+        const testing::PlanRun r = testing::run_plan(
+            lp, {{"p", from_doubles(t, ps)}, {"cache", from_doubles(t, cache)}}, dyn);
+        const std::vector<double> got = to_doubles(t, r.outputs.at("y").bytes);
+        std::vector<double> want(static_cast<size_t>(c.kv * c.groups * c.hd)), tol(want.size());
+        for (int64_t h = 0; h < c.kv * c.groups; ++h)
+          for (int64_t e = 0; e < c.hd; ++e) {
+            double s = 0, a = 0;
+            for (int64_t q = 0; q < ctx; ++q) {
+              const double pr =
+                  ps[static_cast<size_t>(h * ctx + q)] *
+                  cache[static_cast<size_t>(q * c.kv * c.hd + h / c.groups * c.hd + e)];
+              s += pr;
+              a += std::fabs(pr);
+            }
+            const size_t o = static_cast<size_t>(h * c.hd + e);
+            want[o] = s;
+            tol[o] = ulp_of(t) * std::fabs(s) + 0x1p-23 * std::sqrt(static_cast<double>(ctx)) * a;
+          }
+        const auto d = compare_values(got, want, tol);
+        EXPECT_EQ(d.bad, 0) << name(t) << " kv " << c.kv << " groups " << c.groups << " c " << ctx
+                            << ": " << describe(d, got.size());
+      }
+    }
 }
 
 }  // namespace

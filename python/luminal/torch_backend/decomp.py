@@ -31,11 +31,17 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
         lambda: f"luminal runs attention without dropout; got dropout_p={dropout_p}",
     )
     heads, kv_heads = query.size(-3), key.size(-3)
-    if heads != kv_heads:  # grouped-query heads (enable_gqa)
-        key = key.repeat_interleave(heads // kv_heads, -3)
-        value = value.repeat_interleave(heads // kv_heads, -3)
+    shape, length = query.shape, key.size(-2)
+    # Grouped-query heads (enable_gqa): a kv head's g query heads are g * L rows of one product
+    # with it, as the CLI's graph has them (never repeat_interleave: its heads read k and v
+    # through the stride c*(z/g), which a GEMV cannot share, so each query head read them again).
+    grouped = heads != kv_heads
+    rows = (*shape[:-3], kv_heads, heads // kv_heads * shape[-2])
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
-    scores = (query @ key.transpose(-2, -1) * scale).float()
+    q = query.reshape(*rows, shape[-1]) if grouped else query
+    scores = (q @ key.transpose(-2, -1) * scale).float()
+    if grouped:
+        scores = scores.reshape(*shape[:-1], length)
     if is_causal:  # top-left aligned, as torch's
         keep = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device)
         scores = scores.masked_fill(keep.tril().logical_not(), float("-inf"))
@@ -44,12 +50,13 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    top = scores.amax(-1, keepdim=True)
-    e = (scores - top).exp()
-    p = e / e.sum(-1, keepdim=True)
+    p = scores.softmax(-1)  # (converted whole; exp / sum would be an exact f64 division)
     # a row whose every key is masked gives 0, as the fused kernels and torch's math form do
-    p = torch.where(top == float("-inf"), 0.0, p)
-    return p.to(value.dtype) @ value
+    masked = scores.amax(-1, keepdim=True) < torch.finfo(torch.float32).min  # -inf: one compare
+    p = torch.where(masked, 0.0, p).to(value.dtype)
+    if grouped:
+        return (p.reshape(*rows, length) @ value).reshape(*shape[:-1], value.size(-1))
+    return p @ value
 
 
 def _laid_out(out, heads_inside):
