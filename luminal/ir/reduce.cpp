@@ -68,8 +68,11 @@ Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
   Expr n = 1;
   for (int a : norm_axes(*this, axes, "mean"))
     n = n * dim(a);
-  // In f32 for 16/8-bit floats: the sum rounds once, and the count need not fit the dtype.
+  // In f32 for 16/8-bit floats: the sum rounds once, and the count need not fit the dtype. A
+  // constant count divides as a Python number does (operator/(Tensor, double)): a power of two
+  // (an 8B's hidden 4096) is a multiplication by its exact reciprocal, not the emulated division.
   return prim::in_f32(*this, [&](const Tensor& x) {
+    if (n.is_const()) return x.sum(axes, keepdim) / static_cast<double>(n.as_const());
     Tensor count = prim::dim_scalar(graph_, n).cast(x.dtype());
     return x.sum(axes, keepdim) / count;
   });

@@ -665,13 +665,14 @@ TEST_F(Nvrtc, GemvEpiloguesAreOfferedAndCompile) {
     EXPECT_EQ(program(g2).second, 0) << program(g2).first.op_mix_string();
   }
   {  // RMSNorm and LayerNorm rows: their sums of squares are GEMV-shaped (64 row dots) and feed
-     // f64 exact arithmetic (the correctly rounded 1/sqrt): no epilogue there, since the
-     // epilogue's recomputed value need not equal the bits other readers get (the H200 row-ops
-     // suite found rows wrong by 3x). The same rows with an f32 scale after the dot keep it.
+     // f64 exact arithmetic (the mean's correctly rounded division by 48): no epilogue there,
+     // since the epilogue's recomputed value need not equal the bits other readers get (the H200
+     // row-ops suite found rows wrong by 3x). The same rows with an f32 scale after the dot keep
+     // it (a row of 32 too: its mean is a multiplication by 1/32).
     Graph g;
-    Tensor x = g.tensor("x", {Expr(64), Expr(32)});
-    x.rms_norm(g.tensor("w", {Expr(32)}), 1e-5).output("rms");
-    x.layer_norm(g.tensor("lw", {Expr(32)}), g.tensor("lb", {Expr(32)}), 1e-5).output("ln");
+    Tensor x = g.tensor("x", {Expr(64), Expr(48)});
+    x.rms_norm(g.tensor("w", {Expr(48)}), 1e-5).output("rms");
+    x.layer_norm(g.tensor("lw", {Expr(48)}), g.tensor("lb", {Expr(48)}), 1e-5).output("ln");
     EXPECT_EQ(program(g).second, 0) << program(g).first.op_mix_string();
     Graph g2;
     Tensor y = g2.tensor("y", {Expr(64), Expr(32)});
