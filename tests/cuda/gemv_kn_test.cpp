@@ -220,6 +220,44 @@ TEST(CudaGemvKn, RowsTimesWeightAlongNMatchTheReference) {
           }
 }
 
+/// P @ V of `g` (attention_pv or repeated_pv: query head q reads KV head q / groups) forced to
+/// one cuda.GemvKN and run at each context against sums in double.
+void expect_pv_matches(const Graph& g, DType t, int64_t kv, int64_t groups, int64_t hd,
+                       int64_t slots, const std::vector<int64_t>& contexts, uint64_t& seed,
+                       const std::string& what) {
+  auto [l, kn] = forced(g, testing::gpu());
+  ASSERT_EQ(kn, 1) << what << l.op_mix_string();
+  std::vector<DynMap> buckets;
+  for (int64_t ctx : contexts)
+    buckets.push_back({{"c", ctx}});
+  testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, buckets);
+  const std::vector<double> cache = uniform(t, slots * kv * hd, ++seed, -1, 1);
+  for (const DynMap& dyn : buckets) {
+    const int64_t ctx = dyn.at("c");
+    const std::vector<double> ps = uniform(t, kv * groups * ctx, ++seed, 0, 1);
+    const testing::PlanRun r =
+        testing::run_plan(lp, {{"p", from_doubles(t, ps)}, {"cache", from_doubles(t, cache)}}, dyn);
+    const std::vector<double> got = to_doubles(t, r.outputs.at("y").bytes);
+    std::vector<double> want(static_cast<size_t>(kv * groups * hd)), tol(want.size());
+    for (int64_t q = 0; q < kv * groups; ++q)
+      for (int64_t e = 0; e < hd; ++e) {
+        double sum = 0, a = 0;
+        for (int64_t j = 0; j < ctx; ++j) {
+          const double pr = ps[static_cast<size_t>(q * ctx + j)] *
+                            cache[static_cast<size_t>(j * kv * hd + q / groups * hd + e)];
+          sum += pr;
+          a += std::fabs(pr);
+        }
+        const size_t o = static_cast<size_t>(q * hd + e);
+        want[o] = sum;
+        tol[o] = ulp_of(t) * std::fabs(sum) + 0x1p-23 * std::sqrt(static_cast<double>(ctx)) * a;
+      }
+    const auto d = compare_values(got, want, tol);
+    EXPECT_EQ(d.bad, 0) << what << name(t) << " kv " << kv << " groups " << groups << " hd " << hd
+                        << " c " << ctx << ": " << describe(d, got.size());
+  }
+}
+
 TEST(CudaGemvKn, AttentionPvOverADynamicContextMatchesTheReference) {
   LUMINAL_REQUIRE_GPU();
   struct Case {
@@ -232,40 +270,9 @@ TEST(CudaGemvKn, AttentionPvOverADynamicContextMatchesTheReference) {
     for (const Case& c : cases)
       for (const char* cluster : {"", "1"}) {
         KnEnv env("", cluster);
-        const Graph g = attention_pv(c.kv, c.groups, c.hd, slots, t);
-        auto [l, kn] = forced(g, testing::gpu());
-        ASSERT_EQ(kn, 1) << l.op_mix_string();
-        std::vector<DynMap> buckets;
-        for (int64_t ctx : {1, 7, 128, 1025, 2048})
-          buckets.push_back({{"c", ctx}});
-        testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, buckets);
-        const std::vector<double> cache = uniform(t, slots * c.kv * c.hd, ++seed, -1, 1);
-        for (const DynMap& dyn : buckets) {
-          const int64_t ctx = dyn.at("c");
-          const std::vector<double> ps = uniform(t, c.kv * c.groups * ctx, ++seed, 0, 1);
-          const testing::PlanRun r = testing::run_plan(
-              lp, {{"p", from_doubles(t, ps)}, {"cache", from_doubles(t, cache)}}, dyn);
-          const std::vector<double> got = to_doubles(t, r.outputs.at("y").bytes);
-          std::vector<double> want(static_cast<size_t>(c.kv * c.groups * c.hd)), tol(want.size());
-          for (int64_t h = 0; h < c.kv; ++h)
-            for (int64_t gi = 0; gi < c.groups; ++gi)
-              for (int64_t e = 0; e < c.hd; ++e) {
-                double s = 0, a = 0;
-                for (int64_t q = 0; q < ctx; ++q) {
-                  const double pr = ps[static_cast<size_t>((h * c.groups + gi) * ctx + q)] *
-                                    cache[static_cast<size_t>(q * c.kv * c.hd + h * c.hd + e)];
-                  s += pr;
-                  a += std::fabs(pr);
-                }
-                const size_t o = static_cast<size_t>((h * c.groups + gi) * c.hd + e);
-                want[o] = s;
-                tol[o] =
-                    ulp_of(t) * std::fabs(s) + 0x1p-23 * std::sqrt(static_cast<double>(ctx)) * a;
-              }
-          const auto d = compare_values(got, want, tol);
-          EXPECT_EQ(d.bad, 0) << name(t) << " kv " << c.kv << " groups " << c.groups << " hd "
-                              << c.hd << " c " << ctx << ": " << describe(d, got.size());
-        }
+        expect_pv_matches(attention_pv(c.kv, c.groups, c.hd, slots, t), t, c.kv, c.groups, c.hd,
+                          slots, {1, 7, 128, 1025, 2048}, seed,
+                          std::string("cluster '") + cluster + "' ");
       }
 }
 
@@ -279,41 +286,9 @@ TEST(CudaGemvKn, RepeatedHeadsSplitMatchTheReference) {
   uint64_t seed = 191;
   KnSplit on;  // (unsplit, no GemvKN is offered)
   for (DType t : {DType::F32, DType::BF16})
-    for (const Case& c : cases) {
-      const Graph g = repeated_pv(c.kv, c.groups, c.hd, slots, t);
-      auto [l, kn] = forced(g, testing::gpu());
-      ASSERT_EQ(kn, 1) << l.op_mix_string();
-      std::vector<DynMap> buckets;
-      for (int64_t ctx : {1, 33, 1024})
-        buckets.push_back({{"c", ctx}});
-      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, buckets);
-      const std::vector<double> cache = uniform(t, slots * c.kv * c.hd, ++seed, -1, 1);
-      for (const DynMap& dyn : buckets) {
-        const int64_t ctx = dyn.at("c");
-        const std::vector<double> ps = uniform(t, c.kv * c.groups * ctx, ++seed, 0, 1);
-        const testing::PlanRun r = testing::run_plan(
-            lp, {{"p", from_doubles(t, ps)}, {"cache", from_doubles(t, cache)}}, dyn);
-        const std::vector<double> got = to_doubles(t, r.outputs.at("y").bytes);
-        std::vector<double> want(static_cast<size_t>(c.kv * c.groups * c.hd)), tol(want.size());
-        for (int64_t h = 0; h < c.kv * c.groups; ++h)
-          for (int64_t e = 0; e < c.hd; ++e) {
-            double s = 0, a = 0;
-            for (int64_t q = 0; q < ctx; ++q) {
-              const double pr =
-                  ps[static_cast<size_t>(h * ctx + q)] *
-                  cache[static_cast<size_t>(q * c.kv * c.hd + h / c.groups * c.hd + e)];
-              s += pr;
-              a += std::fabs(pr);
-            }
-            const size_t o = static_cast<size_t>(h * c.hd + e);
-            want[o] = s;
-            tol[o] = ulp_of(t) * std::fabs(s) + 0x1p-23 * std::sqrt(static_cast<double>(ctx)) * a;
-          }
-        const auto d = compare_values(got, want, tol);
-        EXPECT_EQ(d.bad, 0) << name(t) << " kv " << c.kv << " groups " << c.groups << " c " << ctx
-                            << ": " << describe(d, got.size());
-      }
-    }
+    for (const Case& c : cases)
+      expect_pv_matches(repeated_pv(c.kv, c.groups, c.hd, slots, t), t, c.kv, c.groups, c.hd, slots,
+                        {1, 33, 1024}, seed, "split ");
 }
 
 }  // namespace
