@@ -31,7 +31,11 @@
 // An id outside [0, E) writes 0 and sets the error word to 2 (the next sync reports it, naming
 // the expert matmul).
 //
-// LUMINAL_CUDA_EXPERT=0 offers neither op (the unfused programs, to compare);
+// cuda.ExpertGemvCast / cuda.ExpertRowsCast: the same kernel storing its f32 sum as bf16 or f16,
+// offered for the graph's Cast down after the expert matmul (the model's expert outputs in its
+// dtype), so the Cast runs no kernel of its own; the same bits (one rounding of the same f32).
+//
+// LUMINAL_CUDA_EXPERT=0 offers none of them (the unfused programs, to compare);
 // LUMINAL_CUDA_EXPERT_WARPS (1, 2, 4, 8) forces W, for tests and sweeps.
 #include <algorithm>
 #include <cstdlib>
@@ -55,6 +59,10 @@ namespace {
 // cuda.Gemv's 0.95, so the fewest-kernels seeds take it; the search times the unfused form)
 const OpDef kExpertGemv{.name = "cuda.ExpertGemv", .seed_cost = 0.9};
 const OpDef kExpertRows{.name = "cuda.ExpertRows", .seed_cost = 0.9};
+// The same kernels storing their f32 sums cast to bf16/f16 (the graph's Cast after the expert
+// matmul: one rounding, the Cast kernel's), so that Cast runs no kernel of its own.
+const OpDef kExpertGemvCast{.name = "cuda.ExpertGemvCast", .seed_cost = 0.9};
+const OpDef kExpertRowsCast{.name = "cuda.ExpertRowsCast", .seed_cost = 0.9};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -145,9 +153,15 @@ std::vector<Rule> expert_rules() {
            for (const Offer& o : offers(eg, m))
              add_merged(eg, o.op, o.attrs, o.children, m.root);
          }};
+  auto cast_of = [](const OpDef* op, const OpDef* cast_op, const std::string& name) {
+    return cast_down_rule(name, op,
+                          [cast_op](EGraph& eg, const Attrs& a, const std::vector<ClassId>& ch,
+                                    ClassId root) { eg.merge(eg.add(cast_op, a, ch), root); });
+  };
   // (a rule, not a condition: the compile cache's key names the rules in force)
   if (!offered()) return {};
-  return {r};
+  return {r, cast_of(&kExpertGemv, &kExpertGemvCast, "cuda.expert-gemv-cast"),
+          cast_of(&kExpertRows, &kExpertRowsCast, "cuda.expert-rows-cast")};
 }
 
 /// The float form's k loop: lane chunks c of V weight elements (one load of V * size bytes)
@@ -255,7 +269,10 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
   const View& wv = n.attrs.views[2];
   if (!is_integer(ti))
     throw Error(op + ": expert ids must be integers, got " + std::string(name(ti)));
-  if (n.attrs.dtype != DType::F32) throw Error(op + ": the output must be f32");
+  const bool cast = n.op == &kExpertGemvCast || n.op == &kExpertRowsCast;
+  if (!cast && n.attrs.dtype != DType::F32) throw Error(op + ": the output must be f32");
+  if (cast && n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
+    throw Error(op + ": the output must be bf16 or f16");
   const int V = chunk_width(xv, tx, wv, tw);
   if (V == 0)
     throw Error(op + ": cannot read weights of " + std::string(name(tw)) + " " + wv.to_string() +
@@ -365,8 +382,12 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
 void register_expert_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp gemv{&kExpertGemv, "cuda.library", expert_rules, gen_expert};
   static const CudaOp rows{&kExpertRows, "cuda.library", nullptr, gen_expert};
+  static const CudaOp gemv_cast{&kExpertGemvCast, "", nullptr, gen_expert};
+  static const CudaOp rows_cast{&kExpertRowsCast, "", nullptr, gen_expert};
   ops.push_back(&gemv);
   ops.push_back(&rows);
+  ops.push_back(&gemv_cast);
+  ops.push_back(&rows_cast);
 }
 
 }  // namespace luminal::cuda

@@ -178,6 +178,48 @@ TEST(CudaExpertRules, EveryVariantCompilesForSm90) {
   testing::expect_compiles(sources, "an expert kernel");
 }
 
+bool is_expert_cast(std::string_view op) {
+  return op == "cuda.ExpertGemvCast" || op == "cuda.ExpertRowsCast";
+}
+
+/// The program storing the expert matmul cast down, its activation read in its own 16 bits (no
+/// cast kernel anywhere), and how many such nodes it has.
+std::pair<LlirGraph, int> forced_cast_form(const Graph& g, Backend& be, DType t) {
+  LlirGraph l = testing::prefer(g, be, [&](const EGraph& eg, ENodeId n) {
+    const ENode& e = eg.node(n);
+    if (!is_expert_cast(e.op->name)) return 0.0;
+    return eg.dtype(e.children[0]) == t ? 2.0 : 1.0;
+  });
+  int n = 0;
+  for (const LlirNode& node : l.nodes)
+    n += is_expert_cast(node.op->name);
+  return {std::move(l), n};
+}
+
+TEST(CudaExpertRules, TheCastDownAfterTheExpertMatmulIsItsStore) {
+  LUMINAL_REQUIRE_NVRTC();
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources;
+  for (DType t : {DType::BF16, DType::F16})
+    for (bool rows : {false, true}) {
+      const std::string at = std::string(name(t)) + (rows ? " rows" : " gemv") + ": ";
+      const Graph g =
+          expert_graph(rows ? std::nullopt : std::optional<int64_t>(1), 3, true, 40, 256, t, t);
+      auto [l, n] = forced_cast_form(g, rules, t);
+      EXPECT_EQ(n, 1) << at << l.op_mix_string();
+      EXPECT_EQ(count_op(l, rows ? "cuda.ExpertRowsCast" : "cuda.ExpertGemvCast"), 1)
+          << at << l.op_mix_string();
+      EXPECT_EQ(count_op(l, "Cast"), 0) << at << l.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+        sources.push_back(k.source);
+    }
+  // An f32 result has no cast to take.
+  auto [l32, n32] =
+      testing::prefer_ops(expert_graph(1, 3, true, 40, 256, DType::F32), rules, is_expert_cast);
+  EXPECT_EQ(n32, 0) << l32.op_mix_string();
+  testing::expect_compiles(sources, "an expert kernel storing bf16/f16");
+}
+
 // ---------------------------------------------------------------- GPU
 
 /// Expert ids for `rows` rows in [0, kE), each expert more than once when rows > 1.
@@ -356,6 +398,33 @@ TEST(CudaExpert, BlockWeightsWithinTheBound) {
         }
   }
   EXPECT_EQ(runs, 8 * 2 * 5);
+}
+
+TEST(CudaExpert, TheCastFormStoresTheSameBitsAsTheCastAfterIt) {
+  LUMINAL_REQUIRE_GPU();
+  uint64_t seed = 71;
+  for (DType t : {DType::BF16, DType::F16})
+    for (bool rows : {false, true}) {
+      const std::string at = std::string(name(t)) + (rows ? " rows" : " gemv") + ": ";
+      const std::optional<int64_t> s = rows ? std::nullopt : std::optional<int64_t>(1);
+      const Graph g = expert_graph(s, 3, true, 40, 1024, t, t);
+      auto [lc, nc] = forced_cast_form(g, testing::gpu(), t);
+      ASSERT_EQ(nc, 1) << at << lc.op_mix_string();
+      auto [lp, np] = forced_expert(g, testing::gpu(), t);
+      ASSERT_EQ(np, 1) << at << lp.op_mix_string();
+      ASSERT_EQ(count_op(lp, "Cast"), 1) << at << lp.op_mix_string();
+      const int64_t sv = s.value_or(5);
+      const testing::BufferMap in{{"x", from_doubles(t, uniform(t, sv * 1024, ++seed, -1, 1))},
+                                  {"w", from_doubles(t, uniform(t, kE * 40 * 1024, ++seed, -1, 1))},
+                                  {"ids", expert_ids(sv * 3, seed)}};
+      const DynMap dyn = s ? DynMap{} : DynMap{{"s", sv}};
+      const std::vector<DynMap> buckets = s ? std::vector<DynMap>{{}} : std::vector<DynMap>{dyn};
+      testing::LoadedPlan pc = testing::load_plan(testing::gpu(), lc, buckets);
+      testing::LoadedPlan pp = testing::load_plan(testing::gpu(), lp, buckets);
+      const std::vector<uint8_t> a = testing::run_plan(pc, in, dyn).outputs.at("y").bytes;
+      const std::vector<uint8_t> b = testing::run_plan(pp, in, dyn).outputs.at("y").bytes;
+      EXPECT_EQ(a, b) << at << "the cast form's bits differ from the matmul then the Cast";
+    }
 }
 
 TEST(CudaExpert, OutOfRangeIdIsReported) {
