@@ -1,6 +1,7 @@
 #include "luminal/nn/moe.hpp"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +17,13 @@ namespace {
 // probability; equal ones (NaNs too) by index. It is strict and total, so choice t of a row is
 // well defined for every input (infinities and negative values included).
 
+// The value an expert is ranked by: a NaN counts as +inf (before every number, as in torch's
+// topk; among NaNs and a real +inf the lower index first: router probabilities are at most 1).
+// Both forms rank by it, so they choose alike on every input.
+Tensor nan_as_infinity(const Tensor& probs) {
+  return probs.isnan().where(std::numeric_limits<double>::infinity(), probs);
+}
+
 // k steps of: the largest of the experts not taken yet (the first of equal ones), its
 // probability, then it is taken. O(E k) work, two reductions a step.
 TopK topk_by_argmax(const Tensor& probs, int64_t k) {
@@ -24,10 +32,11 @@ TopK topk_by_argmax(const Tensor& probs, int64_t k) {
   const Expr s = probs.dim(0);
   const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
   const Tensor slots = g.arange(k).reshape({1, k});
+  const Tensor key = nan_as_infinity(probs);
   std::optional<Tensor> taken, ids, weights;
   for (int64_t j = 0; j < k; ++j) {
     // Taken experts read -inf and never hit (an expert of -inf may still be the largest).
-    const Tensor rest = taken ? probs.masked_fill(*taken, -INFINITY) : probs;
+    const Tensor rest = taken ? key.masked_fill(*taken, -INFINITY) : key;
     const Tensor m = rest.max(1, true).expand({s, E});  // NaN when an untaken one is
     Tensor hit = rest.eq(m).logical_or(rest.isnan());
     if (taken) hit = hit.logical_and(taken->logical_not());
@@ -52,20 +61,14 @@ TopK topk_by_ranks(const Tensor& probs, int64_t k) {
   const int64_t E = probs.dim(1).as_const();
   const Expr s = probs.dim(0);
   const std::vector<Dim> pairs = {s, E, E};  // [row, e, j]: does j come before e?
-  // Only comparisons and boolean algebra (`where` is a scatter until a rule makes it a select).
-  const Tensor nan = probs.isnan();
-  const Tensor pe = probs.reshape({s, E, 1}).expand(pairs);
-  const Tensor pj = probs.reshape({s, 1, E}).expand(pairs);
-  const Tensor ne = nan.reshape({s, E, 1}).expand(pairs);
-  const Tensor nj = nan.reshape({s, 1, E}).expand(pairs);
+  // Only comparisons and boolean algebra over the pairs, on nan_as_infinity's keys: larger, or
+  // equal and lower.
+  const Tensor key = nan_as_infinity(probs);
+  const Tensor pe = key.reshape({s, E, 1}).expand(pairs);
+  const Tensor pj = key.reshape({s, 1, E}).expand(pairs);
   const Tensor lower =
       g.arange(E).reshape({1, 1, E}).lt(g.arange(E).reshape({1, E, 1})).expand(pairs);  // j < e
-  // Between numbers (and between NaNs, whose comparisons are all false): larger, or equal and
-  // lower.
-  const Tensor ordered = pe.lt(pj).logical_or(pj.lt(pe).logical_not().logical_and(lower));
-  const Tensor nan_first = nj.logical_and(ne.logical_not());
-  const Tensor number_last = ne.logical_and(nj.logical_not());
-  const Tensor before = nan_first.logical_or(number_last.logical_not().logical_and(ordered));
+  const Tensor before = pe.lt(pj).logical_or(pj.lt(pe).logical_not().logical_and(lower));
   const Tensor rank = before.sum(2);  // [s, E] I32: a permutation of 0 .. E-1 in each row
   // One expert per (row, t), so each sum adds one value to zeros: exactly the id, and exactly
   // the probability.

@@ -52,10 +52,12 @@ TEST(NnRouterTopk, LargestFirstFirstOfTiesAndRenormalised) {
     }
 }
 
-// The router's order: a NaN first (NaNs by index), else larger first, equal ones by index.
+// The router's order: larger first, a NaN counting as +inf (so before every number; a NaN and a
+// real +inf by index), equal ones by index.
 bool before(float a, int ia, float b, int ib) {
-  if (std::isnan(a) != std::isnan(b)) return std::isnan(a);
-  if (!std::isnan(a) && a != b) return a > b;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float ka = std::isnan(a) ? inf : a, kb = std::isnan(b) ? inf : b;
+  if (ka != kb) return ka > kb;
   return ia < ib;
 }
 
@@ -80,7 +82,7 @@ Choice topk_loop(const std::vector<float>& p, int64_t S, int64_t E, int64_t k) {
   return c;
 }
 
-/// Rows of E values: row 0 few distinct values (many ties), row 1 NaNs among ties, row 2
+/// Rows of E values: row 0 few distinct values (many ties), row 1 NaNs and +inf among ties, row 2
 /// infinities, zeros of both signs and values below -1 (-inf among them), the rest random in
 /// [0, 1) (a softmax's range).
 std::vector<float> router_rows(int64_t S, int64_t E, uint64_t seed) {
@@ -96,7 +98,7 @@ std::vector<float> router_rows(int64_t S, int64_t E, uint64_t seed) {
       const int l = level(rng);
       switch (r) {
         case 0: x = 0.125f * static_cast<float>(l); break;
-        case 1: x = l == 0 ? nan : 0.25f * static_cast<float>(l); break;
+        case 1: x = l == 0 ? nan : l == 3 ? inf : 0.25f * static_cast<float>(l); break;
         case 2: {
           const float v[] = {inf, -inf, 0.0f, -0.0f, -1.0f, -3.5f, -1.0f, 2.0f};
           x = v[static_cast<size_t>(l + 4 * (e % 2))];
