@@ -81,11 +81,13 @@ DType model_dtype(const std::string& choice, const io::ModelConfig& config,
 }
 
 nn::TopKForm router_form(const Backend& backend) {
-  // On the CPU the search, given both forms of the router's top-k, landed on slower programs
-  // than with the argmax alone (a tiny Qwen3-MoE GGUF with 128 experts: decode 0.89 -> 1.1-1.2
-  // ms, 16-token prefill 7.2 -> 12.4 ms; BENCHMARKS.md, 2026-12-03), where a kernel costs little:
-  // the CPU keeps the argmax. Elsewhere the search picks (docs/moe.md).
-  return backend.name() == "cpu" ? nn::TopKForm::Argmax : nn::TopKForm::Searched;
+  // The search picks between the router's two top-k forms on every backend (docs/moe.md). The
+  // CPU kept the argmax alone from 2026-12-03, when the ranks' pairs cost about 18 instructions
+  // each and the search given both forms landed on slower programs; with the pairs ranked by
+  // NaN-as-infinity keys (5 instructions) the searched router decodes a tiny 128-expert
+  // Qwen3-MoE GGUF 16% faster on 2 threads, prefill about equal (BENCHMARKS.md, session 26).
+  (void)backend;
+  return nn::TopKForm::Searched;
 }
 
 }  // namespace luminal::cli
