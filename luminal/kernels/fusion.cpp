@@ -325,6 +325,128 @@ std::optional<SymProgram> through_broadcast(const SymProgram& q, const View& v,
   return out;
 }
 
+/// The regions a load `key` of a region in class `root` can inline, in the order they are tried:
+/// the HLIR elementwise producers of its class, then its fused e-nodes by ops (descending), each
+/// as read through key's view; `second` is set on the fused ones (one that fits is enough).
+/// None when the load reads its class other than contiguously (but for broadcast axes), or a
+/// constant, or the root itself.
+std::vector<std::pair<SymProgram, bool>> inlinable(const OpDef* fop, const EGraph& eg, ClassId root,
+                                                   const ChildKey& key) {
+  std::vector<std::pair<SymProgram, bool>> out;
+  const ClassId c = eg.find(key.cls);
+  if (c == root) return out;
+  const Shape& cdims = eg.shape(c);
+  std::optional<std::vector<int>> axis;
+  if (!key.view.is_contiguous() || key.view.numel() != numel(cdims)) {
+    axis = broadcast_axes(key.view, cdims);
+    if (!axis) return out;
+  }
+  if (constant_of(eg, c) || constant_program_of(fop, eg, c)) return out;
+  std::vector<ENodeId> hlir, fused;
+  for (ENodeId f : eg.nodes_of(c)) {
+    const OpDef* op = eg.node(f).op;
+    if (op->is_hlir && is_elementwise_kind(op->kind)) hlir.push_back(f);
+    if (op == fop) fused.push_back(f);
+  }
+  auto ops_of = [&](ENodeId f) {
+    const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(f).payload.get());
+    return prog ? region_ops(*prog) : 0;
+  };
+  std::stable_sort(fused.begin(), fused.end(), [&](ENodeId x, ENodeId y) {
+    const size_t ox = ops_of(x), oy = ops_of(y);
+    if (ox != oy) return ox > oy;
+    return eg.node(x).children.size() < eg.node(y).children.size();
+  });
+  auto add = [&](ENodeId f, bool first_only) {
+    std::optional<SymProgram> q = region_of(fop, eg, f);
+    if (q && axis) q = through_broadcast(*q, key.view, *axis, cdims.size());
+    if (q) out.emplace_back(std::move(*q), first_only);
+  };
+  for (ENodeId f : hlir)
+    add(f, false);
+  for (ENodeId f : fused)
+    add(f, true);
+  return out;
+}
+
+/// A canonical region as a program to grow (its loads in first-use order).
+SymProgram as_program(const Built& b) {
+  SymProgram p;
+  p.insts = b.program.insts;
+  for (size_t i = 0; i < b.children.size(); ++i)
+    p.loads.push_back({b.children[i], b.views[i]});
+  p.root = static_cast<int>(p.insts.size()) - 1;
+  return p;
+}
+
+/// `base` grown greedily: each load in turn inlines the first region that fits (its class's HLIR
+/// op, whose inputs are then tried in turn, else its largest fused region: a select form), and
+/// the loads an inlined region brings are tried too; loads of a class in `keep` stay loads.
+/// `inlined` receives the classes whose loads were replaced.
+std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root,
+                                   const SymProgram& base, const std::vector<ClassId>& keep,
+                                   std::vector<ClassId>& inlined) {
+  std::optional<Built> cur = canonicalize(fop, eg, base, kFusedMaxInsts, kFusedMaxChildren);
+  if (!cur) return std::nullopt;
+  // (each step inlines one load; the limits on instructions and inputs bound the growth, and
+  // the step count guards against a class that reaches itself through its producers)
+  std::vector<ChildKey> stays;  // loads that inlined nothing (the region only grows after)
+  for (int step = 0; step < 4 * kFusedMaxInsts; ++step) {
+    const SymProgram p = as_program(*cur);
+    bool grew = false;
+    for (int l = 0; l < static_cast<int>(p.loads.size()) && !grew; ++l) {
+      const ClassId c = eg.find(p.loads[l].cls);
+      if (std::find(keep.begin(), keep.end(), c) != keep.end()) continue;
+      const auto same = [&](const ChildKey& k) {
+        return k.cls == p.loads[l].cls && k.view == p.loads[l].view;
+      };
+      if (std::find_if(stays.begin(), stays.end(), same) != stays.end()) continue;
+      for (const auto& [q, fused] : inlinable(fop, eg, root, p.loads[l])) {
+        std::optional<Built> b =
+            canonicalize(fop, eg, inline_region(p, l, q), kFusedMaxInsts, kFusedMaxChildren);
+        if (!b || b->program.insts == cur->program.insts) continue;
+        cur = std::move(b);
+        inlined.push_back(c);
+        grew = true;
+        break;
+      }
+      if (!grew) stays.push_back(p.loads[l]);
+    }
+    if (!grew) break;
+  }
+  return cur;
+}
+
+/// The largest region grown from `base` greedily (grow_greedily), offered where the
+/// one-producer-at-a-time growth below stopped: it enumerates sub-regions up to
+/// kMaxFusedPerClass e-nodes a class, and a region of many inputs reaches that before its largest
+/// form (rope's x * cos + rotate_half(x) * sin over a GEMV's value: 12 partial regions, and the
+/// product with cos left as a kernel of its own). A class inlined at one load but still read at
+/// another keeps its kernel and adds its producer's inputs (a GEMV's bf16 value inlined as the
+/// cast of its f32 value where rotate_half still reads the bf16 one: the GEMV twice), so such a
+/// class is kept a load and the growth starts again. Nothing unless it computes more than `base`.
+std::optional<Built> greedy_region(const OpDef* fop, const EGraph& eg, ClassId root,
+                                   const SymProgram& base) {
+  std::vector<ClassId> keep;
+  std::optional<Built> g;
+  for (int round = 0; round <= kFusedMaxChildren; ++round) {
+    std::vector<ClassId> inlined;
+    g = grow_greedily(fop, eg, root, base, keep, inlined);
+    if (!g) return std::nullopt;
+    bool again = false;
+    for (ClassId c : inlined)
+      for (ClassId r : g->children)
+        if (eg.find(r) == c && std::find(keep.begin(), keep.end(), c) == keep.end()) {
+          keep.push_back(c);
+          again = true;
+        }
+    if (!again) break;
+  }
+  const std::optional<Built> b = canonicalize(fop, eg, base, kFusedMaxInsts, kFusedMaxChildren);
+  if (!b || region_ops(g->program) <= region_ops(b->program)) return std::nullopt;
+  return g;
+}
+
 void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
   const ENodeId e = m.root_node;
   const ClassId root = eg.find(m.root);
@@ -333,55 +455,27 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg) {
   // Only the HLIR op and the largest region of a class grow further: regions grow to the
   // maximal one in a few iterations without enumerating every sub-region.
   if (eg.node(e).op == fop && largest != e) return;
-  if (fused_in_class >= kMaxFusedPerClass) return;
   std::optional<SymProgram> base = region_of(fop, eg, e);
   if (!base) return;
   const Attrs like = eg.attrs_of(e);
+  if (fused_in_class >= kMaxFusedPerClass) {
+    if (eg.node(e).op != fop)  // (from the HLIR op: the natural inputs, not a cast of one)
+      if (std::optional<Built> g = greedy_region(fop, eg, root, *base))
+        add_fused(fop, eg, root, like, *g);
+    return;
+  }
   // Constants inlined (when the HLIR op read one).
   if (eg.node(e).op != fop) {
     std::optional<Built> b = canonicalize(fop, eg, *base, kFusedMaxInsts, kFusedMaxChildren);
     if (b && b->children.size() < base->loads.size()) add_fused(fop, eg, root, like, *b);
   }
   // Absorb a producer of each child read contiguously, or contiguously but for broadcast axes
-  // (its values computed again for each element that reads them: the search weighs that).
+  // (its values computed again for each element that reads them: the search weighs that): the
+  // HLIR producers, then the largest fused region of the child's class that still fits.
   for (int l = 0; l < static_cast<int>(base->loads.size()); ++l) {
-    const ChildKey key = base->loads[l];
-    const ClassId c = eg.find(key.cls);
-    if (c == root) continue;
-    const Shape& cdims = eg.shape(c);
-    std::optional<std::vector<int>> axis;
-    if (!key.view.is_contiguous() || key.view.numel() != numel(cdims)) {
-      axis = broadcast_axes(key.view, cdims);
-      if (!axis) continue;
-    }
-    if (constant_of(eg, c) || constant_program_of(fop, eg, c)) continue;
-    // The HLIR producers, then the largest fused region of C that still fits the limits.
-    std::vector<ENodeId> hlir, fused;
-    for (ENodeId f : eg.nodes_of(c)) {
-      const OpDef* op = eg.node(f).op;
-      if (op->is_hlir && is_elementwise_kind(op->kind)) hlir.push_back(f);
-      if (op == fop) fused.push_back(f);
-    }
-    auto ops_of = [&](ENodeId f) {
-      const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(f).payload.get());
-      return prog ? region_ops(*prog) : 0;
-    };
-    std::stable_sort(fused.begin(), fused.end(), [&](ENodeId x, ENodeId y) {
-      const size_t ox = ops_of(x), oy = ops_of(y);
-      if (ox != oy) return ox > oy;
-      return eg.node(x).children.size() < eg.node(y).children.size();
-    });
-    std::vector<std::pair<ENodeId, bool>> producers;  // (e-node, stop after the first success)
-    for (ENodeId f : hlir)
-      producers.emplace_back(f, false);
-    for (ENodeId f : fused)
-      producers.emplace_back(f, true);
-    for (auto [f, first_only] : producers) {
-      std::optional<SymProgram> q = region_of(fop, eg, f);
-      if (q && axis) q = through_broadcast(*q, key.view, *axis, cdims.size());
-      if (!q) continue;
+    for (const auto& [q, first_only] : inlinable(fop, eg, root, base->loads[l])) {
       std::optional<Built> b =
-          canonicalize(fop, eg, inline_region(*base, l, *q), kFusedMaxInsts, kFusedMaxChildren);
+          canonicalize(fop, eg, inline_region(*base, l, q), kFusedMaxInsts, kFusedMaxChildren);
       if (!b) continue;
       add_fused(fop, eg, root, like, *b);
       if (++fused_in_class >= kMaxFusedPerClass) return;

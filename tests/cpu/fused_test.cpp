@@ -348,6 +348,28 @@ std::vector<std::pair<std::string, ChainOp>> chain_ops() {
   };
 }
 
+TEST(FusionRules, ManyInputRegionReachesItsLargestFormPastTheClassLimit) {
+  // Rope's rotate-half form over a product's value, as torch writes it: x * cos +
+  // cat(-x2, x1) * sin. Growing one producer at a time fills the add's class with 12 partial
+  // regions (kMaxFusedPerClass) before the whole, which left x * cos a kernel of its own (the
+  // torch 8B step's two Mul kernels a layer on the GPU); the greedy region is the whole in one.
+  Graph g;
+  Tensor x = g.tensor("x", {1, 64}, DType::BF16);
+  Tensor w = g.tensor("w", {64, 512}, DType::BF16);
+  // (cos and sin computed from the angles, as torch's rope: cat(cos(a), cos(a)) in f32, cast)
+  Tensor ang = g.tensor("angles", {1, 64});
+  const Tensor cos = concat({ang.cos(), ang.cos()}, 1).cast(DType::BF16);
+  const Tensor sin = concat({ang.sin(), ang.sin()}, 1).cast(DType::BF16);
+  const Tensor q = x.matmul(w).reshape({1, 4, 1, 128});
+  const Tensor rot = concat({-q.slice(3, 64, 128), q.slice(3, 0, 64)}, 3);
+  const std::vector<Dim> heads = {1, 4, 1, 128};
+  (q * cos.reshape({1, 1, 1, 128}).expand(heads) + rot * sin.reshape({1, 1, 1, 128}).expand(heads))
+      .output("y");
+  // Three regions: cos and sin (each read through a broadcast of another shape: kept) and the
+  // rope itself (before: four, x * cos apart).
+  check_fused(g, {{}}, "rope", 3);
+}
+
 TEST(FusedNumerics, ChainsOf2To10OpsEveryFloatDtype) {
   auto ops = chain_ops();
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
