@@ -62,7 +62,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
   tar -xzf "$cache_in" -C "$XDG_CACHE_HOME" && note "cache: restored from $cache_in"
 fi
 
-targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_gemv_kn test_cuda_scatter_store test_cuda_quant test_cuda_fold"
+targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_gemv_kn test_cuda_gemv_split test_cuda_scatter_store test_cuda_quant test_cuda_fold"
 targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
 # The smaller suites without a line of their own below (suite "misc").
 misc_targets="test_cuda_fused_reduce test_cuda_scatter_distinct test_cuda_scatter_ordered test_cuda_scatter_runtime_index test_cuda_step_deps test_cuda_fewest_kernels test_cuda_codegen test_cuda_lt_rule test_cuda_lt_spec test_cuda_lt_activation test_cuda_row_q8 test_cuda_quant_host"
@@ -131,6 +131,8 @@ if [ $suites -eq 1 ]; then
     "$out/gemv.log" 300 "$build/tests/test_cuda_gemv"
   { want gemv || want gemv-kn; } && suite "gemv-kn suite (cuda.GemvKN: x @ W along n, P @ V over a dynamic context)" \
     "$out/gemv.log" 300 "$build/tests/test_cuda_gemv_kn"
+  { want gemv || want gemv-kn; } && suite "gemv-split suite (cuda.Gemv over split heads: Q @ K^T with repeated KV heads)" \
+    "$out/gemv.log" 120 "$build/tests/test_cuda_gemv_split"
   { want gemv || want scatter-store; } && suite "scatter-store suite (a matmul storing into the KV cache: same bits as the matmul then the scatter)" \
     "$out/gemv.log" 300 "$build/tests/test_cuda_scatter_store"
   want quant && suite "quant suite (Dequantize, cuda.QGemv, cuda.QuantizeQ8 + cuda.QGemvQ8, cuda.QGather per block type; a Q8_0 GGUF)" \

@@ -34,6 +34,7 @@
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
+#include "luminal/kernels/split_axes.hpp"
 
 namespace luminal::cuda {
 
@@ -110,6 +111,25 @@ std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Fact
     if (!best || f.rows > best->rows) best = f;
   }
   return best;
+}
+
+/// The attributes a GEMV reads `a` (two views) through: `a` itself where it has a GEMV form;
+/// else, with LUMINAL_CUDA_GEMV_SPLIT=1, its domain with axes split where that makes every
+/// stride linear (kernels/split_axes.hpp, as cuda.GemvKN): grouped-query heads repeated by
+/// repeat_interleave read a KV head through c*(z/g), one batch index a query head, so no operand
+/// is shared by few enough rows and Q @ K^T ran as cuda.Matmul, each query head reading its KV
+/// head again; split into [kv, g], the g heads are the rows of one GEMV. The output, row-major
+/// over the domain, keeps its layout. Off by default until the split form has run on a GPU.
+Attrs gemv_domain(const Attrs& a, DType t0, DType t1, const Facts& facts) {
+  if (gemv_form(a, t0, t1, facts)) return a;
+  const char* on = std::getenv("LUMINAL_CUDA_GEMV_SPLIT");
+  if (on == nullptr || std::string(on) != "1" || a.views.size() != 2) return a;
+  const std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis);
+  if (!d) return a;
+  Attrs s = a;
+  s.views = {d->a, d->b};
+  s.axis = d->axis;
+  return gemv_form(s, t0, t1, facts) ? s : a;
 }
 
 // A kernel of either form: the dims prologue, P (outputs along the shared operand) and K, then
@@ -312,8 +332,8 @@ std::string then_product(Codegen& cg, const GemvThen& then, int T, int TPB, cons
 /// `epi`: the epilogue program of cuda.GemvEpi / cuda.GemvCastEpi (load 0: the GEMV's value in
 /// the load's dtype; load j >= 1: input j + 1 through views[j + 1] at the output's flat index),
 /// or null. `then`: the product after it (cuda.GemvMatmul; input 2 is its other operand), or null.
-KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t,
-                        const FusedProgram* epi = nullptr, const GemvThen* then = nullptr) {
+KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_t,
+                        const FusedProgram* epi, const GemvThen* then) {
   const size_t extra = epi ? n.input_dtypes.size() - 2 : (then ? 1 : 0);
   if (n.input_dtypes.size() != 2 + extra || n.input_dtypes.size() < 2 ||
       n.attrs.views.size() != n.input_dtypes.size())
@@ -582,6 +602,24 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
   return gen;
 }
 
+/// gen_gemv_over on the domain gemv_domain gives (the epilogue's views, over the output, read
+/// it at its flat index, which a split leaves as it is).
+KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t,
+                        const FusedProgram* epi = nullptr, const GemvThen* then = nullptr) {
+  if (then || n.attrs.views.size() < 2 || n.input_dtypes.size() < 2)
+    return gen_gemv_over(n, ctx, product_t, epi, then);
+  Attrs core = n.attrs;
+  core.views.resize(2);
+  const Attrs d = gemv_domain(core, n.input_dtypes[0], n.input_dtypes[1], ctx.facts);
+  if (d.axis == core.axis && d.views == core.views)
+    return gen_gemv_over(n, ctx, product_t, epi, then);
+  LlirNode m = n;
+  m.attrs.views[0] = d.views[0];
+  m.attrs.views[1] = d.views[1];
+  m.attrs.axis = d.axis;
+  return gen_gemv_over(m, ctx, product_t, epi, then);
+}
+
 KernelGen gen_gemv(const LlirNode& n, const GenContext& ctx) {
   return gen_gemv_node(n, ctx, n.attrs.dtype);
 }
@@ -660,8 +698,9 @@ std::vector<Rule> gemv_rules() {
       v = unit_stride_k(v, p.attrs.axis);
     // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
     // constant, as decode's s = 1 is once the bucket substitutes it)
-    return gemv_form(p.attrs, eg.dtype(p.children[0]), eg.dtype(p.children[1]), Facts{})
-        .has_value();
+    if (p.attrs.views.size() != 2) return false;
+    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
+    return gemv_form(gemv_domain(p.attrs, t0, t1, Facts{}), t0, t1, Facts{}).has_value();
   });
 }
 
