@@ -692,16 +692,21 @@ View unit_stride_k(View v, int axis) {
 /// cuda.Gemv for every matmul with a GEMV form (the 16-bit operands read through the graph's
 /// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
 std::vector<Rule> gemv_rules() {
-  return matmul_op_rules("cuda.gemv", &kGemv, &kGemvCast, [](const EGraph& eg, MatmulParts& p) {
-    if (!decode_alternatives()) return false;
-    for (View& v : p.attrs.views)
-      v = unit_stride_k(v, p.attrs.axis);
-    // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
-    // constant, as decode's s = 1 is once the bucket substitutes it)
-    if (p.attrs.views.size() != 2) return false;
-    const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
-    return gemv_form(gemv_domain(p.attrs, t0, t1, Facts{}), t0, t1, Facts{}).has_value();
-  });
+  // (the rule's name says whether split domains are offered: the compile cache keys it)
+  const char* split = std::getenv("LUMINAL_CUDA_GEMV_SPLIT");
+  const bool on = split != nullptr && std::string(split) == "1";
+  return matmul_op_rules(
+      on ? "cuda.gemv-split" : "cuda.gemv", &kGemv, &kGemvCast,
+      [](const EGraph& eg, MatmulParts& p) {
+        if (!decode_alternatives()) return false;
+        for (View& v : p.attrs.views)
+          v = unit_stride_k(v, p.attrs.axis);
+        // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
+        // constant, as decode's s = 1 is once the bucket substitutes it)
+        if (p.attrs.views.size() != 2) return false;
+        const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
+        return gemv_form(gemv_domain(p.attrs, t0, t1, Facts{}), t0, t1, Facts{}).has_value();
+      });
 }
 
 /// `v` with axis `axis` moved last.

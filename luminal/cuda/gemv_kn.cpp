@@ -324,13 +324,18 @@ KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
 /// cuda.GemvKN for every matmul with a KN form (16-bit operands read through the graph's casts
 /// where it casts them up), and cuda.GemvKNCast for its cast back to bf16/f16.
 std::vector<Rule> kn_rules() {
-  return matmul_op_rules(
-      "cuda.gemv-kn", &kGemvKN, &kGemvKNCast, [](const EGraph& eg, MatmulParts& p) {
-        if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return false;
-        if (p.attrs.views.size() != 2) return false;
-        return kn_form(kn_domain(p.attrs), eg.dtype(p.children[0]), eg.dtype(p.children[1]))
-            .has_value();
-      });
+  // (the rule's name says whether split domains are offered: the compile cache keys it)
+  const char* split = std::getenv("LUMINAL_CUDA_GEMV_KN_SPLIT");
+  const bool on = split != nullptr && std::string(split) == "1";
+  return matmul_op_rules(on ? "cuda.gemv-kn-split" : "cuda.gemv-kn", &kGemvKN, &kGemvKNCast,
+                         [](const EGraph& eg, MatmulParts& p) {
+                           if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN"))
+                             return false;
+                           if (p.attrs.views.size() != 2) return false;
+                           return kn_form(kn_domain(p.attrs), eg.dtype(p.children[0]),
+                                          eg.dtype(p.children[1]))
+                               .has_value();
+                         });
 }
 
 }  // namespace

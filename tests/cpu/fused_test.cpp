@@ -504,6 +504,28 @@ TEST(FusedNumerics, EveryRandomChoiceMatchesTheReference) {
   }
 }
 
+TEST(FusedNumerics, GreedyRegionsEverywhereMatchTheReference) {
+  // LUMINAL_FUSION_GREEDY=all (the greedy region in every class): any mix of the regions of a
+  // graph with shared values is exact, and so is the program of the largest ones.
+  ::setenv("LUMINAL_FUSION_GREEDY", "all", 1);
+  Graph g;
+  Tensor x = g.tensor("x", {kS, 6}, DType::BF16);
+  Tensor y = g.tensor("y", {6}, DType::BF16);
+  Tensor e = (x * 0.5).exp2();
+  Tensor u = (e + y.expand({kS, 6})) * x;
+  (u + (e * e).sin()).output("o1");
+  (u.cast(DType::F32) * 3.0).output("o2");
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, {});
+  Rng rng(7);
+  for (int i = 0; i < 15; ++i)
+    opstest::check_program(g, to_llir(*b.space, b.space->random_genome(rng)),
+                           {{{"s", 5}}, {{"s", 300}}}, kExact, "greedy " + std::to_string(i), 2,
+                           static_cast<uint64_t>(i));
+  check_fused(g, {{{"s", 5}}}, "greedy, largest regions");
+  ::unsetenv("LUMINAL_FUSION_GREEDY");
+}
+
 TEST(FusedNumerics, LargeTensorsManyThreads) {
   Graph g;
   Tensor x = g.tensor("x", {kS, 1000});
