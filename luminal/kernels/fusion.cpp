@@ -2,6 +2,7 @@
 #include "luminal/kernels/fusion.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -327,31 +328,31 @@ std::optional<SymProgram> through_broadcast(const SymProgram& q, const View& v,
   return out;
 }
 
-/// The regions a load `key` of a region in class `root` can inline, in the order they are tried:
-/// the HLIR elementwise producers of its class, then its fused e-nodes by ops (descending), each
-/// as read through key's view; `second` is set on the fused ones (one that fits is enough).
-/// None when the load reads its class other than contiguously (but for broadcast axes), or a
-/// constant, or the root itself.
-std::vector<std::pair<SymProgram, bool>> inlinable(const OpDef* fop, const EGraph& eg, ClassId root,
-                                                   const ChildKey& key) {
-  std::vector<std::pair<SymProgram, bool>> out;
+/// Calls f(region, fused) with each region a load `key` of a region in class `root` can inline,
+/// in the order they are tried, until f returns true: the HLIR elementwise producers of its
+/// class, then at most `max_fused` of its fused e-nodes by ops (descending), each as read
+/// through key's view. None when the load reads its class other than contiguously (but for
+/// broadcast axes), or a constant, or the root itself.
+template <class F>
+void for_each_inlinable(const OpDef* fop, const EGraph& eg, ClassId root, const ChildKey& key,
+                        size_t max_fused, F&& f) {
   const ClassId c = eg.find(key.cls);
-  if (c == root) return out;
+  if (c == root) return;
   const Shape& cdims = eg.shape(c);
   std::optional<std::vector<int>> axis;
   if (!key.view.is_contiguous() || key.view.numel() != numel(cdims)) {
     axis = broadcast_axes(key.view, cdims);
-    if (!axis) return out;
+    if (!axis) return;
   }
-  if (constant_of(eg, c) || constant_program_of(fop, eg, c)) return out;
+  if (constant_of(eg, c) || constant_program_of(fop, eg, c)) return;
   std::vector<ENodeId> hlir, fused;
-  for (ENodeId f : eg.nodes_of(c)) {
-    const OpDef* op = eg.node(f).op;
-    if (op->is_hlir && is_elementwise_kind(op->kind)) hlir.push_back(f);
-    if (op == fop) fused.push_back(f);
+  for (ENodeId n : eg.nodes_of(c)) {
+    const OpDef* op = eg.node(n).op;
+    if (op->is_hlir && is_elementwise_kind(op->kind)) hlir.push_back(n);
+    if (op == fop) fused.push_back(n);
   }
-  auto ops_of = [&](ENodeId f) {
-    const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(f).payload.get());
+  auto ops_of = [&](ENodeId n) {
+    const auto* prog = dynamic_cast<const FusedProgram*>(eg.attrs_of(n).payload.get());
     return prog ? region_ops(*prog) : 0;
   };
   std::stable_sort(fused.begin(), fused.end(), [&](ENodeId x, ENodeId y) {
@@ -359,16 +360,16 @@ std::vector<std::pair<SymProgram, bool>> inlinable(const OpDef* fop, const EGrap
     if (ox != oy) return ox > oy;
     return eg.node(x).children.size() < eg.node(y).children.size();
   });
-  auto add = [&](ENodeId f, bool first_only) {
-    std::optional<SymProgram> q = region_of(fop, eg, f);
+  if (fused.size() > max_fused) fused.resize(max_fused);
+  auto call = [&](ENodeId n, bool is_fused) {
+    std::optional<SymProgram> q = region_of(fop, eg, n);
     if (q && axis) q = through_broadcast(*q, key.view, *axis, cdims.size());
-    if (q) out.emplace_back(std::move(*q), first_only);
+    return q && f(*q, is_fused);
   };
-  for (ENodeId f : hlir)
-    add(f, false);
-  for (ENodeId f : fused)
-    add(f, true);
-  return out;
+  for (ENodeId n : hlir)
+    if (call(n, false)) return;
+  for (ENodeId n : fused)
+    if (call(n, true)) return;
 }
 
 /// A canonical region as a program to grow (its loads in first-use order).
@@ -387,12 +388,12 @@ SymProgram as_program(const Built& b) {
 /// `inlined` receives the classes whose loads were replaced.
 std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root,
                                    const SymProgram& base, const std::vector<ClassId>& keep,
-                                   std::vector<ClassId>& inlined) {
+                                   std::vector<ClassId>& inlined, std::vector<ChildKey>& stays) {
   std::optional<Built> cur = canonicalize(fop, eg, base, kFusedMaxInsts, kFusedMaxChildren);
   if (!cur) return std::nullopt;
   // (each step inlines one load; the limits on instructions and inputs bound the growth, and
-  // the step count guards against a class that reaches itself through its producers)
-  std::vector<ChildKey> stays;  // loads that inlined nothing (the region only grows after)
+  // the step count guards against a class that reaches itself through its producers; `stays`:
+  // loads that inlined nothing, which a larger region will not either)
   for (int step = 0; step < 4 * kFusedMaxInsts; ++step) {
     const SymProgram p = as_program(*cur);
     bool grew = false;
@@ -403,15 +404,15 @@ std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId r
         return k.cls == p.loads[l].cls && k.view == p.loads[l].view;
       };
       if (std::find_if(stays.begin(), stays.end(), same) != stays.end()) continue;
-      for (const auto& [q, fused] : inlinable(fop, eg, root, p.loads[l])) {
+      for_each_inlinable(fop, eg, root, p.loads[l], 2, [&](const SymProgram& q, bool) {
         std::optional<Built> b =
             canonicalize(fop, eg, inline_region(p, l, q), kFusedMaxInsts, kFusedMaxChildren);
-        if (!b || b->program.insts == cur->program.insts) continue;
+        if (!b || b->program.insts == cur->program.insts) return false;
         cur = std::move(b);
         inlined.push_back(c);
         grew = true;
-        break;
-      }
+        return true;
+      });
       if (!grew) stays.push_back(p.loads[l]);
     }
     if (!grew) break;
@@ -430,10 +431,11 @@ std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId r
 std::optional<Built> greedy_region(const OpDef* fop, const EGraph& eg, ClassId root,
                                    const SymProgram& base) {
   std::vector<ClassId> keep;
+  std::vector<ChildKey> stays;
   std::optional<Built> g;
   for (int round = 0; round <= kFusedMaxChildren; ++round) {
     std::vector<ClassId> inlined;
-    g = grow_greedily(fop, eg, root, base, keep, inlined);
+    g = grow_greedily(fop, eg, root, base, keep, inlined, stays);
     if (!g) return std::nullopt;
     bool again = false;
     for (ClassId c : inlined)
@@ -477,13 +479,23 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg, bool greedy_all)
       add_fused(fop, eg, root, like, *g);
       ++fused_in_class;
     }
-  } else if (fused_in_class >= kMaxFusedPerClass) {
-    if (eg.node(e).op != fop)  // (from the HLIR op: the natural inputs, not a cast of one)
-      if (std::optional<Built> g = greedy_region(fop, eg, root, *base))
-        add_fused(fop, eg, root, like, *g);
-    return;
   }
+  // (at the limit the class got its greedy region when it reached it, below)
   if (fused_in_class >= kMaxFusedPerClass) return;
+  // The greedy region, once, when the class reaches the limit: grown from the class's HLIR op
+  // (the natural inputs, not a cast of one). (Each time the class matched again it cost the
+  // sampler graph of `luminal run` 2.7 s of saturation.)
+  auto at_limit = [&] {
+    if (greedy_all) return;
+    for (ENodeId h : eg.nodes_of(root)) {
+      const OpDef* op = eg.node(h).op;
+      if (!op->is_hlir || !is_elementwise_kind(op->kind)) continue;
+      if (std::optional<SymProgram> hb = region_of(fop, eg, h))
+        if (std::optional<Built> g = greedy_region(fop, eg, root, *hb))
+          add_fused(fop, eg, root, eg.attrs_of(h), *g);
+      return;
+    }
+  };
   // Constants inlined (when the HLIR op read one).
   if (eg.node(e).op != fop) {
     std::optional<Built> b = canonicalize(fop, eg, *base, kFusedMaxInsts, kFusedMaxChildren);
@@ -492,16 +504,19 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg, bool greedy_all)
   // Absorb a producer of each child read contiguously, or contiguously but for broadcast axes
   // (its values computed again for each element that reads them: the search weighs that): the
   // HLIR producers, then the largest fused region of the child's class that still fits.
-  for (int l = 0; l < static_cast<int>(base->loads.size()); ++l) {
-    for (const auto& [q, first_only] : inlinable(fop, eg, root, base->loads[l])) {
-      std::optional<Built> b =
-          canonicalize(fop, eg, inline_region(*base, l, q), kFusedMaxInsts, kFusedMaxChildren);
-      if (!b) continue;
-      add_fused(fop, eg, root, like, *b);
-      if (++fused_in_class >= kMaxFusedPerClass) return;
-      if (first_only) break;
-    }
+  bool full = false;
+  for (int l = 0; l < static_cast<int>(base->loads.size()) && !full; ++l) {
+    for_each_inlinable(
+        fop, eg, root, base->loads[l], SIZE_MAX, [&](const SymProgram& q, bool fused) {
+          std::optional<Built> b =
+              canonicalize(fop, eg, inline_region(*base, l, q), kFusedMaxInsts, kFusedMaxChildren);
+          if (!b) return false;
+          add_fused(fop, eg, root, like, *b);
+          full = ++fused_in_class >= kMaxFusedPerClass;
+          return full || fused;  // (one fused region that fits is enough)
+        });
   }
+  if (full) at_limit();
 }
 
 // ---------------------------------------------------------------- where() as a select
