@@ -454,7 +454,7 @@ std::optional<Built> greedy_region(const OpDef* fop, const EGraph& eg, ClassId r
 /// LUMINAL_FUSION_GREEDY=all: the greedy region in every class, from the HLIR op and from the
 /// largest region, not only where a class reached kMaxFusedPerClass. On the host (2026-12-05)
 /// the CUDA fewest-kernels programs: SmolLM2 shape 30 layers 493 -> 432 kernels, 12-layer
-/// Qwen3-MoE 879 / 335 / 395 -> 864 / 334 / 370 (argmax / ranks / both); it also stops the
+/// Qwen3-MoE 901 / 335 / 395 -> 864 / 334 / 394 (argmax / ranks / both); it also stops the
 /// one-at-a-time growth of the regions it outgrows (the greedy one becomes the largest), which
 /// feeds the epilogue forms. Untimed on a GPU: for that A/B.
 /// (Read when the rules are made: the rule's name says it, so the compile cache keys it.)
