@@ -139,7 +139,7 @@ KernelGen gen_iota(const LlirNode& n, const GenContext& ctx) {
   });
 }
 
-std::vector<Rule> fusion() { return fusion_rules(&kFused, "cuda"); }
+std::vector<Rule> fusion() { return fusion_rules(&kFused, "cuda", true); }
 
 }  // namespace
 

@@ -332,15 +332,16 @@ std::optional<SymProgram> through_broadcast(const SymProgram& q, const View& v,
 /// in the order they are tried, until f returns true: the HLIR elementwise producers of its
 /// class, then at most `max_fused` of its fused e-nodes by ops (descending), each as read
 /// through key's view. None when the load reads its class other than contiguously (but for
-/// broadcast axes), or a constant, or the root itself.
+/// broadcast axes, where `broadcast`), or a constant, or the root itself.
 template <class F>
 void for_each_inlinable(const OpDef* fop, const EGraph& eg, ClassId root, const ChildKey& key,
-                        size_t max_fused, F&& f) {
+                        size_t max_fused, bool broadcast, F&& f) {
   const ClassId c = eg.find(key.cls);
   if (c == root) return;
   const Shape& cdims = eg.shape(c);
   std::optional<std::vector<int>> axis;
   if (!key.view.is_contiguous() || key.view.numel() != numel(cdims)) {
+    if (!broadcast) return;
     axis = broadcast_axes(key.view, cdims);
     if (!axis) return;
   }
@@ -384,7 +385,10 @@ SymProgram as_program(const Built& b) {
 
 /// `base` grown greedily: each load in turn inlines the first region that fits (its class's HLIR
 /// op, whose inputs are then tried in turn, else its largest fused region: a select form), and
-/// the loads an inlined region brings are tried too; loads of a class in `keep` stay loads.
+/// the loads an inlined region brings are tried too; loads of a class in `keep` stay loads, and
+/// so do loads through a broadcast (a producer inlined there would run again for every element
+/// that reads its value: the [E, E] pairwise region of a router's ranks recomputing its softmax
+/// E times made the tiny MoE decodes 1.5x slower on the CPU).
 /// `inlined` receives the classes whose loads were replaced.
 std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root,
                                    const SymProgram& base, const std::vector<ClassId>& keep,
@@ -404,7 +408,7 @@ std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId r
         return k.cls == p.loads[l].cls && k.view == p.loads[l].view;
       };
       if (std::find_if(stays.begin(), stays.end(), same) != stays.end()) continue;
-      for_each_inlinable(fop, eg, root, p.loads[l], 2, [&](const SymProgram& q, bool) {
+      for_each_inlinable(fop, eg, root, p.loads[l], 2, false, [&](const SymProgram& q, bool) {
         std::optional<Built> b =
             canonicalize(fop, eg, inline_region(p, l, q), kFusedMaxInsts, kFusedMaxChildren);
         if (!b || b->program.insts == cur->program.insts) return false;
@@ -451,19 +455,25 @@ std::optional<Built> greedy_region(const OpDef* fop, const EGraph& eg, ClassId r
   return g;
 }
 
-/// LUMINAL_FUSION_GREEDY=all: the greedy region in every class, from the HLIR op and from the
-/// largest region, not only where a class reached kMaxFusedPerClass. On the host (2026-12-05)
-/// the CUDA fewest-kernels programs: SmolLM2 shape 30 layers 493 -> 432 kernels, 12-layer
-/// Qwen3-MoE 901 / 335 / 395 -> 864 / 334 / 394 (argmax / ranks / both); it also stops the
-/// one-at-a-time growth of the regions it outgrows (the greedy one becomes the largest), which
-/// feeds the epilogue forms. Untimed on a GPU: for that A/B.
-/// (Read when the rules are made: the rule's name says it, so the compile cache keys it.)
-bool greedy_everywhere() {
+/// LUMINAL_FUSION_GREEDY: "all", the greedy region in every class, from the HLIR op and from
+/// the largest region, not only where a class reached kMaxFusedPerClass; "off", nowhere (for an
+/// A/B of the CUDA default); unset, the backend's choice (fusion.hpp). On the host (2026-12-05)
+/// with "all", the CUDA fewest-kernels programs: SmolLM2 shape 30 layers 493 -> 432 kernels,
+/// 12-layer Qwen3-MoE 901 / 335 / 395 -> 864 / 334 / 394 (argmax / ranks / both), 8B 524 -> 526;
+/// it also stops the one-at-a-time growth of the regions it outgrows (the greedy one becomes the
+/// largest), which feeds the epilogue forms. Untimed on a GPU. (Read when the rules are made:
+/// the rule's name says it, so the compile cache keys it.)
+std::string greedy_switch() {
   const char* v = std::getenv("LUMINAL_FUSION_GREEDY");
-  return v != nullptr && std::string(v) == "all";
+  return v != nullptr ? std::string(v) : std::string();
 }
 
-void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg, bool greedy_all) {
+/// How a ruleset offers the greedy region (greedy_region): never, where a class reaches the
+/// limit, or in every class (LUMINAL_FUSION_GREEDY=all).
+enum class Greedy { Off, AtLimit, All };
+
+void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg, Greedy greedy) {
+  const bool greedy_all = greedy == Greedy::All;
   const ENodeId e = m.root_node;
   const ClassId root = eg.find(m.root);
   size_t fused_in_class = 0;
@@ -486,7 +496,7 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg, bool greedy_all)
   // (the natural inputs, not a cast of one). (Each time the class matched again it cost the
   // sampler graph of `luminal run` 2.7 s of saturation.)
   auto at_limit = [&] {
-    if (greedy_all) return;
+    if (greedy != Greedy::AtLimit) return;
     for (ENodeId h : eg.nodes_of(root)) {
       const OpDef* op = eg.node(h).op;
       if (!op->is_hlir || !is_elementwise_kind(op->kind)) continue;
@@ -507,7 +517,7 @@ void apply_fusion(const OpDef* fop, const Match& m, EGraph& eg, bool greedy_all)
   bool full = false;
   for (int l = 0; l < static_cast<int>(base->loads.size()) && !full; ++l) {
     for_each_inlinable(
-        fop, eg, root, base->loads[l], SIZE_MAX, [&](const SymProgram& q, bool fused) {
+        fop, eg, root, base->loads[l], SIZE_MAX, true, [&](const SymProgram& q, bool fused) {
           std::optional<Built> b =
               canonicalize(fop, eg, inline_region(*base, l, q), kFusedMaxInsts, kFusedMaxChildren);
           if (!b) return false;
@@ -637,16 +647,22 @@ void apply_where(const OpDef* fop, const Match& m, EGraph& eg) {
 
 }  // namespace
 
-std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix) {
+std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix, bool at_limit) {
   Pattern p = Pattern::any_op([fused](const OpDef* op) {
                 return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
               }).bind("e");
-  const bool all = greedy_everywhere();
-  return {
-      Rule{prefix + (all ? ".fuse-elementwise-greedy" : ".fuse-elementwise"), std::move(p), nullptr,
-           [fused, all](const Match& m, EGraph& eg) { apply_fusion(fused, m, eg, all); }},
-      Rule{prefix + ".fuse-where", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
-           [fused](const Match& m, EGraph& eg) { apply_where(fused, m, eg); }}};
+  const std::string sw = greedy_switch();
+  const Greedy g = sw == "all"   ? Greedy::All
+                   : sw == "off" ? Greedy::Off
+                   : at_limit    ? Greedy::AtLimit
+                                 : Greedy::Off;
+  const char* name = g == Greedy::All       ? ".fuse-elementwise-greedy"
+                     : g == Greedy::AtLimit ? ".fuse-elementwise-at-limit"
+                                            : ".fuse-elementwise";
+  return {Rule{prefix + name, std::move(p), nullptr,
+               [fused, g](const Match& m, EGraph& eg) { apply_fusion(fused, m, eg, g); }},
+          Rule{prefix + ".fuse-where", Pattern::op(OpKind::Scatter).bind("scatter"), nullptr,
+               [fused](const Match& m, EGraph& eg) { apply_where(fused, m, eg); }}};
 }
 
 }  // namespace luminal

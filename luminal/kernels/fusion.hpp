@@ -19,7 +19,12 @@
 namespace luminal {
 
 /// The rules ("<prefix>.fuse-elementwise", "<prefix>.fuse-where") that add `fused` e-nodes
-/// carrying FusedPrograms.
-std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix);
+/// carrying FusedPrograms. `greedy_at_limit`: a class whose partial regions reach the limit
+/// (12) also gets its largest region grown greedily (fusion.cpp, greedy_region): on for CUDA,
+/// where it puts torch's rope in one kernel; off for the CPU, whose search chose slower programs
+/// of more kernels with it on the tiny MoE decodes (0.028 -> 0.043 ms). LUMINAL_FUSION_GREEDY=all
+/// offers it in every class, on every backend.
+std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix,
+                               bool greedy_at_limit = false);
 
 }  // namespace luminal

@@ -348,15 +348,12 @@ std::vector<std::pair<std::string, ChainOp>> chain_ops() {
   };
 }
 
-TEST(FusionRules, ManyInputRegionReachesItsLargestFormPastTheClassLimit) {
-  // Rope's rotate-half form over a product's value, as torch writes it: x * cos +
-  // cat(-x2, x1) * sin. Growing one producer at a time fills the add's class with 12 partial
-  // regions (kMaxFusedPerClass) before the whole, which left x * cos a kernel of its own (the
-  // torch 8B step's two Mul kernels a layer on the GPU); the greedy region is the whole in one.
+/// Rope's rotate-half form over a product's value, as torch writes it: x * cos +
+/// cat(-x2, x1) * sin, cos and sin computed from the angles (cat(cos(a), cos(a)) in f32, cast).
+Graph rope_over_a_product() {
   Graph g;
   Tensor x = g.tensor("x", {1, 64}, DType::BF16);
   Tensor w = g.tensor("w", {64, 512}, DType::BF16);
-  // (cos and sin computed from the angles, as torch's rope: cat(cos(a), cos(a)) in f32, cast)
   Tensor ang = g.tensor("angles", {1, 64});
   const Tensor cos = concat({ang.cos(), ang.cos()}, 1).cast(DType::BF16);
   const Tensor sin = concat({ang.sin(), ang.sin()}, 1).cast(DType::BF16);
@@ -365,9 +362,18 @@ TEST(FusionRules, ManyInputRegionReachesItsLargestFormPastTheClassLimit) {
   const std::vector<Dim> heads = {1, 4, 1, 128};
   (q * cos.reshape({1, 1, 1, 128}).expand(heads) + rot * sin.reshape({1, 1, 1, 128}).expand(heads))
       .output("y");
-  // Three regions: cos and sin (each read through a broadcast of another shape: kept) and the
-  // rope itself (before: four, x * cos apart).
-  check_fused(g, {{}}, "rope", 3);
+  return g;
+}
+
+TEST(FusionRules, GreedyRegionsAreExact) {
+  // The greedy region (fusion.cpp; on the CPU only with LUMINAL_FUSION_GREEDY=all): rope in one
+  // region besides cos and sin (each read through a broadcast of another shape: kept), four
+  // regions without it (x * cos apart), bit-exact. The CUDA rules offer it where a class
+  // reaches the limit of 12 regions (tests/cuda/fusion_greedy_test.cpp).
+  check_fused(rope_over_a_product(), {{}}, "rope", 4);
+  ::setenv("LUMINAL_FUSION_GREEDY", "all", 1);
+  check_fused(rope_over_a_product(), {{}}, "rope, greedy", 3);
+  ::unsetenv("LUMINAL_FUSION_GREEDY");
 }
 
 TEST(FusedNumerics, ChainsOf2To10OpsEveryFloatDtype) {
