@@ -22,6 +22,7 @@
 #include "ops_test_util.hpp"
 #include "support/expect_error.hpp"
 #include "support/fused_insts.hpp"
+#include "support/rope_graph.hpp"
 
 namespace luminal {
 namespace {
@@ -348,31 +349,14 @@ std::vector<std::pair<std::string, ChainOp>> chain_ops() {
   };
 }
 
-/// Rope's rotate-half form over a product's value, as torch writes it: x * cos +
-/// cat(-x2, x1) * sin, cos and sin computed from the angles (cat(cos(a), cos(a)) in f32, cast).
-Graph rope_over_a_product() {
-  Graph g;
-  Tensor x = g.tensor("x", {1, 64}, DType::BF16);
-  Tensor w = g.tensor("w", {64, 512}, DType::BF16);
-  Tensor ang = g.tensor("angles", {1, 64});
-  const Tensor cos = concat({ang.cos(), ang.cos()}, 1).cast(DType::BF16);
-  const Tensor sin = concat({ang.sin(), ang.sin()}, 1).cast(DType::BF16);
-  const Tensor q = x.matmul(w).reshape({1, 4, 1, 128});
-  const Tensor rot = concat({-q.slice(3, 64, 128), q.slice(3, 0, 64)}, 3);
-  const std::vector<Dim> heads = {1, 4, 1, 128};
-  (q * cos.reshape({1, 1, 1, 128}).expand(heads) + rot * sin.reshape({1, 1, 1, 128}).expand(heads))
-      .output("y");
-  return g;
-}
-
 TEST(FusionRules, GreedyRegionsAreExact) {
   // The greedy region (fusion.cpp; on the CPU only with LUMINAL_FUSION_GREEDY=all): rope in one
   // region besides cos and sin (each read through a broadcast of another shape: kept), four
   // regions without it (x * cos apart), bit-exact. The CUDA rules offer it where a class
   // reaches the limit of 12 regions (tests/cuda/fusion_greedy_test.cpp).
-  check_fused(rope_over_a_product(), {{}}, "rope", 4);
+  check_fused(testing::rope_over_a_product(4, 64), {{}}, "rope", 4);
   ::setenv("LUMINAL_FUSION_GREEDY", "all", 1);
-  check_fused(rope_over_a_product(), {{}}, "rope, greedy", 3);
+  check_fused(testing::rope_over_a_product(4, 64), {{}}, "rope, greedy", 3);
   ::unsetenv("LUMINAL_FUSION_GREEDY");
 }
 

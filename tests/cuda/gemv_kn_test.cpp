@@ -23,6 +23,7 @@
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "support/llir_direct.hpp"
+#include "support/repeated_heads.hpp"
 
 namespace luminal {
 namespace {
@@ -76,13 +77,7 @@ Graph repeated_pv(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t
   const Expr c = Expr::var("c");
   Tensor p = g.tensor("p", {Expr(kv * groups), Expr(1), c}, t);
   Tensor cache = g.tensor("cache", {Expr(slots), Expr(kv * hd)}, t);
-  const Tensor v = cache.slice(0, 0, c)
-                       .reshape({c, Expr(kv), Expr(hd)})
-                       .permute({1, 0, 2})
-                       .reshape({Expr(kv), Expr(1), c, Expr(hd)})
-                       .expand({Expr(kv), Expr(groups), c, Expr(hd)})
-                       .reshape({Expr(kv * groups), c, Expr(hd)});
-  p.matmul(v).output("y");
+  p.matmul(testing::repeated_kv_heads(cache, kv, groups, hd, c)).output("y");
   return g;
 }
 

@@ -17,6 +17,7 @@
 #include "cuda/nn_check.hpp"
 #include "luminal/luminal.hpp"
 #include "support/llir_direct.hpp"
+#include "support/repeated_heads.hpp"
 
 namespace luminal {
 namespace {
@@ -42,13 +43,7 @@ Graph repeated_qk(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t
   const Expr c = Expr::var("c");
   Tensor q = g.tensor("q", {Expr(kv * groups), Expr(1), Expr(hd)}, t);
   Tensor cache = g.tensor("cache", {Expr(slots), Expr(kv * hd)}, t);
-  const Tensor k = cache.slice(0, 0, c)
-                       .reshape({c, Expr(kv), Expr(hd)})
-                       .permute({1, 0, 2})
-                       .reshape({Expr(kv), Expr(1), c, Expr(hd)})
-                       .expand({Expr(kv), Expr(groups), c, Expr(hd)})
-                       .reshape({Expr(kv * groups), c, Expr(hd)});
-  q.matmul(k.permute({0, 2, 1})).output("y");
+  q.matmul(testing::repeated_kv_heads(cache, kv, groups, hd, c).permute({0, 2, 1})).output("y");
   return g;
 }
 
