@@ -29,12 +29,12 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/gemv_epilogue.hpp"
+#include "luminal/cuda/gemv_form.hpp"
 #include "luminal/cuda/gemv_then.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
-#include "luminal/kernels/split_axes.hpp"
 
 namespace luminal::cuda {
 
@@ -62,75 +62,6 @@ const OpDef kGemvCastMatmul{
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
-constexpr int kMaxRows = 8;
-
-/// How a matmul's attributes read as a GEMV: the shared operand, the row axis (-1: none) and
-/// its length, and the chunk width.
-struct GemvForm {
-  int shared = 1;  // operand read once per output column
-  int row_axis = -1;
-  int rows = 1;  // length of row_axis (a constant, 2 to 8), else 1
-  int vec = 1;   // elements of the wider dtype per 16-byte chunk
-};
-
-/// The GEMV form of matmul attributes `a` over operand dtypes `t0`, `t1`, or nothing: both
-/// operands contiguous along k in aligned 16-byte chunks, float, and for some operand w every
-/// output axis it does not step through (stride 0 where the other operand steps) at most 8 long
-/// in all (so the weight is read once for at most 8 rows).
-std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Facts& facts) {
-  if (a.views.size() != 2 || !is_float(t0) || !is_float(t1) || t0 == DType::F64 || t1 == DType::F64)
-    return std::nullopt;
-  const int axis = a.axis;
-  const View& v0 = a.views[0];
-  const View& v1 = a.views[1];
-  if (axis < 0 || axis >= v0.rank() || v0.rank() != v1.rank()) return std::nullopt;
-  if (v0.has_base() || v1.has_base()) return std::nullopt;  // element offsets: not matched
-  const int vec = 16 / std::max(size_bytes(t0), size_bytes(t1));
-  if (vec < 2 || vector_width(v0, axis, t0) < vec || vector_width(v1, axis, t1) < vec)
-    return std::nullopt;
-  std::optional<GemvForm> best;
-  for (int w = 1; w >= 0; --w) {
-    const View& vw = a.views[static_cast<size_t>(w)];
-    const View& vx = a.views[static_cast<size_t>(1 - w)];
-    int64_t product = 1;
-    GemvForm f{.shared = w, .vec = vec};
-    bool ok = true;
-    for (int d = 0; d < vw.rank() && ok; ++d) {
-      if (d == axis || !(vw.strides[d] == Expr(0)) || vx.strides[d] == Expr(0) ||
-          vw.dims[d] == Expr(1))
-        continue;
-      const int64_t hi = vw.dims[d].bounds(facts).hi;
-      if (hi > kMaxRows) ok = false;
-      product *= hi;
-      if (vw.dims[d].is_const() && hi > f.rows) {
-        f.row_axis = d;
-        f.rows = static_cast<int>(hi);
-      }
-    }
-    if (!ok || product > kMaxRows) continue;
-    if (!best || f.rows > best->rows) best = f;
-  }
-  return best;
-}
-
-/// The attributes a GEMV reads `a` (two views) through: `a` itself where it has a GEMV form;
-/// else, with LUMINAL_CUDA_GEMV_SPLIT=1, its domain with axes split where that makes every
-/// stride linear (kernels/split_axes.hpp, as cuda.GemvKN): grouped-query heads repeated by
-/// repeat_interleave read a KV head through c*(z/g), one batch index a query head, so no operand
-/// is shared by few enough rows and Q @ K^T ran as cuda.Matmul, each query head reading its KV
-/// head again; split into [kv, g], the g heads are the rows of one GEMV. The output, row-major
-/// over the domain, keeps its layout. Off by default until the split form has run on a GPU.
-Attrs gemv_domain(const Attrs& a, DType t0, DType t1, const Facts& facts) {
-  if (gemv_form(a, t0, t1, facts)) return a;
-  const char* on = std::getenv("LUMINAL_CUDA_GEMV_SPLIT");
-  if (on == nullptr || std::string(on) != "1" || a.views.size() != 2) return a;
-  const std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis);
-  if (!d) return a;
-  Attrs s = a;
-  s.views = {d->a, d->b};
-  s.axis = d->axis;
-  return gemv_form(s, t0, t1, facts) ? s : a;
-}
 
 // A kernel of either form: the dims prologue, P (outputs along the shared operand) and K, then
 // `body`, launched as `name` on `blocks` blocks of kBlock threads. `before_wait`: statements run
