@@ -387,8 +387,8 @@ SymProgram as_program(const Built& b) {
 /// op, whose inputs are then tried in turn, else its largest fused region: a select form), and
 /// the loads an inlined region brings are tried too; loads of a class in `keep` stay loads, and
 /// so do loads through a broadcast (a producer inlined there would run again for every element
-/// that reads its value: the [E, E] pairwise region of a router's ranks recomputing its softmax
-/// E times made the tiny MoE decodes 1.5x slower on the CPU).
+/// that reads its value: an [E, E] pairwise region of a router's ranks would compute its
+/// softmax E times).
 /// `inlined` receives the classes whose loads were replaced.
 std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root,
                                    const SymProgram& base, const std::vector<ClassId>& keep,
