@@ -78,6 +78,7 @@ std::string search_lines(const Session& s) {
     out += "\n";
     if (!r.seed_rejection.empty())
       out += "    the fewest-kernels seed was rejected: " + r.seed_rejection.substr(0, 300) + "\n";
+    if (!r.seed_repair.empty()) out += "    the nearest program that ran: " + r.seed_repair + "\n";
     if (!r.finalists.empty()) out += "    finalists: " + r.finalists + "\n";
   }
   return out;

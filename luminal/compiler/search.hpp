@@ -31,8 +31,11 @@ struct SearchReport {
   int rejected = 0;
   std::string first_rejection;  // message of the first rejection
   std::string seed_rejection;   // why the fewest-kernels seed was rejected ("" when it ran)
-  int over_fold_limit = 0;      // timed candidates whose folds passed fold_limit
-  int64_t fold_growth = 0;      // bytes the winner's folds add when none fitted fold_limit
+  /// After a rejected seed: "candidate N, one choice changed" when a program one choice away
+  /// from it ran, else "" (search.cpp, repair_seed).
+  std::string seed_repair;
+  int over_fold_limit = 0;  // timed candidates whose folds passed fold_limit
+  int64_t fold_growth = 0;  // bytes the winner's folds add when none fitted fold_limit
   double best_seconds = 0;
   double first_seconds = 0;  // time of the first valid candidate
   /// The finalists timed again at the end (see search()): "" when none were, else one line

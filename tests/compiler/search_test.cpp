@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "luminal/cpu/cpu_backend.hpp"
@@ -32,6 +34,12 @@ class FakeTimedBackend : public testing::CpuDelegate {
     loaded.push_back(text);
     if (fail_when_blas && text.find("cpu.BlasMatmul") != std::string::npos)
       throw Error("fake: refusing a BLAS program");
+    if (!fail_line.empty()) {
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);)
+        if (line.find(fail_line) != std::string::npos && line.find(fail_also) != std::string::npos)
+          throw Error("fake: refusing a line with " + fail_line);
+    }
     if (fail_after >= 0 && static_cast<int>(loaded.size()) > fail_after)
       throw Error("fake: refusing program " + std::to_string(loaded.size()));
     auto p = cpu.load(g, spec);
@@ -54,7 +62,8 @@ class FakeTimedBackend : public testing::CpuDelegate {
   std::vector<std::string> loaded;
   std::map<const Plan*, double> seconds;
   bool fail_when_blas = false;
-  int fail_after = -1;  // >= 0: refuse every program after that many
+  std::string fail_line, fail_also;  // refuse a program with a line holding both
+  int fail_after = -1;               // >= 0: refuse every program after that many
   double sleep_s = 0;
 };
 
@@ -126,6 +135,39 @@ TEST(Search, TheReportNamesARejectedSeed) {
   EXPECT_EQ(compile(m.g, fine, CompileOptions().search_graph_limit(4).verbose(false))
                 .reports()[0]
                 .seed_rejection,
+            "");
+}
+
+// A rejected seed: the search tries its neighbours (one choice changed, cheapest first) until one
+// runs. Here the seed's product with w transposed, as cpu.BlasMatmul, fails to load: the next
+// program loaded is the seed with that product alone in another form, as few kernels.
+TEST(Search, ARejectedSeedIsRepairedOneChoiceAway) {
+  Model m;
+  FakeTimedBackend fake;
+  fake.fail_line = "cpu.BlasMatmul";
+  fake.fail_also = "b: [4, 8, 8] {0, 8*z, z})";
+  Session c = compile(m.g, fake, CompileOptions().search_graph_limit(3).verbose(false));
+  const SearchReport& r = c.reports()[0];
+  ASSERT_GE(fake.loaded.size(), 3u);
+  EXPECT_EQ(r.seed_rejection, "fake: refusing a line with cpu.BlasMatmul");
+  EXPECT_EQ(r.seed_repair, "candidate 3, one choice changed") << r.to_string();
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  // (the seed, loaded second, and its repair, third: one BLAS product left, no more lines)
+  const std::string& seed = fake.loaded[1];
+  const std::string& repair = fake.loaded[2];
+  EXPECT_EQ(count(seed, "cpu.BlasMatmul"), 2u);
+  EXPECT_EQ(count(repair, "cpu.BlasMatmul"), 1u) << repair;
+  EXPECT_EQ(count(repair, "\n"), count(seed, "\n")) << repair;
+  EXPECT_EQ(c.llir().to_text(), repair);
+  FakeTimedBackend fine;
+  EXPECT_EQ(compile(m.g, fine, CompileOptions().search_graph_limit(3).verbose(false))
+                .reports()[0]
+                .seed_repair,
             "");
 }
 
