@@ -456,7 +456,11 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // seen before), then random ones.
   using Seed = SearchSpace::LibrarySeed;
   try_genome(space.first_genome());
-  if (!limit_hit()) try_genome(space.fewest_kernels_genome(), true);
+  Genome seed;
+  if (!limit_hit()) {
+    seed = space.fewest_kernels_genome();
+    try_genome(seed, true);
+  }
   // A rejected seed (one of its kernels fails to load, compile or run on the profiling data):
   // its neighbours, one choice changed, by program cost (cheapest first), until one runs (at
   // most kSeedRepairs tries), so that the search still starts next to the fewest kernels rather
@@ -464,12 +468,11 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   // 7297-kernel program, 5.4x slower, under bench_cuda's limit of 10 candidates).
   if (!report.seed_rejection.empty() && !limit_hit()) {
     constexpr int kSeedRepairs = 4;
-    const Genome s = space.fewest_kernels_genome();
     std::vector<std::pair<double, Genome>> near;
-    for (size_t i = 0; i < s.size(); ++i)
+    for (size_t i = 0; i < seed.size(); ++i)
       for (uint32_t v = 0; v < space.gene_sizes()[i]; ++v) {
-        if (v == s[i]) continue;
-        Genome g = s;
+        if (v == seed[i]) continue;
+        Genome g = seed;
         g[i] = v;
         near.emplace_back(space.program_cost(g), std::move(g));
       }

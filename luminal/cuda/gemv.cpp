@@ -541,13 +541,14 @@ KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_
     return gen_gemv_over(n, ctx, product_t, epi, then);
   Attrs core = n.attrs;
   core.views.resize(2);
-  const Attrs d = gemv_domain(core, n.input_dtypes[0], n.input_dtypes[1], ctx.facts);
-  if (d.axis == core.axis && d.views == core.views)
+  const std::optional<Attrs> d = gemv_domain(core, n.input_dtypes[0], n.input_dtypes[1], ctx.facts);
+  // (none: gen_gemv_over names why)
+  if (!d || (d->axis == core.axis && d->views == core.views))
     return gen_gemv_over(n, ctx, product_t, epi, then);
   LlirNode m = n;
-  m.attrs.views[0] = d.views[0];
-  m.attrs.views[1] = d.views[1];
-  m.attrs.axis = d.axis;
+  m.attrs.views[0] = d->views[0];
+  m.attrs.views[1] = d->views[1];
+  m.attrs.axis = d->axis;
   return gen_gemv_over(m, ctx, product_t, epi, then);
 }
 
@@ -624,20 +625,19 @@ View unit_stride_k(View v, int axis) {
 /// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
 std::vector<Rule> gemv_rules() {
   // (the rule's name says whether split domains are offered: the compile cache keys it)
-  const char* split = std::getenv("LUMINAL_CUDA_GEMV_SPLIT");
-  const bool on = split != nullptr && std::string(split) == "1";
-  return matmul_op_rules(
-      on ? "cuda.gemv-split" : "cuda.gemv", &kGemv, &kGemvCast,
-      [](const EGraph& eg, MatmulParts& p) {
-        if (!decode_alternatives()) return false;
-        for (View& v : p.attrs.views)
-          v = unit_stride_k(v, p.attrs.axis);
-        // (the rules see no bucket facts: a dynamic dim is unbounded there, so a row axis must be a
-        // constant, as decode's s = 1 is once the bucket substitutes it)
-        if (p.attrs.views.size() != 2) return false;
-        const DType t0 = eg.dtype(p.children[0]), t1 = eg.dtype(p.children[1]);
-        return gemv_form(gemv_domain(p.attrs, t0, t1, Facts{}), t0, t1, Facts{}).has_value();
-      });
+  return matmul_op_rules(env_opt_in("LUMINAL_CUDA_GEMV_SPLIT") ? "cuda.gemv-split" : "cuda.gemv",
+                         &kGemv, &kGemvCast, [](const EGraph& eg, MatmulParts& p) {
+                           if (!decode_alternatives()) return false;
+                           for (View& v : p.attrs.views)
+                             v = unit_stride_k(v, p.attrs.axis);
+                           // (the rules see no bucket facts: a dynamic dim is unbounded there, so a
+                           // row axis must be a constant, as decode's s = 1 is once the bucket
+                           // substitutes it)
+                           if (p.attrs.views.size() != 2) return false;
+                           return gemv_domain(p.attrs, eg.dtype(p.children[0]),
+                                              eg.dtype(p.children[1]), Facts{})
+                               .has_value();
+                         });
 }
 
 /// `v` with axis `axis` moved last.

@@ -1,8 +1,6 @@
 #include "luminal/cuda/gemv_form.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "luminal/cuda/codegen.hpp"
 #include "luminal/kernels/split_axes.hpp"
@@ -45,16 +43,16 @@ std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Fact
   return best;
 }
 
-Attrs gemv_domain(const Attrs& a, DType t0, DType t1, const Facts& facts) {
+std::optional<Attrs> gemv_domain(const Attrs& a, DType t0, DType t1, const Facts& facts) {
   if (gemv_form(a, t0, t1, facts)) return a;
-  const char* on = std::getenv("LUMINAL_CUDA_GEMV_SPLIT");
-  if (on == nullptr || std::string(on) != "1" || a.views.size() != 2) return a;
+  if (!env_opt_in("LUMINAL_CUDA_GEMV_SPLIT") || a.views.size() != 2) return std::nullopt;
   const std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis);
-  if (!d) return a;
+  if (!d) return std::nullopt;
   Attrs s = a;
   s.views = {d->a, d->b};
   s.axis = d->axis;
-  return gemv_form(s, t0, t1, facts) ? s : a;
+  if (!gemv_form(s, t0, t1, facts)) return std::nullopt;
+  return s;
 }
 
 }  // namespace luminal::cuda

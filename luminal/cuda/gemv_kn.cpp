@@ -22,7 +22,6 @@
 // LUMINAL_CUDA_GEMV_KN_CLUSTER (1, 2, 4 or 8, default 8) the cluster's blocks (1: no cluster, a
 // block a tile).
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -66,8 +65,7 @@ struct KnForm {
 /// again; split into [kv, g], the g heads are rows sharing one read. The output, row-major over
 /// the domain, keeps its layout. Off by default until the split form has run on a GPU.
 SplitDomain kn_domain(const Attrs& a) {
-  const char* v = std::getenv("LUMINAL_CUDA_GEMV_KN_SPLIT");
-  if (v != nullptr && std::string(v) == "1")
+  if (env_opt_in("LUMINAL_CUDA_GEMV_KN_SPLIT"))
     if (std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis))
       return *d;
   return SplitDomain{a.views[0], a.views[1], a.axis};
@@ -325,17 +323,14 @@ KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
 /// where it casts them up), and cuda.GemvKNCast for its cast back to bf16/f16.
 std::vector<Rule> kn_rules() {
   // (the rule's name says whether split domains are offered: the compile cache keys it)
-  const char* split = std::getenv("LUMINAL_CUDA_GEMV_KN_SPLIT");
-  const bool on = split != nullptr && std::string(split) == "1";
-  return matmul_op_rules(on ? "cuda.gemv-kn-split" : "cuda.gemv-kn", &kGemvKN, &kGemvKNCast,
-                         [](const EGraph& eg, MatmulParts& p) {
-                           if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN"))
-                             return false;
-                           if (p.attrs.views.size() != 2) return false;
-                           return kn_form(kn_domain(p.attrs), eg.dtype(p.children[0]),
-                                          eg.dtype(p.children[1]))
-                               .has_value();
-                         });
+  return matmul_op_rules(
+      env_opt_in("LUMINAL_CUDA_GEMV_KN_SPLIT") ? "cuda.gemv-kn-split" : "cuda.gemv-kn", &kGemvKN,
+      &kGemvKNCast, [](const EGraph& eg, MatmulParts& p) {
+        if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return false;
+        if (p.attrs.views.size() != 2) return false;
+        return kn_form(kn_domain(p.attrs), eg.dtype(p.children[0]), eg.dtype(p.children[1]))
+            .has_value();
+      });
 }
 
 }  // namespace

@@ -390,16 +390,15 @@ SymProgram as_program(const Built& b) {
 /// that reads its value: an [E, E] pairwise region of a router's ranks would compute its
 /// softmax E times).
 /// `inlined` receives the classes whose loads were replaced.
-std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root,
-                                   const SymProgram& base, const std::vector<ClassId>& keep,
-                                   std::vector<ClassId>& inlined, std::vector<ChildKey>& stays) {
-  std::optional<Built> cur = canonicalize(fop, eg, base, kFusedMaxInsts, kFusedMaxChildren);
-  if (!cur) return std::nullopt;
+Built grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root, const Built& base,
+                    const std::vector<ClassId>& keep, std::vector<ClassId>& inlined,
+                    std::vector<ChildKey>& stays) {
+  Built cur = base;
   // (each step inlines one load; the limits on instructions and inputs bound the growth, and
   // the step count guards against a class that reaches itself through its producers; `stays`:
   // loads that inlined nothing, which a larger region will not either)
   for (int step = 0; step < 4 * kFusedMaxInsts; ++step) {
-    const SymProgram p = as_program(*cur);
+    const SymProgram p = as_program(cur);
     bool grew = false;
     for (int l = 0; l < static_cast<int>(p.loads.size()) && !grew; ++l) {
       const ClassId c = eg.find(p.loads[l].cls);
@@ -411,8 +410,8 @@ std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId r
       for_each_inlinable(fop, eg, root, p.loads[l], 2, false, [&](const SymProgram& q, bool) {
         std::optional<Built> b =
             canonicalize(fop, eg, inline_region(p, l, q), kFusedMaxInsts, kFusedMaxChildren);
-        if (!b || b->program.insts == cur->program.insts) return false;
-        cur = std::move(b);
+        if (!b || b->program.insts == cur.program.insts) return false;
+        cur = std::move(*b);
         inlined.push_back(c);
         grew = true;
         return true;
@@ -434,24 +433,24 @@ std::optional<Built> grow_greedily(const OpDef* fop, const EGraph& eg, ClassId r
 /// class is kept a load and the growth starts again. Nothing unless it computes more than `base`.
 std::optional<Built> greedy_region(const OpDef* fop, const EGraph& eg, ClassId root,
                                    const SymProgram& base) {
+  const std::optional<Built> start = canonicalize(fop, eg, base, kFusedMaxInsts, kFusedMaxChildren);
+  if (!start) return std::nullopt;
   std::vector<ClassId> keep;
   std::vector<ChildKey> stays;
-  std::optional<Built> g;
+  Built g;
   for (int round = 0; round <= kFusedMaxChildren; ++round) {
     std::vector<ClassId> inlined;
-    g = grow_greedily(fop, eg, root, base, keep, inlined, stays);
-    if (!g) return std::nullopt;
+    g = grow_greedily(fop, eg, root, *start, keep, inlined, stays);
     bool again = false;
     for (ClassId c : inlined)
-      for (ClassId r : g->children)
+      for (ClassId r : g.children)
         if (eg.find(r) == c && std::find(keep.begin(), keep.end(), c) == keep.end()) {
           keep.push_back(c);
           again = true;
         }
     if (!again) break;
   }
-  const std::optional<Built> b = canonicalize(fop, eg, base, kFusedMaxInsts, kFusedMaxChildren);
-  if (!b || region_ops(g->program) <= region_ops(b->program)) return std::nullopt;
+  if (region_ops(g.program) <= region_ops(start->program)) return std::nullopt;
   return g;
 }
 

@@ -20,6 +20,7 @@
 #include "luminal/cpu/fused.hpp"
 #include "luminal/ir/prim.hpp"
 #include "ops_test_util.hpp"
+#include "support/env_scope.hpp"
 #include "support/expect_error.hpp"
 #include "support/fused_insts.hpp"
 #include "support/rope_graph.hpp"
@@ -355,9 +356,8 @@ TEST(FusionRules, GreedyRegionsAreExact) {
   // regions without it (x * cos apart), bit-exact. The CUDA rules offer it where a class
   // reaches the limit of 12 regions (tests/cuda/fusion_greedy_test.cpp).
   check_fused(testing::rope_over_a_product(4, 64), {{}}, "rope", 4);
-  ::setenv("LUMINAL_FUSION_GREEDY", "all", 1);
+  testing::EnvScope all("LUMINAL_FUSION_GREEDY", "all");
   check_fused(testing::rope_over_a_product(4, 64), {{}}, "rope, greedy", 3);
-  ::unsetenv("LUMINAL_FUSION_GREEDY");
 }
 
 TEST(FusedNumerics, ChainsOf2To10OpsEveryFloatDtype) {
@@ -497,7 +497,7 @@ TEST(FusedNumerics, EveryRandomChoiceMatchesTheReference) {
 TEST(FusedNumerics, GreedyRegionsEverywhereMatchTheReference) {
   // LUMINAL_FUSION_GREEDY=all (the greedy region in every class): any mix of the regions of a
   // graph with shared values is exact, and so is the program of the largest ones.
-  ::setenv("LUMINAL_FUSION_GREEDY", "all", 1);
+  testing::EnvScope all("LUMINAL_FUSION_GREEDY", "all");
   Graph g;
   Tensor x = g.tensor("x", {kS, 6}, DType::BF16);
   Tensor y = g.tensor("y", {6}, DType::BF16);
@@ -513,7 +513,6 @@ TEST(FusedNumerics, GreedyRegionsEverywhereMatchTheReference) {
                            {{{"s", 5}}, {{"s", 300}}}, kExact, "greedy " + std::to_string(i), 2,
                            static_cast<uint64_t>(i));
   check_fused(g, {{{"s", 5}}}, "greedy, largest regions");
-  ::unsetenv("LUMINAL_FUSION_GREEDY");
 }
 
 TEST(FusedNumerics, LargeTensorsManyThreads) {

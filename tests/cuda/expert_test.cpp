@@ -34,6 +34,7 @@
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/nn/linear.hpp"
 #include "luminal/nn/moe.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 #include "support/quant_bound.hpp"
 #include "support/tiny_models.hpp"
@@ -453,12 +454,7 @@ TEST(CudaExpert, OutOfRangeIdIsReported) {
 
 // ---------------------------------------------------------------- models
 
-/// An environment variable for a scope.
-struct EnvScope {
-  EnvScope(const char* k, const char* v) : key(k) { ::setenv(k, v, 1); }
-  ~EnvScope() { ::unsetenv(key); }
-  const char* key;
-};
+using testing::EnvScope;
 
 /// max |a - b| and max |b|.
 std::pair<double, double> differences(const std::vector<float>& a, const std::vector<float>& b) {

@@ -22,6 +22,7 @@
 #include "cuda/nn_check.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 #include "support/repeated_heads.hpp"
 
@@ -30,6 +31,7 @@ namespace {
 
 using testing::nn_check::compare_values;
 using testing::nn_check::describe;
+using testing::nn_check::dot_tolerance;
 using testing::nn_check::from_doubles;
 using testing::nn_check::to_doubles;
 using testing::nn_check::uniform;
@@ -82,9 +84,8 @@ Graph repeated_pv(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t
 }
 
 /// LUMINAL_CUDA_GEMV_KN_SPLIT=1 for a scope.
-struct KnSplit {
-  KnSplit() { ::setenv("LUMINAL_CUDA_GEMV_KN_SPLIT", "1", 1); }
-  ~KnSplit() { ::unsetenv("LUMINAL_CUDA_GEMV_KN_SPLIT"); }
+struct KnSplit : testing::EnvScope {
+  KnSplit() : EnvScope("LUMINAL_CUDA_GEMV_KN_SPLIT", "1") {}
 };
 
 /// The kernels of each program (with its graph's dim facts) compiled for sm_90 through the
@@ -167,8 +168,6 @@ struct KnEnv {
   }
 };
 
-double ulp_of(DType t) { return t == DType::BF16 ? 0x1p-7 : t == DType::F16 ? 0x1p-10 : 0x1p-22; }
-
 TEST(CudaGemvKn, RowsTimesWeightAlongNMatchTheReference) {
   LUMINAL_REQUIRE_GPU();
   struct Case {
@@ -207,8 +206,7 @@ TEST(CudaGemvKn, RowsTimesWeightAlongNMatchTheReference) {
                 }
                 const size_t o = static_cast<size_t>(i * c.n + j);
                 want[o] = s;
-                tol[o] =
-                    ulp_of(t) * std::fabs(s) + 0x1p-23 * std::sqrt(static_cast<double>(c.k)) * a;
+                tol[o] = dot_tolerance(t, s, a, c.k);
               }
             const auto d = compare_values(got, want, tol);
             EXPECT_EQ(d.bad, 0) << at << describe(d, got.size());
@@ -245,7 +243,7 @@ void expect_pv_matches(const Graph& g, DType t, int64_t kv, int64_t groups, int6
         }
         const size_t o = static_cast<size_t>(q * hd + e);
         want[o] = sum;
-        tol[o] = ulp_of(t) * std::fabs(sum) + 0x1p-23 * std::sqrt(static_cast<double>(ctx)) * a;
+        tol[o] = dot_tolerance(t, sum, a, ctx);
       }
     const auto d = compare_values(got, want, tol);
     EXPECT_EQ(d.bad, 0) << what << name(t) << " kv " << kv << " groups " << groups << " hd " << hd

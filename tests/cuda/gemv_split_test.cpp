@@ -16,6 +16,7 @@
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/nn_check.hpp"
 #include "luminal/luminal.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 #include "support/repeated_heads.hpp"
 
@@ -24,6 +25,7 @@ namespace {
 
 using testing::nn_check::compare_values;
 using testing::nn_check::describe;
+using testing::nn_check::dot_tolerance;
 using testing::nn_check::from_doubles;
 using testing::nn_check::to_doubles;
 using testing::nn_check::uniform;
@@ -48,9 +50,8 @@ Graph repeated_qk(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t
 }
 
 /// LUMINAL_CUDA_GEMV_SPLIT=1 for a scope.
-struct GemvSplit {
-  GemvSplit() { ::setenv("LUMINAL_CUDA_GEMV_SPLIT", "1", 1); }
-  ~GemvSplit() { ::unsetenv("LUMINAL_CUDA_GEMV_SPLIT"); }
+struct GemvSplit : testing::EnvScope {
+  GemvSplit() : EnvScope("LUMINAL_CUDA_GEMV_SPLIT", "1") {}
 };
 
 TEST(GemvSplitHost, RepeatedHeadsAreRowsOfOneGemvWhenSplit) {
@@ -65,8 +66,6 @@ TEST(GemvSplitHost, RepeatedHeadsAreRowsOfOneGemvWhenSplit) {
   testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
   testing::expect_compiles(sources, whats);
 }
-
-double ulp_of(DType t) { return t == DType::BF16 ? 0x1p-7 : 0x1p-22; }
 
 TEST(CudaGemvSplit, RepeatedHeadsMatchTheReference) {
   LUMINAL_REQUIRE_GPU();
@@ -106,7 +105,7 @@ TEST(CudaGemvSplit, RepeatedHeadsMatchTheReference) {
             }
             const size_t o = static_cast<size_t>(h * ctx + j);
             want[o] = sum;
-            tol[o] = ulp_of(t) * std::fabs(sum) + 0x1p-23 * std::sqrt(double(c.hd)) * a;
+            tol[o] = dot_tolerance(t, sum, a, c.hd);
           }
         const auto d = compare_values(got, want, tol);
         EXPECT_EQ(d.bad, 0) << name(t) << " kv " << c.kv << " groups " << c.groups << " hd " << c.hd

@@ -3,6 +3,7 @@
 // dtype-rounded inputs as doubles, and comparisons of values with per-element tolerances.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -16,6 +17,14 @@ namespace luminal::testing::nn_check {
 
 inline constexpr double kE = 0x1p-23;  // f32 epsilon
 inline const double kInf = std::numeric_limits<double>::infinity();
+
+/// The bound on a k-term dot product stored in `out` against its sum in double (`sum`, and
+/// `abs_sum` the sum of its terms' magnitudes): the output's rounding of the sum plus f32
+/// accumulation error growing as sqrt(k).
+inline double dot_tolerance(DType out, double sum, double abs_sum, int64_t k) {
+  const double rounding = out == DType::BF16 ? 0x1p-7 : out == DType::F16 ? 0x1p-10 : 0x1p-22;
+  return rounding * std::fabs(sum) + kE * std::sqrt(static_cast<double>(k)) * abs_sum;
+}
 
 inline HostBuffer from_doubles(DType t, const std::vector<double>& v) {
   HostBuffer b{t, std::vector<uint8_t>(v.size() * static_cast<size_t>(size_bytes(t)))};
