@@ -458,7 +458,7 @@ std::optional<Built> greedy_region(const OpDef* fop, const EGraph& eg, ClassId r
 /// the largest region, not only where a class reached kMaxFusedPerClass; "off", nowhere (for an
 /// A/B of the CUDA default); unset, the backend's choice (fusion.hpp). On the host (2026-12-05)
 /// with "all", the CUDA fewest-kernels programs: SmolLM2 shape 30 layers 493 -> 432 kernels,
-/// 12-layer Qwen3-MoE 901 / 335 / 395 -> 864 / 334 / 394 (argmax / ranks / both), 8B 524 -> 526;
+/// 12-layer Qwen3-MoE 877 / 335 / 395 -> 898 / 334 / 394 (argmax / ranks / both), 8B 524;
 /// it also stops the one-at-a-time growth of the regions it outgrows (the greedy one becomes the
 /// largest), which feeds the epilogue forms. Untimed on a GPU. (Read when the rules are made:
 /// the rule's name says it, so the compile cache keys it.)
