@@ -277,6 +277,9 @@ const GgufArray& GgufValue::as_array() const {
 }
 
 int64_t GgufTensor::numel() const {
+  // (the parse checked the product of the dims for overflow; with a zero dim anywhere the other
+  // dims may be anything, so their product is not formed: a fuzzer's (0, 2^40, 2^42) overflowed)
+  if (std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
