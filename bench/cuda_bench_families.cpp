@@ -109,16 +109,20 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
       if (models::is_weight(d.graph.node(id).label))
         all_bytes += static_cast<double>(
             storage_bytes(d.graph.node(id).dtype, d.graph.node(id).shape).eval({}));
-    const double read = bench::program_weight_bytes(
-        prog, cfg,
-        {.expert = "cuda.ExpertGemv", .expert_rows = "cuda.ExpertRows", .qgather = "cuda.QGather"});
+    const bench::MoeOps ops{.experts = {"cuda.ExpertGemv", "cuda.ExpertGemvCast", "cuda.ExpertRows",
+                                        "cuda.ExpertRowsCast"},
+                            .qgather = "cuda.QGather"};
+    const double read = bench::program_weight_bytes(prog, cfg, ops);
+    int expert_nodes = 0;
+    for (const LlirNode& n : prog.nodes)
+      expert_nodes += ops.reads_by_expert(n.op->name);
     const double floor = bench::floor_weight_bytes(d.graph, cfg);
     const char* env = std::getenv("LUMINAL_CUDA_EXPERT");
     std::printf(
         "%s, bf16: %.2f GB of weights, random on the GPU in %.1f s; compile %.1f s; "
-        "LUMINAL_CUDA_EXPERT=%s; router %s; %d cuda.ExpertGemv nodes\n  program: %s\n",
+        "LUMINAL_CUDA_EXPERT=%s; router %s; %d expert matmuls (cuda.Expert*)\n  program: %s\n",
         what.c_str(), all_bytes / 1e9, weights_s, compile_s, env ? env : "(unset)",
-        router_form.c_str(), count_ops(prog, "cuda.ExpertGemv"), prog.op_mix_string().c_str());
+        router_form.c_str(), expert_nodes, prog.op_mix_string().c_str());
     std::printf("%s", search_lines(s).c_str());
     for (int ctx : contexts) {
       const DecodeTiming t = time_decode(be, s, ctx, steps);

@@ -6,8 +6,10 @@
 // ops read as their weight (input 2: k of its E experts, one token's choice) and a table that only
 // row gathers read (input 1: the rows gathered). Floor: every weight of the graph, the stacked
 // experts at k of E and the embedding one row.
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "luminal/io/hf_config.hpp"
 #include "luminal/ir/graph.hpp"
@@ -16,10 +18,15 @@
 
 namespace luminal::bench {
 
-/// The ops of a backend that read a weight by expert id, and that gather a table's rows.
+/// The ops of a backend that read a weight by expert id (their input 2), and that gather a
+/// table's rows.
 struct MoeOps {
-  std::string_view expert, expert_rows;  // expert_rows: a second such op, or empty
-  std::string_view qgather;              // the quantized gather ("Gather" always counts)
+  std::vector<std::string_view> experts;  // every form: the cast-storing ones too
+  std::string_view qgather;               // the quantized gather ("Gather" always counts)
+
+  bool reads_by_expert(std::string_view op) const {
+    return std::find(experts.begin(), experts.end(), op) != experts.end();
+  }
 };
 
 inline double storage_of(DType t, const Shape& shape) {
@@ -33,7 +40,8 @@ inline double expert_share(const io::ModelConfig& cfg) {
              : 1.0;
 }
 
-inline double program_weight_bytes(const LlirGraph& p, const io::ModelConfig& cfg, MoeOps ops) {
+inline double program_weight_bytes(const LlirGraph& p, const io::ModelConfig& cfg,
+                                   const MoeOps& ops) {
   double total = 0;
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const LlirNode& n = p.nodes[i];
@@ -45,8 +53,7 @@ inline double program_weight_bytes(const LlirGraph& p, const io::ModelConfig& cf
       for (size_t j = 0; j < c.inputs.size(); ++j) {
         if (c.inputs[j] != static_cast<int>(i)) continue;
         const std::string_view op(c.op->name);
-        expert_only &=
-            (op == ops.expert || (!ops.expert_rows.empty() && op == ops.expert_rows)) && j == 2;
+        expert_only &= ops.reads_by_expert(op) && j == 2;
         gather_only &= (op == "Gather" || op == ops.qgather) && j == 1;
         gathered += storage_of(c.attrs.dtype, c.attrs.shape);
       }

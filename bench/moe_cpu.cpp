@@ -102,7 +102,7 @@ void run(const std::string& name, const io::ModelConfig& cfg, const std::filesys
       for (const auto& [op, count] : mix)
         kernels += count;
       const double bytes = bench::program_weight_bytes(
-          decode, cfg, {.expert = "cpu.ExpertMatmul", .expert_rows = {}, .qgather = "cpu.QGather"});
+          decode, cfg, {.experts = {"cpu.ExpertMatmul"}, .qgather = "cpu.QGather"});
       const double floor = bench::floor_weight_bytes(lm.decoder().graph, cfg);
       std::printf(
           "| %s | %s | %s | %.3f ms (%.0f tok/s) | %.2f MB | %.2f MB | %.2fx | %.3f ms | %d | %d | "

@@ -625,7 +625,7 @@ View unit_stride_k(View v, int axis) {
 /// casts where it casts them up), and cuda.GemvCast for its cast back to bf16/f16.
 std::vector<Rule> gemv_rules() {
   // (the rule's name says whether split domains are offered: the compile cache keys it)
-  return matmul_op_rules(env_opt_in("LUMINAL_CUDA_GEMV_SPLIT") ? "cuda.gemv-split" : "cuda.gemv",
+  return matmul_op_rules(env_switch_on("LUMINAL_CUDA_GEMV_SPLIT") ? "cuda.gemv-split" : "cuda.gemv",
                          &kGemv, &kGemvCast, [](const EGraph& eg, MatmulParts& p) {
                            if (!decode_alternatives()) return false;
                            for (View& v : p.attrs.views)

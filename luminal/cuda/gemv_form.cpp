@@ -45,7 +45,7 @@ std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Fact
 
 std::optional<Attrs> gemv_domain(const Attrs& a, DType t0, DType t1, const Facts& facts) {
   if (gemv_form(a, t0, t1, facts)) return a;
-  if (!env_opt_in("LUMINAL_CUDA_GEMV_SPLIT") || a.views.size() != 2) return std::nullopt;
+  if (!env_switch_on("LUMINAL_CUDA_GEMV_SPLIT") || a.views.size() != 2) return std::nullopt;
   const std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis);
   if (!d) return std::nullopt;
   Attrs s = a;

@@ -28,13 +28,12 @@ struct GemvForm {
 std::optional<GemvForm> gemv_form(const Attrs& a, DType t0, DType t1, const Facts& facts);
 
 /// The attributes a GEMV reads `a` (two views) through, or nothing when it has no GEMV form: `a`
-/// itself where it has one; else, with LUMINAL_CUDA_GEMV_SPLIT=1, its domain with axes split
-/// where that makes every
-/// stride linear (kernels/split_axes.hpp, as cuda.GemvKN): grouped-query heads repeated by
-/// repeat_interleave read a KV head through c*(z/g), one batch index a query head, so no operand
-/// is shared by few enough rows and Q @ K^T ran as cuda.Matmul, each query head reading its KV
-/// head again; split into [kv, g], the g heads are the rows of one GEMV. The output, row-major
-/// over the domain, keeps its layout. Off by default until the split form has run on a GPU.
+/// itself where it has one; else (unless LUMINAL_CUDA_GEMV_SPLIT=0) its domain with axes split
+/// where that makes every stride linear (kernels/split_axes.hpp, as cuda.GemvKN): grouped-query
+/// heads repeated by repeat_interleave read a KV head through c*(z/g), one batch index a query
+/// head, so no operand is shared by few enough rows and Q @ K^T ran as cuda.Matmul, each query head
+/// reading its KV head again; split into [kv, g], the g heads are the rows of one GEMV. The output,
+/// row-major over the domain, keeps its layout. On by default since it ran on an H100 (2026-12-05).
 std::optional<Attrs> gemv_domain(const Attrs& a, DType t0, DType t1, const Facts& facts);
 
 }  // namespace luminal::cuda

@@ -58,14 +58,14 @@ struct KnForm {
   int64_t n = 1;  // length of n_axis
 };
 
-/// The operands' views over the domain a GemvKN reads and its reduced axis: the node's, or, with
-/// LUMINAL_CUDA_GEMV_KN_SPLIT=1, with axes split where that makes every stride linear
+/// The operands' views over the domain a GemvKN reads and its reduced axis: the node's, or (unless
+/// LUMINAL_CUDA_GEMV_KN_SPLIT=0) with axes split where that makes every stride linear
 /// (kernels/split_axes.hpp): grouped-query heads repeated by repeat_interleave read a KV head
 /// through c*(z/g), one batch index a query head, so each of its g query heads read the cache
 /// again; split into [kv, g], the g heads are rows sharing one read. The output, row-major over
-/// the domain, keeps its layout. Off by default until the split form has run on a GPU.
+/// the domain, keeps its layout. On by default since it ran on an H100 (2026-12-05).
 SplitDomain kn_domain(const Attrs& a) {
-  if (env_opt_in("LUMINAL_CUDA_GEMV_KN_SPLIT"))
+  if (env_switch_on("LUMINAL_CUDA_GEMV_KN_SPLIT"))
     if (std::optional<SplitDomain> d = split_for_linear_strides(a.views[0], a.views[1], a.axis))
       return *d;
   return SplitDomain{a.views[0], a.views[1], a.axis};
@@ -324,7 +324,7 @@ KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
 std::vector<Rule> kn_rules() {
   // (the rule's name says whether split domains are offered: the compile cache keys it)
   return matmul_op_rules(
-      env_opt_in("LUMINAL_CUDA_GEMV_KN_SPLIT") ? "cuda.gemv-kn-split" : "cuda.gemv-kn", &kGemvKN,
+      env_switch_on("LUMINAL_CUDA_GEMV_KN_SPLIT") ? "cuda.gemv-kn-split" : "cuda.gemv-kn", &kGemvKN,
       &kGemvKNCast, [](const EGraph& eg, MatmulParts& p) {
         if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN")) return false;
         if (p.attrs.views.size() != 2) return false;

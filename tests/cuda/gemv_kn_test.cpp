@@ -83,9 +83,9 @@ Graph repeated_pv(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t
   return g;
 }
 
-/// LUMINAL_CUDA_GEMV_KN_SPLIT=1 for a scope.
+/// LUMINAL_CUDA_GEMV_KN_SPLIT=1 (the default) or 0 for a scope.
 struct KnSplit : testing::EnvScope {
-  KnSplit() : EnvScope("LUMINAL_CUDA_GEMV_KN_SPLIT", "1") {}
+  explicit KnSplit(const char* v = "1") : EnvScope("LUMINAL_CUDA_GEMV_KN_SPLIT", v) {}
 };
 
 /// The kernels of each program (with its graph's dim facts) compiled for sm_90 through the
@@ -142,7 +142,10 @@ TEST_F(GemvKnHost, RepeatedHeadsShareOneReadWhenSplit) {
   // KV head's groups are the rows of one GEMV over it (acc[groups]).
   testing::CudaRulesOnly rules;
   const Graph g = repeated_pv(8, 4, 128, 2048, DType::BF16);
-  EXPECT_EQ(forced(g, rules).second, 0);
+  {
+    KnSplit off("0");
+    EXPECT_EQ(forced(g, rules).second, 0);
+  }
   KnSplit on;
   auto [l, kn] = forced(g, rules);
   ASSERT_EQ(kn, 1) << l.op_mix_string();

@@ -49,16 +49,19 @@ Graph repeated_qk(int64_t kv, int64_t groups, int64_t hd, int64_t slots, DType t
   return g;
 }
 
-/// LUMINAL_CUDA_GEMV_SPLIT=1 for a scope.
+/// LUMINAL_CUDA_GEMV_SPLIT=1 (the default) or 0 for a scope.
 struct GemvSplit : testing::EnvScope {
-  GemvSplit() : EnvScope("LUMINAL_CUDA_GEMV_SPLIT", "1") {}
+  explicit GemvSplit(const char* v = "1") : EnvScope("LUMINAL_CUDA_GEMV_SPLIT", v) {}
 };
 
 TEST(GemvSplitHost, RepeatedHeadsAreRowsOfOneGemvWhenSplit) {
   LUMINAL_REQUIRE_NVRTC();
   testing::CudaRulesOnly rules;
   const Graph g = repeated_qk(8, 4, 128, 2048, DType::BF16);
-  EXPECT_EQ(forced(g, rules).second, 0);
+  {
+    GemvSplit off("0");
+    EXPECT_EQ(forced(g, rules).second, 0);
+  }
   GemvSplit on;
   auto [l, gemvs] = forced(g, rules);
   ASSERT_EQ(gemvs, 1) << l.op_mix_string();
