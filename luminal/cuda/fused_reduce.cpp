@@ -7,12 +7,14 @@
 // third, each a cuda.Fused and a reduction before).
 //
 // Rule (ruleset "cuda.fused-reduce", after the fusion and row rules): a SumReduce / MaxReduce
-// e-node R that reads its child class C whole and in order (a contiguous view of C's shape), where
-// C holds a cuda.Fused e-node F (the largest region, and the one reading the fewest inputs) that
-// is not a float product nor one product of two loads (contractions: the matmul ops take those,
-// with their GEMV, library and store forms; an integer product computed by a larger region, such
-// as a router's chosen ids times their numbers, is taken). The new e-node has R's dtype, shape
-// and axis, F's children, views (over C's shape, which is R's input domain) and program.
+// e-node R that reads its child class C whole and in order (a contiguous view of C's shape), over
+// each cuda.Fused e-node F of C (each region: the one that saves a kernel may be neither the
+// largest nor the leanest, as a router's pairwise ranks read the softmax's row kernel through a
+// middle-sized region) that is not a float product nor one product of two loads (contractions: the
+// matmul ops take those, with their GEMV, library and store forms; an integer product computed by a
+// larger region, such as a router's chosen ids times their numbers, is taken). The new e-node has
+// R's dtype, shape and axis, F's children, views (over C's shape, which is R's input domain) and
+// program.
 //
 // Kernel: gen_reduction's plain forms (reduce.cpp), with the element computed by F's program from
 // its loads at (output o, k) instead of loaded: a warp per output when some input is contiguous
@@ -65,9 +67,11 @@ std::optional<ENode> over_region(const OpDef* op, const Attrs& a, const EGraph& 
   return ENode{op, 0, fn.children};
 }
 
-/// Adds op's e-nodes beside the reduction m.root_node where its child's class holds a region:
-/// over the largest region and over the one reading the fewest inputs (which may have inlined
-/// what the largest reads as a value of its own, so that only it saves a kernel).
+/// Adds op's e-nodes beside the reduction m.root_node where its child's class holds regions: one
+/// over each (at most fusion's limit a class, kMaxFusedPerClass, and its greedy region). Until
+/// 2026-12-05 only over the largest and the leanest: a Qwen3-MoE router's rank (a sum over its
+/// [E, E] pairs) read the softmax's row kernel through neither, and ran as cuda.Fused then
+/// SumReduce, a kernel a layer more.
 void offer(const OpDef* op, const Match& m, EGraph& eg) {
   const ENode node = eg.node(m.root_node);
   const Attrs a = eg.attrs(node.attr);
@@ -77,11 +81,9 @@ void offer(const OpDef* op, const Match& m, EGraph& eg) {
   if (a.axis < 0 || a.axis >= v.rank() || v.has_base() || !v.is_contiguous() ||
       !(v.dims == eg.shape(c)))
     return;
-  const std::optional<ENodeId> largest = fusion_detail::largest_fused(cuda_fused_op(), eg, c);
-  const std::optional<ENodeId> leanest = fusion_detail::leanest_fused(cuda_fused_op(), eg, c);
   std::vector<ENodeId> regions;
-  if (largest) regions.push_back(*largest);
-  if (leanest && leanest != largest) regions.push_back(*leanest);
+  for (ENodeId f : eg.nodes_of(c))
+    if (eg.node(f).op == cuda_fused_op()) regions.push_back(f);
   std::vector<std::pair<Attrs, ENode>> adds;
   for (ENodeId f : regions) {
     Attrs r;
