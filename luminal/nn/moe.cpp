@@ -91,19 +91,24 @@ TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form
   const int64_t E = probs.dim(1).as_const();
   if (k < 1 || k > E)
     throw Error("router_topk: k = " + std::to_string(k) + " is outside 1.." + std::to_string(E));
-  TopK top = form == TopKForm::Ranks ? topk_by_ranks(probs, k) : topk_by_argmax(probs, k);
+  const Expr s = probs.dim(0);
+  // Each form's weights are renormalised before the forms meet: merged first, the division's
+  // row kernel grew through the argmax form's running sums (the weights' class held both), and
+  // the fewest-kernels seed with both forms ran it as six kernels instead of the ranks form's one.
+  auto renormalised = [&](TopK t) {
+    if (renormalise) t.weights = t.weights / t.weights.sum(1, true).expand({s, k});
+    return t;
+  };
+  const TopK top =
+      renormalised(form == TopKForm::Ranks ? topk_by_ranks(probs, k) : topk_by_argmax(probs, k));
   if (form == TopKForm::Searched) {
-    const TopK ranked = topk_by_ranks(probs, k);
+    const TopK ranked = renormalised(topk_by_ranks(probs, k));
     Graph g = probs.graph();
     // Only where the pairs stay few (decode, short prompts): the ranks' O(s E^2) comparisons
     // cost more than the argmax's kernels on long prompts (and would crowd the search there).
-    const std::pair<Expr, int64_t> few_pairs{probs.dim(0) * Expr(E * E), kRankPairs};
+    const std::pair<Expr, int64_t> few_pairs{s * Expr(E * E), kRankPairs};
     g.alternative(top.ids, ranked.ids, few_pairs);
     g.alternative(top.weights, ranked.weights, few_pairs);
-  }
-  if (renormalise) {
-    const Expr s = probs.dim(0);
-    top.weights = top.weights / top.weights.sum(1, true).expand({s, k});
   }
   return top;
 }
