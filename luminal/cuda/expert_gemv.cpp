@@ -35,6 +35,17 @@
 // offered for the graph's Cast down after the expert matmul (the model's expert outputs in its
 // dtype), so the Cast runs no kernel of its own; the same bits (one rounding of the same f32).
 //
+// cuda.ExpertGemvGlu / cuda.ExpertRowsGlu (opt-in, LUMINAL_CUDA_EXPERT_GLU=1, until it has run
+// on a GPU): an elementwise region that reads an expert matmul's value through its two halves
+// along n, element i of the first half with element i of the second (SwiGLU's SiLU(gate) * up
+// over a packed experts.gate_up_proj), stored by the matmul's kernel: each output n < N/2 dots
+// weight rows n and n + N/2 with the activation (one pass each, as the plain kernel would for
+// either), rounds both as the matmul stores them (f32, or bf16/f16 for the cast form) and applies
+// the region. One kernel and no [rows, N] value in memory where the matmul and the region were
+// two. Matched on structure: the region's two inputs are the same class, read [M, N/2] with
+// strides (N, 1) at offsets 0 and N/2; no other input, no f64, no row reduction, and a constant
+// element count (decode, and prefill buckets of a constant row count; as the GEMV epilogues).
+//
 // LUMINAL_CUDA_EXPERT=0 offers none of them (the unfused programs, to compare);
 // LUMINAL_CUDA_EXPERT_WARPS (1, 2, 4, 8) forces W, for tests and sweeps.
 #include <algorithm>
@@ -49,6 +60,8 @@
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/fusion_detail.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 
 namespace luminal::cuda {
@@ -63,6 +76,11 @@ const OpDef kExpertRows{.name = "cuda.ExpertRows", .seed_cost = 0.9};
 // matmul: one rounding, the Cast kernel's), so that Cast runs no kernel of its own.
 const OpDef kExpertGemvCast{.name = "cuda.ExpertGemvCast", .seed_cost = 0.9};
 const OpDef kExpertRowsCast{.name = "cuda.ExpertRowsCast", .seed_cost = 0.9};
+// The matmul and the region over its two halves in one kernel (the two were 0.9 and 1).
+const OpDef kExpertGemvGlu{.name = "cuda.ExpertGemvGlu", .seed_cost = 0.95};
+const OpDef kExpertRowsGlu{.name = "cuda.ExpertRowsGlu", .seed_cost = 0.95};
+
+bool glu_op(const OpDef* op) { return op == &kExpertGemvGlu || op == &kExpertRowsGlu; }
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -146,6 +164,76 @@ std::vector<Offer> offers(const EGraph& eg, const Match& m) {
   return out;
 }
 
+/// LUMINAL_CUDA_EXPERT_GLU=1 offers the paired forms (off until they have run on a GPU).
+bool glu_offered() {
+  const char* v = std::getenv("LUMINAL_CUDA_EXPERT_GLU");
+  return v != nullptr && std::string(v) == "1";
+}
+
+/// Whether `v` reads, for element i of a region of `count` elements, element
+/// (i / h) * (2h) + i % h + at of a class of `count` * 2 elements.
+bool reads_half(const View& v, int64_t count, int64_t h, int64_t at) {
+  if (count % h != 0) return false;
+  const std::optional<View> r = v.reshape({Expr(count / h), Expr(h)});
+  if (!r || !(r->base == Expr(at))) return false;
+  return (count / h == 1 || r->strides[0] == Expr(2 * h) * Expr::z()) &&
+         (h == 1 || r->strides[1] == Expr::z());
+}
+
+/// The glu rule's builder: the region e-node m.node("e") (its class's largest or leanest fused
+/// region, or an HLIR elementwise e-node) over the two halves of an expert matmul's value.
+void offer_glu(const Match& m, EGraph& eg) {
+  using namespace fusion_detail;
+  const OpDef* fused = cuda_fused_op();
+  const ENodeId id = m.node("e");
+  const ClassId root = eg.find(m.root);
+  if (eg.node(id).op == fused && largest_fused(fused, eg, root) != id &&
+      leanest_fused(fused, eg, root) != id)
+    return;
+  const std::optional<SymProgram> region = region_of(fused, eg, id);
+  if (!region) return;
+  const std::optional<Built> b = canonicalize(fused, eg, *region, kFusedMaxInsts, 2);
+  if (!b || b->children.size() != 2 || b->program.has_row_reduce()) return;
+  for (const FusedInst& in : b->program.insts)
+    if (in.dtype == DType::F64) return;
+  const ClassId c = eg.find(b->children[0]);
+  if (eg.find(b->children[1]) != c || c == root) return;
+  const Shape& cs = eg.shape(c);
+  const Expr count = numel(eg.attrs_of(id).shape);
+  if (cs.empty() || !cs.back().is_const() || !count.is_const()) return;
+  const int64_t n = cs.back().as_const(), h = n / 2;
+  if (n % 2 != 0 || !(numel(cs) == Expr(count.as_const() * 2))) return;
+  // Load 0 the first half (the gate), load 1 the second.
+  int first = -1;
+  if (reads_half(b->views[0], count.as_const(), h, 0) &&
+      reads_half(b->views[1], count.as_const(), h, h))
+    first = 0;
+  else if (reads_half(b->views[1], count.as_const(), h, 0) &&
+           reads_half(b->views[0], count.as_const(), h, h))
+    first = 1;
+  if (first < 0) return;
+  FusedProgram prog = b->program;
+  if (first == 1)
+    for (FusedInst& in : prog.insts)
+      if (in.op == FusedOpcode::Load) in.a = 1 - in.a;
+  const Attrs like = eg.attrs_of(id);
+  std::vector<std::pair<ENodeId, const OpDef*>> producers;
+  for (ENodeId e : eg.nodes_of(c)) {
+    const OpDef* op = eg.node(e).op;
+    if (eg.attrs_of(e).payload) continue;
+    if (op == &kExpertGemv || op == &kExpertGemvCast) producers.emplace_back(e, &kExpertGemvGlu);
+    if (op == &kExpertRows || op == &kExpertRowsCast) producers.emplace_back(e, &kExpertRowsGlu);
+  }
+  for (const auto& [e, op] : producers) {
+    const ENode pn = eg.node(e);
+    Attrs a = eg.attrs_of(e);
+    a.dtype = like.dtype;
+    a.shape = like.shape;
+    a.payload = std::make_shared<FusedProgram>(prog);
+    eg.merge(eg.add(op, a, std::vector<ClassId>(pn.children.begin(), pn.children.end())), root);
+  }
+}
+
 std::vector<Rule> expert_rules() {
   Rule r{"cuda.expert-gemv", matmul_pattern(),
          [](const Match& m, const EGraph& eg) { return !offers(eg, m).empty(); },
@@ -160,8 +248,18 @@ std::vector<Rule> expert_rules() {
   };
   // (a rule, not a condition: the compile cache's key names the rules in force)
   if (!offered()) return {};
-  return {r, cast_of(&kExpertGemv, &kExpertGemvCast, "cuda.expert-gemv-cast"),
-          cast_of(&kExpertRows, &kExpertRowsCast, "cuda.expert-rows-cast")};
+  std::vector<Rule> rules{r, cast_of(&kExpertGemv, &kExpertGemvCast, "cuda.expert-gemv-cast"),
+                          cast_of(&kExpertRows, &kExpertRowsCast, "cuda.expert-rows-cast")};
+  if (glu_offered()) {
+    const OpDef* fused = cuda_fused_op();
+    rules.push_back(Rule{"cuda.expert-glu", Pattern::any_op([fused](const OpDef* op) {
+                                              return op == fused ||
+                                                     (op->is_hlir &&
+                                                      fusion_detail::is_elementwise_kind(op->kind));
+                                            }).bind("e"),
+                         nullptr, offer_glu});
+  }
+  return rules;
 }
 
 /// The float form's k loop: lane chunks c of V weight elements (one load of V * size bytes)
@@ -270,7 +368,10 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
   if (!is_integer(ti))
     throw Error(op + ": expert ids must be integers, got " + std::string(name(ti)));
   const bool cast = n.op == &kExpertGemvCast || n.op == &kExpertRowsCast;
-  if (!cast && n.attrs.dtype != DType::F32) throw Error(op + ": the output must be f32");
+  const bool glu = glu_op(n.op);
+  const auto* epi = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (glu && !epi) throw Error(op + ": the node has no FusedProgram payload (the region)");
+  if (!glu && !cast && n.attrs.dtype != DType::F32) throw Error(op + ": the output must be f32");
   if (cast && n.attrs.dtype != DType::BF16 && n.attrs.dtype != DType::F16)
     throw Error(op + ": the output must be bf16 or f16");
   const int V = chunk_width(xv, tx, wv, tw);
@@ -280,8 +381,11 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
                 " (float weights, or block rows of whole blocks with an f32 activation; the "
                 "activation contiguous along D)");
   const bool block = is_block(tw);
-  const int64_t E = wv.dims[0].as_const(), N = wv.dims[1].as_const(), D = wv.dims[2].as_const();
+  const int64_t E = wv.dims[0].as_const(), NW = wv.dims[1].as_const(), D = wv.dims[2].as_const();
   const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
+  if (glu && NW % 2 != 0) throw Error(op + ": the weight's n (" + std::to_string(NW) + ") is odd");
+  // The outputs walk n over N: the weight's rows, or the first half's with the glu forms.
+  const int64_t N = glu ? NW / 2 : NW;
   const Expr M = iv.numel();
   const Expr P = M * Expr(N);
 
@@ -313,14 +417,17 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
   std::string body = lines({
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
-      "  __shared__ float red[" + std::to_string(kWarps) + "];",
+      "  __shared__ float red[" + std::to_string(kWarps) + "], red2[" + std::to_string(kWarps) +
+          "];",
       "  (void)red;",
+      "  (void)red2;",
       block ? "  const int NU = " + std::to_string(chunks) + ";"
             : "  const " + I + " KC = " + std::to_string(chunks) + ";",
       "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
           ")gridDim.x * " + Gs + ") {",
       "    const " + I + " p = pb + g;",
-      "    float acc = 0.0f;",
+      "    float acc = 0.0f, acc2 = 0.0f;",
+      "    (void)acc2;",
       "    bool bad = false;",
       "    if (p < P) {",
       "    const " + I + " r = p / " + Ns + ", n = p % " + Ns + ";",
@@ -337,24 +444,53 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
       "      const " + I + " xo = " + ox + ";",
   });
   const bool vec = block && vector_width(xv, xv.rank() - 1, DType::F32) >= 4;
-  body += block ? block_loop(tw, W, U, vec) : float_loop(tx, tw, V, W, U, I);
+  const std::string loop = block ? block_loop(tw, W, U, vec) : float_loop(tx, tw, V, W, U, I);
+  if (glu) {
+    // The first half's row, then the second's (n + N/2): the same loop over each, so each sum is
+    // the plain kernel's for that row.
+    body += "      const long long wo0 = wo;\n      {\n      const long long wo = wo0;\n" + loop +
+            "      }\n      acc2 = acc;\n      acc = 0.0f;\n      {\n      const long long wo = "
+            "wo0 + " +
+            std::to_string(N * ns) + "LL;\n" + loop + "      }\n";
+  } else {
+    body += loop;
+  }
   body += lines({
       "    }",
       "    }",
       "    for (int s = 16; s > 0; s >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, "
       "acc, s));",
   });
+  if (glu)
+    body +=
+        "    for (int s = 16; s > 0; s >>= 1) acc2 = __fadd_rn(acc2, "
+        "__shfl_xor_sync(0xffffffffu, acc2, s));\n";
   const std::string st = "st_" + dtype_tag(n.attrs.dtype);
+  // The stored value from the sum(s): the region over the two halves (load 0 the first half's
+  // sum g, load 1 the second's u, each rounded to the matmul's dtype as it would store it), or
+  // the sum itself.
+  auto store = [&](const std::string& g, const std::string& u) {
+    if (!glu) return "out[p] = " + st + "(bad ? 0.0f : " + u + ");\n";
+    std::string b = "{\n";
+    const std::string r = emit_statements(*epi, b, [&](const FusedInst& in, size_t, bool keep) {
+      const std::string v = in.a == 0 ? g : u;
+      return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + v + "))";
+    });
+    return b + "    out[p] = bad ? " + st + "(0.0f) : " + st + "(" + r + ");\n    }\n";
+  };
   if (W == 1) {
-    body += "    if (lane == 0 && p < P) out[p] = " + st + "(bad ? 0.0f : acc);\n";
+    body += "    if (lane == 0 && p < P) " + store("acc2", "acc");
   } else {
     body += lines({
         "    if (lane == 0) red[warp] = acc;",
+        glu ? "    if (lane == 0) red2[warp] = acc2;" : "",
         "    __syncthreads();",
         "    if (part == 0 && lane == 0 && p < P) {",
-        "      float t = red[warp];",
+        "      float t = red[warp], t2 = " + std::string(glu ? "red2[warp]" : "0.0f") + ";",
         "      for (int o = 1; o < " + Ws + "; ++o) t = __fadd_rn(t, red[warp + o]);",
-        "      out[p] = " + st + "(bad ? 0.0f : t);",
+        glu ? "      for (int o = 1; o < " + Ws + "; ++o) t2 = __fadd_rn(t2, red2[warp + o]);"
+            : "      (void)t2;",
+        "      " + store("t2", "t"),
         "    }",
         "    __syncthreads();",
     });
@@ -371,9 +507,10 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
              kBlock,
              {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   const int64_t row_bytes = static_cast<int64_t>(storage_bytes(tw, D));
-  gen.bytes = P * Expr(row_bytes) + M * Expr(D * size_bytes(tx) + size_bytes(ti)) +
+  const int64_t rows_read = glu ? 2 : 1;
+  gen.bytes = P * Expr(rows_read * row_bytes) + M * Expr(D * size_bytes(tx) + size_bytes(ti)) +
               P * Expr(int64_t{size_bytes(n.attrs.dtype)});
-  gen.flops = P * Expr(2 * D);
+  gen.flops = P * Expr(rows_read * 2 * D);
   return gen;
 }
 
@@ -384,10 +521,14 @@ void register_expert_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp rows{&kExpertRows, "cuda.library", nullptr, gen_expert};
   static const CudaOp gemv_cast{&kExpertGemvCast, "", nullptr, gen_expert};
   static const CudaOp rows_cast{&kExpertRowsCast, "", nullptr, gen_expert};
+  static const CudaOp gemv_glu{&kExpertGemvGlu, "", nullptr, gen_expert};
+  static const CudaOp rows_glu{&kExpertRowsGlu, "", nullptr, gen_expert};
   ops.push_back(&gemv);
   ops.push_back(&rows);
   ops.push_back(&gemv_cast);
   ops.push_back(&rows_cast);
+  ops.push_back(&gemv_glu);
+  ops.push_back(&rows_glu);
 }
 
 }  // namespace luminal::cuda
