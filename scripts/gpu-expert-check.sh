@@ -43,7 +43,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 install_debs
 
 targets=""
-[ $tests -eq 1 ] && targets="test_cuda_expert test_cuda_expert_glu test_cuda_models test_cuda_fuzz"
+[ $tests -eq 1 ] && targets="test_cuda_expert test_cuda_expert_glu test_cuda_expert_sum test_cuda_models test_cuda_fuzz"
 [ $bench -eq 1 ] && targets="$targets bench_cuda"
 {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
@@ -65,6 +65,8 @@ if [ $tests -eq 1 ]; then
   grep -E '^\[expert\]|Failure|FAILED' "$out/expert.log" | head -20 >>"$summary"
   suite "expert glu suite (cuda.ExpertGemvGlu: SiLU(gate) * up in the gate_up expert matmul's store, the same bits as the matmul then the region; opt-in LUMINAL_CUDA_EXPERT_GLU=1)" \
     "$out/expert_glu.log" 300 "$build/tests/test_cuda_expert_glu"
+  suite "expert sum suite (cuda.ExpertGemvSum: a token's experts summed with the router's weights in the down matmul's kernel; opt-in LUMINAL_CUDA_EXPERT_SUM=1)" \
+    "$out/expert_sum.log" 300 "$build/tests/test_cuda_expert_sum"
   suite "model parity, MoE families (searched programs against transformers' goldens)" \
     "$out/models.log" 300 "$build/tests/test_cuda_models" --gtest_filter='*moe*:*mixtral*'
   suite "equivalence fuzz, expert graphs (12 random graphs x 20 programs)" "$out/fuzz.log" 300 \
