@@ -64,6 +64,20 @@ Graph sum_graph(DType t, int64_t S, int64_t K, int64_t N, int64_t D, bool per_n 
   return g;
 }
 
+/// The program without the sum form: the expert op (reading 16-bit operands directly), then the
+/// weighted sum as a matmul.
+LlirGraph unfused(const Graph& g, Backend& be) {
+  return testing::prefer(g, be, [](const EGraph& eg, ENodeId id) {
+    const ENode& e = eg.node(id);
+    if (is_sum(e.op->name)) return -1.0;
+    if (!is_plain_expert(e.op->name)) return 0.0;
+    double s = 1;
+    for (ClassId c : e.children)
+      s += eg.dtype(c) != DType::F32 ? 1 : 0;
+    return s;
+  });
+}
+
 // ---------------------------------------------------------------- CI
 
 TEST(CudaExpertSumRules, OfferedWhenSwitchedOnForBroadcastWeights) {
@@ -87,6 +101,13 @@ TEST(CudaExpertSumRules, OfferedWhenSwitchedOnForBroadcastWeights) {
         plain += is_plain_expert(node.op->name) ||
                  (node.op->name.find("Gemv") != std::string::npos && !is_sum(node.op->name));
       EXPECT_EQ(plain, 0) << at << l.op_mix_string();
+      // (the GPU test's other program: the expert op, then the weighted sum)
+      const LlirGraph lu = unfused(g, rules);
+      EXPECT_EQ(count_op(lu, "cuda.ExpertGemvSum"), 0) << at << lu.op_mix_string();
+      int experts = 0;
+      for (const LlirNode& node : lu.nodes)
+        experts += is_plain_expert(node.op->name);
+      EXPECT_EQ(experts, 1) << at << lu.op_mix_string();
       testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
     }
   auto [l, n] = testing::prefer_ops_16(sum_graph(DType::BF16, 1, 8, 64, 256, true), rules, is_sum);
@@ -150,7 +171,7 @@ TEST(CudaExpertSum, MatchesTheMatmulThenTheWeightedSum) {
       const Graph g = sum_graph(t, S, K, N, D);
       auto [ls, ns] = testing::prefer_ops_16(g, testing::gpu(), is_sum);
       ASSERT_EQ(ns, 1) << at << ls.op_mix_string();
-      auto [lu, nu] = testing::prefer_ops_16(g, testing::gpu(), is_plain_expert);
+      const LlirGraph lu = unfused(g, testing::gpu());
       ASSERT_EQ(count_op(lu, "cuda.ExpertGemvSum"), 0) << at << lu.op_mix_string();
       const testing::BufferMap in{{"x", from_doubles(t, uniform(t, S * D, ++seed, -1, 1))},
                                   {"w", from_doubles(t, uniform(t, kE * N * D, ++seed, -0.1, 0.1))},
