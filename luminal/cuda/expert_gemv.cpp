@@ -46,16 +46,8 @@
 // strides (N, 1) at offsets 0 and N/2; no other input, no f64, no row reduction, and a constant
 // element count (decode, and prefill buckets of a constant row count; as the GEMV epilogues).
 //
-// cuda.ExpertGemvSum (opt-in, LUMINAL_CUDA_EXPERT_SUM=1, until it has run on a GPU): a token's
-// chosen experts' outputs summed with the router's weights, out[s, n] = sum over j < k of
-// w[s, j] * y[s, j, n] (a matmul over y = an expert matmul's value, reduced along its k rows of
-// a token), computed by the expert matmul's kernel: a block an output, warp j dotting row
-// s * k + j's weight row n with its activation (the plain kernel's loop, W = 1), the k sums
-// rounded as the expert op stores them (f32, or bf16/f16 for the cast form), then warp 0's lane
-// 0 adding w[s, j] * value in j order as the matmul kernels add a product into an f32 sum
-// (codegen.hpp, product_add). One kernel and no [s, k, N] value in memory where there were two.
-// Matched on structure: the matmul's domain [S, k, N] (constant), reduced along k, reading the
-// expert value contiguously and the weights [S, k] broadcast along n.
+// cuda.ExpertGemvSum, the weighted sum of a token's experts in the down matmul's kernel, is in
+// expert_sum.cpp (the k loops are shared: expert_loops.hpp).
 //
 // LUMINAL_CUDA_EXPERT=0 offers none of them (the unfused programs, to compare);
 // LUMINAL_CUDA_EXPERT_WARPS (1, 2, 4, 8) forces W, for tests and sweeps.
@@ -68,6 +60,7 @@
 #include "luminal/compiler/expert_rule.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/expert_loops.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
@@ -77,53 +70,9 @@
 
 namespace luminal::cuda {
 
-namespace {
-
-// (one kernel where the unfused form runs a Gather and a matmul: below both together and below
-// cuda.Gemv's 0.95, so the fewest-kernels seeds take it; the search times the unfused form)
-const OpDef kExpertGemv{.name = "cuda.ExpertGemv", .seed_cost = 0.9};
-const OpDef kExpertRows{.name = "cuda.ExpertRows", .seed_cost = 0.9};
-// The same kernels storing their f32 sums cast to bf16/f16 (the graph's Cast after the expert
-// matmul: one rounding, the Cast kernel's), so that Cast runs no kernel of its own.
-const OpDef kExpertGemvCast{.name = "cuda.ExpertGemvCast", .seed_cost = 0.9};
-const OpDef kExpertRowsCast{.name = "cuda.ExpertRowsCast", .seed_cost = 0.9};
-// The matmul and the region over its two halves in one kernel (the two were 0.9 and 1).
-const OpDef kExpertGemvGlu{.name = "cuda.ExpertGemvGlu", .seed_cost = 0.95};
-const OpDef kExpertRowsGlu{.name = "cuda.ExpertRowsGlu", .seed_cost = 0.95};
-// The expert matmul and the weighted sum of a token's k rows in one kernel.
-const OpDef kExpertGemvSum{.name = "cuda.ExpertGemvSum", .seed_cost = 0.95};
-
-bool glu_op(const OpDef* op) { return op == &kExpertGemvGlu || op == &kExpertRowsGlu; }
-
-constexpr int kBlock = 256;
-constexpr int kWarps = kBlock / 32;
-constexpr int kMaxRows = 8;
-
-/// LUMINAL_CUDA_EXPERT=0: no expert ops (the rules' list is empty, so the compile cache's key
-/// tells the settings apart).
-bool offered() { return env_switch_on("LUMINAL_CUDA_EXPERT"); }
-
-int forced_warps() {
-  const char* v = std::getenv("LUMINAL_CUDA_EXPERT_WARPS");
-  if (v == nullptr || *v == 0) return 0;
-  const int w = std::atoi(v);
-  if (w != 1 && w != 2 && w != 4 && w != 8)
-    throw Error(std::string("LUMINAL_CUDA_EXPERT_WARPS=") + v + " is not a warp count; give 1, " +
-                "2, 4 or 8");
-  return w;
-}
+namespace expert {
 
 int64_t coef(const Expr& stride) { return stride.eval({}, 1); }
-
-/// The activation's row count when it is a constant.
-std::optional<int64_t> const_rows(const View& ids_rows) {
-  int64_t m = 1;
-  for (const Expr& d : ids_rows.dims) {
-    if (!d.is_const()) return std::nullopt;
-    m *= d.as_const();
-  }
-  return m;
-}
 
 /// The float form's chunk width V (weight elements a lane loads at once: 16 bytes, or fewer
 /// where D, the strides or the activation's rows are not aligned to that, down to 1), or 0 when
@@ -147,6 +96,146 @@ int chunk_width(const View& xv, DType tx, const View& wv, DType tw) {
   for (int V = 16 / size_bytes(tw); V > 1; V /= 2)
     if (D % V == 0 && R % V == 0 && NS % V == 0 && aligned_chunks(xv, last, V)) return V;
   return 1;
+}
+
+/// The float form's k loop: lane chunks c of V weight elements (one load of V * size bytes)
+/// against the activation's V elements (NX loads of `vx_t`).
+std::string float_loop(DType tx, DType tw, int V, int W, int U, const std::string& I) {
+  const int xbytes = V * size_bytes(tx);
+  const int NX = std::max(1, xbytes / 16);
+  const std::string vw_t = vector_type(V * size_bytes(tw));
+  const std::string vx_t = vector_type(std::min(16, xbytes));
+  const std::string step = std::to_string(32 * W), Us = std::to_string(U), NXs = std::to_string(NX);
+  const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
+  return lines({
+      "      const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in2 + wo);",
+      "      const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in0 + xo);",
+      "      for (" + I + " c = part * 32 + lane; c < KC; c += " + std::to_string(32 * W * U) +
+          ") {",
+      "        " + vw_t + " qw[" + Us + "];",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + Us + "; ++u)",
+      "          if (c + u * " + step + " < KC) qw[u] = __ldg(rw + c + u * " + step + ");",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + Us + "; ++u) {",
+      "          const " + I + " cu = c + u * " + step + ";",
+      "          if (cu >= KC) break;",
+      "          " + vx_t + " qx[" + NXs + "];",
+      "#pragma unroll",
+      "          for (int i = 0; i < " + NXs + "; ++i) qx[i] = __ldg(rx + cu * " + NXs + " + i);",
+      "          const " + sx + "* ex = reinterpret_cast<const " + sx + "*>(qx);",
+      "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
+      "#pragma unroll",
+      "          for (int j = 0; j < " + std::to_string(V) + "; ++j)",
+      "            acc = __fmaf_rn(ldm_" + dtype_tag(tx) + "(ex[j]), ldm_" + dtype_tag(tw) +
+          "(ew[j]), acc);",
+      "        }",
+      "      }",
+  });
+}
+
+/// The block form's k loop: lane units u of 32 values (QT_<t>), U loaded before any is decoded,
+/// against the f32 activation's 32 values (8 float4 loads when `vec`).
+std::string block_loop(DType tw, int W, int U, bool vec) {
+  const std::string QT = "QT_" + quant_tag(tw);
+  const std::string step = std::to_string(32 * W), Us = std::to_string(U);
+  std::string s = lines({
+      "      const unsigned char* row = (const unsigned char*)in2 + wo;",
+      "      const float* xrow = in0 + xo;",
+      "      for (int u0 = part * 32 + lane; u0 < NU; u0 += " + std::to_string(32 * W * U) + ") {",
+      "        " + QT + "::Raw rr[" + Us + "];",
+      "#pragma unroll",
+      "        for (int uu = 0; uu < " + Us + "; ++uu)",
+      "          if (u0 + uu * " + step + " < NU) " + QT + "::load(row, u0 + uu * " + step +
+          ", rr[uu]);",
+      "#pragma unroll",
+      "        for (int uu = 0; uu < " + Us + "; ++uu) {",
+      "          const int u = u0 + uu * " + step + ";",
+      "          if (u >= NU) break;",
+      "          float q[32], a0, a1, b;",
+      "          " + QT + "::dec(rr[uu], q, a0, a1, b);",
+      "          const float* xr = xrow + u * 32;",
+      "          float s0 = 0.0f, s1 = 0.0f, sx = 0.0f;",
+  });
+  if (vec) {
+    s += lines({
+        "          const float4* x4 = reinterpret_cast<const float4*>(xr);",
+        "#pragma unroll",
+        "          for (int t = 0; t < 8; ++t) {",
+        "            const float4 v = __ldg(x4 + t);",
+        "            float& sh = t < 4 ? s0 : s1;",
+        "            sh = __fmaf_rn(q[4 * t], v.x, sh);",
+        "            sh = __fmaf_rn(q[4 * t + 1], v.y, sh);",
+        "            sh = __fmaf_rn(q[4 * t + 2], v.z, sh);",
+        "            sh = __fmaf_rn(q[4 * t + 3], v.w, sh);",
+        "            if (" + QT +
+            "::HAS_B) sx = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(sx, v.x), v.y), v.z), v.w);",
+        "          }",
+    });
+  } else {
+    s += lines({
+        "#pragma unroll",
+        "          for (int j = 0; j < 32; ++j) {",
+        "            const float v = __ldg(xr + j);",
+        "            float& sh = j < 16 ? s0 : s1;",
+        "            sh = __fmaf_rn(q[j], v, sh);",
+        "            if (" + QT + "::HAS_B) sx = __fadd_rn(sx, v);",
+        "          }",
+    });
+  }
+  s += lines({
+      "          acc = __fmaf_rn(a0, s0, acc);",
+      "          acc = __fmaf_rn(a1, s1, acc);",
+      "          if (" + QT + "::HAS_B) acc = __fmaf_rn(b, sx, acc);",
+      "        }",
+      "      }",
+  });
+  return s;
+}
+
+}  // namespace expert
+
+namespace {
+
+using namespace expert;
+
+// (one kernel where the unfused form runs a Gather and a matmul: below both together and below
+// cuda.Gemv's 0.95, so the fewest-kernels seeds take it; the search times the unfused form)
+const OpDef kExpertGemv{.name = "cuda.ExpertGemv", .seed_cost = 0.9};
+const OpDef kExpertRows{.name = "cuda.ExpertRows", .seed_cost = 0.9};
+// The same kernels storing their f32 sums cast to bf16/f16 (the graph's Cast after the expert
+// matmul: one rounding, the Cast kernel's), so that Cast runs no kernel of its own.
+const OpDef kExpertGemvCast{.name = "cuda.ExpertGemvCast", .seed_cost = 0.9};
+const OpDef kExpertRowsCast{.name = "cuda.ExpertRowsCast", .seed_cost = 0.9};
+// The matmul and the region over its two halves in one kernel (the two were 0.9 and 1).
+const OpDef kExpertGemvGlu{.name = "cuda.ExpertGemvGlu", .seed_cost = 0.95};
+const OpDef kExpertRowsGlu{.name = "cuda.ExpertRowsGlu", .seed_cost = 0.95};
+bool glu_op(const OpDef* op) { return op == &kExpertGemvGlu || op == &kExpertRowsGlu; }
+
+constexpr int kMaxRows = 8;
+
+/// LUMINAL_CUDA_EXPERT=0: no expert ops (the rules' list is empty, so the compile cache's key
+/// tells the settings apart).
+bool offered() { return env_switch_on("LUMINAL_CUDA_EXPERT"); }
+
+int forced_warps() {
+  const char* v = std::getenv("LUMINAL_CUDA_EXPERT_WARPS");
+  if (v == nullptr || *v == 0) return 0;
+  const int w = std::atoi(v);
+  if (w != 1 && w != 2 && w != 4 && w != 8)
+    throw Error(std::string("LUMINAL_CUDA_EXPERT_WARPS=") + v + " is not a warp count; give 1, " +
+                "2, 4 or 8");
+  return w;
+}
+
+/// The activation's row count when it is a constant.
+std::optional<int64_t> const_rows(const View& ids_rows) {
+  int64_t m = 1;
+  for (const Expr& d : ids_rows.dims) {
+    if (!d.is_const()) return std::nullopt;
+    m *= d.as_const();
+  }
+  return m;
 }
 
 struct Offer {
@@ -247,57 +336,6 @@ void offer_glu(const Match& m, EGraph& eg) {
   }
 }
 
-/// LUMINAL_CUDA_EXPERT_SUM=1 offers cuda.ExpertGemvSum (off until it has run on a GPU).
-bool sum_offered() {
-  const char* v = std::getenv("LUMINAL_CUDA_EXPERT_SUM");
-  return v != nullptr && std::string(v) == "1";
-}
-
-/// The sum rule's builder: a matmul over [S, k, N] reduced along k whose one operand is an
-/// expert matmul's value read contiguously and the other a [S, k] class broadcast along n.
-void offer_sum(const Match& m, EGraph& eg) {
-  const std::optional<MatmulParts> parts = matmul_parts(eg, m);
-  if (!parts) return;
-  const Attrs& a = parts->attrs;
-  const View& v0 = a.views[0];
-  if (a.axis != 1 || v0.rank() != 3) return;
-  for (const Expr& d : v0.dims)
-    if (!d.is_const()) return;
-  const int64_t S = v0.dims[0].as_const(), K = v0.dims[1].as_const(), N = v0.dims[2].as_const();
-  if (K < 1 || K > kWarps) return;
-  const ClassId root = eg.find(m.root);
-  for (int which = 0; which < 2; ++which) {
-    const ClassId c = eg.find(parts->children[static_cast<size_t>(which)]);
-    const ClassId w = eg.find(parts->children[static_cast<size_t>(1 - which)]);
-    const View& vc = a.views[static_cast<size_t>(which)];
-    const View& vw = a.views[static_cast<size_t>(1 - which)];
-    if (!vc.is_contiguous() || !(numel(eg.shape(c)) == Expr(S * K * N))) continue;
-    if (vw.has_base() || !(numel(eg.shape(w)) == Expr(S * K)) || !(vw.strides[2] == Expr(0)) ||
-        !(K == 1 || vw.strides[1] == Expr::z()) ||
-        !(S == 1 || vw.strides[0] == Expr(K) * Expr::z()))
-      continue;
-    std::vector<ENodeId> producers;
-    for (ENodeId e : eg.nodes_of(c)) {
-      const OpDef* op = eg.node(e).op;
-      const Attrs& pa = eg.attrs_of(e);
-      if ((op == &kExpertGemv || op == &kExpertGemvCast) && !pa.payload && pa.dtype == a.dtype &&
-          pa.views.size() == 3 && pa.views[1].numel() == Expr(S * K) &&
-          pa.views[2].dims[1] == Expr(N))
-        producers.push_back(e);
-    }
-    for (ENodeId e : producers) {
-      const ENode pn = eg.node(e);
-      Attrs na = eg.attrs_of(e);
-      na.dtype = a.dtype;
-      na.shape = a.shape;
-      na.views.push_back(View::contiguous({Expr(S * K)}));
-      std::vector<ClassId> children(pn.children.begin(), pn.children.end());
-      children.push_back(w);
-      add_merged(eg, &kExpertGemvSum, na, children, root);
-    }
-  }
-}
-
 std::vector<Rule> expert_rules() {
   Rule r{"cuda.expert-gemv", matmul_pattern(),
          [](const Match& m, const EGraph& eg) { return !offers(eg, m).empty(); },
@@ -314,7 +352,8 @@ std::vector<Rule> expert_rules() {
   if (!offered()) return {};
   std::vector<Rule> rules{r, cast_of(&kExpertGemv, &kExpertGemvCast, "cuda.expert-gemv-cast"),
                           cast_of(&kExpertRows, &kExpertRowsCast, "cuda.expert-rows-cast")};
-  if (sum_offered()) rules.push_back(Rule{"cuda.expert-sum", matmul_pattern(), nullptr, offer_sum});
+  for (Rule& sr : expert::sum_rules())
+    rules.push_back(std::move(sr));
   if (glu_offered()) {
     const OpDef* fused = cuda_fused_op();
     rules.push_back(Rule{"cuda.expert-glu", Pattern::any_op([fused](const OpDef* op) {
@@ -325,200 +364,6 @@ std::vector<Rule> expert_rules() {
                          nullptr, offer_glu});
   }
   return rules;
-}
-
-/// The float form's k loop: lane chunks c of V weight elements (one load of V * size bytes)
-/// against the activation's V elements (NX loads of `vx_t`).
-std::string float_loop(DType tx, DType tw, int V, int W, int U, const std::string& I) {
-  const int xbytes = V * size_bytes(tx);
-  const int NX = std::max(1, xbytes / 16);
-  const std::string vw_t = vector_type(V * size_bytes(tw));
-  const std::string vx_t = vector_type(std::min(16, xbytes));
-  const std::string step = std::to_string(32 * W), Us = std::to_string(U), NXs = std::to_string(NX);
-  const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
-  return lines({
-      "      const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in2 + wo);",
-      "      const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in0 + xo);",
-      "      for (" + I + " c = part * 32 + lane; c < KC; c += " + std::to_string(32 * W * U) +
-          ") {",
-      "        " + vw_t + " qw[" + Us + "];",
-      "#pragma unroll",
-      "        for (int u = 0; u < " + Us + "; ++u)",
-      "          if (c + u * " + step + " < KC) qw[u] = __ldg(rw + c + u * " + step + ");",
-      "#pragma unroll",
-      "        for (int u = 0; u < " + Us + "; ++u) {",
-      "          const " + I + " cu = c + u * " + step + ";",
-      "          if (cu >= KC) break;",
-      "          " + vx_t + " qx[" + NXs + "];",
-      "#pragma unroll",
-      "          for (int i = 0; i < " + NXs + "; ++i) qx[i] = __ldg(rx + cu * " + NXs + " + i);",
-      "          const " + sx + "* ex = reinterpret_cast<const " + sx + "*>(qx);",
-      "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
-      "#pragma unroll",
-      "          for (int j = 0; j < " + std::to_string(V) + "; ++j)",
-      "            acc = __fmaf_rn(ldm_" + dtype_tag(tx) + "(ex[j]), ldm_" + dtype_tag(tw) +
-          "(ew[j]), acc);",
-      "        }",
-      "      }",
-  });
-}
-
-/// The block form's k loop: lane units u of 32 values (QT_<t>), U loaded before any is decoded,
-/// against the f32 activation's 32 values (8 float4 loads when `vec`).
-std::string block_loop(DType tw, int W, int U, bool vec) {
-  const std::string QT = "QT_" + quant_tag(tw);
-  const std::string step = std::to_string(32 * W), Us = std::to_string(U);
-  std::string s = lines({
-      "      const unsigned char* row = (const unsigned char*)in2 + wo;",
-      "      const float* xrow = in0 + xo;",
-      "      for (int u0 = part * 32 + lane; u0 < NU; u0 += " + std::to_string(32 * W * U) + ") {",
-      "        " + QT + "::Raw rr[" + Us + "];",
-      "#pragma unroll",
-      "        for (int uu = 0; uu < " + Us + "; ++uu)",
-      "          if (u0 + uu * " + step + " < NU) " + QT + "::load(row, u0 + uu * " + step +
-          ", rr[uu]);",
-      "#pragma unroll",
-      "        for (int uu = 0; uu < " + Us + "; ++uu) {",
-      "          const int u = u0 + uu * " + step + ";",
-      "          if (u >= NU) break;",
-      "          float q[32], a0, a1, b;",
-      "          " + QT + "::dec(rr[uu], q, a0, a1, b);",
-      "          const float* xr = xrow + u * 32;",
-      "          float s0 = 0.0f, s1 = 0.0f, sx = 0.0f;",
-  });
-  if (vec) {
-    s += lines({
-        "          const float4* x4 = reinterpret_cast<const float4*>(xr);",
-        "#pragma unroll",
-        "          for (int t = 0; t < 8; ++t) {",
-        "            const float4 v = __ldg(x4 + t);",
-        "            float& sh = t < 4 ? s0 : s1;",
-        "            sh = __fmaf_rn(q[4 * t], v.x, sh);",
-        "            sh = __fmaf_rn(q[4 * t + 1], v.y, sh);",
-        "            sh = __fmaf_rn(q[4 * t + 2], v.z, sh);",
-        "            sh = __fmaf_rn(q[4 * t + 3], v.w, sh);",
-        "            if (" + QT +
-            "::HAS_B) sx = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(sx, v.x), v.y), v.z), v.w);",
-        "          }",
-    });
-  } else {
-    s += lines({
-        "#pragma unroll",
-        "          for (int j = 0; j < 32; ++j) {",
-        "            const float v = __ldg(xr + j);",
-        "            float& sh = j < 16 ? s0 : s1;",
-        "            sh = __fmaf_rn(q[j], v, sh);",
-        "            if (" + QT + "::HAS_B) sx = __fadd_rn(sx, v);",
-        "          }",
-    });
-  }
-  s += lines({
-      "          acc = __fmaf_rn(a0, s0, acc);",
-      "          acc = __fmaf_rn(a1, s1, acc);",
-      "          if (" + QT + "::HAS_B) acc = __fmaf_rn(b, sx, acc);",
-      "        }",
-      "      }",
-  });
-  return s;
-}
-
-/// cuda.ExpertGemvSum: a block an output (s, n); warp j < k dots row s * k + j (its expert's
-/// weight row n against its activation row), lane 0 of warp 0 adds the rounded values times the
-/// weights in j order.
-KernelGen gen_expert_sum(const LlirNode& n, const GenContext& ctx) {
-  const std::string op(n.op->name);
-  if (n.input_dtypes.size() != 4 || n.attrs.views.size() != 4)
-    throw Error(op + ": needs the activation, the expert ids, the stacked weight and the weights");
-  const DType tx = n.input_dtypes[0], ti = n.input_dtypes[1], tw = n.input_dtypes[2];
-  const DType t = n.attrs.dtype;
-  if (n.input_dtypes[3] != t)
-    throw Error(op + ": the weights' dtype must be the output's (" + std::string(name(t)) + ")");
-  const View& xv = n.attrs.views[0];
-  const View& iv = n.attrs.views[1];
-  const View& wv = n.attrs.views[2];
-  const int V = chunk_width(xv, tx, wv, tw);
-  if (V == 0 || !is_integer(ti) || !iv.numel().is_const() || !numel(n.attrs.shape).is_const())
-    throw Error(op + ": cannot read weights of " + std::string(name(tw)) + " " + wv.to_string() +
-                " with activation rows " + xv.to_string());
-  const bool block = is_block(tw);
-  const int64_t E = wv.dims[0].as_const(), N = wv.dims[1].as_const(), D = wv.dims[2].as_const();
-  const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
-  const int64_t M = iv.numel().as_const(), P = numel(n.attrs.shape).as_const();
-  const int64_t S = P / N, K = S > 0 ? M / S : 0;
-  if (S * N != P || S * K != M || K < 1 || K > kWarps)
-    throw Error(op + ": " + std::to_string(M) + " expert rows do not make " + std::to_string(S) +
-                " tokens of at most " + std::to_string(kWarps) + " choices");
-  Codegen cg(n, ctx);
-  cg.require(Expr(P * K));
-  cg.require(Expr(M * D));
-  const std::string& I = cg.idx();
-  const int64_t chunks = D / V;
-  const int U = static_cast<int>(std::min<int64_t>(block && block_size(tw) == 256 ? 2 : 4,
-                                                   std::max<int64_t>(1, (chunks + 31) / 32)));
-  std::string rowbase;
-  const std::string oi = cg.view_offset(iv, "r", "oi", rowbase);
-  const std::string ox = cg.view_offset(xv, "r", "ox", rowbase, xv.rank() - 1);
-  const int64_t rs = block ? R / block_size(tw) * block_bytes(tw) : R;
-  const int64_t ns = block ? NS / block_size(tw) * block_bytes(tw) : NS;
-  const std::string Ks = std::to_string(K), Ns = std::to_string(N), tt = dtype_tag(t);
-  std::string body = lines({
-      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
-      "  const int part = 0;",
-      "  __shared__ float red[" + std::to_string(kWarps) + "];",
-      block ? "  const int NU = " + std::to_string(chunks) + ";"
-            : "  const " + I + " KC = " + std::to_string(chunks) + ";",
-      "  for (" + I + " p = (" + I + ")blockIdx.x; p < " + std::to_string(P) + "; p += (" + I +
-          ")gridDim.x) {",
-      "    const " + I + " s = p / " + Ns + ", n = p % " + Ns + ";",
-      "    float acc = 0.0f;",
-      "    bool bad = false;",
-      "    if (warp < " + Ks + ") {",
-      "    const " + I + " r = s * " + Ks + " + warp;",
-  });
-  body += rowbase;
-  body += lines({
-      "    const long long e = ld_" + dtype_tag(ti) + "(in1[" + oi + "]);",
-      "    bad = e < 0 || e >= " + std::to_string(E) + "LL;",
-      "    if (bad) {",
-      "      if (lane == 0) atomicCAS(err, 0u, 2u);",
-      "    } else {",
-      "      const long long wo = e * " + std::to_string(rs) + "LL + (long long)n * " +
-          std::to_string(ns) + "LL;",
-      "      const " + I + " xo = " + ox + ";",
-  });
-  const bool vec = block && vector_width(xv, xv.rank() - 1, DType::F32) >= 4;
-  body += block ? block_loop(tw, 1, U, vec) : float_loop(tx, tw, V, 1, U, I);
-  body += lines({
-      "    }",
-      "    }",
-      "    for (int o = 16; o > 0; o >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, "
-      "acc, o));",
-      "    if (lane == 0) red[warp] = bad ? 0.0f : acc;",
-      "    __syncthreads();",
-      "    if (threadIdx.x == 0) {",
-      "      float t = 0.0f;",
-      "      for (int j = 0; j < " + Ks + "; ++j) {",
-      "        const float v = ldm_" + tt + "(st_" + tt + "(red[j]));",
-      "        const float w = ldm_" + tt + "(in3[s * " + Ks + " + j]);",
-      "        t = " + product_add(t, t, t, "v", "w", "t") + ";",
-      "      }",
-      "      out[p] = st_" + tt + "(t);",
-      "    }",
-      "    __syncthreads();",
-      "  }",
-  });
-  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
-                  ") LMN_ENTRY(lmn_expert_gemv_sum)(" + cg.params() + ") {\n";
-  k += cg.dims_prologue() + body + "}\n";
-  KernelGen gen;
-  gen.source = Codegen::unit((block ? quant_device_source() : std::string()) + k);
-  gen.launches.push_back(Launch{
-      "lmn_expert_gemv_sum", kBlock, {min(Expr(P), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
-  const int64_t row_bytes = static_cast<int64_t>(storage_bytes(tw, D));
-  gen.bytes = Expr(P * K * row_bytes + M * (D * size_bytes(tx) + size_bytes(ti) + size_bytes(t)) +
-                   P * size_bytes(t));
-  gen.flops = Expr(P * K * 2 * D);
-  return gen;
 }
 
 KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
@@ -680,6 +525,9 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
 
 }  // namespace
 
+const OpDef* expert::gemv_op() { return &kExpertGemv; }
+const OpDef* expert::gemv_cast_op() { return &kExpertGemvCast; }
+
 void register_expert_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp gemv{&kExpertGemv, "cuda.library", expert_rules, gen_expert};
   static const CudaOp rows{&kExpertRows, "cuda.library", nullptr, gen_expert};
@@ -687,14 +535,13 @@ void register_expert_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp rows_cast{&kExpertRowsCast, "", nullptr, gen_expert};
   static const CudaOp gemv_glu{&kExpertGemvGlu, "", nullptr, gen_expert};
   static const CudaOp rows_glu{&kExpertRowsGlu, "", nullptr, gen_expert};
-  static const CudaOp gemv_sum{&kExpertGemvSum, "", nullptr, gen_expert_sum};
   ops.push_back(&gemv);
   ops.push_back(&rows);
   ops.push_back(&gemv_cast);
   ops.push_back(&rows_cast);
   ops.push_back(&gemv_glu);
   ops.push_back(&rows_glu);
-  ops.push_back(&gemv_sum);
+  ops.push_back(expert::sum_op());
 }
 
 }  // namespace luminal::cuda
