@@ -17,11 +17,9 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/moe_seed.hpp"
 #include "cuda/nn_check.hpp"
-#include "luminal/compiler/build_space.hpp"
-#include "luminal/io/hf_config.hpp"
 #include "luminal/luminal.hpp"
-#include "luminal/models/decoder.hpp"
 #include "luminal/nn/moe.hpp"
 #include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
@@ -115,35 +113,11 @@ TEST(CudaExpertSumRules, OfferedWhenSwitchedOnForBroadcastWeights) {
   testing::expect_compiles(sources, whats);
 }
 
-const char* kQwen3Moe1 = R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
-  "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 64,
-  "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
-  "num_experts": 16, "num_experts_per_tok": 4, "norm_topk_prob": true, "vocab_size": 512,
-  "decoder_sparse_step": 1, "mlp_only_layers": [], "max_position_embeddings": 1024,
-  "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "hidden_act": "silu",
-  "tie_word_embeddings": false, "torch_dtype": "bfloat16"})";
-
-std::pair<size_t, int> moe_seed() {
-  const io::ModelConfig cfg = io::parse_config_json(kQwen3Moe1, "qwen3moe1");
-  models::DecoderShape shape{.slots = 256, .max_step = 1};
-  shape.dtype = DType::BF16;
-  shape.logits = models::Logits::Last;
-  shape.router = nn::TopKForm::Ranks;
-  const models::Decoder d = models::build_decoder(cfg, shape);
-  testing::CudaRulesOnly rules;
-  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
-  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
-  size_t kernels = 0;
-  for (const auto& [op, count] : l.op_mix())
-    kernels += static_cast<size_t>(count);
-  return {kernels, count_op(l, "cuda.ExpertGemvSum")};
-}
-
 TEST(CudaExpertSumRules, TheMoeDecodeSeedTakesIt) {
-  const auto [before, none] = moe_seed();
+  const auto [before, none] = testing::tiny_moe_seed("cuda.ExpertGemvSum");
   EXPECT_EQ(none, 0);
   Sum on;
-  const auto [after, summed] = moe_seed();
+  const auto [after, summed] = testing::tiny_moe_seed("cuda.ExpertGemvSum");
   EXPECT_EQ(summed, 1);
   EXPECT_EQ(after + 1, before);
 }
