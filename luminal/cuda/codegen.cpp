@@ -92,6 +92,11 @@ bool env_switch_on(const char* name) {
   return v == nullptr || std::string(v) != "0";
 }
 
+bool env_opt_in(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == "1";
+}
+
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == 0) return fallback;

@@ -133,6 +133,8 @@ std::string product_add(DType product_t, DType ta, DType tb, const std::string& 
 std::string lines(std::initializer_list<std::string> ls);
 /// The backend's LUMINAL_CUDA_* switches: true unless the variable `name` is "0".
 bool env_switch_on(const char* name);
+/// The opt-in switches (forms off until they have run on a GPU): true only when `name` is "1".
+bool env_opt_in(const char* name);
 /// The integer in variable `name` (`fallback` when unset or empty); throws luminal::Error naming
 /// it when outside [lo, hi].
 int env_int(const char* name, int fallback, int lo, int hi);

@@ -266,12 +266,6 @@ std::vector<Offer> offers(const EGraph& eg, const Match& m) {
   return out;
 }
 
-/// LUMINAL_CUDA_EXPERT_GLU=1 offers the paired forms (off until they have run on a GPU).
-bool glu_offered() {
-  const char* v = std::getenv("LUMINAL_CUDA_EXPERT_GLU");
-  return v != nullptr && std::string(v) == "1";
-}
-
 /// Whether `v` reads, for element i of a region of `count` elements, element
 /// (i / h) * (2h) + i % h + at of a class of `count` * 2 elements.
 bool reads_half(const View& v, int64_t count, int64_t h, int64_t at) {
@@ -354,7 +348,7 @@ std::vector<Rule> expert_rules() {
                           cast_of(&kExpertRows, &kExpertRowsCast, "cuda.expert-rows-cast")};
   for (Rule& sr : expert::sum_rules())
     rules.push_back(std::move(sr));
-  if (glu_offered()) {
+  if (env_opt_in("LUMINAL_CUDA_EXPERT_GLU")) {  // the paired forms, until run on a GPU
     const OpDef* fused = cuda_fused_op();
     rules.push_back(Rule{"cuda.expert-glu", Pattern::any_op([fused](const OpDef* op) {
                                               return op == fused ||

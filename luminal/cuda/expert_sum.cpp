@@ -29,12 +29,6 @@ namespace {
 // The expert matmul and the weighted sum of a token's k rows in one kernel.
 const OpDef kExpertGemvSum{.name = "cuda.ExpertGemvSum", .seed_cost = 0.95};
 
-/// LUMINAL_CUDA_EXPERT_SUM=1 offers cuda.ExpertGemvSum (off until it has run on a GPU).
-bool sum_offered() {
-  const char* v = std::getenv("LUMINAL_CUDA_EXPERT_SUM");
-  return v != nullptr && std::string(v) == "1";
-}
-
 /// The sum rule's builder: a matmul over [S, k, N] reduced along k whose one operand is an
 /// expert matmul's value read contiguously and the other a [S, k] class broadcast along n.
 void offer_sum(const Match& m, EGraph& eg) {
@@ -182,7 +176,7 @@ KernelGen gen_expert_sum(const LlirNode& n, const GenContext& ctx) {
 }  // namespace
 
 std::vector<Rule> sum_rules() {
-  if (!sum_offered()) return {};
+  if (!env_opt_in("LUMINAL_CUDA_EXPERT_SUM")) return {};  // until it has run on a GPU
   return {Rule{"cuda.expert-sum", matmul_pattern(), nullptr, offer_sum}};
 }
 
