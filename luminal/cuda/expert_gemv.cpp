@@ -64,6 +64,7 @@
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "luminal/kernels/epilogue_rule.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/fusion_detail.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
@@ -279,19 +280,10 @@ bool reads_half(const View& v, int64_t count, int64_t h, int64_t at) {
 /// The glu rule's builder: the region e-node m.node("e") (its class's largest or leanest fused
 /// region, or an HLIR elementwise e-node) over the two halves of an expert matmul's value.
 void offer_glu(const Match& m, EGraph& eg) {
-  using namespace fusion_detail;
-  const OpDef* fused = cuda_fused_op();
   const ENodeId id = m.node("e");
   const ClassId root = eg.find(m.root);
-  if (eg.node(id).op == fused && largest_fused(fused, eg, root) != id &&
-      leanest_fused(fused, eg, root) != id)
-    return;
-  const std::optional<SymProgram> region = region_of(fused, eg, id);
-  if (!region) return;
-  const std::optional<Built> b = canonicalize(fused, eg, *region, kFusedMaxInsts, 2);
-  if (!b || b->children.size() != 2 || b->program.has_row_reduce()) return;
-  for (const FusedInst& in : b->program.insts)
-    if (in.dtype == DType::F64) return;
+  const std::optional<fusion_detail::Built> b = epilogue_region(cuda_fused_op(), eg, id, 2);
+  if (!b || b->children.size() != 2) return;
   const ClassId c = eg.find(b->children[0]);
   if (eg.find(b->children[1]) != c || c == root) return;
   const Shape& cs = eg.shape(c);
@@ -348,15 +340,9 @@ std::vector<Rule> expert_rules() {
                           cast_of(&kExpertRows, &kExpertRowsCast, "cuda.expert-rows-cast")};
   for (Rule& sr : expert::sum_rules())
     rules.push_back(std::move(sr));
-  if (env_opt_in("LUMINAL_CUDA_EXPERT_GLU")) {  // the paired forms, until run on a GPU
-    const OpDef* fused = cuda_fused_op();
-    rules.push_back(Rule{"cuda.expert-glu", Pattern::any_op([fused](const OpDef* op) {
-                                              return op == fused ||
-                                                     (op->is_hlir &&
-                                                      fusion_detail::is_elementwise_kind(op->kind));
-                                            }).bind("e"),
-                         nullptr, offer_glu});
-  }
+  if (env_opt_in("LUMINAL_CUDA_EXPERT_GLU"))  // the paired forms, until run on a GPU
+    rules.push_back(Rule{"cuda.expert-glu", fusion_detail::region_pattern(cuda_fused_op()), nullptr,
+                         offer_glu});
   return rules;
 }
 

@@ -15,7 +15,6 @@ constexpr size_t kMaxEpilogueInputs = 4;
 
 using fusion_detail::Built;
 using fusion_detail::canonicalize;
-using fusion_detail::is_elementwise_kind;
 using fusion_detail::region_of;
 
 /// The region's program with child `target` as Load 0 and the other children after it, in order.
@@ -29,28 +28,8 @@ FusedProgram with_target_first(const FusedProgram& p, int target) {
 void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const OpDef*>>& forms,
            const Match& m, EGraph& eg) {
   const ENodeId id = m.node("e");
-  // Of a class's fused e-nodes only the largest region (as the fusion rules extend them) and the
-  // leanest: the others would each add an e-node per GEMV they read, for programs that differ
-  // little.
-  if (eg.node(id).op == fused) {
-    const ClassId c = eg.find(m.root);
-    if (fusion_detail::largest_fused(fused, eg, c) != id &&
-        fusion_detail::leanest_fused(fused, eg, c) != id)
-      return;
-  }
-  std::optional<fusion_detail::SymProgram> region = region_of(fused, eg, id);
-  if (!region) return;
-  const std::optional<Built> b =
-      canonicalize(fused, eg, *region, kFusedMaxInsts, kFusedMaxChildren);
-  if (!b || b->program.has_row_reduce() || b->children.empty()) return;
-  // Not for a region that computes in f64 from the value (the graph's exact arithmetic: an
-  // RMSNorm's correctly rounded 1/sqrt splits its sum of squares as Dekker does, t - (t - a)).
-  // That arithmetic needs every reader of the value to see the same bits, and the epilogue
-  // computes the value again in P's order while its other readers may take it from another
-  // kernel (cuBLASLt, cuda.Matmul): on the H200 such programs gave RMSNorm and LayerNorm rows
-  // wrong by up to 3x (row-ops suite; its searched programs were right).
-  for (const FusedInst& in : b->program.insts)
-    if (in.dtype == DType::F64) return;
+  const std::optional<Built> b = epilogue_region(fused, eg, id, kFusedMaxChildren);
+  if (!b || b->children.empty()) return;
   const Attrs like = eg.attrs_of(id);
   const Expr count = numel(like.shape);
   // Not for a handful of values (a norm's sum of squares and the scalar math after it): an
@@ -96,12 +75,35 @@ void apply(const OpDef* fused, const std::vector<std::pair<const OpDef*, const O
 
 }  // namespace
 
+std::optional<fusion_detail::Built> epilogue_region(const OpDef* fused, const EGraph& eg,
+                                                    ENodeId id, int max_children) {
+  // Of a class's fused e-nodes only the largest region (as the fusion rules extend them) and the
+  // leanest: the others would each add an e-node per GEMV they read, for programs that differ
+  // little.
+  if (eg.node(id).op == fused) {
+    const ClassId c = eg.class_of(id);
+    if (fusion_detail::largest_fused(fused, eg, c) != id &&
+        fusion_detail::leanest_fused(fused, eg, c) != id)
+      return std::nullopt;
+  }
+  std::optional<fusion_detail::SymProgram> region = region_of(fused, eg, id);
+  if (!region) return std::nullopt;
+  std::optional<Built> b = canonicalize(fused, eg, *region, kFusedMaxInsts, max_children);
+  if (!b || b->program.has_row_reduce()) return std::nullopt;
+  // Not for a region that computes in f64 from the value (the graph's exact arithmetic: an
+  // RMSNorm's correctly rounded 1/sqrt splits its sum of squares as Dekker does, t - (t - a)).
+  // That arithmetic needs every reader of the value to see the same bits, and the epilogue
+  // computes the value again in P's order while its other readers may take it from another
+  // kernel (cuBLASLt, cuda.Matmul): on the H200 such programs gave RMSNorm and LayerNorm rows
+  // wrong by up to 3x (row-ops suite; its searched programs were right).
+  for (const FusedInst& in : b->program.insts)
+    if (in.dtype == DType::F64) return std::nullopt;
+  return b;
+}
+
 Rule epilogue_rule(const std::string& name, const OpDef* fused,
                    std::vector<std::pair<const OpDef*, const OpDef*>> forms) {
-  Pattern p = Pattern::any_op([fused](const OpDef* op) {
-                return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
-              }).bind("e");
-  return Rule{name, std::move(p), nullptr,
+  return Rule{name, fusion_detail::region_pattern(fused), nullptr,
               [fused, forms = std::move(forms)](const Match& m, EGraph& eg) {
                 apply(fused, forms, m, eg);
               }};

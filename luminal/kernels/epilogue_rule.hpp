@@ -22,17 +22,26 @@
 //              stores it) and Load j >= 1 reads child (P's child count + j - 1).
 // The search times it against P plus the region (C may have other readers; then P runs twice
 // or the unfused form wins).
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "luminal/egraph/op_def.hpp"
 #include "luminal/egraph/rule.hpp"
+#include "luminal/kernels/fusion_detail.hpp"
 
 namespace luminal {
 
 /// The rule "<name>": for each (P, E) of `forms`, regions (HLIR elementwise e-nodes and `fused`
 /// e-nodes) reading a P value become E e-nodes as above.
+/// The canonical region an epilogue form may take from e-node `id` (of region_pattern): nothing
+/// when `id` is a `fused` e-node other than its class's largest and leanest, when the region is
+/// over kFusedMaxInsts or `max_children`, or when it holds a row reduction or computes in f64.
+/// The epilogue rule and a backend's own epilogue forms (cuda.ExpertGemvGlu) take it.
+std::optional<fusion_detail::Built> epilogue_region(const OpDef* fused, const EGraph& eg,
+                                                    ENodeId id, int max_children);
+
 Rule epilogue_rule(const std::string& name, const OpDef* fused,
                    std::vector<std::pair<const OpDef*, const OpDef*>> forms);
 

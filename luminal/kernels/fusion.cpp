@@ -31,6 +31,13 @@ void map_operands(FusedInst& inst, F&& f) {
 
 bool is_elementwise_kind(OpKind k) { return is_unary(k) || is_binary(k); }
 
+Pattern region_pattern(const OpDef* fop) {
+  return Pattern::any_op([fop](const OpDef* op) {
+           return op == fop || (op->is_hlir && is_elementwise_kind(op->kind));
+         })
+      .bind("e");
+}
+
 FusedOpcode opcode_of(OpKind k) {
   switch (k) {
     case OpKind::Exp2: return FusedOpcode::Exp2;
@@ -647,9 +654,7 @@ void apply_where(const OpDef* fop, const Match& m, EGraph& eg) {
 }  // namespace
 
 std::vector<Rule> fusion_rules(const OpDef* fused, const std::string& prefix, bool at_limit) {
-  Pattern p = Pattern::any_op([fused](const OpDef* op) {
-                return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
-              }).bind("e");
+  Pattern p = region_pattern(fused);
   const std::string sw = greedy_switch();
   const Greedy g = sw == "all"   ? Greedy::All
                    : sw == "off" ? Greedy::Off

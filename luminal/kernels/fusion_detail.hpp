@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "luminal/egraph/egraph.hpp"
+#include "luminal/egraph/pattern.hpp"
 #include "luminal/kernels/fused_program.hpp"
 
 namespace luminal::fusion_detail {
@@ -32,6 +33,9 @@ struct Built {
 };
 
 bool is_elementwise_kind(OpKind k);
+/// The e-nodes a region starts from, bound "e": an HLIR elementwise e-node or a `fop` e-node (the
+/// pattern of the fusion, row, epilogue and expert glu rules).
+Pattern region_pattern(const OpDef* fop);
 /// The region an e-node computes, if it is one we can fuse: an HLIR elementwise op whose
 /// semantics the program models, or an e-node of `fop` (its program and children).
 std::optional<SymProgram> region_of(const OpDef* fop, const EGraph& eg, ENodeId id);

@@ -275,9 +275,7 @@ bool is_row_broadcast(const View& v, const Shape& domain) {
 
 std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix,
                             RowGrowth growth) {
-  Pattern p = Pattern::any_op([fused](const OpDef* op) {
-                return op == fused || (op->is_hlir && is_elementwise_kind(op->kind));
-              }).bind("e");
+  Pattern p = region_pattern(fused);
   // The guard accepts every match; it runs on all of an iteration's matches before any builder,
   // so it marks where the memo of the last iteration ends.
   auto guard = [](const Match&, const EGraph&) {
