@@ -194,6 +194,34 @@ std::string block_loop(DType tw, int W, int U, bool vec) {
   return s;
 }
 
+int lane_loads(DType tw, int64_t chunks, int W) {
+  const int umax = is_block(tw) && block_size(tw) == 256 ? 2 : 4;
+  return static_cast<int>(
+      std::min<int64_t>(umax, std::max<int64_t>(1, (chunks + 32 * W - 1) / (32 * W))));
+}
+
+std::string row_start(Codegen& cg, const View& ids, const View& act, DType ti, DType tw,
+                      const View& weight, int64_t& row_step) {
+  std::string s;
+  const std::string oi = cg.view_offset(ids, "r", "oi", s);
+  const std::string ox = cg.view_offset(act, "r", "ox", s, act.rank() - 1);
+  // The weight row's start: elements (floats) or bytes (blocks), 64-bit.
+  const int64_t R = coef(weight.strides[0]), NS = coef(weight.strides[1]);
+  const bool block = is_block(tw);
+  const int64_t rs = block ? R / block_size(tw) * block_bytes(tw) : R;
+  row_step = block ? NS / block_size(tw) * block_bytes(tw) : NS;
+  return s + lines({
+                 "    const long long e = ld_" + dtype_tag(ti) + "(in1[" + oi + "]);",
+                 "    bad = e < 0 || e >= " + std::to_string(weight.dims[0].as_const()) + "LL;",
+                 "    if (bad) {",
+                 "      if (lane == 0 && part == 0) atomicCAS(err, 0u, 2u);",
+                 "    } else {",
+                 "      const long long wo = e * " + std::to_string(rs) + "LL + (long long)n * " +
+                     std::to_string(row_step) + "LL;",
+                 "      const " + cg.idx() + " xo = " + ox + ";",
+             });
+}
+
 }  // namespace expert
 
 namespace {
@@ -370,8 +398,7 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
                 " (float weights, or block rows of whole blocks with an f32 activation; the "
                 "activation contiguous along D)");
   const bool block = is_block(tw);
-  const int64_t E = wv.dims[0].as_const(), NW = wv.dims[1].as_const(), D = wv.dims[2].as_const();
-  const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
+  const int64_t NW = wv.dims[1].as_const(), D = wv.dims[2].as_const();
   if (glu && NW % 2 != 0) throw Error(op + ": the weight's n (" + std::to_string(NW) + ") is odd");
   // The outputs walk n over N: the weight's rows, or the first half's with the glu forms.
   const int64_t N = glu ? NW / 2 : NW;
@@ -391,47 +418,27 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
   while (W < kWarps && chunks >= int64_t{128} * W && p_hi * W * 2 <= int64_t{ctx.sm_count} * 64)
     W *= 2;
   if (const int f = forced_warps()) W = f;
-  const int umax = block && block_size(tw) == 256 ? 2 : 4;
-  const int U = static_cast<int>(
-      std::min<int64_t>(umax, std::max<int64_t>(1, (chunks + 32 * W - 1) / (32 * W))));
+  const int U = lane_loads(tw, chunks, W);
   const int G = kWarps / W;
-
-  std::string rowbase;
-  const std::string oi = cg.view_offset(iv, "r", "oi", rowbase);
-  const std::string ox = cg.view_offset(xv, "r", "ox", rowbase, xv.rank() - 1);
-  // The weight row's start: elements (floats) or bytes (blocks), 64-bit.
-  const int64_t rs = block ? R / block_size(tw) * block_bytes(tw) : R;
-  const int64_t ns = block ? NS / block_size(tw) * block_bytes(tw) : NS;
   const std::string Ws = std::to_string(W), Gs = std::to_string(G), Ns = std::to_string(N);
   std::string body = lines({
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
-      "  __shared__ float red[" + std::to_string(kWarps) + "], red2[" + std::to_string(kWarps) +
-          "];",
+      "  __shared__ float red[" + std::to_string(kWarps) + "];",
       "  (void)red;",
-      "  (void)red2;",
+      glu ? "  __shared__ float red2[" + std::to_string(kWarps) + "];" : "",
       block ? "  const int NU = " + std::to_string(chunks) + ";"
             : "  const " + I + " KC = " + std::to_string(chunks) + ";",
       "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
           ")gridDim.x * " + Gs + ") {",
       "    const " + I + " p = pb + g;",
-      "    float acc = 0.0f, acc2 = 0.0f;",
-      "    (void)acc2;",
+      glu ? "    float acc = 0.0f, acc2 = 0.0f;" : "    float acc = 0.0f;",
       "    bool bad = false;",
       "    if (p < P) {",
       "    const " + I + " r = p / " + Ns + ", n = p % " + Ns + ";",
   });
-  body += rowbase;
-  body += lines({
-      "    const long long e = ld_" + dtype_tag(ti) + "(in1[" + oi + "]);",
-      "    bad = e < 0 || e >= " + std::to_string(E) + "LL;",
-      "    if (bad) {",
-      "      if (lane == 0 && part == 0) atomicCAS(err, 0u, 2u);",
-      "    } else {",
-      "      const long long wo = e * " + std::to_string(rs) + "LL + (long long)n * " +
-          std::to_string(ns) + "LL;",
-      "      const " + I + " xo = " + ox + ";",
-  });
+  int64_t ns = 0;
+  body += row_start(cg, iv, xv, ti, tw, wv, ns);
   const bool vec = block && vector_width(xv, xv.rank() - 1, DType::F32) >= 4;
   const std::string loop = block ? block_loop(tw, W, U, vec) : float_loop(tx, tw, V, W, U, I);
   if (glu) {
@@ -475,10 +482,10 @@ KernelGen gen_expert(const LlirNode& n, const GenContext& ctx) {
         glu ? "    if (lane == 0) red2[warp] = acc2;" : "",
         "    __syncthreads();",
         "    if (part == 0 && lane == 0 && p < P) {",
-        "      float t = red[warp], t2 = " + std::string(glu ? "red2[warp]" : "0.0f") + ";",
+        "      float t = red[warp];",
         "      for (int o = 1; o < " + Ws + "; ++o) t = __fadd_rn(t, red[warp + o]);",
-        glu ? "      for (int o = 1; o < " + Ws + "; ++o) t2 = __fadd_rn(t2, red2[warp + o]);"
-            : "      (void)t2;",
+        glu ? "      float t2 = red2[warp];" : "",
+        glu ? "      for (int o = 1; o < " + Ws + "; ++o) t2 = __fadd_rn(t2, red2[warp + o]);" : "",
         "      " + store("t2", "t"),
         "    }",
         "    __syncthreads();",

@@ -8,6 +8,7 @@
 
 #include "luminal/core/dtype.hpp"
 #include "luminal/core/shape.hpp"
+#include "luminal/cuda/codegen.hpp"
 #include "luminal/egraph/op_def.hpp"
 #include "luminal/egraph/rule.hpp"
 
@@ -36,6 +37,18 @@ std::string float_loop(DType tx, DType tw, int V, int W, int U, const std::strin
 /// The block form's k loop into `acc`: lane units of 32 values (QT_<t>), U loaded before any is
 /// decoded, against the f32 activation's 32 values (8 float4 loads when `vec`).
 std::string block_loop(DType tw, int W, int U, bool vec);
+
+/// Weight units a lane loads before it multiplies (U): up to 4 (2 for 256-value blocks), no more
+/// than its share of the `chunks` steps over W warps.
+int lane_loads(DType tw, int64_t chunks, int W);
+
+/// The start of expert row r (a variable of the kernel), before its k loop: the view offsets of
+/// its id and activation row, the id read into e, `bad` and the error word (2) set for an id
+/// outside [0, E) (lane 0 of part 0), else an open block setting wo (the start of weight row n of
+/// expert e: elements, or bytes for blocks) and xo (the activation row's). The caller's loop
+/// follows and closes the block. `row_step` receives wo's step from one weight row to the next.
+std::string row_start(Codegen& cg, const View& ids, const View& act, DType ti, DType tw,
+                      const View& weight, int64_t& row_step);
 
 /// cuda.ExpertGemv and cuda.ExpertGemvCast (the value of a few rows' expert matmul).
 const OpDef* gemv_op();

@@ -93,8 +93,7 @@ KernelGen gen_expert_sum(const LlirNode& n, const GenContext& ctx) {
     throw Error(op + ": cannot read weights of " + std::string(name(tw)) + " " + wv.to_string() +
                 " with activation rows " + xv.to_string());
   const bool block = is_block(tw);
-  const int64_t E = wv.dims[0].as_const(), N = wv.dims[1].as_const(), D = wv.dims[2].as_const();
-  const int64_t R = coef(wv.strides[0]), NS = coef(wv.strides[1]);
+  const int64_t N = wv.dims[1].as_const(), D = wv.dims[2].as_const();
   const int64_t M = iv.numel().as_const(), P = numel(n.attrs.shape).as_const();
   const int64_t S = P / N, K = S > 0 ? M / S : 0;
   if (S * N != P || S * K != M || K < 1 || K > kWarps)
@@ -105,13 +104,7 @@ KernelGen gen_expert_sum(const LlirNode& n, const GenContext& ctx) {
   cg.require(Expr(M * D));
   const std::string& I = cg.idx();
   const int64_t chunks = D / V;
-  const int U = static_cast<int>(std::min<int64_t>(block && block_size(tw) == 256 ? 2 : 4,
-                                                   std::max<int64_t>(1, (chunks + 31) / 32)));
-  std::string rowbase;
-  const std::string oi = cg.view_offset(iv, "r", "oi", rowbase);
-  const std::string ox = cg.view_offset(xv, "r", "ox", rowbase, xv.rank() - 1);
-  const int64_t rs = block ? R / block_size(tw) * block_bytes(tw) : R;
-  const int64_t ns = block ? NS / block_size(tw) * block_bytes(tw) : NS;
+  const int U = lane_loads(tw, chunks, 1);
   const std::string Ks = std::to_string(K), Ns = std::to_string(N), tt = dtype_tag(t);
   std::string body = lines({
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
@@ -127,17 +120,8 @@ KernelGen gen_expert_sum(const LlirNode& n, const GenContext& ctx) {
       "    if (warp < " + Ks + ") {",
       "    const " + I + " r = s * " + Ks + " + warp;",
   });
-  body += rowbase;
-  body += lines({
-      "    const long long e = ld_" + dtype_tag(ti) + "(in1[" + oi + "]);",
-      "    bad = e < 0 || e >= " + std::to_string(E) + "LL;",
-      "    if (bad) {",
-      "      if (lane == 0) atomicCAS(err, 0u, 2u);",
-      "    } else {",
-      "      const long long wo = e * " + std::to_string(rs) + "LL + (long long)n * " +
-          std::to_string(ns) + "LL;",
-      "      const " + I + " xo = " + ox + ";",
-  });
+  int64_t ns = 0;
+  body += row_start(cg, iv, xv, ti, tw, wv, ns);
   const bool vec = block && vector_width(xv, xv.rank() - 1, DType::F32) >= 4;
   body += block ? block_loop(tw, 1, U, vec) : float_loop(tx, tw, V, 1, U, I);
   body += lines({
