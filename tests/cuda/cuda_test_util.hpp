@@ -98,10 +98,14 @@ inline std::pair<LlirGraph, int> prefer_ops(const Graph& g, Backend& be,
 /// prefer_ops, where each accepted e-node scores one more for every child that is not f32: the
 /// program reads 16-bit operands directly where an accepted op can (not through the graph's casts
 /// up to f32, which would run as cast kernels).
-inline std::pair<LlirGraph, int> prefer_ops_16(const Graph& g, Backend& be,
-                                               const std::function<bool(std::string_view)>& hit) {
+/// With `avoid`, e-nodes it accepts score below every other (the program takes them only where a
+/// class has nothing else).
+inline std::pair<LlirGraph, int> prefer_ops_16(
+    const Graph& g, Backend& be, const std::function<bool(std::string_view)>& hit,
+    const std::function<bool(std::string_view)>& avoid = nullptr) {
   LlirGraph l = prefer(g, be, [&](const EGraph& eg, ENodeId id) {
     const ENode& node = eg.node(id);
+    if (avoid && avoid(node.op->name)) return -1.0;
     if (!hit(node.op->name)) return 0.0;
     double s = 1;
     for (ClassId c : node.children)

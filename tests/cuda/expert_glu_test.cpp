@@ -74,15 +74,9 @@ std::pair<LlirGraph, int> forced_glu(const Graph& g, Backend& be) {
 /// 16-bit) and the region as kernels of their own (one or more: each region rounds every op to
 /// its dtype, so the bits do not depend on where it is cut).
 std::pair<LlirGraph, int> forced_unpaired(const Graph& g, Backend& be) {
-  LlirGraph l = testing::prefer(g, be, [](const EGraph& eg, ENodeId id) {
-    const ENode& e = eg.node(id);
-    if (is_glu(e.op->name)) return -1.0;  // never the paired form
-    if (!is_plain_expert(e.op->name) && e.op->name != "cuda.Fused") return 0.0;
-    double s = 1;
-    for (ClassId c : e.children)
-      s += eg.dtype(c) != DType::F32 ? 1 : 0;
-    return s;
-  });
+  auto [l, hits] = testing::prefer_ops_16(
+      g, be, [](std::string_view op) { return is_plain_expert(op) || op == "cuda.Fused"; },
+      is_glu);  // never the paired form
   int n = 0;
   for (const LlirNode& node : l.nodes)
     n += is_plain_expert(node.op->name);

@@ -65,15 +65,7 @@ Graph sum_graph(DType t, int64_t S, int64_t K, int64_t N, int64_t D, bool per_n 
 /// The program without the sum form: the expert op (reading 16-bit operands directly), then the
 /// weighted sum as a matmul.
 LlirGraph unfused(const Graph& g, Backend& be) {
-  return testing::prefer(g, be, [](const EGraph& eg, ENodeId id) {
-    const ENode& e = eg.node(id);
-    if (is_sum(e.op->name)) return -1.0;
-    if (!is_plain_expert(e.op->name)) return 0.0;
-    double s = 1;
-    for (ClassId c : e.children)
-      s += eg.dtype(c) != DType::F32 ? 1 : 0;
-    return s;
-  });
+  return testing::prefer_ops_16(g, be, is_plain_expert, is_sum).first;
 }
 
 // ---------------------------------------------------------------- CI
