@@ -390,12 +390,26 @@ SymProgram as_program(const Built& b) {
   return p;
 }
 
+/// May a region be inlined through a broadcast (computed again for every element that reads a
+/// value)? Only comparisons, selects, casts and at most kCheapOps other instructions: no
+/// transcendental math (an [E, E] pairwise region of a router's ranks would compute a softmax E
+/// times), but a key such as "x below +inf, else +inf" over a matmul's value costs less than the
+/// kernel that would store it.
+constexpr size_t kCheapOps = 4;
+bool cheap_to_repeat(const SymProgram& q) {
+  size_t ops = 0;
+  for (const FusedInst& in : q.insts) {
+    if (is_unary_math(in.op) || is_row_reduce(in.op)) return false;
+    if (in.op == FusedOpcode::Load || in.op == FusedOpcode::Const) continue;
+    ++ops;
+  }
+  return ops <= kCheapOps;
+}
+
 /// `base` grown greedily: each load in turn inlines the first region that fits (its class's HLIR
 /// op, whose inputs are then tried in turn, else its largest fused region: a select form), and
 /// the loads an inlined region brings are tried too; loads of a class in `keep` stay loads, and
-/// so do loads through a broadcast (a producer inlined there would run again for every element
-/// that reads its value: an [E, E] pairwise region of a router's ranks would compute its
-/// softmax E times).
+/// so do loads through a broadcast unless the region is cheap to repeat (cheap_to_repeat).
 /// `inlined` receives the classes whose loads were replaced.
 Built grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root, const Built& base,
                     const std::vector<ClassId>& keep, std::vector<ClassId>& inlined,
@@ -414,7 +428,10 @@ Built grow_greedily(const OpDef* fop, const EGraph& eg, ClassId root, const Buil
         return k.cls == p.loads[l].cls && k.view == p.loads[l].view;
       };
       if (std::find_if(stays.begin(), stays.end(), same) != stays.end()) continue;
-      for_each_inlinable(fop, eg, root, p.loads[l], 2, false, [&](const SymProgram& q, bool) {
+      const bool through_broadcast =
+          !p.loads[l].view.is_contiguous() || p.loads[l].view.numel() != numel(eg.shape(c));
+      for_each_inlinable(fop, eg, root, p.loads[l], 2, true, [&](const SymProgram& q, bool) {
+        if (through_broadcast && !cheap_to_repeat(q)) return false;
         std::optional<Built> b =
             canonicalize(fop, eg, inline_region(p, l, q), kFusedMaxInsts, kFusedMaxChildren);
         if (!b || b->program.insts == cur.program.insts) return false;

@@ -44,8 +44,9 @@ nn::RopeScaling rope_scaling(const io::ModelConfig& cfg) {
 namespace {
 
 // A mixture of SwiGLU experts (Qwen3-MoE, Mixtral): the router's softmax, the top
-// num_experts_per_tok experts per token (nn::router_topk), their weights renormalised where the
-// config says (norm_topk_prob; Mixtral always). The experts read the stacked weights
+// num_experts_per_tok experts per token (nn::router_softmax_topk: ranked by the logits), their
+// weights renormalised where the config says (norm_topk_prob; Mixtral always). The experts read the
+// stacked weights
 // "<block>experts.gate_up_proj" [E, 2F, hidden] (gate rows, then up rows: one matmul gives both)
 // and "<block>experts.down_proj" [E, hidden, F] (models/experts.hpp stacks a checkpoint's
 // per-expert tensors into them).
@@ -61,8 +62,8 @@ Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string&
   const std::string block = p + moe_block_prefix(cfg);
   const Expr s = Expr::var("s");
   const Tensor router = w(block + "gate.weight", {E, hidden});
-  const Tensor probs = nn::linear(h, router).cast(DType::F32).softmax(1);  // [s, E]
-  const nn::TopK top = nn::router_topk(probs, K, cfg.norm_topk_prob, router_form);
+  const nn::TopK top =
+      nn::router_softmax_topk(nn::linear(h, router), K, cfg.norm_topk_prob, router_form);
   const Tensor weights = top.weights.cast(h.dtype());  // [s, K]
   const Tensor gate_up = w(block + "experts.gate_up_proj", {E, 2 * F, hidden});
   const Tensor down = w(block + "experts.down_proj", {E, hidden, F});

@@ -20,25 +20,29 @@ namespace {
 // The value an expert is ranked by: a NaN counts as +inf (before every number, as in torch's
 // topk; among NaNs and a real +inf the lower index first: router probabilities are at most 1).
 // Both forms rank by it, so they choose alike on every input.
+// Written as "below +inf, else +inf" (a NaN is not below it; +inf stays +inf): three
+// instructions where isnan's two comparisons take five, so a pairwise region that computes the
+// key twice (once per side of a pair) still fits a fused kernel.
 Tensor nan_as_infinity(const Tensor& probs) {
-  return probs.isnan().where(std::numeric_limits<double>::infinity(), probs);
+  const double inf = std::numeric_limits<double>::infinity();
+  return probs.lt(inf).where(probs, inf);
 }
 
-// k steps of: the largest of the experts not taken yet (the first of equal ones), its
+// k steps of: the largest key of the experts not taken yet (the first of equal ones), its
 // probability, then it is taken. O(E k) work, two reductions a step.
-TopK topk_by_argmax(const Tensor& probs, int64_t k) {
+TopK topk_by_argmax(const Tensor& probs, const Tensor& key, int64_t k) {
   Graph g = probs.graph();
   const int64_t E = probs.dim(1).as_const();
   const Expr s = probs.dim(0);
   const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
   const Tensor slots = g.arange(k).reshape({1, k});
-  const Tensor key = nan_as_infinity(probs);
   std::optional<Tensor> taken, ids, weights;
   for (int64_t j = 0; j < k; ++j) {
     // Taken experts read -inf and never hit (an expert of -inf may still be the largest).
     const Tensor rest = taken ? key.masked_fill(*taken, -INFINITY) : key;
-    const Tensor m = rest.max(1, true).expand({s, E});  // NaN when an untaken one is
-    Tensor hit = rest.eq(m).logical_or(rest.isnan());
+    // (The keys hold no NaN, so neither does m, and equality finds the largest.)
+    const Tensor m = rest.max(1, true).expand({s, E});
+    Tensor hit = rest.eq(m);
     if (taken) hit = hit.logical_and(taken->logical_not());
     const Tensor best = hit.where(experts, static_cast<double>(E)).min(1, true);  // [s, 1]
     const Tensor pick = experts.eq(best.expand({s, E}));
@@ -56,14 +60,12 @@ TopK topk_by_argmax(const Tensor& probs, int64_t k) {
 
 // Every expert's rank in its row (how many come before it: a comparison of every pair, one
 // reduction), then choice t is the expert of rank t. O(E^2) work in a few kernels.
-TopK topk_by_ranks(const Tensor& probs, int64_t k) {
+TopK topk_by_ranks(const Tensor& probs, const Tensor& key, int64_t k) {
   Graph g = probs.graph();
   const int64_t E = probs.dim(1).as_const();
   const Expr s = probs.dim(0);
   const std::vector<Dim> pairs = {s, E, E};  // [row, e, j]: does j come before e?
-  // Only comparisons and boolean algebra over the pairs, on nan_as_infinity's keys: larger, or
-  // equal and lower.
-  const Tensor key = nan_as_infinity(probs);
+  // Only comparisons and boolean algebra over the pairs, on the keys: larger, or equal and lower.
   const Tensor pe = key.reshape({s, E, 1}).expand(pairs);
   const Tensor pj = key.reshape({s, 1, E}).expand(pairs);
   const Tensor lower =
@@ -82,15 +84,19 @@ TopK topk_by_ranks(const Tensor& probs, int64_t k) {
   return {ids, wts};
 }
 
-}  // namespace
-
-TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form) {
-  if (probs.rank() != 2 || !probs.dim(1).is_const())
-    throw Error("router_topk: probs must be [s, E] with a static E, got " +
-                shape_to_string(probs.shape()));
-  const int64_t E = probs.dim(1).as_const();
+// The shapes both entry points accept: [s, E] with a static E, and 1 <= k <= E.
+void check_router(const char* what, const char* arg, const Tensor& t, int64_t k) {
+  if (t.rank() != 2 || !t.dim(1).is_const())
+    throw Error(std::string(what) + ": " + arg + " must be [s, E] with a static E, got " +
+                shape_to_string(t.shape()));
+  const int64_t E = t.dim(1).as_const();
   if (k < 1 || k > E)
-    throw Error("router_topk: k = " + std::to_string(k) + " is outside 1.." + std::to_string(E));
+    throw Error(std::string(what) + ": k = " + std::to_string(k) + " is outside 1.." +
+                std::to_string(E));
+}
+
+TopK choose(const Tensor& probs, const Tensor& key, int64_t k, bool renormalise, TopKForm form) {
+  const int64_t E = probs.dim(1).as_const();
   const Expr s = probs.dim(0);
   // Each form's weights are renormalised before the forms meet: merged first, the division's
   // row kernel grew through the argmax form's running sums (the weights' class held both), and
@@ -99,10 +105,10 @@ TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form
     if (renormalise) t.weights = t.weights / t.weights.sum(1, true).expand({s, k});
     return t;
   };
-  const TopK top =
-      renormalised(form == TopKForm::Ranks ? topk_by_ranks(probs, k) : topk_by_argmax(probs, k));
+  const TopK top = renormalised(form == TopKForm::Ranks ? topk_by_ranks(probs, key, k)
+                                                        : topk_by_argmax(probs, key, k));
   if (form == TopKForm::Searched) {
-    const TopK ranked = renormalised(topk_by_ranks(probs, k));
+    const TopK ranked = renormalised(topk_by_ranks(probs, key, k));
     Graph g = probs.graph();
     // Only where the pairs stay few (decode, short prompts): the ranks' O(s E^2) comparisons
     // cost more than the argmax's kernels on long prompts (and would crowd the search there).
@@ -111,6 +117,24 @@ TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form
     g.alternative(top.weights, ranked.weights, few_pairs);
   }
   return top;
+}
+
+}  // namespace
+
+TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form) {
+  check_router("router_topk", "probs", probs, k);
+  return choose(probs, nan_as_infinity(probs), k, renormalise, form);
+}
+
+TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise, TopKForm form) {
+  check_router("router_softmax_topk", "logits", logits, k);
+  const Tensor x = logits.cast(DType::F32);
+  // Ranked by the logits: only elementwise ops between them and the comparisons, so every kernel
+  // that computes the keys gets the same bits. Ranked through the softmax, the keys read its
+  // sum, which a row kernel and another kernel compute in different orders: comparisons of the
+  // two copies disagree (ranks that are no permutation, an argmax that hits nothing) and an id
+  // falls outside [0, E).
+  return choose(x.softmax(1), nan_as_infinity(x), k, renormalise, form);
 }
 
 Tensor expert_linear(const Tensor& x, const Tensor& w, const Tensor& ids) {

@@ -33,6 +33,17 @@ enum class TopKForm { Searched, Argmax, Ranks };
 inline constexpr int64_t kRankPairs = int64_t{1} << 20;
 TopK router_topk(const Tensor& probs, int64_t k, bool renormalise,
                  TopKForm form = TopKForm::Searched);
+/// A router from its logits [s, E] (any float dtype): the softmax in f32, and router_topk's
+/// choice over it with the experts ranked by the logits (the softmax's order; a NaN logit first,
+/// NaNs and +inf by index). Where two probabilities round equal from different logits, the
+/// larger logit comes first (torch.topk over the probabilities may take either). A row with a
+/// NaN or +inf logit, or only -inf ones, has NaN probabilities (as torch's softmax): its weights
+/// are NaN whichever experts it takes, and it takes them by the logits. What models use: the
+/// logits reach the comparisons through elementwise ops only, so a program that computes the
+/// softmax's sum in two kernels (in two orders) still compares one set of keys, and the ids stay
+/// k distinct experts in [0, E).
+TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise,
+                         TopKForm form = TopKForm::Searched);
 
 /// For each chosen expert: x @ w[ids]^T. `w` [E, N, D] is every expert's weight in Hugging
 /// Face's [out, in] layout, stacked; `ids` [s, k] (integers); x is [s, D] (one row per token,

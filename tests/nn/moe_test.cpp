@@ -4,6 +4,8 @@
 // included; shapes that do not fit are errors naming them. Both forms of the top-k (repeated
 // argmax, ranks from every pair) against a sort by the router's order, bit for bit: ties, NaN,
 // infinities, values below -1, k = 1, k = E, E not a multiple of 32, several rows.
+// nn::router_softmax_topk against the same sort of the softmax's probabilities, the larger logit
+// first where probabilities round equal, and ids whose computation sums no floats.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "luminal/nn/moe.hpp"
@@ -159,6 +162,155 @@ TEST(NnRouterTopk, BothFormsEqualASortByTheRoutersOrder) {
     }
 }
 
+// Logits rows for router_softmax_topk: ties, a NaN, a +inf, all -inf, some -inf among numbers,
+// then random in [-4, 4).
+std::vector<float> logit_rows(int64_t S, int64_t E, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-4, 4);
+  std::uniform_int_distribution<int> level(0, 3);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(static_cast<size_t>(S * E));
+  for (int64_t r = 0; r < S; ++r)
+    for (int64_t e = 0; e < E; ++e) {
+      float& v = x[static_cast<size_t>(r * E + e)];
+      const int l = level(rng);
+      switch (r) {
+        case 0: v = 0.5f * static_cast<float>(l); break;
+        case 1: v = e == E / 2 ? nan : 0.5f * static_cast<float>(l); break;
+        case 2: v = e == E - 1 ? inf : u(rng); break;
+        case 3: v = -inf; break;
+        case 4: v = l == 0 ? -inf : u(rng); break;
+        default: v = u(rng);
+      }
+    }
+  return x;
+}
+
+// Every SumReduce that `id` depends on (through inputs and declared alternatives), with the
+// dtype it sums.
+std::vector<DType> sums_behind(const Graph& g, NodeId id) {
+  std::vector<NodeId> stack = {id};
+  std::vector<bool> seen(g.nodes().size());
+  std::vector<DType> sums;
+  while (!stack.empty()) {
+    const NodeId n = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(n)]) continue;
+    seen[static_cast<size_t>(n)] = true;
+    const Node& node = g.node(n);
+    if (node.op == OpKind::SumReduce) sums.push_back(g.node(node.inputs[0].node).dtype);
+    for (const Operand& in : node.inputs)
+      stack.push_back(in.node);
+    for (const Graph::Alternative& a : g.alternatives())
+      if (a.primary == n) stack.push_back(a.alt);
+  }
+  return sums;
+}
+
+bool is_float(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+}
+
+TEST(NnRouterSoftmaxTopk, RanksByTheLogitsAndWeighsByTheSoftmax) {
+  constexpr int64_t S = 8;
+  for (int64_t E : {5, 37, 128})
+    for (int64_t k : {int64_t{1}, int64_t{3}, E}) {
+      const std::vector<float> logits = logit_rows(S, E, static_cast<uint64_t>(E * 100 + k));
+      std::vector<int32_t> ids_of[3];
+      std::vector<float> w_of[3];
+      int f = 0;
+      for (nn::TopKForm form :
+           {nn::TopKForm::Argmax, nn::TopKForm::Ranks, nn::TopKForm::Searched}) {
+        Graph g;
+        g.declare_dim("s", 1, 16);
+        Tensor x = g.tensor("x", {"s", E});
+        const nn::TopK top = nn::router_softmax_topk(x, k, true, form);
+        const nn::TopK raw = nn::router_softmax_topk(x, k, false, form);
+        x.softmax(1).output("p");
+        top.ids.output("ids");
+        top.weights.output("wn");
+        raw.weights.output("w");
+        ReferenceRuntime rt(g);
+        g.set_dim("s", S);
+        rt.set(x, logits);
+        rt.execute();
+        // The reference: the experts sorted by the router's order over the logits (a NaN one
+        // first), with the softmax's probabilities at them; where the probabilities are numbers
+        // the same sort over them chooses alike (these rows have no probabilities that round
+        // equal from different logits).
+        const std::vector<float> p = rt.get<float>("p");
+        const Choice by_logits = topk_loop(logits, S, E, k), by_probs = topk_loop(p, S, E, k);
+        Choice want = by_logits;
+        for (int64_t r = 0; r < S; ++r)
+          for (int64_t j = 0; j < k; ++j) {
+            const size_t at = static_cast<size_t>(r * k + j);
+            want.raw[at] = static_cast<float>(0.0 + p[static_cast<size_t>(r * E + want.ids[at])]);
+            if (!std::isnan(want.raw[at])) {
+              EXPECT_EQ(by_probs.ids[at], want.ids[at]) << r;
+            }
+          }
+        const std::vector<int32_t> ids = rt.get<int32_t>("ids");
+        const std::vector<float> w = rt.get<float>("w"), wn = rt.get<float>("wn");
+        const std::string name = std::to_string(static_cast<int>(form)) +
+                                 " E=" + std::to_string(E) + " k=" + std::to_string(k);
+        ASSERT_EQ(ids, want.ids) << name;
+        ASSERT_EQ(0, std::memcmp(w.data(), want.raw.data(), w.size() * sizeof(float))) << name;
+        for (int64_t r = 0; r < S; ++r) {
+          double sum = 0;
+          for (int64_t j = 0; j < k; ++j)
+            sum += want.raw[static_cast<size_t>(r * k + j)];
+          for (int64_t j = 0; j < k; ++j) {
+            const size_t at = static_cast<size_t>(r * k + j);
+            if (std::isnan(want.raw[at]))
+              EXPECT_TRUE(std::isnan(wn[at])) << name << " row " << r;
+            else
+              EXPECT_NEAR(wn[at], want.raw[at] / sum, 1e-6) << name << " row " << r;
+          }
+        }
+        ids_of[f] = ids;
+        w_of[f++] = wn;
+      }
+      for (int i = 1; i < 3; ++i) {
+        EXPECT_EQ(ids_of[0], ids_of[i]);
+        EXPECT_EQ(0, std::memcmp(w_of[0].data(), w_of[i].data(), w_of[0].size() * sizeof(float)))
+            << "E=" << E << " k=" << k;
+      }
+    }
+}
+
+TEST(NnRouterSoftmaxTopk, TheLargerLogitFirstWhereProbabilitiesRoundEqual) {
+  // Experts 0 and 1 differ by one ulp of 0.001f; exp(x - max) rounds both to 1.0f, so ranking
+  // the probabilities would take expert 0 (the lower index); the logits take 1.
+  const float a = 0.001f, b = std::nextafter(0.001f, 1.0f);
+  Graph g;
+  Tensor x = g.tensor("x", {1, 3});
+  const Tensor p = x.softmax(1);
+  p.output("p");
+  nn::router_softmax_topk(x, 1, false).ids.output("ids");
+  ReferenceRuntime rt(g);
+  rt.set(x, std::vector<float>{a, b, -1.0f});
+  rt.execute();
+  const std::vector<float> probs = rt.get<float>("p");
+  ASSERT_EQ(probs[0], probs[1]);  // the case this test is about
+  EXPECT_EQ(rt.get<int32_t>("ids"), std::vector<int32_t>{1});
+}
+
+TEST(NnRouterSoftmaxTopk, TheIdsSumNoFloats) {
+  // The ids of a softmax's top-k read through probabilities depend on the softmax's float sum
+  // (two kernels that compute it in different orders give keys that disagree); the logits'
+  // ids sum only the comparisons' integers, in every form.
+  for (nn::TopKForm form : {nn::TopKForm::Argmax, nn::TopKForm::Ranks, nn::TopKForm::Searched}) {
+    Graph g;
+    Tensor x = g.tensor("x", {2, 16}, DType::BF16);
+    const NodeId via_probs = nn::router_topk(x.cast(DType::F32).softmax(1), 4, true, form).ids.id();
+    const NodeId via_logits = nn::router_softmax_topk(x, 4, true, form).ids.id();
+    const std::vector<DType> before = sums_behind(g, via_probs), now = sums_behind(g, via_logits);
+    EXPECT_TRUE(std::any_of(before.begin(), before.end(), is_float));
+    EXPECT_FALSE(std::any_of(now.begin(), now.end(), is_float)) << static_cast<int>(form);
+  }
+}
+
 TEST(NnRouterTopk, SearchedDeclaresTheRanksAnAlternative) {
   Graph g;
   Tensor p = g.tensor("p", {3, 9});
@@ -232,6 +384,11 @@ TEST(NnExpertLinear, ShapesThatDoNotFitAreErrors) {
         nn::router_topk(g.tensor("p", {2, 4}), 5, true);
       },
       {"router_topk", "k = 5"});
+  testing::expect_error(
+      [&] {
+        nn::router_softmax_topk(g.tensor("logits", {2, 2, 4}), 1, true);
+      },
+      {"router_softmax_topk", "logits", "[2, 2, 4]"});
 }
 
 }  // namespace
