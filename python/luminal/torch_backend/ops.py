@@ -391,10 +391,33 @@ def _layer_norm(cx, node, a, shape, weight, bias, eps):
     return [out, mean, rstd]
 
 
+def _softmax_logits(cx, src, axis):
+    """The converted logits of ``src`` when it is a softmax over ``axis`` (in its dtype), else
+    None."""
+    if getattr(src, "target", None) is not aten._softmax.default:
+        return None
+    x = src.args[0]
+    if x not in cx.values or src.args[1] % len(cx.shape(src)) != axis:
+        return None
+    return _cast(cx.values[x], _lt(cx.dtype(src)))
+
+
 @op(aten.topk.default)
 def _topk(cx, node, a, k, dim=-1, largest=True, sorted=True):
-    check_pairwise(a.shape[dim % a.ndim], "a topk")
-    values, indices = a.topk(k, dim % a.ndim, largest)
+    axis = dim % a.ndim
+    check_pairwise(a.shape[axis], "a topk")
+    logits = _softmax_logits(cx, node.args[0], axis) if largest else None
+    if logits is not None:
+        # The largest of a softmax (a router's top-k): ranked by the logits, its order, with a NaN
+        # as +inf; the values gathered from the softmax. The softmax's values read its sum, which
+        # a program may compute in two kernels (two orders, two values in the last bits); pairs
+        # compared across the two copies give ranks that are no permutation and indices outside
+        # the axis. The logits reach the comparisons through elementwise ops only.
+        inf = float("inf")
+        key = (logits < inf).where(logits, inf)
+        indices = key.argsort(axis, True).slice(axis, 0, k)
+        return [a.gather_elements(axis, indices), indices.cast("i64")]
+    values, indices = a.topk(k, axis, largest)
     return [values, indices.cast("i64")]
 
 

@@ -287,6 +287,32 @@ def test_layer_norm_sdpa_and_reductions_over_two_lengths(counted):
     assert len(calls) == first and lt.report()["fallback"] == {}
 
 
+class Router(torch.nn.Module):
+    """A mixture of experts' router: the top-k of a softmax over experts, renormalised."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = torch.nn.Linear(32, 16, bias=False)
+
+    def forward(self, x):
+        p = torch.softmax(self.gate(x), -1, dtype=torch.float)
+        w, i = torch.topk(p, 4, -1)
+        return w / w.sum(-1, keepdim=True), i
+
+
+def test_topk_of_a_softmax_takes_the_experts_eager_takes():
+    # The converter ranks a softmax's top-k by its logits (ops.py, _softmax_logits): the same
+    # experts and weights as eager, in one piece.
+    torch.manual_seed(7)
+    m = Router().eval()
+    x = torch.randn(9, 32)
+    (w, i), (ww, wi) = run(m, x)
+    assert torch.equal(i, wi)
+    torch.testing.assert_close(w, ww, rtol=1e-5, atol=1e-6)
+    r = lt.report()
+    assert r["fallback"] == {} and r["graphs"][0]["pieces"] == 1
+
+
 def test_entry_point_in_pyproject_resolves_to_the_backend():
     import importlib.metadata
     import os
