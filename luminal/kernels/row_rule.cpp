@@ -202,6 +202,25 @@ std::optional<SymProgram> grow(const OpDef* fused, const EGraph& eg, ClassId roo
   return p;
 }
 
+/// Elementwise ops between a row op's value and a region that may grow into it as its epilogue.
+constexpr int kEpilogueHops = 2;
+
+/// Does class c hold a row e-node, or (within `hops` HLIR elementwise ops) read one's class? A
+/// region reading such a class grows through it to the row op's reduction: RMSNorm's scaled
+/// value times its weight after a cast, when the residual stream it normalises is stored (a deep
+/// model's norms, whose regions back to the stream's pieces outgrow the limits: without this the
+/// weight's product was a kernel of its own after every norm).
+bool near_row(const OpDef* row, const EGraph& eg, ClassId c, int hops) {
+  for (ENodeId n : eg.nodes_of(c)) {
+    const ENode& e = eg.node(n);
+    if (e.op == row) return true;
+    if (hops > 0 && e.op->is_hlir && is_elementwise_kind(e.op->kind))
+      for (ClassId ch : e.children)
+        if (near_row(row, eg, ch, hops - 1)) return true;
+  }
+  return false;
+}
+
 size_t rows_in_class(const OpDef* row, const EGraph& eg, ClassId c) {
   size_t n = 0;
   for (ENodeId id : eg.nodes_of(c))
@@ -221,12 +240,14 @@ void apply_rows(const OpDef* row, const OpDef* fused, RowGrowth growth, const Ma
   std::optional<SymProgram> base = region_of(fused, eg, e);
   if (!base) return;
   // A row region ends in an op reading a value of the row broadcast along it (1/sum, the norm's
-  // scale): without such a load there is nothing to grow toward.
+  // scale), or in elementwise work after a row op (a norm's weight after its cast: the row's
+  // epilogue): without either there is nothing to grow toward.
   bool reads_row_value = false;
   for (const ChildKey& k : base->loads) {
     std::optional<View> v = view_over(k.view, domain);
-    reads_row_value =
-        reads_row_value || (v && !(domain.back() == Expr(1)) && is_row_broadcast(*v, domain));
+    reads_row_value = reads_row_value ||
+                      (v && !(domain.back() == Expr(1)) && is_row_broadcast(*v, domain)) ||
+                      (k.view.is_contiguous() && near_row(row, eg, k.cls, kEpilogueHops));
   }
   if (!reads_row_value) return;
   const bool memo = growth == RowGrowth::Memo;

@@ -10,8 +10,10 @@
 // element value over the last axis of D, giving a value shared by the row. The result is the
 // last instruction, at every element of D.
 //
-// Starting from an elementwise e-node E (an HLIR op, or the largest fused e-node of its class),
-// the rule grows E's region over the loads it reads:
+// Starting from an elementwise e-node E (an HLIR op, or the largest fused e-node of its class)
+// that reads a value of the row broadcast along it, or a class holding a row e-node (directly or
+// through up to two elementwise ops: E is then the row's epilogue, such as a norm's cast times
+// its weight), the rule grows E's region over the loads it reads:
 //   - a class read broadcast along the row (stride 0 along L, the rows in order) that holds a
 //     SumReduce / MaxReduce of the last axis of D becomes a RowSum / RowMax of its input;
 //   - such a class that holds an elementwise e-node over the rows (mean's scaling, eps,
