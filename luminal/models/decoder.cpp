@@ -63,8 +63,8 @@ Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string&
   const Expr s = Expr::var("s");
   const Tensor router = w(block + "gate.weight", {E, hidden});
   const nn::TopK top =
-      nn::router_softmax_topk(nn::linear(h, router), K, cfg.norm_topk_prob, router_form);
-  const Tensor weights = top.weights.cast(h.dtype());  // [s, K]
+      nn::router_softmax_topk(nn::linear(h, router), K, cfg.norm_topk_prob, router_form, h.dtype());
+  const Tensor& weights = top.weights;  // [s, K], h's dtype
   const Tensor gate_up = w(block + "experts.gate_up_proj", {E, 2 * F, hidden});
   const Tensor down = w(block + "experts.down_proj", {E, hidden, F});
   if (form == MoeForm::Gathered) {

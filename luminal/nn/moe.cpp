@@ -17,23 +17,24 @@ namespace {
 // probability; equal ones (NaNs too) by index. It is strict and total, so choice t of a row is
 // well defined for every input (infinities and negative values included).
 
-// The value an expert is ranked by: a NaN counts as +inf (before every number, as in torch's
-// topk; among NaNs and a real +inf the lower index first: router probabilities are at most 1).
-// Both forms rank by it, so they choose alike on every input.
+// The key an expert is ranked by (of a probability or a logit): a NaN counts as +inf (before
+// every number, as in torch's topk; among NaNs and a real +inf the lower index first). Both forms
+// rank by it, so they choose alike on every input.
 // Written as "below +inf, else +inf" (a NaN is not below it; +inf stays +inf): three
 // instructions where isnan's two comparisons take five, so a pairwise region that computes the
 // key twice (once per side of a pair) still fits a fused kernel.
-Tensor nan_as_infinity(const Tensor& probs) {
+Tensor nan_as_infinity(const Tensor& values) {
   const double inf = std::numeric_limits<double>::infinity();
-  return probs.lt(inf).where(probs, inf);
+  return values.lt(inf).where(values, inf);
 }
 
-// k steps of: the largest key of the experts not taken yet (the first of equal ones), its
-// probability, then it is taken. O(E k) work, two reductions a step.
-TopK topk_by_argmax(const Tensor& probs, const Tensor& key, int64_t k) {
-  Graph g = probs.graph();
-  const int64_t E = probs.dim(1).as_const();
-  const Expr s = probs.dim(0);
+// k steps of: the largest key of the experts not taken yet (the first of equal ones), its value
+// (`values`: the probabilities, or the logits), then it is taken. O(E k) work, two reductions a
+// step.
+TopK topk_by_argmax(const Tensor& values, const Tensor& key, int64_t k) {
+  Graph g = values.graph();
+  const int64_t E = values.dim(1).as_const();
+  const Expr s = values.dim(0);
   const Tensor experts = g.arange(E).reshape({1, E}).expand({s, E});
   const Tensor slots = g.arange(k).reshape({1, k});
   std::optional<Tensor> taken, ids, weights;
@@ -46,7 +47,7 @@ TopK topk_by_argmax(const Tensor& probs, const Tensor& key, int64_t k) {
     if (taken) hit = hit.logical_and(taken->logical_not());
     const Tensor best = hit.where(experts, static_cast<double>(E)).min(1, true);  // [s, 1]
     const Tensor pick = experts.eq(best.expand({s, E}));
-    const Tensor p = pick.where(probs, 0.0).sum(1, true);  // [s, 1]
+    const Tensor p = pick.where(values, 0.0).sum(1, true);  // [s, 1]
     // Choice j lands in column j through a mask (no concatenation).
     const Tensor column = slots.eq(static_cast<double>(j)).expand({s, k});
     const Tensor id = column.where(best.expand({s, k}), 0.0);
@@ -60,10 +61,10 @@ TopK topk_by_argmax(const Tensor& probs, const Tensor& key, int64_t k) {
 
 // Every expert's rank in its row (how many come before it: a comparison of every pair, one
 // reduction), then choice t is the expert of rank t. O(E^2) work in a few kernels.
-TopK topk_by_ranks(const Tensor& probs, const Tensor& key, int64_t k) {
-  Graph g = probs.graph();
-  const int64_t E = probs.dim(1).as_const();
-  const Expr s = probs.dim(0);
+TopK topk_by_ranks(const Tensor& values, const Tensor& key, int64_t k) {
+  Graph g = values.graph();
+  const int64_t E = values.dim(1).as_const();
+  const Expr s = values.dim(0);
   const std::vector<Dim> pairs = {s, E, E};  // [row, e, j]: does j come before e?
   // Only comparisons and boolean algebra over the pairs, on the keys: larger, or equal and lower.
   const Tensor pe = key.reshape({s, E, 1}).expand(pairs);
@@ -73,14 +74,14 @@ TopK topk_by_ranks(const Tensor& probs, const Tensor& key, int64_t k) {
   const Tensor before = pe.lt(pj).logical_or(pj.lt(pe).logical_not().logical_and(lower));
   const Tensor rank = before.sum(2);  // [s, E] I32: a permutation of 0 .. E-1 in each row
   // One expert per (row, t), so each sum adds one value to zeros: exactly the id, and exactly
-  // the probability.
+  // its value.
   const std::vector<Dim> choices = {s, k, E};  // [row, t, e]
   const Tensor chosen =
       rank.reshape({s, 1, E}).expand(choices).eq(g.arange(k).reshape({1, k, 1}).expand(choices));
   const Tensor ids =
       (chosen.cast(DType::I32) * g.arange(E).reshape({1, 1, E}).expand(choices)).sum(2);
   // A select, not a product: an unchosen NaN or infinity must not reach the sum.
-  const Tensor wts = chosen.where(probs.reshape({s, 1, E}).expand(choices), 0.0).sum(2);
+  const Tensor wts = chosen.where(values.reshape({s, 1, E}).expand(choices), 0.0).sum(2);
   return {ids, wts};
 }
 
@@ -95,21 +96,34 @@ void check_router(const char* what, const char* arg, const Tensor& t, int64_t k)
                 std::to_string(E));
 }
 
-TopK choose(const Tensor& probs, const Tensor& key, int64_t k, bool renormalise, TopKForm form) {
-  const int64_t E = probs.dim(1).as_const();
-  const Expr s = probs.dim(0);
-  // Each form's weights are renormalised before the forms meet: merged first, the division's
-  // row kernel grew through the argmax form's running sums (the weights' class held both), and
-  // the fewest-kernels seed with both forms ran it as six kernels instead of the ranks form's one.
-  auto renormalised = [&](TopK t) {
-    if (renormalise) t.weights = t.weights / t.weights.sum(1, true).expand({s, k});
+// What the weights are, from the values each form picks at the chosen experts.
+enum class Weights {
+  Picked,           // the picked values (probabilities)
+  Renormalised,     // the picked probabilities over their sum
+  SoftmaxOfPicked,  // the softmax of the picked logits: the renormalised probabilities, as the
+                    // softmax's sum over every expert cancels
+};
+
+TopK choose(const Tensor& values, const Tensor& key, int64_t k, Weights weights, TopKForm form,
+            DType out = DType::F32) {
+  const int64_t E = values.dim(1).as_const();
+  const Expr s = values.dim(0);
+  // Each form's weights are finished (and cast) before the forms meet: merged first, the
+  // division's row kernel grew through the argmax form's running sums (the weights' class held
+  // both), and the fewest-kernels seed with both forms ran it as six kernels instead of the ranks
+  // form's one; a cast after the merge ran as a kernel of its own.
+  auto finished = [&](TopK t) {
+    if (weights == Weights::Renormalised)
+      t.weights = t.weights / t.weights.sum(1, true).expand({s, k});
+    if (weights == Weights::SoftmaxOfPicked) t.weights = t.weights.softmax(1);
+    if (out != t.weights.dtype()) t.weights = t.weights.cast(out);
     return t;
   };
-  const TopK top = renormalised(form == TopKForm::Ranks ? topk_by_ranks(probs, key, k)
-                                                        : topk_by_argmax(probs, key, k));
+  const TopK top = finished(form == TopKForm::Ranks ? topk_by_ranks(values, key, k)
+                                                    : topk_by_argmax(values, key, k));
   if (form == TopKForm::Searched) {
-    const TopK ranked = renormalised(topk_by_ranks(probs, key, k));
-    Graph g = probs.graph();
+    const TopK ranked = finished(topk_by_ranks(values, key, k));
+    Graph g = values.graph();
     // Only where the pairs stay few (decode, short prompts): the ranks' O(s E^2) comparisons
     // cost more than the argmax's kernels on long prompts (and would crowd the search there).
     const std::pair<Expr, int64_t> few_pairs{s * Expr(E * E), kRankPairs};
@@ -123,10 +137,12 @@ TopK choose(const Tensor& probs, const Tensor& key, int64_t k, bool renormalise,
 
 TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form) {
   check_router("router_topk", "probs", probs, k);
-  return choose(probs, nan_as_infinity(probs), k, renormalise, form);
+  return choose(probs, nan_as_infinity(probs), k,
+                renormalise ? Weights::Renormalised : Weights::Picked, form);
 }
 
-TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise, TopKForm form) {
+TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise, TopKForm form,
+                         DType weights) {
   check_router("router_softmax_topk", "logits", logits, k);
   const Tensor x = logits.cast(DType::F32);
   // Ranked by the logits: only elementwise ops between them and the comparisons, so every kernel
@@ -134,7 +150,14 @@ TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise, TopK
   // sum, which a row kernel and another kernel compute in different orders: comparisons of the
   // two copies disagree (ranks that are no permutation, an argmax that hits nothing) and an id
   // falls outside [0, E).
-  return choose(x.softmax(1), nan_as_infinity(x), k, renormalise, form);
+  // Renormalised, the weights are the softmax of the chosen logits alone (p_t / sum of the
+  // chosen p is exp(x_t - m) / sum of the chosen exp(x - m)): a row kernel over k values, where
+  // the softmax over all E experts, the pick and the division were three.
+  if (!is_float(weights))
+    throw Error(std::string("router_softmax_topk: the weights' dtype must be a float, got ") +
+                std::string(name(weights)));
+  if (renormalise) return choose(x, nan_as_infinity(x), k, Weights::SoftmaxOfPicked, form, weights);
+  return choose(x.softmax(1), nan_as_infinity(x), k, Weights::Picked, form, weights);
 }
 
 Tensor expert_linear(const Tensor& x, const Tensor& w, const Tensor& ids) {

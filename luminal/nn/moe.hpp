@@ -42,8 +42,10 @@ TopK router_topk(const Tensor& probs, int64_t k, bool renormalise,
 /// logits reach the comparisons through elementwise ops only, so a program that computes the
 /// softmax's sum in two kernels (in two orders) still compares one set of keys, and the ids stay
 /// k distinct experts in [0, E).
+/// The weights come in dtype `weights` (cast by each form before the forms meet: no kernel of
+/// its own).
 TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise,
-                         TopKForm form = TopKForm::Searched);
+                         TopKForm form = TopKForm::Searched, DType weights = DType::F32);
 
 /// For each chosen expert: x @ w[ids]^T. `w` [E, N, D] is every expert's weight in Hugging
 /// Face's [out, in] layout, stacked; `ids` [s, k] (integers); x is [s, D] (one row per token,

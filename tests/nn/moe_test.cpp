@@ -296,6 +296,35 @@ TEST(NnRouterSoftmaxTopk, TheLargerLogitFirstWhereProbabilitiesRoundEqual) {
   EXPECT_EQ(rt.get<int32_t>("ids"), std::vector<int32_t>{1});
 }
 
+TEST(NnRouterSoftmaxTopk, WeightsInTheGivenDtypeAreTheF32WeightsCast) {
+  // Renormalised (the softmax of the chosen logits) and not (the probabilities), both forms.
+  const std::vector<float> logits = logit_rows(8, 37, 5);
+  for (bool renorm : {false, true})
+    for (nn::TopKForm form : {nn::TopKForm::Argmax, nn::TopKForm::Ranks, nn::TopKForm::Searched}) {
+      Graph g;
+      Tensor x = g.tensor("x", {8, 37});
+      const nn::TopK f32 = nn::router_softmax_topk(x, 3, renorm, form);
+      const nn::TopK b16 = nn::router_softmax_topk(x, 3, renorm, form, DType::BF16);
+      EXPECT_EQ(b16.weights.dtype(), DType::BF16);
+      f32.weights.cast(DType::BF16).output("want");
+      b16.weights.output("got");
+      ReferenceRuntime rt(g);
+      rt.set(x, logits);
+      rt.execute();
+      // (bf16 widens to f32 exactly; compared bit for bit, NaNs included)
+      const std::vector<float> want = rt.get<float>("want"), got = rt.get<float>("got");
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << renorm << " " << static_cast<int>(form);
+    }
+  Graph g;
+  testing::expect_error(
+      [&] {
+        nn::router_softmax_topk(g.tensor("x", {2, 4}), 1, true, nn::TopKForm::Ranks, DType::I32);
+      },
+      {"router_softmax_topk", "float", "i32"});
+}
+
 TEST(NnRouterSoftmaxTopk, TheIdsSumNoFloats) {
   // The ids of a softmax's top-k read through probabilities depend on the softmax's float sum
   // (two kernels that compute it in different orders give keys that disagree); the logits'
