@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/fusion_detail.hpp"
@@ -228,8 +230,8 @@ size_t rows_in_class(const OpDef* row, const EGraph& eg, ClassId c) {
   return n;
 }
 
-void apply_rows(const OpDef* row, const OpDef* fused, RowGrowth growth, const Match& m,
-                EGraph& eg) {
+void apply_rows(const OpDef* row, const OpDef* fused, RowGrowth growth, bool epilogues,
+                const Match& m, EGraph& eg) {
   const ENodeId e = m.root_node;
   const ClassId root = eg.find(m.root);
   if (eg.node(e).op == fused && largest_fused(fused, eg, root) != std::optional<ENodeId>(e)) return;
@@ -245,9 +247,9 @@ void apply_rows(const OpDef* row, const OpDef* fused, RowGrowth growth, const Ma
   bool reads_row_value = false;
   for (const ChildKey& k : base->loads) {
     std::optional<View> v = view_over(k.view, domain);
-    reads_row_value = reads_row_value ||
-                      (v && !(domain.back() == Expr(1)) && is_row_broadcast(*v, domain)) ||
-                      (k.view.is_contiguous() && near_row(row, eg, k.cls, kEpilogueHops));
+    reads_row_value =
+        reads_row_value || (v && !(domain.back() == Expr(1)) && is_row_broadcast(*v, domain)) ||
+        (epilogues && k.view.is_contiguous() && near_row(row, eg, k.cls, kEpilogueHops));
   }
   if (!reads_row_value) return;
   const bool memo = growth == RowGrowth::Memo;
@@ -303,9 +305,15 @@ std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::str
     memo_new_iteration();
     return true;
   };
-  return {Rule{
-      prefix + ".fuse-rows", std::move(p), guard,
-      [row, fused, growth](const Match& m, EGraph& eg) { apply_rows(row, fused, growth, m, eg); }}};
+  // LUMINAL_ROW_EPILOGUE=0: no region grows from a row op's value alone (near_row), for an A/B
+  // of the programs before and after; read when the rules are made, and the rule's name says it,
+  // so the compile cache keys it.
+  const char* env = std::getenv("LUMINAL_ROW_EPILOGUE");
+  const bool epilogues = !(env != nullptr && std::string(env) == "0");
+  return {Rule{prefix + (epilogues ? ".fuse-rows" : ".fuse-rows-no-epilogue"), std::move(p), guard,
+               [row, fused, growth, epilogues](const Match& m, EGraph& eg) {
+                 apply_rows(row, fused, growth, epilogues, m, eg);
+               }}};
 }
 
 }  // namespace luminal

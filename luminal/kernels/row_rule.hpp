@@ -50,7 +50,9 @@ inline constexpr int kRowMaxReductions = 6;
 /// two.
 enum class RowGrowth { Memo, Plain };
 
-/// The rule "<prefix>.fuse-rows", adding `row` e-nodes (regions read through `fused` e-nodes
+/// The rule "<prefix>.fuse-rows" ("<prefix>.fuse-rows-no-epilogue" under LUMINAL_ROW_EPILOGUE=0,
+/// which starts no region from a row op's value alone: an A/B switch), adding `row` e-nodes
+/// (regions read through `fused` e-nodes
 /// too, the backend's fused elementwise op).
 std::vector<Rule> row_rules(const OpDef* row, const OpDef* fused, const std::string& prefix,
                             RowGrowth growth = RowGrowth::Memo);

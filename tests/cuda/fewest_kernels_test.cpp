@@ -77,6 +77,10 @@ TEST(FewestKernels, SmolLM2ShapedDecodeIsALocalMinimumAndGrowsByALayerAtATime) {
   // layer at every depth.
   EXPECT_LE(two.kernels, one.kernels + 14);
   EXPECT_LE(thirty.kernels, 435u);
+  ::setenv("LUMINAL_ROW_EPILOGUE", "0", 1);  // the A/B switch gives the program of before
+  const Fewest no_epilogue = fewest_kernels(30, false);
+  ::unsetenv("LUMINAL_ROW_EPILOGUE");
+  EXPECT_GE(no_epilogue.kernels, thirty.kernels + 30);
   // With LUMINAL_CUDA_GEMV_MATMUL=1 (gemv.cpp, GemvThen: rope's product in the q and k GEMVs'
   // kernels), 373: 12 a layer (439 before the rows' epilogues).
   ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1);
