@@ -322,7 +322,103 @@ Genome SearchSpace::fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) 
     }
     if (!improved) break;
   }
+  if (pair_descent(g, lowest, mode, bias)) {
+    // (a pair that paid may open single changes again)
+    for (int round = 0; round < 16; ++round) {
+      bool improved = false;
+      for (size_t i = 0; i < g.size(); ++i) {
+        uint32_t keep = g[i];
+        for (uint32_t v = 0; v < gene_sizes_[i]; ++v) {
+          if (v == keep) continue;
+          g[i] = v;
+          const double c = program_cost_impl(g, mode, bias);
+          if (c < lowest - 1e-9) {
+            lowest = c;
+            keep = v;
+            improved = true;
+          }
+        }
+        g[i] = keep;
+      }
+      if (!improved) break;
+    }
+  }
   return g;
+}
+
+bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,
+                               const SeedBias* bias) const {
+  // Partners of gene A under g: the genes of the classes g runs that read what g's options of
+  // A's classes read. An epilogue that stores a residual stream pays only when the kernel that
+  // read the stream's pieces reads the stored stream instead: neither change lowers the cost
+  // alone, and the first costs nothing (a plateau), which is what is tried.
+  const size_t n = options_.size(), genes = gene_sizes_.size();
+  std::vector<std::vector<ClassId>> members(genes);
+  for (ClassId c = 0; c < n; ++c)
+    if (gene_[c] >= 0) members[gene_[c]].push_back(c);
+  std::vector<std::vector<int>> readers;  // class -> genes of the classes g runs that read it
+  auto index_readers = [&] {
+    readers.assign(n, {});
+    for (ClassId c : topo_order(g)) {
+      if (gene_[c] < 0) continue;
+      for (ClassId ch : eg_->node(chosen(g, c)).children) {
+        const ClassId k = eg_->find(ch);
+        if (k < n) readers[k].push_back(gene_[c]);
+      }
+    }
+  };
+  index_readers();
+  bool any = false;
+  for (size_t a = 0; a < genes; ++a) {
+    std::vector<int> partners;
+    for (ClassId m : members[a])
+      for (ClassId ch : eg_->node(chosen(g, m)).children) {
+        const ClassId k = eg_->find(ch);
+        if (k < n) partners.insert(partners.end(), readers[k].begin(), readers[k].end());
+      }
+    std::sort(partners.begin(), partners.end());
+    partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+    partners.erase(std::remove(partners.begin(), partners.end(), static_cast<int>(a)),
+                   partners.end());
+    if (partners.empty()) continue;
+    const uint32_t keep_a = g[a];
+    bool taken = false;
+    for (uint32_t va = 0; va < gene_sizes_[a] && !taken; ++va) {
+      if (va == keep_a) continue;
+      g[a] = va;
+      if (program_cost_impl(g, mode, bias) > lowest + 1e-9) continue;  // only plateaus
+      for (size_t pi = 0; pi < partners.size() && !taken; ++pi) {
+        const int b = partners[pi];
+        const uint32_t keep_b = g[b];
+        for (uint32_t vb = 0; vb < gene_sizes_[b] && !taken; ++vb) {
+          if (vb == keep_b) continue;
+          // Only a partner value that reads what A's classes now compute.
+          bool reads_a = false;
+          for (size_t i = 0; i < members[b].size() && !reads_a; ++i) {
+            const ClassId m = members[b][i];
+            for (ClassId ch : eg_->node(options_[m][pick_[m][vb]]).children)
+              reads_a =
+                  reads_a || (eg_->find(ch) < n && gene_[eg_->find(ch)] == static_cast<int>(a));
+          }
+          if (!reads_a) continue;
+          g[b] = vb;
+          const double c = program_cost_impl(g, mode, bias);
+          if (c < lowest - 1e-9) {
+            lowest = c;
+            taken = true;
+          }
+        }
+        if (!taken) g[b] = keep_b;
+      }
+    }
+    if (taken) {
+      any = true;
+      index_readers();
+    } else {
+      g[a] = keep_a;
+    }
+  }
+  return any;
 }
 
 double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode,
@@ -357,9 +453,40 @@ double SearchSpace::program_cost(const Genome& g, LibrarySeed mode) const {
 
 double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
                                       const SeedBias* bias) const {
+  // The seeds' descents call this thousands of times: the classes g runs are visited once each
+  // (any order: the sum is of small dyadic costs, exact in any order), with scratch kept per
+  // thread and a visit stamp instead of clearing it.
+  thread_local std::vector<uint32_t> seen;
+  thread_local uint32_t stamp = 0;
+  thread_local std::vector<ClassId> stack;
+  if (seen.size() < options_.size()) {
+    seen.assign(options_.size(), 0);
+    stamp = 0;
+  }
+  if (++stamp == 0) {
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
   double total = 0;
-  for (ClassId c : topo_order(g))
-    total += option_cost(c, chosen(g, c), mode, bias);
+  stack.clear();
+  for (ClassId r : roots_)
+    if (seen[r] != stamp) {
+      seen[r] = stamp;
+      stack.push_back(r);
+    }
+  while (!stack.empty()) {
+    const ClassId c = stack.back();
+    stack.pop_back();
+    const ENodeId o = chosen(g, c);
+    total += option_cost(c, o, mode, bias);
+    for (ClassId ch : eg_->node(o).children) {
+      const ClassId k = eg_->find(ch);
+      if (seen[k] != stamp) {
+        seen[k] = stamp;
+        stack.push_back(k);
+      }
+    }
+  }
   return total;
 }
 

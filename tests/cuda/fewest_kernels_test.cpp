@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/compiler/build_space.hpp"
@@ -87,6 +88,33 @@ TEST(FewestKernels, SmolLM2ShapedDecodeIsALocalMinimumAndGrowsByALayerAtATime) {
   const Fewest then = fewest_kernels(30, false);
   ::unsetenv("LUMINAL_CUDA_GEMV_MATMUL");
   EXPECT_LE(then.kernels, 375u);
+}
+
+// SmolLM2's shape with Q4_1 projections (as its GGUF; f32 activations): the residual adds are
+// stored by the o and down projections' kernels. Neither change pays alone (the down kernel read
+// the stream's two pieces, so the o projection's plain value stayed needed), so the one-gene
+// descent kept a primitive Add and a QuantizeQ8 a layer: 615 kernels; the pair descent
+// (SearchSpace::pair_descent) finds the two changes together: 559.
+TEST(FewestKernels, SmolLM2ShapedQ4_1DecodeStoresTheResidualInTheProjections) {
+  constexpr int kLayers = 30;
+  const auto cfg = models::llama_config(
+      {.layers = kLayers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1};
+  for (int i = 0; i < kLayers; ++i)
+    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
+  const models::Decoder d = models::build_decoder(cfg, shape);
+  testing::CudaRulesOnly rules;
+  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
+  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+  size_t kernels = 0;
+  for (const auto& [op, count] : l.op_mix())
+    kernels += static_cast<size_t>(count);
+  std::printf("[fewest] SmolLM2 Q4_1, %d layers: %zu kernels (%s)\n", kLayers, kernels,
+              l.op_mix_string().c_str());
+  EXPECT_LE(kernels, 565u);
+  EXPECT_EQ(l.op_mix()["Add"], 0);
 }
 
 /// Qwen3-30B-A3B (its config.json) with 12 of its 48 layers, as bench_cuda's qwen3moe.
