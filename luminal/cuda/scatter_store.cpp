@@ -6,8 +6,9 @@
 // Matched on structure: a cuda.ScatterUnique(dest, idx, src) (gather_scatter.cpp: in place,
 // indexes an Iota proved distinct) that reads src whole and in order (a contiguous view of src's
 // element count) and its indexes contiguously, where src's class holds a cuda.Gemv,
-// cuda.GemvCast, cuda.Matmul or cuda.MatmulCast e-node P of two inputs and no payload, of
-// dest's dtype. The new e-node (the op's "...Scatter" form) has
+// cuda.GemvCast, cuda.Matmul, cuda.MatmulCast or quantized GEMV (cuda.QGemv, cuda.QGemvQ8,
+// cuda.QGemvQ8S: a GGUF model's v projection into its cache) e-node P of two inputs and no
+// payload, of dest's dtype. The new e-node (the op's "...Scatter" form) has
 //   children = P's two, then dest and idx;  views = P's two, then the scatter's dest and idx views;
 //   dtype, shape = the scatter's (dest's: the output is dest's buffer, in place, input 2);
 //   axis = P's,
@@ -57,18 +58,31 @@ const OpDef kGemvCastMatmulScatter{.name = "cuda.GemvCastMatmulScatter",
                                    .inplace_input = 3,
                                    .seed_cost = 1.0,
                                    .library_replaces = true};
+// The GEMVs over block-quantized weights (qgemv.cpp): the f32-activation form, the integer form
+// (activation quantized by cuda.QuantizeQ8) and the integer form over the split layout. (Seed
+// costs below their base op's plus the scatter's 0.8, keeping the bases' order: the integer
+// forms stay below the f32 form with the quantize's 0.5 added.)
+const OpDef kQGemvScatter{
+    .name = "cuda.QGemvScatter", .inplace_input = 2, .seed_cost = 1.0, .library_replaces = true};
+const OpDef kQGemvQ8Scatter{
+    .name = "cuda.QGemvQ8Scatter", .inplace_input = 2, .seed_cost = 0.45, .library_replaces = true};
+const OpDef kQGemvQ8SScatter{
+    .name = "cuda.QGemvQ8SScatter", .inplace_input = 2, .seed_cost = 0.4, .library_replaces = true};
 
 /// Each scatter form and the op whose values it stores.
 struct Form {
   const OpDef* op;
   const char* base;
 };
-const std::array<Form, 6> kForms{{{&kGemvScatter, "cuda.Gemv"},
+const std::array<Form, 9> kForms{{{&kGemvScatter, "cuda.Gemv"},
                                   {&kGemvCastScatter, "cuda.GemvCast"},
                                   {&kMatmulScatter, "cuda.Matmul"},
                                   {&kMatmulCastScatter, "cuda.MatmulCast"},
                                   {&kGemvMatmulScatter, "cuda.GemvMatmul"},
-                                  {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"}}};
+                                  {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"},
+                                  {&kQGemvScatter, "cuda.QGemv"},
+                                  {&kQGemvQ8Scatter, "cuda.QGemvQ8"},
+                                  {&kQGemvQ8SScatter, "cuda.QGemvQ8S"}}};
 
 // The stores of an elementwise region of k inputs (cuda.Fused): cuda.FusedScatter<k>, the
 // destination input k. (Constant-initialised: the registry may be built during another unit's

@@ -9,7 +9,8 @@
 //   decode step's fewest-kernels program writes both caches this way (fewest_kernels_test.cpp).
 //   On the GPU: forced programs give the same bits as the matmul kernel then the scatter, over a
 //   dynamic context (the row written is c - 1), and leave every other row as it was; the GEMV
-//   with rope in its kernel the same bits as the GEMV then cuda.Matmul.
+//   with rope in its kernel the same bits as the GEMV then cuda.Matmul. The quantized GEMVs'
+//   forms (cuda.QGemvScatter, cuda.QGemvQ8Scatter) likewise, for Q4_0, Q4_1 and Q8_0 weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,9 +25,11 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/nn_check.hpp"
+#include "luminal/core/blocks.hpp"
 #include "luminal/cuda/gemv_then.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/nn/linear.hpp"
 #include "luminal/nn/rope.hpp"
 #include "support/llir_direct.hpp"
 
@@ -87,6 +90,25 @@ Graph cache_write(int64_t n, int64_t k, int64_t slots, DType t, bool rope, bool 
   g.carry(cache.scatter_flat(rows, v).output("cache_out"), cache);
   return g;
 }
+
+/// A cache [slots, n] (f32) with row c - 1 written: x [1, k] (f32) @ Dequantize(w)^T, w [n, k]
+/// of block type t (a GGUF model's v projection into its cache).
+Graph quant_cache_write(int64_t n, int64_t k, int64_t slots, DType t) {
+  Graph g;
+  g.declare_dim("c", 1, slots);
+  const Expr c = Expr::var("c");
+  Tensor x = g.tensor("x", {Expr(1), Expr(k)});
+  Tensor w = g.tensor("w", {Expr(n), Expr(k)}, t);
+  Tensor cache = g.tensor("cache", {Expr(slots), Expr(n)}).persist();
+  const Tensor v = nn::linear(x, w.dequantize());  // [1, n]
+  const Tensor rows = g.iota((c - 1) * n + Expr::z(), Expr(n)).reshape({Expr(1), Expr(n)});
+  g.carry(cache.scatter_flat(rows, v).output("cache_out"), cache);
+  return g;
+}
+
+/// The quantized GEMVs' store forms and the GEMV each stores the values of.
+const std::vector<std::pair<std::string, std::string>> kQuantStores = {
+    {"cuda.QGemvScatter", "cuda.QGemv"}, {"cuda.QGemvQ8Scatter", "cuda.QGemvQ8"}};
 
 void compile_all(const std::vector<LlirGraph>& programs, int64_t slots) {
   std::vector<std::string> sources, whats;
@@ -155,6 +177,25 @@ TEST_F(ScatterStoreHost, OfferedForCacheWritesAndCompile) {
       });
       EXPECT_EQ(stores, 1) << name(t) << " form " << form << ": " << l.op_mix_string();
       EXPECT_EQ(testing::count_op(l, "cuda.ScatterUnique"), 0) << l.op_mix_string();
+      programs.push_back(l);
+    }
+  compile_all(programs, 2048);
+}
+
+// The GEMVs over block-quantized weights store into the cache too (cuda.QGemvScatter, the
+// f32-activation form; cuda.QGemvQ8Scatter, the integer form after cuda.QuantizeQ8): offered for
+// a v projection written into a cache row, and they compile.
+TEST_F(ScatterStoreHost, QuantizedGemvsStoreIntoTheCache) {
+  testing::CudaRulesOnly rules;
+  std::vector<LlirGraph> programs;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+    for (const auto& [store, base] : kQuantStores) {
+      const Graph g = quant_cache_write(192, 576, 2048, t);
+      auto [l, hits] =
+          testing::prefer_ops(g, rules, [&](std::string_view op) { return op == store; });
+      EXPECT_EQ(hits, 1) << name(t) << " " << store << ": " << l.op_mix_string();
+      EXPECT_EQ(testing::count_op(l, "cuda.ScatterUnique"), 0) << l.op_mix_string();
+      EXPECT_EQ(testing::count_op(l, base), 0) << l.op_mix_string();
       programs.push_back(l);
     }
   compile_all(programs, 2048);
@@ -291,6 +332,55 @@ TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
           }
         }
       }
+}
+
+// The quantized GEMVs' stores give the same bits as the GEMV then cuda.ScatterUnique, and leave
+// every other row as it was.
+TEST(CudaScatterStore, QuantizedGemvsSameBitsAsTheGemvThenTheScatter) {
+  LUMINAL_REQUIRE_GPU();
+  const int64_t slots = 300, k = 576, n = 192;
+  uint64_t seed = 11;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+    for (const auto& [store, base] : kQuantStores) {
+      const Graph g = quant_cache_write(n, k, slots, t);
+      const auto [fused, hits] =
+          testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) { return op == store; });
+      ASSERT_EQ(hits, 1) << fused.op_mix_string();
+      const auto [split, alike] = testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
+        return op == base || op == "cuda.ScatterUnique" || op == "cuda.QuantizeQ8";
+      });
+      ASSERT_EQ(testing::count_op(split, "cuda.ScatterUnique"), 1) << split.op_mix_string();
+      ASSERT_EQ(testing::count_op(split, base), 1) << split.op_mix_string();
+      std::vector<DynMap> buckets;
+      for (int64_t ctx : {int64_t{1}, int64_t{7}, slots})
+        buckets.push_back({{"c", ctx}});
+      testing::LoadedPlan a = testing::load_plan(testing::gpu(), fused, buckets);
+      testing::LoadedPlan b = testing::load_plan(testing::gpu(), split, buckets);
+      const std::vector<double> cache = uniform(DType::F32, slots * n, ++seed, -1, 1);
+      HostBuffer w{t, std::vector<uint8_t>(static_cast<size_t>(storage_bytes(t, n * k)))};
+      blocks::fill_valid_blocks(t, w.bytes, ++seed);
+      for (const DynMap& dyn : buckets) {
+        testing::BufferMap in{
+            {"x", from_doubles(DType::F32, uniform(DType::F32, k, ++seed, -1, 1))},
+            {"w", w},
+            {"cache", from_doubles(DType::F32, cache)}};
+        const HostBuffer ya = testing::run_plan(a, in, dyn).outputs.at("cache_out");
+        const HostBuffer yb = testing::run_plan(b, in, dyn).outputs.at("cache_out");
+        const std::string what =
+            std::string(name(t)) + " " + store + " c " + std::to_string(dyn.at("c"));
+        ASSERT_EQ(ya.bytes.size(), yb.bytes.size()) << what;
+        EXPECT_TRUE(ya.bytes == yb.bytes)
+            << what << ": not the same bits as " << base << " then the scatter (" << alike << ")";
+        const HostBuffer given = from_doubles(DType::F32, cache);
+        const size_t row = static_cast<size_t>(n) * 4;
+        const size_t r = static_cast<size_t>(dyn.at("c") - 1);
+        for (size_t i = 0; i < static_cast<size_t>(slots); ++i) {
+          const bool same = std::equal(ya.bytes.begin() + i * row, ya.bytes.begin() + (i + 1) * row,
+                                       given.bytes.begin() + i * row);
+          EXPECT_EQ(same, i != r) << what << " row " << i;
+        }
+      }
+    }
 }
 
 // The GEMV with rope's product in its kernel (cuda.GemvMatmul / cuda.GemvCastMatmul) gives the
