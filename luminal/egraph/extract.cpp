@@ -351,7 +351,8 @@ bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,
   // Partners of gene A under g: the genes of the classes g runs that read what g's options of
   // A's classes read. An epilogue that stores a residual stream pays only when the kernel that
   // read the stream's pieces reads the stored stream instead: neither change lowers the cost
-  // alone, and the first costs nothing (a plateau), which is what is tried.
+  // alone, and the first costs nothing (a plateau). Likewise gate and up over one quantized
+  // activation: either moved to the integer form alone still needs the f32 value.
   const size_t n = options_.size(), genes = gene_sizes_.size();
   std::vector<std::vector<ClassId>> members(genes);
   for (ClassId c = 0; c < n; ++c)
@@ -386,7 +387,10 @@ bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,
     for (uint32_t va = 0; va < gene_sizes_[a] && !taken; ++va) {
       if (va == keep_a) continue;
       g[a] = va;
-      if (program_cost_impl(g, mode, bias) > lowest + 1e-9) continue;  // only plateaus
+      // Only a change that costs at most about a kernel a class on its own (two GEMVs that read
+      // one value: either moved to another form alone keeps the old value's kernel).
+      if (program_cost_impl(g, mode, bias) > lowest + static_cast<double>(members[a].size()) + 1e-9)
+        continue;
       for (size_t pi = 0; pi < partners.size() && !taken; ++pi) {
         const int b = partners[pi];
         const uint32_t keep_b = g[b];

@@ -43,9 +43,9 @@ class SearchSpace {
   /// it (tree cost: an e-node counts 1 plus its children's costs), each shared gene taking the
   /// option most of its classes prefer, then improved gene by gene on program_cost (rounds of
   /// trying every value of every gene, until one changes nothing or 16 have run), then by pairs
-  /// of genes (pair_descent: a change that costs nothing alone with a partner's that reads
-  /// what it computes) and gene by gene again. It favours the
-  /// largest fused regions and library ops: the search's starting point for programs of many small
+  /// of genes (pair_descent: a change that costs at most a kernel a class alone, with a
+  /// partner's that reads what it computes) and gene by gene again. It favours the largest fused
+  /// regions and library ops: the search's starting point for programs of many small
   /// kernels, which random genomes rarely reach.
   /// `mode` says how library calls (OpDef::library_call) count: Use, one each like a kernel (the
   /// first seed); Avoid, kAvoided each (the second seed: the gene descent on program_cost drops
