@@ -59,12 +59,34 @@ namespace luminal::cuda {
 
 bool decode_alternatives();  // gemv.cpp: false when LUMINAL_CUDA_GEMV=0
 
+// The f32-activation form's seed cost grows with its weight: 0.7 a MiB. On the H200 the 8B Q4_0
+// decode step took 9.9 ms in this form against 3.5 ms in the integer one (below): 6.4 ms over
+// its 3.7 GiB of weights, 1.7 us a MiB, where a kernel's launch in a graph costs 2-3 us. Without
+// it the seeds put large projections in this form wherever that saved a kernel (an epilogue, or
+// the norm's row kernel writing Q8_1, row.cpp); a SmolLM2 projection adds 0.1-0.4.
+double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode) {
+  const ENode& n = eg.node(enode);
+  if (n.children.size() < 2) return 0;
+  const ClassId w = eg.find(n.children[1]);
+  const Expr count = numel(eg.shape(w));
+  if (!count.is_const() || !is_block(eg.dtype(w))) return 0;
+  const double mib =
+      static_cast<double>(storage_bytes(eg.dtype(w), count.as_const())) / (1024.0 * 1024.0);
+  return 0.7 * mib;
+}
+
 namespace {
 
 // (below cuda.Gemv's 0.95: one kernel that replaces the Dequantize's and the GEMV's)
-const OpDef kQGemv{.name = "cuda.QGemv", .seed_cost = 0.9, .library_replaces = true};
+const OpDef kQGemv{.name = "cuda.QGemv",
+                   .seed_cost = 0.9,
+                   .library_replaces = true,
+                   .seed_extra = qgemv_f32_form_extra};
 // (below cuda.GemvEpi's 1.5, as above)
-const OpDef kQGemvEpi{.name = "cuda.QGemvEpi", .seed_cost = 1.4, .library_replaces = true};
+const OpDef kQGemvEpi{.name = "cuda.QGemvEpi",
+                      .seed_cost = 1.4,
+                      .library_replaces = true,
+                      .seed_extra = qgemv_f32_form_extra};
 // The integer form: weights against the activation quantized once (cuda.QuantizeQ8).
 // (seed costs: with cuda.QuantizeQ8's 0.5 below the f32 form's 0.9, so the fewest-kernels seed
 // takes the integer form, 2.8x faster on an 8B Q4_0 decode step; the search times both. The

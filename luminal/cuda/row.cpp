@@ -26,10 +26,10 @@
 // blocks). Its rule runs after the quantized GEMV rules (ruleset cuda.rows-q8). Offered only with
 // LUMINAL_CUDA_ROW_Q8=1: with it on, the 8B q4_0 decode's search took the f32-activation GEMVs
 // for gate/up (2.80 -> 6.26 ms on the H200), so it stays off until the seed handles it. (Session
-// 29, host: with the pair descent the 8B-shape Q4_0 seed takes RowQ8 and the integer GEMVs for
-// q/k/v and gate/up, 497 kernels against 656 without RowQ8, but the o and down projections in the
-// f32-activation form with the residual add in their store, cuda.QGemvEpi: the seed's costs count
-// kernels, not the weight bytes that make that form slower on large matrices. Not timed.)
+// 29, host: with the pair descent and the f32-activation form's seed cost growing with its weight
+// (qgemv.cpp, qgemv_f32_form_extra) the 8B-shape Q4_0 seed takes RowQ8 and integer GEMVs
+// everywhere: 616 kernels against 656 without RowQ8. Not timed on a GPU: `scripts/gpu-ab.sh OUT
+// LUMINAL_CUDA_ROW_Q8=1 lt-q4_0 smollm2-q4_1` decides whether it goes on.)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -35,6 +35,8 @@
 
 namespace luminal::cuda {
 
+double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode);  // qgemv.cpp
+
 namespace {
 
 // (seed cost 1: one kernel where P and the scatter cost 0.95-1 + 0.8, so the fewest-kernels
@@ -62,8 +64,11 @@ const OpDef kGemvCastMatmulScatter{.name = "cuda.GemvCastMatmulScatter",
 // (activation quantized by cuda.QuantizeQ8) and the integer form over the split layout. (Seed
 // costs below their base op's plus the scatter's 0.8, keeping the bases' order: the integer
 // forms stay below the f32 form with the quantize's 0.5 added.)
-const OpDef kQGemvScatter{
-    .name = "cuda.QGemvScatter", .inplace_input = 2, .seed_cost = 1.0, .library_replaces = true};
+const OpDef kQGemvScatter{.name = "cuda.QGemvScatter",
+                          .inplace_input = 2,
+                          .seed_cost = 1.0,
+                          .library_replaces = true,
+                          .seed_extra = qgemv_f32_form_extra};  // (children[1]: the weight)
 const OpDef kQGemvQ8Scatter{
     .name = "cuda.QGemvQ8Scatter", .inplace_input = 2, .seed_cost = 0.45, .library_replaces = true};
 const OpDef kQGemvQ8SScatter{

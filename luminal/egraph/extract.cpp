@@ -441,7 +441,8 @@ double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode,
     for (ENodeId o : options_[c])
       if (eg_->node(o).op->fold_preferred) return 0;
   }
-  return seed_cost(e.op, mode);
+  const double extra = e.op->seed_extra ? e.op->seed_extra(*eg_, n) : 0.0;
+  return seed_cost(e.op, mode) + extra;
 }
 
 bool SearchSpace::has_library_calls() const {
@@ -457,9 +458,10 @@ double SearchSpace::program_cost(const Genome& g, LibrarySeed mode) const {
 
 double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
                                       const SeedBias* bias) const {
-  // The seeds' descents call this thousands of times: the classes g runs are visited once each
-  // (any order: the sum is of small dyadic costs, exact in any order), with scratch kept per
-  // thread and a visit stamp instead of clearing it.
+  // The seeds' descents call this thousands of times: the classes g runs are visited once each,
+  // depth first, with scratch kept per thread and a visit stamp instead of clearing it. (The
+  // order of the sum differs between genomes, as the topological order did before; no cycle is
+  // checked: pruning made every choice acyclic, and topo_order still reports one.)
   thread_local std::vector<uint32_t> seen;
   thread_local uint32_t stamp = 0;
   thread_local std::vector<ClassId> stack;

@@ -5,11 +5,14 @@
 // kernels, library calls, in-place variants) as `static const OpDef` objects in the file that
 // implements them. An e-node refers to its op by pointer, so comparing ops is comparing pointers.
 // Example: examples/snippets/egraph/op_def.cpp.
+#include <cstdint>
 #include <string_view>
 
 #include "luminal/ir/op.hpp"
 
 namespace luminal {
+
+class EGraph;
 
 struct OpDef {
   std::string_view name;
@@ -41,6 +44,10 @@ struct OpDef {
   /// it a child read through another view of the same values (horizontal fusion reads a member's
   /// value at an offset in the fused matmul's output). HLIR primitives always do.
   bool any_view = false;
+  /// Added to seed_cost for one e-node of the op, for a kernel whose time grows with what it
+  /// reads faster than its alternatives' (the quantized GEMV's f32-activation form, qgemv.cpp):
+  /// the seeds count kernels, and a large matrix in that form costs more than a kernel's launch.
+  double (*seed_extra)(const EGraph& eg, uint32_t enode) = nullptr;
 };
 
 /// The OpDef of an HLIR primitive.

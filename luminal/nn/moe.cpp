@@ -14,8 +14,8 @@ namespace luminal::nn {
 namespace {
 
 // The router's order: a NaN before every number (as argmax takes a NaN first), else the larger
-// probability; equal ones (NaNs too) by index. It is strict and total, so choice t of a row is
-// well defined for every input (infinities and negative values included).
+// key (probability or logit); equal ones (NaNs too) by index. It is strict and total, so choice t
+// of a row is well defined for every input (infinities and negative values included).
 
 // The key an expert is ranked by (of a probability or a logit): a NaN counts as +inf (before
 // every number, as in torch's topk; among NaNs and a real +inf the lower index first). Both forms
@@ -138,7 +138,7 @@ TopK choose(const Tensor& values, const Tensor& key, int64_t k, Weights weights,
 TopK router_topk(const Tensor& probs, int64_t k, bool renormalise, TopKForm form) {
   check_router("router_topk", "probs", probs, k);
   return choose(probs, nan_as_infinity(probs), k,
-                renormalise ? Weights::Renormalised : Weights::Picked, form);
+                renormalise ? Weights::Renormalised : Weights::Picked, form, probs.dtype());
 }
 
 TopK router_softmax_topk(const Tensor& logits, int64_t k, bool renormalise, TopKForm form,

@@ -392,9 +392,13 @@ def _layer_norm(cx, node, a, shape, weight, bias, eps):
 
 
 def _softmax_logits(cx, src, axis):
-    """The converted logits of ``src`` when it is a softmax over ``axis`` (in its dtype), else
-    None."""
+    """The converted logits of ``src`` when it is an f32/f64 softmax over ``axis`` (in its dtype),
+    else None."""
     if getattr(src, "target", None) is not aten._softmax.default:
+        return None
+    # (a 16-bit softmax rounds different logits to equal probabilities often, and eager breaks
+    # those ties by index: the logits' order would differ from eager's there)
+    if cx.dtype(src) not in (torch.float32, torch.float64):
         return None
     x = src.args[0]
     if x not in cx.values or src.args[1] % len(cx.shape(src)) != axis:
