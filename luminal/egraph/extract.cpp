@@ -304,6 +304,14 @@ Genome SearchSpace::fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) 
   // the same class (or force two versions of one value): a descent over genes, one at a time, on
   // the program's true cost (each class it runs counted once) keeps every change that lowers it.
   double lowest = program_cost_impl(g, mode, bias);
+  gene_descent(g, lowest, mode, bias);
+  if (pair_descent(g, lowest, mode, bias))
+    gene_descent(g, lowest, mode, bias);  // (a pair that paid may open single changes again)
+  return g;
+}
+
+void SearchSpace::gene_descent(Genome& g, double& lowest, LibrarySeed mode,
+                               const SeedBias* bias) const {
   for (int round = 0; round < 16; ++round) {
     bool improved = false;
     for (size_t i = 0; i < g.size(); ++i) {
@@ -322,28 +330,6 @@ Genome SearchSpace::fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) 
     }
     if (!improved) break;
   }
-  if (pair_descent(g, lowest, mode, bias)) {
-    // (a pair that paid may open single changes again)
-    for (int round = 0; round < 16; ++round) {
-      bool improved = false;
-      for (size_t i = 0; i < g.size(); ++i) {
-        uint32_t keep = g[i];
-        for (uint32_t v = 0; v < gene_sizes_[i]; ++v) {
-          if (v == keep) continue;
-          g[i] = v;
-          const double c = program_cost_impl(g, mode, bias);
-          if (c < lowest - 1e-9) {
-            lowest = c;
-            keep = v;
-            improved = true;
-          }
-        }
-        g[i] = keep;
-      }
-      if (!improved) break;
-    }
-  }
-  return g;
 }
 
 bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,

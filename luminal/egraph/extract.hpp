@@ -105,6 +105,9 @@ class SearchSpace {
   /// for a class of free_folds_.
   double option_cost(ClassId c, ENodeId n, LibrarySeed mode, const SeedBias* bias) const;
   Genome fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) const;
+  /// Rounds of trying every value of every gene, keeping each that lowers the program cost
+  /// (`lowest`, g's), until a round changes nothing or 16 have run.
+  void gene_descent(Genome& g, double& lowest, LibrarySeed mode, const SeedBias* bias) const;
   /// After the one-gene descent: changes of two genes at once (a gene and a partner, one whose
   /// classes read what the first one's options read) that lower the program cost, kept; true if
   /// any was.

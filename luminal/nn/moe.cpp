@@ -105,7 +105,7 @@ enum class Weights {
 };
 
 TopK choose(const Tensor& values, const Tensor& key, int64_t k, Weights weights, TopKForm form,
-            DType out = DType::F32) {
+            DType out) {
   const int64_t E = values.dim(1).as_const();
   const Expr s = values.dim(0);
   // Each form's weights are finished (and cast) before the forms meet: merged first, the

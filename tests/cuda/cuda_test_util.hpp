@@ -83,6 +83,21 @@ inline LlirGraph prefer(const Graph& g, Backend& be,
   return to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) { return score(eg, n); }));
 }
 
+/// `g`'s fewest-kernels program (the search's seed) over the CUDA rules, no device needed.
+inline LlirGraph cuda_seed_program(const Graph& g) {
+  CudaRulesOnly rules;
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+  return to_llir(*b.space, b.space->fewest_kernels_genome());
+}
+
+/// A program's kernels: its LLIR nodes other than inputs and outputs.
+inline size_t kernel_count(const LlirGraph& l) {
+  size_t n = 0;
+  for (const auto& [op, count] : l.op_mix())
+    n += static_cast<size_t>(count);
+  return n;
+}
+
 /// `g`'s program on `be` with the most e-nodes whose op name `hit` accepts, and how many of its
 /// nodes it accepts.
 inline std::pair<LlirGraph, int> prefer_ops(const Graph& g, Backend& be,

@@ -43,8 +43,7 @@ Fewest fewest_kernels(int layers, bool check_minimum) {
   Genome g = b.space->fewest_kernels_genome();
   Fewest out;
   const LlirGraph l = to_llir(*b.space, g);
-  for (const auto& [op, count] : l.op_mix())
-    out.kernels += static_cast<size_t>(count);
+  out.kernels = testing::kernel_count(l);
   if (check_minimum) {
     const double cost = b.space->program_cost(g);
     for (size_t i = 0; i < g.size() && out.local_minimum; ++i) {
@@ -105,13 +104,8 @@ TEST(FewestKernels, SmolLM2ShapedQ4_1DecodeStoresTheResidualInTheProjections) {
     for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                           "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
       shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
-  const models::Decoder d = models::build_decoder(cfg, shape);
-  testing::CudaRulesOnly rules;
-  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
-  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
-  size_t kernels = 0;
-  for (const auto& [op, count] : l.op_mix())
-    kernels += static_cast<size_t>(count);
+  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  const size_t kernels = testing::kernel_count(l);
   std::printf("[fewest] SmolLM2 Q4_1, %d layers: %zu kernels (%s)\n", kLayers, kernels,
               l.op_mix_string().c_str());
   EXPECT_LE(kernels, 530u);
@@ -134,13 +128,8 @@ size_t moe_fewest_kernels(nn::TopKForm form, int* sum_reduces = nullptr) {
   shape.dtype = DType::BF16;
   shape.logits = models::Logits::Last;
   shape.router = form;
-  const models::Decoder d = models::build_decoder(cfg, shape);
-  testing::CudaRulesOnly rules;
-  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
-  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
-  size_t kernels = 0;
-  for (const auto& [op, count] : l.op_mix())
-    kernels += static_cast<size_t>(count);
+  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  const size_t kernels = testing::kernel_count(l);
   if (sum_reduces) *sum_reduces = l.op_mix()["SumReduce"];
   std::printf("[fewest] qwen3moe12 router %s: %zu kernels (%s)\n",
               form == nn::TopKForm::Argmax  ? "argmax"

@@ -28,14 +28,8 @@ inline std::pair<size_t, int> tiny_moe_seed(std::string_view op) {
   shape.dtype = DType::BF16;
   shape.logits = models::Logits::Last;
   shape.router = nn::TopKForm::Ranks;
-  const models::Decoder d = models::build_decoder(cfg, shape);
-  CudaRulesOnly rules;
-  BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
-  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
-  size_t kernels = 0;
-  for (const auto& [name, count] : l.op_mix())
-    kernels += static_cast<size_t>(count);
-  return {kernels, count_op(l, op)};
+  const LlirGraph l = cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  return {kernel_count(l), count_op(l, op)};
 }
 
 }  // namespace luminal::testing

@@ -282,6 +282,19 @@ TEST_F(ScatterStoreHost, TheSplitFormRunsTheStoresProductKernel) {
       }
 }
 
+/// Every row of the cache `got` (rows of n values) but row `written` is the cache as `given`;
+/// row `written` is not.
+void expect_only_row_written(const HostBuffer& got, const HostBuffer& given, int64_t n,
+                             int64_t written, const std::string& what) {
+  ASSERT_EQ(got.bytes.size(), given.bytes.size()) << what;
+  const size_t row = static_cast<size_t>(n) * size_bytes(given.dtype);
+  for (size_t i = 0; i < got.bytes.size() / row; ++i) {
+    const bool same = std::equal(got.bytes.begin() + i * row, got.bytes.begin() + (i + 1) * row,
+                                 given.bytes.begin() + i * row);
+    EXPECT_EQ(same, i != static_cast<size_t>(written)) << what << " row " << i;
+  }
+}
+
 TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
   LUMINAL_REQUIRE_GPU();
   GemvThenOn on;
@@ -320,16 +333,7 @@ TEST(CudaScatterStore, SameBitsAsTheMatmulThenTheScatter) {
           ASSERT_EQ(ya.bytes.size(), yb.bytes.size()) << what;
           EXPECT_TRUE(ya.bytes == yb.bytes) << what << ": not the same bits as " << base
                                             << " then the scatter (" << hits << " ops alike)";
-          // Every row but c - 1 is the cache as given; row c - 1 is not.
-          const HostBuffer given = from_doubles(t, cache);
-          const size_t row = static_cast<size_t>(n) * size_bytes(t);
-          const size_t r = static_cast<size_t>(dyn.at("c") - 1);
-          for (size_t i = 0; i < static_cast<size_t>(slots); ++i) {
-            const bool same =
-                std::equal(ya.bytes.begin() + i * row, ya.bytes.begin() + (i + 1) * row,
-                           given.bytes.begin() + i * row);
-            EXPECT_EQ(same, i != r) << what << " row " << i;
-          }
+          expect_only_row_written(ya, from_doubles(t, cache), n, dyn.at("c") - 1, what);
         }
       }
 }
@@ -371,14 +375,7 @@ TEST(CudaScatterStore, QuantizedGemvsSameBitsAsTheGemvThenTheScatter) {
         ASSERT_EQ(ya.bytes.size(), yb.bytes.size()) << what;
         EXPECT_TRUE(ya.bytes == yb.bytes)
             << what << ": not the same bits as " << base << " then the scatter (" << alike << ")";
-        const HostBuffer given = from_doubles(DType::F32, cache);
-        const size_t row = static_cast<size_t>(n) * 4;
-        const size_t r = static_cast<size_t>(dyn.at("c") - 1);
-        for (size_t i = 0; i < static_cast<size_t>(slots); ++i) {
-          const bool same = std::equal(ya.bytes.begin() + i * row, ya.bytes.begin() + (i + 1) * row,
-                                       given.bytes.begin() + i * row);
-          EXPECT_EQ(same, i != r) << what << " row " << i;
-        }
+        expect_only_row_written(ya, from_doubles(DType::F32, cache), n, dyn.at("c") - 1, what);
       }
     }
 }

@@ -418,8 +418,7 @@ def _topk(cx, node, a, k, dim=-1, largest=True, sorted=True):
         # compared across the two copies give ranks that are no permutation and indices outside
         # the axis. The logits reach the comparisons through elementwise ops only.
         inf = float("inf")
-        key = (logits < inf).where(logits, inf)
-        indices = key.argsort(axis, True).slice(axis, 0, k)
+        _, indices = ((logits < inf).where(logits, inf)).topk(k, axis, True)
         return [a.gather_elements(axis, indices), indices.cast("i64")]
     values, indices = a.topk(k, axis, largest)
     return [values, indices.cast("i64")]
