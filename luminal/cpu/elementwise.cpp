@@ -9,6 +9,7 @@
 #include <string>
 
 #include "luminal/core/error.hpp"
+#include "luminal/cpu/int_mod_array.hpp"
 #include "luminal/cpu/op_math.hpp"
 #include "luminal/cpu/primitive_util.hpp"
 
@@ -82,8 +83,14 @@ void apply_binary(OpKind op, const C* a, const C* b, C* r, int64_t n) {
   };
   if (op == OpKind::LessThan)
     each([](C x, C y) { return x < y ? C(1) : C(0); });
-  else
+  else if constexpr (std::is_same_v<C, int64_t>) {
+    if (op == OpKind::Mod)
+      int_mod_array(a, b, r, n);
+    else
+      with_binary_math<C>(op, each);
+  } else {
     with_binary_math<C>(op, each);
+  }
 }
 
 // ---------------------------------------------------------------- the kernel

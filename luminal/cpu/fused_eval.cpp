@@ -9,6 +9,7 @@
 #include <string>
 
 #include "luminal/cpu/elem_types.hpp"
+#include "luminal/cpu/int_mod_array.hpp"
 #include "luminal/cpu/op_math.hpp"
 
 namespace luminal::cpu {
