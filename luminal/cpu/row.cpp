@@ -11,7 +11,9 @@
 // rounded division and rsqrt) are computed once per row and broadcast into their arrays. Sums
 // accumulate in double (in lanes for floats, whose rounding to the dtype hides the order) and
 // round once to their dtype (through f32, as the SumReduce kernel); max propagates NaN. Rows are
-// split over the thread pool.
+// split over the thread pool; where the rows are fewer than the threads, a long row is split into
+// pieces of fixed length, each pass's reductions joined over the pieces in order (so the bits do
+// not depend on the thread count).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -85,6 +87,10 @@ std::vector<Rule> rules() {
 
 /// Elements evaluated together: several short rows, or a piece of a long one.
 constexpr int64_t kRowBlock = 1024;
+/// Pieces of a long row run on several threads when the rows are fewer than the threads (a
+/// decode step's rows over the vocabulary): each pass's reductions sum per piece of this many
+/// elements, then over the pieces in order.
+constexpr int64_t kRowChunk = 8 * kRowBlock;
 /// Elements times instructions below which a node runs on one thread: a decode step's softmax
 /// over 9 heads of a few hundred positions (about 20 instructions an element) splits its rows,
 /// a norm of one row does not.
@@ -195,6 +201,38 @@ void RowProgram::prepare(const KernelContext& k) {
 
 int64_t RowProgram::rows() const { return row_len_ > 0 ? numel_ / row_len_ : 0; }
 
+void RowProgram::row_values(const KernelContext& k, int p, int64_t b0, int64_t nb,
+                            const double* acc, uint8_t* rs, uint8_t* s) {
+  const std::vector<FusedInst>& in = ev_.insts();
+  const Pass& ps = pass_[static_cast<size_t>(p)];
+  const int64_t L = row_len_, B = block_rows_;
+  // The row values of this stage, in program order, one per row.
+  for (int i : ps.row_insts) {
+    const FusedInst& x = in[static_cast<size_t>(i)];
+    if (x.op == FusedOpcode::Load) {
+      for (int64_t j = 0; j < nb; ++j)
+        ev_.load(rs, B, i, k.in[x.a], idx_[x.a], (b0 + j) * L, 1, j);
+    } else if (is_row_reduce(x.op)) {
+      const double* a = acc + static_cast<size_t>(i) * B;
+      dispatch_dtype(x.dtype, [&](auto tag) {
+        constexpr DType T = decltype(tag)::value;
+        using R = compute_t<T>;
+        R* d = reinterpret_cast<R*>(SlotEval::at(rs, B, i));
+        for (int64_t j = 0; j < nb; ++j) {
+          if constexpr (std::is_same_v<R, double>)
+            d[j] = a[j];
+          else if constexpr (std::is_same_v<R, float>)
+            d[j] = num::round_to<T>(static_cast<float>(a[j]));
+        }
+      });
+    } else {
+      ev_.eval(rs, B, i, nb);
+    }
+  }
+  for (int i : ps.expand)
+    ev_.expand(rs, B, s, len_, i, nb, nb > 1 ? L : len_);
+}
+
 void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const BlockSink& sink) {
   const std::vector<FusedInst>& in = ev_.insts();
   const int last = static_cast<int>(in.size()) - 1;
@@ -210,31 +248,7 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
     const int64_t nb = std::min(B, r1 - b0);
     for (int p = 0; p < passes_; ++p) {
       const Pass& ps = pass_[static_cast<size_t>(p)];
-      // The row values of this stage, in program order, one per row.
-      for (int i : ps.row_insts) {
-        const FusedInst& x = in[static_cast<size_t>(i)];
-        if (x.op == FusedOpcode::Load) {
-          for (int64_t j = 0; j < nb; ++j)
-            ev_.load(rs, B, i, k.in[x.a], idx_[x.a], (b0 + j) * L, 1, j);
-        } else if (is_row_reduce(x.op)) {
-          const double* a = acc.data() + static_cast<size_t>(i) * B;
-          dispatch_dtype(x.dtype, [&](auto tag) {
-            constexpr DType T = decltype(tag)::value;
-            using R = compute_t<T>;
-            R* d = reinterpret_cast<R*>(SlotEval::at(rs, B, i));
-            for (int64_t j = 0; j < nb; ++j) {
-              if constexpr (std::is_same_v<R, double>)
-                d[j] = a[j];
-              else if constexpr (std::is_same_v<R, float>)
-                d[j] = num::round_to<T>(static_cast<float>(a[j]));
-            }
-          });
-        } else {
-          ev_.eval(rs, B, i, nb);
-        }
-      }
-      for (int i : ps.expand)
-        ev_.expand(rs, B, s, len_, i, nb, nb > 1 ? L : len_);
+      row_values(k, p, b0, nb, acc.data(), rs, s);
       const bool final_pass = p == passes_ - 1;
       if (ps.reduce.empty() && !final_pass) continue;
       for (int i : ps.reduce)
@@ -277,6 +291,80 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
   }
 }
 
+namespace {
+
+double join_max(double t, double m) {  // as row_max over a segment whose maximum is m
+  if (std::isnan(m) || std::isnan(t)) return std::numeric_limits<double>::quiet_NaN();
+  return t < m ? m : t;
+}
+
+}  // namespace
+
+void RowProgram::run_long_row(const KernelContext& k, int64_t row, int threads,
+                              const BlockSink& sink) {
+  const std::vector<FusedInst>& in = ev_.insts();
+  const int last = static_cast<int>(in.size()) - 1;
+  const size_t ni = in.size();
+  const int64_t L = row_len_;
+  const int64_t chunks = (L + kRowChunk - 1) / kRowChunk;
+  auto initial = [&](int i) {
+    return in[static_cast<size_t>(i)].op == FusedOpcode::RowSum
+               ? 0.0
+               : -std::numeric_limits<double>::infinity();
+  };
+  long_acc_.assign(ni, 0.0);
+  long_part_.assign(static_cast<size_t>(chunks) * ni, 0.0);
+  for (int p = 0; p < passes_; ++p) {
+    const Pass& ps = pass_[static_cast<size_t>(p)];
+    const bool final_pass = p == passes_ - 1;
+    if (ps.reduce.empty() && !final_pass) continue;
+    parallel_for(chunks, threads, [&](int64_t c) {
+      uint8_t* s = ev_.scratch(len_);
+      uint8_t* rs = ev_.scratch2(1);
+      ev_.fill_constants(s, len_, &element_consts_);
+      ev_.fill_constants(rs, 1);
+      for (int q = 0; q <= p; ++q)
+        row_values(k, q, row, 1, long_acc_.data(), rs, s);
+      double* part = long_part_.data() + static_cast<size_t>(c) * ni;
+      for (int i : ps.reduce)
+        part[i] = initial(i);
+      const int64_t c1 = std::min(L, (c + 1) * kRowChunk);
+      for (int64_t begin = c * kRowChunk; begin < c1; begin += len_) {
+        const int64_t n = std::min(len_, c1 - begin);
+        const int64_t flat = row * L + begin;
+        for (int i : ps.work) {
+          const FusedInst& x = in[static_cast<size_t>(i)];
+          if (x.op == FusedOpcode::Load)
+            ev_.load(s, len_, i, k.in[x.a], idx_[x.a], flat, n);
+          else
+            ev_.eval(s, len_, i, n);
+        }
+        for (int i : ps.reduce) {
+          const FusedInst& x = in[static_cast<size_t>(i)];
+          dispatch_dtype(in[static_cast<size_t>(x.a)].dtype, [&](auto tag) {
+            using R = compute_t<decltype(tag)::value>;
+            if constexpr (!std::is_same_v<R, int64_t>) {
+              const R* v = reinterpret_cast<const R*>(SlotEval::at(s, len_, x.a));
+              part[i] =
+                  x.op == FusedOpcode::RowSum ? row_sum(v, n, part[i]) : row_max(v, n, part[i]);
+            }
+          });
+        }
+        if (final_pass) sink(s, last, flat, n);
+      }
+    });
+    // The chunks' partials in chunk order: the same bits whatever the thread count.
+    for (int i : ps.reduce) {
+      double t = initial(i);
+      for (int64_t c = 0; c < chunks; ++c) {
+        const double v = long_part_[static_cast<size_t>(c) * ni + static_cast<size_t>(i)];
+        t = in[static_cast<size_t>(i)].op == FusedOpcode::RowSum ? t + v : join_max(t, v);
+      }
+      long_acc_[static_cast<size_t>(i)] = t;
+    }
+  }
+}
+
 std::vector<double>& RowProgram::acc_scratch() {
   thread_local std::vector<double> acc;
   return acc;
@@ -289,6 +377,12 @@ void RowProgram::run(const KernelContext& k, const BlockSink& sink) {
   const int threads = k.threads > 0 ? k.threads : hardware_threads();
   const int64_t blocks = (rows + block_rows_ - 1) / block_rows_;
   const int64_t work = numel_ * static_cast<int64_t>(ev_.insts().size());
+  // (one row takes the pieces on one thread too: its bits do not depend on the thread count)
+  if (rows < std::max(threads, 2) && row_len_ >= 2 * kRowChunk && work >= kRowParallelWork) {
+    for (int64_t r = 0; r < rows; ++r)
+      run_long_row(k, r, threads, sink);
+    return;
+  }
   const int64_t parts =
       work < kRowParallelWork || threads <= 1 ? 1 : claimed_tasks(blocks, threads);
   parallel_for(parts, threads, [&](int64_t part) {

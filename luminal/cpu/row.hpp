@@ -1,6 +1,5 @@
 #pragma once
-// cpu.Row's program runner (internal), shared with cpu.RowQ8 (row_q8.cpp), which quantizes the
-// rows it computes instead of storing them. See row.cpp.
+// cpu.Row's program runner (internal). See row.cpp.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -25,7 +24,7 @@ class RowProgram {
   /// instruction's array).
   using BlockSink = std::function<void(const uint8_t* s, int inst, int64_t flat, int64_t n)>;
   /// Runs every row (split over the pool), handing the result's blocks to `sink`: whole rows,
-  /// or a long row's pieces in order.
+  /// or a long row's pieces, from several threads at once (disjoint pieces, in any order).
   void run(const KernelContext& k, const BlockSink& sink);
 
   DType result_dtype() const { return ev_.insts().back().dtype; }
@@ -38,6 +37,12 @@ class RowProgram {
 
  private:
   void run_rows(const KernelContext& k, int64_t r0, int64_t r1, const BlockSink& sink);
+  /// One row in fixed pieces over the pool (rows fewer than the threads).
+  void run_long_row(const KernelContext& k, int64_t row, int threads, const BlockSink& sink);
+  /// Pass p's row values (rows b0 .. b0 + nb of a block; acc: the reductions so far, block_rows_
+  /// a reduction) into the row arrays rs, and those element instructions read into s.
+  void row_values(const KernelContext& k, int p, int64_t b0, int64_t nb, const double* acc,
+                  uint8_t* rs, uint8_t* s);
   static std::vector<double>& acc_scratch();
 
   LlirNode node_;
@@ -56,6 +61,7 @@ class RowProgram {
   std::vector<Pass> pass_;
   uint64_t version_ = 0;
   std::vector<StridedIndex> idx_;
+  std::vector<double> long_acc_, long_part_;  // run_long_row's reductions and pieces' partials
   int64_t numel_ = 0, row_len_ = 0, len_ = 8, block_rows_ = 1;
 };
 

@@ -1,10 +1,12 @@
 // cpu.Row (luminal/cpu/row.cpp): the row programs the row rule builds (softmax, log-softmax,
 // RMSNorm, layer norm, masked softmax, RMSNorm of a residual sum) run by the CPU's row kernel
 // against the ReferenceRuntime, over static, dynamic-row-count and dynamic-length shapes, row
-// lengths from 1 to past one block (512) and on 1 and 2 threads; a mutated program must fail. The
-// rules are on by default and LUMINAL_CPU_ROWS=off leaves them out.
+// lengths from 1 to past one block (512) and on 1 and 2 threads, one row of up to 49,152 elements
+// in pieces over the threads; a mutated program must fail. The rules are on by default and
+// LUMINAL_CPU_ROWS=off leaves them out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +123,75 @@ INSTANTIATE_TEST_SUITE_P(Graphs, RowKernel,
                            return kind_name(std::get<0>(info.param)) + "_" +
                                   std::string(name(std::get<1>(info.param)));
                          });
+
+TEST(RowKernel, OneLongRowInPiecesMatchesTheReference) {
+  // Rows fewer than the threads and at least two pieces long (16,384 elements) run in pieces
+  // over the pool (a decode step's rows over a vocabulary); one row gives the same bits on one
+  // and two threads.
+  ASSERT_TRUE(kRowsOn);
+  for (const Kind kind : kKinds)
+    for (const DType t : {DType::F32, DType::BF16})
+      for (const int64_t L : {int64_t{16384 * 2 + 1000}, int64_t{49152}}) {
+        const Graph g = make_graph(kind, t, {Dim(1), Dim(L)});
+        cpu::CpuBackend cpu(2);
+        BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+        const LlirGraph l = opstest::choose(b, opstest::prefer_op("cpu.Row"));
+        ASSERT_GE(opstest::count_op(l, "cpu.Row"), 1) << l.to_text();
+        const std::string what =
+            kind_name(kind) + " " + std::string(name(t)) + " [1, " + std::to_string(L) + "]";
+        for (int threads : {1, 2})
+          opstest::check_program(g, l, {DynMap{}}, tol_of(t), what, threads, 5);
+        const testing::BufferMap in = opstest::random_inputs(g, {}, 9);
+        cpu::CpuBackend one(1), two(2);
+        auto p1 = testing::load_plan(one, l);
+        auto p2 = testing::load_plan(two, l);
+        const testing::BufferMap a = testing::run_executable(p1, g, in);
+        const testing::BufferMap c = testing::run_executable(p2, g, in);
+        for (const auto& [label, buf] : a)
+          EXPECT_EQ(buf.bytes, c.at(label).bytes) << what << " output " << label;
+      }
+}
+
+TEST(RowKernel, OneLongRowsMaximumInPiecesKeepsTheReferencesBits) {
+  // The maximum joined over pieces as over one sequence: -0 before +0 (in a later piece) stays
+  // -0, +0 before -0 stays +0, a NaN in the last piece wins, a maximum in the first piece and
+  // again in the last is that value, all -inf is -inf.
+  constexpr int64_t n = 40000, late = n - 2;
+  std::vector<std::vector<float>> rows(5, std::vector<float>(n, -1.0f));
+  rows[0][3] = -0.0f;
+  rows[0][late] = 0.0f;
+  rows[1][5] = 0.0f;
+  rows[1][late] = -0.0f;
+  rows[2][late] = std::numeric_limits<float>::quiet_NaN();
+  rows[3][1] = 2.5f;
+  rows[3][late] = 2.5f;
+  std::fill(rows[4].begin(), rows[4].end(), -std::numeric_limits<float>::infinity());
+  Graph g;
+  Tensor x = g.tensor("x", {Expr(1), Expr(n)}, DType::F32);
+  Tensor w = g.tensor("w", {Expr(1), Expr(n)}, DType::F32);
+  (x.max(1, true).expand({Expr(1), Expr(n)}) * w).output("y");
+  const std::vector<float> ones(n, 1.0f);
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+  const LlirGraph l = opstest::choose(b, opstest::prefer_op("cpu.Row"));
+  ASSERT_EQ(opstest::count_op(l, "cpu.Row"), 1) << l.to_text();
+  auto lp = testing::load_plan(cpu, l);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    testing::BufferMap in;
+    in["x"] = to_host_buffer(rows[r].data(), rows[r].size(), DType::F32, "x");
+    in["w"] = to_host_buffer(ones.data(), ones.size(), DType::F32, "w");
+    const testing::BufferMap got = testing::run_executable(lp, g, in);
+    float m;
+    std::memcpy(&m, got.at("y").bytes.data(), 4);
+    switch (r) {
+      case 0: EXPECT_TRUE(m == 0.0f && std::signbit(m)); break;
+      case 1: EXPECT_TRUE(m == 0.0f && !std::signbit(m)); break;
+      case 2: EXPECT_TRUE(std::isnan(m)); break;
+      case 3: EXPECT_EQ(m, 2.5f); break;
+      default: EXPECT_EQ(m, -std::numeric_limits<float>::infinity()); break;
+    }
+  }
+}
 
 /// The RMSNorm program with every RowSum made a RowMax gives other values: the comparison can
 /// fail.
