@@ -40,14 +40,7 @@ Tensor round_graph(const Tensor& x, const Round& r) {
   return (h + ((l * l + 40503.0) % 32749.0) * 65536.0) % d(kM);
 }
 
-// The first index of each row's maximum: min over i of (i, or i + 2^30 where x < max) in f32
-// (exact below 2^24). x: F32 [n, V] -> I32 [n].
-Tensor first_max(const Tensor& x) {
-  const Dim V = x.dim(1);
-  const Tensor idx = x.graph().arange(V, 0, 1, DType::F32).reshape({1, V});
-  const Tensor off = idx + x.lt(x.max(-1, true)).cast(DType::F32) * 0x1p30;
-  return (-off).max(-1).neg().cast(DType::I32);
-}
+Tensor first_max(const Tensor& x) { return first_index_of(x, x.max(-1, true), std::nullopt); }
 
 Tensor as_row_param(const Tensor& p, DType dt) {
   // [1] (or [n]) -> [.., 1] in dtype dt.
@@ -115,6 +108,17 @@ Tensor counter_hash(const Tensor& seed, const Tensor& step, Dim rows, Dim cols) 
 }
 
 Tensor hash_uniform(const Tensor& h) { return (h - h % 256.0 + 128.0).cast(DType::F32) * 0x1p-31; }
+
+Tensor first_index_of(const Tensor& x, const Tensor& m, const std::optional<Tensor>& fallback) {
+  // min over i of (i, or i + 2^30 where x < m) in f32 (exact below 2^24).
+  const Dim V = x.dim(1);
+  const Tensor idx = x.graph().arange(V, 0, 1, DType::F32).reshape({1, V});
+  const Tensor off = idx + x.lt(m).cast(DType::F32) * 0x1p30;
+  const Tensor first = (-off).max(-1).neg();
+  if (!fallback) return first.cast(DType::I32);
+  const Tensor found = first.lt(0x1p30).cast(DType::F32);  // exact selects: products by 1 and 0
+  return (first * found + fallback->cast(DType::F32) * (1.0 - found)).cast(DType::I32);
+}
 
 Tensor bisect_threshold(const Tensor& x, const std::optional<Tensor>& w, const Tensor& lo0,
                         const Tensor& hi0, const Tensor& target, int iterations) {
@@ -202,7 +206,13 @@ Tensor sample(const Tensor& logits, const SamplerInputs& in, const std::optional
   // p / p_max < 2^-126 underflow to 0 and are never drawn). Greedy: the score is z itself.
   const Tensor race =
       e * (-(hash_uniform(counter_hash(in.seed, in.step, n, V)).log())).reciprocal();
-  return first_max(select(sampling, race, z) - (1.0 - keep) * kBig);
+  // The first token at the score's maximum. A program may compute the score in two kernels (the
+  // maximum's and the compare's), its top-p threshold from sums added in different orders, and
+  // then disagree with itself about a token at the threshold: no score equals the maximum. The
+  // token is then z's first maximum (every filter keeps it), never an index outside the
+  // vocabulary.
+  const Tensor score = select(sampling, race, z) - (1.0 - keep) * kBig;
+  return first_index_of(score, score.max(-1, true), first_index_of(z, zmax, std::nullopt));
 }
 
 Tensor greedy_token(const Tensor& logits) {

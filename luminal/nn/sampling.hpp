@@ -123,6 +123,11 @@ Tensor hash_uniform(const Tensor& h);
 int64_t counter_hash_host(uint64_t seed, int64_t step, int64_t row, int64_t index);
 float hash_uniform_host(int64_t h);
 
+/// The first index of each row of x (F32 [n, V]) whose value equals m (F32 [n, 1]), as I32 [n];
+/// where no element equals m, `fallback` (I32 [n]), or 2^30 without one. sample() passes a
+/// fallback: a program may compute its score twice with bits apart (nn/sampling.cpp).
+Tensor first_index_of(const Tensor& x, const Tensor& m, const std::optional<Tensor>& fallback);
+
 /// The largest t (by bisection, then snapped to a value of x) with m(t) >= target, per row,
 /// where m(t) = sum over x >= t of w (of 1 without w). x, w: F32 [n, V], finite. lo0, hi0,
 /// target: [n, 1] (or [1, 1]) with m(lo0) >= target > m(hi0). Returns F32 [n, 1].

@@ -435,3 +435,34 @@ TEST(NnSampling, ConfigValidationNamesFieldAndRange) {
 
 }  // namespace
 }  // namespace luminal
+
+namespace luminal {
+namespace {
+
+TEST(NnSampling, FirstIndexOfFallsBackWhereNoValueEqualsTheMaximum) {
+  // Row 0: m present twice (the first); row 1: m above every value, as when a program computes
+  // the score twice with bits apart (the fallback); row 2: m present at the end.
+  Graph g;
+  Tensor x = g.tensor("x", {3, 5});
+  Tensor m = g.tensor("m", {3, 1});
+  Tensor fb = g.tensor("fb", {3}, DType::I32);
+  nn::first_index_of(x, m, fb).output("with");
+  nn::first_index_of(x, m, std::nullopt).output("without");
+  const std::vector<float> xv = {1, 4, 2, 4, 0, 3, 1, 2, 0, 1, 5, 6, 7, 8, 9};
+  const std::vector<float> mv = {4, std::nextafter(3.0f, 4.0f), 9};
+  const std::vector<int32_t> fbv = {3, 2, 1};
+  ReferenceRuntime ref(g);
+  cpu::CpuBackend cpu(1);
+  Session ses(g, cpu, CompileOptions().search_graph_limit(4).verbose(false));
+  for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
+    rt->set(x, xv);
+    rt->set(m, mv);
+    rt->set(fb, fbv);
+    rt->execute();
+    EXPECT_EQ(rt->get<int32_t>("with"), (std::vector<int32_t>{1, 2, 4}));
+    EXPECT_EQ(rt->get<int32_t>("without"), (std::vector<int32_t>{1, 1 << 30, 4}));
+  }
+}
+
+}  // namespace
+}  // namespace luminal
