@@ -60,6 +60,12 @@ std::string CpuBackend::device_key() const {
          " quant=" + quant::isa_name(quant::active());
 }
 
+double CpuBackend::seed_byte_cost() const {
+  const char* v = std::getenv("LUMINAL_CPU_SEED_BYTES");
+  if (v != nullptr && std::string(v) == "off") return 0;
+  return 1.0 / 65536;
+}
+
 bool CpuBackend::reads_blocks(DType t) const {
   if (t == DType::BF16 || t == DType::F16) return true;  // cpu.MatmulW16
   for (DType w : kWeightBlockDTypes)

@@ -249,6 +249,30 @@ void SearchSpace::set_free_folds(const std::set<ClassId>& classes) {
     free_folds_.insert(eg_->find(c));
 }
 
+void SearchSpace::set_seed_byte_cost(double per_byte) {
+  byte_extra_.clear();
+  if (!(per_byte > 0)) return;
+  byte_extra_.assign(eg_->num_nodes(), 0.0);
+  std::unordered_map<ClassId, double> bytes_of;  // canonical class -> bytes at constant shape
+  auto bytes = [&](ClassId c) {
+    c = eg_->find(c);
+    auto it = bytes_of.find(c);
+    if (it != bytes_of.end()) return it->second;
+    const Expr count = numel(eg_->shape(c));
+    const double b = count.is_const() && count.as_const() > 0
+                         ? static_cast<double>(storage_bytes(eg_->dtype(c), count.as_const()))
+                         : 0.0;
+    return bytes_of[c] = b;
+  };
+  for (const std::vector<ENodeId>& opts : options_)
+    for (ENodeId n : opts) {
+      double total = 0;
+      for (ClassId ch : eg_->node(n).children)
+        total += bytes(ch);
+      byte_extra_[n] = per_byte * total;
+    }
+}
+
 Genome SearchSpace::biased_genome() const {
   return fewest_kernels_impl(LibrarySeed::Use, bias_ ? &*bias_ : nullptr);
 }
@@ -427,7 +451,8 @@ double SearchSpace::option_cost(ClassId c, ENodeId n, LibrarySeed mode,
     for (ENodeId o : options_[c])
       if (eg_->node(o).op->fold_preferred) return 0;
   }
-  const double extra = e.op->seed_extra ? e.op->seed_extra(*eg_, n) : 0.0;
+  double extra = e.op->seed_extra ? e.op->seed_extra(*eg_, n) : 0.0;
+  if (!byte_extra_.empty() && !is_op(e.op, OpKind::Input)) extra += byte_extra_[n];
   return seed_cost(e.op, mode) + extra;
 }
 

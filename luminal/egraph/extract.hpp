@@ -74,6 +74,11 @@ class SearchSpace {
   /// Classes whose Fold leaf costs nothing in every seed (load-time folding's constants: a value
   /// that reads no input, computed once; compiler/fold.hpp).
   void set_free_folds(const std::set<ClassId>& classes);
+  /// Each option's seed cost grows by `per_byte` times the bytes of the values it reads (its
+  /// children's classes at constant shapes; a child of a symbolic shape counts 0), so the seeds
+  /// weigh memory traffic beside kernel counts (Backend::seed_byte_cost; 0, the default: kernels
+  /// only).
+  void set_seed_byte_cost(double per_byte);
   /// Whether some option of some class is a library call (OpDef::library_call).
   bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
@@ -117,7 +122,8 @@ class SearchSpace {
   const EGraph* eg_;
   std::vector<ClassId> roots_;
   std::optional<SeedBias> bias_;
-  std::set<ClassId> free_folds_;  // canonical
+  std::set<ClassId> free_folds_;    // canonical
+  std::vector<double> byte_extra_;  // per e-node: set_seed_byte_cost's addition (empty: none)
   std::vector<uint32_t> gene_sizes_;
   // indexed by canonical class id
   std::vector<std::vector<ENodeId>> options_;

@@ -110,6 +110,11 @@ class Backend {
   /// The backend's rewrite rules, run in this order after the core rules (each saturated).
   virtual std::vector<RuleSet> rulesets() const = 0;
   virtual bool executes(const OpDef* op) const = 0;
+  /// What a byte a kernel reads costs in the fewest-kernels seed, in kernels (0: the seeds count
+  /// kernels only). A backend whose kernel launches are cheap beside its memory traffic (the CPU)
+  /// sets it so that the seed stores a value read by many kernels once rather than computing it
+  /// again from its wider inputs in each (SearchSpace::set_seed_byte_cost).
+  virtual double seed_byte_cost() const { return 0; }
   /// Compiles a candidate for one bucket. Throws luminal::Error when it cannot (the search
   /// rejects it).
   virtual std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) = 0;
