@@ -10,8 +10,11 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cpu/cpu_op.hpp"
+#include "luminal/cpu/fused.hpp"
 #include "luminal/cpu/plan.hpp"
 #include "luminal/cpu/quant/isa.hpp"
+#include "luminal/cpu/row.hpp"
+#include "luminal/cpu/seed_work.hpp"
 #include "luminal/cpu/thread_pool.hpp"
 
 namespace luminal::cpu {
@@ -64,6 +67,12 @@ double CpuBackend::seed_byte_cost() const {
   const char* v = std::getenv("LUMINAL_CPU_SEED_BYTES");
   if (v != nullptr && std::string(v) == "off") return 0;
   return 1.0 / 65536;
+}
+
+double CpuBackend::seed_work(const EGraph& eg, ENodeId n) const {
+  if (seed_byte_cost() == 0) return 0;
+  const OpDef* op = eg.node(n).op;
+  return op == fused_op() || op == row_op() || op->is_hlir ? region_seed_work(eg, n) : 0.0;
 }
 
 bool CpuBackend::reads_blocks(DType t) const {

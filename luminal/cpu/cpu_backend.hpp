@@ -37,6 +37,9 @@ class CpuBackend : public RegistryBackend {
   /// seed computed the sampler's penalised, scaled logits again from their five inputs in each
   /// of its 32 threshold passes over the vocabulary.
   double seed_byte_cost() const override;
+  /// cpu.Fused and cpu.Row: their elements times their instructions' cost (cpu/seed_work.hpp);
+  /// 0 with LUMINAL_CPU_SEED_BYTES=off.
+  double seed_work(const EGraph& eg, ENodeId n) const override;
 
   /// Host memory, 256-byte aligned.
   Buffer allocate(uint64_t bytes) override;

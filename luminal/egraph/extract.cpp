@@ -249,9 +249,9 @@ void SearchSpace::set_free_folds(const std::set<ClassId>& classes) {
     free_folds_.insert(eg_->find(c));
 }
 
-void SearchSpace::set_seed_byte_cost(double per_byte) {
+void SearchSpace::set_seed_byte_cost(double per_byte, const std::function<double(ENodeId)>& work) {
   byte_extra_.clear();
-  if (!(per_byte > 0)) return;
+  if (!(per_byte > 0) && !work) return;
   byte_extra_.assign(eg_->num_nodes(), 0.0);
   std::unordered_map<ClassId, double> bytes_of;  // canonical class -> bytes at constant shape
   auto bytes = [&](ClassId c) {
@@ -269,7 +269,7 @@ void SearchSpace::set_seed_byte_cost(double per_byte) {
       double total = 0;
       for (ClassId ch : eg_->node(n).children)
         total += bytes(ch);
-      byte_extra_[n] = per_byte * total;
+      byte_extra_[n] = per_byte * total + (work ? work(n) : 0.0);
     }
 }
 

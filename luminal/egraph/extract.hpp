@@ -78,7 +78,8 @@ class SearchSpace {
   /// children's classes at constant shapes; a child of a symbolic shape counts 0), so the seeds
   /// weigh memory traffic beside kernel counts (Backend::seed_byte_cost; 0, the default: kernels
   /// only).
-  void set_seed_byte_cost(double per_byte);
+  /// `work` (optional): each option's price beyond that (Backend::seed_work), added likewise.
+  void set_seed_byte_cost(double per_byte, const std::function<double(ENodeId)>& work = nullptr);
   /// Whether some option of some class is a library call (OpDef::library_call).
   bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
@@ -123,7 +124,7 @@ class SearchSpace {
   std::vector<ClassId> roots_;
   std::optional<SeedBias> bias_;
   std::set<ClassId> free_folds_;    // canonical
-  std::vector<double> byte_extra_;  // per e-node: set_seed_byte_cost's addition (empty: none)
+  std::vector<double> byte_extra_;  // per e-node: set_seed_byte_cost's additions (empty: none)
   std::vector<uint32_t> gene_sizes_;
   // indexed by canonical class id
   std::vector<std::vector<ENodeId>> options_;

@@ -115,6 +115,14 @@ class Backend {
   /// sets it so that the seed stores a value read by many kernels once rather than computing it
   /// again from its wider inputs in each (SearchSpace::set_seed_byte_cost).
   virtual double seed_byte_cost() const { return 0; }
+  /// What the arithmetic of e-node n costs in the fewest-kernels seed, in kernels (0: nothing
+  /// beyond its OpDef's seed cost). The CPU prices heavy arithmetic over large constant shapes,
+  /// so that the seed stores such a value once instead of computing it in each of its readers.
+  virtual double seed_work(const EGraph& eg, ENodeId n) const {
+    (void)eg;
+    (void)n;
+    return 0;
+  }
   /// Compiles a candidate for one bucket. Throws luminal::Error when it cannot (the search
   /// rejects it).
   virtual std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) = 0;

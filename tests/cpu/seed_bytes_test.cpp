@@ -10,6 +10,7 @@
 #include <string>
 
 #include "luminal/compiler/build_space.hpp"
+#include "luminal/kernels/fused_program.hpp"
 #include "ops_test_util.hpp"
 
 namespace luminal {
@@ -56,6 +57,40 @@ TEST(CpuSeedBytes, AValueReadByManyKernelsIsStoredOnce) {
   EXPECT_EQ(readers_of_input(with_bytes, "a"), 1) << with_bytes.to_text();
   for (const LlirGraph* l : {&kernels_only, &with_bytes})
     opstest::check_program(g, *l, {DynMap{}}, {1e-6, 1e-6}, "seed", 2, 3);
+}
+
+/// Kernels of `l` that compute a remainder (a primitive Mod, or a Mod in a fused program).
+int kernels_with_mod(const LlirGraph& l) {
+  int count = 0;
+  for (const LlirNode& n : l.nodes) {
+    bool mod = is_op(n.op, OpKind::Mod);
+    if (const auto* p = dynamic_cast<const FusedProgram*>(n.attrs.payload.get()))
+      for (const FusedInst& in : p->insts)
+        mod = mod || in.op == FusedOpcode::Mod;
+    count += mod;
+  }
+  return count;
+}
+
+TEST(CpuSeedBytes, HeavyArithmeticReadByTwoKernelsRunsOnce) {
+  // A counter hash over an iota (nothing wide to read: only its arithmetic is priced), read by
+  // two reductions: the kernels-only seed computes it inside both.
+  constexpr int64_t n = 65536;
+  Graph g;
+  Tensor h = g.arange(n).cast(DType::I64).reshape({1, n});
+  for (int round = 0; round < 4; ++round)
+    h = (h * 1103515245.0 + 12345.0) % 2147483647.0;
+  const Tensor f = h.cast(DType::F32);
+  for (int i = 0; i < 2; ++i)
+    (f * g.tensor("k" + std::to_string(i), {1, 1}).expand({1, n}))
+        .max(-1)
+        .output("m" + std::to_string(i));
+  const LlirGraph kernels_only = seed_program(g, false);
+  const LlirGraph priced = seed_program(g, true);
+  EXPECT_EQ(kernels_with_mod(kernels_only), 2) << kernels_only.to_text();
+  EXPECT_EQ(kernels_with_mod(priced), 1) << priced.to_text();
+  for (const LlirGraph* l : {&kernels_only, &priced})
+    opstest::check_program(g, *l, {DynMap{}}, {0, 0}, "hash", 2, 3);
 }
 
 TEST(CpuSeedBytes, OnByDefaultOffByTheSwitch) {

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "luminal/cpu/cpu_backend.hpp"
@@ -75,8 +77,23 @@ TEST(LastLogits, CpuEqualsTheLastRow) {
   EXPECT_EQ(last.generate_greedy(kPrompt, 8), all.generate_greedy(kPrompt, 8));
 }
 
-// Session::memory_bytes without the arena and workspaces (which depend on the programs found):
-// the input and output buffers. Logits::All's logits output holds [max_step, vocab] F32,
+// The bytes of the load-time folds a session's programs read (Session::fold_report's lines,
+// "... N bytes from ...").
+uint64_t fold_bytes(const Session& s) {
+  const std::string r = s.fold_report();
+  uint64_t total = 0;
+  for (size_t at = r.find(" bytes"); at != std::string::npos; at = r.find(" bytes", at + 1)) {
+    size_t b = at;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(r[b - 1])))
+      --b;
+    total += std::stoull(r.substr(b, at - b));
+  }
+  return total;
+}
+
+// Session::memory_bytes without the arena, workspaces and folded values (which depend on the
+// programs found: a program may compute an index vector once at load or in its kernels): the
+// input and output buffers. Logits::All's logits output holds [max_step, vocab] F32,
 // Logits::Last's one row; nothing else differs.
 uint64_t buffer_bytes(Session& s, int64_t max_step) {
   uint64_t arena = 0, work = 0;
@@ -85,7 +102,7 @@ uint64_t buffer_bytes(Session& s, int64_t max_step) {
     arena = std::max(arena, p.arena_bytes());
     work += p.workspace_bytes();
   }
-  return s.memory_bytes() - arena - work;
+  return s.memory_bytes() - arena - work - fold_bytes(s);
 }
 
 TEST(LastLogits, SessionHoldsOneRowOfLogits) {
