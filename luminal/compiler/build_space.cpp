@@ -81,8 +81,8 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
   t0 = Clock::now();
   b.space = std::make_unique<SearchSpace>(eg, b.lowered.roots);
   b.space->set_free_folds(b.folds.constants);
-  b.space->set_seed_byte_cost(backend.seed_byte_cost(),
-                              [&](ENodeId n) { return backend.seed_work(eg, n); });
+  if (const double per_byte = backend.seed_byte_cost(); per_byte > 0)  // (the CPU's prices)
+    b.space->set_seed_byte_cost(per_byte, [&](ENodeId n) { return backend.seed_work(eg, n); });
   if (!hfuse_log->concats.empty()) {
     SearchSpace::SeedBias bias;
     bias.avoid.insert(hfuse_log->members.begin(), hfuse_log->members.end());

@@ -92,6 +92,8 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
       k << r.name << ",";
   }
   k << " hfuse:" << (horizontal_fusion_enabled() ? "on" : "off");
+  // The seed's prices (LUMINAL_CPU_SEED_BYTES=off searches from another seed).
+  k << " seed_bytes:" << backend.seed_byte_cost();
   k << "\n";
   k << "search limit=" << o.search_graph_limit() << " trials=" << o.trials()
     << " keep_best=" << o.keep_best() << " generation=" << o.generation_size()

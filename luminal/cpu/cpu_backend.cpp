@@ -34,8 +34,20 @@ int default_threads() {
 }
 }  // namespace
 
+namespace {
+
+double seed_byte_cost_from_env() {
+  const char* v = std::getenv("LUMINAL_CPU_SEED_BYTES");
+  if (v != nullptr && std::string(v) == "off") return 0;
+  return 1.0 / 65536;
+}
+
+}  // namespace
+
 CpuBackend::CpuBackend(int threads)
-    : RegistryBackend(cpu_registry()), threads_(threads > 0 ? threads : default_threads()) {}
+    : RegistryBackend(cpu_registry()),
+      threads_(threads > 0 ? threads : default_threads()),
+      seed_byte_cost_(seed_byte_cost_from_env()) {}
 
 std::unique_ptr<Plan> CpuBackend::load(const LlirGraph& g, const PlanSpec& spec) {
   return std::make_unique<CpuPlan>(g, spec, threads_);
@@ -63,11 +75,7 @@ std::string CpuBackend::device_key() const {
          " quant=" + quant::isa_name(quant::active());
 }
 
-double CpuBackend::seed_byte_cost() const {
-  const char* v = std::getenv("LUMINAL_CPU_SEED_BYTES");
-  if (v != nullptr && std::string(v) == "off") return 0;
-  return 1.0 / 65536;
-}
+double CpuBackend::seed_byte_cost() const { return seed_byte_cost_; }
 
 double CpuBackend::seed_work(const EGraph& eg, ENodeId n) const {
   if (seed_byte_cost() == 0) return 0;

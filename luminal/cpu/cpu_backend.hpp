@@ -32,13 +32,13 @@ class CpuBackend : public RegistryBackend {
   /// q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k and q6_k weights run as stored (cpu.QMatmul,
   /// cpu.QGather).
   bool reads_blocks(DType t) const override;
-  /// A kernel a 64 KiB read (LUMINAL_CPU_SEED_BYTES=off: 0): a kernel of a plan costs about a
-  /// microsecond to start, about what two cores read from cache in that time. Without it the
-  /// seed computed the sampler's penalised, scaled logits again from their five inputs in each
-  /// of its 32 threshold passes over the vocabulary.
+  /// A kernel a 64 KiB read (LUMINAL_CPU_SEED_BYTES=off when the backend is made: 0): a kernel of a
+  /// plan costs about a microsecond to start, about what two cores read from cache in that time.
+  /// Without it the seed computed the sampler's penalised, scaled logits again from their five
+  /// inputs in each of its 32 threshold passes over the vocabulary.
   double seed_byte_cost() const override;
-  /// cpu.Fused and cpu.Row: their elements times their instructions' cost (cpu/seed_work.hpp);
-  /// 0 with LUMINAL_CPU_SEED_BYTES=off.
+  /// cpu.Fused, cpu.Row and elementwise primitives: their elements times their instructions'
+  /// cost (cpu/seed_work.hpp); 0 with LUMINAL_CPU_SEED_BYTES=off.
   double seed_work(const EGraph& eg, ENodeId n) const override;
 
   /// Host memory, 256-byte aligned.
@@ -79,6 +79,7 @@ class CpuBackend : public RegistryBackend {
 
  private:
   int threads_;
+  double seed_byte_cost_;  // LUMINAL_CPU_SEED_BYTES, read when the backend is made
 };
 
 }  // namespace luminal::cpu

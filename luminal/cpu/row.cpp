@@ -12,8 +12,9 @@
 // accumulate in double (in lanes for floats, whose rounding to the dtype hides the order) and
 // round once to their dtype (through f32, as the SumReduce kernel); max propagates NaN. Rows are
 // split over the thread pool; where the rows are fewer than the threads, a long row is split into
-// pieces of fixed length, each pass's reductions joined over the pieces in order (so the bits do
-// not depend on the thread count).
+// pieces of fixed length, each pass's reductions joined over the pieces in order (one row's bits
+// do not depend on the thread count; a few long rows take this path or the other by it, as the
+// SumReduce kernel's split does).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -11,7 +11,8 @@ namespace {
 // Nanoseconds an element of wall time on two cores, roughly (2-core AMD EPYC, 2026-12-06: the
 // counter hash's 12 remainders and ~30 other 64-bit operations took about 6 ns an element). The
 // same prices for an instruction of a fused program and for the primitive kernel of its op, so
-// the seed weighs where arithmetic runs and how often, not how it is grouped.
+// the seed weighs where arithmetic runs and how often, not how it is grouped. Priced by the
+// result's dtype (a comparison's is Bool: the cheap price even between 64-bit integers).
 double op_ns(OpKind op, DType t) {
   const bool integral = !is_float(t) && t != DType::Bool;
   switch (op) {

@@ -1,7 +1,7 @@
 #pragma once
-// The CPU seed's price of the arithmetic in a fused or row kernel (internal): OpDef::seed_extra
-// of cpu.Fused and cpu.Row. The fewest-kernels seed inlines a region into every kernel that
-// reads it when that saves a kernel; a region of heavy arithmetic (the sampler's counter hash:
+// The CPU seed's price of the arithmetic in a fused or row kernel or an elementwise primitive
+// (internal; CpuBackend::seed_work). The fewest-kernels seed inlines a region into every kernel
+// that reads it when that saves a kernel; a region of heavy arithmetic (the sampler's counter hash:
 // a dozen 64-bit remainders an element over the vocabulary) then runs once per reader. Its
 // price, about the microseconds it takes on two cores in kernel units (a kernel's start costs
 // about a microsecond), makes the seed store such a value once instead.

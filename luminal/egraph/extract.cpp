@@ -259,16 +259,17 @@ void SearchSpace::set_seed_byte_cost(double per_byte, const std::function<double
     auto it = bytes_of.find(c);
     if (it != bytes_of.end()) return it->second;
     const Expr count = numel(eg_->shape(c));
-    const double b = count.is_const() && count.as_const() > 0
-                         ? static_cast<double>(storage_bytes(eg_->dtype(c), count.as_const()))
-                         : 0.0;
-    return bytes_of[c] = b;
+    const DType t = eg_->dtype(c);
+    const bool whole = count.is_const() && count.as_const() > 0 &&
+                       (!is_block(t) || count.as_const() % block_size(t) == 0);
+    return bytes_of[c] = whole ? static_cast<double>(storage_bytes(t, count.as_const())) : 0.0;
   };
   for (const std::vector<ENodeId>& opts : options_)
     for (ENodeId n : opts) {
       double total = 0;
-      for (ClassId ch : eg_->node(n).children)
-        total += bytes(ch);
+      if (per_byte > 0)
+        for (ClassId ch : eg_->node(n).children)
+          total += bytes(ch);
       byte_extra_[n] = per_byte * total + (work ? work(n) : 0.0);
     }
 }

@@ -123,8 +123,9 @@ Tensor hash_uniform(const Tensor& h);
 int64_t counter_hash_host(uint64_t seed, int64_t step, int64_t row, int64_t index);
 float hash_uniform_host(int64_t h);
 
-/// The first index of each row of x (F32 [n, V]) whose value equals m (F32 [n, 1]), as I32 [n];
-/// where no element equals m, `fallback` (I32 [n]), or 2^30 without one. sample() passes a
+/// The first index of each row of x (F32 [n, V]) whose value is not below m (F32 [n, 1]: the
+/// row's maximum, so the first equal to it), as I32 [n]; where every element is below m,
+/// `fallback` (I32 [n]), or 2^30 without one. sample() passes a
 /// fallback: a program may compute its score twice with bits apart (nn/sampling.cpp).
 Tensor first_index_of(const Tensor& x, const Tensor& m, const std::optional<Tensor>& fallback);
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "luminal/compiler/build_space.hpp"
@@ -38,14 +39,28 @@ int readers_of_input(const LlirGraph& l, const std::string& label) {
   return count;
 }
 
+/// Sets (or with null unsets) LUMINAL_CPU_SEED_BYTES while it lives; restores it after.
+struct SeedBytesEnv {
+  explicit SeedBytesEnv(const char* value) {
+    if (const char* v = std::getenv("LUMINAL_CPU_SEED_BYTES")) before = v;
+    if (value)
+      setenv("LUMINAL_CPU_SEED_BYTES", value, 1);
+    else
+      unsetenv("LUMINAL_CPU_SEED_BYTES");
+  }
+  ~SeedBytesEnv() {
+    if (before)
+      setenv("LUMINAL_CPU_SEED_BYTES", before->c_str(), 1);
+    else
+      unsetenv("LUMINAL_CPU_SEED_BYTES");
+  }
+  std::optional<std::string> before;
+};
+
 LlirGraph seed_program(const Graph& g, bool bytes) {
-  if (bytes)
-    unsetenv("LUMINAL_CPU_SEED_BYTES");
-  else
-    setenv("LUMINAL_CPU_SEED_BYTES", "off", 1);
-  cpu::CpuBackend cpu(2);
+  const SeedBytesEnv env(bytes ? nullptr : "off");
+  cpu::CpuBackend cpu(2);  // (reads the switch when made)
   BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
-  unsetenv("LUMINAL_CPU_SEED_BYTES");
   return to_llir(*b.space, b.space->fewest_kernels_genome());
 }
 
@@ -94,12 +109,12 @@ TEST(CpuSeedBytes, HeavyArithmeticReadByTwoKernelsRunsOnce) {
 }
 
 TEST(CpuSeedBytes, OnByDefaultOffByTheSwitch) {
-  unsetenv("LUMINAL_CPU_SEED_BYTES");
-  cpu::CpuBackend cpu(1);
-  EXPECT_GT(cpu.seed_byte_cost(), 0);
-  setenv("LUMINAL_CPU_SEED_BYTES", "off", 1);
-  EXPECT_EQ(cpu.seed_byte_cost(), 0);
-  unsetenv("LUMINAL_CPU_SEED_BYTES");
+  {
+    const SeedBytesEnv env(nullptr);
+    EXPECT_GT(cpu::CpuBackend(1).seed_byte_cost(), 0);
+  }
+  const SeedBytesEnv env("off");
+  EXPECT_EQ(cpu::CpuBackend(1).seed_byte_cost(), 0);
 }
 
 }  // namespace
