@@ -234,6 +234,17 @@ void RowProgram::row_values(const KernelContext& k, int p, int64_t b0, int64_t n
     ev_.expand(rs, B, s, len_, i, nb, nb > 1 ? L : len_);
 }
 
+void RowProgram::eval_block(const KernelContext& k, const std::vector<int>& insts, uint8_t* s,
+                            int64_t flat, int64_t n) const {
+  for (int i : insts) {
+    const FusedInst& x = ev_.insts()[static_cast<size_t>(i)];
+    if (x.op == FusedOpcode::Load)
+      ev_.load(s, len_, i, k.in[x.a], idx_[x.a], flat, n);
+    else
+      ev_.eval(s, len_, i, n);
+  }
+}
+
 void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const BlockSink& sink) {
   const std::vector<FusedInst>& in = ev_.insts();
   const int last = static_cast<int>(in.size()) - 1;
@@ -262,13 +273,7 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
       for (int64_t begin = 0; begin < total; begin += len_) {
         const int64_t n = std::min(len_, total - begin);
         const int64_t flat = b0 * L + begin;
-        for (int i : whole ? ps.fresh : ps.work) {
-          const FusedInst& x = in[static_cast<size_t>(i)];
-          if (x.op == FusedOpcode::Load)
-            ev_.load(s, len_, i, k.in[x.a], idx_[x.a], flat, n);
-          else
-            ev_.eval(s, len_, i, n);
-        }
+        eval_block(k, whole ? ps.fresh : ps.work, s, flat, n);
         for (int i : ps.reduce) {
           const FusedInst& x = in[static_cast<size_t>(i)];
           double* a = acc.data() + static_cast<size_t>(i) * B;
@@ -333,13 +338,7 @@ void RowProgram::run_long_row(const KernelContext& k, int64_t row, int threads,
       for (int64_t begin = c * kRowChunk; begin < c1; begin += len_) {
         const int64_t n = std::min(len_, c1 - begin);
         const int64_t flat = row * L + begin;
-        for (int i : ps.work) {
-          const FusedInst& x = in[static_cast<size_t>(i)];
-          if (x.op == FusedOpcode::Load)
-            ev_.load(s, len_, i, k.in[x.a], idx_[x.a], flat, n);
-          else
-            ev_.eval(s, len_, i, n);
-        }
+        eval_block(k, ps.work, s, flat, n);
         for (int i : ps.reduce) {
           const FusedInst& x = in[static_cast<size_t>(i)];
           dispatch_dtype(in[static_cast<size_t>(x.a)].dtype, [&](auto tag) {

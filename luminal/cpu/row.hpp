@@ -43,6 +43,9 @@ class RowProgram {
   /// a reduction) into the row arrays rs, and those element instructions read into s.
   void row_values(const KernelContext& k, int p, int64_t b0, int64_t nb, const double* acc,
                   uint8_t* rs, uint8_t* s);
+  /// The element instructions `insts` (loads and math) over elements [flat, flat + n) into s.
+  void eval_block(const KernelContext& k, const std::vector<int>& insts, uint8_t* s, int64_t flat,
+                  int64_t n) const;
   static std::vector<double>& acc_scratch();
 
   LlirNode node_;
