@@ -19,10 +19,10 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 std::vector<int64_t> dividends(std::mt19937_64& rng) {
   std::vector<int64_t> x = {0, 1, -1, 2, -2, kMin, kMin + 1, kMax, kMax - 1, 65535, 65536, -65536};
-  for (int shift = 1; shift < 64; ++shift) {
-    const int64_t p = static_cast<int64_t>(uint64_t{1} << shift);
-    for (int64_t v : {p, p - 1, p + 1})
-      x.insert(x.end(), {v, -v});
+  for (int shift = 1; shift < 64; ++shift) {  // 2^k - 1, 2^k, 2^k + 1 and their negations
+    const uint64_t p = uint64_t{1} << shift;  // (in unsigned arithmetic: 2^63 wraps)
+    for (uint64_t v : {p - 1, p, p + 1})
+      x.insert(x.end(), {static_cast<int64_t>(v), static_cast<int64_t>(uint64_t{0} - v)});
   }
   for (int i = 0; i < 3000; ++i) {
     const int64_t r = static_cast<int64_t>(rng());
