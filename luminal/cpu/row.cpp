@@ -245,6 +245,19 @@ void RowProgram::eval_block(const KernelContext& k, const std::vector<int>& inst
   }
 }
 
+double RowProgram::reduce_segment(int i, uint8_t* s, int64_t e, int64_t n, double t) const {
+  const std::vector<FusedInst>& in = ev_.insts();
+  const FusedInst& x = in[static_cast<size_t>(i)];
+  dispatch_dtype(in[static_cast<size_t>(x.a)].dtype, [&](auto tag) {
+    using R = compute_t<decltype(tag)::value>;
+    if constexpr (!std::is_same_v<R, int64_t>) {
+      const R* v = reinterpret_cast<const R*>(SlotEval::at(s, len_, x.a)) + e;
+      t = x.op == FusedOpcode::RowSum ? row_sum(v, n, t) : row_max(v, n, t);
+    }
+  });
+  return t;
+}
+
 void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const BlockSink& sink) {
   const std::vector<FusedInst>& in = ev_.insts();
   const int last = static_cast<int>(in.size()) - 1;
@@ -275,21 +288,13 @@ void RowProgram::run_rows(const KernelContext& k, int64_t r0, int64_t r1, const 
         const int64_t flat = b0 * L + begin;
         eval_block(k, whole ? ps.fresh : ps.work, s, flat, n);
         for (int i : ps.reduce) {
-          const FusedInst& x = in[static_cast<size_t>(i)];
           double* a = acc.data() + static_cast<size_t>(i) * B;
-          dispatch_dtype(in[static_cast<size_t>(x.a)].dtype, [&](auto tag) {
-            using R = compute_t<decltype(tag)::value>;
-            if constexpr (!std::is_same_v<R, int64_t>) {
-              const R* v = reinterpret_cast<const R*>(SlotEval::at(s, len_, x.a));
-              for (int64_t e = 0; e < n;) {
-                const int64_t j = (begin + e) / L;  // the row within the block
-                const int64_t stop = std::min(n, (j + 1) * L - begin);
-                a[j] = x.op == FusedOpcode::RowSum ? row_sum(v + e, stop - e, a[j])
-                                                   : row_max(v + e, stop - e, a[j]);
-                e = stop;
-              }
-            }
-          });
+          for (int64_t e = 0; e < n;) {
+            const int64_t j = (begin + e) / L;  // the row within the block
+            const int64_t stop = std::min(n, (j + 1) * L - begin);
+            a[j] = reduce_segment(i, s, e, stop - e, a[j]);
+            e = stop;
+          }
         }
         if (final_pass) sink(s, last, flat, n);
       }
@@ -339,17 +344,8 @@ void RowProgram::run_long_row(const KernelContext& k, int64_t row, int threads,
         const int64_t n = std::min(len_, c1 - begin);
         const int64_t flat = row * L + begin;
         eval_block(k, ps.work, s, flat, n);
-        for (int i : ps.reduce) {
-          const FusedInst& x = in[static_cast<size_t>(i)];
-          dispatch_dtype(in[static_cast<size_t>(x.a)].dtype, [&](auto tag) {
-            using R = compute_t<decltype(tag)::value>;
-            if constexpr (!std::is_same_v<R, int64_t>) {
-              const R* v = reinterpret_cast<const R*>(SlotEval::at(s, len_, x.a));
-              part[i] =
-                  x.op == FusedOpcode::RowSum ? row_sum(v, n, part[i]) : row_max(v, n, part[i]);
-            }
-          });
-        }
+        for (int i : ps.reduce)
+          part[i] = reduce_segment(i, s, 0, n, part[i]);
         if (final_pass) sink(s, last, flat, n);
       }
     });

@@ -46,6 +46,9 @@ class RowProgram {
   /// The element instructions `insts` (loads and math) over elements [flat, flat + n) into s.
   void eval_block(const KernelContext& k, const std::vector<int>& insts, uint8_t* s, int64_t flat,
                   int64_t n) const;
+  /// t joined with reduction instruction i (RowSum or RowMax) over elements [e, e + n) of its
+  /// operand's array in s.
+  double reduce_segment(int i, uint8_t* s, int64_t e, int64_t n, double t) const;
   static std::vector<double>& acc_scratch();
 
   LlirNode node_;
