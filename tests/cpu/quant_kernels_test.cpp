@@ -22,6 +22,7 @@
 #include "luminal/core/quantize_ref.hpp"
 #include "luminal/cpu/quant/isa.hpp"
 #include "luminal/cpu/quant/quant_index.hpp"
+#include "support/env_scope.hpp"
 #include "support/expect_error.hpp"
 #include "support/quant_bound.hpp"
 
@@ -580,25 +581,8 @@ TEST(QuantDot, GemmTable) {
 // ---------------------------------------------------------------------------------------------
 // The ISA choice.
 
-class EnvIsa {
- public:
-  explicit EnvIsa(const char* v) {
-    if (const char* old = std::getenv("LUMINAL_CPU_ISA")) old_ = old, had_ = true;
-    if (v)
-      setenv("LUMINAL_CPU_ISA", v, 1);
-    else
-      unsetenv("LUMINAL_CPU_ISA");
-  }
-  ~EnvIsa() {
-    if (had_)
-      setenv("LUMINAL_CPU_ISA", old_.c_str(), 1);
-    else
-      unsetenv("LUMINAL_CPU_ISA");
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
+struct EnvIsa : testing::EnvScope {  // LUMINAL_CPU_ISA for a scope (null: unset)
+  explicit EnvIsa(const char* v) : EnvScope("LUMINAL_CPU_ISA", v) {}
 };
 
 TEST(QuantIsaChoice, DetectAndNames) {

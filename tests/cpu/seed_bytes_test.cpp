@@ -6,13 +6,12 @@
 // change the one-gene descent does not make alone.)
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "ops_test_util.hpp"
+#include "support/env_scope.hpp"
 
 namespace luminal {
 namespace {
@@ -39,22 +38,9 @@ int readers_of_input(const LlirGraph& l, const std::string& label) {
   return count;
 }
 
-/// Sets (or with null unsets) LUMINAL_CPU_SEED_BYTES while it lives; restores it after.
-struct SeedBytesEnv {
-  explicit SeedBytesEnv(const char* value) {
-    if (const char* v = std::getenv("LUMINAL_CPU_SEED_BYTES")) before = v;
-    if (value)
-      setenv("LUMINAL_CPU_SEED_BYTES", value, 1);
-    else
-      unsetenv("LUMINAL_CPU_SEED_BYTES");
-  }
-  ~SeedBytesEnv() {
-    if (before)
-      setenv("LUMINAL_CPU_SEED_BYTES", before->c_str(), 1);
-    else
-      unsetenv("LUMINAL_CPU_SEED_BYTES");
-  }
-  std::optional<std::string> before;
+/// LUMINAL_CPU_SEED_BYTES for a scope (null: unset).
+struct SeedBytesEnv : testing::EnvScope {
+  explicit SeedBytesEnv(const char* value) : EnvScope("LUMINAL_CPU_SEED_BYTES", value) {}
 };
 
 LlirGraph seed_program(const Graph& g, bool bytes) {
