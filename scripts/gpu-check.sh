@@ -18,8 +18,8 @@
 #   --no-bench       the suites only; --bench-only: the build and bench_cuda only (a device call
 #                    is limited to 10 minutes: run the two in separate calls)
 #   --only LIST      these suites only (comma-separated): nvrtc session graph ops rows rows-plain
-#                    nn gemv gemv-kn scatter-store quant fold lt upload models cli snippets fuzz
-#                    misc (gemv runs gemv-kn and scatter-store too); to split the suites over
+#                    nn gemv gemv-kn scatter-store attention quant fold lt upload models cli
+#                    snippets fuzz misc (gemv runs gemv-kn, scatter-store and attention too); to split the suites over
 #                    device calls; fast-nan
 #                    (ops, rows, nn and a quick fuzz with LUMINAL_CUDA_FAST_NAN=0) runs only when
 #                    named here
@@ -62,7 +62,7 @@ if [ -n "$cache_in" ] && [ -f "$cache_in" ]; then
   tar -xzf "$cache_in" -C "$XDG_CACHE_HOME" && note "cache: restored from $cache_in"
 fi
 
-targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_gemv_kn test_cuda_gemv_split test_cuda_scatter_store test_cuda_quant test_cuda_fold"
+targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_gemv_kn test_cuda_gemv_split test_cuda_scatter_store test_cuda_attention test_cuda_quant test_cuda_fold"
 targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
 # The smaller suites without a line of their own below (suite "misc").
 misc_targets="test_cuda_fused_reduce test_cuda_scatter_distinct test_cuda_scatter_ordered test_cuda_scatter_runtime_index test_cuda_step_deps test_cuda_fewest_kernels test_cuda_codegen test_cuda_lt_rule test_cuda_lt_spec test_cuda_lt_activation test_cuda_row_q8 test_cuda_quant_host"
@@ -135,6 +135,8 @@ if [ $suites -eq 1 ]; then
     "$out/gemv.log" 120 "$build/tests/test_cuda_gemv_split"
   { want gemv || want scatter-store; } && suite "scatter-store suite (a matmul storing into the KV cache: same bits as the matmul then the scatter)" \
     "$out/gemv.log" 300 "$build/tests/test_cuda_scatter_store"
+  { want gemv || want attention; } && suite "attention suite (cuda.Attention, flash-decoding under LUMINAL_CUDA_ATTENTION=1, against the reference)" \
+    "$out/gemv.log" 300 "$build/tests/test_cuda_attention"
   want quant && suite "quant suite (Dequantize, cuda.QGemv, cuda.QuantizeQ8 + cuda.QGemvQ8, cuda.QGather per block type; a Q8_0 GGUF)" \
     "$out/quant.log" 300 "$build/tests/test_cuda_quant"
   want fold && suite "fold suite (load-time folding on the GPU)" "$out/fold.log" 300 \

@@ -21,6 +21,7 @@ void register_qmatmul_ops(std::vector<const CpuOp*>& ops);          // qmatmul.c
 void register_matmul_w16_ops(std::vector<const CpuOp*>& ops);       // matmul_w16.cpp
 void register_expert_matmul_ops(std::vector<const CpuOp*>& ops);    // expert_matmul.cpp
 void register_iota_index_ops(std::vector<const CpuOp*>& ops);       // iota_index.cpp
+void register_attention_ops(std::vector<const CpuOp*>& ops);        // attention.cpp
 
 namespace {
 
@@ -46,6 +47,7 @@ const std::vector<const CpuOp*>& cpu_ops() {
     register_matmul_w16_ops(v);
     register_expert_matmul_ops(v);
     register_iota_index_ops(v);
+    register_attention_ops(v);
     static const CpuOp fold{{fold_op(), "", nullptr}, make_fold};
     v.push_back(&fold);
     return v;

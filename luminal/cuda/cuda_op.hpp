@@ -35,6 +35,8 @@ namespace luminal::cuda {
 KernelGen gen_view_copy(const LlirNode& n, const GenContext& ctx);
 /// The fused op (its rules are in the "cuda.fusion" ruleset).
 const OpDef* cuda_fused_op();
+/// The row op, cuda.Row (row.cpp; its rules are in the "cuda.rows" ruleset).
+const OpDef* cuda_row_op();
 /// cuda.ScatterUnique (gather_scatter.cpp): the in-place scatter whose indexes are distinct.
 const OpDef* scatter_unique_op();
 

@@ -509,6 +509,8 @@ std::vector<Rule> row_q8_rules() {
 
 }  // namespace
 
+const OpDef* cuda_row_op() { return &kRow; }
+
 void register_row_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp row{&kRow, "cuda.rows", rules, gen_row};
   ops.push_back(&row);

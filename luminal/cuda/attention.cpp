@@ -1,0 +1,466 @@
+// cuda.Attention: flash-decoding, the attention rule's e-node (kernels/attention_rule.hpp) on the
+// GPU. A decode step's attention is three kernels today (the scores' cuda.Gemv, the masked softmax
+// cuda.Row, P @ V's cuda.GemvKN); here it is one, reading each K and V row once for the query heads
+// that share it, the context split over a thread block cluster and combined at the end.
+//
+// The form: the row program is a softmax of an element value x computed from the scores (load j)
+// and other loads (masks, positions): the program rows::match_online finds (x, its row max m,
+// e = exp2((x + m * -1) * C) with C > 0, its row sum s), whose result is e * (1 / s) (optionally
+// cast to another float dtype). Rows whose K and V views step by 0 (a KV head's query heads, the
+// group G, at most 8) share a block's reads; the other row axes (B blocks' worth) each get a
+// cluster of kCluster blocks. Block q of a cluster takes keys l = q * W + w, + kCluster * W, ...
+// (warp w of W), one key a warp at a time: the lanes load K's row (d elements, lane t taking t,
+// t + 32, ...) and V's row, each query head's score is a dot product over the lanes (a warp
+// butterfly), x is the program's element code at (row, l), and the warp's running max, sum and
+// products (lane t holding outputs t, t + 32, ...) take the key as online softmax does: with m'
+// the new max, a = exp2((m - m') * C), s = s * a + e, acc = acc * a + e * V[l] (keys whose x and
+// running max are -inf add nothing). Then the warps of a block, and the blocks of the cluster in
+// rank order (distributed shared memory), join theirs the same way in double, and out = acc / s:
+// the same value as the three kernels up to rounding (the running rescaling, the sums' order).
+// All query heads masked everywhere give 0 / 0 (NaN), as the reference's row does.
+//
+// Opt-in (LUMINAL_CUDA_ATTENTION=1) until it has run on a GPU: tests/cuda/attention_test.cpp.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/matmul_operands.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/row_gen.hpp"
+#include "luminal/kernels/attention_rule.hpp"
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/row_rule.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+const OpDef kAttention{.name = "cuda.Attention"};
+
+constexpr int kWarps = 8;
+constexpr int kUnroll = 2;  // keys a warp loads before it takes them in
+constexpr int kBlock = 32 * kWarps;
+constexpr int kCluster = 8;
+constexpr int64_t kMaxGroup = 8;
+constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kMaxGroupOutputs = 1024;  // G * n: the block's partial sums in shared memory
+
+/// What the kernel needs of a node (or a candidate e-node), or nothing when it has no such form.
+struct AttnForm {
+  size_t j = 0, kc = 0, vc = 0;  // Q's child (load j: the scores), K's, V's
+  int q = 0;                     // rank of the row domain D = [rows..., L]
+  Shape D;
+  std::vector<View> views;  // per child of the row program: its view over D (j: unused)
+  std::vector<int64_t> row_dims;
+  std::vector<bool> group_axis;  // per row axis: K and V step by 0 (the query heads of a KV head)
+  int64_t rows = 0, G = 0, B = 0, d = 0, n = 0;
+  rows::Online on;
+  std::vector<int> x_code;  // the element instructions x needs, in program order
+  DType score_t = DType::F32;
+  const FusedProgram* prog = nullptr;
+};
+
+bool float_type(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+std::optional<AttnForm> attn_form(const Attrs& a, const std::vector<DType>& in) {
+  AttnForm f;
+  const size_t count = a.views.size();
+  if (count < 3 || in.size() != count || a.axis < 0 || static_cast<size_t>(a.axis) >= count - 2)
+    return std::nullopt;
+  f.j = static_cast<size_t>(a.axis);
+  f.kc = count - 2;
+  f.vc = count - 1;
+  f.prog = dynamic_cast<const FusedProgram*>(a.payload.get());
+  if (!f.prog || !float_type(a.dtype)) return std::nullopt;
+  for (size_t c : {f.j, f.kc, f.vc})
+    if (!float_type(in[c])) return std::nullopt;
+  const View& qv = a.views[f.j];
+  const View& kv = a.views[f.kc];
+  const View& vv = a.views[f.vc];
+  f.q = qv.rank() - 1;
+  if (f.q < 1 || kv.rank() != f.q + 1 || vv.rank() != f.q + 1) return std::nullopt;
+  f.D.assign(qv.dims.begin(), qv.dims.end() - 1);
+  const auto qs = static_cast<size_t>(f.q);
+  if (!qv.dims[qs].is_const() || !vv.dims[qs - 1].is_const()) return std::nullopt;
+  f.d = qv.dims[qs].as_const();
+  f.n = vv.dims[qs - 1].as_const();
+  if (f.d < 1 || f.d > kMaxHeadDim || f.n < 1 || f.n > kMaxHeadDim) return std::nullopt;
+  f.rows = 1;
+  f.G = 1;
+  for (size_t ax = 0; ax + 1 < qs; ++ax) {
+    if (!f.D[ax].is_const()) return std::nullopt;
+    const int64_t len = f.D[ax].as_const();
+    f.row_dims.push_back(len);
+    f.rows *= len;
+    const bool group = kv.strides[ax] == Expr(0) && vv.strides[ax] == Expr(0);
+    f.group_axis.push_back(group);
+    if (group) f.G *= len;
+  }
+  if (f.rows < 1 || f.G > kMaxGroup || f.G * f.n > kMaxGroupOutputs) return std::nullopt;
+  // static shared memory: the warps' partial sums (f32) and the block's (f64)
+  const int64_t np = (f.n + 31) / 32 * 32;
+  if (int64_t{kWarps} * f.G * (np + 2) * 4 + f.G * (f.n + 2) * 8 > 47 * 1024) return std::nullopt;
+  f.B = f.rows / f.G;
+  // The row program over D: uniform values, passes, the online softmax.
+  const std::vector<FusedInst>& I = f.prog->insts;
+  if (f.prog->num_children() > static_cast<int>(count - 2)) return std::nullopt;
+  f.views.resize(count - 2);
+  for (size_t c = 0; c + 2 < count; ++c) {
+    if (c == f.j) continue;
+    std::optional<View> over = view_over(a.views[c], f.D);
+    if (!over) return std::nullopt;
+    f.views[c] = *over;
+  }
+  const size_t N = I.size();
+  std::vector<bool> uniform(N, false);
+  std::vector<int> stage(N, 0);
+  int passes = 0;
+  for (size_t i = 0; i < N; ++i) {
+    const FusedInst& x = I[i];
+    if (x.op == FusedOpcode::Load) {
+      if (x.a < 0 || static_cast<size_t>(x.a) >= count - 2) return std::nullopt;
+      if (static_cast<size_t>(x.a) == f.j) {
+        f.score_t = x.dtype;
+        if (!float_type(x.dtype)) return std::nullopt;
+      } else {
+        uniform[i] = f.views[static_cast<size_t>(x.a)].strides.back() == Expr(0);
+      }
+    } else if (x.op == FusedOpcode::Const) {
+      uniform[i] = true;
+    } else if (is_row_reduce(x.op)) {
+      uniform[i] = true;
+      stage[i] = stage[static_cast<size_t>(x.a)] + 1;
+      passes = std::max(passes, stage[i]);
+    } else {
+      bool u = true;
+      for (int32_t o : {x.a, x.b, x.c})
+        if (o >= 0) {
+          u = u && uniform[static_cast<size_t>(o)];
+          stage[i] = std::max(stage[i], stage[static_cast<size_t>(o)]);
+        }
+      uniform[i] = u;
+    }
+  }
+  std::vector<std::vector<int>> reds(static_cast<size_t>(passes) + 1);
+  for (size_t i = 0; i < N; ++i)
+    if (is_row_reduce(I[i].op)) reds[static_cast<size_t>(stage[i])].push_back(static_cast<int>(i));
+  std::optional<rows::Online> on = rows::match_online(*f.prog, reds, uniform);
+  if (!on) return std::nullopt;
+  f.on = *on;
+  // The result: e * (1 / s), perhaps cast to other float dtypes (a 16-bit model's P, rounded
+  // to bf16 and read back as f32 by the product: the kernel does not round P).
+  int root = static_cast<int>(N) - 1;
+  while (I[static_cast<size_t>(root)].op == FusedOpcode::Cast) {
+    if (!float_type(I[static_cast<size_t>(root)].dtype)) return std::nullopt;
+    root = I[static_cast<size_t>(root)].a;
+  }
+  const FusedInst& r = I[static_cast<size_t>(root)];
+  if (r.op != FusedOpcode::Mul || r.dtype != DType::F32) return std::nullopt;
+  const int other = r.a == f.on.e ? r.b : (r.b == f.on.e ? r.a : -1);
+  if (other < 0 || I[static_cast<size_t>(other)].op != FusedOpcode::Recip ||
+      I[static_cast<size_t>(other)].a != f.on.s)
+    return std::nullopt;
+  // x's element code: its closure (no reductions in it).
+  std::vector<bool> need(N, false);
+  need[static_cast<size_t>(f.on.u)] = true;
+  for (size_t i = N; i-- > 0;) {
+    if (!need[i]) continue;
+    if (is_row_reduce(I[i].op)) return std::nullopt;
+    if (I[i].op == FusedOpcode::Load || I[i].op == FusedOpcode::Const) continue;
+    for (int32_t o : {I[i].a, I[i].b, I[i].c})
+      if (o >= 0) need[static_cast<size_t>(o)] = true;
+  }
+  for (size_t i = 0; i < N; ++i)
+    if (need[i]) f.x_code.push_back(static_cast<int>(i));
+  return f;
+}
+
+/// The view of `v`'s leading row axes only (q: the rank of D = [rows..., L]).
+View rows_view(const View& v, int q) {
+  View r;
+  r.dims.assign(v.dims.begin(), v.dims.begin() + (q - 1));
+  r.strides.assign(v.strides.begin(), v.strides.begin() + (q - 1));
+  r.base = v.base;
+  return r;
+}
+
+KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
+  const std::optional<AttnForm> form = attn_form(n.attrs, n.input_dtypes);
+  if (!form)
+    throw Error("cuda.Attention: " + n.attrs.to_string() +
+                " has no flash-decoding form (an online softmax row, at most 8 query heads a "
+                "KV head, head dims at most 256)");
+  const AttnForm& f = *form;
+  const std::vector<FusedInst>& I = f.prog->insts;
+  Codegen cg(n, ctx);
+  const Expr L = f.D.back();
+  cg.require(L);
+  const View& qv = n.attrs.views[f.j];
+  const View& kv = n.attrs.views[f.kc];
+  const View& vv = n.attrs.views[f.vc];
+  const DType qt = n.input_dtypes[f.j], kt = n.input_dtypes[f.kc], vt = n.input_dtypes[f.vc];
+  const std::string Is = cg.idx();
+  const int DU = static_cast<int>((f.d + 31) / 32), NU = static_cast<int>((f.n + 31) / 32);
+  const std::string Gs = std::to_string(f.G), Ws = std::to_string(kWarps),
+                    CLs = std::to_string(kCluster), ds = std::to_string(f.d),
+                    ns = std::to_string(f.n), DUs = std::to_string(DU), NUs = std::to_string(NU),
+                    Us = std::to_string(kUnroll), STs = std::to_string(kCluster * kWarps);
+  const std::string C = literal(DType::F32, I[static_cast<size_t>(f.on.c)].value, 0);
+  auto in_name = [](size_t c) { return "in" + std::to_string(c); };
+
+  // The rows of block b: rows_tab[b * G + g] (row-major over the row axes: the group axes'
+  // indices g, the others' b, each in axis order).
+  std::string tab = "static __device__ const int LMN_ENTRY(lmn_att_rows)[] = {";
+  {
+    std::vector<int64_t> idx(f.row_dims.size(), 0);
+    std::vector<std::vector<int64_t>> by_block(static_cast<size_t>(f.B));
+    for (int64_t r = 0; r < f.rows; ++r) {
+      int64_t b = 0;
+      for (size_t ax = 0; ax < f.row_dims.size(); ++ax)
+        if (!f.group_axis[ax]) b = b * f.row_dims[ax] + idx[ax];
+      by_block[static_cast<size_t>(b)].push_back(r);
+      for (size_t ax = f.row_dims.size(); ax-- > 0;) {
+        if (++idx[ax] < f.row_dims[ax]) break;
+        idx[ax] = 0;
+      }
+    }
+    bool first = true;
+    for (const std::vector<int64_t>& rs : by_block) {
+      if (static_cast<int64_t>(rs.size()) != f.G)
+        throw Error("cuda.Attention: a block's rows are not one query group");
+      for (int64_t r : rs) {
+        tab += (first ? "" : ", ") + std::to_string(r);
+        first = false;
+      }
+    }
+  }
+  tab += "};\n";
+
+  std::string body;
+  std::string pre;  // offsets computed once per thread
+  const std::string k_row = cg.view_offset(rows_view(kv, f.q), "r0", "ok", pre);
+  const std::string v_row = cg.view_offset(rows_view(vv, f.q), "r0", "ov", pre);
+  const auto qa = static_cast<int>(f.q);
+  const std::string q_t = cg.axis_offset(qv, qa, "t");
+  const std::string k_l = cg.axis_offset(kv, qa - 1, "l");
+  const std::string k_t = cg.axis_offset(kv, qa, "t");
+  const std::string v_l = cg.axis_offset(vv, qa, "l");
+  const std::string v_e = cg.axis_offset(vv, qa - 1, "e");
+
+  // x at (row r, key l): the program's element code, load j being the score.
+  std::string xcode;
+  for (int i : f.x_code) {
+    const FusedInst& in = I[static_cast<size_t>(i)];
+    const std::string ct = "C_" + dtype_tag(in.dtype);
+    std::string rhs;
+    if (in.op == FusedOpcode::Load && static_cast<size_t>(in.a) == f.j) {
+      rhs = "rd_" + dtype_tag(in.dtype) + "(dot)";
+    } else if (in.op == FusedOpcode::Load) {
+      const auto c = static_cast<size_t>(in.a);
+      const std::string off = cg.view_offset(f.views[c], "i", "o" + std::to_string(i), xcode);
+      rhs = load_fn(in.dtype, true) + "(" + in_name(c) + "[" + off + "])";
+    } else {
+      rhs = inst_code(in, true);
+    }
+    xcode += "          const " + ct + " v" + std::to_string(i) + " = " + rhs + ";\n";
+  }
+  const std::string x = "(float)v" + std::to_string(f.on.u);
+
+  body += lines({
+      "  const unsigned rank = lmn_cluster_rank();",
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+      "  const int b = (int)(blockIdx.x / " + CLs + ");",
+      "  const " + Is + " r0 = LMN_ENTRY(lmn_att_rows)[b * " + Gs + "];",
+  });
+  body += pre.empty() ? "" : pre;
+  body += lines({
+      "  float qv[" + Gs + "][" + DUs + "];",
+      "#pragma unroll",
+      "  for (int g = 0; g < " + Gs + "; ++g) {",
+      "    const " + Is + " rq = LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g];",
+  });
+  {
+    std::string qo;
+    const std::string qrow2 = cg.view_offset(rows_view(qv, f.q), "rq", "oqg", qo);
+    body += qo;
+    body += lines({
+        "#pragma unroll",
+        "    for (int u = 0; u < " + DUs + "; ++u) {",
+        "      const " + Is + " t = lane + 32 * u;",
+        "      qv[g][u] = t < " + ds + " ? (float)" + load_fn(qt, false) + "(" + in_name(f.j) +
+            "[" + qrow2 + " + " + q_t + "]) : 0.0f;",
+        "    }",
+        "  }",
+    });
+  }
+  body += lines({
+      "  float mx[" + Gs + "], sm[" + Gs + "], acc[" + Gs + "][" + NUs + "];",
+      "#pragma unroll",
+      "  for (int g = 0; g < " + Gs + "; ++g) {",
+      "    mx[g] = __int_as_float(0xff800000);",
+      "    sm[g] = 0.0f;",
+      "#pragma unroll",
+      "    for (int u = 0; u < " + NUs + "; ++u) acc[g][u] = 0.0f;",
+      "  }",
+      "  for (" + Is + " l0 = (" + Is + ")rank * " + Ws +
+          " + warp; l0 < L; l0 += " + std::to_string(kCluster * kWarps * kUnroll) + ") {",
+      "    float kr[" + Us + "][" + DUs + "], vr[" + Us + "][" + NUs + "];",
+      "#pragma unroll",
+      "    for (int uu = 0; uu < " + Us + "; ++uu) {",
+      "      const " + Is + " l = l0 + uu * " + STs + ";",
+      "      if (l >= L) break;",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + DUs + "; ++u) {",
+      "        const " + Is + " t = lane + 32 * u;",
+      "        kr[uu][u] = t < " + ds + " ? (float)" + load_fn(kt, false) + "(" + in_name(f.kc) +
+          "[" + k_row + " + " + k_l + " + " + k_t + "]) : 0.0f;",
+      "      }",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + NUs + "; ++u) {",
+      "        const " + Is + " e = lane + 32 * u;",
+      "        vr[uu][u] = e < " + ns + " ? (float)" + load_fn(vt, false) + "(" + in_name(f.vc) +
+          "[" + v_row + " + " + v_l + " + " + v_e + "]) : 0.0f;",
+      "      }",
+      "    }",
+      "#pragma unroll",
+      "    for (int uu = 0; uu < " + Us + "; ++uu) {",
+      "    const " + Is + " l = l0 + uu * " + STs + ";",
+      "    if (l >= L) break;",
+      "#pragma unroll",
+      "    for (int g = 0; g < " + Gs + "; ++g) {",
+      "      float dot = 0.0f;",
+      "#pragma unroll",
+      "      for (int u = 0; u < " + DUs + "; ++u) dot = fmaf(qv[g][u], kr[uu][u], dot);",
+      "#pragma unroll",
+      "      for (int s = 16; s >= 1; s >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, s);",
+      "      const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * L + l;",
+      "      {",
+  });
+  body += xcode;
+  body += lines({
+      "        const float x = " + x + ";",
+      "        const float mn = fmaxf(mx[g], x);",
+      "        if (mn != __int_as_float(0xff800000)) {",
+      "          const float al = exp2f((mx[g] - mn) * " + C + ");",
+      "          const float ev = rd_f32(exp2f(rd_f32(rd_f32(x + rd_f32(mn * -1.0f)) * " + C +
+          ")));",
+      "          sm[g] = sm[g] * al + ev;",
+      "#pragma unroll",
+      "          for (int u = 0; u < " + NUs + "; ++u)",
+      "            acc[g][u] = fmaf(ev, vr[uu][u], acc[g][u] * al);",
+      "          mx[g] = mn;",
+      "        }",
+      "      }",
+      "    }",
+      "    }",
+      "  }",
+      // The warps' partial sums, then the block's (in warp order, in double).
+      "  __shared__ float wm[" + Ws + "][" + Gs + "], ws[" + Ws + "][" + Gs + "];",
+      "  __shared__ float wacc[" + Ws + "][" + Gs + "][" + std::to_string(NU * 32) + "];",
+      "  __shared__ double bm[" + Gs + "], bs[" + Gs + "], bacc[" + Gs + "][" + ns + "];",
+      "#pragma unroll",
+      "  for (int g = 0; g < " + Gs + "; ++g) {",
+      "    if (lane == 0) {",
+      "      wm[warp][g] = mx[g];",
+      "      ws[warp][g] = sm[g];",
+      "    }",
+      "#pragma unroll",
+      "    for (int u = 0; u < " + NUs + "; ++u) wacc[warp][g][lane + 32 * u] = acc[g][u];",
+      "  }",
+      "  __syncthreads();",
+      "  for (int o = threadIdx.x; o < " + std::to_string(f.G * f.n) +
+          "; o += " + std::to_string(kBlock) + ") {",
+      "    const int g = o / " + ns + ", e = o % " + ns + ";",
+      "    float M = __int_as_float(0xff800000);",
+      "#pragma unroll",
+      "    for (int w = 0; w < " + Ws + "; ++w) M = fmaxf(M, wm[w][g]);",
+      "    double S = 0.0, A = 0.0;",
+      "    if (M != __int_as_float(0xff800000)) {",
+      "#pragma unroll",
+      "      for (int w = 0; w < " + Ws + "; ++w) {",
+      "        const double a = exp2((double)(wm[w][g] - M) * (double)" + C + ");",
+      "        S += (double)ws[w][g] * a;",
+      "        A += (double)wacc[w][g][e] * a;",
+      "      }",
+      "    }",
+      "    bacc[g][e] = A;",
+      "    if (e == 0) {",
+      "      bm[g] = (double)M;",
+      "      bs[g] = S;",
+      "    }",
+      "  }",
+      "  lmn_cluster_sync();",
+      // The cluster's blocks in rank order; each block stores a share of the outputs.
+      "  for (int o = (int)rank * " + std::to_string(kBlock) + " + threadIdx.x; o < " +
+          std::to_string(f.G * f.n) + "; o += " + std::to_string(kBlock * kCluster) + ") {",
+      "    const int g = o / " + ns + ", e = o % " + ns + ";",
+      "    double ms[" + CLs + "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
+      "#pragma unroll",
+      "    for (unsigned c = 0; c < " + CLs + "; ++c) {",
+      "      ms[c] = __longlong_as_double((long long)lmn_cluster_ld(&bm[g], c));",
+      "      M = fmax(M, ms[c]);",
+      "    }",
+      "    double S = 0.0, A = 0.0;",
+      "    if (M != __int_as_float(0xff800000)) {",
+      "#pragma unroll",
+      "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
+      "        const double a = exp2((ms[c] - M) * (double)" + C + ");",
+      "        S += __longlong_as_double((long long)lmn_cluster_ld(&bs[g], c)) * a;",
+      "        A += __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c)) * a;",
+      "      }",
+      "    }",
+      "    out[(" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * " + ns + " + e] = st_" +
+          dtype_tag(n.attrs.dtype) + "(A / S);",
+      "  }",
+      "  lmn_cluster_sync();",
+  });
+  const std::string Lc = cg.c(L);
+  std::string k = tab + "extern \"C\" __global__ void __cluster_dims__(" + CLs +
+                  ", 1, 1) __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_attention)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + "  const " + Is + " L = " + Lc + ";\n" + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(k);
+  gen.launches.push_back(Launch{"lmn_attention", kBlock, {Expr(f.B * kCluster), 1, 1}});
+  gen.bytes = Expr(f.B) * L * Expr(f.d * size_bytes(kt) + f.n * size_bytes(vt)) +
+              Expr(f.rows * (f.d * size_bytes(qt) + f.n * size_bytes(n.attrs.dtype)));
+  gen.flops = Expr(f.rows) * L * Expr(2 * (f.d + f.n));
+  return gen;
+}
+
+/// cuda.Attention where the candidate has the form above, Q, K and V read in 16 bits where the
+/// graph casts them up to f32 (matmul_operands.hpp); only with LUMINAL_CUDA_ATTENTION=1.
+std::vector<Rule> attention_rules() {
+  if (!env_opt_in("LUMINAL_CUDA_ATTENTION")) return {};
+  return {
+      attention_rule("cuda.attention", cuda_row_op(), &kAttention,
+                     [](const EGraph& eg, AttentionCandidate& c) {
+                       const size_t count = c.children.size();
+                       if (count < 3 || c.attrs.axis < 0) return false;
+                       for (size_t k : {static_cast<size_t>(c.attrs.axis), count - 2, count - 1})
+                         if (auto u = uncast(eg, c.children[k], c.attrs.views[k])) {
+                           c.children[k] = u->first;
+                           c.attrs.views[k] = u->second;
+                         }
+                       std::vector<DType> in;
+                       for (ClassId ch : c.children)
+                         in.push_back(eg.dtype(ch));
+                       return attn_form(c.attrs, in).has_value();
+                     }),
+      // its value stored in 16 bits where the graph casts it down (a 16-bit model's
+      // attention output), as cuda.GemvKNCast stores P @ V's
+      cast_down_rule("cuda.attention-cast", &kAttention,
+                     [](EGraph& eg, const Attrs& a, const std::vector<ClassId>& children,
+                        ClassId cls) { eg.merge(eg.add(&kAttention, a, children), cls); })};
+}
+
+}  // namespace
+
+void register_attention_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp op{&kAttention, "cuda.library", attention_rules, gen_attention};
+  ops.push_back(&op);
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,127 @@
+// cuda.Attention (luminal/cuda/attention.cpp): flash-decoding, offered under
+// LUMINAL_CUDA_ATTENTION=1. On the host: where it is offered (decode attention in f32 and bf16,
+// GQA groups of 1 to 8 heads, soft-capped and windowed rows; not without the switch), that the
+// fewest-kernels seed takes it (two kernels fewer), and that its kernels compile for sm_90. On a
+// GPU: a decode step against the reference at contexts across the cluster's key interleave.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cpu/ops_test_util.hpp"
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/nn/attention.hpp"
+#include "support/env_scope.hpp"
+
+namespace luminal {
+namespace {
+
+constexpr int64_t kSlots = 1100;
+
+/// One decode step of cached attention in dtype t: q [1, kv * groups, hd], this step's k and v.
+Graph decode_step(int64_t kv, int64_t groups, int64_t hd, DType t,
+                  const nn::AttentionOptions& o = {}) {
+  Graph g;
+  g.declare_dim("s", 1, 1);
+  g.declare_dim("c", 1, kSlots);
+  Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
+  Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
+  Tensor v = g.tensor("v", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
+  nn::cached_attention(g, q, k, v, "l0", static_cast<int>(kSlots), o).output("o");
+  return g;
+}
+
+bool is_attention(std::string_view op) { return op == "cuda.Attention"; }
+
+struct AttentionOn : testing::EnvScope {
+  AttentionOn() : EnvScope("LUMINAL_CUDA_ATTENTION", "1") {}
+};
+
+struct Case {
+  int64_t kv, groups, hd;
+  DType t;
+  nn::AttentionOptions o;
+};
+
+std::vector<Case> cases() {
+  nn::AttentionOptions capped;
+  capped.softcap = 5.0;
+  capped.window = 300;
+  return {{3, 3, 64, DType::F32, {}},     {3, 3, 64, DType::BF16, {}},
+          {8, 4, 128, DType::BF16, {}},   {2, 4, 256, DType::F32, {}},
+          {4, 1, 32, DType::F16, {}},     {2, 2, 32, DType::F32, capped},
+          {1, 6, 96, DType::BF16, capped}};
+}
+
+std::string describe(const Case& c) {
+  return std::string(name(c.t)) + " kv " + std::to_string(c.kv) + " groups " +
+         std::to_string(c.groups) + " hd " + std::to_string(c.hd) +
+         (c.o.softcap ? " softcap" : "") + (c.o.window ? " window" : "");
+}
+
+class CudaAttentionHost : public ::testing::Test {
+ protected:
+  void SetUp() override { LUMINAL_REQUIRE_NVRTC(); }
+  AttentionOn on_;
+};
+
+TEST_F(CudaAttentionHost, OfferedForDecodeAttentionAndCompiles) {
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources, whats;
+  for (const Case& c : cases()) {
+    const Graph g = decode_step(c.kv, c.groups, c.hd, c.t, c.o);
+    auto [l, hits] = testing::prefer_ops(g, rules, is_attention);
+    EXPECT_EQ(hits, 1) << describe(c) << ": " << l.op_mix_string();
+    testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+  }
+  testing::expect_compiles(sources, whats);
+}
+
+TEST_F(CudaAttentionHost, TheSeedTakesItForTwoKernelsFewer) {
+  const Graph g = decode_step(3, 3, 64, DType::BF16);
+  const LlirGraph with = testing::cuda_seed_program(g);
+  size_t without = 0;
+  {
+    const testing::EnvScope off("LUMINAL_CUDA_ATTENTION", nullptr);
+    without = testing::kernel_count(testing::cuda_seed_program(g));
+  }
+  EXPECT_EQ(opstest::count_op(with, "cuda.Attention"), 1) << with.to_text();
+  EXPECT_EQ(testing::kernel_count(with) + 2, without) << with.to_text();
+}
+
+TEST_F(CudaAttentionHost, NotForNineQueryHeadsAKvHead) {
+  testing::CudaRulesOnly rules;
+  EXPECT_EQ(testing::prefer_ops(decode_step(1, 9, 64, DType::F32), rules, is_attention).second, 0);
+}
+
+TEST(CudaAttentionSwitch, OffByDefault) {
+  const testing::EnvScope unset("LUMINAL_CUDA_ATTENTION", nullptr);
+  testing::CudaRulesOnly rules;
+  EXPECT_EQ(testing::prefer_ops(decode_step(3, 3, 64, DType::F32), rules, is_attention).second, 0);
+}
+
+TEST(CudaAttention, DecodeStepMatchesTheReference) {
+  LUMINAL_REQUIRE_GPU();
+  const AttentionOn on;
+  uint64_t seed = 11;
+  for (const Case& c : cases()) {
+    const Graph g = decode_step(c.kv, c.groups, c.hd, c.t, c.o);
+    auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_attention);
+    ASSERT_EQ(hits, 1) << describe(c) << ": " << l.op_mix_string();
+    std::vector<DynMap> dyns;
+    for (int64_t ctx : {1, 7, 31, 32, 33, 100, 257, 700, 1100})
+      dyns.push_back(DynMap{{"s", 1}, {"c", ctx}});
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+    const testing::Tol tol =
+        c.t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
+    for (const DynMap& dyn : dyns) {
+      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
+      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+      opstest::expect_same(got.at("o"), want.at("o"), tol,
+                           describe(c) + " c " + std::to_string(dyn.at("c")));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace luminal
