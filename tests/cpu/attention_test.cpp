@@ -5,6 +5,8 @@
 // is offered under LUMINAL_CPU_ATTENTION=on only (the fixture sets it).
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
 #include <string>
 
 #include "luminal/compiler/build_space.hpp"
@@ -57,6 +59,36 @@ TEST_F(CpuAttention, DecodeStepMatchesTheReference) {
   ASSERT_EQ(opstest::count_op(p, "cpu.Attention"), 1) << p.to_text();
   EXPECT_EQ(opstest::count_op(p, "cpu.Row"), 0) << p.to_text();
   opstest::check_program(g, p, contexts(), kTol, "smollm2 heads", 2, 1, -1, 1);
+}
+
+TEST_F(CpuAttention, RandomProgramsMatchTheReference) {
+  // Programs drawn from the decode step's e-graph (cpu.Attention among the other lowerings of
+  // every class), each against the reference. Where cpu.Attention is taken the classes it
+  // replaces drop out, so few distinct programs hold it.
+  nn::AttentionOptions o;
+  o.softcap = 8.0;
+  const Graph g = decode_step(2, 3, 32, o);
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+  Rng rng(17);
+  std::set<std::string> seen;
+  int with = 0;
+  for (int d = 0; d < 200 && seen.size() < 24; ++d) {
+    // odd draws: random choices everywhere but cpu.Attention wherever it is offered
+    std::uniform_real_distribution<double> u(0, 1);
+    const LlirGraph l =
+        d % 2 == 0
+            ? to_llir(*b.space, b.space->random_genome(rng))
+            : to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) {
+                return (b.space->egraph().node(n).op->name == "cpu.Attention" ? 10 : 0) + u(rng);
+              }));
+    if (!seen.insert(l.to_text()).second) continue;
+    with += opstest::count_op(l, "cpu.Attention");
+    opstest::check_program(g, l, {DynMap{{"s", 1}, {"c", 1}}, DynMap{{"s", 1}, {"c", 300}}}, kTol,
+                           "program " + std::to_string(seen.size()), 2, 7, -1, 1);
+  }
+  EXPECT_GE(seen.size(), 8u);
+  EXPECT_GE(with, 1) << "no drawn program held cpu.Attention";
 }
 
 TEST_F(CpuAttention, TheSeedTakesIt) {

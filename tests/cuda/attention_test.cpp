@@ -5,6 +5,8 @@
 // GPU: a decode step against the reference at contexts across the cluster's key interleave.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
 #include <string>
 
 #include "cpu/ops_test_util.hpp"
@@ -121,6 +123,41 @@ TEST(CudaAttention, DecodeStepMatchesTheReference) {
                            describe(c) + " c " + std::to_string(dyn.at("c")));
     }
   }
+}
+
+TEST(CudaAttention, RandomProgramsMatchTheReference) {
+  // Programs drawn from a bf16 decode step's e-graph, half of them taking cuda.Attention (and
+  // its cast-down form) wherever offered, each against the reference.
+  LUMINAL_REQUIRE_GPU();
+  const AttentionOn on;
+  nn::AttentionOptions o;
+  o.softcap = 8.0;
+  const Graph g = decode_step(2, 4, 64, DType::BF16, o);
+  BuiltSpace b = build_search_space(g, testing::gpu(), g.dim_facts());
+  Rng rng(23);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::set<std::string> seen;
+  int with = 0;
+  uint64_t seed = 5;
+  const std::vector<DynMap> dyns{{{"s", 1}, {"c", 1}}, {{"s", 1}, {"c", 333}}};
+  for (int d = 0; d < 200 && seen.size() < 16; ++d) {
+    const LlirGraph l =
+        d % 2 == 0 ? to_llir(*b.space, b.space->random_genome(rng))
+                   : to_llir(*b.space, b.space->best_scoring_genome([&](ENodeId n) {
+                       return (is_attention(b.space->egraph().node(n).op->name) ? 10 : 0) + u(rng);
+                     }));
+    if (!seen.insert(l.to_text()).second) continue;
+    with += opstest::count_op(l, "cuda.Attention") > 0;
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+    for (const DynMap& dyn : dyns) {
+      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
+      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+      opstest::expect_same(got.at("o"), want.at("o"), testing::Tol{2e-2, 2e-2},
+                           "program " + std::to_string(seen.size()) + "\n" + l.to_text());
+    }
+  }
+  EXPECT_GE(with, 1) << "no drawn program held cuda.Attention";
 }
 
 }  // namespace
