@@ -9,17 +9,21 @@
 // cast to another float dtype). Rows whose K and V views step by 0 (a KV head's query heads, the
 // group G, at most 8) share a block's reads; the other row axes (B blocks' worth) each get a
 // cluster of kCluster blocks. Block q of a cluster takes keys l = q * W + w, + kCluster * W, ...
-// (warp w of W), one key a warp at a time: the lanes load K's row (d elements, lane t taking t,
-// t + 32, ...) and V's row, each query head's score is a dot product over the lanes (a warp
-// butterfly), x is the program's element code at (row, l), and the warp's running max, sum and
-// products (lane t holding outputs t, t + 32, ...) take the key as online softmax does: with m'
+// (warp w of W), U keys a warp at once (up to 8, fewer for wide heads): the lanes load the U K
+// rows (d elements, lane t taking t, t + 32, ...) and V rows, each query head's score of each key
+// is a dot product over the lanes (warp butterflies, all U * G of them before the running sums),
+// x is the program's element code at (row, l), and the warp's running max, sum and products
+// (lane t holding outputs t, t + 32, ...) take the keys in order as online softmax does: with m'
 // the new max, a = exp2((m - m') * C), s = s * a + e, acc = acc * a + e * V[l] (keys whose x and
 // running max are -inf add nothing). Then the warps of a block, and the blocks of the cluster in
 // rank order (distributed shared memory), join theirs the same way in double, and out = acc / s:
 // the same value as the three kernels up to rounding (the running rescaling, the sums' order).
 // All query heads masked everywhere give 0 / 0 (NaN), as the reference's row does.
 //
-// Opt-in (LUMINAL_CUDA_ATTENTION=1) until it has run on a GPU: tests/cuda/attention_test.cpp.
+// Opt-in (LUMINAL_CUDA_ATTENTION=1): right on an H100 (tests/cuda/attention_test.cpp, 2026-12-06)
+// but not faster there with two keys a warp in flight (8B decode at context 1024 6.36 -> 6.78 ms;
+// BENCHMARKS.md, session 31); a warp now loads up to 8 (not yet timed).
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,7 +44,7 @@ namespace {
 const OpDef kAttention{.name = "cuda.Attention"};
 
 constexpr int kWarps = 8;
-constexpr int kUnroll = 2;  // keys a warp loads before it takes them in
+constexpr int kMaxUnroll = 8;  // keys a warp loads before it takes them in (fewer for wide heads)
 constexpr int kBlock = 32 * kWarps;
 constexpr int kCluster = 8;
 constexpr int64_t kMaxGroup = 8;
@@ -206,7 +210,10 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const std::string Gs = std::to_string(f.G), Ws = std::to_string(kWarps),
                     CLs = std::to_string(kCluster), ds = std::to_string(f.d),
                     ns = std::to_string(f.n), DUs = std::to_string(DU), NUs = std::to_string(NU),
-                    Us = std::to_string(kUnroll), STs = std::to_string(kCluster * kWarps);
+                    STs = std::to_string(kCluster * kWarps);
+  // keys a warp has in flight: up to 8, at most 16 registers of K and of V a lane
+  const int U = std::max(1, std::min(kMaxUnroll, 16 / std::max(DU, NU)));
+  const std::string Us = std::to_string(U);
   const std::string C = literal(DType::F32, I[static_cast<size_t>(f.on.c)].value, 0);
   auto in_name = [](size_t c) { return "in" + std::to_string(c); };
 
@@ -305,36 +312,51 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "    for (int u = 0; u < " + NUs + "; ++u) acc[g][u] = 0.0f;",
       "  }",
       "  for (" + Is + " l0 = (" + Is + ")rank * " + Ws +
-          " + warp; l0 < L; l0 += " + std::to_string(kCluster * kWarps * kUnroll) + ") {",
+          " + warp; l0 < L; l0 += " + std::to_string(kCluster * kWarps * U) + ") {",
       "    float kr[" + Us + "][" + DUs + "], vr[" + Us + "][" + NUs + "];",
       "#pragma unroll",
       "    for (int uu = 0; uu < " + Us + "; ++uu) {",
       "      const " + Is + " l = l0 + uu * " + STs + ";",
-      "      if (l >= L) break;",
+      "      const bool in = l < L;",
       "#pragma unroll",
       "      for (int u = 0; u < " + DUs + "; ++u) {",
       "        const " + Is + " t = lane + 32 * u;",
-      "        kr[uu][u] = t < " + ds + " ? (float)" + load_fn(kt, false) + "(" + in_name(f.kc) +
-          "[" + k_row + " + " + k_l + " + " + k_t + "]) : 0.0f;",
+      "        kr[uu][u] = in && t < " + ds + " ? (float)" + load_fn(kt, false) + "(" +
+          in_name(f.kc) + "[" + k_row + " + " + k_l + " + " + k_t + "]) : 0.0f;",
       "      }",
       "#pragma unroll",
       "      for (int u = 0; u < " + NUs + "; ++u) {",
       "        const " + Is + " e = lane + 32 * u;",
-      "        vr[uu][u] = e < " + ns + " ? (float)" + load_fn(vt, false) + "(" + in_name(f.vc) +
-          "[" + v_row + " + " + v_l + " + " + v_e + "]) : 0.0f;",
+      "        vr[uu][u] = in && e < " + ns + " ? (float)" + load_fn(vt, false) + "(" +
+          in_name(f.vc) + "[" + v_row + " + " + v_l + " + " + v_e + "]) : 0.0f;",
       "      }",
       "    }",
+      "#pragma unroll",
+      // every key's scores first (independent products and butterflies), then the running sums
+      "    float dots[" + Us + "][" + Gs + "];",
+      "#pragma unroll",
+      "    for (int uu = 0; uu < " + Us + "; ++uu)",
+      "#pragma unroll",
+      "      for (int g = 0; g < " + Gs + "; ++g) {",
+      "        float p = 0.0f;",
+      "#pragma unroll",
+      "        for (int u = 0; u < " + DUs + "; ++u) p = fmaf(qv[g][u], kr[uu][u], p);",
+      "        dots[uu][g] = p;",
+      "      }",
+      "#pragma unroll",
+      "    for (int s = 16; s >= 1; s >>= 1)",
+      "#pragma unroll",
+      "      for (int uu = 0; uu < " + Us + "; ++uu)",
+      "#pragma unroll",
+      "        for (int g = 0; g < " + Gs + "; ++g)",
+      "          dots[uu][g] += __shfl_xor_sync(0xffffffffu, dots[uu][g], s);",
       "#pragma unroll",
       "    for (int uu = 0; uu < " + Us + "; ++uu) {",
       "    const " + Is + " l = l0 + uu * " + STs + ";",
       "    if (l >= L) break;",
       "#pragma unroll",
       "    for (int g = 0; g < " + Gs + "; ++g) {",
-      "      float dot = 0.0f;",
-      "#pragma unroll",
-      "      for (int u = 0; u < " + DUs + "; ++u) dot = fmaf(qv[g][u], kr[uu][u], dot);",
-      "#pragma unroll",
-      "      for (int s = 16; s >= 1; s >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, s);",
+      "      const float dot = dots[uu][g];",
       "      const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * L + l;",
       "      {",
   });
