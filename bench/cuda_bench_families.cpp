@@ -110,7 +110,8 @@ void family_decode(double copy_gbs, int limit, const std::string& which) {
         all_bytes += static_cast<double>(
             storage_bytes(d.graph.node(id).dtype, d.graph.node(id).shape).eval({}));
     const bench::MoeOps ops{.experts = {"cuda.ExpertGemv", "cuda.ExpertGemvCast", "cuda.ExpertRows",
-                                        "cuda.ExpertRowsCast"},
+                                        "cuda.ExpertRowsCast", "cuda.ExpertGemvGlu",
+                                        "cuda.ExpertRowsGlu", "cuda.ExpertGemvSum"},
                             .qgather = "cuda.QGather"};
     const double read = bench::program_weight_bytes(prog, cfg, ops);
     int expert_nodes = 0;

@@ -63,9 +63,9 @@ if [ $tests -eq 1 ]; then
   suite "expert suite (cuda.ExpertGemv / cuda.ExpertRows: rules, sm_90 compiles, f32/bf16/f16 against the reference, block types within their bounds, bad ids, tiny MoE models against the CPU)" \
     "$out/expert.log" 300 "$build/tests/test_cuda_expert"
   grep -E '^\[expert\]|Failure|FAILED' "$out/expert.log" | head -20 >>"$summary"
-  suite "expert glu suite (cuda.ExpertGemvGlu: SiLU(gate) * up in the gate_up expert matmul's store, the same bits as the matmul then the region; opt-in LUMINAL_CUDA_EXPERT_GLU=1)" \
+  suite "expert glu suite (cuda.ExpertGemvGlu: SiLU(gate) * up in the gate_up expert matmul's store, the same bits as the matmul then the region; off with LUMINAL_CUDA_EXPERT_GLU=0)" \
     "$out/expert_glu.log" 300 "$build/tests/test_cuda_expert_glu"
-  suite "expert sum suite (cuda.ExpertGemvSum: a token's experts summed with the router's weights in the down matmul's kernel; opt-in LUMINAL_CUDA_EXPERT_SUM=1)" \
+  suite "expert sum suite (cuda.ExpertGemvSum: a token's experts summed with the router's weights in the down matmul's kernel; off with LUMINAL_CUDA_EXPERT_SUM=0)" \
     "$out/expert_sum.log" 300 "$build/tests/test_cuda_expert_sum"
   suite "model parity, MoE families (searched programs against transformers' goldens)" \
     "$out/models.log" 300 "$build/tests/test_cuda_models" --gtest_filter='*moe*:*mixtral*'

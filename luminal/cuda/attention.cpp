@@ -21,8 +21,8 @@
 // All query heads masked everywhere give 0 / 0 (NaN), as the reference's row does.
 //
 // Opt-in (LUMINAL_CUDA_ATTENTION=1): right on an H100 (tests/cuda/attention_test.cpp, 2026-12-06)
-// but not faster there with two keys a warp in flight (8B decode at context 1024 6.36 -> 6.78 ms;
-// BENCHMARKS.md, session 31); a warp now loads up to 8 (not yet timed).
+// but slower at long contexts (8B decode at context 1024 6.38 -> 6.58 ms, 0.04 ms faster at 128;
+// BENCHMARKS.md, session 31): a KV head's 8 blocks keep too few reads in flight.
 #include <algorithm>
 #include <optional>
 #include <string>

@@ -54,7 +54,7 @@ std::string row_start(Codegen& cg, const View& ids, const View& act, DType ti, D
 const OpDef* gemv_op();
 const OpDef* gemv_cast_op();
 
-/// cuda.ExpertGemvSum's rules (none unless LUMINAL_CUDA_EXPERT_SUM=1) and op (expert_sum.cpp).
+/// cuda.ExpertGemvSum's rules (none with LUMINAL_CUDA_EXPERT_SUM=0) and op (expert_sum.cpp).
 std::vector<Rule> sum_rules();
 const CudaOp* sum_op();
 

@@ -1,14 +1,15 @@
-// cuda.ExpertGemvSum (opt-in, LUMINAL_CUDA_EXPERT_SUM=1, until it has run on a GPU): a token's
-// chosen experts' outputs summed with the router's weights, out[s, n] = sum over j < k of
-// w[s, j] * y[s, j, n] (a matmul over y = an expert matmul's value, reduced along its k rows of
-// a token), computed by the expert matmul's kernel: a block an output, warp j dotting row
-// s * k + j's weight row n with its activation (the plain kernel's loop, W = 1), the k sums
-// rounded as the expert op stores them (f32, or bf16/f16 for the cast form), then warp 0's lane
-// 0 adding w[s, j] * value in j order as the matmul kernels add a product into an f32 sum
-// (codegen.hpp, product_add). One kernel and no [s, k, N] value in memory where there were two.
-// Matched on structure: the matmul's domain [S, k, N] (constant), reduced along k, reading the
-// expert value contiguously and the weights [S, k] broadcast along n.
-// The k loops are expert_gemv.cpp's (expert_loops.hpp); docs/cuda.md, "Mixtures of experts".
+// cuda.ExpertGemvSum (on unless LUMINAL_CUDA_EXPERT_SUM=0; right on an H100, 2026-12-06:
+// Qwen3-MoE's 12-layer decode 1.45 -> 1.37 ms, BENCHMARKS.md session 31): a token's chosen experts'
+// outputs summed with the router's weights, out[s, n] = sum over j < k of w[s, j] * y[s, j, n] (a
+// matmul over y = an expert matmul's value, reduced along its k rows of a token), computed by the
+// expert matmul's kernel: a block an output, warp j dotting row s * k + j's weight row n with its
+// activation (the plain kernel's loop, W = 1), the k sums rounded as the expert op stores them
+// (f32, or bf16/f16 for the cast form), then warp 0's lane 0 adding w[s, j] * value in j order as
+// the matmul kernels add a product into an f32 sum (codegen.hpp, product_add). One kernel and no
+// [s, k, N] value in memory where there were two. Matched on structure: the matmul's domain [S, k,
+// N] (constant), reduced along k, reading the expert value contiguously and the weights [S, k]
+// broadcast along n. The k loops are expert_gemv.cpp's (expert_loops.hpp); docs/cuda.md, "Mixtures
+// of experts".
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -160,7 +161,7 @@ KernelGen gen_expert_sum(const LlirNode& n, const GenContext& ctx) {
 }  // namespace
 
 std::vector<Rule> sum_rules() {
-  if (!env_opt_in("LUMINAL_CUDA_EXPERT_SUM")) return {};  // until it has run on a GPU
+  if (!env_switch_on("LUMINAL_CUDA_EXPERT_SUM")) return {};  // (=0: none, to compare)
   return {Rule{"cuda.expert-sum", matmul_pattern(), nullptr, offer_sum}};
 }
 

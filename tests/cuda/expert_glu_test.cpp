@@ -35,7 +35,7 @@ using testing::nn_check::uniform;
 
 constexpr int64_t kE = 6, kK = 3;
 
-/// LUMINAL_CUDA_EXPERT_GLU=1 for a scope.
+/// LUMINAL_CUDA_EXPERT_GLU=1 for a scope (the default since 2026-12-06: the tests name it).
 struct Glu : testing::EnvScope {
   Glu() : EnvScope("LUMINAL_CUDA_EXPERT_GLU", "1") {}
 };
@@ -89,8 +89,9 @@ TEST(CudaExpertGluRules, OfferedWhenSwitchedOnOverTheTwoHalves) {
   LUMINAL_REQUIRE_NVRTC();
   testing::CudaRulesOnly rules;
   {
+    const testing::EnvScope off("LUMINAL_CUDA_EXPERT_GLU", "0");
     auto [l, n] = forced_glu(glu_graph(false, DType::BF16, 40, 256), rules);
-    EXPECT_EQ(n, 0) << "offered without LUMINAL_CUDA_EXPERT_GLU=1: " << l.op_mix_string();
+    EXPECT_EQ(n, 0) << "offered with LUMINAL_CUDA_EXPERT_GLU=0: " << l.op_mix_string();
   }
   Glu on;
   std::vector<std::string> sources, whats;
@@ -122,7 +123,10 @@ TEST(CudaExpertGluRules, OfferedWhenSwitchedOnOverTheTwoHalves) {
 }
 
 TEST(CudaExpertGluRules, TheMoeDecodeSeedTakesIt) {
-  const auto [before, none] = testing::tiny_moe_seed("cuda.ExpertGemvGlu");
+  const auto [before, none] = [] {
+    const testing::EnvScope off("LUMINAL_CUDA_EXPERT_GLU", "0");
+    return testing::tiny_moe_seed("cuda.ExpertGemvGlu");
+  }();
   EXPECT_EQ(none, 0);
   Glu on;
   const auto [after, paired] = testing::tiny_moe_seed("cuda.ExpertGemvGlu");

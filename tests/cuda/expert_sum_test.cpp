@@ -34,7 +34,7 @@ using testing::nn_check::uniform;
 
 constexpr int64_t kE = 6;
 
-/// LUMINAL_CUDA_EXPERT_SUM=1 for a scope.
+/// LUMINAL_CUDA_EXPERT_SUM=1 for a scope (the default since 2026-12-06: the tests name it).
 struct Sum : testing::EnvScope {
   Sum() : EnvScope("LUMINAL_CUDA_EXPERT_SUM", "1") {}
 };
@@ -74,8 +74,9 @@ TEST(CudaExpertSumRules, OfferedWhenSwitchedOnForBroadcastWeights) {
   LUMINAL_REQUIRE_NVRTC();
   testing::CudaRulesOnly rules;
   {
+    const testing::EnvScope off("LUMINAL_CUDA_EXPERT_SUM", "0");
     auto [l, n] = testing::prefer_ops_16(sum_graph(DType::BF16, 1, 8, 64, 256), rules, is_sum);
-    EXPECT_EQ(n, 0) << "offered without LUMINAL_CUDA_EXPERT_SUM=1: " << l.op_mix_string();
+    EXPECT_EQ(n, 0) << "offered with LUMINAL_CUDA_EXPERT_SUM=0: " << l.op_mix_string();
   }
   Sum on;
   std::vector<std::string> sources, whats;
@@ -106,7 +107,10 @@ TEST(CudaExpertSumRules, OfferedWhenSwitchedOnForBroadcastWeights) {
 }
 
 TEST(CudaExpertSumRules, TheMoeDecodeSeedTakesIt) {
-  const auto [before, none] = testing::tiny_moe_seed("cuda.ExpertGemvSum");
+  const auto [before, none] = [] {
+    const testing::EnvScope off("LUMINAL_CUDA_EXPERT_SUM", "0");
+    return testing::tiny_moe_seed("cuda.ExpertGemvSum");
+  }();
   EXPECT_EQ(none, 0);
   Sum on;
   const auto [after, summed] = testing::tiny_moe_seed("cuda.ExpertGemvSum");
