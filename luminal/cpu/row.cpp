@@ -88,6 +88,8 @@ std::vector<Rule> rules() {
 
 /// Elements evaluated together: several short rows, or a piece of a long one.
 constexpr int64_t kRowBlock = 1024;
+/// Rows up to this long are evaluated whole (one block), longer ones in kRowBlock pieces.
+constexpr int64_t kWholeRow = 4096;
 /// Pieces of a long row run on several threads when the rows are fewer than the threads (a
 /// decode step's rows over the vocabulary): each pass's reductions sum per piece of this many
 /// elements, then over the pieces in order.
@@ -193,9 +195,14 @@ void RowProgram::prepare(const KernelContext& k) {
   if (numel_ > 0)
     for (const View& v : node_.attrs.views)
       idx_.emplace_back(v, k.dyn);
-  // Short rows: several whole rows a block; long ones: one row in blocks of kRowBlock.
+  // Short rows: several whole rows a block; rows up to kWholeRow: one whole row a block (each
+  // pass then evaluates only what no earlier pass did: a decode step's softmax over a long
+  // context took its mask and exp2 again in every pass); longer ones: one row in blocks of
+  // kRowBlock.
   block_rows_ = row_len_ > 0 ? std::max<int64_t>(1, kRowBlock / row_len_) : 1;
-  len_ = std::min<int64_t>(kRowBlock, (block_rows_ * row_len_ + 7) / 8 * 8);
+  len_ = row_len_ > kRowBlock && row_len_ <= kWholeRow
+             ? (row_len_ + 7) / 8 * 8
+             : std::min<int64_t>(kRowBlock, (block_rows_ * row_len_ + 7) / 8 * 8);
   len_ = std::max<int64_t>(len_, 8);
   version_ = k.dims_version;
 }
