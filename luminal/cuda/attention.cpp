@@ -62,7 +62,6 @@ struct AttnForm {
   int64_t rows = 0, G = 0, B = 0, d = 0, n = 0;
   rows::Online on;
   std::vector<int> x_code;  // the element instructions x needs, in program order
-  DType score_t = DType::F32;
   const FusedProgram* prog = nullptr;
 };
 
@@ -118,39 +117,16 @@ std::optional<AttnForm> attn_form(const Attrs& a, const std::vector<DType>& in) 
     f.views[c] = *over;
   }
   const size_t N = I.size();
-  std::vector<bool> uniform(N, false);
-  std::vector<int> stage(N, 0);
-  int passes = 0;
-  for (size_t i = 0; i < N; ++i) {
-    const FusedInst& x = I[i];
-    if (x.op == FusedOpcode::Load) {
-      if (x.a < 0 || static_cast<size_t>(x.a) >= count - 2) return std::nullopt;
-      if (static_cast<size_t>(x.a) == f.j) {
-        f.score_t = x.dtype;
-        if (!float_type(x.dtype)) return std::nullopt;
-      } else {
-        uniform[i] = f.views[static_cast<size_t>(x.a)].strides.back() == Expr(0);
-      }
-    } else if (x.op == FusedOpcode::Const) {
-      uniform[i] = true;
-    } else if (is_row_reduce(x.op)) {
-      uniform[i] = true;
-      stage[i] = stage[static_cast<size_t>(x.a)] + 1;
-      passes = std::max(passes, stage[i]);
-    } else {
-      bool u = true;
-      for (int32_t o : {x.a, x.b, x.c})
-        if (o >= 0) {
-          u = u && uniform[static_cast<size_t>(o)];
-          stage[i] = std::max(stage[i], stage[static_cast<size_t>(o)]);
-        }
-      uniform[i] = u;
-    }
+  for (const FusedInst& x : I) {
+    if (x.op != FusedOpcode::Load) continue;
+    if (x.a < 0 || static_cast<size_t>(x.a) >= count - 2) return std::nullopt;
+    if (static_cast<size_t>(x.a) == f.j && !float_type(x.dtype)) return std::nullopt;  // scores
   }
-  std::vector<std::vector<int>> reds(static_cast<size_t>(passes) + 1);
-  for (size_t i = 0; i < N; ++i)
-    if (is_row_reduce(I[i].op)) reds[static_cast<size_t>(stage[i])].push_back(static_cast<int>(i));
-  std::optional<rows::Online> on = rows::match_online(*f.prog, reds, uniform);
+  const rows::Levels lv = rows::levels(*f.prog, [&](int c) {
+    return static_cast<size_t>(c) != f.j &&
+           f.views[static_cast<size_t>(c)].strides.back() == Expr(0);
+  });
+  std::optional<rows::Online> on = rows::match_online(*f.prog, lv.reds, lv.uniform);
   if (!on) return std::nullopt;
   f.on = *on;
   // The result: e * (1 / s), perhaps cast to other float dtypes (a 16-bit model's P, rounded
@@ -208,14 +184,29 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const std::string Is = cg.idx();
   const int DU = static_cast<int>((f.d + 31) / 32), NU = static_cast<int>((f.n + 31) / 32);
   const std::string Gs = std::to_string(f.G), Ws = std::to_string(kWarps),
-                    CLs = std::to_string(kCluster), ds = std::to_string(f.d),
-                    ns = std::to_string(f.n), DUs = std::to_string(DU), NUs = std::to_string(NU),
+                    CLs = std::to_string(kCluster), ns = std::to_string(f.n),
+                    DUs = std::to_string(DU), NUs = std::to_string(NU),
                     STs = std::to_string(kCluster * kWarps);
   // keys a warp has in flight: up to 8, at most 16 registers of K and of V a lane
   const int U = std::max(1, std::min(kMaxUnroll, 16 / std::max(DU, NU)));
   const std::string Us = std::to_string(U);
   const std::string C = literal(DType::F32, I[static_cast<size_t>(f.on.c)].value, 0);
   auto in_name = [](size_t c) { return "in" + std::to_string(c); };
+  // A loop in which lane t loads elements t, t + 32, ... (those below `bound`; where `guard`
+  // also holds) of input `c` into dst[u], indexed `var`, at offset `at` (`indent`: its depth).
+  auto lane_loads = [&](const std::string& indent, const std::string& dst, int units,
+                        const std::string& var, int64_t bound, const std::string& guard, size_t c,
+                        const std::string& at) {
+    return lines({
+        "#pragma unroll",
+        indent + "for (int u = 0; u < " + std::to_string(units) + "; ++u) {",
+        indent + "  const " + cg.idx() + " " + var + " = lane + 32 * u;",
+        indent + "  " + dst + "[u] = " + guard + var + " < " + std::to_string(bound) +
+            " ? (float)" + load_fn(n.input_dtypes[c], false) + "(" + in_name(c) + "[" + at +
+            "]) : 0.0f;",
+        indent + "}",
+    });
+  };
 
   // The rows of block b: rows_tab[b * G + g] (row-major over the row axes: the group axes'
   // indices g, the others' b, each in axis order).
@@ -281,7 +272,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "  const int b = (int)(blockIdx.x / " + CLs + ");",
       "  const " + Is + " r0 = LMN_ENTRY(lmn_att_rows)[b * " + Gs + "];",
   });
-  body += pre.empty() ? "" : pre;
+  body += pre;
   body += lines({
       "  float qv[" + Gs + "][" + DUs + "];",
       "#pragma unroll",
@@ -292,15 +283,8 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
     std::string qo;
     const std::string qrow2 = cg.view_offset(rows_view(qv, f.q), "rq", "oqg", qo);
     body += qo;
-    body += lines({
-        "#pragma unroll",
-        "    for (int u = 0; u < " + DUs + "; ++u) {",
-        "      const " + Is + " t = lane + 32 * u;",
-        "      qv[g][u] = t < " + ds + " ? (float)" + load_fn(qt, false) + "(" + in_name(f.j) +
-            "[" + qrow2 + " + " + q_t + "]) : 0.0f;",
-        "    }",
-        "  }",
-    });
+    body += lane_loads("    ", "qv[g]", DU, "t", f.d, "", f.j, qrow2 + " + " + q_t);
+    body += "  }\n";
   }
   body += lines({
       "  float mx[" + Gs + "], sm[" + Gs + "], acc[" + Gs + "][" + NUs + "];",
@@ -318,18 +302,12 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "    for (int uu = 0; uu < " + Us + "; ++uu) {",
       "      const " + Is + " l = l0 + uu * " + STs + ";",
       "      const bool in = l < L;",
-      "#pragma unroll",
-      "      for (int u = 0; u < " + DUs + "; ++u) {",
-      "        const " + Is + " t = lane + 32 * u;",
-      "        kr[uu][u] = in && t < " + ds + " ? (float)" + load_fn(kt, false) + "(" +
-          in_name(f.kc) + "[" + k_row + " + " + k_l + " + " + k_t + "]) : 0.0f;",
-      "      }",
-      "#pragma unroll",
-      "      for (int u = 0; u < " + NUs + "; ++u) {",
-      "        const " + Is + " e = lane + 32 * u;",
-      "        vr[uu][u] = in && e < " + ns + " ? (float)" + load_fn(vt, false) + "(" +
-          in_name(f.vc) + "[" + v_row + " + " + v_l + " + " + v_e + "]) : 0.0f;",
-      "      }",
+  });
+  body += lane_loads("      ", "kr[uu]", DU, "t", f.d, "in && ", f.kc,
+                     k_row + " + " + k_l + " + " + k_t);
+  body += lane_loads("      ", "vr[uu]", NU, "e", f.n, "in && ", f.vc,
+                     v_row + " + " + v_l + " + " + v_e);
+  body += lines({
       "    }",
       "#pragma unroll",
       // every key's scores first (independent products and butterflies), then the running sums

@@ -114,35 +114,15 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
   }
   // Levels and passes.
   const size_t N = prog->insts.size();
-  g.uniform.assign(N, false);
-  g.stage.assign(N, 0);
-  int passes = 0;
-  for (size_t j = 0; j < N; ++j) {
-    const FusedInst& in = prog->insts[j];
-    const int a = arity(in.op);
-    const int ops[3] = {in.a, in.b, in.c};
-    if (in.op == FusedOpcode::Load) {
-      g.uniform[j] = g.views[in.a].strides.back() == Expr(0) || L == Expr(1);
-    } else if (in.op == FusedOpcode::Const) {
-      g.uniform[j] = true;
-    } else if (is_row_reduce(in.op)) {
-      g.uniform[j] = true;
-      g.stage[j] = g.stage[in.a] + 1;
-      passes = std::max(passes, g.stage[j]);
-    } else {
-      bool u = true;
-      for (int k = 0; k < a; ++k) {
-        u = u && g.uniform[ops[k]];
-        g.stage[j] = std::max(g.stage[j], g.stage[ops[k]]);
-      }
-      g.uniform[j] = u;
-    }
-  }
+  rows::Levels lv = rows::levels(*prog, [&](int c) {
+    return g.views[static_cast<size_t>(c)].strides.back() == Expr(0) || L == Expr(1);
+  });
+  g.uniform = std::move(lv.uniform);
+  g.stage = std::move(lv.stage);
+  const int passes = lv.passes;
+  const std::vector<std::vector<int>>& reds = lv.reds;
   const int root = static_cast<int>(N) - 1;
   // Per pass, the reductions it computes and the element instructions it evaluates.
-  std::vector<std::vector<int>> reds(passes + 1);
-  for (size_t j = 0; j < N; ++j)
-    if (is_row_reduce(prog->insts[j].op)) reds[g.stage[j]].push_back(static_cast<int>(j));
   std::vector<std::vector<int>> work(passes + 2);
   for (int p = 1; p <= passes; ++p) {
     std::vector<int> targets;

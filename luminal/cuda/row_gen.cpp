@@ -1,5 +1,6 @@
 #include "luminal/cuda/row_gen.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "luminal/cuda/prelude.hpp"
@@ -97,6 +98,38 @@ std::string RowGen::loop(const std::string& inner, const std::string& chunk_head
   }
   return "    for (" + I() + " l = threadIdx.x; l < L; l += " + std::to_string(T) +
          ") {\n      const " + I() + " i = rb + l;\n" + inner + "    }\n";
+}
+
+Levels levels(const FusedProgram& p, const std::function<bool(int child)>& uniform_load) {
+  const size_t N = p.insts.size();
+  Levels lv;
+  lv.uniform.assign(N, false);
+  lv.stage.assign(N, 0);
+  for (size_t j = 0; j < N; ++j) {
+    const FusedInst& in = p.insts[j];
+    const int a = arity(in.op);
+    const int ops[3] = {in.a, in.b, in.c};
+    if (in.op == FusedOpcode::Load) {
+      lv.uniform[j] = uniform_load(in.a);
+    } else if (in.op == FusedOpcode::Const) {
+      lv.uniform[j] = true;
+    } else if (is_row_reduce(in.op)) {
+      lv.uniform[j] = true;
+      lv.stage[j] = lv.stage[in.a] + 1;
+      lv.passes = std::max(lv.passes, lv.stage[j]);
+    } else {
+      bool u = true;
+      for (int k = 0; k < a; ++k) {
+        u = u && lv.uniform[ops[k]];
+        lv.stage[j] = std::max(lv.stage[j], lv.stage[ops[k]]);
+      }
+      lv.uniform[j] = u;
+    }
+  }
+  lv.reds.resize(static_cast<size_t>(lv.passes) + 1);
+  for (size_t j = 0; j < N; ++j)
+    if (is_row_reduce(p.insts[j].op)) lv.reds[lv.stage[j]].push_back(static_cast<int>(j));
+  return lv;
 }
 
 std::optional<Online> match_online(const FusedProgram& p, const std::vector<std::vector<int>>& reds,

@@ -5,6 +5,7 @@
 // the online softmax pattern (match_online). row.cpp fills one RowGen per node (the node, its
 // program, the Codegen and the per-load facts) and writes each pass's body as loop() over
 // element_code() of the values the pass needs (closure()).
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,19 @@ struct RowGen {
   std::string loop(const std::string& inner, const std::string& chunk_head = {},
                    const std::string& chunk_tail = {});
 };
+
+/// A row program's levels: per instruction, whether its value is the same along the row (a load
+/// where `uniform_load(child)` says so, a constant, a reduction, math on such values) and the pass
+/// after which it is known (0: before any; a reduction one pass after its operand); per pass, the
+/// reductions it computes (reds[p], in program order). cuda.Row and cuda.Attention read their
+/// programs through it.
+struct Levels {
+  std::vector<bool> uniform;
+  std::vector<int> stage;
+  std::vector<std::vector<int>> reds;
+  int passes = 0;
+};
+Levels levels(const FusedProgram& p, const std::function<bool(int child)>& uniform_load);
 
 /// The online form's pattern (softmax, log-softmax): pass 1's only reduction m = RowMax(u), pass
 /// 2's only reduction s = RowSum(e) with e = exp2((u + m * -1) * c), all f32, c a positive
