@@ -184,7 +184,6 @@ class AttentionKernel final : public Kernel {
     kd_ = axis_offsets(ki, q);
     vn_ = axis_offsets(vi, q - 1);
     vl_ = axis_offsets(vi, q);
-    qd_step_ = linear_step(qd_);
     kl_step_ = linear_step(kl_);
     kd_step_ = linear_step(kd_);
     vn_step_ = linear_step(vn_);
@@ -280,7 +279,7 @@ class AttentionKernel final : public Kernel {
   uint64_t version_ = 0;
   int64_t L_ = 0, d_ = 0, n_ = 0;
   std::vector<int64_t> qrow_, krow_, vrow_, qd_, kl_, kd_, vn_, vl_;
-  int64_t qd_step_ = -1, kl_step_ = -1, kd_step_ = -1, vn_step_ = -1, vl_step_ = -1;
+  int64_t kl_step_ = -1, kd_step_ = -1, vn_step_ = -1, vl_step_ = -1;
   std::vector<std::vector<int64_t>> batches_;
   std::vector<float> scores_, probs_, part_;
 };

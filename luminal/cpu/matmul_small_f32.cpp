@@ -125,7 +125,9 @@ constexpr int64_t kAxpyRun = 64;
 template <int M>
 LUMINAL_AVX2_FMA void axpys(int64_t N, int64_t K, const float* a, int64_t am, int64_t ak,
                             const float* b, int64_t bk, float* c, int64_t ldc) {
-  for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kAxpyRun) {
+  const int64_t runs = K > 0 ? (K + kAxpyRun - 1) / kAxpyRun : 1;  // (K = 0: zeros stored)
+  for (int64_t run = 0; run < runs; ++run) {
+    const int64_t k0 = run * kAxpyRun;
     const int64_t kn = K - k0 < kAxpyRun ? K - k0 : kAxpyRun;
     const int64_t ahead = K < k0 + 2 * kAxpyRun ? K : k0 + 2 * kAxpyRun;
     const bool more = k0 > 0;
@@ -145,7 +147,6 @@ LUMINAL_AVX2_FMA void axpys(int64_t N, int64_t K, const float* a, int64_t am, in
           s += ak0[m * am + k * ak] * bk0[k * bk + n];
         c[m * ldc + n] = s;
       }
-    if (K <= 0) break;
   }
 }
 
