@@ -172,14 +172,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 2) {  // lt-<type> / smollm2-<type>: a block-quantized decode only
-    const std::string mode = argv[2];
+    std::string mode = argv[2];
+    const bool pp = mode.size() > 3 && mode.compare(mode.size() - 3, 3, "+pp") == 0;
+    if (pp) mode.resize(mode.size() - 3);
     const size_t dash = mode.find('-');
     if (dash != std::string::npos &&
         (mode.rfind("lt-", 0) == 0 || mode.rfind("smollm2-", 0) == 0)) {
       const std::string type = mode.substr(dash + 1);
       for (luminal::DType t : luminal::kWeightBlockDTypes)
         if (luminal::name(t) == type) {
-          luminal::bench_cuda::quant_decode(copy, limit, mode[0] == 'l' ? "8b" : "smollm2", t);
+          luminal::bench_cuda::quant_decode(copy, limit, mode[0] == 'l' ? "8b" : "smollm2", t, pp);
           return 0;
         }
       std::printf(

@@ -109,8 +109,10 @@ void gemv_shapes(double copy_gbs, const std::string& only);
 /// its tied embedding in q8_0; q8_0 models keep q8_0 throughout), f32 activations, cuBLASLt on:
 /// ms per token at context 128, kernels, GPU busy time, the program's ops and the time by op.
 /// `bench_cuda N lt-<type>` (8B) and `bench_cuda N smollm2-<type>` run only this
-/// (cuda_bench_llm.cpp).
-void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt);
+/// (cuda_bench_llm.cpp). With `prefill` (modes ending in "+pp") the program has a prefill bucket
+/// (s in [2, 128]) too, and a 128-token prompt is timed and its kernels listed by op.
+void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt,
+                  bool prefill = false);
 
 /// A decode step of a newer family's shape in bf16, random weights, argmax in the graph, contexts
 /// 128 and 2048 (cuda_bench_families.cpp): `which` "qwen3moe" (Qwen3-30B-A3B cut to 12 layers:

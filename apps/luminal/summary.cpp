@@ -1,7 +1,8 @@
 // The lines `run` and `bench` print about a loaded model's weights, the kernels reading them and
 // its memory:
 //   weights         92.1 MiB resident: q4_1 63.3 MiB (210), q8_0 28.7 MiB (1), f32 0.1 MiB (61)
-//   weight kernels  q4_1 x q8_1 GEMV (210), q8_0 x q8_1 ... on avx512vnni
+//   weight kernels  q4_1 x q8_1 GEMV (210), q8_0 x q8_1 ... on avx512vnni (CUDA: "; prefill
+//                   q4_1 x q8_1 GEMM (210)" where the prefill program reads them otherwise)
 //   session         122.1 MiB: weights 92.1 MiB, KV cache 11.2 MiB, arena 7.3 MiB, other ...
 #include <algorithm>
 #include <fstream>
@@ -51,25 +52,51 @@ std::string weights_line(const models::CausalLM& lm) {
   return out;
 }
 
-std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
-  // The decode program (one token) says which ops read the weights.
-  const LlirGraph& p = lm.session().llir({{"s", 1}, {"c", 1}});
+namespace {
+
+/// What reads the weights in one program: "<weight> x <activation> GEMV" per quantized or 16-bit
+/// product (GEMM for cuda.QGemmQ8, the tensor-core prefill form), quantized gathers, per-step
+/// dequantisations, by count.
+std::map<std::string, int> weight_kernels(const LlirGraph& p) {
   std::map<std::string, int> count;
   for (const LlirNode& n : p.nodes) {
     const std::string_view op = n.op->name;
-    if ((op == "cpu.QMatmul" || op == "cuda.QGemv" || op == "cpu.MatmulW16") &&
-        n.input_dtypes.size() == 2)
+    const bool reads_weight = n.input_dtypes.size() >= 2 &&
+                              (is_block(n.input_dtypes[1]) || n.input_dtypes[1] == DType::BF16 ||
+                               n.input_dtypes[1] == DType::F16);
+    if (reads_weight && (op == "cpu.QMatmul" || op == "cpu.MatmulW16" ||
+                         op.starts_with("cuda.QGemv") || op.starts_with("cuda.QGemm")))
       ++count[std::string(name(n.input_dtypes[1])) + " x " + std::string(name(n.input_dtypes[0])) +
-              " GEMV"];
+              (op.starts_with("cuda.QGemm") ? " GEMM" : " GEMV")];
     else if (op == "cpu.QGather" || op == "cuda.QGather")
       ++count["quantized gather"];
     else if (op == "Dequantize")
       ++count["dequantize"];
   }
-  if (count.empty()) return "f32 (no block-quantized or 16-bit weights read as stored)";
+  return count;
+}
+
+std::string joined(const std::map<std::string, int>& count) {
   std::string out;
   for (const auto& [k, c] : count)
     out += (out.empty() ? "" : ", ") + k + " (" + std::to_string(c) + ")";
+  return out;
+}
+
+}  // namespace
+
+std::string kernels_line(models::CausalLM& lm, const Backend& backend) {
+  // The decode program (one token) and the prefill program (the longest step) say which ops
+  // read the weights.
+  const std::map<std::string, int> decode = weight_kernels(lm.session().llir({{"s", 1}, {"c", 1}}));
+  if (decode.empty()) return "f32 (no block-quantized or 16-bit weights read as stored)";
+  std::string out = joined(decode);
+  const int64_t max_step = lm.decoder().shape.max_step;
+  if (max_step > 1) {
+    const std::map<std::string, int> prefill =
+        weight_kernels(lm.session().llir({{"s", max_step}, {"c", max_step}}));
+    if (prefill != decode) out += "; prefill " + (prefill.empty() ? "f32" : joined(prefill));
+  }
   if (backend.name() == "cpu")
     out += " on " + std::string(cpu::quant::isa_name(cpu::quant::active()));
   return out;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/quant_test_util.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/core/quantize_ref.hpp"
@@ -41,55 +42,12 @@ namespace {
 
 using testing::count_op;
 
-/// Valid blocks of `t` with random quants and random f16 scales and mins (a few subnormal).
-HostBuffer random_blocks(DType t, int64_t values, uint64_t seed) {
-  HostBuffer b{t, std::vector<uint8_t>(storage_bytes(t, values))};
-  blocks::fill_valid_blocks(t, b.bytes, seed);
-  std::mt19937_64 rng(seed * 7 + 1);
-  std::uniform_real_distribution<float> ex(-12, -4);
-  auto scale = [&](bool sub) {
-    float v = std::exp2(sub ? -20.0f : ex(rng));
-    if (rng() & 1) v = -v;
-    return f32_to_f16_bits(v);
-  };
-  const int64_t bb = block_bytes(t);
-  for (size_t o = 0; o < b.bytes.size(); o += static_cast<size_t>(bb)) {
-    uint8_t* p = b.bytes.data() + o;
-    const bool sub = rng() % 16 == 0;
-    const uint16_t d = scale(sub), m = scale(false);
-    testing::set_block_scales(t, p, d, m);
-  }
-  return b;
-}
-
-std::vector<float> decode(const HostBuffer& b) {
-  std::vector<float> v(static_cast<size_t>(b.numel()));
-  blocks::dequantize(b.dtype, b.bytes.data(), v.data(), b.numel());
-  return v;
-}
-
+using testing::decode;
+using testing::f32_buffer;
+using testing::floats;
 using testing::min_terms;
-
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v)
-    x = u(rng);
-  return v;
-}
-
-HostBuffer f32_buffer(const std::vector<float>& v) {
-  HostBuffer b{DType::F32, std::vector<uint8_t>(v.size() * 4)};
-  std::memcpy(b.bytes.data(), v.data(), b.bytes.size());
-  return b;
-}
-
-std::vector<float> floats(const HostBuffer& b) {
-  std::vector<float> v(b.bytes.size() / 4);
-  std::memcpy(v.data(), b.bytes.data(), b.bytes.size());
-  return v;
-}
+using testing::random_blocks;
+using testing::random_floats;
 
 int64_t row_for(DType t) { return block_size(t) == 256 ? 512 : 96; }
 

@@ -1,0 +1,315 @@
+// cuda.QGemmQ8: a linear layer over block-quantized weights with many activation rows (prefill)
+// on the int8 tensor cores, reading the weight's GGUF blocks as stored.
+//
+// The shared matcher (kernels/quant_rule.hpp) finds SumReduce(Mul(x, Dequantize(W))) as x @ W^T;
+// where the activation rows are more than 8 or a dynamic count (the GEMVs of qgemv.cpp take up
+// to 8), the rule offers cuda.QGemmQ8(cuda.QuantizeQ8(x), W) beside dequantise-then-matmul (an
+// f32 weight widened every step, then cuBLASLt in f32): x rounded to Q8_1 rows once (shared
+// with every layer reading x, as the GEMV's integer form), each block of 32 values one
+// mma.sync.m16n8k32 on s8. Types: q4_0, q4_1, q5_0, q5_1 and q8_0 (a legacy block is one k32
+// step); the K types are not done here. LUMINAL_CUDA_QGEMM=0 offers none, nor does
+// LUMINAL_CUDA_QGEMV=f32 (only f32 activations).
+//
+// Layout: a block of 8 warps covers 32 activation rows and 32 weight rows (two m16 tiles by four
+// n8 tiles), its warps splitting k in 8 slices of blocks; the slices' sums are joined in slice
+// order through shared memory (a prefill has few row tiles: with one warp a tile an 8B layer's
+// GEMMs kept about 4 warps an SM busy). LUMINAL_CUDA_QGEMM_SLICES = 4, 2 or 1 gives a block
+// 8 / slices such groups side by side instead. Lane (g = lane / 4, t =
+// lane % 4) loads the fragments of mma.m16n8k32 straight from memory: activation words t and t + 4
+// of rows g and g + 8 of each m16 tile (Q8_1 rows, word-aligned), and of weight row g of each n8
+// tile the byte-word t of the quants, whose low nibbles are values 4t..4t+3 and high nibbles
+// 16+4t..16+4t+3: exactly the B fragment (QI_<t><4> of quant_dp4a_device.cpp; Q8_0 its words t and
+// t + 4). The weight scales of the C fragment's columns 2t, 2t + 1 come from lanes 8t and 8t + 4 by
+// shuffles.
+//
+// Numerics as cuda.QGemvQ8's: a block's integer sum is exact; it joins the f32 accumulator of
+// each output as fma(a * d_x, sum, acc), then fma(b, s_x, acc) for types with a min; blocks in
+// order within a slice, then the slices added in order. So every output is within
+// testing::quant_dot_bound at depth 2 K / 32 + 8 (docs/quant.md).
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/quant_device.hpp"
+#include "luminal/kernels/matmul_rule.hpp"
+#include "luminal/kernels/quant_rule.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+// (the integer GEMV's 0.3-0.35: with cuda.QuantizeQ8's 0.5 below a Dequantize and a matmul)
+const OpDef kQGemmQ8{.name = "cuda.QGemmQ8", .seed_cost = 0.35};
+
+// A block: 8 warps, in groups of `slices` warps that split k (LUMINAL_CUDA_QGEMM_SLICES: 1, 2, 4
+// or 8; default 8: on an H100 an 8B q4_0 prefill's 224 GEMMs took 28.9 ms with 8, 31.8 with 4, 38.9
+// with 2, 45.5 with 1); the groups split the block's weight rows, 32 each.
+constexpr int kWarps = 8;
+constexpr int kBlock = 32 * kWarps;
+constexpr int kRowsPerBlock = 32;  // activation rows a block
+constexpr int kMaxGemvRows = 8;    // fewer constant rows: the GEMVs (qgemv.cpp)
+
+bool mma_type(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
+         t == DType::Q8_0;
+}
+
+/// The axes of a product over `dims` read through the activation view `xv` and weight view `wv`
+/// (k = `axis`): m axes (W's stride 0, x's not) and n axes (the others), axes of length 1
+/// skipped; nothing when an m axis follows an n axis (the output's flat index is then not
+/// row * N + column).
+struct Axes {
+  std::vector<int> m, n;
+};
+std::optional<Axes> axes_of(const View& xv, const View& wv, int axis) {
+  Axes a;
+  for (int d = 0; d < wv.rank(); ++d) {
+    if (d == axis || wv.dims[static_cast<size_t>(d)] == Expr(1)) continue;
+    const bool m = wv.strides[static_cast<size_t>(d)] == Expr(0) &&
+                   !(xv.strides[static_cast<size_t>(d)] == Expr(0));
+    if (m && !a.n.empty()) return std::nullopt;
+    (m ? a.m : a.n).push_back(d);
+  }
+  return a;
+}
+
+/// The parts of a quantized linear layer this kernel takes: an f32 activation of more than 8
+/// rows (or a dynamic count), a legacy block type, m axes before n axes.
+std::optional<QuantMatmulParts> gemm_parts(const EGraph& eg, const Match& m) {
+  std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
+  if (!p || !mma_type(p->wtype) || eg.dtype(p->act) != DType::F32 || p->sum.dtype != DType::F32 ||
+      p->act_rows_view.has_base() || p->weight_view.has_base())
+    return std::nullopt;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < p->act_rows.size() && rows >= 0; ++i)
+    rows = p->act_rows[i].is_const() ? rows * p->act_rows[i].as_const() : -1;
+  if (rows >= 0 && rows <= kMaxGemvRows) return std::nullopt;
+  const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::Q8_1);
+  if (!axes_of(a.matmul.views[0], a.matmul.views[1], a.matmul.axis)) return std::nullopt;
+  return p;
+}
+
+std::vector<Rule> qgemm_rules() {
+  // (rules, not conditions: the compile cache's key names the rules in force)
+  if (!env_switch_on("LUMINAL_CUDA_QGEMM")) return {};
+  // LUMINAL_CUDA_QGEMV=f32 (qgemv.cpp) keeps every activation f32: no integer form here either.
+  if (const char* v = std::getenv("LUMINAL_CUDA_QGEMV"); v != nullptr && std::string(v) == "f32")
+    return {};
+  Rule r{"cuda.qgemm-q8", matmul_pattern(),
+         [](const Match& m, const EGraph& eg) { return gemm_parts(eg, m).has_value(); },
+         [](const Match& m, EGraph& eg) {
+           const std::optional<QuantMatmulParts> p = gemm_parts(eg, m);
+           if (!p) return;
+           const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::Q8_1);
+           const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
+           add_merged(eg, &kQGemmQ8, a.matmul, {xq, p->weight}, m.root);
+         }};
+  return {r};
+}
+
+// Device code: the B fragment (b0, b1) of weight row `row`'s block u for lane t, its scale a and
+// min b, per type; the s8 MMA.
+const char* kMmaSource = R"(
+#ifndef LMN_QGEMM_DEVICE
+#define LMN_QGEMM_DEVICE
+template <class Q>
+LMN void lmn_qb(const unsigned char* row, int u, int t, int& b0, int& b1, float& a, float& b) {
+  typename Q::Raw r;
+  Q::load(row, u, t, r);
+  int v[2], w[2];
+  Q::ints(r, t, v, w, a, b);
+  b0 = v[0]; b1 = v[1];
+}
+struct QB_q8_0 {
+  enum { HAS_B = 0 };
+  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a, float& b) {
+    const unsigned char* p = row + u * 34;
+    a = lmn_h16(lmn_u16(p)); b = 0.0f;
+    b0 = (int)lmn_w16(p + 2 + 4 * t); b1 = (int)lmn_w16(p + 18 + 4 * t);
+  }
+};
+#define LMN_QB(T) struct QB_##T { enum { HAS_B = QI_##T<4>::HAS_B }; \
+  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a, float& b) \
+  { lmn_qb<QI_##T<4>>(row, u, t, b0, b1, a, b); } };
+LMN_QB(q4_0) LMN_QB(q4_1) LMN_QB(q5_0) LMN_QB(q5_1)
+LMN void lmn_mma_s8(int* c, const int* a, int b0, int b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+)";
+
+KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
+  if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
+    throw Error("cuda.QGemmQ8: needs an activation and a weight");
+  const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
+  if (tx != DType::Q8_1 || !mma_type(tw) || n.attrs.dtype != DType::F32)
+    throw Error(
+        "cuda.QGemmQ8: reads q8_1 activation rows and q4_0, q4_1, q5_0, q5_1 or q8_0 "
+        "weights into f32, got " +
+        std::string(name(tx)) + " and " + std::string(name(tw)) + " into " +
+        std::string(name(n.attrs.dtype)));
+  const int axis = n.attrs.axis;
+  const View& xv = n.attrs.views[0];
+  const View& wv = n.attrs.views[1];
+  if (xv.has_base() || wv.has_base())
+    throw Error("cuda.QGemmQ8: an input read at an element offset is not supported");
+  const Expr K = wv.dims[static_cast<size_t>(axis)];
+  if (!K.is_const() || K.as_const() % 32 != 0)
+    throw Error("cuda.QGemmQ8: k must be a static whole number of 32-value blocks");
+  const std::optional<Axes> ax = axes_of(xv, wv, axis);
+  if (!ax) throw Error("cuda.QGemmQ8: the activation rows' axes must come before the weight's");
+  // The activation: contiguous Q8_1 rows [m axes..., K] (rows_view_over).
+  if (ax->m.empty() ||
+      !(xv.strides[static_cast<size_t>(ax->m.back())].substitute("z", Expr(1)) == K))
+    throw Error("cuda.QGemmQ8: the activation must be contiguous rows of blocks");
+  Expr M(1), N(1);
+  for (int d : ax->m)
+    M = M * wv.dims[static_cast<size_t>(d)];
+  for (int d : ax->n)
+    N = N * wv.dims[static_cast<size_t>(d)];
+  const int64_t NU = K.as_const() / 32;
+  Codegen cg(n, ctx);
+  cg.require(M * N);
+  cg.require(M * K);
+  cg.require(N * K);
+  const std::string& I = cg.idx();
+  // W's row of output column p: W through its view with the m axes at 0.
+  View wn = wv;
+  for (int d : ax->m)
+    wn.dims[static_cast<size_t>(d)] = Expr(1);
+  const std::string T = tw == DType::Q8_0 ? "QB_q8_0" : "QB_" + quant_tag(tw);
+  const std::string BB = std::to_string(block_bytes(tw));
+  const std::string XB = std::to_string(storage_bytes(DType::Q8_1, K.as_const()));
+  const int slices = env_int("LUMINAL_CUDA_QGEMM_SLICES", 8, 1, kWarps);
+  if (kWarps % slices != 0) throw Error("LUMINAL_CUDA_QGEMM_SLICES must be 1, 2, 4 or 8");
+  const int groups = kWarps / slices, cols = 32 * groups;  // weight rows a block
+  const std::string S = std::to_string(slices);
+  std::string body = lines({
+      "  const " + I + " M = " + cg.c(M) + ", N = " + cg.c(N) + ";",
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;",
+      "  const int slice = warp % " + S + ", grp = warp / " + S + ";",
+      "  const " + I + " m0 = (" + I + ")blockIdx.x * " + std::to_string(kRowsPerBlock) + ";",
+      "  const " + I + " nw = (" + I + ")blockIdx.y * " + std::to_string(cols) + " + grp * 32;",
+      "  __shared__ float part[" + std::to_string(kWarps) + "][32][33];",
+      "  const unsigned char* wr[4];",
+  });
+  for (int j = 0; j < 4; ++j) {
+    const std::string pj = "p" + std::to_string(j);
+    body += "  {\n    const " + I + " " + pj + " = nw + " + std::to_string(8 * j) + " + g;\n";
+    const std::string off = cg.view_offset(wn, pj, "w" + std::to_string(j), body, axis);
+    body += "    wr[" + std::to_string(j) + "] = " + pj +
+            " < N ? (const unsigned char*)in1 + (long long)(" + off + " / 32) * " + BB +
+            "LL : nullptr;\n  }\n";
+  }
+  // Slice s takes blocks [u0, u1): NU split as evenly as can be.
+  body += lines({
+      "  const unsigned char* xr[4];",
+      "#pragma unroll",
+      "  for (int i = 0; i < 4; ++i) {",
+      "    const " + I + " r = m0 + (i >> 1) * 16 + (i & 1) * 8 + g;",
+      "    xr[i] = r < M ? (const unsigned char*)in0 + (long long)r * " + XB + "LL : nullptr;",
+      "  }",
+      "  float acc[2][4][4];",
+      "#pragma unroll",
+      "  for (int i = 0; i < 32; ++i) (&acc[0][0][0])[i] = 0.0f;",
+      "  const int u0 = slice * " + std::to_string(NU) + " / " + S + ", u1 = (slice + 1) * " +
+          std::to_string(NU) + " / " + S + ";",
+      "#pragma unroll 2",
+      "  for (int u = u0; u < u1; ++u) {",
+      "    int a[2][4];",
+      "    float dx[4], sx[4];",
+      "#pragma unroll",
+      "    for (int i = 0; i < 4; ++i) {",
+      "      int lo = 0, hi = 0;",
+      "      unsigned int ds = 0u;",
+      "      if (xr[i]) {",
+      "        const unsigned char* p = xr[i] + u * 36;",
+      "        ds = __ldg((const unsigned int*)p);",
+      "        lo = __ldg((const int*)(p + 4 + 4 * t));",
+      "        hi = __ldg((const int*)(p + 20 + 4 * t));",
+      "      }",
+      "      dx[i] = lmn_h16(ds);",
+      "      sx[i] = lmn_h16(ds >> 16);",
+      "      a[i >> 1][i & 1] = lo;",
+      "      a[i >> 1][2 + (i & 1)] = hi;",
+      "    }",
+      "#pragma unroll",
+      "    for (int j = 0; j < 4; ++j) {",
+      "      int b0 = 0, b1 = 0;",
+      "      float aw = 0.0f, bw = 0.0f;",
+      "      if (wr[j]) " + T + "::get(wr[j], u, t, b0, b1, aw, bw);",
+      "      const float a0 = __shfl_sync(0xffffffffu, aw, 8 * t);",
+      "      const float a1 = __shfl_sync(0xffffffffu, aw, 8 * t + 4);",
+      "      const float m0w = " + T + "::HAS_B ? __shfl_sync(0xffffffffu, bw, 8 * t) : 0.0f;",
+      "      const float m1w = " + T + "::HAS_B ? __shfl_sync(0xffffffffu, bw, 8 * t + 4) : 0.0f;",
+      "#pragma unroll",
+      "      for (int mi = 0; mi < 2; ++mi) {",
+      "        int c[4] = {0, 0, 0, 0};",
+      "        lmn_mma_s8(c, a[mi], b0, b1);",
+      "        float* o = acc[mi][j];",
+      "        const float x0 = dx[2 * mi], x1 = dx[2 * mi + 1];",
+      "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), (float)c[0], o[0]);",
+      "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), (float)c[1], o[1]);",
+      "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), (float)c[2], o[2]);",
+      "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), (float)c[3], o[3]);",
+      "        if (" + T + "::HAS_B) {",
+      "          o[0] = __fmaf_rn(m0w, sx[2 * mi], o[0]);",
+      "          o[1] = __fmaf_rn(m1w, sx[2 * mi], o[1]);",
+      "          o[2] = __fmaf_rn(m0w, sx[2 * mi + 1], o[2]);",
+      "          o[3] = __fmaf_rn(m1w, sx[2 * mi + 1], o[3]);",
+      "        }",
+      "      }",
+      "    }",
+      "  }",
+      // The slices' sums joined in slice order through shared memory: element (row, column) of
+      // the warp group's 32 x 32 tile at part[warp][row][column].
+      "#pragma unroll",
+      "  for (int mi = 0; mi < 2; ++mi)",
+      "#pragma unroll",
+      "    for (int j = 0; j < 4; ++j)",
+      "#pragma unroll",
+      "      for (int e = 0; e < 4; ++e)",
+      "        part[warp][mi * 16 + (e >> 1) * 8 + g][j * 8 + 2 * t + (e & 1)] = acc[mi][j][e];",
+      "  __syncthreads();",
+      "  for (int e = threadIdx.x; e < " + std::to_string(groups * 32 * 32) +
+          "; e += " + std::to_string(kBlock) + ") {",
+      "    const int gi = e / 1024, row = (e / 32) % 32, col = e % 32;",
+      "    const " + I + " r = m0 + row, p = (" + I + ")blockIdx.y * " + std::to_string(cols) +
+          " + gi * 32 + col;",
+      "    if (r >= M || p >= N) continue;",
+      "    float v = part[gi * " + S + "][row][col];",
+      "    for (int sl = 1; sl < " + S + "; ++sl) v = __fadd_rn(v, part[gi * " + S +
+          " + sl][row][col]);",
+      "    out[r * N + p] = v;",
+      "  }",
+  });
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_qgemm)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(quant_device_source() + kMmaSource + k);
+  gen.launches.push_back(Launch{
+      "lmn_qgemm",
+      kBlock,
+      {ceil_div(M, Expr(int64_t{kRowsPerBlock})), ceil_div(N, Expr(int64_t{cols})), Expr(1)}});
+  gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const()))) +
+              M * Expr(static_cast<int64_t>(storage_bytes(tx, K.as_const()))) + M * N * Expr(4);
+  gen.flops = M * N * K * Expr(2);
+  return gen;
+}
+
+}  // namespace
+
+void register_qgemm_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp qgemm{&kQGemmQ8, "cuda.library", qgemm_rules, gen_qgemm_q8};
+  ops.push_back(&qgemm);
+}
+
+}  // namespace luminal::cuda

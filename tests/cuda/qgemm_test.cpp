@@ -1,0 +1,179 @@
+// cuda.QGemmQ8 (luminal/cuda/qgemm.cpp), the prefill linear layer over GGUF blocks on the int8
+// tensor cores:
+//   - CI (no GPU): the rule offers it for more than 8 activation rows and for a dynamic count,
+//     not for 8 or fewer (the GEMVs' case), not for the K types, not with LUMINAL_CUDA_QGEMM=0
+//     or LUMINAL_CUDA_QGEMV=f32;
+//     the fewest-kernels seed of a dynamic-row layer takes it; NVRTC compiles its kernels for
+//     sm_90;
+//   - GPU: every output within testing::quant_dot_bound (the activation's 8-bit rounding, then f32
+//     rounding at the kernel's depth) for q4_0, q4_1, q5_0, q5_1 and q8_0, row counts that are
+//     not multiples of 16 or 32, weight rows that are not multiples of 8, k not a multiple of 256,
+//     and a dynamic row count run at two lengths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "cuda/quant_test_util.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/nn/linear.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::count_op;
+
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
+
+bool qgemm_ops(std::string_view op) { return op == "cuda.QGemmQ8" || op == "cuda.QuantizeQ8"; }
+
+/// x [rows, K] @ Dequantize(w [n, K])^T; rows `m`, or a dynamic "s" when m is 0.
+Graph linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
+  Graph g;
+  Tensor x = g.tensor("x", {m > 0 ? Expr(m) : Expr::var("s"), Expr(K)});
+  if (m == 0) g.declare_dim("s", 1, 256);
+  nn::linear(x, g.tensor("w", {Expr(n), Expr(K)}, t).dequantize()).output("y");
+  return g;
+}
+
+TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
+  testing::CudaRulesOnly rules;
+  for (DType t : kTypes)
+    for (int64_t m : {1, 8, 9, 40, 0}) {
+      auto [l, n] = testing::prefer_ops(linear_graph(t, m, 40, 128), rules, qgemm_ops);
+      EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), m == 0 || m > 8 ? 1 : 0)
+          << name(t) << " m " << m << ": " << l.op_mix_string();
+    }
+  auto [lk, nk] = testing::prefer_ops(linear_graph(DType::Q4_K, 40, 40, 256), rules, qgemm_ops);
+  EXPECT_EQ(count_op(lk, "cuda.QGemmQ8"), 0) << lk.op_mix_string();
+  ::setenv("LUMINAL_CUDA_QGEMM", "0", 1);
+  testing::CudaRulesOnly off;
+  auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), off, qgemm_ops);
+  ::unsetenv("LUMINAL_CUDA_QGEMM");
+  EXPECT_EQ(count_op(lo, "cuda.QGemmQ8"), 0) << lo.op_mix_string();
+  // Only the f32 forms of the quantized matmuls (the activation never rounded to 8 bits).
+  ::setenv("LUMINAL_CUDA_QGEMV", "f32", 1);
+  testing::CudaRulesOnly f32_forms;
+  auto [lf, nf] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), f32_forms, qgemm_ops);
+  ::unsetenv("LUMINAL_CUDA_QGEMV");
+  EXPECT_EQ(count_op(lf, "cuda.QGemmQ8"), 0) << lf.op_mix_string();
+}
+
+TEST(CudaQGemmRules, TheSeedTakesItForADynamicRowCount) {
+  const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_0, 0, 4096, 4096));
+  EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "Dequantize"), 0) << l.op_mix_string();
+}
+
+// A 2-layer Llama prefill step (s in [2, 128]) with q4_0 projections: the seed reads every
+// projection's blocks with cuda.QGemmQ8 (no weight widened to f32 in the step).
+TEST(CudaQGemmRules, TheSeedOfAQuantizedPrefillTakesItForEveryProjection) {
+  const auto cfg = models::llama_config(
+      {.layers = 2, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
+  models::DecoderShape shape{.slots = 256, .max_step = 128};
+  for (int i = 0; i < 2; ++i)
+    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_0;
+  Graph g = models::build_decoder(cfg, shape).graph;
+  g.declare_dim("s", 2, 128);
+  const LlirGraph l = testing::cuda_seed_program(g);
+  EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 14) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "Dequantize"), 0) << l.op_mix_string();
+}
+
+TEST(CudaQGemmRules, KernelsCompileForSm90) {
+  LUMINAL_REQUIRE_NVRTC();
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources;
+  for (DType t : kTypes)
+    for (int64_t m : {40, 0}) {
+      const Graph g = linear_graph(t, m, 37, 96);
+      auto [l, n] = testing::prefer_ops(g, rules, qgemm_ops);
+      ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+        sources.push_back(k.source);
+    }
+  testing::expect_compiles(sources, "a cuda.QGemmQ8 kernel");
+}
+
+// ---------------------------------------------------------------- GPU
+
+/// Runs x [m, K] @ W^T (W random blocks of t, n rows) forced to cuda.QGemmQ8 and checks every
+/// output within quant_dot_bound at the kernel's depth (two fused multiply-adds a block, then
+/// up to 8 slices added); m 0
+/// runs the dynamic-row program at each of `lengths`. Returns the outputs checked.
+int64_t check_qgemm(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t> lengths,
+                    uint64_t seed) {
+  const Graph g = linear_graph(t, m, n, K);
+  auto [l, count] = testing::prefer_ops(g, testing::gpu(), qgemm_ops);
+  const std::string at = std::string(name(t)) + " m " + std::to_string(m) + " n " +
+                         std::to_string(n) + " k " + std::to_string(K) + ": ";
+  EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << at << l.op_mix_string();
+  if (count_op(l, "cuda.QGemmQ8") != 1) return 0;
+  if (m > 0) lengths = {m};
+  std::vector<DynMap> dyns;
+  for (int64_t s : lengths)
+    dyns.push_back(m > 0 ? DynMap{} : DynMap{{"s", s}});
+  testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+  const HostBuffer wb = testing::random_blocks(t, n * K, seed);
+  const int64_t row_bytes = static_cast<int64_t>(storage_bytes(t, K));
+  const int64_t depth = 2 * (K / 32) + 8;
+  int64_t checked = 0;
+  for (size_t li = 0; li < lengths.size(); ++li) {
+    const int64_t rows = lengths[li];
+    const std::vector<float> xs = testing::random_floats(rows * K, seed + 100 + li);
+    const std::vector<float> got =
+        testing::floats(testing::run_plan(lp, {{"x", testing::f32_buffer(xs)}, {"w", wb}}, dyns[li])
+                            .outputs.at("y"));
+    EXPECT_EQ(got.size(), static_cast<size_t>(rows * n)) << at;
+    if (got.size() != static_cast<size_t>(rows * n)) continue;
+    int bad = 0;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const testing::QuantDotBound b =
+            testing::quant_dot_bound(t, wb.bytes.data() + j * row_bytes, xs.data() + i * K, K);
+        const double tol = b.bound_q_at_depth(depth);
+        const double y = got[static_cast<size_t>(i * n + j)];
+        if (!(std::fabs(y - b.y_q) <= tol)) {
+          if (bad < 3)
+            ADD_FAILURE() << at << "rows " << rows << " y[" << i << "," << j << "] = " << y
+                          << ", want " << b.y_q << " +- " << tol;
+          ++bad;
+        }
+        ++checked;
+      }
+    EXPECT_EQ(bad, 0) << at << "rows " << rows;
+  }
+  return checked;
+}
+
+TEST(CudaQGemm, EveryTypeWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  uint64_t seed = 500;
+  for (DType t : kTypes)
+    for (int64_t K : {96, 576, 4128})
+      for (int64_t m : {9, 40, 100})
+        checked += check_qgemm(t, m, 37 + 2 * m, K, {}, seed += 10);
+  EXPECT_GT(checked, 100000);
+}
+
+TEST(CudaQGemm, DynamicRowCountAtTwoLengths) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  for (DType t : {DType::Q4_0, DType::Q4_1})
+    checked += check_qgemm(t, 0, 200, 576, {77, 128}, 900);
+  EXPECT_EQ(checked, 2 * 200 * (77 + 128));
+}
+
+}  // namespace
+}  // namespace luminal
