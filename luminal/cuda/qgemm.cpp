@@ -8,7 +8,10 @@
 // with every layer reading x, as the GEMV's integer form), each block of 32 values one
 // mma.sync.m16n8k32 on s8. Types: q4_0, q4_1, q5_0, q5_1 and q8_0 (a legacy block is one k32
 // step); the K types are not done here. LUMINAL_CUDA_QGEMM=0 offers none, nor does
-// LUMINAL_CUDA_QGEMV=f32 (only f32 activations).
+// LUMINAL_CUDA_QGEMV=f32 (only f32 activations). cuda.QGemmQ8S (LUMINAL_CUDA_QGEMM_SPLIT=1, not
+// yet run on a GPU) reads the weight in the split layout instead (cuda.QRepack, quant_repack.cpp:
+// the class the decode bucket's cuda.QGemvQ8S folds at load), so a session holds that one copy
+// and releases the GGUF layout (an 8B q4_0 session held both: 8.6 GB for 4.4 GB of weights).
 //
 // Layout: a block of 8 warps covers 32 activation rows and 32 weight rows (two m16 tiles by four
 // n8 tiles), its warps splitting k in 8 slices of blocks; the slices' sums are joined in slice
@@ -44,6 +47,9 @@ namespace {
 
 // (the integer GEMV's 0.3-0.35: with cuda.QuantizeQ8's 0.5 below a Dequantize and a matmul)
 const OpDef kQGemmQ8{.name = "cuda.QGemmQ8", .seed_cost = 0.35};
+// Over the split layout (cuda.QRepack, folded at load, shared with the decode's cuda.QGemvQ8S): a
+// little below, so the seeds take it where it is offered.
+const OpDef kQGemmQ8S{.name = "cuda.QGemmQ8S", .seed_cost = 0.3};
 
 // A block: 8 warps, in groups of `slices` warps that split k (LUMINAL_CUDA_QGEMM_SLICES: 1, 2, 4
 // or 8; default 8: on an H100 an 8B q4_0 prefill's 224 GEMMs took 28.9 ms with 8, 31.8 with 4, 38.9
@@ -93,6 +99,16 @@ std::optional<QuantMatmulParts> gemm_parts(const EGraph& eg, const Match& m) {
   return p;
 }
 
+/// gemm_parts for the split form: a type with a split layout, a static weight only linear
+/// layers read.
+std::optional<QuantMatmulParts> split_gemm_parts(const EGraph& eg, const Match& m) {
+  std::optional<QuantMatmulParts> p = gemm_parts(eg, m);
+  if (!p || !split_layout(p->wtype) || !only_matmuls_read(eg, p->weight)) return std::nullopt;
+  for (const Expr& d : eg.shape(p->weight))
+    if (!d.is_const()) return std::nullopt;
+  return p;
+}
+
 std::vector<Rule> qgemm_rules() {
   // (rules, not conditions: the compile cache's key names the rules in force)
   if (!env_switch_on("LUMINAL_CUDA_QGEMM")) return {};
@@ -108,6 +124,25 @@ std::vector<Rule> qgemm_rules() {
            const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
            add_merged(eg, &kQGemmQ8, a.matmul, {xq, p->weight}, m.root);
          }};
+  // The split form: the weight as cuda.QRepack(W) (the class the decode bucket's split GEMV
+  // folds, so a session holds one copy and releases the GGUF layout), for a static weight that
+  // only linear layers read. Opt-in (LUMINAL_CUDA_QGEMM_SPLIT=1) until it has run on a GPU.
+  Rule rs{"cuda.qgemm-q8s", matmul_pattern(),
+          [](const Match& m, const EGraph& eg) { return split_gemm_parts(eg, m).has_value(); },
+          [](const Match& m, EGraph& eg) {
+            const std::optional<QuantMatmulParts> p = split_gemm_parts(eg, m);
+            if (!p) return;
+            QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::Q8_1);
+            const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
+            Attrs ra;  // (as the decode's split rule, qgemv.cpp: one class for both)
+            ra.dtype = p->wtype;
+            ra.shape = eg.shape(p->weight);
+            ra.views = {View::contiguous(ra.shape)};
+            const ClassId wr = eg.add(qrepack_op(), ra, {p->weight});
+            a.matmul.int_value = numel(ra.shape).as_const() / 32;
+            add_merged(eg, &kQGemmQ8S, a.matmul, {xq, wr}, m.root);
+          }};
+  if (env_opt_in("LUMINAL_CUDA_QGEMM_SPLIT")) return {r, rs};
   return {r};
 }
 
@@ -132,6 +167,29 @@ struct QB_q8_0 {
     b0 = (int)lmn_w16(p + 2 + 4 * t); b1 = (int)lmn_w16(p + 18 + 4 * t);
   }
 };
+/* The split layout's: bodies at `body`, heads at `head` (a row's first block's). */
+template <class Q>
+LMN void lmn_qbs(const unsigned char* body, const unsigned char* head, int u, int t, int& b0,
+                 int& b1, float& a, float& b) {
+  typename Q::Raw r;
+  Q::load(body, head, u, t, r);
+  int v[2], w[2];
+  Q::ints(r, t, v, w, a, b);
+  b0 = v[0]; b1 = v[1];
+}
+struct QBS_q8_0 {
+  enum { HAS_B = 0 };
+  static LMN void get(const unsigned char* body, const unsigned char* head, int u, int t, int& b0,
+                      int& b1, float& a, float& b) {
+    a = lmn_h16(lmn_u16(head + 2 * u)); b = 0.0f;
+    b0 = __ldg((const int*)(body + u * 32 + 4 * t)); b1 = __ldg((const int*)(body + u * 32 + 16 + 4 * t));
+  }
+};
+#define LMN_QBS(T) struct QBS_##T { enum { HAS_B = QI_##T<4>::HAS_B }; \
+  static LMN void get(const unsigned char* body, const unsigned char* head, int u, int t, int& b0, \
+                      int& b1, float& a, float& b) \
+  { lmn_qbs<QS_##T<4>>(body, head, u, t, b0, b1, a, b); } };
+LMN_QBS(q4_0) LMN_QBS(q4_1) LMN_QBS(q5_0) LMN_QBS(q5_1)
 #define LMN_QB(T) struct QB_##T { enum { HAS_B = QI_##T<4>::HAS_B }; \
   static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a, float& b) \
   { lmn_qb<QI_##T<4>>(row, u, t, b0, b1, a, b); } };
@@ -147,28 +205,30 @@ LMN void lmn_mma_s8(int* c, const int* a, int b0, int b1) {
 
 KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
-    throw Error("cuda.QGemmQ8: needs an activation and a weight");
+    throw Error(std::string(n.op->name) + ": needs an activation and a weight");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
   if (tx != DType::Q8_1 || !mma_type(tw) || n.attrs.dtype != DType::F32)
-    throw Error(
-        "cuda.QGemmQ8: reads q8_1 activation rows and q4_0, q4_1, q5_0, q5_1 or q8_0 "
-        "weights into f32, got " +
-        std::string(name(tx)) + " and " + std::string(name(tw)) + " into " +
-        std::string(name(n.attrs.dtype)));
+    throw Error(std::string(n.op->name) +
+                ": reads q8_1 activation rows and q4_0, q4_1, q5_0, q5_1 or q8_0 "
+                "weights into f32, got " +
+                std::string(name(tx)) + " and " + std::string(name(tw)) + " into " +
+                std::string(name(n.attrs.dtype)));
   const int axis = n.attrs.axis;
   const View& xv = n.attrs.views[0];
   const View& wv = n.attrs.views[1];
   if (xv.has_base() || wv.has_base())
-    throw Error("cuda.QGemmQ8: an input read at an element offset is not supported");
+    throw Error(std::string(n.op->name) + ": an input read at an element offset is not supported");
   const Expr K = wv.dims[static_cast<size_t>(axis)];
   if (!K.is_const() || K.as_const() % 32 != 0)
-    throw Error("cuda.QGemmQ8: k must be a static whole number of 32-value blocks");
+    throw Error(std::string(n.op->name) + ": k must be a static whole number of 32-value blocks");
   const std::optional<Axes> ax = axes_of(xv, wv, axis);
-  if (!ax) throw Error("cuda.QGemmQ8: the activation rows' axes must come before the weight's");
+  if (!ax)
+    throw Error(std::string(n.op->name) +
+                ": the activation rows' axes must come before the weight's");
   // The activation: contiguous Q8_1 rows [m axes..., K] (rows_view_over).
   if (ax->m.empty() ||
       !(xv.strides[static_cast<size_t>(ax->m.back())].substitute("z", Expr(1)) == K))
-    throw Error("cuda.QGemmQ8: the activation must be contiguous rows of blocks");
+    throw Error(std::string(n.op->name) + ": the activation must be contiguous rows of blocks");
   Expr M(1), N(1);
   for (int d : ax->m)
     M = M * wv.dims[static_cast<size_t>(d)];
@@ -184,7 +244,12 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   View wn = wv;
   for (int d : ax->m)
     wn.dims[static_cast<size_t>(d)] = Expr(1);
-  const std::string T = tw == DType::Q8_0 ? "QB_q8_0" : "QB_" + quant_tag(tw);
+  const bool split = n.op == &kQGemmQ8S;
+  const SplitLayout sl = split ? split_layout(tw).value_or(SplitLayout{}) : SplitLayout{};
+  if (split && (sl.body == 0 || n.attrs.int_value <= 0))
+    throw Error("cuda.QGemmQ8S: needs a " + std::string(name(tw)) +
+                " weight in its split layout and its block count");
+  const std::string T = (split ? "QBS_" : "QB_") + quant_tag(tw);
   const std::string BB = std::to_string(block_bytes(tw));
   const std::string XB = std::to_string(storage_bytes(DType::Q8_1, K.as_const()));
   const int slices = env_int("LUMINAL_CUDA_QGEMM_SLICES", 8, 1, kWarps);
@@ -199,14 +264,22 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
       "  const " + I + " nw = (" + I + ")blockIdx.y * " + std::to_string(cols) + " + grp * 32;",
       "  __shared__ float part[" + std::to_string(kWarps) + "][32][33];",
       "  const unsigned char* wr[4];",
+      "  const unsigned char* wh[4];",
   });
+  // Weight row p's blocks (the split layout: its bodies, and its heads after all the bodies).
   for (int j = 0; j < 4; ++j) {
-    const std::string pj = "p" + std::to_string(j);
+    const std::string pj = "p" + std::to_string(j), js = std::to_string(j);
     body += "  {\n    const " + I + " " + pj + " = nw + " + std::to_string(8 * j) + " + g;\n";
-    const std::string off = cg.view_offset(wn, pj, "w" + std::to_string(j), body, axis);
-    body += "    wr[" + std::to_string(j) + "] = " + pj +
-            " < N ? (const unsigned char*)in1 + (long long)(" + off + " / 32) * " + BB +
-            "LL : nullptr;\n  }\n";
+    const std::string off = cg.view_offset(wn, pj, "w" + js, body, axis);
+    const std::string rb = "(long long)(" + off + " / 32)";
+    if (split)
+      body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
+              std::to_string(sl.body) + "LL : nullptr;\n    wh[" + js +
+              "] = (const unsigned char*)in1 + " + std::to_string(n.attrs.int_value * sl.body) +
+              "LL + " + rb + " * " + std::to_string(sl.head) + "LL;\n  }\n";
+    else
+      body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
+              BB + "LL : nullptr;\n    wh[" + js + "] = nullptr;\n  }\n";
   }
   // Slice s takes blocks [u0, u1): NU split as evenly as can be.
   body += lines({
@@ -244,7 +317,8 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
       "    for (int j = 0; j < 4; ++j) {",
       "      int b0 = 0, b1 = 0;",
       "      float aw = 0.0f, bw = 0.0f;",
-      "      if (wr[j]) " + T + "::get(wr[j], u, t, b0, b1, aw, bw);",
+      "      if (wr[j]) " + T + "::get(" + (split ? "wr[j], wh[j]" : "wr[j]") +
+          ", u, t, b0, b1, aw, bw);",
       "      const float a0 = __shfl_sync(0xffffffffu, aw, 8 * t);",
       "      const float a1 = __shfl_sync(0xffffffffu, aw, 8 * t + 4);",
       "      const float m0w = " + T + "::HAS_B ? __shfl_sync(0xffffffffu, bw, 8 * t) : 0.0f;",
@@ -309,7 +383,9 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
 
 void register_qgemm_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp qgemm{&kQGemmQ8, "cuda.library", qgemm_rules, gen_qgemm_q8};
+  static const CudaOp qgemm_s{&kQGemmQ8S, "cuda.library", nullptr, gen_qgemm_q8};
   ops.push_back(&qgemm);
+  ops.push_back(&qgemm_s);
 }
 
 }  // namespace luminal::cuda

@@ -75,6 +75,20 @@ double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode) {
   return 0.7 * mib;
 }
 
+/// Whether only linear layers read W: its HLIR readers are Dequantize(W), read only by Muls. A
+/// split copy of a weight that something else reads too (a tied embedding's gather) would add
+/// its bytes to memory, past the default fold_limit, and the search would drop the candidate.
+bool only_matmuls_read(const EGraph& eg, ClassId w) {
+  for (ENodeId n : eg.eclass(w).parents) {
+    if (eg.is_removed(n) || !eg.node(n).op->is_hlir) continue;
+    if (!is_op(eg.node(n).op, OpKind::Dequantize)) return false;
+    for (ENodeId r : eg.eclass(eg.class_of(n)).parents)
+      if (!eg.is_removed(r) && eg.node(r).op->is_hlir && !is_op(eg.node(r).op, OpKind::Mul))
+        return false;
+  }
+  return true;
+}
+
 namespace {
 
 // (below cuda.Gemv's 0.95: one kernel that replaces the Dequantize's and the GEMV's)
@@ -167,20 +181,6 @@ std::optional<QuantMatmulParts> decode_parts(const EGraph& eg, const Match& m) {
 
 /// LUMINAL_CUDA_QGEMV_SPLIT=0 offers no split-layout form (default: offered).
 bool split_offered() { return env_switch_on("LUMINAL_CUDA_QGEMV_SPLIT"); }
-
-/// Whether only linear layers read W: its HLIR readers are Dequantize(W), read only by Muls. A
-/// split copy of a weight that something else reads too (a tied embedding's gather) would add
-/// its bytes to memory, past the default fold_limit, and the search would drop the candidate.
-bool only_matmuls_read(const EGraph& eg, ClassId w) {
-  for (ENodeId n : eg.eclass(w).parents) {
-    if (eg.is_removed(n) || !eg.node(n).op->is_hlir) continue;
-    if (!is_op(eg.node(n).op, OpKind::Dequantize)) return false;
-    for (ENodeId r : eg.eclass(eg.class_of(n)).parents)
-      if (!eg.is_removed(r) && eg.node(r).op->is_hlir && !is_op(eg.node(r).op, OpKind::Mul))
-        return false;
-  }
-  return true;
-}
 
 /// decode_parts for the split-layout form: a type with a split layout, a static whole weight that
 /// only linear layers read, and a split activation (Q8_1) whose rows start 16-byte aligned (one

@@ -26,6 +26,8 @@
 
 #include "luminal/core/dtype.hpp"
 
+#include "luminal/egraph/egraph.hpp"
+
 namespace luminal {
 struct OpDef;
 }
@@ -56,5 +58,8 @@ struct SplitLayout {
 std::optional<SplitLayout> split_layout(DType t);
 /// cuda.QRepack (quant_repack.cpp): a weight rewritten in its split layout.
 const OpDef* qrepack_op();
+/// Whether only linear layers read the block weight `w` (its HLIR readers are Dequantize(w),
+/// read only by Muls), so a split copy of it replaces it in memory (qgemv.cpp).
+bool only_matmuls_read(const EGraph& eg, ClassId w);
 
 }  // namespace luminal::cuda

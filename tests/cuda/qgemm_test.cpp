@@ -5,10 +5,12 @@
 //     or LUMINAL_CUDA_QGEMV=f32;
 //     the fewest-kernels seed of a dynamic-row layer takes it; NVRTC compiles its kernels for
 //     sm_90;
+//   - the split form (cuda.QGemmQ8S over cuda.QRepack's layout) only with
+//     LUMINAL_CUDA_QGEMM_SPLIT=1, then taken by the seed;
 //   - GPU: every output within testing::quant_dot_bound (the activation's 8-bit rounding, then f32
 //     rounding at the kernel's depth) for q4_0, q4_1, q5_0, q5_1 and q8_0, row counts that are
 //     not multiples of 16 or 32, weight rows that are not multiples of 8, k not a multiple of 256,
-//     and a dynamic row count run at two lengths.
+//     and a dynamic row count run at two lengths; the same for the split form.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/quant_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
@@ -33,6 +36,15 @@ using testing::count_op;
 constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
 
 bool qgemm_ops(std::string_view op) { return op == "cuda.QGemmQ8" || op == "cuda.QuantizeQ8"; }
+bool split_ops(std::string_view op) {
+  return op == "cuda.QGemmQ8S" || op == "cuda.QuantizeQ8" || op == "cuda.QRepack";
+}
+
+/// LUMINAL_CUDA_QGEMM_SPLIT=1 for a scope.
+struct SplitOn {
+  SplitOn() { ::setenv("LUMINAL_CUDA_QGEMM_SPLIT", "1", 1); }
+  ~SplitOn() { ::unsetenv("LUMINAL_CUDA_QGEMM_SPLIT"); }
+};
 
 /// x [rows, K] @ Dequantize(w [n, K])^T; rows `m`, or a dynamic "s" when m is 0.
 Graph linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
@@ -64,6 +76,36 @@ TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
   auto [lf, nf] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), f32_forms, qgemm_ops);
   ::unsetenv("LUMINAL_CUDA_QGEMV");
   EXPECT_EQ(count_op(lf, "cuda.QGemmQ8"), 0) << lf.op_mix_string();
+}
+
+// The split form: offered only with LUMINAL_CUDA_QGEMM_SPLIT=1, for the types with a split
+// layout; the seed then takes it over the GGUF-layout form.
+TEST(CudaQGemmRules, SplitFormOfferedOnlyWhenAskedFor) {
+  for (DType t : kTypes) {
+    testing::CudaRulesOnly rules;
+    auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 128), rules, split_ops);
+    EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 0) << name(t) << " " << l.op_mix_string();
+    SplitOn on;
+    testing::CudaRulesOnly split_rules;
+    auto [ls, ns] = testing::prefer_ops(linear_graph(t, 40, 40, 128), split_rules, split_ops);
+    EXPECT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
+    EXPECT_EQ(count_op(ls, "cuda.QRepack"), 1) << name(t) << " " << ls.op_mix_string();
+  }
+  // With load-time folding the seed reads the repacked weight as a folded input.
+  SplitOn on;
+  testing::CudaRulesOnly rules;
+  Graph g;
+  Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)});
+  g.declare_dim("s", 2, 128);
+  nn::linear(x, g.tensor("w", {Expr(256), Expr(4096)}, DType::Q4_0).persist().dequantize())
+      .output("y");
+  FoldOptions fo;
+  fo.on = true;
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts(), {}, fo);
+  const LlirGraph l = to_llir(*b.space, b.space->fewest_kernels_genome());
+  EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 1) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.QRepack"), 0) << l.op_mix_string();
+  EXPECT_EQ(b.folds.leaves.size(), 1u);
 }
 
 TEST(CudaQGemmRules, TheSeedTakesItForADynamicRowCount) {
@@ -101,6 +143,12 @@ TEST(CudaQGemmRules, KernelsCompileForSm90) {
       ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
         sources.push_back(k.source);
+      SplitOn on;
+      testing::CudaRulesOnly split_rules;
+      auto [ls, ns] = testing::prefer_ops(g, split_rules, split_ops);
+      ASSERT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(ls, testing::spec_of(g.dim_facts())))
+        sources.push_back(k.source);
     }
   testing::expect_compiles(sources, "a cuda.QGemmQ8 kernel");
 }
@@ -112,13 +160,14 @@ TEST(CudaQGemmRules, KernelsCompileForSm90) {
 /// up to 8 slices added); m 0
 /// runs the dynamic-row program at each of `lengths`. Returns the outputs checked.
 int64_t check_qgemm(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t> lengths,
-                    uint64_t seed) {
+                    uint64_t seed, bool split = false) {
   const Graph g = linear_graph(t, m, n, K);
-  auto [l, count] = testing::prefer_ops(g, testing::gpu(), qgemm_ops);
+  const char* op = split ? "cuda.QGemmQ8S" : "cuda.QGemmQ8";
+  auto [l, count] = testing::prefer_ops(g, testing::gpu(), split ? split_ops : qgemm_ops);
   const std::string at = std::string(name(t)) + " m " + std::to_string(m) + " n " +
                          std::to_string(n) + " k " + std::to_string(K) + ": ";
-  EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << at << l.op_mix_string();
-  if (count_op(l, "cuda.QGemmQ8") != 1) return 0;
+  EXPECT_EQ(count_op(l, op), 1) << at << l.op_mix_string();
+  if (count_op(l, op) != 1) return 0;
   if (m > 0) lengths = {m};
   std::vector<DynMap> dyns;
   for (int64_t s : lengths)
@@ -165,6 +214,20 @@ TEST(CudaQGemm, EveryTypeWithinTheBound) {
       for (int64_t m : {9, 40, 100})
         checked += check_qgemm(t, m, 37 + 2 * m, K, {}, seed += 10);
   EXPECT_GT(checked, 100000);
+}
+
+// The split form (its QRepack run in the plan): every type, fixed and dynamic rows.
+TEST(CudaQGemm, SplitLayoutWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  SplitOn on;
+  int64_t checked = 0;
+  uint64_t seed = 700;
+  for (DType t : kTypes)
+    for (int64_t K : {96, 4128}) {
+      checked += check_qgemm(t, 40, 117, K, {}, seed += 10, true);
+      checked += check_qgemm(t, 0, 64, K, {9, 100}, seed += 10, true);
+    }
+  EXPECT_GT(checked, 50000);
 }
 
 TEST(CudaQGemm, DynamicRowCountAtTwoLengths) {
