@@ -7,7 +7,8 @@
 // f32 weight widened every step, then cuBLASLt in f32): x rounded to Q8_1 rows once (shared
 // with every layer reading x, as the GEMV's integer form), each block of 32 values one
 // mma.sync.m16n8k32 on s8. Types: q4_0, q4_1, q5_0, q5_1 and q8_0 (a legacy block is one k32
-// step); the K types are not done here. LUMINAL_CUDA_QGEMM=0 offers none, nor does
+// step); the K types (a 32-value sub-block a unit, Q8_K activation rows, Q6_K as two k16 products
+// for its two scales) under LUMINAL_CUDA_QGEMM_K=1. LUMINAL_CUDA_QGEMM=0 offers none, nor does
 // LUMINAL_CUDA_QGEMV=f32 (only f32 activations). cuda.QGemmQ8S (LUMINAL_CUDA_QGEMM_SPLIT=1, not
 // yet run on a GPU) reads the weight in the split layout instead (cuda.QRepack, quant_repack.cpp:
 // the class the decode bucket's cuda.QGemvQ8S folds at load), so a session holds that one copy
@@ -59,9 +60,14 @@ constexpr int kBlock = 32 * kWarps;
 constexpr int kRowsPerBlock = 32;  // activation rows a block
 constexpr int kMaxGemvRows = 8;    // fewer constant rows: the GEMVs (qgemv.cpp)
 
-bool mma_type(DType t) {
+bool legacy_type(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
          t == DType::Q8_0;
+}
+/// The types the rule offers the kernel for: the legacy ones, and with `k_types`
+/// (LUMINAL_CUDA_QGEMM_K=1: not yet run on a GPU) Q4_K, Q5_K and Q6_K.
+bool mma_type(DType t, bool k_types) {
+  return legacy_type(t) || (k_types && (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K));
 }
 
 /// The axes of a product over `dims` read through the activation view `xv` and weight view `wv`
@@ -84,11 +90,11 @@ std::optional<Axes> axes_of(const View& xv, const View& wv, int axis) {
 }
 
 /// The parts of a quantized linear layer this kernel takes: an f32 activation of more than 8
-/// rows (or a dynamic count), a legacy block type, m axes before n axes.
-std::optional<QuantMatmulParts> gemm_parts(const EGraph& eg, const Match& m) {
+/// rows (or a dynamic count), a type mma_type offers, m axes before n axes.
+std::optional<QuantMatmulParts> gemm_parts(const EGraph& eg, const Match& m, bool k_types) {
   std::optional<QuantMatmulParts> p = quant_matmul_parts(eg, m);
-  if (!p || !mma_type(p->wtype) || eg.dtype(p->act) != DType::F32 || p->sum.dtype != DType::F32 ||
-      p->act_rows_view.has_base() || p->weight_view.has_base())
+  if (!p || !mma_type(p->wtype, k_types) || eg.dtype(p->act) != DType::F32 ||
+      p->sum.dtype != DType::F32 || p->act_rows_view.has_base() || p->weight_view.has_base())
     return std::nullopt;
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < p->act_rows.size() && rows >= 0; ++i)
@@ -102,8 +108,9 @@ std::optional<QuantMatmulParts> gemm_parts(const EGraph& eg, const Match& m) {
 /// gemm_parts for the split form: a type with a split layout, a static weight only linear
 /// layers read.
 std::optional<QuantMatmulParts> split_gemm_parts(const EGraph& eg, const Match& m) {
-  std::optional<QuantMatmulParts> p = gemm_parts(eg, m);
-  if (!p || !split_layout(p->wtype) || !only_matmuls_read(eg, p->weight)) return std::nullopt;
+  std::optional<QuantMatmulParts> p = gemm_parts(eg, m, false);
+  if (!p || !legacy_type(p->wtype) || !split_layout(p->wtype) || !only_matmuls_read(eg, p->weight))
+    return std::nullopt;
   for (const Expr& d : eg.shape(p->weight))
     if (!d.is_const()) return std::nullopt;
   return p;
@@ -115,12 +122,13 @@ std::vector<Rule> qgemm_rules() {
   // LUMINAL_CUDA_QGEMV=f32 (qgemv.cpp) keeps every activation f32: no integer form here either.
   if (const char* v = std::getenv("LUMINAL_CUDA_QGEMV"); v != nullptr && std::string(v) == "f32")
     return {};
-  Rule r{"cuda.qgemm-q8", matmul_pattern(),
-         [](const Match& m, const EGraph& eg) { return gemm_parts(eg, m).has_value(); },
-         [](const Match& m, EGraph& eg) {
-           const std::optional<QuantMatmulParts> p = gemm_parts(eg, m);
+  const bool k = env_opt_in("LUMINAL_CUDA_QGEMM_K");
+  Rule r{k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", matmul_pattern(),
+         [k](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, k).has_value(); },
+         [k](const Match& m, EGraph& eg) {
+           const std::optional<QuantMatmulParts> p = gemm_parts(eg, m, k);
            if (!p) return;
-           const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::Q8_1);
+           const QuantMatmulAttrs a = quant_matmul_attrs(*p, cuda_activation_format(p->wtype));
            const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
            add_merged(eg, &kQGemmQ8, a.matmul, {xq, p->weight}, m.root);
          }};
@@ -194,6 +202,63 @@ LMN_QBS(q4_0) LMN_QBS(q4_1) LMN_QBS(q5_0) LMN_QBS(q5_1)
   static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a, float& b) \
   { lmn_qb<QI_##T<4>>(row, u, t, b0, b1, a, b); } };
 LMN_QB(q4_0) LMN_QB(q4_1) LMN_QB(q5_0) LMN_QB(q5_1)
+/* The K types (one unit: sub-block u % 8 of super-block u / 8), scales a (values 0..15) and a2
+   (16..31), equal but for Q6_K's 16-value sub-blocks, and min b (a weight value is a q + b). */
+struct QB_q4_k {
+  enum { HAS_B = 1 };
+  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
+                      float& a2, float& b) {
+    const unsigned char* p = row + (u >> 3) * 144;
+    const int i = u & 7, sh = (i & 1) * 4;
+    const unsigned char* q = p + 16 + (i >> 1) * 32;
+    b0 = (int)((__ldg((const unsigned int*)(q + 4 * t)) >> sh) & 0x0F0F0F0Fu);
+    b1 = (int)((__ldg((const unsigned int*)(q + 16 + 4 * t)) >> sh) & 0x0F0F0F0Fu);
+    lmn_qk_scale(__ldg((const uint4*)p), i, a, b);
+    a2 = a;
+  }
+};
+struct QB_q5_k {
+  enum { HAS_B = 1 };
+  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
+                      float& a2, float& b) {
+    const unsigned char* p = row + (u >> 3) * 176;
+    const int i = u & 7, sh = (i & 1) * 4;
+    const unsigned char* q = p + 48 + (i >> 1) * 32;
+    const unsigned int h0 = __ldg((const unsigned int*)(p + 16 + 4 * t));
+    const unsigned int h1 = __ldg((const unsigned int*)(p + 32 + 4 * t));
+    b0 = (int)(((__ldg((const unsigned int*)(q + 4 * t)) >> sh) & 0x0F0F0F0Fu) |
+               (((h0 >> i) & 0x01010101u) << 4));
+    b1 = (int)(((__ldg((const unsigned int*)(q + 16 + 4 * t)) >> sh) & 0x0F0F0F0Fu) |
+               (((h1 >> i) & 0x01010101u) << 4));
+    lmn_qk_scale(__ldg((const uint4*)p), i, a, b);
+    a2 = a;
+  }
+};
+struct QB_q6_k {
+  enum { HAS_B = 0 };
+  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
+                      float& a2, float& b) {
+    const unsigned char* p = row + (u >> 3) * 210;
+    const int c = u & 7, hh = c >> 2, k = c & 3, sl = (k >> 1) * 4, sh = 2 * k;
+    const unsigned char* ql = p + hh * 64 + (k & 1) * 32;
+    const unsigned char* qh = p + 128 + hh * 32;
+    const unsigned int l0 = lmn_w16(ql + 4 * t), l1 = lmn_w16(ql + 16 + 4 * t);
+    const unsigned int h0 = lmn_w16(qh + 4 * t), h1 = lmn_w16(qh + 16 + 4 * t);
+    b0 = lmn_off(((l0 >> sl) & 0x0F0F0F0Fu) | (((h0 >> sh) & 0x03030303u) << 4), 32u);
+    b1 = lmn_off(((l1 >> sl) & 0x0F0F0F0Fu) | (((h1 >> sh) & 0x03030303u) << 4), 32u);
+    const unsigned int sc = lmn_u16(p + 192 + 2 * c);
+    const float d = lmn_h16(lmn_u16(p + 208));
+    a = __fmul_rn(d, (float)(signed char)(sc & 255u));
+    a2 = __fmul_rn(d, (float)(signed char)((sc >> 8) & 255u));
+    b = 0.0f;
+  }
+};
+LMN void lmn_mma_s8_k16(int* c, int a0, int a1, int b0) {
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+}
 LMN void lmn_mma_s8(int* c, const int* a, int b0, int b1) {
   asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
                "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -207,10 +272,14 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
     throw Error(std::string(n.op->name) + ": needs an activation and a weight");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
-  if (tx != DType::Q8_1 || !mma_type(tw) || n.attrs.dtype != DType::F32)
+  const bool split = n.op == &kQGemmQ8S;
+  const bool k_type = tw == DType::Q4_K || tw == DType::Q5_K || tw == DType::Q6_K;
+  const bool two_scales = tw == DType::Q6_K;  // two 16-value scales a unit
+  if (!(legacy_type(tw) || k_type) || tx != cuda_activation_format(tw) ||
+      n.attrs.dtype != DType::F32 || (split && k_type))
     throw Error(std::string(n.op->name) +
-                ": reads q8_1 activation rows and q4_0, q4_1, q5_0, q5_1 or q8_0 "
-                "weights into f32, got " +
+                ": reads q8_1 activation rows beside q4_0, q4_1, q5_0, q5_1 or q8_0 weights (q8_k "
+                "beside q4_k, q5_k or q6_k; the split form legacy types only) into f32, got " +
                 std::string(name(tx)) + " and " + std::string(name(tw)) + " into " +
                 std::string(name(n.attrs.dtype)));
   const int axis = n.attrs.axis;
@@ -219,7 +288,7 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   if (xv.has_base() || wv.has_base())
     throw Error(std::string(n.op->name) + ": an input read at an element offset is not supported");
   const Expr K = wv.dims[static_cast<size_t>(axis)];
-  if (!K.is_const() || K.as_const() % 32 != 0)
+  if (!K.is_const() || K.as_const() % block_size(tw) != 0)
     throw Error(std::string(n.op->name) + ": k must be a static whole number of 32-value blocks");
   const std::optional<Axes> ax = axes_of(xv, wv, axis);
   if (!ax)
@@ -244,14 +313,13 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   View wn = wv;
   for (int d : ax->m)
     wn.dims[static_cast<size_t>(d)] = Expr(1);
-  const bool split = n.op == &kQGemmQ8S;
   const SplitLayout sl = split ? split_layout(tw).value_or(SplitLayout{}) : SplitLayout{};
   if (split && (sl.body == 0 || n.attrs.int_value <= 0))
     throw Error("cuda.QGemmQ8S: needs a " + std::string(name(tw)) +
                 " weight in its split layout and its block count");
   const std::string T = (split ? "QBS_" : "QB_") + quant_tag(tw);
   const std::string BB = std::to_string(block_bytes(tw));
-  const std::string XB = std::to_string(storage_bytes(DType::Q8_1, K.as_const()));
+  const std::string XB = std::to_string(storage_bytes(tx, K.as_const()));
   const int slices = env_int("LUMINAL_CUDA_QGEMM_SLICES", 8, 1, kWarps);
   if (kWarps % slices != 0) throw Error("LUMINAL_CUDA_QGEMM_SLICES must be 1, 2, 4 or 8");
   const int groups = kWarps / slices, cols = 32 * groups;  // weight rows a block
@@ -271,7 +339,7 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
     const std::string pj = "p" + std::to_string(j), js = std::to_string(j);
     body += "  {\n    const " + I + " " + pj + " = nw + " + std::to_string(8 * j) + " + g;\n";
     const std::string off = cg.view_offset(wn, pj, "w" + js, body, axis);
-    const std::string rb = "(long long)(" + off + " / 32)";
+    const std::string rb = "(long long)(" + off + " / " + std::to_string(block_size(tw)) + ")";
     if (split)
       body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
               std::to_string(sl.body) + "LL : nullptr;\n    wh[" + js +
@@ -300,25 +368,61 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
       "    float dx[4], sx[4];",
       "#pragma unroll",
       "    for (int i = 0; i < 4; ++i) {",
-      "      int lo = 0, hi = 0;",
-      "      unsigned int ds = 0u;",
-      "      if (xr[i]) {",
-      "        const unsigned char* p = xr[i] + u * 36;",
-      "        ds = __ldg((const unsigned int*)p);",
-      "        lo = __ldg((const int*)(p + 4 + 4 * t));",
-      "        hi = __ldg((const int*)(p + 20 + 4 * t));",
-      "      }",
-      "      dx[i] = lmn_h16(ds);",
-      "      sx[i] = lmn_h16(ds >> 16);",
+  });
+  // An activation unit: its words t and t + 4, d, and the sum of its values for a min term (Q8_1:
+  // s; Q8_K: d times the unit's two 16-value sums).
+  if (k_type)
+    body += lines({
+        "      int lo = 0, hi = 0;",
+        "      unsigned int bs = 0u;",
+        "      float dxi = 0.0f;",
+        "      if (xr[i]) {",
+        "        const unsigned char* p = xr[i] + (u >> 3) * 292;",
+        "        const unsigned char* q = p + 4 + 32 * (u & 7);",
+        "        dxi = __ldg((const float*)p);",
+        "        bs = __ldg((const unsigned int*)(p + 260 + 4 * (u & 7)));",
+        "        lo = __ldg((const int*)(q + 4 * t));",
+        "        hi = __ldg((const int*)(q + 16 + 4 * t));",
+        "      }",
+        "      dx[i] = dxi;",
+        "      sx[i] = lmn_bsum2(dxi, bs);",
+    });
+  else
+    body += lines({
+        "      int lo = 0, hi = 0;",
+        "      unsigned int ds = 0u;",
+        "      if (xr[i]) {",
+        "        const unsigned char* p = xr[i] + u * 36;",
+        "        ds = __ldg((const unsigned int*)p);",
+        "        lo = __ldg((const int*)(p + 4 + 4 * t));",
+        "        hi = __ldg((const int*)(p + 20 + 4 * t));",
+        "      }",
+        "      dx[i] = lmn_h16(ds);",
+        "      sx[i] = lmn_h16(ds >> 16);",
+    });
+  body += lines({
       "      a[i >> 1][i & 1] = lo;",
       "      a[i >> 1][2 + (i & 1)] = hi;",
       "    }",
       "#pragma unroll",
       "    for (int j = 0; j < 4; ++j) {",
       "      int b0 = 0, b1 = 0;",
-      "      float aw = 0.0f, bw = 0.0f;",
-      "      if (wr[j]) " + T + "::get(" + (split ? "wr[j], wh[j]" : "wr[j]") +
-          ", u, t, b0, b1, aw, bw);",
+  });
+  // The weight unit: the K types give a scale for each half (Q6_K's differ: two k16 products).
+  if (k_type)
+    body += lines({
+        "      float aw = 0.0f, aw2 = 0.0f, bw = 0.0f;",
+        "      if (wr[j]) " + T + "::get(wr[j], u, t, b0, b1, aw, aw2, bw);",
+        "      const float a0h = __shfl_sync(0xffffffffu, aw2, 8 * t);",
+        "      const float a1h = __shfl_sync(0xffffffffu, aw2, 8 * t + 4);",
+    });
+  else
+    body += lines({
+        "      float aw = 0.0f, bw = 0.0f;",
+        "      if (wr[j]) " + T + "::get(" + (split ? "wr[j], wh[j]" : "wr[j]") +
+            ", u, t, b0, b1, aw, bw);",
+    });
+  body += lines({
       "      const float a0 = __shfl_sync(0xffffffffu, aw, 8 * t);",
       "      const float a1 = __shfl_sync(0xffffffffu, aw, 8 * t + 4);",
       "      const float m0w = " + T + "::HAS_B ? __shfl_sync(0xffffffffu, bw, 8 * t) : 0.0f;",
@@ -326,13 +430,34 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
       "#pragma unroll",
       "      for (int mi = 0; mi < 2; ++mi) {",
       "        int c[4] = {0, 0, 0, 0};",
-      "        lmn_mma_s8(c, a[mi], b0, b1);",
-      "        float* o = acc[mi][j];",
-      "        const float x0 = dx[2 * mi], x1 = dx[2 * mi + 1];",
-      "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), (float)c[0], o[0]);",
-      "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), (float)c[1], o[1]);",
-      "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), (float)c[2], o[2]);",
-      "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), (float)c[3], o[3]);",
+  });
+  if (two_scales)
+    body += lines({
+        "        int c2[4] = {0, 0, 0, 0};",
+        "        lmn_mma_s8_k16(c, a[mi][0], a[mi][1], b0);",
+        "        lmn_mma_s8_k16(c2, a[mi][2], a[mi][3], b1);",
+        "        float* o = acc[mi][j];",
+        "        const float x0 = dx[2 * mi], x1 = dx[2 * mi + 1];",
+        "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), (float)c[0], o[0]);",
+        "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), (float)c[1], o[1]);",
+        "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), (float)c[2], o[2]);",
+        "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), (float)c[3], o[3]);",
+        "        o[0] = __fmaf_rn(__fmul_rn(a0h, x0), (float)c2[0], o[0]);",
+        "        o[1] = __fmaf_rn(__fmul_rn(a1h, x0), (float)c2[1], o[1]);",
+        "        o[2] = __fmaf_rn(__fmul_rn(a0h, x1), (float)c2[2], o[2]);",
+        "        o[3] = __fmaf_rn(__fmul_rn(a1h, x1), (float)c2[3], o[3]);",
+    });
+  else
+    body += lines({
+        "        lmn_mma_s8(c, a[mi], b0, b1);",
+        "        float* o = acc[mi][j];",
+        "        const float x0 = dx[2 * mi], x1 = dx[2 * mi + 1];",
+        "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), (float)c[0], o[0]);",
+        "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), (float)c[1], o[1]);",
+        "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), (float)c[2], o[2]);",
+        "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), (float)c[3], o[3]);",
+    });
+  body += lines({
       "        if (" + T + "::HAS_B) {",
       "          o[0] = __fmaf_rn(m0w, sx[2 * mi], o[0]);",
       "          o[1] = __fmaf_rn(m1w, sx[2 * mi], o[1]);",
@@ -380,6 +505,8 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
 }
 
 }  // namespace
+
+const char* qgemm_device_source() { return kMmaSource; }
 
 void register_qgemm_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp qgemm{&kQGemmQ8, "cuda.library", qgemm_rules, gen_qgemm_q8};

@@ -58,6 +58,10 @@ struct SplitLayout {
 std::optional<SplitLayout> split_layout(DType t);
 /// cuda.QRepack (quant_repack.cpp): a weight rewritten in its split layout.
 const OpDef* qrepack_op();
+/// The device code cuda.QGemmQ8 adds after quant_device_source() (qgemm.cpp): QB_<t>::get(row,
+/// u, t, b0, b1, a, b) (the K types: a, a2, b), lane t's B fragment words of unit u and its scales;
+/// QBS_<t> the same over the split layout (body, head); the s8 MMAs.
+const char* qgemm_device_source();
 /// Whether only linear layers read the block weight `w` (its HLIR readers are Dequantize(w),
 /// read only by Muls), so a split copy of it replaces it in memory (qgemv.cpp).
 bool only_matmuls_read(const EGraph& eg, ClassId w);

@@ -6,11 +6,12 @@
 //     the fewest-kernels seed of a dynamic-row layer takes it; NVRTC compiles its kernels for
 //     sm_90;
 //   - the split form (cuda.QGemmQ8S over cuda.QRepack's layout) only with
-//     LUMINAL_CUDA_QGEMM_SPLIT=1, then taken by the seed;
+//     LUMINAL_CUDA_QGEMM_SPLIT=1, then taken by the seed; the K types (q4_k, q5_k, q6_k over
+//     Q8_K rows) only with LUMINAL_CUDA_QGEMM_K=1, compiled for sm_90;
 //   - GPU: every output within testing::quant_dot_bound (the activation's 8-bit rounding, then f32
 //     rounding at the kernel's depth) for q4_0, q4_1, q5_0, q5_1 and q8_0, row counts that are
 //     not multiples of 16 or 32, weight rows that are not multiples of 8, k not a multiple of 256,
-//     and a dynamic row count run at two lengths; the same for the split form.
+//     and a dynamic row count run at two lengths; the same for the split form and the K types.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +40,14 @@ bool qgemm_ops(std::string_view op) { return op == "cuda.QGemmQ8" || op == "cuda
 bool split_ops(std::string_view op) {
   return op == "cuda.QGemmQ8S" || op == "cuda.QuantizeQ8" || op == "cuda.QRepack";
 }
+
+constexpr DType kKTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+/// LUMINAL_CUDA_QGEMM_K=1 for a scope.
+struct KTypesOn {
+  KTypesOn() { ::setenv("LUMINAL_CUDA_QGEMM_K", "1", 1); }
+  ~KTypesOn() { ::unsetenv("LUMINAL_CUDA_QGEMM_K"); }
+};
 
 /// LUMINAL_CUDA_QGEMM_SPLIT=1 for a scope.
 struct SplitOn {
@@ -106,6 +115,35 @@ TEST(CudaQGemmRules, SplitFormOfferedOnlyWhenAskedFor) {
   EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 1) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.QRepack"), 0) << l.op_mix_string();
   EXPECT_EQ(b.folds.leaves.size(), 1u);
+}
+
+// The K types: offered only with LUMINAL_CUDA_QGEMM_K=1 (Q8_K activation rows), and their
+// kernels compile for sm_90 (Q6_K's two 16-value scales a unit as two k16 products).
+TEST(CudaQGemmRules, KTypesOfferedWhenAskedForAndCompile) {
+  LUMINAL_REQUIRE_NVRTC();
+  std::vector<std::string> sources;
+  for (DType t : kKTypes) {
+    {
+      testing::CudaRulesOnly rules;
+      auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 512), rules, qgemm_ops);
+      EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 0) << name(t) << " " << l.op_mix_string();
+    }
+    KTypesOn on;
+    testing::CudaRulesOnly rules;
+    for (int64_t m : {40, 0}) {
+      const Graph g = linear_graph(t, m, 37, 512);
+      auto [l, n] = testing::prefer_ops(g, rules, qgemm_ops);
+      ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
+      for (const LlirNode& node : l.nodes) {
+        if (node.op->name == std::string_view("cuda.QGemmQ8")) {
+          EXPECT_EQ(node.input_dtypes[0], DType::Q8_K) << name(t);
+        }
+      }
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+        sources.push_back(k.source);
+    }
+  }
+  testing::expect_compiles(sources, "a K-type cuda.QGemmQ8 kernel");
 }
 
 TEST(CudaQGemmRules, TheSeedTakesItForADynamicRowCount) {
@@ -214,6 +252,20 @@ TEST(CudaQGemm, EveryTypeWithinTheBound) {
       for (int64_t m : {9, 40, 100})
         checked += check_qgemm(t, m, 37 + 2 * m, K, {}, seed += 10);
   EXPECT_GT(checked, 100000);
+}
+
+// The K types (LUMINAL_CUDA_QGEMM_K=1): every output within the bound, fixed and dynamic rows.
+TEST(CudaQGemm, KTypesWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  KTypesOn on;
+  int64_t checked = 0;
+  uint64_t seed = 800;
+  for (DType t : kKTypes)
+    for (int64_t K : {256, 4096}) {
+      checked += check_qgemm(t, 40, 117, K, {}, seed += 10);
+      checked += check_qgemm(t, 0, 64, K, {9, 100}, seed += 10);
+    }
+  EXPECT_GT(checked, 30000);
 }
 
 // The split form (its QRepack run in the plan): every type, fixed and dynamic rows.

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -276,6 +277,111 @@ int main(int argc, char** argv) {
 }
 )";
 
+// cuda.QGemmQ8's arithmetic for one output (weight row argv[2], type argv[1]; activation row
+// argv[3], Q8_1 or Q8_K; k = argv[5]; argv[6] 1: the weight in its split layout, QBS_<t>): the
+// four lanes t of a weight row give their B fragment words (QB_<t>::get), assembled as the MMA
+// reads them (k = 4t + e from b0's byte e, 16 + 4t + e from b1's) against the activation words
+// t and t + 4 of each unit; the integer sums join the accumulator in the kernel's order (Q6_K:
+// each 16-value half with its own scale). Writes the float result to argv[4].
+const char* kGemmMain = R"(
+template <class W>
+LMN void sums(const int* b0, const int* b1, const unsigned char* xq, int& lo, int& hi) {
+  lo = hi = 0;
+  for (int t = 0; t < 4; ++t)
+    for (int e = 0; e < 4; ++e) {
+      lo += (int)(signed char)(b0[t] >> (8 * e)) * (int)(signed char)xq[4 * t + e];
+      hi += (int)(signed char)(b1[t] >> (8 * e)) * (int)(signed char)xq[16 + 4 * t + e];
+    }
+}
+/* the activation unit u: its 32 int8, d and sum (as the kernel reads them) */
+LMN const unsigned char* unit(const unsigned char* x, int kt, int u, float& dx, float& sx) {
+  if (kt) {
+    const unsigned char* p = x + (u >> 3) * 292;
+    dx = __ldg((const float*)p);
+    sx = lmn_bsum2(dx, __ldg((const unsigned int*)(p + 260 + 4 * (u & 7))));
+    return p + 4 + 32 * (u & 7);
+  }
+  const unsigned int ds = __ldg((const unsigned int*)(x + u * 36));
+  dx = lmn_h16(ds);
+  sx = lmn_h16(ds >> 16);
+  return x + u * 36 + 4;
+}
+template <class Q, bool S>
+float legacy(const unsigned char* w, const unsigned char* x, int k, const unsigned char* head) {
+  float acc = 0.0f;
+  for (int u = 0; u < k / 32; ++u) {
+    int b0[4], b1[4];
+    float a = 0, b = 0;
+    for (int t = 0; t < 4; ++t) {
+      if constexpr (S) Q::get(w, head, u, t, b0[t], b1[t], a, b);
+      else Q::get(w, u, t, b0[t], b1[t], a, b);
+    }
+    float dx, sx;
+    const unsigned char* xq = unit(x, 0, u, dx, sx);
+    int lo, hi;
+    sums<Q>(b0, b1, xq, lo, hi);
+    acc = __fmaf_rn(__fmul_rn(a, dx), (float)(lo + hi), acc);
+    if (Q::HAS_B) acc = __fmaf_rn(b, sx, acc);
+  }
+  return acc;
+}
+template <class Q>
+float ktype(const unsigned char* w, const unsigned char* x, int k, bool two) {
+  float acc = 0.0f;
+  for (int u = 0; u < k / 32; ++u) {
+    int b0[4], b1[4];
+    float a = 0, a2 = 0, b = 0;
+    for (int t = 0; t < 4; ++t) Q::get(w, u, t, b0[t], b1[t], a, a2, b);
+    float dx, sx;
+    const unsigned char* xq = unit(x, 1, u, dx, sx);
+    int lo, hi;
+    sums<Q>(b0, b1, xq, lo, hi);
+    if (two) {
+      acc = __fmaf_rn(__fmul_rn(a, dx), (float)lo, acc);
+      acc = __fmaf_rn(__fmul_rn(a2, dx), (float)hi, acc);
+    } else {
+      acc = __fmaf_rn(__fmul_rn(a, dx), (float)(lo + hi), acc);
+    }
+    if (Q::HAS_B) acc = __fmaf_rn(b, sx, acc);
+  }
+  return acc;
+}
+int main(int argc, char** argv) {
+  if (argc != 7) return 1;
+  auto slurp = [](const char* path) {
+    std::vector<unsigned char> v;
+    FILE* f = std::fopen(path, "rb");
+    if (!f) return v;
+    int c;
+    while ((c = std::fgetc(f)) != EOF) v.push_back((unsigned char)c);
+    std::fclose(f);
+    return v;
+  };
+  const std::vector<unsigned char> w = slurp(argv[2]), x = slurp(argv[3]);
+  const int t = std::atoi(argv[1]), k = std::atoi(argv[5]), split = std::atoi(argv[6]);
+  const int nb = k / 32;
+  const unsigned char* head = nullptr;
+  const int bodies[5] = {16, 16, 20, 20, 32};
+  if (split) head = w.data() + nb * bodies[t];
+  float y = 0;
+  switch (t) {
+    case 0: y = split ? legacy<QBS_q4_0, true>(w.data(), x.data(), k, head) : legacy<QB_q4_0, false>(w.data(), x.data(), k, nullptr); break;
+    case 1: y = split ? legacy<QBS_q4_1, true>(w.data(), x.data(), k, head) : legacy<QB_q4_1, false>(w.data(), x.data(), k, nullptr); break;
+    case 2: y = split ? legacy<QBS_q5_0, true>(w.data(), x.data(), k, head) : legacy<QB_q5_0, false>(w.data(), x.data(), k, nullptr); break;
+    case 3: y = split ? legacy<QBS_q5_1, true>(w.data(), x.data(), k, head) : legacy<QB_q5_1, false>(w.data(), x.data(), k, nullptr); break;
+    case 4: y = split ? legacy<QBS_q8_0, true>(w.data(), x.data(), k, head) : legacy<QB_q8_0, false>(w.data(), x.data(), k, nullptr); break;
+    case 5: y = ktype<QB_q4_k>(w.data(), x.data(), k, false); break;
+    case 6: y = ktype<QB_q5_k>(w.data(), x.data(), k, false); break;
+    case 7: y = ktype<QB_q6_k>(w.data(), x.data(), k, true); break;
+    default: return 1;
+  }
+  FILE* f = std::fopen(argv[4], "wb");
+  if (!f || std::fwrite(&y, 4, 1, f) != 1) return 3;
+  std::fclose(f);
+  return 0;
+}
+)";
+
 /// Valid blocks with random quants, scales of random sign and size (a few subnormal) and mins.
 std::vector<uint8_t> random_blocks(DType t, int blocks, uint64_t seed) {
   std::vector<uint8_t> b(static_cast<size_t>(blocks) * static_cast<size_t>(block_bytes(t)));
@@ -296,11 +402,11 @@ std::vector<uint8_t> random_blocks(DType t, int blocks, uint64_t seed) {
 /// Compiles the shims, the device source and `main_src` for the host into dir/`stem`: its path in
 /// `exe`, or false with the compiler's messages in `error`.
 bool host_program(const fs::path& dir, const std::string& stem, const char* main_src,
-                  std::string& exe, std::string& error) {
+                  std::string& exe, std::string& error, const char* extra = "") {
   fs::create_directories(dir);
   {
     std::ofstream src(dir / (stem + ".cpp"));
-    src << kShim << cuda::quant_device_source() << main_src;
+    src << kShim << cuda::quant_device_source() << extra << main_src;
   }
   exe = (dir / stem).string();
   const std::string cmd = std::string(LUMINAL_HOST_CXX) + " -std=c++17 -O1 -ffp-contract=off -w " +
@@ -415,6 +521,70 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
     ++index;
   }
   EXPECT_EQ(runs, 48);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+#endif
+}
+
+// cuda.QGemmQ8's fragments (QB_<t>, QBS_<t>: which values lane t's words hold, their scales and
+// mins) and its accumulation order, every weight type (the split layout for the legacy types
+// too), against the f64 dot of the dequantised weights with the dequantised activation: a wrong
+// word, shift, half or scale is off by far more than the bound.
+TEST(CudaQuantHost, PrefillGemmFragmentsMatchTheQuantizedActivationDot) {
+#ifndef LUMINAL_HOST_CXX
+  GTEST_SKIP() << "no host compiler recorded";
+#else
+  const fs::path dir =
+      fs::temp_directory_path() / ("luminal_quant_gemm_" + std::to_string(::getpid()));
+  std::string exe, error;
+  if (!host_program(dir, "gemm", kGemmMain, exe, error, cuda::qgemm_device_source()))
+    FAIL() << error;
+  int index = 0, runs = 0;
+  for (DType t : kWeightBlockDTypes) {
+    const int64_t k = block_size(t) == 256 ? 1024 : 576;
+    const DType af = cuda::cuda_activation_format(t);
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      const bool split = seed >= 2 && block_size(t) == 32;
+      std::vector<uint8_t> w =
+          random_blocks(t, static_cast<int>(k / block_size(t)), 300 + seed * 8 + index);
+      if (split) {  // bodies, then heads (cuda.QRepack's layout; the legacy heads lead a block)
+        const std::optional<cuda::SplitLayout> sl = cuda::split_layout(t);
+        ASSERT_TRUE(sl.has_value());
+        const size_t nb = static_cast<size_t>(k / 32), bb = static_cast<size_t>(block_bytes(t));
+        std::vector<uint8_t> r(w.size());
+        for (size_t b = 0; b < nb; ++b) {
+          std::memcpy(r.data() + b * sl->body, w.data() + b * bb + sl->head, sl->body);
+          std::memcpy(r.data() + nb * sl->body + b * sl->head, w.data() + b * bb, sl->head);
+        }
+        w.swap(r);
+      }
+      std::mt19937_64 rng(seed * 37 + static_cast<uint64_t>(index));
+      std::uniform_real_distribution<float> u(-2, 2);
+      std::vector<float> x(static_cast<size_t>(k));
+      for (float& v : x)
+        v = u(rng) * (seed % 2 == 0 ? 1e-3f : 1.0f);
+      std::vector<uint8_t> xq(storage_bytes(af, k));
+      blocks::quantize_reference(af, x.data(), xq.data(), k);
+      write_file(dir / "w.bin", w.data(), w.size());
+      write_file(dir / "x.bin", xq.data(), xq.size());
+      const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
+                              " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
+                              " " + std::to_string(k) + " " + (split ? "1" : "0");
+      ASSERT_EQ(std::system(run.c_str()), 0) << name(t);
+      float got = 0;
+      std::ifstream out(dir / "y.bin", std::ios::binary);
+      out.read(reinterpret_cast<char*>(&got), 4);
+      const std::vector<uint8_t> wg =
+          split ? random_blocks(t, static_cast<int>(k / block_size(t)), 300 + seed * 8 + index) : w;
+      const testing::QuantDotBound b = testing::quant_dot_bound(t, wg.data(), x.data(), k);
+      const double tol = b.bound_q_at_depth(2 * (k / 32) + 8);
+      EXPECT_LE(std::fabs(got - b.y_q), tol) << name(t) << (split ? " split" : "") << " seed "
+                                             << seed << ": " << got << " vs " << b.y_q;
+      ++runs;
+    }
+    ++index;
+  }
+  EXPECT_EQ(runs, 32);
   std::error_code ec;
   fs::remove_all(dir, ec);
 #endif
