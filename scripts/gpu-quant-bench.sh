@@ -4,10 +4,13 @@
 # take (LUMINAL_CUDA_QGEMV=f32, int8, both), and a per-kernel profile of the search's choice.
 #
 #   scripts/gpu-quant-bench.sh OUT [MODE ...]      (modes: smollm2-q4_1 lt-q4_0 lt-q4_k ...;
-#                                                   default: smollm2-q4_1 lt-q4_0)
+#                                                   default: smollm2-q4_1 lt-q4_0; a mode ending
+#                                                   in +pp also times a 128-token prefill, e.g.
+#                                                   lt-q4_0+pp)
 #   BUILD=dir (default build-gpu), JOBS=n, FORMS="f32 int8 both", PROFILE=N (kernels listed, 0: none),
 #   VARIANTS="A=1,B=2 C=3" (more runs of the default form, each with those variables set: e.g.
-#   LUMINAL_CUDA_QGEMV_SPLIT=0 or LUMINAL_CUDA_QGEMV_LANES=1)
+#   LUMINAL_CUDA_QGEMV_SPLIT=0 or LUMINAL_CUDA_QGEMV_LANES=1; for the prefill GEMM
+#   LUMINAL_CUDA_QGEMM_SPLIT=1, LUMINAL_CUDA_QGEMM_K=1 or LUMINAL_CUDA_QGEMM_SLICES=4)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-common.sh
