@@ -69,10 +69,13 @@ std::string search_lines(const Session& s) {
   for (const SearchReport& r : s.reports()) {
     if (r.cached) continue;
     std::snprintf(buf, sizeof buf,
-                  "  search %s: %d candidates, %d rejected, first valid %.3f ms, best %.3f ms",
+                  "  search %s: %d candidates, %d rejected, first valid %.3f ms, seed %.3f ms, "
+                  "best %.3f ms",
                   r.bucket.empty() ? "(one bucket)" : r.bucket.c_str(), r.candidates, r.rejected,
-                  r.first_seconds * 1e3, r.best_seconds * 1e3);
+                  r.first_seconds * 1e3, r.seed_seconds * 1e3, r.best_seconds * 1e3);
     out += buf;
+    if (r.over_fold_limit > 0)
+      out += " (" + std::to_string(r.over_fold_limit) + " over fold_limit)";
     if (!r.first_rejection.empty())
       out += " (first rejection: " + r.first_rejection.substr(0, 300) + ")";
     out += "\n";

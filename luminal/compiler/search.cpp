@@ -98,7 +98,9 @@ std::string SearchReport::to_string() const {
   if (!seed_repair.empty())
     os << "  repair:     the nearest program that ran: " << seed_repair << "\n";
   os << "  best:       " << fmt_time(best_seconds) << " (first valid candidate "
-     << fmt_time(first_seconds) << ")\n";
+     << fmt_time(first_seconds);
+  if (seed_seconds > 0) os << ", the fewest-kernels seed " << fmt_time(seed_seconds);
+  os << ")\n";
   if (!finalists.empty()) os << "  finalists:  " << finalists << "\n";
   if (over_fold_limit > 0) {
     os << "  folds:      " << over_fold_limit << " candidates' load-time folds passed fold_limit";
@@ -315,6 +317,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       }
       report.profile_s += since(t0);
       if (report.first_seconds == 0) report.first_seconds = t;
+      if (seed) report.seed_seconds = t;
       // Candidates over fold_limit rank after every one within it as parents of mutations.
       ranked.push_back({over ? t + kOverLimitRank : t, g, report.candidates});
       std::stable_sort(ranked.begin(), ranked.end(),

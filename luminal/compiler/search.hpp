@@ -38,6 +38,7 @@ struct SearchReport {
   int64_t fold_growth = 0;  // bytes the winner's folds add when none fitted fold_limit
   double best_seconds = 0;
   double first_seconds = 0;  // time of the first valid candidate
+  double seed_seconds = 0;   // time of the fewest-kernels seed (0: rejected or not reached)
   /// The finalists timed again at the end (see search()): "" when none were, else one line
   /// naming each with its times and the winner.
   std::string finalists;

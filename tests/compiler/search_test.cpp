@@ -119,7 +119,8 @@ TEST(Search, RespectsTheTimeBudget) {
 
 // The search's first candidate is every class's first option, its second the fewest-kernels
 // seed; the report names the seed's rejection (a small candidate limit then keeps a program far
-// from it: the 12-layer Qwen3-MoE decode kept 7297 kernels when its seed was rejected).
+// from it: the 12-layer Qwen3-MoE decode kept 7297 kernels when its seed was rejected), or the
+// seed's time when it ran.
 TEST(Search, TheReportNamesARejectedSeed) {
   Model m;
   FakeTimedBackend fake;
@@ -131,11 +132,15 @@ TEST(Search, TheReportNamesARejectedSeed) {
   EXPECT_NE(r.to_string().find("the fewest-kernels program was rejected: fake: refusing program 2"),
             std::string::npos)
       << r.to_string();
+  EXPECT_EQ(r.seed_seconds, 0) << "a rejected seed has no time";
+  // A seed that ran: its time is reported (the search's winner may be another program).
   FakeTimedBackend fine;
-  EXPECT_EQ(compile(m.g, fine, CompileOptions().search_graph_limit(4).verbose(false))
-                .reports()[0]
-                .seed_rejection,
-            "");
+  Session ok = compile(m.g, fine, CompileOptions().search_graph_limit(4).verbose(false));
+  const SearchReport& f = ok.reports()[0];
+  EXPECT_EQ(f.seed_rejection, "");
+  EXPECT_GT(f.seed_seconds, 0);
+  EXPECT_GE(f.seed_seconds, f.best_seconds);
+  EXPECT_NE(f.to_string().find("the fewest-kernels seed"), std::string::npos) << f.to_string();
 }
 
 // A rejected seed: the search tries its neighbours (one choice changed, cheapest first) until one
