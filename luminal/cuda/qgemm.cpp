@@ -253,6 +253,9 @@ struct QB_q6_k {
     b = 0.0f;
   }
 };
+/* (float)c for |c| < 2^22, exactly: 1.5 2^23 + c has c in its low mantissa bits (an MMA's sum
+   over a 32-value block is at most 32 x 128 x 127 in magnitude). */
+LMN float lmn_i2f(int c) { return __fsub_rn(__int_as_float(0x4B400000 + c), 12582912.0f); }
 LMN void lmn_mma_s8_k16(int* c, int a0, int a1, int b0) {
   asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
       "{%0,%1,%2,%3};\n"
@@ -324,6 +327,11 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   if (kWarps % slices != 0) throw Error("LUMINAL_CUDA_QGEMM_SLICES must be 1, 2, 4 or 8");
   const int groups = kWarps / slices, cols = 32 * groups;  // weight rows a block
   const std::string S = std::to_string(slices);
+  // An MMA's integer sum as a float: lmn_i2f (an integer add and a float subtract, the same
+  // value), or with LUMINAL_CUDA_QGEMM_I2F=0 the conversion instruction (a quarter of the FMA
+  // rate).
+  const bool add_form = env_switch_on("LUMINAL_CUDA_QGEMM_I2F");
+  auto i2f = [&](const std::string& v) { return add_form ? "lmn_i2f(" + v + ")" : "(float)" + v; };
   std::string body = lines({
       "  const " + I + " M = " + cg.c(M) + ", N = " + cg.c(N) + ";",
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;",
@@ -438,24 +446,24 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
         "        lmn_mma_s8_k16(c2, a[mi][2], a[mi][3], b1);",
         "        float* o = acc[mi][j];",
         "        const float x0 = dx[2 * mi], x1 = dx[2 * mi + 1];",
-        "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), (float)c[0], o[0]);",
-        "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), (float)c[1], o[1]);",
-        "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), (float)c[2], o[2]);",
-        "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), (float)c[3], o[3]);",
-        "        o[0] = __fmaf_rn(__fmul_rn(a0h, x0), (float)c2[0], o[0]);",
-        "        o[1] = __fmaf_rn(__fmul_rn(a1h, x0), (float)c2[1], o[1]);",
-        "        o[2] = __fmaf_rn(__fmul_rn(a0h, x1), (float)c2[2], o[2]);",
-        "        o[3] = __fmaf_rn(__fmul_rn(a1h, x1), (float)c2[3], o[3]);",
+        "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), " + i2f("c[0]") + ", o[0]);",
+        "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), " + i2f("c[1]") + ", o[1]);",
+        "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), " + i2f("c[2]") + ", o[2]);",
+        "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), " + i2f("c[3]") + ", o[3]);",
+        "        o[0] = __fmaf_rn(__fmul_rn(a0h, x0), " + i2f("c2[0]") + ", o[0]);",
+        "        o[1] = __fmaf_rn(__fmul_rn(a1h, x0), " + i2f("c2[1]") + ", o[1]);",
+        "        o[2] = __fmaf_rn(__fmul_rn(a0h, x1), " + i2f("c2[2]") + ", o[2]);",
+        "        o[3] = __fmaf_rn(__fmul_rn(a1h, x1), " + i2f("c2[3]") + ", o[3]);",
     });
   else
     body += lines({
         "        lmn_mma_s8(c, a[mi], b0, b1);",
         "        float* o = acc[mi][j];",
         "        const float x0 = dx[2 * mi], x1 = dx[2 * mi + 1];",
-        "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), (float)c[0], o[0]);",
-        "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), (float)c[1], o[1]);",
-        "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), (float)c[2], o[2]);",
-        "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), (float)c[3], o[3]);",
+        "        o[0] = __fmaf_rn(__fmul_rn(a0, x0), " + i2f("c[0]") + ", o[0]);",
+        "        o[1] = __fmaf_rn(__fmul_rn(a1, x0), " + i2f("c[1]") + ", o[1]);",
+        "        o[2] = __fmaf_rn(__fmul_rn(a0, x1), " + i2f("c[2]") + ", o[2]);",
+        "        o[3] = __fmaf_rn(__fmul_rn(a1, x1), " + i2f("c[3]") + ", o[3]);",
     });
   body += lines({
       "        if (" + T + "::HAS_B) {",

@@ -46,6 +46,7 @@ inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
   unsigned char b[8];
   std::memcpy(b, &x, 4);
@@ -320,7 +321,7 @@ float legacy(const unsigned char* w, const unsigned char* x, int k, const unsign
     const unsigned char* xq = unit(x, 0, u, dx, sx);
     int lo, hi;
     sums<Q>(b0, b1, xq, lo, hi);
-    acc = __fmaf_rn(__fmul_rn(a, dx), (float)(lo + hi), acc);
+    acc = __fmaf_rn(__fmul_rn(a, dx), lmn_i2f(lo + hi), acc);
     if (Q::HAS_B) acc = __fmaf_rn(b, sx, acc);
   }
   return acc;
@@ -337,16 +338,25 @@ float ktype(const unsigned char* w, const unsigned char* x, int k, bool two) {
     int lo, hi;
     sums<Q>(b0, b1, xq, lo, hi);
     if (two) {
-      acc = __fmaf_rn(__fmul_rn(a, dx), (float)lo, acc);
-      acc = __fmaf_rn(__fmul_rn(a2, dx), (float)hi, acc);
+      acc = __fmaf_rn(__fmul_rn(a, dx), lmn_i2f(lo), acc);
+      acc = __fmaf_rn(__fmul_rn(a2, dx), lmn_i2f(hi), acc);
     } else {
-      acc = __fmaf_rn(__fmul_rn(a, dx), (float)(lo + hi), acc);
+      acc = __fmaf_rn(__fmul_rn(a, dx), lmn_i2f(lo + hi), acc);
     }
     if (Q::HAS_B) acc = __fmaf_rn(b, sx, acc);
   }
   return acc;
 }
 int main(int argc, char** argv) {
+  if (argc == 2) {  /* lmn_i2f against the conversion over its whole range: the count that differ */
+    long bad = 0;
+    for (int c = -(1 << 22); c < (1 << 22); ++c) {
+      const float f = lmn_i2f(c), want = (float)c;
+      bad += std::memcmp(&f, &want, 4) != 0;
+    }
+    std::printf("%ld\n", bad);
+    return bad != 0;
+  }
   if (argc != 7) return 1;
   auto slurp = [](const char* path) {
     std::vector<unsigned char> v;
@@ -527,7 +537,8 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
 }
 
 // cuda.QGemmQ8's fragments (QB_<t>, QBS_<t>: which values lane t's words hold, their scales and
-// mins) and its accumulation order, every weight type (the split layout for the legacy types
+// mins), its integer sums' conversion (lmn_i2f, checked over its whole range) and its
+// accumulation order, every weight type (the split layout for the legacy types
 // too), against the f64 dot of the dequantised weights with the dequantised activation: a wrong
 // word, shift, half or scale is off by far more than the bound.
 TEST(CudaQuantHost, PrefillGemmFragmentsMatchTheQuantizedActivationDot) {
@@ -539,6 +550,8 @@ TEST(CudaQuantHost, PrefillGemmFragmentsMatchTheQuantizedActivationDot) {
   std::string exe, error;
   if (!host_program(dir, "gemm", kGemmMain, exe, error, cuda::qgemm_device_source()))
     FAIL() << error;
+  // The MMA sums become floats by lmn_i2f: the same value as the conversion, every int in range.
+  EXPECT_EQ(std::system((exe + " i2f").c_str()), 0) << "lmn_i2f differs from (float)";
   int index = 0, runs = 0;
   for (DType t : kWeightBlockDTypes) {
     const int64_t k = block_size(t) == 256 ? 1024 : 576;
