@@ -18,13 +18,14 @@
 // n8 tiles), its warps splitting k in 8 slices of blocks; the slices' sums are joined in slice
 // order through shared memory (a prefill has few row tiles: with one warp a tile an 8B layer's
 // GEMMs kept about 4 warps an SM busy). LUMINAL_CUDA_QGEMM_SLICES = 4, 2 or 1 gives a block
-// 8 / slices such groups side by side instead. Lane (g = lane / 4, t =
-// lane % 4) loads the fragments of mma.m16n8k32 straight from memory: activation words t and t + 4
-// of rows g and g + 8 of each m16 tile (Q8_1 rows, word-aligned), and of weight row g of each n8
-// tile the byte-word t of the quants, whose low nibbles are values 4t..4t+3 and high nibbles
-// 16+4t..16+4t+3: exactly the B fragment (QI_<t><4> of quant_dp4a_device.cpp; Q8_0 its words t and
-// t + 4). The weight scales of the C fragment's columns 2t, 2t + 1 come from lanes 8t and 8t + 4 by
-// shuffles.
+// 8 / slices such groups side by side instead.
+//
+// Lane (g = lane / 4, t = lane % 4) loads the fragments of mma.m16n8k32 straight from memory:
+// activation words t and t + 4 of rows g and g + 8 of each m16 tile (Q8_1 rows, word-aligned),
+// and of weight row g of each n8 tile the byte-word t of the quants, whose low nibbles are values
+// 4t..4t+3 and high nibbles 16+4t..16+4t+3: exactly the B fragment (QI_<t><4> of
+// quant_dp4a_device.cpp; Q8_0 its words t and t + 4). The weight scales of the C fragment's
+// columns 2t, 2t + 1 come from lanes 8t and 8t + 4 by shuffles.
 //
 // Numerics as cuda.QGemvQ8's: a block's integer sum is exact; it joins the f32 accumulator of
 // each output as fma(a * d_x, sum, acc), then fma(b, s_x, acc) for types with a min; blocks in
