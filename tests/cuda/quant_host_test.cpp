@@ -475,6 +475,36 @@ void write_file(const fs::path& p, const void* data, size_t n) {
   f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
 }
 
+/// k activation values uniform in [-2, 2), times 1e-3 when `small`.
+std::vector<float> random_activation(int64_t k, uint64_t seed, bool small) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (float& v : x)
+    v = u(rng) * (small ? 1e-3f : 1.0f);
+  return x;
+}
+
+/// Runs a dot program (`exe TYPE w.bin x.bin y.bin K ARGS`) on weight row `w` and the activation
+/// `x` quantized to `af`: its result, or nothing when it failed.
+std::optional<float> host_dot(const std::string& exe, const fs::path& dir, int type,
+                              const std::vector<uint8_t>& w, const std::vector<float>& x, DType af,
+                              const std::string& args) {
+  const int64_t k = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> xq(storage_bytes(af, k));
+  blocks::quantize_reference(af, x.data(), xq.data(), k);
+  write_file(dir / "w.bin", w.data(), w.size());
+  write_file(dir / "x.bin", xq.data(), xq.size());
+  const std::string run = exe + " " + std::to_string(type) + " " + (dir / "w.bin").string() + " " +
+                          (dir / "x.bin").string() + " " + (dir / "y.bin").string() + " " +
+                          std::to_string(k) + " " + args;
+  if (std::system(run.c_str()) != 0) return std::nullopt;
+  float got = 0;
+  std::ifstream out(dir / "y.bin", std::ios::binary);
+  out.read(reinterpret_cast<char*>(&got), 4);
+  return got;
+}
+
 // The integer form (QI_<t>, lmn_x) against the f64 dot of the dequantised weights with the
 // dequantised activation (testing::quant_dot_bound's y_q), within its rounding bound with the
 // accumulation depth of its lanes (each takes a share of every unit): a wrong word, shift, offset,
@@ -500,25 +530,15 @@ TEST(CudaQuantHost, IntegerFormMatchesTheQuantizedActivationDot) {
       const bool pairs = seed >= 3 && t == DType::Q4_K;
       const std::vector<uint8_t> w =
           random_blocks(t, static_cast<int>(k / block_size(t)), 90 + seed * 8 + index);
-      std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(index));
-      std::uniform_real_distribution<float> u(-2, 2);
-      std::vector<float> x(static_cast<size_t>(k));
-      for (float& v : x)
-        v = u(rng) * (seed % 3 == 0 ? 1e-3f : 1.0f);
-      std::vector<uint8_t> xq(storage_bytes(af, k));
-      blocks::quantize_reference(af, x.data(), xq.data(), k);
-      write_file(dir / "w.bin", w.data(), w.size());
-      write_file(dir / "x.bin", xq.data(), xq.size());
-      const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
-                              " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
-                              " " + std::to_string(k) + " " + std::to_string(lanes) + " " +
-                              (pairs   ? "2"
-                               : split ? "1"
-                                       : "0");
-      ASSERT_EQ(std::system(run.c_str()), 0) << name(t) << " lanes " << lanes;
-      float got = 0;
-      std::ifstream out(dir / "y.bin", std::ios::binary);
-      out.read(reinterpret_cast<char*>(&got), 4);
+      const std::vector<float> x =
+          random_activation(k, seed * 31 + static_cast<uint64_t>(index), seed % 3 == 0);
+      const std::optional<float> y = host_dot(exe, dir, index, w, x, af,
+                                              std::to_string(lanes) + " " +
+                                                  (pairs   ? "2"
+                                                   : split ? "1"
+                                                           : "0"));
+      ASSERT_TRUE(y.has_value()) << name(t) << " lanes " << lanes;
+      const float got = *y;
       const testing::QuantDotBound b = testing::quant_dot_bound(t, w.data(), x.data(), k);
       // A lane accumulates k / 32 units (two terms each with a min), then the lanes' adds.
       const double tol = b.bound_q_at_depth(2 * (k / 32) + 8);
@@ -571,22 +591,11 @@ TEST(CudaQuantHost, PrefillGemmFragmentsMatchTheQuantizedActivationDot) {
         }
         w.swap(r);
       }
-      std::mt19937_64 rng(seed * 37 + static_cast<uint64_t>(index));
-      std::uniform_real_distribution<float> u(-2, 2);
-      std::vector<float> x(static_cast<size_t>(k));
-      for (float& v : x)
-        v = u(rng) * (seed % 2 == 0 ? 1e-3f : 1.0f);
-      std::vector<uint8_t> xq(storage_bytes(af, k));
-      blocks::quantize_reference(af, x.data(), xq.data(), k);
-      write_file(dir / "w.bin", w.data(), w.size());
-      write_file(dir / "x.bin", xq.data(), xq.size());
-      const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
-                              " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string() +
-                              " " + std::to_string(k) + " " + (split ? "1" : "0");
-      ASSERT_EQ(std::system(run.c_str()), 0) << name(t);
-      float got = 0;
-      std::ifstream out(dir / "y.bin", std::ios::binary);
-      out.read(reinterpret_cast<char*>(&got), 4);
+      const std::vector<float> x =
+          random_activation(k, seed * 37 + static_cast<uint64_t>(index), seed % 2 == 0);
+      const std::optional<float> y = host_dot(exe, dir, index, w, x, af, split ? "1" : "0");
+      ASSERT_TRUE(y.has_value()) << name(t);
+      const float got = *y;
       const std::vector<uint8_t> wg =
           split ? random_blocks(t, static_cast<int>(k / block_size(t)), 300 + seed * 8 + index) : w;
       const testing::QuantDotBound b = testing::quant_dot_bound(t, wg.data(), x.data(), k);
