@@ -217,6 +217,10 @@ int main(int argc, char** argv) {
     luminal::bench_cuda::gemm_shapes(copy, limit);
     return 0;
   }
+  if (argc > 2 && std::string(argv[2]) == "qgemm") {  // prefill GEMM shapes over GGUF blocks
+    luminal::bench_cuda::qgemm_shapes(argc > 3 ? argv[3] : "");
+    return 0;
+  }
   if (argc > 2 && std::string(argv[2]) == "gemv") {  // decode GEMV shapes: Gemv vs Matmul
     luminal::bench_cuda::gemv_shapes(copy, argc > 3 ? argv[3] : "");
     return 0;

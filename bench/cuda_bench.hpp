@@ -104,6 +104,11 @@ void gemm_shapes(double copy_gbs, int limit);
 /// `bench_cuda N gemv [bf16|f32]` runs only this.
 void gemv_shapes(double copy_gbs, const std::string& only);
 
+/// The prefill GEMM over GGUF blocks (cuda.QGemmQ8) on the 8B's and SmolLM2's linear-layer shapes,
+/// m = 16, 128, 512, weights of block type `type` ("" for q4_0): ms, int8 TOPS and weight GB/s
+/// per GEMM (cuda_bench_qgemm.cpp). `bench_cuda N qgemm [TYPE]` runs only this.
+void qgemm_shapes(const std::string& type);
+
 /// A decode step of a Llama with every matrix block-quantized in `wt` (random valid blocks, no
 /// file; `model` "8b": Llama-3-8B's shape, embedding and LM head in q6_k; else SmolLM2-135M's,
 /// its tied embedding in q8_0; q8_0 models keep q8_0 throughout), f32 activations, cuBLASLt on:

@@ -1,0 +1,144 @@
+// bench_cuda N qgemm [TYPE]: the prefill GEMM over GGUF blocks (cuda.QGemmQ8, qgemm.cpp) on the
+// linear-layer shapes of Llama-3-8B and SmolLM2-135M (x [m, k] @ W^T, W [n, k] of block type
+// TYPE, default q4_0; q4_k, q5_k and q6_k need LUMINAL_CUDA_QGEMM_K=1), m = 16, 128 and 512, each
+// as a graph of copies on distinct weights reading one activation (together >= 2 x the L2, so a
+// replay reads its weights from DRAM; the one cuda.QuantizeQ8 is shared by the copies). Per shape:
+// the ms of one GEMM, its int8 TOPS (2 m n k over the time) and the GB/s of its weight bytes.
+// Prints one line a shape and a table; LUMINAL_CUDA_QGEMM_SLICES / _I2F are the kernel's A/B
+// switches.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/cuda_bench.hpp"
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/cuda/device.hpp"
+#include "luminal/cuda/driver.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/nn/linear.hpp"
+#include "tests/support/llir_direct.hpp"
+
+namespace luminal::bench_cuda {
+
+namespace {
+
+namespace fs = std::filesystem;
+using cuda::CudaBackend;
+
+struct Shape {
+  const char* model;
+  const char* what;
+  int64_t n, k;  // W is [n, k]
+};
+
+const Shape kShapes[] = {
+    {"8B", "q/o", 4096, 4096},         {"8B", "k/v", 1024, 4096},
+    {"8B", "gate/up", 14336, 4096},    {"8B", "down", 4096, 14336},
+    {"SmolLM2", "q/o", 576, 576},      {"SmolLM2", "k/v", 192, 576},
+    {"SmolLM2", "gate/up", 1536, 576}, {"SmolLM2", "down", 576, 1536},
+};
+
+CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
+
+/// Milliseconds of one replay of `copies` GEMMs x [m, k] @ W_i^T forced to cuda.QGemmQ8 (and the
+/// shared cuda.QuantizeQ8); -1 when the op is not offered for the shape.
+double qgemm_ms(CudaBackend& be, const Shape& sh, int64_t m, DType t, int copies, int trials) {
+  Graph g;
+  Tensor x = g.tensor("x", {Expr(m), Expr(sh.k)});
+  for (int i = 0; i < copies; ++i)
+    nn::linear(x, g.tensor("w" + std::to_string(i), {Expr(sh.n), Expr(sh.k)}, t).dequantize())
+        .output("y" + std::to_string(i));
+  BuiltSpace b = build_search_space(g, be, g.dim_facts());
+  const EGraph& eg = b.space->egraph();
+  auto score = [&](ENodeId id) {
+    const std::string_view op = eg.node(id).op->name;
+    return op == "cuda.QGemmQ8" || op == "cuda.QuantizeQ8" ? 1.0 : 0.0;
+  };
+  const LlirGraph llir = to_llir(*b.space, b.space->best_scoring_genome(score));
+  int found = 0;
+  for (const LlirNode& node : llir.nodes)
+    found += node.op->name == std::string_view("cuda.QGemmQ8");
+  if (found != copies) return -1;
+  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
+  std::vector<Buffer> owned;
+  Bindings bind;
+  cuda::Device& im = be.device();
+  for (const std::string& label : lp->io().inputs) {
+    const uint64_t bytes =
+        label == "x" ? static_cast<uint64_t>(m * sh.k * 4) : storage_bytes(t, sh.n * sh.k);
+    owned.push_back(be.allocate(bytes));
+    im.bind_context();  // bytes 0x3c: f16 scales of about 1.06, f32 values of about 0.0115
+    cuda::check(im.cu->cuMemsetD8Async(dptr(owned.back()), 0x3c, owned.back().bytes,
+                                       static_cast<CUstream>(be.stream())),
+                "cuMemsetD8Async");
+    bind.inputs.push_back(owned.back());
+  }
+  for (size_t i = 0; i < lp->io().outputs.size(); ++i) {
+    owned.push_back(be.allocate(static_cast<uint64_t>(m * sh.n * 4)));
+    bind.outputs.push_back(owned.back());
+  }
+  owned.push_back(be.allocate(std::max<uint64_t>(lp->arena_bytes(), 256)));
+  bind.arena = owned.back();
+  lp->bind(0, bind);
+  const double ms = be.time(*lp.plan, 0, nullptr, trials, 30.0) * 1e3;
+  lp.plan.reset();
+  for (Buffer b2 : owned)
+    be.release(b2);
+  return ms;
+}
+
+}  // namespace
+
+void qgemm_shapes(const std::string& type) {
+  const fs::path cache =
+      fs::temp_directory_path() / ("luminal_bench_qgemm_" + std::to_string(getpid()));
+  try {
+    DType t = DType::Q4_0;
+    bool known = type.empty();
+    for (DType c : kWeightBlockDTypes)
+      if (name(c) == type) t = c, known = true;
+    if (!known) throw Error("unknown block type '" + type + "'; give q4_0 .. q6_k");
+    cuda::CudaOptions opts{0, cache / "kernels", 16};
+    opts.cublaslt = false;
+    CudaBackend be(opts);
+    int l2 = 0;
+    cuda::check(be.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                                     be.device().cu_device),
+                "cuDeviceGetAttribute");
+    std::string table =
+        "| model | GEMM | n x k | type | m | ms | int8 TOPS | weight GB/s |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+    for (const Shape& sh : kShapes)
+      for (int64_t m : {int64_t{16}, int64_t{128}, int64_t{512}}) {
+        const double wbytes = static_cast<double>(storage_bytes(t, sh.n * sh.k));
+        const int copies =
+            std::min(200, std::max(1, static_cast<int>((2.0 * l2 + wbytes - 1) / wbytes)));
+        const double all = qgemm_ms(be, sh, m, t, copies, 20);
+        const double ms = all > 0 ? all / copies : -1;
+        const double tops = ms > 0 ? 2.0 * m * sh.n * sh.k / (ms * 1e-3) / 1e12 : 0;
+        const double gbs = ms > 0 ? wbytes / (ms * 1e-3) / 1e9 : 0;
+        std::printf(
+            "qgemm %s %s n %lld k %lld %s m %lld, %d copies: %.4f ms, %.1f TOPS, %.0f GB/s\n",
+            sh.model, sh.what, static_cast<long long>(sh.n), static_cast<long long>(sh.k),
+            std::string(name(t)).c_str(), static_cast<long long>(m), copies, ms, tops, gbs);
+        char row[200];
+        std::snprintf(row, sizeof row,
+                      "| %s | %s | %lld x %lld | %s | %lld | %.4f | %.1f | %.0f |\n", sh.model,
+                      sh.what, static_cast<long long>(sh.n), static_cast<long long>(sh.k),
+                      std::string(name(t)).c_str(), static_cast<long long>(m), ms, tops, gbs);
+        table += row;
+      }
+    std::printf("qgemm table:\n%s", table.c_str());
+  } catch (const std::exception& e) {
+    std::printf("qgemm shapes: FAILED: %s\n", e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+}
+
+}  // namespace luminal::bench_cuda
