@@ -10,11 +10,13 @@
 // Each prints greppable lines (scripts/gpu-check.sh copies them into its summary) and catches its
 // own errors ("<section>: FAILED: ..."), so one failing section does not hide the others.
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <string>
 
 #include "bench/timing.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
+#include "luminal/cuda/driver.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -41,6 +43,21 @@ std::string search_lines(const Session& s);
 std::filesystem::path temp_folder(const std::string& what);
 /// Removes a temp_folder() (a kept one stays).
 void clear_cache(const std::filesystem::path& cache);
+
+// Forced programs timed on fresh buffers (cuda_bench_plans.cpp).
+
+/// A device buffer's address for the driver API.
+CUdeviceptr dptr(Buffer b);
+/// Fills `b` with bytes 0x3c (bf16 and f32 about 0.0115, f16 block scales about 1.06: values do
+/// not change a matmul's time), on the backend's stream.
+void fill_pattern(cuda::CudaBackend& be, Buffer b);
+/// Loads `llir`, binds it to fresh buffers (input `label` of input_bytes(label) bytes, filled by
+/// `fill_input` or else fill_pattern; output i of output_bytes(i)), times `trials` replays and
+/// releases everything: ms per replay.
+double forced_plan_ms(cuda::CudaBackend& be, const LlirGraph& llir,
+                      const std::function<uint64_t(const std::string&)>& input_bytes,
+                      const std::function<uint64_t(size_t)>& output_bytes, int trials,
+                      const std::function<void(const std::string&, Buffer)>& fill_input = {});
 
 struct DecodeTiming {
   double ms_per_token = 0;  // execute + the token back to the host + fed in again, median

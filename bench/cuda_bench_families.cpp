@@ -162,8 +162,6 @@ struct ExpertShape {
 const ExpertShape kExpertShapes[] = {{"gate_up", 1536, 2048, true}, {"down", 2048, 768, false}};
 constexpr int64_t kStack = 128, kActive = 8;
 
-CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
-
 /// `copies` expert_linear over one stacked weight, copy i choosing experts 8i .. 8i + 7.
 Graph experts_graph(const ExpertShape& sh, DType wt, int copies) {
   Graph g;
@@ -192,40 +190,24 @@ double experts_ms(CudaBackend& be, const Graph& g, bool unfused, int copies) {
     return eg.dtype(node.children[0]) != DType::F32 ? 2.0 : 1.0;
   }));
   if (count_ops(llir, "cuda.ExpertGemv") != (unfused ? 0 : copies)) return -1;
-  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
-  std::vector<Buffer> owned;
-  Bindings bind;
-  cuda::Device& im = be.device();
-  for (const std::string& label : lp->io().inputs) {
-    const Node& n = g.node(g.find(label));
-    owned.push_back(be.allocate(static_cast<uint64_t>(storage_bytes(n.dtype, n.shape).eval({}))));
-    if (label.starts_with("ids")) {
-      std::vector<int32_t> ids(kActive);
-      for (int64_t j = 0; j < kActive; ++j)
-        ids[static_cast<size_t>(j)] =
-            static_cast<int32_t>((std::stoi(label.substr(3)) * kActive + j) % kStack);
-      be.upload(owned.back(), 0, ids.data(), ids.size() * 4);
-    } else {  // bytes 0x3c: bf16 0.0115, f32 0.0115, block scales 1.06 (values do not change time)
-      im.bind_context();
-      cuda::check(im.cu->cuMemsetD8Async(dptr(owned.back()), 0x3c, owned.back().bytes,
-                                         static_cast<CUstream>(be.stream())),
-                  "cuMemsetD8Async");
-    }
-    bind.inputs.push_back(owned.back());
-  }
+  std::vector<uint64_t> out_bytes;
   for (const LlirNode& n : llir.nodes)
-    if (n.op->name == "Output") {
-      owned.push_back(be.allocate(static_cast<uint64_t>(storage(n))));
-      bind.outputs.push_back(owned.back());
-    }
-  owned.push_back(be.allocate(std::max<uint64_t>(lp->arena_bytes(), 256)));
-  bind.arena = owned.back();
-  lp->bind(0, bind);
-  const double ms = be.time(*lp.plan, 0, nullptr, 30, 30.0) * 1e3;
-  lp.plan.reset();
-  for (Buffer x : owned)
-    be.release(x);
-  return ms;
+    if (n.op->name == "Output") out_bytes.push_back(static_cast<uint64_t>(storage(n)));
+  return forced_plan_ms(
+      be, llir,
+      [&](const std::string& label) {
+        const Node& n = g.node(g.find(label));
+        return static_cast<uint64_t>(storage_bytes(n.dtype, n.shape).eval({}));
+      },
+      [&](size_t i) { return out_bytes[i]; }, 30,
+      [&](const std::string& label, Buffer b) {
+        if (!label.starts_with("ids")) return fill_pattern(be, b);
+        std::vector<int32_t> ids(kActive);
+        for (int64_t j = 0; j < kActive; ++j)
+          ids[static_cast<size_t>(j)] =
+              static_cast<int32_t>((std::stoi(label.substr(3)) * kActive + j) % kStack);
+        be.upload(b, 0, ids.data(), ids.size() * 4);
+      });
 }
 
 }  // namespace

@@ -54,8 +54,6 @@ const Shape kShapes[] = {{"q/o proj", 4096, 4096, 2},
                          {"down proj", 4096, 14336, 1},
                          {"lm head", 128256, 4096, 0}};
 
-CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
-
 /// The graph: x [m, k] and n weights [nn, k] ("act.weight", "g<i>.weight": random_weights
 /// fills them), outputs y<i> = x @ W_i^T.
 Graph copies_graph(int64_t m, const Shape& sh, int n) {
@@ -75,14 +73,6 @@ double session_ms(CudaBackend& be, Session& s, int trials, std::string* mix) {
   std::vector<int64_t> dims = s.dims();
   *mix = s.llir().op_mix_string();
   return be.time(s.plan(), 0, dims.data(), trials, 30.0) * 1e3;
-}
-
-/// Fills `b` with bf16 0.0115 (bytes 0x3c): values do not change a GEMM's time.
-void fill(CudaBackend& be, Buffer b) {
-  cuda::Device& im = be.device();
-  im.bind_context();
-  cuda::check(im.cu->cuMemsetD8Async(dptr(b), 0x3c, b.bytes, static_cast<CUstream>(be.stream())),
-              "cuMemsetD8Async");
 }
 
 struct Row {
@@ -117,7 +107,7 @@ std::pair<double, double> lt_plan_and_raw(CudaBackend& be, const Graph& g, int64
   for (const std::string& label : lp->io().inputs) {
     owned.push_back(
         be.allocate(static_cast<uint64_t>(label == "act.weight" ? m : sh.n) * sh.k * 2));
-    fill(be, owned.back());
+    fill_pattern(be, owned.back());
     bind.inputs.push_back(owned.back());
   }
   for (size_t i = 0; i < lp->io().outputs.size(); ++i) {

@@ -18,7 +18,6 @@
 #include "luminal/cuda/device.hpp"
 #include "luminal/cuda/driver.hpp"
 #include "luminal/luminal.hpp"
-#include "tests/support/llir_direct.hpp"
 
 namespace luminal::bench_cuda {
 
@@ -40,8 +39,6 @@ const GemvShape kGemvShapes[] = {
     {"SmolLM2", "k/v", 192, 576},    {"SmolLM2", "gate/up", 1536, 576},
     {"SmolLM2", "down", 576, 1536},  {"SmolLM2", "lm head", 49152, 576},
 };
-
-CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
 
 Graph gemv_graph(int64_t m, const GemvShape& sh, int copies, DType t) {
   Graph g;
@@ -74,32 +71,14 @@ double forced_ms(CudaBackend& be, const Graph& g, const std::string& want, int64
   for (const LlirNode& node : llir.nodes)
     found += std::string(node.op->name).rfind(want, 0) == 0;
   if (found != copies) return -1;
-  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
-  std::vector<Buffer> owned;
-  Bindings bind;
-  cuda::Device& im = be.device();
   const uint64_t esize = static_cast<uint64_t>(size_bytes(t));
-  for (const std::string& label : lp->io().inputs) {
-    const uint64_t rows = static_cast<uint64_t>(label == "x" ? m : sh.n);
-    owned.push_back(be.allocate(rows * static_cast<uint64_t>(sh.k) * esize));
-    im.bind_context();  // bytes 0x3c: bf16 0.0115, f32 0.0115 (values do not change the time)
-    cuda::check(im.cu->cuMemsetD8Async(dptr(owned.back()), 0x3c, owned.back().bytes,
-                                       static_cast<CUstream>(be.stream())),
-                "cuMemsetD8Async");
-    bind.inputs.push_back(owned.back());
-  }
-  for (size_t i = 0; i < lp->io().outputs.size(); ++i) {
-    owned.push_back(be.allocate(static_cast<uint64_t>(m * sh.n) * esize));
-    bind.outputs.push_back(owned.back());
-  }
-  owned.push_back(be.allocate(std::max<uint64_t>(lp->arena_bytes(), 256)));
-  bind.arena = owned.back();
-  lp->bind(0, bind);
-  const double ms = be.time(*lp.plan, 0, nullptr, trials, 30.0) * 1e3;
-  lp.plan.reset();
-  for (Buffer x : owned)
-    be.release(x);
-  return ms;
+  return forced_plan_ms(
+      be, llir,
+      [&](const std::string& label) {
+        const uint64_t rows = static_cast<uint64_t>(label == "x" ? m : sh.n);
+        return rows * static_cast<uint64_t>(sh.k) * esize;
+      },
+      [&](size_t) { return static_cast<uint64_t>(m * sh.n) * esize; }, trials);
 }
 
 }  // namespace

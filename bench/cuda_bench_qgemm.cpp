@@ -18,10 +18,8 @@
 #include "bench/cuda_bench.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/device.hpp"
-#include "luminal/cuda/driver.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/nn/linear.hpp"
-#include "tests/support/llir_direct.hpp"
 
 namespace luminal::bench_cuda {
 
@@ -43,8 +41,6 @@ const Shape kShapes[] = {
     {"SmolLM2", "gate/up", 1536, 576}, {"SmolLM2", "down", 576, 1536},
 };
 
-CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
-
 /// Milliseconds of one replay of `copies` GEMMs x [m, k] @ W_i^T forced to cuda.QGemmQ8 (and the
 /// shared cuda.QuantizeQ8); -1 when the op is not offered for the shape.
 double qgemm_ms(CudaBackend& be, const Shape& sh, int64_t m, DType t, int copies, int trials) {
@@ -64,32 +60,12 @@ double qgemm_ms(CudaBackend& be, const Shape& sh, int64_t m, DType t, int copies
   for (const LlirNode& node : llir.nodes)
     found += node.op->name == std::string_view("cuda.QGemmQ8");
   if (found != copies) return -1;
-  luminal::testing::LoadedPlan lp = luminal::testing::load_plan(be, llir);
-  std::vector<Buffer> owned;
-  Bindings bind;
-  cuda::Device& im = be.device();
-  for (const std::string& label : lp->io().inputs) {
-    const uint64_t bytes =
-        label == "x" ? static_cast<uint64_t>(m * sh.k * 4) : storage_bytes(t, sh.n * sh.k);
-    owned.push_back(be.allocate(bytes));
-    im.bind_context();  // bytes 0x3c: f16 scales of about 1.06, f32 values of about 0.0115
-    cuda::check(im.cu->cuMemsetD8Async(dptr(owned.back()), 0x3c, owned.back().bytes,
-                                       static_cast<CUstream>(be.stream())),
-                "cuMemsetD8Async");
-    bind.inputs.push_back(owned.back());
-  }
-  for (size_t i = 0; i < lp->io().outputs.size(); ++i) {
-    owned.push_back(be.allocate(static_cast<uint64_t>(m * sh.n * 4)));
-    bind.outputs.push_back(owned.back());
-  }
-  owned.push_back(be.allocate(std::max<uint64_t>(lp->arena_bytes(), 256)));
-  bind.arena = owned.back();
-  lp->bind(0, bind);
-  const double ms = be.time(*lp.plan, 0, nullptr, trials, 30.0) * 1e3;
-  lp.plan.reset();
-  for (Buffer b2 : owned)
-    be.release(b2);
-  return ms;
+  return forced_plan_ms(
+      be, llir,
+      [&](const std::string& label) {
+        return label == "x" ? static_cast<uint64_t>(m * sh.k * 4) : storage_bytes(t, sh.n * sh.k);
+      },
+      [&](size_t) { return static_cast<uint64_t>(m * sh.n * 4); }, trials);
 }
 
 }  // namespace
