@@ -27,6 +27,7 @@
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
 #include "luminal/nn/linear.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 
 namespace luminal {
@@ -42,18 +43,6 @@ bool split_ops(std::string_view op) {
 }
 
 constexpr DType kKTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
-
-/// LUMINAL_CUDA_QGEMM_K=1 for a scope.
-struct KTypesOn {
-  KTypesOn() { ::setenv("LUMINAL_CUDA_QGEMM_K", "1", 1); }
-  ~KTypesOn() { ::unsetenv("LUMINAL_CUDA_QGEMM_K"); }
-};
-
-/// LUMINAL_CUDA_QGEMM_SPLIT=1 for a scope.
-struct SplitOn {
-  SplitOn() { ::setenv("LUMINAL_CUDA_QGEMM_SPLIT", "1", 1); }
-  ~SplitOn() { ::unsetenv("LUMINAL_CUDA_QGEMM_SPLIT"); }
-};
 
 /// x [rows, K] @ Dequantize(w [n, K])^T; rows `m`, or a dynamic "s" when m is 0.
 Graph linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
@@ -74,17 +63,20 @@ TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
     }
   auto [lk, nk] = testing::prefer_ops(linear_graph(DType::Q4_K, 40, 40, 256), rules, qgemm_ops);
   EXPECT_EQ(count_op(lk, "cuda.QGemmQ8"), 0) << lk.op_mix_string();
-  ::setenv("LUMINAL_CUDA_QGEMM", "0", 1);
-  testing::CudaRulesOnly off;
-  auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), off, qgemm_ops);
-  ::unsetenv("LUMINAL_CUDA_QGEMM");
-  EXPECT_EQ(count_op(lo, "cuda.QGemmQ8"), 0) << lo.op_mix_string();
-  // Only the f32 forms of the quantized matmuls (the activation never rounded to 8 bits).
-  ::setenv("LUMINAL_CUDA_QGEMV", "f32", 1);
-  testing::CudaRulesOnly f32_forms;
-  auto [lf, nf] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), f32_forms, qgemm_ops);
-  ::unsetenv("LUMINAL_CUDA_QGEMV");
-  EXPECT_EQ(count_op(lf, "cuda.QGemmQ8"), 0) << lf.op_mix_string();
+  {
+    testing::EnvScope off_env("LUMINAL_CUDA_QGEMM", "0");
+    testing::CudaRulesOnly off;
+    auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), off, qgemm_ops);
+    EXPECT_EQ(count_op(lo, "cuda.QGemmQ8"), 0) << lo.op_mix_string();
+  }
+  {
+    // Only the f32 forms of the quantized matmuls (the activation never rounded to 8 bits).
+    testing::EnvScope f32_env("LUMINAL_CUDA_QGEMV", "f32");
+    testing::CudaRulesOnly f32_forms;
+    auto [lf, nf] =
+        testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), f32_forms, qgemm_ops);
+    EXPECT_EQ(count_op(lf, "cuda.QGemmQ8"), 0) << lf.op_mix_string();
+  }
 }
 
 // The split form: offered only with LUMINAL_CUDA_QGEMM_SPLIT=1, for the types with a split
@@ -94,14 +86,14 @@ TEST(CudaQGemmRules, SplitFormOfferedOnlyWhenAskedFor) {
     testing::CudaRulesOnly rules;
     auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 128), rules, split_ops);
     EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 0) << name(t) << " " << l.op_mix_string();
-    SplitOn on;
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
     testing::CudaRulesOnly split_rules;
     auto [ls, ns] = testing::prefer_ops(linear_graph(t, 40, 40, 128), split_rules, split_ops);
     EXPECT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
     EXPECT_EQ(count_op(ls, "cuda.QRepack"), 1) << name(t) << " " << ls.op_mix_string();
   }
   // With load-time folding the seed reads the repacked weight as a folded input.
-  SplitOn on;
+  testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
   testing::CudaRulesOnly rules;
   Graph g;
   Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)});
@@ -128,7 +120,7 @@ TEST(CudaQGemmRules, KTypesOfferedWhenAskedForAndCompile) {
       auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 512), rules, qgemm_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 0) << name(t) << " " << l.op_mix_string();
     }
-    KTypesOn on;
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_K", "1");
     testing::CudaRulesOnly rules;
     for (int64_t m : {40, 0}) {
       const Graph g = linear_graph(t, m, 37, 512);
@@ -181,7 +173,7 @@ TEST(CudaQGemmRules, KernelsCompileForSm90) {
       ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
         sources.push_back(k.source);
-      SplitOn on;
+      testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
       testing::CudaRulesOnly split_rules;
       auto [ls, ns] = testing::prefer_ops(g, split_rules, split_ops);
       ASSERT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
@@ -257,7 +249,7 @@ TEST(CudaQGemm, EveryTypeWithinTheBound) {
 // The K types (LUMINAL_CUDA_QGEMM_K=1): every output within the bound, fixed and dynamic rows.
 TEST(CudaQGemm, KTypesWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
-  KTypesOn on;
+  testing::EnvScope on("LUMINAL_CUDA_QGEMM_K", "1");
   int64_t checked = 0;
   uint64_t seed = 800;
   for (DType t : kKTypes)
@@ -271,7 +263,7 @@ TEST(CudaQGemm, KTypesWithinTheBound) {
 // The split form (its QRepack run in the plan): every type, fixed and dynamic rows.
 TEST(CudaQGemm, SplitLayoutWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
-  SplitOn on;
+  testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
   int64_t checked = 0;
   uint64_t seed = 700;
   for (DType t : kTypes)
