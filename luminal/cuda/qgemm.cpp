@@ -143,12 +143,8 @@ std::vector<Rule> qgemm_rules() {
             if (!p) return;
             QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::Q8_1);
             const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
-            Attrs ra;  // (as the decode's split rule, qgemv.cpp: one class for both)
-            ra.dtype = p->wtype;
-            ra.shape = eg.shape(p->weight);
-            ra.views = {View::contiguous(ra.shape)};
-            const ClassId wr = eg.add(qrepack_op(), ra, {p->weight});
-            a.matmul.int_value = numel(ra.shape).as_const() / 32;
+            const ClassId wr = add_qrepack(eg, p->weight);  // the decode's split class
+            a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
             add_merged(eg, &kQGemmQ8S, a.matmul, {xq, wr}, m.root);
           }};
   if (env_opt_in("LUMINAL_CUDA_QGEMM_SPLIT")) return {r, rs};
@@ -341,8 +337,8 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
       "  const " + I + " nw = (" + I + ")blockIdx.y * " + std::to_string(cols) + " + grp * 32;",
       "  __shared__ float part[" + std::to_string(kWarps) + "][32][33];",
       "  const unsigned char* wr[4];",
-      "  const unsigned char* wh[4];",
   });
+  if (split) body += "  const unsigned char* wh[4];\n";
   // Weight row p's blocks (the split layout: its bodies, and its heads after all the bodies).
   for (int j = 0; j < 4; ++j) {
     const std::string pj = "p" + std::to_string(j), js = std::to_string(j);
@@ -356,7 +352,7 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
               "LL + " + rb + " * " + std::to_string(sl.head) + "LL;\n  }\n";
     else
       body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
-              BB + "LL : nullptr;\n    wh[" + js + "] = nullptr;\n  }\n";
+              BB + "LL : nullptr;\n  }\n";
   }
   // Slice s takes blocks [u0, u1): NU split as evenly as can be.
   body += lines({

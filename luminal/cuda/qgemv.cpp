@@ -259,12 +259,8 @@ std::vector<Rule> qgemv_rules() {
              QuantMatmulAttrs a = quant_matmul_attrs(*p, fmt);
              a.quantize.int_value = fmt == DType::Q8_1 ? 1 : 0;
              const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
-             Attrs ra;
-             ra.dtype = p->wtype;
-             ra.shape = eg.shape(p->weight);
-             ra.views = {View::contiguous(ra.shape)};
-             const ClassId wr = eg.add(qrepack_op(), ra, {p->weight});
-             a.matmul.int_value = numel(ra.shape).as_const() / block_size(p->wtype);
+             const ClassId wr = add_qrepack(eg, p->weight);
+             a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / block_size(p->wtype);
              add_merged(eg, &kQGemvQ8S, a.matmul, {xq, wr}, m.root);
            }};
   // (rules, not conditions: the compile cache's key names the rules in force)

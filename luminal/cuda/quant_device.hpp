@@ -56,8 +56,9 @@ struct SplitLayout {
 /// The split layout of q4_0, q4_1, q5_0, q5_1, q8_0 and q6_k (whose GGUF blocks are not 16-byte
 /// multiples), else nothing.
 std::optional<SplitLayout> split_layout(DType t);
-/// cuda.QRepack (quant_repack.cpp): a weight rewritten in its split layout.
-const OpDef* qrepack_op();
+/// Adds cuda.QRepack(weight) (quant_repack.cpp: the block weight rewritten in its split layout,
+/// read whole) to `eg`: its class, the same for every rule that asks.
+ClassId add_qrepack(EGraph& eg, ClassId weight);
 /// The device code cuda.QGemmQ8 adds after quant_device_source() (qgemm.cpp): QB_<t>::get(row,
 /// u, t, b0, b1, a, b) (the K types: a, a2, b), lane t's B fragment words of unit u and its scales;
 /// QBS_<t> the same over the split layout (body, head); the s8 MMAs.

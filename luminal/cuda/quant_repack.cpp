@@ -2,9 +2,10 @@
 // split layouts"): each block less its scale head, in order, then every head. The bodies of
 // Q4_0, Q4_1, Q8_0 and Q6_K become 16-byte aligned (their GGUF blocks of 18, 20, 34 and 210
 // bytes allow 2- or 4-byte loads only), so cuda.QGemvQ8S reads a lane's quants in one vector
-// load. Same dtype, shape and bytes as W. The rule that offers cuda.QGemvQ8S adds this node; it
-// is meant to run once per load (load-time folding: OpDef::fold_preferred makes the seed read its
-// Fold leaf), and costs a kernel a step where it is not folded.
+// load. Same dtype, shape and bytes as W. The rules that offer cuda.QGemvQ8S and cuda.QGemmQ8S
+// add this node (add_qrepack: one class for both buckets' forms); it is meant to run once per
+// load (load-time folding: OpDef::fold_preferred makes the seed read its Fold leaf), and costs a
+// kernel a step where it is not folded.
 #include <string>
 
 #include "luminal/core/error.hpp"
@@ -13,7 +14,6 @@
 #include "luminal/cuda/quant_device.hpp"
 
 namespace luminal::cuda {
-
 namespace {
 
 const OpDef kQRepack{.name = "cuda.QRepack", .seed_cost = 2.0, .fold_preferred = true};
@@ -75,7 +75,13 @@ std::optional<SplitLayout> split_layout(DType t) {
   }
 }
 
-const OpDef* qrepack_op() { return &kQRepack; }
+ClassId add_qrepack(EGraph& eg, ClassId weight) {
+  Attrs ra;
+  ra.dtype = eg.dtype(weight);
+  ra.shape = eg.shape(weight);
+  ra.views = {View::contiguous(ra.shape)};
+  return eg.add(&kQRepack, ra, {weight});
+}
 
 void register_qrepack_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp repack{&kQRepack, "cuda.library", nullptr, gen_qrepack};
