@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "luminal/compiler/fold_repair.hpp"
 #include "luminal/core/error.hpp"
 #include "luminal/program/fold.hpp"
 
@@ -96,7 +97,8 @@ std::string SearchReport::to_string() const {
   if (!seed_rejection.empty())
     os << "  seed:       the fewest-kernels program was rejected: " << seed_rejection << "\n";
   if (!seed_repair.empty())
-    os << "  repair:     the nearest program that ran: " << seed_repair << "\n";
+    os << "  repair:     the nearest program that " << (seed_rejection.empty() ? "fits" : "ran")
+       << ": " << seed_repair << "\n";
   os << "  best:       " << fmt_time(best_seconds) << " (first valid candidate "
      << fmt_time(first_seconds);
   if (seed_seconds > 0) os << ", the fewest-kernels seed " << fmt_time(seed_seconds);
@@ -268,6 +270,7 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
   constexpr double kGiveUp = 2.5, kGiveUpFloor = 0.1;
   // `seed`: the fewest-kernels seed, whose rejection the report names (without it the search
   // starts from random programs, and a small candidate limit keeps one of those).
+  bool seed_over = false;  // the seed's folds passed fold_limit
   auto try_genome = [&](const Genome& g, bool seed = false) {
     if (!seen.insert(g).second) return false;
     auto t0 = Clock::now();
@@ -317,7 +320,10 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       }
       report.profile_s += since(t0);
       if (report.first_seconds == 0) report.first_seconds = t;
-      if (seed) report.seed_seconds = t;
+      if (seed) {
+        report.seed_seconds = t;
+        seed_over = over;
+      }
       // Candidates over fold_limit rank after every one within it as parents of mutations.
       ranked.push_back({over ? t + kOverLimitRank : t, g, report.candidates});
       std::stable_sort(ranked.begin(), ranked.end(),
@@ -493,6 +499,30 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
         break;
       }
     }
+  }
+  // A seed whose folds pass fold_limit ranks after every program within it, so it cannot win
+  // (fold_repair.hpp: SmolLM2's q4_1 decode seed folded a weight it also read as stored, and a
+  // random program 1.6x slower won): the program a few genes away that fits.
+  if (seed_over && resolver && !limit_hit()) {
+    auto excess = [&](const LlirGraph& l) {
+      FoldExcess e;
+      int64_t small = 0;
+      e.bytes = fold_growth(l, &small) - small - static_cast<int64_t>(opts.fold_limit());
+      std::set<std::string, std::less<>> read(data.earlier_step_inputs);
+      for (const LlirNode& n : l.nodes)
+        if (is_op(n.op, OpKind::Input) && !is_fold_label(n.attrs.label)) read.insert(n.attrs.label);
+      for (const std::string& p : FoldResolver::placeholders(l))
+        for (const std::string& in : resolver->program(p).inputs)
+          if (read.count(in)) e.kept.insert(in);
+      return e;
+    };
+    const auto t0 = Clock::now();
+    std::optional<FoldRepair> r = repair_fold_excess(space, *folds, seed, excess);
+    report.extract_s += since(t0);
+    if (r && try_genome(r->genome))
+      report.seed_repair = "candidate " + std::to_string(report.candidates) +
+                           ", its folds within fold_limit after " + std::to_string(r->changes) +
+                           " choice" + (r->changes == 1 ? "" : "s") + " changed";
   }
   if (space.has_library_calls())
     for (Seed mode : {Seed::Avoid, Seed::Prefer})

@@ -32,7 +32,8 @@ struct SearchReport {
   std::string first_rejection;  // message of the first rejection
   std::string seed_rejection;   // why the fewest-kernels seed was rejected ("" when it ran)
   /// After a rejected seed: "candidate N, one choice changed" when a program one choice away
-  /// from it ran, else "" (search.cpp, repair_seed).
+  /// from it ran; after a seed whose folds passed fold_limit: "candidate N, its folds within
+  /// fold_limit after K choices changed" (compiler/fold_repair.hpp); else "".
   std::string seed_repair;
   int over_fold_limit = 0;  // timed candidates whose folds passed fold_limit
   int64_t fold_growth = 0;  // bytes the winner's folds add when none fitted fold_limit
