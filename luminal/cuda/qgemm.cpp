@@ -8,11 +8,13 @@
 // with every layer reading x, as the GEMV's integer form), each block of 32 values one
 // mma.sync.m16n8k32 on s8. Types: q4_0, q4_1, q5_0, q5_1 and q8_0 (a legacy block is one k32
 // step); the K types (a 32-value sub-block a unit, Q8_K activation rows, Q6_K as two k16 products
-// for its two scales) under LUMINAL_CUDA_QGEMM_K=1. LUMINAL_CUDA_QGEMM=0 offers none, nor does
-// LUMINAL_CUDA_QGEMV=f32 (only f32 activations). cuda.QGemmQ8S (LUMINAL_CUDA_QGEMM_SPLIT=1, not
-// yet run on a GPU) reads the weight in the split layout instead (cuda.QRepack, quant_repack.cpp:
-// the class the decode bucket's cuda.QGemvQ8S folds at load), so a session holds that one copy
-// and releases the GGUF layout (an 8B q4_0 session held both: 8.6 GB for 4.4 GB of weights).
+// for its two scales; LUMINAL_CUDA_QGEMM_K=0 offers them none). LUMINAL_CUDA_QGEMM=0 offers
+// none, nor does LUMINAL_CUDA_QGEMV=f32 (only f32 activations). cuda.QGemmQ8S (unless
+// LUMINAL_CUDA_QGEMM_SPLIT=0) reads the weight in the split layout instead (cuda.QRepack,
+// quant_repack.cpp: the class the decode bucket's cuda.QGemvQ8S folds at load), so a session
+// holds that one copy and releases the GGUF layout (an 8B q4_0 session held both, 11.6 GB on an
+// H100; with the split form and the K types for its q6_k LM head, 5.57 GB for 4.79 GB of
+// weights).
 //
 // Layout: a block of 8 warps covers 32 activation rows and 32 weight rows (two m16 tiles by four
 // n8 tiles), its warps splitting k in 8 slices of blocks; the slices' sums are joined in slice
@@ -66,7 +68,7 @@ bool legacy_type(DType t) {
          t == DType::Q8_0;
 }
 /// The types the rule offers the kernel for: the legacy ones, and with `k_types`
-/// (LUMINAL_CUDA_QGEMM_K=1: not yet run on a GPU) Q4_K, Q5_K and Q6_K.
+/// (unless LUMINAL_CUDA_QGEMM_K=0) Q4_K, Q5_K and Q6_K.
 bool mma_type(DType t, bool k_types) {
   return legacy_type(t) || (k_types && (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K));
 }
@@ -123,7 +125,7 @@ std::vector<Rule> qgemm_rules() {
   // LUMINAL_CUDA_QGEMV=f32 (qgemv.cpp) keeps every activation f32: no integer form here either.
   if (const char* v = std::getenv("LUMINAL_CUDA_QGEMV"); v != nullptr && std::string(v) == "f32")
     return {};
-  const bool k = env_opt_in("LUMINAL_CUDA_QGEMM_K");
+  const bool k = env_switch_on("LUMINAL_CUDA_QGEMM_K");
   Rule r{k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", matmul_pattern(),
          [k](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, k).has_value(); },
          [k](const Match& m, EGraph& eg) {
@@ -135,7 +137,7 @@ std::vector<Rule> qgemm_rules() {
          }};
   // The split form: the weight as cuda.QRepack(W) (the class the decode bucket's split GEMV
   // folds, so a session holds one copy and releases the GGUF layout), for a static weight that
-  // only linear layers read. Opt-in (LUMINAL_CUDA_QGEMM_SPLIT=1) until it has run on a GPU.
+  // only linear layers read. LUMINAL_CUDA_QGEMM_SPLIT=0 offers it none.
   Rule rs{"cuda.qgemm-q8s", matmul_pattern(),
           [](const Match& m, const EGraph& eg) { return split_gemm_parts(eg, m).has_value(); },
           [](const Match& m, EGraph& eg) {
@@ -147,7 +149,7 @@ std::vector<Rule> qgemm_rules() {
             a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
             add_merged(eg, &kQGemmQ8S, a.matmul, {xq, wr}, m.root);
           }};
-  if (env_opt_in("LUMINAL_CUDA_QGEMM_SPLIT")) return {r, rs};
+  if (env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT")) return {r, rs};
   return {r};
 }
 

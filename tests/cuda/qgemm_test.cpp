@@ -1,13 +1,13 @@
 // cuda.QGemmQ8 (luminal/cuda/qgemm.cpp), the prefill linear layer over GGUF blocks on the int8
 // tensor cores:
 //   - CI (no GPU): the rule offers it for more than 8 activation rows and for a dynamic count,
-//     not for 8 or fewer (the GEMVs' case), not for the K types, not with LUMINAL_CUDA_QGEMM=0
-//     or LUMINAL_CUDA_QGEMV=f32;
+//     not for 8 or fewer (the GEMVs' case), not with LUMINAL_CUDA_QGEMM=0 or
+//     LUMINAL_CUDA_QGEMV=f32;
 //     the fewest-kernels seed of a dynamic-row layer takes it; NVRTC compiles its kernels for
 //     sm_90;
-//   - the split form (cuda.QGemmQ8S over cuda.QRepack's layout) only with
-//     LUMINAL_CUDA_QGEMM_SPLIT=1, then taken by the seed; the K types (q4_k, q5_k, q6_k over
-//     Q8_K rows) only with LUMINAL_CUDA_QGEMM_K=1, compiled for sm_90;
+//   - the split form (cuda.QGemmQ8S over cuda.QRepack's layout) unless
+//     LUMINAL_CUDA_QGEMM_SPLIT=0, taken by the seed where the repack folds; the K types (q4_k,
+//     q5_k, q6_k over Q8_K rows) unless LUMINAL_CUDA_QGEMM_K=0, compiled for sm_90;
 //   - GPU: every output within testing::quant_dot_bound (the activation's 8-bit rounding, then f32
 //     rounding at the kernel's depth) for q4_0, q4_1, q5_0, q5_1 and q8_0, row counts that are
 //     not multiples of 16 or 32, weight rows that are not multiples of 8, k not a multiple of 256,
@@ -61,8 +61,6 @@ TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
       EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), m == 0 || m > 8 ? 1 : 0)
           << name(t) << " m " << m << ": " << l.op_mix_string();
     }
-  auto [lk, nk] = testing::prefer_ops(linear_graph(DType::Q4_K, 40, 40, 256), rules, qgemm_ops);
-  EXPECT_EQ(count_op(lk, "cuda.QGemmQ8"), 0) << lk.op_mix_string();
   {
     testing::EnvScope off_env("LUMINAL_CUDA_QGEMM", "0");
     testing::CudaRulesOnly off;
@@ -79,21 +77,22 @@ TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
   }
 }
 
-// The split form: offered only with LUMINAL_CUDA_QGEMM_SPLIT=1, for the types with a split
-// layout; the seed then takes it over the GGUF-layout form.
-TEST(CudaQGemmRules, SplitFormOfferedOnlyWhenAskedFor) {
+// The split form: offered for the types with a split layout unless LUMINAL_CUDA_QGEMM_SPLIT=0;
+// with load-time folding the seed takes it over the GGUF-layout form.
+TEST(CudaQGemmRules, SplitFormOfferedUnlessSwitchedOff) {
   for (DType t : kTypes) {
-    testing::CudaRulesOnly rules;
-    auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 128), rules, split_ops);
-    EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 0) << name(t) << " " << l.op_mix_string();
-    testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
+    {
+      testing::EnvScope off("LUMINAL_CUDA_QGEMM_SPLIT", "0");
+      testing::CudaRulesOnly rules;
+      auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 128), rules, split_ops);
+      EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 0) << name(t) << " " << l.op_mix_string();
+    }
     testing::CudaRulesOnly split_rules;
     auto [ls, ns] = testing::prefer_ops(linear_graph(t, 40, 40, 128), split_rules, split_ops);
     EXPECT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
     EXPECT_EQ(count_op(ls, "cuda.QRepack"), 1) << name(t) << " " << ls.op_mix_string();
   }
   // With load-time folding the seed reads the repacked weight as a folded input.
-  testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
   testing::CudaRulesOnly rules;
   Graph g;
   Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)});
@@ -109,18 +108,18 @@ TEST(CudaQGemmRules, SplitFormOfferedOnlyWhenAskedFor) {
   EXPECT_EQ(b.folds.leaves.size(), 1u);
 }
 
-// The K types: offered only with LUMINAL_CUDA_QGEMM_K=1 (Q8_K activation rows), and their
+// The K types: offered unless LUMINAL_CUDA_QGEMM_K=0 (Q8_K activation rows), and their
 // kernels compile for sm_90 (Q6_K's two 16-value scales a unit as two k16 products).
-TEST(CudaQGemmRules, KTypesOfferedWhenAskedForAndCompile) {
+TEST(CudaQGemmRules, KTypesOfferedUnlessSwitchedOffAndCompile) {
   LUMINAL_REQUIRE_NVRTC();
   std::vector<std::string> sources;
   for (DType t : kKTypes) {
     {
+      testing::EnvScope off("LUMINAL_CUDA_QGEMM_K", "0");
       testing::CudaRulesOnly rules;
       auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 512), rules, qgemm_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 0) << name(t) << " " << l.op_mix_string();
     }
-    testing::EnvScope on("LUMINAL_CUDA_QGEMM_K", "1");
     testing::CudaRulesOnly rules;
     for (int64_t m : {40, 0}) {
       const Graph g = linear_graph(t, m, 37, 512);
@@ -173,7 +172,6 @@ TEST(CudaQGemmRules, KernelsCompileForSm90) {
       ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
         sources.push_back(k.source);
-      testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
       testing::CudaRulesOnly split_rules;
       auto [ls, ns] = testing::prefer_ops(g, split_rules, split_ops);
       ASSERT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
@@ -246,10 +244,9 @@ TEST(CudaQGemm, EveryTypeWithinTheBound) {
   EXPECT_GT(checked, 100000);
 }
 
-// The K types (LUMINAL_CUDA_QGEMM_K=1): every output within the bound, fixed and dynamic rows.
+// The K types: every output within the bound, fixed and dynamic rows.
 TEST(CudaQGemm, KTypesWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
-  testing::EnvScope on("LUMINAL_CUDA_QGEMM_K", "1");
   int64_t checked = 0;
   uint64_t seed = 800;
   for (DType t : kKTypes)
@@ -263,7 +260,6 @@ TEST(CudaQGemm, KTypesWithinTheBound) {
 // The split form (its QRepack run in the plan): every type, fixed and dynamic rows.
 TEST(CudaQGemm, SplitLayoutWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
-  testing::EnvScope on("LUMINAL_CUDA_QGEMM_SPLIT", "1");
   int64_t checked = 0;
   uint64_t seed = 700;
   for (DType t : kTypes)
