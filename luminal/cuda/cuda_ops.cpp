@@ -25,6 +25,7 @@ void register_scatter_store_ops(std::vector<const CudaOp*>& ops);   // scatter_s
 void register_dequantize_ops(std::vector<const CudaOp*>& ops);      // dequantize.cpp
 void register_qgemv_ops(std::vector<const CudaOp*>& ops);           // qgemv.cpp
 void register_qgemm_ops(std::vector<const CudaOp*>& ops);           // qgemm.cpp
+void register_qgemm_bf16_ops(std::vector<const CudaOp*>& ops);      // qgemm_bf16.cpp
 void register_quantize_q8_ops(std::vector<const CudaOp*>& ops);     // quantize_q8.cpp
 void register_qrepack_ops(std::vector<const CudaOp*>& ops);         // quant_repack.cpp
 void register_expert_ops(std::vector<const CudaOp*>& ops);          // expert_gemv.cpp
@@ -58,6 +59,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_dequantize_ops(v);
     register_qgemv_ops(v);
     register_qgemm_ops(v);
+    register_qgemm_bf16_ops(v);
     register_quantize_q8_ops(v);
     register_qrepack_ops(v);
     register_expert_ops(v);

@@ -41,6 +41,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/qgemm.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/kernels/quant_rule.hpp"
@@ -63,10 +64,6 @@ constexpr int kBlock = 32 * kWarps;
 constexpr int kRowsPerBlock = 32;  // activation rows a block
 constexpr int kMaxGemvRows = 8;    // fewer constant rows: the GEMVs (qgemv.cpp)
 
-bool legacy_type(DType t) {
-  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
-         t == DType::Q8_0;
-}
 /// The types the rule offers the kernel for: the legacy ones, and with `k_types`
 /// (unless LUMINAL_CUDA_QGEMM_K=0) Q4_K, Q5_K and Q6_K.
 bool mma_type(DType t, bool k_types) {
@@ -149,8 +146,36 @@ std::vector<Rule> qgemm_rules() {
             a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
             add_merged(eg, &kQGemmQ8S, a.matmul, {xq, wr}, m.root);
           }};
-  if (env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT")) return {r, rs};
-  return {r};
+  std::vector<Rule> out{r};
+  const bool split = env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT");
+  if (split) out.push_back(rs);
+  // The bf16 forms (qgemm_bf16.cpp; legacy types): x as bf16 rows, the weight dequantised a
+  // tile at a time; LUMINAL_CUDA_QGEMM_BF16=0 offers none.
+  if (!env_switch_on("LUMINAL_CUDA_QGEMM_BF16")) return out;
+  out.push_back(
+      Rule{"cuda.qgemm-bf16", matmul_pattern(),
+           [](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, false).has_value(); },
+           [](const Match& m, EGraph& eg) {
+             const std::optional<QuantMatmulParts> p = gemm_parts(eg, m, false);
+             if (!p) return;
+             const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
+             const ClassId xb = eg.add(quantize_q8_op(), a.quantize, {p->act});
+             add_merged(eg, qgemm_bf16_op(false), a.matmul, {xb, p->weight}, m.root);
+           }});
+  if (split)
+    out.push_back(
+        Rule{"cuda.qgemm-bf16s", matmul_pattern(),
+             [](const Match& m, const EGraph& eg) { return split_gemm_parts(eg, m).has_value(); },
+             [](const Match& m, EGraph& eg) {
+               const std::optional<QuantMatmulParts> p = split_gemm_parts(eg, m);
+               if (!p) return;
+               QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
+               const ClassId xb = eg.add(quantize_q8_op(), a.quantize, {p->act});
+               const ClassId wr = add_qrepack(eg, p->weight);
+               a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
+               add_merged(eg, qgemm_bf16_op(true), a.matmul, {xb, wr}, m.root);
+             }});
+  return out;
 }
 
 // Device code: the B fragment (b0, b1) of weight row `row`'s block u for lane t, its scale a and
@@ -271,56 +296,22 @@ LMN void lmn_mma_s8(int* c, const int* a, int b0, int b1) {
 )";
 
 KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
-  if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
-    throw Error(std::string(n.op->name) + ": needs an activation and a weight");
-  const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
   const bool split = n.op == &kQGemmQ8S;
-  const bool k_type = tw == DType::Q4_K || tw == DType::Q5_K || tw == DType::Q6_K;
+  const GemmOperands op = gemm_operands(
+      n, split, [](DType x, DType w) { return x == cuda_activation_format(w); },
+      "q8_1 activation rows beside q4_0, q4_1, q5_0, q5_1 or q8_0 weights (q8_k beside q4_k, "
+      "q5_k or q6_k)");
+  const DType tx = op.tx, tw = op.tw;
+  const bool k_type = !legacy_type(tw);
   const bool two_scales = tw == DType::Q6_K;  // two 16-value scales a unit
-  if (!(legacy_type(tw) || k_type) || tx != cuda_activation_format(tw) ||
-      n.attrs.dtype != DType::F32 || (split && k_type))
-    throw Error(std::string(n.op->name) +
-                ": reads q8_1 activation rows beside q4_0, q4_1, q5_0, q5_1 or q8_0 weights (q8_k "
-                "beside q4_k, q5_k or q6_k; the split form legacy types only) into f32, got " +
-                std::string(name(tx)) + " and " + std::string(name(tw)) + " into " +
-                std::string(name(n.attrs.dtype)));
-  const int axis = n.attrs.axis;
-  const View& xv = n.attrs.views[0];
-  const View& wv = n.attrs.views[1];
-  if (xv.has_base() || wv.has_base())
-    throw Error(std::string(n.op->name) + ": an input read at an element offset is not supported");
-  const Expr K = wv.dims[static_cast<size_t>(axis)];
-  if (!K.is_const() || K.as_const() % block_size(tw) != 0)
-    throw Error(std::string(n.op->name) + ": k must be a static whole number of 32-value blocks");
-  const std::optional<Axes> ax = axes_of(xv, wv, axis);
-  if (!ax)
-    throw Error(std::string(n.op->name) +
-                ": the activation rows' axes must come before the weight's");
-  // The activation: contiguous Q8_1 rows [m axes..., K] (rows_view_over).
-  if (ax->m.empty() ||
-      !(xv.strides[static_cast<size_t>(ax->m.back())].substitute("z", Expr(1)) == K))
-    throw Error(std::string(n.op->name) + ": the activation must be contiguous rows of blocks");
-  Expr M(1), N(1);
-  for (int d : ax->m)
-    M = M * wv.dims[static_cast<size_t>(d)];
-  for (int d : ax->n)
-    N = N * wv.dims[static_cast<size_t>(d)];
-  const int64_t NU = K.as_const() / 32;
+  const Expr &M = op.M, &N = op.N, &K = op.K;
+  const int64_t NU = op.units;
   Codegen cg(n, ctx);
   cg.require(M * N);
   cg.require(M * K);
   cg.require(N * K);
   const std::string& I = cg.idx();
-  // W's row of output column p: W through its view with the m axes at 0.
-  View wn = wv;
-  for (int d : ax->m)
-    wn.dims[static_cast<size_t>(d)] = Expr(1);
-  const SplitLayout sl = split ? split_layout(tw).value_or(SplitLayout{}) : SplitLayout{};
-  if (split && (sl.body == 0 || n.attrs.int_value <= 0))
-    throw Error("cuda.QGemmQ8S: needs a " + std::string(name(tw)) +
-                " weight in its split layout and its block count");
   const std::string T = (split ? "QBS_" : "QB_") + quant_tag(tw);
-  const std::string BB = std::to_string(block_bytes(tw));
   const std::string XB = std::to_string(storage_bytes(tx, K.as_const()));
   const int slices = env_int("LUMINAL_CUDA_QGEMM_SLICES", 8, 1, kWarps);
   if (kWarps % slices != 0) throw Error("LUMINAL_CUDA_QGEMM_SLICES must be 1, 2, 4 or 8");
@@ -342,20 +333,8 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
   });
   if (split) body += "  const unsigned char* wh[4];\n";
   // Weight row p's blocks (the split layout: its bodies, and its heads after all the bodies).
-  for (int j = 0; j < 4; ++j) {
-    const std::string pj = "p" + std::to_string(j), js = std::to_string(j);
-    body += "  {\n    const " + I + " " + pj + " = nw + " + std::to_string(8 * j) + " + g;\n";
-    const std::string off = cg.view_offset(wn, pj, "w" + js, body, axis);
-    const std::string rb = "(long long)(" + off + " / " + std::to_string(block_size(tw)) + ")";
-    if (split)
-      body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
-              std::to_string(sl.body) + "LL : nullptr;\n    wh[" + js +
-              "] = (const unsigned char*)in1 + " + std::to_string(n.attrs.int_value * sl.body) +
-              "LL + " + rb + " * " + std::to_string(sl.head) + "LL;\n  }\n";
-    else
-      body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
-              BB + "LL : nullptr;\n  }\n";
-  }
+  for (int j = 0; j < 4; ++j)
+    weight_row_pointer(cg, op, "nw + " + std::to_string(8 * j) + " + g", j, body);
   // Slice s takes blocks [u0, u1): NU split as evenly as can be.
   body += lines({
       "  const unsigned char* xr[4];",
@@ -512,6 +491,77 @@ KernelGen gen_qgemm_q8(const LlirNode& n, const GenContext& ctx) {
 }
 
 }  // namespace
+
+bool legacy_type(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 ||
+         t == DType::Q8_0;
+}
+
+GemmOperands gemm_operands(const LlirNode& n, bool split, bool (*x_ok)(DType x, DType w),
+                           const std::string& x_names) {
+  const std::string what(n.op->name);
+  if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
+    throw Error(what + ": needs an activation and a weight");
+  GemmOperands g;
+  g.tx = n.input_dtypes[0];
+  g.tw = n.input_dtypes[1];
+  g.split = split;
+  const bool k_type = g.tw == DType::Q4_K || g.tw == DType::Q5_K || g.tw == DType::Q6_K;
+  if (!(legacy_type(g.tw) || k_type) || !x_ok(g.tx, g.tw) || n.attrs.dtype != DType::F32 ||
+      (split && k_type))
+    throw Error(what + ": reads " + x_names + " into f32 (the split form legacy types only), got " +
+                std::string(name(g.tx)) + " and " + std::string(name(g.tw)) + " into " +
+                std::string(name(n.attrs.dtype)));
+  g.axis = n.attrs.axis;
+  const View& xv = n.attrs.views[0];
+  const View& wv = n.attrs.views[1];
+  if (xv.has_base() || wv.has_base())
+    throw Error(what + ": an input read at an element offset is not supported");
+  g.K = wv.dims[static_cast<size_t>(g.axis)];
+  if (!g.K.is_const() || g.K.as_const() % block_size(g.tw) != 0)
+    throw Error(what + ": k must be a static whole number of 32-value blocks");
+  const std::optional<Axes> ax = axes_of(xv, wv, g.axis);
+  if (!ax) throw Error(what + ": the activation rows' axes must come before the weight's");
+  // The activation: contiguous rows [m axes..., K] (rows_view_over).
+  if (ax->m.empty() ||
+      !(xv.strides[static_cast<size_t>(ax->m.back())].substitute("z", Expr(1)) == g.K))
+    throw Error(what + ": the activation must be contiguous rows");
+  g.M = Expr(1);
+  g.N = Expr(1);
+  for (int d : ax->m)
+    g.M = g.M * wv.dims[static_cast<size_t>(d)];
+  for (int d : ax->n)
+    g.N = g.N * wv.dims[static_cast<size_t>(d)];
+  g.units = g.K.as_const() / 32;
+  // W's row of output column p: W through its view with the m axes at 0.
+  g.wrow = wv;
+  for (int d : ax->m)
+    g.wrow.dims[static_cast<size_t>(d)] = Expr(1);
+  if (split) {
+    g.layout = split_layout(g.tw).value_or(SplitLayout{});
+    g.blocks = n.attrs.int_value;
+    if (g.layout.body == 0 || g.blocks <= 0)
+      throw Error(what + ": needs a " + std::string(name(g.tw)) +
+                  " weight in its split layout and its block count");
+  }
+  return g;
+}
+
+void weight_row_pointer(Codegen& cg, const GemmOperands& g, const std::string& p, int j,
+                        std::string& body) {
+  const std::string pj = "p" + std::to_string(j), js = std::to_string(j);
+  body += "  {\n    const " + cg.idx() + " " + pj + " = " + p + ";\n";
+  const std::string off = cg.view_offset(g.wrow, pj, "w" + js, body, g.axis);
+  const std::string rb = "(long long)(" + off + " / " + std::to_string(block_size(g.tw)) + ")";
+  if (g.split)
+    body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
+            std::to_string(g.layout.body) + "LL : nullptr;\n    wh[" + js +
+            "] = (const unsigned char*)in1 + " + std::to_string(g.blocks * g.layout.body) +
+            "LL + " + rb + " * " + std::to_string(g.layout.head) + "LL;\n  }\n";
+  else
+    body += "    wr[" + js + "] = " + pj + " < N ? (const unsigned char*)in1 + " + rb + " * " +
+            std::to_string(block_bytes(g.tw)) + "LL : nullptr;\n  }\n";
+}
 
 const char* qgemm_device_source() { return kMmaSource; }
 

@@ -92,7 +92,9 @@ TEST(CudaQGemmRules, SplitFormOfferedUnlessSwitchedOff) {
     EXPECT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
     EXPECT_EQ(count_op(ls, "cuda.QRepack"), 1) << name(t) << " " << ls.op_mix_string();
   }
-  // With load-time folding the seed reads the repacked weight as a folded input.
+  // With load-time folding the seed reads the repacked weight as a folded input (the bf16
+  // forms, which the seeds take over these, left out).
+  testing::EnvScope no_bf16("LUMINAL_CUDA_QGEMM_BF16", "0");
   testing::CudaRulesOnly rules;
   Graph g;
   Tensor x = g.tensor("x", {Expr::var("s"), Expr(4096)});
@@ -137,7 +139,9 @@ TEST(CudaQGemmRules, KTypesOfferedUnlessSwitchedOffAndCompile) {
   testing::expect_compiles(sources, "a K-type cuda.QGemmQ8 kernel");
 }
 
+// (the bf16 form, which the seeds take over this one, left out: qgemm_bf16_test.cpp)
 TEST(CudaQGemmRules, TheSeedTakesItForADynamicRowCount) {
+  testing::EnvScope no_bf16("LUMINAL_CUDA_QGEMM_BF16", "0");
   const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_0, 0, 4096, 4096));
   EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();
@@ -147,6 +151,7 @@ TEST(CudaQGemmRules, TheSeedTakesItForADynamicRowCount) {
 // A 2-layer Llama prefill step (s in [2, 128]) with q4_0 projections: the seed reads every
 // projection's blocks with cuda.QGemmQ8 (no weight widened to f32 in the step).
 TEST(CudaQGemmRules, TheSeedOfAQuantizedPrefillTakesItForEveryProjection) {
+  testing::EnvScope no_bf16("LUMINAL_CUDA_QGEMM_BF16", "0");
   const auto cfg = models::llama_config(
       {.layers = 2, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
   models::DecoderShape shape{.slots = 256, .max_step = 128};

@@ -1,0 +1,347 @@
+// cuda.QGemmBF16: a prefill linear layer over block-quantized weights on the bf16 tensor cores,
+// the weight dequantised into shared memory a tile at a time.
+//
+// cuda.QGemmQ8 (qgemm.cpp) keeps the weight's integers and multiplies them with 8-bit activation
+// rows: each 32-value block is one int8 MMA whose sum then needs its own scales, four float
+// operations per output an MMA, and those bound it (about 66 int8 TOPS on an H100, a fifteenth
+// of the tensor cores' rate). Here each weight value is dequantised once per tile of 64
+// activation rows, w = a q + b rounded to bf16, and the MMAs (m16n8k16, bf16 in, f32
+// accumulated) need nothing after them: the scales are in the values. The activation rows come
+// as bf16 from cuda.QuantizeQ8 in its BF16 format (quantize_q8.cpp: each x rounded to nearest
+// bf16 once, shared by every layer that reads x).
+//
+// Numerics: each product is of x and w rounded to bf16 (each within 2^-9 of its value: 8
+// significant bits, as Q8_1's largest values, where Q8_1's smaller ones are coarser), exact in
+// f32; the products summed by the MMAs in f32, blocks in order, the two k halves added at the
+// end. So |y - sum x w| <= sum |x w| (2^-8 + 2^-17) + gamma(K / 16 + 4) sum |x w|
+// (tests/cuda/qgemm_bf16_test.cpp checks that bound, and with scales and activations exact in
+// bf16 the exact sum to the accumulation's rounding alone).
+//
+// Layout: a block of 8 warps covers 64 activation rows and 64 weight rows and walks k 64 values
+// (two 32-value units) a step, double-buffered in shared memory. Each thread holds two steps'
+// bytes in registers: at step s it issues step s + 2's loads (four groups of 4 activation values,
+// and two lanes' shares of weight units: QRG / QRS below), the warps multiply step s's tiles,
+// and it decodes step s + 1's bytes into the other buffer (values 4t..4t+3 and 16+4t..16+4t+3 of
+// a unit, as QB_<t> of qgemm.cpp gives them). A load is thus in flight over two steps' MMAs: with
+// the decode right after its load (the first version) a step waited out a DRAM round trip and
+// the kernel ran at 61-66 TFLOPS on an H100, as slow as cuda.QGemmQ8. Warp (wm, wn, ks) takes
+// rows 32 wm.., weight rows 32 wn.. and the k half ks of each step; the halves are joined
+// through shared memory. Legacy types only: the K types' units stay on cuda.QGemmQ8.
+#include <string>
+
+#include "luminal/core/error.hpp"
+#include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/qgemm.hpp"
+#include "luminal/cuda/quant_device.hpp"
+
+namespace luminal::cuda {
+
+namespace {
+
+/// A weight of fewer than 2^22 values gives too few 64 x 64 tiles, each a short walk along k, to
+/// keep an H100 busy: there cuda.QGemmQ8's 32 x 32 tiles with k split over 8 warps were faster
+/// (SmolLM2's projections, 576 x 576 to 1536 x 576: a 128-token prefill's 210 GEMMs took 1.79 ms
+/// that way against 2.90 in this form), where from an 8B model's 1024 x 4096 up this form took
+/// 0.43-0.58 of its time. So the seeds take this form for large weights only (0.1 more below).
+double small_weight_extra(const EGraph& eg, uint32_t enode) {
+  const ENode& n = eg.node(enode);
+  if (n.children.size() < 2) return 0;
+  const Expr count = numel(eg.shape(eg.find(n.children[1])));
+  return count.is_const() && count.as_const() < (int64_t{1} << 22) ? 0.1 : 0.0;
+}
+
+// (below cuda.QGemmQ8's 0.35 and cuda.QGemmQ8S's 0.3 for large weights, above for small ones)
+const OpDef kQGemmBF16{
+    .name = "cuda.QGemmBF16", .seed_cost = 0.28, .seed_extra = small_weight_extra};
+const OpDef kQGemmBF16S{
+    .name = "cuda.QGemmBF16S", .seed_cost = 0.25, .seed_extra = small_weight_extra};
+
+constexpr int kBlock = 256;
+constexpr int kTile = 64;    // activation rows, weight rows and k values a step
+constexpr int kStride = 72;  // bf16 a tile row in shared memory (conflict-free fragment loads)
+
+const char* kBf16Source = R"(
+#ifndef LMN_QGEMM_BF16_DEVICE
+#define LMN_QGEMM_BF16_DEVICE
+/* Values 2h and 2h + 1 of an int8x4 word q as a q + b, rounded to bf16, packed low first. A
+   byte's value v becomes the float 2^23 + v + 128 by a byte permute (its sign bit flipped, under
+   the exponent byte 0x4B), then exactly v by a subtraction: two full-rate instructions where the
+   int-to-float conversion runs at a quarter rate; the pair is rounded by one cvt. */
+LMN unsigned int lmn_bf2(float a, float b, unsigned int qx, int h) {
+  const float v0 = __fsub_rn(__uint_as_float(__byte_perm(qx, 0x4B000000u, 0x7540u | (2 * h))),
+                             8388736.0f);
+  const float v1 = __fsub_rn(__uint_as_float(__byte_perm(qx, 0x4B000000u, 0x7541u | (2 * h))),
+                             8388736.0f);
+  unsigned int r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__fmaf_rn(a, v1, b)), "f"(__fmaf_rn(a, v0, b)));
+  return r;
+}
+/* ldmatrix.x4: four 8 x 8 bf16 matrices, lane l giving the address of row l % 8 of matrix l / 8;
+   register j holds lane (g, t)'s elements (g, 2t), (g, 2t + 1) of matrix j. */
+LMN void lmn_ldm4(unsigned int* r, const unsigned short* p) {
+  const unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+/* A lane's share of a unit in two steps, its bytes into registers (load) and then its B
+   fragment words, scale and min (dec), so that a step's loads are in flight while the warps
+   multiply the step before: QRG over the GGUF layout (QI_<t><4>), QRS over the split layout
+   (QS_<t><4>); Q8_0's words are t and t + 4 (QB_q8_0). */
+template <class Q>
+struct QRG {
+  typedef typename Q::Raw Raw;
+  static LMN void load(const unsigned char* row, const unsigned char*, int u, int t, Raw& r) {
+    Q::load(row, u, t, r);
+  }
+  static LMN void dec(const Raw& r, int t, int& b0, int& b1, float& a, float& b) {
+    int v[2], w[2];
+    Q::ints(r, t, v, w, a, b);
+    b0 = v[0]; b1 = v[1];
+  }
+};
+template <class Q>
+struct QRS : QRG<Q> {
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t,
+                       typename Q::Raw& r) {
+    Q::load(body, head, u, t, r);
+  }
+};
+struct QR8_raw { unsigned int d; int w0, w1; };
+LMN void lmn_qr8_dec(const QR8_raw& r, int, int& b0, int& b1, float& a, float& b) {
+  b0 = r.w0; b1 = r.w1; a = lmn_h16(r.d); b = 0.0f;
+}
+struct QRG_q8_0 {
+  typedef QR8_raw Raw;
+  static LMN void load(const unsigned char* row, const unsigned char*, int u, int t, Raw& r) {
+    const unsigned char* p = row + u * 34;
+    r.d = lmn_u16(p); r.w0 = (int)lmn_w16(p + 2 + 4 * t); r.w1 = (int)lmn_w16(p + 18 + 4 * t);
+  }
+  static LMN void dec(const Raw& r, int t, int& b0, int& b1, float& a, float& b) {
+    lmn_qr8_dec(r, t, b0, b1, a, b);
+  }
+};
+struct QRS_q8_0 {
+  typedef QR8_raw Raw;
+  static LMN void load(const unsigned char* body, const unsigned char* head, int u, int t, Raw& r) {
+    r.d = lmn_u16(head + 2 * u);
+    r.w0 = __ldg((const int*)(body + u * 32 + 4 * t));
+    r.w1 = __ldg((const int*)(body + u * 32 + 16 + 4 * t));
+  }
+  static LMN void dec(const Raw& r, int t, int& b0, int& b1, float& a, float& b) {
+    lmn_qr8_dec(r, t, b0, b1, a, b);
+  }
+};
+LMN void lmn_mma_bf16(float* c, const unsigned int* a, unsigned int b0, unsigned int b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+)";
+
+bool bf16_rows(DType x, DType) { return x == DType::BF16; }
+
+KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
+  const bool split = n.op == &kQGemmBF16S;
+  const GemmOperands op = gemm_operands(
+      n, split, bf16_rows, "bf16 activation rows beside q4_0, q4_1, q5_0, q5_1 or q8_0 weights");
+  if (!legacy_type(op.tw))
+    throw Error(std::string(n.op->name) + ": reads q4_0, q4_1, q5_0, q5_1 or q8_0 weights, not " +
+                std::string(name(op.tw)));
+  const Expr &M = op.M, &N = op.N, &K = op.K;
+  Codegen cg(n, ctx);
+  cg.require(M * N);
+  cg.require(M * K);
+  cg.require(N * K);
+  const std::string& I = cg.idx();
+  const std::string NU = std::to_string(op.units), KS = std::to_string(K.as_const());
+  const std::string steps = std::to_string((op.units + 1) / 2);
+  const std::string tile = std::to_string(kTile * kStride);  // bf16 a tile
+  const std::string st = std::to_string(kStride);
+  std::string body = lines({
+      "  const " + I + " M = " + cg.c(M) + ", N = " + cg.c(N) + ";",
+      "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & "
+      "3;",
+      "  const int wm = warp & 1, wn = (warp >> 1) & 1, ks = warp >> 2;",
+      "  const " + I + " m0 = (" + I + ")blockIdx.x * 64, n0 = (" + I + ")blockIdx.y * 64;",
+      "  __shared__ __align__(16) unsigned short sm[4 * " + tile + "];",
+      // The activation values this thread loads: rows (tid + 256 i) / 16, values 4 ((tid + 256 i)
+      // % 16) of each step's 64.
+      "  const unsigned short* xr[4];",
+      "#pragma unroll",
+      "  for (int i = 0; i < 4; ++i) {",
+      "    const " + I + " r = m0 + ((tid + 256 * i) >> 4);",
+      "    xr[i] = r < M ? (const unsigned short*)in0 + (long long)r * " + KS + "LL : nullptr;",
+      "  }",
+      // The weight units this thread dequantises: rows (tid + 256 i) / 8, unit (tid / 4) % 2 of
+      // each step's two, lane tid % 4 of it.
+      "  const unsigned char* wr[2];",
+  });
+  if (split) body += "  const unsigned char* wh[2];\n";
+  for (int j = 0; j < 2; ++j)
+    weight_row_pointer(cg, op, "n0 + ((tid + " + std::to_string(256 * j) + ") >> 3)", j, body);
+  const std::string tag = quant_tag(op.tw);
+  const std::string R = op.tw == DType::Q8_0 ? (split ? "QRS_q8_0" : "QRG_q8_0")
+                        : split              ? "QRS<QS_" + tag + "<4>>"
+                                             : "QRG<QI_" + tag + "<4>>";
+  const std::string wh = split ? "wh[i]" : "nullptr";
+  body += lines({
+      "  const int bu = (tid >> 2) & 1, bt = tid & 3;",
+      // Two register sets of a step's bytes (steps of even and odd index), so that step s + 2's
+      // loads are issued while step s is multiplied and step s + 1 decoded.
+      "  uint2 ra0[4], ra1[4];",
+      "  typename " + R + "::Raw rw0[2], rw1[2];",
+      "  float acc[2][4][4];",
+      "#pragma unroll",
+      "  for (int i = 0; i < 32; ++i) (&acc[0][0][0])[i] = 0.0f;",
+  });
+  // Step s's bytes into register set `set`: the activation's 4 x 4 values, the weight's units.
+  auto load = [&](const std::string& s, const std::string& set) {
+    return lines({
+        "    {",
+        "#pragma unroll",
+        "      for (int i = 0; i < 4; ++i) {",
+        "        const int k = (" + s + ") * 64 + 4 * ((tid + 256 * i) & 15);",
+        "        ra" + set + "[i] = xr[i] && k < " + KS +
+            " ? __ldg((const uint2*)(xr[i] + k)) : make_uint2(0u, 0u);",
+        "      }",
+        "#pragma unroll",
+        "      for (int i = 0; i < 2; ++i) {",
+        "        const int u = (" + s + ") * 2 + bu;",
+        "        if (wr[i] && u < " + NU + ") " + R + "::load(wr[i], " + wh + ", u, bt, rw" + set +
+            "[i]);",
+        "      }",
+        "    }",
+    });
+  };
+  // Register set `set` (step s's) into buffer `buf`: the activation tile [64 rows][64 k] as it
+  // is, then the weight's [64 weight rows][64 k] dequantised, each row kStride bf16 apart.
+  auto store = [&](const std::string& s, const std::string& set, const std::string& buf) {
+    return lines({
+        "    {",
+        "      unsigned short* As = sm + (" + buf + ") * 2 * " + tile + ";",
+        "      unsigned short* Bs = As + " + tile + ";",
+        "#pragma unroll",
+        "      for (int i = 0; i < 4; ++i)",
+        "        *(uint2*)(As + ((tid + 256 * i) >> 4) * " + st +
+            " + 4 * ((tid + 256 * i) & 15)) = ra" + set + "[i];",
+        "#pragma unroll",
+        "      for (int i = 0; i < 2; ++i) {",
+        "        const int u = (" + s + ") * 2 + bu;",
+        "        unsigned int w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u;",
+        "        if (wr[i] && u < " + NU + ") {",
+        "          int b0 = 0, b1 = 0;",
+        "          float a = 0.0f, b = 0.0f;",
+        "          " + R + "::dec(rw" + set + "[i], bt, b0, b1, a, b);",
+        "          const unsigned int x0 = (unsigned int)b0 ^ 0x80808080u, x1 = (unsigned int)b1 ^ "
+        "0x80808080u;",
+        "          w0 = lmn_bf2(a, b, x0, 0); w1 = lmn_bf2(a, b, x0, 1);",
+        "          w2 = lmn_bf2(a, b, x1, 0); w3 = lmn_bf2(a, b, x1, 1);",
+        "        }",
+        "        unsigned short* q = Bs + ((tid + 256 * i) >> 3) * " + st + " + bu * 32 + 4 * bt;",
+        "        *(uint2*)q = make_uint2(w0, w1);",
+        "        *(uint2*)(q + 16) = make_uint2(w2, w3);",
+        "      }",
+        "    }",
+    });
+  };
+  // The MMAs of buffer `buf`: warp (wm, wn, ks)'s 32 x 32 tile over k half ks.
+  auto compute = [&](const std::string& buf) {
+    return lines({
+        "    {",
+        "      const unsigned short* As = sm + (" + buf + ") * 2 * " + tile + ";",
+        "      const unsigned short* Bs = As + " + tile + ";",
+        "#pragma unroll",
+        "      for (int kk = 0; kk < 2; ++kk) {",
+        "        const int k0 = ks * 32 + kk * 16;",
+        // A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of the m16 tile;
+        // B: (weight rows 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15) of two n8 tiles.
+        "        unsigned int af[2][4], bf[2][4];",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < 2; ++mi)",
+        "          lmn_ldm4(af[mi], As + (wm * 32 + mi * 16 + (lane & 15)) * " + st +
+            " + k0 + (lane >> 4) * 8);",
+        "#pragma unroll",
+        "        for (int nh = 0; nh < 2; ++nh)",
+        "          lmn_ldm4(bf[nh], Bs + (wn * 32 + nh * 16 + (lane & 7) + (lane >> 4) * 8) * " +
+            st + " + k0 + ((lane >> 3) & 1) * 8);",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < 2; ++mi)",
+        "#pragma unroll",
+        "          for (int nj = 0; nj < 4; ++nj)",
+        "            lmn_mma_bf16(acc[mi][nj], af[mi], bf[nj >> 1][2 * (nj & 1)], "
+        "bf[nj >> 1][2 * (nj & 1) + 1]);",
+        "      }",
+        "    }",
+    });
+  };
+  // Step s (parity p, its buffer and register set p): step s + 2's loads into set p (decoded
+  // into buffer p at step s - 1), the MMAs of buffer p, step s + 1's set into buffer 1 - p.
+  auto step = [&](const std::string& s, int p) {
+    const std::string ps = std::to_string(p), qs = std::to_string(1 - p);
+    return "    if (" + s + " + 2 < " + steps + ") {\n" + load(s + " + 2", ps) + "    }\n" +
+           compute(ps) + "    if (" + s + " + 1 < " + steps + ") {\n" + store(s + " + 1", qs, qs) +
+           "    }\n    __syncthreads();\n";
+  };
+  body += load("0", "0") + "  if (1 < " + steps + ") {\n" + load("1", "1") + "  }\n" +
+          store("0", "0", "0") + "  __syncthreads();\n";
+  body += "  for (int s = 0; s < " + steps + "; s += 2) {\n" + step("s", 0) + "    if (s + 1 < " +
+          steps + ") {\n" + step("s + 1", 1) + "    }\n  }\n";
+  body += lines({
+      // The k halves joined: half 1's sums through shared memory (the tiles are done), then
+      // half 0's warps add them to theirs, in that order, and store.
+      "  float (*part)[32][33] = (float (*)[32][33])sm;",
+      "  if (ks == 1) {",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < 2; ++mi)",
+      "#pragma unroll",
+      "      for (int nj = 0; nj < 4; ++nj)",
+      "#pragma unroll",
+      "        for (int e = 0; e < 4; ++e)",
+      "          part[wm + 2 * wn][mi * 16 + (e >> 1) * 8 + g][nj * 8 + 2 * t + (e & 1)] = "
+      "acc[mi][nj][e];",
+      "  }",
+      "  __syncthreads();",
+      "  if (ks == 0) {",
+      "#pragma unroll",
+      "    for (int mi = 0; mi < 2; ++mi)",
+      "#pragma unroll",
+      "      for (int nj = 0; nj < 4; ++nj)",
+      "#pragma unroll",
+      "        for (int e = 0; e < 4; ++e) {",
+      "          const int row = mi * 16 + (e >> 1) * 8 + g, col = nj * 8 + 2 * t + (e & 1);",
+      "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
+      "          if (r < M && p < N)",
+      "            out[r * N + p] = __fadd_rn(acc[mi][nj][e], part[wm + 2 * wn][row][col]);",
+      "        }",
+      "  }",
+  });
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_qgemm_bf16)(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + body + "}\n";
+  KernelGen gen;
+  gen.source = Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Source + k);
+  gen.launches.push_back(
+      Launch{"lmn_qgemm_bf16",
+             kBlock,
+             {ceil_div(M, Expr(int64_t{kTile})), ceil_div(N, Expr(int64_t{kTile})), Expr(1)}});
+  gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
+              M * N * Expr(4);
+  gen.flops = M * N * K * Expr(2);
+  return gen;
+}
+
+}  // namespace
+
+const OpDef* qgemm_bf16_op(bool split) { return split ? &kQGemmBF16S : &kQGemmBF16; }
+
+void register_qgemm_bf16_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp plain{&kQGemmBF16, "cuda.library", nullptr, gen_qgemm_bf16};
+  static const CudaOp split{&kQGemmBF16S, "cuda.library", nullptr, gen_qgemm_bf16};
+  ops.push_back(&plain);
+  ops.push_back(&split);
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,234 @@
+// cuda.QGemmBF16 (luminal/cuda/qgemm_bf16.cpp), the prefill linear layer over block weights on
+// the bf16 tensor cores, the weight dequantised into shared memory:
+//   - CI (no GPU): the rule offers it (and cuda.QGemmBF16S over the split layout) for more than
+//     8 activation rows and for a dynamic count, not for 8 or fewer, not for the K types, not
+//     with LUMINAL_CUDA_QGEMM_BF16=0; the fewest-kernels seed of a dynamic-row layer takes it
+//     for a weight of 2^22 values or more, cuda.QGemmQ8 below;
+//     NVRTC compiles every type's kernels for sm_90;
+//   - GPU: every output within the bound of bf16 operands (each of x and w within 2^-9 of its
+//     value, products summed in f32) for q4_0, q4_1, q5_0, q5_1 and q8_0, row counts that are not
+//     multiples of 16 or 64, weight rows that are not multiples of 8, k an odd number of 32-value
+//     units, and a dynamic row count run at two lengths; the split form; and with power-of-two
+//     scales and activations exact in bf16 (every product exact) the exact sum to within the
+//     accumulation's rounding, which a single wrong weight value fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "cuda/quant_test_util.hpp"
+#include "luminal/compiler/build_space.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/nn/linear.hpp"
+#include "support/env_scope.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::count_op;
+
+constexpr DType kLegacy[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
+constexpr DType kAll[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                          DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+bool legacy(DType t) { return block_size(t) == 32; }
+
+bool bf16_ops(std::string_view op) { return op == "cuda.QGemmBF16" || op == "cuda.QuantizeQ8"; }
+bool bf16_split_ops(std::string_view op) {
+  return op == "cuda.QGemmBF16S" || op == "cuda.QuantizeQ8" || op == "cuda.QRepack";
+}
+
+/// x [rows, K] @ Dequantize(w [n, K])^T; rows `m`, or a dynamic "s" when m is 0.
+Graph linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
+  Graph g;
+  Tensor x = g.tensor("x", {m > 0 ? Expr(m) : Expr::var("s"), Expr(K)});
+  if (m == 0) g.declare_dim("s", 1, 256);
+  nn::linear(x, g.tensor("w", {Expr(n), Expr(K)}, t).dequantize()).output("y");
+  return g;
+}
+
+TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
+  testing::CudaRulesOnly rules;
+  for (DType t : kAll)
+    for (int64_t m : {1, 8, 9, 40, 0}) {
+      auto [l, n] = testing::prefer_ops(linear_graph(t, m, 40, 256), rules, bf16_ops);
+      EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), legacy(t) && (m == 0 || m > 8) ? 1 : 0)
+          << name(t) << " m " << m << ": " << l.op_mix_string();
+    }
+  for (DType t : kLegacy) {
+    auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 256), rules, bf16_split_ops);
+    EXPECT_EQ(count_op(l, "cuda.QGemmBF16S"), 1) << name(t) << ": " << l.op_mix_string();
+  }
+  testing::EnvScope off_env("LUMINAL_CUDA_QGEMM_BF16", "0");
+  testing::CudaRulesOnly off;
+  auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 256), off, bf16_ops);
+  EXPECT_EQ(count_op(lo, "cuda.QGemmBF16"), 0) << lo.op_mix_string();
+}
+
+// The seeds take it for a weight of 2^22 values or more (an 8B model's 1024 x 4096 up), and
+// cuda.QGemmQ8 below (SmolLM2's 576 x 576 to 1536 x 576: too few 64 x 64 tiles).
+TEST(CudaQGemmBF16Rules, TheSeedTakesItForLargeWeights) {
+  for (int64_t n : {1024, 4096}) {
+    const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_0, 0, n, 4096));
+    EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << n << ": " << l.op_mix_string();
+    EXPECT_EQ(count_op(l, "Dequantize"), 0) << n << ": " << l.op_mix_string();
+  }
+  for (int64_t n : {576, 1023}) {
+    const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_1, 0, n, 4096));
+    EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 0) << n << ": " << l.op_mix_string();
+    EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << n << ": " << l.op_mix_string();
+  }
+}
+
+TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
+  LUMINAL_REQUIRE_NVRTC();
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources;
+  for (DType t : kLegacy)
+    for (int64_t m : {40, 0}) {
+      const Graph g = linear_graph(t, m, 37, 512);
+      for (bool split : {false, true}) {
+        auto [l, n] = testing::prefer_ops(g, rules, split ? bf16_split_ops : bf16_ops);
+        const char* op = split ? "cuda.QGemmBF16S" : "cuda.QGemmBF16";
+        ASSERT_EQ(count_op(l, op), 1) << name(t) << " " << l.op_mix_string();
+        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+          sources.push_back(k.source);
+      }
+    }
+  testing::expect_compiles(sources, "a cuda.QGemmBF16 kernel");
+}
+
+// ---------------------------------------------------------------- GPU
+
+double gamma(int64_t n) {
+  const double u = std::ldexp(1.0, -24);
+  return n * u / (1 - n * u);
+}
+
+/// x [m, K] @ W^T (W: `wb`, n rows of t) run through cuda.QGemmBF16 (or the split form), every
+/// output checked against the exact sum of x w: within sum |x w| (2^-8 + 2^-17) (bf16 operands)
+/// plus gamma(K / 16 + 4) sum |x w| (f32 sums), or with `exact` (operands exact in bf16) the
+/// latter alone. m 0 runs the dynamic-row program at each of `lengths`. Returns the outputs
+/// checked.
+int64_t check_bf16(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t> lengths,
+                   const HostBuffer& wb, const std::vector<std::vector<float>>& xs, bool split,
+                   bool exact) {
+  const Graph g = linear_graph(t, m, n, K);
+  const char* op = split ? "cuda.QGemmBF16S" : "cuda.QGemmBF16";
+  auto [l, count] = testing::prefer_ops(g, testing::gpu(), split ? bf16_split_ops : bf16_ops);
+  const std::string at = std::string(name(t)) + (split ? " split" : "") + " m " +
+                         std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(K) +
+                         ": ";
+  EXPECT_EQ(count_op(l, op), 1) << at << l.op_mix_string();
+  if (count_op(l, op) != 1) return 0;
+  if (m > 0) lengths = {m};
+  std::vector<DynMap> dyns;
+  for (int64_t s : lengths)
+    dyns.push_back(m > 0 ? DynMap{} : DynMap{{"s", s}});
+  testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+  const std::vector<float> w = testing::decode(wb);
+  const double rel = exact ? 0.0 : std::ldexp(1.0, -8) + std::ldexp(1.0, -17);
+  const double acc = gamma(K / 16 + 4);
+  int64_t checked = 0;
+  for (size_t li = 0; li < lengths.size(); ++li) {
+    const int64_t rows = lengths[li];
+    const std::vector<float>& x = xs[li];
+    const std::vector<float> got =
+        testing::floats(testing::run_plan(lp, {{"x", testing::f32_buffer(x)}, {"w", wb}}, dyns[li])
+                            .outputs.at("y"));
+    EXPECT_EQ(got.size(), static_cast<size_t>(rows * n)) << at;
+    if (got.size() != static_cast<size_t>(rows * n)) continue;
+    int bad = 0;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double y = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = static_cast<double>(x[static_cast<size_t>(i * K + k)]) *
+                           w[static_cast<size_t>(j * K + k)];
+          y += p;
+          mag += std::fabs(p);
+        }
+        const double tol = mag * (rel + acc);
+        const double v = got[static_cast<size_t>(i * n + j)];
+        if (!(std::fabs(v - y) <= tol)) {
+          if (bad < 3)
+            ADD_FAILURE() << at << "rows " << rows << " y[" << i << "," << j << "] = " << v
+                          << ", want " << y << " +- " << tol;
+          ++bad;
+        }
+        ++checked;
+      }
+    EXPECT_EQ(bad, 0) << at << "rows " << rows;
+  }
+  return checked;
+}
+
+std::vector<std::vector<float>> activations(const std::vector<int64_t>& rows, int64_t K,
+                                            uint64_t seed) {
+  std::vector<std::vector<float>> xs;
+  for (int64_t r : rows)
+    xs.push_back(testing::random_floats(r * K, seed++));
+  return xs;
+}
+
+TEST(CudaQGemmBF16, EveryTypeWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  uint64_t seed = 900;
+  for (DType t : kLegacy) {
+    for (int64_t K : {96, 4128})
+      for (int64_t m : {9, 100}) {
+        const int64_t n = 37 + 2 * m;
+        const HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
+        checked += check_bf16(t, m, n, K, {}, wb, activations({m}, K, seed + 1), false, false);
+      }
+  }
+  EXPECT_GT(checked, 100000);
+}
+
+TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  uint64_t seed = 1900;
+  for (DType t : kLegacy)
+    for (bool split : {false, true}) {
+      const int64_t K = 576;
+      const HostBuffer wb = testing::random_blocks(t, 64 * K, seed += 10);
+      checked +=
+          check_bf16(t, 0, 64, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), split, false);
+      checked += check_bf16(t, 40, 64, K, {}, wb, activations({40}, K, seed + 2), split, false);
+    }
+  EXPECT_GT(checked, 50000);
+}
+
+// Scales (and mins) powers of two and activations of 8 significant bits: every x and w exact in
+// bf16 and every product exact in f32, so the output differs from the exact sum by the f32
+// accumulation alone, and one wrong weight value (a product of at least 2^-12 of the sum's
+// magnitude here) would not hide in it.
+TEST(CudaQGemmBF16, ExactOperandsGiveTheSumToTheAccumulationsRounding) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  uint64_t seed = 2900;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+    for (bool split : {false, true}) {
+      const int64_t K = 1056, n = 80, m = 70;
+      HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
+      const int64_t bb = block_bytes(t);
+      for (size_t o = 0; o < wb.bytes.size(); o += static_cast<size_t>(bb))
+        testing::set_block_scales(
+            t, wb.bytes.data() + o,
+            f32_to_f16_bits(std::ldexp(1.0f, -5 - static_cast<int>(o / bb % 3))),
+            f32_to_f16_bits(-0.25f));
+      std::vector<float> x = testing::random_floats(m * K, seed + 1);
+      for (float& v : x)
+        v = std::round(v * 128.0f) / 128.0f;  // 8 significant bits at most
+      checked += check_bf16(t, m, n, K, {}, wb, {x}, split, true);
+    }
+  EXPECT_GT(checked, 30000);
+}
+
+}  // namespace
+}  // namespace luminal
