@@ -10,7 +10,8 @@
 #   BUILD=dir (default build-gpu), JOBS=n, FORMS="f32 int8 both", PROFILE=N (kernels listed, 0: none),
 #   VARIANTS="A=1,B=2 C=3" (more runs of the default form, each with those variables set: e.g.
 #   LUMINAL_CUDA_QGEMV_SPLIT=0 or LUMINAL_CUDA_QGEMV_LANES=1; for the prefill GEMM
-#   LUMINAL_CUDA_QGEMM_SPLIT=1, LUMINAL_CUDA_QGEMM_K=1 or LUMINAL_CUDA_QGEMM_SLICES=4)
+#   LUMINAL_CUDA_QGEMM_SPLIT=0, LUMINAL_CUDA_QGEMM_K=0, LUMINAL_CUDA_QGEMM_BF16=0 or
+#   LUMINAL_CUDA_QGEMM_SLICES=4)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-common.sh
