@@ -149,14 +149,16 @@ std::vector<Rule> qgemm_rules() {
   std::vector<Rule> out{r};
   const bool split = env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT");
   if (split) out.push_back(rs);
-  // The bf16 forms (qgemm_bf16.cpp; legacy types): x as bf16 rows, the weight dequantised a
-  // tile at a time; LUMINAL_CUDA_QGEMM_BF16=0 offers none.
+  // The bf16 forms (qgemm_bf16.cpp): x as bf16 rows, the weight dequantised a tile at a time;
+  // LUMINAL_CUDA_QGEMM_BF16=0 offers none.
   if (!env_switch_on("LUMINAL_CUDA_QGEMM_BF16")) return out;
+  // The K types too with LUMINAL_CUDA_QGEMM_BF16_K=1 (not yet run on a GPU).
+  const bool kb = k && env_opt_in("LUMINAL_CUDA_QGEMM_BF16_K");
   out.push_back(
-      Rule{"cuda.qgemm-bf16", matmul_pattern(),
-           [](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, false).has_value(); },
-           [](const Match& m, EGraph& eg) {
-             const std::optional<QuantMatmulParts> p = gemm_parts(eg, m, false);
+      Rule{kb ? "cuda.qgemm-bf16-k" : "cuda.qgemm-bf16", matmul_pattern(),
+           [kb](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, kb).has_value(); },
+           [kb](const Match& m, EGraph& eg) {
+             const std::optional<QuantMatmulParts> p = gemm_parts(eg, m, kb);
              if (!p) return;
              const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
              const ClassId xb = eg.add(quantize_q8_op(), a.quantize, {p->act});
@@ -228,53 +230,85 @@ LMN_QBS(q4_0) LMN_QBS(q4_1) LMN_QBS(q5_0) LMN_QBS(q5_1)
 LMN_QB(q4_0) LMN_QB(q4_1) LMN_QB(q5_0) LMN_QB(q5_1)
 /* The K types (one unit: sub-block u % 8 of super-block u / 8), scales a (values 0..15) and a2
    (16..31), equal but for Q6_K's 16-value sub-blocks, and min b (a weight value is a q + b). */
+/* Each in two steps too, as cuda.QGemmBF16 reads them (qgemm_bf16.cpp): load(row, u, t, raw),
+   lane t's bytes of the unit; dec(raw, u, ...), its words and scales. */
 struct QB_q4_k {
   enum { HAS_B = 1 };
+  struct Raw { uint4 sc; unsigned int q0, q1; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 3) * 144;
+    const unsigned char* q = p + 16 + ((u & 7) >> 1) * 32;
+    r.q0 = __ldg((const unsigned int*)(q + 4 * t));
+    r.q1 = __ldg((const unsigned int*)(q + 16 + 4 * t));
+    r.sc = __ldg((const uint4*)p);
+  }
+  static LMN void dec(const Raw& r, int u, int& b0, int& b1, float& a, float& a2, float& b) {
+    const int i = u & 7, sh = (i & 1) * 4;
+    b0 = (int)((r.q0 >> sh) & 0x0F0F0F0Fu);
+    b1 = (int)((r.q1 >> sh) & 0x0F0F0F0Fu);
+    lmn_qk_scale(r.sc, i, a, b);
+    a2 = a;
+  }
   static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
                       float& a2, float& b) {
-    const unsigned char* p = row + (u >> 3) * 144;
-    const int i = u & 7, sh = (i & 1) * 4;
-    const unsigned char* q = p + 16 + (i >> 1) * 32;
-    b0 = (int)((__ldg((const unsigned int*)(q + 4 * t)) >> sh) & 0x0F0F0F0Fu);
-    b1 = (int)((__ldg((const unsigned int*)(q + 16 + 4 * t)) >> sh) & 0x0F0F0F0Fu);
-    lmn_qk_scale(__ldg((const uint4*)p), i, a, b);
-    a2 = a;
+    Raw r;
+    load(row, u, t, r);
+    dec(r, u, b0, b1, a, a2, b);
   }
 };
 struct QB_q5_k {
   enum { HAS_B = 1 };
+  struct Raw { uint4 sc; unsigned int q0, q1, h0, h1; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 3) * 176;
+    const unsigned char* q = p + 48 + ((u & 7) >> 1) * 32;
+    r.h0 = __ldg((const unsigned int*)(p + 16 + 4 * t));
+    r.h1 = __ldg((const unsigned int*)(p + 32 + 4 * t));
+    r.q0 = __ldg((const unsigned int*)(q + 4 * t));
+    r.q1 = __ldg((const unsigned int*)(q + 16 + 4 * t));
+    r.sc = __ldg((const uint4*)p);
+  }
+  static LMN void dec(const Raw& r, int u, int& b0, int& b1, float& a, float& a2, float& b) {
+    const int i = u & 7, sh = (i & 1) * 4;
+    b0 = (int)(((r.q0 >> sh) & 0x0F0F0F0Fu) | (((r.h0 >> i) & 0x01010101u) << 4));
+    b1 = (int)(((r.q1 >> sh) & 0x0F0F0F0Fu) | (((r.h1 >> i) & 0x01010101u) << 4));
+    lmn_qk_scale(r.sc, i, a, b);
+    a2 = a;
+  }
   static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
                       float& a2, float& b) {
-    const unsigned char* p = row + (u >> 3) * 176;
-    const int i = u & 7, sh = (i & 1) * 4;
-    const unsigned char* q = p + 48 + (i >> 1) * 32;
-    const unsigned int h0 = __ldg((const unsigned int*)(p + 16 + 4 * t));
-    const unsigned int h1 = __ldg((const unsigned int*)(p + 32 + 4 * t));
-    b0 = (int)(((__ldg((const unsigned int*)(q + 4 * t)) >> sh) & 0x0F0F0F0Fu) |
-               (((h0 >> i) & 0x01010101u) << 4));
-    b1 = (int)(((__ldg((const unsigned int*)(q + 16 + 4 * t)) >> sh) & 0x0F0F0F0Fu) |
-               (((h1 >> i) & 0x01010101u) << 4));
-    lmn_qk_scale(__ldg((const uint4*)p), i, a, b);
-    a2 = a;
+    Raw r;
+    load(row, u, t, r);
+    dec(r, u, b0, b1, a, a2, b);
   }
 };
 struct QB_q6_k {
   enum { HAS_B = 0 };
+  struct Raw { unsigned int l0, l1, h0, h1, sc, d; };
+  static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
+    const unsigned char* p = row + (u >> 3) * 210;
+    const int c = u & 7, hh = c >> 2;
+    const unsigned char* ql = p + hh * 64 + (c & 1) * 32;
+    const unsigned char* qh = p + 128 + hh * 32;
+    r.l0 = lmn_w16(ql + 4 * t); r.l1 = lmn_w16(ql + 16 + 4 * t);
+    r.h0 = lmn_w16(qh + 4 * t); r.h1 = lmn_w16(qh + 16 + 4 * t);
+    r.sc = lmn_u16(p + 192 + 2 * c);
+    r.d = lmn_u16(p + 208);
+  }
+  static LMN void dec(const Raw& r, int u, int& b0, int& b1, float& a, float& a2, float& b) {
+    const int k = u & 3, sl = (k >> 1) * 4, sh = 2 * k;
+    b0 = lmn_off(((r.l0 >> sl) & 0x0F0F0F0Fu) | (((r.h0 >> sh) & 0x03030303u) << 4), 32u);
+    b1 = lmn_off(((r.l1 >> sl) & 0x0F0F0F0Fu) | (((r.h1 >> sh) & 0x03030303u) << 4), 32u);
+    const float d = lmn_h16(r.d);
+    a = __fmul_rn(d, (float)(signed char)(r.sc & 255u));
+    a2 = __fmul_rn(d, (float)(signed char)((r.sc >> 8) & 255u));
+    b = 0.0f;
+  }
   static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
                       float& a2, float& b) {
-    const unsigned char* p = row + (u >> 3) * 210;
-    const int c = u & 7, hh = c >> 2, k = c & 3, sl = (k >> 1) * 4, sh = 2 * k;
-    const unsigned char* ql = p + hh * 64 + (k & 1) * 32;
-    const unsigned char* qh = p + 128 + hh * 32;
-    const unsigned int l0 = lmn_w16(ql + 4 * t), l1 = lmn_w16(ql + 16 + 4 * t);
-    const unsigned int h0 = lmn_w16(qh + 4 * t), h1 = lmn_w16(qh + 16 + 4 * t);
-    b0 = lmn_off(((l0 >> sl) & 0x0F0F0F0Fu) | (((h0 >> sh) & 0x03030303u) << 4), 32u);
-    b1 = lmn_off(((l1 >> sl) & 0x0F0F0F0Fu) | (((h1 >> sh) & 0x03030303u) << 4), 32u);
-    const unsigned int sc = lmn_u16(p + 192 + 2 * c);
-    const float d = lmn_h16(lmn_u16(p + 208));
-    a = __fmul_rn(d, (float)(signed char)(sc & 255u));
-    a2 = __fmul_rn(d, (float)(signed char)((sc >> 8) & 255u));
-    b = 0.0f;
+    Raw r;
+    load(row, u, t, r);
+    dec(r, u, b0, b1, a, a2, b);
   }
 };
 /* (float)c for |c| < 2^22, exactly: 1.5 2^23 + c has c in its low mantissa bits (an MMA's sum

@@ -26,7 +26,9 @@
 // the decode right after its load (the first version) a step waited out a DRAM round trip and
 // the kernel ran at 61-66 TFLOPS on an H100, as slow as cuda.QGemmQ8. Warp (wm, wn, ks) takes
 // rows 32 wm.., weight rows 32 wn.. and the k half ks of each step; the halves are joined
-// through shared memory. Legacy types only: the K types' units stay on cuda.QGemmQ8.
+// through shared memory. The K types (a unit one 32-value sub-block, QB_<t>::load / dec of
+// qgemm.cpp; Q6_K's halves scaled apart) only with LUMINAL_CUDA_QGEMM_BF16_K=1 until a GPU has
+// run them.
 #include <string>
 
 #include "luminal/core/error.hpp"
@@ -94,10 +96,11 @@ struct QRG {
   static LMN void load(const unsigned char* row, const unsigned char*, int u, int t, Raw& r) {
     Q::load(row, u, t, r);
   }
-  static LMN void dec(const Raw& r, int t, int& b0, int& b1, float& a, float& b) {
+  static LMN void dec(const Raw& r, int, int t, int& b0, int& b1, float& a, float& a2,
+                      float& b) {
     int v[2], w[2];
     Q::ints(r, t, v, w, a, b);
-    b0 = v[0]; b1 = v[1];
+    b0 = v[0]; b1 = v[1]; a2 = a;
   }
 };
 template <class Q>
@@ -107,9 +110,22 @@ struct QRS : QRG<Q> {
     Q::load(body, head, u, t, r);
   }
 };
+/* The K types (QB_<t> of qgemm.cpp: a unit is a 32-value sub-block; Q6_K's halves have their
+   own scales, a and a2). */
+template <class Q>
+struct QRK {
+  typedef typename Q::Raw Raw;
+  static LMN void load(const unsigned char* row, const unsigned char*, int u, int t, Raw& r) {
+    Q::load(row, u, t, r);
+  }
+  static LMN void dec(const Raw& r, int u, int, int& b0, int& b1, float& a, float& a2,
+                      float& b) {
+    Q::dec(r, u, b0, b1, a, a2, b);
+  }
+};
 struct QR8_raw { unsigned int d; int w0, w1; };
-LMN void lmn_qr8_dec(const QR8_raw& r, int, int& b0, int& b1, float& a, float& b) {
-  b0 = r.w0; b1 = r.w1; a = lmn_h16(r.d); b = 0.0f;
+LMN void lmn_qr8_dec(const QR8_raw& r, int& b0, int& b1, float& a, float& a2, float& b) {
+  b0 = r.w0; b1 = r.w1; a = lmn_h16(r.d); a2 = a; b = 0.0f;
 }
 struct QRG_q8_0 {
   typedef QR8_raw Raw;
@@ -117,8 +133,9 @@ struct QRG_q8_0 {
     const unsigned char* p = row + u * 34;
     r.d = lmn_u16(p); r.w0 = (int)lmn_w16(p + 2 + 4 * t); r.w1 = (int)lmn_w16(p + 18 + 4 * t);
   }
-  static LMN void dec(const Raw& r, int t, int& b0, int& b1, float& a, float& b) {
-    lmn_qr8_dec(r, t, b0, b1, a, b);
+  static LMN void dec(const Raw& r, int, int, int& b0, int& b1, float& a, float& a2,
+                      float& b) {
+    lmn_qr8_dec(r, b0, b1, a, a2, b);
   }
 };
 struct QRS_q8_0 {
@@ -128,8 +145,9 @@ struct QRS_q8_0 {
     r.w0 = __ldg((const int*)(body + u * 32 + 4 * t));
     r.w1 = __ldg((const int*)(body + u * 32 + 16 + 4 * t));
   }
-  static LMN void dec(const Raw& r, int t, int& b0, int& b1, float& a, float& b) {
-    lmn_qr8_dec(r, t, b0, b1, a, b);
+  static LMN void dec(const Raw& r, int, int, int& b0, int& b1, float& a, float& a2,
+                      float& b) {
+    lmn_qr8_dec(r, b0, b1, a, a2, b);
   }
 };
 LMN void lmn_mma_bf16(float* c, const unsigned int* a, unsigned int b0, unsigned int b1) {
@@ -146,10 +164,8 @@ bool bf16_rows(DType x, DType) { return x == DType::BF16; }
 KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   const bool split = n.op == &kQGemmBF16S;
   const GemmOperands op = gemm_operands(
-      n, split, bf16_rows, "bf16 activation rows beside q4_0, q4_1, q5_0, q5_1 or q8_0 weights");
-  if (!legacy_type(op.tw))
-    throw Error(std::string(n.op->name) + ": reads q4_0, q4_1, q5_0, q5_1 or q8_0 weights, not " +
-                std::string(name(op.tw)));
+      n, split, bf16_rows,
+      "bf16 activation rows beside q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k or q6_k weights");
   const Expr &M = op.M, &N = op.N, &K = op.K;
   Codegen cg(n, ctx);
   cg.require(M * N);
@@ -183,9 +199,10 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   for (int j = 0; j < 2; ++j)
     weight_row_pointer(cg, op, "n0 + ((tid + " + std::to_string(256 * j) + ") >> 3)", j, body);
   const std::string tag = quant_tag(op.tw);
-  const std::string R = op.tw == DType::Q8_0 ? (split ? "QRS_q8_0" : "QRG_q8_0")
-                        : split              ? "QRS<QS_" + tag + "<4>>"
-                                             : "QRG<QI_" + tag + "<4>>";
+  const std::string R = !legacy_type(op.tw)    ? "QRK<QB_" + tag + ">"
+                        : op.tw == DType::Q8_0 ? (split ? "QRS_q8_0" : "QRG_q8_0")
+                        : split                ? "QRS<QS_" + tag + "<4>>"
+                                               : "QRG<QI_" + tag + "<4>>";
   const std::string wh = split ? "wh[i]" : "nullptr";
   body += lines({
       "  const int bu = (tid >> 2) & 1, bt = tid & 3;",
@@ -233,12 +250,12 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
         "        unsigned int w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u;",
         "        if (wr[i] && u < " + NU + ") {",
         "          int b0 = 0, b1 = 0;",
-        "          float a = 0.0f, b = 0.0f;",
-        "          " + R + "::dec(rw" + set + "[i], bt, b0, b1, a, b);",
+        "          float a = 0.0f, a2 = 0.0f, b = 0.0f;",
+        "          " + R + "::dec(rw" + set + "[i], u, bt, b0, b1, a, a2, b);",
         "          const unsigned int x0 = (unsigned int)b0 ^ 0x80808080u, x1 = (unsigned int)b1 ^ "
         "0x80808080u;",
         "          w0 = lmn_bf2(a, b, x0, 0); w1 = lmn_bf2(a, b, x0, 1);",
-        "          w2 = lmn_bf2(a, b, x1, 0); w3 = lmn_bf2(a, b, x1, 1);",
+        "          w2 = lmn_bf2(a2, b, x1, 0); w3 = lmn_bf2(a2, b, x1, 1);",
         "        }",
         "        unsigned short* q = Bs + ((tid + 256 * i) >> 3) * " + st + " + bu * 32 + 4 * bt;",
         "        *(uint2*)q = make_uint2(w0, w1);",

@@ -1,16 +1,17 @@
 // cuda.QGemmBF16 (luminal/cuda/qgemm_bf16.cpp), the prefill linear layer over block weights on
 // the bf16 tensor cores, the weight dequantised into shared memory:
 //   - CI (no GPU): the rule offers it (and cuda.QGemmBF16S over the split layout) for more than
-//     8 activation rows and for a dynamic count, not for 8 or fewer, not for the K types, not
-//     with LUMINAL_CUDA_QGEMM_BF16=0; the fewest-kernels seed of a dynamic-row layer takes it
-//     for a weight of 2^22 values or more, cuda.QGemmQ8 below;
+//     8 activation rows and for a dynamic count, not for 8 or fewer, not for the K types unless
+//     LUMINAL_CUDA_QGEMM_BF16_K=1, not with LUMINAL_CUDA_QGEMM_BF16=0; the fewest-kernels seed
+//     of a dynamic-row layer takes it for a weight of 2^22 values or more, cuda.QGemmQ8 below;
 //     NVRTC compiles every type's kernels for sm_90;
 //   - GPU: every output within the bound of bf16 operands (each of x and w within 2^-9 of its
 //     value, products summed in f32) for q4_0, q4_1, q5_0, q5_1 and q8_0, row counts that are not
 //     multiples of 16 or 64, weight rows that are not multiples of 8, k an odd number of 32-value
 //     units, and a dynamic row count run at two lengths; the split form; and with power-of-two
 //     scales and activations exact in bf16 (every product exact) the exact sum to within the
-//     accumulation's rounding, which a single wrong weight value fails.
+//     accumulation's rounding, which a single wrong weight value fails; the K types (q4_k,
+//     q5_k, q6_k) with LUMINAL_CUDA_QGEMM_BF16_K=1.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +63,15 @@ TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
     auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 256), rules, bf16_split_ops);
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16S"), 1) << name(t) << ": " << l.op_mix_string();
   }
+  {
+    // The K types with LUMINAL_CUDA_QGEMM_BF16_K=1 (until a GPU has run them).
+    testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
+    testing::CudaRulesOnly k_rules;
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+      auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 256), k_rules, bf16_ops);
+      EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << name(t) << ": " << l.op_mix_string();
+    }
+  }
   testing::EnvScope off_env("LUMINAL_CUDA_QGEMM_BF16", "0");
   testing::CudaRulesOnly off;
   auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 256), off, bf16_ops);
@@ -97,6 +107,16 @@ TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
         for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
           sources.push_back(k.source);
       }
+    }
+  testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
+  testing::CudaRulesOnly k_rules;
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (int64_t m : {40, 0}) {
+      const Graph g = linear_graph(t, m, 37, 512);
+      auto [l, n] = testing::prefer_ops(g, k_rules, bf16_ops);
+      ASSERT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << name(t) << " " << l.op_mix_string();
+      for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+        sources.push_back(k.source);
     }
   testing::expect_compiles(sources, "a cuda.QGemmBF16 kernel");
 }
@@ -187,6 +207,24 @@ TEST(CudaQGemmBF16, EveryTypeWithinTheBound) {
       }
   }
   EXPECT_GT(checked, 100000);
+}
+
+// The K types (LUMINAL_CUDA_QGEMM_BF16_K=1): fixed and dynamic rows, Q6_K's halves scaled
+// apart.
+TEST(CudaQGemmBF16, KTypesWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
+  int64_t checked = 0;
+  uint64_t seed = 3900;
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (int64_t K : {256, 4096}) {
+      const HostBuffer wb = testing::random_blocks(t, 117 * K, seed += 10);
+      checked += check_bf16(t, 40, 117, K, {}, wb, activations({40}, K, seed + 1), false, false);
+      const HostBuffer wd = testing::random_blocks(t, 64 * K, seed += 10);
+      checked +=
+          check_bf16(t, 0, 64, K, {9, 100}, wd, activations({9, 100}, K, seed + 1), false, false);
+    }
+  EXPECT_GT(checked, 30000);
 }
 
 TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
