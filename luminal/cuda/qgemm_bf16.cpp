@@ -63,29 +63,11 @@ constexpr int kBlock = 256;
 constexpr int kTile = 64;    // activation rows, weight rows and k values a step
 constexpr int kStride = 72;  // bf16 a tile row in shared memory (conflict-free fragment loads)
 
-const char* kBf16Source = R"(
-#ifndef LMN_QGEMM_BF16_DEVICE
-#define LMN_QGEMM_BF16_DEVICE
-/* Values 2h and 2h + 1 of an int8x4 word q as a q + b, rounded to bf16, packed low first. A
-   byte's value v becomes the float 2^23 + v + 128 by a byte permute (its sign bit flipped, under
-   the exponent byte 0x4B), then exactly v by a subtraction: two full-rate instructions where the
-   int-to-float conversion runs at a quarter rate; the pair is rounded by one cvt. */
-LMN unsigned int lmn_bf2(float a, float b, unsigned int qx, int h) {
-  const float v0 = __fsub_rn(__uint_as_float(__byte_perm(qx, 0x4B000000u, 0x7540u | (2 * h))),
-                             8388736.0f);
-  const float v1 = __fsub_rn(__uint_as_float(__byte_perm(qx, 0x4B000000u, 0x7541u | (2 * h))),
-                             8388736.0f);
-  unsigned int r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__fmaf_rn(a, v1, b)), "f"(__fmaf_rn(a, v0, b)));
-  return r;
-}
-/* ldmatrix.x4: four 8 x 8 bf16 matrices, lane l giving the address of row l % 8 of matrix l / 8;
-   register j holds lane (g, t)'s elements (g, 2t), (g, 2t + 1) of matrix j. */
-LMN void lmn_ldm4(unsigned int* r, const unsigned short* p) {
-  const unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
-}
+// The weight's decoding (after quant_device_source() and qgemm_device_source(); the host test
+// compiles it for the CPU too): the QR* decoders and lmn_bf2.
+const char* kBf16Decode = R"(
+#ifndef LMN_QGEMM_BF16_DECODE
+#define LMN_QGEMM_BF16_DECODE
 /* A lane's share of a unit in two steps, its bytes into registers (load) and then its B
    fragment words, scale and min (dec), so that a step's loads are in flight while the warps
    multiply the step before: QRG over the GGUF layout (QI_<t><4>), QRS over the split layout
@@ -150,6 +132,43 @@ struct QRS_q8_0 {
     lmn_qr8_dec(r, b0, b1, a, a2, b);
   }
 };
+/* Values 2h and 2h + 1 of an int8x4 word q as a q + b, rounded to bf16, packed low first. A
+   byte's value v becomes the float 2^23 + v + 128 by a byte permute (its sign bit flipped, under
+   the exponent byte 0x4B), then exactly v by a subtraction: two full-rate instructions where the
+   int-to-float conversion runs at a quarter rate; the pair is rounded by one cvt. */
+LMN unsigned int lmn_bf2(float a, float b, unsigned int qx, int h) {
+  const float v0 = __fsub_rn(__uint_as_float(__byte_perm(qx, 0x4B000000u, 0x7540u | (2 * h))),
+                             8388736.0f);
+  const float v1 = __fsub_rn(__uint_as_float(__byte_perm(qx, 0x4B000000u, 0x7541u | (2 * h))),
+                             8388736.0f);
+  const float w0 = __fmaf_rn(a, v0, b), w1 = __fmaf_rn(a, v1, b);
+#ifdef __CUDA_ARCH__
+  unsigned int r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(w1), "f"(w0));
+  return r;
+#else /* the host test's (finite values, nearest even) */
+  unsigned int u0, u1;
+  std::memcpy(&u0, &w0, 4);
+  std::memcpy(&u1, &w1, 4);
+  u0 += 0x7FFFu + ((u0 >> 16) & 1u);
+  u1 += 0x7FFFu + ((u1 >> 16) & 1u);
+  return (u0 >> 16) | (u1 & 0xFFFF0000u);
+#endif
+}
+#endif
+)";
+
+// The tensor-core side: fragment loads and the MMA.
+const char* kBf16Mma = R"(
+#ifndef LMN_QGEMM_BF16_MMA
+#define LMN_QGEMM_BF16_MMA
+/* ldmatrix.x4: four 8 x 8 bf16 matrices, lane l giving the address of row l % 8 of matrix l / 8;
+   register j holds lane (g, t)'s elements (g, 2t), (g, 2t + 1) of matrix j. */
+LMN void lmn_ldm4(unsigned int* r, const unsigned short* p) {
+  const unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
 LMN void lmn_mma_bf16(float* c, const unsigned int* a, unsigned int b0, unsigned int b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -339,7 +358,8 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
                   ") LMN_ENTRY(lmn_qgemm_bf16)(" + cg.params() + ") {\n";
   k += cg.dims_prologue() + body + "}\n";
   KernelGen gen;
-  gen.source = Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Source + k);
+  gen.source =
+      Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Decode + kBf16Mma + k);
   gen.launches.push_back(
       Launch{"lmn_qgemm_bf16",
              kBlock,
@@ -351,6 +371,8 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
 }
 
 }  // namespace
+
+const char* qgemm_bf16_decode_source() { return kBf16Decode; }
 
 const OpDef* qgemm_bf16_op(bool split) { return split ? &kQGemmBF16S : &kQGemmBF16; }
 

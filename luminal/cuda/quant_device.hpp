@@ -63,6 +63,11 @@ ClassId add_qrepack(EGraph& eg, ClassId weight);
 /// u, t, b0, b1, a, b) (the K types: a, a2, b), lane t's B fragment words of unit u and its scales;
 /// QBS_<t> the same over the split layout (body, head); the s8 MMAs.
 const char* qgemm_device_source();
+/// cuda.QGemmBF16's weight decoding (qgemm_bf16.cpp), after qgemm_device_source(): R::load(row,
+/// head, u, t, raw) and R::dec(raw, u, t, b0, b1, a, a2, b) for R = QRG<QI_<t><4>>,
+/// QRS<QS_<t><4>> (split layout), QRG_q8_0, QRS_q8_0 and QRK<QB_<k type>>; lmn_bf2(a, b, x, h)
+/// two values of a word as a q + b in bf16.
+const char* qgemm_bf16_decode_source();
 /// Whether only linear layers read the block weight `w` (its HLIR readers are Dequantize(w),
 /// read only by Muls), so a split copy of it replaces it in memory (qgemv.cpp).
 bool only_matmuls_read(const EGraph& eg, ClassId w);

@@ -392,6 +392,60 @@ int main(int argc, char** argv) {
 }
 )";
 
+// cuda.QGemmBF16's shared-memory tile of one weight row (type argv[1], blocks in argv[2], k =
+// argv[3]; argv[4] 1: the split layout): each unit's four lanes load and decode their bytes
+// (QRG / QRS / QRK of qgemm_bf16.cpp) and lmn_bf2 writes values 4t..4t+3 and 16+4t..16+4t+3 in
+// bf16, as the kernel stores them. Writes the k bf16 values to argv[5].
+const char* kBf16Main = R"(
+template <class R>
+void tile(const unsigned char* w, const unsigned char* head, int k, unsigned short* out) {
+  for (int u = 0; u < k / 32; ++u)
+    for (int t = 0; t < 4; ++t) {
+      typename R::Raw r;
+      R::load(w, head, u, t, r);
+      int b0 = 0, b1 = 0;
+      float a = 0, a2 = 0, b = 0;
+      R::dec(r, u, t, b0, b1, a, a2, b);
+      const unsigned int x0 = (unsigned int)b0 ^ 0x80808080u, x1 = (unsigned int)b1 ^ 0x80808080u;
+      const unsigned int v[4] = {lmn_bf2(a, b, x0, 0), lmn_bf2(a, b, x0, 1), lmn_bf2(a2, b, x1, 0),
+                                 lmn_bf2(a2, b, x1, 1)};
+      for (int e = 0; e < 4; ++e) {
+        const int at = u * 32 + (e >> 1) * 16 + 4 * t + 2 * (e & 1);
+        out[at] = (unsigned short)(v[e] & 0xFFFFu);
+        out[at + 1] = (unsigned short)(v[e] >> 16);
+      }
+    }
+}
+int main(int argc, char** argv) {
+  if (argc != 6) return 1;
+  std::vector<unsigned char> w;
+  FILE* f = std::fopen(argv[2], "rb");
+  if (!f) return 2;
+  for (int c; (c = std::fgetc(f)) != EOF;) w.push_back((unsigned char)c);
+  std::fclose(f);
+  const int t = std::atoi(argv[1]), k = std::atoi(argv[3]), split = std::atoi(argv[4]);
+  const int bodies[5] = {16, 16, 20, 20, 32};
+  const unsigned char* head = split && t < 5 ? w.data() + (k / 32) * bodies[t] : nullptr;
+  std::vector<unsigned short> out((size_t)k);
+  const unsigned char* p = w.data();
+  switch (t) {
+    case 0: split ? tile<QRS<QS_q4_0<4>>>(p, head, k, out.data()) : tile<QRG<QI_q4_0<4>>>(p, head, k, out.data()); break;
+    case 1: split ? tile<QRS<QS_q4_1<4>>>(p, head, k, out.data()) : tile<QRG<QI_q4_1<4>>>(p, head, k, out.data()); break;
+    case 2: split ? tile<QRS<QS_q5_0<4>>>(p, head, k, out.data()) : tile<QRG<QI_q5_0<4>>>(p, head, k, out.data()); break;
+    case 3: split ? tile<QRS<QS_q5_1<4>>>(p, head, k, out.data()) : tile<QRG<QI_q5_1<4>>>(p, head, k, out.data()); break;
+    case 4: split ? tile<QRS_q8_0>(p, head, k, out.data()) : tile<QRG_q8_0>(p, head, k, out.data()); break;
+    case 5: tile<QRK<QB_q4_k>>(p, head, k, out.data()); break;
+    case 6: tile<QRK<QB_q5_k>>(p, head, k, out.data()); break;
+    case 7: tile<QRK<QB_q6_k>>(p, head, k, out.data()); break;
+    default: return 1;
+  }
+  f = std::fopen(argv[5], "wb");
+  if (!f || std::fwrite(out.data(), 2, out.size(), f) != out.size()) return 3;
+  std::fclose(f);
+  return 0;
+}
+)";
+
 /// Valid blocks with random quants, scales of random sign and size (a few subnormal) and mins.
 std::vector<uint8_t> random_blocks(DType t, int blocks, uint64_t seed) {
   std::vector<uint8_t> b(static_cast<size_t>(blocks) * static_cast<size_t>(block_bytes(t)));
@@ -406,6 +460,19 @@ std::vector<uint8_t> random_blocks(DType t, int blocks, uint64_t seed) {
     testing::set_block_scales(t, p, d, m);
   }
   return b;
+}
+
+/// Blocks of `t` (k values) in the split layout cuda.QRepack writes: the bodies, then the heads
+/// (the legacy heads lead a block).
+std::vector<uint8_t> split_blocks(DType t, const std::vector<uint8_t>& w, int64_t k) {
+  const std::optional<cuda::SplitLayout> sl = cuda::split_layout(t);
+  const size_t nb = static_cast<size_t>(k / 32), bb = static_cast<size_t>(block_bytes(t));
+  std::vector<uint8_t> r(w.size());
+  for (size_t b = 0; b < nb; ++b) {
+    std::memcpy(r.data() + b * sl->body, w.data() + b * bb + sl->head, sl->body);
+    std::memcpy(r.data() + nb * sl->body + b * sl->head, w.data() + b * bb, sl->head);
+  }
+  return r;
 }
 
 #ifdef LUMINAL_HOST_CXX
@@ -580,17 +647,7 @@ TEST(CudaQuantHost, PrefillGemmFragmentsMatchTheQuantizedActivationDot) {
       const bool split = seed >= 2 && block_size(t) == 32;
       std::vector<uint8_t> w =
           random_blocks(t, static_cast<int>(k / block_size(t)), 300 + seed * 8 + index);
-      if (split) {  // bodies, then heads (cuda.QRepack's layout; the legacy heads lead a block)
-        const std::optional<cuda::SplitLayout> sl = cuda::split_layout(t);
-        ASSERT_TRUE(sl.has_value());
-        const size_t nb = static_cast<size_t>(k / 32), bb = static_cast<size_t>(block_bytes(t));
-        std::vector<uint8_t> r(w.size());
-        for (size_t b = 0; b < nb; ++b) {
-          std::memcpy(r.data() + b * sl->body, w.data() + b * bb + sl->head, sl->body);
-          std::memcpy(r.data() + nb * sl->body + b * sl->head, w.data() + b * bb, sl->head);
-        }
-        w.swap(r);
-      }
+      if (split) w = split_blocks(t, w, k);
       const std::vector<float> x =
           random_activation(k, seed * 37 + static_cast<uint64_t>(index), seed % 2 == 0);
       const std::optional<float> y = host_dot(exe, dir, index, w, x, af, split ? "1" : "0");
@@ -607,6 +664,76 @@ TEST(CudaQuantHost, PrefillGemmFragmentsMatchTheQuantizedActivationDot) {
     ++index;
   }
   EXPECT_EQ(runs, 32);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+#endif
+}
+
+// cuda.QGemmBF16's weight tiles (the QR* decoders and lmn_bf2 of qgemm_bf16.cpp: which values
+// lane t writes where, each as a q + b with its half's scale, rounded to bf16), every weight type
+// (the split layout for the legacy types too), against blocks::dequantize: each value within
+// 2^-8 of it (a bf16 rounding of a q + b computed with one rounding, where the reference may round
+// twice), and at least 99% equal to its nearest bf16; a wrong word, lane, half, shift or scale is
+// off by far more.
+TEST(CudaQuantHost, PrefillBf16TilesMatchTheDequantisedWeights) {
+#ifndef LUMINAL_HOST_CXX
+  GTEST_SKIP() << "no host compiler recorded";
+#else
+  const fs::path dir =
+      fs::temp_directory_path() / ("luminal_quant_bf16_" + std::to_string(::getpid()));
+  std::string exe, error;
+  const std::string decoders =
+      std::string(cuda::qgemm_device_source()) + cuda::qgemm_bf16_decode_source();
+  if (!host_program(dir, "bf16", kBf16Main, exe, error, decoders.c_str())) FAIL() << error;
+  auto bf16 = [](float f) {  // nearest even
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    u &= 0xFFFF0000u;
+    float r;
+    std::memcpy(&r, &u, 4);
+    return r;
+  };
+  int index = 0, runs = 0;
+  for (DType t : kWeightBlockDTypes) {
+    const int64_t k = block_size(t) == 256 ? 1024 : 576;
+    for (bool split : {false, true}) {
+      if (split && block_size(t) != 32) continue;
+      const std::vector<uint8_t> w =
+          random_blocks(t, static_cast<int>(k / block_size(t)), 700 + index * 2 + split);
+      std::vector<float> ref(static_cast<size_t>(k));
+      blocks::dequantize(t, w.data(), ref.data(), k);
+      const std::vector<uint8_t> in = split ? split_blocks(t, w, k) : w;
+      write_file(dir / "w.bin", in.data(), in.size());
+      const std::string run = exe + " " + std::to_string(index) + " " + (dir / "w.bin").string() +
+                              " " + std::to_string(k) + " " + (split ? "1 " : "0 ") +
+                              (dir / "tile.bin").string();
+      ASSERT_EQ(std::system(run.c_str()), 0) << name(t);
+      std::vector<uint16_t> got(static_cast<size_t>(k));
+      std::ifstream out(dir / "tile.bin", std::ios::binary);
+      out.read(reinterpret_cast<char*>(got.data()), static_cast<std::streamsize>(2 * k));
+      ASSERT_TRUE(out.good()) << name(t);
+      int bad = 0, nearest = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const uint32_t bits = static_cast<uint32_t>(got[static_cast<size_t>(i)]) << 16;
+        float g;
+        std::memcpy(&g, &bits, 4);
+        const float r = ref[static_cast<size_t>(i)];
+        nearest += g == bf16(r);
+        if (!(std::fabs(g - r) <= std::ldexp(std::fabs(r), -8))) {
+          if (bad < 3)
+            ADD_FAILURE() << name(t) << (split ? " split" : "") << " value " << i << ": " << g
+                          << ", want " << r;
+          ++bad;
+        }
+      }
+      EXPECT_EQ(bad, 0) << name(t) << (split ? " split" : "");
+      EXPECT_GE(nearest, k - k / 100) << name(t) << (split ? " split" : "");
+      ++runs;
+    }
+    ++index;
+  }
+  EXPECT_EQ(runs, 13);
   std::error_code ec;
   fs::remove_all(dir, ec);
 #endif
