@@ -103,16 +103,6 @@ void clear_cache(const fs::path& cache) {
 namespace {
 
 /// Llama-3-8B's shape: 32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256.
-models::LlamaSize llama3_8b_size() {
-  return {.layers = 32,
-          .hidden = 4096,
-          .ffn = 14336,
-          .heads = 32,
-          .kv_heads = 8,
-          .vocab = 128256,
-          .rope_theta = 500000.0};
-}
-
 }  // namespace
 
 int slots_covering(std::initializer_list<int> contexts, int steps) {
@@ -294,14 +284,7 @@ void dims_update(CudaBackend& be) {
 
 void smollm2_bf16(CudaBackend& graph_be, CudaBackend& stream_be, double copy_gbs) {
   try {
-    const models::LlamaSize size{.layers = 30,
-                                 .hidden = 576,
-                                 .ffn = 1536,
-                                 .heads = 9,
-                                 .kv_heads = 3,
-                                 .vocab = 49152,
-                                 .rope_theta = 100000.0,
-                                 .tie_embeddings = true};
+    const models::LlamaSize size = models::smollm2_135m_size();
     const std::initializer_list<int> contexts = {128, 1024};
     const int steps = 50;
     const int slots = slots_covering(contexts, steps);
@@ -347,7 +330,7 @@ void llama3_8b(double copy_gbs, int limit) {
     const std::initializer_list<int> contexts = {128, 1024};
     const int steps = 30;
     const int slots = std::max(2048, slots_covering(contexts, steps));
-    const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, 1);
+    const models::Decoder d = llama_with_argmax(models::llama3_8b_size(), DType::BF16, slots, 1);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
     clear_cache(cache);
     double search_s[2] = {0, 0};
@@ -437,7 +420,8 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
     const int steps = 30;
     const int slots = std::max(2048, slots_covering(contexts, steps));
     const int max_step = 128;  // a decode bucket (s = 1) and a prefill bucket (s in [2, 128])
-    const models::Decoder d = llama_with_argmax(llama3_8b_size(), DType::BF16, slots, max_step);
+    const models::Decoder d =
+        llama_with_argmax(models::llama3_8b_size(), DType::BF16, slots, max_step);
     const double weight_gb = static_cast<double>(models::parameter_count(d.config)) * 2 / 1e9;
     clear_cache(cache);
     // Round 0: a cold search. Round 1: a new backend and session on the same compile cache (the
@@ -569,15 +553,7 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
       std::string(big ? "Llama-3-8B" : "SmolLM2-135M") + " shape " + std::string(name(wt));
   const fs::path cache = temp_folder("quant");
   try {
-    const models::LlamaSize size = big ? llama3_8b_size()
-                                       : models::LlamaSize{.layers = 30,
-                                                           .hidden = 576,
-                                                           .ffn = 1536,
-                                                           .heads = 9,
-                                                           .kv_heads = 3,
-                                                           .vocab = 49152,
-                                                           .rope_theta = 100000.0,
-                                                           .tie_embeddings = true};
+    const models::LlamaSize size = big ? models::llama3_8b_size() : models::smollm2_135m_size();
     const int ctx = 128, steps = 30;
     const int slots = slots_covering({ctx}, steps);
     // Every matrix in `wt`; the embedding and LM head as llama.cpp's files store them (the 8B's

@@ -45,6 +45,27 @@ float weight_value(float u, const WeightInit& w) { return (u * 2.0f - 1.0f) * w.
 
 }  // namespace
 
+LlamaSize smollm2_135m_size() {
+  return {.layers = 30,
+          .hidden = 576,
+          .ffn = 1536,
+          .heads = 9,
+          .kv_heads = 3,
+          .vocab = 49152,
+          .rope_theta = 100000.0,
+          .tie_embeddings = true};
+}
+
+LlamaSize llama3_8b_size() {
+  return {.layers = 32,
+          .hidden = 4096,
+          .ffn = 14336,
+          .heads = 32,
+          .kv_heads = 8,
+          .vocab = 128256,
+          .rope_theta = 500000.0};
+}
+
 io::ModelConfig llama_config(const LlamaSize& size) {
   auto positive = [](const char* what, int64_t v) {
     if (v < 1)

@@ -39,6 +39,11 @@ struct LlamaSize {
   double rope_theta = 10000.0;
   bool tie_embeddings = false;
 };
+/// The published shapes of SmolLM2-135M (30 layers, hidden 576, tied embeddings) and
+/// Llama-3-8B (32 layers, hidden 4096, vocabulary 128256), for benchmarks and tests that build
+/// random-weight models of those shapes.
+LlamaSize smollm2_135m_size();
+LlamaSize llama3_8b_size();
 /// A Llama config with these sizes (head_dim = hidden / heads, rms_norm_eps 1e-5, silu). Throws
 /// when the sizes do not fit together (heads not dividing hidden, kv_heads not dividing heads).
 io::ModelConfig llama_config(const LlamaSize& size);

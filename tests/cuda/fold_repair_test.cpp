@@ -24,14 +24,7 @@ namespace luminal {
 namespace {
 
 Graph smollm2_q4_1_decode() {
-  const models::LlamaSize size{.layers = 30,
-                               .hidden = 576,
-                               .ffn = 1536,
-                               .heads = 9,
-                               .kv_heads = 3,
-                               .vocab = 49152,
-                               .rope_theta = 100000.0,
-                               .tie_embeddings = true};
+  const models::LlamaSize size = models::smollm2_135m_size();
   models::DecoderShape shape;
   shape.slots = 256;
   shape.max_step = 1;

@@ -42,25 +42,18 @@ bool bf16_split_ops(std::string_view op) {
   return op == "cuda.QGemmBF16S" || op == "cuda.QuantizeQ8" || op == "cuda.QRepack";
 }
 
-/// x [rows, K] @ Dequantize(w [n, K])^T; rows `m`, or a dynamic "s" when m is 0.
-Graph linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
-  Graph g;
-  Tensor x = g.tensor("x", {m > 0 ? Expr(m) : Expr::var("s"), Expr(K)});
-  if (m == 0) g.declare_dim("s", 1, 256);
-  nn::linear(x, g.tensor("w", {Expr(n), Expr(K)}, t).dequantize()).output("y");
-  return g;
-}
+using testing::quant_linear_graph;
 
 TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
   testing::CudaRulesOnly rules;
   for (DType t : kAll)
     for (int64_t m : {1, 8, 9, 40, 0}) {
-      auto [l, n] = testing::prefer_ops(linear_graph(t, m, 40, 256), rules, bf16_ops);
+      auto [l, n] = testing::prefer_ops(quant_linear_graph(t, m, 40, 256), rules, bf16_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), legacy(t) && (m == 0 || m > 8) ? 1 : 0)
           << name(t) << " m " << m << ": " << l.op_mix_string();
     }
   for (DType t : kLegacy) {
-    auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 256), rules, bf16_split_ops);
+    auto [l, n] = testing::prefer_ops(quant_linear_graph(t, 40, 40, 256), rules, bf16_split_ops);
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16S"), 1) << name(t) << ": " << l.op_mix_string();
   }
   {
@@ -68,13 +61,13 @@ TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
     testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
     testing::CudaRulesOnly k_rules;
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-      auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 256), k_rules, bf16_ops);
+      auto [l, n] = testing::prefer_ops(quant_linear_graph(t, 40, 40, 256), k_rules, bf16_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << name(t) << ": " << l.op_mix_string();
     }
   }
   testing::EnvScope off_env("LUMINAL_CUDA_QGEMM_BF16", "0");
   testing::CudaRulesOnly off;
-  auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 256), off, bf16_ops);
+  auto [lo, no] = testing::prefer_ops(quant_linear_graph(DType::Q4_0, 40, 40, 256), off, bf16_ops);
   EXPECT_EQ(count_op(lo, "cuda.QGemmBF16"), 0) << lo.op_mix_string();
 }
 
@@ -82,12 +75,12 @@ TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
 // cuda.QGemmQ8 below (SmolLM2's 576 x 576 to 1536 x 576: too few 64 x 64 tiles).
 TEST(CudaQGemmBF16Rules, TheSeedTakesItForLargeWeights) {
   for (int64_t n : {1024, 4096}) {
-    const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_0, 0, n, 4096));
+    const LlirGraph l = testing::cuda_seed_program(quant_linear_graph(DType::Q4_0, 0, n, 4096));
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << n << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "Dequantize"), 0) << n << ": " << l.op_mix_string();
   }
   for (int64_t n : {576, 1023}) {
-    const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_1, 0, n, 4096));
+    const LlirGraph l = testing::cuda_seed_program(quant_linear_graph(DType::Q4_1, 0, n, 4096));
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 0) << n << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << n << ": " << l.op_mix_string();
   }
@@ -99,7 +92,7 @@ TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
   std::vector<std::string> sources;
   for (DType t : kLegacy)
     for (int64_t m : {40, 0}) {
-      const Graph g = linear_graph(t, m, 37, 512);
+      const Graph g = quant_linear_graph(t, m, 37, 512);
       for (bool split : {false, true}) {
         auto [l, n] = testing::prefer_ops(g, rules, split ? bf16_split_ops : bf16_ops);
         const char* op = split ? "cuda.QGemmBF16S" : "cuda.QGemmBF16";
@@ -112,7 +105,7 @@ TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
   testing::CudaRulesOnly k_rules;
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
     for (int64_t m : {40, 0}) {
-      const Graph g = linear_graph(t, m, 37, 512);
+      const Graph g = quant_linear_graph(t, m, 37, 512);
       auto [l, n] = testing::prefer_ops(g, k_rules, bf16_ops);
       ASSERT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << name(t) << " " << l.op_mix_string();
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
@@ -136,7 +129,7 @@ double gamma(int64_t n) {
 int64_t check_bf16(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t> lengths,
                    const HostBuffer& wb, const std::vector<std::vector<float>>& xs, bool split,
                    bool exact) {
-  const Graph g = linear_graph(t, m, n, K);
+  const Graph g = quant_linear_graph(t, m, n, K);
   const char* op = split ? "cuda.QGemmBF16S" : "cuda.QGemmBF16";
   auto [l, count] = testing::prefer_ops(g, testing::gpu(), split ? bf16_split_ops : bf16_ops);
   const std::string at = std::string(name(t)) + (split ? " split" : "") + " m " +

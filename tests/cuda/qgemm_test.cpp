@@ -44,27 +44,21 @@ bool split_ops(std::string_view op) {
 
 constexpr DType kKTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-/// x [rows, K] @ Dequantize(w [n, K])^T; rows `m`, or a dynamic "s" when m is 0.
-Graph linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
-  Graph g;
-  Tensor x = g.tensor("x", {m > 0 ? Expr(m) : Expr::var("s"), Expr(K)});
-  if (m == 0) g.declare_dim("s", 1, 256);
-  nn::linear(x, g.tensor("w", {Expr(n), Expr(K)}, t).dequantize()).output("y");
-  return g;
-}
+using testing::quant_linear_graph;
 
 TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
   testing::CudaRulesOnly rules;
   for (DType t : kTypes)
     for (int64_t m : {1, 8, 9, 40, 0}) {
-      auto [l, n] = testing::prefer_ops(linear_graph(t, m, 40, 128), rules, qgemm_ops);
+      auto [l, n] = testing::prefer_ops(quant_linear_graph(t, m, 40, 128), rules, qgemm_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), m == 0 || m > 8 ? 1 : 0)
           << name(t) << " m " << m << ": " << l.op_mix_string();
     }
   {
     testing::EnvScope off_env("LUMINAL_CUDA_QGEMM", "0");
     testing::CudaRulesOnly off;
-    auto [lo, no] = testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), off, qgemm_ops);
+    auto [lo, no] =
+        testing::prefer_ops(quant_linear_graph(DType::Q4_0, 40, 40, 128), off, qgemm_ops);
     EXPECT_EQ(count_op(lo, "cuda.QGemmQ8"), 0) << lo.op_mix_string();
   }
   {
@@ -72,7 +66,7 @@ TEST(CudaQGemmRules, OfferedForPrefillRowsOnly) {
     testing::EnvScope f32_env("LUMINAL_CUDA_QGEMV", "f32");
     testing::CudaRulesOnly f32_forms;
     auto [lf, nf] =
-        testing::prefer_ops(linear_graph(DType::Q4_0, 40, 40, 128), f32_forms, qgemm_ops);
+        testing::prefer_ops(quant_linear_graph(DType::Q4_0, 40, 40, 128), f32_forms, qgemm_ops);
     EXPECT_EQ(count_op(lf, "cuda.QGemmQ8"), 0) << lf.op_mix_string();
   }
 }
@@ -84,11 +78,11 @@ TEST(CudaQGemmRules, SplitFormOfferedUnlessSwitchedOff) {
     {
       testing::EnvScope off("LUMINAL_CUDA_QGEMM_SPLIT", "0");
       testing::CudaRulesOnly rules;
-      auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 128), rules, split_ops);
+      auto [l, n] = testing::prefer_ops(quant_linear_graph(t, 40, 40, 128), rules, split_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmQ8S"), 0) << name(t) << " " << l.op_mix_string();
     }
     testing::CudaRulesOnly split_rules;
-    auto [ls, ns] = testing::prefer_ops(linear_graph(t, 40, 40, 128), split_rules, split_ops);
+    auto [ls, ns] = testing::prefer_ops(quant_linear_graph(t, 40, 40, 128), split_rules, split_ops);
     EXPECT_EQ(count_op(ls, "cuda.QGemmQ8S"), 1) << name(t) << " " << ls.op_mix_string();
     EXPECT_EQ(count_op(ls, "cuda.QRepack"), 1) << name(t) << " " << ls.op_mix_string();
   }
@@ -119,12 +113,12 @@ TEST(CudaQGemmRules, KTypesOfferedUnlessSwitchedOffAndCompile) {
     {
       testing::EnvScope off("LUMINAL_CUDA_QGEMM_K", "0");
       testing::CudaRulesOnly rules;
-      auto [l, n] = testing::prefer_ops(linear_graph(t, 40, 40, 512), rules, qgemm_ops);
+      auto [l, n] = testing::prefer_ops(quant_linear_graph(t, 40, 40, 512), rules, qgemm_ops);
       EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 0) << name(t) << " " << l.op_mix_string();
     }
     testing::CudaRulesOnly rules;
     for (int64_t m : {40, 0}) {
-      const Graph g = linear_graph(t, m, 37, 512);
+      const Graph g = quant_linear_graph(t, m, 37, 512);
       auto [l, n] = testing::prefer_ops(g, rules, qgemm_ops);
       ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
       for (const LlirNode& node : l.nodes) {
@@ -142,7 +136,7 @@ TEST(CudaQGemmRules, KTypesOfferedUnlessSwitchedOffAndCompile) {
 // (the bf16 form, which the seeds take over this one, left out: qgemm_bf16_test.cpp)
 TEST(CudaQGemmRules, TheSeedTakesItForADynamicRowCount) {
   testing::EnvScope no_bf16("LUMINAL_CUDA_QGEMM_BF16", "0");
-  const LlirGraph l = testing::cuda_seed_program(linear_graph(DType::Q4_0, 0, 4096, 4096));
+  const LlirGraph l = testing::cuda_seed_program(quant_linear_graph(DType::Q4_0, 0, 4096, 4096));
   EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "Dequantize"), 0) << l.op_mix_string();
@@ -172,7 +166,7 @@ TEST(CudaQGemmRules, KernelsCompileForSm90) {
   std::vector<std::string> sources;
   for (DType t : kTypes)
     for (int64_t m : {40, 0}) {
-      const Graph g = linear_graph(t, m, 37, 96);
+      const Graph g = quant_linear_graph(t, m, 37, 96);
       auto [l, n] = testing::prefer_ops(g, rules, qgemm_ops);
       ASSERT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << name(t) << " " << l.op_mix_string();
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
@@ -194,7 +188,7 @@ TEST(CudaQGemmRules, KernelsCompileForSm90) {
 /// runs the dynamic-row program at each of `lengths`. Returns the outputs checked.
 int64_t check_qgemm(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t> lengths,
                     uint64_t seed, bool split = false) {
-  const Graph g = linear_graph(t, m, n, K);
+  const Graph g = quant_linear_graph(t, m, n, K);
   const char* op = split ? "cuda.QGemmQ8S" : "cuda.QGemmQ8";
   auto [l, count] = testing::prefer_ops(g, testing::gpu(), split ? split_ops : qgemm_ops);
   const std::string at = std::string(name(t)) + " m " + std::to_string(m) + " n " +

@@ -8,6 +8,7 @@
 
 #include "luminal/core/blocks.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/nn/linear.hpp"
 #include "support/quant_bound.hpp"
 
 namespace luminal::testing {
@@ -38,6 +39,16 @@ inline std::vector<float> decode(const HostBuffer& b) {
   std::vector<float> v(static_cast<size_t>(b.numel()));
   blocks::dequantize(b.dtype, b.bytes.data(), v.data(), b.numel());
   return v;
+}
+
+/// x [rows, K] @ Dequantize(w [n, K])^T (output "y"); rows `m`, or a dynamic "s" in [1, 256]
+/// when m is 0: the prefill GEMM tests' layer.
+inline Graph quant_linear_graph(DType t, int64_t m, int64_t n, int64_t K) {
+  Graph g;
+  Tensor x = g.tensor("x", {m > 0 ? Expr(m) : Expr::var("s"), Expr(K)});
+  if (m == 0) g.declare_dim("s", 1, 256);
+  nn::linear(x, g.tensor("w", {Expr(n), Expr(K)}, t).dequantize()).output("y");
+  return g;
 }
 
 /// `n` values uniform in [-1, 1).
