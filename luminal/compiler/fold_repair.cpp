@@ -60,8 +60,12 @@ std::optional<FoldRepair> repair_fold_excess(
     std::stable_sort(near.begin(), near.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     bool moved = false;
-    for (size_t i = 0; i < near.size() && i < static_cast<size_t>(tries); ++i) {
+    const std::string text = program.to_text();
+    int tried = 0;
+    for (size_t i = 0; i < near.size() && tried < tries; ++i) {
       LlirGraph p = to_llir(space, near[i].second);
+      if (p.to_text() == text) continue;  // (a gene no reachable class reads: the same program)
+      ++tried;
       FoldExcess e = excess(p);
       if (e.bytes < now.bytes) {
         g = std::move(near[i].second);

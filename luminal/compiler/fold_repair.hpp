@@ -29,9 +29,11 @@ struct FoldExcess {
 
 /// From `g` (whose folds pass the limit), one gene changed at a time: each time the change of
 /// lowest program cost, among those of the genes of the classes that read a kept weight or hold
-/// the fold leaf reading it, that lowers the excess (at most `tries` changes measured a step),
-/// until the program fits or `max_changes` were made. Returns the genome that fits and how
-/// many genes it changed, or nothing.
+/// the fold leaf reading it, that lowers the excess (at most `tries` programs other than the
+/// current one measured a step), until the program fits or `max_changes` were made. Returns the
+/// genome that fits and how many changes it took, or nothing (also where the excess comes from
+/// folds that no gene here can drop, such as an earlier bucket's). May throw what `excess`
+/// or the fold resolver throws.
 struct FoldRepair {
   Genome genome;
   int changes = 0;

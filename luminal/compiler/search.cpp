@@ -517,9 +517,15 @@ SearchResult search(const SearchSpace& space, Backend& backend, const CompileOpt
       return e;
     };
     const auto t0 = Clock::now();
-    std::optional<FoldRepair> r = repair_fold_excess(space, *folds, seed, excess);
+    std::optional<FoldRepair> r;
+    try {
+      r = repair_fold_excess(space, *folds, seed, excess);
+    } catch (const std::exception&) {
+      // (a program whose folds the resolver cannot build: no repair, the search goes on)
+    }
     report.extract_s += since(t0);
-    if (r && try_genome(r->genome))
+    const int rejected = report.rejected;
+    if (r && try_genome(r->genome) && report.rejected == rejected)
       report.seed_repair = "candidate " + std::to_string(report.candidates) +
                            ", its folds within fold_limit after " + std::to_string(r->changes) +
                            " choice" + (r->changes == 1 ? "" : "s") + " changed";

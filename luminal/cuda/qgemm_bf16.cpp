@@ -10,10 +10,11 @@
 // as bf16 from cuda.QuantizeQ8 in its BF16 format (quantize_q8.cpp: each x rounded to nearest
 // bf16 once, shared by every layer that reads x).
 //
-// Numerics: each product is of x and w rounded to bf16 (each within 2^-9 of its value: 8
-// significant bits, as Q8_1's largest values, where Q8_1's smaller ones are coarser), exact in
-// f32; the products summed by the MMAs in f32, blocks in order, the two k halves added at the
-// end. So |y - sum x w| <= sum |x w| (2^-8 + 2^-17) + gamma(K / 16 + 4) sum |x w|
+// Numerics: each product is of x and w rounded to bf16 (each within 2^-8 of its value, relative:
+// 8 significant bits, as Q8_1's largest values, where Q8_1's smaller ones are coarser; w after
+// its f32 computation, 2^-23 more), exact in f32; the products summed by the MMAs in f32, blocks
+// in order, the two k halves added at the end. So
+// |y - sum x w| <= sum |x w| (2^-7 + 2^-15) + gamma(K / 16 + 4) sum |x w|
 // (tests/cuda/qgemm_bf16_test.cpp checks that bound, and with scales and activations exact in
 // bf16 the exact sum to the accumulation's rounding alone).
 //
