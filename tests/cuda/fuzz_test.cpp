@@ -70,7 +70,8 @@ TEST(CudaFuzz, GqaAttentionKvCacheRope) {
 
 // Quantized weights (model_blocks.hpp's quantized_block): every program (cuda.QGather, Dequantize,
 // a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv, cuda.QGemvQ8 and the split
-// cuda.QGemvQ8S over cuda.QRepack too) matches the reference.
+// cuda.QGemvQ8S over cuda.QRepack too; with a dynamic count cuda.QGemmQ8 and cuda.QGemmBF16, whose
+// programs it counts) matches the reference.
 class CudaQuantizedBlocks : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CudaQuantizedBlocks, MatchReference) {
@@ -93,6 +94,12 @@ TEST_P(CudaQuantizedBlocks, MatchReference) {
       std::printf("[fuzz] %s: %d programs with the f32 QGemv, %d with the integer one, %d split\n",
                   fg.name.c_str(), f32, int8, split);
       EXPECT_GT(f32 + int8 + split, 0) << fg.name;
+    } else {
+      // A dynamic row count: the prefill GEMMs' forms among the programs drawn.
+      const int q8 = r.programs_using["cuda.QGemmQ8"] + r.programs_using["cuda.QGemmQ8S"];
+      const int bf16 = r.programs_using["cuda.QGemmBF16"] + r.programs_using["cuda.QGemmBF16S"];
+      std::printf("[fuzz] %s: %d programs with the int8 prefill GEMM, %d with the bf16 one\n",
+                  fg.name.c_str(), q8, bf16);
     }
   }
 }
