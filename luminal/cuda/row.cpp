@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -456,35 +457,79 @@ KernelGen gen_row_q8(const LlirNode& n, const GenContext& ctx) {
 
 std::vector<Rule> rules() { return row_rules(&kRow, cuda_fused_op(), "cuda"); }
 
-/// cuda.RowQ8 for QuantizeQ8(Row(...)) to Q8_1: QuantizeQ8 reading a cuda.Row's whole output
-/// contiguously, rows of the same length (at most kMaxRowQ8).
-std::vector<Rule> row_q8_rules() {
-  // Only with LUMINAL_CUDA_ROW_Q8=1 (a rule, not a condition: the compile cache's key names it)
-  const char* on = std::getenv("LUMINAL_CUDA_ROW_Q8");
-  if (!on || std::string(on) != "1") return {};
+/// A cuda.Row writing bf16 for QuantizeQ8(Row(...)) to BF16 (cuda.QGemmBF16's activation rows,
+/// qgemm_bf16.cpp): QuantizeQ8 reading the Row's whole output contiguously, rows of the same
+/// length; the row program with a cast to bf16 appended, the same bits (both round to nearest
+/// even), one kernel instead of two (an 8B prefill's norms before q/k/v and gate/up: 64 a step).
+Rule row_bf16_rule() {
   Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
-  return {Rule{"cuda.row-q8", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
-                 const ENodeId q = m.node("q");
-                 const Attrs qa = eg.attrs_of(q);
-                 if (qa.dtype != DType::Q8_1 || qa.shape.empty() || !qa.shape.back().is_const() ||
-                     qa.shape.back().as_const() > kMaxRowQ8 || qa.views.size() != 1 ||
-                     !qa.views[0].is_contiguous())
-                   return;
-                 const ClassId c = eg.find(eg.node(q).children[0]);
-                 if (!(numel(eg.shape(c)) == numel(qa.shape))) return;
-                 std::vector<ENodeId> rows;
-                 for (ENodeId r : eg.nodes_of(c))
-                   if (!eg.is_removed(r) && eg.node(r).op == &kRow) rows.push_back(r);
-                 for (ENodeId r : rows) {
-                   Attrs a = eg.attrs_of(r);
-                   if (a.shape.empty() || !(a.shape.back() == qa.shape.back())) continue;
-                   const std::vector<ClassId> children = eg.node(r).children;
-                   a.dtype = DType::Q8_1;
-                   a.shape = qa.shape;
-                   a.int_value = qa.int_value;
-                   eg.merge(eg.add(&kRowQ8, a, children), m.root);
-                 }
-               }}};
+  return Rule{"cuda.row-bf16", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
+                const ENodeId q = m.node("q");
+                const Attrs qa = eg.attrs_of(q);
+                if (qa.dtype != DType::BF16 || qa.int_value != 0 || qa.shape.empty() ||
+                    qa.views.size() != 1 || !qa.views[0].is_contiguous())
+                  return;
+                const ClassId c = eg.find(eg.node(q).children[0]);
+                if (!(numel(eg.shape(c)) == numel(qa.shape))) return;
+                std::vector<ENodeId> rows;
+                for (ENodeId r : eg.nodes_of(c))
+                  if (!eg.is_removed(r) && eg.node(r).op == &kRow) rows.push_back(r);
+                for (ENodeId r : rows) {
+                  Attrs a = eg.attrs_of(r);
+                  const auto* prog = dynamic_cast<const FusedProgram*>(a.payload.get());
+                  if (!prog || prog->insts.empty() || a.dtype != DType::F32 || a.shape.empty() ||
+                      !(a.shape.back() == qa.shape.back()) ||
+                      static_cast<int>(prog->insts.size()) >= kFusedMaxInsts)
+                    continue;
+                  std::vector<FusedInst> insts = prog->insts;
+                  FusedInst cast;
+                  cast.op = FusedOpcode::Cast;
+                  cast.dtype = DType::BF16;
+                  cast.a = static_cast<int32_t>(insts.size()) - 1;
+                  insts.push_back(cast);
+                  const std::vector<ClassId> children = eg.node(r).children;
+                  a.dtype = DType::BF16;
+                  a.shape = qa.shape;
+                  a.payload = std::make_shared<FusedProgram>(std::move(insts));
+                  eg.merge(eg.add(&kRow, a, children), m.root);
+                }
+              }};
+}
+
+/// cuda.RowQ8 for QuantizeQ8(Row(...)) to Q8_1: QuantizeQ8 reading a cuda.Row's whole output
+/// contiguously, rows of the same length (at most kMaxRowQ8); and row_bf16_rule (these run
+/// after the library rules that add the QuantizeQ8 nodes).
+std::vector<Rule> row_q8_rules() {
+  std::vector<Rule> out;
+  // Unless LUMINAL_CUDA_ROW_BF16=0 (rules, not conditions: the compile cache's key names them)
+  if (env_switch_on("LUMINAL_CUDA_ROW_BF16")) out.push_back(row_bf16_rule());
+  // Only with LUMINAL_CUDA_ROW_Q8=1
+  const char* on = std::getenv("LUMINAL_CUDA_ROW_Q8");
+  if (!on || std::string(on) != "1") return out;
+  Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
+  out.push_back(Rule{"cuda.row-q8", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
+                       const ENodeId q = m.node("q");
+                       const Attrs qa = eg.attrs_of(q);
+                       if (qa.dtype != DType::Q8_1 || qa.shape.empty() ||
+                           !qa.shape.back().is_const() || qa.shape.back().as_const() > kMaxRowQ8 ||
+                           qa.views.size() != 1 || !qa.views[0].is_contiguous())
+                         return;
+                       const ClassId c = eg.find(eg.node(q).children[0]);
+                       if (!(numel(eg.shape(c)) == numel(qa.shape))) return;
+                       std::vector<ENodeId> rows;
+                       for (ENodeId r : eg.nodes_of(c))
+                         if (!eg.is_removed(r) && eg.node(r).op == &kRow) rows.push_back(r);
+                       for (ENodeId r : rows) {
+                         Attrs a = eg.attrs_of(r);
+                         if (a.shape.empty() || !(a.shape.back() == qa.shape.back())) continue;
+                         const std::vector<ClassId> children = eg.node(r).children;
+                         a.dtype = DType::Q8_1;
+                         a.shape = qa.shape;
+                         a.int_value = qa.int_value;
+                         eg.merge(eg.add(&kRowQ8, a, children), m.root);
+                       }
+                     }});
+  return out;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 //     (q4_k, q5_k, q6_k) with LUMINAL_CUDA_QGEMM_BF16_K=1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -84,6 +85,40 @@ TEST(CudaQGemmBF16Rules, TheSeedTakesItForLargeWeights) {
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 0) << n << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << n << ": " << l.op_mix_string();
   }
+}
+
+/// RMSNorm(x) @ Dequantize(w [n, K])^T over a dynamic row count: the normalised rows as the
+/// activation.
+Graph norm_linear_graph(DType t, int64_t n, int64_t K) {
+  Graph g;
+  Tensor x = g.tensor("x", {Expr::var("s"), Expr(K)});
+  g.declare_dim("s", 1, 256);
+  Tensor h = x.rms_norm(g.tensor("nw", {Expr(K)}), 1e-5);
+  nn::linear(h, g.tensor("w", {Expr(n), Expr(K)}, t).dequantize()).output("y");
+  return g;
+}
+
+bool is_bf16_row(const LlirNode& node) {
+  return node.op->name == std::string_view("cuda.Row") && node.attrs.dtype == DType::BF16;
+}
+
+// The row kernel before the bf16 form writes its rows in bf16 itself (cuda.row-bf16, row.cpp):
+// the seed has no cuda.QuantizeQ8 there; LUMINAL_CUDA_ROW_BF16=0 keeps the two kernels.
+TEST(CudaQGemmBF16Rules, TheNormBeforeItWritesBf16Rows) {
+  const Graph g = norm_linear_graph(DType::Q4_0, 4096, 4096);
+  const LlirGraph l = testing::cuda_seed_program(g);
+  EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << l.op_mix_string();
+  EXPECT_EQ(std::count_if(l.nodes.begin(), l.nodes.end(), is_bf16_row), 1) << l.op_mix_string();
+  LUMINAL_REQUIRE_NVRTC();
+  std::vector<std::string> sources;
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+    sources.push_back(k.source);
+  testing::expect_compiles(sources, "a bf16 row kernel before cuda.QGemmBF16");
+  testing::EnvScope off("LUMINAL_CUDA_ROW_BF16", "0");
+  const LlirGraph l2 = testing::cuda_seed_program(g);
+  EXPECT_EQ(count_op(l2, "cuda.QuantizeQ8"), 1) << l2.op_mix_string();
+  EXPECT_EQ(std::count_if(l2.nodes.begin(), l2.nodes.end(), is_bf16_row), 0);
 }
 
 TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
@@ -233,6 +268,45 @@ TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
       checked += check_bf16(t, 40, 64, K, {}, wb, activations({40}, K, seed + 2), split, false);
     }
   EXPECT_GT(checked, 50000);
+}
+
+// The norm's row kernel writing bf16 rows gives the bits of the row kernel then cuda.QuantizeQ8
+// in bf16 (both round to nearest even), so the two programs' outputs are equal bit for bit.
+TEST(CudaQGemmBF16, Bf16RowsFromTheNormEqualTheSeparateRounding) {
+  LUMINAL_REQUIRE_GPU();
+  const int64_t K = 576, n = 80;
+  const Graph g = norm_linear_graph(DType::Q4_1, n, K);
+  auto fused = [](std::string_view op) { return op == "cuda.QGemmBF16" || op == "cuda.Row"; };
+  auto apart = [](std::string_view op) {
+    return op == "cuda.QGemmBF16" || op == "cuda.QuantizeQ8" || op == "cuda.Row";
+  };
+  auto [lf, nf] = testing::prefer_ops(g, testing::gpu(), fused);
+  ASSERT_EQ(std::count_if(lf.nodes.begin(), lf.nodes.end(), is_bf16_row), 1) << lf.op_mix_string();
+  LlirGraph la;
+  {
+    testing::EnvScope off("LUMINAL_CUDA_ROW_BF16", "0");
+    cuda::CudaBackend& be = testing::gpu();
+    la = testing::prefer_ops(g, be, apart).first;
+  }
+  ASSERT_EQ(count_op(la, "cuda.QuantizeQ8"), 1) << la.op_mix_string();
+  const HostBuffer wb = testing::random_blocks(DType::Q4_1, n * K, 4100);
+  std::vector<float> nw = testing::random_floats(K, 4101);
+  for (float& v : nw)
+    v += 1.5f;
+  for (int64_t rows : {37, 128}) {
+    const std::vector<float> x = testing::random_floats(rows * K, 4102 + rows);
+    std::vector<std::vector<float>> outs;
+    for (const LlirGraph* l : {&lf, &la}) {
+      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), *l, {DynMap{{"s", rows}}});
+      outs.push_back(testing::floats(
+          testing::run_plan(
+              lp, {{"x", testing::f32_buffer(x)}, {"nw", testing::f32_buffer(nw)}, {"w", wb}},
+              DynMap{{"s", rows}})
+              .outputs.at("y")));
+    }
+    ASSERT_EQ(outs[0].size(), static_cast<size_t>(rows * n));
+    EXPECT_EQ(outs[0], outs[1]) << "rows " << rows;
+  }
 }
 
 // Scales (and mins) powers of two and activations of 8 significant bits: every x and w exact in
