@@ -501,8 +501,9 @@ Rule row_bf16_rule() {
 /// after the library rules that add the QuantizeQ8 nodes).
 std::vector<Rule> row_q8_rules() {
   std::vector<Rule> out;
-  // Unless LUMINAL_CUDA_ROW_BF16=0 (rules, not conditions: the compile cache's key names them)
-  if (env_switch_on("LUMINAL_CUDA_ROW_BF16")) out.push_back(row_bf16_rule());
+  // With LUMINAL_CUDA_ROW_BF16=1 until a GPU has run it (rules, not conditions: the compile
+  // cache's key names them)
+  if (env_opt_in("LUMINAL_CUDA_ROW_BF16")) out.push_back(row_bf16_rule());
   // Only with LUMINAL_CUDA_ROW_Q8=1
   const char* on = std::getenv("LUMINAL_CUDA_ROW_Q8");
   if (!on || std::string(on) != "1") return out;

@@ -102,11 +102,16 @@ bool is_bf16_row(const LlirNode& node) {
   return node.op->name == std::string_view("cuda.Row") && node.attrs.dtype == DType::BF16;
 }
 
-// The row kernel before the bf16 form writes its rows in bf16 itself (cuda.row-bf16, row.cpp):
-// the seed has no cuda.QuantizeQ8 there; LUMINAL_CUDA_ROW_BF16=0 keeps the two kernels.
+// With LUMINAL_CUDA_ROW_BF16=1 the row kernel before the bf16 form writes its rows in bf16
+// itself (cuda.row-bf16, row.cpp): the seed has no cuda.QuantizeQ8 there; by default the two
+// kernels stay.
 TEST(CudaQGemmBF16Rules, TheNormBeforeItWritesBf16Rows) {
   const Graph g = norm_linear_graph(DType::Q4_0, 4096, 4096);
-  const LlirGraph l = testing::cuda_seed_program(g);
+  LlirGraph l;
+  {
+    testing::EnvScope on("LUMINAL_CUDA_ROW_BF16", "1");
+    l = testing::cuda_seed_program(g);
+  }
   EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << l.op_mix_string();
   EXPECT_EQ(std::count_if(l.nodes.begin(), l.nodes.end(), is_bf16_row), 1) << l.op_mix_string();
@@ -115,7 +120,6 @@ TEST(CudaQGemmBF16Rules, TheNormBeforeItWritesBf16Rows) {
   for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
     sources.push_back(k.source);
   testing::expect_compiles(sources, "a bf16 row kernel before cuda.QGemmBF16");
-  testing::EnvScope off("LUMINAL_CUDA_ROW_BF16", "0");
   const LlirGraph l2 = testing::cuda_seed_program(g);
   EXPECT_EQ(count_op(l2, "cuda.QuantizeQ8"), 1) << l2.op_mix_string();
   EXPECT_EQ(std::count_if(l2.nodes.begin(), l2.nodes.end(), is_bf16_row), 0);
@@ -280,14 +284,13 @@ TEST(CudaQGemmBF16, Bf16RowsFromTheNormEqualTheSeparateRounding) {
   auto apart = [](std::string_view op) {
     return op == "cuda.QGemmBF16" || op == "cuda.QuantizeQ8" || op == "cuda.Row";
   };
-  auto [lf, nf] = testing::prefer_ops(g, testing::gpu(), fused);
-  ASSERT_EQ(std::count_if(lf.nodes.begin(), lf.nodes.end(), is_bf16_row), 1) << lf.op_mix_string();
-  LlirGraph la;
+  LlirGraph lf;
   {
-    testing::EnvScope off("LUMINAL_CUDA_ROW_BF16", "0");
-    cuda::CudaBackend& be = testing::gpu();
-    la = testing::prefer_ops(g, be, apart).first;
+    testing::EnvScope on("LUMINAL_CUDA_ROW_BF16", "1");
+    lf = testing::prefer_ops(g, testing::gpu(), fused).first;
   }
+  ASSERT_EQ(std::count_if(lf.nodes.begin(), lf.nodes.end(), is_bf16_row), 1) << lf.op_mix_string();
+  const LlirGraph la = testing::prefer_ops(g, testing::gpu(), apart).first;
   ASSERT_EQ(count_op(la, "cuda.QuantizeQ8"), 1) << la.op_mix_string();
   const HostBuffer wb = testing::random_blocks(DType::Q4_1, n * K, 4100);
   std::vector<float> nw = testing::random_floats(K, 4101);
@@ -296,7 +299,7 @@ TEST(CudaQGemmBF16, Bf16RowsFromTheNormEqualTheSeparateRounding) {
   for (int64_t rows : {37, 128}) {
     const std::vector<float> x = testing::random_floats(rows * K, 4102 + rows);
     std::vector<std::vector<float>> outs;
-    for (const LlirGraph* l : {&lf, &la}) {
+    for (const LlirGraph* l : {static_cast<const LlirGraph*>(&lf), &la}) {
       testing::LoadedPlan lp = testing::load_plan(testing::gpu(), *l, {DynMap{{"s", rows}}});
       outs.push_back(testing::floats(
           testing::run_plan(
