@@ -13,6 +13,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "bench/timing.hpp"
 #include "luminal/cuda/cuda_backend.hpp"
@@ -58,6 +59,21 @@ double forced_plan_ms(cuda::CudaBackend& be, const LlirGraph& llir,
                       const std::function<uint64_t(const std::string&)>& input_bytes,
                       const std::function<uint64_t(size_t)>& output_bytes, int trials,
                       const std::function<void(const std::string&, Buffer)>& fill_input = {});
+
+/// The device's L2 cache size in bytes.
+int l2_bytes(cuda::CudaBackend& be);
+/// Copies of a `bytes`-byte weight that together pass twice the L2 (so a replay reads its weights
+/// from DRAM), at least 1 and at most `most`.
+int copies_past_l2(int l2, double bytes, int most);
+
+/// A linear layer's weight shape W [n, k] of one of the models the shape sections time.
+struct LinearShape {
+  const char* model;
+  const char* what;  // "q/o", "k/v", "gate/up", "down", "lm head"
+  int64_t n, k;
+};
+/// Llama-3-8B's and SmolLM2-135M's projections and LM heads.
+const std::vector<LinearShape>& linear_shapes();
 
 struct DecodeTiming {
   double ms_per_token = 0;  // execute + the token back to the host + fed in again, median

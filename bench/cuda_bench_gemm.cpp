@@ -16,6 +16,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -207,17 +208,14 @@ void gemm_shapes(double copy_gbs, int limit) {
           "column's search)\n");
       return;
     }
-    int l2 = 0;
-    cuda::check(plain.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-                                                        plain.device().cu_device),
-                "cuDeviceGetAttribute");
+    const int l2 = l2_bytes(plain);
     const int trials = 200;
     for (int64_t m : {int64_t{1}, int64_t{128}}) {
       Row sum;  // the decode step's GEMMs (m = 1) or the prefill's (m = 128)
       double floor_sum = 0;
       for (const Shape& sh : kShapes) {
         const double wbytes = static_cast<double>(sh.n * sh.k * 2);
-        const int n = std::max(1, static_cast<int>((2.0 * l2 + wbytes - 1) / wbytes));
+        const int n = copies_past_l2(l2, wbytes, std::numeric_limits<int>::max());
         const Graph g = copies_graph(m, sh, n);
         auto opts =
             CompileOptions().search_graph_limit(limit).seed(1).verbose(false).cache_dir(cache);

@@ -26,21 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using cuda::CudaBackend;
 
-struct GemvShape {
-  const char* model;
-  const char* what;
-  int64_t n, k;  // W is [n, k]
-};
-
-const GemvShape kGemvShapes[] = {
-    {"8B", "q/o", 4096, 4096},       {"8B", "k/v", 1024, 4096},
-    {"8B", "gate/up", 14336, 4096},  {"8B", "down", 4096, 14336},
-    {"8B", "lm head", 128256, 4096}, {"SmolLM2", "q/o", 576, 576},
-    {"SmolLM2", "k/v", 192, 576},    {"SmolLM2", "gate/up", 1536, 576},
-    {"SmolLM2", "down", 576, 1536},  {"SmolLM2", "lm head", 49152, 576},
-};
-
-Graph gemv_graph(int64_t m, const GemvShape& sh, int copies, DType t) {
+Graph gemv_graph(int64_t m, const LinearShape& sh, int copies, DType t) {
   Graph g;
   Tensor x = g.tensor("x", {Expr(m), Expr(sh.k)}, t);
   for (int i = 0; i < copies; ++i) {
@@ -54,7 +40,7 @@ Graph gemv_graph(int64_t m, const GemvShape& sh, int copies, DType t) {
 /// `want` + "Cast"), reading 16-bit operands directly where it can; -1 when no such program
 /// exists (the op is not offered for the shape).
 double forced_ms(CudaBackend& be, const Graph& g, const std::string& want, int64_t m,
-                 const GemvShape& sh, DType t, int copies, int trials) {
+                 const LinearShape& sh, DType t, int copies, int trials) {
   BuiltSpace b = build_search_space(g, be, g.dim_facts());
   const EGraph& eg = b.space->egraph();
   auto score = [&](ENodeId id) {
@@ -90,20 +76,16 @@ void gemv_shapes(double copy_gbs, const std::string& only) {
     cuda::CudaOptions opts{0, cache / "kernels", 16};
     opts.cublaslt = false;
     CudaBackend be(opts);
-    int l2 = 0;
-    cuda::check(be.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-                                                     be.device().cu_device),
-                "cuDeviceGetAttribute");
+    const int l2 = l2_bytes(be);
     std::string table =
         "| model | GEMV | n x k | dtype | m | cuda.Gemv ms | GB/s | % copy | cuda.Matmul ms | GB/s "
         "| % copy |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (DType t : {DType::BF16, DType::F32}) {
       if (!only.empty() && only != name(t)) continue;
-      for (const GemvShape& sh : kGemvShapes) {
+      for (const LinearShape& sh : linear_shapes()) {
         for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}) {
           const double wbytes = static_cast<double>(sh.n * sh.k * size_bytes(t));
-          const int copies =
-              std::min(400, std::max(1, static_cast<int>((2.0 * l2 + wbytes - 1) / wbytes)));
+          const int copies = copies_past_l2(l2, wbytes, 400);
           const Graph g = gemv_graph(m, sh, copies, t);
           const int trials = 50;
           const double gemv = forced_ms(be, g, "cuda.Gemv", m, sh, t, copies, trials) / copies;

@@ -1,5 +1,6 @@
 // Forced programs timed on fresh device buffers (cuda_bench.hpp): the shape sections (gemv, qgemm,
-// expert) bind a program they picked themselves and time its replays.
+// expert) bind a program they picked themselves and time its replays; the linear-layer shapes
+// and the L2 size they share.
 #include <algorithm>
 #include <vector>
 
@@ -8,6 +9,29 @@
 #include "tests/support/llir_direct.hpp"
 
 namespace luminal::bench_cuda {
+
+int l2_bytes(cuda::CudaBackend& be) {
+  int l2 = 0;
+  cuda::check(be.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                                   be.device().cu_device),
+              "cuDeviceGetAttribute");
+  return l2;
+}
+
+int copies_past_l2(int l2, double bytes, int most) {
+  return std::min(most, std::max(1, static_cast<int>((2.0 * l2 + bytes - 1) / bytes)));
+}
+
+const std::vector<LinearShape>& linear_shapes() {
+  static const std::vector<LinearShape> shapes = {
+      {"8B", "q/o", 4096, 4096},       {"8B", "k/v", 1024, 4096},
+      {"8B", "gate/up", 14336, 4096},  {"8B", "down", 4096, 14336},
+      {"8B", "lm head", 128256, 4096}, {"SmolLM2", "q/o", 576, 576},
+      {"SmolLM2", "k/v", 192, 576},    {"SmolLM2", "gate/up", 1536, 576},
+      {"SmolLM2", "down", 576, 1536},  {"SmolLM2", "lm head", 49152, 576},
+  };
+  return shapes;
+}
 
 CUdeviceptr dptr(Buffer b) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(b.ptr)); }
 

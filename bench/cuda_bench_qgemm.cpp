@@ -15,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/cuda_bench.hpp"
@@ -30,22 +31,9 @@ namespace {
 namespace fs = std::filesystem;
 using cuda::CudaBackend;
 
-struct Shape {
-  const char* model;
-  const char* what;
-  int64_t n, k;  // W is [n, k]
-};
-
-const Shape kShapes[] = {
-    {"8B", "q/o", 4096, 4096},         {"8B", "k/v", 1024, 4096},
-    {"8B", "gate/up", 14336, 4096},    {"8B", "down", 4096, 14336},
-    {"SmolLM2", "q/o", 576, 576},      {"SmolLM2", "k/v", 192, 576},
-    {"SmolLM2", "gate/up", 1536, 576}, {"SmolLM2", "down", 576, 1536},
-};
-
 /// Milliseconds of one replay of `copies` GEMMs x [m, k] @ W_i^T forced to `op` (and the shared
 /// cuda.QuantizeQ8); -1 when the op is not offered for the shape.
-double qgemm_ms(CudaBackend& be, const std::string& op, const Shape& sh, int64_t m, DType t,
+double qgemm_ms(CudaBackend& be, const std::string& op, const LinearShape& sh, int64_t m, DType t,
                 int copies, int trials) {
   Graph g;
   Tensor x = g.tensor("x", {Expr(m), Expr(sh.k)});
@@ -85,18 +73,15 @@ void qgemm_shapes(const std::string& type) {
     cuda::CudaOptions opts{0, cache / "kernels", 16};
     opts.cublaslt = false;
     CudaBackend be(opts);
-    int l2 = 0;
-    cuda::check(be.device().cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-                                                     be.device().cu_device),
-                "cuDeviceGetAttribute");
+    const int l2 = l2_bytes(be);
     std::string table =
         "| model | GEMM | n x k | type | m | int8 ms | int8 TOPS | bf16 ms | bf16 TFLOPS | "
         "bf16 weight GB/s |\n|---|---|---|---|---|---|---|---|---|---|\n";
-    for (const Shape& sh : kShapes)
+    for (const LinearShape& sh : linear_shapes())
       for (int64_t m : {int64_t{16}, int64_t{128}, int64_t{512}}) {
+        if (std::string_view(sh.what) == "lm head") continue;  // (the projections only)
         const double wbytes = static_cast<double>(storage_bytes(t, sh.n * sh.k));
-        const int copies =
-            std::min(200, std::max(1, static_cast<int>((2.0 * l2 + wbytes - 1) / wbytes)));
+        const int copies = copies_past_l2(l2, wbytes, 200);
         double ms[2], tops[2], gbs[2];
         const char* ops[2] = {"cuda.QGemmQ8", "cuda.QGemmBF16"};
         for (int i = 0; i < 2; ++i) {

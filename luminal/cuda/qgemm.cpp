@@ -116,6 +116,32 @@ std::optional<QuantMatmulParts> split_gemm_parts(const EGraph& eg, const Match& 
   return p;
 }
 
+/// A rule offering `op`(cuda.QuantizeQ8(x), W) where the layer is one gemm_parts takes (with
+/// the K types when `k`): x's rows in bf16 when `bf16`, else in the GEMV's 8-bit format; with
+/// `split` the layer split_gemm_parts takes, over cuda.QRepack(W) (the class the decode bucket's
+/// split GEMV folds, so a session holds one copy and releases the GGUF layout) with the weight's
+/// block count in int_value.
+Rule gemm_rule(std::string name, const OpDef* op, bool bf16, bool split, bool k) {
+  auto parts = [split, k](const EGraph& eg, const Match& m) {
+    return split ? split_gemm_parts(eg, m) : gemm_parts(eg, m, k);
+  };
+  return Rule{std::move(name), matmul_pattern(),
+              [parts](const Match& m, const EGraph& eg) { return parts(eg, m).has_value(); },
+              [parts, op, bf16, split](const Match& m, EGraph& eg) {
+                const std::optional<QuantMatmulParts> p = parts(eg, m);
+                if (!p) return;
+                QuantMatmulAttrs a =
+                    quant_matmul_attrs(*p, bf16 ? DType::BF16 : cuda_activation_format(p->wtype));
+                const ClassId x = eg.add(quantize_q8_op(), a.quantize, {p->act});
+                ClassId w = p->weight;
+                if (split) {
+                  w = add_qrepack(eg, p->weight);
+                  a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
+                }
+                add_merged(eg, op, a.matmul, {x, w}, m.root);
+              }};
+}
+
 std::vector<Rule> qgemm_rules() {
   // (rules, not conditions: the compile cache's key names the rules in force)
   if (!env_switch_on("LUMINAL_CUDA_QGEMM")) return {};
@@ -123,60 +149,19 @@ std::vector<Rule> qgemm_rules() {
   if (const char* v = std::getenv("LUMINAL_CUDA_QGEMV"); v != nullptr && std::string(v) == "f32")
     return {};
   const bool k = env_switch_on("LUMINAL_CUDA_QGEMM_K");
-  Rule r{k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", matmul_pattern(),
-         [k](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, k).has_value(); },
-         [k](const Match& m, EGraph& eg) {
-           const std::optional<QuantMatmulParts> p = gemm_parts(eg, m, k);
-           if (!p) return;
-           const QuantMatmulAttrs a = quant_matmul_attrs(*p, cuda_activation_format(p->wtype));
-           const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
-           add_merged(eg, &kQGemmQ8, a.matmul, {xq, p->weight}, m.root);
-         }};
-  // The split form: the weight as cuda.QRepack(W) (the class the decode bucket's split GEMV
-  // folds, so a session holds one copy and releases the GGUF layout), for a static weight that
-  // only linear layers read. LUMINAL_CUDA_QGEMM_SPLIT=0 offers it none.
-  Rule rs{"cuda.qgemm-q8s", matmul_pattern(),
-          [](const Match& m, const EGraph& eg) { return split_gemm_parts(eg, m).has_value(); },
-          [](const Match& m, EGraph& eg) {
-            const std::optional<QuantMatmulParts> p = split_gemm_parts(eg, m);
-            if (!p) return;
-            QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::Q8_1);
-            const ClassId xq = eg.add(quantize_q8_op(), a.quantize, {p->act});
-            const ClassId wr = add_qrepack(eg, p->weight);  // the decode's split class
-            a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
-            add_merged(eg, &kQGemmQ8S, a.matmul, {xq, wr}, m.root);
-          }};
-  std::vector<Rule> out{r};
+  // The split forms unless LUMINAL_CUDA_QGEMM_SPLIT=0.
   const bool split = env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT");
-  if (split) out.push_back(rs);
+  std::vector<Rule> out{
+      gemm_rule(k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", &kQGemmQ8, false, false, k)};
+  if (split) out.push_back(gemm_rule("cuda.qgemm-q8s", &kQGemmQ8S, false, true, false));
   // The bf16 forms (qgemm_bf16.cpp): x as bf16 rows, the weight dequantised a tile at a time;
-  // LUMINAL_CUDA_QGEMM_BF16=0 offers none.
+  // LUMINAL_CUDA_QGEMM_BF16=0 offers none; the K types too with LUMINAL_CUDA_QGEMM_BF16_K=1 (not
+  // yet run on a GPU).
   if (!env_switch_on("LUMINAL_CUDA_QGEMM_BF16")) return out;
-  // The K types too with LUMINAL_CUDA_QGEMM_BF16_K=1 (not yet run on a GPU).
   const bool kb = k && env_opt_in("LUMINAL_CUDA_QGEMM_BF16_K");
-  out.push_back(
-      Rule{kb ? "cuda.qgemm-bf16-k" : "cuda.qgemm-bf16", matmul_pattern(),
-           [kb](const Match& m, const EGraph& eg) { return gemm_parts(eg, m, kb).has_value(); },
-           [kb](const Match& m, EGraph& eg) {
-             const std::optional<QuantMatmulParts> p = gemm_parts(eg, m, kb);
-             if (!p) return;
-             const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
-             const ClassId xb = eg.add(quantize_q8_op(), a.quantize, {p->act});
-             add_merged(eg, qgemm_bf16_op(false), a.matmul, {xb, p->weight}, m.root);
-           }});
-  if (split)
-    out.push_back(
-        Rule{"cuda.qgemm-bf16s", matmul_pattern(),
-             [](const Match& m, const EGraph& eg) { return split_gemm_parts(eg, m).has_value(); },
-             [](const Match& m, EGraph& eg) {
-               const std::optional<QuantMatmulParts> p = split_gemm_parts(eg, m);
-               if (!p) return;
-               QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
-               const ClassId xb = eg.add(quantize_q8_op(), a.quantize, {p->act});
-               const ClassId wr = add_qrepack(eg, p->weight);
-               a.matmul.int_value = numel(eg.shape(p->weight)).as_const() / 32;
-               add_merged(eg, qgemm_bf16_op(true), a.matmul, {xb, wr}, m.root);
-             }});
+  out.push_back(gemm_rule(kb ? "cuda.qgemm-bf16-k" : "cuda.qgemm-bf16", qgemm_bf16_op(false), true,
+                          false, kb));
+  if (split) out.push_back(gemm_rule("cuda.qgemm-bf16s", qgemm_bf16_op(true), true, true, false));
   return out;
 }
 
@@ -229,10 +214,19 @@ LMN_QBS(q4_0) LMN_QBS(q4_1) LMN_QBS(q5_0) LMN_QBS(q5_1)
   { lmn_qb<QI_##T<4>>(row, u, t, b0, b1, a, b); } };
 LMN_QB(q4_0) LMN_QB(q4_1) LMN_QB(q5_0) LMN_QB(q5_1)
 /* The K types (one unit: sub-block u % 8 of super-block u / 8), scales a (values 0..15) and a2
-   (16..31), equal but for Q6_K's 16-value sub-blocks, and min b (a weight value is a q + b). */
-/* Each in two steps too, as cuda.QGemmBF16 reads them (qgemm_bf16.cpp): load(row, u, t, raw),
-   lane t's bytes of the unit; dec(raw, u, ...), its words and scales. */
-struct QB_q4_k {
+   (16..31), equal but for Q6_K's 16-value sub-blocks, and min b (a weight value is a q + b). Each
+   in two steps, as cuda.QGemmBF16 reads them (qgemm_bf16.cpp): load(row, u, t, raw), lane t's
+   bytes of the unit; dec(raw, u, ...), its words and scales; get (QBK) both. */
+template <class Q>
+struct QBK {
+  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
+                      float& a2, float& b) {
+    typename Q::Raw r;
+    Q::load(row, u, t, r);
+    Q::dec(r, u, b0, b1, a, a2, b);
+  }
+};
+struct QB_q4_k : QBK<QB_q4_k> {
   enum { HAS_B = 1 };
   struct Raw { uint4 sc; unsigned int q0, q1; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
@@ -249,14 +243,8 @@ struct QB_q4_k {
     lmn_qk_scale(r.sc, i, a, b);
     a2 = a;
   }
-  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
-                      float& a2, float& b) {
-    Raw r;
-    load(row, u, t, r);
-    dec(r, u, b0, b1, a, a2, b);
-  }
 };
-struct QB_q5_k {
+struct QB_q5_k : QBK<QB_q5_k> {
   enum { HAS_B = 1 };
   struct Raw { uint4 sc; unsigned int q0, q1, h0, h1; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
@@ -275,14 +263,8 @@ struct QB_q5_k {
     lmn_qk_scale(r.sc, i, a, b);
     a2 = a;
   }
-  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
-                      float& a2, float& b) {
-    Raw r;
-    load(row, u, t, r);
-    dec(r, u, b0, b1, a, a2, b);
-  }
 };
-struct QB_q6_k {
+struct QB_q6_k : QBK<QB_q6_k> {
   enum { HAS_B = 0 };
   struct Raw { unsigned int l0, l1, h0, h1, sc, d; };
   static LMN void load(const unsigned char* row, int u, int t, Raw& r) {
@@ -303,12 +285,6 @@ struct QB_q6_k {
     a = __fmul_rn(d, (float)(signed char)(r.sc & 255u));
     a2 = __fmul_rn(d, (float)(signed char)((r.sc >> 8) & 255u));
     b = 0.0f;
-  }
-  static LMN void get(const unsigned char* row, int u, int t, int& b0, int& b1, float& a,
-                      float& a2, float& b) {
-    Raw r;
-    load(row, u, t, r);
-    dec(r, u, b0, b1, a, a2, b);
   }
 };
 /* (float)c for |c| < 2^22, exactly: 1.5 2^23 + c has c in its low mantissa bits (an MMA's sum

@@ -457,28 +457,38 @@ KernelGen gen_row_q8(const LlirNode& n, const GenContext& ctx) {
 
 std::vector<Rule> rules() { return row_rules(&kRow, cuda_fused_op(), "cuda"); }
 
+/// QuantizeQ8 nodes: the rules below replace one that reads a cuda.Row's output.
+Pattern quantize_pattern() {
+  return Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
+}
+
+/// The cuda.Row e-nodes whose whole output QuantizeQ8 node `q` (attributes `qa`) reads
+/// contiguously, in rows of its length; none when `q` reads anything else.
+std::vector<ENodeId> rows_read_whole(const EGraph& eg, ENodeId q, const Attrs& qa) {
+  if (qa.shape.empty() || qa.views.size() != 1 || !qa.views[0].is_contiguous()) return {};
+  const ClassId c = eg.find(eg.node(q).children[0]);
+  if (!(numel(eg.shape(c)) == numel(qa.shape))) return {};
+  std::vector<ENodeId> rows;
+  for (ENodeId r : eg.nodes_of(c))
+    if (!eg.is_removed(r) && eg.node(r).op == &kRow && !eg.attrs_of(r).shape.empty() &&
+        eg.attrs_of(r).shape.back() == qa.shape.back())
+      rows.push_back(r);
+  return rows;
+}
+
 /// A cuda.Row writing bf16 for QuantizeQ8(Row(...)) to BF16 (cuda.QGemmBF16's activation rows,
-/// qgemm_bf16.cpp): QuantizeQ8 reading the Row's whole output contiguously, rows of the same
-/// length; the row program with a cast to bf16 appended, the same bits (both round to nearest
-/// even), one kernel instead of two (an 8B prefill's norms before q/k/v and gate/up: 64 a step).
+/// qgemm_bf16.cpp): the row program with a cast to bf16 appended, the same bits (both round to
+/// nearest even), one kernel instead of two (an 8B prefill's norms before q/k/v and gate/up: 64 a
+/// step).
 Rule row_bf16_rule() {
-  Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
-  return Rule{"cuda.row-bf16", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
+  return Rule{"cuda.row-bf16", quantize_pattern(), nullptr, [](const Match& m, EGraph& eg) {
                 const ENodeId q = m.node("q");
                 const Attrs qa = eg.attrs_of(q);
-                if (qa.dtype != DType::BF16 || qa.int_value != 0 || qa.shape.empty() ||
-                    qa.views.size() != 1 || !qa.views[0].is_contiguous())
-                  return;
-                const ClassId c = eg.find(eg.node(q).children[0]);
-                if (!(numel(eg.shape(c)) == numel(qa.shape))) return;
-                std::vector<ENodeId> rows;
-                for (ENodeId r : eg.nodes_of(c))
-                  if (!eg.is_removed(r) && eg.node(r).op == &kRow) rows.push_back(r);
-                for (ENodeId r : rows) {
+                if (qa.dtype != DType::BF16 || qa.int_value != 0) return;
+                for (ENodeId r : rows_read_whole(eg, q, qa)) {
                   Attrs a = eg.attrs_of(r);
                   const auto* prog = dynamic_cast<const FusedProgram*>(a.payload.get());
-                  if (!prog || prog->insts.empty() || a.dtype != DType::F32 || a.shape.empty() ||
-                      !(a.shape.back() == qa.shape.back()) ||
+                  if (!prog || prog->insts.empty() || a.dtype != DType::F32 ||
                       static_cast<int>(prog->insts.size()) >= kFusedMaxInsts)
                     continue;
                   std::vector<FusedInst> insts = prog->insts;
@@ -507,22 +517,14 @@ std::vector<Rule> row_q8_rules() {
   // Only with LUMINAL_CUDA_ROW_Q8=1
   const char* on = std::getenv("LUMINAL_CUDA_ROW_Q8");
   if (!on || std::string(on) != "1") return out;
-  Pattern p = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
-  out.push_back(Rule{"cuda.row-q8", std::move(p), nullptr, [](const Match& m, EGraph& eg) {
+  out.push_back(Rule{"cuda.row-q8", quantize_pattern(), nullptr, [](const Match& m, EGraph& eg) {
                        const ENodeId q = m.node("q");
                        const Attrs qa = eg.attrs_of(q);
                        if (qa.dtype != DType::Q8_1 || qa.shape.empty() ||
-                           !qa.shape.back().is_const() || qa.shape.back().as_const() > kMaxRowQ8 ||
-                           qa.views.size() != 1 || !qa.views[0].is_contiguous())
+                           !qa.shape.back().is_const() || qa.shape.back().as_const() > kMaxRowQ8)
                          return;
-                       const ClassId c = eg.find(eg.node(q).children[0]);
-                       if (!(numel(eg.shape(c)) == numel(qa.shape))) return;
-                       std::vector<ENodeId> rows;
-                       for (ENodeId r : eg.nodes_of(c))
-                         if (!eg.is_removed(r) && eg.node(r).op == &kRow) rows.push_back(r);
-                       for (ENodeId r : rows) {
+                       for (ENodeId r : rows_read_whole(eg, q, qa)) {
                          Attrs a = eg.attrs_of(r);
-                         if (a.shape.empty() || !(a.shape.back() == qa.shape.back())) continue;
                          const std::vector<ClassId> children = eg.node(r).children;
                          a.dtype = DType::Q8_1;
                          a.shape = qa.shape;
