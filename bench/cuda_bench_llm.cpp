@@ -503,14 +503,21 @@ void llama3_8b_cublaslt(double copy_gbs, int limit) {
             "calls; %s); s alternating 100 / 101 (run %d): host %.3f ms per execute (mean: "
             "specs and prepares %.3f ms, recaptures and graph update %.3f ms), %.2f ms with the "
             "device (median), per change %.1f prepares (%.1f keeping their algorithm), %.1f "
-            "recaptures (%.1f in place), %.2f re-instantiations\n",
+            "recaptures (%.1f in place), %.2f re-instantiations, %.2f executes on the stream\n",
             start, pre_ms, lt_calls(pre), rep == 0 ? pre.op_mix_string().c_str() : "as above",
             rep + 1, host_ms, per(l0.resolve_host_ns, l1.resolve_host_ns) / 1e6,
             per(l0.refresh_host_ns, l1.refresh_host_ns) / 1e6, total_ms,
             per(l0.prepares, l1.prepares), per(l0.algo_kept, l1.algo_kept),
             per(l0.recaptures, l1.recaptures), per(l0.in_place, l1.in_place),
-            per(g0.reinstantiations, g1.reinstantiations));
+            per(g0.reinstantiations, g1.reinstantiations), per(l0.stream_runs, l1.stream_runs));
       }
+      // The same length every time (the graph as captured): what a new length adds is the
+      // difference.
+      const auto [same_host, same_total] = time_length_changes(s, dims, 10, 100, 100);
+      std::printf(
+          "Llama-3-8B shape bf16 prefill with cuBLASLt (%s): s 100 every time: host %.3f ms per "
+          "execute, %.2f ms with the device (median)\n",
+          start, same_host, same_total);
     }
   } catch (const std::exception& e) {
     std::printf("Llama-3-8B shape with cuBLASLt: FAILED: %s\n", e.what());

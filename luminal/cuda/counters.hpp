@@ -53,6 +53,7 @@ class LtTotals {
                    .in_place = in_place_.load(),
                    .calls = calls_.load(),
                    .algo_kept = algo_kept_.load(),
+                   .stream_runs = stream_runs_.load(),
                    .resolve_host_ns = resolve_host_ns_.load(),
                    .refresh_host_ns = refresh_host_ns_.load()};
   }
@@ -60,7 +61,7 @@ class LtTotals {
  private:
   friend class LtCounts;
   std::atomic<uint64_t> prepares_{0}, captures_{0}, recaptures_{0}, calls_{0}, in_place_{0},
-      algo_kept_{0}, resolve_host_ns_{0}, refresh_host_ns_{0};
+      algo_kept_{0}, stream_runs_{0}, resolve_host_ns_{0}, refresh_host_ns_{0};
 };
 
 /// One plan's cuBLASLt counters: each event counted for the plan and for the device's totals.
@@ -89,6 +90,11 @@ class LtCounts {
       ++plan_.in_place;
       ++device_.in_place_;
     }
+  }
+  /// A graph-executor execute run on the stream at new dims (CudaOptions::NewDims::Stream).
+  void ran_on_stream() {
+    ++plan_.stream_runs;
+    ++device_.stream_runs_;
   }
   /// A call enqueued on a stream.
   void called() {

@@ -78,6 +78,9 @@ Device::Device(CudaOptions options, LibraryCheck cublaslt_loads) : opts(std::mov
   graph_edges = env_choice(
       "LUMINAL_CUDA_GRAPH_EDGES", opts.graph_edges,
       {{"chain", CudaOptions::GraphEdges::Chain}, {"dataflow", CudaOptions::GraphEdges::Dataflow}});
+  new_dims = env_choice(
+      "LUMINAL_CUDA_NEW_DIMS", opts.new_dims,
+      {{"stream", CudaOptions::NewDims::Stream}, {"capture", CudaOptions::NewDims::Capture}});
   // griddepcontrol needs sm_90
   programmatic = env_switch("LUMINAL_CUDA_PDL", opts.programmatic_launch) && cc_major >= 9;
   lt_on = env_switch("LUMINAL_CUDA_CUBLASLT", opts.cublaslt);

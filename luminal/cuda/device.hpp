@@ -48,6 +48,7 @@ class Device {
   // The switches (CudaOptions after the environment).
   CudaOptions::Executor executor = CudaOptions::Executor::Graph;
   CudaOptions::GraphEdges graph_edges = CudaOptions::GraphEdges::Dataflow;
+  CudaOptions::NewDims new_dims = CudaOptions::NewDims::Stream;
   bool programmatic = false;  // programmatic edges between graph kernel nodes (PDL)
   bool lt_on = false;         // cuBLASLt matmuls join the search
   bool tf32 = false;          // ... and f32 ones may round their operands to TF32

@@ -32,6 +32,15 @@ struct CudaOptions {
   /// LUMINAL_CUDA_GRAPH_EDGES=chain|dataflow overrides it.
   enum class GraphEdges { Chain, Dataflow };
   GraphEdges graph_edges = GraphEdges::Dataflow;
+  /// Graph executor, a plan with cuBLASLt steps: what an execute does when the dims moved a dim
+  /// a step's spec reads (a prefill at a new prompt length). Stream (the default): that execute
+  /// runs its steps on the stream, as the stream executor does, each cuBLASLt step prepared for
+  /// the new spec just before its call (so the device starts at once and the host prepares while
+  /// it runs); the islands are captured again only when the next execute keeps those dims. A
+  /// length seen once (a prompt) then costs no capture. Capture: re-prepare every step, capture
+  /// the stale islands again and launch the graph. LUMINAL_CUDA_NEW_DIMS=stream|capture.
+  enum class NewDims { Stream, Capture };
+  NewDims new_dims = NewDims::Stream;
   /// cuBLASLt matmuls as alternatives in the search (cuda.LtMatmul, cuda.LtMatmulRow), when
   /// libcublasLt loads (else a note on stderr, once, and generated kernels only).
   /// LUMINAL_CUDA_CUBLASLT=0|1 overrides it.
@@ -80,14 +89,17 @@ struct KernelStat {
 
 /// cuBLASLt counters over every plan of a backend (CudaBackend::lt_stats).
 struct LtStats {
-  uint64_t prepares = 0;    // LtPrepared built (descriptors; the heuristic cache may answer)
-  uint64_t captures = 0;    // cuBLASLt calls captured into a graph (islands), first or again
-  uint64_t recaptures = 0;  // of those, re-captures after a spec or pointer change
-  uint64_t in_place = 0;    // of those, captured as the same kernels as before: their new
-                            // parameters set on the island's nodes (no graph update)
-  uint64_t calls = 0;       // calls enqueued on a stream (stream executor, profiles)
-  uint64_t algo_kept = 0;   // prepares after a dims change that kept the step's algorithm
-                            // (cublasLtMatmulAlgoCheck) instead of asking the heuristic
+  uint64_t prepares = 0;     // LtPrepared built (descriptors; the heuristic cache may answer)
+  uint64_t captures = 0;     // cuBLASLt calls captured into a graph (islands), first or again
+  uint64_t recaptures = 0;   // of those, re-captures after a spec or pointer change
+  uint64_t in_place = 0;     // of those, captured as the same kernels as before: their new
+                             // parameters set on the island's nodes (no graph update)
+  uint64_t calls = 0;        // calls enqueued on a stream (stream executor, profiles, and
+                             // the graph executor's executes at new dims, below)
+  uint64_t algo_kept = 0;    // prepares after a dims change that kept the step's algorithm
+                             // (cublasLtMatmulAlgoCheck) instead of asking the heuristic
+  uint64_t stream_runs = 0;  // graph-executor executes run on the stream at dims that changed a
+                             // step's spec (CudaOptions::NewDims::Stream)
   // Host time of the graph executor's executes (not binds or loads) spent on cuBLASLt steps,
   // in two parts (GraphStats::dims_host_ns includes both):
   uint64_t resolve_host_ns = 0;  // specs resolved again after a dims change, with prepares

@@ -243,9 +243,22 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
     };
     const auto t0 = Clock::now();
     const bool copied = update_dims(dims, bd.queue->stream);
+    if (lt_ && dev_.new_dims == CudaOptions::NewDims::Stream && lt_->moves_spec(dims_->values())) {
+      // Dims that move a cuBLASLt spec (a new prompt length): this execute runs on the stream,
+      // each step prepared just before its call while the device runs the ones before; the
+      // islands are captured again if the next execute keeps these dims.
+      lt_->defer(dims_->values());
+      lt_->ran_on_stream();
+      for (size_t s = 0; s < steps_.size(); ++s)
+        run_step(parity, s);
+      return;
+    }
     if (lt_) {
       const auto r0 = Clock::now();
-      if (copied) lt_->resolve(dims_->values());
+      if (copied)
+        lt_->resolve(dims_->values());
+      else
+        lt_->settle();  // steps a stream run at these dims left unresolved (it threw)
       const auto r1 = Clock::now();
       graph_exec_->refresh(parity);
       dev_.lt_totals.host_time(ns(r0, r1), ns(r1, Clock::now()));

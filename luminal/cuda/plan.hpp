@@ -21,7 +21,10 @@
 // Executors (CudaOptions::executor):
 //  - Graph (default): bind() builds the graph of its parity (or updates it after a re-bind);
 //    execute() is the dims copy (with the cuBLASLt specs resolved again and stale islands
-//    recaptured when the plan has them) plus one cuGraphLaunch. Every kernel loops grid-stride,
+//    recaptured when the plan has them) plus one cuGraphLaunch. At dims that move a cuBLASLt
+//    step's spec (CudaOptions::NewDims::Stream, the default) that execute runs its steps on the
+//    stream instead, as the stream executor does, and the next execute at the same dims
+//    recaptures. Every kernel loops grid-stride,
 //    so a launch whose grid depends on a dim that varies inside the bucket gets a fixed grid: its
 //    largest grid in the bucket, capped at kLoopBlocksPerSm blocks per SM (never sized at the
 //    bound when that is larger: idle blocks cost). No dim change updates a node.

@@ -155,10 +155,9 @@ std::vector<Rule> qgemm_rules() {
       gemm_rule(k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", &kQGemmQ8, false, false, k)};
   if (split) out.push_back(gemm_rule("cuda.qgemm-q8s", &kQGemmQ8S, false, true, false));
   // The bf16 forms (qgemm_bf16.cpp): x as bf16 rows, the weight dequantised a tile at a time;
-  // LUMINAL_CUDA_QGEMM_BF16=0 offers none; the K types too with LUMINAL_CUDA_QGEMM_BF16_K=1 (not
-  // yet run on a GPU).
+  // LUMINAL_CUDA_QGEMM_BF16=0 offers none; LUMINAL_CUDA_QGEMM_BF16_K=0 none for the K types.
   if (!env_switch_on("LUMINAL_CUDA_QGEMM_BF16")) return out;
-  const bool kb = k && env_opt_in("LUMINAL_CUDA_QGEMM_BF16_K");
+  const bool kb = k && env_switch_on("LUMINAL_CUDA_QGEMM_BF16_K");
   out.push_back(gemm_rule(kb ? "cuda.qgemm-bf16-k" : "cuda.qgemm-bf16", qgemm_bf16_op(false), true,
                           false, kb));
   if (split) out.push_back(gemm_rule("cuda.qgemm-bf16s", qgemm_bf16_op(true), true, true, false));

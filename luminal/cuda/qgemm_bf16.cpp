@@ -28,8 +28,7 @@
 // the kernel ran at 61-66 TFLOPS on an H100, as slow as cuda.QGemmQ8. Warp (wm, wn, ks) takes
 // rows 32 wm.., weight rows 32 wn.. and the k half ks of each step; the halves are joined
 // through shared memory. The K types (a unit one 32-value sub-block, QB_<t>::load / dec of
-// qgemm.cpp; Q6_K's halves scaled apart) only with LUMINAL_CUDA_QGEMM_BF16_K=1 until a GPU has
-// run them.
+// qgemm.cpp; Q6_K's halves scaled apart) unless LUMINAL_CUDA_QGEMM_BF16_K=0.
 #include <string>
 
 #include "luminal/core/error.hpp"

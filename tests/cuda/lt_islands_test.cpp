@@ -78,7 +78,8 @@ TEST(CudaLtIslands, AForcedAlgorithmWithAnotherKernelCountReinstantiatesAndStays
   const LtApi* lt = lt_or_skip();
   if (!lt) GTEST_SKIP() << "no cuBLASLt";
   PickReset reset;
-  CudaBackend& be = lt_backend(CudaOptions::Executor::Graph);
+  // Each change recaptured at once (the default runs a new length on the stream first).
+  CudaBackend& be = lt_backend(CudaOptions::Executor::Graph, CudaOptions::NewDims::Capture);
   const int device = static_cast<int>(be.device().cu_device);
   be.device().bind_context();
   LtHandle h(*lt);

@@ -27,16 +27,17 @@ inline const LtApi* lt_or_skip() {
   return lt;
 }
 
-/// A backend with cuBLASLt in the search, on the given executor (one per executor, kept until
-/// exit).
-inline CudaBackend& lt_backend(CudaOptions::Executor e) {
-  static CudaBackend* graph = nullptr;
-  static CudaBackend* stream = nullptr;
-  CudaBackend*& b = e == CudaOptions::Executor::Graph ? graph : stream;
+/// A backend with cuBLASLt in the search, on the given executor, doing `nd` at new dims (one per
+/// executor and choice, kept until exit). Capture: the suites of the recapture itself.
+inline CudaBackend& lt_backend(CudaOptions::Executor e,
+                               CudaOptions::NewDims nd = CudaOptions::NewDims::Stream) {
+  static CudaBackend* made[2][2] = {};
+  CudaBackend*& b = made[e == CudaOptions::Executor::Graph][nd == CudaOptions::NewDims::Stream];
   if (!b) {
     CudaOptions o;
     o.cublaslt = true;
     o.executor = e;
+    o.new_dims = nd;
     b = new CudaBackend(o);
   }
   return *b;

@@ -1,8 +1,8 @@
 // cuda.QGemmBF16 (luminal/cuda/qgemm_bf16.cpp), the prefill linear layer over block weights on
 // the bf16 tensor cores, the weight dequantised into shared memory:
 //   - CI (no GPU): the rule offers it (and cuda.QGemmBF16S over the split layout) for more than
-//     8 activation rows and for a dynamic count, not for 8 or fewer, not for the K types unless
-//     LUMINAL_CUDA_QGEMM_BF16_K=1, not with LUMINAL_CUDA_QGEMM_BF16=0; the fewest-kernels seed
+//     8 activation rows and for a dynamic count, not for 8 or fewer, not for the K types with
+//     LUMINAL_CUDA_QGEMM_BF16_K=0, not with LUMINAL_CUDA_QGEMM_BF16=0; the fewest-kernels seed
 //     of a dynamic-row layer takes it for a weight of 2^22 values or more, cuda.QGemmQ8 below;
 //     NVRTC compiles every type's kernels for sm_90;
 //   - GPU: every output within the bound of bf16 operands (each of x and w within 2^-8 of its
@@ -11,7 +11,7 @@
 //     32-value units, and a dynamic row count run at two lengths; the split form; and with
 //     power-of-two scales and activations exact in bf16 (every product exact) the exact sum to
 //     within the accumulation's rounding, which a single wrong weight value fails; the K types
-//     (q4_k, q5_k, q6_k) with LUMINAL_CUDA_QGEMM_BF16_K=1.
+//     (q4_k, q5_k, q6_k).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,7 +36,6 @@ using testing::count_op;
 constexpr DType kLegacy[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
 constexpr DType kAll[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-bool legacy(DType t) { return block_size(t) == 32; }
 
 bool bf16_ops(std::string_view op) { return op == "cuda.QGemmBF16" || op == "cuda.QuantizeQ8"; }
 bool bf16_split_ops(std::string_view op) {
@@ -50,7 +49,7 @@ TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
   for (DType t : kAll)
     for (int64_t m : {1, 8, 9, 40, 0}) {
       auto [l, n] = testing::prefer_ops(quant_linear_graph(t, m, 40, 256), rules, bf16_ops);
-      EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), legacy(t) && (m == 0 || m > 8) ? 1 : 0)
+      EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), m == 0 || m > 8 ? 1 : 0)
           << name(t) << " m " << m << ": " << l.op_mix_string();
     }
   for (DType t : kLegacy) {
@@ -58,12 +57,12 @@ TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16S"), 1) << name(t) << ": " << l.op_mix_string();
   }
   {
-    // The K types with LUMINAL_CUDA_QGEMM_BF16_K=1 (until a GPU has run them).
-    testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
+    // Not the K types with LUMINAL_CUDA_QGEMM_BF16_K=0.
+    testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "0");
     testing::CudaRulesOnly k_rules;
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       auto [l, n] = testing::prefer_ops(quant_linear_graph(t, 40, 40, 256), k_rules, bf16_ops);
-      EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 1) << name(t) << ": " << l.op_mix_string();
+      EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 0) << name(t) << ": " << l.op_mix_string();
     }
   }
   testing::EnvScope off_env("LUMINAL_CUDA_QGEMM_BF16", "0");
@@ -140,7 +139,6 @@ TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
           sources.push_back(k.source);
       }
     }
-  testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
   testing::CudaRulesOnly k_rules;
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
     for (int64_t m : {40, 0}) {
@@ -241,11 +239,9 @@ TEST(CudaQGemmBF16, EveryTypeWithinTheBound) {
   EXPECT_GT(checked, 100000);
 }
 
-// The K types (LUMINAL_CUDA_QGEMM_BF16_K=1): fixed and dynamic rows, Q6_K's halves scaled
-// apart.
+// The K types: fixed and dynamic rows, Q6_K's halves scaled apart.
 TEST(CudaQGemmBF16, KTypesWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
-  testing::EnvScope k_env("LUMINAL_CUDA_QGEMM_BF16_K", "1");
   int64_t checked = 0;
   uint64_t seed = 3900;
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})

@@ -40,6 +40,7 @@ struct LtStep {
   std::array<bool, 2> dirty{};     // the island must be captured again
   std::array<bool, 2> respec{};    // ... because its spec changed (the graph is re-instantiated)
   std::array<bool, 2> captured{};  // captured once (a capture after that is a recapture)
+  bool pending = false;            // its spec not yet resolved at the deferred dims
 
   LtPointers pointers(int parity) const {
     const Ptrs& p = ptrs[static_cast<size_t>(parity)];
@@ -76,6 +77,10 @@ class Islands final : public LtIslands {
   void add(const PlanSpec& spec, int node, size_t step) override;
   void bind(int parity, const std::vector<CUdeviceptr>& ptr) override;
   void resolve(const std::vector<int64_t>& dims) override;
+  bool moves_spec(const std::vector<int64_t>& dims) const override;
+  void defer(const std::vector<int64_t>& dims) override;
+  void settle() override;
+  void ran_on_stream() override { counts_.ran_on_stream(); }
   void run(int parity, size_t step, CUstream stream) override;
   uint64_t workspace_bytes() const override { return workspace_bytes_; }
   std::optional<std::vector<int64_t>> alternate_dims(const int64_t* dims) const override;
@@ -84,7 +89,8 @@ class Islands final : public LtIslands {
 
   Need splice(int parity, size_t step, Splice& sp) override;
   bool stale(int parity, size_t step) const override {
-    return at(step).dirty[static_cast<size_t>(parity)];
+    const LtStep& st = at(step);
+    return st.pending || st.dirty[static_cast<size_t>(parity)];
   }
   void forget(int parity) override {
     islands_[static_cast<size_t>(parity)].assign(steps_.size(), {});
@@ -92,6 +98,10 @@ class Islands final : public LtIslands {
 
  private:
   LtStep& at(size_t step) const { return *steps_[static_cast<size_t>(of_step_.at(step))]; }
+  /// A pending step resolved at dims_.
+  void settle(LtStep& st) {
+    if (st.pending) resolve_step(st, dims_.data());
+  }
   /// Resolves `st` at dims values `v` (slot order); re-prepares (sharing an equal spec of another
   /// step) and marks both islands stale when the spec changed. Returns whether it changed.
   bool resolve_step(LtStep& st, const int64_t* v);
@@ -112,6 +122,7 @@ class Islands final : public LtIslands {
   CUdeviceptr workspace_ = 0;
   CUstream capture_ = nullptr;  // the side stream islands are captured on
   LtCounts counts_;
+  std::vector<std::shared_ptr<LtPrepared>> recent_;  // the last prepares, newest last
   std::vector<int64_t> dims_;   // the dims the steps' specs were last resolved at
   std::vector<Interval> vary_;  // per dim slot: its range when a step's spec reads it and it
                                 // varies in the bucket, else empty (lo > hi)
@@ -155,6 +166,7 @@ bool Islands::resolve_step(LtStep& st, const int64_t* v) {
                   ": its bias does not run along the rows of the library's D at these dims; run "
                   "without cuBLASLt (LUMINAL_CUDA_CUBLASLT=0)");
   }
+  st.pending = false;
   LtSpec s = lt_spec(*lg, st.types, workspace_bytes_);
   if (st.c_input >= 0) s.beta = 1.0;
   s.epilogue = st.epilogue;
@@ -169,11 +181,16 @@ bool Islands::resolve_step(LtStep& st, const int64_t* v) {
   std::shared_ptr<LtPrepared> found;
   for (const auto& other : steps_)
     if (other.get() != &st && other->prep && other->prep->spec() == s) found = other->prep;
+  if (!lt_pick_forced())
+    for (const auto& r : recent_)
+      if (!found && r->spec() == s) found = r;
   if (!found) {
     // The step's algorithm kept when it fits the new spec (the island's kernels stay).
     found = std::make_shared<LtPrepared>(lt_handle(dev_), s, static_cast<int>(dev_.cu_device),
                                          st.prep.get());
     counts_.prepared(found->kept());
+    if (recent_.size() == kRecentPrepares) recent_.erase(recent_.begin());
+    recent_.push_back(found);
   }
   st.prep = std::move(found);
   st.dirty = {true, true};
@@ -282,8 +299,26 @@ void Islands::resolve(const std::vector<int64_t>& dims) {
     resolve_step(*st, dims_.data());
 }
 
+bool Islands::moves_spec(const std::vector<int64_t>& dims) const {
+  for (size_t d = 0; d < vary_.size() && d < dims.size(); ++d)
+    if (vary_[d].lo <= vary_[d].hi && dims[d] != dims_[d]) return true;
+  return false;
+}
+
+void Islands::defer(const std::vector<int64_t>& dims) {
+  dims_ = dims;
+  for (const auto& st : steps_)
+    st->pending = true;
+}
+
+void Islands::settle() {
+  for (const auto& st : steps_)
+    settle(*st);
+}
+
 void Islands::run(int parity, size_t step, CUstream stream) {
-  const LtStep& st = at(step);
+  LtStep& st = at(step);
+  settle(st);
   st.prep->enqueue(st.pointers(parity), workspace_, stream);
   counts_.called();
 }
@@ -319,6 +354,7 @@ GraphSplicer::Need Islands::splice(int parity, size_t step, Splice& sp) {
   const CudaApi& cu = *dev_.cu;
   const size_t p = static_cast<size_t>(parity);
   LtStep& st = at(step);
+  settle(st);
   Island& island = islands_[p][static_cast<size_t>(of_step_[step])];
   auto done = [&](Need r) {
     counts_.captured(st.captured[p], r == Need::InPlace);

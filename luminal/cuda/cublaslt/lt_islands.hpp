@@ -22,6 +22,9 @@
 // A plan (plan.cpp) makes its islands with make_lt_islands(), add()s each cuBLASLt step in step
 // order, bind()s each parity's pointers, resolve()s the specs when the dims change, and run()s a
 // step on the stream executor or hands the islands to the graph executor as its GraphSplicer.
+// At dims that move a spec the graph executor may instead defer() the specs and run the steps on
+// the stream (CudaOptions::NewDims): each step is resolved just before its call. Prepared specs
+// are kept (the last kRecentPrepares distinct ones), so a length met again prepares nothing.
 #include <cuda.h>
 
 #include <cstdint>
@@ -36,6 +39,9 @@
 
 namespace luminal::cuda {
 
+/// Distinct prepared specs a plan's islands keep beyond its steps' current ones.
+inline constexpr size_t kRecentPrepares = 32;
+
 class LtIslands : public GraphSplicer {
  public:
   /// A step for LLIR node `node`, the plan's step `step`: its spec resolved at the bucket's upper
@@ -49,7 +55,18 @@ class LtIslands : public GraphSplicer {
   /// After a dims change: each step's spec resolved at `dims`; a step whose spec changed is
   /// prepared again (sharing an equal prepared spec of another step) and its islands go stale.
   virtual void resolve(const std::vector<int64_t>& dims) = 0;
-  /// Step `step`'s call on `stream` (the stream executor, profiles).
+  /// Whether `dims` differ from the dims the specs were last resolved at (or deferred to) in a
+  /// dim that some step's spec reads and that varies in the bucket.
+  virtual bool moves_spec(const std::vector<int64_t>& dims) const = 0;
+  /// resolve(), step by step: the specs follow `dims` from now on, each step resolved (and
+  /// prepared when its spec changed) just before its next run() or splice, or by settle().
+  virtual void defer(const std::vector<int64_t>& dims) = 0;
+  /// Resolves every step defer() left pending.
+  virtual void settle() = 0;
+  /// Counts a graph-executor execute run on the stream at new dims (LtStats::stream_runs).
+  virtual void ran_on_stream() = 0;
+  /// Step `step`'s call on `stream` (the stream executor, profiles, the graph executor at new
+  /// dims).
   virtual void run(int parity, size_t step, CUstream stream) = 0;
   /// The workspace (CudaOptions::lt_workspace_bytes).
   virtual uint64_t workspace_bytes() const = 0;

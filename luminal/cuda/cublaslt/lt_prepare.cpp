@@ -72,6 +72,11 @@ void TestHooks::pick_lt_algorithm(std::function<int(const LtSpec&)> f) {
   pick() = std::move(f);
 }
 
+bool lt_pick_forced() {
+  std::lock_guard<std::mutex> lock(pick_mu);
+  return static_cast<bool>(pick());
+}
+
 LtHeuristicStats lt_heuristic_stats() {
   HeuristicCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);

@@ -84,4 +84,8 @@ struct LtHeuristicStats {
 };
 LtHeuristicStats lt_heuristic_stats();
 
+/// Whether a test forces the heuristic's answer (TestHooks::pick_lt_algorithm): prepares then
+/// reuse nothing, so each sees the hook.
+bool lt_pick_forced();
+
 }  // namespace luminal::cuda
