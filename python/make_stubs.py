@@ -37,6 +37,10 @@ REPLACE = [
         "def get(self, key: str | Tensor, out: object | None = None) -> object:",
         "def get(self, key: str | Tensor, out: numpy.ndarray | None = None) -> numpy.ndarray:",
     ),
+    (
+        "def get(self, key: str | Tensor, out: object | None = None, wait: bool = True) -> object:",
+        "def get(self, key: str | Tensor, out: Any | None = None, wait: bool = True) -> Any:",
+    ),
     ("def forward(self, ids: Sequence[int]) -> object:", "def forward(self, ids: Sequence[int]) -> numpy.ndarray:"),
     ("dtypes: tuple = ...", "dtypes: tuple[str, ...] = ..."),
 ]

@@ -7,14 +7,15 @@
 # About 5 minutes on a cold machine (the 8B search takes about 60 s a run). Logs go to OUT.
 #
 #   scripts/gpu-torch-bench.sh OUT        (BUILD=dir, JOBS=n, SHAPES="100m 8b", KERNELS=1, SKIP=rows,
-#                                          STEP=static|cat, ATTN=matmul|sdpa)
+#                                          STEP=static|cat, ATTN=matmul|sdpa, ORDER=sync|events)
 #
 # STEP: the step's form (torch_llama.Step; default static, the caches written in place inside the
 # step as in the torch anchor; cat, the form measured before 2026-12-05). ATTN: attention as
 # matmuls and a softmax (default) or as SDPA with enable_gqa, the torch anchor's form.
 # KERNELS=1: each shape's luminal compile searches afresh (LUMINAL_CACHE=off) with LUMINAL_TRACE,
 # and the chosen program's kernels, each timed alone, are kept as OUT/kernels-SHAPE.txt.
-# SKIP=eager (say) leaves rows out of torch_compile_gpu.py (its --skip).
+# SKIP=eager (say) leaves rows out of torch_compile_gpu.py (its --skip). ORDER: the luminal
+# rows' stream_order option (default sync; events: no host wait per call).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/gpu-common.sh
@@ -54,6 +55,7 @@ for s in $shapes; do
   fi
   timeout 400 "${trace[@]}" $py scripts/bench/torch_compile_gpu.py --shape "$s" $budget \
     --step "${STEP:-static}" --attention "${ATTN:-matmul}" ${SKIP:+--skip "$SKIP"} \
+    --stream-order "${ORDER:-sync}" \
     >"$out/compile-$s.log" 2>&1
   note "torch_compile_gpu.py --shape $s: rc=$?"
   [ -f "$build/trace-$s/profile.txt" ] && cp "$build/trace-$s/profile.txt" "$out/kernels-$s.txt"

@@ -107,6 +107,12 @@ void CudaBackend::copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue) {
   dev_->copy(dst, src, bytes, queue);
 }
 void CudaBackend::sync(Queue* queue) { dev_->sync(queue); }
+void CudaBackend::wait_external(void* stream, Queue* queue) {
+  dev_->queue(queue).wait(static_cast<CUstream>(stream));
+}
+void CudaBackend::signal_external(void* stream, Queue* queue) {
+  dev_->queue(queue).signal(static_cast<CUstream>(stream));
+}
 std::pair<uint64_t, uint64_t> CudaBackend::memory_info() const { return dev_->memory_info(); }
 
 double CudaBackend::time(Plan& plan, int parity, const int64_t* dims, int trials,

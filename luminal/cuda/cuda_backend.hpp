@@ -101,6 +101,12 @@ class CudaBackend final : public RegistryBackend {
   /// Waits for the queue's stream; throws luminal::Error when one of its kernels reported a bad
   /// index since its last sync (a Gather index outside its data).
   void sync(Queue* queue = nullptr) override;
+  /// `stream` is a CUstream of this backend's GPU (PyTorch's current stream): ordered by an
+  /// event recorded there and waited for on the queue's stream (cuStreamWaitEvent).
+  void wait_external(void* stream, Queue* queue = nullptr) override;
+  /// An event recorded on the queue's stream that `stream` waits for; the queue's error word is
+  /// copied to the host on the way and checked at the next call, without a wait.
+  void signal_external(void* stream, Queue* queue = nullptr) override;
   /// Median of `trials` executes timed with CUDA events on the plan's bound stream, after one
   /// warm-up run.
   double time(Plan& plan, int parity, const int64_t* dims, int trials, double timeout_s) override;

@@ -33,6 +33,7 @@ namespace luminal::cuda {
   X(cuEventDestroy) \
   X(cuEventRecord) \
   X(cuEventSynchronize) \
+  X(cuStreamWaitEvent) \
   X(cuEventQuery) \
   X(cuEventElapsedTime) \
   X(cuModuleLoadData) \

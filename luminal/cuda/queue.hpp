@@ -38,6 +38,22 @@ struct CudaQueue final : Queue {
 
   /// Waits for the stream, then throws when the error word is set (and clears it).
   void check_error_word();
+
+  // Ordering with another library's stream (CudaBackend::wait_external / signal_external),
+  // events made on first use. signal() also copies the error word to pinned host memory
+  // (one copy in flight at a time), read by a later wait() or signal() once that copy has
+  // landed (no host wait); either throws what it read, after ordering the streams.
+  /// The queue's later work waits for what `other` has been given so far.
+  void wait(CUstream other);
+  /// `other`'s later work waits for what this queue has been given so far.
+  void signal(CUstream other);
+
+ private:
+  /// Throws (and clears the word) when a signal()'s copy of the error word has landed nonzero.
+  void check_copied_error_word();
+  CUevent waited_ = nullptr, signalled_ = nullptr, err_copied_ = nullptr;
+  unsigned* err_host_ = nullptr;  // pinned: the word as of the last signal()
+  bool err_pending_ = false;      // a copy into err_host_ not yet read
 };
 
 }  // namespace luminal::cuda

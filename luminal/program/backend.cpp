@@ -52,6 +52,10 @@ Buffer Backend::wrap_host(const void*, uint64_t) { return {}; }
 
 void Backend::check_external(const void*, uint64_t) const {}
 
+void Backend::wait_external(void*, Queue*) {}
+
+void Backend::signal_external(void*, Queue*) {}
+
 std::unique_ptr<Queue> Backend::make_queue() { return nullptr; }
 
 std::string Backend::profile_text(Plan&, const int64_t*) { return {}; }

@@ -172,6 +172,15 @@ class Backend {
   virtual void check_external(const void* ptr, uint64_t bytes) const;
   /// Waits until every execute and copy launched on `queue` has finished.
   virtual void sync(Queue* queue = nullptr) = 0;
+  /// Orders `queue` after the work already issued on `stream`, a stream of another library on
+  /// this backend's device (CUDA: a CUstream, such as PyTorch's current stream), without waiting
+  /// on the host. The default does nothing: right for backends whose calls finish before they
+  /// return (the CPU); a backend with asynchronous queues overrides both of these.
+  virtual void wait_external(void* stream, Queue* queue = nullptr);
+  /// The other way: work issued on `stream` after this waits for what `queue` has launched so
+  /// far. Both may throw (after ordering) an error a kernel of an earlier call on `queue`
+  /// reported, read without waiting. The default does nothing.
+  virtual void signal_external(void* stream, Queue* queue = nullptr);
 
   /// Median seconds of one execute of `plan` over `trials` runs, after one untimed warm-up run,
   /// on the queue the plan is bound with; returns (or throws) with that queue idle. Throws

@@ -328,7 +328,7 @@ void Residency::read(int o, void* dst, uint64_t bytes) const {
   backend_->download(dst, value_buffer(o), 0, bytes, queue_.get());
 }
 
-void Residency::copy_out(int o, void* dst, uint64_t bytes) const {
+void Residency::copy_out(int o, void* dst, uint64_t bytes, bool wait) const {
   check_value(o, bytes, "copy_output");
   if (bytes == 0) return;
   try {
@@ -337,13 +337,13 @@ void Residency::copy_out(int o, void* dst, uint64_t bytes) const {
     throw Error("copy_output: output '" + out[o].label + "': " + e.what());
   }
   backend_->copy(Buffer{dst, bytes}, value_buffer(o), bytes, queue_.get());
-  backend_->sync(queue_.get());
+  if (wait) backend_->sync(queue_.get());
 }
 
 std::vector<int64_t> Residency::shape(int o) const {
   if (!out[o].valid)
     throw Error("get: output '" + out[o].label + "' has no value yet: call execute() first");
-  backend_->sync(queue_.get());  // a shape is read after the work that produced it
+  // From the dims of the last execute, on the host: no wait for the device.
   std::vector<int64_t> shape;
   for (const SlotExpr& d : out[o].shape_slots)
     shape.push_back(d.eval(dims_.data()));

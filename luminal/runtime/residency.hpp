@@ -104,11 +104,11 @@ class Residency {
   /// Waits for the queue, then downloads output o's value (`bytes` = value_bytes(o)).
   void read(int o, void* dst, uint64_t bytes) const;
   /// Copies output o's value into the backend's own memory at `dst` (checked with
-  /// check_external) on the backend, then waits for the queue.
-  void copy_out(int o, void* dst, uint64_t bytes) const;
+  /// check_external) on the backend, then (with `wait`) waits for the queue.
+  void copy_out(int o, void* dst, uint64_t bytes, bool wait = true) const;
   /// Throws, naming `op`, unless output o has a value of `bytes` bytes.
   void check_value(int o, uint64_t bytes, const char* op) const;
-  /// Output o's shape at the last execute's dims (waits for the queue).
+  /// Output o's shape at the last execute's dims (host dims: no wait).
   std::vector<int64_t> shape(int o) const;
 
   /// The buffers the search profiles on: inputs without data get generated data in their own

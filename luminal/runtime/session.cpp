@@ -362,6 +362,14 @@ void Session::sync() { s_->res.backend().sync(s_->res.queue()); }
 
 Queue* Session::queue() const { return s_->res.queue(); }
 
+void Session::wait_for_stream(void* stream) {
+  s_->res.backend().wait_external(stream, s_->res.queue());
+}
+
+void Session::signal_stream(void* stream) {
+  s_->res.backend().signal_external(stream, s_->res.queue());
+}
+
 void Session::set_input(NodeId id, HostBuffer data) {
   set_input_bytes(id, data.bytes.data(), data.bytes.size());
 }
@@ -439,10 +447,10 @@ void Session::read(OutputHandle handle, void* dst, uint64_t bytes) const {
   s_->stats.bytes_downloaded += bytes;
 }
 
-void Session::copy_output(OutputHandle handle, void* dst, uint64_t bytes) const {
+void Session::copy_output(OutputHandle handle, void* dst, uint64_t bytes, bool wait) const {
   LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s_->res.out.size()),
                  "copy_output: not an output handle of this session");
-  s_->res.copy_out(handle.index, dst, bytes);
+  s_->res.copy_out(handle.index, dst, bytes, wait);
   s_->stats.bytes_copied += bytes;
 }
 

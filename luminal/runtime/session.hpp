@@ -64,8 +64,18 @@ class Session : public Runtime {
   void execute(const DynMap& dyn = {}) override;
   /// The hot path: one value per slot (see dim()). No string or map lookups, no allocation.
   void execute(std::span<const int64_t> dims);
-  /// Waits for launched work (reading an output, a shape or a carried value also does).
+  /// Waits for launched work (reading an output or a carried value also does).
   void sync();
+  /// Orders the session's queue after the work already issued on `stream`, another library's
+  /// stream on the backend's device (CUDA: a CUstream such as PyTorch's current stream), without
+  /// waiting on the host: an execute after this reads what that work wrote. Nothing on the CPU.
+  void wait_for_stream(void* stream);
+  /// Orders work issued on `stream` after this behind the session's work so far (its executes
+  /// and copy_output(wait = false) copies), without waiting on the host. Both this and
+  /// wait_for_stream throw, after ordering the streams, an error a kernel of an earlier execute
+  /// reported, read without a wait: at a later call, once that execute has finished on the
+  /// device. Nothing on the CPU.
+  void signal_stream(void* stream);
   /// The session's queue (Backend::make_queue at construction; null on backends without
   /// queues, the CPU). Every upload, copy, download, sync and execute of the session is ordered
   /// on it, so sessions sharing a backend do not wait for one another; the search uses the
@@ -103,8 +113,9 @@ class Session : public Runtime {
   uint64_t output_bytes(OutputHandle out) const;
   /// read() into the backend's own memory (CUDA: device memory of its GPU, such as a PyTorch
   /// tensor's data_ptr(); the CPU: host memory): a copy on the backend, with no host round
-  /// trip, after which the session's queue is idle. `bytes` = output_bytes(out).
-  void copy_output(OutputHandle out, void* dst, uint64_t bytes) const;
+  /// trip, after which the session's queue is idle. `bytes` = output_bytes(out). With `wait`
+  /// false the copy is only ordered on the session's queue (signal_stream() orders a reader).
+  void copy_output(OutputHandle out, void* dst, uint64_t bytes, bool wait = true) const;
 
   /// Uses `bytes` of host memory at `data` as an input's value without a copy when the backend
   /// can read it directly (the CPU, 8-byte aligned), else uploads it once. `keep_alive` keeps

@@ -606,9 +606,9 @@ class Session:
         Runs the graph: dims by name, as execute({'s': 3}) or execute(s=3) (over the graph's set_dim values).
         """
 
-    def get(self, key: str | Tensor, out: numpy.ndarray | None = None) -> numpy.ndarray:
+    def get(self, key: str | Tensor, out: Any | None = None, wait: bool = True) -> Any:
         """
-        An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32), or read into `out` (a C-contiguous array of its dtype and size, NumPy or a torch tensor, bf16 too: no allocation; a CUDA tensor on a CUDA session is written on the GPU, with no host round trip, after the session's work and before this returns; torch work still queued on `out` must finish first, e.g. torch.cuda.synchronize()).
+        An output (label or Tensor) as a new NumPy array of its shape at the last execute (bf16, tf32 and f8 outputs come back as f32), or read into `out` (a C-contiguous array of its dtype and size, NumPy or a torch tensor, bf16 too: no allocation; a CUDA tensor on a CUDA session is written on the GPU, with no host round trip, after the session's work and before this returns; torch work still queued on `out` must finish first, e.g. torch.cuda.synchronize() or wait_stream()). With wait=False that copy is only queued on the session's stream: signal_stream() orders torch after it.
         """
 
     def shape(self, key: str | Tensor) -> list[int]:
@@ -626,6 +626,16 @@ class Session:
 
     def sync(self) -> None:
         """Waits for launched work."""
+
+    def wait_stream(self, stream: int) -> None:
+        """
+        Orders the session after the work already queued on `stream`, a CUDA stream handle of the session's GPU (torch.cuda.current_stream().cuda_stream), without waiting on the host: the next execute reads what that work wrote. Nothing on the CPU.
+        """
+
+    def signal_stream(self, stream: int) -> None:
+        """
+        Orders work queued on `stream` after this behind the session's work so far (its executes and get(out=, wait=False) copies), without waiting on the host. This and wait_stream raise (after ordering the streams) an error an earlier execute's kernel reported, read without a wait: at a later call, once that execute has finished on the device. Nothing on the CPU.
+        """
 
     def report(self) -> str:
         """The search reports of every bucket."""

@@ -130,7 +130,7 @@ void read_into(const Runtime& s, const Session* session, const std::string& labe
 /// (bf16 too: a torch tensor). Host memory: read (downloaded); a session's device memory (a
 /// CUDA tensor on a CUDA session): copied there on the GPU, with no host round trip.
 nb::object get_into(const Runtime& s, const Session* session, const std::string& label, DType dt,
-                    const Tensor& t, uint64_t bytes, int64_t count, nb::handle out) {
+                    const Tensor& t, uint64_t bytes, int64_t count, nb::handle out, bool wait) {
   nb::ndarray<nb::c_contig> o;
   if (!nb::try_cast(out, o, false) || from_dlpack(o.dtype()) != dt || o.nbytes() != bytes)
     throw Error("get: out= must be a writable C-contiguous " + std::string(name(dt)) +
@@ -143,14 +143,15 @@ nb::object get_into(const Runtime& s, const Session* session, const std::string&
       throw Error("get: out= for output '" + label +
                   "' is device memory; only a session on the CUDA backend writes into it (and "
                   "into a CUDA array only); give a host array here");
-    session->copy_output(session->output(label), o.data(), bytes);
+    session->copy_output(session->output(label), o.data(), bytes, wait);
     return nb::borrow(out);
   }
   read_into(s, session, label, t, o.data(), bytes);
   return nb::borrow(out);
 }
 
-nb::object get_value(const Runtime& s, const Session* session, nb::handle key, nb::handle out) {
+nb::object get_value(const Runtime& s, const Session* session, nb::handle key, nb::handle out,
+                     bool wait = true) {
   const std::string label = label_of(s, key, false);
   const Node& node = labelled(s, label);
   const NodeId id = s.graph().find(label);
@@ -161,7 +162,7 @@ nb::object get_value(const Runtime& s, const Session* session, nb::handle key, n
   for (int64_t d : shape)
     count *= d;
   const uint64_t bytes = storage_bytes(node.dtype, count);
-  if (!out.is_none()) return get_into(s, session, label, node.dtype, t, bytes, count, out);
+  if (!out.is_none()) return get_into(s, session, label, node.dtype, t, bytes, count, out, wait);
   const std::optional<nb::dlpack::dtype> dl = dlpack_dtype(node.dtype, true);
   if (!dl) {
     // bf16, tf32, f8: read as f32 (exact).
@@ -225,14 +226,18 @@ void bind_session(nb::module_& m) {
           "set_dim values).")
       .def(
           "get",
-          [](const Session& s, nb::handle k, nb::handle out) { return get_value(s, &s, k, out); },
-          nb::arg("key"), nb::arg("out") = nb::none(),
+          [](const Session& s, nb::handle k, nb::handle out, bool wait) {
+            return get_value(s, &s, k, out, wait);
+          },
+          nb::arg("key"), nb::arg("out") = nb::none(), nb::arg("wait") = true,
           "An output (label or Tensor) as a new NumPy array of its shape at the last execute "
           "(bf16, tf32 and f8 outputs come back as f32), or read into `out` (a C-contiguous "
           "array of its dtype and size, NumPy or a torch tensor, bf16 too: no allocation; a "
           "CUDA tensor on a CUDA session is written on the GPU, with no host round trip, after "
           "the session's work and before this returns; torch work still queued on `out` must "
-          "finish first, e.g. torch.cuda.synchronize()).")
+          "finish first, e.g. torch.cuda.synchronize() or wait_stream()). With wait=False that "
+          "copy is only queued on the session's stream: signal_stream() orders torch after "
+          "it.")
       .def(
           "shape",
           [](const Session& s, nb::handle key) {
@@ -272,6 +277,22 @@ void bind_session(nb::module_& m) {
           "bind_external by address (e.g. a torch tensor's data_ptr()); `owner` is kept alive.")
       .def("sync", &Session::sync, nb::call_guard<nb::gil_scoped_release>(),
            "Waits for launched work.")
+      .def(
+          "wait_stream",
+          [](Session& s, uintptr_t stream) { s.wait_for_stream(reinterpret_cast<void*>(stream)); },
+          nb::arg("stream"),
+          "Orders the session after the work already queued on `stream`, a CUDA stream handle "
+          "of the session's GPU (torch.cuda.current_stream().cuda_stream), without waiting on "
+          "the host: the next execute reads what that work wrote. Nothing on the CPU.")
+      .def(
+          "signal_stream",
+          [](Session& s, uintptr_t stream) { s.signal_stream(reinterpret_cast<void*>(stream)); },
+          nb::arg("stream"),
+          "Orders work queued on `stream` after this behind the session's work so far (its "
+          "executes and get(out=, wait=False) copies), without waiting on the host. This and "
+          "wait_stream raise (after ordering the streams) an error an earlier execute's kernel "
+          "reported, read without a wait: at a later call, once that execute has finished on the "
+          "device. Nothing on the CPU.")
       .def("report", &Session::report, "The search reports of every bucket.")
       .def("fold_report", &Session::fold_report, "The load-time folds the programs read.")
       .def("memory_bytes", &Session::memory_bytes, "Bytes the session holds on its backend.")

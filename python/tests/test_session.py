@@ -36,6 +36,11 @@ def test_mlp_matches_numpy(cpu, quick):
     assert got.shape == (8, 4) and got.dtype == np.float32
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
     assert s.compiled and "search report" in s.report()
+    # Ordering with another library's stream: nothing to order on the CPU (its calls finish
+    # before they return), so both are no-ops and the value stays.
+    s.wait_stream(0)
+    s.signal_stream(0)
+    np.testing.assert_allclose(s.get(y), ref, rtol=1e-5, atol=1e-6)
 
 
 def scattered(a, flat_indexes, src):

@@ -58,6 +58,21 @@ def measure(name, step, device, warmup, steps):
     return ms
 
 
+def measure_back_to_back(name, step, device, warmup, steps):
+    """ms per step with no wait between steps (one at the end), as a generation loop that keeps
+    its tokens on the device runs: the host's work for a step overlaps the device's."""
+    for _ in range(warmup):
+        step()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync(device)
+    ms = (time.perf_counter() - t0) * 1e3 / steps
+    print(f"| {name} | | {ms:.3f} | |", flush=True)
+    return ms
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", choices=["8b", "100m", "tiny"], default="8b")
@@ -75,6 +90,8 @@ def main():
     ap.add_argument("--inductor-mode", default="default",
                     help='e.g. "max-autotune-no-cudagraphs" (slow to compile at 8B)')
     ap.add_argument("--skip", default="", help="rows to leave out, e.g. eager,inductor")
+    ap.add_argument("--stream-order", choices=["sync", "events"], default="sync",
+                    help="luminal's stream_order option (events: no host wait per call)")
     ap.add_argument("--attention", choices=["matmul", "sdpa"], default="matmul",
                     help="attention as matmuls and a softmax, or as SDPA with enable_gqa (the "
                     "torch anchor's form)")
@@ -130,12 +147,15 @@ def main():
 
                 results["inductor"] = measure("inductor+cudagraph", stepper(replay), dev,
                                               args.warmup, args.steps)
+                measure_back_to_back("inductor+cudagraph, steps back to back", stepper(replay),
+                                     dev, args.warmup, args.steps)
             else:
                 results["inductor"] = measure("inductor", stepper(f), dev, args.warmup,
                                               args.steps)
         if "luminal" not in skip:
             torch._dynamo.reset()
-            opts = {"backend": dev, "search_budget": args.budget}
+            opts = {"backend": dev, "search_budget": args.budget,
+                    "stream_order": args.stream_order}
             if args.time_budget is not None:
                 opts["time_budget"] = args.time_budget
             if args.profile_timeout is not None:
@@ -143,6 +163,8 @@ def main():
             f = torch.compile(st.method(model), backend="luminal", options=opts)
             results["luminal"] = measure("luminal", stepper(f), dev, args.warmup,
                                          args.steps)
+            measure_back_to_back(f"luminal ({args.stream_order}), steps back to back",
+                                 stepper(f), dev, args.warmup, args.steps)
             # The same compiled step with Dynamo's guard check skipped (the inputs never change
             # shape or dtype here): Inductor's row replays a CUDA graph and skips Dynamo too.
             torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)

@@ -317,9 +317,7 @@ TEST(CudaLt, PlanStepsOnBothExecutorsWithChangingDims) {
       std::string why;
       ASSERT_TRUE(be.cublaslt(&why)) << why;
       const LlirGraph llir = prefer_lt(g, be);
-      int lt = 0;
-      for (const LlirNode& n : llir.nodes)
-        lt += is_lt_op(n.op);
+      const int lt = testing::lt_count(llir);
       ASSERT_GE(lt, 2) << llir.to_text();
       luminal::testing::LoadedPlan lp =
           luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
@@ -420,9 +418,7 @@ TEST(CudaLt, GraphRunsNewDimsOnTheStreamAndCapturesThemWhenKept) {
     const Graph g = testing::two_products(t);
     CudaBackend& be = lt_backend(CudaOptions::Executor::Graph, CudaOptions::NewDims::Stream);
     const LlirGraph llir = prefer_lt(g, be);
-    int lt = 0;
-    for (const LlirNode& n : llir.nodes)
-      lt += is_lt_op(n.op);
+    const int lt = testing::lt_count(llir);
     ASSERT_GE(lt, 2) << llir.to_text();
     luminal::testing::LoadedPlan lp =
         luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});

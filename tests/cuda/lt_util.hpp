@@ -81,6 +81,14 @@ inline std::vector<double> values(size_t n, double salt, double scale = 1.0) {
   return v;
 }
 
+/// The cuBLASLt nodes of `p`.
+inline int lt_count(const LlirGraph& p) {
+  int n = 0;
+  for (const LlirNode& node : p.nodes)
+    n += is_lt_op(node.op);
+  return n;
+}
+
 /// Two products with a kernel between, in `t`, s in [1, 16]: "y" = x [s, 128] @ w [96, 128]^T
 /// and "z" = exp(0.05 y) @ v [32, 96]^T.
 inline Graph two_products(DType t) {

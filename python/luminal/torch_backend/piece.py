@@ -8,7 +8,10 @@ tensors in a CUDA graph (0-dim tensors torch makes of Python floats and constant
 is one copy out of the session into a new tensor on the device torch's graph gives it: on the
 GPU, a device-to-device copy into a new CUDA tensor (``Session.get(out=)``); else through the
 host. A CUDA session first waits for torch's current stream, so that what torch wrote into a
-bound tensor (a KV cache) is there before the session reads it. An input the graph mutates (a
+bound tensor (a KV cache) is there before the session reads it, and torch reads the outputs
+after the session's work: by host waits (``stream_order="sync"``, the default) or, with
+``options={"stream_order": "events"}``, by events between the two streams (``wait_stream`` /
+``signal_stream``), so no call waits on the host. An input the graph mutates (a
 static KV cache written in place) is the session's carried state bound to the tensor's own memory:
 the session writes the new value there (in place where its program updates it in place), nothing
 is copied in or out. The session is made at the first call (with several dims, its buckets are
@@ -155,8 +158,37 @@ class Piece(torch.nn.Module):
                 continue
             self._bind_state(label, a)
             bound[label] = (a, a.data_ptr(), a.shape)
-        if self.device_type == "cuda":
-            torch.cuda.current_stream(_GPU).synchronize()
+        # CUDA: the session's work after what torch queued (a KV cache it wrote), either by the
+        # host waiting for torch's stream or by an event the session's stream waits for.
+        events = self.device_type == "cuda" and self.options.stream_order == "events"
+        if events:
+            stream = torch.cuda.current_stream(_GPU).cuda_stream
+            session = self.session  # (_run may drop it to time the buckets again)
+            session.wait_stream(stream)
+            try:
+                outs, backs = self._run(args, dims, events)
+            finally:
+                # torch's later work (reading the outputs and the mutated inputs, or reusing
+                # the memory of outputs an error dropped) after the session's: the execute and
+                # the copies queued.
+                session.signal_stream(stream)
+        else:
+            if self.device_type == "cuda":
+                torch.cuda.current_stream(_GPU).synchronize()
+            outs, backs = self._run(args, dims, events)
+            if self.mutations and self.device_type == "cuda":
+                self.session.sync()  # the state written in place is there before torch reads it
+        if outs is None:
+            return self.forward(*args)  # the buckets timed again at this call's sizes (_run)
+        # (AOTAutograd's wrapper counts the writes in the inputs' version counters.)
+        for t, value in backs:
+            with torch.no_grad():
+                t.copy_(value)
+        return tuple(outs)
+
+    def _run(self, args, dims, events):
+        """The execute and the outputs' copies: (outputs, [(mutated input, new value)] to copy
+        back), or (None, None) when the buckets must be timed at this call's sizes."""
         try:
             self.session.execute(dims)
         except luminal.Error as e:
@@ -168,32 +200,27 @@ class Piece(torch.nn.Module):
             self.at_call, self.session = True, None
             self.bound.clear()
             self.copy_back.clear()
-            return self.forward(*args)
+            return None, None
         self.ran = True
         self.stats["executes"] += 1
-        if self.mutations:
-            self._mutated()
         outs = []
         for kind, what, dtype, device in self.cx.outputs:
             if kind == "size":
                 outs.append(eval_size(what, dims, self.cx.shifted) if what is not None else None)
             elif kind == "list":
-                outs.append([self._get(lb, dt, dv) for lb, dt, dv in zip(what, dtype, device)])
+                outs.append(
+                    [self._get(lb, dt, dv, events) for lb, dt, dv in zip(what, dtype, device)]
+                )
             else:
-                outs.append(self._get(what, dtype, device))
-        return tuple(outs)
+                outs.append(self._get(what, dtype, device, events))
+        # Mutated inputs not bound in place: their new values, copied back by forward.
+        backs = [
+            (t, self._get(self.mutations[label], t.dtype, t.device, events))
+            for label, t in self.copy_back.items()
+        ]
+        return outs, backs
 
-    def _mutated(self):
-        """After an execute: the mutated inputs hold their new values (a copy back where they
-        could not be bound), and on the GPU the session's work is done before torch reads them.
-        (AOTAutograd's wrapper counts the writes in the inputs' version counters.)"""
-        for label, t in self.copy_back.items():
-            with torch.no_grad():
-                t.copy_(self._get(self.mutations[label], t.dtype, t.device))
-        if self.device_type == "cuda":
-            self.session.sync()
-
-    def _get(self, label, dtype, device):
+    def _get(self, label, dtype, device, events=False):
         if (
             self.device_type == "cuda"
             and device is not None
@@ -203,7 +230,7 @@ class Piece(torch.nn.Module):
             and self.cx.out_dtypes.get(label) == _DTYPES[dtype]
         ):
             t = torch.empty(tuple(self.session.shape(label)), dtype=dtype, device=device)
-            self.session.get(label, out=t)
+            self.session.get(label, out=t, wait=not events)
             return t
         t = torch.from_numpy(self.session.get(label))
         if t.dtype != dtype:

@@ -79,6 +79,73 @@ def test_a_static_cache_on_cuda_is_written_in_its_own_memory(dtype):
     assert stats["bytes_uploaded"] < cache_bytes, stats
 
 
+def test_events_order_the_session_with_torch_without_host_waits():
+    """options={"stream_order": "events"}: no call waits on the host. torch keeps the GPU busy
+    (torch.cuda._sleep) before it writes the input the session reads in place, and reads each
+    output at once: without the events the session would read the old input and torch an output
+    not yet copied. A call returns while torch's stream is still busy (no host wait)."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.SiLU(), torch.nn.Linear(128, 8))
+    m = m.cuda().eval()
+    fast = torch.compile(m, backend="luminal", options={**QUICK, "stream_order": "events"})
+    x = torch.zeros(16, 64, device="cuda")
+    xs = [torch.randn(16, 64, device="cuda") for _ in range(12)]
+    got = []
+    with torch.no_grad():
+        fast(x)  # compiles and binds x (its memory is read in place)
+        torch.cuda.synchronize()
+        for v in xs:
+            torch.cuda._sleep(5_000_000)  # torch's stream busy for a few ms
+            x.copy_(v)
+            got.append(fast(x) * 2.0)  # read at once on torch's stream
+        torch.cuda.synchronize()
+        for v, y in zip(xs, got):
+            torch.testing.assert_close(y, m(v) * 2.0, rtol=1e-4, atol=1e-4)
+        # About 50 ms of work queued on torch's stream: the call returns before it is done.
+        torch.cuda._sleep(100_000_000)
+        x.copy_(xs[0])
+        y = fast(x)
+        busy = not torch.cuda.current_stream().query()
+        torch.cuda.synchronize()
+        assert busy, "the call waited on the host for torch's stream"
+        torch.testing.assert_close(y, m(xs[0]), rtol=1e-4, atol=1e-4)
+    piece = lt._report.pieces[0][0]
+    assert piece.options.stream_order == "events"
+    assert lt.report()["graphs"][0]["sessions"][0].stats()["bytes_uploaded"] < 16 * 64 * 4 * 3
+
+
+@pytest.mark.parametrize("order", ["sync", "events"])
+def test_a_static_cache_decode_loop_in_either_stream_order(order):
+    """The static-cache decode step (test_torch_mutation's; the session writes the caches' own
+    memory) over steps whose inputs are on the device before the loop, torch's stream kept busy
+    before each step and the caches read right after it: the same values in both orders."""
+    import test_torch_mutation as mut
+
+    torch.manual_seed(0)
+    model = mut.CacheStep().to("cuda").eval()
+    g = torch.Generator().manual_seed(3)
+    steps = [(torch.randn(1, 1, 16, generator=g).cuda(), torch.tensor([p]).cuda()) for p in range(6)]
+
+    def run(step_fn, busy):
+        kc, vc = mut.caches(lambda *s: torch.zeros(*s, device="cuda"))
+        outs = []
+        with torch.no_grad():
+            for x, pos in steps:
+                if busy:
+                    torch.cuda._sleep(2_000_000)
+                outs.append((step_fn(x, pos, kc, vc), kc.clone(), vc.clone()))
+        torch.cuda.synchronize()
+        return outs
+
+    want = run(model, False)
+    fast = torch.compile(model, backend="luminal", options={**QUICK, "stream_order": order})
+    got = run(fast, True)
+    for (y, k, v), (y0, k0, v0) in zip(got, want):
+        torch.testing.assert_close(y, y0, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(k, k0, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(v, v0, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("name", ["qwen3-moe", "mixtral"])
 def test_a_mixture_of_experts_in_bf16_on_cuda(name):
     """transformers' grouped experts in bf16 on a GPU go through aten._grouped_mm (the CPU's f32

@@ -167,6 +167,11 @@ def test_options_are_checked():
         run(torch.nn.ReLU(), torch.randn(3), options={"search_budjet": 3})
     with pytest.raises(Exception, match="'cpu' or 'cuda'"):
         run(torch.nn.ReLU(), torch.randn(3), options={"backend": "tpu"})
+    with pytest.raises(Exception, match="'sync' or 'events'"):
+        run(torch.nn.ReLU(), torch.randn(3), options={"stream_order": "async"})
+    # On the CPU the order changes nothing.
+    got, want = run(torch.nn.ReLU(), torch.randn(3), options={**QUICK, "stream_order": "events"})
+    torch.testing.assert_close(got, want)
 
 
 def test_parameters_bind_in_place_once():
