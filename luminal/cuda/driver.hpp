@@ -40,6 +40,7 @@ namespace luminal::cuda {
   X(cuModuleUnload) \
   X(cuModuleGetFunction) \
   X(cuLaunchKernel) \
+  X(cuLaunchKernelEx) \
   X(cuFuncGetAttribute) \
   X(cuMemAlloc) \
   X(cuMemFree) \

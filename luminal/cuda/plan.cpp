@@ -125,6 +125,7 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
   // Dims: a device array and pinned staging slots.
   dims_ = std::make_unique<DimsStaging>(*dev_.cu, dim_names_.size());
   dataflow_ = dataflow_ && graph_;  // a plan launched from the stream has no edges
+  stream_pdl_ = graph_ && dev_.programmatic && env_opt_in("LUMINAL_CUDA_STREAM_PDL");
   if (graph_) {
     const GraphSteps& steps = *this;
     graph_exec_ = std::make_unique<GraphExecutor>(dev_, steps, lt_.get(), this);
@@ -213,22 +214,40 @@ void CudaPlan::update_grids() {
   grids_at_ = dims_->version();
 }
 
-void CudaPlan::launch(int parity, size_t s) {
+void CudaPlan::launch(int parity, size_t s, bool pdl) {
   update_grids();
   Bound& bd = bound_[parity];
   const Step& st = steps_[s];
   if (bd.skip[s] || st.grid_now[0] == 0 || st.grid_now[1] == 0 || st.grid_now[2] == 0) return;
+  if (pdl) {
+    // As the graph's programmatic edges: every kernel waits for the one before in lmn_pdl.
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = st.grid_now[0];
+    cfg.gridDimY = st.grid_now[1];
+    cfg.gridDimZ = st.grid_now[2];
+    cfg.blockDimX = static_cast<unsigned>(st.launch.block);
+    cfg.blockDimY = 1;
+    cfg.blockDimZ = 1;
+    cfg.hStream = bd.queue->stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    check(dev_.cu->cuLaunchKernelEx(&cfg, st.fn, bd.argp[s].data(), nullptr), "cuLaunchKernelEx");
+    return;
+  }
   check(dev_.cu->cuLaunchKernel(st.fn, st.grid_now[0], st.grid_now[1], st.grid_now[2],
                                 static_cast<unsigned>(st.launch.block), 1, 1, 0, bd.queue->stream,
                                 bd.argp[s].data(), nullptr),
         "cuLaunchKernel");
 }
 
-void CudaPlan::run_step(int parity, size_t s) {
+void CudaPlan::run_step(int parity, size_t s, bool pdl) {
   if (steps_[s].library)
     lt_->run(parity, s, bound_[parity].queue->stream);
   else
-    launch(parity, s);
+    launch(parity, s, pdl);
 }
 
 void CudaPlan::execute(int parity, const int64_t* dims) {
@@ -250,7 +269,7 @@ void CudaPlan::execute(int parity, const int64_t* dims) {
       lt_->defer(dims_->values());
       lt_->ran_on_stream();
       for (size_t s = 0; s < steps_.size(); ++s)
-        run_step(parity, s);
+        run_step(parity, s, stream_pdl_);
       return;
     }
     if (lt_) {

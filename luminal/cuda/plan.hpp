@@ -128,9 +128,11 @@ class CudaPlan final : public Plan, private GraphSteps {
   bool update_dims(const int64_t* dims, CUstream stream);
   /// Evaluates every step's launch grid at the current dims (once per dim change, on first use).
   void update_grids();
-  void launch(int parity, size_t s);
+  /// `pdl`: launched with programmatic stream serialization (its blocks may start while the
+  /// kernel before runs; they wait for it in lmn_pdl).
+  void launch(int parity, size_t s, bool pdl = false);
   /// A step on the stream: its kernel launch or its cuBLASLt call.
-  void run_step(int parity, size_t s);
+  void run_step(int parity, size_t s, bool pdl = false);
   /// Per step with times: the median and the step's cost hints at `dims`.
   std::vector<KernelStat> summarize(std::vector<std::vector<float>>& times,
                                     const int64_t* dims) const;
@@ -165,6 +167,9 @@ class CudaPlan final : public Plan, private GraphSteps {
   std::array<Bound, 2> bound_;
   bool graph_ = true;
   bool dataflow_ = false;  // the graph's edges follow the data (CudaOptions::GraphEdges)
+  // A graph plan's executes on the stream at new dims launch with programmatic stream
+  // serialization (LUMINAL_CUDA_STREAM_PDL=1, opt-in until it has run on a GPU).
+  bool stream_pdl_ = false;
 
   std::unique_ptr<LtIslands> lt_;              // with cuBLASLt steps
   std::unique_ptr<GraphExecutor> graph_exec_;  // with the graph executor

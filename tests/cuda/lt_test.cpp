@@ -25,6 +25,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "support/env_scope.hpp"
 #include "support/gemm_cases.hpp"
 #include "support/llir_direct.hpp"
 
@@ -414,59 +415,62 @@ TEST(CudaLt, PlanStepsOnBothExecutorsWithChangingDims) {
 TEST(CudaLt, GraphRunsNewDimsOnTheStreamAndCapturesThemWhenKept) {
   LUMINAL_REQUIRE_GPU();
   if (!lt_or_skip()) GTEST_SKIP() << "no cuBLASLt";
-  for (DType t : {DType::F32, DType::BF16}) {
-    const Graph g = testing::two_products(t);
-    CudaBackend& be = lt_backend(CudaOptions::Executor::Graph, CudaOptions::NewDims::Stream);
-    const LlirGraph llir = prefer_lt(g, be);
-    const int lt = testing::lt_count(llir);
-    ASSERT_GE(lt, 2) << llir.to_text();
-    luminal::testing::LoadedPlan lp =
-        luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
-    ASSERT_TRUE(dynamic_cast<const CudaPlan&>(*lp.plan).graph_executor());
-    // s 16 at load; then 7 (new), 7 (kept), 9 (new), 9 (kept), 7 (new again, prepared before).
-    struct Want {
-      int64_t s;
-      bool on_stream, prepares;
-    };
-    for (const Want w : {Want{7, true, true}, Want{7, false, false}, Want{9, true, true},
-                         Want{9, false, false}, Want{7, true, false}}) {
-      const size_t su = static_cast<size_t>(w.s);
-      const CudaBackend::LtStats before = be.lt_stats();
-      const auto runs = testing::run_with_reference(g, lp,
-                                                    {{"x", testing::values(su * 128, 0.37)},
-                                                     {"w", testing::values(96 * 128, 0.11)},
-                                                     {"v", testing::values(32 * 96, 0.07)}},
-                                                    [&](const std::string&) { return t; },
-                                                    {{"s", w.s}}, {"y", "z"});
-      const CudaBackend::LtStats after = be.lt_stats();
-      for (const auto& [out, r] : runs) {
-        ASSERT_EQ(r.got.size(), r.want.size()) << out;
-        const double rtol = t == DType::F32 ? 1e-4 : 2e-2;
-        size_t bad = 0;
-        for (size_t i = 0; i < r.got.size(); ++i)
-          bad += !(std::abs(r.got[i] - r.want[i]) <= rtol * (1 + std::abs(r.want[i])));
-        EXPECT_EQ(bad, 0u) << name(t) << " " << out << " s=" << w.s;
-      }
-      std::printf(
-          "[lt] new dims, %s s=%lld: stream runs %llu, calls %llu, prepares %llu, captures %llu "
-          "(recaptures %llu)\n",
-          name(t).data(), static_cast<long long>(w.s),
-          static_cast<unsigned long long>(after.stream_runs - before.stream_runs),
-          static_cast<unsigned long long>(after.calls - before.calls),
-          static_cast<unsigned long long>(after.prepares - before.prepares),
-          static_cast<unsigned long long>(after.captures - before.captures),
-          static_cast<unsigned long long>(after.recaptures - before.recaptures));
-      EXPECT_EQ(after.stream_runs - before.stream_runs, w.on_stream ? 1u : 0u) << "s=" << w.s;
-      EXPECT_EQ(after.calls - before.calls, w.on_stream ? static_cast<uint64_t>(lt) : 0u)
-          << "s=" << w.s;
-      if (!w.prepares) {
-        EXPECT_EQ(after.prepares, before.prepares) << "s=" << w.s;
-      }
-      if (!w.on_stream) {
-        EXPECT_GE(after.captures - before.captures, 1u) << "s=" << w.s;
+  // Plain launches, then launches with programmatic stream serialization (LUMINAL_CUDA_STREAM_PDL).
+  for (const char* pdl : {"0", "1"})
+    for (DType t : {DType::F32, DType::BF16}) {
+      luminal::testing::EnvScope pdl_env("LUMINAL_CUDA_STREAM_PDL", pdl);
+      const Graph g = testing::two_products(t);
+      CudaBackend& be = lt_backend(CudaOptions::Executor::Graph, CudaOptions::NewDims::Stream);
+      const LlirGraph llir = prefer_lt(g, be);
+      const int lt = testing::lt_count(llir);
+      ASSERT_GE(lt, 2) << llir.to_text();
+      luminal::testing::LoadedPlan lp =
+          luminal::testing::load_plan(be, llir, {{{"s", 1}}, {{"s", 16}}});
+      ASSERT_TRUE(dynamic_cast<const CudaPlan&>(*lp.plan).graph_executor());
+      // s 16 at load; then 7 (new), 7 (kept), 9 (new), 9 (kept), 7 (new again, prepared before).
+      struct Want {
+        int64_t s;
+        bool on_stream, prepares;
+      };
+      for (const Want w : {Want{7, true, true}, Want{7, false, false}, Want{9, true, true},
+                           Want{9, false, false}, Want{7, true, false}}) {
+        const size_t su = static_cast<size_t>(w.s);
+        const CudaBackend::LtStats before = be.lt_stats();
+        const auto runs = testing::run_with_reference(g, lp,
+                                                      {{"x", testing::values(su * 128, 0.37)},
+                                                       {"w", testing::values(96 * 128, 0.11)},
+                                                       {"v", testing::values(32 * 96, 0.07)}},
+                                                      [&](const std::string&) { return t; },
+                                                      {{"s", w.s}}, {"y", "z"});
+        const CudaBackend::LtStats after = be.lt_stats();
+        for (const auto& [out, r] : runs) {
+          ASSERT_EQ(r.got.size(), r.want.size()) << out;
+          const double rtol = t == DType::F32 ? 1e-4 : 2e-2;
+          size_t bad = 0;
+          for (size_t i = 0; i < r.got.size(); ++i)
+            bad += !(std::abs(r.got[i] - r.want[i]) <= rtol * (1 + std::abs(r.want[i])));
+          EXPECT_EQ(bad, 0u) << name(t) << " " << out << " s=" << w.s;
+        }
+        std::printf(
+            "[lt] new dims, %s s=%lld, stream PDL %s: stream runs %llu, calls %llu, prepares %llu, "
+            "captures %llu (recaptures %llu)\n",
+            name(t).data(), static_cast<long long>(w.s), pdl,
+            static_cast<unsigned long long>(after.stream_runs - before.stream_runs),
+            static_cast<unsigned long long>(after.calls - before.calls),
+            static_cast<unsigned long long>(after.prepares - before.prepares),
+            static_cast<unsigned long long>(after.captures - before.captures),
+            static_cast<unsigned long long>(after.recaptures - before.recaptures));
+        EXPECT_EQ(after.stream_runs - before.stream_runs, w.on_stream ? 1u : 0u) << "s=" << w.s;
+        EXPECT_EQ(after.calls - before.calls, w.on_stream ? static_cast<uint64_t>(lt) : 0u)
+            << "s=" << w.s;
+        if (!w.prepares) {
+          EXPECT_EQ(after.prepares, before.prepares) << "s=" << w.s;
+        }
+        if (!w.on_stream) {
+          EXPECT_GE(after.captures - before.captures, 1u) << "s=" << w.s;
+        }
       }
     }
-  }
 }
 
 // Attention's products whose bf16 operands are no gemm as they stand (regrouped GQA heads with
