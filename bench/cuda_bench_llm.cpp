@@ -571,16 +571,12 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
     // Only the last row's logits, as `luminal bench` and llama-bench compute them (until session
     // 33 this prefill computed all 128 rows': for the 8B a 128 x 128256 LM-head GEMM, 3.0 ms).
     shape.logits = models::Logits::Last;
-    const models::Decoder plain = models::build_decoder(models::llama_config(size), shape);
-    for (NodeId id : plain.graph.inputs()) {
-      const Node& n = plain.graph.node(id);
-      if (!models::is_weight(n.label) || n.shape.size() != 2) continue;
-      const bool table = n.label.find("embed") != std::string::npos ||
-                         n.label.find("lm_head") != std::string::npos;
-      shape.block_weights[n.label] = !table || wt == DType::Q8_0 ? wt
-                                     : big                       ? DType::Q6_K
-                                                                 : DType::Q8_0;
-    }
+    shape.block_weights =
+        models::matrix_block_types(models::llama_config(size), shape, [&](std::string_view label) {
+          const bool table = label.find("embed") != std::string_view::npos ||
+                             label.find("lm_head") != std::string_view::npos;
+          return !table || wt == DType::Q8_0 ? wt : big ? DType::Q6_K : DType::Q8_0;
+        });
     models::Decoder d = models::build_decoder(models::llama_config(size), shape);
     nn::greedy_token(d.last_logits).output("token");
     CudaBackend be(cuda::CudaOptions{0, cache / "kernels", 16});

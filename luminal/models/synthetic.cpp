@@ -7,6 +7,7 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/ir/graph.hpp"
+#include "luminal/models/decoder.hpp"
 #include "luminal/nn/sampling.hpp"
 #include "luminal/runtime/session.hpp"
 
@@ -117,6 +118,18 @@ int64_t parameter_count(const io::ModelConfig& c) {
   if (c.family == io::ModelFamily::Qwen3) layer += 2 * hd;  // q/k norms
   const int64_t embed = c.vocab_size * h;
   return c.num_hidden_layers * layer + embed + (c.tie_word_embeddings ? 0 : embed) + h;
+}
+
+std::map<std::string, DType> matrix_block_types(
+    const io::ModelConfig& cfg, const DecoderShape& shape,
+    const std::function<DType(std::string_view label)>& type_of) {
+  const Decoder plain = build_decoder(cfg, shape);
+  std::map<std::string, DType> out;
+  for (NodeId id : plain.graph.inputs()) {
+    const Node& n = plain.graph.node(id);
+    if (is_weight(n.label) && n.shape.size() == 2) out[n.label] = type_of(n.label);
+  }
+  return out;
 }
 
 bool is_weight(std::string_view label) {

@@ -14,7 +14,10 @@
 // the values do not depend on the order or number of the other weights, and random_weights_host
 // (for runtimes without a backend, like the reference) gives the same bits as the backend.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "luminal/compiler/options.hpp"
@@ -27,6 +30,8 @@ class Session;
 }  // namespace luminal
 
 namespace luminal::models {
+
+struct DecoderShape;  // decoder.hpp
 
 /// The sizes of a Llama-shaped model (Llama 2/3 layout: RMSNorm, GQA, RoPE, SwiGLU).
 struct LlamaSize {
@@ -53,6 +58,13 @@ int64_t parameter_count(const io::ModelConfig& cfg);
 /// Whether an input label names a weight ("*.weight", "*.bias", or the stacked experts
 /// "*experts.gate_up_proj" and "*experts.down_proj" of models/experts.hpp).
 bool is_weight(std::string_view label);
+
+/// Block types for a model stored quantized (DecoderShape::block_weights): `type_of(label)` for
+/// every matrix (a rank-2 weight) of build_decoder(cfg, shape)'s graph, for benchmarks and tests
+/// of random blocks in a model's shapes.
+std::map<std::string, DType> matrix_block_types(
+    const io::ModelConfig& cfg, const DecoderShape& shape,
+    const std::function<DType(std::string_view label)>& type_of);
 
 /// A weight's values: uniform in [offset - scale, offset + scale).
 struct WeightInit {

@@ -28,13 +28,10 @@ Graph smollm2_q4_1_decode() {
   models::DecoderShape shape;
   shape.slots = 256;
   shape.max_step = 1;
-  const models::Decoder plain = models::build_decoder(models::llama_config(size), shape);
-  for (NodeId id : plain.graph.inputs()) {
-    const Node& n = plain.graph.node(id);
-    if (!models::is_weight(n.label) || n.shape.size() != 2) continue;
-    shape.block_weights[n.label] =
-        n.label.find("embed") != std::string::npos ? DType::Q8_0 : DType::Q4_1;
-  }
+  shape.block_weights =
+      models::matrix_block_types(models::llama_config(size), shape, [](std::string_view label) {
+        return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
+      });
   models::Decoder d = models::build_decoder(models::llama_config(size), shape);
   nn::greedy_token(d.last_logits).output("token");
   return std::move(d.graph);

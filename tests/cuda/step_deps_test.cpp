@@ -197,12 +197,8 @@ TEST(StepDeps, ReuseGapShortensAnEightBDecodesLongestChain) {
   models::DecoderShape shape;
   shape.slots = 256;
   shape.max_step = 1;
-  const models::Decoder plain = models::build_decoder(models::llama_config(size), shape);
-  for (NodeId id : plain.graph.inputs()) {
-    const Node& n = plain.graph.node(id);
-    if (models::is_weight(n.label) && n.shape.size() == 2)
-      shape.block_weights[n.label] = DType::Q4_0;
-  }
+  shape.block_weights = models::matrix_block_types(models::llama_config(size), shape,
+                                                   [](std::string_view) { return DType::Q4_0; });
   const models::Decoder dec = models::build_decoder(models::llama_config(size), shape);
   testing::CudaRulesOnly rules;
   Facts facts = dec.graph.dim_facts();
