@@ -15,7 +15,7 @@
 # KERNELS=1: each shape's luminal compile searches afresh (LUMINAL_CACHE=off) with LUMINAL_TRACE,
 # and the chosen program's kernels, each timed alone, are kept as OUT/kernels-SHAPE.txt.
 # SKIP=eager (say) leaves rows out of torch_compile_gpu.py (its --skip). ORDER: the luminal
-# rows' stream_order option (default sync; events: no host wait per call).
+# rows' stream_order option (default events, no host wait per call; sync).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/gpu-common.sh
@@ -55,7 +55,7 @@ for s in $shapes; do
   fi
   timeout 400 "${trace[@]}" $py scripts/bench/torch_compile_gpu.py --shape "$s" $budget \
     --step "${STEP:-static}" --attention "${ATTN:-matmul}" ${SKIP:+--skip "$SKIP"} \
-    --stream-order "${ORDER:-sync}" \
+    --stream-order "${ORDER:-events}" \
     >"$out/compile-$s.log" 2>&1
   note "torch_compile_gpu.py --shape $s: rc=$?"
   [ -f "$build/trace-$s/profile.txt" ] && cp "$build/trace-$s/profile.txt" "$out/kernels-$s.txt"

@@ -125,7 +125,7 @@ CudaPlan::CudaPlan(Device& dev, const LlirGraph& g, const PlanSpec& spec)
   // Dims: a device array and pinned staging slots.
   dims_ = std::make_unique<DimsStaging>(*dev_.cu, dim_names_.size());
   dataflow_ = dataflow_ && graph_;  // a plan launched from the stream has no edges
-  stream_pdl_ = graph_ && dev_.programmatic && env_opt_in("LUMINAL_CUDA_STREAM_PDL");
+  stream_pdl_ = graph_ && dev_.programmatic && env_switch_on("LUMINAL_CUDA_STREAM_PDL");
   if (graph_) {
     const GraphSteps& steps = *this;
     graph_exec_ = std::make_unique<GraphExecutor>(dev_, steps, lt_.get(), this);

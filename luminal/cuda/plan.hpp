@@ -168,7 +168,7 @@ class CudaPlan final : public Plan, private GraphSteps {
   bool graph_ = true;
   bool dataflow_ = false;  // the graph's edges follow the data (CudaOptions::GraphEdges)
   // A graph plan's executes on the stream at new dims launch with programmatic stream
-  // serialization (LUMINAL_CUDA_STREAM_PDL=1, opt-in until it has run on a GPU).
+  // serialization (unless LUMINAL_CUDA_STREAM_PDL=0).
   bool stream_pdl_ = false;
 
   std::unique_ptr<LtIslands> lt_;              // with cuBLASLt steps

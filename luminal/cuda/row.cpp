@@ -23,13 +23,13 @@
 // its 32-value blocks with cuda.QuantizeQ8's quantizer (split where int_value is 1), so the bytes
 // equal the two kernels' and one launch and the f32 row's round trip go. Rows of a static length
 // up to 8192 (32 KiB of shared memory), at least L / 4 threads (a warp quantizes at most 4
-// blocks). Its rule runs after the quantized GEMV rules (ruleset cuda.rows-q8). Offered only with
-// LUMINAL_CUDA_ROW_Q8=1: with it on, the 8B q4_0 decode's search took the f32-activation GEMVs
-// for gate/up (2.80 -> 6.26 ms on the H200), so it stays off until the seed handles it. (Session
-// 29, host: with the pair descent and the f32-activation form's seed cost growing with its weight
-// (qgemv.cpp, qgemv_f32_form_extra) the 8B-shape Q4_0 seed takes RowQ8 and integer GEMVs
-// everywhere: 616 kernels against 656 without RowQ8. Not timed on a GPU: `scripts/gpu-ab.sh OUT
-// LUMINAL_CUDA_ROW_Q8=1 lt-q4_0 smollm2-q4_1` decides whether it goes on.)
+// blocks). Its rule runs after the quantized GEMV rules (ruleset cuda.rows-q8). On by default
+// (LUMINAL_CUDA_ROW_Q8=0 offers it no more): on 2026-12-03 it lost on the H200 because the 8B q4_0
+// search then took the f32-activation GEMVs for gate/up (2.80 -> 6.26 ms); with the seed's
+// weight-scaled cost for that form (qgemv.cpp, qgemv_f32_form_extra) and the fold repair the seed
+// takes RowQ8 and integer GEMVs everywhere. H100, 2026-12-06 (`REPS=10 scripts/gpu-ab.sh OUT
+// LUMINAL_CUDA_ROW_Q8=1 smollm2-q4_1 lt-q4_0`): SmolLM2 q4_1 decode 0.971 -> 0.827 ms (530 -> 469
+// kernels), 8B q4_0 2.804 -> 2.780 ms (657 -> 617 kernels).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -514,9 +514,8 @@ std::vector<Rule> row_q8_rules() {
   // With LUMINAL_CUDA_ROW_BF16=1 until a GPU has run it (rules, not conditions: the compile
   // cache's key names them)
   if (env_opt_in("LUMINAL_CUDA_ROW_BF16")) out.push_back(row_bf16_rule());
-  // Only with LUMINAL_CUDA_ROW_Q8=1
-  const char* on = std::getenv("LUMINAL_CUDA_ROW_Q8");
-  if (!on || std::string(on) != "1") return out;
+  // Unless LUMINAL_CUDA_ROW_Q8=0
+  if (!env_switch_on("LUMINAL_CUDA_ROW_Q8")) return out;
   out.push_back(Rule{"cuda.row-q8", quantize_pattern(), nullptr, [](const Match& m, EGraph& eg) {
                        const ENodeId q = m.node("q");
                        const Attrs qa = eg.attrs_of(q);

@@ -90,7 +90,7 @@ def main():
     ap.add_argument("--inductor-mode", default="default",
                     help='e.g. "max-autotune-no-cudagraphs" (slow to compile at 8B)')
     ap.add_argument("--skip", default="", help="rows to leave out, e.g. eager,inductor")
-    ap.add_argument("--stream-order", choices=["sync", "events"], default="sync",
+    ap.add_argument("--stream-order", choices=["sync", "events"], default="events",
                     help="luminal's stream_order option (events: no host wait per call)")
     ap.add_argument("--attention", choices=["matmul", "sdpa"], default="matmul",
                     help="attention as matmuls and a softmax, or as SDPA with enable_gqa (the "

@@ -17,6 +17,7 @@
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/nn/linear.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 
 namespace luminal {
@@ -24,8 +25,8 @@ namespace {
 
 using testing::count_op;
 
-// cuda.RowQ8 is offered only with LUMINAL_CUDA_ROW_Q8=1 (off by default, docs/cuda.md): these
-// tests turn it on, except where they check the default.
+// cuda.RowQ8 is offered unless LUMINAL_CUDA_ROW_Q8=0 (docs/cuda.md): these tests make sure it is
+// on, except where they check the switch.
 void row_q8_on() { ::setenv("LUMINAL_CUDA_ROW_Q8", "1", 1); }
 
 /// y = RMSNorm(x, g) @ Dequantize(W)^T: x [m, k] f32 (or bf16 when `bf16`), W [n, k] of type t.
@@ -49,9 +50,15 @@ bool unfused_ops(std::string_view op) {
          op == "cuda.QGemvQ8S" || op == "cuda.QRepack";
 }
 
-TEST(CudaRowQ8Rules, OffByDefault) {
-  ::unsetenv("LUMINAL_CUDA_ROW_Q8");
+TEST(CudaRowQ8Rules, OnByDefaultAndOffWithZero) {
   testing::CudaRulesOnly rules;
+  {
+    testing::EnvScope unset("LUMINAL_CUDA_ROW_Q8", nullptr);
+    auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops);
+    EXPECT_EQ(count_op(l, "cuda.RowQ8"), 1) << l.op_mix_string();
+    EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << l.op_mix_string();
+  }
+  testing::EnvScope off("LUMINAL_CUDA_ROW_Q8", "0");
   auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops);
   EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();

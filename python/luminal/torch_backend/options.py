@@ -24,13 +24,13 @@ Keys (all optional):
                  constants when they hold at most this many bytes (default 1 MiB; 0: none;
                  const_fold.py)
   seed, verbose  as CompileOptions (verbose default False)
-  stream_order   CUDA: how a compiled piece is ordered with PyTorch's current stream. "sync"
-                 (default): the host waits for torch's stream before each execute and for the
-                 session's work before returning (outputs copied, mutated inputs written).
-                 "events": by events on the two streams, no host wait where the inputs are bound
-                 in place and the outputs copied on the device, so the host's work for the next
-                 call overlaps the device's (docs/python.md); kernel errors then surface at a
-                 later call
+  stream_order   CUDA: how a compiled piece is ordered with PyTorch's current stream. "events"
+                 (default): by events on the two streams, no host wait where the inputs are
+                 bound in place and the outputs copied on the device, so the host's work for the
+                 next call overlaps the device's (docs/python.md); kernel errors surface at a
+                 later call, as torch's own do. "sync": the host waits for torch's stream before
+                 each execute and for the session's work before returning (outputs copied,
+                 mutated inputs written), so a kernel error is raised by the call that made it
 """
 
 import luminal
@@ -79,7 +79,7 @@ class Options:
         self.fold_constants = int(options.get("fold_constants", 1 << 20))
         self.seed = options.get("seed")
         self.verbose = bool(options.get("verbose", False))
-        self.stream_order = options.get("stream_order", "sync")
+        self.stream_order = options.get("stream_order", "events")
         if self.stream_order not in ("sync", "events"):
             raise luminal.Error(
                 f"options['stream_order'] is 'sync' or 'events', not {self.stream_order!r}"

@@ -9,9 +9,9 @@ is one copy out of the session into a new tensor on the device torch's graph giv
 GPU, a device-to-device copy into a new CUDA tensor (``Session.get(out=)``); else through the
 host. A CUDA session first waits for torch's current stream, so that what torch wrote into a
 bound tensor (a KV cache) is there before the session reads it, and torch reads the outputs
-after the session's work: by host waits (``stream_order="sync"``, the default) or, with
-``options={"stream_order": "events"}``, by events between the two streams (``wait_stream`` /
-``signal_stream``), so no call waits on the host. An input the graph mutates (a
+after the session's work: by events between the two streams (``wait_stream`` /
+``signal_stream``, ``stream_order="events"``, the default), so no call waits on the host, or by
+host waits (``options={"stream_order": "sync"}``). An input the graph mutates (a
 static KV cache written in place) is the session's carried state bound to the tensor's own memory:
 the session writes the new value there (in place where its program updates it in place), nothing
 is copied in or out. The session is made at the first call (with several dims, its buckets are
