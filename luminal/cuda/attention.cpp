@@ -21,8 +21,12 @@
 // All query heads masked everywhere give 0 / 0 (NaN), as the reference's row does.
 //
 // Opt-in (LUMINAL_CUDA_ATTENTION=1): right on an H100 (tests/cuda/attention_test.cpp, 2026-12-06)
-// but slower at long contexts (8B decode at context 1024 6.38 -> 6.58 ms, 0.04 ms faster at 128;
-// BENCHMARKS.md, session 31): a KV head's 8 blocks keep too few reads in flight.
+// and faster at context 128 (8B q4_0 decode 2.749 -> 2.670 ms, 64 kernels fewer; SmolLM2 q4_1
+// 0.974 -> 0.951), but slower at 1024 (8B bf16 6.316 -> 6.551 ms: about 15 us a layer more from
+// 128 to 1024, against 7 us for the three kernels; BENCHMARKS.md, sessions 31 and 35). The
+// program's other loads (the mask's positions, which an Iota kernel writes) were read inside the
+// running sums, a dependent load per key and query head in each warp's serial chain: they are
+// now issued with the key's K and V rows (xl<i> below; not yet timed on a GPU).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -247,8 +251,11 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const std::string v_l = cg.axis_offset(vv, qa, "l");
   const std::string v_e = cg.axis_offset(vv, qa - 1, "e");
 
-  // x at (row r, key l): the program's element code, load j being the score.
-  std::string xcode;
+  // x at (row r, key l): the program's element code, load j being the score. Its other loads
+  // (a mask, the positions an Iota kernel wrote) are issued with the key's K and V rows, into
+  // xl<i>[uu][g] (xdecl, xload): read inside the running sums, each would be a dependent load
+  // in the serial chain of a warp's keys (16 keys and 4 query heads a warp at context 1024).
+  std::string xcode, xdecl, xload;
   for (int i : f.x_code) {
     const FusedInst& in = I[static_cast<size_t>(i)];
     const std::string ct = "C_" + dtype_tag(in.dtype);
@@ -257,8 +264,13 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       rhs = "rd_" + dtype_tag(in.dtype) + "(dot)";
     } else if (in.op == FusedOpcode::Load) {
       const auto c = static_cast<size_t>(in.a);
-      const std::string off = cg.view_offset(f.views[c], "i", "o" + std::to_string(i), xcode);
-      rhs = load_fn(in.dtype, true) + "(" + in_name(c) + "[" + off + "])";
+      const std::string arr = "xl" + std::to_string(i);
+      const std::string off = cg.view_offset(f.views[c], "i", "o" + std::to_string(i), xload);
+      xdecl +=
+          "    " + ct + " " + arr + "[" + std::to_string(U) + "][" + std::to_string(f.G) + "];\n";
+      xload += "          " + arr + "[uu][g] = " + load_fn(in.dtype, true) + "(" + in_name(c) +
+               "[" + off + "]);\n";
+      rhs = arr + "[uu][g]";
     } else {
       rhs = inst_code(in, true);
     }
@@ -298,6 +310,9 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "  for (" + Is + " l0 = (" + Is + ")rank * " + Ws +
           " + warp; l0 < L; l0 += " + std::to_string(kCluster * kWarps * U) + ") {",
       "    float kr[" + Us + "][" + DUs + "], vr[" + Us + "][" + NUs + "];",
+  });
+  body += xdecl;
+  body += lines({
       "#pragma unroll",
       "    for (int uu = 0; uu < " + Us + "; ++uu) {",
       "      const " + Is + " l = l0 + uu * " + STs + ";",
@@ -307,6 +322,16 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                      k_row + " + " + k_l + " + " + k_t);
   body += lane_loads("      ", "vr[uu]", NU, "e", f.n, "in && ", f.vc,
                      v_row + " + " + v_l + " + " + v_e);
+  if (!xload.empty())
+    body += lines({
+        "      if (in) {",
+        "#pragma unroll",
+        "        for (int g = 0; g < " + Gs + "; ++g) {",
+        "          const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs +
+            " + g] * L + l;",
+        xload + "        }",
+        "      }",
+    });
   body += lines({
       "    }",
       "#pragma unroll",
