@@ -41,10 +41,23 @@
 // both; LUMINAL_CUDA_QGEMV=f32 or int8 offers only one (default both).
 //
 // LUMINAL_CUDA_QGEMV_WARPS (1, 2, 4, 8) and LUMINAL_CUDA_QGEMV_UNROLL (1 to 8) override W and U.
+//
+// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (opt-in, LUMINAL_CUDA_QGEMV_GLU=1, until a GPU has run
+// them): an elementwise region over two integer GEMVs of one quantized activation, element for
+// element (SwiGLU's SiLU(gate) * up over separate gate_proj and up_proj weights), in one kernel:
+// each output row p dots row p of both weights (same type and shape) with the activation, the
+// two sums exactly as the two kernels compute them, and stores the region of the two (load 0 the
+// first child's value, load 1 the second's). Where a decode layer ran the gate GEMV, the up GEMV
+// and the region (or an epilogue form of one), it runs one kernel reading the same bytes. Matched
+// on structure (the region's two children are GEMV classes over the same activation class, each
+// read whole through its own shape); the search times it against the separate kernels.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
@@ -52,6 +65,8 @@
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
+#include "luminal/kernels/fused_program.hpp"
+#include "luminal/kernels/fusion_detail.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/kernels/quant_rule.hpp"
 
@@ -112,6 +127,9 @@ const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4, .library_re
 // integer form, so the seed takes it where the repacked weight can be folded.
 const OpDef kQGemvQ8S{.name = "cuda.QGemvQ8S", .seed_cost = 0.3, .library_replaces = true};
 const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35, .library_replaces = true};
+// The paired forms (below two integer GEMVs and a region or an epilogue form).
+const OpDef kQGemvQ8Glu{.name = "cuda.QGemvQ8Glu", .seed_cost = 0.75, .library_replaces = true};
+const OpDef kQGemvQ8SGlu{.name = "cuda.QGemvQ8SGlu", .seed_cost = 0.7, .library_replaces = true};
 enum class Form { F32, Q8, Q8S };
 
 constexpr int kBlock = 256;
@@ -271,6 +289,61 @@ std::vector<Rule> qgemv_rules() {
   return rules;
 }
 
+/// The paired rule's builder: region e-node m.node("e") over two integer GEMV classes of one
+/// activation (same op, type, shape and attrs but the weight), each read whole in element order.
+void offer_glu(const Match& m, EGraph& eg) {
+  const ENodeId id = m.node("e");
+  const ClassId root = eg.find(m.root);
+  const std::optional<fusion_detail::Built> b = epilogue_region(cuda_fused_op(), eg, id, 2);
+  if (!b || b->children.size() != 2) return;
+  const ClassId c0 = eg.find(b->children[0]), c1 = eg.find(b->children[1]);
+  if (c0 == c1 || c0 == root || c1 == root) return;
+  const Attrs like = eg.attrs_of(id);
+  const Shape& shape = eg.shape(c0);
+  if (!(eg.shape(c1) == shape) || !(like.shape == shape)) return;
+  for (const Expr& d : shape)
+    if (!d.is_const()) return;
+  const View whole = View::contiguous(shape);
+  for (const View& v : b->views)
+    if (!(v == whole)) return;
+  struct Pair {
+    const OpDef* glu;
+    Attrs attrs;
+    std::vector<ClassId> children;
+  };
+  std::vector<Pair> pairs;
+  for (ENodeId e0 : eg.nodes_of(c0)) {
+    const OpDef* op = eg.node(e0).op;
+    const OpDef* glu = op == &kQGemvQ8 ? &kQGemvQ8Glu : op == &kQGemvQ8S ? &kQGemvQ8SGlu : nullptr;
+    const Attrs& a0 = eg.attrs_of(e0);
+    if (!glu || a0.payload || !(a0.shape == shape) || a0.views.size() != 2) continue;
+    const ENode n0 = eg.node(e0);
+    for (ENodeId e1 : eg.nodes_of(c1)) {
+      const ENode n1 = eg.node(e1);
+      if (n1.op != op || eg.find(n1.children[0]) != eg.find(n0.children[0])) continue;
+      const ClassId w0 = eg.find(n0.children[1]), w1 = eg.find(n1.children[1]);
+      if (w0 == w1 || eg.dtype(w0) != eg.dtype(w1) || !(eg.shape(w0) == eg.shape(w1))) continue;
+      if (!(eg.attrs_of(e1) == a0)) continue;  // the same views, axis and block count
+      Attrs a = a0;
+      a.dtype = like.dtype;
+      a.views = {a0.views[0], a0.views[1], a0.views[1]};
+      a.payload = std::make_shared<FusedProgram>(b->program);
+      pairs.push_back(Pair{glu, std::move(a), {n0.children[0], w0, w1}});
+      break;
+    }
+  }
+  for (Pair& pr : pairs)
+    eg.merge(eg.add(pr.glu, std::move(pr.attrs), pr.children), root);
+}
+
+/// The paired forms' rule, with LUMINAL_CUDA_QGEMV_GLU=1 (opt-in until a GPU has run them; a
+/// rule, not a condition: the compile cache's key names the rules in force).
+std::vector<Rule> glu_rules() {
+  if (!env_opt_in("LUMINAL_CUDA_QGEMV_GLU")) return {};
+  return {
+      Rule{"cuda.qgemv-glu", fusion_detail::region_pattern(cuda_fused_op()), nullptr, offer_glu}};
+}
+
 std::vector<Rule> epilogue_rules() {
   if (!env_switch_on("LUMINAL_CUDA_GEMV_EPILOGUE")) return {};
   return {epilogue_rule(
@@ -278,16 +351,35 @@ std::vector<Rule> epilogue_rules() {
       {{&kQGemv, &kQGemvEpi}, {&kQGemvQ8, &kQGemvQ8Epi}, {&kQGemvQ8S, &kQGemvQ8SEpi}})};
 }
 
+/// The paired forms' store: `glu` (load 0: `v0`, load 1: `v1`, the two products) into out[`at`].
+std::string glu_store(const LlirNode& n, const FusedProgram& glu, const std::string& at,
+                      const std::string& v0, const std::string& v1) {
+  std::string b = "{\n";
+  const std::string r = emit_statements(glu, b, [&](const FusedInst& in, size_t, bool keep) {
+    if (in.a != 0 && in.a != 1)
+      throw Error(std::string(n.op->name) + ": its region reads more than the two products");
+    return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + (in.a == 0 ? v0 : v1) +
+           "))";
+  });
+  return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
+}
+
 /// `epi`: cuda.QGemvEpi's program (load 0: the f32 product; load j >= 1: input j + 1 through
-/// views[j + 1] at the output's flat index), or null.
+/// views[j + 1] at the output's flat index), or null. `glu`: the paired form (inputs x, W and a
+/// second weight W2 like W; `epi` is the region over the two products).
 KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi,
-                         Form form) {
+                         Form form, bool glu = false) {
   const bool q8 = form != Form::F32, split = form == Form::Q8S;
-  const size_t extra = epi ? n.input_dtypes.size() - 2 : 0;
+  const size_t extra = glu ? 1 : epi ? n.input_dtypes.size() - 2 : 0;
   if (n.input_dtypes.size() < 2 || n.input_dtypes.size() != 2 + extra ||
       n.attrs.views.size() != n.input_dtypes.size())
     throw Error(std::string(n.op->name) +
-                ": needs an activation and a weight (and an epilogue's inputs)");
+                ": needs an activation and a weight (and an epilogue's inputs, or a second "
+                "weight)");
+  if (glu && (!q8 || !epi || n.input_dtypes[2] != n.input_dtypes[1] ||
+              !(n.attrs.views[2].dims == n.attrs.views[1].dims)))
+    throw Error(std::string(n.op->name) +
+                ": pairs two integer GEMVs over weights of one type and shape, with a region");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
   if (!cuda_block_type(tw) || tx != (q8 ? cuda_activation_format(tw) : DType::F32))
     throw Error(
@@ -298,7 +390,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const int axis = n.attrs.axis;
   const View& xv = n.attrs.views[0];
   const View& wv = n.attrs.views[1];
-  if (xv.has_base() || wv.has_base())
+  if (xv.has_base() || wv.has_base() || (glu && n.attrs.views[2].has_base()))
     throw Error(std::string(n.op->name) + ": an input read at an element offset is not supported");
   const Expr K = wv.dims[static_cast<size_t>(axis)];
   if (!K.is_const() || K.as_const() % block_size(tw) != 0)
@@ -325,7 +417,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   cg.require(P * K);
 
   // Q4_K's integer form takes its sub-blocks in pairs (QI_q4_k2: units of 64 values).
-  const bool pairs = q8 && !split && tw == DType::Q4_K && q4k_pairs();
+  const bool pairs = q8 && !split && tw == DType::Q4_K && q4k_pairs() && !glu;
   const int64_t NU = K.as_const() / (pairs ? 64 : 32);
   const int64_t p_hi = P.bounds(ctx.facts).hi;
   // Units a warp takes a step: the f32 form's lanes one each; the integer form's share a unit,
@@ -350,6 +442,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
 
   std::string base;
   const std::string ow = cg.view_offset(drop_row(wv), "p", "bw", base, axis);
+  const std::string ow2 =
+      glu ? cg.view_offset(drop_row(n.attrs.views[2]), "p", "bw2", base, axis) : "";
   const std::string ox = cg.view_offset(drop_row(xv), "p", "bx", base, axis);
   const std::string oo = cg.view_offset(drop_row(out_full), "p", "bo", base, axis);
   const std::string x_step = ra >= 0 ? cg.axis_offset(xv, ra, "mi") : "0";
@@ -357,8 +451,11 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const std::string& I = cg.idx();
   // The epilogue's other inputs, read before the k loop (gemv_epilogue.hpp).
   const std::string out_at = oo + " + " + o_step;
-  const GemvPrefetch pf = epi ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
-  auto store = [&](const std::string& value) { return gemv_store(n, epi, out_at, value); };
+  const GemvPrefetch pf =
+      epi && !glu ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
+  auto store = [&](const std::string& value, const std::string& value2) {
+    return glu ? glu_store(n, *epi, out_at, value, value2) : gemv_store(n, epi, out_at, value);
+  };
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), step = std::to_string(step_units * W);
@@ -366,15 +463,17 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
       "  __shared__ float red[" + std::to_string(kWarps) + "][" + Ms + "];",
+      glu ? "  __shared__ float red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
       "  const int NU = " + std::to_string(NU) + ";",
   });
   body += lines({
       "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
           ")gridDim.x * " + Gs + ") {",
       "    const " + I + " p = pb + g;",
-      "    float acc[" + Ms + "];",
+      "    float acc[" + Ms + "]" + (glu ? ", acc2[" + Ms + "]" : "") + ";",
       "#pragma unroll",
-      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0f;",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = " + (glu ? "acc2[mi] = " : "") +
+          "0.0f;",
   });
   body += pf.decl + "    if (p < P) {\n" + base + pf.load;
   // The k loop: a lane (the integer form: lane t of group grp, QI_<t>::LANES lanes a unit) loads
@@ -384,34 +483,41 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
                                 : (split ? "QS_" : "QI_") + quant_tag(tw) +
                                       (k_type ? "" : "<" + std::to_string(lanes) + ">");
   // The weight row: its blocks (split: its bodies and heads, the heads after all TB bodies).
-  std::string row_at, load_args = "row, ";
-  if (split) {
-    const std::optional<SplitLayout> sl = split_layout(tw);
-    if (!sl || n.attrs.int_value <= 0)
-      throw Error(std::string(n.op->name) + ": needs a " + std::string(name(tw)) +
-                  " weight in its split layout and its block count");
-    const std::string rb = "(long long)(" + ow + " / " + std::to_string(block_size(tw)) + ")";
-    row_at = "    const unsigned char* body = (const unsigned char*)in1 + " + rb + " * " +
-             std::to_string(sl->body) + "LL;\n    const unsigned char* head = (const unsigned " +
-             "char*)in1 + " + std::to_string(n.attrs.int_value * sl->body) + "LL + " + rb + " * " +
+  // (`sfx` names the second weight's, input `in`, at offset `o`, in the paired forms.)
+  auto row_of = [&](const std::string& in, const std::string& o, const std::string& sfx) {
+    if (split) {
+      const std::optional<SplitLayout> sl = split_layout(tw);
+      if (!sl || n.attrs.int_value <= 0)
+        throw Error(std::string(n.op->name) + ": needs a " + std::string(name(tw)) +
+                    " weight in its split layout and its block count");
+      const std::string rb = "(long long)(" + o + " / " + std::to_string(block_size(tw)) + ")";
+      return "    const unsigned char* body" + sfx + " = (const unsigned char*)" + in + " + " + rb +
+             " * " + std::to_string(sl->body) + "LL;\n    const unsigned char* head" + sfx +
+             " = (const unsigned char*)" + in + " + " +
+             std::to_string(n.attrs.int_value * sl->body) + "LL + " + rb + " * " +
              std::to_string(sl->head) + "LL;\n";
-    load_args = "body, head, ";
-  } else {
-    row_at = "    const unsigned char* row = (const unsigned char*)in1 + (long long)(" + ow +
-             " / " + std::to_string(block_size(tw)) + ") * " + std::to_string(block_bytes(tw)) +
-             "LL;\n";
-  }
-  body += row_at;
+    }
+    return "    const unsigned char* row" + sfx + " = (const unsigned char*)" + in +
+           " + (long long)(" + o + " / " + std::to_string(block_size(tw)) + ") * " +
+           std::to_string(block_bytes(tw)) + "LL;\n";
+  };
+  const std::string load_args = split ? "body, head, " : "row, ";
+  const std::string load_args2 = split ? "body2, head2, " : "row2, ";
+  body += row_of("in1", ow, "");
+  if (glu) body += row_of("in2", ow2, "2");
   body += lines({
       q8 ? "    const int grp = lane / " + T + "::LANES, t = lane % " + T + "::LANES;"
          : "    const int grp = lane;",
       "    for (int u0 = part * " + std::to_string(step_units) +
           " + grp; u0 < NU; u0 += " + std::to_string(step_units * W * U) + ") {",
-      "      " + T + "::Raw r[" + Us + "];",
+      "      " + T + "::Raw r[" + Us + "]" + (glu ? ", r2[" + Us + "]" : "") + ";",
       "#pragma unroll",
       "      for (int uu = 0; uu < " + Us + "; ++uu)",
-      "        if (u0 + uu * " + step + " < NU) " + T + "::load(" + load_args + "u0 + uu * " +
-          step + (q8 ? ", t" : "") + ", r[uu]);",
+      "        if (u0 + uu * " + step + " < NU) {",
+      "          " + T + "::load(" + load_args + "u0 + uu * " + step + (q8 ? ", t" : "") +
+          ", r[uu]);",
+      glu ? "          " + T + "::load(" + load_args2 + "u0 + uu * " + step + ", t, r2[uu]);" : "",
+      "        }",
       "#pragma unroll",
       "      for (int uu = 0; uu < " + Us + "; ++uu) {",
       "        const int u = u0 + uu * " + step + ";",
@@ -453,28 +559,36 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   } else if (q8) {
     // Lane t takes its share of unit u (QI_<t>::ints) against the activation unit's words (x
     // read as contiguous rows of activation blocks); lane 0 of the group adds the min term once
-    // per unit.
-    body += lines({
-        "        int v[" + T + "::NW], w[" + T + "::NW];",
-        "        float a, b;",
-        "        " + T + "::ints(r[uu], t, v, w, a, b);",
-        "#pragma unroll",
-        "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
-        x_row,
-        "          int xv[" + T + "::NW];",
-        "          float dx, sx;",
-        split && tx == DType::Q8_1
-            ? "          " + T + "::xw(xr + u * 32, t, xv);\n          { const unsigned int ds = " +
-                  "__ldg((const unsigned int*)(xr + " + std::to_string(NU * 32) +
-                  " + u * 4)); dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
-            : "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
-        "          int si = 0;",
-        "#pragma unroll",
-        "          for (int j = 0; j < " + T + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
-        "          acc[mi] = __fmaf_rn(__fmul_rn(a, dx), (float)si, acc[mi]);",
-        "          if (" + T + "::HAS_B && t == 0) acc[mi] = __fmaf_rn(b, sx, acc[mi]);",
-        "        }",
-    });
+    // per unit. (The paired forms: the same for r2 into acc2.)
+    auto unit = [&](const std::string& rr, const std::string& ac) {
+      return lines({
+          "        {",
+          "        int v[" + T + "::NW], w[" + T + "::NW];",
+          "        float a, b;",
+          "        " + T + "::ints(" + rr + "[uu], t, v, w, a, b);",
+          "#pragma unroll",
+          "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
+          x_row,
+          "          int xv[" + T + "::NW];",
+          "          float dx, sx;",
+          split && tx == DType::Q8_1
+              ? "          " + T +
+                    "::xw(xr + u * 32, t, xv);\n          { const unsigned int ds = " +
+                    "__ldg((const unsigned int*)(xr + " + std::to_string(NU * 32) +
+                    " + u * 4)); dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
+              : "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
+          "          int si = 0;",
+          "#pragma unroll",
+          "          for (int j = 0; j < " + T + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
+          "          " + ac + "[mi] = __fmaf_rn(__fmul_rn(a, dx), (float)si, " + ac + "[mi]);",
+          "          if (" + T + "::HAS_B && t == 0) " + ac + "[mi] = __fmaf_rn(b, sx, " + ac +
+              "[mi]);",
+          "        }",
+          "        }",
+      });
+    };
+    body += unit("r", "acc");
+    if (glu) body += unit("r2", "acc2");
   } else {
     // The activation values of a unit: x[j] for j < 32 from xr.
     std::string dot;
@@ -529,8 +643,11 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "    }",
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi)",
-      "      for (int s = 16; s > 0; s >>= 1) acc[mi] = __fadd_rn(acc[mi], "
-      "__shfl_xor_sync(0xffffffffu, acc[mi], s));",
+      "      for (int s = 16; s > 0; s >>= 1) {",
+      "        acc[mi] = __fadd_rn(acc[mi], __shfl_xor_sync(0xffffffffu, acc[mi], s));",
+      glu ? "        acc2[mi] = __fadd_rn(acc2[mi], __shfl_xor_sync(0xffffffffu, acc2[mi], s));"
+          : "",
+      "      }",
   });
   if (W == 1) {
     body += "    if (lane == 0 && p < P) {\n" + base +
@@ -538,12 +655,15 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
                 "#pragma unroll",
                 "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
             }) +
-            store("acc[mi]") + "      }\n    }\n";
+            store("acc[mi]", "acc2[mi]") + "      }\n    }\n";
   } else {
     body += lines({
         "    if (lane == 0) {",
         "#pragma unroll",
-        "      for (int mi = 0; mi < " + Ms + "; ++mi) red[warp][mi] = acc[mi];",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "        red[warp][mi] = acc[mi];",
+        glu ? "        red2[warp][mi] = acc2[mi];" : "",
+        "      }",
         "    }",
         "    __syncthreads();",
         "    if (part == 0 && lane == 0 && p < P) {",
@@ -554,8 +674,11 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
         "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
         "        float t = red[warp][mi];",
         "        for (int o = 1; o < " + Ws + "; ++o) t = __fadd_rn(t, red[warp + o][mi]);",
+        glu ? "        float t2 = red2[warp][mi];" : "",
+        glu ? "        for (int o = 1; o < " + Ws + "; ++o) t2 = __fadd_rn(t2, red2[warp + o][mi]);"
+            : "",
     });
-    body += store("t") + lines({"      }", "    }", "    __syncthreads();"});
+    body += store("t", "t2") + lines({"      }", "    }", "    __syncthreads();"});
   }
   body += "  }\n";
   const std::string pcode = cg.c(P);
@@ -567,13 +690,13 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   gen.launches.push_back(Launch{
       "lmn_qgemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   const Expr count = numel(n.attrs.shape);
-  gen.bytes = P * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const()))) +
+  gen.bytes = P * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const())) * (glu ? 2 : 1)) +
               Expr(int64_t{M} *
                    static_cast<int64_t>(q8 ? storage_bytes(tx, K.as_const()) : K.as_const() * 4)) +
               count * size_bytes(n.attrs.dtype);
-  for (size_t j = 2; j < n.input_dtypes.size(); ++j)
+  for (size_t j = 2; j < n.input_dtypes.size() && !glu; ++j)
     gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
-  gen.flops = count * K * 2;
+  gen.flops = count * K * (glu ? 4 : 2);
   return gen;
 }
 
@@ -616,6 +739,14 @@ KernelGen gen_qgemv_q8s_epi(const LlirNode& n, const GenContext& ctx) {
   return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8S);
 }
 
+KernelGen gen_qgemv_q8_glu(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8, true);
+}
+
+KernelGen gen_qgemv_q8s_glu(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8S, true);
+}
+
 }  // namespace
 
 void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
@@ -631,6 +762,10 @@ void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
   ops.push_back(&qgemv_q8_epi);
   ops.push_back(&qgemv_q8s);
   ops.push_back(&qgemv_q8s_epi);
+  static const CudaOp qgemv_q8_glu{&kQGemvQ8Glu, "cuda.library", glu_rules, gen_qgemv_q8_glu};
+  static const CudaOp qgemv_q8s_glu{&kQGemvQ8SGlu, "cuda.library", nullptr, gen_qgemv_q8s_glu};
+  ops.push_back(&qgemv_q8_glu);
+  ops.push_back(&qgemv_q8s_glu);
 }
 
 }  // namespace luminal::cuda

@@ -1,0 +1,180 @@
+// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (luminal/cuda/qgemv.cpp), offered under
+// LUMINAL_CUDA_QGEMV_GLU=1: SiLU(x @ Wg^T) * (x @ Wu^T) over separate quantized gate and up
+// weights in one kernel. On the host: not offered without the switch; offered for every block type
+// in both layouts, one and three activation rows; a SmolLM2-shaped q4_1 decode's seed takes it in
+// every layer with fewer kernels; its kernels compile for sm_90. On a GPU: its output against the
+// two integer GEMVs and the region's kernel (the same sums, the same region code).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/ops_test_util.hpp"
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/core/blocks.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/nn/linear.hpp"
+#include "support/env_scope.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::count_op;
+
+struct GluOn : testing::EnvScope {
+  GluOn() : EnvScope("LUMINAL_CUDA_QGEMV_GLU", "1") {}
+};
+
+/// y = SiLU(x @ Wg^T) * (x @ Wu^T): x [m, k] f32, Wg and Wu [n, k] of type t.
+Graph swiglu(int64_t m, int64_t k, int64_t n, DType t) {
+  Graph g;
+  Tensor x = g.tensor("x", {Expr(m), Expr(k)}, DType::F32);
+  Tensor gate = nn::linear(x, g.tensor("wg", {Expr(n), Expr(k)}, t).dequantize());
+  Tensor up = nn::linear(x, g.tensor("wu", {Expr(n), Expr(k)}, t).dequantize());
+  (gate.silu() * up).output("y");
+  return g;
+}
+
+bool is_glu(std::string_view op) { return op == "cuda.QGemvQ8Glu" || op == "cuda.QGemvQ8SGlu"; }
+
+/// The paired form over the split layout (`split`) or the GGUF one, and the activation's quantizer.
+std::function<bool(std::string_view)> glu_ops(bool split) {
+  return [split](std::string_view op) {
+    return op == (split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu") || op == "cuda.QuantizeQ8" ||
+           (split && op == "cuda.QRepack");
+  };
+}
+
+/// The two integer GEMVs in the same layout, and the region's kernel.
+std::function<bool(std::string_view)> unfused_ops(bool split) {
+  return [split](std::string_view op) {
+    return op == (split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8") || op == "cuda.QuantizeQ8" ||
+           (split && op == "cuda.QRepack") || op == "cuda.Fused";
+  };
+}
+
+struct Case {
+  DType t;
+  bool split;
+  int64_t m;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K})
+    for (bool split : {false, true})
+      for (int64_t m : {1, 3})
+        if (!split || (t != DType::Q4_K && t != DType::Q5_K)) out.push_back({t, split, m});
+  return out;
+}
+
+std::string describe(const Case& c) {
+  return std::string(name(c.t)) + (c.split ? " split" : " gguf") + " m " + std::to_string(c.m);
+}
+
+// k 512: a whole number of 256-value blocks, rows of 16-byte aligned activation blocks. (The
+// split layout: every type that has one, all but Q4_K and Q5_K.)
+constexpr int64_t kK = 512, kN = 96;
+
+TEST(CudaQGemvGluRules, NotOfferedWithoutTheSwitch) {
+  testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", nullptr);
+  testing::CudaRulesOnly rules;
+  EXPECT_EQ(testing::prefer_ops(swiglu(1, kK, kN, DType::Q4_0), rules, is_glu).second, 0);
+}
+
+TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
+  LUMINAL_REQUIRE_NVRTC();
+  const GluOn on;
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources, whats;
+  for (const Case& c : cases()) {
+    testing::EnvScope split("LUMINAL_CUDA_QGEMV_SPLIT", c.split ? "1" : "0");
+    const Graph g = swiglu(c.m, kK, kN, c.t);
+    auto [l, hits] = testing::prefer_ops(g, rules, glu_ops(c.split));
+    EXPECT_EQ(count_op(l, c.split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu"), 1)
+        << describe(c) << ": " << l.op_mix_string();
+    EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << describe(c) << ": " << l.op_mix_string();
+    testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+  }
+  testing::expect_compiles(sources, whats);
+}
+
+/// The fewest-kernels program of a `layers`-layer SmolLM2-shaped decode step, q4_1 projections.
+LlirGraph smollm2_q4_1_seed(int layers) {
+  const auto cfg = models::llama_config(
+      {.layers = layers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1};
+  for (int i = 0; i < layers; ++i)
+    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
+  return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+}
+
+TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
+  constexpr int kLayers = 3;
+  size_t without = 0;
+  {
+    testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", nullptr);
+    without = testing::kernel_count(smollm2_q4_1_seed(kLayers));
+  }
+  const GluOn on;
+  const LlirGraph l = smollm2_q4_1_seed(kLayers);
+  std::printf("[glu] SmolLM2 q4_1, %d layers: %zu kernels (%zu without; %s)\n", kLayers,
+              testing::kernel_count(l), without, l.op_mix_string().c_str());
+  EXPECT_EQ(count_op(l, "cuda.QGemvQ8Glu") + count_op(l, "cuda.QGemvQ8SGlu"), kLayers)
+      << l.op_mix_string();
+  EXPECT_LE(testing::kernel_count(l) + kLayers, without) << l.op_mix_string();
+}
+
+std::vector<uint8_t> random_blocks(DType t, int64_t values, uint64_t seed) {
+  std::vector<uint8_t> b(static_cast<size_t>(storage_bytes(t, values)));
+  blocks::fill_valid_blocks(t, b, seed);
+  return b;
+}
+
+HostBuffer random_floats(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v)
+    f = u(rng);
+  return to_host_buffer(v.data(), v.size(), DType::F32, "x");
+}
+
+TEST(CudaQGemvGlu, MatchesTheTwoGemvsAndTheRegion) {
+  LUMINAL_REQUIRE_GPU();
+  const GluOn on;
+  uint64_t seed = 40;
+  for (const Case& c : cases()) {
+    testing::EnvScope split("LUMINAL_CUDA_QGEMV_SPLIT", c.split ? "1" : "0");
+    const Graph g = swiglu(c.m, kK, kN, c.t);
+    auto [fused, a] = testing::prefer_ops(g, testing::gpu(), glu_ops(c.split));
+    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(c.split));
+    ASSERT_EQ(count_op(fused, c.split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu"), 1)
+        << describe(c) << ": " << fused.op_mix_string();
+    ASSERT_EQ(count_op(plain, "cuda.QGemvQ8Glu") + count_op(plain, "cuda.QGemvQ8SGlu"), 0)
+        << describe(c) << ": " << plain.op_mix_string();
+    const testing::BufferMap in{{"x", random_floats(c.m * kK, ++seed)},
+                                {"wg", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}},
+                                {"wu", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}}};
+    testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
+    testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
+    // The products are the same sums in the same order; the region is the same program, so any
+    // difference is the compilers' choice of instructions for SiLU (a few ulps).
+    opstest::expect_same(testing::run_plan(pa, in, {}).outputs.at("y"),
+                         testing::run_plan(pb, in, {}).outputs.at("y"), testing::Tol{1e-5, 1e-6},
+                         describe(c));
+  }
+}
+
+}  // namespace
+}  // namespace luminal
