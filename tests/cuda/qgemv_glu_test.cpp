@@ -107,15 +107,15 @@ TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
   testing::expect_compiles(sources, whats);
 }
 
-/// The fewest-kernels program of a `layers`-layer SmolLM2-shaped decode step, q4_1 projections.
+/// The fewest-kernels program of a `layers`-layer SmolLM2-shaped decode step stored as the
+/// published file stores it: q4_1 matrices, the tied embedding in q8_0.
 LlirGraph smollm2_q4_1_seed(int layers) {
   const auto cfg = models::llama_config(
       {.layers = layers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
   models::DecoderShape shape{.slots = 2048, .max_step = 1};
-  for (int i = 0; i < layers; ++i)
-    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
-      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
+  shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
+    return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
+  });
   return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
 }
 
