@@ -266,11 +266,12 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       const auto c = static_cast<size_t>(in.a);
       const std::string arr = "xl" + std::to_string(i);
       const std::string off = cg.view_offset(f.views[c], "i", "o" + std::to_string(i), xload);
-      xdecl +=
-          "    " + ct + " " + arr + "[" + std::to_string(U) + "][" + std::to_string(f.G) + "];\n";
-      xload += "          " + arr + "[uu][g] = " + load_fn(in.dtype, true) + "(" + in_name(c) +
-               "[" + off + "]);\n";
-      rhs = arr + "[uu][g]";
+      // (kept in the input's storage type, converted where read: an i32 position is one
+      // register, where its compute type, C_i32, takes two)
+      xdecl += "    S_" + dtype_tag(n.input_dtypes[c]) + " " + arr + "[" + std::to_string(U) +
+               "][" + std::to_string(f.G) + "];\n";
+      xload += "          " + arr + "[uu][g] = " + in_name(c) + "[" + off + "];\n";
+      rhs = load_fn(in.dtype, true) + "(" + arr + "[uu][g])";
     } else {
       rhs = inst_code(in, true);
     }

@@ -45,14 +45,15 @@
 // cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (opt-in, LUMINAL_CUDA_QGEMV_GLU=1, until a GPU has run
 // them): an elementwise region over two integer GEMVs of one quantized activation, element for
 // element (SwiGLU's SiLU(gate) * up over separate gate_proj and up_proj weights), in one kernel:
-// each output row p dots row p of both weights (same type and shape) with the activation, the
-// two sums exactly as the two kernels compute them, and stores the region of the two (load 0 the
-// first child's value, load 1 the second's). Where a decode layer ran the gate GEMV, the up GEMV
-// and the region (or an epilogue form of one), it runs one kernel reading the same bytes. Matched
-// on structure (the region's two children are GEMV classes over the same activation class, each
-// read whole through its own shape); the search times it against the separate kernels.
+// each output row p dots row p of both weights (same type and shape) with the activation words
+// read once, each sum as the separate kernel computes it (but Q4_K over GGUF blocks: 32-value
+// units, as LUMINAL_CUDA_QGEMV_Q4K_PAIRS=0 computes it, not the default pairs), and stores the
+// region of the two (load 0 the first child's value, load 1 the second's). Where a decode layer ran
+// the gate GEMV, the up GEMV and the region (or an epilogue form of one), it runs one kernel
+// reading the same bytes. Matched on structure (the region's two children are GEMV classes over the
+// same activation class, each read whole through its own shape); the search times it against the
+// separate kernels.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -316,14 +317,16 @@ void offer_glu(const Match& m, EGraph& eg) {
     const OpDef* op = eg.node(e0).op;
     const OpDef* glu = op == &kQGemvQ8 ? &kQGemvQ8Glu : op == &kQGemvQ8S ? &kQGemvQ8SGlu : nullptr;
     const Attrs& a0 = eg.attrs_of(e0);
-    if (!glu || a0.payload || !(a0.shape == shape) || a0.views.size() != 2) continue;
+    if (!glu || a0.payload || a0.dtype != DType::F32 || !(a0.shape == shape) ||
+        a0.views.size() != 2)
+      continue;
     const ENode n0 = eg.node(e0);
     for (ENodeId e1 : eg.nodes_of(c1)) {
       const ENode n1 = eg.node(e1);
       if (n1.op != op || eg.find(n1.children[0]) != eg.find(n0.children[0])) continue;
       const ClassId w0 = eg.find(n0.children[1]), w1 = eg.find(n1.children[1]);
       if (w0 == w1 || eg.dtype(w0) != eg.dtype(w1) || !(eg.shape(w0) == eg.shape(w1))) continue;
-      if (!(eg.attrs_of(e1) == a0)) continue;  // the same views, axis and block count
+      if (!eg.attrs_of(e1).equal_without_label(a0)) continue;  // views, axis, block count
       Attrs a = a0;
       a.dtype = like.dtype;
       a.views = {a0.views[0], a0.views[1], a0.views[1]};
@@ -559,36 +562,44 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   } else if (q8) {
     // Lane t takes its share of unit u (QI_<t>::ints) against the activation unit's words (x
     // read as contiguous rows of activation blocks); lane 0 of the group adds the min term once
-    // per unit. (The paired forms: the same for r2 into acc2.)
-    auto unit = [&](const std::string& rr, const std::string& ac) {
-      return lines({
-          "        {",
-          "        int v[" + T + "::NW], w[" + T + "::NW];",
-          "        float a, b;",
-          "        " + T + "::ints(" + rr + "[uu], t, v, w, a, b);",
-          "#pragma unroll",
-          "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
-          x_row,
-          "          int xv[" + T + "::NW];",
-          "          float dx, sx;",
-          split && tx == DType::Q8_1
-              ? "          " + T +
-                    "::xw(xr + u * 32, t, xv);\n          { const unsigned int ds = " +
-                    "__ldg((const unsigned int*)(xr + " + std::to_string(NU * 32) +
-                    " + u * 4)); dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
-              : "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
+    // per unit.
+    // (The paired forms: the same for r2 into acc2, against the activation words read once.)
+    std::vector<std::pair<std::string, std::string>> ws = {{"", "acc"}};
+    if (glu) ws.push_back({"2", "acc2"});
+    std::string ints, dots;
+    for (const auto& [sfx, ac] : ws) {
+      ints += "        int v" + sfx + "[" + T + "::NW], w" + sfx + "[" + T + "::NW];\n" +
+              "        float a" + sfx + ", b" + sfx + ";\n        " + T + "::ints(r" + sfx +
+              "[uu], t, v" + sfx + ", w" + sfx + ", a" + sfx + ", b" + sfx + ");\n";
+      dots += lines({
+          "          {",
           "          int si = 0;",
           "#pragma unroll",
-          "          for (int j = 0; j < " + T + "::NW; ++j) si = __dp4a(v[j], xv[j], si);",
-          "          " + ac + "[mi] = __fmaf_rn(__fmul_rn(a, dx), (float)si, " + ac + "[mi]);",
-          "          if (" + T + "::HAS_B && t == 0) " + ac + "[mi] = __fmaf_rn(b, sx, " + ac +
+          "          for (int j = 0; j < " + T + "::NW; ++j) si = __dp4a(v" + sfx +
+              "[j], xv[j], si);",
+          "          " + ac + "[mi] = __fmaf_rn(__fmul_rn(a" + sfx + ", dx), (float)si, " + ac +
               "[mi]);",
-          "        }",
-          "        }",
+          "          if (" + T + "::HAS_B && t == 0) " + ac + "[mi] = __fmaf_rn(b" + sfx +
+              ", sx, " + ac + "[mi]);",
+          "          }",
       });
-    };
-    body += unit("r", "acc");
-    if (glu) body += unit("r2", "acc2");
+    }
+    // (the activation words a lane reads depend on the type and its share of the unit only, so
+    // the second weight's w equals the first's)
+    body += ints;
+    body += lines({
+        "#pragma unroll",
+        "        for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        x_row,
+        "          int xv[" + T + "::NW];",
+        "          float dx, sx;",
+        split && tx == DType::Q8_1
+            ? "          " + T + "::xw(xr + u * 32, t, xv);\n          { const unsigned int ds = " +
+                  "__ldg((const unsigned int*)(xr + " + std::to_string(NU * 32) +
+                  " + u * 4)); dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
+            : "          lmn_x<" + T + "::NW>(xr, " + T + "::XK, u, w, xv, dx, sx);",
+    });
+    body += dots + "        }\n";
   } else {
     // The activation values of a unit: x[j] for j < 32 from xr.
     std::string dot;

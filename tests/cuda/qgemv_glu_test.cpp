@@ -103,6 +103,9 @@ TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
         << describe(c) << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << describe(c) << ": " << l.op_mix_string();
     testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+    // and with 4 warps a row (their sums joined through shared memory)
+    testing::EnvScope w("LUMINAL_CUDA_QGEMV_WARPS", "4");
+    testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
   }
   testing::expect_compiles(sources, whats);
 }
@@ -153,27 +156,33 @@ HostBuffer random_floats(int64_t n, uint64_t seed) {
 TEST(CudaQGemvGlu, MatchesTheTwoGemvsAndTheRegion) {
   LUMINAL_REQUIRE_GPU();
   const GluOn on;
+  // Q4_K's separate GEMV takes its sub-blocks in pairs by default; the paired form one at a time
+  // (the other summation order): compared with the separate kernel in that form.
+  testing::EnvScope pairs("LUMINAL_CUDA_QGEMV_Q4K_PAIRS", "0");
   uint64_t seed = 40;
-  for (const Case& c : cases()) {
-    testing::EnvScope split("LUMINAL_CUDA_QGEMV_SPLIT", c.split ? "1" : "0");
-    const Graph g = swiglu(c.m, kK, kN, c.t);
-    auto [fused, a] = testing::prefer_ops(g, testing::gpu(), glu_ops(c.split));
-    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(c.split));
-    ASSERT_EQ(count_op(fused, c.split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu"), 1)
-        << describe(c) << ": " << fused.op_mix_string();
-    ASSERT_EQ(count_op(plain, "cuda.QGemvQ8Glu") + count_op(plain, "cuda.QGemvQ8SGlu"), 0)
-        << describe(c) << ": " << plain.op_mix_string();
-    const testing::BufferMap in{{"x", random_floats(c.m * kK, ++seed)},
-                                {"wg", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}},
-                                {"wu", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}}};
-    testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
-    testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
-    // The products are the same sums in the same order; the region is the same program, so any
-    // difference is the compilers' choice of instructions for SiLU (a few ulps).
-    opstest::expect_same(testing::run_plan(pa, in, {}).outputs.at("y"),
-                         testing::run_plan(pb, in, {}).outputs.at("y"), testing::Tol{1e-5, 1e-6},
-                         describe(c));
-  }
+  for (const Case& c : cases())
+    for (const char* warps : {"", "4"}) {  // the kernel's choice (mostly 1 warp a row here), 4
+      testing::EnvScope split("LUMINAL_CUDA_QGEMV_SPLIT", c.split ? "1" : "0");
+      testing::EnvScope w("LUMINAL_CUDA_QGEMV_WARPS", *warps ? warps : nullptr);
+      const std::string at = describe(c) + (*warps ? " warps 4" : "");
+      const Graph g = swiglu(c.m, kK, kN, c.t);
+      auto [fused, a] = testing::prefer_ops(g, testing::gpu(), glu_ops(c.split));
+      auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(c.split));
+      ASSERT_EQ(count_op(fused, c.split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu"), 1)
+          << at << ": " << fused.op_mix_string();
+      ASSERT_EQ(count_op(plain, "cuda.QGemvQ8Glu") + count_op(plain, "cuda.QGemvQ8SGlu"), 0)
+          << at << ": " << plain.op_mix_string();
+      const testing::BufferMap in{{"x", random_floats(c.m * kK, ++seed)},
+                                  {"wg", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}},
+                                  {"wu", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}}};
+      testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
+      testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
+      // The products are the same sums in the same order; the region is the same program, so a
+      // difference can only be the compilers' instructions for SiLU (a few ulps).
+      opstest::expect_same(testing::run_plan(pa, in, {}).outputs.at("y"),
+                           testing::run_plan(pb, in, {}).outputs.at("y"), testing::Tol{1e-5, 1e-6},
+                           at);
+    }
 }
 
 }  // namespace
