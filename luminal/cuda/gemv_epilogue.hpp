@@ -7,8 +7,11 @@
 // weight prefetch switch.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "luminal/cuda/codegen.hpp"
+#include "luminal/egraph/rule.hpp"
 
 namespace luminal::cuda {
 
@@ -27,6 +30,22 @@ GemvPrefetch gemv_epilogue_prefetch(const LlirNode& n, const FusedProgram& epi, 
 /// (reading the prefetched registers of row mi), else converted to the node's dtype.
 std::string gemv_store(const LlirNode& n, const FusedProgram* epi, const std::string& at,
                        const std::string& value);
+
+/// The paired forms' rule "<name>" (cuda.GemvGlu, cuda.QGemvQ8Glu, ...): a region (an HLIR
+/// elementwise e-node or a `fused` e-node, kernels/epilogue_rule.hpp's canonical one) of exactly
+/// two children, each a class holding a P e-node without a payload (for each (P, E) of `forms`),
+/// the two alike but for one child, the weight (another class of the same dtype and shape, read
+/// through the same view), each class read whole in element order, gets an E e-node: P's
+/// children, then the second weight; P's views, then the weight's view again; the region as its
+/// payload (load 0 the first child's product, load 1 the second's). SwiGLU over separate gate
+/// and up weights in one GEMV.
+Rule gemv_pair_rule(const std::string& name, const OpDef* fused,
+                    std::vector<std::pair<const OpDef*, const OpDef*>> forms);
+
+/// The paired forms' store: `region` over `v0` and `v1` (the two products, C expressions; each
+/// rounded to its load's dtype first, as the separate GEMVs store them) into out[`at`].
+std::string gemv_pair_store(const LlirNode& n, const FusedProgram& region, const std::string& at,
+                            const std::string& v0, const std::string& v1);
 
 /// Whether a cuda.Gemv / cuda.GemvCast kernel (and their epilogue and store-into-scatter forms;
 /// not the tensor-core or GemvMatmul forms) whose shared operand holds `weight_bytes` (a weight;

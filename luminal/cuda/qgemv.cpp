@@ -66,8 +66,6 @@
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
-#include "luminal/kernels/fused_program.hpp"
-#include "luminal/kernels/fusion_detail.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/kernels/quant_rule.hpp"
 
@@ -290,61 +288,10 @@ std::vector<Rule> qgemv_rules() {
   return rules;
 }
 
-/// The paired rule's builder: region e-node m.node("e") over two integer GEMV classes of one
-/// activation (same op, type, shape and attrs but the weight), each read whole in element order.
-void offer_glu(const Match& m, EGraph& eg) {
-  const ENodeId id = m.node("e");
-  const ClassId root = eg.find(m.root);
-  const std::optional<fusion_detail::Built> b = epilogue_region(cuda_fused_op(), eg, id, 2);
-  if (!b || b->children.size() != 2) return;
-  const ClassId c0 = eg.find(b->children[0]), c1 = eg.find(b->children[1]);
-  if (c0 == c1 || c0 == root || c1 == root) return;
-  const Attrs like = eg.attrs_of(id);
-  const Shape& shape = eg.shape(c0);
-  if (!(eg.shape(c1) == shape) || !(like.shape == shape)) return;
-  for (const Expr& d : shape)
-    if (!d.is_const()) return;
-  const View whole = View::contiguous(shape);
-  for (const View& v : b->views)
-    if (!(v == whole)) return;
-  struct Pair {
-    const OpDef* glu;
-    Attrs attrs;
-    std::vector<ClassId> children;
-  };
-  std::vector<Pair> pairs;
-  for (ENodeId e0 : eg.nodes_of(c0)) {
-    const OpDef* op = eg.node(e0).op;
-    const OpDef* glu = op == &kQGemvQ8 ? &kQGemvQ8Glu : op == &kQGemvQ8S ? &kQGemvQ8SGlu : nullptr;
-    const Attrs& a0 = eg.attrs_of(e0);
-    if (!glu || a0.payload || a0.dtype != DType::F32 || !(a0.shape == shape) ||
-        a0.views.size() != 2)
-      continue;
-    const ENode n0 = eg.node(e0);
-    for (ENodeId e1 : eg.nodes_of(c1)) {
-      const ENode n1 = eg.node(e1);
-      if (n1.op != op || eg.find(n1.children[0]) != eg.find(n0.children[0])) continue;
-      const ClassId w0 = eg.find(n0.children[1]), w1 = eg.find(n1.children[1]);
-      if (w0 == w1 || eg.dtype(w0) != eg.dtype(w1) || !(eg.shape(w0) == eg.shape(w1))) continue;
-      if (!eg.attrs_of(e1).equal_without_label(a0)) continue;  // views, axis, block count
-      Attrs a = a0;
-      a.dtype = like.dtype;
-      a.views = {a0.views[0], a0.views[1], a0.views[1]};
-      a.payload = std::make_shared<FusedProgram>(b->program);
-      pairs.push_back(Pair{glu, std::move(a), {n0.children[0], w0, w1}});
-      break;
-    }
-  }
-  for (Pair& pr : pairs)
-    eg.merge(eg.add(pr.glu, std::move(pr.attrs), pr.children), root);
-}
-
-/// The paired forms' rule, with LUMINAL_CUDA_QGEMV_GLU=1 (opt-in until a GPU has run them; a
-/// rule, not a condition: the compile cache's key names the rules in force).
 std::vector<Rule> glu_rules() {
   if (!env_opt_in("LUMINAL_CUDA_QGEMV_GLU")) return {};
-  return {
-      Rule{"cuda.qgemv-glu", fusion_detail::region_pattern(cuda_fused_op()), nullptr, offer_glu}};
+  return {gemv_pair_rule("cuda.qgemv-glu", cuda_fused_op(),
+                         {{&kQGemvQ8, &kQGemvQ8Glu}, {&kQGemvQ8S, &kQGemvQ8SGlu}})};
 }
 
 std::vector<Rule> epilogue_rules() {
@@ -352,19 +299,6 @@ std::vector<Rule> epilogue_rules() {
   return {epilogue_rule(
       "cuda.qgemv-epilogue", cuda_fused_op(),
       {{&kQGemv, &kQGemvEpi}, {&kQGemvQ8, &kQGemvQ8Epi}, {&kQGemvQ8S, &kQGemvQ8SEpi}})};
-}
-
-/// The paired forms' store: `glu` (load 0: `v0`, load 1: `v1`, the two products) into out[`at`].
-std::string glu_store(const LlirNode& n, const FusedProgram& glu, const std::string& at,
-                      const std::string& v0, const std::string& v1) {
-  std::string b = "{\n";
-  const std::string r = emit_statements(glu, b, [&](const FusedInst& in, size_t, bool keep) {
-    if (in.a != 0 && in.a != 1)
-      throw Error(std::string(n.op->name) + ": its region reads more than the two products");
-    return load_fn(in.dtype, keep) + "(st_" + dtype_tag(in.dtype) + "(" + (in.a == 0 ? v0 : v1) +
-           "))";
-  });
-  return b + "    out[" + at + "] = st_" + dtype_tag(n.attrs.dtype) + "(" + r + ");\n    }\n";
 }
 
 /// `epi`: cuda.QGemvEpi's program (load 0: the f32 product; load j >= 1: input j + 1 through
@@ -457,7 +391,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const GemvPrefetch pf =
       epi && !glu ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
   auto store = [&](const std::string& value, const std::string& value2) {
-    return glu ? glu_store(n, *epi, out_at, value, value2) : gemv_store(n, epi, out_at, value);
+    return glu ? gemv_pair_store(n, *epi, out_at, value, value2)
+               : gemv_store(n, epi, out_at, value);
   };
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
