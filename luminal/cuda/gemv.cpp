@@ -19,7 +19,11 @@
 // offers no epilogue forms (cuda.GemvEpi / cuda.GemvCastEpi: the GEMV's store applies the
 // elementwise region that reads its value, kernels/epilogue_rule.hpp). cuda.GemvMatmul /
 // cuda.GemvCastMatmul (off unless LUMINAL_CUDA_GEMV_MATMUL=1) run a short product that reads the
-// GEMV's values (rope's 2-term sum) in the same kernel: GemvThen below.
+// GEMV's values (rope's 2-term sum) in the same kernel: GemvThen below. cuda.GemvGlu /
+// cuda.GemvCastGlu (opt-in, LUMINAL_CUDA_GEMV_GLU=1, until a GPU has run them): two GEMVs of one
+// activation, alike but for the weight, and the elementwise region over both (SiLU(gate) * up),
+// one kernel that dots row p of both weights (each sum as the separate kernel's) and stores the
+// region (gemv_epilogue.hpp, gemv_pair_rule).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -59,6 +63,9 @@ const OpDef kGemvCastEpi{.name = "cuda.GemvCastEpi", .seed_cost = 1.5, .library_
 const OpDef kGemvMatmul{.name = "cuda.GemvMatmul", .seed_cost = 1.0, .library_replaces = true};
 const OpDef kGemvCastMatmul{
     .name = "cuda.GemvCastMatmul", .seed_cost = 1.0, .library_replaces = true};
+// Two GEMVs and the region over both, one kernel (below a GEMV and an epilogue form, 2.45).
+const OpDef kGemvGlu{.name = "cuda.GemvGlu", .seed_cost = 1.4, .library_replaces = true};
+const OpDef kGemvCastGlu{.name = "cuda.GemvCastGlu", .seed_cost = 1.4, .library_replaces = true};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -263,9 +270,11 @@ std::string then_product(Codegen& cg, const GemvThen& then, int T, int TPB, cons
 /// `epi`: the epilogue program of cuda.GemvEpi / cuda.GemvCastEpi (load 0: the GEMV's value in
 /// the load's dtype; load j >= 1: input j + 1 through views[j + 1] at the output's flat index),
 /// or null. `then`: the product after it (cuda.GemvMatmul; input 2 is its other operand), or null.
+/// `pair`: the paired form (input 2 a second weight read through the weight's view; `epi` the
+/// region over the two products).
 KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_t,
-                        const FusedProgram* epi, const GemvThen* then) {
-  const size_t extra = epi ? n.input_dtypes.size() - 2 : (then ? 1 : 0);
+                        const FusedProgram* epi, const GemvThen* then, bool pair = false) {
+  const size_t extra = pair ? 1 : epi ? n.input_dtypes.size() - 2 : (then ? 1 : 0);
   if (n.input_dtypes.size() != 2 + extra || n.input_dtypes.size() < 2 ||
       n.attrs.views.size() != n.input_dtypes.size())
     throw Error("cuda.Gemv: needs two inputs (and an epilogue's), got " +
@@ -285,6 +294,10 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   const int ra = form->row_axis;
   const DType tw = n.input_dtypes[static_cast<size_t>(w)];
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
+  if (pair && (!epi || then || n.input_dtypes[2] != tw ||
+               !(n.attrs.views[2] == n.attrs.views[static_cast<size_t>(w)])))
+    throw Error(std::string(n.op->name) +
+                ": pairs two GEMVs whose weights have one dtype and view, with a region");
 
   Codegen cg(n, ctx);
   const View& v0 = n.attrs.views[0];
@@ -375,11 +388,13 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   const std::string& I = cg.idx();
   // The epilogue's other inputs, read before the k loop (gemv_epilogue.hpp).
   const std::string out_at = oo + " + " + o_step;
-  const GemvPrefetch pf = epi ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
-  auto store = [&](const std::string& value) {
+  const GemvPrefetch pf =
+      epi && !pair ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
+  auto store = [&](const std::string& value, const std::string& value2) {
     if (then)  // A's value as the product reads it: stored in the GEMV's dtype, loaded back
       return "lmn_a[it] = " + load_fn(n.attrs.dtype, false) + "(st_" + dtype_tag(n.attrs.dtype) +
              "(" + value + "));\n";
+    if (pair) return gemv_pair_store(n, *epi, out_at, value, value2);
     return gemv_store(n, epi, out_at, value);
   };
 
@@ -388,12 +403,15 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   const std::string sw = "S_" + dtype_tag(tw), sx = "S_" + dtype_tag(tx);
   const std::string fma =
       product_add(product_t, tx, tw, operand_load(tx, "ex[j]"), operand_load(tw, "ew[j]"), "part");
+  const std::string fma2 = product_add(product_t, tx, tw, operand_load(tx, "ex[j]"),
+                                       operand_load(tw, "ew2[j]"), "part2");
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), Vs = std::to_string(V);
   std::string body = lines({
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
       "  __shared__ double red[" + std::to_string(kWarps) + "][" + Ms + "];",
+      pair ? "  __shared__ double red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
       "  const " + I + " KC = K / " + Vs + ";",
   });
   std::string live = "p < P";  // the group's output exists
@@ -417,25 +435,31 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
     });
   }
   body += lines({
-      "    double acc[" + Ms + "];",
+      "    double acc[" + Ms + "]" + (pair ? ", acc2[" + Ms + "]" : "") + ";",
       "#pragma unroll",
-      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = 0.0;",
+      "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = " + (pair ? "acc2[mi] = " : "") +
+          "0.0;",
   });
   body += pf.decl + "    if (" + live + ") {\n" + base + pf.load;
   body += lines({
       "    const " + vw_t + "* rw = reinterpret_cast<const " + vw_t + "*>(in" + std::to_string(w) +
           " + " + ow + ");",
+      pair
+          ? "    const " + vw_t + "* rw2 = reinterpret_cast<const " + vw_t + "*>(in2 + " + ow + ");"
+          : "",
       "    for (" + I + " c = part * 32 + lane; c < KC; c += " + std::to_string(32 * W * U) + ") {",
-      "      " + vw_t + " qw[" + Us + "];",
+      "      " + vw_t + " qw[" + Us + "]" + (pair ? ", qw2[" + Us + "]" : "") + ";",
       "#pragma unroll",
       "      for (int u = 0; u < " + Us + "; ++u)",
-      "        if (c + u * " + std::to_string(32 * W) + " < KC) qw[u] = __ldg(rw + c + u * " +
-          std::to_string(32 * W) + ");",
+      "        if (c + u * " + std::to_string(32 * W) + " < KC) {",
+      "          qw[u] = __ldg(rw + c + u * " + std::to_string(32 * W) + ");",
+      pair ? "          qw2[u] = __ldg(rw2 + c + u * " + std::to_string(32 * W) + ");" : "",
+      "        }",
       "#pragma unroll",
       "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
       "        const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in" +
           std::to_string(x) + " + " + ox + " + " + x_step + ");",
-      "        float part = 0.0f;",
+      "        float part = 0.0f" + std::string(pair ? ", part2 = 0.0f" : "") + ";",
       "#pragma unroll",
       "        for (int u = 0; u < " + Us + "; ++u) {",
       "          const " + I + " cu = c + u * " + std::to_string(32 * W) + ";",
@@ -445,14 +469,22 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
       "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
       "#pragma unroll",
       "          for (int j = 0; j < " + Vs + "; ++j) part = " + fma + ";",
+      pair ? "          const " + sw + "* ew2 = reinterpret_cast<const " + sw + "*>(&qw2[u]);\n" +
+                 "#pragma unroll\n          for (int j = 0; j < " + Vs + "; ++j) part2 = " + fma2 +
+                 ";"
+           : "",
       "        }",
       "        acc[mi] = acc[mi] + (double)part;",
+      pair ? "        acc2[mi] = acc2[mi] + (double)part2;" : "",
       "      }",
       "    }",
       "    }",
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi)",
-      "      for (int s = 16; s > 0; s >>= 1) acc[mi] += __shfl_xor_sync(0xffffffffu, acc[mi], s);",
+      "      for (int s = 16; s > 0; s >>= 1) {",
+      "        acc[mi] += __shfl_xor_sync(0xffffffffu, acc[mi], s);",
+      pair ? "        acc2[mi] += __shfl_xor_sync(0xffffffffu, acc2[mi], s);" : "",
+      "      }",
   });
   if (W == 1) {
     body += lines({"    if (lane == 0 && " + live + ") {"}) + base +
@@ -460,12 +492,15 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
                 "#pragma unroll",
                 "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
             }) +
-            store("acc[mi]") + "      }\n    }\n";
+            store("acc[mi]", "acc2[mi]") + "      }\n    }\n";
   } else {
     body += lines({
         "    if (lane == 0) {",
         "#pragma unroll",
-        "      for (int mi = 0; mi < " + Ms + "; ++mi) red[warp][mi] = acc[mi];",
+        "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
+        "        red[warp][mi] = acc[mi];",
+        pair ? "        red2[warp][mi] = acc2[mi];" : "",
+        "      }",
         "    }",
         "    __syncthreads();",
         "    if (part == 0 && lane == 0 && " + live + ") {",
@@ -476,8 +511,10 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
         "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
         "        double t = red[warp][mi];",
         "        for (int q = 1; q < " + Ws + "; ++q) t += red[warp + q][mi];",
+        pair ? "        double t2 = red2[warp][mi];" : "",
+        pair ? "        for (int q = 1; q < " + Ws + "; ++q) t2 += red2[warp + q][mi];" : "",
     });
-    body += store("t") + lines({"      }", "    }", "    __syncthreads();"});
+    body += store("t", "t2") + lines({"      }", "    }", "    __syncthreads();"});
   }
   if (then)  // (the rounds end; then the tasks' products)
     body += "  }\n" + then_product(cg, *then, T, TPB, NN, ntask_out, nout, nb_task, nb, n) +
@@ -519,11 +556,12 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
     x_shared = x_shared && (d == axis || d == ra ||
                             n.attrs.views[static_cast<size_t>(x)].strides[d] == Expr(0) ||
                             odims[static_cast<size_t>(d)] == Expr(1));
-  gen.bytes = P * K * size_bytes(tw) + (x_shared ? Expr(int64_t{M}) : count) * K * size_bytes(tx) +
+  gen.bytes = P * K * Expr(int64_t{pair ? 2 : 1} * size_bytes(tw)) +
+              (x_shared ? Expr(int64_t{M}) : count) * K * size_bytes(tx) +
               count * size_bytes(n.attrs.dtype);
-  for (size_t j = 2; j < n.input_dtypes.size(); ++j)
+  for (size_t j = 2; j < n.input_dtypes.size() && !pair; ++j)
     gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
-  gen.flops = count * K * 2;
+  gen.flops = count * K * (pair ? 4 : 2);
   if (then) {  // T weight rows a task; B's and the outputs' elements once each
     gen.bytes =
         P * Expr(int64_t{T}) * K * size_bytes(tw) + K * size_bytes(tx) +
@@ -536,20 +574,28 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
 /// gen_gemv_over on the domain gemv_domain gives (the epilogue's views, over the output, read
 /// it at its flat index, which a split leaves as it is).
 KernelGen gen_gemv_node(const LlirNode& n, const GenContext& ctx, DType product_t,
-                        const FusedProgram* epi = nullptr, const GemvThen* then = nullptr) {
+                        const FusedProgram* epi = nullptr, const GemvThen* then = nullptr,
+                        bool pair = false) {
   if (then || n.attrs.views.size() < 2 || n.input_dtypes.size() < 2)
-    return gen_gemv_over(n, ctx, product_t, epi, then);
+    return gen_gemv_over(n, ctx, product_t, epi, then, pair);
   Attrs core = n.attrs;
   core.views.resize(2);
   const std::optional<Attrs> d = gemv_domain(core, n.input_dtypes[0], n.input_dtypes[1], ctx.facts);
   // (none: gen_gemv_over names why)
   if (!d || (d->axis == core.axis && d->views == core.views))
-    return gen_gemv_over(n, ctx, product_t, epi, then);
+    return gen_gemv_over(n, ctx, product_t, epi, then, pair);
   LlirNode m = n;
   m.attrs.views[0] = d->views[0];
   m.attrs.views[1] = d->views[1];
   m.attrs.axis = d->axis;
-  return gen_gemv_over(m, ctx, product_t, epi, then);
+  // The paired form's second weight: read as the first weight is (the view it shares with it).
+  if (pair && n.attrs.views.size() == 3)
+    for (size_t j : {size_t{1}, size_t{0}})
+      if (n.attrs.views[2] == n.attrs.views[j]) {
+        m.attrs.views[2] = d->views[j];
+        break;
+      }
+  return gen_gemv_over(m, ctx, product_t, epi, then, pair);
 }
 
 KernelGen gen_gemv(const LlirNode& n, const GenContext& ctx) {
@@ -604,6 +650,17 @@ KernelGen gen_gemv_cast_epi(const LlirNode& n, const GenContext& ctx) {
     throw Error("cuda.GemvCastEpi: the GEMV's value must be bf16 or f16, got " +
                 std::string(name(value_t)));
   return gen_gemv_node(n, ctx, DType::F32, prog);
+}
+KernelGen gen_gemv_glu(const LlirNode& n, const GenContext& ctx) {
+  const auto [prog, value_t] = epilogue_of(n);
+  return gen_gemv_node(n, ctx, value_t, prog, nullptr, true);
+}
+KernelGen gen_gemv_cast_glu(const LlirNode& n, const GenContext& ctx) {
+  const auto [prog, value_t] = epilogue_of(n);
+  if (value_t != DType::BF16 && value_t != DType::F16)
+    throw Error("cuda.GemvCastGlu: the GEMVs' values must be bf16 or f16, got " +
+                std::string(name(value_t)));
+  return gen_gemv_node(n, ctx, DType::F32, prog, nullptr, true);
 }
 
 /// `v` with the stride of `axis` written as z where it is another expression of z equal to z at
@@ -720,6 +777,14 @@ std::vector<Rule> epilogue_rules() {
                         {{&kGemv, &kGemvEpi}, {&kGemvCast, &kGemvCastEpi}})};
 }
 
+// The paired forms, with LUMINAL_CUDA_GEMV_GLU=1 (opt-in until a GPU has run them; a rule, not a
+// condition: the compile cache's key names the rules in force).
+std::vector<Rule> pair_rules() {
+  if (!env_opt_in("LUMINAL_CUDA_GEMV_GLU")) return {};
+  return {gemv_pair_rule("cuda.gemv-glu", cuda_fused_op(),
+                         {{&kGemv, &kGemvGlu}, {&kGemvCast, &kGemvCastGlu}})};
+}
+
 }  // namespace
 
 bool decode_alternatives() { return env_switch_on("LUMINAL_CUDA_GEMV"); }
@@ -737,6 +802,10 @@ void register_gemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp gemv_cast_matmul{&kGemvCastMatmul, "", nullptr, gen_gemv_cast_matmul};
   ops.push_back(&gemv_matmul);
   ops.push_back(&gemv_cast_matmul);
+  static const CudaOp gemv_glu{&kGemvGlu, "cuda.library", pair_rules, gen_gemv_glu};
+  static const CudaOp gemv_cast_glu{&kGemvCastGlu, "", nullptr, gen_gemv_cast_glu};
+  ops.push_back(&gemv_glu);
+  ops.push_back(&gemv_cast_glu);
 }
 
 }  // namespace luminal::cuda
