@@ -781,8 +781,18 @@ std::vector<Rule> epilogue_rules() {
 // condition: the compile cache's key names the rules in force).
 std::vector<Rule> pair_rules() {
   if (!env_opt_in("LUMINAL_CUDA_GEMV_GLU")) return {};
-  return {gemv_pair_rule("cuda.gemv-glu", cuda_fused_op(),
-                         {{&kGemv, &kGemvGlu}, {&kGemvCast, &kGemvCastGlu}})};
+  // (the weight: the operand the kernel shares across outputs, on the split domain the kernel
+  // takes, which keeps the operands' order)
+  return {gemv_pair_rule(
+      "cuda.gemv-glu", cuda_fused_op(), {{&kGemv, &kGemvGlu}, {&kGemvCast, &kGemvCastGlu}},
+      [](const EGraph& eg, ENodeId e) {
+        const ENode& n = eg.node(e);
+        if (n.children.size() != 2) return -1;
+        const DType t0 = eg.dtype(n.children[0]), t1 = eg.dtype(n.children[1]);
+        const std::optional<Attrs> d = gemv_domain(eg.attrs_of(e), t0, t1, Facts{});
+        const std::optional<GemvForm> f = gemv_form(d ? *d : eg.attrs_of(e), t0, t1, Facts{});
+        return f ? f->shared : -1;
+      })};
 }
 
 }  // namespace

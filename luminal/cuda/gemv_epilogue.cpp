@@ -56,7 +56,8 @@ namespace {
 
 /// The paired rule's builder (gemv_pair_rule).
 void offer_pair(const Match& m, EGraph& eg, const OpDef* fused,
-                const std::vector<std::pair<const OpDef*, const OpDef*>>& forms) {
+                const std::vector<std::pair<const OpDef*, const OpDef*>>& forms,
+                const WeightChild& weight_child) {
   const ENodeId id = m.node("e");
   const ClassId root = eg.find(m.root);
   const std::optional<fusion_detail::Built> b = epilogue_region(fused, eg, id, 2);
@@ -85,6 +86,8 @@ void offer_pair(const Match& m, EGraph& eg, const OpDef* fused,
     const Attrs& a0 = eg.attrs_of(e0);
     if (!paired || a0.payload || !(a0.shape == shape) || a0.views.size() != n0.children.size())
       continue;
+    const int weight = weight_child(eg, e0);
+    if (weight < 0) continue;
     for (ENodeId e1 : eg.nodes_of(c1)) {
       const ENode n1 = eg.node(e1);
       if (n1.op != n0.op || n1.children.size() != n0.children.size() ||
@@ -94,7 +97,7 @@ void offer_pair(const Match& m, EGraph& eg, const OpDef* fused,
       int wi = -1, differ = 0;
       for (size_t i = 0; i < n0.children.size(); ++i)
         if (eg.find(n0.children[i]) != eg.find(n1.children[i])) wi = static_cast<int>(i), ++differ;
-      if (differ != 1) continue;
+      if (differ != 1 || wi != weight) continue;  // (not two activations of one weight)
       const ClassId w0 = eg.find(n0.children[static_cast<size_t>(wi)]);
       const ClassId w1 = eg.find(n1.children[static_cast<size_t>(wi)]);
       if (eg.dtype(w0) != eg.dtype(w1) || !(eg.shape(w0) == eg.shape(w1))) continue;
@@ -115,11 +118,11 @@ void offer_pair(const Match& m, EGraph& eg, const OpDef* fused,
 }  // namespace
 
 Rule gemv_pair_rule(const std::string& name, const OpDef* fused,
-                    std::vector<std::pair<const OpDef*, const OpDef*>> forms) {
+                    std::vector<std::pair<const OpDef*, const OpDef*>> forms,
+                    WeightChild weight_child) {
   return Rule{name, fusion_detail::region_pattern(fused), nullptr,
-              [fused, forms = std::move(forms)](const Match& m, EGraph& eg) {
-                offer_pair(m, eg, fused, forms);
-              }};
+              [fused, forms = std::move(forms), weight_child = std::move(weight_child)](
+                  const Match& m, EGraph& eg) { offer_pair(m, eg, fused, forms, weight_child); }};
 }
 
 std::string gemv_pair_store(const LlirNode& n, const FusedProgram& region, const std::string& at,

@@ -6,6 +6,7 @@
 // rounded to its dtype first) and those registers (load j >= 1: input j + 1). Also the GEMV's
 // weight prefetch switch.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,9 +39,13 @@ std::string gemv_store(const LlirNode& n, const FusedProgram* epi, const std::st
 /// through the same view), each class read whole in element order, gets an E e-node: P's
 /// children, then the second weight; P's views, then the weight's view again; the region as its
 /// payload (load 0 the first child's product, load 1 the second's). SwiGLU over separate gate
-/// and up weights in one GEMV.
+/// and up weights in one GEMV. `weight_child(eg, e)`: which child of P e-node e the kernel reads
+/// as the weight (input 2 is read as that one is), or -1 where e has no paired form; a pair whose
+/// differing child is another is not offered.
+using WeightChild = std::function<int(const EGraph& eg, ENodeId e)>;
 Rule gemv_pair_rule(const std::string& name, const OpDef* fused,
-                    std::vector<std::pair<const OpDef*, const OpDef*>> forms);
+                    std::vector<std::pair<const OpDef*, const OpDef*>> forms,
+                    WeightChild weight_child);
 
 /// The paired forms' store: `region` over `v0` and `v1` (the two products, C expressions; each
 /// rounded to its load's dtype first, as the separate GEMVs store them) into out[`at`].

@@ -290,8 +290,10 @@ std::vector<Rule> qgemv_rules() {
 
 std::vector<Rule> glu_rules() {
   if (!env_opt_in("LUMINAL_CUDA_QGEMV_GLU")) return {};
-  return {gemv_pair_rule("cuda.qgemv-glu", cuda_fused_op(),
-                         {{&kQGemvQ8, &kQGemvQ8Glu}, {&kQGemvQ8S, &kQGemvQ8SGlu}})};
+  // (the weight is child 1; the products f32)
+  return {gemv_pair_rule(
+      "cuda.qgemv-glu", cuda_fused_op(), {{&kQGemvQ8, &kQGemvQ8Glu}, {&kQGemvQ8S, &kQGemvQ8SGlu}},
+      [](const EGraph& eg, ENodeId e) { return eg.attrs_of(e).dtype == DType::F32 ? 1 : -1; })};
 }
 
 std::vector<Rule> epilogue_rules() {
