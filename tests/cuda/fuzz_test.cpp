@@ -3,15 +3,19 @@
 // each loaded and executed on the GPU, must match the ReferenceRuntime at several dims.
 //
 // The quantized block runs every weight type with s dynamic and with 1 and 5 constant rows; the
-// expert graphs put one nn::expert_linear in a random graph.
+// expert graphs put one nn::expert_linear in a random graph; the paired blocks draw the paired
+// gate/up GEMVs (opt-in forms, switched on there).
 //
 // Environment: LUMINAL_CUDA_FUZZ_SEEDS (random graphs, default 32), LUMINAL_FUZZ_PROGRAMS
 // (programs per random graph, default 50), LUMINAL_FUZZ_VERBOSE=1 (a line per graph).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "cuda/cuda_test_util.hpp"
+#include "luminal/nn/linear.hpp"
+#include "support/env_scope.hpp"
 #include "support/model_blocks.hpp"
 
 namespace luminal {
@@ -106,6 +110,65 @@ TEST_P(CudaQuantizedBlocks, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaQuantizedBlocks, ::testing::ValuesIn(kWeightBlockDTypes),
                          [](const auto& info) { return std::string(name(info.param)); });
+
+/// SiLU(x @ Wg^T) * (x @ Wu^T) @ Wd^T over `rows` constant rows (a decode step's MLP): weights of
+/// block type `t` (x f32, the products within the quantized GEMV's bound), or dense of dtype `t`.
+FuzzGraph paired_block(DType t, int64_t rows) {
+  FuzzGraph fg;
+  fg.name = "paired gate/up " + std::string(name(t)) + ", " + std::to_string(rows) + " rows";
+  fg.seed = 1200 + static_cast<uint64_t>(t) * 8 + static_cast<uint64_t>(rows);
+  const bool q = is_block(t);
+  const int64_t k = 256, h = 64;
+  const DType xt = q ? DType::F32 : t;
+  Tensor x = model_input(fg, "x", {Expr(rows), Expr(k)}, xt, -1, 1);
+  auto weight = [&](const std::string& label, int64_t n, int64_t kk) {
+    Tensor w = model_input(fg, label, {Expr(n), Expr(kk)}, t, q ? 0 : -0.1, q ? 0 : 0.1).persist();
+    return q ? w.dequantize() : w;
+  };
+  const Tensor gate = nn::linear(x, weight("w_gate", h, k));
+  const Tensor up = nn::linear(x, weight("w_up", h, k));
+  const Tensor y = nn::linear(gate.silu() * up, weight("w_down", k, h));
+  if (!q) {
+    fg.outputs.push_back(block_output(y, "y", static_cast<double>(k), t == DType::F32 ? 16 : 4));
+    return fg;
+  }
+  // Each product within the integer GEMV's bound B (as quantized_block's); SiLU(a) * b moves by
+  // about (|b| + |a|) B, and the down projection adds its own over h terms: generous, since a
+  // wrong program is off by the values themselves.
+  const double wmax = generated_block_max(t);
+  const double b = 6 * std::sqrt(static_cast<double>(k)) * wmax * (1 + wmax) / 254;
+  const double mag = std::sqrt(static_cast<double>(k)) * wmax;
+  const double bound = 8 * std::sqrt(static_cast<double>(h)) * wmax * (2 * mag * b + b) + 8 * b;
+  y.output("y");
+  fg.outputs.push_back(
+      FuzzOutput{"y", DType::F32, bound / epsilon(DType::F32), 64 * std::sqrt(double(k))});
+  return fg;
+}
+
+// The paired gate/up GEMVs (cuda.QGemvQ8Glu / QGemvQ8SGlu, cuda.GemvGlu / GemvCastGlu, opt-in)
+// among the programs drawn: every program matches the reference, and some take a paired form.
+TEST(CudaFuzz, PairedGemvs) {
+  LUMINAL_REQUIRE_GPU();
+  const EnvScope q("LUMINAL_CUDA_QGEMV_GLU", "1"), d("LUMINAL_CUDA_GEMV_GLU", "1");
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K, DType::F32, DType::BF16})
+    for (int64_t rows : {1, 3}) {
+      const FuzzGraph fg = paired_block(t, rows);
+      CheckOptions o = on_gpu({});
+      o.programs = 16;
+      o.fold = true;
+      CheckResult r = run_check(fg, o);
+      for (const std::string& e : r.errors)
+        ADD_FAILURE() << fg.name << ": " << e;
+      for (size_t i = 0; i < r.failures.size() && i < 2; ++i)
+        ADD_FAILURE() << fg.name << ": " << r.failures[i];
+      const int paired = r.programs_using["cuda.QGemvQ8Glu"] +
+                         r.programs_using["cuda.QGemvQ8SGlu"] + r.programs_using["cuda.GemvGlu"] +
+                         r.programs_using["cuda.GemvCastGlu"];
+      std::printf("[fuzz] %s: %d of %d programs with a paired GEMV\n", fg.name.c_str(), paired,
+                  r.programs);
+      EXPECT_GT(paired, 0) << fg.name;
+    }
+}
 
 // Random graphs around one mixture-of-experts matmul (random_expert_graph, as the CPU fuzz):
 // every program agrees with the reference, and some run it as cuda.ExpertGemv / ExpertRows.
