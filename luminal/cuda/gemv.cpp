@@ -378,6 +378,11 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
     const std::string fw =
         cg.view_offset(drop_row(n.attrs.views[static_cast<size_t>(w)]), "p", "fw", fb, axis);
     const int64_t span = int64_t{32} * W * U * V;  // elements of k a group's first step reads
+    auto prefetch = [&](const std::string& in) {   // (a weight read at the weight's offsets)
+      return "      lmn_prefetch_l2(" + in + " + " + fw + ", (long long)(K < " +
+             std::to_string(span) + " ? K : " + std::to_string(span) + ") * (long long)sizeof(" +
+             sw + "), (warp % " + Ws + ") * 32 + lane, " + std::to_string(32 * W) + ");";
+    };
     before_wait =
         lines({
             "  {",
@@ -387,14 +392,8 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
         }) +
         fb +
         lines({
-            "      lmn_prefetch_l2(in" + std::to_string(w) + " + " + fw + ", (long long)(K < " +
-                std::to_string(span) + " ? K : " + std::to_string(span) + ") * (long long)sizeof(" +
-                sw + "), (warp % " + Ws + ") * 32 + lane, " + std::to_string(32 * W) + ");",
-            pair ? "      lmn_prefetch_l2(in2 + " + fw + ", (long long)(K < " +
-                       std::to_string(span) + " ? K : " + std::to_string(span) +
-                       ") * (long long)sizeof(" + sw + "), (warp % " + Ws + ") * 32 + lane, " +
-                       std::to_string(32 * W) + ");"
-                 : "",
+            prefetch("in" + std::to_string(w)),
+            pair ? prefetch("in2") : "",
             "    }",
             "  }",
         });

@@ -316,9 +316,10 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
                 ": needs an activation and a weight (and an epilogue's inputs, or a second "
                 "weight)");
   if (glu && (!q8 || !epi || n.input_dtypes[2] != n.input_dtypes[1] ||
-              !(n.attrs.views[2].dims == n.attrs.views[1].dims)))
+              !(n.attrs.views[2] == n.attrs.views[1])))
     throw Error(std::string(n.op->name) +
-                ": pairs two integer GEMVs over weights of one type and shape, with a region");
+                ": pairs two integer GEMVs over weights of one type, read through one view, with "
+                "a region");
   const DType tx = n.input_dtypes[0], tw = n.input_dtypes[1];
   if (!cuda_block_type(tw) || tx != (q8 ? cuda_activation_format(tw) : DType::F32))
     throw Error(
@@ -329,7 +330,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const int axis = n.attrs.axis;
   const View& xv = n.attrs.views[0];
   const View& wv = n.attrs.views[1];
-  if (xv.has_base() || wv.has_base() || (glu && n.attrs.views[2].has_base()))
+  if (xv.has_base() || wv.has_base())
     throw Error(std::string(n.op->name) + ": an input read at an element offset is not supported");
   const Expr K = wv.dims[static_cast<size_t>(axis)];
   if (!K.is_const() || K.as_const() % block_size(tw) != 0)
@@ -381,8 +382,6 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
 
   std::string base;
   const std::string ow = cg.view_offset(drop_row(wv), "p", "bw", base, axis);
-  const std::string ow2 =
-      glu ? cg.view_offset(drop_row(n.attrs.views[2]), "p", "bw2", base, axis) : "";
   const std::string ox = cg.view_offset(drop_row(xv), "p", "bx", base, axis);
   const std::string oo = cg.view_offset(drop_row(out_full), "p", "bo", base, axis);
   const std::string x_step = ra >= 0 ? cg.axis_offset(xv, ra, "mi") : "0";
@@ -423,14 +422,15 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
                                 : (split ? "QS_" : "QI_") + quant_tag(tw) +
                                       (k_type ? "" : "<" + std::to_string(lanes) + ">");
   // The weight row: its blocks (split: its bodies and heads, the heads after all TB bodies).
-  // (`sfx` names the second weight's, input `in`, at offset `o`, in the paired forms.)
-  auto row_of = [&](const std::string& in, const std::string& o, const std::string& sfx) {
+  // (`sfx` names the second weight's, input `in`, in the paired forms: read through the first's
+  // view, so at the same offsets.)
+  auto row_of = [&](const std::string& in, const std::string& sfx) {
     if (split) {
       const std::optional<SplitLayout> sl = split_layout(tw);
       if (!sl || n.attrs.int_value <= 0)
         throw Error(std::string(n.op->name) + ": needs a " + std::string(name(tw)) +
                     " weight in its split layout and its block count");
-      const std::string rb = "(long long)(" + o + " / " + std::to_string(block_size(tw)) + ")";
+      const std::string rb = "(long long)(" + ow + " / " + std::to_string(block_size(tw)) + ")";
       return "    const unsigned char* body" + sfx + " = (const unsigned char*)" + in + " + " + rb +
              " * " + std::to_string(sl->body) + "LL;\n    const unsigned char* head" + sfx +
              " = (const unsigned char*)" + in + " + " +
@@ -438,13 +438,13 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
              std::to_string(sl->head) + "LL;\n";
     }
     return "    const unsigned char* row" + sfx + " = (const unsigned char*)" + in +
-           " + (long long)(" + o + " / " + std::to_string(block_size(tw)) + ") * " +
+           " + (long long)(" + ow + " / " + std::to_string(block_size(tw)) + ") * " +
            std::to_string(block_bytes(tw)) + "LL;\n";
   };
   const std::string load_args = split ? "body, head, " : "row, ";
   const std::string load_args2 = split ? "body2, head2, " : "row2, ";
-  body += row_of("in1", ow, "");
-  if (glu) body += row_of("in2", ow2, "2");
+  body += row_of("in1", "");
+  if (glu) body += row_of("in2", "2");
   body += lines({
       q8 ? "    const int grp = lane / " + T + "::LANES, t = lane % " + T + "::LANES;"
          : "    const int grp = lane;",

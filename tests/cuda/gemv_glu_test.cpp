@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/swiglu_test_util.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
@@ -21,6 +21,7 @@
 #include "luminal/nn/linear.hpp"
 #include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
+#include "support/random_buffer.hpp"
 
 namespace luminal {
 namespace {
@@ -31,15 +32,7 @@ struct GluOn : testing::EnvScope {
   GluOn() : EnvScope("LUMINAL_CUDA_GEMV_GLU", "1") {}
 };
 
-/// y = SiLU(x @ Wg^T) * (x @ Wu^T), all of dtype t: x [m, k], Wg and Wu [n, k].
-Graph swiglu(int64_t m, int64_t k, int64_t n, DType t) {
-  Graph g;
-  Tensor x = g.tensor("x", {Expr(m), Expr(k)}, t);
-  Tensor gate = nn::linear(x, g.tensor("wg", {Expr(n), Expr(k)}, t));
-  Tensor up = nn::linear(x, g.tensor("wu", {Expr(n), Expr(k)}, t));
-  (gate.silu() * up).output("y");
-  return g;
-}
+using testing::swiglu_graph;
 
 bool is_glu(std::string_view op) { return op == "cuda.GemvGlu" || op == "cuda.GemvCastGlu"; }
 
@@ -67,7 +60,7 @@ constexpr int64_t kK = 576, kN = 96;
 TEST(CudaGemvGluRules, NotOfferedWithoutTheSwitch) {
   testing::EnvScope off("LUMINAL_CUDA_GEMV_GLU", nullptr);
   testing::CudaRulesOnly rules;
-  EXPECT_EQ(testing::prefer_ops(swiglu(1, kK, kN, DType::BF16), rules, is_glu).second, 0);
+  EXPECT_EQ(testing::prefer_ops(swiglu_graph(1, kK, kN, DType::BF16), rules, is_glu).second, 0);
 }
 
 // Two activations through one weight are no pair: the kernel reads a second weight.
@@ -90,7 +83,7 @@ TEST(CudaGemvGluRules, OfferedForEachDtypeAndCompiles) {
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources, whats;
   for (const Case& c : cases()) {
-    const Graph g = swiglu(c.m, kK, kN, c.t);
+    const Graph g = swiglu_graph(c.m, kK, kN, c.t);
     auto [l, hits] = testing::prefer_ops(g, rules, is_glu);
     EXPECT_EQ(hits, 1) << describe(c) << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << describe(c) << ": " << l.op_mix_string();
@@ -122,15 +115,6 @@ TEST(CudaGemvGluRules, TheSeedTakesItInEveryLayer) {
   EXPECT_LE(testing::kernel_count(l) + kLayers, without) << l.op_mix_string();
 }
 
-HostBuffer random_values(DType t, int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& f : v)
-    f = u(rng);
-  return to_host_buffer(v.data(), v.size(), t, "x");
-}
-
 TEST(CudaGemvGlu, MatchesTheSeparateKernels) {
   LUMINAL_REQUIRE_GPU();
   const GluOn on;
@@ -139,15 +123,15 @@ TEST(CudaGemvGlu, MatchesTheSeparateKernels) {
     for (const char* warps : {"", "4"}) {
       testing::EnvScope w("LUMINAL_CUDA_GEMV_WARPS", *warps ? warps : nullptr);
       const std::string at = describe(c) + (*warps ? " warps 4" : "");
-      const Graph g = swiglu(c.m, kK, kN, c.t);
+      const Graph g = swiglu_graph(c.m, kK, kN, c.t);
       auto [fused, a] = testing::prefer_ops(g, testing::gpu(), is_glu);
       auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
       ASSERT_EQ(a, 1) << at << ": " << fused.op_mix_string();
       ASSERT_EQ(count_op(plain, "cuda.GemvGlu") + count_op(plain, "cuda.GemvCastGlu"), 0)
           << at << ": " << plain.op_mix_string();
-      const testing::BufferMap in{{"x", random_values(c.t, c.m * kK, ++seed)},
-                                  {"wg", random_values(c.t, kN * kK, ++seed)},
-                                  {"wu", random_values(c.t, kN * kK, ++seed)}};
+      const testing::BufferMap in{{"x", testing::random_buffer(c.t, c.m * kK, ++seed, -1, 1)},
+                                  {"wg", testing::random_buffer(c.t, kN * kK, ++seed, -1, 1)},
+                                  {"wu", testing::random_buffer(c.t, kN * kK, ++seed, -1, 1)}};
       testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
       testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
       // The same sums in the same order, each rounded to the GEMV's dtype before the region; the

@@ -8,20 +8,19 @@
 
 #include <cstdint>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
-#include "luminal/core/blocks.hpp"
+#include "cuda/swiglu_test_util.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
-#include "luminal/nn/linear.hpp"
 #include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
+#include "support/random_buffer.hpp"
 
 namespace luminal {
 namespace {
@@ -32,15 +31,7 @@ struct GluOn : testing::EnvScope {
   GluOn() : EnvScope("LUMINAL_CUDA_QGEMV_GLU", "1") {}
 };
 
-/// y = SiLU(x @ Wg^T) * (x @ Wu^T): x [m, k] f32, Wg and Wu [n, k] of type t.
-Graph swiglu(int64_t m, int64_t k, int64_t n, DType t) {
-  Graph g;
-  Tensor x = g.tensor("x", {Expr(m), Expr(k)}, DType::F32);
-  Tensor gate = nn::linear(x, g.tensor("wg", {Expr(n), Expr(k)}, t).dequantize());
-  Tensor up = nn::linear(x, g.tensor("wu", {Expr(n), Expr(k)}, t).dequantize());
-  (gate.silu() * up).output("y");
-  return g;
-}
+using testing::swiglu_graph;
 
 bool is_glu(std::string_view op) { return op == "cuda.QGemvQ8Glu" || op == "cuda.QGemvQ8SGlu"; }
 
@@ -87,7 +78,7 @@ constexpr int64_t kK = 512, kN = 96;
 TEST(CudaQGemvGluRules, NotOfferedWithoutTheSwitch) {
   testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", nullptr);
   testing::CudaRulesOnly rules;
-  EXPECT_EQ(testing::prefer_ops(swiglu(1, kK, kN, DType::Q4_0), rules, is_glu).second, 0);
+  EXPECT_EQ(testing::prefer_ops(swiglu_graph(1, kK, kN, DType::Q4_0), rules, is_glu).second, 0);
 }
 
 TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
@@ -97,7 +88,7 @@ TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
   std::vector<std::string> sources, whats;
   for (const Case& c : cases()) {
     testing::EnvScope split("LUMINAL_CUDA_QGEMV_SPLIT", c.split ? "1" : "0");
-    const Graph g = swiglu(c.m, kK, kN, c.t);
+    const Graph g = swiglu_graph(c.m, kK, kN, c.t);
     auto [l, hits] = testing::prefer_ops(g, rules, glu_ops(c.split));
     EXPECT_EQ(count_op(l, c.split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu"), 1)
         << describe(c) << ": " << l.op_mix_string();
@@ -138,21 +129,6 @@ TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
   EXPECT_LE(testing::kernel_count(l) + kLayers, without) << l.op_mix_string();
 }
 
-std::vector<uint8_t> random_blocks(DType t, int64_t values, uint64_t seed) {
-  std::vector<uint8_t> b(static_cast<size_t>(storage_bytes(t, values)));
-  blocks::fill_valid_blocks(t, b, seed);
-  return b;
-}
-
-HostBuffer random_floats(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-2, 2);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v)
-    f = u(rng);
-  return to_host_buffer(v.data(), v.size(), DType::F32, "x");
-}
-
 TEST(CudaQGemvGlu, MatchesTheTwoGemvsAndTheRegion) {
   LUMINAL_REQUIRE_GPU();
   const GluOn on;
@@ -165,16 +141,17 @@ TEST(CudaQGemvGlu, MatchesTheTwoGemvsAndTheRegion) {
       testing::EnvScope split("LUMINAL_CUDA_QGEMV_SPLIT", c.split ? "1" : "0");
       testing::EnvScope w("LUMINAL_CUDA_QGEMV_WARPS", *warps ? warps : nullptr);
       const std::string at = describe(c) + (*warps ? " warps 4" : "");
-      const Graph g = swiglu(c.m, kK, kN, c.t);
+      const Graph g = swiglu_graph(c.m, kK, kN, c.t);
       auto [fused, a] = testing::prefer_ops(g, testing::gpu(), glu_ops(c.split));
       auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(c.split));
       ASSERT_EQ(count_op(fused, c.split ? "cuda.QGemvQ8SGlu" : "cuda.QGemvQ8Glu"), 1)
           << at << ": " << fused.op_mix_string();
       ASSERT_EQ(count_op(plain, "cuda.QGemvQ8Glu") + count_op(plain, "cuda.QGemvQ8SGlu"), 0)
           << at << ": " << plain.op_mix_string();
-      const testing::BufferMap in{{"x", random_floats(c.m * kK, ++seed)},
-                                  {"wg", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}},
-                                  {"wu", HostBuffer{c.t, random_blocks(c.t, kN * kK, ++seed)}}};
+      const testing::BufferMap in{
+          {"x", testing::random_buffer(DType::F32, c.m * kK, ++seed, -2, 2)},
+          {"wg", testing::random_buffer(c.t, kN * kK, ++seed)},
+          {"wu", testing::random_buffer(c.t, kN * kK, ++seed)}};
       testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
       testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
       // The products are the same sums in the same order; the region is the same program, so a
