@@ -10,6 +10,7 @@
 // (programs per random graph, default 50), LUMINAL_FUZZ_VERBOSE=1 (a line per graph).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -118,7 +119,8 @@ FuzzGraph paired_block(DType t, int64_t rows) {
   fg.name = "paired gate/up " + std::string(name(t)) + ", " + std::to_string(rows) + " rows";
   fg.seed = 1200 + static_cast<uint64_t>(t) * 8 + static_cast<uint64_t>(rows);
   const bool q = is_block(t);
-  const int64_t k = 256, h = 64;
+  // The down projection's rows run along h: a multiple of the type's block (256 for the K types).
+  const int64_t k = 256, h = q ? std::max<int64_t>(64, block_size(t)) : 64;
   const DType xt = q ? DType::F32 : t;
   Tensor x = model_input(fg, "x", {Expr(rows), Expr(k)}, xt, -1, 1);
   auto weight = [&](const std::string& label, int64_t n, int64_t kk) {
@@ -145,12 +147,25 @@ FuzzGraph paired_block(DType t, int64_t rows) {
   return fg;
 }
 
+// The types PairedGemvs draws: their graphs build on any machine (a shape a type refuses throws
+// here, not first on a GPU).
+constexpr DType kPairedTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q4_K,
+                                  DType::Q6_K, DType::F32,  DType::BF16};
+
+TEST(CudaFuzzHost, PairedBlocksBuildForEveryType) {
+  for (DType t : kPairedTypes)
+    for (int64_t rows : {1, 3}) {
+      const FuzzGraph fg = paired_block(t, rows);
+      EXPECT_EQ(fg.outputs.size(), 1u) << fg.name;
+    }
+}
+
 // The paired gate/up GEMVs (cuda.QGemvQ8Glu / QGemvQ8SGlu, cuda.GemvGlu / GemvCastGlu, opt-in)
 // among the programs drawn: every program matches the reference, and some take a paired form.
 TEST(CudaFuzz, PairedGemvs) {
   LUMINAL_REQUIRE_GPU();
   const EnvScope q("LUMINAL_CUDA_QGEMV_GLU", "1"), d("LUMINAL_CUDA_GEMV_GLU", "1");
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K, DType::F32, DType::BF16})
+  for (DType t : kPairedTypes)
     for (int64_t rows : {1, 3}) {
       const FuzzGraph fg = paired_block(t, rows);
       CheckOptions o = on_gpu({});
