@@ -5,6 +5,10 @@
 //                             view (whole rows: row starts come from the view, K the last dim).
 //                             Load-time folding runs it once per load where the search reads
 //                             the f32 weight (dequantise-then-matmul).
+//   cuda.DequantizeBF16(W):   the same, each value rounded to bf16 (to nearest even) as it is
+//                             stored: a prefill's weight for a cuBLASLt bf16 call, written
+//                             into the arena at every execute (qgemm.cpp, "cuda.qgemm-lt") where
+//                             a resident bf16 copy would hold 3.6x a q4_0 file's bytes.
 //   cuda.QGather(idx, W):     Gather(idx, Dequantize(W)) read contiguously (quant_rule.hpp): each
 //                             index decodes the one value it addresses; an index outside the
 //                             data writes 0 and sets the error word, as Gather does. It dominates
@@ -25,6 +29,10 @@ namespace luminal::cuda {
 namespace {
 
 const OpDef kQGather{.name = "cuda.QGather"};
+// (under half a kernel in the seeds: it writes half the bytes of Dequantize's f32, and with the
+// activation's cuda.QuantizeQ8 (0.5) the seed that prefers library calls then takes it and the
+// bf16 call, 1.8, over the f32 Dequantize and the f32 call, 2)
+const OpDef kDequantizeBF16{.name = "cuda.DequantizeBF16", .seed_cost = 0.3};
 
 constexpr int kBlock = 256;
 
@@ -75,6 +83,8 @@ KernelGen finish(const char* entry, Codegen& cg, const std::string& pre, const s
 KernelGen gen_dequantize(const LlirNode& n, const GenContext& ctx) {
   if (n.attrs.views.size() != 1 || n.input_dtypes.size() != 1)
     throw Error("cuda: Dequantize needs one input");
+  if (n.op == &kDequantizeBF16 && n.attrs.dtype != DType::BF16)
+    throw Error("cuda.DequantizeBF16 writes bf16, not " + std::string(name(n.attrs.dtype)));
   const DType t = n.input_dtypes[0];
   const View& v = n.attrs.views[0];
   const int64_t K = row_length(v, t, "Dequantize");
@@ -142,10 +152,14 @@ std::vector<Rule> qgather_rules() {
 
 }  // namespace
 
+const OpDef* dequantize_bf16_op() { return &kDequantizeBF16; }
+
 void register_dequantize_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp dequantize{hlir_op(OpKind::Dequantize), "", nullptr, gen_dequantize};
+  static const CudaOp dequantize16{&kDequantizeBF16, "", nullptr, gen_dequantize};
   static const CudaOp qgather{&kQGather, "cuda.library", qgather_rules, gen_qgather};
   ops.push_back(&dequantize);
+  ops.push_back(&dequantize16);
   ops.push_back(&qgather);
 }
 

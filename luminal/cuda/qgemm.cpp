@@ -33,6 +33,22 @@
 // each output as fma(a * d_x, sum, acc), then fma(b, s_x, acc) for types with a min; blocks in
 // order within a slice, then the slices added in order. So every output is within
 // testing::quant_dot_bound at depth 2 K / 32 + 8 (docs/quant.md).
+//
+// Dequantise to the arena, then cuBLASLt (rule "cuda.qgemm-lt", opt-in: LUMINAL_CUDA_QGEMM_LT=1
+// until a GPU has run it): beside the kernels above, the layer as x in bf16 rows (cuda.QuantizeQ8
+// in BF16, as cuda.QGemmBF16 reads them) times cuda.DequantizeBF16(W) (the whole weight decoded
+// and rounded to bf16 into the arena at every execute, dequantize.cpp), written as the graph's
+// own SumReduce(Mul(Cast(.), Cast(.))) over those two bf16 tensors, so that the cuBLASLt rules
+// offer their bf16 x bf16 -> f32 call (and the generated matmuls theirs). The generated
+// cuda.QGemmBF16 ran at about 110 TFLOPS on an H100 (BENCHMARKS.md, session 33) where cuBLASLt's
+// bf16 GEMMs of the dense 8B prefill run at about 2x that: decoding a weight once into 2 bytes a
+// value and reading them back costs 4 bytes a value more than the tile kernel reads. The seeds
+// count kernels and keep the tile kernels; with the switch on, the seed that prefers library
+// calls (SearchSpace::LibrarySeed::Prefer) takes this form for every prefill layer (the tile
+// kernels are then library_replaces) and the search times it against them. Weights of more than
+// 2^27 values (a 256 MiB bf16 copy: a large vocabulary's LM head over every row) are left out.
+// Numerics as cuda.QGemmBF16's (x and w each rounded to bf16 once, products exact in f32) but
+// the sums in cuBLASLt's f32 order: within sum |x w| (2^-7 + 2^-15) + gamma(K) sum |x w|.
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -51,10 +67,11 @@ namespace luminal::cuda {
 namespace {
 
 // (the integer GEMV's 0.3-0.35: with cuda.QuantizeQ8's 0.5 below a Dequantize and a matmul)
-const OpDef kQGemmQ8{.name = "cuda.QGemmQ8", .seed_cost = 0.35};
+// (not const: qgemm_rules() marks them library_replaces with the dequantise + cuBLASLt form on)
+OpDef kQGemmQ8{.name = "cuda.QGemmQ8", .seed_cost = 0.35};
 // Over the split layout (cuda.QRepack, folded at load, shared with the decode's cuda.QGemvQ8S): a
 // little below, so the seeds take it where it is offered.
-const OpDef kQGemmQ8S{.name = "cuda.QGemmQ8S", .seed_cost = 0.3};
+OpDef kQGemmQ8S{.name = "cuda.QGemmQ8S", .seed_cost = 0.3};
 
 // A block: 8 warps, in groups of `slices` warps that split k (LUMINAL_CUDA_QGEMM_SLICES: 1, 2, 4
 // or 8; default 8: on an H100 an 8B q4_0 prefill's 224 GEMMs took 28.9 ms with 8, 31.8 with 4, 38.9
@@ -142,8 +159,58 @@ Rule gemm_rule(std::string name, const OpDef* op, bool bf16, bool split, bool k)
               }};
 }
 
+constexpr int64_t kMaxLtWeight = int64_t{1} << 27;  // values: a 256 MiB bf16 copy
+
+/// The parts of a layer the dequantise + cuBLASLt form takes: gemm_parts with every CUDA block
+/// type, a static weight of at most kMaxLtWeight values.
+std::optional<QuantMatmulParts> lt_parts(const EGraph& eg, const Match& m) {
+  std::optional<QuantMatmulParts> p = gemm_parts(eg, m, true);
+  if (!p) return std::nullopt;
+  const Expr count = numel(eg.shape(p->weight));
+  if (!count.is_const() || count.as_const() > kMaxLtWeight) return std::nullopt;
+  return p;
+}
+
+/// Rule "cuda.qgemm-lt" (above): SumReduce(Mul(Cast(x16), Cast(w16))) over x16 =
+/// cuda.QuantizeQ8(x) in BF16 and w16 = cuda.DequantizeBF16(W), merged into the layer's class.
+Rule lt_rule() {
+  return Rule{
+      "cuda.qgemm-lt", matmul_pattern(),
+      [](const Match& m, const EGraph& eg) { return lt_parts(eg, m).has_value(); },
+      [](const Match& m, EGraph& eg) {
+        const std::optional<QuantMatmulParts> p = lt_parts(eg, m);
+        if (!p) return;
+        const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
+        const ClassId x16 = eg.add(quantize_q8_op(), a.quantize, {p->act});
+        const Shape ws = eg.shape(p->weight);
+        Attrs d;
+        d.dtype = DType::BF16;
+        d.shape = ws;
+        d.views = {View::contiguous(ws)};
+        const ClassId w16 = eg.add(dequantize_bf16_op(), d, {p->weight});
+        auto up = [&eg](ClassId c, const Shape& s) {
+          Attrs c32;
+          c32.shape = s;
+          c32.views = {View::contiguous(s)};
+          return eg.add(hlir_op(OpKind::Cast), c32, {c});
+        };
+        // The Mul over the layer's dims: x16 as the quantized rows are read (a.matmul's
+        // view 0), w16 as W is (its element offsets are W's).
+        Attrs mul;
+        mul.shape = p->dims;
+        mul.views = a.matmul.views;
+        const ClassId prod = eg.add(hlir_op(OpKind::Mul), mul, {up(x16, p->act_rows), up(w16, ws)});
+        eg.merge(eg.add(hlir_op(OpKind::SumReduce), p->sum, {prod}), m.root);
+      }};
+}
+
 std::vector<Rule> qgemm_rules() {
   // (rules, not conditions: the compile cache's key names the rules in force)
+  // The dequantise + cuBLASLt form, opt-in; with it the tile kernels give way to library calls
+  // in the seed that prefers them.
+  const bool lt = env_opt_in("LUMINAL_CUDA_QGEMM_LT");
+  for (OpDef* op : {&kQGemmQ8, &kQGemmQ8S, qgemm_bf16_op(false), qgemm_bf16_op(true)})
+    op->library_replaces = lt;
   if (!env_switch_on("LUMINAL_CUDA_QGEMM")) return {};
   // LUMINAL_CUDA_QGEMV=f32 (qgemv.cpp) keeps every activation f32: no integer form here either.
   if (const char* v = std::getenv("LUMINAL_CUDA_QGEMV"); v != nullptr && std::string(v) == "f32")
@@ -153,6 +220,7 @@ std::vector<Rule> qgemm_rules() {
   const bool split = env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT");
   std::vector<Rule> out{
       gemm_rule(k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", &kQGemmQ8, false, false, k)};
+  if (lt) out.push_back(lt_rule());
   if (split) out.push_back(gemm_rule("cuda.qgemm-q8s", &kQGemmQ8S, false, true, false));
   // The bf16 forms (qgemm_bf16.cpp): x as bf16 rows, the weight dequantised a tile at a time;
   // LUMINAL_CUDA_QGEMM_BF16=0 offers none; LUMINAL_CUDA_QGEMM_BF16_K=0 none for the K types.

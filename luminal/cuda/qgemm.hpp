@@ -37,8 +37,9 @@ void weight_row_pointer(Codegen& cg, const GemmOperands& g, const std::string& p
                         std::string& body);
 
 /// cuda.QGemmBF16 (qgemm_bf16.cpp) over the GGUF layout, or with `split` cuda.QGemmBF16S over
-/// the split layout: x [rows, K] as bf16 rows (cuda.QuantizeQ8 in BF16) @ W^T.
-const OpDef* qgemm_bf16_op(bool split);
+/// the split layout: x [rows, K] as bf16 rows (cuda.QuantizeQ8 in BF16) @ W^T. (Mutable:
+/// qgemm_rules() sets its library_replaces.)
+OpDef* qgemm_bf16_op(bool split);
 
 /// The block types with a 32-value block (one MMA step): q4_0, q4_1, q5_0, q5_1, q8_0.
 bool legacy_type(DType t);

@@ -54,10 +54,9 @@ double small_weight_extra(const EGraph& eg, uint32_t enode) {
 }
 
 // (below cuda.QGemmQ8's 0.35 and cuda.QGemmQ8S's 0.3 for large weights, above for small ones)
-const OpDef kQGemmBF16{
-    .name = "cuda.QGemmBF16", .seed_cost = 0.28, .seed_extra = small_weight_extra};
-const OpDef kQGemmBF16S{
-    .name = "cuda.QGemmBF16S", .seed_cost = 0.25, .seed_extra = small_weight_extra};
+// (not const: qgemm.cpp's qgemm_rules() sets library_replaces, see there)
+OpDef kQGemmBF16{.name = "cuda.QGemmBF16", .seed_cost = 0.28, .seed_extra = small_weight_extra};
+OpDef kQGemmBF16S{.name = "cuda.QGemmBF16S", .seed_cost = 0.25, .seed_extra = small_weight_extra};
 
 constexpr int kBlock = 256;
 constexpr int kTile = 64;    // activation rows, weight rows and k values a step
@@ -374,7 +373,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
 
 const char* qgemm_bf16_decode_source() { return kBf16Decode; }
 
-const OpDef* qgemm_bf16_op(bool split) { return split ? &kQGemmBF16S : &kQGemmBF16; }
+OpDef* qgemm_bf16_op(bool split) { return split ? &kQGemmBF16S : &kQGemmBF16; }
 
 void register_qgemm_bf16_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp plain{&kQGemmBF16, "cuda.library", nullptr, gen_qgemm_bf16};

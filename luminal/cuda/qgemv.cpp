@@ -42,17 +42,17 @@
 //
 // LUMINAL_CUDA_QGEMV_WARPS (1, 2, 4, 8) and LUMINAL_CUDA_QGEMV_UNROLL (1 to 8) override W and U.
 //
-// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (opt-in, LUMINAL_CUDA_QGEMV_GLU=1, until a GPU has run
-// them): an elementwise region over two integer GEMVs of one quantized activation, element for
-// element (SwiGLU's SiLU(gate) * up over separate gate_proj and up_proj weights), in one kernel:
-// each output row p dots row p of both weights (same type and shape) with the activation words
-// read once, each sum as the separate kernel computes it (but Q4_K over GGUF blocks: 32-value
-// units, as LUMINAL_CUDA_QGEMV_Q4K_PAIRS=0 computes it, not the default pairs), and stores the
-// region of the two (load 0 the first child's value, load 1 the second's). Where a decode layer ran
-// the gate GEMV, the up GEMV and the region (or an epilogue form of one), it runs one kernel
-// reading the same bytes. Matched on structure (the region's two children are GEMV classes over the
-// same activation class, each read whole through its own shape); the search times it against the
-// separate kernels.
+// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (opt-in, LUMINAL_CUDA_QGEMV_GLU=1: right on an H100 but
+// not faster there, docs/cuda.md "Gate and up in one kernel"): an elementwise region over two
+// integer GEMVs of one quantized activation, element for element (SwiGLU's SiLU(gate) * up over
+// separate gate_proj and up_proj weights), in one kernel: each output row p dots row p of both
+// weights (same type and shape) with the activation words read once, each sum as the separate
+// kernel computes it (but Q4_K over GGUF blocks: 32-value units, as LUMINAL_CUDA_QGEMV_Q4K_PAIRS=0
+// computes it, not the default pairs), and stores the region of the two (load 0 the first child's
+// value, load 1 the second's). Where a decode layer ran the gate GEMV, the up GEMV and the region
+// (or an epilogue form of one), it runs one kernel reading the same bytes. Matched on structure
+// (the region's two children are GEMV classes over the same activation class, each read whole
+// through its own shape); the search times it against the separate kernels.
 #include <algorithm>
 #include <cstdlib>
 #include <memory>

@@ -42,6 +42,9 @@ const char* dp4a_unit_source();
 std::string quant_tag(DType t);
 /// cuda.QuantizeQ8 (quantize_q8.cpp): activation rows quantized for cuda.QGemvQ8.
 const OpDef* quantize_q8_op();
+/// cuda.DequantizeBF16 (dequantize.cpp): Dequantize(W) written as bf16, every execute (the
+/// weight a prefill's cuBLASLt call reads, qgemm.cpp's rule "cuda.qgemm-lt").
+const OpDef* dequantize_bf16_op();
 /// The activation format cuda.QGemvQ8 reads beside weights of type `weight`: Q8_K for the K
 /// types, Q8_1 for the legacy ones (Q4_0, Q5_0 and Q8_0 use its d and q, which equal Q8_0's).
 DType cuda_activation_format(DType weight);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/nn/linear.hpp"
@@ -75,13 +76,16 @@ TEST(CudaFuzz, GqaAttentionKvCacheRope) {
 
 // Quantized weights (model_blocks.hpp's quantized_block): every program (cuda.QGather, Dequantize,
 // a folded dequantised copy; with 1 or 5 constant rows cuda.QGemv, cuda.QGemvQ8 and the split
-// cuda.QGemvQ8S over cuda.QRepack too; with a dynamic count cuda.QGemmQ8 and cuda.QGemmBF16, whose
-// programs it counts) matches the reference.
+// cuda.QGemvQ8S over cuda.QRepack too; with a dynamic count cuda.QGemmQ8, cuda.QGemmBF16 and,
+// with LUMINAL_CUDA_QGEMM_LT=1 set here, cuda.DequantizeBF16 + cuBLASLt, whose programs it
+// counts) matches the reference.
 class CudaQuantizedBlocks : public ::testing::TestWithParam<DType> {};
 
 TEST_P(CudaQuantizedBlocks, MatchReference) {
   LUMINAL_REQUIRE_GPU();
   for (int64_t rows : {0, 1, 5}) {
+    std::optional<EnvScope> lt;
+    if (rows == 0) lt.emplace("LUMINAL_CUDA_QGEMM_LT", "1");
     CheckOptions o = on_gpu({});
     o.programs = 12;
     o.fold = rows == 1;
@@ -103,8 +107,10 @@ TEST_P(CudaQuantizedBlocks, MatchReference) {
       // A dynamic row count: the prefill GEMMs' forms among the programs drawn.
       const int q8 = r.programs_using["cuda.QGemmQ8"] + r.programs_using["cuda.QGemmQ8S"];
       const int bf16 = r.programs_using["cuda.QGemmBF16"] + r.programs_using["cuda.QGemmBF16S"];
-      std::printf("[fuzz] %s: %d programs with the int8 prefill GEMM, %d with the bf16 one\n",
-                  fg.name.c_str(), q8, bf16);
+      std::printf(
+          "[fuzz] %s: %d programs with the int8 prefill GEMM, %d with the bf16 one, %d with the "
+          "weight dequantised to bf16 (cuda.DequantizeBF16)\n",
+          fg.name.c_str(), q8, bf16, r.programs_using["cuda.DequantizeBF16"]);
     }
   }
 }

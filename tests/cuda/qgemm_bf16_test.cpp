@@ -12,10 +12,15 @@
 //     power-of-two scales and activations exact in bf16 (every product exact) the exact sum to
 //     within the accumulation's rounding, which a single wrong weight value fails; the K types
 //     (q4_k, q5_k, q6_k).
+// The library form beside it (LUMINAL_CUDA_QGEMM_LT=1: cuda.DequantizeBF16 writes the weight in
+// bf16, cuBLASLt multiplies): CI: offered with the switch for prefill rows and weights of at most
+// 2^27 values, taken by the seed that prefers library calls, its kernels compile; GPU: every type
+// within the same bound (the sums in any order), and the exact-operand test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +48,33 @@ bool bf16_split_ops(std::string_view op) {
 }
 
 using testing::quant_linear_graph;
+
+/// How check_bf16 (below) runs a layer: cuda.QGemmBF16, cuda.QGemmBF16S, or the weight decoded by
+/// cuda.DequantizeBF16 and the product by cuBLASLt (LUMINAL_CUDA_QGEMM_LT=1, qgemm.cpp).
+enum class Form { Tiles, Split, Library };
+
+bool lt_ops(std::string_view op) {
+  return op == "cuda.LtMatmul" || op == "cuda.LtMatmulRow" || op == "cuda.DequantizeBF16" ||
+         op == "cuda.QuantizeQ8";
+}
+
+/// Whether `l` runs its layer as the library form: one cuda.DequantizeBF16 and one cuBLASLt call
+/// reading two bf16 operands (not the f32 casts of them), and no tile kernel.
+bool library_form(const LlirGraph& l) {
+  int calls = 0;
+  for (const LlirNode& node : l.nodes) {
+    const std::string_view op = node.op->name;
+    if (op != "cuda.LtMatmul" && op != "cuda.LtMatmulRow") continue;
+    ++calls;
+    if (node.input_dtypes.size() < 2 || node.input_dtypes[0] != DType::BF16 ||
+        node.input_dtypes[1] != DType::BF16)
+      return false;
+  }
+  return calls == 1 && count_op(l, "cuda.DequantizeBF16") == 1 &&
+         count_op(l, "cuda.QGemmBF16") + count_op(l, "cuda.QGemmBF16S") +
+                 count_op(l, "cuda.QGemmQ8") + count_op(l, "cuda.QGemmQ8S") ==
+             0;
+}
 
 TEST(CudaQGemmBF16Rules, OfferedForPrefillRowsOnly) {
   testing::CudaRulesOnly rules;
@@ -84,6 +116,71 @@ TEST(CudaQGemmBF16Rules, TheSeedTakesItForLargeWeights) {
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 0) << n << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << n << ": " << l.op_mix_string();
   }
+}
+
+// ------------------------------------------------ dequantise to the arena, then cuBLASLt (host)
+
+// Offered with LUMINAL_CUDA_QGEMM_LT=1 for every block type, more than 8 rows or a dynamic count,
+// a weight of at most 2^27 values; never without the switch.
+TEST(CudaQGemmLtRules, OfferedWithTheSwitchForPrefillRows) {
+  {
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_LT", "1");
+    testing::CudaRulesOnly rules(true);
+    for (DType t : kAll)
+      for (int64_t m : {1, 8, 9, 40, 0}) {
+        const LlirGraph l =
+            testing::prefer_ops_16(quant_linear_graph(t, m, 40, 256), rules, lt_ops).first;
+        EXPECT_EQ(library_form(l), m == 0 || m > 8)
+            << name(t) << " m " << m << ": " << l.op_mix_string();
+      }
+    // 2^27 values: offered; one more row: not.
+    for (int64_t n : {32768, 32769}) {
+      const LlirGraph l =
+          testing::prefer_ops_16(quant_linear_graph(DType::Q4_0, 0, n, 4096), rules, lt_ops).first;
+      EXPECT_EQ(count_op(l, "cuda.DequantizeBF16"), n == 32768 ? 1 : 0) << n;
+    }
+  }
+  testing::CudaRulesOnly off(true);
+  const LlirGraph l =
+      testing::prefer_ops_16(quant_linear_graph(DType::Q4_0, 40, 40, 256), off, lt_ops).first;
+  EXPECT_EQ(count_op(l, "cuda.DequantizeBF16"), 0) << l.op_mix_string();
+}
+
+// The fewest-kernels seed keeps the tile kernel; with the switch the seed that prefers library
+// calls takes the library form (the tile kernels are library_replaces then), without it not.
+TEST(CudaQGemmLtRules, TheSeedPreferringLibraryCallsTakesIt) {
+  const Graph g = quant_linear_graph(DType::Q4_0, 0, 4096, 4096);
+  auto seed = [&](SearchSpace::LibrarySeed mode) {
+    testing::CudaRulesOnly rules(true);
+    BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+    return to_llir(*b.space, b.space->fewest_kernels_genome(mode));
+  };
+  {
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_LT", "1");
+    const LlirGraph prefer = seed(SearchSpace::LibrarySeed::Prefer);
+    EXPECT_TRUE(library_form(prefer)) << prefer.to_text();
+    const LlirGraph fewest = seed(SearchSpace::LibrarySeed::Use);
+    EXPECT_EQ(count_op(fewest, "cuda.QGemmBF16") + count_op(fewest, "cuda.QGemmBF16S"), 1)
+        << fewest.op_mix_string();
+    EXPECT_EQ(count_op(fewest, "cuda.DequantizeBF16"), 0) << fewest.op_mix_string();
+  }
+  const LlirGraph prefer_off = seed(SearchSpace::LibrarySeed::Prefer);
+  EXPECT_EQ(count_op(prefer_off, "cuda.DequantizeBF16"), 0) << prefer_off.op_mix_string();
+}
+
+TEST(CudaQGemmLtRules, DequantizeBF16CompilesForSm90) {
+  LUMINAL_REQUIRE_NVRTC();
+  testing::EnvScope on("LUMINAL_CUDA_QGEMM_LT", "1");
+  testing::CudaRulesOnly rules(true);
+  std::vector<std::string> sources;
+  for (DType t : kAll) {
+    const Graph g = quant_linear_graph(t, 0, 37, 512);
+    const LlirGraph l = testing::prefer_ops_16(g, rules, lt_ops).first;
+    ASSERT_TRUE(library_form(l)) << name(t) << " " << l.op_mix_string();
+    for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+      sources.push_back(k.source);
+  }
+  testing::expect_compiles(sources, "a cuda.DequantizeBF16 kernel");
 }
 
 /// RMSNorm(x) @ Dequantize(w [n, K])^T over a dynamic row count: the normalised rows as the
@@ -159,22 +256,34 @@ double gamma(int64_t n) {
   return n * u / (1 - n * u);
 }
 
-/// x [m, K] @ W^T (W: `wb`, n rows of t) run through cuda.QGemmBF16 (or the split form), every
+/// x [m, K] @ W^T (W: `wb`, n rows of t) run through cuda.QGemmBF16 (or the split form, or
+/// cuda.DequantizeBF16 then a cuBLASLt call: Form::Library), every
 /// output checked against the exact sum of x w: within sum |x w| (2^-7 + 2^-15) (bf16 operands)
 /// plus gamma(K / 16 + 4) sum |x w| (f32 sums), or with `exact` (operands exact in bf16) the
 /// latter alone. m 0 runs the dynamic-row program at each of `lengths`. Returns the outputs
 /// checked.
 int64_t check_bf16(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t> lengths,
-                   const HostBuffer& wb, const std::vector<std::vector<float>>& xs, bool split,
+                   const HostBuffer& wb, const std::vector<std::vector<float>>& xs, Form form,
                    bool exact) {
   const Graph g = quant_linear_graph(t, m, n, K);
-  const char* op = split ? "cuda.QGemmBF16S" : "cuda.QGemmBF16";
-  auto [l, count] = testing::prefer_ops(g, testing::gpu(), split ? bf16_split_ops : bf16_ops);
-  const std::string at = std::string(name(t)) + (split ? " split" : "") + " m " +
-                         std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(K) +
-                         ": ";
+  const bool split = form == Form::Split, lib = form == Form::Library;
+  const char* op = lib ? "cuda.DequantizeBF16" : split ? "cuda.QGemmBF16S" : "cuda.QGemmBF16";
+  std::optional<testing::EnvScope> lt_on;
+  if (lib) lt_on.emplace("LUMINAL_CUDA_QGEMM_LT", "1");
+  const LlirGraph l =
+      lib ? testing::prefer_ops_16(g, testing::gpu(), lt_ops).first
+          : testing::prefer_ops(g, testing::gpu(), split ? bf16_split_ops : bf16_ops).first;
+  const std::string at = std::string(name(t)) +
+                         (lib     ? " library"
+                          : split ? " split"
+                                  : "") +
+                         " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
+                         std::to_string(K) + ": ";
   EXPECT_EQ(count_op(l, op), 1) << at << l.op_mix_string();
-  if (count_op(l, op) != 1) return 0;
+  if (count_op(l, op) != 1 || (lib && !library_form(l))) {
+    ADD_FAILURE() << at << "not the form asked for: " << l.op_mix_string();
+    return 0;
+  }
   if (m > 0) lengths = {m};
   std::vector<DynMap> dyns;
   for (int64_t s : lengths)
@@ -182,7 +291,8 @@ int64_t check_bf16(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t
   testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
   const std::vector<float> w = testing::decode(wb);
   const double rel = exact ? 0.0 : std::ldexp(1.0, -7) + std::ldexp(1.0, -15);
-  const double acc = gamma(K / 16 + 4);
+  // (cuBLASLt's order of the f32 sums is its own: the sequential depth K bounds any order)
+  const double acc = gamma(lib ? K : K / 16 + 4);
   int64_t checked = 0;
   for (size_t li = 0; li < lengths.size(); ++li) {
     const int64_t rows = lengths[li];
@@ -234,10 +344,28 @@ TEST(CudaQGemmBF16, EveryTypeWithinTheBound) {
       for (int64_t m : {9, 100}) {
         const int64_t n = 37 + 2 * m;
         const HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
-        checked += check_bf16(t, m, n, K, {}, wb, activations({m}, K, seed + 1), false, false);
+        checked +=
+            check_bf16(t, m, n, K, {}, wb, activations({m}, K, seed + 1), Form::Tiles, false);
       }
   }
   EXPECT_GT(checked, 100000);
+}
+
+// The library form (cuda.DequantizeBF16 + cuBLASLt, opt-in) for every type, fixed and dynamic
+// rows, within the same bound but for the sums' order.
+TEST(CudaQGemmLt, EveryTypeWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  uint64_t seed = 5900;
+  for (DType t : kAll) {
+    const int64_t K = block_size(t) == 256 ? 512 : 96;
+    const HostBuffer wb = testing::random_blocks(t, 75 * K, seed += 10);
+    checked +=
+        check_bf16(t, 40, 75, K, {}, wb, activations({40}, K, seed + 1), Form::Library, false);
+    checked += check_bf16(t, 0, 75, K, {9, 100}, wb, activations({9, 100}, K, seed + 2),
+                          Form::Library, false);
+  }
+  EXPECT_GT(checked, 80000);
 }
 
 // The K types: fixed and dynamic rows, Q6_K's halves scaled apart.
@@ -248,10 +376,11 @@ TEST(CudaQGemmBF16, KTypesWithinTheBound) {
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
     for (int64_t K : {256, 4096}) {
       const HostBuffer wb = testing::random_blocks(t, 117 * K, seed += 10);
-      checked += check_bf16(t, 40, 117, K, {}, wb, activations({40}, K, seed + 1), false, false);
-      const HostBuffer wd = testing::random_blocks(t, 64 * K, seed += 10);
       checked +=
-          check_bf16(t, 0, 64, K, {9, 100}, wd, activations({9, 100}, K, seed + 1), false, false);
+          check_bf16(t, 40, 117, K, {}, wb, activations({40}, K, seed + 1), Form::Tiles, false);
+      const HostBuffer wd = testing::random_blocks(t, 64 * K, seed += 10);
+      checked += check_bf16(t, 0, 64, K, {9, 100}, wd, activations({9, 100}, K, seed + 1),
+                            Form::Tiles, false);
     }
   EXPECT_GT(checked, 30000);
 }
@@ -261,12 +390,12 @@ TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
   int64_t checked = 0;
   uint64_t seed = 1900;
   for (DType t : kLegacy)
-    for (bool split : {false, true}) {
+    for (Form form : {Form::Tiles, Form::Split}) {
       const int64_t K = 576;
       const HostBuffer wb = testing::random_blocks(t, 64 * K, seed += 10);
       checked +=
-          check_bf16(t, 0, 64, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), split, false);
-      checked += check_bf16(t, 40, 64, K, {}, wb, activations({40}, K, seed + 2), split, false);
+          check_bf16(t, 0, 64, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), form, false);
+      checked += check_bf16(t, 40, 64, K, {}, wb, activations({40}, K, seed + 2), form, false);
     }
   EXPECT_GT(checked, 50000);
 }
@@ -318,7 +447,7 @@ TEST(CudaQGemmBF16, ExactOperandsGiveTheSumToTheAccumulationsRounding) {
   int64_t checked = 0;
   uint64_t seed = 2900;
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
-    for (bool split : {false, true}) {
+    for (Form form : {Form::Tiles, Form::Split, Form::Library}) {
       const int64_t K = 1056, n = 80, m = 70;
       HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
       const int64_t bb = block_bytes(t);
@@ -330,9 +459,9 @@ TEST(CudaQGemmBF16, ExactOperandsGiveTheSumToTheAccumulationsRounding) {
       std::vector<float> x = testing::random_floats(m * K, seed + 1);
       for (float& v : x)
         v = std::round(v * 128.0f) / 128.0f;  // 8 significant bits at most
-      checked += check_bf16(t, m, n, K, {}, wb, {x}, split, true);
+      checked += check_bf16(t, m, n, K, {}, wb, {x}, form, true);
     }
-  EXPECT_GT(checked, 30000);
+  EXPECT_GT(checked, 40000);
 }
 
 }  // namespace
