@@ -42,11 +42,14 @@
 // offer their bf16 x bf16 -> f32 call (and the generated matmuls theirs). The generated
 // cuda.QGemmBF16 ran at about 110 TFLOPS on an H100 (BENCHMARKS.md, session 33) where cuBLASLt's
 // bf16 GEMMs of the dense 8B prefill run at about 2x that: decoding a weight once into 2 bytes a
-// value and reading them back costs 4 bytes a value more than the tile kernel reads. The seeds
-// count kernels and keep the tile kernels; with the switch on, the seed that prefers library
+// value and reading them back costs 4 bytes a value more than the tile kernel reads (8B q4_0
+// prefill estimate: ~6 ms decoding + 7.5-9.5 ms of GEMMs against the tile kernels' 18.9 ms). The
+// seeds count kernels and keep the tile kernels; with the switch on, the seed that prefers library
 // calls (SearchSpace::LibrarySeed::Prefer) takes this form for every prefill layer (the tile
-// kernels are then library_replaces) and the search times it against them. Weights of more than
-// 2^27 values (a 256 MiB bf16 copy: a large vocabulary's LM head over every row) are left out.
+// kernels are then library_replaces) and the search times it against them. It is offered wherever
+// the tile kernels are (the K types only with LUMINAL_CUDA_QGEMM_K on), so that seed never falls
+// back to the f32 dequantise and f32 call; the arena then holds one layer's bf16 weight at a time
+// (an 8B's gate 117 MB; a 128k-vocabulary LM head over every row 1 GB).
 // Numerics as cuda.QGemmBF16's (x and w each rounded to bf16 once, products exact in f32) but
 // the sums in cuBLASLt's f32 order: within sum |x w| (2^-7 + 2^-15) + gamma(K) sum |x w|.
 #include <cstdlib>
@@ -159,34 +162,44 @@ Rule gemm_rule(std::string name, const OpDef* op, bool bf16, bool split, bool k)
               }};
 }
 
-constexpr int64_t kMaxLtWeight = int64_t{1} << 27;  // values: a 256 MiB bf16 copy
-
-/// The parts of a layer the dequantise + cuBLASLt form takes: gemm_parts with every CUDA block
-/// type, a static weight of at most kMaxLtWeight values.
-std::optional<QuantMatmulParts> lt_parts(const EGraph& eg, const Match& m) {
-  std::optional<QuantMatmulParts> p = gemm_parts(eg, m, true);
-  if (!p) return std::nullopt;
-  const Expr count = numel(eg.shape(p->weight));
-  if (!count.is_const() || count.as_const() > kMaxLtWeight) return std::nullopt;
+/// The parts of a layer the dequantise + cuBLASLt form takes: those the tile kernels take (the K
+/// types with `k_types`), so that wherever the seed preferring library calls avoids a tile
+/// kernel this form stands in its place.
+std::optional<QuantMatmulParts> lt_parts(const EGraph& eg, const Match& m, bool k_types) {
+  std::optional<QuantMatmulParts> p = gemm_parts(eg, m, k_types);
+  if (!p || !numel(eg.shape(p->weight)).is_const()) return std::nullopt;
   return p;
 }
 
-/// Rule "cuda.qgemm-lt" (above): SumReduce(Mul(Cast(x16), Cast(w16))) over x16 =
-/// cuda.QuantizeQ8(x) in BF16 and w16 = cuda.DequantizeBF16(W), merged into the layer's class.
-Rule lt_rule() {
+/// The attributes of cuda.DequantizeBF16(W): the layer's Dequantize's (its shape, as the layer
+/// reads it, and its view of W) where that view reads W whole in order, else W's own shape.
+Attrs dequantize16_attrs(const EGraph& eg, const QuantMatmulParts& p) {
+  const Shape ws = eg.shape(p.weight);
+  Attrs d;
+  d.shape = ws;
+  d.views = {View::contiguous(ws)};
+  for (ENodeId id : eg.nodes_of(p.dequantized)) {
+    if (!is_op(eg.node(id).op, OpKind::Dequantize)) continue;
+    const Attrs& da = eg.attrs_of(id);
+    if (da.views.size() == 1 && da.views[0].is_contiguous() && !da.views[0].has_base() &&
+        da.views[0].numel() == numel(ws))
+      d = da;
+    break;
+  }
+  d.dtype = DType::BF16;
+  return d;
+}
+
+Rule lt_rule(bool k_types) {
   return Rule{
       "cuda.qgemm-lt", matmul_pattern(),
-      [](const Match& m, const EGraph& eg) { return lt_parts(eg, m).has_value(); },
-      [](const Match& m, EGraph& eg) {
-        const std::optional<QuantMatmulParts> p = lt_parts(eg, m);
+      [k_types](const Match& m, const EGraph& eg) { return lt_parts(eg, m, k_types).has_value(); },
+      [k_types](const Match& m, EGraph& eg) {
+        const std::optional<QuantMatmulParts> p = lt_parts(eg, m, k_types);
         if (!p) return;
         const QuantMatmulAttrs a = quant_matmul_attrs(*p, DType::BF16);
         const ClassId x16 = eg.add(quantize_q8_op(), a.quantize, {p->act});
-        const Shape ws = eg.shape(p->weight);
-        Attrs d;
-        d.dtype = DType::BF16;
-        d.shape = ws;
-        d.views = {View::contiguous(ws)};
+        const Attrs d = dequantize16_attrs(eg, *p);
         const ClassId w16 = eg.add(dequantize_bf16_op(), d, {p->weight});
         auto up = [&eg](ClassId c, const Shape& s) {
           Attrs c32;
@@ -195,11 +208,12 @@ Rule lt_rule() {
           return eg.add(hlir_op(OpKind::Cast), c32, {c});
         };
         // The Mul over the layer's dims: x16 as the quantized rows are read (a.matmul's
-        // view 0), w16 as W is (its element offsets are W's).
+        // view 0), w16 as W is (w16 holds W's values in W's element order).
         Attrs mul;
         mul.shape = p->dims;
         mul.views = a.matmul.views;
-        const ClassId prod = eg.add(hlir_op(OpKind::Mul), mul, {up(x16, p->act_rows), up(w16, ws)});
+        const ClassId prod =
+            eg.add(hlir_op(OpKind::Mul), mul, {up(x16, p->act_rows), up(w16, d.shape)});
         eg.merge(eg.add(hlir_op(OpKind::SumReduce), p->sum, {prod}), m.root);
       }};
 }
@@ -208,9 +222,11 @@ std::vector<Rule> qgemm_rules() {
   // (rules, not conditions: the compile cache's key names the rules in force)
   // The dequantise + cuBLASLt form, opt-in; with it the tile kernels give way to library calls
   // in the seed that prefers them.
+  // (Written only when it changes, which only a change of the environment between compiles
+  // does: concurrent compiles read it and write nothing.)
   const bool lt = env_opt_in("LUMINAL_CUDA_QGEMM_LT");
   for (OpDef* op : {&kQGemmQ8, &kQGemmQ8S, qgemm_bf16_op(false), qgemm_bf16_op(true)})
-    op->library_replaces = lt;
+    if (op->library_replaces != lt) op->library_replaces = lt;
   if (!env_switch_on("LUMINAL_CUDA_QGEMM")) return {};
   // LUMINAL_CUDA_QGEMV=f32 (qgemv.cpp) keeps every activation f32: no integer form here either.
   if (const char* v = std::getenv("LUMINAL_CUDA_QGEMV"); v != nullptr && std::string(v) == "f32")
@@ -220,7 +236,7 @@ std::vector<Rule> qgemm_rules() {
   const bool split = env_switch_on("LUMINAL_CUDA_QGEMM_SPLIT");
   std::vector<Rule> out{
       gemm_rule(k ? "cuda.qgemm-q8-k" : "cuda.qgemm-q8", &kQGemmQ8, false, false, k)};
-  if (lt) out.push_back(lt_rule());
+  if (lt) out.push_back(lt_rule(k));
   if (split) out.push_back(gemm_rule("cuda.qgemm-q8s", &kQGemmQ8S, false, true, false));
   // The bf16 forms (qgemm_bf16.cpp): x as bf16 rows, the weight dequantised a tile at a time;
   // LUMINAL_CUDA_QGEMM_BF16=0 offers none; LUMINAL_CUDA_QGEMM_BF16_K=0 none for the K types.
