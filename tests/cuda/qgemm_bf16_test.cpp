@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
 #include "luminal/nn/linear.hpp"
 #include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
@@ -185,6 +188,40 @@ TEST(CudaQGemmLtRules, TheSeedPreferringLibraryCallsTakesIt) {
   }
   const LlirGraph prefer_off = seed(SearchSpace::LibrarySeed::Prefer);
   EXPECT_EQ(count_op(prefer_off, "cuda.DequantizeBF16"), 0) << prefer_off.op_mix_string();
+}
+
+// A model's prefill: with the switch, the library-preferring seed runs every quantized layer (q, k,
+// v, o, gate, up, down of each block) as cuda.DequantizeBF16 and a bf16 cuBLASLt call; the
+// fewest-kernels seed none. (The form must survive a whole model's graph, its reshaped heads
+// included, for the search to time it.)
+TEST(CudaQGemmLtRules, EveryLayerOfAModelsPrefill) {
+  LUMINAL_REQUIRE_LT_RULES();
+  constexpr int kLayers = 2;
+  const auto cfg = models::llama_config(
+      {.layers = kLayers, .hidden = 512, .ffn = 1536, .heads = 8, .kv_heads = 2, .vocab = 1000});
+  models::DecoderShape shape{.slots = 1024, .max_step = 256, .logits = models::Logits::Last};
+  shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
+    return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_0;
+  });
+  const Graph g = models::build_decoder(cfg, shape).graph;
+  testing::EnvScope on("LUMINAL_CUDA_QGEMM_LT", "1");
+  testing::CudaRulesOnly rules(true);
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+  const LlirGraph prefer =
+      to_llir(*b.space, b.space->fewest_kernels_genome(SearchSpace::LibrarySeed::Prefer));
+  std::printf("[qgemm-lt] library-preferring seed, %d layers: %s\n", kLayers,
+              prefer.op_mix_string().c_str());
+  EXPECT_EQ(count_op(prefer, "cuda.DequantizeBF16"), 7 * kLayers) << prefer.op_mix_string();
+  int bf16_calls = 0;
+  for (const LlirNode& node : prefer.nodes)
+    if ((node.op->name == std::string_view("cuda.LtMatmul") ||
+         node.op->name == std::string_view("cuda.LtMatmulRow")) &&
+        node.input_dtypes.size() >= 2 && node.input_dtypes[1] == DType::BF16 &&
+        node.input_dtypes[0] == DType::BF16)
+      ++bf16_calls;
+  EXPECT_GE(bf16_calls, 7 * kLayers) << prefer.op_mix_string();
+  const LlirGraph fewest = to_llir(*b.space, b.space->fewest_kernels_genome());
+  EXPECT_EQ(count_op(fewest, "cuda.DequantizeBF16"), 0) << fewest.op_mix_string();
 }
 
 TEST(CudaQGemmLtRules, DequantizeBF16CompilesForSm90) {
