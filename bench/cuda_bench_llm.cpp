@@ -21,6 +21,7 @@
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
 #include "luminal/nn/sampling.hpp"
+#include "luminal/program/critical_path.hpp"
 
 namespace luminal::bench_cuda {
 
@@ -594,12 +595,12 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
     const double gb = static_cast<double>(weight_bytes) / 1e9;
     std::printf(
         "%s decode at context %d: %.3f ms/token (argmax in the graph, token fed back), %zu "
-        "kernels/token, GPU busy %.3f ms of a %.3f ms replay; %.2f GB of weights as blocks, "
-        "floor %.3f ms at the copy bandwidth; session %.2f GB; compile %.1f s "
-        "(llama.cpp on the H200: 8B q4_0 3.01 ms, q4_k_m 3.68 ms; SmolLM2 q4_1 1.10 ms)\n"
+        "kernels/token (%d on the critical path), GPU busy %.3f ms of a %.3f ms replay; %.2f GB "
+        "of weights as blocks, floor %.3f ms at the copy bandwidth; session %.2f GB; compile "
+        "%.1f s (llama.cpp on the H200: 8B q4_0 3.01 ms, q4_k_m 3.68 ms; SmolLM2 q4_1 1.10 ms)\n"
         "  program: %s\n  by op: %s\n",
-        what.c_str(), ctx, t.ms_per_token, t.kernels, t.busy_ms, t.replay_ms, gb,
-        gb / copy_gbs * 1e3, static_cast<double>(s.memory_bytes()) / 1e9, compile_s,
+        what.c_str(), ctx, t.ms_per_token, t.kernels, critical_path(prog), t.busy_ms, t.replay_ms,
+        gb, gb / copy_gbs * 1e3, static_cast<double>(s.memory_bytes()) / 1e9, compile_s,
         prog.op_mix_string().c_str(), t.by_op.c_str());
     if (prefill) {
       // A 128-token prompt (s = c = 128) at once: the time to its first token.
