@@ -105,30 +105,29 @@ bool only_matmuls_read(const EGraph& eg, ClassId w) {
 
 namespace {
 
+// None of these is library_replaces: a library call in their place reads the weight widened to
+// f32 by a Dequantize at every step, 7x the bytes. (They were until 2026-12-06: the seed that
+// prefers library calls then ran every projection of a quantized decode step as Dequantize + an
+// f32 cuBLASLt call, a candidate that wrote an 8B q4_0 model's 28 GB of f32 weights each step.)
 // (below cuda.Gemv's 0.95: one kernel that replaces the Dequantize's and the GEMV's)
-const OpDef kQGemv{.name = "cuda.QGemv",
-                   .seed_cost = 0.9,
-                   .library_replaces = true,
-                   .seed_extra = qgemv_f32_form_extra};
+const OpDef kQGemv{.name = "cuda.QGemv", .seed_cost = 0.9, .seed_extra = qgemv_f32_form_extra};
 // (below cuda.GemvEpi's 1.5, as above)
-const OpDef kQGemvEpi{.name = "cuda.QGemvEpi",
-                      .seed_cost = 1.4,
-                      .library_replaces = true,
-                      .seed_extra = qgemv_f32_form_extra};
+const OpDef kQGemvEpi{
+    .name = "cuda.QGemvEpi", .seed_cost = 1.4, .seed_extra = qgemv_f32_form_extra};
 // The integer form: weights against the activation quantized once (cuda.QuantizeQ8).
 // (seed costs: with cuda.QuantizeQ8's 0.5 below the f32 form's 0.9, so the fewest-kernels seed
 // takes the integer form, 2.8x faster on an 8B Q4_0 decode step; the search times both. The
 // epilogue form costs an Add more (1.4): a residual add in the store measured slower on the H200
 // than the add's own kernel; SwiGLU's region costs more than one op and still fuses.)
-const OpDef kQGemvQ8{.name = "cuda.QGemvQ8", .seed_cost = 0.35, .library_replaces = true};
-const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4, .library_replaces = true};
+const OpDef kQGemvQ8{.name = "cuda.QGemvQ8", .seed_cost = 0.35};
+const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4};
 // The integer form over the split layout (cuda.QRepack, folded at load): a little below the plain
 // integer form, so the seed takes it where the repacked weight can be folded.
-const OpDef kQGemvQ8S{.name = "cuda.QGemvQ8S", .seed_cost = 0.3, .library_replaces = true};
-const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35, .library_replaces = true};
+const OpDef kQGemvQ8S{.name = "cuda.QGemvQ8S", .seed_cost = 0.3};
+const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35};
 // The paired forms (below two integer GEMVs and a region or an epilogue form).
-const OpDef kQGemvQ8Glu{.name = "cuda.QGemvQ8Glu", .seed_cost = 0.75, .library_replaces = true};
-const OpDef kQGemvQ8SGlu{.name = "cuda.QGemvQ8SGlu", .seed_cost = 0.7, .library_replaces = true};
+const OpDef kQGemvQ8Glu{.name = "cuda.QGemvQ8Glu", .seed_cost = 0.75};
+const OpDef kQGemvQ8SGlu{.name = "cuda.QGemvQ8SGlu", .seed_cost = 0.7};
 enum class Form { F32, Q8, Q8S };
 
 constexpr int kBlock = 256;

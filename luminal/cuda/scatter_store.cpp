@@ -63,16 +63,14 @@ const OpDef kGemvCastMatmulScatter{.name = "cuda.GemvCastMatmulScatter",
 // The GEMVs over block-quantized weights (qgemv.cpp): the f32-activation form, the integer form
 // (activation quantized by cuda.QuantizeQ8) and the integer form over the split layout. (Seed
 // costs below their base op's plus the scatter's 0.8, keeping the bases' order: the integer
-// forms stay below the f32 form with the quantize's 0.5 added.)
+// forms stay below the f32 form with the quantize's 0.5 added. Not library_replaces, as their
+// bases, qgemv.cpp, are not.)
 const OpDef kQGemvScatter{.name = "cuda.QGemvScatter",
                           .inplace_input = 2,
                           .seed_cost = 1.0,
-                          .library_replaces = true,
                           .seed_extra = qgemv_f32_form_extra};  // (children[1]: the weight)
-const OpDef kQGemvQ8Scatter{
-    .name = "cuda.QGemvQ8Scatter", .inplace_input = 2, .seed_cost = 0.45, .library_replaces = true};
-const OpDef kQGemvQ8SScatter{
-    .name = "cuda.QGemvQ8SScatter", .inplace_input = 2, .seed_cost = 0.4, .library_replaces = true};
+const OpDef kQGemvQ8Scatter{.name = "cuda.QGemvQ8Scatter", .inplace_input = 2, .seed_cost = 0.45};
+const OpDef kQGemvQ8SScatter{.name = "cuda.QGemvQ8SScatter", .inplace_input = 2, .seed_cost = 0.4};
 
 /// Each scatter form and the op whose values it stores.
 struct Form {

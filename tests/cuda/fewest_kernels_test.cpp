@@ -118,6 +118,32 @@ TEST(FewestKernels, SmolLM2ShapedQ4_1DecodeStoresTheResidualInTheProjections) {
   EXPECT_EQ(l.op_mix()["cuda.ScatterUnique"], 0);
 }
 
+// The seed that prefers library calls keeps a quantized decode step's GEMVs: a library call in
+// their place would read each weight widened to f32 by a Dequantize at every step (it did: 12
+// Dequantize and 17 f32 cuBLASLt calls for these 2 layers, before 2026-12-06).
+TEST(FewestKernels, TheLibraryPreferringSeedKeepsTheQuantizedGemvs) {
+  constexpr int kLayers = 2;
+  const auto cfg = models::llama_config(
+      {.layers = kLayers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1};
+  for (int i = 0; i < kLayers; ++i)
+    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
+  const Graph g = models::build_decoder(cfg, shape).graph;
+  testing::CudaRulesOnly rules(/*cublaslt=*/true);
+  BuiltSpace b = build_search_space(g, rules, g.dim_facts());
+  const LlirGraph l =
+      to_llir(*b.space, b.space->fewest_kernels_genome(SearchSpace::LibrarySeed::Prefer));
+  std::printf("[fewest] SmolLM2 Q4_1, %d layers, library-preferring seed: %s\n", kLayers,
+              l.op_mix_string().c_str());
+  EXPECT_EQ(l.op_mix()["Dequantize"], 0) << l.op_mix_string();
+  int quantized = 0;
+  for (const auto& [op, count] : l.op_mix())
+    if (op.rfind("cuda.QGemv", 0) == 0) quantized += count;
+  EXPECT_EQ(quantized, 7 * kLayers) << l.op_mix_string();
+}
+
 /// Qwen3-30B-A3B (its config.json) with 12 of its 48 layers, as bench_cuda's qwen3moe.
 const char* kQwen3Moe12 = R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
   "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
