@@ -6,12 +6,23 @@
 // dtype's compute type and rounds to the dtype (rd_T), as the reference does, so results match
 // the CPU bit for bit wherever the math functions do (exp2f, log2f, sinf and sqrtf are not
 // bit-identical to glibc's; +, *, /, fmod, casts and every integer op are).
+//
+// cuda.FusedQ8 (opt-in, LUMINAL_CUDA_FUSED_Q8=1 until a GPU has run it) is
+// cuda.QuantizeQ8(cuda.Fused(...)) to Q8_1 as one kernel: a warp a 32-value block, lane j
+// computing the region's value j of it (the same statements as cuda.Fused) and the warp writing
+// the block with QuantizeQ8's own code (lmn_q8_1_warp, split where the split-layout GEMV reads
+// it), so its bytes equal the two kernels'. Where a quantized down projection reads SwiGLU's
+// product, that is one kernel fewer on the decode step's critical path (docs/cuda.md, "Kernels
+// on the critical path"). Its rule (ruleset cuda.fused-q8, after the rules that add the
+// QuantizeQ8 nodes) matches structure: a Q8_1 QuantizeQ8 reading a cuda.Fused class whole, in
+// order.
 #include <memory>
 #include <string>
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/fusion.hpp"
 
@@ -20,6 +31,8 @@ namespace luminal::cuda {
 namespace {
 
 const OpDef kFused{.name = "cuda.Fused", .any_view = true};
+// (below cuda.Fused's 1 and cuda.QuantizeQ8's 0.5 together, as cuda.RowQ8's 1.1)
+const OpDef kFusedQ8{.name = "cuda.FusedQ8", .seed_cost = 1.1, .any_view = true};
 
 constexpr int kBlock = 256;
 
@@ -128,6 +141,87 @@ KernelGen gen_fused(const LlirNode& n, const GenContext& ctx) {
       n, ctx, [&](Codegen& cg, std::string& body) { return emit_program(*prog, cg, n, body); });
 }
 
+/// cuda.FusedQ8: the region's values in blocks of 32, each warp one block, quantized to Q8_1
+/// (int_value 1: the split layout, each row's q blocks then their (d, s) pairs).
+KernelGen gen_fused_q8(const LlirNode& n, const GenContext& ctx) {
+  const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
+  if (!prog) throw Error("cuda.FusedQ8: the node has no FusedProgram payload");
+  prog->validate();
+  if (prog->has_row_reduce() || prog->insts.back().dtype != DType::F32)
+    throw Error("cuda.FusedQ8: needs an elementwise program with an f32 result: " +
+                prog->to_string());
+  const Shape& shape = n.attrs.shape;
+  if (n.attrs.dtype != DType::Q8_1 || shape.empty() || !shape.back().is_const() ||
+      shape.back().as_const() % 32 != 0)
+    throw Error("cuda.FusedQ8: writes q8_1 rows of a static length, a multiple of 32");
+  Codegen cg(n, ctx);
+  const Expr count = numel(shape);
+  cg.require(count);
+  const std::string& I = cg.idx();
+  const std::string warps = std::to_string(kBlock / 32);
+  std::string body = "    const " + I + " i = b * 32 + lane;\n";
+  const std::string value = emit_program(*prog, cg, n, body);
+  body += "    const float v = st_f32(" + value + ");\n";
+  if (n.attrs.int_value == 1) {
+    const std::string nbr = std::to_string(shape.back().as_const() / 32);
+    body += "    unsigned char* row = out + (long long)(b / " + nbr + ") * " + nbr +
+            " * 36;\n    const int bi = (int)(b % " + nbr + ");\n";
+    body += "    lmn_q8_1_warp_to(v, row + bi * 32, row + " + nbr + " * 32 + bi * 4, lane);\n";
+  } else {
+    body += "    lmn_q8_1_warp(v, out + (long long)b * 36, lane);\n";
+  }
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") LMN_ENTRY(lmn_fused_q8)(" + cg.params() + ") {\n" + cg.dims_prologue() +
+                  "  const int lane = threadIdx.x & 31;\n  const " + I + " nb = " + cg.c(count) +
+                  " / 32;\n  for (" + I + " b = (" + I + ")blockIdx.x * " + warps +
+                  " + (threadIdx.x >> 5); b < nb; b += (" + I + ")gridDim.x * " + warps + ") {\n" +
+                  body + "  }\n}\n";
+  KernelGen g;
+  g.source = Codegen::unit(quant_device_source() + k);
+  g.launches.push_back(Launch{
+      "lmn_fused_q8",
+      kBlock,
+      {min(ceil_div(count, Expr(int64_t{kBlock})), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  int64_t in_bytes = 0;
+  for (DType t : n.input_dtypes)
+    in_bytes += size_bytes(t);
+  g.bytes = count * in_bytes + count * block_bytes(DType::Q8_1) / 32;
+  g.flops = count * 4;
+  return g;
+}
+
+/// cuda.FusedQ8 for a Q8_1 QuantizeQ8 that reads a cuda.Fused class whole and in order (its one
+/// view contiguous over as many values): the region's node, its dtype Q8_1, the quantize's shape
+/// and layout.
+std::vector<Rule> fused_q8_rules() {
+  if (!env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
+  Pattern q = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
+  return {Rule{
+      "cuda.fused-q8", q, nullptr, [](const Match& m, EGraph& eg) {
+        const ENodeId qn = m.node("q");
+        const Attrs qa = eg.attrs_of(qn);
+        if (qa.dtype != DType::Q8_1 || qa.shape.empty() || !qa.shape.back().is_const() ||
+            qa.shape.back().as_const() % 32 != 0 || qa.views.size() != 1 ||
+            !qa.views[0].is_contiguous() || qa.views[0].has_base())
+          return;
+        const ClassId c = eg.find(eg.node(qn).children[0]);
+        if (!(numel(eg.shape(c)) == numel(qa.shape)) || !(qa.views[0].numel() == numel(qa.shape)))
+          return;
+        std::vector<ENodeId> regions;
+        for (ENodeId r : eg.nodes_of(c))
+          if (!eg.is_removed(r) && eg.node(r).op == &kFused && eg.attrs_of(r).dtype == DType::F32)
+            regions.push_back(r);
+        for (ENodeId r : regions) {
+          Attrs a = eg.attrs_of(r);
+          const std::vector<ClassId> children = eg.node(r).children;
+          a.dtype = DType::Q8_1;
+          a.shape = qa.shape;
+          a.int_value = qa.int_value;
+          eg.merge(eg.add(&kFusedQ8, a, children), m.root);
+        }
+      }}};
+}
+
 KernelGen gen_iota(const LlirNode& n, const GenContext& ctx) {
   return map_kernel(n, ctx, [&](Codegen& cg, std::string& body) {
     // The value may exceed the index type: evaluate it in 64 bits.
@@ -153,6 +247,11 @@ KernelGen gen_view_copy(const LlirNode& n, const GenContext& ctx) {
 }
 
 const OpDef* cuda_fused_op() { return &kFused; }
+
+void register_fused_q8_ops(std::vector<const CudaOp*>& ops) {
+  static const CudaOp fused_q8{&kFusedQ8, "cuda.fused-q8", fused_q8_rules, gen_fused_q8};
+  ops.push_back(&fused_q8);
+}
 
 void register_elementwise_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp constant{hlir_op(OpKind::Constant), "", nullptr, gen_primitive};

@@ -1,0 +1,171 @@
+// cuda.FusedQ8 (elementwise.cpp, opt-in: LUMINAL_CUDA_FUSED_Q8=1): QuantizeQ8(Fused(...)) to
+// Q8_1 as one kernel. Without a GPU: with the switch the rule replaces SwiGLU's region and the
+// quantize before a quantized down projection (both layouts), not a Q8_K quantize (the K types),
+// never without the switch; the seed of an 8B-shaped q4_0 decode takes it in every layer, one
+// kernel fewer on the critical path a layer; its kernels compile for sm_90. On the GPU: its bytes
+// equal cuda.Fused followed by cuda.QuantizeQ8.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/core/blocks.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/models/decoder.hpp"
+#include "luminal/models/synthetic.hpp"
+#include "luminal/nn/linear.hpp"
+#include "luminal/program/critical_path.hpp"
+#include "support/env_scope.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::count_op;
+
+/// y = (SiLU(a) * b) @ Dequantize(W)^T: a, b [m, n] f32 (a decode step's gate and up products),
+/// W [40, n] of type t.
+Graph swiglu_down(int64_t m, int64_t n, DType t) {
+  Graph g;
+  Tensor a = g.tensor("a", {Expr(m), Expr(n)});
+  Tensor b = g.tensor("b", {Expr(m), Expr(n)});
+  nn::linear(a.silu() * b, g.tensor("w", {Expr(40), Expr(n)}, t).dequantize()).output("y");
+  return g;
+}
+
+bool fused_q8_ops(std::string_view op) {
+  return op == "cuda.FusedQ8" || op == "cuda.QGemvQ8" || op == "cuda.QGemvQ8S" ||
+         op == "cuda.QRepack";
+}
+
+bool unfused_ops(std::string_view op) {
+  return op == "cuda.Fused" || op == "cuda.QuantizeQ8" || op == "cuda.QGemvQ8" ||
+         op == "cuda.QGemvQ8S" || op == "cuda.QRepack";
+}
+
+TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
+  {
+    testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+    testing::CudaRulesOnly rules;
+    for (const char* split : {"0", "1"})
+      for (int64_t n : {1536, 14336}) {
+        testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
+        auto [l, hits] = testing::prefer_ops(swiglu_down(1, n, DType::Q4_0), rules, fused_q8_ops);
+        EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 1) << n << ": " << l.op_mix_string();
+        EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << n << ": " << l.op_mix_string();
+        EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << n << ": " << l.op_mix_string();
+      }
+    // Q8_K (the K types' activation): none.
+    auto [lk, hk] = testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_K), rules, fused_q8_ops);
+    EXPECT_EQ(count_op(lk, "cuda.FusedQ8"), 0) << lk.op_mix_string();
+  }
+  testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
+  testing::CudaRulesOnly rules;
+  auto [l, hits] = testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_0), rules, fused_q8_ops);
+  EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 0) << l.op_mix_string();
+}
+
+/// The fewest-kernels program of a `layers`-layer Llama-3-8B-shaped q4_0 decode step (the
+/// embedding and LM head in q6_k, as bench_cuda's lt-q4_0).
+LlirGraph llama8b_q4_0_seed(int layers) {
+  const auto cfg = models::llama_config({.layers = layers,
+                                         .hidden = 4096,
+                                         .ffn = 14336,
+                                         .heads = 32,
+                                         .kv_heads = 8,
+                                         .vocab = 128256});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1, .logits = models::Logits::Last};
+  shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
+    const bool outer = label.find("embed") != std::string_view::npos ||
+                       label.find("lm_head") != std::string_view::npos;
+    return outer ? DType::Q6_K : DType::Q4_0;
+  });
+  return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+}
+
+// SwiGLU's product before the integer down GEMV: the seed takes the fused form in every layer,
+// and the step's longest chain of kernels is one a layer shorter.
+TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
+  constexpr int kLayers = 2;
+  LlirGraph before;
+  {
+    testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
+    before = llama8b_q4_0_seed(kLayers);
+  }
+  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+  const LlirGraph l = llama8b_q4_0_seed(kLayers);
+  std::printf(
+      "[fused-q8] 8B q4_0, %d layers: %zu kernels, %d on the critical path (%zu / %d "
+      "without; %s)\n",
+      kLayers, testing::kernel_count(l), critical_path(l), testing::kernel_count(before),
+      critical_path(before), l.op_mix_string().c_str());
+  EXPECT_EQ(count_op(l, "cuda.FusedQ8"), kLayers) << l.op_mix_string();
+  EXPECT_EQ(testing::kernel_count(l) + kLayers, testing::kernel_count(before));
+  EXPECT_EQ(critical_path(l) + kLayers, critical_path(before));
+}
+
+TEST(CudaFusedQ8Rules, KernelsCompileForSm90) {
+  LUMINAL_REQUIRE_NVRTC();
+  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources;
+  for (const char* split : {"0", "1"})
+    for (int64_t m : {1, 3}) {
+      testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
+      auto [l, hits] = testing::prefer_ops(swiglu_down(m, 1536, DType::Q8_0), rules, fused_q8_ops);
+      ASSERT_EQ(count_op(l, "cuda.FusedQ8"), 1) << l.op_mix_string();
+      for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
+        sources.push_back(g.source);
+    }
+  testing::expect_compiles(sources, "a cuda.FusedQ8 kernel");
+}
+
+HostBuffer floats(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-3, 3);
+  HostBuffer b{DType::F32, std::vector<uint8_t>(static_cast<size_t>(n) * 4)};
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = u(rng);
+    std::memcpy(b.bytes.data() + 4 * i, &v, 4);
+  }
+  return b;
+}
+
+// The fused kernel's output (through the GEMV that reads it) has the bits of the Fused +
+// QuantizeQ8 program's: the same f32 values, quantized by the same warp code.
+TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
+  LUMINAL_REQUIRE_GPU();
+  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+  uint64_t seed = 70;
+  for (const char* split : {"0", "1"})
+    for (int64_t n : {1536, 14336})
+      for (int64_t m : {1, 3}) {
+        testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
+        const Graph g = swiglu_down(m, n, DType::Q8_0);
+        auto [fused, a] = testing::prefer_ops(g, testing::gpu(), fused_q8_ops);
+        auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
+        const std::string at =
+            std::string("split ") + split + " n " + std::to_string(n) + " m " + std::to_string(m);
+        ASSERT_EQ(count_op(fused, "cuda.FusedQ8"), 1) << at << " " << fused.op_mix_string();
+        ASSERT_EQ(count_op(plain, "cuda.FusedQ8"), 0) << at << " " << plain.op_mix_string();
+        ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << at << " " << plain.op_mix_string();
+        std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q8_0, 40 * n)));
+        blocks::fill_valid_blocks(DType::Q8_0, wbytes, ++seed);
+        const testing::BufferMap in{{"a", floats(m * n, ++seed)},
+                                    {"b", floats(m * n, ++seed)},
+                                    {"w", HostBuffer{DType::Q8_0, wbytes}}};
+        testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
+        testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
+        EXPECT_EQ(testing::run_plan(pa, in, {}).outputs.at("y").bytes,
+                  testing::run_plan(pb, in, {}).outputs.at("y").bytes)
+            << at;
+      }
+}
+
+}  // namespace
+}  // namespace luminal
