@@ -8,14 +8,14 @@
 // bit-identical to glibc's; +, *, /, fmod, casts and every integer op are).
 //
 // cuda.FusedQ8 (opt-in, LUMINAL_CUDA_FUSED_Q8=1 until a GPU has run it) is
-// cuda.QuantizeQ8(cuda.Fused(...)) to Q8_1 as one kernel: a warp a 32-value block, lane j
-// computing the region's value j of it (the same statements as cuda.Fused) and the warp writing
-// the block with QuantizeQ8's own code (lmn_q8_1_warp, split where the split-layout GEMV reads
-// it), so its bytes equal the two kernels'. Where a quantized down projection reads SwiGLU's
+// cuda.QuantizeQ8(cuda.Fused(...)) to Q8_1 or Q8_K as one kernel: a warp a block (32 values,
+// or 256 for Q8_K), lane j computing the region's values j, j + 32, ... of it (the same
+// statements as cuda.Fused) and the warp writing the block with QuantizeQ8's own code
+// (lmn_q8_1_warp, split where the split-layout GEMV reads it; lmn_q8_k_warp), so its bytes equal
+// the two kernels'. Where a quantized down projection reads SwiGLU's
 // product, that is one kernel fewer on the decode step's critical path (docs/cuda.md, "Kernels
 // on the critical path"). Its rule (ruleset cuda.fused-q8, after the rules that add the
-// QuantizeQ8 nodes) matches structure: a Q8_1 QuantizeQ8 reading a cuda.Fused class whole, in
-// order.
+// QuantizeQ8 nodes) matches structure: a QuantizeQ8 reading a cuda.Fused class whole, in order.
 #include <memory>
 #include <string>
 
@@ -141,8 +141,9 @@ KernelGen gen_fused(const LlirNode& n, const GenContext& ctx) {
       n, ctx, [&](Codegen& cg, std::string& body) { return emit_program(*prog, cg, n, body); });
 }
 
-/// cuda.FusedQ8: the region's values in blocks of 32, each warp one block, quantized to Q8_1
-/// (int_value 1: the split layout, each row's q blocks then their (d, s) pairs).
+/// cuda.FusedQ8: the region's values in blocks of 32 (Q8_1; int_value 1: the split layout, each
+/// row's q blocks then their (d, s) pairs) or 256 (Q8_K, the K types' activation), each warp one
+/// block, quantized by QuantizeQ8's warp code.
 KernelGen gen_fused_q8(const LlirNode& n, const GenContext& ctx) {
   const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
   if (!prog) throw Error("cuda.FusedQ8: the node has no FusedProgram payload");
@@ -151,48 +152,64 @@ KernelGen gen_fused_q8(const LlirNode& n, const GenContext& ctx) {
     throw Error("cuda.FusedQ8: needs an elementwise program with an f32 result: " +
                 prog->to_string());
   const Shape& shape = n.attrs.shape;
-  if (n.attrs.dtype != DType::Q8_1 || shape.empty() || !shape.back().is_const() ||
-      shape.back().as_const() % 32 != 0)
-    throw Error("cuda.FusedQ8: writes q8_1 rows of a static length, a multiple of 32");
+  const DType fmt = n.attrs.dtype;
+  const bool k_blocks = fmt == DType::Q8_K;
+  const int64_t bs = k_blocks ? 256 : 32;
+  if ((fmt != DType::Q8_1 && !k_blocks) || shape.empty() || !shape.back().is_const() ||
+      shape.back().as_const() % bs != 0 || (k_blocks && n.attrs.int_value != 0))
+    throw Error(
+        "cuda.FusedQ8: writes q8_1 (q8_k) rows of a static length, a multiple of 32 "
+        "(256); the split layout is q8_1's");
   Codegen cg(n, ctx);
   const Expr count = numel(shape);
   cg.require(count);
   const std::string& I = cg.idx();
   const std::string warps = std::to_string(kBlock / 32);
-  std::string body = "    const " + I + " i = b * 32 + lane;\n";
-  const std::string value = emit_program(*prog, cg, n, body);
-  body += "    const float v = st_f32(" + value + ");\n";
-  if (n.attrs.int_value == 1) {
-    const std::string nbr = std::to_string(shape.back().as_const() / 32);
-    body += "    unsigned char* row = out + (long long)(b / " + nbr + ") * " + nbr +
-            " * 36;\n    const int bi = (int)(b % " + nbr + ");\n";
-    body += "    lmn_q8_1_warp_to(v, row + bi * 32, row + " + nbr + " * 32 + bi * 4, lane);\n";
+  std::string body;
+  if (k_blocks) {
+    // Q8_K: lane j holds values j, j + 32, ... of the 256-value block (quantize_q8.cpp's order).
+    std::string stmts = "      const " + I + " i = b * 256 + r * 32 + lane;\n";
+    const std::string value = emit_program(*prog, cg, n, stmts);
+    body += "    float v[8];\n#pragma unroll\n    for (int r = 0; r < 8; ++r) {\n" + stmts +
+            "      v[r] = st_f32(" + value + ");\n    }\n";
+    body += "    lmn_q8_k_warp(v, out + (long long)b * 292, lane);\n";
   } else {
-    body += "    lmn_q8_1_warp(v, out + (long long)b * 36, lane);\n";
+    body += "    const " + I + " i = b * 32 + lane;\n";
+    const std::string value = emit_program(*prog, cg, n, body);
+    body += "    const float v = st_f32(" + value + ");\n";
+    if (n.attrs.int_value == 1) {
+      // row r's blocks' q (32 bytes each), then their (d, s) pairs (quantize_q8.cpp's split)
+      const std::string nbr = std::to_string(shape.back().as_const() / 32);
+      body += "    unsigned char* row = out + (long long)(b / " + nbr + ") * " + nbr +
+              " * 36;\n    const int bi = (int)(b % " + nbr + ");\n";
+      body += "    lmn_q8_1_warp_to(v, row + bi * 32, row + " + nbr + " * 32 + bi * 4, lane);\n";
+    } else {
+      body += "    lmn_q8_1_warp(v, out + (long long)b * 36, lane);\n";
+    }
   }
   std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
                   ") LMN_ENTRY(lmn_fused_q8)(" + cg.params() + ") {\n" + cg.dims_prologue() +
                   "  const int lane = threadIdx.x & 31;\n  const " + I + " nb = " + cg.c(count) +
-                  " / 32;\n  for (" + I + " b = (" + I + ")blockIdx.x * " + warps +
-                  " + (threadIdx.x >> 5); b < nb; b += (" + I + ")gridDim.x * " + warps + ") {\n" +
-                  body + "  }\n}\n";
+                  " / " + std::to_string(bs) + ";\n  for (" + I + " b = (" + I + ")blockIdx.x * " +
+                  warps + " + (threadIdx.x >> 5); b < nb; b += (" + I + ")gridDim.x * " + warps +
+                  ") {\n" + body + "  }\n}\n";
   KernelGen g;
   g.source = Codegen::unit(quant_device_source() + k);
   g.launches.push_back(Launch{
       "lmn_fused_q8",
       kBlock,
-      {min(ceil_div(count, Expr(int64_t{kBlock})), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+      {min(ceil_div(count, Expr(bs * (kBlock / 32))), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   int64_t in_bytes = 0;
   for (DType t : n.input_dtypes)
     in_bytes += size_bytes(t);
-  g.bytes = count * in_bytes + count * block_bytes(DType::Q8_1) / 32;
+  g.bytes = count * in_bytes + count * block_bytes(fmt) / bs;
   g.flops = count * 4;
   return g;
 }
 
-/// cuda.FusedQ8 for a Q8_1 QuantizeQ8 that reads a cuda.Fused class whole and in order (its one
-/// view contiguous over as many values): the region's node, its dtype Q8_1, the quantize's shape
-/// and layout.
+/// cuda.FusedQ8 for a Q8_1 or Q8_K QuantizeQ8 that reads a cuda.Fused class whole and in order (its
+/// one view contiguous over as many values): the region's node, its dtype Q8_1, the quantize's
+/// shape and layout.
 std::vector<Rule> fused_q8_rules() {
   if (!env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
   Pattern q = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
@@ -200,8 +217,11 @@ std::vector<Rule> fused_q8_rules() {
       "cuda.fused-q8", q, nullptr, [](const Match& m, EGraph& eg) {
         const ENodeId qn = m.node("q");
         const Attrs qa = eg.attrs_of(qn);
-        if (qa.dtype != DType::Q8_1 || qa.shape.empty() || !qa.shape.back().is_const() ||
-            qa.shape.back().as_const() % 32 != 0 || qa.views.size() != 1 ||
+        const bool k_blocks = qa.dtype == DType::Q8_K;
+        const int64_t bs = k_blocks ? 256 : 32;
+        if ((qa.dtype != DType::Q8_1 && !k_blocks) || qa.shape.empty() ||
+            !qa.shape.back().is_const() || qa.shape.back().as_const() % bs != 0 ||
+            (k_blocks && qa.int_value != 0) || qa.views.size() != 1 ||
             !qa.views[0].is_contiguous() || qa.views[0].has_base())
           return;
         const ClassId c = eg.find(eg.node(qn).children[0]);
@@ -214,7 +234,7 @@ std::vector<Rule> fused_q8_rules() {
         for (ENodeId r : regions) {
           Attrs a = eg.attrs_of(r);
           const std::vector<ClassId> children = eg.node(r).children;
-          a.dtype = DType::Q8_1;
+          a.dtype = qa.dtype;
           a.shape = qa.shape;
           a.int_value = qa.int_value;
           eg.merge(eg.add(&kFusedQ8, a, children), m.root);

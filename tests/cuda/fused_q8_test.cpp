@@ -1,11 +1,12 @@
 // cuda.FusedQ8 (elementwise.cpp, opt-in: LUMINAL_CUDA_FUSED_Q8=1): QuantizeQ8(Fused(...)) to
-// Q8_1 as one kernel. Without a GPU: with the switch the rule replaces SwiGLU's region and the
-// quantize before a quantized down projection (both layouts), not a Q8_K quantize (the K types),
+// Q8_1 or Q8_K as one kernel. Without a GPU: with the switch the rule replaces SwiGLU's region and
+// the quantize before a quantized down projection (both Q8_1 layouts, and Q8_K for the K types),
 // never without the switch; the seed of an 8B-shaped q4_0 decode takes it in every layer, one
 // kernel fewer on the critical path a layer; its kernels compile for sm_90. On the GPU: its bytes
 // equal cuda.Fused followed by cuda.QuantizeQ8.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -60,9 +61,13 @@ TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
         EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << n << ": " << l.op_mix_string();
         EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << n << ": " << l.op_mix_string();
       }
-    // Q8_K (the K types' activation): none.
+    // Q8_K (the K types' activation, 256-value blocks) too.
     auto [lk, hk] = testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_K), rules, fused_q8_ops);
-    EXPECT_EQ(count_op(lk, "cuda.FusedQ8"), 0) << lk.op_mix_string();
+    EXPECT_EQ(count_op(lk, "cuda.FusedQ8"), 1) << lk.op_mix_string();
+    EXPECT_EQ(count_op(lk, "cuda.QuantizeQ8"), 0) << lk.op_mix_string();
+    EXPECT_TRUE(std::any_of(lk.nodes.begin(), lk.nodes.end(), [](const LlirNode& node) {
+      return node.op->name == std::string_view("cuda.FusedQ8") && node.attrs.dtype == DType::Q8_K;
+    })) << lk.op_mix_string();
   }
   testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
   testing::CudaRulesOnly rules;
@@ -114,14 +119,15 @@ TEST(CudaFusedQ8Rules, KernelsCompileForSm90) {
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
-  for (const char* split : {"0", "1"})
-    for (int64_t m : {1, 3}) {
-      testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
-      auto [l, hits] = testing::prefer_ops(swiglu_down(m, 1536, DType::Q8_0), rules, fused_q8_ops);
-      ASSERT_EQ(count_op(l, "cuda.FusedQ8"), 1) << l.op_mix_string();
-      for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
-        sources.push_back(g.source);
-    }
+  for (DType t : {DType::Q8_0, DType::Q4_K})
+    for (const char* split : {"0", "1"})
+      for (int64_t m : {1, 3}) {
+        testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
+        auto [l, hits] = testing::prefer_ops(swiglu_down(m, 1536, t), rules, fused_q8_ops);
+        ASSERT_EQ(count_op(l, "cuda.FusedQ8"), 1) << name(t) << " " << l.op_mix_string();
+        for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
+          sources.push_back(g.source);
+      }
   testing::expect_compiles(sources, "a cuda.FusedQ8 kernel");
 }
 
@@ -142,29 +148,31 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
   uint64_t seed = 70;
-  for (const char* split : {"0", "1"})
-    for (int64_t n : {1536, 14336})
-      for (int64_t m : {1, 3}) {
-        testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
-        const Graph g = swiglu_down(m, n, DType::Q8_0);
-        auto [fused, a] = testing::prefer_ops(g, testing::gpu(), fused_q8_ops);
-        auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
-        const std::string at =
-            std::string("split ") + split + " n " + std::to_string(n) + " m " + std::to_string(m);
-        ASSERT_EQ(count_op(fused, "cuda.FusedQ8"), 1) << at << " " << fused.op_mix_string();
-        ASSERT_EQ(count_op(plain, "cuda.FusedQ8"), 0) << at << " " << plain.op_mix_string();
-        ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << at << " " << plain.op_mix_string();
-        std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q8_0, 40 * n)));
-        blocks::fill_valid_blocks(DType::Q8_0, wbytes, ++seed);
-        const testing::BufferMap in{{"a", floats(m * n, ++seed)},
-                                    {"b", floats(m * n, ++seed)},
-                                    {"w", HostBuffer{DType::Q8_0, wbytes}}};
-        testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
-        testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
-        EXPECT_EQ(testing::run_plan(pa, in, {}).outputs.at("y").bytes,
-                  testing::run_plan(pb, in, {}).outputs.at("y").bytes)
-            << at;
-      }
+  for (DType t : {DType::Q8_0, DType::Q4_K})
+    for (const char* split : {"0", "1"})
+      for (int64_t n : {1536, 14336})
+        for (int64_t m : {1, 3}) {
+          if (t == DType::Q4_K && *split == '1') continue;  // (no split layout for Q8_K)
+          testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
+          const Graph g = swiglu_down(m, n, t);
+          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), fused_q8_ops);
+          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
+          const std::string at = std::string(name(t)) + " split " + split + " n " +
+                                 std::to_string(n) + " m " + std::to_string(m);
+          ASSERT_EQ(count_op(fused, "cuda.FusedQ8"), 1) << at << " " << fused.op_mix_string();
+          ASSERT_EQ(count_op(plain, "cuda.FusedQ8"), 0) << at << " " << plain.op_mix_string();
+          ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << at << " " << plain.op_mix_string();
+          std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(t, 40 * n)));
+          blocks::fill_valid_blocks(t, wbytes, ++seed);
+          const testing::BufferMap in{{"a", floats(m * n, ++seed)},
+                                      {"b", floats(m * n, ++seed)},
+                                      {"w", HostBuffer{t, wbytes}}};
+          testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
+          testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
+          EXPECT_EQ(testing::run_plan(pa, in, {}).outputs.at("y").bytes,
+                    testing::run_plan(pb, in, {}).outputs.at("y").bytes)
+              << at;
+        }
 }
 
 }  // namespace
