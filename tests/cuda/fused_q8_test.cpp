@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,30 +40,48 @@ Graph swiglu_down(int64_t m, int64_t n, DType t) {
   return g;
 }
 
-bool fused_q8_ops(std::string_view op) {
-  return op == "cuda.FusedQ8" || op == "cuda.QGemvQ8" || op == "cuda.QGemvQ8S" ||
-         op == "cuda.QRepack";
+/// The GEMV a program should read the activation with: over the split layout (cuda.QGemvQ8S over
+/// cuda.QRepack, the activation in the split Q8_1 layout) or the GGUF one. (A preference for
+/// both would take the first by name, cuda.QGemvQ8, and never the split layout.)
+bool gemv_op(std::string_view op, bool split) {
+  return split ? op == "cuda.QGemvQ8S" || op == "cuda.QRepack" : op == "cuda.QGemvQ8";
 }
 
-bool unfused_ops(std::string_view op) {
-  return op == "cuda.Fused" || op == "cuda.QuantizeQ8" || op == "cuda.QGemvQ8" ||
-         op == "cuda.QGemvQ8S" || op == "cuda.QRepack";
+std::function<bool(std::string_view)> fused_q8_ops(bool split) {
+  return [split](std::string_view op) { return op == "cuda.FusedQ8" || gemv_op(op, split); };
+}
+
+std::function<bool(std::string_view)> unfused_ops(bool split) {
+  return [split](std::string_view op) {
+    return op == "cuda.Fused" || op == "cuda.QuantizeQ8" || gemv_op(op, split);
+  };
+}
+
+/// Whether `l`'s cuda.FusedQ8 writes the layout its GEMV reads (int_value 1: split).
+bool fused_layout_is(const LlirGraph& l, bool split) {
+  for (const LlirNode& node : l.nodes)
+    if (node.op->name == std::string_view("cuda.FusedQ8"))
+      return node.attrs.int_value == (split ? 1 : 0);
+  return false;
 }
 
 TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
   {
     testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
     testing::CudaRulesOnly rules;
-    for (const char* split : {"0", "1"})
+    for (bool split : {false, true})
       for (int64_t n : {1536, 14336}) {
-        testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
-        auto [l, hits] = testing::prefer_ops(swiglu_down(1, n, DType::Q4_0), rules, fused_q8_ops);
+        auto [l, hits] =
+            testing::prefer_ops(swiglu_down(1, n, DType::Q4_0), rules, fused_q8_ops(split));
         EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 1) << n << ": " << l.op_mix_string();
+        EXPECT_EQ(count_op(l, split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8"), 1) << l.op_mix_string();
+        EXPECT_TRUE(fused_layout_is(l, split)) << split << " " << l.to_text();
         EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << n << ": " << l.op_mix_string();
         EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << n << ": " << l.op_mix_string();
       }
     // Q8_K (the K types' activation, 256-value blocks) too.
-    auto [lk, hk] = testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_K), rules, fused_q8_ops);
+    auto [lk, hk] =
+        testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_K), rules, fused_q8_ops(false));
     EXPECT_EQ(count_op(lk, "cuda.FusedQ8"), 1) << lk.op_mix_string();
     EXPECT_EQ(count_op(lk, "cuda.QuantizeQ8"), 0) << lk.op_mix_string();
     EXPECT_TRUE(std::any_of(lk.nodes.begin(), lk.nodes.end(), [](const LlirNode& node) {
@@ -71,7 +90,8 @@ TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
   }
   testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
   testing::CudaRulesOnly rules;
-  auto [l, hits] = testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_0), rules, fused_q8_ops);
+  auto [l, hits] =
+      testing::prefer_ops(swiglu_down(1, 1536, DType::Q4_0), rules, fused_q8_ops(false));
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 0) << l.op_mix_string();
 }
 
@@ -114,17 +134,44 @@ TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
   EXPECT_EQ(critical_path(l) + kLayers, critical_path(before));
 }
 
+// Where the seed kept SwiGLU's product in f32 (SmolLM2's down GEMV takes the f32 activation
+// with the residual add in its store), the switch changes nothing else: no more kernels, none
+// more on the path, no separate Add.
+TEST(CudaFusedQ8Rules, SmolLM2sSeedIsNoWorse) {
+  constexpr int kLayers = 4;
+  auto seed = [] {
+    const auto cfg = models::llama_config(
+        {.layers = kLayers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
+    models::DecoderShape shape{.slots = 2048, .max_step = 1};
+    shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
+      return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
+    });
+    return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  };
+  LlirGraph before;
+  {
+    testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
+    before = seed();
+  }
+  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+  const LlirGraph l = seed();
+  EXPECT_LE(testing::kernel_count(l), testing::kernel_count(before)) << l.op_mix_string();
+  EXPECT_LE(critical_path(l), critical_path(before)) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "Add"), 0) << l.op_mix_string();
+}
+
 TEST(CudaFusedQ8Rules, KernelsCompileForSm90) {
   LUMINAL_REQUIRE_NVRTC();
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
   for (DType t : {DType::Q8_0, DType::Q4_K})
-    for (const char* split : {"0", "1"})
+    for (bool split : {false, true})
       for (int64_t m : {1, 3}) {
-        testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
-        auto [l, hits] = testing::prefer_ops(swiglu_down(m, 1536, t), rules, fused_q8_ops);
+        if (t == DType::Q4_K && split) continue;  // (no split layout for Q8_K)
+        auto [l, hits] = testing::prefer_ops(swiglu_down(m, 1536, t), rules, fused_q8_ops(split));
         ASSERT_EQ(count_op(l, "cuda.FusedQ8"), 1) << name(t) << " " << l.op_mix_string();
+        ASSERT_TRUE(fused_layout_is(l, split)) << name(t) << " " << l.to_text();
         for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
           sources.push_back(g.source);
       }
@@ -149,19 +196,20 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
   uint64_t seed = 70;
   for (DType t : {DType::Q8_0, DType::Q4_K})
-    for (const char* split : {"0", "1"})
+    for (bool split : {false, true})
       for (int64_t n : {1536, 14336})
         for (int64_t m : {1, 3}) {
-          if (t == DType::Q4_K && *split == '1') continue;  // (no split layout for Q8_K)
-          testing::EnvScope layout("LUMINAL_CUDA_QGEMV_SPLIT", split);
+          if (t == DType::Q4_K && split) continue;  // (no split layout for Q8_K)
           const Graph g = swiglu_down(m, n, t);
-          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), fused_q8_ops);
-          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
-          const std::string at = std::string(name(t)) + " split " + split + " n " +
+          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), fused_q8_ops(split));
+          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(split));
+          const std::string at = std::string(name(t)) + (split ? " split" : "") + " n " +
                                  std::to_string(n) + " m " + std::to_string(m);
           ASSERT_EQ(count_op(fused, "cuda.FusedQ8"), 1) << at << " " << fused.op_mix_string();
+          ASSERT_TRUE(fused_layout_is(fused, split)) << at << " " << fused.to_text();
           ASSERT_EQ(count_op(plain, "cuda.FusedQ8"), 0) << at << " " << plain.op_mix_string();
           ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << at << " " << plain.op_mix_string();
+          ASSERT_GE(count_op(plain, "cuda.Fused"), 1) << at << " " << plain.op_mix_string();
           std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(t, 40 * n)));
           blocks::fill_valid_blocks(t, wbytes, ++seed);
           const testing::BufferMap in{{"a", floats(m * n, ++seed)},
