@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,26 +41,41 @@ Graph norm_linear(int64_t m, int64_t k, DType t, bool bf16 = false) {
   return g;
 }
 
-bool row_q8_ops(std::string_view op) {
-  return op == "cuda.RowQ8" || op == "cuda.QGemvQ8" || op == "cuda.QGemvQ8S" ||
-         op == "cuda.QRepack";
+/// The GEMV reading the quantized rows: over the split layout (cuda.QGemvQ8S over cuda.QRepack,
+/// the rows in the split Q8_1 layout) or the GGUF one. (A preference for both takes the first by
+/// name, cuda.QGemvQ8, and never reaches the split layout.)
+bool gemv_op(std::string_view op, bool split) {
+  return split ? op == "cuda.QGemvQ8S" || op == "cuda.QRepack" : op == "cuda.QGemvQ8";
 }
 
-bool unfused_ops(std::string_view op) {
-  return op == "cuda.Row" || op == "cuda.QuantizeQ8" || op == "cuda.QGemvQ8" ||
-         op == "cuda.QGemvQ8S" || op == "cuda.QRepack";
+std::function<bool(std::string_view)> row_q8_ops(bool split) {
+  return [split](std::string_view op) { return op == "cuda.RowQ8" || gemv_op(op, split); };
+}
+
+std::function<bool(std::string_view)> unfused_ops(bool split) {
+  return [split](std::string_view op) {
+    return op == "cuda.Row" || op == "cuda.QuantizeQ8" || gemv_op(op, split);
+  };
+}
+
+/// Whether `l`'s cuda.RowQ8 writes the split layout (int_value 1) when `split`, else the plain.
+bool row_layout_is(const LlirGraph& l, bool split) {
+  for (const LlirNode& node : l.nodes)
+    if (node.op->name == std::string_view("cuda.RowQ8"))
+      return node.attrs.int_value == (split ? 1 : 0);
+  return false;
 }
 
 TEST(CudaRowQ8Rules, OnByDefaultAndOffWithZero) {
   testing::CudaRulesOnly rules;
   {
     testing::EnvScope unset("LUMINAL_CUDA_ROW_Q8", nullptr);
-    auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops);
+    auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops(false));
     EXPECT_EQ(count_op(l, "cuda.RowQ8"), 1) << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << l.op_mix_string();
   }
   testing::EnvScope off("LUMINAL_CUDA_ROW_Q8", "0");
-  auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops);
+  auto [l, n] = testing::prefer_ops(norm_linear(1, 4096, DType::Q4_0), rules, row_q8_ops(false));
   EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 1) << l.op_mix_string();
 }
@@ -68,18 +84,19 @@ TEST(CudaRowQ8Rules, ReplacesTheRowAndTheQuantize) {
   row_q8_on();
   testing::CudaRulesOnly rules;
   for (int64_t k : {576, 4096}) {
-    auto [l, n] = testing::prefer_ops(norm_linear(1, k, DType::Q4_0), rules, row_q8_ops);
+    auto [l, n] = testing::prefer_ops(norm_linear(1, k, DType::Q4_0), rules, row_q8_ops(false));
     EXPECT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << k << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.Row"), 0) << k << ": " << l.op_mix_string();
   }
   // Q8_K (the K types) and rows past 8192: none.
   {
-    auto [l, n] = testing::prefer_ops(norm_linear(1, 512, DType::Q4_K), rules, row_q8_ops);
+    auto [l, n] = testing::prefer_ops(norm_linear(1, 512, DType::Q4_K), rules, row_q8_ops(false));
     EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
   }
   {
-    auto [l, n] = testing::prefer_ops(norm_linear(1, 8192 + 256, DType::Q8_0), rules, row_q8_ops);
+    auto [l, n] =
+        testing::prefer_ops(norm_linear(1, 8192 + 256, DType::Q8_0), rules, row_q8_ops(false));
     EXPECT_EQ(count_op(l, "cuda.RowQ8"), 0) << l.op_mix_string();
   }
 }
@@ -92,13 +109,10 @@ TEST(CudaRowQ8Rules, KernelsCompileForSm90) {
   for (bool split : {false, true})
     for (int64_t k : {576, 4096})
       for (bool bf16 : {false, true}) {
-        if (split)
-          ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", "1", 1);
-        else
-          ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", "0", 1);
-        auto [l, n] = testing::prefer_ops(norm_linear(1, k, DType::Q8_0, bf16), rules, row_q8_ops);
-        ::unsetenv("LUMINAL_CUDA_QGEMV_SPLIT");
+        auto [l, n] =
+            testing::prefer_ops(norm_linear(1, k, DType::Q8_0, bf16), rules, row_q8_ops(split));
         ASSERT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << " " << l.op_mix_string();
+        ASSERT_TRUE(row_layout_is(l, split)) << k << " " << l.to_text();
         for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
           sources.push_back(g.source);
       }
@@ -135,19 +149,19 @@ TEST(CudaRowQ8, SameBitsAsTheRowAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
   row_q8_on();
   uint64_t seed = 10;
-  for (const char* split : {"0", "1"})
+  for (bool split : {false, true})
     for (int64_t k : {576, 4096})
       for (int64_t m : {1, 3})
         for (bool bf16 : {false, true}) {
-          if (m > 1 && k == 576 && *split == '1') continue;  // (rows not 16-byte aligned)
-          ::setenv("LUMINAL_CUDA_QGEMV_SPLIT", split, 1);
+          if (m > 1 && k == 576 && split) continue;  // (rows not 16-byte aligned)
           const Graph g = norm_linear(m, k, DType::Q8_0, bf16);
-          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), row_q8_ops);
-          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops);
-          ::unsetenv("LUMINAL_CUDA_QGEMV_SPLIT");
-          const std::string at = std::string("split ") + split + " k " + std::to_string(k) + " m " +
-                                 std::to_string(m) + (bf16 ? " bf16" : " f32");
+          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), row_q8_ops(split));
+          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(split));
+          const std::string at = std::string(split ? "split" : "plain") + " k " +
+                                 std::to_string(k) + " m " + std::to_string(m) +
+                                 (bf16 ? " bf16" : " f32");
           ASSERT_EQ(count_op(fused, "cuda.RowQ8"), 1) << at << " " << fused.op_mix_string();
+          ASSERT_TRUE(row_layout_is(fused, split)) << at << " " << fused.to_text();
           ASSERT_EQ(count_op(plain, "cuda.RowQ8"), 0) << at << " " << plain.op_mix_string();
           const DType xt = bf16 ? DType::BF16 : DType::F32;
           HostBuffer wb{DType::Q8_0, random_bytes(DType::Q8_0, 40 * k, ++seed)};
