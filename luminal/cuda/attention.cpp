@@ -37,7 +37,9 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/quant_device.hpp"
 #include "luminal/cuda/row_gen.hpp"
+#include "luminal/cuda/view_order.hpp"
 #include "luminal/kernels/attention_rule.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/row_rule.hpp"
@@ -47,6 +49,9 @@ namespace luminal::cuda {
 namespace {
 
 const OpDef kAttention{.name = "cuda.Attention"};
+// The same with the quantize to Q8_1 that reads its output in its store (below cuda.Attention's 1
+// and cuda.QuantizeQ8's 0.5 together, as cuda.FusedQ8)
+const OpDef kAttentionQ8{.name = "cuda.AttentionQ8", .seed_cost = 1.45};
 
 constexpr int kWarps = 8;
 constexpr int kMaxUnroll = 8;  // keys a warp loads before it takes them in (fewer for wide heads)
@@ -81,7 +86,8 @@ std::optional<AttnForm> attn_form(const Attrs& a, const std::vector<DType>& in) 
   f.kc = count - 2;
   f.vc = count - 1;
   f.prog = dynamic_cast<const FusedProgram*>(a.payload.get());
-  if (!f.prog || !float_type(a.dtype)) return std::nullopt;
+  // (Q8_1: cuda.AttentionQ8, 32 outputs of a head a block)
+  if (!f.prog || (!float_type(a.dtype) && a.dtype != DType::Q8_1)) return std::nullopt;
   for (size_t c : {f.j, f.kc, f.vc})
     if (!float_type(in[c])) return std::nullopt;
   const View& qv = a.views[f.j];
@@ -107,6 +113,7 @@ std::optional<AttnForm> attn_form(const Attrs& a, const std::vector<DType>& in) 
     if (group) f.G *= len;
   }
   if (f.rows < 1 || f.G > kMaxGroup || f.G * f.n > kMaxGroupOutputs) return std::nullopt;
+  if (a.dtype == DType::Q8_1 && f.n % 32 != 0) return std::nullopt;
   // static shared memory: the warps' partial sums (f32) and the block's (f64)
   const int64_t np = (f.n + 31) / 32 * 32;
   if (int64_t{kWarps} * f.G * (np + 2) * 4 + f.G * (f.n + 2) * 8 > 47 * 1024) return std::nullopt;
@@ -196,6 +203,31 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const int U = std::max(1, std::min(kMaxUnroll, 16 / std::max(DU, NU)));
   const std::string Us = std::to_string(U);
   const std::string C = literal(DType::F32, I[static_cast<size_t>(f.on.c)].value, 0);
+  // The store of output e of query head g: its value, or (cuda.AttentionQ8) the warp's 32
+  // consecutive outputs of one head as a Q8_1 block with QuantizeQ8's warp code (n a multiple of
+  // 32, so the loop below gives a warp 32 outputs of one head; int_value 1: the split layout of
+  // rows of the quantize's length).
+  const bool q8 = n.attrs.dtype == DType::Q8_1;
+  const std::string out_at =
+      "(" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * " + ns + " + e";
+  std::string q8_store;
+  if (!q8) {
+    q8_store = "    out[" + out_at + "] = st_" + dtype_tag(n.attrs.dtype) + "(A / S);";
+  } else {
+    if (n.attrs.shape.empty() || !n.attrs.shape.back().is_const() ||
+        n.attrs.shape.back().as_const() % 32 != 0)
+      throw Error("cuda.AttentionQ8: writes q8_1 rows of a static length, a multiple of 32");
+    const std::string nbr = std::to_string(n.attrs.shape.back().as_const() / 32);
+    q8_store =
+        "    {\n      const float v = st_f32(A / S);\n      const long long qb = (long long)(" +
+        out_at + ") / 32;\n";
+    q8_store += n.attrs.int_value == 1
+                    ? "      unsigned char* qrow = out + (qb / " + nbr + ") * " + nbr +
+                          " * 36;\n      const int bi = (int)(qb % " + nbr +
+                          ");\n      lmn_q8_1_warp_to(v, qrow + bi * 32, qrow + " + nbr +
+                          " * 32 + bi * 4, (int)(threadIdx.x & 31));\n    }"
+                    : "      lmn_q8_1_warp(v, out + qb * 36, (int)(threadIdx.x & 31));\n    }";
+  }
   auto in_name = [](size_t c) { return "in" + std::to_string(c); };
   // A loop in which lane t loads elements t, t + 32, ... (those below `bound`; where `guard`
   // also holds) of input `c` into dst[u], indexed `var`, at offset `at` (`indent`: its depth).
@@ -438,8 +470,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "        A += __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c)) * a;",
       "      }",
       "    }",
-      "    out[(" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * " + ns + " + e] = st_" +
-          dtype_tag(n.attrs.dtype) + "(A / S);",
+      q8_store,
       "  }",
       "  lmn_cluster_sync();",
   });
@@ -449,10 +480,12 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                   ") LMN_ENTRY(lmn_attention)(" + cg.params() + ") {\n";
   k += cg.dims_prologue() + "  const " + Is + " L = " + Lc + ";\n" + body + "}\n";
   KernelGen gen;
-  gen.source = Codegen::unit(k);
+  gen.source = Codegen::unit(q8 ? quant_device_source() + k : k);
   gen.launches.push_back(Launch{"lmn_attention", kBlock, {Expr(f.B * kCluster), 1, 1}});
+  const int64_t out_bytes =
+      q8 ? f.n / 32 * block_bytes(DType::Q8_1) : f.n * size_bytes(n.attrs.dtype);
   gen.bytes = Expr(f.B) * L * Expr(f.d * size_bytes(kt) + f.n * size_bytes(vt)) +
-              Expr(f.rows * (f.d * size_bytes(qt) + f.n * size_bytes(n.attrs.dtype)));
+              Expr(f.rows * (f.d * size_bytes(qt) + out_bytes));
   gen.flops = Expr(f.rows) * L * Expr(2 * (f.d + f.n));
   return gen;
 }
@@ -483,11 +516,53 @@ std::vector<Rule> attention_rules() {
                         ClassId cls) { eg.merge(eg.add(&kAttention, a, children), cls); })};
 }
 
+/// cuda.AttentionQ8 for a Q8_1 QuantizeQ8 that reads a cuda.Attention class whole and in order
+/// (the o projection's integer GEMV after attention): one kernel fewer on the decode step's
+/// critical path. With LUMINAL_CUDA_ATTENTION=1 and LUMINAL_CUDA_FUSED_Q8=1 (elementwise.cpp's
+/// cuda.FusedQ8 is the same for an elementwise region); ruleset cuda.fused-q8, after the rules
+/// that add the QuantizeQ8 nodes.
+std::vector<Rule> attention_q8_rules() {
+  if (!env_opt_in("LUMINAL_CUDA_ATTENTION") || !env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
+  Pattern q = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
+  return {Rule{"cuda.attention-q8", q, nullptr, [](const Match& m, EGraph& eg) {
+                 const ENodeId qn = m.node("q");
+                 const Attrs qa = eg.attrs_of(qn);
+                 if (qa.dtype != DType::Q8_1 || qa.shape.empty() || !qa.shape.back().is_const() ||
+                     qa.shape.back().as_const() % 32 != 0 || qa.views.size() != 1 ||
+                     !reads_in_order(qa.views[0]))
+                   return;
+                 const ClassId c = eg.find(eg.node(qn).children[0]);
+                 if (!(numel(eg.shape(c)) == numel(qa.shape)) ||
+                     !(qa.views[0].numel() == numel(qa.shape)))
+                   return;
+                 std::vector<ENodeId> found;
+                 for (ENodeId r : eg.nodes_of(c))
+                   if (!eg.is_removed(r) && eg.node(r).op == &kAttention &&
+                       eg.attrs_of(r).dtype == DType::F32)
+                     found.push_back(r);
+                 for (ENodeId r : found) {
+                   Attrs a = eg.attrs_of(r);
+                   const std::vector<ClassId> children = eg.node(r).children;
+                   a.dtype = DType::Q8_1;
+                   a.shape = qa.shape;
+                   a.int_value = qa.int_value;
+                   std::vector<DType> in;
+                   for (ClassId ch : children)
+                     in.push_back(eg.dtype(ch));
+                   if (!attn_form(a, in)) continue;
+                   eg.merge(eg.add(&kAttentionQ8, a, children), m.root);
+                 }
+               }}};
+}
+
 }  // namespace
 
 void register_attention_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp op{&kAttention, "cuda.library", attention_rules, gen_attention};
+  // (its rules run with cuda.FusedQ8's, after the QuantizeQ8 nodes exist)
+  static const CudaOp q8{&kAttentionQ8, "cuda.fused-q8", attention_q8_rules, gen_attention};
   ops.push_back(&op);
+  ops.push_back(&q8);
 }
 
 }  // namespace luminal::cuda

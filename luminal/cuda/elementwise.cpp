@@ -23,6 +23,7 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "luminal/cuda/view_order.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/fusion.hpp"
 
@@ -224,8 +225,7 @@ std::vector<Rule> fused_q8_rules() {
         const int64_t bs = k_blocks ? 256 : 32;
         if ((qa.dtype != DType::Q8_1 && !k_blocks) || qa.shape.empty() ||
             !qa.shape.back().is_const() || qa.shape.back().as_const() % bs != 0 ||
-            (k_blocks && qa.int_value != 0) || qa.views.size() != 1 ||
-            !qa.views[0].is_contiguous() || qa.views[0].has_base())
+            (k_blocks && qa.int_value != 0) || qa.views.size() != 1 || !reads_in_order(qa.views[0]))
           return;
         const ClassId c = eg.find(eg.node(qn).children[0]);
         if (!(numel(eg.shape(c)) == numel(qa.shape)) || !(qa.views[0].numel() == numel(qa.shape)))

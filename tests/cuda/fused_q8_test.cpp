@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "luminal/nn/attention.hpp"
 #include "luminal/nn/linear.hpp"
 #include "luminal/program/critical_path.hpp"
 #include "support/env_scope.hpp"
@@ -37,6 +39,22 @@ Graph swiglu_down(int64_t m, int64_t n, DType t) {
   Tensor a = g.tensor("a", {Expr(m), Expr(n)});
   Tensor b = g.tensor("b", {Expr(m), Expr(n)});
   nn::linear(a.silu() * b, g.tensor("w", {Expr(40), Expr(n)}, t).dequantize()).output("y");
+  return g;
+}
+
+/// One decode step of cached attention (8 KV heads of 4 query heads, head dim 128, f32) and the o
+/// projection over its output through a q8_0 weight: QuantizeQ8 reads the attention output.
+Graph attention_o_proj() {
+  Graph g;
+  g.declare_dim("s", 1, 1);
+  g.declare_dim("c", 1, 256);
+  Tensor q = g.tensor("q", {Expr::var("s"), Expr(32), Expr(128)});
+  Tensor k = g.tensor("k", {Expr::var("s"), Expr(8), Expr(128)});
+  Tensor v = g.tensor("v", {Expr::var("s"), Expr(8), Expr(128)});
+  Tensor o = nn::cached_attention(g, q, k, v, "l0", 256, {});
+  nn::linear(o.reshape({Expr::var("s"), Expr(4096)}),
+             g.tensor("w", {Expr(64), Expr(4096)}, DType::Q8_0).dequantize())
+      .output("y");
   return g;
 }
 
@@ -95,9 +113,9 @@ TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 0) << l.op_mix_string();
 }
 
-/// The fewest-kernels program of a `layers`-layer Llama-3-8B-shaped q4_0 decode step (the
+/// A `layers`-layer Llama-3-8B-shaped q4_0 decode step (the
 /// embedding and LM head in q6_k, as bench_cuda's lt-q4_0).
-LlirGraph llama8b_q4_0_seed(int layers) {
+Graph llama8b_q4_0(int layers) {
   const auto cfg = models::llama_config({.layers = layers,
                                          .hidden = 4096,
                                          .ffn = 14336,
@@ -110,8 +128,11 @@ LlirGraph llama8b_q4_0_seed(int layers) {
                        label.find("lm_head") != std::string_view::npos;
     return outer ? DType::Q6_K : DType::Q4_0;
   });
-  return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  return models::build_decoder(cfg, shape).graph;
 }
+
+/// Its fewest-kernels program.
+LlirGraph llama8b_q4_0_seed(int layers) { return testing::cuda_seed_program(llama8b_q4_0(layers)); }
 
 // SwiGLU's product before the integer down GEMV: the seed takes the fused form in every layer,
 // and the step's longest chain of kernels is one a layer shorter.
@@ -158,6 +179,47 @@ TEST(CudaFusedQ8Rules, SmolLM2sSeedIsNoWorse) {
   EXPECT_LE(testing::kernel_count(l), testing::kernel_count(before)) << l.op_mix_string();
   EXPECT_LE(critical_path(l), critical_path(before)) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "Add"), 0) << l.op_mix_string();
+}
+
+// With cuda.Attention on too (LUMINAL_CUDA_ATTENTION=1), the quantize of the attention output
+// before the o projection goes into cuda.Attention's store (cuda.AttentionQ8): with
+// cuda.FusedQ8, two kernels fewer on the path a layer; the step's kernels compile for sm_90.
+TEST(CudaFusedQ8Rules, AttentionQ8WithCudaAttention) {
+  constexpr int kLayers = 2;
+  testing::EnvScope attention("LUMINAL_CUDA_ATTENTION", "1");
+  LlirGraph before;
+  {
+    testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
+    before = llama8b_q4_0_seed(kLayers);
+  }
+  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+  const LlirGraph l = llama8b_q4_0_seed(kLayers);
+  std::printf(
+      "[fused-q8] 8B q4_0 with cuda.Attention, %d layers: %zu kernels, %d on the critical "
+      "path (%zu / %d without; %s)\n",
+      kLayers, testing::kernel_count(l), critical_path(l), testing::kernel_count(before),
+      critical_path(before), l.op_mix_string().c_str());
+  EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), kLayers) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.FusedQ8"), kLayers) << l.op_mix_string();
+  EXPECT_EQ(critical_path(l) + 2 * kLayers, critical_path(before)) << l.op_mix_string();
+  LUMINAL_REQUIRE_NVRTC();
+  std::vector<std::string> sources, whats;
+  testing::add_kernels(l, testing::spec_of(llama8b_q4_0(kLayers).dim_facts()), sources, whats);
+  testing::expect_compiles(sources, whats);
+}
+
+// The GPU test's graph builds here and offers cuda.AttentionQ8 in both layouts.
+TEST(CudaFusedQ8Rules, AttentionQ8OfferedForTheGpuTestsGraph) {
+  testing::EnvScope attention("LUMINAL_CUDA_ATTENTION", "1"), on("LUMINAL_CUDA_FUSED_Q8", "1");
+  const Graph g = attention_o_proj();
+  testing::CudaRulesOnly rules;
+  for (bool split : {false, true}) {
+    auto [l, hits] = testing::prefer_ops(g, rules, [split](std::string_view op) {
+      return op == "cuda.AttentionQ8" || gemv_op(op, split);
+    });
+    EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), 1) << split << " " << l.op_mix_string();
+    EXPECT_EQ(count_op(l, split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8"), 1) << l.op_mix_string();
+  }
 }
 
 TEST(CudaFusedQ8Rules, KernelsCompileForSm90) {
@@ -221,6 +283,38 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
                     testing::run_plan(pb, in, {}).outputs.at("y").bytes)
               << at;
         }
+}
+
+// cuda.AttentionQ8's output (through the GEMV that reads it) has the bits of cuda.Attention +
+// cuda.QuantizeQ8's: the same f32 values, quantized by the same warp code.
+TEST(CudaFusedQ8, AttentionQ8SameBitsAsTheAttentionAndTheQuantize) {
+  LUMINAL_REQUIRE_GPU();
+  testing::EnvScope attention("LUMINAL_CUDA_ATTENTION", "1"), on("LUMINAL_CUDA_FUSED_Q8", "1");
+  const Graph g = attention_o_proj();
+  for (bool split : {false, true}) {
+    auto [fused, a] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
+      return op == "cuda.AttentionQ8" || gemv_op(op, split);
+    });
+    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
+      return op == "cuda.Attention" || op == "cuda.QuantizeQ8" || gemv_op(op, split);
+    });
+    ASSERT_EQ(count_op(fused, "cuda.AttentionQ8"), 1) << split << " " << fused.op_mix_string();
+    ASSERT_EQ(count_op(plain, "cuda.Attention"), 1) << split << " " << plain.op_mix_string();
+    ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << split << " " << plain.op_mix_string();
+    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q8_0, 64 * 4096)));
+    blocks::fill_valid_blocks(DType::Q8_0, wbytes, 90 + split);
+    for (int64_t c : {1, 37, 200}) {
+      const DynMap dims{{"s", 1}, {"c", c}};
+      // (q, k, v, the caches and the position at random; the weight's blocks valid)
+      testing::BufferMap in = opstest::random_inputs(g, dims, 91 + c, -1, 1);
+      in["w"] = HostBuffer{DType::Q8_0, wbytes};
+      testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused, {dims});
+      testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain, {dims});
+      EXPECT_EQ(testing::run_plan(pa, in, dims).outputs.at("y").bytes,
+                testing::run_plan(pb, in, dims).outputs.at("y").bytes)
+          << "split " << split << " c " << c;
+    }
+  }
 }
 
 }  // namespace
