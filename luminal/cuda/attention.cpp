@@ -181,7 +181,7 @@ View rows_view(const View& v, int q) {
 KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const std::optional<AttnForm> form = attn_form(n.attrs, n.input_dtypes);
   if (!form)
-    throw Error("cuda.Attention: " + n.attrs.to_string() +
+    throw Error(std::string(n.op->name) + ": " + n.attrs.to_string() +
                 " has no flash-decoding form (an online softmax row, at most 8 query heads a "
                 "KV head, head dims at most 256)");
   const AttnForm& f = *form;

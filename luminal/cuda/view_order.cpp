@@ -4,6 +4,8 @@
 #include <optional>
 #include <vector>
 
+#include "luminal/core/error.hpp"
+
 namespace luminal::cuda {
 
 bool reads_in_order(const View& v) {
@@ -13,7 +15,7 @@ bool reads_in_order(const View& v) {
   std::vector<int64_t> dims;
   int64_t count = 1;
   for (const Expr& d : v.dims) {
-    if (!d.is_const() || d.as_const() < 0) return false;
+    if (!d.is_const() || d.as_const() < 0 || d.as_const() > kMaxChecked) return false;
     dims.push_back(d.as_const());
     count *= d.as_const();
     if (count > kMaxChecked) return false;
@@ -23,9 +25,13 @@ bool reads_in_order(const View& v) {
       if (name != "z") return false;
   // Each axis' offsets once per index (the strides are functions of that axis' index alone).
   std::vector<std::vector<int64_t>> at(dims.size());
-  for (size_t k = 0; k < dims.size(); ++k)
-    for (int64_t i = 0; i < dims[k]; ++i)
-      at[k].push_back(v.strides[k].eval({}, i));
+  try {
+    for (size_t k = 0; k < dims.size(); ++k)
+      for (int64_t i = 0; i < dims[k]; ++i)
+        at[k].push_back(v.strides[k].eval({}, i));
+  } catch (const Error&) {
+    return false;  // (a stride that does not evaluate: not proven in order)
+  }
   std::vector<int64_t> index(dims.size(), 0);
   for (int64_t flat = 0; flat < count; ++flat) {
     int64_t off = 0;

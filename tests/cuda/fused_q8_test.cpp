@@ -3,7 +3,8 @@
 // the quantize before a quantized down projection (both Q8_1 layouts, and Q8_K for the K types),
 // never without the switch; the seed of an 8B-shaped q4_0 decode takes it in every layer, one
 // kernel fewer on the critical path a layer; its kernels compile for sm_90. On the GPU: its bytes
-// equal cuda.Fused followed by cuda.QuantizeQ8.
+// equal cuda.Fused followed by cuda.QuantizeQ8 (q8_0, q4_1 and q4_k down weights), and
+// cuda.AttentionQ8 (with LUMINAL_CUDA_ATTENTION=1) cuda.Attention and the quantize.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,7 +44,7 @@ Graph swiglu_down(int64_t m, int64_t n, DType t) {
 }
 
 /// One decode step of cached attention (8 KV heads of 4 query heads, head dim 128, f32) and the o
-/// projection over its output through a q8_0 weight: QuantizeQ8 reads the attention output.
+/// projection over its output through a q4_1 weight: QuantizeQ8 reads the attention output.
 Graph attention_o_proj() {
   Graph g;
   g.declare_dim("s", 1, 1);
@@ -53,7 +54,7 @@ Graph attention_o_proj() {
   Tensor v = g.tensor("v", {Expr::var("s"), Expr(8), Expr(128)});
   Tensor o = nn::cached_attention(g, q, k, v, "l0", 256, {});
   nn::linear(o.reshape({Expr::var("s"), Expr(4096)}),
-             g.tensor("w", {Expr(64), Expr(4096)}, DType::Q8_0).dequantize())
+             g.tensor("w", {Expr(64), Expr(4096)}, DType::Q4_1).dequantize())
       .output("y");
   return g;
 }
@@ -257,7 +258,7 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
   uint64_t seed = 70;
-  for (DType t : {DType::Q8_0, DType::Q4_K})
+  for (DType t : {DType::Q8_0, DType::Q4_1, DType::Q4_K})
     for (bool split : {false, true})
       for (int64_t n : {1536, 14336})
         for (int64_t m : {1, 3}) {
@@ -272,6 +273,8 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
           ASSERT_EQ(count_op(plain, "cuda.FusedQ8"), 0) << at << " " << plain.op_mix_string();
           ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << at << " " << plain.op_mix_string();
           ASSERT_GE(count_op(plain, "cuda.Fused"), 1) << at << " " << plain.op_mix_string();
+          const char* gemv = split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8";
+          ASSERT_EQ(count_op(plain, gemv), 1) << at << " " << plain.op_mix_string();
           std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(t, 40 * n)));
           blocks::fill_valid_blocks(t, wbytes, ++seed);
           const testing::BufferMap in{{"a", floats(m * n, ++seed)},
@@ -301,13 +304,18 @@ TEST(CudaFusedQ8, AttentionQ8SameBitsAsTheAttentionAndTheQuantize) {
     ASSERT_EQ(count_op(fused, "cuda.AttentionQ8"), 1) << split << " " << fused.op_mix_string();
     ASSERT_EQ(count_op(plain, "cuda.Attention"), 1) << split << " " << plain.op_mix_string();
     ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << split << " " << plain.op_mix_string();
-    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q8_0, 64 * 4096)));
-    blocks::fill_valid_blocks(DType::Q8_0, wbytes, 90 + split);
+    // (the GEMV of the layout asked for, so both layouts run)
+    const char* gemv = split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8";
+    ASSERT_EQ(count_op(fused, gemv), 1) << split << " " << fused.op_mix_string();
+    ASSERT_EQ(count_op(plain, gemv), 1) << split << " " << plain.op_mix_string();
+    // (q4_1: its GEMV reads each block's s, the sum of its values, as well as d)
+    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q4_1, 64 * 4096)));
+    blocks::fill_valid_blocks(DType::Q4_1, wbytes, 90 + split);
     for (int64_t c : {1, 37, 200}) {
       const DynMap dims{{"s", 1}, {"c", c}};
       // (q, k, v, the caches and the position at random; the weight's blocks valid)
       testing::BufferMap in = opstest::random_inputs(g, dims, 91 + c, -1, 1);
-      in["w"] = HostBuffer{DType::Q8_0, wbytes};
+      in["w"] = HostBuffer{DType::Q4_1, wbytes};
       testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused, {dims});
       testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain, {dims});
       EXPECT_EQ(testing::run_plan(pa, in, dims).outputs.at("y").bytes,
