@@ -91,6 +91,18 @@ TEST(FewestKernels, SmolLM2ShapedDecodeIsALocalMinimumAndGrowsByALayerAtATime) {
   EXPECT_LE(then.kernels, 375u);
 }
 
+/// A `layers`-layer SmolLM2-shaped decode step with q4_1 matrices in every layer (the rest f32).
+Graph smollm2_q4_1_decode(int layers) {
+  const auto cfg = models::llama_config(
+      {.layers = layers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1};
+  for (int i = 0; i < layers; ++i)
+    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
+  return models::build_decoder(cfg, shape).graph;
+}
+
 // SmolLM2's shape with Q4_1 projections (as its GGUF; f32 activations): the residual adds are
 // stored by the o and down projections' kernels. Neither change pays alone (the down kernel read
 // the stream's two pieces, so the o projection's plain value stayed needed), so the one-gene
@@ -99,14 +111,7 @@ TEST(FewestKernels, SmolLM2ShapedDecodeIsALocalMinimumAndGrowsByALayerAtATime) {
 // storing v into its cache (scatter_store.cpp, cuda.QGemvQ8Scatter), 525.
 TEST(FewestKernels, SmolLM2ShapedQ4_1DecodeStoresTheResidualInTheProjections) {
   constexpr int kLayers = 30;
-  const auto cfg = models::llama_config(
-      {.layers = kLayers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
-  models::DecoderShape shape{.slots = 2048, .max_step = 1};
-  for (int i = 0; i < kLayers; ++i)
-    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
-      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
-  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  const LlirGraph l = testing::cuda_seed_program(smollm2_q4_1_decode(kLayers));
   const size_t kernels = testing::kernel_count(l);
   std::printf("[fewest] SmolLM2 Q4_1, %d layers: %zu kernels, %d on the critical path (%s)\n",
               kLayers, kernels, critical_path(l), l.op_mix_string().c_str());
@@ -129,14 +134,7 @@ TEST(FewestKernels, TheLibraryPreferringSeedKeepsTheQuantizedGemvs) {
   // (one GEMV a projection: not the paired gate/up form)
   testing::EnvScope no_pairs("LUMINAL_CUDA_QGEMV_GLU", nullptr);
   constexpr int kLayers = 2;
-  const auto cfg = models::llama_config(
-      {.layers = kLayers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
-  models::DecoderShape shape{.slots = 2048, .max_step = 1};
-  for (int i = 0; i < kLayers; ++i)
-    for (const char* w : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
-      shape.block_weights["model.layers." + std::to_string(i) + "." + w + ".weight"] = DType::Q4_1;
-  const Graph g = models::build_decoder(cfg, shape).graph;
+  const Graph g = smollm2_q4_1_decode(kLayers);
   testing::CudaRulesOnly rules(/*cublaslt=*/true);
   BuiltSpace b = build_search_space(g, rules, g.dim_facts());
   const LlirGraph l =

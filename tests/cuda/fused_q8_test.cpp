@@ -13,10 +13,12 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/quant_test_util.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
@@ -59,29 +61,15 @@ Graph attention_o_proj() {
   return g;
 }
 
-/// The GEMV a program should read the activation with: over the split layout (cuda.QGemvQ8S over
-/// cuda.QRepack, the activation in the split Q8_1 layout) or the GGUF one. (A preference for
-/// both would take the first by name, cuda.QGemvQ8, and never the split layout.)
-bool gemv_op(std::string_view op, bool split) {
-  return split ? op == "cuda.QGemvQ8S" || op == "cuda.QRepack" : op == "cuda.QGemvQ8";
-}
-
 std::function<bool(std::string_view)> fused_q8_ops(bool split) {
-  return [split](std::string_view op) { return op == "cuda.FusedQ8" || gemv_op(op, split); };
+  return
+      [split](std::string_view op) { return op == "cuda.FusedQ8" || testing::gemv_op(op, split); };
 }
 
 std::function<bool(std::string_view)> unfused_ops(bool split) {
   return [split](std::string_view op) {
-    return op == "cuda.Fused" || op == "cuda.QuantizeQ8" || gemv_op(op, split);
+    return op == "cuda.Fused" || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
   };
-}
-
-/// Whether `l`'s cuda.FusedQ8 writes the layout its GEMV reads (int_value 1: split).
-bool fused_layout_is(const LlirGraph& l, bool split) {
-  for (const LlirNode& node : l.nodes)
-    if (node.op->name == std::string_view("cuda.FusedQ8"))
-      return node.attrs.int_value == (split ? 1 : 0);
-  return false;
 }
 
 TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
@@ -94,7 +82,8 @@ TEST(CudaFusedQ8Rules, ReplacesTheRegionAndTheQuantizeWithTheSwitch) {
             testing::prefer_ops(swiglu_down(1, n, DType::Q4_0), rules, fused_q8_ops(split));
         EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 1) << n << ": " << l.op_mix_string();
         EXPECT_EQ(count_op(l, split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8"), 1) << l.op_mix_string();
-        EXPECT_TRUE(fused_layout_is(l, split)) << split << " " << l.to_text();
+        EXPECT_TRUE(testing::writes_layout(l, "cuda.FusedQ8", split))
+            << split << " " << l.to_text();
         EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << n << ": " << l.op_mix_string();
         EXPECT_EQ(count_op(l, "cuda.Fused"), 0) << n << ": " << l.op_mix_string();
       }
@@ -135,22 +124,30 @@ Graph llama8b_q4_0(int layers) {
 /// Its fewest-kernels program.
 LlirGraph llama8b_q4_0_seed(int layers) { return testing::cuda_seed_program(llama8b_q4_0(layers)); }
 
+/// llama8b_q4_0_seed(layers) without LUMINAL_CUDA_FUSED_Q8 and with it, printed.
+std::pair<LlirGraph, LlirGraph> seeds_without_and_with(int layers, const std::string& what) {
+  LlirGraph before, after;
+  {
+    testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
+    before = llama8b_q4_0_seed(layers);
+  }
+  {
+    testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+    after = llama8b_q4_0_seed(layers);
+  }
+  std::printf(
+      "[fused-q8] %s, %d layers: %zu kernels, %d on the critical path (%zu / %d without; "
+      "%s)\n",
+      what.c_str(), layers, testing::kernel_count(after), critical_path(after),
+      testing::kernel_count(before), critical_path(before), after.op_mix_string().c_str());
+  return {std::move(before), std::move(after)};
+}
+
 // SwiGLU's product before the integer down GEMV: the seed takes the fused form in every layer,
 // and the step's longest chain of kernels is one a layer shorter.
 TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
   constexpr int kLayers = 2;
-  LlirGraph before;
-  {
-    testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
-    before = llama8b_q4_0_seed(kLayers);
-  }
-  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
-  const LlirGraph l = llama8b_q4_0_seed(kLayers);
-  std::printf(
-      "[fused-q8] 8B q4_0, %d layers: %zu kernels, %d on the critical path (%zu / %d "
-      "without; %s)\n",
-      kLayers, testing::kernel_count(l), critical_path(l), testing::kernel_count(before),
-      critical_path(before), l.op_mix_string().c_str());
+  const auto [before, l] = seeds_without_and_with(kLayers, "8B q4_0");
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), kLayers) << l.op_mix_string();
   EXPECT_EQ(testing::kernel_count(l) + kLayers, testing::kernel_count(before));
   EXPECT_EQ(critical_path(l) + kLayers, critical_path(before));
@@ -188,18 +185,7 @@ TEST(CudaFusedQ8Rules, SmolLM2sSeedIsNoWorse) {
 TEST(CudaFusedQ8Rules, AttentionQ8WithCudaAttention) {
   constexpr int kLayers = 2;
   testing::EnvScope attention("LUMINAL_CUDA_ATTENTION", "1");
-  LlirGraph before;
-  {
-    testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
-    before = llama8b_q4_0_seed(kLayers);
-  }
-  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
-  const LlirGraph l = llama8b_q4_0_seed(kLayers);
-  std::printf(
-      "[fused-q8] 8B q4_0 with cuda.Attention, %d layers: %zu kernels, %d on the critical "
-      "path (%zu / %d without; %s)\n",
-      kLayers, testing::kernel_count(l), critical_path(l), testing::kernel_count(before),
-      critical_path(before), l.op_mix_string().c_str());
+  const auto [before, l] = seeds_without_and_with(kLayers, "8B q4_0 with cuda.Attention");
   EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), kLayers) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), kLayers) << l.op_mix_string();
   EXPECT_EQ(critical_path(l) + 2 * kLayers, critical_path(before)) << l.op_mix_string();
@@ -216,7 +202,7 @@ TEST(CudaFusedQ8Rules, AttentionQ8OfferedForTheGpuTestsGraph) {
   testing::CudaRulesOnly rules;
   for (bool split : {false, true}) {
     auto [l, hits] = testing::prefer_ops(g, rules, [split](std::string_view op) {
-      return op == "cuda.AttentionQ8" || gemv_op(op, split);
+      return op == "cuda.AttentionQ8" || testing::gemv_op(op, split);
     });
     EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), 1) << split << " " << l.op_mix_string();
     EXPECT_EQ(count_op(l, split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8"), 1) << l.op_mix_string();
@@ -234,7 +220,8 @@ TEST(CudaFusedQ8Rules, KernelsCompileForSm90) {
         if (t == DType::Q4_K && split) continue;  // (no split layout for Q8_K)
         auto [l, hits] = testing::prefer_ops(swiglu_down(m, 1536, t), rules, fused_q8_ops(split));
         ASSERT_EQ(count_op(l, "cuda.FusedQ8"), 1) << name(t) << " " << l.op_mix_string();
-        ASSERT_TRUE(fused_layout_is(l, split)) << name(t) << " " << l.to_text();
+        ASSERT_TRUE(testing::writes_layout(l, "cuda.FusedQ8", split))
+            << name(t) << " " << l.to_text();
         for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
           sources.push_back(g.source);
       }
@@ -269,7 +256,8 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
           const std::string at = std::string(name(t)) + (split ? " split" : "") + " n " +
                                  std::to_string(n) + " m " + std::to_string(m);
           ASSERT_EQ(count_op(fused, "cuda.FusedQ8"), 1) << at << " " << fused.op_mix_string();
-          ASSERT_TRUE(fused_layout_is(fused, split)) << at << " " << fused.to_text();
+          ASSERT_TRUE(testing::writes_layout(fused, "cuda.FusedQ8", split))
+              << at << " " << fused.to_text();
           ASSERT_EQ(count_op(plain, "cuda.FusedQ8"), 0) << at << " " << plain.op_mix_string();
           ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << at << " " << plain.op_mix_string();
           ASSERT_GE(count_op(plain, "cuda.Fused"), 1) << at << " " << plain.op_mix_string();
@@ -296,10 +284,10 @@ TEST(CudaFusedQ8, AttentionQ8SameBitsAsTheAttentionAndTheQuantize) {
   const Graph g = attention_o_proj();
   for (bool split : {false, true}) {
     auto [fused, a] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
-      return op == "cuda.AttentionQ8" || gemv_op(op, split);
+      return op == "cuda.AttentionQ8" || testing::gemv_op(op, split);
     });
     auto [plain, b] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
-      return op == "cuda.Attention" || op == "cuda.QuantizeQ8" || gemv_op(op, split);
+      return op == "cuda.Attention" || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
     });
     ASSERT_EQ(count_op(fused, "cuda.AttentionQ8"), 1) << split << " " << fused.op_mix_string();
     ASSERT_EQ(count_op(plain, "cuda.Attention"), 1) << split << " " << plain.op_mix_string();

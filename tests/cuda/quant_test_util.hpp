@@ -1,9 +1,11 @@
 #pragma once
 // Inputs and outputs of the CUDA quantized-kernel tests (quant_test.cpp, qgemm_test.cpp): random
-// valid blocks with random f16 scales, their f32 values, f32 buffers.
+// valid blocks with random f16 scales, their f32 values, f32 buffers; and which integer GEMV
+// layout a program takes (row_q8_test.cpp, fused_q8_test.cpp).
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "luminal/core/blocks.hpp"
@@ -12,6 +14,21 @@
 #include "support/quant_bound.hpp"
 
 namespace luminal::testing {
+
+/// Whether `op` is the integer GEMV (and its weight's repack) of one layout: over the split layout
+/// (cuda.QGemvQ8S over cuda.QRepack, the activation in the split Q8_1 layout) or the GGUF one.
+/// A preference for both would take the first by name, cuda.QGemvQ8, never the split layout.
+inline bool gemv_op(std::string_view op, bool split) {
+  return split ? op == "cuda.QGemvQ8S" || op == "cuda.QRepack" : op == "cuda.QGemvQ8";
+}
+
+/// Whether `l`'s node of op `producer` writes the split Q8_1 layout (int_value 1) when `split`,
+/// the plain one when not (false without such a node).
+inline bool writes_layout(const LlirGraph& l, std::string_view producer, bool split) {
+  for (const LlirNode& node : l.nodes)
+    if (node.op->name == producer) return node.attrs.int_value == (split ? 1 : 0);
+  return false;
+}
 
 /// Valid blocks of `t` with random quants and random f16 scales and mins (a few subnormal).
 inline HostBuffer random_blocks(DType t, int64_t values, uint64_t seed) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/quant_test_util.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
@@ -41,29 +42,14 @@ Graph norm_linear(int64_t m, int64_t k, DType t, bool bf16 = false) {
   return g;
 }
 
-/// The GEMV reading the quantized rows: over the split layout (cuda.QGemvQ8S over cuda.QRepack,
-/// the rows in the split Q8_1 layout) or the GGUF one. (A preference for both takes the first by
-/// name, cuda.QGemvQ8, and never reaches the split layout.)
-bool gemv_op(std::string_view op, bool split) {
-  return split ? op == "cuda.QGemvQ8S" || op == "cuda.QRepack" : op == "cuda.QGemvQ8";
-}
-
 std::function<bool(std::string_view)> row_q8_ops(bool split) {
-  return [split](std::string_view op) { return op == "cuda.RowQ8" || gemv_op(op, split); };
+  return [split](std::string_view op) { return op == "cuda.RowQ8" || testing::gemv_op(op, split); };
 }
 
 std::function<bool(std::string_view)> unfused_ops(bool split) {
   return [split](std::string_view op) {
-    return op == "cuda.Row" || op == "cuda.QuantizeQ8" || gemv_op(op, split);
+    return op == "cuda.Row" || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
   };
-}
-
-/// Whether `l`'s cuda.RowQ8 writes the split layout (int_value 1) when `split`, else the plain.
-bool row_layout_is(const LlirGraph& l, bool split) {
-  for (const LlirNode& node : l.nodes)
-    if (node.op->name == std::string_view("cuda.RowQ8"))
-      return node.attrs.int_value == (split ? 1 : 0);
-  return false;
 }
 
 TEST(CudaRowQ8Rules, OnByDefaultAndOffWithZero) {
@@ -112,7 +98,7 @@ TEST(CudaRowQ8Rules, KernelsCompileForSm90) {
         auto [l, n] =
             testing::prefer_ops(norm_linear(1, k, DType::Q8_0, bf16), rules, row_q8_ops(split));
         ASSERT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << " " << l.op_mix_string();
-        ASSERT_TRUE(row_layout_is(l, split)) << k << " " << l.to_text();
+        ASSERT_TRUE(testing::writes_layout(l, "cuda.RowQ8", split)) << k << " " << l.to_text();
         for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
           sources.push_back(g.source);
       }
@@ -161,7 +147,8 @@ TEST(CudaRowQ8, SameBitsAsTheRowAndTheQuantize) {
                                  std::to_string(k) + " m " + std::to_string(m) +
                                  (bf16 ? " bf16" : " f32");
           ASSERT_EQ(count_op(fused, "cuda.RowQ8"), 1) << at << " " << fused.op_mix_string();
-          ASSERT_TRUE(row_layout_is(fused, split)) << at << " " << fused.to_text();
+          ASSERT_TRUE(testing::writes_layout(fused, "cuda.RowQ8", split))
+              << at << " " << fused.to_text();
           ASSERT_EQ(count_op(plain, "cuda.RowQ8"), 0) << at << " " << plain.op_mix_string();
           const DType xt = bf16 ? DType::BF16 : DType::F32;
           HostBuffer wb{DType::Q8_0, random_bytes(DType::Q8_0, 40 * k, ++seed)};
