@@ -37,9 +37,9 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/q8_store.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/cuda/row_gen.hpp"
-#include "luminal/cuda/view_order.hpp"
 #include "luminal/kernels/attention_rule.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/row_rule.hpp"
@@ -217,16 +217,10 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
     if (n.attrs.shape.empty() || !n.attrs.shape.back().is_const() ||
         n.attrs.shape.back().as_const() % 32 != 0)
       throw Error("cuda.AttentionQ8: writes q8_1 rows of a static length, a multiple of 32");
-    const std::string nbr = std::to_string(n.attrs.shape.back().as_const() / 32);
-    q8_store =
-        "    {\n      const float v = st_f32(A / S);\n      const long long qb = (long long)(" +
-        out_at + ") / 32;\n";
-    q8_store += n.attrs.int_value == 1
-                    ? "      unsigned char* qrow = out + (qb / " + nbr + ") * " + nbr +
-                          " * 36;\n      const int bi = (int)(qb % " + nbr +
-                          ");\n      lmn_q8_1_warp_to(v, qrow + bi * 32, qrow + " + nbr +
-                          " * 32 + bi * 4, (int)(threadIdx.x & 31));\n    }"
-                    : "      lmn_q8_1_warp(v, out + qb * 36, (int)(threadIdx.x & 31));\n    }";
+    q8_store = "    {\n      const float v = st_f32(A / S);\n" +
+               q8_1_store("v", "(long long)(" + out_at + ") / 32", n.attrs.shape.back().as_const(),
+                          n.attrs.int_value == 1, "(int)(threadIdx.x & 31)", "      ") +
+               "    }";
   }
   auto in_name = [](size_t c) { return "in" + std::to_string(c); };
   // A loop in which lane t loads elements t, t + 32, ... (those below `bound`; where `guard`
@@ -523,36 +517,9 @@ std::vector<Rule> attention_rules() {
 /// that add the QuantizeQ8 nodes.
 std::vector<Rule> attention_q8_rules() {
   if (!env_opt_in("LUMINAL_CUDA_ATTENTION") || !env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
-  Pattern q = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
-  return {Rule{"cuda.attention-q8", q, nullptr, [](const Match& m, EGraph& eg) {
-                 const ENodeId qn = m.node("q");
-                 const Attrs qa = eg.attrs_of(qn);
-                 if (qa.dtype != DType::Q8_1 || qa.shape.empty() || !qa.shape.back().is_const() ||
-                     qa.shape.back().as_const() % 32 != 0 || qa.views.size() != 1 ||
-                     !reads_in_order(qa.views[0]))
-                   return;
-                 const ClassId c = eg.find(eg.node(qn).children[0]);
-                 if (!(numel(eg.shape(c)) == numel(qa.shape)) ||
-                     !(qa.views[0].numel() == numel(qa.shape)))
-                   return;
-                 std::vector<ENodeId> found;
-                 for (ENodeId r : eg.nodes_of(c))
-                   if (!eg.is_removed(r) && eg.node(r).op == &kAttention &&
-                       eg.attrs_of(r).dtype == DType::F32)
-                     found.push_back(r);
-                 for (ENodeId r : found) {
-                   Attrs a = eg.attrs_of(r);
-                   const std::vector<ClassId> children = eg.node(r).children;
-                   a.dtype = DType::Q8_1;
-                   a.shape = qa.shape;
-                   a.int_value = qa.int_value;
-                   std::vector<DType> in;
-                   for (ClassId ch : children)
-                     in.push_back(eg.dtype(ch));
-                   if (!attn_form(a, in)) continue;
-                   eg.merge(eg.add(&kAttentionQ8, a, children), m.root);
-                 }
-               }}};
+  return {quantize_in_store_rule(
+      "cuda.attention-q8", &kAttention, &kAttentionQ8, /*q8_k=*/false,
+      [](const Attrs& a, const std::vector<DType>& in) { return attn_form(a, in).has_value(); })};
 }
 
 }  // namespace

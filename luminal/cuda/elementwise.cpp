@@ -22,8 +22,8 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/q8_store.hpp"
 #include "luminal/cuda/quant_device.hpp"
-#include "luminal/cuda/view_order.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/fusion.hpp"
 
@@ -181,15 +181,7 @@ KernelGen gen_fused_q8(const LlirNode& n, const GenContext& ctx) {
     body += "    const " + I + " i = b * 32 + lane;\n";
     const std::string value = emit_program(*prog, cg, n, body);
     body += "    const float v = st_f32(" + value + ");\n";
-    if (n.attrs.int_value == 1) {
-      // row r's blocks' q (32 bytes each), then their (d, s) pairs (quantize_q8.cpp's split)
-      const std::string nbr = std::to_string(shape.back().as_const() / 32);
-      body += "    unsigned char* row = out + (long long)(b / " + nbr + ") * " + nbr +
-              " * 36;\n    const int bi = (int)(b % " + nbr + ");\n";
-      body += "    lmn_q8_1_warp_to(v, row + bi * 32, row + " + nbr + " * 32 + bi * 4, lane);\n";
-    } else {
-      body += "    lmn_q8_1_warp(v, out + (long long)b * 36, lane);\n";
-    }
+    body += q8_1_store("v", "b", shape.back().as_const(), n.attrs.int_value == 1, "lane", "    ");
   }
   std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
                   ") LMN_ENTRY(lmn_fused_q8)(" + cg.params() + ") {\n" + cg.dims_prologue() +
@@ -211,38 +203,11 @@ KernelGen gen_fused_q8(const LlirNode& n, const GenContext& ctx) {
   return g;
 }
 
-/// cuda.FusedQ8 for a Q8_1 or Q8_K QuantizeQ8 that reads a cuda.Fused class whole and in order (its
-/// one view contiguous over as many values): the region's node, its dtype Q8_1, the quantize's
-/// shape and layout.
+/// cuda.FusedQ8 for a Q8_1 or Q8_K QuantizeQ8 that reads a cuda.Fused class whole and in order
+/// (q8_store.hpp).
 std::vector<Rule> fused_q8_rules() {
   if (!env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
-  Pattern q = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
-  return {Rule{
-      "cuda.fused-q8", q, nullptr, [](const Match& m, EGraph& eg) {
-        const ENodeId qn = m.node("q");
-        const Attrs qa = eg.attrs_of(qn);
-        const bool k_blocks = qa.dtype == DType::Q8_K;
-        const int64_t bs = k_blocks ? 256 : 32;
-        if ((qa.dtype != DType::Q8_1 && !k_blocks) || qa.shape.empty() ||
-            !qa.shape.back().is_const() || qa.shape.back().as_const() % bs != 0 ||
-            (k_blocks && qa.int_value != 0) || qa.views.size() != 1 || !reads_in_order(qa.views[0]))
-          return;
-        const ClassId c = eg.find(eg.node(qn).children[0]);
-        if (!(numel(eg.shape(c)) == numel(qa.shape)) || !(qa.views[0].numel() == numel(qa.shape)))
-          return;
-        std::vector<ENodeId> regions;
-        for (ENodeId r : eg.nodes_of(c))
-          if (!eg.is_removed(r) && eg.node(r).op == &kFused && eg.attrs_of(r).dtype == DType::F32)
-            regions.push_back(r);
-        for (ENodeId r : regions) {
-          Attrs a = eg.attrs_of(r);
-          const std::vector<ClassId> children = eg.node(r).children;
-          a.dtype = qa.dtype;
-          a.shape = qa.shape;
-          a.int_value = qa.int_value;
-          eg.merge(eg.add(&kFusedQ8, a, children), m.root);
-        }
-      }}};
+  return {quantize_in_store_rule("cuda.fused-q8", &kFused, &kFusedQ8, /*q8_k=*/true)};
 }
 
 KernelGen gen_iota(const LlirNode& n, const GenContext& ctx) {

@@ -15,6 +15,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/q8_store.hpp"
 #include "luminal/cuda/quant_device.hpp"
 
 namespace luminal::cuda {
@@ -81,16 +82,8 @@ KernelGen gen_quantize_q8(const LlirNode& n, const GenContext& ctx) {
   if (fmt == DType::Q8_1) {
     body += "      const " + I + " fi = b * 32 + lane;\n";
     const std::string xo = cg.view_offset(v, "fi", "xo", body);
-    if (split) {
-      // row r's blocks' q (32 bytes each), then their (d, s) pairs
-      const std::string nbr = std::to_string(shape.back().as_const() / 32);
-      body += "      unsigned char* row = out + (long long)(b / " + nbr + ") * " + nbr +
-              " * 36;\n      const int bi = (int)(b % " + nbr + ");\n";
-      body += "      lmn_q8_1_warp_to(in0[" + xo + "], row + bi * 32, row + " + nbr +
-              " * 32 + bi * 4, lane);\n";
-    } else {
-      body += "      lmn_q8_1_warp(in0[" + xo + "], out + (long long)b * 36, lane);\n";
-    }
+    // (split: row r's blocks' q, 32 bytes each, then their (d, s) pairs)
+    body += q8_1_store("in0[" + xo + "]", "b", shape.back().as_const(), split, "lane", "      ");
   } else {
     body += "      float v[8];\n#pragma unroll\n      for (int r = 0; r < 8; ++r) {\n";
     body += "      const " + I + " fi = b * 256 + r * 32 + lane;\n";

@@ -67,7 +67,7 @@ SUBLAYERS = {
                  "reduce.cpp", "fused_reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "attention.cpp", "scatter_store.cpp",
                  "row.cpp",
                  "row_gen.*", "matmul_operands.*",
-                 "quant_device.*", "quant_dp4a_device.cpp", "view_order.*", "quantize_q8.cpp", "quant_repack.cpp",
+                 "quant_device.*", "quant_dp4a_device.cpp", "q8_store.*", "quantize_q8.cpp", "quant_repack.cpp",
                  "dequantize.cpp", "qgemv.cpp", "qgemm.cpp", "qgemm.hpp", "qgemm_bf16.cpp", "gemv_epilogue.*", "gemv_then.*", "gemv_form.*", "gemv_kernel.hpp", "gemv_mma.cpp",
                  "expert_gemv.cpp", "expert_sum.cpp", "expert_loops.hpp"]),
         # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);
