@@ -18,6 +18,7 @@
 
 #include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/model_seeds.hpp"
 #include "cuda/quant_test_util.hpp"
 #include "luminal/core/blocks.hpp"
 #include "luminal/cuda/nvrtc.hpp"
@@ -158,22 +159,13 @@ TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
 // more on the path, no separate Add.
 TEST(CudaFusedQ8Rules, SmolLM2sSeedIsNoWorse) {
   constexpr int kLayers = 4;
-  auto seed = [] {
-    const auto cfg = models::llama_config(
-        {.layers = kLayers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
-    models::DecoderShape shape{.slots = 2048, .max_step = 1};
-    shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
-      return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
-    });
-    return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
-  };
   LlirGraph before;
   {
     testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
-    before = seed();
+    before = testing::smollm2_q4_1_seed(kLayers);
   }
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
-  const LlirGraph l = seed();
+  const LlirGraph l = testing::smollm2_q4_1_seed(kLayers);
   EXPECT_LE(testing::kernel_count(l), testing::kernel_count(before)) << l.op_mix_string();
   EXPECT_LE(critical_path(l), critical_path(before)) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "Add"), 0) << l.op_mix_string();

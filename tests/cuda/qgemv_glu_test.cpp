@@ -13,6 +13,7 @@
 
 #include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/model_seeds.hpp"
 #include "cuda/swiglu_test_util.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
@@ -101,17 +102,7 @@ TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
   testing::expect_compiles(sources, whats);
 }
 
-/// The fewest-kernels program of a `layers`-layer SmolLM2-shaped decode step stored as the
-/// published file stores it: q4_1 matrices, the tied embedding in q8_0.
-LlirGraph smollm2_q4_1_seed(int layers) {
-  const auto cfg = models::llama_config(
-      {.layers = layers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
-  models::DecoderShape shape{.slots = 2048, .max_step = 1};
-  shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
-    return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
-  });
-  return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
-}
+using testing::smollm2_q4_1_seed;
 
 TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
   constexpr int kLayers = 3;
