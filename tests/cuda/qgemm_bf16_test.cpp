@@ -73,17 +73,26 @@ bool lt_ops(std::string_view op) {
 
 /// Whether `l` runs its layer as the library form: one cuda.DequantizeBF16 and one cuBLASLt call
 /// reading two bf16 operands (not the f32 casts of them), and no tile kernel.
-bool library_form(const LlirGraph& l) {
-  int calls = 0;
+/// `l`'s cuBLASLt calls: all of them, and those reading two bf16 operands.
+struct LtCalls {
+  int all = 0, bf16 = 0;
+};
+LtCalls lt_calls(const LlirGraph& l) {
+  LtCalls c;
   for (const LlirNode& node : l.nodes) {
     const std::string_view op = node.op->name;
     if (op != "cuda.LtMatmul" && op != "cuda.LtMatmulRow") continue;
-    ++calls;
-    if (node.input_dtypes.size() < 2 || node.input_dtypes[0] != DType::BF16 ||
-        node.input_dtypes[1] != DType::BF16)
-      return false;
+    ++c.all;
+    if (node.input_dtypes.size() >= 2 && node.input_dtypes[0] == DType::BF16 &&
+        node.input_dtypes[1] == DType::BF16)
+      ++c.bf16;
   }
-  return calls == 1 && count_op(l, "cuda.DequantizeBF16") == 1 &&
+  return c;
+}
+
+bool library_form(const LlirGraph& l) {
+  const LtCalls c = lt_calls(l);
+  return c.all == 1 && c.bf16 == 1 && count_op(l, "cuda.DequantizeBF16") == 1 &&
          count_op(l, "cuda.QGemmBF16") + count_op(l, "cuda.QGemmBF16S") +
                  count_op(l, "cuda.QGemmQ8") + count_op(l, "cuda.QGemmQ8S") ==
              0;
@@ -212,14 +221,7 @@ TEST(CudaQGemmLtRules, EveryLayerOfAModelsPrefill) {
   std::printf("[qgemm-lt] library-preferring seed, %d layers: %s\n", kLayers,
               prefer.op_mix_string().c_str());
   EXPECT_EQ(count_op(prefer, "cuda.DequantizeBF16"), 7 * kLayers) << prefer.op_mix_string();
-  int bf16_calls = 0;
-  for (const LlirNode& node : prefer.nodes)
-    if ((node.op->name == std::string_view("cuda.LtMatmul") ||
-         node.op->name == std::string_view("cuda.LtMatmulRow")) &&
-        node.input_dtypes.size() >= 2 && node.input_dtypes[1] == DType::BF16 &&
-        node.input_dtypes[0] == DType::BF16)
-      ++bf16_calls;
-  EXPECT_GE(bf16_calls, 7 * kLayers) << prefer.op_mix_string();
+  EXPECT_GE(lt_calls(prefer).bf16, 7 * kLayers) << prefer.op_mix_string();
   const LlirGraph fewest = to_llir(*b.space, b.space->fewest_kernels_genome());
   EXPECT_EQ(count_op(fewest, "cuda.DequantizeBF16"), 0) << fewest.op_mix_string();
 }
