@@ -17,6 +17,12 @@
 // order), and the cluster's blocks in double in rank order (distributed shared memory), so the
 // result does not depend on timing.
 //
+// cuda.GemvKNQ8 (with LUMINAL_CUDA_FUSED_Q8=1, as cuda.FusedQ8): the same kernel whose store
+// writes the output as Q8_1 blocks for the integer GEMV after it (the o projection's activation
+// after P @ V), with cuda.QuantizeQ8's warp code: a warp stores 32 consecutive outputs of one row,
+// so n and the tile's span are multiples of 32 and n is the output's innermost axis. One kernel
+// fewer on a quantized decode step's critical path a layer.
+//
 // LUMINAL_CUDA_GEMV_KN=0 offers neither op (the programs of before, to compare); for tuning
 // sweeps, LUMINAL_CUDA_GEMV_KN_UNROLL (1 to 16, default 8) sets U and
 // LUMINAL_CUDA_GEMV_KN_CLUSTER (1, 2, 4 or 8, default 8) the cluster's blocks (1: no cluster, a
@@ -29,6 +35,8 @@
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/q8_store.hpp"
+#include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 #include "luminal/kernels/split_axes.hpp"
 
@@ -41,6 +49,8 @@ namespace {
 
 const OpDef kGemvKN{.name = "cuda.GemvKN", .seed_cost = 0.95, .library_replaces = true};
 const OpDef kGemvKNCast{.name = "cuda.GemvKNCast", .seed_cost = 0.95, .library_replaces = true};
+// (below cuda.GemvKN's 0.95 and cuda.QuantizeQ8's 0.5 together)
+const OpDef kGemvKNQ8{.name = "cuda.GemvKNQ8", .seed_cost = 1.4};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -119,6 +129,23 @@ std::optional<KnForm> kn_form(const SplitDomain& d, DType t0, DType t1) {
   return best;
 }
 
+/// The tile's span along n (TC column threads of `width` elements).
+int64_t kn_span(const KnForm& f) {
+  int tc = 1;
+  while (tc < 32 && tc * f.width < f.n)
+    tc *= 2;
+  return int64_t{tc} * f.width;
+}
+
+/// Whether the kernel can store `f`'s output over `d` as Q8_1 blocks: each warp's 32 consecutive
+/// stores are one block (n and the span multiples of 32, n the output's innermost axis).
+bool kn_q8_storable(const SplitDomain& d, const KnForm& f) {
+  if (f.n % 32 != 0 || kn_span(f) % 32 != 0) return false;
+  for (int k = f.n_axis + 1; k < d.a.rank(); ++k)
+    if (k != d.axis && !(d.a.dims[static_cast<size_t>(k)] == Expr(1))) return false;
+  return true;
+}
+
 /// `product_t`: the dtype each product rounds to (the matmul value's; f32 for cuda.GemvKNCast).
 KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
   if (n.input_dtypes.size() != 2 || n.attrs.views.size() != 2)
@@ -133,6 +160,12 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
   const int axis = dom.axis, na = form->n_axis, ra = form->row_axis;
   const int w = form->shared, x = 1 - w;
   const int M = form->rows, CW = form->width;
+  const bool q8 = n.attrs.dtype == DType::Q8_1;
+  if (q8 && (!kn_q8_storable(dom, *form) || n.attrs.shape.empty() ||
+             !n.attrs.shape.back().is_const() || n.attrs.shape.back().as_const() % 32 != 0))
+    throw Error("cuda.GemvKNQ8: " + n.attrs.to_string() +
+                " stores no whole Q8_1 block a warp (n and the row length must be multiples of 32, "
+                "n the output's innermost axis)");
   const DType tw = n.input_dtypes[static_cast<size_t>(w)];
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
   const View& vw = w == 0 ? dom.a : dom.b;
@@ -156,11 +189,9 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
     if (d != axis && d != ra && d != na) P = P * odims[static_cast<size_t>(d)];
 
   // TC column threads cover up to 32 chunks of n; the rest of the block's threads split k.
-  int TC = 1;
-  while (TC < 32 && TC * CW < form->n)
-    TC *= 2;
+  const int64_t span = kn_span(*form);
+  const int TC = static_cast<int>(span / CW);
   const int KL = kBlock / TC;
-  const int64_t span = int64_t{TC} * CW;
   const int64_t NT = (form->n + span - 1) / span;
   const int U = env_int("LUMINAL_CUDA_GEMV_KN_UNROLL", 8, 1, 16);
   const int CL = env_int("LUMINAL_CUDA_GEMV_KN_CLUSTER", kCluster, 1, 8);
@@ -283,7 +314,13 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
                    "#pragma unroll\n      for (int q = 0; q < " +
                    CLs + "; ++q) s += __longlong_as_double((long long)bits[q]);"
              : "      const double s = bpart[o];",
-      "      out[" + oo + " + " + o_r + " + " + o_n + "] = st_" + dtype_tag(n.attrs.dtype) + "(s);",
+      q8 ? "      {\n        const float v = (float)s;\n" +
+               q8_1_store("v", "(long long)(" + oo + " + " + o_r + " + " + o_n + ") / 32",
+                          n.attrs.shape.back().as_const(), n.attrs.int_value == 1, "lane",
+                          "        ") +
+               "      }"
+         : "      out[" + oo + " + " + o_r + " + " + o_n + "] = st_" + dtype_tag(n.attrs.dtype) +
+               "(s);",
       "    }",
       CL > 1 ? "    lmn_cluster_sync();" : "    __syncthreads();",
       "  }",
@@ -298,21 +335,23 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
   k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n  const " + I + " K = " + kcode +
        ";\n" + body + "}\n";
   KernelGen gen;
-  gen.source = Codegen::unit(k);
+  gen.source = Codegen::unit(q8 ? quant_device_source() + k : k);
   const Expr tiles = P * Expr(NT);
   gen.launches.push_back(
       Launch{"lmn_gemv_kn",
              kBlock,
              {min(tiles, Expr(int64_t{ctx.sm_count} * 2)) * Expr(int64_t{CL}), 1, 1}});
   const Expr count = numel(n.attrs.shape);
-  gen.bytes = P * Expr(form->n) * K * size_bytes(tw) + P * Expr(int64_t{M}) * K * size_bytes(tx) +
-              count * size_bytes(n.attrs.dtype);
+  gen.bytes =
+      P * Expr(form->n) * K * size_bytes(tw) + P * Expr(int64_t{M}) * K * size_bytes(tx) +
+      (q8 ? count / Expr(32) * Expr(block_bytes(DType::Q8_1)) : count * size_bytes(n.attrs.dtype));
   gen.flops = count * K * 2;
   return gen;
 }
 
+/// (cuda.GemvKN, and cuda.GemvKNQ8 whose products are f32 as cuda.GemvKN's before its quantize)
 KernelGen gen_kn(const LlirNode& n, const GenContext& ctx) {
-  return gen_kn_node(n, ctx, n.attrs.dtype);
+  return gen_kn_node(n, ctx, n.attrs.dtype == DType::Q8_1 ? DType::F32 : n.attrs.dtype);
 }
 KernelGen gen_kn_cast(const LlirNode& n, const GenContext& ctx) {
   require_sixteen_bit_output(n);
@@ -333,13 +372,31 @@ std::vector<Rule> kn_rules() {
       });
 }
 
+/// cuda.GemvKNQ8 for a Q8_1 QuantizeQ8 that reads a cuda.GemvKN class whole and in order
+/// (q8_store.hpp); ruleset cuda.fused-q8, after the rules that add the QuantizeQ8 nodes.
+std::vector<Rule> kn_q8_rules() {
+  if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN") ||
+      !env_opt_in("LUMINAL_CUDA_FUSED_Q8"))
+    return {};
+  return {quantize_in_store_rule("cuda.gemv-kn-q8", &kGemvKN, &kGemvKNQ8, /*q8_k=*/false,
+                                 [](const Attrs& a, const std::vector<DType>& in) {
+                                   if (in.size() != 2 || a.views.size() != 2) return false;
+                                   const SplitDomain d = kn_domain(a);
+                                   const std::optional<KnForm> f = kn_form(d, in[0], in[1]);
+                                   return f && kn_q8_storable(d, *f);
+                                 })};
+}
+
 }  // namespace
 
 void register_gemv_kn_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp kn{&kGemvKN, "cuda.library", kn_rules, gen_kn};
   static const CudaOp kn_cast{&kGemvKNCast, "", nullptr, gen_kn_cast};
+  // (its rules run with cuda.FusedQ8's, after the QuantizeQ8 nodes exist)
+  static const CudaOp kn_q8{&kGemvKNQ8, "cuda.fused-q8", kn_q8_rules, gen_kn};
   ops.push_back(&kn);
   ops.push_back(&kn_cast);
+  ops.push_back(&kn_q8);
 }
 
 }  // namespace luminal::cuda

@@ -2,9 +2,10 @@
 // Q8_1 or Q8_K as one kernel. Without a GPU: with the switch the rule replaces SwiGLU's region and
 // the quantize before a quantized down projection (both Q8_1 layouts, and Q8_K for the K types),
 // never without the switch; the seed of an 8B-shaped q4_0 decode takes it in every layer, one
-// kernel fewer on the critical path a layer; its kernels compile for sm_90. On the GPU: its bytes
-// equal cuda.Fused followed by cuda.QuantizeQ8 (q8_0, q4_1 and q4_k down weights), and
-// cuda.AttentionQ8 (with LUMINAL_CUDA_ATTENTION=1) cuda.Attention and the quantize.
+// kernel fewer on the critical path a layer (two with cuda.GemvKNQ8, gemv_kn.cpp: P @ V with the
+// quantize in its store); its kernels compile for sm_90. On the GPU: its bytes equal cuda.Fused
+// followed by cuda.QuantizeQ8 (q8_0, q4_1 and q4_k down weights); cuda.GemvKNQ8's, cuda.GemvKN and
+// the quantize; cuda.AttentionQ8's (with LUMINAL_CUDA_ATTENTION=1) cuda.Attention and the quantize.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,14 +145,21 @@ std::pair<LlirGraph, LlirGraph> seeds_without_and_with(int layers, const std::st
   return {std::move(before), std::move(after)};
 }
 
-// SwiGLU's product before the integer down GEMV: the seed takes the fused form in every layer,
-// and the step's longest chain of kernels is one a layer shorter.
+// SwiGLU's product before the integer down GEMV (cuda.FusedQ8) and attention's P @ V before the
+// o projection (cuda.GemvKNQ8): the seed takes both fused forms in every layer, and the step's
+// longest chain of kernels is two a layer shorter; its kernels compile for sm_90.
 TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
   constexpr int kLayers = 2;
   const auto [before, l] = seeds_without_and_with(kLayers, "8B q4_0");
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), kLayers) << l.op_mix_string();
-  EXPECT_EQ(testing::kernel_count(l) + kLayers, testing::kernel_count(before));
-  EXPECT_EQ(critical_path(l) + kLayers, critical_path(before));
+  EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), kLayers) << l.op_mix_string();
+  EXPECT_EQ(count_op(before, "cuda.GemvKN"), kLayers) << before.op_mix_string();
+  EXPECT_EQ(testing::kernel_count(l) + 2 * kLayers, testing::kernel_count(before));
+  EXPECT_EQ(critical_path(l) + 2 * kLayers, critical_path(before));
+  LUMINAL_REQUIRE_NVRTC();
+  std::vector<std::string> sources, whats;
+  testing::add_kernels(l, testing::spec_of(llama8b_q4_0(kLayers).dim_facts()), sources, whats);
+  testing::expect_compiles(sources, whats);
 }
 
 // Where the seed kept SwiGLU's product in f32 (SmolLM2's down GEMV takes the f32 activation
@@ -199,6 +207,31 @@ TEST(CudaFusedQ8Rules, AttentionQ8OfferedForTheGpuTestsGraph) {
     EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), 1) << split << " " << l.op_mix_string();
     EXPECT_EQ(count_op(l, split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8"), 1) << l.op_mix_string();
   }
+}
+
+// The same graph without cuda.Attention offers cuda.GemvKNQ8 (P @ V with the quantize in its
+// store) in both layouts, and only with the switch.
+TEST(CudaFusedQ8Rules, GemvKNQ8OfferedForTheGpuTestsGraph) {
+  const Graph g = attention_o_proj();
+  auto kn_q8_ops = [](bool split) {
+    return [split](std::string_view op) {
+      return op == "cuda.GemvKNQ8" || testing::gemv_op(op, split);
+    };
+  };
+  {
+    testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+    testing::CudaRulesOnly rules;
+    for (bool split : {false, true}) {
+      auto [l, hits] = testing::prefer_ops(g, rules, kn_q8_ops(split));
+      EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), 1) << split << " " << l.op_mix_string();
+      EXPECT_EQ(count_op(l, "cuda.QuantizeQ8"), 0) << split << " " << l.op_mix_string();
+      EXPECT_TRUE(testing::writes_layout(l, "cuda.GemvKNQ8", split)) << split << " " << l.to_text();
+    }
+  }
+  testing::EnvScope off("LUMINAL_CUDA_FUSED_Q8", nullptr);
+  testing::CudaRulesOnly rules;
+  auto [l, hits] = testing::prefer_ops(g, rules, kn_q8_ops(false));
+  EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), 0) << l.op_mix_string();
 }
 
 TEST(CudaFusedQ8Rules, KernelsCompileForSm90) {
@@ -266,6 +299,40 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
                     testing::run_plan(pb, in, {}).outputs.at("y").bytes)
               << at;
         }
+}
+
+// cuda.GemvKNQ8's output (through the GEMV that reads it) has the bits of cuda.GemvKN +
+// cuda.QuantizeQ8's: P @ V's f32 values, quantized by the same warp code.
+TEST(CudaFusedQ8, GemvKNQ8SameBitsAsTheGemvAndTheQuantize) {
+  LUMINAL_REQUIRE_GPU();
+  testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
+  const Graph g = attention_o_proj();
+  for (bool split : {false, true}) {
+    auto [fused, a] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
+      return op == "cuda.GemvKNQ8" || testing::gemv_op(op, split);
+    });
+    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
+      return op == "cuda.GemvKN" || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
+    });
+    ASSERT_EQ(count_op(fused, "cuda.GemvKNQ8"), 1) << split << " " << fused.op_mix_string();
+    ASSERT_EQ(count_op(plain, "cuda.GemvKN"), 1) << split << " " << plain.op_mix_string();
+    ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << split << " " << plain.op_mix_string();
+    const char* gemv = split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8";
+    ASSERT_EQ(count_op(fused, gemv), 1) << split << " " << fused.op_mix_string();
+    ASSERT_EQ(count_op(plain, gemv), 1) << split << " " << plain.op_mix_string();
+    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q4_1, 64 * 4096)));
+    blocks::fill_valid_blocks(DType::Q4_1, wbytes, 95 + split);
+    for (int64_t c : {1, 37, 200}) {
+      const DynMap dims{{"s", 1}, {"c", c}};
+      testing::BufferMap in = opstest::random_inputs(g, dims, 96 + c, -1, 1);
+      in["w"] = HostBuffer{DType::Q4_1, wbytes};
+      testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused, {dims});
+      testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain, {dims});
+      EXPECT_EQ(testing::run_plan(pa, in, dims).outputs.at("y").bytes,
+                testing::run_plan(pb, in, dims).outputs.at("y").bytes)
+          << "split " << split << " c " << c;
+    }
+  }
 }
 
 // cuda.AttentionQ8's output (through the GEMV that reads it) has the bits of cuda.Attention +
