@@ -562,7 +562,12 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
   const fs::path cache = temp_folder("quant");
   try {
     const models::LlamaSize size = big ? models::llama3_8b_size() : models::smollm2_135m_size();
-    const int ctx = 128, steps = 30;
+    // LUMINAL_BENCH_CONTEXT: the decode's context (default 128; 1024 for the attention A/Bs)
+    const char* ctx_env = std::getenv("LUMINAL_BENCH_CONTEXT");
+    const int ctx = ctx_env && *ctx_env ? std::atoi(ctx_env) : 128, steps = 30;
+    if (ctx < 1 || ctx > 32768)
+      throw Error("LUMINAL_BENCH_CONTEXT must be a context from 1 to 32768, got '" +
+                  std::string(ctx_env) + "'");
     const int slots = slots_covering({ctx}, steps);
     // Every matrix in `wt`; the embedding and LM head as llama.cpp's files store them (the 8B's
     // in q6_k, SmolLM2's tied one in q8_0), except for q8_0 models.

@@ -512,11 +512,11 @@ std::vector<Rule> attention_rules() {
 
 /// cuda.AttentionQ8 for a Q8_1 QuantizeQ8 that reads a cuda.Attention class whole and in order
 /// (the o projection's integer GEMV after attention): one kernel fewer on the decode step's
-/// critical path. With LUMINAL_CUDA_ATTENTION=1 and LUMINAL_CUDA_FUSED_Q8=1 (elementwise.cpp's
+/// critical path. With LUMINAL_CUDA_ATTENTION=1, unless LUMINAL_CUDA_FUSED_Q8=0 (elementwise.cpp's
 /// cuda.FusedQ8 is the same for an elementwise region); ruleset cuda.fused-q8, after the rules
 /// that add the QuantizeQ8 nodes.
 std::vector<Rule> attention_q8_rules() {
-  if (!env_opt_in("LUMINAL_CUDA_ATTENTION") || !env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
+  if (!env_opt_in("LUMINAL_CUDA_ATTENTION") || !env_switch_on("LUMINAL_CUDA_FUSED_Q8")) return {};
   return {quantize_in_store_rule(
       "cuda.attention-q8", &kAttention, &kAttentionQ8, /*q8_k=*/false,
       [](const Attrs& a, const std::vector<DType>& in) { return attn_form(a, in).has_value(); })};

@@ -7,7 +7,8 @@
 // the CPU bit for bit wherever the math functions do (exp2f, log2f, sinf and sqrtf are not
 // bit-identical to glibc's; +, *, /, fmod, casts and every integer op are).
 //
-// cuda.FusedQ8 (opt-in, LUMINAL_CUDA_FUSED_Q8=1 until a GPU has run it) is
+// cuda.FusedQ8 (on by default since it ran on an H100, 2026-12-06; LUMINAL_CUDA_FUSED_Q8=0 offers
+// neither it nor cuda.GemvKNQ8 / cuda.AttentionQ8) is
 // cuda.QuantizeQ8(cuda.Fused(...)) to Q8_1 or Q8_K as one kernel: a warp a block (32 values,
 // or 256 for Q8_K), lane j computing the region's values j, j + 32, ... of it (the same
 // statements as cuda.Fused) and the warp writing the block with QuantizeQ8's own code
@@ -206,7 +207,7 @@ KernelGen gen_fused_q8(const LlirNode& n, const GenContext& ctx) {
 /// cuda.FusedQ8 for a Q8_1 or Q8_K QuantizeQ8 that reads a cuda.Fused class whole and in order
 /// (q8_store.hpp).
 std::vector<Rule> fused_q8_rules() {
-  if (!env_opt_in("LUMINAL_CUDA_FUSED_Q8")) return {};
+  if (!env_switch_on("LUMINAL_CUDA_FUSED_Q8")) return {};
   return {quantize_in_store_rule("cuda.fused-q8", &kFused, &kFusedQ8, /*q8_k=*/true)};
 }
 

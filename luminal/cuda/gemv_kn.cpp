@@ -17,7 +17,7 @@
 // order), and the cluster's blocks in double in rank order (distributed shared memory), so the
 // result does not depend on timing.
 //
-// cuda.GemvKNQ8 (with LUMINAL_CUDA_FUSED_Q8=1, as cuda.FusedQ8): the same kernel whose store
+// cuda.GemvKNQ8 (unless LUMINAL_CUDA_FUSED_Q8=0, as cuda.FusedQ8): the same kernel whose store
 // writes the output as Q8_1 blocks for the integer GEMV after it (the o projection's activation
 // after P @ V), with cuda.QuantizeQ8's warp code: a warp stores 32 consecutive outputs of one row,
 // so n and the tile's span are multiples of 32 and n is the output's innermost axis. One kernel
@@ -376,7 +376,7 @@ std::vector<Rule> kn_rules() {
 /// (q8_store.hpp); ruleset cuda.fused-q8, after the rules that add the QuantizeQ8 nodes.
 std::vector<Rule> kn_q8_rules() {
   if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_GEMV_KN") ||
-      !env_opt_in("LUMINAL_CUDA_FUSED_Q8"))
+      !env_switch_on("LUMINAL_CUDA_FUSED_Q8"))
     return {};
   return {quantize_in_store_rule("cuda.gemv-kn-q8", &kGemvKN, &kGemvKNQ8, /*q8_k=*/false,
                                  [](const Attrs& a, const std::vector<DType>& in) {

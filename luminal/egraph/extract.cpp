@@ -398,9 +398,14 @@ bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,
     for (uint32_t va = 0; va < gene_sizes_[a] && !taken; ++va) {
       if (va == keep_a) continue;
       g[a] = va;
-      // Only a change that costs at most about a kernel a class on its own (two GEMVs that read
-      // one value: either moved to another form alone keeps the old value's kernel).
-      if (program_cost_impl(g, mode, bias) > lowest + static_cast<double>(members[a].size()) + 1e-9)
+      // Only a change that costs at most about two kernels a class on its own (two GEMVs that
+      // read one value: either moved to another form alone keeps the old value's kernel; a
+      // projection that stores the residual stream while the next layer still reads its pieces
+      // keeps both the old product and the add). At one kernel a class, a 30-layer SmolLM2-shaped
+      // q4_1 seed given cuda.FusedQ8 stopped at a separate Add after each down projection: 24
+      // kernels more on the critical path (tests/cuda/fused_q8_test.cpp).
+      if (program_cost_impl(g, mode, bias) >
+          lowest + 2.0 * static_cast<double>(members[a].size()) + 1e-9)
         continue;
       for (size_t pi = 0; pi < partners.size() && !taken; ++pi) {
         const int b = partners[pi];
