@@ -47,7 +47,16 @@ models::Decoder llama_with_argmax(const models::LlamaSize& size, DType dtype, in
 
 CompileOptions decode_opts(int limit, const fs::path& cache, int slots, int max_step, int c_rep) {
   std::vector<DimBucket> s_buckets = {DimBucket(1, 1)};
-  if (max_step > 1) s_buckets.push_back(DimBucket(2, max_step).representative(16));
+  // The prefill bucket is searched at s = 16 unless LUMINAL_BENCH_PREFILL_REP names another
+  // length in it (the prefill timed is 128 tokens; `luminal run` searches at the bucket's middle)
+  int64_t rep = 16;
+  if (const char* v = std::getenv("LUMINAL_BENCH_PREFILL_REP"); v && *v && max_step > 1) {
+    rep = std::atoll(v);
+    if (rep < 2 || rep > max_step)
+      throw Error("LUMINAL_BENCH_PREFILL_REP must be a length from 2 to " +
+                  std::to_string(max_step) + ", got '" + v + "'");
+  }
+  if (max_step > 1) s_buckets.push_back(DimBucket(2, max_step).representative(rep));
   return CompileOptions()
       .search_graph_limit(limit)
       .seed(1)
