@@ -30,9 +30,10 @@ using bench::seconds_since;
 // Decode timing shared by the sections (cuda_bench_llm.cpp).
 
 /// Options of a decode session: buckets s = 1 (and s in [2, max_step] when max_step > 1) and c in
-/// [1, slots] (representative c_rep), seed 1, caches in `cache`.
+/// [1, slots] (representative c_rep), seed 1, caches in `cache`; the prefill bucket searched at
+/// s = prefill_rep.
 CompileOptions decode_opts(int limit, const std::filesystem::path& cache, int slots, int max_step,
-                           int c_rep);
+                           int c_rep, int64_t prefill_rep = 16);
 /// Seeded random weights generated on the GPU, empty caches, one token id.
 void fill(Session& s, const models::Decoder& d);
 /// One line per searched bucket: candidates, rejections (the first one's reason), the first valid

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -43,20 +44,26 @@ models::Decoder llama_with_argmax(const models::LlamaSize& size, DType dtype, in
   return d;
 }
 
+/// The integer environment variable `name` within [lo, hi], or `fallback` when unset or empty;
+/// anything else (trailing characters, out of range) throws, naming the variable.
+int64_t env_length(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi)
+    throw Error(std::string(name) + " must be a whole number from " + std::to_string(lo) + " to " +
+                std::to_string(hi) + ", got '" + v + "'");
+  return x;
+}
+
 }  // namespace
 
-CompileOptions decode_opts(int limit, const fs::path& cache, int slots, int max_step, int c_rep) {
+CompileOptions decode_opts(int limit, const fs::path& cache, int slots, int max_step, int c_rep,
+                           int64_t prefill_rep) {
   std::vector<DimBucket> s_buckets = {DimBucket(1, 1)};
-  // The prefill bucket is searched at s = 16 unless LUMINAL_BENCH_PREFILL_REP names another
-  // length in it (the prefill timed is 128 tokens; `luminal run` searches at the bucket's middle)
-  int64_t rep = 16;
-  if (const char* v = std::getenv("LUMINAL_BENCH_PREFILL_REP"); v && *v && max_step > 1) {
-    rep = std::atoll(v);
-    if (rep < 2 || rep > max_step)
-      throw Error("LUMINAL_BENCH_PREFILL_REP must be a length from 2 to " +
-                  std::to_string(max_step) + ", got '" + v + "'");
-  }
-  if (max_step > 1) s_buckets.push_back(DimBucket(2, max_step).representative(rep));
+  if (max_step > 1) s_buckets.push_back(DimBucket(2, max_step).representative(prefill_rep));
   return CompileOptions()
       .search_graph_limit(limit)
       .seed(1)
@@ -571,12 +578,12 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
   const fs::path cache = temp_folder("quant");
   try {
     const models::LlamaSize size = big ? models::llama3_8b_size() : models::smollm2_135m_size();
-    // LUMINAL_BENCH_CONTEXT: the decode's context (default 128; 1024 for the attention A/Bs)
-    const char* ctx_env = std::getenv("LUMINAL_BENCH_CONTEXT");
-    const int ctx = ctx_env && *ctx_env ? std::atoi(ctx_env) : 128, steps = 30;
-    if (ctx < 1 || ctx > 32768)
-      throw Error("LUMINAL_BENCH_CONTEXT must be a context from 1 to 32768, got '" +
-                  std::string(ctx_env) + "'");
+    // LUMINAL_BENCH_CONTEXT: the decode's context (default 128; 1024 for the attention A/Bs).
+    // LUMINAL_BENCH_PREFILL_REP: the length the prefill bucket is searched at (default 16; the
+    // prefill timed is 128 tokens, and `luminal run` searches at the bucket's middle).
+    const int ctx = static_cast<int>(env_length("LUMINAL_BENCH_CONTEXT", 128, 1, 32768)),
+              steps = 30;
+    const int64_t prefill_rep = env_length("LUMINAL_BENCH_PREFILL_REP", 16, 2, 128);
     const int slots = slots_covering({ctx}, steps);
     // Every matrix in `wt`; the embedding and LM head as llama.cpp's files store them (the 8B's
     // in q6_k, SmolLM2's tied one in q8_0), except for q8_0 models.
@@ -595,9 +602,9 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
     models::Decoder d = models::build_decoder(models::llama_config(size), shape);
     nn::greedy_token(d.last_logits).output("token");
     CudaBackend be(cuda::CudaOptions{0, cache / "kernels", 16});
-    Session s(
-        d.graph, be,
-        decode_opts(limit, cache, slots, shape.max_step, ctx).time_budget(prefill ? 120 : 90));
+    Session s(d.graph, be,
+              decode_opts(limit, cache, slots, shape.max_step, ctx, prefill_rep)
+                  .time_budget(prefill ? 120 : 90));
     const uint64_t weight_bytes = fill_quant_weights(s, d.graph);
     models::init_state(s, d);
     s.set("ids", std::vector<int32_t>{3});

@@ -30,8 +30,9 @@ void register_quantize_q8_ops(std::vector<const CudaOp*>& ops);     // quantize_
 void register_qrepack_ops(std::vector<const CudaOp*>& ops);         // quant_repack.cpp
 void register_expert_ops(std::vector<const CudaOp*>& ops);          // expert_gemv.cpp
 void register_row_q8_ops(std::vector<const CudaOp*>& ops);          // row.cpp (after QuantizeQ8)
-void register_fused_q8_ops(std::vector<const CudaOp*>& ops);   // elementwise.cpp (after QuantizeQ8)
-void register_attention_ops(std::vector<const CudaOp*>& ops);  // attention.cpp
+void register_fused_q8_ops(std::vector<const CudaOp*>& ops);  // elementwise.cpp (after QuantizeQ8)
+void register_gemv_kn_q8_ops(std::vector<const CudaOp*>& ops);  // gemv_kn.cpp (after FusedQ8)
+void register_attention_ops(std::vector<const CudaOp*>& ops);   // attention.cpp
 #ifdef LUMINAL_HAVE_CUBLASLT
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
 #endif
@@ -66,6 +67,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_expert_ops(v);
     register_row_q8_ops(v);
     register_fused_q8_ops(v);
+    register_gemv_kn_q8_ops(v);
     register_attention_ops(v);
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);

@@ -50,7 +50,7 @@ namespace {
 const OpDef kGemvKN{.name = "cuda.GemvKN", .seed_cost = 0.95, .library_replaces = true};
 const OpDef kGemvKNCast{.name = "cuda.GemvKNCast", .seed_cost = 0.95, .library_replaces = true};
 // (below cuda.GemvKN's 0.95 and cuda.QuantizeQ8's 0.5 together)
-const OpDef kGemvKNQ8{.name = "cuda.GemvKNQ8", .seed_cost = 1.4};
+const OpDef kGemvKNQ8{.name = "cuda.GemvKNQ8", .seed_cost = 1.4, .library_replaces = true};
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
@@ -392,10 +392,14 @@ std::vector<Rule> kn_q8_rules() {
 void register_gemv_kn_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp kn{&kGemvKN, "cuda.library", kn_rules, gen_kn};
   static const CudaOp kn_cast{&kGemvKNCast, "", nullptr, gen_kn_cast};
-  // (its rules run with cuda.FusedQ8's, after the QuantizeQ8 nodes exist)
-  static const CudaOp kn_q8{&kGemvKNQ8, "cuda.fused-q8", kn_q8_rules, gen_kn};
   ops.push_back(&kn);
   ops.push_back(&kn_cast);
+}
+
+void register_gemv_kn_q8_ops(std::vector<const CudaOp*>& ops) {
+  // (its rules run with cuda.FusedQ8's, after the QuantizeQ8 nodes exist: registered after
+  // register_fused_q8_ops, so that ruleset keeps its place among the others)
+  static const CudaOp kn_q8{&kGemvKNQ8, "cuda.fused-q8", kn_q8_rules, gen_kn};
   ops.push_back(&kn_q8);
 }
 

@@ -330,8 +330,12 @@ Genome SearchSpace::fewest_kernels_impl(LibrarySeed mode, const SeedBias* bias) 
   // the program's true cost (each class it runs counted once) keeps every change that lowers it.
   double lowest = program_cost_impl(g, mode, bias);
   gene_descent(g, lowest, mode, bias);
-  if (pair_descent(g, lowest, mode, bias))
-    gene_descent(g, lowest, mode, bias);  // (a pair that paid may open single changes again)
+  // Pairs whose first change costs at most a kernel a class, then (from there, keeping only what
+  // lowers the cost further) at most two; after each, single changes again (a pair that paid may
+  // open them). The narrow pass first: the wide one takes the first pair that pays, which could
+  // pre-empt a better narrow one.
+  for (double width : {1.0, 2.0})
+    if (pair_descent(g, lowest, mode, bias, width)) gene_descent(g, lowest, mode, bias);
   return g;
 }
 
@@ -357,8 +361,8 @@ void SearchSpace::gene_descent(Genome& g, double& lowest, LibrarySeed mode,
   }
 }
 
-bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,
-                               const SeedBias* bias) const {
+bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode, const SeedBias* bias,
+                               double width) const {
   // Partners of gene A under g: the genes of the classes g runs that read what g's options of
   // A's classes read. An epilogue that stores a residual stream pays only when the kernel that
   // read the stream's pieces reads the stored stream instead: neither change lowers the cost
@@ -398,14 +402,15 @@ bool SearchSpace::pair_descent(Genome& g, double& lowest, LibrarySeed mode,
     for (uint32_t va = 0; va < gene_sizes_[a] && !taken; ++va) {
       if (va == keep_a) continue;
       g[a] = va;
-      // Only a change that costs at most about two kernels a class on its own (two GEMVs that
+      // Only a change that costs at most about `width` kernels a class on its own (two GEMVs that
       // read one value: either moved to another form alone keeps the old value's kernel; a
       // projection that stores the residual stream while the next layer still reads its pieces
-      // keeps both the old product and the add). At one kernel a class, a 30-layer SmolLM2-shaped
-      // q4_1 seed given cuda.FusedQ8 stopped at a separate Add after each down projection: 24
-      // kernels more on the critical path (tests/cuda/fused_q8_test.cpp).
+      // keeps both the old product and the add: two). With only a width of one, a 30-layer
+      // SmolLM2-shaped q4_1 seed given cuda.FusedQ8 stopped at a separate Add after most down
+      // projections: 363 kernels on the critical path against 339 (335 with a second pass at
+      // two; tests/cuda/fused_q8_test.cpp).
       if (program_cost_impl(g, mode, bias) >
-          lowest + 2.0 * static_cast<double>(members[a].size()) + 1e-9)
+          lowest + width * static_cast<double>(members[a].size()) + 1e-9)
         continue;
       for (size_t pi = 0; pi < partners.size() && !taken; ++pi) {
         const int b = partners[pi];

@@ -43,8 +43,8 @@ class SearchSpace {
   /// it (tree cost: an e-node counts 1 plus its children's costs), each shared gene taking the
   /// option most of its classes prefer, then improved gene by gene on program_cost (rounds of
   /// trying every value of every gene, until one changes nothing or 16 have run), then by pairs
-  /// of genes (pair_descent: a change that costs at most a kernel a class alone, with a
-  /// partner's that reads what it computes) and gene by gene again. It favours the largest fused
+  /// of genes (pair_descent: a change that costs at most one, then two, kernels a class alone, with
+  /// a partner's that reads what it computes) and gene by gene again. It favours the largest fused
   /// regions and library ops: the search's starting point for programs of many small
   /// kernels, which random genomes rarely reach.
   /// `mode` says how library calls (OpDef::library_call) count: Use, one each like a kernel (the
@@ -117,7 +117,8 @@ class SearchSpace {
   /// After the one-gene descent: changes of two genes at once (a gene and a partner, one whose
   /// classes read what the first one's options read) that lower the program cost, kept; true if
   /// any was.
-  bool pair_descent(Genome& g, double& lowest, LibrarySeed mode, const SeedBias* bias) const;
+  bool pair_descent(Genome& g, double& lowest, LibrarySeed mode, const SeedBias* bias,
+                    double width) const;
   double program_cost_impl(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
 
   const EGraph* eg_;
