@@ -309,38 +309,49 @@ TEST(CudaFusedQ8, SameBitsAsTheRegionAndTheQuantize) {
         }
 }
 
+/// On the GPU, attention_o_proj() with `fused` (a producer with the quantize in its store) gives
+/// the bytes of `producer` followed by cuda.QuantizeQ8, through the o projection's integer GEMV
+/// in both Q8_1 layouts, at contexts 1, 37 and 200 (q, k, v, the caches and the position at
+/// random; `seed` varies them).
+void expect_bits_of_the_producer_and_the_quantize(const char* fused, const char* producer,
+                                                  uint64_t seed) {
+  const Graph g = attention_o_proj();
+  for (bool split : {false, true}) {
+    auto [with, a] = testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
+      return op == fused || testing::gemv_op(op, split);
+    });
+    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), [&](std::string_view op) {
+      return op == producer || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
+    });
+    ASSERT_EQ(count_op(with, fused), 1) << split << " " << with.op_mix_string();
+    ASSERT_EQ(count_op(plain, producer), 1) << split << " " << plain.op_mix_string();
+    ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << split << " " << plain.op_mix_string();
+    // (the GEMV of the layout asked for, so both layouts run)
+    const char* gemv = split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8";
+    ASSERT_EQ(count_op(with, gemv), 1) << split << " " << with.op_mix_string();
+    ASSERT_EQ(count_op(plain, gemv), 1) << split << " " << plain.op_mix_string();
+    // (q4_1: its GEMV reads each block's s, the sum of its values, as well as d)
+    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q4_1, 64 * 4096)));
+    blocks::fill_valid_blocks(DType::Q4_1, wbytes, seed + split);
+    for (int64_t c : {1, 37, 200}) {
+      const DynMap dims{{"s", 1}, {"c", c}};
+      testing::BufferMap in = opstest::random_inputs(g, dims, seed + 1 + c, -1, 1);
+      in["w"] = HostBuffer{DType::Q4_1, wbytes};
+      testing::LoadedPlan pa = testing::load_plan(testing::gpu(), with, {dims});
+      testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain, {dims});
+      EXPECT_EQ(testing::run_plan(pa, in, dims).outputs.at("y").bytes,
+                testing::run_plan(pb, in, dims).outputs.at("y").bytes)
+          << fused << " split " << split << " c " << c;
+    }
+  }
+}
+
 // cuda.GemvKNQ8's output (through the GEMV that reads it) has the bits of cuda.GemvKN +
 // cuda.QuantizeQ8's: P @ V's f32 values, quantized by the same warp code.
 TEST(CudaFusedQ8, GemvKNQ8SameBitsAsTheGemvAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
   testing::EnvScope on("LUMINAL_CUDA_FUSED_Q8", "1");
-  const Graph g = attention_o_proj();
-  for (bool split : {false, true}) {
-    auto [fused, a] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
-      return op == "cuda.GemvKNQ8" || testing::gemv_op(op, split);
-    });
-    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
-      return op == "cuda.GemvKN" || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
-    });
-    ASSERT_EQ(count_op(fused, "cuda.GemvKNQ8"), 1) << split << " " << fused.op_mix_string();
-    ASSERT_EQ(count_op(plain, "cuda.GemvKN"), 1) << split << " " << plain.op_mix_string();
-    ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << split << " " << plain.op_mix_string();
-    const char* gemv = split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8";
-    ASSERT_EQ(count_op(fused, gemv), 1) << split << " " << fused.op_mix_string();
-    ASSERT_EQ(count_op(plain, gemv), 1) << split << " " << plain.op_mix_string();
-    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q4_1, 64 * 4096)));
-    blocks::fill_valid_blocks(DType::Q4_1, wbytes, 95 + split);
-    for (int64_t c : {1, 37, 200}) {
-      const DynMap dims{{"s", 1}, {"c", c}};
-      testing::BufferMap in = opstest::random_inputs(g, dims, 96 + c, -1, 1);
-      in["w"] = HostBuffer{DType::Q4_1, wbytes};
-      testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused, {dims});
-      testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain, {dims});
-      EXPECT_EQ(testing::run_plan(pa, in, dims).outputs.at("y").bytes,
-                testing::run_plan(pb, in, dims).outputs.at("y").bytes)
-          << "split " << split << " c " << c;
-    }
-  }
+  expect_bits_of_the_producer_and_the_quantize("cuda.GemvKNQ8", "cuda.GemvKN", 95);
 }
 
 // cuda.AttentionQ8's output (through the GEMV that reads it) has the bits of cuda.Attention +
@@ -348,36 +359,7 @@ TEST(CudaFusedQ8, GemvKNQ8SameBitsAsTheGemvAndTheQuantize) {
 TEST(CudaFusedQ8, AttentionQ8SameBitsAsTheAttentionAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
   testing::EnvScope attention("LUMINAL_CUDA_ATTENTION", "1"), on("LUMINAL_CUDA_FUSED_Q8", "1");
-  const Graph g = attention_o_proj();
-  for (bool split : {false, true}) {
-    auto [fused, a] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
-      return op == "cuda.AttentionQ8" || testing::gemv_op(op, split);
-    });
-    auto [plain, b] = testing::prefer_ops(g, testing::gpu(), [split](std::string_view op) {
-      return op == "cuda.Attention" || op == "cuda.QuantizeQ8" || testing::gemv_op(op, split);
-    });
-    ASSERT_EQ(count_op(fused, "cuda.AttentionQ8"), 1) << split << " " << fused.op_mix_string();
-    ASSERT_EQ(count_op(plain, "cuda.Attention"), 1) << split << " " << plain.op_mix_string();
-    ASSERT_EQ(count_op(plain, "cuda.QuantizeQ8"), 1) << split << " " << plain.op_mix_string();
-    // (the GEMV of the layout asked for, so both layouts run)
-    const char* gemv = split ? "cuda.QGemvQ8S" : "cuda.QGemvQ8";
-    ASSERT_EQ(count_op(fused, gemv), 1) << split << " " << fused.op_mix_string();
-    ASSERT_EQ(count_op(plain, gemv), 1) << split << " " << plain.op_mix_string();
-    // (q4_1: its GEMV reads each block's s, the sum of its values, as well as d)
-    std::vector<uint8_t> wbytes(static_cast<size_t>(storage_bytes(DType::Q4_1, 64 * 4096)));
-    blocks::fill_valid_blocks(DType::Q4_1, wbytes, 90 + split);
-    for (int64_t c : {1, 37, 200}) {
-      const DynMap dims{{"s", 1}, {"c", c}};
-      // (q, k, v, the caches and the position at random; the weight's blocks valid)
-      testing::BufferMap in = opstest::random_inputs(g, dims, 91 + c, -1, 1);
-      in["w"] = HostBuffer{DType::Q4_1, wbytes};
-      testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused, {dims});
-      testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain, {dims});
-      EXPECT_EQ(testing::run_plan(pa, in, dims).outputs.at("y").bytes,
-                testing::run_plan(pb, in, dims).outputs.at("y").bytes)
-          << "split " << split << " c " << c;
-    }
-  }
+  expect_bits_of_the_producer_and_the_quantize("cuda.AttentionQ8", "cuda.Attention", 90);
 }
 
 }  // namespace
