@@ -162,6 +162,20 @@ TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
   testing::expect_compiles(sources, whats);
 }
 
+// The whole 32-layer 8B q4_0 step (bench_cuda lt-q4_0's graph): both fused forms in every layer and
+// the path at 359 kernels, as this session's H100 A/B ran it (2.716 ms against 2.767 with 423).
+// The seed's descent shares choices between alike layers, so a few layers can hide what all of
+// them do (the SmolLM2 test below); this bounds the model as it runs.
+TEST(CudaFusedQ8Rules, The32LayerSeedKeepsItsPath) {
+  const LlirGraph l = llama8b_q4_0_seed(32);
+  std::printf("[fused-q8] 8B q4_0, 32 layers: %zu kernels, %d on the critical path\n",
+              testing::kernel_count(l), critical_path(l));
+  EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 32) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), 32) << l.op_mix_string();
+  EXPECT_LE(critical_path(l), 359) << l.op_mix_string();
+  EXPECT_LE(testing::kernel_count(l), 549u) << l.op_mix_string();
+}
+
 // Where the seed kept SwiGLU's product in f32 (SmolLM2's down GEMV takes the f32 activation
 // with the residual add in its store), the switch changes nothing else: no more kernels, none
 // more on the path, no separate Add. At 30 layers, as the model has them: the seed's descent
