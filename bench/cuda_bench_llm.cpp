@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -17,6 +16,7 @@
 
 #include "bench/cuda_bench.hpp"
 #include "luminal/core/blocks.hpp"
+#include "luminal/cuda/codegen.hpp"
 #include "luminal/cuda/plan.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
@@ -42,20 +42,6 @@ models::Decoder llama_with_argmax(const models::LlamaSize& size, DType dtype, in
   models::Decoder d = models::build_decoder(models::llama_config(size), shape);
   nn::greedy_token(d.last_logits).output("token");
   return d;
-}
-
-/// The integer environment variable `name` within [lo, hi], or `fallback` when unset or empty;
-/// anything else (trailing characters, out of range) throws, naming the variable.
-int64_t env_length(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi)
-    throw Error(std::string(name) + " must be a whole number from " + std::to_string(lo) + " to " +
-                std::to_string(hi) + ", got '" + v + "'");
-  return x;
 }
 
 }  // namespace
@@ -581,9 +567,8 @@ void quant_decode(double copy_gbs, int limit, const std::string& model, DType wt
     // LUMINAL_BENCH_CONTEXT: the decode's context (default 128; 1024 for the attention A/Bs).
     // LUMINAL_BENCH_PREFILL_REP: the length the prefill bucket is searched at (default 16; the
     // prefill timed is 128 tokens, and `luminal run` searches at the bucket's middle).
-    const int ctx = static_cast<int>(env_length("LUMINAL_BENCH_CONTEXT", 128, 1, 32768)),
-              steps = 30;
-    const int64_t prefill_rep = env_length("LUMINAL_BENCH_PREFILL_REP", 16, 2, 128);
+    const int ctx = cuda::env_int("LUMINAL_BENCH_CONTEXT", 128, 1, 32768), steps = 30;
+    const int64_t prefill_rep = cuda::env_int("LUMINAL_BENCH_PREFILL_REP", 16, 2, 128);
     const int slots = slots_covering({ctx}, steps);
     // Every matrix in `wt`; the embedding and LM head as llama.cpp's files store them (the 8B's
     // in q6_k, SmolLM2's tied one in q8_0), except for q8_0 models.

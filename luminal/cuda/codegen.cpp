@@ -1,6 +1,7 @@
 #include "luminal/cuda/codegen.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -100,11 +101,13 @@ bool env_opt_in(const char* name) {
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == 0) return fallback;
-  const int x = std::atoi(v);
-  if (x < lo || x > hi)
-    throw Error(std::string(name) + "=" + v + " is out of range; give " + std::to_string(lo) +
-                " to " + std::to_string(hi));
-  return x;
+  errno = 0;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != 0 || x < lo || x > hi)
+    throw Error(std::string(name) + "=" + v + " is not a whole number in range; give " +
+                std::to_string(lo) + " to " + std::to_string(hi));
+  return static_cast<int>(x);
 }
 
 std::string vector_type(int bytes) {

@@ -136,7 +136,7 @@ bool env_switch_on(const char* name);
 /// The opt-in switches (forms off until they have run on a GPU): true only when `name` is "1".
 bool env_opt_in(const char* name);
 /// The integer in variable `name` (`fallback` when unset or empty); throws luminal::Error naming
-/// it when outside [lo, hi].
+/// it when it is not a whole number (trailing characters included) or outside [lo, hi].
 int env_int(const char* name, int fallback, int lo, int hi);
 /// The C expression of a fused-program instruction that is neither a load nor a row reduction,
 /// its operands named v<k>: computed in its dtype's compute type and rounded to the dtype (rd_T),
