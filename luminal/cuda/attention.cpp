@@ -210,18 +210,9 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const bool q8 = n.attrs.dtype == DType::Q8_1;
   const std::string out_at =
       "(" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * " + ns + " + e";
-  std::string q8_store;
-  if (!q8) {
-    q8_store = "    out[" + out_at + "] = st_" + dtype_tag(n.attrs.dtype) + "(A / S);";
-  } else {
-    if (n.attrs.shape.empty() || !n.attrs.shape.back().is_const() ||
-        n.attrs.shape.back().as_const() % 32 != 0)
-      throw Error("cuda.AttentionQ8: writes q8_1 rows of a static length, a multiple of 32");
-    q8_store = "    {\n      const float v = st_f32(A / S);\n" +
-               q8_1_store("v", "(long long)(" + out_at + ") / 32", n.attrs.shape.back().as_const(),
-                          n.attrs.int_value == 1, "(int)(threadIdx.x & 31)", "      ") +
-               "    }";
-  }
+  const std::string q8_store =
+      q8 ? q8_1_store_value(n, "st_f32(A / S)", out_at, "(int)(threadIdx.x & 31)", "    ")
+         : "    out[" + out_at + "] = st_" + dtype_tag(n.attrs.dtype) + "(A / S);";
   auto in_name = [](size_t c) { return "in" + std::to_string(c); };
   // A loop in which lane t loads elements t, t + 32, ... (those below `bound`; where `guard`
   // also holds) of input `c` into dst[u], indexed `var`, at offset `at` (`indent`: its depth).

@@ -161,11 +161,10 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
   const int w = form->shared, x = 1 - w;
   const int M = form->rows, CW = form->width;
   const bool q8 = n.attrs.dtype == DType::Q8_1;
-  if (q8 && (!kn_q8_storable(dom, *form) || n.attrs.shape.empty() ||
-             !n.attrs.shape.back().is_const() || n.attrs.shape.back().as_const() % 32 != 0))
+  if (q8 && !kn_q8_storable(dom, *form))
     throw Error("cuda.GemvKNQ8: " + n.attrs.to_string() +
-                " stores no whole Q8_1 block a warp (n and the row length must be multiples of 32, "
-                "n the output's innermost axis)");
+                " stores no whole Q8_1 block a warp (n must be a multiple of 32 and the output's "
+                "innermost axis)");
   const DType tw = n.input_dtypes[static_cast<size_t>(w)];
   const DType tx = n.input_dtypes[static_cast<size_t>(x)];
   const View& vw = w == 0 ? dom.a : dom.b;
@@ -314,11 +313,7 @@ KernelGen gen_kn_node(const LlirNode& n, const GenContext& ctx, DType product_t)
                    "#pragma unroll\n      for (int q = 0; q < " +
                    CLs + "; ++q) s += __longlong_as_double((long long)bits[q]);"
              : "      const double s = bpart[o];",
-      q8 ? "      {\n        const float v = (float)s;\n" +
-               q8_1_store("v", "(long long)(" + oo + " + " + o_r + " + " + o_n + ") / 32",
-                          n.attrs.shape.back().as_const(), n.attrs.int_value == 1, "lane",
-                          "        ") +
-               "      }"
+      q8 ? q8_1_store_value(n, "(float)s", oo + " + " + o_r + " + " + o_n, "lane", "      ")
          : "      out[" + oo + " + " + o_r + " + " + o_n + "] = st_" + dtype_tag(n.attrs.dtype) +
                "(s);",
       "    }",

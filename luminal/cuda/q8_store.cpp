@@ -59,6 +59,19 @@ std::string q8_1_store(const std::string& value, const std::string& block, int64
          ", qrow + bi * 32, qrow + " + nbr + " * 32 + bi * 4, " + lane + ");\n" + indent + "}\n";
 }
 
+std::string q8_1_store_value(const LlirNode& n, const std::string& value, const std::string& flat,
+                             const std::string& lane, const std::string& indent) {
+  const Shape& shape = n.attrs.shape;
+  if (shape.empty() || !shape.back().is_const() || shape.back().as_const() % 32 != 0)
+    throw Error(std::string(n.op->name) +
+                ": writes q8_1 rows of a static length, a multiple of 32, not " +
+                n.attrs.to_string());
+  return indent + "{\n" + indent + "  const float v = " + value + ";\n" +
+         q8_1_store("v", "(long long)(" + flat + ") / 32", shape.back().as_const(),
+                    n.attrs.int_value == 1, lane, indent + "  ") +
+         indent + "}";
+}
+
 Rule quantize_in_store_rule(std::string name, const OpDef* producer, const OpDef* fused, bool q8_k,
                             std::function<bool(const Attrs&, const std::vector<DType>&)> keep) {
   Pattern q = Pattern::any_op([](const OpDef* op) { return op == quantize_q8_op(); }).bind("q");
