@@ -178,13 +178,35 @@ View rows_view(const View& v, int q) {
   return r;
 }
 
+/// LUMINAL_CUDA_ATTENTION_GROUP: the most query heads of a KV head one cluster takes (1..8,
+/// default 8: all of them, each K and V row read once). Fewer give more clusters, the KV head's
+/// rows read again from L2 by each.
+int64_t block_group(int64_t G) {
+  const int64_t cap = env_int("LUMINAL_CUDA_ATTENTION_GROUP", static_cast<int>(kMaxGroup), 1,
+                              static_cast<int>(kMaxGroup));
+  int64_t g = std::min(G, cap);
+  while (G % g != 0)
+    --g;
+  return g;
+}
+
+/// LUMINAL_CUDA_ATTENTION_PREFETCH=1: a warp issues its next keys' loads before it takes in the
+/// ones it holds, so that they overlap the running sums (twice the registers of K, V and the other
+/// loads; default: loaded after, as before the switch).
+bool prefetch_keys() { return env_opt_in("LUMINAL_CUDA_ATTENTION_PREFETCH"); }
+
 KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
-  const std::optional<AttnForm> form = attn_form(n.attrs, n.input_dtypes);
+  std::optional<AttnForm> form = attn_form(n.attrs, n.input_dtypes);
   if (!form)
     throw Error(std::string(n.op->name) + ": " + n.attrs.to_string() +
                 " has no flash-decoding form (an online softmax row, at most 8 query heads a "
                 "KV head, head dims at most 256)");
+  // A cluster takes G query heads of one KV head (block_group): the group's rows split in parts.
+  const int64_t group = form->G;
+  form->G = block_group(group);
+  form->B *= group / form->G;
   const AttnForm& f = *form;
+  const bool prefetch = prefetch_keys();
   const std::vector<FusedInst>& I = f.prog->insts;
   Codegen cg(n, ctx);
   const Expr L = f.D.back();
@@ -200,7 +222,9 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                     DUs = std::to_string(DU), NUs = std::to_string(NU),
                     STs = std::to_string(kCluster * kWarps);
   // keys a warp has in flight: up to 8, at most 16 registers of K and of V a lane
-  const int U = std::max(1, std::min(kMaxUnroll, 16 / std::max(DU, NU)));
+  // (LUMINAL_CUDA_ATTENTION_KEYS=1..8 sets it, for the A/Bs)
+  const int U = env_int("LUMINAL_CUDA_ATTENTION_KEYS",
+                        std::max(1, std::min(kMaxUnroll, 16 / std::max(DU, NU))), 1, kMaxUnroll);
   const std::string Us = std::to_string(U);
   const std::string C = literal(DType::F32, I[static_cast<size_t>(f.on.c)].value, 0);
   // The store of output e of query head g: its value, or (cuda.AttentionQ8) the warp's 32
@@ -235,7 +259,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   std::string tab = "static __device__ const int LMN_ENTRY(lmn_att_rows)[] = {";
   {
     std::vector<int64_t> idx(f.row_dims.size(), 0);
-    std::vector<std::vector<int64_t>> by_block(static_cast<size_t>(f.B));
+    std::vector<std::vector<int64_t>> by_block(static_cast<size_t>(f.B * f.G / group));
     for (int64_t r = 0; r < f.rows; ++r) {
       int64_t b = 0;
       for (size_t ax = 0; ax < f.row_dims.size(); ++ax)
@@ -248,7 +272,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
     }
     bool first = true;
     for (const std::vector<int64_t>& rs : by_block) {
-      if (static_cast<int64_t>(rs.size()) != f.G)
+      if (static_cast<int64_t>(rs.size()) != group)
         throw Error("cuda.Attention: a block's rows are not one query group");
       for (int64_t r : rs) {
         tab += (first ? "" : ", ") + std::to_string(r);
@@ -282,14 +306,14 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       rhs = "rd_" + dtype_tag(in.dtype) + "(dot)";
     } else if (in.op == FusedOpcode::Load) {
       const auto c = static_cast<size_t>(in.a);
-      const std::string arr = "xl" + std::to_string(i);
+      const std::string arr = "@X" + std::to_string(i);  // (xl<i>, or xn<i>: the next keys')
       const std::string off = cg.view_offset(f.views[c], "i", "o" + std::to_string(i), xload);
       // (kept in the input's storage type, converted where read: an i32 position is one
       // register, where its compute type, C_i32, takes two)
       xdecl += "    S_" + dtype_tag(n.input_dtypes[c]) + " " + arr + "[" + std::to_string(U) +
                "][" + std::to_string(f.G) + "];\n";
       xload += "          " + arr + "[uu][g] = " + in_name(c) + "[" + off + "];\n";
-      rhs = load_fn(in.dtype, true) + "(" + arr + "[uu][g])";
+      rhs = load_fn(in.dtype, true) + "(xl" + std::to_string(i) + "[uu][g])";
     } else {
       rhs = inst_code(in, true);
     }
@@ -326,33 +350,49 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "#pragma unroll",
       "    for (int u = 0; u < " + NUs + "; ++u) acc[g][u] = 0.0f;",
       "  }",
-      "  for (" + Is + " l0 = (" + Is + ")rank * " + Ws +
-          " + warp; l0 < L; l0 += " + std::to_string(kCluster * kWarps * U) + ") {",
-      "    float kr[" + Us + "][" + DUs + "], vr[" + Us + "][" + NUs + "];",
   });
-  body += xdecl;
-  body += lines({
-      "#pragma unroll",
-      "    for (int uu = 0; uu < " + Us + "; ++uu) {",
-      "      const " + Is + " l = l0 + uu * " + STs + ";",
-      "      const bool in = l < L;",
-  });
-  body += lane_loads("      ", "kr[uu]", DU, "t", f.d, "in && ", f.kc,
-                     k_row + " + " + k_l + " + " + k_t);
-  body += lane_loads("      ", "vr[uu]", NU, "e", f.n, "in && ", f.vc,
-                     v_row + " + " + v_l + " + " + v_e);
-  if (!xload.empty())
-    body += lines({
-        "      if (in) {",
+  const std::string step = std::to_string(kCluster * kWarps * U);
+  auto with_prefix = [](std::string text, const std::string& prefix) {
+    for (size_t at = text.find("@X"); at != std::string::npos; at = text.find("@X", at))
+      text.replace(at, 2, prefix);
+    return text;
+  };
+  // The U keys from `base` on (in steps of STs) into K rows `kd`, V rows `vd` and the other loads'
+  // arrays `xd`<i>, declared first.
+  auto key_loads = [&](const std::string& kd, const std::string& vd, const std::string& xd,
+                       const std::string& base) {
+    std::string code = "    float " + kd + "[" + Us + "][" + DUs + "], " + vd + "[" + Us + "][" +
+                       NUs + "];\n" + with_prefix(xdecl, xd);
+    code += lines({
         "#pragma unroll",
-        "        for (int g = 0; g < " + Gs + "; ++g) {",
-        "          const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs +
-            " + g] * L + l;",
-        xload + "        }",
-        "      }",
+        "    for (int uu = 0; uu < " + Us + "; ++uu) {",
+        "      const " + Is + " l = " + base + " + uu * " + STs + ";",
+        "      const bool in = l < L;",
     });
+    code += lane_loads("      ", kd + "[uu]", DU, "t", f.d, "in && ", f.kc,
+                       k_row + " + " + k_l + " + " + k_t);
+    code += lane_loads("      ", vd + "[uu]", NU, "e", f.n, "in && ", f.vc,
+                       v_row + " + " + v_l + " + " + v_e);
+    if (!xload.empty())
+      code += lines({
+          "      if (in) {",
+          "#pragma unroll",
+          "        for (int g = 0; g < " + Gs + "; ++g) {",
+          "          const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs +
+              " + g] * L + l;",
+          with_prefix(xload, xd) + "        }",
+          "      }",
+      });
+    return code + "    }\n";
+  };
+  // (with prefetching, the next keys' loads are issued before this step's scores and sums, and
+  // their registers become this step's at its end)
+  const std::string first = "(" + Is + ")rank * " + Ws + " + warp";
+  if (prefetch) body += key_loads("kr", "vr", "xl", first);
+  body += "  for (" + Is + " l0 = " + first + "; l0 < L; l0 += " + step + ") {\n";
+  body +=
+      prefetch ? key_loads("kn", "vn", "xn", "l0 + " + step) : key_loads("kr", "vr", "xl", "l0");
   body += lines({
-      "    }",
       "#pragma unroll",
       // every key's scores first (independent products and butterflies), then the running sums
       "    float dots[" + Us + "][" + Gs + "];",
@@ -399,6 +439,26 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "      }",
       "    }",
       "    }",
+  });
+  if (prefetch) {
+    body += lines({
+        "#pragma unroll",
+        "    for (int uu = 0; uu < " + Us + "; ++uu) {",
+        "#pragma unroll",
+        "      for (int u = 0; u < " + DUs + "; ++u) kr[uu][u] = kn[uu][u];",
+        "#pragma unroll",
+        "      for (int u = 0; u < " + NUs + "; ++u) vr[uu][u] = vn[uu][u];",
+    });
+    for (int i : f.x_code) {
+      const FusedInst& in = I[static_cast<size_t>(i)];
+      if (in.op != FusedOpcode::Load || static_cast<size_t>(in.a) == f.j) continue;
+      const std::string x = std::to_string(i);
+      body += "#pragma unroll\n      for (int g = 0; g < " + Gs + "; ++g) xl" + x + "[uu][g] = xn" +
+              x + "[uu][g];\n";
+    }
+    body += "    }\n";
+  }
+  body += lines({
       "  }",
       // The warps' partial sums, then the block's (in warp order, in double).
       "  __shared__ float wm[" + Ws + "][" + Gs + "], ws[" + Ws + "][" + Gs + "];",

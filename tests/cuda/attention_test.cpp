@@ -78,6 +78,62 @@ TEST_F(CudaAttentionHost, OfferedForDecodeAttentionAndCompiles) {
   testing::expect_compiles(sources, whats);
 }
 
+/// The kernel's variants (attention.cpp's switches): the query heads a cluster takes, the keys a
+/// warp has in flight, and the next keys' loads issued before the running sums or after.
+struct Variant {
+  const char* group;
+  const char* keys;
+  const char* prefetch;
+};
+const Variant kVariants[] = {
+    {nullptr, nullptr, nullptr}, {"1", nullptr, "1"}, {"2", "8", "1"}, {"1", "1", nullptr}};
+
+std::string describe(const Variant& v) {
+  return std::string("group ") + (v.group ? v.group : "-") + " keys " + (v.keys ? v.keys : "-") +
+         " prefetch " + (v.prefetch ? v.prefetch : "-");
+}
+
+struct VariantScope {
+  explicit VariantScope(const Variant& v)
+      : group("LUMINAL_CUDA_ATTENTION_GROUP", v.group),
+        keys("LUMINAL_CUDA_ATTENTION_KEYS", v.keys),
+        prefetch("LUMINAL_CUDA_ATTENTION_PREFETCH", v.prefetch) {}
+  testing::EnvScope group, keys, prefetch;
+};
+
+// Each variant's kernels compile for every case, and the switches change what they say: a
+// cluster's query heads (its arrays of per-head partial sums), its keys in flight, the next keys'
+// registers.
+TEST_F(CudaAttentionHost, EveryVariantCompiles) {
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources, whats;
+  const Graph g84 = decode_step(8, 4, 128, DType::BF16);
+  for (const Variant& v : kVariants) {
+    const VariantScope scope(v);
+    for (const Case& c : cases()) {
+      const Graph g = decode_step(c.kv, c.groups, c.hd, c.t, c.o);
+      auto [l, hits] = testing::prefer_ops(g, rules, is_attention);
+      ASSERT_EQ(hits, 1) << describe(c) << ": " << l.op_mix_string();
+      testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+      whats.back() += " (" + describe(v) + ")";
+    }
+    // 8 KV heads of 4 query heads, head dim 128 (the 8B's)
+    const LlirGraph l = testing::prefer_ops(g84, rules, is_attention).first;
+    std::vector<std::string> src, what;
+    testing::add_kernels(l, testing::spec_of(g84.dim_facts()), src, what);
+    std::string kernel;
+    for (const std::string& k : src)
+      if (k.find("lmn_attention") != std::string::npos) kernel = k;
+    ASSERT_FALSE(kernel.empty()) << describe(v);
+    const std::string heads = std::string("float mx[") + (v.group ? v.group : "4") + "]";
+    EXPECT_NE(kernel.find(heads), std::string::npos) << describe(v);
+    const std::string keys = std::string("float kr[") + (v.keys ? v.keys : "4") + "][4]";
+    EXPECT_NE(kernel.find(keys), std::string::npos) << describe(v);
+    EXPECT_EQ(kernel.find("float kn[") != std::string::npos, v.prefetch != nullptr) << describe(v);
+  }
+  testing::expect_compiles(sources, whats);
+}
+
 TEST_F(CudaAttentionHost, TheSeedTakesItForTwoKernelsFewer) {
   const Graph g = decode_step(3, 3, 64, DType::BF16);
   const LlirGraph with = testing::cuda_seed_program(g);
@@ -105,24 +161,27 @@ TEST(CudaAttention, DecodeStepMatchesTheReference) {
   LUMINAL_REQUIRE_GPU();
   const AttentionOn on;
   uint64_t seed = 11;
-  for (const Case& c : cases()) {
-    const Graph g = decode_step(c.kv, c.groups, c.hd, c.t, c.o);
-    auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_attention);
-    ASSERT_EQ(hits, 1) << describe(c) << ": " << l.op_mix_string();
-    std::vector<DynMap> dyns;
-    for (int64_t ctx : {1, 7, 31, 32, 33, 100, 257, 700, 1100})
-      dyns.push_back(DynMap{{"s", 1}, {"c", ctx}});
-    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
-    const testing::Tol tol =
-        c.t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
-    for (const DynMap& dyn : dyns) {
-      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
-      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
-      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
-      opstest::expect_same(got.at("o"), want.at("o"), tol,
-                           describe(c) + " c " + std::to_string(dyn.at("c")));
+  for (const Variant& v : kVariants)
+    for (const Case& c : cases()) {
+      const VariantScope scope(v);
+      const Graph g = decode_step(c.kv, c.groups, c.hd, c.t, c.o);
+      auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_attention);
+      ASSERT_EQ(hits, 1) << describe(c) << ": " << l.op_mix_string();
+      std::vector<DynMap> dyns;
+      for (int64_t ctx : {1, 7, 31, 32, 33, 100, 257, 700, 1100})
+        dyns.push_back(DynMap{{"s", 1}, {"c", ctx}});
+      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+      const testing::Tol tol =
+          c.t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
+      for (const DynMap& dyn : dyns) {
+        const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
+        const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+        const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+        opstest::expect_same(
+            got.at("o"), want.at("o"), tol,
+            describe(c) + ", " + describe(v) + ", c " + std::to_string(dyn.at("c")));
+      }
     }
-  }
 }
 
 TEST(CudaAttention, RandomProgramsMatchTheReference) {
