@@ -69,12 +69,30 @@ namespace luminal::cuda {
 
 namespace {
 
+/// 0.4 more for a weight of 2^22 values and up where the bf16 forms are offered for its type
+/// (qgemm_bf16.cpp): for an 8B model's weights they ran in 0.43-0.58 of this form's time on an
+/// H100 (session 33), but the seeds still took this one after a norm, whose row kernel can write
+/// Q8_1 (cuda.RowQ8, 1.1 for a row kernel's 1.0 and a quantize's 0.5): three GEMMs reading one
+/// normed row (q, k, v; gate and up) kept the integer form, and an 8B q4_0 prefill ran 4 of its 7
+/// GEMMs a layer in it (10.2 of its 24.7 ms for 19% of the FLOPs, BENCHMARKS.md session 38).
+/// With 0.4 each, the bf16 forms win even for a group of three (2.25 against 3.2).
+double large_weight_extra(const EGraph& eg, uint32_t enode) {
+  const ENode& n = eg.node(enode);
+  if (n.children.size() < 2 || !env_switch_on("LUMINAL_CUDA_QGEMM_BF16")) return 0;
+  const ClassId w = eg.find(n.children[1]);
+  const DType t = eg.dtype(w);
+  if (!is_block(t) || (block_size(t) == 256 && !env_switch_on("LUMINAL_CUDA_QGEMM_BF16_K")))
+    return 0;
+  const Expr count = numel(eg.shape(w));
+  return count.is_const() && count.as_const() >= (int64_t{1} << 22) ? 0.4 : 0.0;
+}
+
 // (the integer GEMV's 0.3-0.35: with cuda.QuantizeQ8's 0.5 below a Dequantize and a matmul)
 // (not const: qgemm_rules() marks them library_replaces with the dequantise + cuBLASLt form on)
-OpDef kQGemmQ8{.name = "cuda.QGemmQ8", .seed_cost = 0.35};
+OpDef kQGemmQ8{.name = "cuda.QGemmQ8", .seed_cost = 0.35, .seed_extra = large_weight_extra};
 // Over the split layout (cuda.QRepack, folded at load, shared with the decode's cuda.QGemvQ8S): a
 // little below, so the seeds take it where it is offered.
-OpDef kQGemmQ8S{.name = "cuda.QGemmQ8S", .seed_cost = 0.3};
+OpDef kQGemmQ8S{.name = "cuda.QGemmQ8S", .seed_cost = 0.3, .seed_extra = large_weight_extra};
 
 // A block: 8 warps, in groups of `slices` warps that split k (LUMINAL_CUDA_QGEMM_SLICES: 1, 2, 4
 // or 8; default 8: on an H100 an 8B q4_0 prefill's 224 GEMMs took 28.9 ms with 8, 31.8 with 4, 38.9

@@ -45,7 +45,9 @@ namespace {
 /// keep an H100 busy: there cuda.QGemmQ8's 32 x 32 tiles with k split over 8 warps were faster
 /// (SmolLM2's projections, 576 x 576 to 1536 x 576: a 128-token prefill's 210 GEMMs took 1.79 ms
 /// that way against 2.90 in this form), where from an 8B model's 1024 x 4096 up this form took
-/// 0.43-0.58 of its time. So the seeds take this form for large weights only (0.1 more below).
+/// 0.43-0.58 of its time. So the seeds take this form for large weights only (0.1 more below;
+/// for large ones the int8 forms cost 0.4 more, qgemm.cpp's large_weight_extra, so that a norm
+/// writing Q8_1 rows itself does not keep them there).
 double small_weight_extra(const EGraph& eg, uint32_t enode) {
   const ENode& n = eg.node(enode);
   if (n.children.size() < 2) return 0;

@@ -28,6 +28,7 @@
 #include "cuda/cuda_test_util.hpp"
 #include "cuda/quant_test_util.hpp"
 #include "luminal/compiler/build_space.hpp"
+#include "luminal/compiler/fold.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/models/decoder.hpp"
@@ -138,6 +139,66 @@ TEST(CudaQGemmBF16Rules, TheSeedTakesItForLargeWeights) {
     EXPECT_EQ(count_op(l, "cuda.QGemmBF16"), 0) << n << ": " << l.op_mix_string();
     EXPECT_EQ(count_op(l, "cuda.QGemmQ8"), 1) << n << ": " << l.op_mix_string();
   }
+}
+
+/// One decoder layer's prefill (128 rows at most) over q4_0 (8B-shaped) or q4_1 (SmolLM2-shaped)
+/// projections, its seed as a session builds it: load-time folding on (the split-layout forms).
+models::LlamaSize one_layer(models::LlamaSize size) {
+  size.layers = 1;
+  return size;
+}
+
+LlirGraph prefill_seed(bool big) {
+  const auto cfg = big ? models::llama_config({.layers = 1,
+                                               .hidden = 4096,
+                                               .ffn = 14336,
+                                               .heads = 32,
+                                               .kv_heads = 8,
+                                               .vocab = 128256})
+                       : models::llama_config(one_layer(models::smollm2_135m_size()));
+  models::DecoderShape shape{.slots = 256, .max_step = 128, .logits = models::Logits::Last};
+  shape.block_weights = models::matrix_block_types(cfg, shape, [&](std::string_view label) {
+    const bool outer = label.find("embed") != std::string_view::npos ||
+                       label.find("lm_head") != std::string_view::npos;
+    return outer ? (big ? DType::Q6_K : DType::Q8_0) : (big ? DType::Q4_0 : DType::Q4_1);
+  });
+  const Graph g = models::build_decoder(cfg, shape).graph;
+  Facts facts = g.dim_facts();
+  facts["s"] = {2, 128};
+  facts["c"] = {1, 256};
+  testing::CudaRulesOnly rules;
+  FoldOptions fo;
+  fo.on = true;
+  BuiltSpace b = build_search_space(g, rules, facts, {}, fo);
+  return to_llir(*b.space, b.space->fewest_kernels_genome());
+}
+
+// Also after a norm whose row kernel could write the Q8_1 rows itself (cuda.RowQ8): an 8B layer's
+// seven GEMMs all in the bf16 form (until session 38 q, k, v, gate and up took cuda.QGemmQ8S for
+// that), SmolLM2's all in the integer form; with LUMINAL_CUDA_QGEMM_BF16=0 the 8B's integer too;
+// with LUMINAL_CUDA_ROW_BF16=1 the norms write the bf16 rows.
+TEST(CudaQGemmBF16Rules, AnEightBLayersPrefillSeedTakesItForEveryProjection) {
+  const LlirGraph big = prefill_seed(true);
+  std::printf("[qgemm-bf16] 8B q4_0 prefill layer seed: %s\n", big.op_mix_string().c_str());
+  EXPECT_EQ(count_op(big, "cuda.QGemmBF16S"), 7) << big.op_mix_string();
+  EXPECT_EQ(count_op(big, "cuda.QGemmQ8S") + count_op(big, "cuda.QGemmQ8"), 0)
+      << big.op_mix_string();
+  const LlirGraph small = prefill_seed(false);
+  EXPECT_EQ(count_op(small, "cuda.QGemmBF16S") + count_op(small, "cuda.QGemmBF16"), 0)
+      << small.op_mix_string();
+  EXPECT_EQ(count_op(small, "cuda.QGemmQ8S"), 7) << small.op_mix_string();
+  {
+    // With the norms writing bf16 rows themselves (LUMINAL_CUDA_ROW_BF16=1, opt-in): the same
+    // GEMMs and two quantize kernels fewer a layer (attention's norm and the FFN's).
+    testing::EnvScope row_bf16("LUMINAL_CUDA_ROW_BF16", "1");
+    const LlirGraph rows = prefill_seed(true);
+    EXPECT_EQ(count_op(rows, "cuda.QGemmBF16S"), 7) << rows.op_mix_string();
+    EXPECT_EQ(count_op(rows, "cuda.QuantizeQ8") + 2, count_op(big, "cuda.QuantizeQ8"))
+        << rows.op_mix_string();
+  }
+  testing::EnvScope off("LUMINAL_CUDA_QGEMM_BF16", "0");
+  const LlirGraph integer = prefill_seed(true);
+  EXPECT_EQ(count_op(integer, "cuda.QGemmQ8S"), 7) << integer.op_mix_string();
 }
 
 // ------------------------------------------------ dequantise to the arena, then cuBLASLt (host)
