@@ -118,8 +118,25 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
         vector_width(n.attrs.views[1], axis, t1) >= v)
       mvec = v;
   }
+  // LUMINAL_CUDA_MATMUL_THREADS=1 (opt-in until a GPU has timed it): a matmul whose operands are
+  // both contiguous along k, one of them constant along the output's innermost axis, takes a
+  // thread an output (the chunks of k in order) instead of a warp an output: the 32 lanes of a
+  // warp then share that operand's row (one load for all) and need no butterfly. For a prefill's
+  // Q @ K^T (k = the head dim, 64-128; Q constant along the keys): a warp an output spent 71 us a
+  // layer on an 8B q4_0 prefill of 128 tokens on an H100 (session 38), its 32 lanes each taking
+  // one 16-byte chunk and then five double shuffles.
+  bool thread_mode = false;
+  if (matmul && mvec > 1 && warp && K.is_const() && K.as_const() <= 1024 &&
+      env_opt_in("LUMINAL_CUDA_MATMUL_THREADS")) {
+    const int rank = n.attrs.views[0].rank();
+    int inner = rank - 1;
+    if (inner == axis) --inner;
+    if (inner >= 0)
+      for (const View& v : n.attrs.views)
+        thread_mode = thread_mode || v.strides[static_cast<size_t>(inner)] == Expr(0);
+  }
   std::string body;
-  if (warp && mvec > 1) {
+  if (thread_mode || (warp && mvec > 1)) {
     // Each 16-byte chunk's V products sum in f32 (a fused multiply-add where the product of two
     // 16-bit floats is exact in f32, which holds unless it overflows or falls below f32's normal
     // range), then join the double accumulator: one conversion and one
@@ -159,17 +176,23 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
               ";",
       });
     }
-    body = warp_loop + base +
-           lines({
-               "    " + acc_t + " acc = " + init + ";",
-               "    const " + vtype(0) + "* r0 = reinterpret_cast<const " + vtype(0) + "*>(in0 + " +
-                   off[0] + ");",
-               "    const " + vtype(1) + "* r1 = reinterpret_cast<const " + vtype(1) + "*>(in1 + " +
-                   off[1] + ");",
-               "#pragma unroll 4",
-               "    for (" + I + " k = lane; k < K / " + V + "; k += 32) {",
-           }) +
-           loads + inner + lines({"    }"}) + warp_tail;
+    const std::string rows = lines({
+        "    " + acc_t + " acc = " + init + ";",
+        "    const " + vtype(0) + "* r0 = reinterpret_cast<const " + vtype(0) + "*>(in0 + " +
+            off[0] + ");",
+        "    const " + vtype(1) + "* r1 = reinterpret_cast<const " + vtype(1) + "*>(in1 + " +
+            off[1] + ");",
+        "#pragma unroll 4",
+    });
+    if (thread_mode)
+      body = lines({"  for (" + I + " o = (" + I + ")blockIdx.x * blockDim.x + threadIdx.x; " +
+                    "o < n; o += (" + I + ")gridDim.x * blockDim.x) {  // a thread an output"}) +
+             base + rows + lines({"    for (" + I + " k = 0; k < K / " + V + "; ++k) {"}) + loads +
+             inner + lines({"    }", "    out[o] = st_" + ot + "(acc);", "  }"});
+    else
+      body = warp_loop + base + rows +
+             lines({"    for (" + I + " k = lane; k < K / " + V + "; k += 32) {"}) + loads + inner +
+             lines({"    }"}) + warp_tail;
   } else if (warp && vec > 1) {
     // 16-byte loads: lane l reads vectors l, l + 32, ... of the row.
     const std::string V = std::to_string(vec), st = "S_" + it;
@@ -214,7 +237,7 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   KernelGen g;
   g.source = Codegen::unit(k);
   const Expr count = numel(n.attrs.shape);
-  const Expr blocks = warp ? ceil_div(count, kBlock / 32) : ceil_div(count, kBlock);
+  const Expr blocks = warp && !thread_mode ? ceil_div(count, kBlock / 32) : ceil_div(count, kBlock);
   g.launches.push_back(
       Launch{"lmn_reduce", kBlock, {min(blocks, Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   int64_t in_bytes = 0;

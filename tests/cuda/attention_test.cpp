@@ -34,6 +34,28 @@ Graph decode_step(int64_t kv, int64_t groups, int64_t hd, DType t,
 
 bool is_attention(std::string_view op) { return op == "cuda.Attention"; }
 
+/// A prefill's cached attention: up to 64 query rows at once (s), as q [s, kv * groups, hd].
+Graph prefill_step(int64_t kv, int64_t groups, int64_t hd, DType t) {
+  Graph g;
+  g.declare_dim("s", 1, 64);
+  g.declare_dim("c", 1, kSlots);
+  Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
+  Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
+  Tensor v = g.tensor("v", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
+  nn::cached_attention(g, q, k, v, "l0", static_cast<int>(kSlots), {}).output("o");
+  return g;
+}
+
+constexpr const char* kThreadMode = "// a thread an output";
+
+/// The matmul kernels of `l` (cuda.Matmul, cuda.MatmulCast) whose source takes a thread an output.
+int thread_mode_matmuls(const LlirGraph& l, const Graph& g) {
+  int count = 0;
+  for (const cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+    count += k.source.find(kThreadMode) != std::string::npos;
+  return count;
+}
+
 struct AttentionOn : testing::EnvScope {
   AttentionOn() : EnvScope("LUMINAL_CUDA_ATTENTION", "1") {}
 };
@@ -155,6 +177,46 @@ TEST(CudaAttentionSwitch, OffByDefault) {
   const testing::EnvScope unset("LUMINAL_CUDA_ATTENTION", nullptr);
   testing::CudaRulesOnly rules;
   EXPECT_EQ(testing::prefer_ops(decode_step(3, 3, 64, DType::F32), rules, is_attention).second, 0);
+}
+
+// LUMINAL_CUDA_MATMUL_THREADS=1 (reduce.cpp): a prefill's Q @ K^T (Q constant along the keys, both
+// contiguous along the head dim) takes a thread an output, in f32 and bf16; its kernels compile
+// for sm_90; without the switch no matmul does.
+TEST_F(CudaAttentionHost, PrefillScoresTakeAThreadAnOutputWithTheSwitch) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    const Graph g = prefill_step(8, 4, 128, t);
+    EXPECT_EQ(thread_mode_matmuls(testing::cuda_seed_program(g), g), 0) << name(t);
+    const testing::EnvScope on("LUMINAL_CUDA_MATMUL_THREADS", "1");
+    const LlirGraph l = testing::cuda_seed_program(g);
+    EXPECT_EQ(thread_mode_matmuls(l, g), 1) << name(t) << ": " << l.op_mix_string();
+    std::vector<std::string> sources, whats;
+    testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+    testing::expect_compiles(sources, whats);
+  }
+}
+
+// The same on a GPU, against the reference, at query rows and contexts across the tiles.
+TEST(CudaAttention, PrefillScoresInThreadsMatchTheReference) {
+  LUMINAL_REQUIRE_GPU();
+  const testing::EnvScope on("LUMINAL_CUDA_MATMUL_THREADS", "1");
+  uint64_t seed = 31;
+  for (DType t : {DType::F32, DType::BF16}) {
+    const Graph g = prefill_step(2, 4, 64, t);
+    const LlirGraph l = testing::cuda_seed_program(g);
+    ASSERT_EQ(thread_mode_matmuls(l, g), 1) << name(t) << ": " << l.op_mix_string();
+    const std::vector<DynMap> dyns{
+        {{"s", 1}, {"c", 1}}, {{"s", 37}, {"c", 100}}, {{"s", 64}, {"c", 700}}};
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+    const testing::Tol tol = t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
+    for (const DynMap& dyn : dyns) {
+      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
+      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+      opstest::expect_same(got.at("o"), want.at("o"), tol,
+                           std::string(name(t)) + " s " + std::to_string(dyn.at("s")) + " c " +
+                               std::to_string(dyn.at("c")));
+    }
+  }
 }
 
 TEST(CudaAttention, DecodeStepMatchesTheReference) {
