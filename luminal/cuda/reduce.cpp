@@ -125,13 +125,17 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
   // Q @ K^T (k = the head dim, 64-128; Q constant along the keys): a warp an output spent 71 us a
   // layer on an 8B q4_0 prefill of 128 tokens on an H100 (session 38), its 32 lanes each taking
   // one 16-byte chunk and then five double shuffles.
+  // (Any A B^T has such an operand: only where the outputs are many, at least 2^14, and that
+  // axis at least a warp long, so that a thread an output still fills the GPU; not a projection
+  // of a few rows.)
   bool thread_mode = false;
   if (matmul && mvec > 1 && warp && K.is_const() && K.as_const() <= 1024 &&
+      numel(n.attrs.shape).bounds(ctx.facts).hi >= (int64_t{1} << 14) &&
       env_opt_in("LUMINAL_CUDA_MATMUL_THREADS")) {
     const int rank = n.attrs.views[0].rank();
     int inner = rank - 1;
     if (inner == axis) --inner;
-    if (inner >= 0)
+    if (inner >= 0 && n.attrs.views[0].dims[static_cast<size_t>(inner)].bounds(ctx.facts).hi >= 32)
       for (const View& v : n.attrs.views)
         thread_mode = thread_mode || v.strides[static_cast<size_t>(inner)] == Expr(0);
   }

@@ -12,6 +12,7 @@
 #include "cpu/ops_test_util.hpp"
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/nn/attention.hpp"
+#include "luminal/nn/linear.hpp"
 #include "support/env_scope.hpp"
 
 namespace luminal {
@@ -193,6 +194,15 @@ TEST_F(CudaAttentionHost, PrefillScoresTakeAThreadAnOutputWithTheSwitch) {
     testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
     testing::expect_compiles(sources, whats);
   }
+  // Not a projection of a few rows (as much an A B^T, but 8 x 64 outputs: a warp each).
+  Graph g;
+  g.declare_dim("s", 1, 8);
+  nn::linear(g.tensor("x", {Expr::var("s"), Expr(256)}), g.tensor("w", {Expr(64), Expr(256)}))
+      .output("y");
+  const testing::EnvScope on("LUMINAL_CUDA_MATMUL_THREADS", "1");
+  const LlirGraph l = testing::cuda_seed_program(g);
+  EXPECT_EQ(opstest::count_op(l, "cuda.Matmul"), 1) << l.op_mix_string();
+  EXPECT_EQ(thread_mode_matmuls(l, g), 0) << l.op_mix_string();
 }
 
 // The same on a GPU, against the reference, at query rows and contexts across the tiles.
