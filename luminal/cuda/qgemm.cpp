@@ -67,6 +67,14 @@
 
 namespace luminal::cuda {
 
+WeightSize gemm_weight_size(const EGraph& eg, uint32_t enode) {
+  const ENode& n = eg.node(enode);
+  if (n.children.size() < 2) return WeightSize::Unknown;
+  const Expr count = numel(eg.shape(eg.find(n.children[1])));
+  if (!count.is_const()) return WeightSize::Unknown;
+  return count.as_const() >= (int64_t{1} << 22) ? WeightSize::Large : WeightSize::Small;
+}
+
 namespace {
 
 /// 0.4 more for a weight of 2^22 values and up where the bf16 forms are offered for its type
@@ -77,14 +85,11 @@ namespace {
 /// GEMMs a layer in it (10.2 of its 24.7 ms for 19% of the FLOPs, BENCHMARKS.md session 38).
 /// With 0.4 each, the bf16 forms win even for a group of three (2.25 against 3.2).
 double large_weight_extra(const EGraph& eg, uint32_t enode) {
-  const ENode& n = eg.node(enode);
-  if (n.children.size() < 2 || !env_switch_on("LUMINAL_CUDA_QGEMM_BF16")) return 0;
-  const ClassId w = eg.find(n.children[1]);
-  const DType t = eg.dtype(w);
-  if (!is_block(t) || (block_size(t) == 256 && !env_switch_on("LUMINAL_CUDA_QGEMM_BF16_K")))
+  if (gemm_weight_size(eg, enode) != WeightSize::Large || !env_switch_on("LUMINAL_CUDA_QGEMM_BF16"))
     return 0;
-  const Expr count = numel(eg.shape(w));
-  return count.is_const() && count.as_const() >= (int64_t{1} << 22) ? 0.4 : 0.0;
+  const DType t = eg.dtype(eg.find(eg.node(enode).children[1]));
+  return is_block(t) && (block_size(t) != 256 || env_switch_on("LUMINAL_CUDA_QGEMM_BF16_K")) ? 0.4
+                                                                                             : 0.0;
 }
 
 // (the integer GEMV's 0.3-0.35: with cuda.QuantizeQ8's 0.5 below a Dequantize and a matmul)

@@ -8,6 +8,7 @@
 
 #include "luminal/cuda/codegen.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "luminal/egraph/egraph.hpp"
 #include "luminal/program/llir.hpp"
 
 namespace luminal::cuda {
@@ -43,5 +44,12 @@ OpDef* qgemm_bf16_op(bool split);
 
 /// The block types with a 32-value block (one MMA step): q4_0, q4_1, q5_0, q5_1, q8_0.
 bool legacy_type(DType t);
+
+/// Whether a prefill GEMM e-node's weight (child 1) is large for the seeds: 2^22 values or more
+/// (an 8B model's 1024 x 4096 up), where the bf16 form beat the int8 one (qgemm_bf16.cpp); small:
+/// fewer; neither when its size is not static. The seeds' extras on both forms (small_weight_extra,
+/// large_weight_extra) ask it, so they cannot disagree at the threshold.
+enum class WeightSize { Unknown, Small, Large };
+WeightSize gemm_weight_size(const EGraph& eg, uint32_t enode);
 
 }  // namespace luminal::cuda

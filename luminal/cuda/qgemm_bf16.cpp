@@ -49,10 +49,7 @@ namespace {
 /// for large ones the int8 forms cost 0.4 more, qgemm.cpp's large_weight_extra, so that a norm
 /// writing Q8_1 rows itself does not keep them there).
 double small_weight_extra(const EGraph& eg, uint32_t enode) {
-  const ENode& n = eg.node(enode);
-  if (n.children.size() < 2) return 0;
-  const Expr count = numel(eg.shape(eg.find(n.children[1])));
-  return count.is_const() && count.as_const() < (int64_t{1} << 22) ? 0.1 : 0.0;
+  return gemm_weight_size(eg, enode) == WeightSize::Small ? 0.1 : 0.0;
 }
 
 // (below cuda.QGemmQ8's 0.35 and cuda.QGemmQ8S's 0.3 for large weights, above for small ones)
