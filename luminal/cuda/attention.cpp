@@ -298,6 +298,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   // xl<i>[uu][g] (xdecl, xload): read inside the running sums, each would be a dependent load
   // in the serial chain of a warp's keys (16 keys and 4 query heads a warp at context 1024).
   std::string xcode, xdecl, xload;
+  std::vector<int> xloads;  // the instructions with such an array
   for (int i : f.x_code) {
     const FusedInst& in = I[static_cast<size_t>(i)];
     const std::string ct = "C_" + dtype_tag(in.dtype);
@@ -307,6 +308,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
     } else if (in.op == FusedOpcode::Load) {
       const auto c = static_cast<size_t>(in.a);
       const std::string arr = "@X" + std::to_string(i);  // (xl<i>, or xn<i>: the next keys')
+      xloads.push_back(i);
       const std::string off = cg.view_offset(f.views[c], "i", "o" + std::to_string(i), xload);
       // (kept in the input's storage type, converted where read: an i32 position is one
       // register, where its compute type, C_i32, takes two)
@@ -449,9 +451,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
         "#pragma unroll",
         "      for (int u = 0; u < " + NUs + "; ++u) vr[uu][u] = vn[uu][u];",
     });
-    for (int i : f.x_code) {
-      const FusedInst& in = I[static_cast<size_t>(i)];
-      if (in.op != FusedOpcode::Load || static_cast<size_t>(in.a) == f.j) continue;
+    for (int i : xloads) {
       const std::string x = std::to_string(i);
       body += "#pragma unroll\n      for (int g = 0; g < " + Gs + "; ++g) xl" + x + "[uu][g] = xn" +
               x + "[uu][g];\n";

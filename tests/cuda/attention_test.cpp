@@ -20,11 +20,12 @@ namespace {
 
 constexpr int64_t kSlots = 1100;
 
-/// One decode step of cached attention in dtype t: q [1, kv * groups, hd], this step's k and v.
-Graph decode_step(int64_t kv, int64_t groups, int64_t hd, DType t,
-                  const nn::AttentionOptions& o = {}) {
+/// One step of cached attention in dtype t: q [s, kv * groups, hd], this step's k and v; s up to
+/// `rows` (1: a decode step; more: a prefill's).
+Graph attention_step(int64_t kv, int64_t groups, int64_t hd, DType t, const nn::AttentionOptions& o,
+                     int64_t rows) {
   Graph g;
-  g.declare_dim("s", 1, 1);
+  g.declare_dim("s", 1, rows);
   g.declare_dim("c", 1, kSlots);
   Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
   Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
@@ -35,16 +36,14 @@ Graph decode_step(int64_t kv, int64_t groups, int64_t hd, DType t,
 
 bool is_attention(std::string_view op) { return op == "cuda.Attention"; }
 
-/// A prefill's cached attention: up to 64 query rows at once (s), as q [s, kv * groups, hd].
+Graph decode_step(int64_t kv, int64_t groups, int64_t hd, DType t,
+                  const nn::AttentionOptions& o = {}) {
+  return attention_step(kv, groups, hd, t, o, 1);
+}
+
+/// A prefill's cached attention: up to 64 query rows at once.
 Graph prefill_step(int64_t kv, int64_t groups, int64_t hd, DType t) {
-  Graph g;
-  g.declare_dim("s", 1, 64);
-  g.declare_dim("c", 1, kSlots);
-  Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
-  Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
-  Tensor v = g.tensor("v", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
-  nn::cached_attention(g, q, k, v, "l0", static_cast<int>(kSlots), {}).output("o");
-  return g;
+  return attention_step(kv, groups, hd, t, {}, 64);
 }
 
 constexpr const char* kThreadMode = "// a thread an output";
