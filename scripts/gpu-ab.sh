@@ -39,10 +39,7 @@ if [ "${SAME_PROGRAM:-0}" = 1 ]; then
   rm -rf "$LUMINAL_BENCH_CACHE"
   trap 'rm -rf "$LUMINAL_BENCH_CACHE"' EXIT
 fi
-{
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target bench_cuda
-} >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+build_targets bench_cuda || exit 1
 note "build: $(($(date +%s) - start)) s"
 lines='decode at|search|prefill|steps/token|FAILED'
 touch "$out/bench.log"

@@ -68,16 +68,11 @@ targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_e
 misc_targets="test_cuda_fused_reduce test_cuda_scatter_distinct test_cuda_scatter_ordered test_cuda_scatter_runtime_index test_cuda_step_deps test_cuda_fewest_kernels test_cuda_codegen test_cuda_lt_rule test_cuda_lt_spec test_cuda_lt_activation test_cuda_row_q8 test_cuda_quant_host test_cuda_qgemv_glu test_cuda_gemv_glu test_cuda_fused_q8"
 targets="$targets $misc_targets"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
-{
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target $targets
-} >"$out/build.log" 2>&1
+# shellcheck disable=SC2086  # (the target list splits into words)
+build_targets $targets
 rc=$?
 note "build: rc=$rc in $(($(date +%s) - start)) s ($build)"
-if [ $rc -ne 0 ]; then
-  tail -40 "$out/build.log"
-  exit 1
-fi
+[ $rc -eq 0 ] || exit 1
 # The model suite and the CLI need the io library (PCRE2, ICU): built separately so a problem
 # there does not stop the rest.
 if [ $suites -eq 1 ]; then

@@ -14,6 +14,13 @@ install_debs() {
   fi
 }
 
+build_targets() {  # build_targets TARGET...: configure $build, build them into $out/build.log
+  {
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+      cmake --build "$build" -j "$jobs" --target "$@"
+  } >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; return 1; }
+}
+
 suite() {  # suite NAME LOG TIMEOUT CMD...
   local name=$1 log=$2 limit=$3
   shift 3

@@ -45,16 +45,11 @@ install_debs
 targets=""
 [ $tests -eq 1 ] && targets="test_cuda_expert test_cuda_expert_glu test_cuda_expert_sum test_cuda_models test_cuda_fuzz"
 [ $bench -eq 1 ] && targets="$targets bench_cuda"
-{
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target $targets
-} >"$out/build.log" 2>&1
+# shellcheck disable=SC2086  # (the target list splits into words)
+build_targets $targets
 rc=$?
 note "build: rc=$rc in $(($(date +%s) - start)) s ($build: $targets)"
-if [ $rc -ne 0 ]; then
-  tail -40 "$out/build.log"
-  exit 1
-fi
+[ $rc -eq 0 ] || exit 1
 
 failed=0
 

@@ -24,10 +24,7 @@ jobs=${JOBS:-$(nproc)}
 forms=${FORMS:-f32 int8 both}
 profile=${PROFILE:-25}
 install_debs
-{
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target bench_cuda
-} >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+build_targets bench_cuda || exit 1
 export LUMINAL_CACHE=off  # every form searched afresh
 for mode in $modes; do
   for form in $forms; do

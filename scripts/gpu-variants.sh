@@ -29,10 +29,8 @@ note "gpu-variants $(date -u +%Y-%m-%dT%H:%MZ): modes $modes"
 install_debs
 export XDG_CACHE_HOME="$PWD/.gpu-cache"
 mkdir -p "$XDG_CACHE_HOME"
-{
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$build" -j "$jobs" --target bench_cuda ${TESTS:-}
-} >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+# shellcheck disable=SC2086  # (TESTS splits into words)
+build_targets bench_cuda ${TESTS:-} || exit 1
 note "build: $(($(date +%s) - start)) s"
 lines='decode at|search|prefill|FAILED'
 touch "$out/bench.log"
