@@ -178,22 +178,29 @@ View rows_view(const View& v, int q) {
   return r;
 }
 
-/// LUMINAL_CUDA_ATTENTION_GROUP: the most query heads of a KV head one cluster takes (1..8,
-/// default 8: all of them, each K and V row read once). Fewer give more clusters, the KV head's
-/// rows read again from L2 by each.
-int64_t block_group(int64_t G) {
-  const int64_t cap = env_int("LUMINAL_CUDA_ATTENTION_GROUP", static_cast<int>(kMaxGroup), 1,
-                              static_cast<int>(kMaxGroup));
-  int64_t g = std::min(G, cap);
-  while (G % g != 0)
-    --g;
-  return g;
+/// The query heads of a KV head one cluster takes (a divisor of G, the KV head's query heads; B:
+/// the clusters with all G). By default the most (each K and V row read once) that still give
+/// kMinBlocks blocks: with all G the SmolLM2 decode (G = 3, B = 3) gets 24 blocks, too few to
+/// keep an H100's or H200's copy bandwidth busy; with one a cluster it gets 72, and the 8B's
+/// (G = 4, B = 8) keeps its 64 (session 39, an H200, prefetching on: SmolLM2 q4_1 0.683 -> 0.660 ms
+/// at context 128 and 0.850 -> 0.754 at 1024; the 8B q4_0 with one a cluster 2.290 -> 2.352 and
+/// 2.539 -> 2.627). LUMINAL_CUDA_ATTENTION_GROUP=N (1..8) caps it instead.
+int64_t block_group(int64_t G, int64_t B) {
+  constexpr int64_t kMinBlocks = 64;
+  const int64_t cap = env_int("LUMINAL_CUDA_ATTENTION_GROUP", 0, 1, static_cast<int>(kMaxGroup));
+  int64_t g = cap > 0 ? std::min(G, cap) : G;
+  for (;; --g) {
+    if (G % g != 0) continue;
+    if (cap > 0 || g == 1 || B * (G / g) * kCluster >= kMinBlocks) return g;
+  }
 }
 
-/// LUMINAL_CUDA_ATTENTION_PREFETCH=1: a warp issues its next keys' loads before it takes in the
-/// ones it holds, so that they overlap the running sums (twice the registers of K, V and the other
-/// loads; default: loaded after, as before the switch).
-bool prefetch_keys() { return env_opt_in("LUMINAL_CUDA_ATTENTION_PREFETCH"); }
+/// A warp issues its next keys' loads before it takes in the ones it holds, so that they overlap
+/// the running sums (twice the registers of K, V and the other loads: 192 a thread for the 8B's
+/// kernel against 126, no spills). On by default (session 39, an H200: 8B q4_0 decode 2.308 ->
+/// 2.290 ms at context 128 and 2.645 -> 2.539 at 1024); LUMINAL_CUDA_ATTENTION_PREFETCH=0 loads
+/// them after, as before.
+bool prefetch_keys() { return env_switch_on("LUMINAL_CUDA_ATTENTION_PREFETCH"); }
 
 KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   std::optional<AttnForm> form = attn_form(n.attrs, n.input_dtypes);
@@ -203,7 +210,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                 "KV head, head dims at most 256)");
   // A cluster takes G query heads of one KV head (block_group): the group's rows split in parts.
   const int64_t group = form->G;
-  form->G = block_group(group);
+  form->G = block_group(group, form->B);
   form->B *= group / form->G;
   const AttnForm& f = *form;
   const bool prefetch = prefetch_keys();
@@ -538,7 +545,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
 /// cuda.Attention where the candidate has the form above, Q, K and V read in 16 bits where the
 /// graph casts them up to f32 (matmul_operands.hpp); only with LUMINAL_CUDA_ATTENTION=1.
 std::vector<Rule> attention_rules() {
-  if (!env_opt_in("LUMINAL_CUDA_ATTENTION")) return {};
+  if (!env_switch_on("LUMINAL_CUDA_ATTENTION")) return {};
   return {
       attention_rule("cuda.attention", cuda_row_op(), &kAttention,
                      [](const EGraph& eg, AttentionCandidate& c) {
@@ -567,7 +574,8 @@ std::vector<Rule> attention_rules() {
 /// cuda.FusedQ8 is the same for an elementwise region); ruleset cuda.fused-q8, after the rules
 /// that add the QuantizeQ8 nodes.
 std::vector<Rule> attention_q8_rules() {
-  if (!env_opt_in("LUMINAL_CUDA_ATTENTION") || !env_switch_on("LUMINAL_CUDA_FUSED_Q8")) return {};
+  if (!env_switch_on("LUMINAL_CUDA_ATTENTION") || !env_switch_on("LUMINAL_CUDA_FUSED_Q8"))
+    return {};
   return {quantize_in_store_rule(
       "cuda.attention-q8", &kAttention, &kAttentionQ8, /*q8_k=*/false,
       [](const Attrs& a, const std::vector<DType>& in) { return attn_form(a, in).has_value(); })};

@@ -101,14 +101,15 @@ TEST_F(CudaAttentionHost, OfferedForDecodeAttentionAndCompiles) {
 }
 
 /// The kernel's variants (attention.cpp's switches): the query heads a cluster takes, the keys a
-/// warp has in flight, and the next keys' loads issued before the running sums or after.
+/// warp has in flight, and the next keys' loads issued before the running sums (nullptr: the
+/// default, on) or after ("0").
 struct Variant {
   const char* group;
   const char* keys;
   const char* prefetch;
 };
 const Variant kVariants[] = {
-    {nullptr, nullptr, nullptr}, {"1", nullptr, "1"}, {"2", "8", "1"}, {"1", "1", nullptr}};
+    {nullptr, nullptr, nullptr}, {"1", nullptr, "0"}, {"2", "8", nullptr}, {"1", "1", "0"}};
 
 std::string describe(const Variant& v) {
   return std::string("group ") + (v.group ? v.group : "-") + " keys " + (v.keys ? v.keys : "-") +
@@ -151,7 +152,7 @@ TEST_F(CudaAttentionHost, EveryVariantCompiles) {
     EXPECT_NE(kernel.find(heads), std::string::npos) << describe(v);
     const std::string keys = std::string("float kr[") + (v.keys ? v.keys : "4") + "][4]";
     EXPECT_NE(kernel.find(keys), std::string::npos) << describe(v);
-    EXPECT_EQ(kernel.find("float kn[") != std::string::npos, v.prefetch != nullptr) << describe(v);
+    EXPECT_EQ(kernel.find("float kn[") != std::string::npos, v.prefetch == nullptr) << describe(v);
   }
   testing::expect_compiles(sources, whats);
 }
@@ -161,7 +162,7 @@ TEST_F(CudaAttentionHost, TheSeedTakesItForTwoKernelsFewer) {
   const LlirGraph with = testing::cuda_seed_program(g);
   size_t without = 0;
   {
-    const testing::EnvScope off("LUMINAL_CUDA_ATTENTION", nullptr);
+    const testing::EnvScope off("LUMINAL_CUDA_ATTENTION", "0");
     without = testing::kernel_count(testing::cuda_seed_program(g));
   }
   EXPECT_EQ(opstest::count_op(with, "cuda.Attention"), 1) << with.to_text();
@@ -173,20 +174,51 @@ TEST_F(CudaAttentionHost, NotForNineQueryHeadsAKvHead) {
   EXPECT_EQ(testing::prefer_ops(decode_step(1, 9, 64, DType::F32), rules, is_attention).second, 0);
 }
 
-TEST(CudaAttentionSwitch, OffByDefault) {
-  const testing::EnvScope unset("LUMINAL_CUDA_ATTENTION", nullptr);
+TEST(CudaAttentionSwitch, OnByDefaultOffWithZero) {
   testing::CudaRulesOnly rules;
+  {
+    const testing::EnvScope unset("LUMINAL_CUDA_ATTENTION", nullptr);
+    EXPECT_EQ(testing::prefer_ops(decode_step(3, 3, 64, DType::F32), rules, is_attention).second,
+              1);
+  }
+  const testing::EnvScope off("LUMINAL_CUDA_ATTENTION", "0");
   EXPECT_EQ(testing::prefer_ops(decode_step(3, 3, 64, DType::F32), rules, is_attention).second, 0);
 }
 
-// LUMINAL_CUDA_MATMUL_THREADS=1 (reduce.cpp): a prefill's Q @ K^T (Q constant along the keys, both
-// contiguous along the head dim) takes a thread an output, in f32 and bf16; its kernels compile
-// for sm_90; without the switch no matmul does.
-TEST_F(CudaAttentionHost, PrefillScoresTakeAThreadAnOutputWithTheSwitch) {
+// By default a cluster takes the most query heads of a KV head that still give 64 blocks
+// (attention.cpp's block_group): all 4 of the 8B's 8 KV heads (8 clusters of 8 blocks), one of
+// SmolLM2's 3 (3 KV heads: 9 clusters, not 3); LUMINAL_CUDA_ATTENTION_GROUP caps it instead.
+TEST_F(CudaAttentionHost, AClusterTakesFewerHeadsWhereAllWouldGiveTooFewBlocks) {
+  testing::CudaRulesOnly rules;
+  auto heads = [&](const Graph& g) {
+    const LlirGraph l = testing::prefer_ops(g, rules, is_attention).first;
+    std::vector<std::string> src, what;
+    testing::add_kernels(l, testing::spec_of(g.dim_facts()), src, what);
+    for (const std::string& k : src)
+      if (k.find("lmn_attention") != std::string::npos) {
+        const size_t at = k.find("float mx[");
+        if (at != std::string::npos) return k.substr(at + 9, k.find(']', at) - at - 9);
+      }
+    return std::string("none");
+  };
+  EXPECT_EQ(heads(decode_step(8, 4, 128, DType::BF16)), "4");
+  EXPECT_EQ(heads(decode_step(3, 3, 64, DType::BF16)), "1");
+  EXPECT_EQ(heads(decode_step(1, 8, 64, DType::BF16)), "1");  // (8 blocks with all 8)
+  const testing::EnvScope cap("LUMINAL_CUDA_ATTENTION_GROUP", "8");
+  EXPECT_EQ(heads(decode_step(3, 3, 64, DType::BF16)), "3");
+}
+
+// By default (LUMINAL_CUDA_MATMUL_THREADS, reduce.cpp) a prefill's Q @ K^T (Q constant along the
+// keys, both contiguous along the head dim) takes a thread an output, in f32 and bf16; its kernels
+// compile for sm_90; with the switch at 0 no matmul does.
+TEST_F(CudaAttentionHost, PrefillScoresTakeAThreadAnOutputUnlessSwitchedOff) {
   for (DType t : {DType::F32, DType::BF16}) {
     const Graph g = prefill_step(8, 4, 128, t);
-    EXPECT_EQ(thread_mode_matmuls(testing::cuda_seed_program(g), g), 0) << name(t);
-    const testing::EnvScope on("LUMINAL_CUDA_MATMUL_THREADS", "1");
+    {
+      const testing::EnvScope off("LUMINAL_CUDA_MATMUL_THREADS", "0");
+      EXPECT_EQ(thread_mode_matmuls(testing::cuda_seed_program(g), g), 0) << name(t);
+    }
+    const testing::EnvScope unset("LUMINAL_CUDA_MATMUL_THREADS", nullptr);
     const LlirGraph l = testing::cuda_seed_program(g);
     EXPECT_EQ(thread_mode_matmuls(l, g), 1) << name(t) << ": " << l.op_mix_string();
     std::vector<std::string> sources, whats;
@@ -198,7 +230,6 @@ TEST_F(CudaAttentionHost, PrefillScoresTakeAThreadAnOutputWithTheSwitch) {
   g.declare_dim("s", 1, 8);
   nn::linear(g.tensor("x", {Expr::var("s"), Expr(256)}), g.tensor("w", {Expr(64), Expr(256)}))
       .output("y");
-  const testing::EnvScope on("LUMINAL_CUDA_MATMUL_THREADS", "1");
   const LlirGraph l = testing::cuda_seed_program(g);
   EXPECT_EQ(opstest::count_op(l, "cuda.Matmul"), 1) << l.op_mix_string();
   EXPECT_EQ(thread_mode_matmuls(l, g), 0) << l.op_mix_string();

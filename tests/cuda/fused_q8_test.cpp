@@ -148,8 +148,10 @@ std::pair<LlirGraph, LlirGraph> seeds_without_and_with(int layers, const std::st
 // SwiGLU's product before the integer down GEMV (cuda.FusedQ8) and attention's P @ V before the
 // o projection (cuda.GemvKNQ8): the seed takes both fused forms in every layer, and the step's
 // longest chain of kernels is two a layer shorter; its kernels compile for sm_90.
+// (With the three attention kernels, LUMINAL_CUDA_ATTENTION=0: cuda.GemvKNQ8 is P @ V's kernel.)
 TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
   constexpr int kLayers = 2;
+  const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");
   const auto [before, l] = seeds_without_and_with(kLayers, "8B q4_0");
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), kLayers) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), kLayers) << l.op_mix_string();
@@ -167,6 +169,7 @@ TEST(CudaFusedQ8Rules, TheSeedTakesItInEveryLayerAndShortensThePath) {
 // The seed's descent shares choices between alike layers, so a few layers can hide what all of
 // them do (the SmolLM2 test below); this bounds the model as it runs.
 TEST(CudaFusedQ8Rules, The32LayerSeedKeepsItsPath) {
+  const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");
   const LlirGraph l = llama8b_q4_0_seed(32);
   std::printf("[fused-q8] 8B q4_0, 32 layers: %zu kernels, %d on the critical path\n",
               testing::kernel_count(l), critical_path(l));
@@ -174,6 +177,20 @@ TEST(CudaFusedQ8Rules, The32LayerSeedKeepsItsPath) {
   EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), 32) << l.op_mix_string();
   EXPECT_LE(critical_path(l), 359) << l.op_mix_string();
   EXPECT_LE(testing::kernel_count(l), 549u) << l.op_mix_string();
+}
+
+// The same step as it runs by default, with cuda.Attention (session 39): the attention output's
+// quantize in its store in every layer (cuda.AttentionQ8), 485 kernels and 295 on the path (the
+// H200 run of bench_cuda lt-q4_0 had 489 / 298 with the argmax's).
+TEST(CudaFusedQ8Rules, The32LayerSeedWithCudaAttentionKeepsItsPath) {
+  const testing::EnvScope unset("LUMINAL_CUDA_ATTENTION", nullptr);
+  const LlirGraph l = llama8b_q4_0_seed(32);
+  std::printf("[fused-q8] 8B q4_0, 32 layers, cuda.Attention: %zu kernels, %d on the path\n",
+              testing::kernel_count(l), critical_path(l));
+  EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), 32) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 32) << l.op_mix_string();
+  EXPECT_LE(critical_path(l), 295) << l.op_mix_string();
+  EXPECT_LE(testing::kernel_count(l), 485u) << l.op_mix_string();
 }
 
 // Where the seed kept SwiGLU's product in f32 (SmolLM2's down GEMV takes the f32 activation
