@@ -118,20 +118,21 @@ KernelGen gen_reduction(const LlirNode& n, const GenContext& ctx, bool matmul, D
         vector_width(n.attrs.views[1], axis, t1) >= v)
       mvec = v;
   }
-  // LUMINAL_CUDA_MATMUL_THREADS=1 (opt-in until a GPU has timed it): a matmul whose operands are
-  // both contiguous along k, one of them constant along the output's innermost axis, takes a
-  // thread an output (the chunks of k in order) instead of a warp an output: the 32 lanes of a
-  // warp then share that operand's row (one load for all) and need no butterfly. For a prefill's
-  // Q @ K^T (k = the head dim, 64-128; Q constant along the keys): a warp an output spent 71 us a
-  // layer on an 8B q4_0 prefill of 128 tokens on an H100 (session 38), its 32 lanes each taking
-  // one 16-byte chunk and then five double shuffles.
-  // (Any A B^T has such an operand: only where the outputs are many, at least 2^14, and that
-  // axis at least a warp long, so that a thread an output still fills the GPU; not a projection
-  // of a few rows.)
+  // Thread mode (on by default; LUMINAL_CUDA_MATMUL_THREADS=0 turns it off): a matmul whose
+  // operands are both contiguous along k, one of them constant along the output's innermost axis,
+  // takes a thread an output (the chunks of k in order) instead of a warp an output: the 32 lanes
+  // of a warp then share that operand's row (one load for all) and need no butterfly. For a
+  // prefill's Q @ K^T (k = the head dim, 64-128; Q constant along the keys): a warp an output spent
+  // 71 us a layer on an 8B q4_0 prefill of 128 tokens on an H100 (session 38), its 32 lanes each
+  // taking one 16-byte chunk and then five double shuffles. On an H200 (session 39) a thread an
+  // output took the SmolLM2 q4_1 prefill of 128 tokens from 3.04 to 2.44 ms (its 60 generated
+  // matmuls 0.95 -> 0.64 ms); the 8B q4_0's stayed 24.7. (Any A B^T has such an operand: only where
+  // the outputs are many, at least 2^14, and that axis at least a warp long, so that a thread an
+  // output still fills the GPU; not a projection of a few rows.)
   bool thread_mode = false;
   if (matmul && mvec > 1 && warp && K.is_const() && K.as_const() <= 1024 &&
       numel(n.attrs.shape).bounds(ctx.facts).hi >= (int64_t{1} << 14) &&
-      env_opt_in("LUMINAL_CUDA_MATMUL_THREADS")) {
+      env_switch_on("LUMINAL_CUDA_MATMUL_THREADS")) {
     const int rank = n.attrs.views[0].rank();
     int inner = rank - 1;
     if (inner == axis) --inner;
