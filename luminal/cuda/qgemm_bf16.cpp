@@ -13,7 +13,8 @@
 // Numerics: each product is of x and w rounded to bf16 (each within 2^-8 of its value, relative:
 // 8 significant bits, as Q8_1's largest values, where Q8_1's smaller ones are coarser; w after
 // its f32 computation, 2^-23 more), exact in f32; the products summed by the MMAs in f32, blocks
-// in order, the two k halves added at the end. So
+// in order, the two k halves added at the end (with split k, each block's part so and the parts
+// added in rank order: fewer sequential sums, the same bound). So
 // |y - sum x w| <= sum |x w| (2^-7 + 2^-15) + gamma(K / 16 + 4) sum |x w|
 // (tests/cuda/qgemm_bf16_test.cpp checks that bound, and with scales and activations exact in
 // bf16 the exact sum to the accumulation's rounding alone).
@@ -29,6 +30,7 @@
 // rows 32 wm.., weight rows 32 wn.. and the k half ks of each step; the halves are joined
 // through shared memory. The K types (a unit one 32-value sub-block, QB_<t>::load / dec of
 // qgemm.cpp; Q6_K's halves scaled apart) unless LUMINAL_CUDA_QGEMM_BF16_K=0.
+#include <algorithm>
 #include <string>
 
 #include "luminal/core/error.hpp"
@@ -60,6 +62,30 @@ OpDef kQGemmBF16S{.name = "cuda.QGemmBF16S", .seed_cost = 0.25, .seed_extra = sm
 constexpr int kBlock = 256;
 constexpr int kTile = 64;    // activation rows, weight rows and k values a step
 constexpr int kStride = 72;  // bf16 a tile row in shared memory (conflict-free fragment loads)
+constexpr int kMinStepsASplit = 8;  // (split k: each block's part at least this many steps)
+
+/// The blocks of a cluster that split k between them (1: none). A 128-token prefill of an 8B
+/// model gives few 64 x 64 tiles where N is small: 32 for k and v (N = 1024), 128 for q, o and
+/// down, on 132 SMs that each hold two such blocks, and each block walks K = 4096 (down: 14336)
+/// in 64-value steps with a DRAM round trip and a barrier in each. Split over the C blocks of a
+/// cluster (C = 1, 2, 4 or 8: the most that keeps the tiles times C within two blocks an SM, each
+/// part at least kMinStepsASplit steps), a tile's k parts run on C SMs at once and are added in
+/// rank order through distributed shared memory. LUMINAL_CUDA_QGEMM_BF16_SPLIT=N: 0 chooses so,
+/// N = 1, 2, 4 or 8 takes N (default 1 until a GPU has timed it).
+int split_count(int64_t tiles, int64_t steps, int sm_count) {
+  const int set = env_int("LUMINAL_CUDA_QGEMM_BF16_SPLIT", 1, 0, 8);
+  if (set > 0) {
+    if ((set & (set - 1)) != 0)
+      throw Error("LUMINAL_CUDA_QGEMM_BF16_SPLIT=" + std::to_string(set) +
+                  " is not 0, 1, 2, 4 or 8; give one of those");
+    return static_cast<int>(std::min<int64_t>(set, std::max<int64_t>(1, steps)));
+  }
+  int c = 1;
+  while (c < 8 && tiles * c * 2 <= 2 * static_cast<int64_t>(sm_count) &&
+         steps / (c * 2) >= kMinStepsASplit)
+    c *= 2;
+  return c;
+}
 
 // The weight's decoding (after quant_device_source() and qgemm_device_source(); the host test
 // compiles it for the CPU too): the QR* decoders and lmn_bf2.
@@ -190,7 +216,14 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   cg.require(N * K);
   const std::string& I = cg.idx();
   const std::string NU = std::to_string(op.units), KS = std::to_string(K.as_const());
-  const std::string steps = std::to_string((op.units + 1) / 2);
+  const int64_t nsteps = (op.units + 1) / 2;
+  const int64_t tiles_hi = ceil_div(M, Expr(int64_t{kTile})).bounds(ctx.facts).hi *
+                           ceil_div(N, Expr(int64_t{kTile})).bounds(ctx.facts).hi;
+  const int C = split_count(tiles_hi, nsteps, ctx.sm_count);
+  const int64_t per = (nsteps + C - 1) / C;
+  // Steps are local to the block's part of k: units (sb + s) * 2 + 0/1, s < ns.
+  const std::string steps = C == 1 ? std::to_string(nsteps) : "ns";
+  const std::string sb = C == 1 ? "" : "sb + ";
   const std::string tile = std::to_string(kTile * kStride);  // bf16 a tile
   const std::string st = std::to_string(kStride);
   std::string body = lines({
@@ -199,6 +232,9 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
       "3;",
       "  const int wm = warp & 1, wn = (warp >> 1) & 1, ks = warp >> 2;",
       "  const " + I + " m0 = (" + I + ")blockIdx.x * 64, n0 = (" + I + ")blockIdx.y * 64;",
+      C == 1 ? std::string()
+             : "  const int sb = (int)blockIdx.z * " + std::to_string(per) + ", ns = min(" +
+                   std::to_string(per) + ", " + std::to_string(nsteps) + " - sb);",
       "  __shared__ __align__(16) unsigned short sm[4 * " + tile + "];",
       // The activation values this thread loads: rows (tid + 256 i) / 16, values 4 ((tid + 256 i)
       // % 16) of each step's 64.
@@ -237,13 +273,13 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
         "    {",
         "#pragma unroll",
         "      for (int i = 0; i < 4; ++i) {",
-        "        const int k = (" + s + ") * 64 + 4 * ((tid + 256 * i) & 15);",
+        "        const int k = (" + sb + s + ") * 64 + 4 * ((tid + 256 * i) & 15);",
         "        ra" + set + "[i] = xr[i] && k < " + KS +
             " ? __ldg((const uint2*)(xr[i] + k)) : make_uint2(0u, 0u);",
         "      }",
         "#pragma unroll",
         "      for (int i = 0; i < 2; ++i) {",
-        "        const int u = (" + s + ") * 2 + bu;",
+        "        const int u = (" + sb + s + ") * 2 + bu;",
         "        if (wr[i] && u < " + NU + ") " + R + "::load(wr[i], " + wh + ", u, bt, rw" + set +
             "[i]);",
         "      }",
@@ -263,7 +299,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
             " + 4 * ((tid + 256 * i) & 15)) = ra" + set + "[i];",
         "#pragma unroll",
         "      for (int i = 0; i < 2; ++i) {",
-        "        const int u = (" + s + ") * 2 + bu;",
+        "        const int u = (" + sb + s + ") * 2 + bu;",
         "        unsigned int w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u;",
         "        if (wr[i] && u < " + NU + ") {",
         "          int b0 = 0, b1 = 0;",
@@ -338,30 +374,77 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
       "acc[mi][nj][e];",
       "  }",
       "  __syncthreads();",
-      "  if (ks == 0) {",
-      "#pragma unroll",
-      "    for (int mi = 0; mi < 2; ++mi)",
-      "#pragma unroll",
-      "      for (int nj = 0; nj < 4; ++nj)",
-      "#pragma unroll",
-      "        for (int e = 0; e < 4; ++e) {",
-      "          const int row = mi * 16 + (e >> 1) * 8 + g, col = nj * 8 + 2 * t + (e & 1);",
-      "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
-      "          if (r < M && p < N)",
-      "            out[r * N + p] = __fadd_rn(acc[mi][nj][e], part[wm + 2 * wn][row][col]);",
-      "        }",
-      "  }",
   });
-  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
-                  ") LMN_ENTRY(lmn_qgemm_bf16)(" + cg.params() + ") {\n";
+  if (C == 1) {
+    body += lines({
+        "  if (ks == 0) {",
+        "#pragma unroll",
+        "    for (int mi = 0; mi < 2; ++mi)",
+        "#pragma unroll",
+        "      for (int nj = 0; nj < 4; ++nj)",
+        "#pragma unroll",
+        "        for (int e = 0; e < 4; ++e) {",
+        "          const int row = mi * 16 + (e >> 1) * 8 + g, col = nj * 8 + 2 * t + (e & 1);",
+        "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
+        "          if (r < M && p < N)",
+        "            out[r * N + p] = __fadd_rn(acc[mi][nj][e], part[wm + 2 * wn][row][col]);",
+        "        }",
+        "  }",
+    });
+  } else {
+    // Split k: each block's joined sums (its k parts' halves added as above) as pairs in its
+    // shared memory after `part`, then block 0 of the cluster adds the others' in rank order.
+    body += lines({
+        "  float2 (*cp)[32][17] = (float2 (*)[32][17])(sm + 8448);",
+        "  if (ks == 0) {",
+        "#pragma unroll",
+        "    for (int mi = 0; mi < 2; ++mi)",
+        "#pragma unroll",
+        "      for (int nj = 0; nj < 4; ++nj)",
+        "#pragma unroll",
+        "        for (int h = 0; h < 2; ++h) {",
+        "          const int row = mi * 16 + h * 8 + g, col = nj * 8 + 2 * t;",
+        "          cp[wm + 2 * wn][row][nj * 4 + t] = make_float2(",
+        "              __fadd_rn(acc[mi][nj][2 * h], part[wm + 2 * wn][row][col]),",
+        "              __fadd_rn(acc[mi][nj][2 * h + 1], part[wm + 2 * wn][row][col + 1]));",
+        "        }",
+        "  }",
+        "  lmn_cluster_sync();",
+        "  if (ks == 0 && lmn_cluster_rank() == 0) {",
+        "#pragma unroll",
+        "    for (int mi = 0; mi < 2; ++mi)",
+        "#pragma unroll",
+        "      for (int nj = 0; nj < 4; ++nj)",
+        "#pragma unroll",
+        "        for (int h = 0; h < 2; ++h) {",
+        "          const int row = mi * 16 + h * 8 + g, col = nj * 8 + 2 * t;",
+        "          float2 v = cp[wm + 2 * wn][row][nj * 4 + t];",
+        "          for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
+        "            const unsigned long long w = lmn_cluster_ld(&cp[wm + 2 * wn][row][nj * 4 + "
+        "t], "
+        "q);",
+        "            v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
+        "            v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
+        "          }",
+        "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
+        "          if (r < M && p < N) out[r * N + p] = v.x;",
+        "          if (r < M && p + 1 < N) out[r * N + p + 1] = v.y;",
+        "        }",
+        "  }",
+        "  lmn_cluster_sync();  // (the others' shared memory stays until block 0 has read it)",
+    });
+  }
+  const std::string cluster = C == 1 ? "" : "__cluster_dims__(1, 1, " + std::to_string(C) + ") ";
+  std::string k = "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
+                  std::to_string(kBlock) + ") LMN_ENTRY(lmn_qgemm_bf16)(" + cg.params() + ") {\n";
   k += cg.dims_prologue() + body + "}\n";
   KernelGen gen;
   gen.source =
       Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Decode + kBf16Mma + k);
-  gen.launches.push_back(
-      Launch{"lmn_qgemm_bf16",
-             kBlock,
-             {ceil_div(M, Expr(int64_t{kTile})), ceil_div(N, Expr(int64_t{kTile})), Expr(1)}});
+  gen.launches.push_back(Launch{
+      "lmn_qgemm_bf16",
+      kBlock,
+      {ceil_div(M, Expr(int64_t{kTile})), ceil_div(N, Expr(int64_t{kTile})), Expr(int64_t{C})}});
   gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
               M * N * Expr(4);
   gen.flops = M * N * K * Expr(2);

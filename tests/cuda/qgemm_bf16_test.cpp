@@ -369,6 +369,54 @@ TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
   testing::expect_compiles(sources, "a cuda.QGemmBF16 kernel");
 }
 
+/// The cluster size of `g`'s cuda.QGemmBF16 kernel (1: none).
+int split_of(const Graph& g) {
+  testing::CudaRulesOnly rules;
+  auto [l, n] = testing::prefer_ops(g, rules, bf16_ops);
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts()))) {
+    const size_t at = k.source.find("__cluster_dims__(1, 1, ");
+    if (k.source.find("lmn_qgemm_bf16") == std::string::npos) continue;
+    return at == std::string::npos ? 1 : std::stoi(k.source.substr(at + 23));
+  }
+  return 0;
+}
+
+// Split k (LUMINAL_CUDA_QGEMM_BF16_SPLIT, off by default): 0 chooses the most blocks a tile that
+// keep the tiles at the bucket's most rows within two blocks an SM (132 SMs), each at least 8
+// steps of 64 values; N takes N. Rows up to 256 (4 tiles of 64): an 8B k projection (1024 x
+// 4096) 4, a gate (14336 x 4096) none, a short k (512: 8 steps) none; up to 128 rows (a 128-token
+// prefill's bucket) the k projection 8 and q (4096 x 4096) 2. Every form compiles for sm_90.
+TEST(CudaQGemmBF16Rules, SplitKChoosesItsBlocksAndCompiles) {
+  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 1);
+  {
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "0");
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 4);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 14336, 4096)), 1);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 512)), 1);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 1024, 4096)), 8);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 4096, 4096)), 2);
+  }
+  {
+    testing::EnvScope bad("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "3");
+    EXPECT_THROW(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), Error);
+  }
+  LUMINAL_REQUIRE_NVRTC();
+  std::vector<std::string> sources;
+  for (const char* c : {"2", "8"}) {
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
+    testing::CudaRulesOnly rules;
+    for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K})
+      for (bool split : {false, true}) {
+        if (split && t == DType::Q6_K) continue;
+        const Graph g = quant_linear_graph(t, 0, 37, 1024);
+        auto [l, n] = testing::prefer_ops(g, rules, split ? bf16_split_ops : bf16_ops);
+        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+          sources.push_back(k.source);
+      }
+  }
+  testing::expect_compiles(sources, "a split-k cuda.QGemmBF16 kernel");
+}
+
 // ---------------------------------------------------------------- GPU
 
 double gamma(int64_t n) {
@@ -529,6 +577,30 @@ TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
   EXPECT_GT(checked, 50000);
 }
 
+// Split k over a cluster's blocks (LUMINAL_CUDA_QGEMM_BF16_SPLIT): 2, 4 and 8 blocks a tile, k of
+// 33 units (17 steps: parts of 9 + 8, 5 + 5 + 5 + 2, and 3 a block with the last two blocks' parts
+// empty), fixed and dynamic rows, both layouts and a K type, within the bound.
+TEST(CudaQGemmBF16, SplitKWithinTheBound) {
+  LUMINAL_REQUIRE_GPU();
+  int64_t checked = 0;
+  uint64_t seed = 6900;
+  for (const char* c : {"2", "4", "8"}) {
+    testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+      for (Form form : {Form::Tiles, Form::Split}) {
+        const int64_t K = 1056;
+        const HostBuffer wb = testing::random_blocks(t, 72 * K, seed += 10);
+        checked += check_bf16(t, 0, 72, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), form,
+                              false);
+        checked += check_bf16(t, 40, 72, K, {}, wb, activations({40}, K, seed + 2), form, false);
+      }
+    const HostBuffer wk = testing::random_blocks(DType::Q6_K, 72 * 2048, seed += 10);
+    checked += check_bf16(DType::Q6_K, 100, 72, 2048, {}, wk, activations({100}, 2048, seed + 1),
+                          Form::Tiles, false);
+  }
+  EXPECT_GT(checked, 200000);
+}
+
 // The norm's row kernel writing bf16 rows gives the bits of the row kernel then cuda.QuantizeQ8
 // in bf16 (both round to nearest even), so the two programs' outputs are equal bit for bit.
 TEST(CudaQGemmBF16, Bf16RowsFromTheNormEqualTheSeparateRounding) {
@@ -580,23 +652,25 @@ TEST(CudaQGemmBF16, ExactOperandsGiveTheSumToTheAccumulationsRounding) {
 #endif
   int64_t checked = 0;
   uint64_t seed = 2900;
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
-    for (Form form : {Form::Tiles, Form::Split, Form::Library}) {
-      if (form == Form::Library && !lt) continue;
-      const int64_t K = 1056, n = 80, m = 70;
-      HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
-      const int64_t bb = block_bytes(t);
-      for (size_t o = 0; o < wb.bytes.size(); o += static_cast<size_t>(bb))
-        testing::set_block_scales(
-            t, wb.bytes.data() + o,
-            f32_to_f16_bits(std::ldexp(1.0f, -5 - static_cast<int>(o / bb % 3))),
-            f32_to_f16_bits(-0.25f));
-      std::vector<float> x = testing::random_floats(m * K, seed + 1);
-      for (float& v : x)
-        v = std::round(v * 128.0f) / 128.0f;  // 8 significant bits at most
-      checked += check_bf16(t, m, n, K, {}, wb, {x}, form, true);
-    }
-  EXPECT_GT(checked, lt ? 40000 : 30000);
+  for (const char* c : {"1", "4"})  // (k split over a cluster's 4 blocks too)
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+      for (Form form : {Form::Tiles, Form::Split, Form::Library}) {
+        if (form == Form::Library && (!lt || c[0] != '1')) continue;
+        testing::EnvScope split_k("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
+        const int64_t K = 1056, n = 80, m = 70;
+        HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
+        const int64_t bb = block_bytes(t);
+        for (size_t o = 0; o < wb.bytes.size(); o += static_cast<size_t>(bb))
+          testing::set_block_scales(
+              t, wb.bytes.data() + o,
+              f32_to_f16_bits(std::ldexp(1.0f, -5 - static_cast<int>(o / bb % 3))),
+              f32_to_f16_bits(-0.25f));
+        std::vector<float> x = testing::random_floats(m * K, seed + 1);
+        for (float& v : x)
+          v = std::round(v * 128.0f) / 128.0f;  // 8 significant bits at most
+        checked += check_bf16(t, m, n, K, {}, wb, {x}, form, true);
+      }
+  EXPECT_GT(checked, lt ? 70000 : 60000);
 }
 
 }  // namespace
