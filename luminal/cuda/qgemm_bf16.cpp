@@ -74,16 +74,20 @@ constexpr int kMinStepsASplit = 8;  // (split k: each block's part at least this
 /// N = 1, 2, 4 or 8 takes N (default 1 until a GPU has timed it).
 int split_count(int64_t tiles, int64_t steps, int sm_count) {
   const int set = env_int("LUMINAL_CUDA_QGEMM_BF16_SPLIT", 1, 0, 8);
-  if (set > 0) {
-    if ((set & (set - 1)) != 0)
-      throw Error("LUMINAL_CUDA_QGEMM_BF16_SPLIT=" + std::to_string(set) +
-                  " is not 0, 1, 2, 4 or 8; give one of those");
-    return static_cast<int>(std::min<int64_t>(set, std::max<int64_t>(1, steps)));
-  }
+  if ((set & (set - 1)) != 0)
+    throw Error("LUMINAL_CUDA_QGEMM_BF16_SPLIT=" + std::to_string(set) +
+                " is not 0, 1, 2, 4 or 8; give one of those");
   int c = 1;
-  while (c < 8 && tiles * c * 2 <= 2 * static_cast<int64_t>(sm_count) &&
-         steps / (c * 2) >= kMinStepsASplit)
-    c *= 2;
+  if (set > 0) {
+    c = set;
+  } else {
+    while (c < 8 && tiles * c * 2 <= 2 * static_cast<int64_t>(sm_count) &&
+           steps / (c * 2) >= kMinStepsASplit)
+      c *= 2;
+  }
+  // No block without a part: halve while the first c - 1 parts would cover every step.
+  while (c > 1 && (steps + c - 1) / c * (c - 1) >= steps)
+    c /= 2;
   return c;
 }
 
@@ -217,8 +221,8 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   const std::string& I = cg.idx();
   const std::string NU = std::to_string(op.units), KS = std::to_string(K.as_const());
   const int64_t nsteps = (op.units + 1) / 2;
-  const int64_t tiles_hi = ceil_div(M, Expr(int64_t{kTile})).bounds(ctx.facts).hi *
-                           ceil_div(N, Expr(int64_t{kTile})).bounds(ctx.facts).hi;
+  const int64_t tiles_hi =
+      (ceil_div(M, Expr(int64_t{kTile})) * ceil_div(N, Expr(int64_t{kTile}))).bounds(ctx.facts).hi;
   const int C = split_count(tiles_hi, nsteps, ctx.sm_count);
   const int64_t per = (nsteps + C - 1) / C;
   // Steps are local to the block's part of k: units (sb + s) * 2 + 0/1, s < ns.
@@ -395,7 +399,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
     // Split k: each block's joined sums (its k parts' halves added as above) as pairs in its
     // shared memory after `part`, then block 0 of the cluster adds the others' in rank order.
     body += lines({
-        "  float2 (*cp)[32][17] = (float2 (*)[32][17])(sm + 8448);",
+        "  float2 (*cp)[32][18] = (float2 (*)[32][18])(sm + 8448);  // (18: no bank conflicts)",
         "  if (ks == 0) {",
         "#pragma unroll",
         "    for (int mi = 0; mi < 2; ++mi)",

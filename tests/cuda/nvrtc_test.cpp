@@ -23,6 +23,7 @@
 #include "luminal/models/synthetic.hpp"
 #include "luminal/nn/linear.hpp"
 #include "luminal/nn/sampling.hpp"
+#include "support/env_scope.hpp"
 #include "support/random_graph.hpp"
 
 namespace luminal {
@@ -543,8 +544,10 @@ int gemv_kernels(const std::map<std::string, int>& mix) {
 // cuda.GemvCastMatmul and cuda.GemvCastMatmulScatter), the attention scores
 // too (the GQA group as the rows sharing each key), the argmax's maxima as cuda.MaxSplit, and
 // each layer's P @ V as one cuda.GemvKNCast (gemv_kn.cpp: the 2 query heads of a group sharing each
-// V read); its kernels compile.
+// V read); its kernels compile. (The attention as its three kernels: LUMINAL_CUDA_ATTENTION=0,
+// cuda.Attention being on by default since session 39.)
 TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
+  const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");
   for (bool then : {false, true}) {
     if (then) ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1);
     const models::Decoder d = small_decode_step();
@@ -576,6 +579,7 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
 // three GEMVs: rope reads q and k through a matmul (the 2-term product sum), and the CUDA matmul
 // matchers refuse an operand with a base, so the fused form would cost more kernels there.
 TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
+  const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");  // (as above)
   const models::Decoder d = small_decode_step();
   testing::CudaRulesOnly rules;
   FoldOptions fold;

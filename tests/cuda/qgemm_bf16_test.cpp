@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_test_util.hpp"
@@ -374,8 +375,8 @@ int split_of(const Graph& g) {
   testing::CudaRulesOnly rules;
   auto [l, n] = testing::prefer_ops(g, rules, bf16_ops);
   for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts()))) {
-    const size_t at = k.source.find("__cluster_dims__(1, 1, ");
     if (k.source.find("lmn_qgemm_bf16") == std::string::npos) continue;
+    const size_t at = k.source.find("__cluster_dims__(1, 1, ");
     return at == std::string::npos ? 1 : std::stoi(k.source.substr(at + 23));
   }
   return 0;
@@ -383,9 +384,10 @@ int split_of(const Graph& g) {
 
 // Split k (LUMINAL_CUDA_QGEMM_BF16_SPLIT, off by default): 0 chooses the most blocks a tile that
 // keep the tiles at the bucket's most rows within two blocks an SM (132 SMs), each at least 8
-// steps of 64 values; N takes N. Rows up to 256 (4 tiles of 64): an 8B k projection (1024 x
-// 4096) 4, a gate (14336 x 4096) none, a short k (512: 8 steps) none; up to 128 rows (a 128-token
-// prefill's bucket) the k projection 8 and q (4096 x 4096) 2. Every form compiles for sm_90.
+// steps of 64 values; N takes N, halved while a block would get no part. Rows up to 256 (4 tiles of
+// 64): an 8B k projection (1024 x 4096) 4, a gate (14336 x 4096) none, a short k (512: 8 steps)
+// none; up to 128 rows (a 128-token prefill's bucket) the k projection 8 and q (4096 x 4096) 2.
+// Every form compiles for sm_90.
 TEST(CudaQGemmBF16Rules, SplitKChoosesItsBlocksAndCompiles) {
   EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 1);
   {
@@ -395,6 +397,12 @@ TEST(CudaQGemmBF16Rules, SplitKChoosesItsBlocksAndCompiles) {
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 512)), 1);
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 1024, 4096)), 8);
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 4096, 4096)), 2);
+  }
+  {
+    // N = 8 where 8 parts would leave a block none (17 steps: 3 a block) takes 4 (5 + 5 + 5 + 2)
+    testing::EnvScope eight("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "8");
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 64, 1056)), 4);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 64, 2304)), 8);
   }
   {
     testing::EnvScope bad("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "3");
@@ -577,25 +585,26 @@ TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
   EXPECT_GT(checked, 50000);
 }
 
-// Split k over a cluster's blocks (LUMINAL_CUDA_QGEMM_BF16_SPLIT): 2, 4 and 8 blocks a tile, k of
-// 33 units (17 steps: parts of 9 + 8, 5 + 5 + 5 + 2, and 3 a block with the last two blocks' parts
-// empty), fixed and dynamic rows, both layouts and a K type, within the bound.
+// Split k over a cluster's blocks (LUMINAL_CUDA_QGEMM_BF16_SPLIT): 2 and 4 blocks a tile at k of
+// 33 units (17 steps: parts of 9 + 8 and 5 + 5 + 5 + 2), 8 at 72 units (36 steps: 7 parts of 5
+// and one of 1), 71 weight rows (an odd last pair of outputs), fixed and dynamic rows, both
+// layouts and a K type, within the bound.
 TEST(CudaQGemmBF16, SplitKWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
   int64_t checked = 0;
   uint64_t seed = 6900;
-  for (const char* c : {"2", "4", "8"}) {
+  const std::pair<const char*, int64_t> kSplits[] = {{"2", 1056}, {"4", 1056}, {"8", 2304}};
+  for (const auto& [c, K] : kSplits) {
     testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
       for (Form form : {Form::Tiles, Form::Split}) {
-        const int64_t K = 1056;
-        const HostBuffer wb = testing::random_blocks(t, 72 * K, seed += 10);
-        checked += check_bf16(t, 0, 72, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), form,
+        const HostBuffer wb = testing::random_blocks(t, 71 * K, seed += 10);
+        checked += check_bf16(t, 0, 71, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), form,
                               false);
-        checked += check_bf16(t, 40, 72, K, {}, wb, activations({40}, K, seed + 2), form, false);
+        checked += check_bf16(t, 40, 71, K, {}, wb, activations({40}, K, seed + 2), form, false);
       }
-    const HostBuffer wk = testing::random_blocks(DType::Q6_K, 72 * 2048, seed += 10);
-    checked += check_bf16(DType::Q6_K, 100, 72, 2048, {}, wk, activations({100}, 2048, seed + 1),
+    const HostBuffer wk = testing::random_blocks(DType::Q6_K, 71 * 2048, seed += 10);
+    checked += check_bf16(DType::Q6_K, 100, 71, 2048, {}, wk, activations({100}, 2048, seed + 1),
                           Form::Tiles, false);
   }
   EXPECT_GT(checked, 200000);
