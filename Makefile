@@ -41,12 +41,13 @@ test: setup-torch build
 	@cmake -S . -B $(BUILD) >/dev/null
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# (leaving out the tests labelled baseline: the evaluator's loops' second copy, the same source)
+# (leaving out the tests labelled baseline, the evaluator's loops' second copy of the same source,
+# and fuzz, whose fuzzers are built with clang++ and the sanitizers alike in both builds)
 test-sanitize: setup
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLUMINAL_WERROR=ON -DLUMINAL_SANITIZE=ON -DLUMINAL_NO_CUDA=ON \
 	  -DLUMINAL_BUILD_BENCH=OFF -DLUMINAL_BUILD_EXAMPLES=OFF >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu -LE baseline
+	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu -LE "baseline|fuzz"
 
 BENCHES := bench_llama_hlir bench_small_transformer bench_session_overhead bench_memory_plan \
            bench_cpu_kernels bench_compile_cache bench_llm_cpu bench_tokenizer bench_quant_gemv \

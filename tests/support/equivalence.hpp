@@ -47,6 +47,7 @@
 #include "luminal/runtime/host_buffer.hpp"
 #include "support/llir_direct.hpp"
 #include "support/random_graph.hpp"
+#include "support/sanitizer.hpp"
 
 namespace luminal::testing {
 
@@ -57,17 +58,7 @@ inline constexpr double kMaxEnumerateLog10 = 4.5;
 
 // Sanitizer builds run ~10x slower: fewer random graphs by default there (never fewer programs
 // per model block).
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr int kDefaultSeeds = 32;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr int kDefaultSeeds = 32;
-#else
-inline constexpr int kDefaultSeeds = 64;
-#endif
-#else
-inline constexpr int kDefaultSeeds = 64;
-#endif
+inline constexpr int kDefaultSeeds = kSanitizerBuild ? 32 : 64;
 
 /// The integer value of environment variable `name`, or `fallback` when unset or empty.
 inline int env_int(const char* name, int fallback) {
