@@ -20,14 +20,17 @@
 // the same value as the three kernels up to rounding (the running rescaling, the sums' order).
 // All query heads masked everywhere give 0 / 0 (NaN), as the reference's row does.
 //
-// Opt-in (LUMINAL_CUDA_ATTENTION=1): right on an H100 (tests/cuda/attention_test.cpp, 2026-12-06)
-// and faster at context 128 (8B q4_0 decode 2.749 -> 2.670 ms, 64 kernels fewer; SmolLM2 q4_1
-// 0.974 -> 0.951), but slower at 1024 (8B bf16 6.316 -> 6.551 ms: about 15 us a layer more from
-// 128 to 1024, against 7 us for the three kernels; BENCHMARKS.md, sessions 31 and 35). The
-// program's other loads (the mask's positions, which an Iota kernel writes) were read inside the
-// running sums, a dependent load per key and query head in each warp's serial chain: they are
-// now issued with the key's K and V rows (xl<i> below): on an H100 (session 36) 8B bf16 decode
-// 6.121 -> 6.032 ms at context 128 and 6.385 -> 6.457 at 1024, closer but still slower there.
+// Opt-in until session 39 (LUMINAL_CUDA_ATTENTION=1 then): right on an H100
+// (tests/cuda/attention_test.cpp, 2026-12-06) and faster at context 128 (8B q4_0 decode 2.749
+// -> 2.670 ms, 64 kernels fewer; SmolLM2 q4_1 0.974 -> 0.951), but slower at 1024 (8B bf16 6.316
+// -> 6.551 ms: about 15 us a layer more from 128 to 1024, against 7 us for the three kernels;
+// BENCHMARKS.md, sessions 31 and 35). The program's other loads (the mask's positions, which an
+// Iota kernel writes) were read inside the running sums, a dependent load per key and query head in
+// each warp's serial chain: they are now issued with the key's K and V rows (xl<i> below): on an
+// H100 (session 36) 8B bf16 decode 6.121 -> 6.032 ms at context 128 and 6.385 -> 6.457 at 1024,
+// closer but still slower there. With the next keys' loads issued first and fewer query heads a
+// cluster where blocks are few (block_group, prefetch_keys below) it was ahead at both contexts on
+// an H200 (session 39) and is on by default; LUMINAL_CUDA_ATTENTION=0 gives the three kernels.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -543,7 +546,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
 }
 
 /// cuda.Attention where the candidate has the form above, Q, K and V read in 16 bits where the
-/// graph casts them up to f32 (matmul_operands.hpp); only with LUMINAL_CUDA_ATTENTION=1.
+/// graph casts them up to f32 (matmul_operands.hpp); none with LUMINAL_CUDA_ATTENTION=0.
 std::vector<Rule> attention_rules() {
   if (!env_switch_on("LUMINAL_CUDA_ATTENTION")) return {};
   return {
@@ -570,7 +573,7 @@ std::vector<Rule> attention_rules() {
 
 /// cuda.AttentionQ8 for a Q8_1 QuantizeQ8 that reads a cuda.Attention class whole and in order
 /// (the o projection's integer GEMV after attention): one kernel fewer on the decode step's
-/// critical path. With LUMINAL_CUDA_ATTENTION=1, unless LUMINAL_CUDA_FUSED_Q8=0 (elementwise.cpp's
+/// critical path. Unless LUMINAL_CUDA_ATTENTION=0 or LUMINAL_CUDA_FUSED_Q8=0 (elementwise.cpp's
 /// cuda.FusedQ8 is the same for an elementwise region); ruleset cuda.fused-q8, after the rules
 /// that add the QuantizeQ8 nodes.
 std::vector<Rule> attention_q8_rules() {

@@ -398,45 +398,43 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   } else {
     // Split k: each block's joined sums (its k parts' halves added as above) as pairs in its
     // shared memory after `part`, then block 0 of the cluster adds the others' in rank order.
-    body += lines({
-        "  float2 (*cp)[32][18] = (float2 (*)[32][18])(sm + 8448);  // (18: no bank conflicts)",
-        "  if (ks == 0) {",
-        "#pragma unroll",
-        "    for (int mi = 0; mi < 2; ++mi)",
-        "#pragma unroll",
-        "      for (int nj = 0; nj < 4; ++nj)",
-        "#pragma unroll",
-        "        for (int h = 0; h < 2; ++h) {",
-        "          const int row = mi * 16 + h * 8 + g, col = nj * 8 + 2 * t;",
-        "          cp[wm + 2 * wn][row][nj * 4 + t] = make_float2(",
-        "              __fadd_rn(acc[mi][nj][2 * h], part[wm + 2 * wn][row][col]),",
-        "              __fadd_rn(acc[mi][nj][2 * h + 1], part[wm + 2 * wn][row][col + 1]));",
-        "        }",
-        "  }",
-        "  lmn_cluster_sync();",
-        "  if (ks == 0 && lmn_cluster_rank() == 0) {",
-        "#pragma unroll",
-        "    for (int mi = 0; mi < 2; ++mi)",
-        "#pragma unroll",
-        "      for (int nj = 0; nj < 4; ++nj)",
-        "#pragma unroll",
-        "        for (int h = 0; h < 2; ++h) {",
-        "          const int row = mi * 16 + h * 8 + g, col = nj * 8 + 2 * t;",
-        "          float2 v = cp[wm + 2 * wn][row][nj * 4 + t];",
-        "          for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
-        "            const unsigned long long w = lmn_cluster_ld(&cp[wm + 2 * wn][row][nj * 4 + "
-        "t], "
-        "q);",
-        "            v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
-        "            v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
-        "          }",
-        "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
-        "          if (r < M && p < N) out[r * N + p] = v.x;",
-        "          if (r < M && p + 1 < N) out[r * N + p + 1] = v.y;",
-        "        }",
-        "  }",
-        "  lmn_cluster_sync();  // (the others' shared memory stays until block 0 has read it)",
-    });
+    // (each_pair: `inner` for each of warp ks == 0's output pairs, cp_at its place in cp)
+    const std::string cp_at = "cp[wm + 2 * wn][row][nj * 4 + t]";
+    auto each_pair = [](const std::string& inner) {
+      return lines({
+                 "#pragma unroll",
+                 "    for (int mi = 0; mi < 2; ++mi)",
+                 "#pragma unroll",
+                 "      for (int nj = 0; nj < 4; ++nj)",
+                 "#pragma unroll",
+                 "        for (int h = 0; h < 2; ++h) {",
+                 "          const int row = mi * 16 + h * 8 + g, col = nj * 8 + 2 * t;",
+             }) +
+             inner + "        }\n";
+    };
+    body +=
+        "  float2 (*cp)[32][18] = (float2 (*)[32][18])(sm + 8448);  // (18: no bank conflicts)\n";
+    body +=
+        "  if (ks == 0) {\n" +
+        each_pair(lines({
+            "          " + cp_at + " = make_float2(",
+            "              __fadd_rn(acc[mi][nj][2 * h], part[wm + 2 * wn][row][col]),",
+            "              __fadd_rn(acc[mi][nj][2 * h + 1], part[wm + 2 * wn][row][col + 1]));",
+        })) +
+        "  }\n  lmn_cluster_sync();\n  if (ks == 0 && lmn_cluster_rank() == 0) {\n" +
+        each_pair(lines({
+            "          float2 v = " + cp_at + ";",
+            "          for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
+            "            const unsigned long long w = lmn_cluster_ld(&" + cp_at + ", q);",
+            "            v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
+            "            v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
+            "          }",
+            "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
+            "          if (r < M && p < N) out[r * N + p] = v.x;",
+            "          if (r < M && p + 1 < N) out[r * N + p + 1] = v.y;",
+        })) +
+        "  }\n  lmn_cluster_sync();  // (the others' shared memory stays until block 0 has "
+        "read it)\n";
   }
   const std::string cluster = C == 1 ? "" : "__cluster_dims__(1, 1, " + std::to_string(C) + ") ";
   std::string k = "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
