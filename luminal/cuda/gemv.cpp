@@ -71,44 +71,6 @@ const OpDef kGemvCastGlu{.name = "cuda.GemvCastGlu", .seed_cost = 1.4, .library_
 constexpr int kBlock = kGemvBlock;
 constexpr int kWarps = kGemvWarps;
 
-/// A short product after the GEMV, in its kernel (cuda.GemvMatmul): out = A @ B over the last
-/// axis of `va` / `vb` (T = 2, 4 or 8 long, stepped by neither view with unit stride), A the
-/// GEMV's values, B input 2. A task is an index of the product's output axes that A steps
-/// through; the block's groups of W warps (the GEMV's own W, so its sums run in the same order)
-/// compute the T values of A each of its tasks reads (G / T tasks at once, or one task in T / G
-/// rounds), rounded to the GEMV's dtype, into shared memory; then its threads compute the tasks'
-/// outputs (one for each index of the axes A does not step through) as cuda.Matmul does over a
-/// strided k: each product rounded to the node's dtype, summed in double in k order.
-struct GemvThen {
-  View va, vb;  // over the product's dims, its k axis last
-};
-
-/// The statements of a GemvThen's product for the tasks tb to tb + TPB - 1, their A values in
-/// lmn_a[TPB][T] (after a barrier): thread q computes output nn = q % NN of task tb + q / NN, as
-/// gen_reduction's strided matmul does.
-std::string then_product(Codegen& cg, const GemvThen& then, int T, int TPB, const Expr& NN,
-                         const View& out_task, const View& out_nn, const View& b_task,
-                         const View& b_nn, const LlirNode& n) {
-  const std::string& I = cg.idx();
-  const int kt = then.vb.rank() - 1;
-  const std::string nn = cg.c(NN);
-  std::string b = "    __syncthreads();\n    for (" + I + " q = threadIdx.x; q < " +
-                  std::to_string(TPB) + " * " + nn + "; q += blockDim.x) {\n      const " + I +
-                  " task = tb + q / " + nn + ", qi = q % " + nn + ";\n      if (task < P) {\n";
-  const std::string ot = cg.view_offset(out_task, "task", "pt", b, kt);
-  const std::string on = cg.view_offset(out_nn, "qi", "pn", b, kt);
-  const std::string bt = cg.view_offset(b_task, "task", "qt", b, kt);
-  const std::string bn = cg.view_offset(b_nn, "qi", "qn", b, kt);
-  const DType dt = n.attrs.dtype;
-  b += "      double s = 0.0;\n";
-  for (int t = 0; t < T; ++t)
-    b += "      s = s + (double)rd_" + dtype_tag(dt) + "(lmn_a[(q / " + nn + ") * " +
-         std::to_string(T) + " + " + std::to_string(t) + "] * " +
-         load_fn(n.input_dtypes[2], false) + "(in2[" + bt + " + " + bn + " + " +
-         cg.axis_offset(then.vb, kt, std::to_string(t)) + "]));\n";
-  return b + "      out[" + ot + " + " + on + "] = st_" + dtype_tag(dt) + "(s);\n      }\n    }\n";
-}
-
 /// `product_t`: the dtype each product rounds to (the GEMV value's; f32 for cuda.GemvCast).
 /// `epi`: the epilogue program of cuda.GemvEpi / cuda.GemvCastEpi (load 0: the GEMV's value in
 /// the load's dtype; load j >= 1: input j + 1 through views[j + 1] at the output's flat index),
@@ -159,42 +121,14 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   for (int d = 0; d < v0.rank(); ++d)
     if (d != axis && d != ra) P = P * odims[static_cast<size_t>(d)];
   cg.require(numel(n.attrs.shape));
-  // With a product after it: T values a task, the tasks' view of A (k and the axes A does not
-  // step through at length 1) and of the output and B by the other axes (nn).
-  int T = 0;
-  View vtask, ntask_out, nout, nb_task, nb;
-  Expr NN = Expr(1);
+  // With a product after it: T values a task, P the tasks (gemv_then.hpp).
+  ThenTasks tasks;
   if (then) {
-    const int kt = then->va.rank() - 1;
-    if (M != 1 || kt < 1 || then->vb.rank() != then->va.rank() || !then->va.dims[kt].is_const())
-      throw Error(std::string(n.op->name) + ": needs one row and a constant product axis");
-    T = static_cast<int>(then->va.dims[kt].as_const());
-    if (T != 2 && T != 4 && T != 8)
-      throw Error(std::string(n.op->name) + ": the product axis must be 2, 4 or 8 long, got " +
-                  std::to_string(T));
-    Shape pd = then->va.dims;  // the product's output as a view over its dims (k at length 1)
-    pd[static_cast<size_t>(kt)] = Expr(1);
-    const View pout = View::contiguous(pd);
-    // Offsets split in two: a task's part (the axes A steps through; bases included) and its
-    // outputs' part (the axes only B steps through: nn).
-    vtask = then->va;
-    ntask_out = pout;
-    nb_task = then->vb;
-    nout = pout;
-    nb = then->vb;
-    nb.base = Expr(0);
-    P = Expr(1);
-    for (int d = 0; d < kt; ++d) {
-      const size_t u = static_cast<size_t>(d);
-      if (then->va.strides[u] == Expr(0)) {
-        vtask.dims[u] = ntask_out.dims[u] = nb_task.dims[u] = Expr(1);
-        NN = NN * pd[u];
-      } else {
-        nout.dims[u] = nb.dims[u] = Expr(1);
-        P = P * pd[u];
-      }
-    }
+    if (M != 1) throw Error(std::string(n.op->name) + ": needs one row");
+    tasks = then_tasks(*then, n.op->name);
+    P = tasks.P;
   }
+  const int T = tasks.T;
 
   // W warps per output. One row: 8 (the most bytes in flight; measured best on every 8B shape),
   // while each lane keeps 2 chunks or more (SmolLM2's k = 576, 72 chunks: one warp). Several rows:
@@ -260,16 +194,7 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   });
   std::string live = "p < P";  // the group's output exists
   if (then) {
-    // p: the element of A that group g of the task reads, through the product's view of A
-    std::string tb;
-    const std::string ta = cg.view_offset(vtask, "task", "ta", tb, vtask.rank() - 1);
-    const std::string Ts = std::to_string(T), TPBs = std::to_string(TPB);
-    body += "  __shared__ float lmn_a[" + std::to_string(TPB * T) + "];\n  for (" + I + " tb = (" +
-            I + ")blockIdx.x * " + TPBs + "; tb < P; tb += (" + I + ")gridDim.x * " + TPBs +
-            ") {\n  for (int r = 0; r < " + std::to_string(R) +
-            "; ++r) {\n    const int it = r * " + Gs + " + g, tv = it % " + Ts + ";\n    const " +
-            I + " task = tb + it / " + Ts + ";\n" + tb + "    const " + I + " p = " + ta + " + " +
-            cg.axis_offset(then->va, then->va.rank() - 1, "tv") + ";\n";
+    body += then_open(cg, *then, tasks, G, TPB, R);
     live = "task < P";
   } else {
     body += lines({
@@ -360,10 +285,8 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
     });
     body += store("t", "t2") + lines({"      }", "    }", "    __syncthreads();"});
   }
-  if (then)  // (the rounds end; then the tasks' products)
-    body += "  }\n" + then_product(cg, *then, T, TPB, NN, ntask_out, nout, nb_task, nb, n) +
-            "    __syncthreads();\n";
-  body += "  }\n";
+  // (the rounds end; then the tasks' products)
+  body += then ? then_close(cg, *then, tasks, TPB, n, 2) : "  }\n";
   // Before the wait: each group's first output's weight row, as far as its first k step reads
   // it, into L2 (not with a product after it: its groups' outputs are another order).
   std::string before_wait;
@@ -549,47 +472,17 @@ std::vector<Rule> gemv_rules() {
                          });
 }
 
-/// `v` with axis `axis` moved last.
-View axis_last(View v, int axis) {
-  const size_t a = static_cast<size_t>(axis);
-  v.dims.push_back(v.dims[a]);
-  v.strides.push_back(v.strides[a]);
-  v.dims.erase(v.dims.begin() + axis);
-  v.strides.erase(v.strides.begin() + axis);
-  return v;
-}
-
 /// cuda.GemvMatmul beside a cuda.Matmul whose first operand's class holds a one-row cuda.Gemv
 /// (cuda.GemvCastMatmul: a cuda.GemvCast) of the matmul's dtype, over a k of 2, 4 or 8 that
 /// neither operand reads with unit stride (cuda.Matmul's strided form, whose order of sums the
 /// kernel repeats: same bits).
 void apply_gemv_matmul(const Match& m, EGraph& eg) {
-  const ENodeId id = m.node("m");
-  const ENode mn = eg.node(id);
-  const Attrs ma = eg.attrs_of(id);
-  if (ma.payload || mn.children.size() != 2 || ma.views.size() != 2) return;
-  const int ax = ma.axis;
-  const View& va = ma.views[0];
-  const View& vb = ma.views[1];
-  if (ax < 0 || ax >= va.rank() || vb.rank() != va.rank() || !va.dims[ax].is_const()) return;
-  const int64_t T = va.dims[ax].as_const();
-  const Expr z = Expr::var("z");
-  if ((T != 2 && T != 4 && T != 8) || va.strides[ax] == Expr(0) || va.strides[ax] == z ||
-      vb.strides[ax] == z)
-    return;
   // (not with the tensor-core GEMV, LUMINAL_CUDA_GEMV_MMA=1: its sums run in another order)
   if (env_int("LUMINAL_CUDA_GEMV_MMA", -1, 0, 1) == 1) return;
-  // (A's view travels as a payload, outside the plan's dims slots: constants and z only)
-  for (size_t d = 0; d < va.dims.size(); ++d) {
-    if (!va.dims[d].is_const()) return;
-    for (const std::string& v : va.strides[d].vars())
-      if (v != "z") return;
-  }
-  if (!va.base.is_const()) return;
-  const ClassId a = eg.find(mn.children[0]);
-  if (eg.dtype(a) != ma.dtype) return;
+  const std::optional<ThenOffer> o = then_offer(eg, m.node("m"));
+  if (!o) return;
   std::vector<std::pair<const OpDef*, ENodeId>> gemvs;  // (the class may grow as we add)
-  for (ENodeId g : eg.nodes_of(a)) {
+  for (ENodeId g : eg.nodes_of(o->a)) {
     const OpDef* op = eg.node(g).op;
     if (op != &kGemv && op != &kGemvCast) continue;
     const Attrs& ga = eg.attrs_of(g);
@@ -600,12 +493,11 @@ void apply_gemv_matmul(const Match& m, EGraph& eg) {
   }
   for (const auto& [op, g] : gemvs) {
     Attrs at = eg.attrs_of(g);
-    at.dtype = ma.dtype;
-    at.shape = ma.shape;
-    at.views.push_back(axis_last(vb, ax));
-    at.payload = std::make_shared<const GemvThenView>(axis_last(va, ax));
-    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]),
-                            eg.find(mn.children[1])};
+    at.dtype = o->product.dtype;
+    at.shape = o->product.shape;
+    at.views.push_back(o->vb);
+    at.payload = o->payload;
+    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]), o->b};
     eg.merge(eg.add(op, at, ch), m.root);
   }
 }

@@ -70,15 +70,22 @@ constexpr int kMinStepsASplit = 8;  // (split k: each block's part at least this
 /// in 64-value steps with a DRAM round trip and a barrier in each. Split over the C blocks of a
 /// cluster (C = 1, 2, 4 or 8: the most that keeps the tiles times C within two blocks an SM, each
 /// part at least kMinStepsASplit steps), a tile's k parts run on C SMs at once and are added in
-/// rank order through distributed shared memory. LUMINAL_CUDA_QGEMM_BF16_SPLIT=N: 0 chooses so,
-/// N = 1, 2, 4 or 8 takes N (default 1 until a GPU has timed it).
+/// rank order through distributed shared memory. By default C = 2 where each part keeps
+/// kMinStepsASplit steps (else 1): on an H100 (2026-12-07) the 8B q4_0 prefill's 224 GEMMs took
+/// 15.6 ms so, 19.1 ms with C = 1, 19.9 ms with 4 everywhere and 16.2 ms as chosen below (8 for k
+/// and v): a cluster's barriers and its sum through shared memory cost more than the SMs it adds
+/// beyond 2. LUMINAL_CUDA_QGEMM_BF16_SPLIT=N: N = 1, 2, 4 or 8 takes N; 0 chooses the most of
+/// 1/2/4/8 that keeps the tiles times C within two blocks an SM, each part at least
+/// kMinStepsASplit steps.
 int split_count(int64_t tiles, int64_t steps, int sm_count) {
-  const int set = env_int("LUMINAL_CUDA_QGEMM_BF16_SPLIT", 1, 0, 8);
-  if ((set & (set - 1)) != 0)
+  const int set = env_int("LUMINAL_CUDA_QGEMM_BF16_SPLIT", -1, 0, 8);
+  if (set > 0 && (set & (set - 1)) != 0)
     throw Error("LUMINAL_CUDA_QGEMM_BF16_SPLIT=" + std::to_string(set) +
                 " is not 0, 1, 2, 4 or 8; give one of those");
   int c = 1;
-  if (set > 0) {
+  if (set < 0) {
+    c = steps / 2 >= kMinStepsASplit ? 2 : 1;
+  } else if (set > 0) {
     c = set;
   } else {
     while (c < 8 && tiles * c * 2 <= 2 * static_cast<int64_t>(sm_count) &&

@@ -63,6 +63,7 @@
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/gemv_epilogue.hpp"
+#include "luminal/cuda/gemv_then.hpp"
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
@@ -87,6 +88,22 @@ double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode) {
   const double mib =
       static_cast<double>(storage_bytes(eg.dtype(w), count.as_const())) / (1024.0 * 1024.0);
   return 0.7 * mib;
+}
+
+// The GEMV-then-product forms' seed cost grows with the weight, 0.25 a MiB, so the seeds take
+// them where a projection is launch-bound and not where it is bound by its weight's bytes: on an
+// H100 (2026-12-07) they took a SmolLM2-shaped q4_1 decode step (q 0.2 MiB, k 0.06 MiB a layer)
+// from 0.715 to 0.700 ms, 60 kernels fewer, but an 8B q4_0 one (q 9 MiB, k 2.3 MiB) from 2.611
+// to 2.654 ms, though the kernels' own times fell. Past about 1.8 MiB the separate kernels' 1.3
+// is cheaper.
+double then_form_extra(const EGraph& eg, uint32_t enode) {
+  const ENode& n = eg.node(enode);
+  if (n.children.size() < 2) return 0;
+  const ClassId w = eg.find(n.children[1]);
+  const Expr count = numel(eg.shape(w));
+  if (!count.is_const() || !is_block(eg.dtype(w))) return 0;
+  return 0.25 * static_cast<double>(storage_bytes(eg.dtype(w), count.as_const())) /
+         (1024.0 * 1024.0);
 }
 
 /// Whether only linear layers read W: its HLIR readers are Dequantize(W), read only by Muls. A
@@ -128,6 +145,12 @@ const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35};
 // The paired forms (below two integer GEMVs and a region or an epilogue form).
 const OpDef kQGemvQ8Glu{.name = "cuda.QGemvQ8Glu", .seed_cost = 0.75};
 const OpDef kQGemvQ8SGlu{.name = "cuda.QGemvQ8SGlu", .seed_cost = 0.7};
+// An integer GEMV and rope's short product after it (gemv_then.hpp), one kernel (below the GEMV
+// and a cuda.Matmul's 1.0, above the GEMV alone; plus then_form_extra).
+const OpDef kQGemvQ8Matmul{
+    .name = "cuda.QGemvQ8Matmul", .seed_cost = 0.9, .seed_extra = then_form_extra};
+const OpDef kQGemvQ8SMatmul{
+    .name = "cuda.QGemvQ8SMatmul", .seed_cost = 0.85, .seed_extra = then_form_extra};
 enum class Form { F32, Q8, Q8S };
 
 constexpr int kBlock = 256;
@@ -306,9 +329,9 @@ std::vector<Rule> epilogue_rules() {
 /// views[j + 1] at the output's flat index), or null. `glu`: the paired form (inputs x, W and a
 /// second weight W2 like W; `epi` is the region over the two products).
 KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedProgram* epi,
-                         Form form, bool glu = false) {
+                         Form form, bool glu = false, const GemvThen* then = nullptr) {
   const bool q8 = form != Form::F32, split = form == Form::Q8S;
-  const size_t extra = glu ? 1 : epi ? n.input_dtypes.size() - 2 : 0;
+  const size_t extra = glu || then ? 1 : epi ? n.input_dtypes.size() - 2 : 0;
   if (n.input_dtypes.size() < 2 || n.input_dtypes.size() != 2 + extra ||
       n.attrs.views.size() != n.input_dtypes.size())
     throw Error(std::string(n.op->name) +
@@ -340,6 +363,9 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   // The row axis: the longest constant axis x steps through and W does not.
   const auto [M, ra] = row_axis(xv, wv, axis);
   if (M > kMaxRows) throw Error("cuda.QGemv: " + std::to_string(M) + " activation rows; at most 8");
+  if (then && (M != 1 || !q8 || epi || glu || n.attrs.dtype != DType::F32))
+    throw Error(std::string(n.op->name) +
+                ": runs a product after an integer GEMV of one activation row, in f32");
   Codegen cg(n, ctx);
   cg.require(K);
   cg.require(numel(n.attrs.shape));
@@ -378,6 +404,14 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
               static_cast<int>(std::min<int64_t>(umax, std::max<int64_t>(1, per_lane))), 1, 8);
   const int G = kWarps / W;
   const bool vec = vector_width(xv, axis, DType::F32) >= 4;
+  // With a product after it (gemv_then.hpp): W and U as the GEMV alone has them (its sums' order),
+  // P the tasks, TPB tasks a block-iteration when G >= T, else R rounds of G values for one task.
+  ThenTasks tasks;
+  if (then) {
+    tasks = then_tasks(*then, n.op->name);
+    P = tasks.P;
+  }
+  const int TPB = then ? std::max(1, G / tasks.T) : 1, R = then ? std::max(1, tasks.T / G) : 1;
 
   std::string base;
   const std::string ow = cg.view_offset(drop_row(wv), "p", "bw", base, axis);
@@ -391,6 +425,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const GemvPrefetch pf =
       epi && !glu ? gemv_epilogue_prefetch(n, *epi, cg, M, out_at) : GemvPrefetch{};
   auto store = [&](const std::string& value, const std::string& value2) {
+    if (then) return "        lmn_a[it] = " + value + ";\n";  // (f32: the product reads it)
     return glu ? gemv_pair_store(n, *epi, out_at, value, value2)
                : gemv_store(n, epi, out_at, value);
   };
@@ -404,16 +439,24 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       glu ? "  __shared__ float red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
       "  const int NU = " + std::to_string(NU) + ";",
   });
+  std::string live = "p < P";  // the group's output exists
+  if (then) {
+    body += then_open(cg, *then, tasks, G, TPB, R);
+    live = "task < P";
+  } else {
+    body += lines({
+        "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
+            ")gridDim.x * " + Gs + ") {",
+        "    const " + I + " p = pb + g;",
+    });
+  }
   body += lines({
-      "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
-          ")gridDim.x * " + Gs + ") {",
-      "    const " + I + " p = pb + g;",
       "    float acc[" + Ms + "]" + (glu ? ", acc2[" + Ms + "]" : "") + ";",
       "#pragma unroll",
       "    for (int mi = 0; mi < " + Ms + "; ++mi) acc[mi] = " + (glu ? "acc2[mi] = " : "") +
           "0.0f;",
   });
-  body += pf.decl + "    if (p < P) {\n" + base + pf.load;
+  body += pf.decl + "    if (" + live + ") {\n" + base + pf.load;
   // The k loop: a lane (the integer form: lane t of group grp, QI_<t>::LANES lanes a unit) loads
   // U units before using any, step units apart.
   const std::string T = !q8     ? QT
@@ -597,7 +640,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       "      }",
   });
   if (W == 1) {
-    body += "    if (lane == 0 && p < P) {\n" + base +
+    body += "    if (lane == 0 && " + live + ") {\n" + base +
             lines({
                 "#pragma unroll",
                 "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
@@ -613,7 +656,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
         "      }",
         "    }",
         "    __syncthreads();",
-        "    if (part == 0 && lane == 0 && p < P) {",
+        "    if (part == 0 && lane == 0 && " + live + ") {",
     });
     body += base;
     body += lines({
@@ -627,15 +670,18 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
     });
     body += store("t", "t2") + lines({"      }", "    }", "    __syncthreads();"});
   }
-  body += "  }\n";
+  // (the rounds end; then the tasks' products)
+  body += then ? then_close(cg, *then, tasks, TPB, n, 2) : "  }\n";
   const std::string pcode = cg.c(P);
   std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
                   ") LMN_ENTRY(lmn_qgemv)(" + cg.params() + ") {\n";
   k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n" + body + "}\n";
   KernelGen gen;
   gen.source = Codegen::unit(quant_device_source() + k);
-  gen.launches.push_back(Launch{
-      "lmn_qgemv", kBlock, {min(ceil_div(P, Expr(G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
+  gen.launches.push_back(
+      Launch{"lmn_qgemv",
+             kBlock,
+             {min(ceil_div(P, Expr(then ? TPB : G)), Expr(int64_t{ctx.sm_count} * 16)), 1, 1}});
   const Expr count = numel(n.attrs.shape);
   gen.bytes = P * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const())) * (glu ? 2 : 1)) +
               Expr(int64_t{M} *
@@ -644,6 +690,13 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   for (size_t j = 2; j < n.input_dtypes.size() && !glu; ++j)
     gen.bytes = gen.bytes + count * size_bytes(n.input_dtypes[j]);
   gen.flops = count * K * (glu ? 4 : 2);
+  if (then) {  // T weight rows a task; B's and the outputs' elements once each
+    const Expr T = Expr(int64_t{tasks.T});
+    gen.bytes = P * T * Expr(static_cast<int64_t>(storage_bytes(tw, K.as_const()))) +
+                Expr(static_cast<int64_t>(storage_bytes(tx, K.as_const()))) +
+                count * (T * size_bytes(n.input_dtypes[2]) + size_bytes(n.attrs.dtype));
+    gen.flops = P * T * K * 2 + count * T * 2;
+  }
   return gen;
 }
 
@@ -694,6 +747,62 @@ KernelGen gen_qgemv_q8s_glu(const LlirNode& n, const GenContext& ctx) {
   return gen_qgemv_node(n, ctx, &epilogue_of(n), Form::Q8S, true);
 }
 
+/// cuda.QGemvQ8Matmul / cuda.QGemvQ8SMatmul: inputs the activation blocks, the weight (the
+/// GEMV's) and B; views the GEMV's two, then the product's view of B, k last; axis the GEMV's;
+/// payload the product's view of A (GemvThenView).
+KernelGen gen_qgemv_matmul_node(const LlirNode& n, const GenContext& ctx, Form form) {
+  const auto* a = dynamic_cast<const GemvThenView*>(n.attrs.payload.get());
+  if (n.input_dtypes.size() != 3 || n.attrs.views.size() != 3 || !a)
+    throw Error(std::string(n.op->name) +
+                ": needs the GEMV's two inputs and the product's other operand, and the "
+                "product's view of the GEMV's values as its payload; got " +
+                std::to_string(n.input_dtypes.size()) + " inputs");
+  const GemvThen then{a->a, n.attrs.views[2]};
+  return gen_qgemv_node(n, ctx, nullptr, form, false, &then);
+}
+KernelGen gen_qgemv_q8_matmul(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_matmul_node(n, ctx, Form::Q8);
+}
+KernelGen gen_qgemv_q8s_matmul(const LlirNode& n, const GenContext& ctx) {
+  return gen_qgemv_matmul_node(n, ctx, Form::Q8S);
+}
+
+/// By default (LUMINAL_CUDA_QGEMV_MATMUL=0: none): beside a cuda.Matmul whose first operand's class
+/// holds a one-row integer GEMV (cuda.QGemvQ8 / cuda.QGemvQ8S) of the matmul's dtype, over a k of
+/// 2, 4 or 8 that neither operand reads with unit stride (then_offer), the GEMV and the product in
+/// one kernel: rope after the q and k projections of a quantized model.
+void apply_qgemv_matmul(const Match& m, EGraph& eg) {
+  const std::optional<ThenOffer> o = then_offer(eg, m.node("m"));
+  if (!o) return;
+  std::vector<std::pair<const OpDef*, ENodeId>> gemvs;  // (the class may grow as we add)
+  for (ENodeId g : eg.nodes_of(o->a)) {
+    const OpDef* op = eg.node(g).op;
+    if (op != &kQGemvQ8 && op != &kQGemvQ8S) continue;
+    const Attrs& ga = eg.attrs_of(g);
+    if (ga.payload || eg.node(g).children.size() != 2 || ga.views.size() != 2 ||
+        ga.dtype != DType::F32)
+      continue;
+    if (row_axis(ga.views[0], ga.views[1], ga.axis).first != 1) continue;
+    gemvs.emplace_back(op == &kQGemvQ8 ? &kQGemvQ8Matmul : &kQGemvQ8SMatmul, g);
+  }
+  for (const auto& [op, g] : gemvs) {
+    Attrs at = eg.attrs_of(g);
+    at.dtype = o->product.dtype;
+    at.shape = o->product.shape;
+    at.views.push_back(o->vb);
+    at.payload = o->payload;
+    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]), o->b};
+    eg.merge(eg.add(op, at, ch), m.root);
+  }
+}
+
+std::vector<Rule> qgemv_matmul_rules() {
+  if (!decode_alternatives() || !env_switch_on("LUMINAL_CUDA_QGEMV_MATMUL")) return {};
+  return {Rule{"cuda.qgemv-matmul",
+               Pattern::any_op([](const OpDef* op) { return op->name == "cuda.Matmul"; }).bind("m"),
+               nullptr, apply_qgemv_matmul}};
+}
+
 }  // namespace
 
 void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
@@ -713,6 +822,11 @@ void register_qgemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp qgemv_q8s_glu{&kQGemvQ8SGlu, "cuda.library", nullptr, gen_qgemv_q8s_glu};
   ops.push_back(&qgemv_q8_glu);
   ops.push_back(&qgemv_q8s_glu);
+  static const CudaOp qgemv_q8_matmul{&kQGemvQ8Matmul, "cuda.library", qgemv_matmul_rules,
+                                      gen_qgemv_q8_matmul};
+  static const CudaOp qgemv_q8s_matmul{&kQGemvQ8SMatmul, "", nullptr, gen_qgemv_q8s_matmul};
+  ops.push_back(&qgemv_q8_matmul);
+  ops.push_back(&qgemv_q8s_matmul);
 }
 
 }  // namespace luminal::cuda

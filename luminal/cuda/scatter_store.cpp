@@ -20,7 +20,8 @@
 // Same bits as P then the scatter. The search times it against the two kernels (P's value may
 // have other readers; then the seeds keep P). LUMINAL_CUDA_SCATTER_STORE=0 offers none.
 // P may also be a GEMV with rope's product in its kernel (cuda.GemvMatmul / GemvCastMatmul,
-// gemv.cpp): three inputs and a payload, the destination then input 3. Or P is a cuda.Fused
+// gemv.cpp; cuda.QGemvQ8Matmul / QGemvQ8SMatmul, qgemv.cpp): three inputs and a payload, the
+// destination then input 3. Or P is a cuda.Fused
 // (an elementwise region: rope after a projection, a cast) of k inputs, 1 <= k <=
 // kFusedMaxChildren: cuda.FusedScatter<k> (one op a k, since the destination is input k), whose
 // kernel is the map kernel of the region storing each element into the destination; the region's
@@ -36,6 +37,7 @@
 namespace luminal::cuda {
 
 double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode);  // qgemv.cpp
+double then_form_extra(const EGraph& eg, uint32_t enode);       // qgemv.cpp
 
 namespace {
 
@@ -71,21 +73,34 @@ const OpDef kQGemvScatter{.name = "cuda.QGemvScatter",
                           .seed_extra = qgemv_f32_form_extra};  // (children[1]: the weight)
 const OpDef kQGemvQ8Scatter{.name = "cuda.QGemvQ8Scatter", .inplace_input = 2, .seed_cost = 0.45};
 const OpDef kQGemvQ8SScatter{.name = "cuda.QGemvQ8SScatter", .inplace_input = 2, .seed_cost = 0.4};
+// An integer GEMV and rope's product after it (qgemv.cpp: three inputs, the destination input 3;
+// below the base's 0.9 / 0.85 plus the scatter's 0.8, and below the GEMV's scatter form plus the
+// product's, 0.45 + 1.0)
+const OpDef kQGemvQ8MatmulScatter{.name = "cuda.QGemvQ8MatmulScatter",
+                                  .inplace_input = 3,
+                                  .seed_cost = 0.95,
+                                  .seed_extra = then_form_extra};
+const OpDef kQGemvQ8SMatmulScatter{.name = "cuda.QGemvQ8SMatmulScatter",
+                                   .inplace_input = 3,
+                                   .seed_cost = 0.9,
+                                   .seed_extra = then_form_extra};
 
 /// Each scatter form and the op whose values it stores.
 struct Form {
   const OpDef* op;
   const char* base;
 };
-const std::array<Form, 9> kForms{{{&kGemvScatter, "cuda.Gemv"},
-                                  {&kGemvCastScatter, "cuda.GemvCast"},
-                                  {&kMatmulScatter, "cuda.Matmul"},
-                                  {&kMatmulCastScatter, "cuda.MatmulCast"},
-                                  {&kGemvMatmulScatter, "cuda.GemvMatmul"},
-                                  {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"},
-                                  {&kQGemvScatter, "cuda.QGemv"},
-                                  {&kQGemvQ8Scatter, "cuda.QGemvQ8"},
-                                  {&kQGemvQ8SScatter, "cuda.QGemvQ8S"}}};
+const std::array<Form, 11> kForms{{{&kGemvScatter, "cuda.Gemv"},
+                                   {&kGemvCastScatter, "cuda.GemvCast"},
+                                   {&kMatmulScatter, "cuda.Matmul"},
+                                   {&kMatmulCastScatter, "cuda.MatmulCast"},
+                                   {&kGemvMatmulScatter, "cuda.GemvMatmul"},
+                                   {&kGemvCastMatmulScatter, "cuda.GemvCastMatmul"},
+                                   {&kQGemvScatter, "cuda.QGemv"},
+                                   {&kQGemvQ8Scatter, "cuda.QGemvQ8"},
+                                   {&kQGemvQ8SScatter, "cuda.QGemvQ8S"},
+                                   {&kQGemvQ8MatmulScatter, "cuda.QGemvQ8Matmul"},
+                                   {&kQGemvQ8SMatmulScatter, "cuda.QGemvQ8SMatmul"}}};
 
 // The stores of an elementwise region of k inputs (cuda.Fused): cuda.FusedScatter<k>, the
 // destination input k. (Constant-initialised: the registry may be built during another unit's

@@ -382,14 +382,20 @@ int split_of(const Graph& g) {
   return 0;
 }
 
-// Split k (LUMINAL_CUDA_QGEMM_BF16_SPLIT, off by default): 0 chooses the most blocks a tile that
+// Split k: by default two blocks a tile where each part keeps 8 steps of 64 values (else one).
+// LUMINAL_CUDA_QGEMM_BF16_SPLIT=0 chooses the most blocks a tile that
 // keep the tiles at the bucket's most rows within two blocks an SM (132 SMs), each at least 8
 // steps of 64 values; N takes N, halved while a block would get no part. Rows up to 256 (4 tiles of
 // 64): an 8B k projection (1024 x 4096) 4, a gate (14336 x 4096) none, a short k (512: 8 steps)
 // none; up to 128 rows (a 128-token prefill's bucket) the k projection 8 and q (4096 x 4096) 2.
 // Every form compiles for sm_90.
 TEST(CudaQGemmBF16Rules, SplitKChoosesItsBlocksAndCompiles) {
-  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 1);
+  // By default two blocks a tile where each part keeps 8 steps of 64 (k 1024 and more)
+  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 2);
+  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 14336, 4096)), 2);
+  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 1024)), 2);
+  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 960)), 1);
+  EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1536, 576)), 1);
   {
     testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "0");
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 4);
