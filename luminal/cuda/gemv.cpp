@@ -59,11 +59,17 @@ const OpDef kGemvCast{.name = "cuda.GemvCast", .seed_cost = 0.95, .library_repla
 const OpDef kGemvEpi{.name = "cuda.GemvEpi", .seed_cost = 1.5, .library_replaces = true};
 const OpDef kGemvCastEpi{.name = "cuda.GemvCastEpi", .seed_cost = 1.5, .library_replaces = true};
 
-// A GEMV and the short product reading its values, one kernel (GemvThen below): rope's 2-term
-// sum over q or k. (Seed cost 1: below the GEMV's 0.95 and the matmul's together.)
-const OpDef kGemvMatmul{.name = "cuda.GemvMatmul", .seed_cost = 1.0, .library_replaces = true};
-const OpDef kGemvCastMatmul{
-    .name = "cuda.GemvCastMatmul", .seed_cost = 1.0, .library_replaces = true};
+// A GEMV and the short product reading its values, one kernel (gemv_then.hpp): rope's 2-term
+// sum over q or k. (Seed cost 1: below the GEMV's 0.95 and the matmul's together; plus
+// then_form_extra, growing with the weight.)
+const OpDef kGemvMatmul{.name = "cuda.GemvMatmul",
+                        .seed_cost = 1.0,
+                        .library_replaces = true,
+                        .seed_extra = then_form_extra};
+const OpDef kGemvCastMatmul{.name = "cuda.GemvCastMatmul",
+                            .seed_cost = 1.0,
+                            .library_replaces = true,
+                            .seed_extra = then_form_extra};
 // Two GEMVs and the region over both, one kernel (below a GEMV and an epilogue form, 2.45).
 const OpDef kGemvGlu{.name = "cuda.GemvGlu", .seed_cost = 1.4, .library_replaces = true};
 const OpDef kGemvCastGlu{.name = "cuda.GemvCastGlu", .seed_cost = 1.4, .library_replaces = true};
@@ -503,11 +509,11 @@ void apply_gemv_matmul(const Match& m, EGraph& eg) {
 }
 
 std::vector<Rule> gemv_matmul_rules() {
-  // Off unless LUMINAL_CUDA_GEMV_MATMUL=1: on the H200 (session 16) it took the SmolLM2 shape's
-  // decode from 504 to 444 kernels a token but only 0.823 -> 0.813 ms, and a first version (W
-  // forced to 8 / T, other sums' order) made the 8B shape's 4.39-4.46 ms 4.47-4.49; this one is
-  // not measured there yet.
-  if (!decode_alternatives() || env_int("LUMINAL_CUDA_GEMV_MATMUL", 0, 0, 1) != 1) return {};
+  // On unless LUMINAL_CUDA_GEMV_MATMUL=0: on the H200 (session 16) it took the SmolLM2 shape's
+  // decode from 504 to 444 kernels a token and 0.823 -> 0.813 ms, and a first version (W forced
+  // to 8 / T, other sums' order) made the 8B shape's 4.39-4.46 ms 4.47-4.49; the seeds take it
+  // for small weights only (then_form_extra: none of the 8B's).
+  if (!decode_alternatives() || env_int("LUMINAL_CUDA_GEMV_MATMUL", 1, 0, 1) != 1) return {};
   return {Rule{"cuda.gemv-matmul",
                Pattern::any_op([](const OpDef* op) { return op->name == "cuda.Matmul"; }).bind("m"),
                nullptr, apply_gemv_matmul}};

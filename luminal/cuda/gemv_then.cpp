@@ -1,6 +1,8 @@
 // GemvThenView (see gemv_then.hpp).
 #include "luminal/cuda/gemv_then.hpp"
 
+#include <algorithm>
+
 #include "luminal/core/error.hpp"
 #include "luminal/core/expr_serial.hpp"
 #include "luminal/core/hash.hpp"
@@ -120,6 +122,18 @@ std::string then_close(Codegen& cg, const GemvThen& then, const ThenTasks& t, in
          cg.axis_offset(then.vb, kt, std::to_string(k)) + "]));\n";
   return b + "      out[" + ot + " + " + on + "] = st_" + dtype_tag(dt) +
          "(s);\n      }\n    }\n    __syncthreads();\n  }\n";
+}
+
+double then_form_extra(const EGraph& eg, uint32_t enode) {
+  const ENode& n = eg.node(enode);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < 2 && i < n.children.size(); ++i) {
+    const ClassId c = eg.find(n.children[i]);
+    const Expr count = numel(eg.shape(c));
+    if (count.is_const())
+      bytes = std::max(bytes, static_cast<int64_t>(storage_bytes(eg.dtype(c), count.as_const())));
+  }
+  return 0.25 * static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
 View axis_last(View v, int axis) {

@@ -91,6 +91,15 @@ struct ThenOffer {
 /// only (a payload is outside the plan's dims slots), the first operand of the matmul's dtype.
 std::optional<ThenOffer> then_offer(const EGraph& eg, ENodeId m);
 
+/// The GEMV-then-product forms' seed cost grows with the weight (the larger of the GEMV's two
+/// operands, children 0 and 1), 0.25 a MiB, so the seeds take them where a projection is
+/// launch-bound and not where its weight's bytes bound it: on an H100 (2026-12-07) the integer
+/// forms took a SmolLM2-shaped q4_1 decode step (q 0.2 MiB, k 0.06 MiB a layer) from 0.715 to
+/// 0.700 ms, 60 kernels fewer, but an 8B q4_0 one (q 9 MiB, k 2.3 MiB) from 2.611 to 2.654 ms,
+/// though the kernels' own times fell. Past about 1.8 MiB (quantized) or 3.8 MiB (dense, whose
+/// GEMV's seed cost is higher) the separate kernels cost less.
+double then_form_extra(const EGraph& eg, uint32_t enode);
+
 /// `v` with axis `axis` moved last.
 View axis_last(View v, int axis);
 

@@ -90,22 +90,6 @@ double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode) {
   return 0.7 * mib;
 }
 
-// The GEMV-then-product forms' seed cost grows with the weight, 0.25 a MiB, so the seeds take
-// them where a projection is launch-bound and not where it is bound by its weight's bytes: on an
-// H100 (2026-12-07) they took a SmolLM2-shaped q4_1 decode step (q 0.2 MiB, k 0.06 MiB a layer)
-// from 0.715 to 0.700 ms, 60 kernels fewer, but an 8B q4_0 one (q 9 MiB, k 2.3 MiB) from 2.611
-// to 2.654 ms, though the kernels' own times fell. Past about 1.8 MiB the separate kernels' 1.3
-// is cheaper.
-double then_form_extra(const EGraph& eg, uint32_t enode) {
-  const ENode& n = eg.node(enode);
-  if (n.children.size() < 2) return 0;
-  const ClassId w = eg.find(n.children[1]);
-  const Expr count = numel(eg.shape(w));
-  if (!count.is_const() || !is_block(eg.dtype(w))) return 0;
-  return 0.25 * static_cast<double>(storage_bytes(eg.dtype(w), count.as_const())) /
-         (1024.0 * 1024.0);
-}
-
 /// Whether only linear layers read W: its HLIR readers are Dequantize(W), read only by Muls. A
 /// split copy of a weight that something else reads too (a tied embedding's gather) would add
 /// its bytes to memory, past the default fold_limit, and the search would drop the candidate.

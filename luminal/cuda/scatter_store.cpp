@@ -32,12 +32,12 @@
 
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/gemv_then.hpp"
 #include "luminal/kernels/fused_program.hpp"
 
 namespace luminal::cuda {
 
 double qgemv_f32_form_extra(const EGraph& eg, uint32_t enode);  // qgemv.cpp
-double then_form_extra(const EGraph& eg, uint32_t enode);       // qgemv.cpp
 
 namespace {
 
@@ -57,11 +57,13 @@ const OpDef kMatmulCastScatter{.name = "cuda.MatmulCastScatter",
 const OpDef kGemvMatmulScatter{.name = "cuda.GemvMatmulScatter",
                                .inplace_input = 3,
                                .seed_cost = 1.0,
-                               .library_replaces = true};
+                               .library_replaces = true,
+                               .seed_extra = then_form_extra};
 const OpDef kGemvCastMatmulScatter{.name = "cuda.GemvCastMatmulScatter",
                                    .inplace_input = 3,
                                    .seed_cost = 1.0,
-                                   .library_replaces = true};
+                                   .library_replaces = true,
+                                   .seed_extra = then_form_extra};
 // The GEMVs over block-quantized weights (qgemv.cpp): the f32-activation form, the integer form
 // (activation quantized by cuda.QuantizeQ8) and the integer form over the split layout. (Seed
 // costs below their base op's plus the scatter's 0.8, keeping the bases' order: the integer

@@ -538,8 +538,9 @@ int gemv_kernels(const std::map<std::string, int>& mix) {
 // gate, up, down: o reads the merged heads through a stride that equals z without being written
 // so) and the lm head as cuda.Gemv / cuda.GemvCast (or their epilogue forms; v's as
 // cuda.GemvCastScatter, stored into the cache, and rope's product of k as cuda.MatmulScatter;
-// with LUMINAL_CUDA_GEMV_MATMUL=1, q's and k's GEMVs run rope's product in their kernels,
-// cuda.GemvCastMatmul and cuda.GemvCastMatmulScatter), the attention scores
+// by default, and with LUMINAL_CUDA_GEMV_MATMUL=1, q's and k's GEMVs run rope's product in their
+// kernels, cuda.GemvCastMatmul and cuda.GemvCastMatmulScatter; =0 keeps them apart), the
+// attention scores
 // too (the GQA group as the rows sharing each key), the argmax's maxima as cuda.MaxSplit, and
 // each layer's P @ V as one cuda.GemvKNCast (gemv_kn.cpp: the 2 query heads of a group sharing each
 // V read); its kernels compile. (The attention as its three kernels: LUMINAL_CUDA_ATTENTION=0,
@@ -547,7 +548,7 @@ int gemv_kernels(const std::map<std::string, int>& mix) {
 TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
   const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");
   for (bool then : {false, true}) {
-    if (then) ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1);
+    ::setenv("LUMINAL_CUDA_GEMV_MATMUL", then ? "1" : "0", 1);
     const models::Decoder d = small_decode_step();
     testing::CudaRulesOnly rules;
     BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());

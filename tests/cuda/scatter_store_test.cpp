@@ -31,6 +31,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/nn/linear.hpp"
 #include "luminal/nn/rope.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 
 namespace luminal {
@@ -49,7 +50,7 @@ bool is_then(std::string_view op) {
   return op.find("cuda.GemvMatmul") == 0 || op.find("cuda.GemvCastMatmul") == 0;
 }
 
-/// LUMINAL_CUDA_GEMV_MATMUL=1 (the GEMV-then-product forms are off by default) for a scope.
+/// LUMINAL_CUDA_GEMV_MATMUL=1 for a scope (the default since 2026-12-07; the tests name it).
 struct GemvThenOn {
   GemvThenOn() { ::setenv("LUMINAL_CUDA_GEMV_MATMUL", "1", 1); }
   ~GemvThenOn() { ::unsetenv("LUMINAL_CUDA_GEMV_MATMUL"); }
@@ -201,9 +202,9 @@ TEST_F(ScatterStoreHost, QuantizedGemvsStoreIntoTheCache) {
   compile_all(programs, 2048);
 }
 
-// cuda.GemvMatmul / cuda.GemvCastMatmul with LUMINAL_CUDA_GEMV_MATMUL=1: offered for rope over
-// a one-row projection (q), its kernels compile for sm_90 (n from 2 to 64 heads); not by
-// default, and not for two rows (the GEMV's value is read by rows of a prefill).
+// cuda.GemvMatmul / cuda.GemvCastMatmul (on by default): offered for rope over a one-row
+// projection (q), its kernels compile for sm_90 (n from 2 to 64 heads); not with
+// LUMINAL_CUDA_GEMV_MATMUL=0, and not for two rows (the GEMV's value is read by rows of a prefill).
 TEST_F(ScatterStoreHost, GemvThenOfferedForRopeAndCompiles) {
   std::optional<GemvThenOn> on{std::in_place};
   testing::CudaRulesOnly rules;
@@ -229,6 +230,7 @@ TEST_F(ScatterStoreHost, GemvThenOfferedForRopeAndCompiles) {
   }
   on.reset();
   {
+    const testing::EnvScope zero("LUMINAL_CUDA_GEMV_MATMUL", "0");
     testing::CudaRulesOnly off;
     auto [l, thens] =
         testing::prefer_ops(rope_projection(576, 576, 2048, DType::BF16), off, is_then);
