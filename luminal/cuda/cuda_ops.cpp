@@ -17,6 +17,7 @@ namespace luminal::cuda {
 void register_elementwise_ops(std::vector<const CudaOp*>& ops);     // elementwise.cpp
 void register_row_ops(std::vector<const CudaOp*>& ops);             // row.cpp
 void register_reduce_ops(std::vector<const CudaOp*>& ops);          // reduce.cpp
+void register_matmul_tiled_ops(std::vector<const CudaOp*>& ops);    // matmul_tiled.cpp
 void register_fused_reduce_ops(std::vector<const CudaOp*>& ops);    // fused_reduce.cpp
 void register_gemv_ops(std::vector<const CudaOp*>& ops);            // gemv.cpp
 void register_gemv_kn_ops(std::vector<const CudaOp*>& ops);         // gemv_kn.cpp
@@ -53,6 +54,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_elementwise_ops(v);
     register_row_ops(v);
     register_reduce_ops(v);
+    register_matmul_tiled_ops(v);
     register_fused_reduce_ops(v);
     register_gemv_ops(v);
     register_gemv_kn_ops(v);

@@ -64,7 +64,7 @@ SUBLAYERS = {
                     "device_memory.cpp", "queue.*"]),
         # Code generation and the ops (no GPU needed).
         ("ops", ["codegen.*", "cuda_op.hpp", "elementwise.cpp", "gather_scatter.cpp",
-                 "reduce.cpp", "fused_reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "attention.cpp", "scatter_store.cpp",
+                 "reduce.cpp", "matmul_tiled.cpp", "fused_reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "attention.cpp", "scatter_store.cpp",
                  "row.cpp",
                  "row_gen.*", "matmul_operands.*",
                  "quant_device.*", "quant_dp4a_device.cpp", "q8_store.*", "quantize_q8.cpp", "quant_repack.cpp",

@@ -1,0 +1,150 @@
+// cuda.MatmulTiled (luminal/cuda/matmul_tiled.cpp), offered under LUMINAL_CUDA_MATMUL_TILED=1: a
+// batched matmul with many rows and columns as 64 x 64 output tiles.
+//   On the host: not offered without the switch; offered for a batched A B^T (f32, and bf16
+//   through the graph's casts) and a GQA prefill's attention scores, not for a GEMV-shaped
+//   product of one row; the kernels compile for sm_90.
+//   On a GPU: the same bits as the reference runtime (products rounded to f32, added in double in
+//   k order), at row and column counts across the tiles and k across the 32-value stages; a GQA
+//   prefill's attention through it matches the reference.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cpu/ops_test_util.hpp"
+#include "cuda/cuda_test_util.hpp"
+#include "luminal/cuda/nvrtc.hpp"
+#include "luminal/luminal.hpp"
+#include "luminal/nn/attention.hpp"
+#include "support/env_scope.hpp"
+#include "support/llir_direct.hpp"
+
+namespace luminal {
+namespace {
+
+using testing::count_op;
+
+struct TiledOn : testing::EnvScope {
+  TiledOn() : EnvScope("LUMINAL_CUDA_MATMUL_TILED", "1") {}
+};
+
+bool is_tiled(std::string_view op) { return op == "cuda.MatmulTiled"; }
+
+/// y [b, s, c] = a [b, s, k] @ w [b, c, k]^T, s and c dynamic (up to 300).
+Graph batched(int64_t b, int64_t k, DType t) {
+  Graph g;
+  g.declare_dim("s", 1, 300);
+  g.declare_dim("c", 1, 300);
+  Tensor a = g.tensor("a", {Expr(b), Expr::var("s"), Expr(k)}, t);
+  Tensor w = g.tensor("w", {Expr(b), Expr::var("c"), Expr(k)}, t);
+  a.matmul(w.transpose(1, 2)).output("y");
+  return g;
+}
+
+/// A GQA prefill's cached attention (kv heads of `groups` query heads each, head dim hd).
+Graph prefill(int64_t kv, int64_t groups, int64_t hd, DType t) {
+  Graph g;
+  g.declare_dim("s", 1, 64);
+  g.declare_dim("c", 1, 700);
+  Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
+  Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
+  Tensor v = g.tensor("v", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
+  nn::cached_attention(g, q, k, v, "l0", 700, {}).output("o");
+  return g;
+}
+
+TEST(CudaMatmulTiledRules, NotOfferedWithoutTheSwitch) {
+  const testing::EnvScope off("LUMINAL_CUDA_MATMUL_TILED", nullptr);
+  testing::CudaRulesOnly rules;
+  EXPECT_EQ(testing::prefer_ops(batched(4, 64, DType::F32), rules, is_tiled).second, 0);
+}
+
+TEST(CudaMatmulTiledRules, OfferedForBatchesAndScoresAndCompiles) {
+  LUMINAL_REQUIRE_NVRTC();
+  const TiledOn on;
+  testing::CudaRulesOnly rules;
+  std::vector<std::string> sources, whats;
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (const Graph& g : {batched(4, 64, t), batched(1, 100, t), prefill(2, 4, 64, t)}) {
+      auto [l, hits] = testing::prefer_ops(g, rules, is_tiled);
+      EXPECT_GE(hits, 1) << name(t) << ": " << l.op_mix_string();
+      testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
+    }
+  }
+  testing::expect_compiles(sources, whats);
+  // Not a product of one row (a GEMV's shape: the rows axis is 1 long).
+  Graph g;
+  Tensor x = g.tensor("x", {Expr(1), Expr(256)});
+  Tensor w = g.tensor("w", {Expr(512), Expr(256)});
+  x.matmul(w.transpose(0, 1)).output("y");
+  EXPECT_EQ(testing::prefer_ops(g, rules, is_tiled).second, 0);
+}
+
+TEST(CudaMatmulTiled, SameBitsAsTheReference) {
+  LUMINAL_REQUIRE_GPU();
+  const TiledOn on;
+  uint64_t seed = 90;
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t k : {int64_t{64}, int64_t{100}, int64_t{33}}) {
+      const Graph g = batched(3, k, t);
+      auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_tiled);
+      ASSERT_EQ(hits, 1) << l.op_mix_string();
+      const std::vector<DynMap> dyns{{{"s", 1}, {"c", 1}},
+                                     {{"s", 64}, {"c", 64}},
+                                     {{"s", 65}, {"c", 130}},
+                                     {{"s", 300}, {"c", 7}}};
+      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+      for (const DynMap& dyn : dyns) {
+        const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -2, 2);
+        const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+        const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+        const std::string what = std::string(name(t)) + " k " + std::to_string(k) + " s " +
+                                 std::to_string(dyn.at("s")) + " c " + std::to_string(dyn.at("c"));
+        ASSERT_EQ(got.at("y").bytes.size(), want.at("y").bytes.size()) << what;
+        EXPECT_TRUE(got.at("y").bytes == want.at("y").bytes) << what;
+      }
+    }
+}
+
+TEST(CudaMatmulTiled, PrefillAttentionMatchesTheReference) {
+  LUMINAL_REQUIRE_GPU();
+  const TiledOn on;
+  uint64_t seed = 95;
+  for (DType t : {DType::F32, DType::BF16}) {
+    const Graph g = prefill(2, 4, 64, t);
+    auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_tiled);
+    ASSERT_GE(hits, 1) << l.op_mix_string();
+    const std::vector<DynMap> dyns{
+        {{"s", 1}, {"c", 1}}, {{"s", 37}, {"c", 100}}, {{"s", 64}, {"c", 700}}};
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+    const testing::Tol tol = t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
+    for (const DynMap& dyn : dyns) {
+      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
+      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+      opstest::expect_same(got.at("o"), want.at("o"), tol,
+                           std::string(name(t)) + " s " + std::to_string(dyn.at("s")) + " c " +
+                               std::to_string(dyn.at("c")));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace luminal
+namespace luminal {
+TEST(CudaMatmulTiledRules, ZZPrint) {
+  const TiledOn on;
+  testing::CudaRulesOnly rules;
+  const Graph g = prefill(2, 4, 64, DType::F32);
+  auto [l, hits] = testing::prefer_ops(g, rules, is_tiled);
+  std::printf("%s\n", l.to_text().c_str());
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+    if (k.source.find("lmn_matmul_tiled") != std::string::npos) {
+      const size_t at = k.source.find("LMN_ENTRY(lmn_matmul_tiled)");
+      std::printf("%s\n", k.source.substr(at).c_str());
+      break;
+    }
+}
+}
