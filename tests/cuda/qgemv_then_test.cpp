@@ -192,6 +192,24 @@ TEST(CudaQGemvThenRules, The8BSeedKeepsItsGemvsApart) {
   EXPECT_EQ(count_op(l, "cuda.Matmul") + count_op(l, "cuda.MatmulScatter"), 4) << l.op_mix_string();
 }
 
+// The dense forms (cuda.GemvMatmul / cuda.GemvCastMatmul, gemv.cpp) carry the same seed term: an
+// 8B-shaped bf16 step (q 32 MiB, k 8 MiB) keeps rope's products apart from its GEMVs, where a
+// SmolLM2-shaped one takes them (fewest_kernels_test.cpp).
+TEST(CudaQGemvThenRules, The8BBf16SeedKeepsItsGemvsApart) {
+  const testing::EnvScope on("LUMINAL_CUDA_GEMV_MATMUL", nullptr);
+  const auto cfg = models::llama_config(
+      {.layers = 2, .hidden = 4096, .ffn = 14336, .heads = 32, .kv_heads = 8, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1, .dtype = DType::BF16};
+  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  for (const char* op : {"cuda.GemvMatmul", "cuda.GemvCastMatmul", "cuda.GemvMatmulScatter",
+                         "cuda.GemvCastMatmulScatter"})
+    EXPECT_EQ(count_op(l, op), 0) << l.op_mix_string();
+  EXPECT_EQ(count_op(l, "cuda.Matmul") + count_op(l, "cuda.MatmulScatter") +
+                count_op(l, "cuda.MatmulCast") + count_op(l, "cuda.MatmulCastScatter"),
+            4)
+      << l.op_mix_string();
+}
+
 /// Every row of the cache `got` but row `written` is `given`'s; row `written` is not.
 void expect_only_row_written(const HostBuffer& got, const HostBuffer& given, int64_t written,
                              const std::string& what) {
