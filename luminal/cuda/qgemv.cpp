@@ -42,8 +42,10 @@
 //
 // LUMINAL_CUDA_QGEMV_WARPS (1, 2, 4, 8) and LUMINAL_CUDA_QGEMV_UNROLL (1 to 8) override W and U.
 //
-// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (opt-in, LUMINAL_CUDA_QGEMV_GLU=1: right on an H100 but
-// not faster there, docs/cuda.md "Gate and up in one kernel"): an elementwise region over two
+// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (on by default since 2026-12-07, LUMINAL_CUDA_QGEMV_GLU=0
+// offers none; on an H100 they took a SmolLM2 q4_1 decode step from 0.830 to 0.813 ms and an 8B
+// q4_0 one from 2.772 to 2.824, so their seed cost grows with the weight and the seeds take them
+// for small weights only; docs/cuda.md "Gate and up in one kernel"): an elementwise region over two
 // integer GEMVs of one quantized activation, element for element (SwiGLU's SiLU(gate) * up over
 // separate gate_proj and up_proj weights), in one kernel: each output row p dots row p of both
 // weights (same type and shape) with the activation words read once, each sum as the separate
@@ -127,8 +129,12 @@ const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4};
 const OpDef kQGemvQ8S{.name = "cuda.QGemvQ8S", .seed_cost = 0.3};
 const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35};
 // The paired forms (below two integer GEMVs and a region or an epilogue form).
-const OpDef kQGemvQ8Glu{.name = "cuda.QGemvQ8Glu", .seed_cost = 0.75};
-const OpDef kQGemvQ8SGlu{.name = "cuda.QGemvQ8SGlu", .seed_cost = 0.7};
+// (plus then_form_extra, gemv_then.hpp: growing with the weight, so the seeds take them where the
+// projections are launch-bound, not where their bytes bound them)
+const OpDef kQGemvQ8Glu{
+    .name = "cuda.QGemvQ8Glu", .seed_cost = 0.75, .seed_extra = then_form_extra};
+const OpDef kQGemvQ8SGlu{
+    .name = "cuda.QGemvQ8SGlu", .seed_cost = 0.7, .seed_extra = then_form_extra};
 // An integer GEMV and rope's short product after it (gemv_then.hpp), one kernel (below the GEMV
 // and a cuda.Matmul's 1.0, above the GEMV alone; plus then_form_extra).
 const OpDef kQGemvQ8Matmul{
@@ -295,7 +301,7 @@ std::vector<Rule> qgemv_rules() {
 }
 
 std::vector<Rule> glu_rules() {
-  if (!env_opt_in("LUMINAL_CUDA_QGEMV_GLU")) return {};
+  if (!env_switch_on("LUMINAL_CUDA_QGEMV_GLU")) return {};
   // (the weight is child 1; the products f32)
   return {gemv_pair_rule(
       "cuda.qgemv-glu", cuda_fused_op(), {{&kQGemvQ8, &kQGemvQ8Glu}, {&kQGemvQ8S, &kQGemvQ8SGlu}},

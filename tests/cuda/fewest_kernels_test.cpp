@@ -132,7 +132,7 @@ TEST(FewestKernels, TheLibraryPreferringSeedKeepsTheQuantizedGemvs) {
   GTEST_SKIP() << "built without cuBLASLt: no library calls to prefer";
 #endif
   // (one GEMV a projection: not the paired gate/up form)
-  testing::EnvScope no_pairs("LUMINAL_CUDA_QGEMV_GLU", nullptr);
+  testing::EnvScope no_pairs("LUMINAL_CUDA_QGEMV_GLU", "0");
   constexpr int kLayers = 2;
   const Graph g = smollm2_q4_1_decode(kLayers);
   testing::CudaRulesOnly rules(/*cublaslt=*/true);

@@ -99,10 +99,12 @@ TEST(FoldRepair, BringsTheQuantizedDecodeSeedWithinFoldLimit) {
   };
   EXPECT_LE(kernels(fixed), kernels(seed_program) + 31) << seed_program.op_mix_string() << "\n"
                                                         << fixed.op_mix_string();
-  // (the split layout's integer GEMVs, rope's product in the q and k ones' kernels or not)
+  // (the split layout's integer GEMVs, rope's product in the q and k ones' kernels or not, gate and
+  // up paired or not)
   EXPECT_GE(testing::count_op(fixed, "cuda.QGemvQ8S") +
                 testing::count_op(fixed, "cuda.QGemvQ8SMatmul") +
-                testing::count_op(fixed, "cuda.QGemvQ8SMatmulScatter"),
+                testing::count_op(fixed, "cuda.QGemvQ8SMatmulScatter") +
+                2 * testing::count_op(fixed, "cuda.QGemvQ8SGlu"),
             120)
       << fixed.op_mix_string();
 

@@ -1,8 +1,9 @@
-// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (luminal/cuda/qgemv.cpp), offered under
-// LUMINAL_CUDA_QGEMV_GLU=1: SiLU(x @ Wg^T) * (x @ Wu^T) over separate quantized gate and up
-// weights in one kernel. On the host: not offered without the switch; offered for every block type
-// in both layouts, one and three activation rows; a SmolLM2-shaped q4_1 decode's seed takes it in
-// every layer with fewer kernels; its kernels compile for sm_90. On a GPU: its output against the
+// cuda.QGemvQ8Glu / cuda.QGemvQ8SGlu (luminal/cuda/qgemv.cpp), offered unless
+// LUMINAL_CUDA_QGEMV_GLU=0: SiLU(x @ Wg^T) * (x @ Wu^T) over separate quantized gate and up
+// weights in one kernel. On the host: not offered with the switch at 0; offered for every block
+// type in both layouts, one and three activation rows; a SmolLM2-shaped q4_1 decode's seed takes it
+// in every layer with fewer kernels, an 8B-shaped q4_0 one in none (its weights' seed term); its
+// kernels compile for sm_90. On a GPU: its output against the
 // two integer GEMVs and the region's kernel (the same sums, the same region code).
 #include <gtest/gtest.h>
 
@@ -76,8 +77,8 @@ std::string describe(const Case& c) {
 // split layout: every type that has one, all but Q4_K and Q5_K.)
 constexpr int64_t kK = 512, kN = 96;
 
-TEST(CudaQGemvGluRules, NotOfferedWithoutTheSwitch) {
-  testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", nullptr);
+TEST(CudaQGemvGluRules, NotOfferedWithTheSwitchAtZero) {
+  testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", "0");
   testing::CudaRulesOnly rules;
   EXPECT_EQ(testing::prefer_ops(swiglu_graph(1, kK, kN, DType::Q4_0), rules, is_glu).second, 0);
 }
@@ -108,7 +109,7 @@ TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
   constexpr int kLayers = 3;
   size_t without = 0;
   {
-    testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", nullptr);
+    testing::EnvScope off("LUMINAL_CUDA_QGEMV_GLU", "0");
     without = testing::kernel_count(smollm2_q4_1_seed(kLayers));
   }
   const GluOn on;
@@ -118,6 +119,21 @@ TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
   EXPECT_EQ(count_op(l, "cuda.QGemvQ8Glu") + count_op(l, "cuda.QGemvQ8SGlu"), kLayers)
       << l.op_mix_string();
   EXPECT_LE(testing::kernel_count(l) + kLayers, without) << l.op_mix_string();
+}
+
+// An 8B-shaped q4_0 step (2 layers) keeps its gate and up GEMVs apart by default: on an H100 the
+// paired form made it slower (2.772 -> 2.824 ms), and its weights (31.5 MiB each) make the paired
+// form's seed cost the higher.
+TEST(CudaQGemvGluRules, The8BSeedKeepsGateAndUpApart) {
+  const testing::EnvScope unset("LUMINAL_CUDA_QGEMV_GLU", nullptr);
+  const auto cfg = models::llama_config(
+      {.layers = 2, .hidden = 4096, .ffn = 14336, .heads = 32, .kv_heads = 8, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1};
+  shape.block_weights =
+      models::matrix_block_types(cfg, shape, [](std::string_view) { return DType::Q4_0; });
+  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  EXPECT_EQ(count_op(l, "cuda.QGemvQ8Glu") + count_op(l, "cuda.QGemvQ8SGlu"), 0)
+      << l.op_mix_string();
 }
 
 TEST(CudaQGemvGlu, MatchesTheTwoGemvsAndTheRegion) {
