@@ -152,7 +152,9 @@ std::optional<ThenOffer> then_offer(const EGraph& eg, ENodeId m) {
   const int ax = ma.axis;
   const View& va = ma.views[0];
   const View& vb = ma.views[1];
-  if (ax < 0 || ax >= va.rank() || vb.rank() != va.rank() || !va.dims[ax].is_const())
+  // (rank 2 or more: then_tasks needs an output axis besides the product's)
+  if (va.rank() < 2 || ax < 0 || ax >= va.rank() || vb.rank() != va.rank() ||
+      !va.dims[ax].is_const())
     return std::nullopt;
   const int64_t T = va.dims[ax].as_const();
   const Expr z = Expr::var("z");

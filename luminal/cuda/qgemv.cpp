@@ -129,8 +129,9 @@ const OpDef kQGemvQ8Epi{.name = "cuda.QGemvQ8Epi", .seed_cost = 1.4};
 const OpDef kQGemvQ8S{.name = "cuda.QGemvQ8S", .seed_cost = 0.3};
 const OpDef kQGemvQ8SEpi{.name = "cuda.QGemvQ8SEpi", .seed_cost = 1.35};
 // The paired forms (below two integer GEMVs and a region or an epilogue form).
-// (plus then_form_extra, gemv_then.hpp: growing with the weight, so the seeds take them where the
-// projections are launch-bound, not where their bytes bound them)
+// (plus then_form_extra, gemv_then.hpp: growing with the weight, children 0 and 1, so the gate's,
+// which the up weight equals in size; the seeds take them where the projections are launch-bound,
+// not where their bytes bound them)
 const OpDef kQGemvQ8Glu{
     .name = "cuda.QGemvQ8Glu", .seed_cost = 0.75, .seed_extra = then_form_extra};
 const OpDef kQGemvQ8SGlu{
@@ -757,10 +758,10 @@ KernelGen gen_qgemv_q8s_matmul(const LlirNode& n, const GenContext& ctx) {
   return gen_qgemv_matmul_node(n, ctx, Form::Q8S);
 }
 
-/// By default (LUMINAL_CUDA_QGEMV_MATMUL=0: none): beside a cuda.Matmul whose first operand's class
-/// holds a one-row integer GEMV (cuda.QGemvQ8 / cuda.QGemvQ8S) of the matmul's dtype, over a k of
-/// 2, 4 or 8 that neither operand reads with unit stride (then_offer), the GEMV and the product in
-/// one kernel: rope after the q and k projections of a quantized model.
+/// On by default (LUMINAL_CUDA_QGEMV_MATMUL=0 offers none): beside a cuda.Matmul whose first
+/// operand's class holds a one-row integer GEMV (cuda.QGemvQ8 / cuda.QGemvQ8S) of the matmul's
+/// dtype, over a k of 2, 4 or 8 that neither operand reads with unit stride (then_offer), the GEMV
+/// and the product in one kernel: rope after the q and k projections of a quantized model.
 void apply_qgemv_matmul(const Match& m, EGraph& eg) {
   const std::optional<ThenOffer> o = then_offer(eg, m.node("m"));
   if (!o) return;

@@ -32,6 +32,19 @@ struct TiledOn : testing::EnvScope {
 
 bool is_tiled(std::string_view op) { return op == "cuda.MatmulTiled"; }
 
+/// Whether `l` has a cuda.MatmulTiled node and each reads its operands in `t` (a 16-bit graph's
+/// casts up to f32 read through, not written out).
+bool tiled_reads(const LlirGraph& l, DType t) {
+  bool any = false;
+  for (const LlirNode& n : l.nodes)
+    if (is_tiled(n.op->name)) {
+      any = true;
+      for (DType d : n.input_dtypes)
+        if (d != t) return false;
+    }
+  return any;
+}
+
 /// y [b, s, c] = a [b, s, k] @ w [b, c, k]^T, s and c dynamic (up to 300).
 Graph batched(int64_t b, int64_t k, DType t) {
   Graph g;
@@ -66,46 +79,58 @@ TEST(CudaMatmulTiledRules, OfferedForBatchesAndScoresAndCompiles) {
   const TiledOn on;
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources, whats;
-  for (DType t : {DType::F32, DType::BF16}) {
-    for (const Graph& g : {batched(4, 64, t), batched(1, 100, t), prefill(2, 4, 64, t)}) {
-      auto [l, hits] = testing::prefer_ops(g, rules, is_tiled);
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    for (const Graph& g : {batched(4, 64, t), batched(2, 100, t), prefill(2, 4, 64, t)}) {
+      auto [l, hits] = testing::prefer_ops_16(g, rules, is_tiled);
       EXPECT_GE(hits, 1) << name(t) << ": " << l.op_mix_string();
+      EXPECT_TRUE(tiled_reads(l, t)) << name(t) << ": " << l.to_text();
       testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
     }
-  }
   testing::expect_compiles(sources, whats);
-  // Not a product of one row (a GEMV's shape: the rows axis is 1 long).
-  Graph g;
-  Tensor x = g.tensor("x", {Expr(1), Expr(256)});
-  Tensor w = g.tensor("w", {Expr(512), Expr(256)});
-  x.matmul(w.transpose(0, 1)).output("y");
-  EXPECT_EQ(testing::prefer_ops(g, rules, is_tiled).second, 0);
+  // Not a projection (no batch axis that both operands step through: a weight's product, which
+  // the FP64-bound kernel would only slow down), of many rows or of one.
+  for (int64_t rows : {int64_t{1}, int64_t{128}}) {
+    Graph g;
+    Tensor x = g.tensor("x", {Expr(rows), Expr(256)});
+    Tensor w = g.tensor("w", {Expr(512), Expr(256)});
+    x.matmul(w.transpose(0, 1)).output("y");
+    EXPECT_EQ(testing::prefer_ops(g, rules, is_tiled).second, 0) << rows << " rows";
+  }
 }
 
 TEST(CudaMatmulTiled, SameBitsAsTheReference) {
   LUMINAL_REQUIRE_GPU();
   const TiledOn on;
   uint64_t seed = 90;
-  for (DType t : {DType::F32, DType::BF16})
-    for (int64_t k : {int64_t{64}, int64_t{100}, int64_t{33}}) {
-      const Graph g = batched(3, k, t);
-      auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_tiled);
-      ASSERT_EQ(hits, 1) << l.op_mix_string();
-      const std::vector<DynMap> dyns{{{"s", 1}, {"c", 1}},
-                                     {{"s", 64}, {"c", 64}},
-                                     {{"s", 65}, {"c", 130}},
-                                     {{"s", 300}, {"c", 7}}};
-      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
-      for (const DynMap& dyn : dyns) {
-        const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -2, 2);
-        const testing::BufferMap want = opstest::run_reference(g, in, dyn);
-        const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
-        const std::string what = std::string(name(t)) + " k " + std::to_string(k) + " s " +
-                                 std::to_string(dyn.at("s")) + " c " + std::to_string(dyn.at("c"));
-        ASSERT_EQ(got.at("y").bytes.size(), want.at("y").bytes.size()) << what;
-        EXPECT_TRUE(got.at("y").bytes == want.at("y").bytes) << what;
-      }
+  struct Case {
+    DType t;
+    int64_t b, k;
+  };
+  // (70,000 batches: past the grid's 65,535 in z, so blocks loop over batches)
+  for (const Case& c :
+       {Case{DType::F32, 3, 64}, Case{DType::F32, 3, 100}, Case{DType::F32, 3, 33},
+        Case{DType::BF16, 3, 64}, Case{DType::F16, 2, 100}, Case{DType::F32, 70000, 33}}) {
+    const Graph g = batched(c.b, c.k, c.t);
+    auto [l, hits] = testing::prefer_ops_16(g, testing::gpu(), is_tiled);
+    ASSERT_EQ(hits, 1) << l.op_mix_string();
+    ASSERT_TRUE(tiled_reads(l, c.t)) << l.to_text();
+    std::vector<DynMap> dyns{{{"s", 1}, {"c", 1}},
+                             {{"s", 64}, {"c", 64}},
+                             {{"s", 65}, {"c", 130}},
+                             {{"s", 300}, {"c", 7}}};
+    if (c.b > 1000) dyns = {{{"s", 1}, {"c", 17}}};
+    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
+    for (const DynMap& dyn : dyns) {
+      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -2, 2);
+      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
+      const std::string what = std::string(name(c.t)) + " b " + std::to_string(c.b) + " k " +
+                               std::to_string(c.k) + " s " + std::to_string(dyn.at("s")) + " c " +
+                               std::to_string(dyn.at("c"));
+      ASSERT_EQ(got.at("y").bytes.size(), want.at("y").bytes.size()) << what;
+      EXPECT_TRUE(got.at("y").bytes == want.at("y").bytes) << what;
     }
+  }
 }
 
 TEST(CudaMatmulTiled, PrefillAttentionMatchesTheReference) {
@@ -114,7 +139,7 @@ TEST(CudaMatmulTiled, PrefillAttentionMatchesTheReference) {
   uint64_t seed = 95;
   for (DType t : {DType::F32, DType::BF16}) {
     const Graph g = prefill(2, 4, 64, t);
-    auto [l, hits] = testing::prefer_ops(g, testing::gpu(), is_tiled);
+    auto [l, hits] = testing::prefer_ops_16(g, testing::gpu(), is_tiled);
     ASSERT_GE(hits, 1) << l.op_mix_string();
     const std::vector<DynMap> dyns{
         {{"s", 1}, {"c", 1}}, {{"s", 37}, {"c", 100}}, {{"s", 64}, {"c", 700}}};
@@ -133,18 +158,3 @@ TEST(CudaMatmulTiled, PrefillAttentionMatchesTheReference) {
 
 }  // namespace
 }  // namespace luminal
-namespace luminal {
-TEST(CudaMatmulTiledRules, ZZPrint) {
-  const TiledOn on;
-  testing::CudaRulesOnly rules;
-  const Graph g = prefill(2, 4, 64, DType::F32);
-  auto [l, hits] = testing::prefer_ops(g, rules, is_tiled);
-  std::printf("%s\n", l.to_text().c_str());
-  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
-    if (k.source.find("lmn_matmul_tiled") != std::string::npos) {
-      const size_t at = k.source.find("LMN_ENTRY(lmn_matmul_tiled)");
-      std::printf("%s\n", k.source.substr(at).c_str());
-      break;
-    }
-}
-}
