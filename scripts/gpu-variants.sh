@@ -8,7 +8,8 @@
 #   MODES="lt-q4_0 smollm2-q4_1" scripts/gpu-variants.sh OUT - 'LUMINAL_CUDA_ATTENTION=1' ...
 #
 #   BUILD=dir (default build-gpu); JOBS=n; REPS (default 10); TESTS="target ..." builds these test
-#   targets too (run them yourself after)
+#   targets too; RUN_TESTS=1 also runs them (each up to 300 s, into tests.log, before the timings:
+#   their GPU tests check the kernels the settings choose between)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-common.sh
@@ -32,6 +33,11 @@ mkdir -p "$XDG_CACHE_HOME"
 # shellcheck disable=SC2086  # (TESTS splits into words)
 build_targets bench_cuda ${TESTS:-} || exit 1
 note "build: $(($(date +%s) - start)) s"
+if [ -n "${RUN_TESTS:-}" ]; then
+  for t in ${TESTS:-}; do
+    suite "test $t" "$out/tests.log" 300 "$build/tests/$t"
+  done
+fi
 lines='decode at|search|prefill|FAILED'
 touch "$out/bench.log"
 for setting in "$@"; do
