@@ -198,17 +198,8 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
       pair ? "  __shared__ double red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
       "  const " + I + " KC = K / " + Vs + ";",
   });
-  std::string live = "p < P";  // the group's output exists
-  if (then) {
-    body += then_open(cg, *then, tasks, G, TPB, R);
-    live = "task < P";
-  } else {
-    body += lines({
-        "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
-            ")gridDim.x * " + Gs + ") {",
-        "    const " + I + " p = pb + g;",
-    });
-  }
+  // (the group's output exists while `live` holds)
+  const std::string live = gemv_loop_open(cg, then, tasks, G, TPB, R, body);
   body += lines({
       "    double acc[" + Ms + "]" + (pair ? ", acc2[" + Ms + "]" : "") + ";",
       "#pragma unroll",
@@ -497,15 +488,7 @@ void apply_gemv_matmul(const Match& m, EGraph& eg) {
         gemv_form(ga, eg.dtype(eg.node(g).children[0]), eg.dtype(eg.node(g).children[1]), Facts{});
     if (f && f->rows == 1) gemvs.emplace_back(op == &kGemv ? &kGemvMatmul : &kGemvCastMatmul, g);
   }
-  for (const auto& [op, g] : gemvs) {
-    Attrs at = eg.attrs_of(g);
-    at.dtype = o->product.dtype;
-    at.shape = o->product.shape;
-    at.views.push_back(o->vb);
-    at.payload = o->payload;
-    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]), o->b};
-    eg.merge(eg.add(op, at, ch), m.root);
-  }
+  add_then_nodes(eg, *o, gemvs, m.root);
 }
 
 std::vector<Rule> gemv_matmul_rules() {

@@ -100,6 +100,19 @@ std::string then_open(Codegen& cg, const GemvThen& then, const ThenTasks& t, int
          cg.axis_offset(then.va, then.va.rank() - 1, "tv") + ";\n";
 }
 
+std::string gemv_loop_open(Codegen& cg, const GemvThen* then, const ThenTasks& t, int G, int TPB,
+                           int R, std::string& body) {
+  if (then) {
+    body += then_open(cg, *then, t, G, TPB, R);
+    return "task < P";
+  }
+  const std::string& I = cg.idx();
+  const std::string Gs = std::to_string(G);
+  body += "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
+          ")gridDim.x * " + Gs + ") {\n    const " + I + " p = pb + g;\n";
+  return "p < P";
+}
+
 std::string then_close(Codegen& cg, const GemvThen& then, const ThenTasks& t, int TPB,
                        const LlirNode& n, size_t b_input) {
   const std::string& I = cg.idx();
@@ -122,6 +135,19 @@ std::string then_close(Codegen& cg, const GemvThen& then, const ThenTasks& t, in
          cg.axis_offset(then.vb, kt, std::to_string(k)) + "]));\n";
   return b + "      out[" + ot + " + " + on + "] = st_" + dtype_tag(dt) +
          "(s);\n      }\n    }\n    __syncthreads();\n  }\n";
+}
+
+void add_then_nodes(EGraph& eg, const ThenOffer& o,
+                    const std::vector<std::pair<const OpDef*, ENodeId>>& gemvs, ClassId root) {
+  for (const auto& [op, g] : gemvs) {
+    Attrs at = eg.attrs_of(g);
+    at.dtype = o.product.dtype;
+    at.shape = o.product.shape;
+    at.views.push_back(o.vb);
+    at.payload = o.payload;
+    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]), o.b};
+    eg.merge(eg.add(op, at, ch), root);
+  }
 }
 
 double then_form_extra(const EGraph& eg, uint32_t enode) {

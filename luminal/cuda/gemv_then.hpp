@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "luminal/core/shape.hpp"
@@ -72,6 +73,12 @@ ThenTasks then_tasks(const GemvThen& then, std::string_view op);
 /// computes (through A's view). Closed by then_close.
 std::string then_open(Codegen& cg, const GemvThen& then, const ThenTasks& t, int G, int TPB, int R);
 
+/// The opening of a GEMV kernel's loop over its outputs, appended to `body`: over `then`'s tasks
+/// (then_open) where it is set, else over groups of G outputs, group g's output `p`. Returns the
+/// condition under which the group's output exists ("task < P" or "p < P").
+std::string gemv_loop_open(Codegen& cg, const GemvThen* then, const ThenTasks& t, int G, int TPB,
+                           int R, std::string& body);
+
 /// The end of the rounds, the product of tasks tb to tb + TPB - 1 (their A values in lmn_a,
 /// after a barrier; thread q computes output q % NN of task tb + q / NN) and the end of the
 /// tasks' loop. `n`: the node (its dtype; input n.inputs.size() - 1 is B).
@@ -90,6 +97,12 @@ struct ThenOffer {
 /// (cuda.Matmul's strided form, whose order of sums the kernel repeats), A's view constants and z
 /// only (a payload is outside the plan's dims slots), the first operand of the matmul's dtype.
 std::optional<ThenOffer> then_offer(const EGraph& eg, ENodeId m);
+
+/// For each (op, GEMV e-node) of `gemvs`: the e-node `op` over the GEMV's two children and B, with
+/// the GEMV's attributes but the product's dtype and shape, B's view appended and A's view as the
+/// payload, merged into `root` (the matmul's class).
+void add_then_nodes(EGraph& eg, const ThenOffer& o,
+                    const std::vector<std::pair<const OpDef*, ENodeId>>& gemvs, ClassId root);
 
 /// The GEMV-then-product forms' seed cost grows with the weight (the larger of the GEMV's two
 /// operands, children 0 and 1), 0.25 a MiB, so the seeds take them where a projection is

@@ -430,17 +430,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
       glu ? "  __shared__ float red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
       "  const int NU = " + std::to_string(NU) + ";",
   });
-  std::string live = "p < P";  // the group's output exists
-  if (then) {
-    body += then_open(cg, *then, tasks, G, TPB, R);
-    live = "task < P";
-  } else {
-    body += lines({
-        "  for (" + I + " pb = (" + I + ")blockIdx.x * " + Gs + "; pb < P; pb += (" + I +
-            ")gridDim.x * " + Gs + ") {",
-        "    const " + I + " p = pb + g;",
-    });
-  }
+  // (the group's output exists while `live` holds)
+  const std::string live = gemv_loop_open(cg, then, tasks, G, TPB, R, body);
   body += lines({
       "    float acc[" + Ms + "]" + (glu ? ", acc2[" + Ms + "]" : "") + ";",
       "#pragma unroll",
@@ -776,15 +767,7 @@ void apply_qgemv_matmul(const Match& m, EGraph& eg) {
     if (row_axis(ga.views[0], ga.views[1], ga.axis).first != 1) continue;
     gemvs.emplace_back(op == &kQGemvQ8 ? &kQGemvQ8Matmul : &kQGemvQ8SMatmul, g);
   }
-  for (const auto& [op, g] : gemvs) {
-    Attrs at = eg.attrs_of(g);
-    at.dtype = o->product.dtype;
-    at.shape = o->product.shape;
-    at.views.push_back(o->vb);
-    at.payload = o->payload;
-    std::vector<ClassId> ch{eg.find(eg.node(g).children[0]), eg.find(eg.node(g).children[1]), o->b};
-    eg.merge(eg.add(op, at, ch), m.root);
-  }
+  add_then_nodes(eg, *o, gemvs, m.root);
 }
 
 std::vector<Rule> qgemv_matmul_rules() {

@@ -20,4 +20,18 @@ inline LlirGraph smollm2_q4_1_seed(int layers) {
   return cuda_seed_program(models::build_decoder(cfg, shape).graph);
 }
 
+/// The fewest-kernels program of a `layers`-layer Llama-3-8B-shaped decode step (vocabulary
+/// 1000): every matrix of block type `t`, or (t a float type) the whole model in `t`.
+inline LlirGraph llama8b_seed(int layers, DType t) {
+  const auto cfg = models::llama_config(
+      {.layers = layers, .hidden = 4096, .ffn = 14336, .heads = 32, .kv_heads = 8, .vocab = 1000});
+  models::DecoderShape shape{.slots = 2048, .max_step = 1};
+  if (is_block(t))
+    shape.block_weights =
+        models::matrix_block_types(cfg, shape, [t](std::string_view) { return t; });
+  else
+    shape.dtype = t;
+  return cuda_seed_program(models::build_decoder(cfg, shape).graph);
+}
+
 }  // namespace luminal::testing

@@ -126,12 +126,7 @@ TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
 // form's seed cost the higher.
 TEST(CudaQGemvGluRules, The8BSeedKeepsGateAndUpApart) {
   const testing::EnvScope unset("LUMINAL_CUDA_QGEMV_GLU", nullptr);
-  const auto cfg = models::llama_config(
-      {.layers = 2, .hidden = 4096, .ffn = 14336, .heads = 32, .kv_heads = 8, .vocab = 1000});
-  models::DecoderShape shape{.slots = 2048, .max_step = 1};
-  shape.block_weights =
-      models::matrix_block_types(cfg, shape, [](std::string_view) { return DType::Q4_0; });
-  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  const LlirGraph l = testing::llama8b_seed(2, DType::Q4_0);
   EXPECT_EQ(count_op(l, "cuda.QGemvQ8Glu") + count_op(l, "cuda.QGemvQ8SGlu"), 0)
       << l.op_mix_string();
 }

@@ -180,12 +180,7 @@ TEST(CudaQGemvThenRules, SmolLM2sSeedTakesBothInEveryLayer) {
 // weights (9 and 2.3 MiB) make the fused forms' seed cost the higher.
 TEST(CudaQGemvThenRules, The8BSeedKeepsItsGemvsApart) {
   const testing::EnvScope on("LUMINAL_CUDA_QGEMV_MATMUL", nullptr);
-  const auto cfg = models::llama_config(
-      {.layers = 2, .hidden = 4096, .ffn = 14336, .heads = 32, .kv_heads = 8, .vocab = 1000});
-  models::DecoderShape shape{.slots = 2048, .max_step = 1};
-  shape.block_weights =
-      models::matrix_block_types(cfg, shape, [](std::string_view) { return DType::Q4_0; });
-  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  const LlirGraph l = testing::llama8b_seed(2, DType::Q4_0);
   for (const char* op : {"cuda.QGemvQ8Matmul", "cuda.QGemvQ8SMatmul", "cuda.QGemvQ8MatmulScatter",
                          "cuda.QGemvQ8SMatmulScatter"})
     EXPECT_EQ(count_op(l, op), 0) << l.op_mix_string();
@@ -197,10 +192,7 @@ TEST(CudaQGemvThenRules, The8BSeedKeepsItsGemvsApart) {
 // SmolLM2-shaped one takes them (fewest_kernels_test.cpp).
 TEST(CudaQGemvThenRules, The8BBf16SeedKeepsItsGemvsApart) {
   const testing::EnvScope on("LUMINAL_CUDA_GEMV_MATMUL", nullptr);
-  const auto cfg = models::llama_config(
-      {.layers = 2, .hidden = 4096, .ffn = 14336, .heads = 32, .kv_heads = 8, .vocab = 1000});
-  models::DecoderShape shape{.slots = 2048, .max_step = 1, .dtype = DType::BF16};
-  const LlirGraph l = testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  const LlirGraph l = testing::llama8b_seed(2, DType::BF16);
   for (const char* op : {"cuda.GemvMatmul", "cuda.GemvCastMatmul", "cuda.GemvMatmulScatter",
                          "cuda.GemvCastMatmulScatter"})
     EXPECT_EQ(count_op(l, op), 0) << l.op_mix_string();
