@@ -382,13 +382,7 @@ KernelGen gen_gemv_cast(const LlirNode& n, const GenContext& ctx) {
 /// then the product's view of B with its k axis last; axis the GEMV's; payload the product's
 /// view of A (GemvThenView).
 KernelGen gen_gemv_matmul_node(const LlirNode& n, const GenContext& ctx, DType product_t) {
-  const auto* a = dynamic_cast<const GemvThenView*>(n.attrs.payload.get());
-  if (n.input_dtypes.size() != 3 || n.attrs.views.size() != 3 || !a)
-    throw Error(std::string(n.op->name) +
-                ": needs the GEMV's two inputs and the product's other "
-                "operand, and the product's view of the GEMV's values as its payload; got " +
-                std::to_string(n.input_dtypes.size()) + " inputs");
-  const GemvThen then{a->a, n.attrs.views[2]};
+  const GemvThen then = then_of(n);
   return gen_gemv_node(n, ctx, product_t, nullptr, &then);
 }
 KernelGen gen_gemv_matmul(const LlirNode& n, const GenContext& ctx) {

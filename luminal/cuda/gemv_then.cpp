@@ -53,6 +53,16 @@ bool GemvThenView::equals(const Payload& o) const {
 
 std::string GemvThenView::to_string() const { return "then_a=" + a.to_string(); }
 
+GemvThen then_of(const LlirNode& n) {
+  const auto* a = dynamic_cast<const GemvThenView*>(n.attrs.payload.get());
+  if (n.input_dtypes.size() != 3 || n.attrs.views.size() != 3 || !a)
+    throw Error(std::string(n.op->name) +
+                ": needs the GEMV's two inputs and the product's other operand, and the "
+                "product's view of the GEMV's values as its payload; got " +
+                std::to_string(n.input_dtypes.size()) + " inputs");
+  return GemvThen{a->a, n.attrs.views[2]};
+}
+
 ThenTasks then_tasks(const GemvThen& then, std::string_view op) {
   const int kt = then.va.rank() - 1;
   if (kt < 1 || then.vb.rank() != then.va.rank() || !then.va.dims[kt].is_const())

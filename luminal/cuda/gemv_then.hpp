@@ -55,6 +55,11 @@ struct GemvThen {
   View va, vb;  // over the product's dims, its k axis last
 };
 
+/// The product of a GEMV-then-product node (cuda.GemvMatmul, cuda.QGemvQ8Matmul, ...): inputs
+/// the GEMV's two and B; views the GEMV's two, then the product's view of B, k last; payload the
+/// product's view of A (GemvThenView). Throws naming the op when the node is not so.
+GemvThen then_of(const LlirNode& n);
+
 /// The product's tasks and the views its code reads them through.
 struct ThenTasks {
   int T = 0;          // A's values a task

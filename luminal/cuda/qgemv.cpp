@@ -733,13 +733,7 @@ KernelGen gen_qgemv_q8s_glu(const LlirNode& n, const GenContext& ctx) {
 /// GEMV's) and B; views the GEMV's two, then the product's view of B, k last; axis the GEMV's;
 /// payload the product's view of A (GemvThenView).
 KernelGen gen_qgemv_matmul_node(const LlirNode& n, const GenContext& ctx, Form form) {
-  const auto* a = dynamic_cast<const GemvThenView*>(n.attrs.payload.get());
-  if (n.input_dtypes.size() != 3 || n.attrs.views.size() != 3 || !a)
-    throw Error(std::string(n.op->name) +
-                ": needs the GEMV's two inputs and the product's other operand, and the "
-                "product's view of the GEMV's values as its payload; got " +
-                std::to_string(n.input_dtypes.size()) + " inputs");
-  const GemvThen then{a->a, n.attrs.views[2]};
+  const GemvThen then = then_of(n);
   return gen_qgemv_node(n, ctx, nullptr, form, false, &then);
 }
 KernelGen gen_qgemv_q8_matmul(const LlirNode& n, const GenContext& ctx) {
