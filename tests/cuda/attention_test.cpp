@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cpu/ops_test_util.hpp"
+#include "cuda/attention_graphs.hpp"
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/nn/attention.hpp"
 #include "luminal/nn/linear.hpp"
@@ -18,32 +19,14 @@
 namespace luminal {
 namespace {
 
-constexpr int64_t kSlots = 1100;
-
-/// One step of cached attention in dtype t: q [s, kv * groups, hd], this step's k and v; s up to
-/// `rows` (1: a decode step; more: a prefill's).
-Graph attention_step(int64_t kv, int64_t groups, int64_t hd, DType t, const nn::AttentionOptions& o,
-                     int64_t rows) {
-  Graph g;
-  g.declare_dim("s", 1, rows);
-  g.declare_dim("c", 1, kSlots);
-  Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
-  Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
-  Tensor v = g.tensor("v", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
-  nn::cached_attention(g, q, k, v, "l0", static_cast<int>(kSlots), o).output("o");
-  return g;
-}
+using testing::attention_step;
+using testing::prefill_step;
 
 bool is_attention(std::string_view op) { return op == "cuda.Attention"; }
 
 Graph decode_step(int64_t kv, int64_t groups, int64_t hd, DType t,
                   const nn::AttentionOptions& o = {}) {
   return attention_step(kv, groups, hd, t, o, 1);
-}
-
-/// A prefill's cached attention: up to 64 query rows at once.
-Graph prefill_step(int64_t kv, int64_t groups, int64_t hd, DType t) {
-  return attention_step(kv, groups, hd, t, {}, 64);
 }
 
 constexpr const char* kThreadMode = "// a thread an output";
@@ -244,18 +227,7 @@ TEST(CudaAttention, PrefillScoresInThreadsMatchTheReference) {
     const Graph g = prefill_step(2, 4, 64, t);
     const LlirGraph l = testing::cuda_seed_program(g);
     ASSERT_EQ(thread_mode_matmuls(l, g), 1) << name(t) << ": " << l.op_mix_string();
-    const std::vector<DynMap> dyns{
-        {{"s", 1}, {"c", 1}}, {{"s", 37}, {"c", 100}}, {{"s", 64}, {"c", 700}}};
-    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
-    const testing::Tol tol = t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
-    for (const DynMap& dyn : dyns) {
-      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
-      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
-      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
-      opstest::expect_same(got.at("o"), want.at("o"), tol,
-                           std::string(name(t)) + " s " + std::to_string(dyn.at("s")) + " c " +
-                               std::to_string(dyn.at("c")));
-    }
+    testing::expect_prefill_matches_reference(l, g, t, seed);
   }
 }
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "cpu/ops_test_util.hpp"
+#include "cuda/attention_graphs.hpp"
 #include "cuda/cuda_test_util.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
-#include "luminal/nn/attention.hpp"
 #include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 
@@ -56,17 +56,7 @@ Graph batched(int64_t b, int64_t k, DType t) {
   return g;
 }
 
-/// A GQA prefill's cached attention (kv heads of `groups` query heads each, head dim hd).
-Graph prefill(int64_t kv, int64_t groups, int64_t hd, DType t) {
-  Graph g;
-  g.declare_dim("s", 1, 64);
-  g.declare_dim("c", 1, 700);
-  Tensor q = g.tensor("q", {Expr::var("s"), Expr(kv * groups), Expr(hd)}, t);
-  Tensor k = g.tensor("k", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
-  Tensor v = g.tensor("v", {Expr::var("s"), Expr(kv), Expr(hd)}, t);
-  nn::cached_attention(g, q, k, v, "l0", 700, {}).output("o");
-  return g;
-}
+using testing::prefill_step;
 
 TEST(CudaMatmulTiledRules, NotOfferedWithoutTheSwitch) {
   const testing::EnvScope off("LUMINAL_CUDA_MATMUL_TILED", nullptr);
@@ -80,7 +70,7 @@ TEST(CudaMatmulTiledRules, OfferedForBatchesAndScoresAndCompiles) {
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources, whats;
   for (DType t : {DType::F32, DType::BF16, DType::F16})
-    for (const Graph& g : {batched(4, 64, t), batched(2, 100, t), prefill(2, 4, 64, t)}) {
+    for (const Graph& g : {batched(4, 64, t), batched(2, 100, t), prefill_step(2, 4, 64, t)}) {
       auto [l, hits] = testing::prefer_ops_16(g, rules, is_tiled);
       EXPECT_GE(hits, 1) << name(t) << ": " << l.op_mix_string();
       EXPECT_TRUE(tiled_reads(l, t)) << name(t) << ": " << l.to_text();
@@ -138,21 +128,10 @@ TEST(CudaMatmulTiled, PrefillAttentionMatchesTheReference) {
   const TiledOn on;
   uint64_t seed = 95;
   for (DType t : {DType::F32, DType::BF16}) {
-    const Graph g = prefill(2, 4, 64, t);
+    const Graph g = prefill_step(2, 4, 64, t);
     auto [l, hits] = testing::prefer_ops_16(g, testing::gpu(), is_tiled);
     ASSERT_GE(hits, 1) << l.op_mix_string();
-    const std::vector<DynMap> dyns{
-        {{"s", 1}, {"c", 1}}, {{"s", 37}, {"c", 100}}, {{"s", 64}, {"c", 700}}};
-    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l, dyns);
-    const testing::Tol tol = t == DType::F32 ? testing::Tol{1e-5, 1e-4} : testing::Tol{2e-2, 2e-2};
-    for (const DynMap& dyn : dyns) {
-      const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -1, 1);
-      const testing::BufferMap want = opstest::run_reference(g, in, dyn);
-      const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
-      opstest::expect_same(got.at("o"), want.at("o"), tol,
-                           std::string(name(t)) + " s " + std::to_string(dyn.at("s")) + " c " +
-                               std::to_string(dyn.at("c")));
-    }
+    testing::expect_prefill_matches_reference(l, g, t, seed);
   }
 }
 
