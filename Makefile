@@ -45,7 +45,7 @@ test: setup-torch build
 # and fuzz, whose fuzzers are built with clang++ and the sanitizers alike in both builds)
 test-sanitize: setup
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLUMINAL_WERROR=ON -DLUMINAL_SANITIZE=ON -DLUMINAL_NO_CUDA=ON \
-	  -DLUMINAL_BUILD_BENCH=OFF -DLUMINAL_BUILD_EXAMPLES=OFF >/dev/null
+	  -DLUMINAL_BUILD_BENCH=OFF -DLUMINAL_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu -LE "baseline|fuzz"
 

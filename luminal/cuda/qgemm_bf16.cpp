@@ -29,7 +29,8 @@
 // the kernel ran at 61-66 TFLOPS on an H100, as slow as cuda.QGemmQ8. Warp (wm, wn, ks) takes
 // rows 32 wm.., weight rows 32 wn.. and the k half ks of each step; the halves are joined
 // through shared memory. The K types (a unit one 32-value sub-block, QB_<t>::load / dec of
-// qgemm.cpp; Q6_K's halves scaled apart) unless LUMINAL_CUDA_QGEMM_BF16_K=0.
+// qgemm.cpp; Q6_K's halves scaled apart) unless LUMINAL_CUDA_QGEMM_BF16_K=0. The tall form
+// (LUMINAL_CUDA_QGEMM_BF16_ROWS=128, gen_qgemm_bf16_tall) covers 128 activation rows a block.
 #include <algorithm>
 #include <string>
 
@@ -77,19 +78,20 @@ constexpr int kMinStepsASplit = 8;  // (split k: each block's part at least this
 /// beyond 2. LUMINAL_CUDA_QGEMM_BF16_SPLIT=N: N = 1, 2, 4 or 8 takes N; 0 chooses the most of
 /// 1/2/4/8 that keeps the tiles times C within two blocks an SM, each part at least
 /// kMinStepsASplit steps.
-int split_count(int64_t tiles, int64_t steps, int sm_count) {
+/// (`min_steps`: kMinStepsASplit in the steps of the form: 64 values, or 32 in the tall form)
+int split_count(int64_t tiles, int64_t steps, int sm_count, int64_t min_steps) {
   const int set = env_int("LUMINAL_CUDA_QGEMM_BF16_SPLIT", -1, 0, 8);
   if (set > 0 && (set & (set - 1)) != 0)
     throw Error("LUMINAL_CUDA_QGEMM_BF16_SPLIT=" + std::to_string(set) +
                 " is not 0, 1, 2, 4 or 8; give one of those");
   int c = 1;
   if (set < 0) {
-    c = steps / 2 >= kMinStepsASplit ? 2 : 1;
+    c = steps / 2 >= min_steps ? 2 : 1;
   } else if (set > 0) {
     c = set;
   } else {
     while (c < 8 && tiles * c * 2 <= 2 * static_cast<int64_t>(sm_count) &&
-           steps / (c * 2) >= kMinStepsASplit)
+           steps / (c * 2) >= min_steps)
       c *= 2;
   }
   // No block without a part: halve while the first c - 1 parts would cover every step.
@@ -215,11 +217,33 @@ LMN void lmn_mma_bf16(float* c, const unsigned int* a, unsigned int b0, unsigned
 
 bool bf16_rows(DType x, DType) { return x == DType::BF16; }
 
+/// The weight's decoder (kBf16Decode) for `op`'s type and layout.
+std::string decoder(const GemmOperands& op) {
+  const std::string tag = quant_tag(op.tw);
+  return !legacy_type(op.tw)    ? "QRK<QB_" + tag + ">"
+         : op.tw == DType::Q8_0 ? (op.split ? "QRS_q8_0" : "QRG_q8_0")
+         : op.split             ? "QRS<QS_" + tag + "<4>>"
+                                : "QRG<QI_" + tag + "<4>>";
+}
+
+KernelGen gen_qgemm_bf16_tall(const LlirNode& n, const GenContext& ctx, const GemmOperands& op);
+
+/// The rows of activation a block covers: 64 (the square form) unless
+/// LUMINAL_CUDA_QGEMM_BF16_ROWS=128 (the tall form, gen_qgemm_bf16_tall).
+int tile_rows() {
+  const int rows = env_int("LUMINAL_CUDA_QGEMM_BF16_ROWS", 64, 64, 128);
+  if (rows != 64 && rows != 128)
+    throw Error("LUMINAL_CUDA_QGEMM_BF16_ROWS=" + std::to_string(rows) +
+                " is not 64 or 128; give one of those");
+  return rows;
+}
+
 KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   const bool split = n.op == &kQGemmBF16S;
   const GemmOperands op = gemm_operands(
       n, split, bf16_rows,
       "bf16 activation rows beside q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k or q6_k weights");
+  if (tile_rows() == 128) return gen_qgemm_bf16_tall(n, ctx, op);
   const Expr &M = op.M, &N = op.N, &K = op.K;
   Codegen cg(n, ctx);
   cg.require(M * N);
@@ -230,7 +254,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   const int64_t nsteps = (op.units + 1) / 2;
   const int64_t tiles_hi =
       (ceil_div(M, Expr(int64_t{kTile})) * ceil_div(N, Expr(int64_t{kTile}))).bounds(ctx.facts).hi;
-  const int C = split_count(tiles_hi, nsteps, ctx.sm_count);
+  const int C = split_count(tiles_hi, nsteps, ctx.sm_count, kMinStepsASplit);
   const int64_t per = (nsteps + C - 1) / C;
   // Steps are local to the block's part of k: units (sb + s) * 2 + 0/1, s < ns.
   const std::string steps = C == 1 ? std::to_string(nsteps) : "ns";
@@ -262,11 +286,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   if (split) body += "  const unsigned char* wh[2];\n";
   for (int j = 0; j < 2; ++j)
     weight_row_pointer(cg, op, "n0 + ((tid + " + std::to_string(256 * j) + ") >> 3)", j, body);
-  const std::string tag = quant_tag(op.tw);
-  const std::string R = !legacy_type(op.tw)    ? "QRK<QB_" + tag + ">"
-                        : op.tw == DType::Q8_0 ? (split ? "QRS_q8_0" : "QRG_q8_0")
-                        : split                ? "QRS<QS_" + tag + "<4>>"
-                                               : "QRG<QI_" + tag + "<4>>";
+  const std::string R = decoder(op);
   const std::string wh = split ? "wh[i]" : "nullptr";
   body += lines({
       "  const int bu = (tid >> 2) & 1, bt = tid & 3;",
@@ -454,6 +474,220 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
       "lmn_qgemm_bf16",
       kBlock,
       {ceil_div(M, Expr(int64_t{kTile})), ceil_div(N, Expr(int64_t{kTile})), Expr(int64_t{C})}});
+  gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
+              M * N * Expr(4);
+  gen.flops = M * N * K * Expr(2);
+  return gen;
+}
+
+// The tall form (LUMINAL_CUDA_QGEMM_BF16_ROWS=128): a block covers 128 activation rows and 64
+// weight rows and walks k one 32-value unit a step, so each weight value is dequantised once per
+// 128 rows (a 128-token prefill reads and decodes each weight once, where the square form does
+// both twice) and each warp multiplies all of a step's k: warp (wm, wn) takes rows 32 wm.. (wm
+// 0-3) and weight rows 32 wn.. (wn 0-1), with no k halves to join. A step's buffer holds the
+// activation's [128][32] and the weight's [64][32] bf16 at kTallStride apart (80 bytes: the
+// eight rows of an ldmatrix phase fall in distinct 16-byte bank groups), two buffers 30 KiB, and
+// each thread holds two steps' bytes in registers as in the square form (four groups of 4
+// activation values, one lane's share of one weight unit). The products are summed in f32 in k
+// order in one accumulator (K / 16 MMAs; with split k, each part so and the parts added in rank
+// order), within the square form's bound.
+constexpr int kTallRows = 128;
+constexpr int kTallStride = 40;
+constexpr int kTallBuffer = (kTallRows + kTile) * kTallStride;  // bf16 a buffer
+constexpr int kTallMinStepsASplit = 2 * kMinStepsASplit;        // (steps of 32 values)
+
+KernelGen gen_qgemm_bf16_tall(const LlirNode& n, const GenContext& ctx, const GemmOperands& op) {
+  const bool split = op.split;
+  const Expr &M = op.M, &N = op.N, &K = op.K;
+  Codegen cg(n, ctx);
+  cg.require(M * N);
+  cg.require(M * K);
+  cg.require(N * K);
+  const std::string& I = cg.idx();
+  const std::string NU = std::to_string(op.units), KS = std::to_string(K.as_const());
+  const int64_t nsteps = op.units;
+  const int64_t tiles_hi =
+      (ceil_div(M, Expr(int64_t{kTallRows})) * ceil_div(N, Expr(int64_t{kTile})))
+          .bounds(ctx.facts)
+          .hi;
+  const int C = split_count(tiles_hi, nsteps, ctx.sm_count, kTallMinStepsASplit);
+  const int64_t per = (nsteps + C - 1) / C;
+  const std::string steps = C == 1 ? std::to_string(nsteps) : "ns";
+  const std::string sb = C == 1 ? "" : "sb + ";
+  const std::string st = std::to_string(kTallStride);
+  const std::string buf_size = std::to_string(kTallBuffer);
+  const std::string b_at = std::to_string(kTallRows * kTallStride);
+  // (split k reuses the buffers for 8 warps' [32 rows][16 + 2] output pairs: 36 KiB)
+  const int smem = std::max(2 * kTallBuffer, 8 * 32 * 18 * 4);
+  const std::string R = decoder(op);
+  std::string body = lines({
+      "  const " + I + " M = " + cg.c(M) + ", N = " + cg.c(N) + ";",
+      "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & "
+      "3;",
+      "  const int wm = warp & 3, wn = warp >> 2;",
+      "  const " + I + " m0 = (" + I + ")blockIdx.x * " + std::to_string(kTallRows) + ", n0 = (" +
+          I + ")blockIdx.y * 64;",
+      C == 1 ? std::string()
+             : "  const int sb = (int)blockIdx.z * " + std::to_string(per) + ", ns = min(" +
+                   std::to_string(per) + ", " + std::to_string(nsteps) + " - sb);",
+      "  __shared__ __align__(16) unsigned short sm[" + std::to_string(smem) + "];",
+      // The activation values this thread loads: rows (tid + 256 i) / 8, values 4 ((tid + 256 i)
+      // % 8) of each step's 32.
+      "  const unsigned short* xr[4];",
+      "#pragma unroll",
+      "  for (int i = 0; i < 4; ++i) {",
+      "    const " + I + " r = m0 + ((tid + 256 * i) >> 3);",
+      "    xr[i] = r < M ? (const unsigned short*)in0 + (long long)r * " + KS + "LL : nullptr;",
+      "  }",
+      // The weight unit this thread dequantises: row tid / 4, lane tid % 4 of each step's unit.
+      "  const unsigned char* wr[1];",
+  });
+  if (split) body += "  const unsigned char* wh[1];\n";
+  weight_row_pointer(cg, op, "n0 + (tid >> 2)", 0, body);
+  const std::string wh = split ? "wh[0]" : "nullptr";
+  body += lines({
+      "  const int bt = tid & 3;",
+      "  uint2 ra0[4], ra1[4];",
+      "  typename " + R + "::Raw rw0, rw1;",
+      "  float acc[2][4][4];",
+      "#pragma unroll",
+      "  for (int i = 0; i < 32; ++i) (&acc[0][0][0])[i] = 0.0f;",
+  });
+  auto load = [&](const std::string& s, const std::string& set) {
+    return lines({
+        "    {",
+        "#pragma unroll",
+        "      for (int i = 0; i < 4; ++i) {",
+        "        const int k = (" + sb + s + ") * 32 + 4 * ((tid + 256 * i) & 7);",
+        "        ra" + set + "[i] = xr[i] && k < " + KS +
+            " ? __ldg((const uint2*)(xr[i] + k)) : make_uint2(0u, 0u);",
+        "      }",
+        "      if (wr[0]) " + R + "::load(wr[0], " + wh + ", " + sb + s + ", bt, rw" + set + ");",
+        "    }",
+    });
+  };
+  auto store = [&](const std::string& s, const std::string& set, const std::string& buf) {
+    return lines({
+        "    {",
+        "      unsigned short* As = sm + (" + buf + ") * " + buf_size + ";",
+        "      unsigned short* Bs = As + " + b_at + ";",
+        "#pragma unroll",
+        "      for (int i = 0; i < 4; ++i)",
+        "        *(uint2*)(As + ((tid + 256 * i) >> 3) * " + st +
+            " + 4 * ((tid + 256 * i) & 7)) = ra" + set + "[i];",
+        "      unsigned int w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u;",
+        "      if (wr[0]) {",
+        "        int b0 = 0, b1 = 0;",
+        "        float a = 0.0f, a2 = 0.0f, b = 0.0f;",
+        "        " + R + "::dec(rw" + set + ", " + sb + s + ", bt, b0, b1, a, a2, b);",
+        "        const unsigned int x0 = (unsigned int)b0 ^ 0x80808080u, x1 = (unsigned int)b1 ^ "
+        "0x80808080u;",
+        "        w0 = lmn_bf2(a, b, x0, 0); w1 = lmn_bf2(a, b, x0, 1);",
+        "        w2 = lmn_bf2(a2, b, x1, 0); w3 = lmn_bf2(a2, b, x1, 1);",
+        "      }",
+        "      unsigned short* q = Bs + (tid >> 2) * " + st + " + 4 * bt;",
+        "      *(uint2*)q = make_uint2(w0, w1);",
+        "      *(uint2*)(q + 16) = make_uint2(w2, w3);",
+        "    }",
+    });
+  };
+  // The MMAs of buffer `buf`: warp (wm, wn)'s 32 x 32 tile over the step's 32 k values.
+  auto compute = [&](const std::string& buf) {
+    return lines({
+        "    {",
+        "      const unsigned short* As = sm + (" + buf + ") * " + buf_size + ";",
+        "      const unsigned short* Bs = As + " + b_at + ";",
+        "#pragma unroll",
+        "      for (int kk = 0; kk < 2; ++kk) {",
+        "        const int k0 = kk * 16;",
+        "        unsigned int af[2][4], bf[2][4];",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < 2; ++mi)",
+        "          lmn_ldm4(af[mi], As + (wm * 32 + mi * 16 + (lane & 15)) * " + st +
+            " + k0 + (lane >> 4) * 8);",
+        "#pragma unroll",
+        "        for (int nh = 0; nh < 2; ++nh)",
+        "          lmn_ldm4(bf[nh], Bs + (wn * 32 + nh * 16 + (lane & 7) + (lane >> 4) * 8) * " +
+            st + " + k0 + ((lane >> 3) & 1) * 8);",
+        "#pragma unroll",
+        "        for (int mi = 0; mi < 2; ++mi)",
+        "#pragma unroll",
+        "          for (int nj = 0; nj < 4; ++nj)",
+        "            lmn_mma_bf16(acc[mi][nj], af[mi], bf[nj >> 1][2 * (nj & 1)], "
+        "bf[nj >> 1][2 * (nj & 1) + 1]);",
+        "      }",
+        "    }",
+    });
+  };
+  auto step = [&](const std::string& s, int p) {
+    const std::string ps = std::to_string(p), qs = std::to_string(1 - p);
+    return "    if (" + s + " + 2 < " + steps + ") {\n" + load(s + " + 2", ps) + "    }\n" +
+           compute(ps) + "    if (" + s + " + 1 < " + steps + ") {\n" + store(s + " + 1", qs, qs) +
+           "    }\n    __syncthreads();\n";
+  };
+  body += load("0", "0") + "  if (1 < " + steps + ") {\n" + load("1", "1") + "  }\n" +
+          store("0", "0", "0") + "  __syncthreads();\n";
+  body += "  for (int s = 0; s < " + steps + "; s += 2) {\n" + step("s", 0) + "    if (s + 1 < " +
+          steps + ") {\n" + step("s + 1", 1) + "    }\n  }\n";
+  if (C == 1) {
+    body += lines({
+        "#pragma unroll",
+        "  for (int mi = 0; mi < 2; ++mi)",
+        "#pragma unroll",
+        "    for (int nj = 0; nj < 4; ++nj)",
+        "#pragma unroll",
+        "      for (int e = 0; e < 4; ++e) {",
+        "        const " + I + " r = m0 + wm * 32 + mi * 16 + (e >> 1) * 8 + g,",
+        "            p = n0 + wn * 32 + nj * 8 + 2 * t + (e & 1);",
+        "        if (r < M && p < N) out[r * N + p] = acc[mi][nj][e];",
+        "      }",
+    });
+  } else {
+    // Split k: each block's sums as pairs in its shared memory (the steps are done: the loop
+    // ends on a barrier), then block 0 of the cluster adds the others' in rank order.
+    const std::string cp_at = "cp[warp][mi * 16 + h * 8 + g][nj * 4 + t]";
+    auto each_pair = [](const std::string& inner) {
+      return lines({
+                 "#pragma unroll",
+                 "  for (int mi = 0; mi < 2; ++mi)",
+                 "#pragma unroll",
+                 "    for (int nj = 0; nj < 4; ++nj)",
+                 "#pragma unroll",
+                 "      for (int h = 0; h < 2; ++h) {",
+             }) +
+             inner + "      }\n";
+    };
+    body += "  float2 (*cp)[32][18] = (float2 (*)[32][18])sm;  // (18: no bank conflicts)\n";
+    body += each_pair("        " + cp_at +
+                      " = make_float2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);\n");
+    body += "  lmn_cluster_sync();\n  if (lmn_cluster_rank() == 0) {\n" +
+            each_pair(lines({
+                "        float2 v = " + cp_at + ";",
+                "        for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
+                "          const unsigned long long w = lmn_cluster_ld(&" + cp_at + ", q);",
+                "          v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
+                "          v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
+                "        }",
+                "        const " + I + " r = m0 + wm * 32 + mi * 16 + h * 8 + g,",
+                "            p = n0 + wn * 32 + nj * 8 + 2 * t;",
+                "        if (r < M && p < N) out[r * N + p] = v.x;",
+                "        if (r < M && p + 1 < N) out[r * N + p + 1] = v.y;",
+            })) +
+            "  }\n  lmn_cluster_sync();  // (the others' shared memory stays until block 0 has "
+            "read it)\n";
+  }
+  const std::string cluster = C == 1 ? "" : "__cluster_dims__(1, 1, " + std::to_string(C) + ") ";
+  std::string k = "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
+                  std::to_string(kBlock) + ") LMN_ENTRY(lmn_qgemm_bf16_tall)(" + cg.params() +
+                  ") {\n";
+  k += cg.dims_prologue() + body + "}\n";
+  KernelGen gen;
+  gen.source =
+      Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Decode + kBf16Mma + k);
+  gen.launches.push_back(Launch{"lmn_qgemm_bf16_tall",
+                                kBlock,
+                                {ceil_div(M, Expr(int64_t{kTallRows})),
+                                 ceil_div(N, Expr(int64_t{kTile})), Expr(int64_t{C})}});
   gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
               M * N * Expr(4);
   gen.flops = M * N * K * Expr(2);

@@ -11,7 +11,8 @@
 //     32-value units, and a dynamic row count run at two lengths; the split form; and with
 //     power-of-two scales and activations exact in bf16 (every product exact) the exact sum to
 //     within the accumulation's rounding, which a single wrong weight value fails; the K types
-//     (q4_k, q5_k, q6_k).
+//     (q4_k, q5_k, q6_k). Both forms of the kernel run every GPU check and compile on the host:
+//     64 activation rows a block (the default) and the tall 128 (LUMINAL_CUDA_QGEMM_BF16_ROWS=128).
 // The library form beside it (LUMINAL_CUDA_QGEMM_LT=1: cuda.DequantizeBF16 writes the weight in
 // bf16, cuBLASLt multiplies): CI: offered with the switch for prefill rows wherever the tile
 // kernels are, taken by the seed that prefers library calls, its kernels compile; GPU: every type
@@ -67,6 +68,8 @@ using testing::quant_linear_graph;
 /// How check_bf16 (below) runs a layer: cuda.QGemmBF16, cuda.QGemmBF16S, or the weight decoded by
 /// cuda.DequantizeBF16 and the product by cuBLASLt (LUMINAL_CUDA_QGEMM_LT=1, qgemm.cpp).
 enum class Form { Tiles, Split, Library };
+/// cuda.QGemmBF16's two forms: 64 activation rows a block (the default) and the tall 128.
+constexpr const char* kRows[] = {"64", "128"};
 
 bool lt_ops(std::string_view op) {
   return op == "cuda.LtMatmul" || op == "cuda.LtMatmulRow" || op == "cuda.DequantizeBF16" ||
@@ -343,8 +346,21 @@ TEST(CudaQGemmBF16Rules, TheNormBeforeItWritesBf16Rows) {
   EXPECT_EQ(std::count_if(l2.nodes.begin(), l2.nodes.end(), is_bf16_row), 0);
 }
 
+void expect_kernels_compile(const std::string& rows);
+
+// Both forms (LUMINAL_CUDA_QGEMM_BF16_ROWS 64 and 128) compile for every type, fixed and dynamic
+// rows, both layouts.
 TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
   LUMINAL_REQUIRE_NVRTC();
+  for (const char* rows : kRows) {
+    testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+    expect_kernels_compile(rows);
+  }
+}
+
+/// Every type's cuda.QGemmBF16 kernel (and the split layout's) at fixed and dynamic rows
+/// compiles for sm_90, in the form LUMINAL_CUDA_QGEMM_BF16_ROWS gives (`rows`: its name).
+void expect_kernels_compile(const std::string& rows) {
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
   for (DType t : kLegacy)
@@ -367,7 +383,22 @@ TEST(CudaQGemmBF16Rules, KernelsCompileForSm90) {
       for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
         sources.push_back(k.source);
     }
-  testing::expect_compiles(sources, "a cuda.QGemmBF16 kernel");
+  // (the form asked for, and never the other)
+  const std::string want =
+      rows == "128" ? "LMN_ENTRY(lmn_qgemm_bf16_tall)" : "LMN_ENTRY(lmn_qgemm_bf16)";
+  const std::string other =
+      rows == "128" ? "LMN_ENTRY(lmn_qgemm_bf16)" : "LMN_ENTRY(lmn_qgemm_bf16_tall)";
+  EXPECT_EQ(
+      std::count_if(sources.begin(), sources.end(),
+                    [&](const std::string& src) { return src.find(want) != std::string::npos; }),
+      26)
+      << "rows " << rows;
+  EXPECT_EQ(
+      std::count_if(sources.begin(), sources.end(),
+                    [&](const std::string& src) { return src.find(other) != std::string::npos; }),
+      0)
+      << "rows " << rows;
+  testing::expect_compiles(sources, "a cuda.QGemmBF16 kernel of " + rows + " rows");
 }
 
 /// The cluster size of `g`'s cuda.QGemmBF16 kernel (1: none).
@@ -411,27 +442,49 @@ TEST(CudaQGemmBF16Rules, SplitKChoosesItsBlocksAndCompiles) {
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 64, 2304)), 8);
   }
   {
+    // The tall form (128 rows a block) counts steps of 32 values: parts of at least 16 of them.
+    testing::EnvScope tall("LUMINAL_CUDA_QGEMM_BF16_ROWS", "128");
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), 2);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 960)), 1);
+    testing::EnvScope chosen("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "0");
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 1024, 4096)), 8);
+    EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 4096, 4096)), 4);
+  }
+  {
+    testing::EnvScope bad("LUMINAL_CUDA_QGEMM_BF16_ROWS", "96");
+    EXPECT_THROW(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), Error);
+  }
+  {
     testing::EnvScope bad("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "3");
     EXPECT_THROW(split_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), Error);
   }
   LUMINAL_REQUIRE_NVRTC();
   std::vector<std::string> sources;
-  for (const char* c : {"2", "8"}) {
-    testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
-    testing::CudaRulesOnly rules;
-    for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K})
-      for (bool split : {false, true}) {
-        if (split && t == DType::Q6_K) continue;
-        const Graph g = quant_linear_graph(t, 0, 37, 1024);
-        auto [l, n] = testing::prefer_ops(g, rules, split ? bf16_split_ops : bf16_ops);
-        for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
-          sources.push_back(k.source);
-      }
-  }
+  for (const char* rows : kRows)
+    for (const char* c : {"2", "8"}) {
+      testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+      testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
+      testing::CudaRulesOnly rules;
+      for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K})
+        for (bool split : {false, true}) {
+          if (split && t == DType::Q6_K) continue;
+          const Graph g = quant_linear_graph(t, 0, 37, 1024);
+          auto [l, n] = testing::prefer_ops(g, rules, split ? bf16_split_ops : bf16_ops);
+          for (cuda::GeneratedKernel& k :
+               cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+            sources.push_back(k.source);
+        }
+    }
   testing::expect_compiles(sources, "a split-k cuda.QGemmBF16 kernel");
 }
 
 // ---------------------------------------------------------------- GPU
+
+/// LUMINAL_CUDA_QGEMM_BF16_ROWS as set (the form a check ran), "64" unset.
+std::string rows_form() {
+  const char* v = std::getenv("LUMINAL_CUDA_QGEMM_BF16_ROWS");
+  return v != nullptr && *v != 0 ? v : "64";
+}
 
 double gamma(int64_t n) {
   const double u = std::ldexp(1.0, -24);
@@ -467,7 +520,8 @@ int64_t check_bf16(DType t, int64_t m, int64_t n, int64_t K, std::vector<int64_t
                           : split ? " split"
                                   : "") +
                          " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
-                         std::to_string(K) + ": ";
+                         std::to_string(K) + " (LUMINAL_CUDA_QGEMM_BF16_ROWS=" + rows_form() +
+                         "): ";
   EXPECT_EQ(count_op(l, op), 1) << at << l.op_mix_string();
   if (count_op(l, op) != 1 || (lib && !library_form(l))) {
     ADD_FAILURE() << at << "not the form asked for: " << l.op_mix_string();
@@ -528,14 +582,17 @@ TEST(CudaQGemmBF16, EveryTypeWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
   int64_t checked = 0;
   uint64_t seed = 900;
-  for (DType t : kLegacy) {
-    for (int64_t K : {96, 4128})
-      for (int64_t m : {9, 100}) {
-        const int64_t n = 37 + 2 * m;
-        const HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
-        checked +=
-            check_bf16(t, m, n, K, {}, wb, activations({m}, K, seed + 1), Form::Tiles, false);
-      }
+  for (const char* rows : kRows) {
+    testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+    for (DType t : kLegacy) {
+      for (int64_t K : {96, 4128})
+        for (int64_t m : {9, 100}) {
+          const int64_t n = 37 + 2 * m;
+          const HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
+          checked +=
+              check_bf16(t, m, n, K, {}, wb, activations({m}, K, seed + 1), Form::Tiles, false);
+        }
+    }
   }
   EXPECT_GT(checked, 100000);
 }
@@ -564,54 +621,66 @@ TEST(CudaQGemmBF16, KTypesWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
   int64_t checked = 0;
   uint64_t seed = 3900;
-  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
-    for (int64_t K : {256, 4096}) {
-      const HostBuffer wb = testing::random_blocks(t, 117 * K, seed += 10);
-      checked +=
-          check_bf16(t, 40, 117, K, {}, wb, activations({40}, K, seed + 1), Form::Tiles, false);
-      const HostBuffer wd = testing::random_blocks(t, 64 * K, seed += 10);
-      checked += check_bf16(t, 0, 64, K, {9, 100}, wd, activations({9, 100}, K, seed + 1),
-                            Form::Tiles, false);
-    }
+  for (const char* rows : kRows) {
+    testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+      for (int64_t K : {256, 4096}) {
+        const HostBuffer wb = testing::random_blocks(t, 117 * K, seed += 10);
+        checked +=
+            check_bf16(t, 40, 117, K, {}, wb, activations({40}, K, seed + 1), Form::Tiles, false);
+        const HostBuffer wd = testing::random_blocks(t, 64 * K, seed += 10);
+        checked += check_bf16(t, 0, 64, K, {9, 100}, wd, activations({9, 100}, K, seed + 1),
+                              Form::Tiles, false);
+      }
+  }
   EXPECT_GT(checked, 30000);
 }
 
+// Dynamic rows (77, 128 and 200: parts of a tile, one, and more than one in either form) and the
+// split layout, fixed rows too.
 TEST(CudaQGemmBF16, DynamicRowsAndTheSplitForm) {
   LUMINAL_REQUIRE_GPU();
   int64_t checked = 0;
   uint64_t seed = 1900;
-  for (DType t : kLegacy)
-    for (Form form : {Form::Tiles, Form::Split}) {
-      const int64_t K = 576;
-      const HostBuffer wb = testing::random_blocks(t, 64 * K, seed += 10);
-      checked +=
-          check_bf16(t, 0, 64, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), form, false);
-      checked += check_bf16(t, 40, 64, K, {}, wb, activations({40}, K, seed + 2), form, false);
-    }
+  for (const char* rows : kRows) {
+    testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+    for (DType t : kLegacy)
+      for (Form form : {Form::Tiles, Form::Split}) {
+        const int64_t K = 576;
+        const HostBuffer wb = testing::random_blocks(t, 64 * K, seed += 10);
+        checked += check_bf16(t, 0, 64, K, {77, 128, 200}, wb,
+                              activations({77, 128, 200}, K, seed + 1), form, false);
+        checked += check_bf16(t, 40, 64, K, {}, wb, activations({40}, K, seed + 2), form, false);
+      }
+  }
   EXPECT_GT(checked, 50000);
 }
 
 // Split k over a cluster's blocks (LUMINAL_CUDA_QGEMM_BF16_SPLIT): 2 and 4 blocks a tile at k of
-// 33 units (17 steps: parts of 9 + 8 and 5 + 5 + 5 + 2), 8 at 72 units (36 steps: 7 parts of 5
-// and one of 1), 71 weight rows (an odd last pair of outputs), fixed and dynamic rows, both
-// layouts and a K type, within the bound.
+// 33 units (the square form's 17 steps of 64 values: parts of 9 + 8 and 5 + 5 + 5 + 2; the tall
+// form's 33 of 32: 17 + 16 and 9 + 9 + 9 + 6), 8 at 57 units (29 steps: 7 parts of 4 and one of
+// 1; tall 57: 7 of 8 and one of 1), 71 weight rows (an odd last pair of outputs), fixed and
+// dynamic rows, both layouts and a K type, within the bound, in both forms.
 TEST(CudaQGemmBF16, SplitKWithinTheBound) {
   LUMINAL_REQUIRE_GPU();
   int64_t checked = 0;
   uint64_t seed = 6900;
-  const std::pair<const char*, int64_t> kSplits[] = {{"2", 1056}, {"4", 1056}, {"8", 2304}};
-  for (const auto& [c, K] : kSplits) {
-    testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
-    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
-      for (Form form : {Form::Tiles, Form::Split}) {
-        const HostBuffer wb = testing::random_blocks(t, 71 * K, seed += 10);
-        checked += check_bf16(t, 0, 71, K, {77, 128}, wb, activations({77, 128}, K, seed + 1), form,
-                              false);
-        checked += check_bf16(t, 40, 71, K, {}, wb, activations({40}, K, seed + 2), form, false);
-      }
-    const HostBuffer wk = testing::random_blocks(DType::Q6_K, 71 * 2048, seed += 10);
-    checked += check_bf16(DType::Q6_K, 100, 71, 2048, {}, wk, activations({100}, 2048, seed + 1),
-                          Form::Tiles, false);
+  for (const char* rows : kRows) {
+    testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+    const std::pair<const char*, int64_t> kSplits[] = {{"2", 1056}, {"4", 1056}, {"8", 1824}};
+    for (const auto& [c, K] : kSplits) {
+      testing::EnvScope on("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
+      for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+        for (Form form : {Form::Tiles, Form::Split}) {
+          const HostBuffer wb = testing::random_blocks(t, 71 * K, seed += 10);
+          checked += check_bf16(t, 0, 71, K, {77, 128}, wb, activations({77, 128}, K, seed + 1),
+                                form, false);
+          checked += check_bf16(t, 40, 71, K, {}, wb, activations({40}, K, seed + 2), form, false);
+        }
+      const HostBuffer wk = testing::random_blocks(DType::Q6_K, 71 * 2048, seed += 10);
+      checked += check_bf16(DType::Q6_K, 100, 71, 2048, {}, wk, activations({100}, 2048, seed + 1),
+                            Form::Tiles, false);
+    }
   }
   EXPECT_GT(checked, 200000);
 }
@@ -638,20 +707,22 @@ TEST(CudaQGemmBF16, Bf16RowsFromTheNormEqualTheSeparateRounding) {
   std::vector<float> nw = testing::random_floats(K, 4101);
   for (float& v : nw)
     v += 1.5f;
-  for (int64_t rows : {37, 128}) {
-    const std::vector<float> x = testing::random_floats(rows * K, 4102 + rows);
-    std::vector<std::vector<float>> outs;
-    for (const LlirGraph* l : {static_cast<const LlirGraph*>(&lf), &la}) {
-      testing::LoadedPlan lp = testing::load_plan(testing::gpu(), *l, {DynMap{{"s", rows}}});
-      outs.push_back(testing::floats(
-          testing::run_plan(
-              lp, {{"x", testing::f32_buffer(x)}, {"nw", testing::f32_buffer(nw)}, {"w", wb}},
-              DynMap{{"s", rows}})
-              .outputs.at("y")));
+  for (const char* tile_rows : kRows)
+    for (int64_t rows : {37, 128}) {
+      testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", tile_rows);
+      const std::vector<float> x = testing::random_floats(rows * K, 4102 + rows);
+      std::vector<std::vector<float>> outs;
+      for (const LlirGraph* l : {static_cast<const LlirGraph*>(&lf), &la}) {
+        testing::LoadedPlan lp = testing::load_plan(testing::gpu(), *l, {DynMap{{"s", rows}}});
+        outs.push_back(testing::floats(
+            testing::run_plan(
+                lp, {{"x", testing::f32_buffer(x)}, {"nw", testing::f32_buffer(nw)}, {"w", wb}},
+                DynMap{{"s", rows}})
+                .outputs.at("y")));
+      }
+      ASSERT_EQ(outs[0].size(), static_cast<size_t>(rows * n));
+      EXPECT_EQ(outs[0], outs[1]) << "rows " << rows << " in the form of " << tile_rows;
     }
-    ASSERT_EQ(outs[0].size(), static_cast<size_t>(rows * n));
-    EXPECT_EQ(outs[0], outs[1]) << "rows " << rows;
-  }
 }
 
 // Scales (and mins) powers of two and activations of 8 significant bits: every x and w exact in
@@ -667,24 +738,26 @@ TEST(CudaQGemmBF16, ExactOperandsGiveTheSumToTheAccumulationsRounding) {
 #endif
   int64_t checked = 0;
   uint64_t seed = 2900;
-  for (const char* c : {"1", "4"})  // (k split over a cluster's 4 blocks too)
-    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
-      for (Form form : {Form::Tiles, Form::Split, Form::Library}) {
-        if (form == Form::Library && (!lt || c[0] != '1')) continue;
-        testing::EnvScope split_k("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
-        const int64_t K = 1056, n = 80, m = 70;
-        HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
-        const int64_t bb = block_bytes(t);
-        for (size_t o = 0; o < wb.bytes.size(); o += static_cast<size_t>(bb))
-          testing::set_block_scales(
-              t, wb.bytes.data() + o,
-              f32_to_f16_bits(std::ldexp(1.0f, -5 - static_cast<int>(o / bb % 3))),
-              f32_to_f16_bits(-0.25f));
-        std::vector<float> x = testing::random_floats(m * K, seed + 1);
-        for (float& v : x)
-          v = std::round(v * 128.0f) / 128.0f;  // 8 significant bits at most
-        checked += check_bf16(t, m, n, K, {}, wb, {x}, form, true);
-      }
+  for (const char* rows : kRows)
+    for (const char* c : {"1", "4"})  // (k split over a cluster's 4 blocks too)
+      for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
+        for (Form form : {Form::Tiles, Form::Split, Form::Library}) {
+          if (form == Form::Library && (!lt || c[0] != '1' || rows[0] != '6')) continue;
+          testing::EnvScope rows_on("LUMINAL_CUDA_QGEMM_BF16_ROWS", rows);
+          testing::EnvScope split_k("LUMINAL_CUDA_QGEMM_BF16_SPLIT", c);
+          const int64_t K = 1056, n = 80, m = 70;
+          HostBuffer wb = testing::random_blocks(t, n * K, seed += 10);
+          const int64_t bb = block_bytes(t);
+          for (size_t o = 0; o < wb.bytes.size(); o += static_cast<size_t>(bb))
+            testing::set_block_scales(
+                t, wb.bytes.data() + o,
+                f32_to_f16_bits(std::ldexp(1.0f, -5 - static_cast<int>(o / bb % 3))),
+                f32_to_f16_bits(-0.25f));
+          std::vector<float> x = testing::random_floats(m * K, seed + 1);
+          for (float& v : x)
+            v = std::round(v * 128.0f) / 128.0f;  // 8 significant bits at most
+          checked += check_bf16(t, m, n, K, {}, wb, {x}, form, true);
+        }
   EXPECT_GT(checked, lt ? 70000 : 60000);
 }
 
