@@ -228,6 +228,60 @@ std::string decoder(const GemmOperands& op) {
 
 KernelGen gen_qgemm_bf16_tall(const LlirNode& n, const GenContext& ctx, const GemmOperands& op);
 
+/// A warp's MMAs over one buffer: its 32 x 32 outputs (rows wm * 32.., weight rows wn * 32..)
+/// over two 16-value k slices from `k_at` (the k half's start, "" for none): the activation
+/// tile at `as`, the weight's `b_at` bf16 after it, rows `st` bf16 apart.
+std::string warp_mmas(const std::string& as, const std::string& b_at, const std::string& st,
+                      const std::string& k_at) {
+  return lines({
+      "    {",
+      "      const unsigned short* As = " + as + ";",
+      "      const unsigned short* Bs = As + " + b_at + ";",
+      "#pragma unroll",
+      "      for (int kk = 0; kk < 2; ++kk) {",
+      "        const int k0 = " + k_at + "kk * 16;",
+      // A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of the m16 tile;
+      // B: (weight rows 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15) of two n8 tiles.
+      "        unsigned int af[2][4], bf[2][4];",
+      "#pragma unroll",
+      "        for (int mi = 0; mi < 2; ++mi)",
+      "          lmn_ldm4(af[mi], As + (wm * 32 + mi * 16 + (lane & 15)) * " + st +
+          " + k0 + (lane >> 4) * 8);",
+      "#pragma unroll",
+      "        for (int nh = 0; nh < 2; ++nh)",
+      "          lmn_ldm4(bf[nh], Bs + (wn * 32 + nh * 16 + (lane & 7) + (lane >> 4) * 8) * " + st +
+          " + k0 + ((lane >> 3) & 1) * 8);",
+      "#pragma unroll",
+      "        for (int mi = 0; mi < 2; ++mi)",
+      "#pragma unroll",
+      "          for (int nj = 0; nj < 4; ++nj)",
+      "            lmn_mma_bf16(acc[mi][nj], af[mi], bf[nj >> 1][2 * (nj & 1)], "
+      "bf[nj >> 1][2 * (nj & 1) + 1]);",
+      "      }",
+      "    }",
+  });
+}
+
+/// The k walk over `steps` steps, two of them in registers: steps 0 and 1 loaded and step 0
+/// stored before it; then step s (parity p, its buffer and register set p) issues step s + 2's
+/// loads into set p (decoded into buffer p at step s - 1), multiplies buffer p, and decodes step
+/// s + 1's set into buffer 1 - p, a barrier ending each step. (load(s, set), store(s, set, buf)
+/// and compute(buf) give the code of each.)
+template <class Load, class Store, class Compute>
+std::string pipeline(const Load& load, const Store& store, const Compute& compute,
+                     const std::string& steps) {
+  auto step = [&](const std::string& s, int p) {
+    const std::string ps = std::to_string(p), qs = std::to_string(1 - p);
+    return "    if (" + s + " + 2 < " + steps + ") {\n" + load(s + " + 2", ps) + "    }\n" +
+           compute(ps) + "    if (" + s + " + 1 < " + steps + ") {\n" + store(s + " + 1", qs, qs) +
+           "    }\n    __syncthreads();\n";
+  };
+  return load("0", "0") + "  if (1 < " + steps + ") {\n" + load("1", "1") + "  }\n" +
+         store("0", "0", "0") + "  __syncthreads();\n" + "  for (int s = 0; s < " + steps +
+         "; s += 2) {\n" + step("s", 0) + "    if (s + 1 < " + steps + ") {\n" + step("s + 1", 1) +
+         "    }\n  }\n";
+}
+
 /// The rows of activation a block covers: 64 (the square form) unless
 /// LUMINAL_CUDA_QGEMM_BF16_ROWS=128 (the tall form, gen_qgemm_bf16_tall).
 int tile_rows() {
@@ -350,46 +404,9 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   };
   // The MMAs of buffer `buf`: warp (wm, wn, ks)'s 32 x 32 tile over k half ks.
   auto compute = [&](const std::string& buf) {
-    return lines({
-        "    {",
-        "      const unsigned short* As = sm + (" + buf + ") * 2 * " + tile + ";",
-        "      const unsigned short* Bs = As + " + tile + ";",
-        "#pragma unroll",
-        "      for (int kk = 0; kk < 2; ++kk) {",
-        "        const int k0 = ks * 32 + kk * 16;",
-        // A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) of the m16 tile;
-        // B: (weight rows 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15) of two n8 tiles.
-        "        unsigned int af[2][4], bf[2][4];",
-        "#pragma unroll",
-        "        for (int mi = 0; mi < 2; ++mi)",
-        "          lmn_ldm4(af[mi], As + (wm * 32 + mi * 16 + (lane & 15)) * " + st +
-            " + k0 + (lane >> 4) * 8);",
-        "#pragma unroll",
-        "        for (int nh = 0; nh < 2; ++nh)",
-        "          lmn_ldm4(bf[nh], Bs + (wn * 32 + nh * 16 + (lane & 7) + (lane >> 4) * 8) * " +
-            st + " + k0 + ((lane >> 3) & 1) * 8);",
-        "#pragma unroll",
-        "        for (int mi = 0; mi < 2; ++mi)",
-        "#pragma unroll",
-        "          for (int nj = 0; nj < 4; ++nj)",
-        "            lmn_mma_bf16(acc[mi][nj], af[mi], bf[nj >> 1][2 * (nj & 1)], "
-        "bf[nj >> 1][2 * (nj & 1) + 1]);",
-        "      }",
-        "    }",
-    });
+    return warp_mmas("sm + (" + buf + ") * 2 * " + tile, tile, st, "ks * 32 + ");
   };
-  // Step s (parity p, its buffer and register set p): step s + 2's loads into set p (decoded
-  // into buffer p at step s - 1), the MMAs of buffer p, step s + 1's set into buffer 1 - p.
-  auto step = [&](const std::string& s, int p) {
-    const std::string ps = std::to_string(p), qs = std::to_string(1 - p);
-    return "    if (" + s + " + 2 < " + steps + ") {\n" + load(s + " + 2", ps) + "    }\n" +
-           compute(ps) + "    if (" + s + " + 1 < " + steps + ") {\n" + store(s + " + 1", qs, qs) +
-           "    }\n    __syncthreads();\n";
-  };
-  body += load("0", "0") + "  if (1 < " + steps + ") {\n" + load("1", "1") + "  }\n" +
-          store("0", "0", "0") + "  __syncthreads();\n";
-  body += "  for (int s = 0; s < " + steps + "; s += 2) {\n" + step("s", 0) + "    if (s + 1 < " +
-          steps + ") {\n" + step("s + 1", 1) + "    }\n  }\n";
+  body += pipeline(load, store, compute, steps);
   body += lines({
       // The k halves joined: half 1's sums through shared memory (the tiles are done), then
       // half 0's warps add them to theirs, in that order, and store.
@@ -593,42 +610,9 @@ KernelGen gen_qgemm_bf16_tall(const LlirNode& n, const GenContext& ctx, const Ge
   };
   // The MMAs of buffer `buf`: warp (wm, wn)'s 32 x 32 tile over the step's 32 k values.
   auto compute = [&](const std::string& buf) {
-    return lines({
-        "    {",
-        "      const unsigned short* As = sm + (" + buf + ") * " + buf_size + ";",
-        "      const unsigned short* Bs = As + " + b_at + ";",
-        "#pragma unroll",
-        "      for (int kk = 0; kk < 2; ++kk) {",
-        "        const int k0 = kk * 16;",
-        "        unsigned int af[2][4], bf[2][4];",
-        "#pragma unroll",
-        "        for (int mi = 0; mi < 2; ++mi)",
-        "          lmn_ldm4(af[mi], As + (wm * 32 + mi * 16 + (lane & 15)) * " + st +
-            " + k0 + (lane >> 4) * 8);",
-        "#pragma unroll",
-        "        for (int nh = 0; nh < 2; ++nh)",
-        "          lmn_ldm4(bf[nh], Bs + (wn * 32 + nh * 16 + (lane & 7) + (lane >> 4) * 8) * " +
-            st + " + k0 + ((lane >> 3) & 1) * 8);",
-        "#pragma unroll",
-        "        for (int mi = 0; mi < 2; ++mi)",
-        "#pragma unroll",
-        "          for (int nj = 0; nj < 4; ++nj)",
-        "            lmn_mma_bf16(acc[mi][nj], af[mi], bf[nj >> 1][2 * (nj & 1)], "
-        "bf[nj >> 1][2 * (nj & 1) + 1]);",
-        "      }",
-        "    }",
-    });
+    return warp_mmas("sm + (" + buf + ") * " + buf_size, b_at, st, "");
   };
-  auto step = [&](const std::string& s, int p) {
-    const std::string ps = std::to_string(p), qs = std::to_string(1 - p);
-    return "    if (" + s + " + 2 < " + steps + ") {\n" + load(s + " + 2", ps) + "    }\n" +
-           compute(ps) + "    if (" + s + " + 1 < " + steps + ") {\n" + store(s + " + 1", qs, qs) +
-           "    }\n    __syncthreads();\n";
-  };
-  body += load("0", "0") + "  if (1 < " + steps + ") {\n" + load("1", "1") + "  }\n" +
-          store("0", "0", "0") + "  __syncthreads();\n";
-  body += "  for (int s = 0; s < " + steps + "; s += 2) {\n" + step("s", 0) + "    if (s + 1 < " +
-          steps + ") {\n" + step("s + 1", 1) + "    }\n  }\n";
+  body += pipeline(load, store, compute, steps);
   if (C == 1) {
     body += lines({
         "#pragma unroll",
