@@ -282,13 +282,15 @@ std::string pipeline(const Load& load, const Store& store, const Compute& comput
          "    }\n  }\n";
 }
 
-/// The rows of activation a block covers: 64 (the square form) unless
-/// LUMINAL_CUDA_QGEMM_BF16_ROWS=128 (the tall form, gen_qgemm_bf16_tall).
-int tile_rows() {
-  const int rows = env_int("LUMINAL_CUDA_QGEMM_BF16_ROWS", 64, 64, 128);
-  if (rows != 64 && rows != 128)
+/// The rows of activation a block covers, for a GEMM of at most `m_hi` rows: 64 (the square
+/// form) unless LUMINAL_CUDA_QGEMM_BF16_ROWS says 128 (the tall form, gen_qgemm_bf16_tall) or 0
+/// (128 where m_hi reaches 128, else 64).
+int tile_rows(int64_t m_hi) {
+  const int rows = env_int("LUMINAL_CUDA_QGEMM_BF16_ROWS", 64, 0, 128);
+  if (rows != 0 && rows != 64 && rows != 128)
     throw Error("LUMINAL_CUDA_QGEMM_BF16_ROWS=" + std::to_string(rows) +
-                " is not 64 or 128; give one of those");
+                " is not 0, 64 or 128; give one of those");
+  if (rows == 0) return m_hi >= 128 ? 128 : 64;
   return rows;
 }
 
@@ -297,7 +299,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   const GemmOperands op = gemm_operands(
       n, split, bf16_rows,
       "bf16 activation rows beside q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k or q6_k weights");
-  if (tile_rows() == 128) return gen_qgemm_bf16_tall(n, ctx, op);
+  if (tile_rows(op.M.bounds(ctx.facts).hi) == 128) return gen_qgemm_bf16_tall(n, ctx, op);
   const Expr &M = op.M, &N = op.N, &K = op.K;
   Codegen cg(n, ctx);
   cg.require(M * N);

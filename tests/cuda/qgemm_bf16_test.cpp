@@ -413,6 +413,15 @@ int split_of(const Graph& g) {
   return 0;
 }
 
+/// Whether `g`'s cuda.QGemmBF16 kernel is the tall form.
+bool tall_of(const Graph& g) {
+  testing::CudaRulesOnly rules;
+  auto [l, n] = testing::prefer_ops(g, rules, bf16_ops);
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+    if (k.source.find("LMN_ENTRY(lmn_qgemm_bf16_tall)") != std::string::npos) return true;
+  return false;
+}
+
 // Split k: by default two blocks a tile where each part keeps 8 steps of 64 values (else one).
 // LUMINAL_CUDA_QGEMM_BF16_SPLIT=0 chooses the most blocks a tile that
 // keep the tiles at the bucket's most rows within two blocks an SM (132 SMs), each at least 8
@@ -449,6 +458,14 @@ TEST(CudaQGemmBF16Rules, SplitKChoosesItsBlocksAndCompiles) {
     testing::EnvScope chosen("LUMINAL_CUDA_QGEMM_BF16_SPLIT", "0");
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 1024, 4096)), 8);
     EXPECT_EQ(split_of(quant_linear_graph(DType::Q4_0, 128, 4096, 4096)), 4);
+  }
+  {
+    // 0: the tall form where the rows can reach 128 (dynamic rows up to 256, or 128), else the
+    // square one
+    testing::EnvScope automatic("LUMINAL_CUDA_QGEMM_BF16_ROWS", "0");
+    EXPECT_EQ(tall_of(quant_linear_graph(DType::Q4_0, 0, 1024, 4096)), true);
+    EXPECT_EQ(tall_of(quant_linear_graph(DType::Q4_0, 128, 1024, 4096)), true);
+    EXPECT_EQ(tall_of(quant_linear_graph(DType::Q4_0, 100, 1024, 4096)), false);
   }
   {
     testing::EnvScope bad("LUMINAL_CUDA_QGEMM_BF16_ROWS", "96");
