@@ -68,7 +68,7 @@ SUBLAYERS = {
                  "row.cpp",
                  "row_gen.*", "matmul_operands.*",
                  "quant_device.*", "quant_dp4a_device.cpp", "q8_store.*", "quantize_q8.cpp", "quant_repack.cpp",
-                 "dequantize.cpp", "qgemv.cpp", "qgemm.cpp", "qgemm.hpp", "qgemm_bf16.cpp", "gemv_epilogue.*", "gemv_then.*", "gemv_form.*", "gemv_kernel.hpp", "gemv_mma.cpp",
+                 "dequantize.cpp", "qgemv.cpp", "qgemv_rules.cpp", "qgemv_ops.hpp", "qgemm.cpp", "qgemm.hpp", "qgemm_bf16.cpp", "gemv_epilogue.*", "gemv_then.*", "gemv_form.*", "gemv_kernel.hpp", "gemv_mma.cpp",
                  "expert_gemv.cpp", "expert_sum.cpp", "expert_loops.hpp"]),
         # cuBLASLt: its ops, specs, prepares and a plan's islands (or the build without it);
         # the op registry, which lists the cuBLASLt ops too.
