@@ -294,6 +294,44 @@ int tile_rows(int64_t m_hi) {
   return rows;
 }
 
+/// Split k's sum in block 0 of a cluster of `C`: v, the output pair at `cp_at` in its own shared
+/// memory plus the other blocks' in rank order (lmn_cluster_ld), each line indented by `in` (no
+/// newline after the last: an element of the caller's lines()).
+std::string cluster_pair_sum(const std::string& cp_at, int C, const std::string& in) {
+  std::string r = lines({
+      in + "float2 v = " + cp_at + ";",
+      in + "for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
+      in + "  const unsigned long long w = lmn_cluster_ld(&" + cp_at + ", q);",
+      in + "  v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
+      in + "  v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
+      in + "}",
+  });
+  r.pop_back();
+  return r;
+}
+
+/// The kernel `entry` around `body` (a cluster of `C` blocks along z when C > 1) and its launch:
+/// blocks of `rows` activation rows and kTile weight rows.
+KernelGen qgemm_bf16_kernel(const Codegen& cg, const GemmOperands& op, const std::string& entry,
+                            const std::string& body, int rows, int C) {
+  const Expr &M = op.M, &N = op.N, &K = op.K;
+  const std::string cluster = C == 1 ? "" : "__cluster_dims__(1, 1, " + std::to_string(C) + ") ";
+  std::string k = "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
+                  std::to_string(kBlock) + ") LMN_ENTRY(" + entry + ")(" + cg.params() + ") {\n";
+  k += cg.dims_prologue() + body + "}\n";
+  KernelGen gen;
+  gen.source =
+      Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Decode + kBf16Mma + k);
+  gen.launches.push_back(Launch{
+      entry,
+      kBlock,
+      {ceil_div(M, Expr(int64_t{rows})), ceil_div(N, Expr(int64_t{kTile})), Expr(int64_t{C})}});
+  gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
+              M * N * Expr(4);
+  gen.flops = M * N * K * Expr(2);
+  return gen;
+}
+
 KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
   const bool split = n.op == &kQGemmBF16S;
   const GemmOperands op = gemm_operands(
@@ -469,12 +507,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
         })) +
         "  }\n  lmn_cluster_sync();\n  if (ks == 0 && lmn_cluster_rank() == 0) {\n" +
         each_pair(lines({
-            "          float2 v = " + cp_at + ";",
-            "          for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
-            "            const unsigned long long w = lmn_cluster_ld(&" + cp_at + ", q);",
-            "            v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
-            "            v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
-            "          }",
+            cluster_pair_sum(cp_at, C, "          "),
             "          const " + I + " r = m0 + wm * 32 + row, p = n0 + wn * 32 + col;",
             "          if (r < M && p < N) out[r * N + p] = v.x;",
             "          if (r < M && p + 1 < N) out[r * N + p + 1] = v.y;",
@@ -482,21 +515,7 @@ KernelGen gen_qgemm_bf16(const LlirNode& n, const GenContext& ctx) {
         "  }\n  lmn_cluster_sync();  // (the others' shared memory stays until block 0 has "
         "read it)\n";
   }
-  const std::string cluster = C == 1 ? "" : "__cluster_dims__(1, 1, " + std::to_string(C) + ") ";
-  std::string k = "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
-                  std::to_string(kBlock) + ") LMN_ENTRY(lmn_qgemm_bf16)(" + cg.params() + ") {\n";
-  k += cg.dims_prologue() + body + "}\n";
-  KernelGen gen;
-  gen.source =
-      Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Decode + kBf16Mma + k);
-  gen.launches.push_back(Launch{
-      "lmn_qgemm_bf16",
-      kBlock,
-      {ceil_div(M, Expr(int64_t{kTile})), ceil_div(N, Expr(int64_t{kTile})), Expr(int64_t{C})}});
-  gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
-              M * N * Expr(4);
-  gen.flops = M * N * K * Expr(2);
-  return gen;
+  return qgemm_bf16_kernel(cg, op, "lmn_qgemm_bf16", body, kTile, C);
 }
 
 // The tall form (LUMINAL_CUDA_QGEMM_BF16_ROWS=128): a block covers 128 activation rows and 64
@@ -648,12 +667,7 @@ KernelGen gen_qgemm_bf16_tall(const LlirNode& n, const GenContext& ctx, const Ge
                       " = make_float2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);\n");
     body += "  lmn_cluster_sync();\n  if (lmn_cluster_rank() == 0) {\n" +
             each_pair(lines({
-                "        float2 v = " + cp_at + ";",
-                "        for (unsigned q = 1; q < " + std::to_string(C) + "u; ++q) {",
-                "          const unsigned long long w = lmn_cluster_ld(&" + cp_at + ", q);",
-                "          v.x = __fadd_rn(v.x, __uint_as_float((unsigned)w));",
-                "          v.y = __fadd_rn(v.y, __uint_as_float((unsigned)(w >> 32)));",
-                "        }",
+                cluster_pair_sum(cp_at, C, "        "),
                 "        const " + I + " r = m0 + wm * 32 + mi * 16 + h * 8 + g,",
                 "            p = n0 + wn * 32 + nj * 8 + 2 * t;",
                 "        if (r < M && p < N) out[r * N + p] = v.x;",
@@ -662,22 +676,7 @@ KernelGen gen_qgemm_bf16_tall(const LlirNode& n, const GenContext& ctx, const Ge
             "  }\n  lmn_cluster_sync();  // (the others' shared memory stays until block 0 has "
             "read it)\n";
   }
-  const std::string cluster = C == 1 ? "" : "__cluster_dims__(1, 1, " + std::to_string(C) + ") ";
-  std::string k = "extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
-                  std::to_string(kBlock) + ") LMN_ENTRY(lmn_qgemm_bf16_tall)(" + cg.params() +
-                  ") {\n";
-  k += cg.dims_prologue() + body + "}\n";
-  KernelGen gen;
-  gen.source =
-      Codegen::unit(quant_device_source() + qgemm_device_source() + kBf16Decode + kBf16Mma + k);
-  gen.launches.push_back(Launch{"lmn_qgemm_bf16_tall",
-                                kBlock,
-                                {ceil_div(M, Expr(int64_t{kTallRows})),
-                                 ceil_div(N, Expr(int64_t{kTile})), Expr(int64_t{C})}});
-  gen.bytes = N * Expr(static_cast<int64_t>(storage_bytes(op.tw, K.as_const()))) + M * K * Expr(2) +
-              M * N * Expr(4);
-  gen.flops = M * N * K * Expr(2);
-  return gen;
+  return qgemm_bf16_kernel(cg, op, "lmn_qgemm_bf16_tall", body, kTallRows, C);
 }
 
 }  // namespace

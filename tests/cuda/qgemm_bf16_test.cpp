@@ -401,25 +401,26 @@ void expect_kernels_compile(const std::string& rows) {
   testing::expect_compiles(sources, "a cuda.QGemmBF16 kernel of " + rows + " rows");
 }
 
-/// The cluster size of `g`'s cuda.QGemmBF16 kernel (1: none).
-int split_of(const Graph& g) {
+/// The source of `g`'s cuda.QGemmBF16 kernel (either form), or "" when it has none.
+std::string gemm_source(const Graph& g) {
   testing::CudaRulesOnly rules;
   auto [l, n] = testing::prefer_ops(g, rules, bf16_ops);
-  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts()))) {
-    if (k.source.find("lmn_qgemm_bf16") == std::string::npos) continue;
-    const size_t at = k.source.find("__cluster_dims__(1, 1, ");
-    return at == std::string::npos ? 1 : std::stoi(k.source.substr(at + 23));
-  }
-  return 0;
+  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
+    if (k.source.find("lmn_qgemm_bf16") != std::string::npos) return k.source;
+  return "";
+}
+
+/// The cluster size of `g`'s cuda.QGemmBF16 kernel (1: none; 0: no such kernel).
+int split_of(const Graph& g) {
+  const std::string src = gemm_source(g);
+  if (src.empty()) return 0;
+  const size_t at = src.find("__cluster_dims__(1, 1, ");
+  return at == std::string::npos ? 1 : std::stoi(src.substr(at + 23));
 }
 
 /// Whether `g`'s cuda.QGemmBF16 kernel is the tall form.
 bool tall_of(const Graph& g) {
-  testing::CudaRulesOnly rules;
-  auto [l, n] = testing::prefer_ops(g, rules, bf16_ops);
-  for (cuda::GeneratedKernel& k : cuda::generate_kernels(l, testing::spec_of(g.dim_facts())))
-    if (k.source.find("LMN_ENTRY(lmn_qgemm_bf16_tall)") != std::string::npos) return true;
-  return false;
+  return gemm_source(g).find("LMN_ENTRY(lmn_qgemm_bf16_tall)") != std::string::npos;
 }
 
 // Split k: by default two blocks a tile where each part keeps 8 steps of 64 values (else one).
