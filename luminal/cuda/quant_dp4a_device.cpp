@@ -247,6 +247,48 @@ LMN void lmn_q8_1_warp_to(float v, unsigned char* qs, unsigned char* ds, int lan
   if (lane == 0) { ((unsigned short*)ds)[0] = dh; ((unsigned short*)ds)[1] = sh; }
 }
 LMN void lmn_q8_1_warp(float v, unsigned char* o, int lane) { lmn_q8_1_warp_to(v, o + 4, o, lane); }
+/* The same bytes for four blocks at once: eight lanes a block (lanes 8g .. 8g + 7 block g), lane
+   j holding values 4(j % 8) .. 4(j % 8) + 3 as v0 .. v3. Max and the integer sum do not depend on
+   their order, so each block's d, s and q are lmn_q8_1_warp_to's; the butterflies take three
+   steps, not five, and a warp's four chains run side by side. Every lane of the warp calls it (the
+   butterflies are full-warp); a group whose `live` is false stores nothing. */
+LMN void lmn_q8_1_oct_to(float v0, float v1, float v2, float v3, unsigned char* qs,
+                         unsigned char* ds, int lane, bool live) {
+  int bad = !(isfinite(v0) && isfinite(v1) && isfinite(v2) && isfinite(v3));
+  float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
+  for (int s = 4; s > 0; s >>= 1) {
+    bad |= __shfl_xor_sync(0xffffffffu, bad, s);
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, s));
+  }
+  const bool fin = bad == 0;
+  const float id = fin && amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+  const bool scaled = fin && id != 0.0f && isfinite(id);
+  int q0 = 0, q1 = 0, q2 = 0, q3 = 0;
+  if (scaled) {
+    q0 = __float2int_rn(__fmul_rn(v0, id));
+    q1 = __float2int_rn(__fmul_rn(v1, id));
+    q2 = __float2int_rn(__fmul_rn(v2, id));
+    q3 = __float2int_rn(__fmul_rn(v3, id));
+  }
+  int sum = q0 + q1 + q2 + q3;
+  for (int s = 4; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+  unsigned short dh = 0, sh = 0;
+  if (!fin) {
+    dh = sh = 0x7E00;
+  } else if (scaled) {
+    const float d = __fdiv_rn(amax, 127.0f);
+    dh = lmn_f32_to_f16(d);
+    sh = lmn_f32_to_f16(__fmul_rn(d, (float)sum));
+  }
+  if (!live) return;
+  ((unsigned int*)qs)[lane & 7] = (unsigned int)(q0 & 255) | ((unsigned int)(q1 & 255) << 8) |
+                                  ((unsigned int)(q2 & 255) << 16) | ((unsigned int)(q3 & 255) << 24);
+  if ((lane & 7) == 0) { ((unsigned short*)ds)[0] = dh; ((unsigned short*)ds)[1] = sh; }
+}
+LMN void lmn_q8_1_oct(float v0, float v1, float v2, float v3, unsigned char* o, int lane,
+                      bool live) {
+  lmn_q8_1_oct_to(v0, v1, v2, v3, o + 4, o, lane, live);
+}
 LMN void lmn_q8_k_warp(const float* v, unsigned char* o, int lane) {
   float ba = -1.0f, bv = 0.0f;
   int bi = 0;

@@ -67,6 +67,14 @@ constexpr int kMaxCachedRegs = 40;
 /// an SM) is the default where it applies; LUMINAL_CUDA_ROW_CHUNKS=0 turns it off (to compare).
 bool chunks_enabled() { return env_switch_on("LUMINAL_CUDA_ROW_CHUNKS"); }
 
+/// cuda.RowQ8 quantizes four 32-value blocks a warp at a time, eight lanes a block
+/// (lmn_q8_1_oct), where one warp a block did them one after another: a row has one block, so
+/// those chains were most of its time. LUMINAL_CUDA_ROW_Q8_OCT=0: a warp a block (to compare).
+bool oct_quantize() { return env_switch_on("LUMINAL_CUDA_ROW_Q8_OCT"); }
+
+/// See gen_row_node's chunked form: loads read by the last pass alone kept in registers.
+bool prefetch_enabled() { return env_switch_on("LUMINAL_CUDA_ROW_PREFETCH"); }
+
 int pow2_ceil(int64_t x) {
   int p = 1;
   while (p < x && p < 1024)
@@ -187,6 +195,19 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
         g.T = t;
         g.K = static_cast<int>(kc);
         g.use_cache = true;
+        // A load the last pass alone reads (an RMSNorm's weight) is kept too where registers
+        // allow: it is then read before the reductions, not after them, and its latency hides
+        // behind theirs. LUMINAL_CUDA_ROW_PREFETCH=0: read where it is used (to compare).
+        for (int c = 0; c < nloads && passes > 0 && prefetch_enabled(); ++c) {
+          const int bytes = size_bytes(n.input_dtypes.at(c));
+          const int extra = std::max(1, v * bytes / 4);
+          if (g.cached[c] >= 0 || uses[c] != 1 || v * bytes > 16 ||
+              kc * (regs + extra) > kMaxCachedRegs ||
+              !aligned_chunks(g.views[c], static_cast<int>(D.size()) - 1, v))
+            continue;
+          g.cached[c] = ncached++;
+          regs += extra;
+        }
       }
     }
   }
@@ -411,12 +432,26 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
     const std::string nb = std::to_string(n.attrs.shape.back().as_const() / 32);
     body += "    __syncthreads();\n    {\n      const int lane = threadIdx.x & 31;\n";
     body += "      unsigned char* orow = out + (long long)row * " + nb + " * 36;\n";
-    body += "      for (int b = threadIdx.x >> 5; b < " + nb +
-            "; b += " + std::to_string(g.T / 32) + ")\n";
-    body += n.attrs.int_value == 1
-                ? "        lmn_q8_1_warp_to(lmn_rowq[b * 32 + lane], orow + b * 32, orow + " + nb +
-                      " * 32 + b * 4, lane);\n"
-                : "        lmn_q8_1_warp(lmn_rowq[b * 32 + lane], orow + b * 36, lane);\n";
+    if (oct_quantize()) {
+      // Four blocks a warp at a time, eight lanes a block (lmn_q8_1_oct: the same bytes).
+      body += "      for (int b0 = (threadIdx.x >> 5) * 4; b0 < " + nb +
+              "; b0 += " + std::to_string(g.T / 32 * 4) + ") {\n";
+      body += "        const int b = b0 + (lane >> 3);\n        const bool live = b < " + nb +
+              ";\n        const float4 v = live ? *reinterpret_cast<const float4*>(lmn_rowq + b * "
+              "32 + (lane & 7) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n";
+      body += n.attrs.int_value == 1
+                  ? "        lmn_q8_1_oct_to(v.x, v.y, v.z, v.w, orow + b * 32, orow + " + nb +
+                        " * 32 + b * 4, lane, live);\n"
+                  : "        lmn_q8_1_oct(v.x, v.y, v.z, v.w, orow + b * 36, lane, live);\n";
+      body += "      }\n";
+    } else {
+      body += "      for (int b = threadIdx.x >> 5; b < " + nb +
+              "; b += " + std::to_string(g.T / 32) + ")\n";
+      body += n.attrs.int_value == 1
+                  ? "        lmn_q8_1_warp_to(lmn_rowq[b * 32 + lane], orow + b * 32, orow + " +
+                        nb + " * 32 + b * 4, lane);\n"
+                  : "        lmn_q8_1_warp(lmn_rowq[b * 32 + lane], orow + b * 36, lane);\n";
+    }
     body += "    }\n";
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -88,21 +89,35 @@ TEST(CudaRowQ8Rules, ReplacesTheRowAndTheQuantize) {
   }
 }
 
+// Every form compiles: four blocks a warp or one (LUMINAL_CUDA_ROW_Q8_OCT), the norm's weight read
+// before the reduction or after it (LUMINAL_CUDA_ROW_PREFETCH); by default both are taken.
 TEST(CudaRowQ8Rules, KernelsCompileForSm90) {
   LUMINAL_REQUIRE_NVRTC();
   row_q8_on();
   testing::CudaRulesOnly rules;
   std::vector<std::string> sources;
-  for (bool split : {false, true})
-    for (int64_t k : {576, 4096})
-      for (bool bf16 : {false, true}) {
-        auto [l, n] =
-            testing::prefer_ops(norm_linear(1, k, DType::Q8_0, bf16), rules, row_q8_ops(split));
-        ASSERT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << " " << l.op_mix_string();
-        ASSERT_TRUE(testing::writes_layout(l, "cuda.RowQ8", split)) << k << " " << l.to_text();
-        for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{}))
-          sources.push_back(g.source);
-      }
+  for (bool on : {true, false}) {
+    const testing::EnvScope o("LUMINAL_CUDA_ROW_Q8_OCT", on ? "1" : "0");
+    const testing::EnvScope pf("LUMINAL_CUDA_ROW_PREFETCH", on ? "1" : "0");
+    for (bool split : {false, true})
+      for (int64_t k : {576, 4096})
+        for (bool bf16 : {false, true}) {
+          auto [l, n] =
+              testing::prefer_ops(norm_linear(1, k, DType::Q8_0, bf16), rules, row_q8_ops(split));
+          ASSERT_EQ(count_op(l, "cuda.RowQ8"), 1) << k << " " << l.op_mix_string();
+          ASSERT_TRUE(testing::writes_layout(l, "cuda.RowQ8", split)) << k << " " << l.to_text();
+          for (cuda::GeneratedKernel& g : cuda::generate_kernels(l, PlanSpec{})) {
+            if (g.source.find("lmn_row") == std::string::npos) continue;
+            const std::string body = g.source.substr(g.source.find("LMN_ENTRY(lmn_row)"));
+            EXPECT_EQ(body.find("lmn_q8_1_oct") != std::string::npos, on) << k << " " << body;
+            // The weight (in1) is read before the first reduction's butterfly when prefetched.
+            const size_t weight = body.find("in1 + "), shuffle = body.find("__shfl_xor_sync");
+            ASSERT_NE(weight, std::string::npos) << body;
+            EXPECT_EQ(weight < shuffle, on) << k << " " << body;
+            sources.push_back(g.source);
+          }
+        }
+  }
   testing::expect_compiles(sources, "a RowQ8 kernel");
 }
 
@@ -130,37 +145,62 @@ HostBuffer floats_of(DType t, int64_t n, uint64_t seed) {
   return b;
 }
 
+/// Element i of `b` (f32 or bf16) set to v.
+void poke(HostBuffer& b, int64_t i, float v) {
+  if (b.dtype == DType::F32) {
+    std::memcpy(b.bytes.data() + 4 * i, &v, 4);
+  } else {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    const uint16_t h = static_cast<uint16_t>(bits >> 16);
+    std::memcpy(b.bytes.data() + 2 * i, &h, 2);
+  }
+}
+
 // The fused kernel's output (through the GEMV that reads it) has the bits of the Row + QuantizeQ8
-// program's: the same f32 row, quantized by the same warp code.
+// program's: the same f32 row, quantized to the same bytes, whether a warp quantizes one block
+// or four at a time (LUMINAL_CUDA_ROW_Q8_OCT) and whether the norm's weight is read before the
+// reduction (LUMINAL_CUDA_ROW_PREFETCH). Each input has a block of zeros (the weight's block 2:
+// d = 0), a block of subnormals (block 3: 127 / amax overflows), and with three rows an infinity
+// in row 1 (its blocks NaN: the non-finite marker).
 TEST(CudaRowQ8, SameBitsAsTheRowAndTheQuantize) {
   LUMINAL_REQUIRE_GPU();
   row_q8_on();
   uint64_t seed = 10;
-  for (bool split : {false, true})
-    for (int64_t k : {576, 4096})
-      for (int64_t m : {1, 3})
-        for (bool bf16 : {false, true}) {
-          if (m > 1 && k == 576 && split) continue;  // (rows not 16-byte aligned)
-          const Graph g = norm_linear(m, k, DType::Q8_0, bf16);
-          auto [fused, a] = testing::prefer_ops(g, testing::gpu(), row_q8_ops(split));
-          auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(split));
-          const std::string at = std::string(split ? "split" : "plain") + " k " +
-                                 std::to_string(k) + " m " + std::to_string(m) +
-                                 (bf16 ? " bf16" : " f32");
-          ASSERT_EQ(count_op(fused, "cuda.RowQ8"), 1) << at << " " << fused.op_mix_string();
-          ASSERT_TRUE(testing::writes_layout(fused, "cuda.RowQ8", split))
-              << at << " " << fused.to_text();
-          ASSERT_EQ(count_op(plain, "cuda.RowQ8"), 0) << at << " " << plain.op_mix_string();
-          const DType xt = bf16 ? DType::BF16 : DType::F32;
-          HostBuffer wb{DType::Q8_0, random_bytes(DType::Q8_0, 40 * k, ++seed)};
-          const testing::BufferMap in{
-              {"x", floats_of(xt, m * k, ++seed)}, {"g", floats_of(xt, k, ++seed)}, {"w", wb}};
-          testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
-          testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
-          EXPECT_EQ(testing::run_plan(pa, in, {}).outputs.at("y").bytes,
-                    testing::run_plan(pb, in, {}).outputs.at("y").bytes)
-              << at;
-        }
+  for (const char* oct : {"1", "0"})
+    for (const char* prefetch : {"1", "0"})
+      for (bool split : {false, true})
+        for (int64_t k : {576, 4096})
+          for (int64_t m : {1, 3})
+            for (bool bf16 : {false, true}) {
+              if (m > 1 && k == 576 && split) continue;  // (rows not 16-byte aligned)
+              const testing::EnvScope o("LUMINAL_CUDA_ROW_Q8_OCT", oct);
+              const testing::EnvScope pf("LUMINAL_CUDA_ROW_PREFETCH", prefetch);
+              const Graph g = norm_linear(m, k, DType::Q8_0, bf16);
+              auto [fused, a] = testing::prefer_ops(g, testing::gpu(), row_q8_ops(split));
+              auto [plain, b] = testing::prefer_ops(g, testing::gpu(), unfused_ops(split));
+              const std::string at = std::string("oct ") + oct + " prefetch " + prefetch +
+                                     (split ? " split" : " plain") + " k " + std::to_string(k) +
+                                     " m " + std::to_string(m) + (bf16 ? " bf16" : " f32");
+              ASSERT_EQ(count_op(fused, "cuda.RowQ8"), 1) << at << " " << fused.op_mix_string();
+              ASSERT_TRUE(testing::writes_layout(fused, "cuda.RowQ8", split))
+                  << at << " " << fused.to_text();
+              ASSERT_EQ(count_op(plain, "cuda.RowQ8"), 0) << at << " " << plain.op_mix_string();
+              const DType xt = bf16 ? DType::BF16 : DType::F32;
+              HostBuffer wb{DType::Q8_0, random_bytes(DType::Q8_0, 40 * k, ++seed)};
+              HostBuffer xb = floats_of(xt, m * k, ++seed), gb = floats_of(xt, k, ++seed);
+              for (int64_t i = 64; i < 96; ++i)
+                poke(gb, i, 0.0f);
+              for (int64_t i = 96; i < 128; ++i)
+                poke(gb, i, 1e-39f * static_cast<float>(i - 95));
+              if (m > 1) poke(xb, k + 5, std::numeric_limits<float>::infinity());
+              const testing::BufferMap in{{"x", xb}, {"g", gb}, {"w", wb}};
+              testing::LoadedPlan pa = testing::load_plan(testing::gpu(), fused);
+              testing::LoadedPlan pb = testing::load_plan(testing::gpu(), plain);
+              EXPECT_EQ(testing::run_plan(pa, in, {}).outputs.at("y").bytes,
+                        testing::run_plan(pb, in, {}).outputs.at("y").bytes)
+                  << at;
+            }
 }
 
 }  // namespace
