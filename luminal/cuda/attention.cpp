@@ -237,13 +237,53 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                         std::max(1, std::min(kMaxUnroll, 16 / std::max(DU, NU))), 1, kMaxUnroll);
   const std::string Us = std::to_string(U);
   const std::string C = literal(DType::F32, I[static_cast<size_t>(f.on.c)].value, 0);
+  // The rows of block b: rows_tab[b * G + g] (row-major over the row axes: the group axes'
+  // indices g, the others' b, each in axis order).
+  std::string tab = "static __device__ const int LMN_ENTRY(lmn_att_rows)[] = {";
+  bool identity = true;
+  {
+    std::vector<int64_t> idx(f.row_dims.size(), 0);
+    std::vector<std::vector<int64_t>> by_block(static_cast<size_t>(f.B * f.G / group));
+    for (int64_t r = 0; r < f.rows; ++r) {
+      int64_t b = 0;
+      for (size_t ax = 0; ax < f.row_dims.size(); ++ax)
+        if (!f.group_axis[ax]) b = b * f.row_dims[ax] + idx[ax];
+      by_block[static_cast<size_t>(b)].push_back(r);
+      for (size_t ax = f.row_dims.size(); ax-- > 0;) {
+        if (++idx[ax] < f.row_dims[ax]) break;
+        idx[ax] = 0;
+      }
+    }
+    bool first = true;
+    int64_t at = 0;
+    for (const std::vector<int64_t>& rs : by_block) {
+      if (static_cast<int64_t>(rs.size()) != group)
+        throw Error("cuda.Attention: a block's rows are not one query group");
+      for (int64_t r : rs) {
+        tab += (first ? "" : ", ") + std::to_string(r);
+        first = false;
+        identity = identity && r == at++;
+      }
+    }
+  }
+  tab += "};\n";
+  // Row j of the table is j where the blocks take the rows in order (the 8B's query heads): the
+  // index itself then, not a load from global memory that every other load of the kernel waits
+  // for.
+  // LUMINAL_CUDA_ATTENTION_EARLY=0: the table always, and the merge's loads where they are used
+  // (the forms before 2026-12-07, to compare).
+  const bool early = env_switch_on("LUMINAL_CUDA_ATTENTION_EARLY");
+  identity = identity && early;
+  if (identity) tab.clear();
+  auto rows_at = [&](const std::string& j) {
+    return identity ? "(" + j + ")" : "LMN_ENTRY(lmn_att_rows)[" + j + "]";
+  };
   // The store of output e of query head g: its value, or (cuda.AttentionQ8) the warp's 32
   // consecutive outputs of one head as a Q8_1 block with QuantizeQ8's warp code (n a multiple of
   // 32, so the loop below gives a warp 32 outputs of one head; int_value 1: the split layout of
   // rows of the quantize's length).
   const bool q8 = n.attrs.dtype == DType::Q8_1;
-  const std::string out_at =
-      "(" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * " + ns + " + e";
+  const std::string out_at = "(" + Is + ")" + rows_at("b * " + Gs + " + g") + " * " + ns + " + e";
   const std::string q8_store =
       q8 ? q8_1_store_value(n, "st_f32(A / S)", out_at, "(int)(threadIdx.x & 31)", "    ")
          : "    out[" + out_at + "] = st_" + dtype_tag(n.attrs.dtype) + "(A / S);";
@@ -263,34 +303,6 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
         indent + "}",
     });
   };
-
-  // The rows of block b: rows_tab[b * G + g] (row-major over the row axes: the group axes'
-  // indices g, the others' b, each in axis order).
-  std::string tab = "static __device__ const int LMN_ENTRY(lmn_att_rows)[] = {";
-  {
-    std::vector<int64_t> idx(f.row_dims.size(), 0);
-    std::vector<std::vector<int64_t>> by_block(static_cast<size_t>(f.B * f.G / group));
-    for (int64_t r = 0; r < f.rows; ++r) {
-      int64_t b = 0;
-      for (size_t ax = 0; ax < f.row_dims.size(); ++ax)
-        if (!f.group_axis[ax]) b = b * f.row_dims[ax] + idx[ax];
-      by_block[static_cast<size_t>(b)].push_back(r);
-      for (size_t ax = f.row_dims.size(); ax-- > 0;) {
-        if (++idx[ax] < f.row_dims[ax]) break;
-        idx[ax] = 0;
-      }
-    }
-    bool first = true;
-    for (const std::vector<int64_t>& rs : by_block) {
-      if (static_cast<int64_t>(rs.size()) != group)
-        throw Error("cuda.Attention: a block's rows are not one query group");
-      for (int64_t r : rs) {
-        tab += (first ? "" : ", ") + std::to_string(r);
-        first = false;
-      }
-    }
-  }
-  tab += "};\n";
 
   std::string body;
   std::string pre;  // offsets computed once per thread
@@ -337,14 +349,14 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "  const unsigned rank = lmn_cluster_rank();",
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int b = (int)(blockIdx.x / " + CLs + ");",
-      "  const " + Is + " r0 = LMN_ENTRY(lmn_att_rows)[b * " + Gs + "];",
+      "  const " + Is + " r0 = " + rows_at("b * " + Gs) + ";",
   });
   body += pre;
   body += lines({
       "  float qv[" + Gs + "][" + DUs + "];",
       "#pragma unroll",
       "  for (int g = 0; g < " + Gs + "; ++g) {",
-      "    const " + Is + " rq = LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g];",
+      "    const " + Is + " rq = " + rows_at("b * " + Gs + " + g") + ";",
   });
   {
     std::string qo;
@@ -390,8 +402,8 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
           "      if (in) {",
           "#pragma unroll",
           "        for (int g = 0; g < " + Gs + "; ++g) {",
-          "          const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs +
-              " + g] * L + l;",
+          "          const " + Is + " i = (" + Is + ")" + rows_at("b * " + Gs + " + g") +
+              " * L + l;",
           with_prefix(xload, xd) + "        }",
           "      }",
       });
@@ -431,7 +443,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "#pragma unroll",
       "    for (int g = 0; g < " + Gs + "; ++g) {",
       "      const float dot = dots[uu][g];",
-      "      const " + Is + " i = (" + Is + ")LMN_ENTRY(lmn_att_rows)[b * " + Gs + " + g] * L + l;",
+      "      const " + Is + " i = (" + Is + ")" + rows_at("b * " + Gs + " + g") + " * L + l;",
       "      {",
   });
   body += xcode;
@@ -468,6 +480,36 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
     }
     body += "    }\n";
   }
+  // The cluster's merge of each output: every block's three values loaded before any is used,
+  // so the loads from the other blocks' shared memory are in flight together, not one latency
+  // after another (or, LUMINAL_CUDA_ATTENTION_EARLY=0, loaded where used).
+  std::string merge =
+      early
+          ? lines({"    double ms[" + CLs + "], ss[" + CLs + "], as[" + CLs +
+                       "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
+                   "#pragma unroll", "    for (unsigned c = 0; c < " + CLs + "; ++c) {",
+                   "      ms[c] = __longlong_as_double((long long)lmn_cluster_ld(&bm[g], c));",
+                   "      ss[c] = __longlong_as_double((long long)lmn_cluster_ld(&bs[g], c));",
+                   "      as[c] = __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c));",
+                   "    }", "#pragma unroll",
+                   "    for (unsigned c = 0; c < " + CLs + "; ++c) M = fmax(M, ms[c]);",
+                   "    double S = 0.0, A = 0.0;", "    if (M != __int_as_float(0xff800000)) {",
+                   "#pragma unroll", "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
+                   "        const double a = exp2((ms[c] - M) * (double)" + C + ");",
+                   "        S += ss[c] * a;", "        A += as[c] * a;", "      }", "    }"})
+          : lines({"    double ms[" + CLs +
+                       "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
+                   "#pragma unroll", "    for (unsigned c = 0; c < " + CLs + "; ++c) {",
+                   "      ms[c] = __longlong_as_double((long long)lmn_cluster_ld(&bm[g], c));",
+                   "      M = fmax(M, ms[c]);", "    }", "    double S = 0.0, A = 0.0;",
+                   "    if (M != __int_as_float(0xff800000)) {", "#pragma unroll",
+                   "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
+                   "        const double a = exp2((ms[c] - M) * (double)" + C + ");",
+                   "        S += __longlong_as_double((long long)lmn_cluster_ld(&bs[g], c)) * a;",
+                   "        A += __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c)) * "
+                   "a;",
+                   "      }", "    }"});
+  merge.pop_back();  // (lines() ends each entry with a newline; the body's list adds one)
   body += lines({
       "  }",
       // The warps' partial sums, then the block's (in warp order, in double).
@@ -510,21 +552,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "  for (int o = (int)rank * " + std::to_string(kBlock) + " + threadIdx.x; o < " +
           std::to_string(f.G * f.n) + "; o += " + std::to_string(kBlock * kCluster) + ") {",
       "    const int g = o / " + ns + ", e = o % " + ns + ";",
-      "    double ms[" + CLs + "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
-      "#pragma unroll",
-      "    for (unsigned c = 0; c < " + CLs + "; ++c) {",
-      "      ms[c] = __longlong_as_double((long long)lmn_cluster_ld(&bm[g], c));",
-      "      M = fmax(M, ms[c]);",
-      "    }",
-      "    double S = 0.0, A = 0.0;",
-      "    if (M != __int_as_float(0xff800000)) {",
-      "#pragma unroll",
-      "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
-      "        const double a = exp2((ms[c] - M) * (double)" + C + ");",
-      "        S += __longlong_as_double((long long)lmn_cluster_ld(&bs[g], c)) * a;",
-      "        A += __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c)) * a;",
-      "      }",
-      "    }",
+      merge,
       q8_store,
       "  }",
       "  lmn_cluster_sync();",

@@ -84,27 +84,32 @@ TEST_F(CudaAttentionHost, OfferedForDecodeAttentionAndCompiles) {
 }
 
 /// The kernel's variants (attention.cpp's switches): the query heads a cluster takes, the keys a
-/// warp has in flight, and the next keys' loads issued before the running sums (nullptr: the
-/// default, on) or after ("0").
+/// warp has in flight, the next keys' loads issued before the running sums (nullptr: the
+/// default, on) or after ("0"), and the block's rows as their index where the table is the
+/// identity and the cluster merge's loads issued together (nullptr: on) or neither ("0").
 struct Variant {
   const char* group;
   const char* keys;
   const char* prefetch;
+  const char* early;
 };
-const Variant kVariants[] = {
-    {nullptr, nullptr, nullptr}, {"1", nullptr, "0"}, {"2", "8", nullptr}, {"1", "1", "0"}};
+const Variant kVariants[] = {{nullptr, nullptr, nullptr, nullptr},
+                             {"1", nullptr, "0", nullptr},
+                             {"2", "8", nullptr, "0"},
+                             {"1", "1", "0", "0"}};
 
 std::string describe(const Variant& v) {
   return std::string("group ") + (v.group ? v.group : "-") + " keys " + (v.keys ? v.keys : "-") +
-         " prefetch " + (v.prefetch ? v.prefetch : "-");
+         " prefetch " + (v.prefetch ? v.prefetch : "-") + " early " + (v.early ? v.early : "-");
 }
 
 struct VariantScope {
   explicit VariantScope(const Variant& v)
       : group("LUMINAL_CUDA_ATTENTION_GROUP", v.group),
         keys("LUMINAL_CUDA_ATTENTION_KEYS", v.keys),
-        prefetch("LUMINAL_CUDA_ATTENTION_PREFETCH", v.prefetch) {}
-  testing::EnvScope group, keys, prefetch;
+        prefetch("LUMINAL_CUDA_ATTENTION_PREFETCH", v.prefetch),
+        early("LUMINAL_CUDA_ATTENTION_EARLY", v.early) {}
+  testing::EnvScope group, keys, prefetch, early;
 };
 
 // Each variant's kernels compile for every case, and the switches change what they say: a
@@ -136,6 +141,12 @@ TEST_F(CudaAttentionHost, EveryVariantCompiles) {
     const std::string keys = std::string("float kr[") + (v.keys ? v.keys : "4") + "][4]";
     EXPECT_NE(kernel.find(keys), std::string::npos) << describe(v);
     EXPECT_EQ(kernel.find("float kn[") != std::string::npos, v.prefetch == nullptr) << describe(v);
+    EXPECT_EQ(kernel.find("ss[c] = ") != std::string::npos, v.early == nullptr) << describe(v);
+    // The 8B's blocks take the query heads in order: no table by default.
+    if (v.early != nullptr || v.group == nullptr) {
+      EXPECT_EQ(kernel.find("lmn_att_rows") == std::string::npos, v.early == nullptr)
+          << describe(v);
+    }
   }
   testing::expect_compiles(sources, whats);
 }
