@@ -480,6 +480,23 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
     }
     body += "    }\n";
   }
+  // A warp's 32 outputs are of one query head where n is a multiple of 32, so the merges' weights
+  // (exp2 in double of a partial max less the head's max: one a warp, one a block) are the same for
+  // all 32: lane w computes weight w and the others take it by shuffle (the same values, one exp2
+  // a lane instead of 8). Off with LUMINAL_CUDA_ATTENTION_EARLY=0.
+  const bool shared_weights = early && f.n % 32 == 0 && kWarps <= 32 && kCluster <= 32;
+  const std::string warp_weights =
+      shared_weights ? "      const double aw = lane < " + Ws + " ? exp2((double)(wm[lane < " + Ws +
+                           " ? lane : 0][g] - M) * (double)" + C + ") : 0.0;"
+                     : std::string("      // (each weight where it is used)");
+  std::string block_weights = shared_weights
+                                  ? lines({"      double mc = 0.0;", "#pragma unroll",
+                                           "      for (unsigned c = 0; c < " + CLs +
+                                               "; ++c) if (lane == (int)c) mc = ms[c];",
+                                           "      const double ac = lane < " + CLs +
+                                               " ? exp2((mc - M) * (double)" + C + ") : 0.0;"})
+                                  : std::string("      // (each weight where it is used)\n");
+  block_weights.pop_back();  // (the list below ends each entry with a newline)
   // The cluster's merge of each output: every block's three values loaded before any is used,
   // so the loads from the other blocks' shared memory are in flight together, not one latency
   // after another (or, LUMINAL_CUDA_ATTENTION_EARLY=0, loaded where used).
@@ -494,8 +511,12 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                    "    }", "#pragma unroll",
                    "    for (unsigned c = 0; c < " + CLs + "; ++c) M = fmax(M, ms[c]);",
                    "    double S = 0.0, A = 0.0;", "    if (M != __int_as_float(0xff800000)) {",
-                   "#pragma unroll", "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
-                   "        const double a = exp2((ms[c] - M) * (double)" + C + ");",
+                   block_weights, "#pragma unroll",
+                   "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
+                   "        const double a = " +
+                       (shared_weights ? std::string("__shfl_sync(0xffffffffu, ac, c)")
+                                       : "exp2((ms[c] - M) * (double)" + C + ")") +
+                       ";",
                    "        S += ss[c] * a;", "        A += as[c] * a;", "      }", "    }"})
           : lines({"    double ms[" + CLs +
                        "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
@@ -534,9 +555,13 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "    for (int w = 0; w < " + Ws + "; ++w) M = fmaxf(M, wm[w][g]);",
       "    double S = 0.0, A = 0.0;",
       "    if (M != __int_as_float(0xff800000)) {",
+      warp_weights,
       "#pragma unroll",
       "      for (int w = 0; w < " + Ws + "; ++w) {",
-      "        const double a = exp2((double)(wm[w][g] - M) * (double)" + C + ");",
+      "        const double a = " +
+          (shared_weights ? "__shfl_sync(0xffffffffu, aw, w)"
+                          : "exp2((double)(wm[w][g] - M) * (double)" + C + ")") +
+          ";",
       "        S += (double)ws[w][g] * a;",
       "        A += (double)wacc[w][g][e] * a;",
       "      }",

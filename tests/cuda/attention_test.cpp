@@ -142,6 +142,11 @@ TEST_F(CudaAttentionHost, EveryVariantCompiles) {
     EXPECT_NE(kernel.find(keys), std::string::npos) << describe(v);
     EXPECT_EQ(kernel.find("float kn[") != std::string::npos, v.prefetch == nullptr) << describe(v);
     EXPECT_EQ(kernel.find("ss[c] = ") != std::string::npos, v.early == nullptr) << describe(v);
+    // Each merge weight computed by one lane and shuffled to the warp's other 31.
+    EXPECT_EQ(kernel.find("__shfl_sync(0xffffffffu, aw, w)") != std::string::npos &&
+                  kernel.find("__shfl_sync(0xffffffffu, ac, c)") != std::string::npos,
+              v.early == nullptr)
+        << describe(v);
     // The 8B's blocks take the query heads in order: no table by default.
     if (v.early != nullptr || v.group == nullptr) {
       EXPECT_EQ(kernel.find("lmn_att_rows") == std::string::npos, v.early == nullptr)
