@@ -347,7 +347,11 @@ std::string Codegen::params(bool restrict_ptrs) const {
 
 std::string Codegen::dims_prologue(const std::string& before_wait) const {
   // (the dims are copied before the graph launches, so reading them before the wait is safe)
-  std::string s = before_wait.empty() ? "  lmn_pdl();\n" : "";
+  // LUMINAL_CUDA_DIMS_EARLY=1 (opt-in, not yet timed on a GPU): every kernel reads its dims
+  // before the wait, so a dim's load (the attention's context length ahead of its K/V loads)
+  // overlaps the kernel before instead of following it.
+  const bool early = !before_wait.empty() || env_opt_in("LUMINAL_CUDA_DIMS_EARLY");
+  std::string s = early ? "" : "  lmn_pdl();\n";
   for (int d : used_)
     s += "  const " + idx_ + " d" + std::to_string(d) + " = (" + idx_ + ")dims[" +
          std::to_string(d) + "];\n";
@@ -358,7 +362,7 @@ std::string Codegen::dims_prologue(const std::string& before_wait) const {
          "> out{lmn_out, in" + std::to_string(node_.inputs.size() + 1) + ", (long long)(" +
          scatter_count_ + ")};\n";
   }
-  if (!before_wait.empty()) s += before_wait + "  lmn_pdl();\n";
+  if (early) s += before_wait + "  lmn_pdl();\n";
   return s;
 }
 

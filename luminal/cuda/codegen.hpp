@@ -86,7 +86,8 @@ class Codegen {
   /// programmatic dependency, then let the next one launch), then every dim the kernel used
   /// loaded into locals (call after generating the body). With `before_wait`: the dims first,
   /// then those statements, then lmn_pdl(): work that needs no earlier kernel's result (an L2
-  /// prefetch, a hint that is safe over any bytes) overlaps the kernel before.
+  /// prefetch, a hint that is safe over any bytes) overlaps the kernel before. With
+  /// LUMINAL_CUDA_DIMS_EARLY=1 the dims come before lmn_pdl() in every kernel.
   std::string dims_prologue(const std::string& before_wait = "") const;
   /// The translation unit: prelude + `kernels` text.
   static std::string unit(const std::string& kernels);

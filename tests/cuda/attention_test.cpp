@@ -187,6 +187,31 @@ TEST(CudaAttentionSwitch, OnByDefaultOffWithZero) {
 // By default a cluster takes the most query heads of a KV head that still give 64 blocks
 // (attention.cpp's block_group): all 4 of the 8B's 8 KV heads (8 clusters of 8 blocks), one of
 // SmolLM2's 3 (3 KV heads: 9 clusters, not 3); LUMINAL_CUDA_ATTENTION_GROUP caps it instead.
+// LUMINAL_CUDA_DIMS_EARLY=1 (codegen.cpp, opt-in): the kernel reads its dims (the context length)
+// before it waits for the kernel before it, and still compiles; by default after.
+TEST_F(CudaAttentionHost, DimsReadBeforeTheWaitWithTheSwitch) {
+  testing::CudaRulesOnly rules;
+  const Graph g = decode_step(8, 4, 128, DType::BF16);
+  const LlirGraph l = testing::prefer_ops(g, rules, is_attention).first;
+  for (const char* early : {"1", "0"}) {
+    const testing::EnvScope on("LUMINAL_CUDA_DIMS_EARLY", early);
+    std::vector<std::string> src, what;
+    testing::add_kernels(l, testing::spec_of(g.dim_facts()), src, what);
+    int checked = 0;
+    for (const std::string& k : src) {
+      const size_t entry = k.find("LMN_ENTRY(lmn_attention)");
+      if (entry == std::string::npos) continue;
+      const size_t dims = k.find("dims[0]", entry), wait = k.find("lmn_pdl();", entry);
+      ASSERT_NE(dims, std::string::npos) << k;
+      ASSERT_NE(wait, std::string::npos) << k;
+      EXPECT_EQ(dims < wait, std::string(early) == "1") << k;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 1);
+    testing::expect_compiles(src, what);
+  }
+}
+
 TEST_F(CudaAttentionHost, AClusterTakesFewerHeadsWhereAllWouldGiveTooFewBlocks) {
   testing::CudaRulesOnly rules;
   auto heads = [&](const Graph& g) {
