@@ -484,53 +484,41 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   // (exp2 in double of a partial max less the head's max: one a warp, one a block) are the same for
   // all 32: lane w computes weight w and the others take it by shuffle (the same values, one exp2
   // a lane instead of 8). Off with LUMINAL_CUDA_ATTENTION_EARLY=0.
-  const bool shared_weights = early && f.n % 32 == 0 && kWarps <= 32 && kCluster <= 32;
+  static_assert(kWarps <= 32 && kCluster <= 32, "a lane a weight");
+  const bool shared_weights = early && f.n % 32 == 0;
   const std::string warp_weights =
       shared_weights ? "      const double aw = lane < " + Ws + " ? exp2((double)(wm[lane < " + Ws +
                            " ? lane : 0][g] - M) * (double)" + C + ") : 0.0;"
                      : std::string("      // (each weight where it is used)");
-  std::string block_weights = shared_weights
-                                  ? lines({"      double mc = 0.0;", "#pragma unroll",
-                                           "      for (unsigned c = 0; c < " + CLs +
-                                               "; ++c) if (lane == (int)c) mc = ms[c];",
-                                           "      const double ac = lane < " + CLs +
-                                               " ? exp2((mc - M) * (double)" + C + ") : 0.0;"})
-                                  : std::string("      // (each weight where it is used)\n");
-  block_weights.pop_back();  // (the list below ends each entry with a newline)
-  // The cluster's merge of each output: every block's three values loaded before any is used,
-  // so the loads from the other blocks' shared memory are in flight together, not one latency
-  // after another (or, LUMINAL_CUDA_ATTENTION_EARLY=0, loaded where used).
-  std::string merge =
-      early
-          ? lines({"    double ms[" + CLs + "], ss[" + CLs + "], as[" + CLs +
-                       "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
-                   "#pragma unroll", "    for (unsigned c = 0; c < " + CLs + "; ++c) {",
-                   "      ms[c] = __longlong_as_double((long long)lmn_cluster_ld(&bm[g], c));",
-                   "      ss[c] = __longlong_as_double((long long)lmn_cluster_ld(&bs[g], c));",
-                   "      as[c] = __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c));",
-                   "    }", "#pragma unroll",
-                   "    for (unsigned c = 0; c < " + CLs + "; ++c) M = fmax(M, ms[c]);",
-                   "    double S = 0.0, A = 0.0;", "    if (M != __int_as_float(0xff800000)) {",
-                   block_weights, "#pragma unroll",
-                   "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
-                   "        const double a = " +
-                       (shared_weights ? std::string("__shfl_sync(0xffffffffu, ac, c)")
-                                       : "exp2((ms[c] - M) * (double)" + C + ")") +
-                       ";",
-                   "        S += ss[c] * a;", "        A += as[c] * a;", "      }", "    }"})
-          : lines({"    double ms[" + CLs +
-                       "], M = __longlong_as_double((long long)0xfff0000000000000ull);",
-                   "#pragma unroll", "    for (unsigned c = 0; c < " + CLs + "; ++c) {",
-                   "      ms[c] = __longlong_as_double((long long)lmn_cluster_ld(&bm[g], c));",
-                   "      M = fmax(M, ms[c]);", "    }", "    double S = 0.0, A = 0.0;",
-                   "    if (M != __int_as_float(0xff800000)) {", "#pragma unroll",
-                   "      for (unsigned c = 0; c < " + CLs + "; ++c) {",
-                   "        const double a = exp2((ms[c] - M) * (double)" + C + ");",
-                   "        S += __longlong_as_double((long long)lmn_cluster_ld(&bs[g], c)) * a;",
-                   "        A += __longlong_as_double((long long)lmn_cluster_ld(&bacc[g][e], c)) * "
-                   "a;",
-                   "      }", "    }"});
-  merge.pop_back();  // (lines() ends each entry with a newline; the body's list adds one)
+  // The cluster's merge of each output: with `early`, every block's three values loaded before
+  // any is used, so the loads from the other blocks' shared memory are in flight together, not
+  // one latency after another (LUMINAL_CUDA_ATTENTION_EARLY=0: each loaded where it is used).
+  auto cluster_ld = [](const std::string& at) {
+    return "__longlong_as_double((long long)lmn_cluster_ld(&" + at + ", c))";
+  };
+  const std::string over_c = "for (unsigned c = 0; c < " + CLs + "; ++c)";
+  std::string merge = "    double ms[" + CLs + "]" +
+                      (early ? ", ss[" + CLs + "], as[" + CLs + "]" : std::string()) +
+                      ", M = __longlong_as_double((long long)0xfff0000000000000ull);\n" +
+                      "#pragma unroll\n    " + over_c + " {\n      ms[c] = " + cluster_ld("bm[g]") +
+                      ";\n";
+  merge += early ? "      ss[c] = " + cluster_ld("bs[g]") +
+                       ";\n      as[c] = " + cluster_ld("bacc[g][e]") +
+                       ";\n    }\n#pragma unroll\n    " + over_c + " M = fmax(M, ms[c]);\n"
+                 : "      M = fmax(M, ms[c]);\n    }\n";
+  merge += "    double S = 0.0, A = 0.0;\n    if (M != __int_as_float(0xff800000)) {\n";
+  if (early)
+    merge += shared_weights
+                 ? "      double mc = 0.0;\n#pragma unroll\n      " + over_c +
+                       " if (lane == (int)c) mc = ms[c];\n      const double ac = lane < " + CLs +
+                       " ? exp2((mc - M) * (double)" + C + ") : 0.0;\n"
+                 : "      // (each weight where it is used)\n";
+  merge += "#pragma unroll\n      " + over_c + " {\n        const double a = " +
+           (shared_weights ? std::string("__shfl_sync(0xffffffffu, ac, c)")
+                           : "exp2((ms[c] - M) * (double)" + C + ")") +
+           ";\n        S += " + (early ? std::string("ss[c]") : cluster_ld("bs[g]")) +
+           " * a;\n        A += " + (early ? std::string("as[c]") : cluster_ld("bacc[g][e]")) +
+           " * a;\n      }\n    }";
   body += lines({
       "  }",
       // The warps' partial sums, then the block's (in warp order, in double).

@@ -127,24 +127,6 @@ std::vector<uint8_t> random_bytes(DType t, int64_t values, uint64_t seed) {
   return b;
 }
 
-HostBuffer floats_of(DType t, int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-2, 2);
-  HostBuffer b{t, std::vector<uint8_t>(static_cast<size_t>(n) * size_bytes(t))};
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = u(rng);
-    if (t == DType::F32) {
-      std::memcpy(b.bytes.data() + 4 * i, &v, 4);
-    } else {
-      uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      const uint16_t h = static_cast<uint16_t>(bits >> 16);
-      std::memcpy(b.bytes.data() + 2 * i, &h, 2);
-    }
-  }
-  return b;
-}
-
 /// Element i of `b` (f32 or bf16) set to v.
 void poke(HostBuffer& b, int64_t i, float v) {
   if (b.dtype == DType::F32) {
@@ -155,6 +137,16 @@ void poke(HostBuffer& b, int64_t i, float v) {
     const uint16_t h = static_cast<uint16_t>(bits >> 16);
     std::memcpy(b.bytes.data() + 2 * i, &h, 2);
   }
+}
+
+/// n values uniform in [-2, 2) of dtype t (f32 or bf16, truncated).
+HostBuffer floats_of(DType t, int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  HostBuffer b{t, std::vector<uint8_t>(static_cast<size_t>(n) * size_bytes(t))};
+  for (int64_t i = 0; i < n; ++i)
+    poke(b, i, u(rng));
+  return b;
 }
 
 // The fused kernel's output (through the GEMV that reads it) has the bits of the Row + QuantizeQ8
