@@ -8,7 +8,7 @@
 // e = exp2((x + m * -1) * C) with C > 0, its row sum s), whose result is e * (1 / s) (optionally
 // cast to another float dtype). Rows whose K and V views step by 0 (a KV head's query heads, the
 // group G, at most 8) share a block's reads; the other row axes (B blocks' worth) each get a
-// cluster of kCluster blocks. Block q of a cluster takes keys l = q * W + w, + kCluster * W, ...
+// cluster of CL blocks (cluster_size). Block q of a cluster takes keys l = q * W + w, + CL * W, ...
 // (warp w of W), U keys a warp at once (up to 8, fewer for wide heads): the lanes load the U K
 // rows (d elements, lane t taking t, t + 32, ...) and V rows, each query head's score of each key
 // is a dot product over the lanes (warp butterflies, all U * G of them before the running sums),
@@ -59,7 +59,7 @@ const OpDef kAttentionQ8{.name = "cuda.AttentionQ8", .seed_cost = 1.45};
 constexpr int kWarps = 8;
 constexpr int kMaxUnroll = 8;  // keys a warp loads before it takes them in (fewer for wide heads)
 constexpr int kBlock = 32 * kWarps;
-constexpr int kCluster = 8;
+constexpr int kMaxCluster = 8;
 constexpr int64_t kMaxGroup = 8;
 constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kMaxGroupOutputs = 1024;  // G * n: the block's partial sums in shared memory
@@ -181,6 +181,18 @@ View rows_view(const View& v, int q) {
   return r;
 }
 
+/// Blocks a cluster (the context split over them, merged through distributed shared memory):
+/// 8 by default. LUMINAL_CUDA_ATTENTION_CLUSTER=N (1, 2, 4 or 8) sets it: at a short context a
+/// block's warps hold few keys each (SmolLM2's 128 keys over 8 blocks of 8 warps: 2 a warp) and
+/// the two cluster barriers and the merge may cost more than the keys; with 1 there is no cluster
+/// (the block's merge stores the outputs).
+int cluster_size() {
+  const int c = env_int("LUMINAL_CUDA_ATTENTION_CLUSTER", kMaxCluster, 1, kMaxCluster);
+  if (c != 1 && c != 2 && c != 4 && c != 8)
+    throw Error("LUMINAL_CUDA_ATTENTION_CLUSTER must be 1, 2, 4 or 8");
+  return c;
+}
+
 /// The query heads of a KV head one cluster takes (a divisor of G, the KV head's query heads; B:
 /// the clusters with all G). By default the most (each K and V row read once) that still give
 /// kMinBlocks blocks: with all G the SmolLM2 decode (G = 3, B = 3) gets 24 blocks, too few to
@@ -188,13 +200,13 @@ View rows_view(const View& v, int q) {
 /// (G = 4, B = 8) keeps its 64 (session 39, an H200, prefetching on: SmolLM2 q4_1 0.683 -> 0.660 ms
 /// at context 128 and 0.850 -> 0.754 at 1024; the 8B q4_0 with one a cluster 2.290 -> 2.352 and
 /// 2.539 -> 2.627). LUMINAL_CUDA_ATTENTION_GROUP=N (1..8) caps it instead.
-int64_t block_group(int64_t G, int64_t B) {
+int64_t block_group(int64_t G, int64_t B, int cluster) {
   constexpr int64_t kMinBlocks = 64;
   const int64_t cap = env_int("LUMINAL_CUDA_ATTENTION_GROUP", 0, 1, static_cast<int>(kMaxGroup));
   int64_t g = cap > 0 ? std::min(G, cap) : G;
   for (;; --g) {
     if (G % g != 0) continue;
-    if (cap > 0 || g == 1 || B * (G / g) * kCluster >= kMinBlocks) return g;
+    if (cap > 0 || g == 1 || B * (G / g) * cluster >= kMinBlocks) return g;
   }
 }
 
@@ -213,7 +225,8 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
                 "KV head, head dims at most 256)");
   // A cluster takes G query heads of one KV head (block_group): the group's rows split in parts.
   const int64_t group = form->G;
-  form->G = block_group(group, form->B);
+  const int CL = cluster_size();
+  form->G = block_group(group, form->B, CL);
   form->B *= group / form->G;
   const AttnForm& f = *form;
   const bool prefetch = prefetch_keys();
@@ -227,10 +240,9 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const DType qt = n.input_dtypes[f.j], kt = n.input_dtypes[f.kc], vt = n.input_dtypes[f.vc];
   const std::string Is = cg.idx();
   const int DU = static_cast<int>((f.d + 31) / 32), NU = static_cast<int>((f.n + 31) / 32);
-  const std::string Gs = std::to_string(f.G), Ws = std::to_string(kWarps),
-                    CLs = std::to_string(kCluster), ns = std::to_string(f.n),
-                    DUs = std::to_string(DU), NUs = std::to_string(NU),
-                    STs = std::to_string(kCluster * kWarps);
+  const std::string Gs = std::to_string(f.G), Ws = std::to_string(kWarps), CLs = std::to_string(CL),
+                    ns = std::to_string(f.n), DUs = std::to_string(DU), NUs = std::to_string(NU),
+                    STs = std::to_string(CL * kWarps);
   // keys a warp has in flight: up to 8, at most 16 registers of K and of V a lane
   // (LUMINAL_CUDA_ATTENTION_KEYS=1..8 sets it, for the A/Bs)
   const int U = env_int("LUMINAL_CUDA_ATTENTION_KEYS",
@@ -346,7 +358,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   const std::string x = "(float)v" + std::to_string(f.on.u);
 
   body += lines({
-      "  const unsigned rank = lmn_cluster_rank();",
+      CL > 1 ? "  const unsigned rank = lmn_cluster_rank();" : "  const unsigned rank = 0u;",
       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
       "  const int b = (int)(blockIdx.x / " + CLs + ");",
       "  const " + Is + " r0 = " + rows_at("b * " + Gs) + ";",
@@ -375,7 +387,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "    for (int u = 0; u < " + NUs + "; ++u) acc[g][u] = 0.0f;",
       "  }",
   });
-  const std::string step = std::to_string(kCluster * kWarps * U);
+  const std::string step = std::to_string(CL * kWarps * U);
   auto with_prefix = [](std::string text, const std::string& prefix) {
     for (size_t at = text.find("@X"); at != std::string::npos; at = text.find("@X", at))
       text.replace(at, 2, prefix);
@@ -484,7 +496,7 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   // (exp2 in double of a partial max less the head's max: one a warp, one a block) are the same for
   // all 32: lane w computes weight w and the others take it by shuffle (the same values, one exp2
   // a lane instead of 8). Off with LUMINAL_CUDA_ATTENTION_EARLY=0.
-  static_assert(kWarps <= 32 && kCluster <= 32, "a lane a weight");
+  static_assert(kWarps <= 32 && kMaxCluster <= 32, "a lane a weight");
   const bool shared_weights = early && f.n % 32 == 0;
   const std::string warp_weights =
       shared_weights ? "      const double aw = lane < " + Ws + " ? exp2((double)(wm[lane < " + Ws +
@@ -493,8 +505,9 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
   // The cluster's merge of each output: with `early`, every block's three values loaded before
   // any is used, so the loads from the other blocks' shared memory are in flight together, not
   // one latency after another (LUMINAL_CUDA_ATTENTION_EARLY=0: each loaded where it is used).
-  auto cluster_ld = [](const std::string& at) {
-    return "__longlong_as_double((long long)lmn_cluster_ld(&" + at + ", c))";
+  // (one block a cluster: its own shared memory)
+  auto cluster_ld = [&](const std::string& at) {
+    return CL > 1 ? "__longlong_as_double((long long)lmn_cluster_ld(&" + at + ", c))" : at;
   };
   const std::string over_c = "for (unsigned c = 0; c < " + CLs + "; ++c)";
   std::string merge = "    double ms[" + CLs + "]" +
@@ -560,24 +573,26 @@ KernelGen gen_attention(const LlirNode& n, const GenContext& ctx) {
       "      bs[g] = S;",
       "    }",
       "  }",
-      "  lmn_cluster_sync();",
+      CL > 1 ? "  lmn_cluster_sync();" : "  __syncthreads();",
       // The cluster's blocks in rank order; each block stores a share of the outputs.
       "  for (int o = (int)rank * " + std::to_string(kBlock) + " + threadIdx.x; o < " +
-          std::to_string(f.G * f.n) + "; o += " + std::to_string(kBlock * kCluster) + ") {",
+          std::to_string(f.G * f.n) + "; o += " + std::to_string(kBlock * CL) + ") {",
       "    const int g = o / " + ns + ", e = o % " + ns + ";",
       merge,
       q8_store,
       "  }",
-      "  lmn_cluster_sync();",
+      // (a block's shared memory stays until the cluster's other blocks have read it)
+      CL > 1 ? "  lmn_cluster_sync();" : "",
   });
   const std::string Lc = cg.c(L);
-  std::string k = tab + "extern \"C\" __global__ void __cluster_dims__(" + CLs +
-                  ", 1, 1) __launch_bounds__(" + std::to_string(kBlock) +
-                  ") LMN_ENTRY(lmn_attention)(" + cg.params() + ") {\n";
+  std::string k = tab + "extern \"C\" __global__ void " +
+                  (CL > 1 ? "__cluster_dims__(" + CLs + ", 1, 1) " : std::string()) +
+                  "__launch_bounds__(" + std::to_string(kBlock) + ") LMN_ENTRY(lmn_attention)(" +
+                  cg.params() + ") {\n";
   k += cg.dims_prologue() + "  const " + Is + " L = " + Lc + ";\n" + body + "}\n";
   KernelGen gen;
   gen.source = Codegen::unit(q8 ? quant_device_source() + k : k);
-  gen.launches.push_back(Launch{"lmn_attention", kBlock, {Expr(f.B * kCluster), 1, 1}});
+  gen.launches.push_back(Launch{"lmn_attention", kBlock, {Expr(f.B * CL), 1, 1}});
   const int64_t out_bytes =
       q8 ? f.n / 32 * block_bytes(DType::Q8_1) : f.n * size_bytes(n.attrs.dtype);
   gen.bytes = Expr(f.B) * L * Expr(f.d * size_bytes(kt) + f.n * size_bytes(vt)) +

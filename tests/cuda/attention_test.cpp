@@ -86,21 +86,25 @@ TEST_F(CudaAttentionHost, OfferedForDecodeAttentionAndCompiles) {
 /// The kernel's variants (attention.cpp's switches): the query heads a cluster takes, the keys a
 /// warp has in flight, the next keys' loads issued before the running sums (nullptr: the
 /// default, on) or after ("0"), and the block's rows as their index where the table is the
-/// identity and the cluster merge's loads issued together (nullptr: on) or neither ("0").
+/// identity and the cluster merge's loads issued together (nullptr: on) or neither ("0"), and the
+/// blocks a cluster (nullptr: 8).
 struct Variant {
   const char* group;
   const char* keys;
   const char* prefetch;
   const char* early;
+  const char* cluster;
 };
-const Variant kVariants[] = {{nullptr, nullptr, nullptr, nullptr},
-                             {"1", nullptr, "0", nullptr},
-                             {"2", "8", nullptr, "0"},
-                             {"1", "1", "0", "0"}};
+const Variant kVariants[] = {{nullptr, nullptr, nullptr, nullptr, nullptr},
+                             {"1", nullptr, "0", nullptr, "2"},
+                             {"2", "8", nullptr, "0", nullptr},
+                             {"1", "1", "0", "0", "4"},
+                             {nullptr, nullptr, nullptr, nullptr, "1"}};
 
 std::string describe(const Variant& v) {
   return std::string("group ") + (v.group ? v.group : "-") + " keys " + (v.keys ? v.keys : "-") +
-         " prefetch " + (v.prefetch ? v.prefetch : "-") + " early " + (v.early ? v.early : "-");
+         " prefetch " + (v.prefetch ? v.prefetch : "-") + " early " + (v.early ? v.early : "-") +
+         " cluster " + (v.cluster ? v.cluster : "-");
 }
 
 struct VariantScope {
@@ -108,8 +112,9 @@ struct VariantScope {
       : group("LUMINAL_CUDA_ATTENTION_GROUP", v.group),
         keys("LUMINAL_CUDA_ATTENTION_KEYS", v.keys),
         prefetch("LUMINAL_CUDA_ATTENTION_PREFETCH", v.prefetch),
-        early("LUMINAL_CUDA_ATTENTION_EARLY", v.early) {}
-  testing::EnvScope group, keys, prefetch, early;
+        early("LUMINAL_CUDA_ATTENTION_EARLY", v.early),
+        cluster("LUMINAL_CUDA_ATTENTION_CLUSTER", v.cluster) {}
+  testing::EnvScope group, keys, prefetch, early, cluster;
 };
 
 // Each variant's kernels compile for every case, and the switches change what they say: a
@@ -136,7 +141,14 @@ TEST_F(CudaAttentionHost, EveryVariantCompiles) {
     for (const std::string& k : src)
       if (k.find("lmn_attention") != std::string::npos) kernel = k;
     ASSERT_FALSE(kernel.empty()) << describe(v);
-    const std::string heads = std::string("float mx[") + (v.group ? v.group : "4") + "]";
+    // (all 4 of a KV head's query heads by default; one where the cluster is too small for all 4
+    // to give 64 blocks)
+    const bool small = v.cluster != nullptr && (*v.cluster == '1' || *v.cluster == '2');
+    const std::string heads = std::string("float mx[") +
+                              (v.group ? v.group
+                               : small ? "1"
+                                       : "4") +
+                              "]";
     EXPECT_NE(kernel.find(heads), std::string::npos) << describe(v);
     const std::string keys = std::string("float kr[") + (v.keys ? v.keys : "4") + "][4]";
     EXPECT_NE(kernel.find(keys), std::string::npos) << describe(v);
@@ -146,6 +158,14 @@ TEST_F(CudaAttentionHost, EveryVariantCompiles) {
     EXPECT_EQ(kernel.find("__shfl_sync(0xffffffffu, aw, w)") != std::string::npos &&
                   kernel.find("__shfl_sync(0xffffffffu, ac, c)") != std::string::npos,
               v.early == nullptr)
+        << describe(v);
+    // A cluster of 8 blocks by default (or the switch's), none with 1.
+    const std::string dims = std::string("void __cluster_dims__(") + (v.cluster ? v.cluster : "8");
+    EXPECT_EQ(kernel.find(dims) != std::string::npos, v.cluster == nullptr || *v.cluster != '1')
+        << describe(v);
+    EXPECT_EQ(kernel.find("void __cluster_dims__") == std::string::npos &&
+                  kernel.find("lmn_cluster_sync();") == std::string::npos,
+              v.cluster != nullptr && *v.cluster == '1')
         << describe(v);
     // The 8B's blocks take the query heads in order: no table by default.
     if (v.early != nullptr || v.group == nullptr) {
