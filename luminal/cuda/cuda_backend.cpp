@@ -103,6 +103,11 @@ void CudaBackend::upload(Buffer dst, uint64_t offset, const void* src, uint64_t 
 void CudaBackend::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue) {
   dev_->download(dst, src, offset, bytes, queue);
 }
+void CudaBackend::start_download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
+                                 Queue* queue) {
+  dev_->start_download(dst, src, offset, bytes, queue);
+}
+void CudaBackend::finish_download(Queue* queue) { dev_->finish_download(queue); }
 void CudaBackend::copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue) {
   dev_->copy(dst, src, bytes, queue);
 }

@@ -97,6 +97,11 @@ class CudaBackend final : public RegistryBackend {
   /// Waits for the queue, then checks its error word like sync().
   void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
                 Queue* queue = nullptr) override;
+  /// Into the queue's pinned read buffer with its error word, an event after them; the finish
+  /// waits for that event (not the stream), copies the bytes out and throws what the word says.
+  void start_download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
+                      Queue* queue = nullptr) override;
+  void finish_download(Queue* queue = nullptr) override;
   void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue = nullptr) override;
   /// Waits for the queue's stream; throws luminal::Error when one of its kernels reported a bad
   /// index since its last sync (a Gather index outside its data).

@@ -72,6 +72,8 @@ class Device {
   void release(Buffer b);
   void upload(Buffer dst, uint64_t offset, const void* src, uint64_t bytes, Queue* queue);
   void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue);
+  void start_download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue);
+  void finish_download(Queue* queue);
   void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue);
   void sync(Queue* queue);
   void check_external(const void* ptr, uint64_t bytes) const;

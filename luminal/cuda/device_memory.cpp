@@ -117,6 +117,14 @@ void Device::download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Qu
   q.check_error_word();
 }
 
+void Device::start_download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue) {
+  LUMINAL_ASSERT(offset + bytes <= src.bytes, "cuda: download past the end of a buffer");
+  CudaQueue& q = this->queue(queue);
+  q.start_read(dst, reinterpret_cast<CUdeviceptr>(src.ptr) + offset, bytes);
+}
+
+void Device::finish_download(Queue* queue) { this->queue(queue).finish_read(); }
+
 void Device::copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue) {
   LUMINAL_ASSERT(bytes <= dst.bytes && bytes <= src.bytes, "cuda: copy past the end of a buffer");
   if (!bytes || dst.ptr == src.ptr) return;

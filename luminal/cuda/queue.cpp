@@ -1,5 +1,8 @@
 #include "luminal/cuda/queue.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "luminal/core/error.hpp"
 
 namespace luminal::cuda {
@@ -25,9 +28,10 @@ CudaQueue::~CudaQueue() {
   cu.cuStreamSynchronize(stream);
   for (CUevent e : staging_done)
     if (e) cu.cuEventDestroy(e);
-  for (CUevent e : {waited_, signalled_, err_copied_})
+  for (CUevent e : {waited_, signalled_, err_copied_, read_done_})
     if (e) cu.cuEventDestroy(e);
   if (err_host_) cu.cuMemFreeHost(err_host_);
+  if (read_host_) cu.cuMemFreeHost(read_host_);
   if (staging_host) cu.cuMemFreeHost(staging_host);
   if (err) cu.cuMemFree(err);
   if (stream) cu.cuStreamDestroy(stream);
@@ -106,6 +110,49 @@ void CudaQueue::signal(CUstream other) {
     check(cu.cuEventRecord(err_copied_, stream), "cuEventRecord");
     err_pending_ = true;
   }
+}
+
+void CudaQueue::start_read(void* dst, CUdeviceptr src, uint64_t bytes) {
+  const CudaApi& cu = *dev.cu;
+  dev.bind_context();
+  finish_read();
+  if (kReadData + bytes > read_cap_) {
+    if (read_host_) check(cu.cuMemFreeHost(read_host_), "cuMemFreeHost (read)");
+    read_host_ = nullptr;
+    read_cap_ = 0;
+    void* p = nullptr;
+    const uint64_t cap = std::max<uint64_t>(4096, kReadData + bytes);
+    check(cu.cuMemAllocHost(&p, cap), "cuMemAllocHost (read)");
+    read_host_ = p;
+    read_cap_ = cap;
+  }
+  if (!read_done_) check(cu.cuEventCreate(&read_done_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  auto* host = static_cast<unsigned char*>(read_host_);
+  if (bytes)
+    check(cu.cuMemcpyDtoHAsync(host + kReadData, src, bytes, stream), "cuMemcpyDtoHAsync (read)");
+  check(cu.cuMemcpyDtoHAsync(host, err, sizeof(unsigned), stream),
+        "cuMemcpyDtoHAsync (error word)");
+  check(cu.cuEventRecord(read_done_, stream), "cuEventRecord");
+  read_dst_ = dst;
+  read_bytes_ = bytes;
+  read_pending_ = true;
+}
+
+void CudaQueue::finish_read() {
+  if (!read_pending_) return;
+  const CudaApi& cu = *dev.cu;
+  dev.bind_context();
+  read_pending_ = false;
+  check(cu.cuEventSynchronize(read_done_), "cuEventSynchronize (read)");
+  auto* host = static_cast<unsigned char*>(read_host_);
+  unsigned word = 0;
+  std::memcpy(&word, host, sizeof word);
+  if (word != 0) {
+    // (as check_error_word: cleared on the stream, behind the work already launched)
+    check(cu.cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
+    throw_error_word(word);
+  }
+  if (read_bytes_) std::memcpy(read_dst_, host + kReadData, read_bytes_);
 }
 
 }  // namespace luminal::cuda

@@ -48,12 +48,28 @@ struct CudaQueue final : Queue {
   /// `other`'s later work waits for what this queue has been given so far.
   void signal(CUstream other);
 
+  // A download that does not wait (CudaBackend::start_download / finish_download): the bytes
+  // and then the error word copied into pinned memory behind the work given so far, an event
+  // after them; finish_read() waits for that event alone, so the work launched after the start
+  // (the next decode step) keeps running. One in flight: a second start finishes the first.
+  void start_read(void* dst, CUdeviceptr src, uint64_t bytes);
+  void finish_read();
+
  private:
   /// Throws (and clears the word) when a signal()'s copy of the error word has landed nonzero.
   void check_copied_error_word();
   CUevent waited_ = nullptr, signalled_ = nullptr, err_copied_ = nullptr;
   unsigned* err_host_ = nullptr;  // pinned: the word as of the last signal()
   bool err_pending_ = false;      // a copy into err_host_ not yet read
+  // start_read's pinned buffer (the error word, then the bytes at kReadData), its event, and
+  // where finish_read() puts the bytes.
+  static constexpr uint64_t kReadData = 16;
+  void* read_host_ = nullptr;
+  uint64_t read_cap_ = 0;
+  CUevent read_done_ = nullptr;
+  void* read_dst_ = nullptr;
+  uint64_t read_bytes_ = 0;
+  bool read_pending_ = false;
 };
 
 }  // namespace luminal::cuda

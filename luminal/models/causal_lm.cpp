@@ -1,7 +1,9 @@
 #include "luminal/models/causal_lm.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "luminal/core/error.hpp"
 #include "luminal/io/safetensors.hpp"
@@ -30,6 +32,13 @@ class Steps {
   virtual void append_logits(std::vector<float>& out) = 0;
   /// The sampler's step counter (a model with the sampler).
   virtual void set_sampler_step(int64_t step) = 0;
+  /// Starts reading the last step's token; finish_token() returns it. A session's read waits
+  /// for that step alone, not for a step launched after the start.
+  virtual void start_token() = 0;
+  virtual int32_t finish_token() = 0;
+  /// A one-token step whose id is the last step's token, fed on the backend before the host has
+  /// read it (a copy on the device); `context` counts the tokens after it.
+  virtual void run_fed(int64_t context) = 0;
 };
 
 }  // namespace detail
@@ -37,6 +46,13 @@ class Steps {
 namespace {
 
 using detail::Steps;
+
+/// LUMINAL_DECODE_AHEAD=1: generate launches each decode step before the host reads the token
+/// it feeds (opt-in until a GPU has timed it; on the CPU a step finishes before it returns).
+bool decode_ahead() {
+  const char* v = std::getenv("LUMINAL_DECODE_AHEAD");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 // The fast path: handles and dim slots resolved once, so a step looks nothing up and allocates
 // nothing.
@@ -72,6 +88,17 @@ class SessionSteps final : public Steps {
     session_.read(logits_, out.data() + at, bytes);
   }
   void set_sampler_step(int64_t step) override { session_.write(step_, &step, sizeof step); }
+  void start_token() override { session_.start_read(token_, &read_, sizeof read_); }
+  int32_t finish_token() override {
+    session_.finish_read();
+    return read_;
+  }
+  void run_fed(int64_t context) override {
+    session_.copy_output_to_input(token_, ids_);
+    dims_[static_cast<size_t>(s_)] = 1;
+    dims_[static_cast<size_t>(c_)] = context;
+    session_.execute(std::span<const int64_t>(dims_));
+  }
 
  private:
   Session session_;
@@ -79,6 +106,7 @@ class SessionSteps final : public Steps {
   Session::OutputHandle token_, logits_;
   std::vector<int64_t> dims_;
   DimSlot s_, c_;
+  int32_t read_ = 0;  // start_token's (a stable address while the copy is in flight)
 };
 
 // The reference: the same graph by name (parity tests on tiny models).
@@ -98,10 +126,17 @@ class ReferenceSteps final : public Steps {
     out.insert(out.end(), l.begin(), l.end());
   }
   void set_sampler_step(int64_t step) override { rt_.set(step_, std::vector<int64_t>{step}); }
+  void start_token() override { read_ = token(); }
+  int32_t finish_token() override { return read_; }
+  void run_fed(int64_t context) override {
+    const int32_t id = token();
+    run(std::span<const int32_t>(&id, 1), context);
+  }
 
  private:
   ReferenceRuntime rt_;
   Tensor ids_, step_;
+  int32_t read_ = 0;  // start_token's
 };
 
 ModelFiles weights_only(const std::filesystem::path& path) {
@@ -317,7 +352,24 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
   // At most one token per free cache row, plus the last one (not fed): no reallocation below.
   out.tokens.reserve(std::min(static_cast<size_t>(max_new_tokens),
                               static_cast<size_t>(decoder_.shape.slots) - ids_.size() + 1));
-  int32_t next = steps_->token();
+  // Decoding ahead (LUMINAL_DECODE_AHEAD=1, greedy heads): the step that feeds token t is
+  // launched, with the token copied on the device, before the host reads token t, so the device
+  // runs it while the host waits for the copy, decodes text and checks the stops. Generation
+  // that stops at token t leaves that step's cache row past the context, where the next step
+  // writes again; the context (ids_) holds only the tokens that were to be fed. A sampler's
+  // state (its step counter, the tokens it has seen) is per fed token, so a head with a sampler
+  // takes the steps one after another.
+  const bool ahead_on = decode_ahead() && !has_sampler();
+  auto launch_ahead = [&](int t) {
+    if (!ahead_on || t + 1 >= max_new_tokens ||
+        ids_.size() + 1 > static_cast<size_t>(decoder_.shape.slots))
+      return false;
+    steps_->run_fed(static_cast<int64_t>(ids_.size()) + 1);
+    return true;
+  };
+  steps_->start_token();
+  bool ahead = launch_ahead(0);
+  int32_t next = steps_->finish_token();
   for (int t = 0;; ++t) {
     out.tokens.push_back(next);
     const bool eos =
@@ -344,10 +396,16 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
     if (on_token && !on_token(next, emit) && out.stop == Generation::Stop::MaxTokens)
       out.stop = Generation::Stop::Callback;
     if (out.stop != Generation::Stop::MaxTokens || t + 1 == max_new_tokens) break;
-    // The decode step: the step counter and the id by handle, a dims array, the id back.
-    if (has_sampler()) steps_->set_sampler_step(t + 1);
-    run(std::span<const int32_t>(&next, 1), nullptr);
-    next = steps_->token();
+    if (ahead) {
+      ids_.push_back(next);  // (the step launched ahead fed it)
+    } else {
+      // The decode step: the step counter and the id by handle, a dims array, the id back.
+      if (has_sampler()) steps_->set_sampler_step(t + 1);
+      run(std::span<const int32_t>(&next, 1), nullptr);
+    }
+    steps_->start_token();
+    ahead = launch_ahead(t + 1);
+    next = steps_->finish_token();
   }
   return out;
 }

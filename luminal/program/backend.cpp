@@ -52,6 +52,12 @@ Buffer Backend::wrap_host(const void*, uint64_t) { return {}; }
 
 void Backend::check_external(const void*, uint64_t) const {}
 
+void Backend::start_download(void* dst, Buffer src, uint64_t offset, uint64_t bytes, Queue* queue) {
+  download(dst, src, offset, bytes, queue);
+}
+
+void Backend::finish_download(Queue*) {}
+
 void Backend::wait_external(void*, Queue*) {}
 
 void Backend::signal_external(void*, Queue*) {}

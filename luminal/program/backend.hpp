@@ -161,6 +161,15 @@ class Backend {
   /// Waits for the work launched on `queue`, then copies bytes out of a buffer.
   virtual void download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
                         Queue* queue = nullptr) = 0;
+  /// download() without the wait: starts copying bytes out of a buffer into host memory at `dst`
+  /// once the work launched on `queue` so far has finished, and returns. finish_download() waits
+  /// for that copy alone (work launched after it may still run), then `dst` holds the bytes; it
+  /// throws an error a kernel before the copy reported. One download in flight a queue: a second
+  /// start finishes the first. `dst` must stay valid until then. The default downloads at once
+  /// (right for backends whose calls finish before they return: the CPU).
+  virtual void start_download(void* dst, Buffer src, uint64_t offset, uint64_t bytes,
+                              Queue* queue = nullptr);
+  virtual void finish_download(Queue* queue = nullptr);
   /// Copies between two buffers of this backend, ordered with the work launched on `queue`.
   virtual void copy(Buffer dst, Buffer src, uint64_t bytes, Queue* queue = nullptr) = 0;
   /// A buffer over host memory that kernels can read directly (zero-copy weights), or an empty

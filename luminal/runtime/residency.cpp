@@ -206,6 +206,31 @@ uint64_t Residency::copy_from(int k, const Residency& from, int o) {
   return bytes;
 }
 
+uint64_t Residency::copy_in(int k, int o) {
+  const Out& src = out[o];
+  In& i = in[k];
+  if (!src.valid)
+    throw Error("copy_output_to_input: output '" + src.label +
+                "' has no value yet: call execute() first");
+  if (src.dtype != i.dtype)
+    throw Error("copy_output_to_input: output '" + src.label + "' is " +
+                std::string(name(src.dtype)) + " but input '" + i.label + "' is " +
+                std::string(name(i.dtype)));
+  const uint64_t bytes = value_bytes(o);
+  if (bytes > i.capacity)
+    throw Error("copy_output_to_input: output '" + src.label + "' has " +
+                elements(bytes, src.dtype) + " elements, more than input '" + i.label +
+                "' holds (" + elements(i.capacity, i.dtype) + ")");
+  // (the value is read before the input's buffer changes: an output living in input k is
+  // rescued by prepare_write, and a copy onto itself does nothing)
+  const Buffer from = value_buffer(o);
+  prepare_write(k);
+  backend_->copy(i.buf, from, bytes, queue_.get());
+  i.bytes_set = bytes;
+  i.has_data = true;
+  return bytes;
+}
+
 bool Residency::wrap_host(int k, const void* data, uint64_t bytes,
                           std::shared_ptr<const void> keep_alive) {
   const In& i = in[k];
@@ -327,6 +352,13 @@ void Residency::read(int o, void* dst, uint64_t bytes) const {
   backend_->sync(queue_.get());
   backend_->download(dst, value_buffer(o), 0, bytes, queue_.get());
 }
+
+void Residency::start_read(int o, void* dst, uint64_t bytes) const {
+  check_value(o, bytes, "start_read");
+  backend_->start_download(dst, value_buffer(o), 0, bytes, queue_.get());
+}
+
+void Residency::finish_read() const { backend_->finish_download(queue_.get()); }
 
 void Residency::copy_out(int o, void* dst, uint64_t bytes, bool wait) const {
   check_value(o, bytes, "copy_output");

@@ -79,6 +79,9 @@ class Residency {
   /// Input k takes a copy of output `o` of `from`, on the same backend (Session::set_from);
   /// returns the bytes copied.
   uint64_t copy_from(int k, const Residency& from, int o);
+  /// Input k takes a copy of this residency's output `o`, ordered on the queue without a wait
+  /// (Session::copy_output_to_input); returns the bytes copied.
+  uint64_t copy_in(int k, int o);
   /// Uses host memory as input k's value in place when the backend can read it and it fills the
   /// buffer; false when not (carried, or not wrappable: the caller uploads it instead).
   bool wrap_host(int k, const void* data, uint64_t bytes, std::shared_ptr<const void> keep_alive);
@@ -103,6 +106,9 @@ class Residency {
   Buffer value_buffer(int o) const;
   /// Waits for the queue, then downloads output o's value (`bytes` = value_bytes(o)).
   void read(int o, void* dst, uint64_t bytes) const;
+  /// read() without the wait (Backend::start_download); finish_read() waits for that copy alone.
+  void start_read(int o, void* dst, uint64_t bytes) const;
+  void finish_read() const;
   /// Copies output o's value into the backend's own memory at `dst` (checked with
   /// check_external) on the backend, then (with `wait`) waits for the queue.
   void copy_out(int o, void* dst, uint64_t bytes, bool wait = true) const;

@@ -447,6 +447,25 @@ void Session::read(OutputHandle handle, void* dst, uint64_t bytes) const {
   s_->stats.bytes_downloaded += bytes;
 }
 
+void Session::start_read(OutputHandle handle, void* dst, uint64_t bytes) const {
+  LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s_->res.out.size()),
+                 "start_read: not an output handle of this session");
+  s_->res.start_read(handle.index, dst, bytes);
+  s_->stats.bytes_downloaded += bytes;
+}
+
+void Session::finish_read() const { s_->res.finish_read(); }
+
+void Session::copy_output_to_input(OutputHandle out, InputHandle in) {
+  State& s = *s_;
+  LUMINAL_ASSERT(out.index >= 0 && out.index < static_cast<int>(s.res.out.size()),
+                 "copy_output_to_input: not an output handle of this session");
+  LUMINAL_ASSERT(in.index >= 0 && in.index < static_cast<int>(s.res.in.size()),
+                 "copy_output_to_input: not an input handle of this session");
+  s.stats.bytes_copied += s.res.copy_in(in.index, out.index);
+  input_changed(in.index);
+}
+
 void Session::copy_output(OutputHandle handle, void* dst, uint64_t bytes, bool wait) const {
   LUMINAL_ASSERT(handle.index >= 0 && handle.index < static_cast<int>(s_->res.out.size()),
                  "copy_output: not an output handle of this session");

@@ -109,6 +109,19 @@ class Session : public Runtime {
   /// last execute's dims into `dst`, which must hold `bytes` = output_bytes(out). No lookup, no
   /// allocation.
   void read(OutputHandle out, void* dst, uint64_t bytes) const;
+  /// read() without the wait: starts copying the output's value at the last execute's dims into
+  /// `dst` (`bytes` = output_bytes(out)) once the work issued so far has finished, and returns.
+  /// finish_read() waits for that copy alone, so executes issued after the start keep running
+  /// (CausalLM::generate reads a step's token while the next step runs). One read in flight: a
+  /// second start finishes the first. `dst` must stay valid until finish_read(). On the CPU the
+  /// copy happens at the start.
+  void start_read(OutputHandle out, void* dst, uint64_t bytes) const;
+  void finish_read() const;
+  /// Sets input `in` to the output's value at the last execute's dims with a copy on the backend,
+  /// ordered after the work issued so far and without a wait: a decode step's token fed to the
+  /// next step before the host has read it. Throws on a dtype mismatch, an output larger than
+  /// the input holds, or an output not computed yet.
+  void copy_output_to_input(OutputHandle out, InputHandle in);
   /// The bytes of the output's value at the last execute's dims.
   uint64_t output_bytes(OutputHandle out) const;
   /// read() into the backend's own memory (CUDA: device memory of its GPU, such as a PyTorch

@@ -16,6 +16,7 @@
 #include "luminal/luminal.hpp"
 #include "luminal/models/causal_lm.hpp"
 #include "luminal/models/synthetic.hpp"
+#include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 #include "support/random_graph.hpp"
 
@@ -143,6 +144,46 @@ TEST(CudaGraph, DecodeLoopUpdatesNoNode) {
   EXPECT_EQ(after.reinstantiations, before.reinstantiations);
   EXPECT_EQ(after.instantiations, before.instantiations);
   EXPECT_EQ(after.launches - before.launches, 64u);
+}
+
+// Decoding ahead (LUMINAL_DECODE_AHEAD=1): each step is launched with its token copied on the
+// device before the host reads that token (an event after the copy, not a stream sync): the same
+// tokens, stops and context as one step at a time, and the step launched past an end-of-sequence
+// id is not counted.
+TEST(CudaGraph, DecodeAheadGivesTheSameTokens) {
+  LUMINAL_REQUIRE_GPU();
+  const io::ModelConfig cfg = models::llama_config(
+      {.layers = 2, .hidden = 64, .ffn = 128, .heads = 4, .kv_heads = 2, .vocab = 97});
+  const models::DecoderShape shape{.slots = 96, .max_step = 8};
+  const std::vector<int32_t> prompt = {5, 17, 2, 90, 33};
+  struct Run {
+    models::Generation gen, later;
+    std::vector<int32_t> context;
+  };
+  auto run = [&](const char* ahead, const models::StopConditions& stop) {
+    const testing::EnvScope env("LUMINAL_DECODE_AHEAD", ahead);
+    models::CausalLM lm = models::CausalLM::random(cfg, gpu(), shape, quick(), 5);
+    Run r;
+    r.gen = lm.generate(prompt, 40, {}, {}, stop);
+    r.context = lm.context_ids();
+    r.later = lm.generate({7, 61}, 8);
+    return r;
+  };
+  const Run off = run(nullptr, {});
+  const Run on = run("1", {});
+  ASSERT_EQ(off.gen.tokens.size(), 40u);
+  EXPECT_EQ(on.gen.tokens, off.gen.tokens);
+  EXPECT_EQ(on.context, off.context);
+  EXPECT_EQ(on.later.tokens, off.later.tokens);
+  models::StopConditions eos;
+  eos.eos_ids = {off.gen.tokens[17]};
+  const Run eos_off = run(nullptr, eos);
+  const Run eos_on = run("1", eos);
+  ASSERT_EQ(eos_off.gen.stop, models::Generation::Stop::Eos);
+  EXPECT_EQ(eos_on.gen.stop, models::Generation::Stop::Eos);
+  EXPECT_EQ(eos_on.gen.tokens, eos_off.gen.tokens);
+  EXPECT_EQ(eos_on.context, eos_off.context);
+  EXPECT_EQ(eos_on.later.tokens, eos_off.later.tokens);
 }
 
 // Independent branches share arena ranges; 1,000 replays (dataflow edges) give the stream
