@@ -73,7 +73,12 @@ void CudaQueue::check_copied_error_word() {
   const unsigned word = *err_host_;
   if (word == 0) return;
   *err_host_ = 0;
-  check(cu.cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
+  raise_copied_error_word(word);
+}
+
+void CudaQueue::raise_copied_error_word(unsigned word) {
+  // Cleared on the stream, behind the work already launched (no host wait).
+  check(dev.cu->cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
   throw_error_word(word);
 }
 
@@ -147,11 +152,7 @@ void CudaQueue::finish_read() {
   auto* host = static_cast<unsigned char*>(read_host_);
   unsigned word = 0;
   std::memcpy(&word, host, sizeof word);
-  if (word != 0) {
-    // (as check_error_word: cleared on the stream, behind the work already launched)
-    check(cu.cuMemsetD32Async(err, 0, 1, stream), "cuMemsetD32Async (error word)");
-    throw_error_word(word);
-  }
+  if (word != 0) raise_copied_error_word(word);
   if (read_bytes_) std::memcpy(read_dst_, host + kReadData, read_bytes_);
 }
 

@@ -58,6 +58,8 @@ struct CudaQueue final : Queue {
  private:
   /// Throws (and clears the word) when a signal()'s copy of the error word has landed nonzero.
   void check_copied_error_word();
+  /// Clears the error word on the stream and throws what `word`, a copy of it, says.
+  [[noreturn]] void raise_copied_error_word(unsigned word);
   CUevent waited_ = nullptr, signalled_ = nullptr, err_copied_ = nullptr;
   unsigned* err_host_ = nullptr;  // pinned: the word as of the last signal()
   bool err_pending_ = false;      // a copy into err_host_ not yet read

@@ -184,51 +184,40 @@ void Residency::write(int k, const void* data, uint64_t bytes) {
   i.has_data = true;
 }
 
-uint64_t Residency::copy_from(int k, const Residency& from, int o) {
+uint64_t Residency::copy_value(int k, const Residency& from, int o, const char* op,
+                               const char* run_first) {
   const Out& src = from.out[o];
   In& i = in[k];
   if (!src.valid)
-    throw Error("set_from: output '" + src.label + "' has no value yet: execute its session first");
+    throw Error(std::string(op) + ": output '" + src.label + "' has no value yet: " + run_first);
   if (src.dtype != i.dtype)
-    throw Error("set_from: output '" + src.label + "' is " + std::string(name(src.dtype)) +
-                " but input '" + i.label + "' is " + std::string(name(i.dtype)));
+    throw Error(std::string(op) + ": output '" + src.label + "' is " +
+                std::string(name(src.dtype)) + " but input '" + i.label + "' is " +
+                std::string(name(i.dtype)));
   const uint64_t bytes = from.value_bytes(o);
   if (bytes > i.capacity)
-    throw Error("set_from: output '" + src.label + "' has " + elements(bytes, src.dtype) +
+    throw Error(std::string(op) + ": output '" + src.label + "' has " + elements(bytes, src.dtype) +
                 " elements, more than input '" + i.label + "' holds (" +
                 elements(i.capacity, i.dtype) + ")");
-  // The source is written on the other session's queue: finish that work before copying.
-  from.backend_->sync(from.queue_.get());
+  // Another session's output is written on its queue: finish that work before copying (this
+  // queue orders its own).
+  if (&from != this) from.backend_->sync(from.queue_.get());
+  // (the value's buffer taken before the input's changes: an output living in input k is rescued
+  // by prepare_write, and a copy onto itself does nothing)
+  const Buffer value = from.value_buffer(o);
   prepare_write(k);
-  backend_->copy(i.buf, from.value_buffer(o), bytes, queue_.get());
+  backend_->copy(i.buf, value, bytes, queue_.get());
   i.bytes_set = bytes;
   i.has_data = true;
   return bytes;
 }
 
+uint64_t Residency::copy_from(int k, const Residency& from, int o) {
+  return copy_value(k, from, o, "set_from", "execute its session first");
+}
+
 uint64_t Residency::copy_in(int k, int o) {
-  const Out& src = out[o];
-  In& i = in[k];
-  if (!src.valid)
-    throw Error("copy_output_to_input: output '" + src.label +
-                "' has no value yet: call execute() first");
-  if (src.dtype != i.dtype)
-    throw Error("copy_output_to_input: output '" + src.label + "' is " +
-                std::string(name(src.dtype)) + " but input '" + i.label + "' is " +
-                std::string(name(i.dtype)));
-  const uint64_t bytes = value_bytes(o);
-  if (bytes > i.capacity)
-    throw Error("copy_output_to_input: output '" + src.label + "' has " +
-                elements(bytes, src.dtype) + " elements, more than input '" + i.label +
-                "' holds (" + elements(i.capacity, i.dtype) + ")");
-  // (the value is read before the input's buffer changes: an output living in input k is
-  // rescued by prepare_write, and a copy onto itself does nothing)
-  const Buffer from = value_buffer(o);
-  prepare_write(k);
-  backend_->copy(i.buf, from, bytes, queue_.get());
-  i.bytes_set = bytes;
-  i.has_data = true;
-  return bytes;
+  return copy_value(k, *this, o, "copy_output_to_input", "call execute() first");
 }
 
 bool Residency::wrap_host(int k, const void* data, uint64_t bytes,

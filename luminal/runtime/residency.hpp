@@ -130,6 +130,9 @@ class Residency {
   std::vector<std::pair<int, int>> carries;  // (output index, input index)
 
  private:
+  /// copy_from and copy_in: input k takes a copy of `from`'s output `o` (errors named `op`; a
+  /// value not computed yet says `run_first`).
+  uint64_t copy_value(int k, const Residency& from, int o, const char* op, const char* run_first);
   /// Outputs whose value lives in input k's buffer lose it (all but `keep`). With `rescue`, one
   /// of the input's capacity takes the input's own buffer instead, keeping its value.
   void drop_values_in(int k, const Out* keep = nullptr, bool rescue = false);

@@ -78,13 +78,7 @@ TEST(CudaQGatherSplit, RowsAreBitExact) {
     const std::vector<float> got = floats(r.outputs.at("rows"));
     const std::vector<float> want = decode(wb);
     ASSERT_EQ(got.size(), static_cast<size_t>(kIds * kHidden));
-    int bad = 0;
-    for (int64_t s = 0; s < kIds; ++s)
-      for (int64_t k = 0; k < kHidden; ++k)
-        bad += std::memcmp(&got[static_cast<size_t>(s * kHidden + k)],
-                           &want[static_cast<size_t>(ids[static_cast<size_t>(s)] * kHidden + k)],
-                           4) != 0;
-    EXPECT_EQ(bad, 0) << name(t);
+    EXPECT_EQ(testing::gathered_mismatches(got, want, ids, kHidden), 0) << name(t);
   }
 }
 

@@ -435,12 +435,7 @@ TEST(CudaQuant, QGatherIsBitExact) {
     const std::vector<float> got = floats(r.outputs.at("rows"));
     const std::vector<float> want = decode(wb);
     ASSERT_EQ(got.size(), static_cast<size_t>(S * K));
-    int bad = 0;
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t k = 0; k < K; ++k)
-        bad += std::memcmp(&got[static_cast<size_t>(s * K + k)],
-                           &want[static_cast<size_t>(ids[static_cast<size_t>(s)] * K + k)], 4) != 0;
-    EXPECT_EQ(bad, 0) << tag(t);
+    EXPECT_EQ(testing::gathered_mismatches(got, want, ids, K), 0) << tag(t);
   }
 }
 

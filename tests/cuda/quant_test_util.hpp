@@ -90,4 +90,16 @@ inline std::vector<float> floats(const HostBuffer& b) {
   return v;
 }
 
+/// How many of `got` (row ids[s] of a table of rows of K values, for each s) differ bitwise from
+/// `table`, the whole table decoded: the gathers' check.
+inline int gathered_mismatches(const std::vector<float>& got, const std::vector<float>& table,
+                               const std::vector<int32_t>& ids, int64_t K) {
+  int bad = 0;
+  for (size_t s = 0; s < ids.size(); ++s)
+    for (int64_t k = 0; k < K; ++k)
+      bad += std::memcmp(&got[s * static_cast<size_t>(K) + static_cast<size_t>(k)],
+                         &table[static_cast<size_t>(ids[s] * K + k)], 4) != 0;
+  return bad;
+}
+
 }  // namespace luminal::testing
