@@ -9,21 +9,23 @@
 // (axis m: the operand `a` steps through it, `b` does not) by 64 columns (axis n: the innermost
 // output axis, `b` steps through it, `a` does not) of one batch index (the other output axes),
 // staging 32 k values of both operands' 64 rows in shared memory at a time (the loads along k,
-// consecutive threads consecutive k); each thread computes 4 x 4 outputs.
+// consecutive threads consecutive k; stored transposed); each thread computes 4 x 4 outputs.
 //
-// Numerics: the reference's. Each product is the two operands' values multiplied and rounded to
-// the node's dtype (f32 here), and each output's products are added in double in k order and
-// rounded once: the same bits as the reference runtime's SumReduce(Mul) (which cuda.Matmul matches
-// only up to the order of its additions). The conversions to double and the FP64 adds bound it
-// (the f32-to-f64 conversion runs at 16 a clock an SM on sm_90): an estimated 0.5-1 ms for an 8B
-// prefill's 32 layers of scores at 128 tokens (2.1 x 10^9 products), against 2.6-2.8 ms now.
+// Numerics: cuda.Matmul's, up to the order of the additions. Each output's products over a stage
+// of 32 k values are added in f32 in k order (each product rounded to f32 first, as the reference
+// does; a fused multiply-add where both operands are 16-bit floats, whose product f32 holds
+// exactly), and the stages' sums in double, rounded once at the end: within 32 units of f32
+// rounding of sum |a b| of the exact value. (The first form, session 41, added every product in
+// double for the reference's bits; its f32-to-f64 conversions, 16 a clock an SM on sm_90, made a
+// 64 x 64 tile cost about 18 us however few of its rows were live, and the search dropped it:
+// BENCHMARKS.md, session 42.) Threads whose rows or columns all lie past the ends only load.
 //
 // Matched on structure (rule cuda.matmul-tiled): a matmul of f32 output over f32, bf16 or f16
 // operands, a constant k of at most 4096, whose innermost output axis n is stepped by exactly one
 // operand and another axis m only by the other (the longest such, or a dynamic one), both at
 // least 16 long where they are constants, and a batch: another output axis that both operands
 // step through (attention's KV heads). A projection has none (its weight is the same for every
-// row), and there this FP64-bound kernel would only lose to the GEMMs and cuBLASLt.
+// row), and there this kernel would only lose to the GEMMs and cuBLASLt.
 #include <optional>
 #include <string>
 
@@ -130,26 +132,33 @@ KernelGen gen_matmul_tiled(const LlirNode& n, const GenContext& ctx) {
   cg.require(numel(n.attrs.shape));
   cg.require(batches * M * K);
   const std::string& I = cg.idx();
-  const std::string Ts = std::to_string(kTile), Ss = std::to_string(kStep),
-                    Ps = std::to_string(kStep + 1);
+  const std::string Ts = std::to_string(kTile), Ss = std::to_string(kStep);
   const std::string ain = "in" + std::to_string(a_in), bin = "in" + std::to_string(b_in);
   const std::string la = load_fn(n.input_dtypes[static_cast<size_t>(a_in)], false);
   const std::string lb = load_fn(n.input_dtypes[static_cast<size_t>(b_in)], false);
 
+  // Operands staged transposed ([k][row], rows 4 floats apart from the next stage's padding) so
+  // a thread's four rows or columns are one 16-byte shared load.
+  const std::string Rs = std::to_string(kTile + 4);
   std::string body = lines({
-      "  __shared__ float As[" + Ts + "][" + Ps + "];",
-      "  __shared__ float Bs[" + Ts + "][" + Ps + "];",
+      "  __shared__ __align__(16) float As[" + Ss + "][" + Rs + "];",
+      "  __shared__ __align__(16) float Bs[" + Ss + "][" + Rs + "];",
       "  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;",
       "  for (" + I + " bi = blockIdx.z; bi < NB; bi += gridDim.z) {",
   });
   const std::string oa = cg.view_offset(batch_part(va, *ax), "bi", "ab", body, axis);
   const std::string ob = cg.view_offset(batch_part(vb, *ax), "bi", "bb", body, axis);
   const std::string oo = cg.view_offset(batch_part(out_full, *ax), "bi", "ob", body, axis);
+  const std::string add =
+      product_add(DType::F32, n.input_dtypes[static_cast<size_t>(a_in)],
+                  n.input_dtypes[static_cast<size_t>(b_in)], "a[i]", "b[j]", "part[i][j]");
   body += lines({
       "  for (" + I + " m0 = (" + I + ")blockIdx.y * " + Ts + "; m0 < M; m0 += (" + I +
           ")gridDim.y * " + Ts + ") {",
       "  for (" + I + " n0 = (" + I + ")blockIdx.x * " + Ts + "; n0 < N; n0 += (" + I +
           ")gridDim.x * " + Ts + ") {",
+      "    // (a thread whose rows or columns all lie past the ends only loads)",
+      "    const bool live = m0 + ty * 4 < M && n0 + tx * 4 < N;",
       "    double acc[4][4];",
       "#pragma unroll",
       "    for (int i = 0; i < 4; ++i)",
@@ -160,24 +169,32 @@ KernelGen gen_matmul_tiled(const LlirNode& n, const GenContext& ctx) {
           "; r += " + std::to_string(kBlock) + ") {",
       "        const int kk = r % " + Ss + ", rr = r / " + Ss + ";",
       "        const " + I + " k = k0 + kk, m = m0 + rr, nn = n0 + rr;",
-      "        As[rr][kk] = m < M && k < K ? " + la + "(" + ain + "[" + oa + " + " +
+      "        As[kk][rr] = m < M && k < K ? " + la + "(" + ain + "[" + oa + " + " +
           cg.axis_offset(va, ax->m, "m") + " + " + cg.axis_offset(va, axis, "k") + "]) : 0.0f;",
-      "        Bs[rr][kk] = nn < N && k < K ? " + lb + "(" + bin + "[" + ob + " + " +
+      "        Bs[kk][rr] = nn < N && k < K ? " + lb + "(" + bin + "[" + ob + " + " +
           cg.axis_offset(vb, ax->n, "nn") + " + " + cg.axis_offset(vb, axis, "k") + "]) : 0.0f;",
       "      }",
       "      __syncthreads();",
-      "      const int kn = K - k0 < " + Ss + " ? (int)(K - k0) : " + Ss + ";",
-      "      for (int kk = 0; kk < kn; ++kk) {",
-      "        float a[4], b[4];",
+      "      if (live) {",
+      "        const int kn = K - k0 < " + Ss + " ? (int)(K - k0) : " + Ss + ";",
+      "        float part[4][4];",
       "#pragma unroll",
-      "        for (int i = 0; i < 4; ++i) {",
-      "          a[i] = As[ty * 4 + i][kk];",
-      "          b[i] = Bs[tx * 4 + i][kk];",
+      "        for (int i = 0; i < 4; ++i)",
+      "#pragma unroll",
+      "          for (int j = 0; j < 4; ++j) part[i][j] = 0.0f;",
+      "        for (int kk = 0; kk < kn; ++kk) {",
+      "          const float4 a4 = *reinterpret_cast<const float4*>(&As[kk][ty * 4]);",
+      "          const float4 b4 = *reinterpret_cast<const float4*>(&Bs[kk][tx * 4]);",
+      "          const float a[4] = {a4.x, a4.y, a4.z, a4.w}, b[4] = {b4.x, b4.y, b4.z, b4.w};",
+      "#pragma unroll",
+      "          for (int i = 0; i < 4; ++i)",
+      "#pragma unroll",
+      "            for (int j = 0; j < 4; ++j) part[i][j] = " + add + ";",
       "        }",
       "#pragma unroll",
       "        for (int i = 0; i < 4; ++i)",
       "#pragma unroll",
-      "          for (int j = 0; j < 4; ++j) acc[i][j] = acc[i][j] + (double)rd_f32(a[i] * b[j]);",
+      "          for (int j = 0; j < 4; ++j) acc[i][j] = acc[i][j] + (double)part[i][j];",
       "      }",
       "      __syncthreads();",
       "    }",

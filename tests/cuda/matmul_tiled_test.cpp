@@ -3,11 +3,13 @@
 //   On the host: not offered without the switch; offered for a batched A B^T (f32, and bf16
 //   through the graph's casts) and a GQA prefill's attention scores, not for a GEMV-shaped
 //   product of one row; the kernels compile for sm_90.
-//   On a GPU: the same bits as the reference runtime (products rounded to f32, added in double in
-//   k order), at row and column counts across the tiles and k across the 32-value stages; a GQA
+//   On a GPU: within the kernel's bound of the reference runtime (products added in f32 over a
+//   stage of 32 k values, the stages in double: 36 f32 units of sum |a b| plus the output's
+//   rounding), at row and column counts across the tiles and k across the stages; a GQA
 //   prefill's attention through it matches the reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@
 #include "cpu/ops_test_util.hpp"
 #include "cuda/attention_graphs.hpp"
 #include "cuda/cuda_test_util.hpp"
+#include "luminal/core/dtype.hpp"
 #include "luminal/cuda/nvrtc.hpp"
 #include "luminal/luminal.hpp"
 #include "support/env_scope.hpp"
@@ -58,6 +61,16 @@ Graph batched(int64_t b, int64_t k, DType t) {
 
 using testing::prefill_step;
 
+/// `in` with every float's sign cleared: the reference over it computes sum |a b|.
+testing::BufferMap magnitudes(testing::BufferMap in) {
+  for (auto& [name, buf] : in) {
+    const size_t w = static_cast<size_t>(size_bytes(buf.dtype));
+    for (size_t i = w - 1; i < buf.bytes.size(); i += w)
+      buf.bytes[i] &= 0x7f;
+  }
+  return in;
+}
+
 TEST(CudaMatmulTiledRules, NotOfferedWithoutTheSwitch) {
   const testing::EnvScope off("LUMINAL_CUDA_MATMUL_TILED", nullptr);
   testing::CudaRulesOnly rules;
@@ -78,7 +91,7 @@ TEST(CudaMatmulTiledRules, OfferedForBatchesAndScoresAndCompiles) {
     }
   testing::expect_compiles(sources, whats);
   // Not a projection (no batch axis that both operands step through: a weight's product, which
-  // the FP64-bound kernel would only slow down), of many rows or of one.
+  // the tiles would only slow down), of many rows or of one.
   for (int64_t rows : {int64_t{1}, int64_t{128}}) {
     Graph g;
     Tensor x = g.tensor("x", {Expr(rows), Expr(256)});
@@ -88,7 +101,7 @@ TEST(CudaMatmulTiledRules, OfferedForBatchesAndScoresAndCompiles) {
   }
 }
 
-TEST(CudaMatmulTiled, SameBitsAsTheReference) {
+TEST(CudaMatmulTiled, WithinItsBoundOfTheReference) {
   LUMINAL_REQUIRE_GPU();
   const TiledOn on;
   uint64_t seed = 90;
@@ -113,12 +126,23 @@ TEST(CudaMatmulTiled, SameBitsAsTheReference) {
     for (const DynMap& dyn : dyns) {
       const testing::BufferMap in = opstest::random_inputs(g, dyn, ++seed, -2, 2);
       const testing::BufferMap want = opstest::run_reference(g, in, dyn);
+      const testing::BufferMap mag = opstest::run_reference(g, magnitudes(in), dyn);
       const testing::BufferMap got = testing::run_executable(lp, g, in, dyn);
       const std::string what = std::string(name(c.t)) + " b " + std::to_string(c.b) + " k " +
                                std::to_string(c.k) + " s " + std::to_string(dyn.at("s")) + " c " +
                                std::to_string(dyn.at("c"));
-      ASSERT_EQ(got.at("y").bytes.size(), want.at("y").bytes.size()) << what;
-      EXPECT_TRUE(got.at("y").bytes == want.at("y").bytes) << what;
+      const HostBuffer &y = got.at("y"), &r = want.at("y"), &m = mag.at("y");
+      ASSERT_EQ(y.bytes.size(), r.bytes.size()) << what;
+      int64_t bad = 0, inexact = 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(y.bytes.size() / 4); ++i) {
+        const double a = load_as_double(DType::F32, y.bytes.data(), i);
+        const double b = load_as_double(DType::F32, r.bytes.data(), i);
+        const double bound =
+            36 * 0x1p-24 * load_as_double(DType::F32, m.bytes.data(), i) + 0x1p-23 * std::fabs(b);
+        bad += !(std::fabs(a - b) <= bound);
+        inexact += a != b;
+      }
+      EXPECT_EQ(bad, 0) << what << " (" << inexact << " outputs differ from the reference)";
     }
   }
 }
