@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Everything built on the host and not yet run on a GPU, in one device call (about 9 minutes on a
+# fresh H100; keep the list current): the GPU tests of the opt-in forms, then their A/Bs against
+# the defaults, then LUMINAL_DECODE_AHEAD through `luminal bench` on a SmolLM2-shaped Q4_1 file.
+# Each step's lines go to OUT/summary.txt; later steps run only while time is left (LIMIT seconds
+# in all, default 570), so a short call still brings back the first results.
+#
+#   scripts/gpu-pending.sh OUT
+#
+# Needs .debs (PCRE2/ICU) and .dev (llama.cpp's source and SmolLM2's vocabulary: gpu-peers.sh's
+# header) carried. BUILD=dir (default $HOME/b, kept between calls on a warm machine), JOBS=n.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/gpu-common.sh
+out=${1:?usage: scripts/gpu-pending.sh OUT}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+summary="$out/summary.txt"
+: >"$summary"
+export BUILD=${BUILD:-$HOME/b} JOBS=${JOBS:-10}
+limit=${LIMIT:-570}
+t0=$(date +%s)
+left() { echo $((limit - ($(date +%s) - t0))); }
+install_debs
+nvidia-smi -L | tee -a "$summary"
+# llama.cpp (for llama-quantize) builds in the background while ours builds.
+LLAMA_JOBS=6 scripts/gpu-peers.sh "$out/p" build-llama >>"$summary" 2>&1
+
+# 1. The prepared forms' GPU tests (session 43: decode ahead, cuda.QGatherS; session 44: the
+#    f32-stage cuda.MatmulTiled).
+TESTS="test_cuda_graph test_models_causal_lm test_cuda_qgather_split test_cuda_matmul_tiled" \
+  RUN_TESTS=1 MODES="smollm2-q4_1" REPS=5 scripts/gpu-variants.sh "$out/t" - >/dev/null 2>&1
+sed 's/^/[tests] /' "$out/t/summary.txt" >>"$summary"
+
+# 2. Decoding ahead through the CLI (the only place it acts), A and B twice, alternating.
+if [ "$(left)" -gt 200 ]; then
+  scripts/gpu-peers.sh "$out/p" gguf smollm2:Q4_1 >>"$summary" 2>&1
+  for i in 1 2; do
+    for ab in a b; do
+      [ "$(left)" -gt 40 ] || break
+      env $([ $ab = b ] && echo LUMINAL_DECODE_AHEAD=1) LUMINAL_ONLY=1 \
+        scripts/gpu-peers.sh "$out/$ab$i" bench smollm2-q4_1.gguf >/dev/null 2>&1
+      grep -h "TPOT\|decode" "$out/$ab$i/summary.txt" | sed "s/^/[decode-ahead $ab$i] /" >>"$summary"
+    done
+  done
+fi
+
+# 3. The prefill scores' tiles, then the split gather for the tied LM head.
+if [ "$(left)" -gt 150 ]; then
+  MODES="lt-q4_0+pp" REPS=5 scripts/gpu-variants.sh "$out/v" - 'LUMINAL_CUDA_MATMUL_TILED=1' \
+    >/dev/null 2>&1
+  sed 's/^/[tiled] /' "$out/v/summary.txt" >>"$summary"
+fi
+if [ "$(left)" -gt 80 ]; then
+  MODES="smollm2-q4_1" REPS=10 scripts/gpu-variants.sh "$out/g" - 'LUMINAL_CUDA_QGATHER_SPLIT=1' \
+    >/dev/null 2>&1
+  sed 's/^/[qgather-split] /' "$out/g/summary.txt" >>"$summary"
+fi
+note "gpu-pending: $(($(date +%s) - t0)) s"
