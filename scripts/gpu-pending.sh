@@ -45,10 +45,11 @@ if [ "$(left)" -gt 200 ]; then
   done
 fi
 
-# 3. The prefill scores' tiles, then the split gather for the tied LM head.
+# 3. The prefill scores' tiles (and with the norm's row kernel storing bf16 rows, within the
+#    spread in session 39), then the split gather for the tied LM head.
 if [ "$(left)" -gt 150 ]; then
   MODES="lt-q4_0+pp" REPS=5 scripts/gpu-variants.sh "$out/v" - 'LUMINAL_CUDA_MATMUL_TILED=1' \
-    >/dev/null 2>&1
+    'LUMINAL_CUDA_MATMUL_TILED=1 LUMINAL_CUDA_ROW_BF16=1' >/dev/null 2>&1
   sed 's/^/[tiled] /' "$out/v/summary.txt" >>"$summary"
 fi
 if [ "$(left)" -gt 80 ]; then
