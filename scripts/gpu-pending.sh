@@ -57,4 +57,10 @@ if [ "$(left)" -gt 80 ]; then
     >/dev/null 2>&1
   sed 's/^/[qgather-split] /' "$out/g/summary.txt" >>"$summary"
 fi
+# 4. The seed's path weight (session 44) on the latency-bound decodes.
+if [ "$(left)" -gt 150 ]; then
+  MODES="smollm2-q4_1 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/s" - 'LUMINAL_CUDA_SEED_PATH=1' \
+    >/dev/null 2>&1
+  sed 's/^/[seed-path] /' "$out/s/summary.txt" >>"$summary"
+fi
 note "gpu-pending: $(($(date +%s) - t0)) s"

@@ -83,6 +83,7 @@ BuiltSpace build_search_space(const Graph& g, Backend& backend, const Facts& fac
   b.space->set_free_folds(b.folds.constants);
   if (const double per_byte = backend.seed_byte_cost(); per_byte > 0)  // (the CPU's prices)
     b.space->set_seed_byte_cost(per_byte, [&](ENodeId n) { return backend.seed_work(eg, n); });
+  b.space->set_seed_path_weight(backend.seed_path_weight());
   if (!hfuse_log->concats.empty()) {
     SearchSpace::SeedBias bias;
     bias.avoid.insert(hfuse_log->members.begin(), hfuse_log->members.end());

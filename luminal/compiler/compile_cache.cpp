@@ -94,6 +94,7 @@ std::string program_key(const Graph& g, const CompileOptions& o, const Backend& 
   k << " hfuse:" << (horizontal_fusion_enabled() ? "on" : "off");
   // The seed's prices (LUMINAL_CPU_SEED_BYTES=off searches from another seed).
   k << " seed_bytes:" << backend.seed_byte_cost();
+  if (backend.seed_path_weight() > 0) k << " seed_path:" << backend.seed_path_weight();
   k << "\n";
   k << "search limit=" << o.search_graph_limit() << " trials=" << o.trials()
     << " keep_best=" << o.keep_best() << " generation=" << o.generation_size()

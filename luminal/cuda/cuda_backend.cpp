@@ -2,6 +2,8 @@
 // Each call forwards; the state lives in the Device.
 #include "luminal/cuda/cuda_backend.hpp"
 
+#include <cstdlib>
+
 #include "luminal/core/error.hpp"
 #include "luminal/cuda/cublaslt/lt_islands.hpp"
 #include "luminal/cuda/cuda_op.hpp"
@@ -44,6 +46,16 @@ std::vector<RuleSet> cuda_rulesets(bool with_cublaslt) {
   return cuda_registry().rulesets(with_cublaslt ? "" : "cuda.cublaslt");
 }
 bool cuda_executes(const OpDef* op) { return cuda_registry().executes(op); }
+double cuda_seed_path_weight() {
+  const char* v = std::getenv("LUMINAL_CUDA_SEED_PATH");
+  if (v == nullptr || *v == 0) return 0;
+  char* end = nullptr;
+  const double w = std::strtod(v, &end);
+  if (end == v || *end != 0 || !(w >= 0 && w <= 16))
+    throw Error(std::string("LUMINAL_CUDA_SEED_PATH must be a number from 0 to 16, not '") + v +
+                "'");
+  return w;
+}
 const OpDef* cuda_op_named(std::string_view name) { return cuda_registry().named(name); }
 std::shared_ptr<const Payload> cuda_read_payload(std::string_view kind, std::string_view text) {
   return cuda_registry().read_payload(kind, text);

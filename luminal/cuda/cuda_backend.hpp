@@ -40,6 +40,9 @@ bool cuda_available(std::string* why);
 /// their kernels with NVRTC on machines without one); the "cuda.cublaslt" ruleset only when asked.
 std::vector<RuleSet> cuda_rulesets(bool with_cublaslt = false);
 bool cuda_executes(const OpDef* op);
+/// LUMINAL_CUDA_SEED_PATH: the fewest-kernels seed's weight on the longest chain of kernels
+/// (Backend::seed_path_weight), a number from 0 (the default: the kernel count only) to 16.
+double cuda_seed_path_weight();
 /// A CUDA op (or HLIR primitive) by name, or null.
 const OpDef* cuda_op_named(std::string_view name);
 /// The payload of a CUDA op read back from its serialised form (fused programs, cuBLASLt
@@ -69,6 +72,7 @@ class CudaBackend final : public RegistryBackend {
 
   std::string name() const override { return "cuda"; }
   std::vector<RuleSet> rulesets() const override;
+  double seed_path_weight() const override { return cuda_seed_path_weight(); }
   std::unique_ptr<Plan> load(const LlirGraph& g, const PlanSpec& spec) override;
   /// "cuda <GPU name> sm_90 sms=132 driver=13000 nvrtc-13.0".
   std::string device_key() const override;

@@ -515,7 +515,51 @@ double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
       }
     }
   }
+  if (path_weight_ > 0) total += path_weight_ * longest_chain(g, mode, bias);
   return total;
+}
+
+double SearchSpace::longest_chain(const Genome& g, LibrarySeed mode, const SeedBias* bias) const {
+  // Depth first, each class's chain cost once its children's are known (the program is acyclic:
+  // a class met again is either finished or not yet started).
+  thread_local std::vector<uint32_t> seen;
+  thread_local std::vector<double> chain;
+  thread_local uint32_t stamp = 0;
+  thread_local std::vector<std::pair<ClassId, bool>> stack;
+  if (seen.size() < options_.size()) {
+    seen.assign(options_.size(), 0);
+    chain.assign(options_.size(), 0.0);
+    stamp = 0;
+  }
+  if (++stamp == 0) {
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+  double longest = 0;
+  stack.clear();
+  for (ClassId r : roots_)
+    stack.emplace_back(r, false);
+  while (!stack.empty()) {
+    const auto [c, children_done] = stack.back();
+    stack.pop_back();
+    const ENodeId o = chosen(g, c);
+    if (children_done) {
+      double deepest = 0;
+      for (ClassId ch : eg_->node(o).children)
+        deepest = std::max(deepest, chain[eg_->find(ch)]);
+      chain[c] = deepest + (option_cost(c, o, mode, bias) > 0 ? 1.0 : 0.0);
+      longest = std::max(longest, chain[c]);
+      continue;
+    }
+    if (seen[c] == stamp) continue;
+    seen[c] = stamp;
+    stack.emplace_back(c, true);
+    for (ClassId ch : eg_->node(o).children) {
+      const ClassId k = eg_->find(ch);
+      if (seen[k] != stamp) stack.emplace_back(k, false);
+    }
+  }
+  return longest;
 }
 
 Genome SearchSpace::random_genome(Rng& rng) const {

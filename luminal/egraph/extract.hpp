@@ -80,10 +80,16 @@ class SearchSpace {
   /// only).
   /// `work` (optional): each option's price beyond that (Backend::seed_work), added likewise.
   void set_seed_byte_cost(double per_byte, const std::function<double(ENodeId)>& work = nullptr);
+  /// The program cost grows by `weight` times its longest chain's cost (the seed costs of the
+  /// options along the most expensive chain of data dependencies), so the seeds weigh the kernels
+  /// that run one after another beside the kernel count (Backend::seed_path_weight; 0, the
+  /// default: the count only).
+  void set_seed_path_weight(double weight) { path_weight_ = weight; }
   /// Whether some option of some class is a library call (OpDef::library_call).
   bool has_library_calls() const;
   /// The cost of the program `g` picks: the seed costs of the e-nodes it runs (each class once;
-  /// inputs free), about its number of kernels, with `mode` as above.
+  /// inputs free), about its number of kernels, with `mode` as above (and the longest chain's
+  /// cost times set_seed_path_weight's weight).
   double program_cost(const Genome& g, LibrarySeed mode = LibrarySeed::Use) const;
   /// The seed cost of an avoided library call: more than any program of kernels.
   static constexpr double kAvoided = 1e9;
@@ -120,12 +126,16 @@ class SearchSpace {
   bool pair_descent(Genome& g, double& lowest, LibrarySeed mode, const SeedBias* bias,
                     double width) const;
   double program_cost_impl(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
+  /// The most expensive chain of the program g picks: the largest sum of option costs along one
+  /// chain of data dependencies from an input to a root.
+  double longest_chain(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
 
   const EGraph* eg_;
   std::vector<ClassId> roots_;
   std::optional<SeedBias> bias_;
   std::set<ClassId> free_folds_;    // canonical
   std::vector<double> byte_extra_;  // per e-node: set_seed_byte_cost's additions (empty: none)
+  double path_weight_ = 0;          // set_seed_path_weight
   std::vector<uint32_t> gene_sizes_;
   // indexed by canonical class id
   std::vector<std::vector<ENodeId>> options_;

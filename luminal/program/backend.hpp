@@ -115,6 +115,11 @@ class Backend {
   /// sets it so that the seed stores a value read by many kernels once rather than computing it
   /// again from its wider inputs in each (SearchSpace::set_seed_byte_cost).
   virtual double seed_byte_cost() const { return 0; }
+  /// What the longest chain of kernels costs in the fewest-kernels seed beside the kernel count,
+  /// per kernel on it (0: the count only). A backend whose independent kernels overlap (CUDA:
+  /// graph branches, programmatic dependent launch) runs a latency-bound step in about the chain's
+  /// time (SearchSpace::set_seed_path_weight).
+  virtual double seed_path_weight() const { return 0; }
   /// What the arithmetic of e-node n costs in the fewest-kernels seed, in kernels (0: nothing
   /// beyond its OpDef's seed cost). The CPU prices heavy arithmetic over large constant shapes,
   /// so that the seed stores such a value once instead of computing it in each of its readers.

@@ -35,6 +35,7 @@ class CudaRulesOnly : public Backend {
   std::string name() const override { return "cuda"; }
   std::vector<RuleSet> rulesets() const override { return cuda::cuda_rulesets(cublaslt_); }
   bool executes(const OpDef* op) const override { return cuda::cuda_executes(op); }
+  double seed_path_weight() const override { return cuda::cuda_seed_path_weight(); }
   std::unique_ptr<Plan> load(const LlirGraph&, const PlanSpec&) override {
     throw Error("CudaRulesOnly cannot load programs");
   }

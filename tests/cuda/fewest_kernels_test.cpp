@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cuda/cuda_test_util.hpp"
+#include "cuda/model_seeds.hpp"
 #include "luminal/compiler/build_space.hpp"
 #include "luminal/io/hf_config.hpp"
 #include "luminal/luminal.hpp"
@@ -199,6 +200,52 @@ TEST(FewestKernels, Qwen3MoeRouterRanksTakeFewerKernels) {
   // 491 and 913; with the division before that, a Veltkamp split of 28 instructions, 416, 428 and
   // 910.) The search times the rest.
   EXPECT_LE(searched, ranks + 2);
+}
+
+// LUMINAL_CUDA_SEED_PATH=w (opt-in): the seed's program cost also counts w per kernel on the
+// program's longest chain (SearchSpace::set_seed_path_weight). At w = 1: the SmolLM2-shaped q4_1
+// seed's layers 0 and 1 run o and down as f32-activation GEMVs instead of a QuantizeQ8 and an
+// integer GEMV (285 kernels / 219 on the path -> 281 / 215); the 12-layer Qwen3-MoE's residual adds
+// go into the o projections' kernels (cuda.GemvEpi; path 159 -> 149, one kernel more); the 8B q4_0
+// seed takes the k projection with rope and the cache write in one kernel (484 -> 452, path 293
+// either way). Not yet timed on a GPU.
+TEST(FewestKernels, ThePathWeightShortensTheLongestChain) {
+  std::string moe_json = kQwen3Moe12;
+  moe_json.replace(moe_json.find("151936"), 6, "1000");
+  auto moe = [&] {
+    const io::ModelConfig cfg = io::parse_config_json(moe_json, "qwen3moe12");
+    models::DecoderShape shape{.slots = 2048, .max_step = 1};
+    shape.dtype = DType::BF16;
+    shape.logits = models::Logits::Last;
+    shape.router = nn::TopKForm::Ranks;
+    return testing::cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  };
+  const LlirGraph moe_plain = moe();
+  const testing::EnvScope on("LUMINAL_CUDA_SEED_PATH", "1");
+  const LlirGraph moe_path = moe();
+  const LlirGraph smol = testing::smollm2_q4_1_seed(30);
+  std::printf(
+      "[fewest] path weight 1: SmolLM2 q4_1 %zu kernels (%d on the path); qwen3moe12 %zu "
+      "(%d) against %zu (%d)\n",
+      testing::kernel_count(smol), critical_path(smol), testing::kernel_count(moe_path),
+      critical_path(moe_path), testing::kernel_count(moe_plain), critical_path(moe_plain));
+  EXPECT_LE(critical_path(smol), 215);
+  EXPECT_LE(testing::kernel_count(smol), 285u);
+  EXPECT_LE(critical_path(moe_path), critical_path(moe_plain) - 8);
+  EXPECT_LE(testing::kernel_count(moe_path), testing::kernel_count(moe_plain) + 2);
+}
+
+TEST(FewestKernels, ABadPathWeightIsNamed) {
+  for (const char* bad : {"abc", "-1", "17", "1x"}) {
+    const testing::EnvScope on("LUMINAL_CUDA_SEED_PATH", bad);
+    EXPECT_THROW(
+        try { cuda::cuda_seed_path_weight(); } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("LUMINAL_CUDA_SEED_PATH"), std::string::npos);
+          throw;
+        },
+        Error)
+        << bad;
+  }
 }
 
 }  // namespace
