@@ -40,7 +40,7 @@ if [ "$(left)" -gt 200 ]; then
       [ "$(left)" -gt 40 ] || break
       env $([ $ab = b ] && echo LUMINAL_DECODE_AHEAD=1) LUMINAL_ONLY=1 \
         scripts/gpu-peers.sh "$out/$ab$i" bench smollm2-q4_1.gguf >/dev/null 2>&1
-      grep -h "TPOT\|decode" "$out/$ab$i/summary.txt" | sed "s/^/[decode-ahead $ab$i] /" >>"$summary"
+      grep -h "TPOT" "$out/$ab$i/peers.txt" | sed "s/^/[decode-ahead $ab$i] /" >>"$summary"
     done
   done
 fi
