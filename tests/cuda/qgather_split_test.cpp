@@ -7,7 +7,6 @@
 //     an index outside the table writes 0 and reports it.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,7 +21,6 @@ namespace luminal {
 namespace {
 
 using testing::decode;
-using testing::floats;
 using testing::random_blocks;
 
 const DType kLegacy[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
@@ -71,11 +69,7 @@ TEST(CudaQGatherSplit, RowsAreBitExact) {
     ASSERT_EQ(testing::count_op(l, "cuda.QGatherS"), 1) << name(t) << " " << l.op_mix_string();
     const HostBuffer wb = random_blocks(t, kVocab * kHidden, 51);
     const std::vector<int32_t> ids = {0, 40, 7, 7, 13, 39, 1};
-    HostBuffer ib{DType::I32, std::vector<uint8_t>(ids.size() * 4)};
-    std::memcpy(ib.bytes.data(), ids.data(), ib.bytes.size());
-    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
-    const testing::PlanRun r = testing::run_plan(lp, {{"embed", wb}, {"ids", ib}}, {});
-    const std::vector<float> got = floats(r.outputs.at("rows"));
+    const std::vector<float> got = testing::run_gather(testing::gpu(), l, wb, ids);
     const std::vector<float> want = decode(wb);
     ASSERT_EQ(got.size(), static_cast<size_t>(kIds * kHidden));
     EXPECT_EQ(testing::gathered_mismatches(got, want, ids, kHidden), 0) << name(t);

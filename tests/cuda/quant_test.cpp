@@ -428,11 +428,7 @@ TEST(CudaQuant, QGatherIsBitExact) {
     ASSERT_EQ(n, 1) << tag(t) << " " << l.op_mix_string();
     const HostBuffer wb = random_blocks(t, V * K, 50);
     const std::vector<int32_t> ids = {0, 40, 7, 7, 13, 39, 1};
-    HostBuffer ib{DType::I32, std::vector<uint8_t>(ids.size() * 4)};
-    std::memcpy(ib.bytes.data(), ids.data(), ib.bytes.size());
-    testing::LoadedPlan lp = testing::load_plan(testing::gpu(), l);
-    const testing::PlanRun r = testing::run_plan(lp, {{"embed", wb}, {"ids", ib}}, {});
-    const std::vector<float> got = floats(r.outputs.at("rows"));
+    const std::vector<float> got = testing::run_gather(testing::gpu(), l, wb, ids);
     const std::vector<float> want = decode(wb);
     ASSERT_EQ(got.size(), static_cast<size_t>(S * K));
     EXPECT_EQ(testing::gathered_mismatches(got, want, ids, K), 0) << tag(t);

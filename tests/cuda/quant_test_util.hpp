@@ -11,6 +11,7 @@
 #include "luminal/core/blocks.hpp"
 #include "luminal/luminal.hpp"
 #include "luminal/nn/linear.hpp"
+#include "support/llir_direct.hpp"
 #include "support/quant_bound.hpp"
 
 namespace luminal::testing {
@@ -88,6 +89,16 @@ inline std::vector<float> floats(const HostBuffer& b) {
   std::vector<float> v(b.bytes.size() / 4);
   std::memcpy(v.data(), b.bytes.data(), b.bytes.size());
   return v;
+}
+
+/// The f32 rows "rows" of the program `l` of an embedding gather run on `backend` with its table
+/// "embed" = `table` and ids "ids" = `ids`: the gathers' tests' run.
+inline std::vector<float> run_gather(Backend& backend, const LlirGraph& l, const HostBuffer& table,
+                                     const std::vector<int32_t>& ids) {
+  HostBuffer ib{DType::I32, std::vector<uint8_t>(ids.size() * 4)};
+  std::memcpy(ib.bytes.data(), ids.data(), ib.bytes.size());
+  LoadedPlan lp = load_plan(backend, l);
+  return floats(run_plan(lp, {{"embed", table}, {"ids", ib}}, {}).outputs.at("rows"));
 }
 
 /// How many of `got` (row ids[s] of a table of rows of K values, for each s) differ bitwise from
