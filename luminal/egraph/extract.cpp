@@ -16,6 +16,20 @@ namespace luminal {
 
 namespace {
 
+/// A new visit stamp for per-class scratch `seen` of `n` classes (grown and cleared as needed):
+/// a class is visited in this pass when its entry equals the stamp.
+uint32_t next_stamp(std::vector<uint32_t>& seen, uint32_t& stamp, size_t n) {
+  if (seen.size() < n) {
+    seen.assign(n, 0);
+    stamp = 0;
+  }
+  if (++stamp == 0) {
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+  return stamp;
+}
+
 uint64_t mix(uint64_t h, uint64_t v) { return hash_combined(h, v); }
 
 // An e-node's cost in the fewest-kernels seed: inputs free; a library call kAvoided when the
@@ -480,6 +494,7 @@ double SearchSpace::program_cost(const Genome& g, LibrarySeed mode) const {
 
 double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
                                       const SeedBias* bias) const {
+  if (path_weight_ > 0) return cost_with_chain(g, mode, bias);
   // The seeds' descents call this thousands of times: the classes g runs are visited once each,
   // depth first, with scratch kept per thread and a visit stamp instead of clearing it. (The
   // order of the sum differs between genomes, as the topological order did before; no cycle is
@@ -487,19 +502,12 @@ double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
   thread_local std::vector<uint32_t> seen;
   thread_local uint32_t stamp = 0;
   thread_local std::vector<ClassId> stack;
-  if (seen.size() < options_.size()) {
-    seen.assign(options_.size(), 0);
-    stamp = 0;
-  }
-  if (++stamp == 0) {
-    std::fill(seen.begin(), seen.end(), 0);
-    stamp = 1;
-  }
+  const uint32_t now = next_stamp(seen, stamp, options_.size());
   double total = 0;
   stack.clear();
   for (ClassId r : roots_)
-    if (seen[r] != stamp) {
-      seen[r] = stamp;
+    if (seen[r] != now) {
+      seen[r] = now;
       stack.push_back(r);
     }
   while (!stack.empty()) {
@@ -509,33 +517,26 @@ double SearchSpace::program_cost_impl(const Genome& g, LibrarySeed mode,
     total += option_cost(c, o, mode, bias);
     for (ClassId ch : eg_->node(o).children) {
       const ClassId k = eg_->find(ch);
-      if (seen[k] != stamp) {
-        seen[k] = stamp;
+      if (seen[k] != now) {
+        seen[k] = now;
         stack.push_back(k);
       }
     }
   }
-  if (path_weight_ > 0) total += path_weight_ * longest_chain(g, mode, bias);
   return total;
 }
 
-double SearchSpace::longest_chain(const Genome& g, LibrarySeed mode, const SeedBias* bias) const {
-  // Depth first, each class's chain cost once its children's are known (the program is acyclic:
-  // a class met again is either finished or not yet started).
+double SearchSpace::cost_with_chain(const Genome& g, LibrarySeed mode, const SeedBias* bias) const {
+  // As program_cost_impl, but each class is finished after its children (the program is acyclic:
+  // a class met again is either finished or not yet started), so its chain, the most kernels on
+  // one path from an input to it, is known from theirs.
   thread_local std::vector<uint32_t> seen;
   thread_local std::vector<double> chain;
   thread_local uint32_t stamp = 0;
   thread_local std::vector<std::pair<ClassId, bool>> stack;
-  if (seen.size() < options_.size()) {
-    seen.assign(options_.size(), 0);
-    chain.assign(options_.size(), 0.0);
-    stamp = 0;
-  }
-  if (++stamp == 0) {
-    std::fill(seen.begin(), seen.end(), 0);
-    stamp = 1;
-  }
-  double longest = 0;
+  const uint32_t now = next_stamp(seen, stamp, options_.size());
+  if (chain.size() < options_.size()) chain.assign(options_.size(), 0.0);
+  double total = 0, longest = 0;
   stack.clear();
   for (ClassId r : roots_)
     stack.emplace_back(r, false);
@@ -544,22 +545,24 @@ double SearchSpace::longest_chain(const Genome& g, LibrarySeed mode, const SeedB
     stack.pop_back();
     const ENodeId o = chosen(g, c);
     if (children_done) {
+      const double cost = option_cost(c, o, mode, bias);
+      total += cost;
       double deepest = 0;
       for (ClassId ch : eg_->node(o).children)
         deepest = std::max(deepest, chain[eg_->find(ch)]);
-      chain[c] = deepest + (option_cost(c, o, mode, bias) > 0 ? 1.0 : 0.0);
+      chain[c] = deepest + (cost > 0 ? 1.0 : 0.0);
       longest = std::max(longest, chain[c]);
       continue;
     }
-    if (seen[c] == stamp) continue;
-    seen[c] = stamp;
+    if (seen[c] == now) continue;
+    seen[c] = now;
     stack.emplace_back(c, true);
     for (ClassId ch : eg_->node(o).children) {
       const ClassId k = eg_->find(ch);
-      if (seen[k] != stamp) stack.emplace_back(k, false);
+      if (seen[k] != now) stack.emplace_back(k, false);
     }
   }
-  return longest;
+  return total + path_weight_ * longest;
 }
 
 Genome SearchSpace::random_genome(Rng& rng) const {

@@ -126,9 +126,9 @@ class SearchSpace {
   bool pair_descent(Genome& g, double& lowest, LibrarySeed mode, const SeedBias* bias,
                     double width) const;
   double program_cost_impl(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
-  /// The most expensive chain of the program g picks: the largest sum of option costs along one
-  /// chain of data dependencies from an input to a root.
-  double longest_chain(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
+  /// program_cost_impl with set_seed_path_weight's term: the option costs plus the weight times
+  /// the most kernels (options of nonzero cost) on one chain of data dependencies, in one pass.
+  double cost_with_chain(const Genome& g, LibrarySeed mode, const SeedBias* bias) const;
 
   const EGraph* eg_;
   std::vector<ClassId> roots_;
