@@ -20,14 +20,9 @@ switch=${2:?usage: scripts/gpu-ab.sh OUT VAR=VALUE MODE [MODE...]}
 shift 2
 [ $# -gt 0 ] || { echo "gpu-ab: name at least one bench_cuda mode" >&2; exit 2; }
 [[ "$switch" == *=* ]] || { echo "gpu-ab: the switch must be VAR=VALUE, got '$switch'" >&2; exit 2; }
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-build=${BUILD:-build-gpu}
-jobs=${JOBS:-$(nproc)}
+gpu_begin "$out"
 reps=${REPS:-20}
 rounds=${ROUNDS:-1}
-summary="$out/summary.txt"
-: >"$summary"
 failed=0
 start=$(date +%s)
 note "gpu-ab $(date -u +%Y-%m-%dT%H:%MZ): B = $switch, modes: $*"

@@ -41,12 +41,7 @@ while [ $# -gt 0 ]; do
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-build=${BUILD:-build-gpu}
-jobs=${JOBS:-$(nproc)}
-summary="$out/summary.txt"
-: >"$summary"
+gpu_begin "$out"
 start=$(date +%s)
 
 note "gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"

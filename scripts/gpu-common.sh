@@ -4,6 +4,16 @@
 
 note() { echo "$*" | tee -a "${summary:-/dev/null}"; }
 
+# gpu_begin OUT: every script's start. OUT made (and absolute), $summary (OUT/summary.txt) emptied,
+# $build and $jobs from BUILD (default build-gpu) and JOBS (default all cores).
+gpu_begin() {
+  mkdir -p "$1"
+  out=$(cd "$1" && pwd)
+  summary="$out/summary.txt"
+  : >"$summary"
+  build=${BUILD:-build-gpu}
+  jobs=${JOBS:-$(nproc)}
+}
 
 # PCRE2 and ICU headers (the io library) from carried .debs when the machine lacks them.
 install_debs() {

@@ -27,14 +27,9 @@ while [ $# -gt 0 ]; do
     *) echo "gpu-expert-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-build=${BUILD:-build-gpu}
-jobs=${JOBS:-$(nproc)}
+gpu_begin "$out"
 limit=${LIMIT:-10}
 benches=${BENCHES:-expert qwen3moe qwen3moe-unfused gemma3}
-summary="$out/summary.txt"
-: >"$summary"
 start=$(date +%s)
 note "gpu-expert-check $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |

@@ -13,11 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-common.sh
 out=${1:?usage: scripts/gpu-pending.sh OUT}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-summary="$out/summary.txt"
-: >"$summary"
 export BUILD=${BUILD:-$HOME/b} JOBS=${JOBS:-10}
+gpu_begin "$out"
 limit=${LIMIT:-570}
 t0=$(date +%s)
 left() { echo $((limit - ($(date +%s) - t0))); }

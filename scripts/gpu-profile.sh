@@ -24,12 +24,7 @@ out=${1:?usage: scripts/gpu-profile.sh OUT MODE REGEX [COUNT]}
 mode=${2:?usage: scripts/gpu-profile.sh OUT MODE REGEX [COUNT]}
 regex=${3:?usage: scripts/gpu-profile.sh OUT MODE REGEX [COUNT]}
 count=${4:-4}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-build=${BUILD:-build-gpu}
-jobs=${JOBS:-$(nproc)}
-summary="$out/summary.txt"
-: >"$summary"
+gpu_begin "$out"
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 [ -n "$ncu" ] || { note "gpu-profile: no ncu on this machine"; exit 1; }
 start=$(date +%s)

@@ -20,13 +20,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/gpu-common.sh
 out=${1:?usage: scripts/gpu-torch-bench.sh OUT}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-build=${BUILD:-build-gpu}
-jobs=${JOBS:-$(nproc)}
+gpu_begin "$out"
 shapes=${SHAPES:-100m 8b}
-summary="$out/summary.txt"
-: >"$summary"
 install_debs
 py=python3
 [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3

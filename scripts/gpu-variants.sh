@@ -17,13 +17,8 @@ out=${1:?usage: MODES="MODE..." scripts/gpu-variants.sh OUT SETTING [SETTING...]
 shift
 [ $# -gt 0 ] || { echo "gpu-variants: name at least one setting ('-': the defaults)" >&2; exit 2; }
 modes=${MODES:?set MODES to the bench_cuda modes}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-build=${BUILD:-build-gpu}
-jobs=${JOBS:-$(nproc)}
+gpu_begin "$out"
 reps=${REPS:-10}
-summary="$out/summary.txt"
-: >"$summary"
 failed=0
 start=$(date +%s)
 note "gpu-variants $(date -u +%Y-%m-%dT%H:%MZ): modes $modes"
