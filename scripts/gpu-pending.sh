@@ -63,8 +63,9 @@ if want qgather && [ "$(left)" -gt 80 ]; then
 fi
 # 4. The seed's path weight (session 44) on the latency-bound decodes.
 if want seed && [ "$(left)" -gt 150 ]; then
-  MODES="smollm2-q4_1 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/s" - 'LUMINAL_CUDA_SEED_PATH=1' \
-    >/dev/null 2>&1
+  # (LUMINAL_BENCH_KERNELS: bench.log lists the first two layers' kernels, each timed alone)
+  MODES="smollm2-q4_1 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/s" LUMINAL_BENCH_KERNELS=30 \
+    'LUMINAL_BENCH_KERNELS=30 LUMINAL_CUDA_SEED_PATH=1' >/dev/null 2>&1
   sed 's/^/[seed-path] /' "$out/s/summary.txt" >>"$summary"
 fi
 # 5. Issue 28's bf16 targets (the 8B at context 128 and 1024, its prefill, SmolLM2): on an H200
