@@ -9,7 +9,7 @@
 #
 # Needs .debs (PCRE2/ICU) and .dev (llama.cpp's source and SmolLM2's vocabulary: gpu-peers.sh's
 # header) carried. BUILD=dir (default $HOME/b, kept between calls on a warm machine), JOBS=n.
-# STEPS picks steps, in their order here (default all: "tests ahead tiled qgather seed bf16"); split
+# STEPS picks steps, in their order here (default all: "tests ahead tiled qgather seed bf16 profile"); split
 # them over two calls where a machine may be taken back mid-call (a call taken back returns
 # nothing, one that runs out of time returns what it wrote).
 set -uo pipefail
@@ -21,7 +21,7 @@ gpu_begin "$out"
 limit=${LIMIT:-570}
 t0=$(date +%s)
 left() { echo $((limit - ($(date +%s) - t0))); }
-steps=" ${STEPS:-tests ahead tiled qgather seed bf16} "
+steps=" ${STEPS:-tests ahead tiled qgather seed bf16 profile} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 install_debs
 nvidia-smi -L | tee -a "$summary"
@@ -73,5 +73,11 @@ fi
 if want bf16 && [ "$(left)" -gt 150 ]; then
   MODES="lt smollm2" REPS=10 scripts/gpu-variants.sh "$out/b" - >/dev/null 2>&1
   sed 's/^/[bf16] /' "$out/b/summary.txt" >>"$summary"
+fi
+# 6. What limits the Q4_K integer GEMV (about 1.4 TB/s against q4_0's 2.7): Nsight Compute's
+#    counters for four of its kernels.
+if want profile && [ "$(left)" -gt 200 ]; then
+  scripts/gpu-profile.sh "$out/f" lt-q4_k lmn_qgemv 4 >/dev/null 2>&1
+  sed 's/^/[profile] /' "$out/f/summary.txt" >>"$summary"
 fi
 note "gpu-pending: $(($(date +%s) - t0)) s"
