@@ -9,7 +9,7 @@
 #
 # Needs .debs (PCRE2/ICU) and .dev (llama.cpp's source and SmolLM2's vocabulary: gpu-peers.sh's
 # header) carried. BUILD=dir (default $HOME/b, kept between calls on a warm machine), JOBS=n.
-# STEPS picks steps, in their order here (default all: "tests ahead tiled qgather seed bf16 profile"); split
+# STEPS picks steps, in their order here (default all: "tests ahead tiled qgather seed prologue bf16 profile"); split
 # them over two calls where a machine may be taken back mid-call (a call taken back returns
 # nothing, one that runs out of time returns what it wrote).
 set -uo pipefail
@@ -21,7 +21,7 @@ gpu_begin "$out"
 limit=${LIMIT:-570}
 t0=$(date +%s)
 left() { echo $((limit - ($(date +%s) - t0))); }
-steps=" ${STEPS:-tests ahead tiled qgather seed bf16 profile} "
+steps=" ${STEPS:-tests ahead tiled qgather seed prologue bf16 profile} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 install_debs
 nvidia-smi -L | tee -a "$summary"
@@ -29,9 +29,9 @@ nvidia-smi -L | tee -a "$summary"
 want ahead && LLAMA_JOBS=6 scripts/gpu-peers.sh "$out/p" build-llama >>"$summary" 2>&1
 
 # 1. The prepared forms' GPU tests (session 43: decode ahead, cuda.QGatherS; session 44: the
-#    f32-stage cuda.MatmulTiled).
+#    f32-stage cuda.MatmulTiled; session 45: cuda.RowGemv).
 if want tests; then
-  TESTS="test_cuda_graph test_models_causal_lm test_cuda_qgather_split test_cuda_matmul_tiled" \
+  TESTS="test_cuda_graph test_models_causal_lm test_cuda_qgather_split test_cuda_matmul_tiled test_cuda_row_gemv" \
     RUN_TESTS=1 MODES="smollm2-q4_1" REPS=5 scripts/gpu-variants.sh "$out/t" - >/dev/null 2>&1
   sed 's/^/[tests] /' "$out/t/summary.txt" >>"$summary"
 fi
@@ -67,6 +67,12 @@ if want seed && [ "$(left)" -gt 150 ]; then
   MODES="smollm2-q4_1 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/s" LUMINAL_BENCH_KERNELS=30 \
     'LUMINAL_BENCH_KERNELS=30 LUMINAL_CUDA_SEED_PATH=1' >/dev/null 2>&1
   sed 's/^/[seed-path] /' "$out/s/summary.txt" >>"$summary"
+fi
+# 4b. The norm computed by the GEMVs that read it (session 45, cuda.RowGemv).
+if want prologue && [ "$(left)" -gt 150 ]; then
+  MODES="smollm2-q4_1 smollm2 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/r" - 'LUMINAL_CUDA_ROW_PROLOGUE=1' \
+    >/dev/null 2>&1
+  sed 's/^/[row-gemv] /' "$out/r/summary.txt" >>"$summary"
 fi
 # 5. Issue 28's bf16 targets (the 8B at context 128 and 1024, its prefill, SmolLM2): on an H200
 #    these are the issue's numbers (an H100's copy bandwidth is lower).

@@ -332,8 +332,10 @@ std::string Codegen::params(bool restrict_ptrs) const {
   const std::string r = restrict_ptrs ? " __restrict__ " : " ";
   const ScatterStore* ss = ctx_.scatter_store;
   std::string p = "S_" + dtype_tag(node_.attrs.dtype) + "*" + r + (ss ? "lmn_out" : "out");
+  const RowPrologue* rp = ctx_.row_prologue;
   for (size_t k = 0; k < node_.inputs.size(); ++k) {
-    const DType t = k < node_.input_dtypes.size() ? node_.input_dtypes[k] : node_.attrs.dtype;
+    DType t = k < node_.input_dtypes.size() ? node_.input_dtypes[k] : node_.attrs.dtype;
+    if (k == 0 && rp) t = rp->row->input_dtypes.at(0);
     p += ", const S_" + dtype_tag(t) + "*" + r + "in" + std::to_string(k);
   }
   if (ss) {  // the destination (the output's own buffer when in place) and the indexes
@@ -341,6 +343,9 @@ std::string Codegen::params(bool restrict_ptrs) const {
     p += ", const S_" + dtype_tag(node_.attrs.dtype) + "* in" + std::to_string(k) + ", const S_" +
          dtype_tag(ss->index_dtype) + "*" + r + "in" + std::to_string(k + 1);
   }
+  if (rp)  // the row's other inputs
+    for (size_t i = 1; i < rp->row->input_dtypes.size(); ++i)
+      p += ", const S_" + dtype_tag(rp->row->input_dtypes[i]) + "*" + r + rp->inputs.at(i);
   p += ", const long long* __restrict__ dims, unsigned int* __restrict__ err";
   return p;
 }

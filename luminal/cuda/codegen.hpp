@@ -34,12 +34,24 @@ struct ScatterStore {
   Expr count;                      // the destination's element count
 };
 
+/// A GEMV whose activation (its input 0, one row) is a cuda.Row's output that each block
+/// computes into shared memory first (row_prologue.cpp, "a row computed by the GEMV"): the node
+/// it generates for has the row's first input in place of the activation and the row's other
+/// inputs after its own (after a ScatterStore's two). Codegen types in0 as the row's input 0 and
+/// adds the others' parameters, named by `inputs`; the GEMV's generator writes the row
+/// (row_into_shared) and reads it from there.
+struct RowPrologue {
+  const LlirNode* row = nullptr;    // the row: op cuda.Row, its attrs and input dtypes
+  std::vector<std::string> inputs;  // each row input's name in the kernel ("in0", ...)
+};
+
 /// What generating a kernel may read besides the node.
 struct GenContext {
   const Facts& facts;                    // the bucket's dim ranges
   const std::vector<std::string>& dims;  // slot order of the device dims array
   int sm_count = 132;
   const ScatterStore* scatter_store = nullptr;  // stores redirected (above), or none
+  const RowPrologue* row_prologue = nullptr;    // the activation computed in the kernel, or none
 };
 
 /// One kernel launch of a node: entry point, threads per block, grid (x, y, z) as Exprs of the
@@ -80,7 +92,8 @@ class Codegen {
   std::string axis_offset(const View& v, int axis, const std::string& index);
   /// The parameter list: `out` of the node's dtype, `in<k>` of each input's dtype, dims, err
   /// (with a ScatterStore: the raw output `lmn_out`, then the destination and index inputs after
-  /// the node's own).
+  /// the node's own; with a RowPrologue: in0 of the row's input 0 dtype, and the row's other
+  /// inputs last).
   std::string params(bool restrict_ptrs = true) const;
   /// The kernel's first statements: lmn_pdl() (wait for the kernel before it when launched with a
   /// programmatic dependency, then let the next one launch), then every dim the kernel used

@@ -37,6 +37,8 @@ KernelGen gen_view_copy(const LlirNode& n, const GenContext& ctx);
 const OpDef* cuda_fused_op();
 /// The row op, cuda.Row (row.cpp; its rules are in the "cuda.rows" ruleset).
 const OpDef* cuda_row_op();
+/// cuda.RowQ8: a row kernel writing Q8_1 blocks (row.cpp).
+const OpDef* cuda_row_q8_op();
 /// cuda.ScatterUnique (gather_scatter.cpp): the in-place scatter whose indexes are distinct.
 const OpDef* scatter_unique_op();
 

@@ -34,6 +34,8 @@ void register_row_q8_ops(std::vector<const CudaOp*>& ops);          // row.cpp (
 void register_fused_q8_ops(std::vector<const CudaOp*>& ops);  // elementwise.cpp (after QuantizeQ8)
 void register_gemv_kn_q8_ops(std::vector<const CudaOp*>& ops);  // gemv_kn.cpp (after FusedQ8)
 void register_attention_ops(std::vector<const CudaOp*>& ops);   // attention.cpp
+void register_row_gemv_ops(std::vector<const CudaOp*>& ops);  // row_prologue.cpp (after all GEMVs)
+std::shared_ptr<const Payload> read_row_gemv_payload(std::string_view text);  // row_prologue.cpp
 #ifdef LUMINAL_HAVE_CUBLASLT
 void register_lt_ops(std::vector<const CudaOp*>& ops);  // cublaslt/lt_matmul.cpp
 #endif
@@ -71,6 +73,7 @@ const std::vector<const CudaOp*>& cuda_ops() {
     register_fused_q8_ops(v);
     register_gemv_kn_q8_ops(v);
     register_attention_ops(v);
+    register_row_gemv_ops(v);
 #ifdef LUMINAL_HAVE_CUBLASLT
     register_lt_ops(v);
 #endif
@@ -87,6 +90,7 @@ const OpRegistry& cuda_registry() {
       [](std::string_view kind, std::string_view text) -> std::shared_ptr<const Payload> {
         if (kind == "fused_program") return FusedProgram::deserialize(text);
         if (kind == "gemv_then") return GemvThenView::deserialize(text);
+        if (kind == "row_gemv") return read_row_gemv_payload(text);
 #ifdef LUMINAL_HAVE_CUBLASLT
         if (kind == "lt_epilogue") return LtEpilogue::deserialize(text);
 #endif

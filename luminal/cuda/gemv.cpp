@@ -38,6 +38,7 @@
 #include "luminal/cuda/gemv_then.hpp"
 #include "luminal/cuda/matmul_operands.hpp"
 #include "luminal/cuda/prelude.hpp"
+#include "luminal/cuda/row_prologue.hpp"
 #include "luminal/kernels/epilogue_rule.hpp"
 #include "luminal/kernels/matmul_rule.hpp"
 
@@ -154,7 +155,25 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   // With a product after it, the GEMV's own W (the sums' order, so the same bits) and G values a
   // block-iteration: TPB tasks when G >= T, else R rounds of G values for one task.
   const int TPB = then ? std::max(1, G / T) : 1, R = then ? std::max(1, T / G) : 1;
-  if (!epi && !then)
+  // The activation computed by the block (cuda.RowGemv, row_prologue.cpp): one row, read along k
+  // at unit stride from its first element, whatever the output index.
+  const RowPrologue* rp = ctx.row_prologue;
+  std::string row_code;
+  if (rp) {
+    const View& xv = n.attrs.views[static_cast<size_t>(x)];
+    bool one_row = x == 0 && M == 1 && !xv.has_base() && xv.strides[axis] == Expr::z() &&
+                   rp->row->attrs.dtype == tx && K.is_const() && numel(rp->row->attrs.shape) == K;
+    for (int d = 0; d < xv.rank() && one_row; ++d)
+      one_row = d == axis || xv.strides[static_cast<size_t>(d)] == Expr(0) ||
+                xv.dims[static_cast<size_t>(d)] == Expr(1);
+    if (!one_row)
+      throw Error(std::string(n.op->name) + " with its row: the activation must be operand 0, " +
+                  "one row of the row's dtype read along k at unit stride, got " + xv.to_string());
+    row_code = "  __shared__ __align__(16) S_" + dtype_tag(tx) + " lmn_xrow[" +
+               std::to_string(K.as_const()) + "];\n" +
+               row_into_shared(*rp->row, ctx, cg, kBlock, "lmn_xrow", rp->inputs);
+  }
+  if (!epi && !then && !rp)
     if (std::optional<KernelGen> mma =
             gen_gemv_mma(n, ctx, *form, product_t, P, out_full,
                          drop_row(n.attrs.views[static_cast<size_t>(w)]), cg))
@@ -198,6 +217,7 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
       pair ? "  __shared__ double red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
       "  const " + I + " KC = K / " + Vs + ";",
   });
+  body = row_code + body;
   // (the group's output exists while `live` holds)
   const std::string live = gemv_loop_open(cg, then, tasks, G, TPB, R, body);
   body += lines({
@@ -223,14 +243,15 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
       "        }",
       "#pragma unroll",
       "      for (int mi = 0; mi < " + Ms + "; ++mi) {",
-      "        const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(in" +
-          std::to_string(x) + " + " + ox + " + " + x_step + ");",
+      "        const " + vx_t + "* rx = reinterpret_cast<const " + vx_t + "*>(" +
+          (rp ? std::string("lmn_xrow") : "in" + std::to_string(x)) + " + " + ox + " + " + x_step +
+          ");",
       "        float part = 0.0f" + std::string(pair ? ", part2 = 0.0f" : "") + ";",
       "#pragma unroll",
       "        for (int u = 0; u < " + Us + "; ++u) {",
       "          const " + I + " cu = c + u * " + std::to_string(32 * W) + ";",
       "          if (cu >= KC) break;",
-      "          const " + vx_t + " qx = __ldg(rx + cu);",
+      "          const " + vx_t + " qx = " + (rp ? "rx[cu]" : "__ldg(rx + cu)") + ";",
       "          const " + sx + "* ex = reinterpret_cast<const " + sx + "*>(&qx);",
       "          const " + sw + "* ew = reinterpret_cast<const " + sw + "*>(&qw[u]);",
       "#pragma unroll",

@@ -68,6 +68,7 @@
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/qgemv_ops.hpp"
 #include "luminal/cuda/quant_device.hpp"
+#include "luminal/cuda/row_prologue.hpp"
 
 namespace luminal::cuda {
 
@@ -200,13 +201,33 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const std::string QT = "QT_" + quant_tag(tw);
   const std::string Ms = std::to_string(M), Us = std::to_string(U), Ws = std::to_string(W),
                     Gs = std::to_string(G), step = std::to_string(step_units * W);
-  std::string body = lines({
-      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
-      "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
-      "  __shared__ float red[" + std::to_string(kWarps) + "][" + Ms + "];",
-      glu ? "  __shared__ float red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
-      "  const int NU = " + std::to_string(NU) + ";",
-  });
+  // The activation computed by the block (cuda.RowGemv, row_prologue.cpp): a cuda.RowQ8's one
+  // row of Q8_1 blocks in shared memory, read by the integer form over GGUF blocks.
+  const RowPrologue* rp = ctx.row_prologue;
+  std::string row_code;
+  if (rp) {
+    bool one_row = q8 && !split && tx == DType::Q8_1 && M == 1 &&
+                   rp->row->attrs.dtype == DType::Q8_1 && numel(rp->row->attrs.shape) == K &&
+                   xv.strides[static_cast<size_t>(axis)] == Expr::z();
+    for (int d = 0; d < xv.rank() && one_row; ++d)
+      one_row = d == axis || xv.strides[static_cast<size_t>(d)] == Expr(0) ||
+                xv.dims[static_cast<size_t>(d)] == Expr(1);
+    if (!one_row)
+      throw Error(std::string(n.op->name) + " with its row: the integer form over GGUF blocks, " +
+                  "reading one Q8_1 row along k, got " + xv.to_string());
+    row_code = "  __shared__ __align__(16) unsigned char lmn_xrow[" +
+               std::to_string(storage_bytes(DType::Q8_1, K.as_const())) + "];\n" +
+               row_into_shared(*rp->row, ctx, cg, kBlock, "lmn_xrow", rp->inputs);
+  }
+  std::string body =
+      row_code +
+      lines({
+          "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+          "  const int g = warp / " + Ws + ", part = warp % " + Ws + ";",
+          "  __shared__ float red[" + std::to_string(kWarps) + "][" + Ms + "];",
+          glu ? "  __shared__ float red2[" + std::to_string(kWarps) + "][" + Ms + "];" : "",
+          "  const int NU = " + std::to_string(NU) + ";",
+      });
   // (the group's output exists while `live` holds)
   const std::string live = gemv_loop_open(cg, then, tasks, G, TPB, R, body);
   body += lines({
@@ -266,10 +287,11 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   });
   // The integer form's activation row mi (contiguous rows of activation blocks).
   const std::string x_row =
-      q8 ? "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
-               " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " +
-               std::to_string(storage_bytes(tx, K.as_const())) + "LL;"
-         : "";
+      rp   ? "          const unsigned char* xr = lmn_xrow;"
+      : q8 ? "          const unsigned char* xr = (const unsigned char*)in0 + (long long)((" + ox +
+                 " + " + x_step + ") / " + std::to_string(K.as_const()) + ") * " +
+                 std::to_string(storage_bytes(tx, K.as_const())) + "LL;"
+           : "";
   if (pairs) {
     // As below with two scales a unit: each sub-block's integer sum joins the accumulator with
     // its own scale, and lane 0 adds both min terms.
@@ -436,7 +458,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
                   ") LMN_ENTRY(lmn_qgemv)(" + cg.params() + ") {\n";
   k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n" + body + "}\n";
   KernelGen gen;
-  gen.source = Codegen::unit(quant_device_source() + k);
+  // (the activation's loads plain where it is in shared memory: quant_dp4a_device.cpp's LMN_LDX)
+  gen.source = Codegen::unit((rp ? "#define LMN_LDX(p) (*(p))\n" : "") + quant_device_source() + k);
   gen.launches.push_back(
       Launch{"lmn_qgemv",
              kBlock,

@@ -43,6 +43,7 @@
 #include "luminal/cuda/prelude.hpp"
 #include "luminal/cuda/quant_device.hpp"
 #include "luminal/cuda/row_gen.hpp"
+#include "luminal/cuda/row_prologue.hpp"
 #include "luminal/kernels/fused_program.hpp"
 #include "luminal/kernels/row_rule.hpp"
 
@@ -82,9 +83,26 @@ int pow2_ceil(int64_t x) {
   return p;
 }
 
-/// `q8`: cuda.RowQ8, the f32 result row kept in shared memory and written as Q8_1 blocks (split
-/// when int_value is 1), as cuda.QuantizeQ8 writes them.
-KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
+/// How row_code writes a row: `threads` > 0 forces the block's thread count (a row computed
+/// inside another kernel, which launched them); `store` names a shared array the results go to,
+/// indexed by the element (empty: the node's output, out[rb + l]); `inputs` names the inputs
+/// (empty: in<c>).
+struct RowOptions {
+  int threads = 0;
+  std::string store = {};
+  std::vector<std::string> inputs = {};
+};
+
+/// The statements computing one row (its first flat index `rb`, its length `L`: both declared
+/// by the caller) of row node `n`, and the form's thread count and shared reduction slots
+/// (`lmn_red`, declared by the caller). `q8`: the program's result is f32 (cuda.RowQ8).
+struct RowCode {
+  std::string body;
+  int T = 32;
+  int red_slots = 0;
+};
+RowCode row_code(const LlirNode& n, const GenContext& ctx, Codegen& cg, bool q8,
+                 const RowOptions& opt) {
   const auto* prog = dynamic_cast<const FusedProgram*>(n.attrs.payload.get());
   if (!prog) throw Error(std::string(n.op->name) + ": the node has no FusedProgram payload");
   prog->validate();
@@ -98,7 +116,6 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
     throw Error("cuda.RowQ8: writes q8_1 rows of a static length, a multiple of 32 up to " +
                 std::to_string(kMaxRowQ8));
   if (n.attrs.shape.empty()) throw Error("cuda.Row: a row op needs an output of rank >= 1");
-  Codegen cg(n, ctx);
   RowGen g{.n = n,
            .prog = *prog,
            .cg = cg,
@@ -110,9 +127,9 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
            .chunked = {},
            .keep = nan_payload_kept(*prog),
            .keep_in = {}};
+  g.inputs = opt.inputs;
   const Shape& D = g.domain;
   const Expr L = D.back();
-  const Expr count = numel(D);
   cg.require(L);
   for (const View& v : n.attrs.views) {
     std::optional<View> over = view_over(v, D);
@@ -184,9 +201,10 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
     }
     if (ok) {
       const int64_t chunks = lmax / v;
-      int t = std::clamp(pow2_ceil((chunks + 7) / 8), q8_threads, 512);
+      int t =
+          opt.threads > 0 ? opt.threads : std::clamp(pow2_ceil((chunks + 7) / 8), q8_threads, 512);
       int64_t kc = (chunks + t - 1) / t;
-      if (kc * regs > kMaxCachedRegs) {
+      if (kc * regs > kMaxCachedRegs && opt.threads == 0) {
         t = 1024;
         kc = (chunks + t - 1) / t;
       }
@@ -213,18 +231,18 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
   }
   // Otherwise one element at a time: kept in registers when they fit, else re-read every pass.
   if (g.V == 1 && lmax != INT64_MAX && lmax > 0) {
-    g.T = std::clamp(pow2_ceil((lmax + 7) / 8), q8_threads, 1024);
+    g.T = opt.threads > 0 ? opt.threads : std::clamp(pow2_ceil((lmax + 7) / 8), q8_threads, 1024);
     g.K = static_cast<int>((lmax + g.T - 1) / g.T);
     int regs = 0;  // per kept element: f64 takes two registers
     for (int c = 0; c < nloads; ++c)
       if (g.cached[c] >= 0) regs += n.input_dtypes.at(c) == DType::F64 ? 2 : 1;
     g.use_cache = ncached > 0 && g.K * regs <= kMaxCachedRegs;
   } else if (g.V == 1) {
-    g.T = 1024;
+    g.T = opt.threads > 0 ? opt.threads : 1024;
   }
   if (!g.use_cache) {
     // Without a cache every loop reads its loads: K does not matter.
-    if (lmax != INT64_MAX && lmax > 0 && ncached > 0) g.T = 1024;
+    if (lmax != INT64_MAX && lmax > 0 && ncached > 0) g.T = opt.threads > 0 ? opt.threads : 1024;
     g.cached.assign(nloads, -1);
   }
   // In the chunked form, loads that are not kept but contiguous and aligned along the row are read
@@ -250,7 +268,7 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
       std::string rhs;
       if (in.op == FusedOpcode::Load) {
         const std::string off = cg.view_offset(g.views[in.a], "rb", "u" + std::to_string(j), s);
-        rhs = "ld_" + dtype_tag(in.dtype) + "(in" + std::to_string(in.a) + "[" + off + "])";
+        rhs = "ld_" + dtype_tag(in.dtype) + "(" + g.in(in.a) + "[" + off + "])";
       } else {
         rhs = inst_code(in);
       }
@@ -269,8 +287,8 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
       const std::string cs = "c" + std::to_string(c);
       std::string fill = "      const " + I + " i = rb + l0;\n";
       const std::string off = cg.view_offset(g.views[c], "i", "o" + std::to_string(c), fill);
-      fill += "      " + cs + "[k] = *reinterpret_cast<const " + vt + "*>(in" + std::to_string(c) +
-              " + " + off + ");\n";
+      fill += "      " + cs + "[k] = *reinterpret_cast<const " + vt + "*>(" + g.in(c) + " + " +
+              off + ");\n";
       body += "    " + vt + " " + cs + "[" + std::to_string(g.K) + "];\n";
       body += g.chunk_loop(fill);
     }
@@ -282,8 +300,8 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
       const std::string tag = dtype_tag(t);
       std::string inner;
       const std::string off = cg.view_offset(g.views[c], "i", "o" + std::to_string(c), inner);
-      inner += "      c" + std::to_string(c) + "[k] = " + load_fn(t, g.keep_in[c]) + "(in" +
-               std::to_string(c) + "[" + off + "]);\n";
+      inner += "      c" + std::to_string(c) + "[k] = " + load_fn(t, g.keep_in[c]) + "(" + g.in(c) +
+               "[" + off + "]);\n";
       body += "    C_" + tag + " c" + std::to_string(c) + "[" + std::to_string(g.K) + "];\n";
       body += g.loop(inner);
     }
@@ -420,45 +438,75 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
       const std::string head = g.chunk_loads(order) + "      union { " + vt + " v; S_" + ot +
                                " e[" + std::to_string(g.V) + "]; } so;\n";
       const std::string tail = "      *reinterpret_cast<" + vt + "*>(" +
-                               (q8 ? "lmn_rowq" : "out + rb") + " + l0) = so.v;\n";
+                               (opt.store.empty() ? "out + rb" : opt.store) + " + l0) = so.v;\n";
       body += g.loop(code + "      so.e[j] = st_" + ot + "(" + value + ");\n", head, tail);
     } else {
-      body += g.loop(code + "      " + (q8 ? "lmn_rowq[l]" : "out[i]") + " = st_" + ot + "(" +
-                     value + ");\n");
+      body += g.loop(code + "      " + (opt.store.empty() ? "out[i]" : opt.store + "[l]") +
+                     " = st_" + ot + "(" + value + ");\n");
     }
   }
+  RowCode rc;
+  rc.body = std::move(body);
+  rc.T = g.T;
+  rc.red_slots = red_slot;
+  return rc;
+}
+
+/// RowQ8's store: the f32 row in shared `lmn_rowq` (its T threads' results, after a
+/// __syncthreads) written as Q8_1 blocks at `orow` (split where int_value is 1), a warp a block
+/// of 32 or four blocks a warp (quant_dp4a_device.cpp's quantizers).
+std::string q8_blocks_code(const LlirNode& n, int T, const std::string& orow) {
+  const std::string nb = std::to_string(n.attrs.shape.back().as_const() / 32);
+  std::string body = "    __syncthreads();\n    {\n      const int lane = threadIdx.x & 31;\n";
+  body += "      unsigned char* orow = " + orow + ";\n";
+  if (oct_quantize()) {
+    // Four blocks a warp at a time, eight lanes a block (lmn_q8_1_oct: the same bytes).
+    body += "      for (int b0 = (threadIdx.x >> 5) * 4; b0 < " + nb +
+            "; b0 += " + std::to_string(T / 32 * 4) + ") {\n";
+    body += "        const int b = b0 + (lane >> 3);\n        const bool live = b < " + nb +
+            ";\n        const float4 v = live ? *reinterpret_cast<const float4*>(lmn_rowq + b * "
+            "32 + (lane & 7) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n";
+    body += n.attrs.int_value == 1
+                ? "        lmn_q8_1_oct_to(v.x, v.y, v.z, v.w, orow + b * 32, orow + " + nb +
+                      " * 32 + b * 4, lane, live);\n"
+                : "        lmn_q8_1_oct(v.x, v.y, v.z, v.w, orow + b * 36, lane, live);\n";
+    body += "      }\n";
+  } else {
+    body += "      for (int b = threadIdx.x >> 5; b < " + nb + "; b += " + std::to_string(T / 32) +
+            ")\n";
+    body += n.attrs.int_value == 1
+                ? "        lmn_q8_1_warp_to(lmn_rowq[b * 32 + lane], orow + b * 32, orow + " + nb +
+                      " * 32 + b * 4, lane);\n"
+                : "        lmn_q8_1_warp(lmn_rowq[b * 32 + lane], orow + b * 36, lane);\n";
+  }
+  body += "    }\n";
+  return body;
+}
+
+/// `q8`: cuda.RowQ8, the f32 result row kept in shared memory and written as Q8_1 blocks (split
+/// when int_value is 1), as cuda.QuantizeQ8 writes them.
+KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
+  Codegen cg(n, ctx);
+  const RowCode rc = row_code(n, ctx, cg, q8, RowOptions{.store = q8 ? "lmn_rowq" : ""});
+  std::string body = rc.body;
+  const int T = rc.T;
+  const int red_slot = rc.red_slots;
+  const std::string& I = cg.idx();
+  const Shape& D = n.attrs.shape;
+  const Expr L = D.back();
+  const Expr count = numel(D);
+  const auto* prog = static_cast<const FusedProgram*>(n.attrs.payload.get());
+  const size_t N = prog->insts.size();
+  const DType rt = q8 ? DType::F32 : n.attrs.dtype;
   if (q8) {
-    // The row from shared memory, a warp a block of 32 (quant_dp4a_device.cpp's quantizers).
     const std::string nb = std::to_string(n.attrs.shape.back().as_const() / 32);
-    body += "    __syncthreads();\n    {\n      const int lane = threadIdx.x & 31;\n";
-    body += "      unsigned char* orow = out + (long long)row * " + nb + " * 36;\n";
-    if (oct_quantize()) {
-      // Four blocks a warp at a time, eight lanes a block (lmn_q8_1_oct: the same bytes).
-      body += "      for (int b0 = (threadIdx.x >> 5) * 4; b0 < " + nb +
-              "; b0 += " + std::to_string(g.T / 32 * 4) + ") {\n";
-      body += "        const int b = b0 + (lane >> 3);\n        const bool live = b < " + nb +
-              ";\n        const float4 v = live ? *reinterpret_cast<const float4*>(lmn_rowq + b * "
-              "32 + (lane & 7) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n";
-      body += n.attrs.int_value == 1
-                  ? "        lmn_q8_1_oct_to(v.x, v.y, v.z, v.w, orow + b * 32, orow + " + nb +
-                        " * 32 + b * 4, lane, live);\n"
-                  : "        lmn_q8_1_oct(v.x, v.y, v.z, v.w, orow + b * 36, lane, live);\n";
-      body += "      }\n";
-    } else {
-      body += "      for (int b = threadIdx.x >> 5; b < " + nb +
-              "; b += " + std::to_string(g.T / 32) + ")\n";
-      body += n.attrs.int_value == 1
-                  ? "        lmn_q8_1_warp_to(lmn_rowq[b * 32 + lane], orow + b * 32, orow + " +
-                        nb + " * 32 + b * 4, lane);\n"
-                  : "        lmn_q8_1_warp(lmn_rowq[b * 32 + lane], orow + b * 36, lane);\n";
-    }
-    body += "    }\n";
+    body += q8_blocks_code(n, T, "out + (long long)row * " + nb + " * 36");
   }
   body += "    __syncthreads();\n";  // the shared slots are reused by the next row
 
   // At most 64 registers a thread (65536 / 1024), so 1024 / T blocks fit an SM.
-  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + T + ", " +
-                  std::to_string(std::max(1, 1024 / g.T)) + ") LMN_ENTRY(lmn_row)(" + cg.params() +
+  std::string k = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(T) + ", " +
+                  std::to_string(std::max(1, 1024 / T)) + ") LMN_ENTRY(lmn_row)(" + cg.params() +
                   ") {\n";
   const std::string lcode = cg.c(L), ncode = cg.c(count);
   std::string head = "  __shared__ double lmn_red[" + std::to_string(std::max(red_slot, 1)) +
@@ -473,9 +521,9 @@ KernelGen gen_row_node(const LlirNode& n, const GenContext& ctx, bool q8) {
   KernelGen out;
   out.source = Codegen::unit(q8 ? quant_device_source() + k : k);
   const Expr rows = ceil_div(count, max(L, Expr(1)));
-  const int per_sm = std::max(1, 2048 / g.T);
+  const int per_sm = std::max(1, 2048 / T);
   out.launches.push_back(
-      Launch{"lmn_row", g.T, {min(rows, Expr(int64_t{ctx.sm_count} * per_sm)), 1, 1}});
+      Launch{"lmn_row", T, {min(rows, Expr(int64_t{ctx.sm_count} * per_sm)), 1, 1}});
   int64_t in_bytes = 0;
   for (DType t : n.input_dtypes)
     in_bytes += size_bytes(t);
@@ -571,7 +619,31 @@ std::vector<Rule> row_q8_rules() {
 
 }  // namespace
 
+std::string row_into_shared(const LlirNode& row, const GenContext& ctx, Codegen& cg, int threads,
+                            const std::string& dest, const std::vector<std::string>& inputs) {
+  const Shape& D = row.attrs.shape;
+  const bool q8 = row.op == &kRowQ8;
+  if ((row.op != &kRow && !q8) || D.empty() || !D.back().is_const() || !(numel(D) == D.back()) ||
+      inputs.size() != row.input_dtypes.size() || inputs.size() != row.attrs.views.size() ||
+      (q8 && (row.attrs.dtype != DType::Q8_1 || D.back().as_const() % 32 != 0 ||
+              D.back().as_const() > kMaxRowQ8)))
+    throw Error(std::string(row.op ? row.op->name : "a node") +
+                ": a row computed inside a kernel must be one cuda.Row (or cuda.RowQ8) row of a "
+                "constant length, with a name for each input");
+  const RowCode rc =
+      row_code(row, ctx, cg, q8,
+               RowOptions{.threads = threads, .store = q8 ? "lmn_rowq" : dest, .inputs = inputs});
+  const std::string& I = cg.idx();
+  const std::string len = std::to_string(D.back().as_const());
+  return "  {\n    __shared__ double lmn_red[" + std::to_string(std::max(rc.red_slots, 1)) +
+         "][32];\n" +
+         (q8 ? "    __shared__ __align__(16) float lmn_rowq[" + len + "];\n" : std::string()) +
+         "    const " + I + " rb = 0;\n    const " + I + " L = " + len + ";\n" + rc.body +
+         (q8 ? q8_blocks_code(row, rc.T, dest) : std::string()) + "    __syncthreads();\n  }\n";
+}
+
 const OpDef* cuda_row_op() { return &kRow; }
+const OpDef* cuda_row_q8_op() { return &kRowQ8; }
 
 void register_row_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp row{&kRow, "cuda.rows", rules, gen_row};

@@ -53,7 +53,7 @@ std::string RowGen::element_code(const std::vector<int>& order) {
               std::to_string(c) + ")[j])";
       } else {
         const std::string off = cg.view_offset(views[c], "i", "o" + std::to_string(c), body);
-        rhs = load_fn(in.dtype, keep[j]) + "(in" + std::to_string(c) + "[" + off + "])";
+        rhs = load_fn(in.dtype, keep[j]) + "(" + this->in(c) + "[" + off + "])";
       }
     } else {
       rhs = inst_code(in, keep[j]);
@@ -77,7 +77,7 @@ std::string RowGen::chunk_loads(const std::vector<int>& order) {
     const std::string vt = vector_type(V * size_bytes(n.input_dtypes.at(c)));
     const std::string off = cg.view_offset(views[c], "i0", "w" + std::to_string(c), head);
     head += "      const " + vt + " q" + std::to_string(c) + " = *reinterpret_cast<const " + vt +
-            "*>(in" + std::to_string(c) + " + " + off + ");\n";
+            "*>(" + this->in(c) + " + " + off + ");\n";
   }
   return head;
 }

@@ -35,6 +35,13 @@ struct RowGen {
   /// vector load and kept packed (a thread owns chunks k*T + t of the row; K counts chunks).
   int V = 1;
 
+  /// Input c's name in the kernel (`in<c>` unless `inputs` names it: a row computed inside
+  /// another node's kernel, row_prologue.hpp).
+  std::vector<std::string> inputs = {};
+  std::string in(int c) const {
+    return inputs.empty() ? "in" + std::to_string(c) : inputs.at(static_cast<size_t>(c));
+  }
+
   std::string I() const { return cg.idx(); }
   /// The chunked form: kept loads read and held V elements at a time.
   bool chunked_form() const { return use_cache && V > 1; }

@@ -65,7 +65,7 @@ SUBLAYERS = {
         # Code generation and the ops (no GPU needed).
         ("ops", ["codegen.*", "cuda_op.hpp", "elementwise.cpp", "gather_scatter.cpp",
                  "reduce.cpp", "matmul_tiled.cpp", "fused_reduce.cpp", "gemv.cpp", "gemv_kn.cpp", "attention.cpp", "scatter_store.cpp",
-                 "row.cpp",
+                 "row.cpp", "row_prologue.*",
                  "row_gen.*", "matmul_operands.*",
                  "quant_device.*", "quant_dp4a_device.cpp", "q8_store.*", "quantize_q8.cpp", "quant_repack.cpp",
                  "dequantize.cpp", "qgemv.cpp", "qgemv_rules.cpp", "qgemv_ops.hpp", "qgemm.cpp", "qgemm.hpp", "qgemm_bf16.cpp", "gemv_epilogue.*", "gemv_then.*", "gemv_form.*", "gemv_kernel.hpp", "gemv_mma.cpp",
