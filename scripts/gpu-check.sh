@@ -60,7 +60,7 @@ fi
 targets="test_cuda_nvrtc test_cuda_session test_cuda_ops test_cuda_fuzz test_cuda_upload test_cuda_gemv test_cuda_gemv_kn test_cuda_gemv_split test_cuda_scatter_store test_cuda_attention test_cuda_quant test_cuda_qgemm test_cuda_qgemm_bf16 test_cuda_fold"
 targets="$targets test_cuda_nn_ops test_cuda_row_ops test_cuda_lt test_cuda_lt_epilogue test_cuda_lt_fp8 test_cuda_lt_external test_cuda_lt_islands bench_cuda"
 # The smaller suites without a line of their own below (suite "misc").
-misc_targets="test_cuda_fused_reduce test_cuda_scatter_distinct test_cuda_scatter_ordered test_cuda_scatter_runtime_index test_cuda_step_deps test_cuda_fewest_kernels test_cuda_codegen test_cuda_lt_rule test_cuda_lt_spec test_cuda_lt_activation test_cuda_row_q8 test_cuda_quant_host test_cuda_qgemv_glu test_cuda_gemv_glu test_cuda_fused_q8 test_cuda_qgemv_then test_cuda_matmul_tiled"
+misc_targets="test_cuda_fused_reduce test_cuda_scatter_distinct test_cuda_scatter_ordered test_cuda_scatter_runtime_index test_cuda_step_deps test_cuda_fewest_kernels test_cuda_codegen test_cuda_lt_rule test_cuda_lt_spec test_cuda_lt_activation test_cuda_row_q8 test_cuda_quant_host test_cuda_qgemv_glu test_cuda_gemv_glu test_cuda_fused_q8 test_cuda_qgemv_then test_cuda_matmul_tiled test_cuda_row_gemv"
 targets="$targets $misc_targets"
 [ $suites -eq 0 ] && targets=bench_cuda  # --bench-only
 # shellcheck disable=SC2086  # (the target list splits into words)
