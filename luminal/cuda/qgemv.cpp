@@ -353,7 +353,16 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
         x_row,
         "          int xv[" + T + "::NW];",
         "          float dx, sx;",
-        split && tx == DType::Q8_1
+        // (a row in shared memory: lmn_x's Q8_1 reads as plain loads, since __ldg reads global
+        // memory only; inline, as kernels compiled in one batch share the device functions)
+        rp ? "          { const unsigned char* p = xr + u * 36;\n"
+             "            const int* q = (const int*)(p + 4);\n"
+             "#pragma unroll\n"
+             "            for (int j = 0; j < " +
+                 T + "::NW; ++j) xv[j] = q[w[j]];\n" +
+                 "            const unsigned int ds = *(const unsigned int*)p;\n"
+                 "            dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
+        : split && tx == DType::Q8_1
             ? "          " + T + "::xw(xr + u * 32, t, xv);\n          { const unsigned int ds = " +
                   "__ldg((const unsigned int*)(xr + " + std::to_string(NU * 32) +
                   " + u * 4)); dx = lmn_h16(ds); sx = lmn_h16(ds >> 16); }"
@@ -458,8 +467,7 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
                   ") LMN_ENTRY(lmn_qgemv)(" + cg.params() + ") {\n";
   k += cg.dims_prologue() + "  const " + I + " P = " + pcode + ";\n" + body + "}\n";
   KernelGen gen;
-  // (the activation's loads plain where it is in shared memory: quant_dp4a_device.cpp's LMN_LDX)
-  gen.source = Codegen::unit((rp ? "#define LMN_LDX(p) (*(p))\n" : "") + quant_device_source() + k);
+  gen.source = Codegen::unit(quant_device_source() + k);
   gen.launches.push_back(
       Launch{"lmn_qgemv",
              kBlock,

@@ -22,11 +22,6 @@ namespace luminal::cuda {
 namespace {
 
 const char* kDp4aSource = R"(
-/* The activation rows' loads (lmn_x, lmn_x2): through the read-only cache unless the kernel
-   defines LMN_LDX first (a GEMV whose activation is in shared memory: cuda.RowGemv). */
-#ifndef LMN_LDX
-#define LMN_LDX(p) __ldg(p)
-#endif
 LMN unsigned int lmn_hb4(unsigned int n) { return (((n & 15u) * 0x00204081u) & 0x01010101u) << 4; }
 LMN int lmn_off(unsigned int q, unsigned int o) { return (int)((q + (128u - o) * 0x01010101u) ^ 0x80808080u); }
 /* The nibble types' byte-word `wi` (0..3) of the quants: its low nibbles (values 4wi..4wi+3,
@@ -346,15 +341,15 @@ LMN void lmn_x(const unsigned char* x, int xk, int u, const int* w, int* xv, flo
     const unsigned char* p = x + (u >> 3) * 292;
     const int* q = (const int*)(p + 4 + 32 * (u & 7));
 #pragma unroll
-    for (int j = 0; j < NW; ++j) xv[j] = LMN_LDX(q + w[j]);
-    dx = LMN_LDX((const float*)p);
-    sx = lmn_bsum2(dx, LMN_LDX((const unsigned int*)(p + 260 + 4 * (u & 7))));
+    for (int j = 0; j < NW; ++j) xv[j] = __ldg(q + w[j]);
+    dx = __ldg((const float*)p);
+    sx = lmn_bsum2(dx, __ldg((const unsigned int*)(p + 260 + 4 * (u & 7))));
   } else {
     const unsigned char* p = x + u * 36;
     const int* q = (const int*)(p + 4);
 #pragma unroll
-    for (int j = 0; j < NW; ++j) xv[j] = LMN_LDX(q + w[j]);
-    const unsigned int ds = LMN_LDX((const unsigned int*)p);
+    for (int j = 0; j < NW; ++j) xv[j] = __ldg(q + w[j]);
+    const unsigned int ds = __ldg((const unsigned int*)p);
     dx = lmn_h16(ds);
     sx = lmn_h16(ds >> 16);
   }
@@ -366,11 +361,11 @@ LMN void lmn_x2(const unsigned char* x, int u, const int* w, int* xv, float& dx,
   const unsigned char* p = x + (u >> 2) * 292;
   const int* q = (const int*)(p + 4 + 64 * (u & 3));
 #pragma unroll
-  for (int j = 0; j < 8; ++j) xv[j] = LMN_LDX(q + w[j]);
-  dx = LMN_LDX((const float*)p);
+  for (int j = 0; j < 8; ++j) xv[j] = __ldg(q + w[j]);
+  dx = __ldg((const float*)p);
   const unsigned int* bp = (const unsigned int*)(p + 260 + 8 * (u & 3));
-  sx0 = lmn_bsum2(dx, LMN_LDX(bp));
-  sx1 = lmn_bsum2(dx, LMN_LDX(bp + 1));
+  sx0 = lmn_bsum2(dx, __ldg(bp));
+  sx1 = lmn_bsum2(dx, __ldg(bp + 1));
 }
 /* The split layouts (cuda.QRepack, load-time folding): a weight's blocks as two arrays, each
    block less its scale head (its body: the bytes after the head, or for Q6_K the 208 before its

@@ -199,7 +199,9 @@ TEST(CudaRowGemvRules, TheIntegerFormTakesARowQ8AndCompiles) {
       testing::add_kernels(l, testing::spec_of(g.dim_facts()), sources, whats);
       bool shared_x = false;
       for (size_t i = before; i < sources.size(); ++i)
-        shared_x = shared_x || (sources[i].find("#define LMN_LDX(p) (*(p))") != std::string::npos &&
+        shared_x = shared_x || (sources[i].find("xv[j] = q[w[j]];") != std::string::npos &&
+                                // (not through lmn_x, whose __ldg a batch shares: global only)
+                                sources[i].find("lmn_x<") == std::string::npos &&
                                 sources[i].find("xr = lmn_xrow;") != std::string::npos &&
                                 sources[i].find("lmn_q8_1_") != std::string::npos);
       EXPECT_TRUE(shared_x) << at;
