@@ -252,6 +252,9 @@ Codegen::Codegen(const LlirNode& node, const GenContext& ctx) : node_(node), ctx
     require(v.numel());
     if (view_max_offset(v, ctx.facts) >= kNarrowLimit) wide_ = true;
   }
+  if (ctx.row_prologue)  // (the row's offsets are computed in this kernel too)
+    for (const View& v : ctx.row_prologue->row->attrs.views)
+      if (view_max_offset(v, ctx.facts) >= kNarrowLimit) wide_ = true;
   if (wide_) idx_ = "long long";
   if (ctx.scatter_store) {
     require(ctx.scatter_store->count);

@@ -17,7 +17,8 @@
 //   views    = R's view 0, E's views 1.., R's views 1..;
 //   payload  = RowGemvPayload (E's op and payload, R's program, dtype and shape, E's view 0);
 // so E's other inputs keep their positions (a scatter's destination stays input 2 or 3, the
-// op's in-place input: one op for each, kRowGemv / kRowGemv2 / kRowGemv3). Its generator runs
+// op's in-place input: one op for each, kRowGemv / kRowGemv2 / kRowGemv3, and kRowQGemv.. around
+// the integer forms, which like them are not library_replaces). Its generator runs
 // E's generator on E's node with a RowPrologue in the GenContext (codegen.hpp).
 //
 // Numerics: the row's code is cuda.Row's with another thread count, so its sums (in double, of
@@ -37,6 +38,7 @@
 #include "luminal/core/expr_serial.hpp"
 #include "luminal/core/hash.hpp"
 #include "luminal/cuda/cuda_op.hpp"
+#include "luminal/cuda/gemv_form.hpp"
 #include "luminal/kernels/fused_program.hpp"
 
 namespace luminal::cuda {
@@ -59,6 +61,16 @@ const OpDef kRowGemv3{.name = "cuda.RowGemvInPlace3",
                       .seed_cost = 0.0,
                       .library_replaces = true,
                       .seed_extra = row_gemv_seed};
+// The integer forms' (like theirs, not library_replaces: the library-preferring seed keeps them).
+const OpDef kRowQGemv{.name = "cuda.RowQGemv", .seed_cost = 0.0, .seed_extra = row_gemv_seed};
+const OpDef kRowQGemv2{.name = "cuda.RowQGemvInPlace2",
+                       .inplace_input = 2,
+                       .seed_cost = 0.0,
+                       .seed_extra = row_gemv_seed};
+const OpDef kRowQGemv3{.name = "cuda.RowQGemvInPlace3",
+                       .inplace_input = 3,
+                       .seed_cost = 0.0,
+                       .seed_extra = row_gemv_seed};
 
 // The GEMV forms that take a computed row (their generators go through gen_gemv_over).
 constexpr std::string_view kInner[] = {
@@ -105,13 +117,14 @@ struct RowGemvPayload final : Payload {
   std::shared_ptr<const Payload> inner_payload;  // E's payload, or null
   std::shared_ptr<const FusedProgram> row;       // R's program
   DType row_dtype = DType::F32;                  // R's output
+  int row_inputs = 1;                            // R's inputs (each loaded by its program)
   Shape row_shape;
   View x_view;  // how E read R's output (its view 0)
 
   std::string_view kind() const override { return "row_gemv"; }
   std::string serialize() const override {
     std::string s = std::string(inner->name) + " " + std::string(name(row_dtype)) + " " +
-                    std::to_string(row_shape.size());
+                    std::to_string(row_inputs) + " " + std::to_string(row_shape.size());
     for (const Expr& d : row_shape)
       s += " " + write_expr(d);
     s += " " + view_text(x_view) + " " + field(row->serialize());
@@ -122,8 +135,9 @@ struct RowGemvPayload final : Payload {
   size_t hash() const override { return hash_combined(0x526f7747ULL, hash_string(serialize())); }
   bool equals(const Payload& o) const override {
     const auto& p = static_cast<const RowGemvPayload&>(o);
-    if (inner != p.inner || row_dtype != p.row_dtype || !(row_shape == p.row_shape) ||
-        !(x_view == p.x_view) || !row->equals(*p.row) || !inner_payload != !p.inner_payload)
+    if (inner != p.inner || row_dtype != p.row_dtype || row_inputs != p.row_inputs ||
+        !(row_shape == p.row_shape) || !(x_view == p.x_view) || !row->equals(*p.row) ||
+        !inner_payload != !p.inner_payload)
       return false;
     return !inner_payload || (inner_payload->kind() == p.inner_payload->kind() &&
                               inner_payload->equals(*p.inner_payload));
@@ -157,10 +171,31 @@ int64_t one_row_length(const View& v, int axis) {
   return v.dims[static_cast<size_t>(axis)].as_const();
 }
 
+/// The inputs a row program reads: its highest load index + 1.
+size_t loaded_inputs(const FusedProgram& prog) {
+  size_t n = 0;
+  for (const FusedInst& in : prog.insts)
+    if (in.op == FusedOpcode::Load) n = std::max(n, static_cast<size_t>(in.a) + 1);
+  return n;
+}
+
+/// A float GEMV form reads its operand 0 as the activation of one row (the generator's form, on
+/// the domain it takes): not so where operand 0 is the one shared across a few outputs.
+bool activation_first(const EGraph& eg, const ENode& en, const Attrs& ea) {
+  if (en.op->name.rfind("cuda.QGemvQ8", 0) == 0) return true;  // (the activation is input 0)
+  Attrs core = ea;
+  core.views.resize(2);
+  const DType t0 = eg.dtype(en.children[0]), t1 = eg.dtype(en.children[1]);
+  const std::optional<Attrs> d = gemv_domain(core, t0, t1, Facts{});
+  const std::optional<GemvForm> f = gemv_form(d ? *d : core, t0, t1, Facts{});
+  return f && f->shared == 1 && f->rows == 1;
+}
+
 const OpDef* form_for(const OpDef* inner) {
-  if (inner->inplace_input < 0) return &kRowGemv;
-  if (inner->inplace_input == 2) return &kRowGemv2;
-  if (inner->inplace_input == 3) return &kRowGemv3;
+  const bool q = inner->name.rfind("cuda.QGemvQ8", 0) == 0;
+  if (inner->inplace_input < 0) return q ? &kRowQGemv : &kRowGemv;
+  if (inner->inplace_input == 2) return q ? &kRowQGemv2 : &kRowGemv2;
+  if (inner->inplace_input == 3) return q ? &kRowQGemv3 : &kRowGemv3;
   return nullptr;
 }
 
@@ -171,7 +206,7 @@ void apply(const Match& m, EGraph& eg) {
   const OpDef* op = form_for(en.op);
   if (!op || en.children.size() < 2 || ea.views.size() != en.children.size()) return;
   const int64_t L = one_row_length(ea.views[0], ea.axis);
-  if (L <= 0) return;
+  if (L <= 0 || !activation_first(eg, en, ea)) return;
   const ClassId xc = eg.find(en.children[0]);
   // (a Q8_1 row is computed in f32 first)
   const bool q8 = eg.dtype(xc) == DType::Q8_1;
@@ -190,14 +225,15 @@ void apply(const Match& m, EGraph& eg) {
     if (ra.int_value != 0) continue;  // (a split Q8_1 row: the QGemvQ8S forms, not taken)
     const auto* prog = dynamic_cast<const FusedProgram*>(ra.payload.get());
     const std::vector<ClassId>& rc = eg.node(r).children;
-    if (!prog || rc.empty() || ra.views.size() != rc.size() || ra.shape.empty() ||
-        !(ra.shape.back() == Expr(L)) || !(numel(ra.shape) == Expr(L)))
+    if (!prog || rc.empty() || ra.views.size() != rc.size() || loaded_inputs(*prog) != rc.size() ||
+        ra.shape.empty() || !(ra.shape.back() == Expr(L)) || !(numel(ra.shape) == Expr(L)))
       continue;
     auto p = std::make_shared<RowGemvPayload>();
     p->inner = en.op;
     p->inner_payload = ea.payload;
     p->row = std::static_pointer_cast<const FusedProgram>(ra.payload);
     p->row_dtype = ra.dtype;
+    p->row_inputs = static_cast<int>(rc.size());
     p->row_shape = ra.shape;
     p->x_view = ea.views[0];
     Attrs a = ea;
@@ -231,12 +267,7 @@ KernelGen gen_row_gemv(const LlirNode& n, const GenContext& ctx) {
   if (!p || !inner)
     throw Error(std::string(n.op->name) + ": the node has no row_gemv payload naming a CUDA op");
   // The row's inputs: input 0, then the last (R's inputs - 1); E's: the ones between.
-  const size_t r = p->row->insts.empty() ? 0 : [&] {
-    size_t loads = 0;
-    for (const FusedInst& in : p->row->insts)
-      if (in.op == FusedOpcode::Load) loads = std::max(loads, static_cast<size_t>(in.a) + 1);
-    return loads;
-  }();
+  const size_t r = static_cast<size_t>(p->row_inputs);
   if (r == 0 || n.inputs.size() < r + 1 || n.input_dtypes.size() != n.inputs.size() ||
       n.attrs.views.size() != n.inputs.size())
     throw Error(std::string(n.op->name) + ": needs the row's " + std::to_string(r) +
@@ -314,6 +345,7 @@ std::shared_ptr<const Payload> read_row_gemv_payload(std::string_view text) {
   p->inner = cuda_registry().named(op);
   if (!p->inner || !inner_op(p->inner)) throw bad("'" + op + "' is no GEMV form that takes a row");
   p->row_dtype = parse_dtype(word());
+  p->row_inputs = count(1, 64);
   const int rank = count(1, 16);
   for (int i = 0; i < rank; ++i)
     p->row_shape.push_back(read_expr_prefix(text));
@@ -338,9 +370,15 @@ void register_row_gemv_ops(std::vector<const CudaOp*>& ops) {
   static const CudaOp row_gemv{&kRowGemv, "cuda.row-gemv", rules, gen_row_gemv};
   static const CudaOp row_gemv2{&kRowGemv2, "", nullptr, gen_row_gemv};
   static const CudaOp row_gemv3{&kRowGemv3, "", nullptr, gen_row_gemv};
+  static const CudaOp row_qgemv{&kRowQGemv, "", nullptr, gen_row_gemv};
+  static const CudaOp row_qgemv2{&kRowQGemv2, "", nullptr, gen_row_gemv};
+  static const CudaOp row_qgemv3{&kRowQGemv3, "", nullptr, gen_row_gemv};
   ops.push_back(&row_gemv);
   ops.push_back(&row_gemv2);
   ops.push_back(&row_gemv3);
+  ops.push_back(&row_qgemv);
+  ops.push_back(&row_qgemv2);
+  ops.push_back(&row_qgemv3);
 }
 
 }  // namespace luminal::cuda
