@@ -73,11 +73,14 @@ if want prologue && [ "$(left)" -gt 150 ]; then
   MODES="smollm2-q4_1 smollm2 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/r" - 'LUMINAL_CUDA_ROW_PROLOGUE=1' \
     >/dev/null 2>&1
   sed 's/^/[row-gemv] /' "$out/r/summary.txt" >>"$summary"
-  # (the GPU equivalence fuzz with the forms offered: drawn programs against the reference)
-  if [ "$(left)" -gt 120 ] && cmake --build "$BUILD" -j "$JOBS" --target test_cuda_fuzz >/dev/null 2>&1; then
-    LUMINAL_CUDA_ROW_PROLOGUE=1 timeout 100 "$BUILD/tests/test_cuda_fuzz" >"$out/r/fuzz.log" 2>&1
-    echo "[row-gemv] fuzz with the forms: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$out/r/fuzz.log" | tr '\n' ' ')" >>"$summary"
-  fi
+  # (the GPU equivalence fuzz and the models' parity with the CPU, with the forms offered: the
+  #  scatter, rope-product and paired forms inside whole decode steps)
+  for t in test_cuda_models test_cuda_fuzz; do
+    [ "$(left)" -gt 120 ] || break
+    cmake --build "$BUILD" -j "$JOBS" --target "$t" >/dev/null 2>&1 || continue
+    LUMINAL_CUDA_ROW_PROLOGUE=1 timeout 150 "$BUILD/tests/$t" >"$out/r/$t.log" 2>&1
+    echo "[row-gemv] $t with the forms: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$out/r/$t.log" | tr '\n' ' ')" >>"$summary"
+  done
 fi
 # 5. Issue 28's bf16 targets (the 8B at context 128 and 1024, its prefill, SmolLM2): on an H200
 #    these are the issue's numbers (an H100's copy bandwidth is lower).
