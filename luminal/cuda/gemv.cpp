@@ -161,12 +161,9 @@ KernelGen gen_gemv_over(const LlirNode& n, const GenContext& ctx, DType product_
   std::string row_code;
   if (rp) {
     const View& xv = n.attrs.views[static_cast<size_t>(x)];
-    bool one_row = x == 0 && M == 1 && !xv.has_base() && xv.strides[axis] == Expr::z() &&
-                   rp->row->attrs.dtype == tx && K.is_const() && numel(rp->row->attrs.shape) == K;
-    for (int d = 0; d < xv.rank() && one_row; ++d)
-      one_row = d == axis || xv.strides[static_cast<size_t>(d)] == Expr(0) ||
-                xv.dims[static_cast<size_t>(d)] == Expr(1);
-    if (!one_row)
+    const int64_t len = one_row_length(xv, axis);
+    if (x != 0 || M != 1 || rp->row->attrs.dtype != tx || len <= 0 ||
+        !(numel(rp->row->attrs.shape) == Expr(len)))
       throw Error(std::string(n.op->name) + " with its row: the activation must be operand 0, " +
                   "one row of the row's dtype read along k at unit stride, got " + xv.to_string());
     row_code = "  __shared__ __align__(16) S_" + dtype_tag(tx) + " lmn_xrow[" +

@@ -206,13 +206,9 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   const RowPrologue* rp = ctx.row_prologue;
   std::string row_code;
   if (rp) {
-    bool one_row = q8 && !split && tx == DType::Q8_1 && M == 1 &&
-                   rp->row->attrs.dtype == DType::Q8_1 && numel(rp->row->attrs.shape) == K &&
-                   xv.strides[static_cast<size_t>(axis)] == Expr::z();
-    for (int d = 0; d < xv.rank() && one_row; ++d)
-      one_row = d == axis || xv.strides[static_cast<size_t>(d)] == Expr(0) ||
-                xv.dims[static_cast<size_t>(d)] == Expr(1);
-    if (!one_row)
+    const int64_t len = one_row_length(xv, axis);
+    if (!q8 || split || tx != DType::Q8_1 || M != 1 || rp->row->attrs.dtype != DType::Q8_1 ||
+        len <= 0 || !(numel(rp->row->attrs.shape) == Expr(len)))
       throw Error(std::string(n.op->name) + " with its row: the integer form over GGUF blocks, " +
                   "reading one Q8_1 row along k, got " + xv.to_string());
     row_code = "  __shared__ __align__(16) unsigned char lmn_xrow[" +

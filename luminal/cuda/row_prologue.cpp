@@ -39,6 +39,7 @@
 #include "luminal/core/hash.hpp"
 #include "luminal/cuda/cuda_op.hpp"
 #include "luminal/cuda/gemv_form.hpp"
+#include "luminal/cuda/row_prologue.hpp"
 #include "luminal/kernels/fused_program.hpp"
 
 namespace luminal::cuda {
@@ -155,20 +156,6 @@ double row_gemv_seed(const EGraph& eg, uint32_t enode) {
   if (!p) return 1.0;
   // (the inner op's extra reads children 0 and 1 for the weight's size: child 1 is still it)
   return p->inner->seed_cost - 0.05 + (p->inner->seed_extra ? p->inner->seed_extra(eg, enode) : 0);
-}
-
-/// E's view 0 reads its operand as one row along k: stride 0 (or length 1) on every other axis,
-/// unit stride along k, no base; the row's length, or 0.
-int64_t one_row_length(const View& v, int axis) {
-  if (axis < 0 || axis >= v.rank() || v.has_base() ||
-      !(v.strides[static_cast<size_t>(axis)] == Expr::z()) ||
-      !v.dims[static_cast<size_t>(axis)].is_const())
-    return 0;
-  for (int d = 0; d < v.rank(); ++d)
-    if (d != axis && !(v.strides[static_cast<size_t>(d)] == Expr(0)) &&
-        !(v.dims[static_cast<size_t>(d)] == Expr(1)))
-      return 0;
-  return v.dims[static_cast<size_t>(axis)].as_const();
 }
 
 /// The inputs a row program reads: its highest load index + 1.
@@ -301,6 +288,18 @@ KernelGen gen_row_gemv(const LlirNode& n, const GenContext& ctx) {
 }
 
 }  // namespace
+
+int64_t one_row_length(const View& v, int axis) {
+  if (axis < 0 || axis >= v.rank() || v.has_base() ||
+      !(v.strides[static_cast<size_t>(axis)] == Expr::z()) ||
+      !v.dims[static_cast<size_t>(axis)].is_const())
+    return 0;
+  for (int d = 0; d < v.rank(); ++d)
+    if (d != axis && !(v.strides[static_cast<size_t>(d)] == Expr(0)) &&
+        !(v.dims[static_cast<size_t>(d)] == Expr(1)))
+      return 0;
+  return v.dims[static_cast<size_t>(axis)].as_const();
+}
 
 std::shared_ptr<const Payload> read_row_gemv_payload(std::string_view text) {
   const std::string all(text);
