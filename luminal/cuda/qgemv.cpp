@@ -207,8 +207,8 @@ KernelGen gen_qgemv_node(const LlirNode& n, const GenContext& ctx, const FusedPr
   std::string row_code;
   if (rp) {
     const int64_t len = one_row_length(xv, axis);
-    if (!q8 || split || tx != DType::Q8_1 || M != 1 || rp->row->attrs.dtype != DType::Q8_1 ||
-        len <= 0 || !(numel(rp->row->attrs.shape) == Expr(len)))
+    if (!q8 || tx != DType::Q8_1 || M != 1 || rp->row->attrs.dtype != DType::Q8_1 || len <= 0 ||
+        !(numel(rp->row->attrs.shape) == Expr(len)))
       throw Error(std::string(n.op->name) + " with its row: the integer form over GGUF blocks, " +
                   "reading one Q8_1 row along k, got " + xv.to_string());
     row_code = "  __shared__ __align__(16) unsigned char lmn_xrow[" +

@@ -81,7 +81,10 @@ constexpr std::string_view kInner[] = {
     "cuda.GemvCastScatter", "cuda.GemvMatmulScatter", "cuda.GemvCastMatmulScatter",
     // (the integer forms over GGUF blocks: the row's Q8_1 blocks, a cuda.RowQ8's)
     "cuda.QGemvQ8", "cuda.QGemvQ8Epi", "cuda.QGemvQ8Glu", "cuda.QGemvQ8Matmul",
-    "cuda.QGemvQ8Scatter", "cuda.QGemvQ8MatmulScatter"};
+    "cuda.QGemvQ8Scatter", "cuda.QGemvQ8MatmulScatter",
+    // (and over the split layout, cuda.QRepack's, folded at load: the same row in shared memory)
+    "cuda.QGemvQ8S", "cuda.QGemvQ8SEpi", "cuda.QGemvQ8SGlu", "cuda.QGemvQ8SMatmul",
+    "cuda.QGemvQ8SScatter", "cuda.QGemvQ8SMatmulScatter"};
 
 bool inner_op(const OpDef* op) {
   for (std::string_view n : kInner)
@@ -209,7 +212,8 @@ void apply(const Match& m, EGraph& eg) {
   for (ENodeId r : eg.nodes_of(xc)) {
     if (eg.node(r).op != (q8 ? cuda_row_q8_op() : cuda_row_op())) continue;
     const Attrs& ra = eg.attrs_of(r);
-    if (ra.int_value != 0) continue;  // (a split Q8_1 row: the QGemvQ8S forms, not taken)
+    // (a split Q8_1 row, int_value 1, feeds the split forms: in shared memory the row is in
+    // the plain layout whichever the class's, the generator's int_value being 0)
     const auto* prog = dynamic_cast<const FusedProgram*>(ra.payload.get());
     const std::vector<ClassId>& rc = eg.node(r).children;
     if (!prog || rc.empty() || ra.views.size() != rc.size() || loaded_inputs(*prog) != rc.size() ||

@@ -6,75 +6,22 @@
 // programs only.
 #include <gtest/gtest.h>
 
-#include <map>
-#include <set>
 #include <string>
 
-#include "cuda/cuda_test_util.hpp"
-#include "luminal/compiler/build_space.hpp"
-#include "luminal/compiler/fold.hpp"
-#include "luminal/compiler/fold_repair.hpp"
-#include "luminal/luminal.hpp"
-#include "luminal/models/decoder.hpp"
-#include "luminal/models/synthetic.hpp"
-#include "luminal/nn/sampling.hpp"
+#include "cuda/folded_decode.hpp"
 #include "support/env_scope.hpp"
 #include "support/llir_direct.hpp"
 
 namespace luminal {
 namespace {
 
-Graph smollm2_q4_1_decode() {
-  const models::LlamaSize size = models::smollm2_135m_size();
-  models::DecoderShape shape;
-  shape.slots = 256;
-  shape.max_step = 1;
-  shape.block_weights =
-      models::matrix_block_types(models::llama_config(size), shape, [](std::string_view label) {
-        return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
-      });
-  models::Decoder d = models::build_decoder(models::llama_config(size), shape);
-  nn::greedy_token(d.last_logits).output("token");
-  return std::move(d.graph);
-}
-
 TEST(FoldRepair, BringsTheQuantizedDecodeSeedWithinFoldLimit) {
   // (the rules as they were when the case arose: with cuda.FusedQ8 and cuda.GemvKNQ8, on by
   // default since 2026-12-06, this seed fits fold_limit and the repair has nothing to do)
   testing::EnvScope fused_q8("LUMINAL_CUDA_FUSED_Q8", "0");
-  const Graph g = smollm2_q4_1_decode();
-  std::map<std::string, int64_t> input_bytes;
-  for (NodeId id : g.inputs()) {
-    const Node& n = g.node(id);
-    if (numel(n.shape).is_const())
-      input_bytes[n.label] = storage_bytes(n.dtype, n.shape).as_const();
-  }
-  Facts facts = g.dim_facts();
-  facts["s"] = {1, 1};
-  facts["c"] = {1, 256};
-  testing::CudaRulesOnly rules(true);
-  FoldOptions fo;
-  fo.on = true;
-  const BuiltSpace b = build_search_space(g, rules, facts, {}, fo);
-  FoldResolver resolver(*b.space, b.folds);
-  // As the search counts it (fold_limit 0): the folds' bytes less those of the weights that
-  // only folds read; constants under fold_min_bytes not counted.
-  auto excess = [&](const LlirGraph& l) {
-    FoldExcess e;
-    std::set<std::string> read, freed;
-    for (const LlirNode& n : l.nodes)
-      if (is_op(n.op, OpKind::Input) && !is_fold_label(n.attrs.label)) read.insert(n.attrs.label);
-    for (const std::string& p : FoldResolver::placeholders(l)) {
-      const FoldProgram& f = resolver.program(p);
-      if (f.inputs.empty() && f.bytes < fo.min_bytes) continue;
-      e.bytes += static_cast<int64_t>(f.bytes);
-      for (const std::string& in : f.inputs)
-        (read.count(in) ? e.kept : freed).insert(in);
-    }
-    for (const std::string& in : freed)
-      e.bytes -= input_bytes.at(in);
-    return e;
-  };
+  const testing::FoldedSpace f(testing::smollm2_q4_1_decode());
+  const BuiltSpace& b = f.b;
+  auto excess = [&](const LlirGraph& l) { return f.excess(l); };
   const Genome seed = b.space->fewest_kernels_genome();
   const LlirGraph seed_program = to_llir(*b.space, seed);
   const FoldExcess before = excess(seed_program);
