@@ -134,6 +134,8 @@ TEST(FewestKernels, TheLibraryPreferringSeedKeepsTheQuantizedGemvs) {
 #endif
   // (one GEMV a projection: not the paired gate/up form)
   testing::EnvScope no_pairs("LUMINAL_CUDA_QGEMV_GLU", "0");
+  // (the forms alone, not inside cuda.RowGemv, which computes the norm in the GEMV)
+  const testing::EnvScope no_row("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   constexpr int kLayers = 2;
   const Graph g = smollm2_q4_1_decode(kLayers);
   testing::CudaRulesOnly rules(/*cublaslt=*/true);

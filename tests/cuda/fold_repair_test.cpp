@@ -19,6 +19,8 @@ TEST(FoldRepair, BringsTheQuantizedDecodeSeedWithinFoldLimit) {
   // (the rules as they were when the case arose: with cuda.FusedQ8 and cuda.GemvKNQ8, on by
   // default since 2026-12-06, this seed fits fold_limit and the repair has nothing to do)
   testing::EnvScope fused_q8("LUMINAL_CUDA_FUSED_Q8", "0");
+  // (the forms alone, not inside cuda.RowGemv, which computes the norm in the GEMV)
+  const testing::EnvScope no_row("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   const testing::FoldedSpace f(testing::smollm2_q4_1_decode());
   const BuiltSpace& b = f.b;
   auto excess = [&](const LlirGraph& l) { return f.excess(l); };

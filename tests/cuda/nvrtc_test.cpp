@@ -546,6 +546,8 @@ int gemv_kernels(const std::map<std::string, int>& mix) {
 // V read); its kernels compile. (The attention as its three kernels: LUMINAL_CUDA_ATTENTION=0,
 // cuda.Attention being on by default since session 39.)
 TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
+  // (the forms alone, not inside cuda.RowGemv, which computes the norm in the GEMV)
+  const testing::EnvScope no_row("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");
   for (bool then : {false, true}) {
     ::setenv("LUMINAL_CUDA_GEMV_MATMUL", then ? "1" : "0", 1);
@@ -578,6 +580,8 @@ TEST_F(Nvrtc, LlamaDecodeStepRunsGemvs) {
 // three GEMVs: rope reads q and k through a matmul (the 2-term product sum), and the CUDA matmul
 // matchers refuse an operand with a base, so the fused form would cost more kernels there.
 TEST_F(Nvrtc, LlamaDecodeStepFusesProjections) {
+  // (the forms alone, not inside cuda.RowGemv, which computes the norm in the GEMV)
+  const testing::EnvScope no_row("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   const testing::EnvScope three("LUMINAL_CUDA_ATTENTION", "0");  // (as above)
   const models::Decoder d = small_decode_step();
   testing::CudaRulesOnly rules;

@@ -106,6 +106,8 @@ TEST(CudaQGemvGluRules, OfferedForEveryTypeAndCompiles) {
 using testing::smollm2_q4_1_seed;
 
 TEST(CudaQGemvGluRules, TheSeedTakesItInEveryLayer) {
+  // (the forms alone, not inside cuda.RowGemv, which computes the norm in the GEMV)
+  const testing::EnvScope no_row("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   constexpr int kLayers = 3;
   size_t without = 0;
   {

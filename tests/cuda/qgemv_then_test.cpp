@@ -152,6 +152,8 @@ TEST(CudaQGemvThenRules, OfferedForEveryTypeAndCompiles) {
 // projection, rope and the cache write in one, in every layer: 60 kernels fewer, 30 fewer on the
 // critical path (the q and k chains into the attention both one shorter).
 TEST(CudaQGemvThenRules, SmolLM2sSeedTakesBothInEveryLayer) {
+  // (the forms alone, not inside cuda.RowGemv, which computes the norm in the GEMV)
+  const testing::EnvScope no_row("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   constexpr int kLayers = 30;
   LlirGraph before;
   {
