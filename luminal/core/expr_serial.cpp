@@ -135,4 +135,35 @@ Expr read_expr(std::string_view text) {
   return e;
 }
 
+std::string write_view(const View& v) {
+  std::string s = std::to_string(v.rank());
+  for (const Expr& d : v.dims)
+    s += " " + write_expr(d);
+  for (const Expr& st : v.strides)
+    s += " " + write_expr(st);
+  return s + " " + write_expr(v.base);
+}
+
+View read_view_prefix(std::string_view& text, std::string_view what) {
+  const std::string all(text);
+  size_t used = 0;
+  int rank = -1;
+  try {
+    rank = std::stoi(all, &used);
+  } catch (const std::exception&) {
+  }
+  if (rank < 1 || rank > 16)
+    throw Error(std::string(what) + ": expected a view's rank from 1 to 16, got '" + all + "'");
+  text.remove_prefix(used);
+  while (!text.empty() && text.front() == ' ')
+    text.remove_prefix(1);
+  View v;
+  for (int i = 0; i < rank; ++i)
+    v.dims.push_back(read_expr_prefix(text));
+  for (int i = 0; i < rank; ++i)
+    v.strides.push_back(read_expr_prefix(text));
+  v.base = read_expr_prefix(text);
+  return v;
+}
+
 }  // namespace luminal

@@ -12,36 +12,12 @@
 
 namespace luminal::cuda {
 
-std::string GemvThenView::serialize() const {
-  std::string s = std::to_string(a.rank());
-  for (const Expr& d : a.dims)
-    s += " " + write_expr(d);
-  for (const Expr& st : a.strides)
-    s += " " + write_expr(st);
-  return s + " " + write_expr(a.base);
-}
+std::string GemvThenView::serialize() const { return write_view(a); }
 
 std::shared_ptr<const GemvThenView> GemvThenView::deserialize(std::string_view text) {
-  const std::string_view all = text;
-  size_t used = 0;
-  int rank = -1;
-  try {
-    rank = std::stoi(std::string(text), &used);
-  } catch (const std::exception&) {
-  }
-  if (rank < 1 || rank > 16)
-    throw Error("gemv_then payload: expected a rank from 1 to 16, got '" + std::string(all) + "'");
-  text.remove_prefix(used);
-  while (!text.empty() && text.front() == ' ')
-    text.remove_prefix(1);
-  View v;
-  for (int i = 0; i < rank; ++i)
-    v.dims.push_back(read_expr_prefix(text));
-  for (int i = 0; i < rank; ++i)
-    v.strides.push_back(read_expr_prefix(text));
-  v.base = read_expr_prefix(text);
-  if (!text.empty())
-    throw Error("gemv_then payload: text left after the view in '" + std::string(all) + "'");
+  const std::string all(text);
+  View v = read_view_prefix(text, "gemv_then payload");
+  if (!text.empty()) throw Error("gemv_then payload: text left after the view in '" + all + "'");
   return std::make_shared<const GemvThenView>(std::move(v));
 }
 

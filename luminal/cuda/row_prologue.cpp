@@ -100,15 +100,6 @@ int max_weight_mib() { return env_int("LUMINAL_CUDA_ROW_PROLOGUE_MIB", 4, 0, 1 <
 // block's static shared memory).
 constexpr int64_t kMaxRowBytes = 32 * 1024;
 
-std::string view_text(const View& v) {
-  std::string s = std::to_string(v.rank());
-  for (const Expr& d : v.dims)
-    s += " " + write_expr(d);
-  for (const Expr& st : v.strides)
-    s += " " + write_expr(st);
-  return s + " " + write_expr(v.base);
-}
-
 // "<length>:<text>" so that nested texts may hold spaces.
 std::string field(std::string_view text) {
   return std::to_string(text.size()) + ":" + std::string(text);
@@ -131,7 +122,7 @@ struct RowGemvPayload final : Payload {
                     std::to_string(row_inputs) + " " + std::to_string(row_shape.size());
     for (const Expr& d : row_shape)
       s += " " + write_expr(d);
-    s += " " + view_text(x_view) + " " + field(row->serialize());
+    s += " " + write_view(x_view) + " " + field(row->serialize());
     if (inner_payload)
       s += " " + field(inner_payload->kind()) + " " + field(inner_payload->serialize());
     return s;
@@ -352,12 +343,7 @@ std::shared_ptr<const Payload> read_row_gemv_payload(std::string_view text) {
   const int rank = count(1, 16);
   for (int i = 0; i < rank; ++i)
     p->row_shape.push_back(read_expr_prefix(text));
-  const int vr = count(1, 16);
-  for (int i = 0; i < vr; ++i)
-    p->x_view.dims.push_back(read_expr_prefix(text));
-  for (int i = 0; i < vr; ++i)
-    p->x_view.strides.push_back(read_expr_prefix(text));
-  p->x_view.base = read_expr_prefix(text);
+  p->x_view = read_view_prefix(text, "row_gemv payload");
   p->row = FusedProgram::deserialize(lenfield());
   if (!text.empty()) {
     const std::string kind = lenfield();
