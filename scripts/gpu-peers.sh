@@ -17,6 +17,11 @@
 #                                               write $HOME/gguf/SHAPE-f16.gguf (bf16 for qwen3moe12
 #                                               and gemma3-1b) and each llama-quantize TYPE of it
 #                                               (waits for the llama.cpp build)
+#   scripts/gpu-peers.sh OUT gguf-py SHAPE:TYPE[:TABLE] ...
+#                                               write $HOME/gguf/SHAPE-TYPE.gguf with gguf-py's
+#                                               quantizer (TYPE q4_0, q4_1, q8_0; TABLE the
+#                                               embedding's and output's type), no llama.cpp build:
+#                                               smollm2:q4_1:q8_0 has the published file's types
 #   scripts/gpu-peers.sh OUT bench FILE ...     llama-bench -p 128 -n 128 -r 3 -ngl 99 $LLAMA_ARGS
 #                                               (default -fa 1; e.g. "-fa 1 -d 0,2048"), then
 #                                               luminal bench FILE -p 128 -n 128 --backend cuda
@@ -53,6 +58,11 @@ wait_llama() {
 case "$step" in
   build-llama)
     [ -f .dev/llama-cpp-src.tar.xz ] || { note "no .dev/llama-cpp-src.tar.xz (see the header)"; exit 1; }
+    # (a warm machine's earlier build stands: starting over would cost its 5-8 minutes again)
+    if [ -f "$llama/done" ]; then note "llama.cpp: built by an earlier call"; exit 0; fi
+    if [ -d "$llama/build" ] && [ ! -f "$llama/failed" ] && pgrep -f "cmake --build $llama/build" >/dev/null; then
+      note "llama.cpp: an earlier call's build is still running"; exit 0
+    fi
     rm -rf "$llama" && mkdir -p "$llama" && tar -xJf .dev/llama-cpp-src.tar.xz -C "$llama"
     cmd="cmake -S $llama/llama.cpp -B $llama/build -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF \
@@ -86,6 +96,26 @@ cmake --build $llama/build -j ${LLAMA_JOBS:-8} --target llama-bench llama-quanti
           >>"$out/gguf.log" 2>&1 || { note "llama-quantize $t failed"; tail -5 "$out/gguf.log"; exit 1; }
         note "$q: $(du -h "$q" | cut -f1) in $(($(date +%s) - t0)) s"
       done
+    done
+    ;;
+  gguf-py)
+    [ -f .dev/smol_vocab.json ] || { note "no .dev/smol_vocab.json (see the header)"; exit 1; }
+    [ -f .dev/llama-cpp-src.tar.xz ] || { note "no .dev/llama-cpp-src.tar.xz (see the header)"; exit 1; }
+    mkdir -p "$gdir" "$HOME/gguf-py"
+    cp .dev/smol_vocab.json "$gdir/vocab.json"
+    # (gguf-py only: the source unpacked, nothing built)
+    [ -d "$HOME/gguf-py/llama.cpp/gguf-py" ] ||
+      tar -xJf .dev/llama-cpp-src.tar.xz -C "$HOME/gguf-py" llama.cpp/gguf-py
+    export PYTHONPATH=$HOME/gguf-py/llama.cpp/gguf-py
+    for spec in "$@"; do
+      IFS=: read -r shape t table <<<"$spec"
+      [ -n "${t:-}" ] || { note "gguf-py: give SHAPE:TYPE[:TABLE], got '$spec'"; exit 2; }
+      f=$gdir/$shape-$t.gguf
+      t0=$(date +%s)
+      [ -f "$f" ] || python3 scripts/gguf/make_shape_gguf.py "$shape" "$f" --vocab "$gdir/vocab.json" \
+        --dtype "$t" ${table:+--table-dtype "$table"} >>"$out/gguf.log" 2>&1 ||
+        { note "make_shape_gguf $spec failed"; tail -5 "$out/gguf.log"; exit 1; }
+      note "$f: $(du -h "$f" | cut -f1) in $(($(date +%s) - t0)) s"
     done
     ;;
   bench)

@@ -3,7 +3,7 @@
 llama-bench and `luminal bench` on the same file). The vocabulary is SmolLM2's byte-level BPE
 (tokens, types and merges), padded with dummy tokens to the shape's vocabulary size.
 
-    make_shape_gguf.py SHAPE OUT.gguf --vocab VOCAB [--dtype f16|bf16]
+    make_shape_gguf.py SHAPE OUT.gguf --vocab VOCAB [--dtype TYPE] [--table-dtype TYPE]
     make_shape_gguf.py --dump-vocab SMOL.gguf VOCAB.json    (the small vocabulary file to carry)
 
     SHAPE    llama8b      Llama-3-8B (32 layers, hidden 4096, 32/8 heads, FFN 14336, vocab 128256)
@@ -20,8 +20,12 @@ llama-bench and `luminal bench` on the same file). The vocabulary is SmolLM2's b
                           262144, window 512, every 6th layer global, tied embeddings)
     VOCAB    SmolLM2's GGUF or the JSON --dump-vocab wrote from it
     --dtype  the 2-D and expert weights' type (default f16; norms stay f32): f16, bf16, or q4_0 /
-             q8_0 written here with gguf-py's quantizer (every matrix, embeddings and output too);
-             llama.cpp's mixes (Q4_K_M) come from `llama-quantize --allow-requantize IN OUT Q4_K_M`
+             q4_1 / q8_0 written here with gguf-py's quantizer (every matrix, embeddings and output
+             too); llama.cpp's mixes (Q4_K_M) come from `llama-quantize --allow-requantize IN OUT
+             Q4_K_M`
+    --table-dtype  the embedding's and output's type (default --dtype's): `--dtype q4_1
+             --table-dtype q8_0` gives SmolLM2's published types (llama-quantize's Q4_1 of the
+             f16 file stores the tied embedding in q8_0) with no llama.cpp build
 
 Needs numpy and llama.cpp's gguf-py (PYTHONPATH=<llama.cpp>/gguf-py). The values are one 4M-element
 normal(0, 0.02) block repeated: cheap to write, and timing does not depend on them.
@@ -68,7 +72,9 @@ def main():
     ap.add_argument("shape", nargs="?")
     ap.add_argument("out", nargs="?")
     ap.add_argument("--vocab")
-    ap.add_argument("--dtype", default="f16", choices=["f16", "bf16", "q4_0", "q8_0"])
+    types = ["f16", "bf16", "q4_0", "q4_1", "q8_0"]
+    ap.add_argument("--dtype", default="f16", choices=types)
+    ap.add_argument("--table-dtype", choices=types)
     ap.add_argument("--dump-vocab", nargs=2, metavar=("SMOL_GGUF", "VOCAB_JSON"))
     a = ap.parse_args()
     if a.dump_vocab:
@@ -106,7 +112,8 @@ def main():
     if "window" in s:
         w.add_sliding_window(s["window"])
     w.add_file_type({"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16,
-                     "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[a.dtype])
+                     "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q4_1": gguf.LlamaFileType.MOSTLY_Q4_1,
+                     "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[a.dtype])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("smollm")
     w.add_token_list(toks)
@@ -118,18 +125,22 @@ def main():
 
     rng = np.random.default_rng(0)
     base = (rng.standard_normal(1 << 22) * 0.02).astype(np.float32)
-    qtype = None
-    if a.dtype == "f16":
-        base_t = base.astype(np.float16)
-        raw = None
-    elif a.dtype == "bf16":  # the top 16 bits of the f32 values
-        base_t = (base.view(np.uint32) >> 16).astype(np.uint16)
-        raw = gguf.GGMLQuantizationType.BF16
-    else:  # the block is quantized once; every matrix repeats its bytes (4M is whole blocks)
-        raw = qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q8_0": gguf.GGMLQuantizationType.Q8_0}[a.dtype]
-        base_t = gguf.quants.quantize(base.reshape(-1, 256), qtype).reshape(-1)
 
-    def add(name, *shape):  # numpy shape: rows last-to-first as GGUF's ne reversed
+    def encode(dtype):  # (the 4M values in `dtype`, its raw GGUF type or None for f16, its qtype)
+        if dtype == "f16":
+            return base.astype(np.float16), None, None
+        if dtype == "bf16":  # the top 16 bits of the f32 values
+            return (base.view(np.uint32) >> 16).astype(np.uint16), gguf.GGMLQuantizationType.BF16, None
+        # the block is quantized once; every matrix repeats its bytes (4M is whole blocks)
+        qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q4_1": gguf.GGMLQuantizationType.Q4_1,
+                 "q8_0": gguf.GGMLQuantizationType.Q8_0}[dtype]
+        return gguf.quants.quantize(base.reshape(-1, 256), qtype).reshape(-1), qtype, qtype
+
+    matrices = encode(a.dtype)
+    tables = encode(a.table_dtype) if a.table_dtype else matrices
+
+    def add(name, *shape, enc=matrices):  # numpy shape: rows last-to-first as GGUF's ne reversed
+        base_t, raw, qtype = enc
         if qtype is None:
             data = np.resize(base_t, int(np.prod(shape))).reshape(shape)
         else:
@@ -141,10 +152,10 @@ def main():
     def norm(name, n):
         w.add_tensor(name, np.ones(n, np.float32))
 
-    add("token_embd.weight", V, H)
+    add("token_embd.weight", V, H, enc=tables)
     norm("output_norm.weight", H)
     if not s["tied"]:
-        add("output.weight", V, H)
+        add("output.weight", V, H, enc=tables)
     for i in range(L):
         p = f"blk.{i}."
         norm(p + "attn_norm.weight", H)
