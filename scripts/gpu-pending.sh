@@ -73,6 +73,13 @@ if want prologue && [ "$(left)" -gt 150 ]; then
   MODES="smollm2-q4_1 smollm2 qwen3moe" REPS=10 scripts/gpu-variants.sh "$out/r" - 'LUMINAL_CUDA_ROW_PROLOGUE=1' \
     >/dev/null 2>&1
   sed 's/^/[row-gemv] /' "$out/r/summary.txt" >>"$summary"
+  # (the 8B's matrices are over the default 4 MiB: every one of a GEMV's blocks computes the row,
+  #  8 KB of bf16 read from L2 per block; whether that costs less than the row kernel on the path)
+  if [ "$(left)" -gt 240 ]; then
+    MODES="lt" REPS=10 scripts/gpu-variants.sh "$out/r8" 'LUMINAL_CUDA_ROW_PROLOGUE=1' \
+      'LUMINAL_CUDA_ROW_PROLOGUE=1 LUMINAL_CUDA_ROW_PROLOGUE_MIB=512' >/dev/null 2>&1
+    sed 's/^/[row-gemv 8b] /' "$out/r8/summary.txt" >>"$summary"
+  fi
   # (the GPU equivalence fuzz and the models' parity with the CPU, with the forms offered: the
   #  scatter, rope-product and paired forms inside whole decode steps)
   for t in test_cuda_models test_cuda_fuzz; do
