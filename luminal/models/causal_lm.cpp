@@ -146,6 +146,15 @@ ModelFiles weights_only(const std::filesystem::path& path) {
 }
 
 // The "s" buckets (decode, prefill) unless `options` has its own.
+/// `shape` with what it leaves to the backend decided: window_read (unset: LUMINAL_WINDOW_READ,
+/// else on for the CPU, whose kernels read a cache window at its run-time row offset, so at long
+/// contexts the local layers read s + window - 1 rows, not c; the CUDA matmul forms do not take
+/// such a view yet: there the read would add a copy of each window).
+DecoderShape for_backend(DecoderShape shape, const Backend& backend) {
+  if (!shape.window_read) shape.window_read = window_read_env().value_or(backend.name() == "cpu");
+  return shape;
+}
+
 void set_buckets(CompileOptions& options, const DecoderShape& shape) {
   std::vector<DimBucket> buckets{DimBucket(1, 1)};
   if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
@@ -254,7 +263,7 @@ CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const Decoder
   // Block-quantized weights stay quantized where the backend reads them.
   std::shared_ptr<const io::Weights> weights = open_weights(
       model, options, progress, [&backend](DType t) { return backend.reads_blocks(t); });
-  DecoderShape s = shape;
+  DecoderShape s = for_backend(shape, backend);
   s.block_weights = block_weight_types(*weights);
   // 16-bit matrices of an f32 model stay 16-bit where the backend's matmuls read them.
   if (s.dtype == DType::F32)
@@ -270,7 +279,7 @@ CausalLM CausalLM::load(const ModelFiles& model, Backend& backend, const Decoder
 CausalLM CausalLM::random(const io::ModelConfig& config, Backend& backend,
                           const DecoderShape& shape, CompileOptions options, uint64_t seed,
                           const SamplerShape& head) {
-  CausalLM lm = build(config, shape, head);
+  CausalLM lm = build(config, for_backend(shape, backend), head);
   lm.start_session(backend, std::move(options));
   random_weights(lm.session(), seed, lm.session().options());
   lm.init_inputs();

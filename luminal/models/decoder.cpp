@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "luminal/core/error.hpp"
 #include "luminal/models/experts.hpp"
@@ -88,6 +90,14 @@ Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string&
 }
 
 }  // namespace
+
+std::optional<bool> window_read_env() {
+  const char* v = std::getenv("LUMINAL_WINDOW_READ");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  if (std::string_view(v) == "1") return true;
+  if (std::string_view(v) == "0") return false;
+  throw Error(std::string("LUMINAL_WINDOW_READ must be 0 or 1, got '") + v + "'");
+}
 
 Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   using io::ModelFamily;
@@ -186,7 +196,10 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     q = nn::apply_rope(q, pos, freq);
     k = nn::apply_rope(k, pos, freq);
     nn::AttentionOptions layer_attn = attn;
-    if (sliding) layer_attn.window = cfg.sliding_window;
+    if (sliding) {
+      layer_attn.window = cfg.sliding_window;
+      layer_attn.window_read = shape.window_read.value_or(window_read_env().value_or(false));
+    }
     const Tensor o = nn::cached_attention(g, q, k, v, p + "self_attn", shape.slots, layer_attn);
     const Tensor attn_out = proj("self_attn.o_proj", hidden, H * hd, o_bias)(o);
     if (gemma) {

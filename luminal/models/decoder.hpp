@@ -19,6 +19,7 @@
 // "<block>experts.down_proj" [E, hidden, F]; models/experts.hpp) and run the chosen ones only
 // (MoeForm::Gathered) or every expert masked by the choice (MoeForm::Dense).
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "luminal/io/hf_config.hpp"
@@ -61,7 +62,16 @@ struct DecoderShape {
   /// Weights declared in their stored type by Hugging Face name, so the compiler reads them as
   /// stored: block-quantized (dequantize()d in the graph) or bf16/f16 in an f32 model (cast).
   std::map<std::string, DType> block_weights = {};
+  /// Sliding-window layers (Gemma 3's local ones) read only the cache rows their queries can see
+  /// (nn::AttentionOptions::window_read) rather than masking the rest. Unset: LUMINAL_WINDOW_READ
+  /// (0 or 1) decides, else off here; CausalLM::load turns it on for the CPU backend, whose
+  /// kernels read the caches at a run-time row offset (the CUDA matmul forms do not yet: there
+  /// the read would add a copy of each window).
+  std::optional<bool> window_read = std::nullopt;
 };
+
+/// LUMINAL_WINDOW_READ: 1 or 0, or nothing when unset; throws luminal::Error for another value.
+std::optional<bool> window_read_env();
 
 struct Decoder {
   Graph graph;

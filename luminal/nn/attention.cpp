@@ -27,37 +27,46 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   const Expr s = Expr::var("s"), c = Expr::var("c");
   const DType dt = k.dtype();
 
-  // Write this step's rows at c - s + i, then read the first c rows.
+  if (opts.window && *opts.window < 1)
+    throw Error("nn::cached_attention '" + name + "': the sliding window must be positive, got " +
+                std::to_string(*opts.window));
+  // The rows read: [first, c), n of them. Every row (first 0) unless window_read: then from the
+  // first row the step's first query sees, c - s - (window - 1), or 0.
+  const Expr first =
+      opts.window && opts.window_read ? max(Expr(0), c - s - Expr(*opts.window - 1)) : Expr(0);
+  // Write this step's rows at c - s + i, then read rows first .. c - 1.
   const Tensor rows = g.iota((c - s) * kvd + Expr::z(), s * kvd).reshape({s, kvd});
   auto update = [&](const Tensor& x, const std::string& which) {
     Tensor cache = g.tensor(name + "." + which + "_cache", {slots, kvd}, dt).persist();
     Tensor next =
         cache.scatter_flat(rows, x.reshape({s, kvd})).output(name + "." + which + "_cache_out");
     g.carry(next, cache);
-    // [c, kv, hd] -> [kv, 1, c, hd] -> [kv, groups, c, hd] (stride 0 over the group)
-    return next.slice(0, 0, c)
-        .reshape({c, kv, hd})
+    // [n, kv, hd] -> [kv, 1, n, hd] -> [kv, groups, n, hd] (stride 0 over the group)
+    const Tensor read = next.slice(0, first, c);
+    const Expr n = read.shape()[0];
+    return read.reshape({n, kv, hd})
         .permute({1, 0, 2})
-        .reshape({kv, 1, c, hd})
-        .expand({kv, groups, c, hd});
+        .reshape({kv, 1, n, hd})
+        .expand({kv, groups, n, hd});
   };
   const Tensor K = update(k, "k"), V = update(v, "v");
+  const Expr n = K.shape()[2];  // (the rows read: c, or with window_read at most s + window - 1)
   // q [s, heads, hd] -> [kv, groups, s, hd]
   const Tensor Q = q.reshape({s, kv, groups, hd}).permute({1, 2, 0, 3});
-  Tensor scores = Q.matmul(K.transpose(2, 3));  // [kv, groups, s, c]
+  Tensor scores = Q.matmul(K.transpose(2, 3));  // [kv, groups, s, n]
   if (dt == DType::F16 || dt == DType::BF16) scores = scores.cast(DType::F32);
   scores = scores * opts.scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
   if (opts.softcap) scores = (scores * (1.0 / *opts.softcap)).tanh() * *opts.softcap;
   const Tensor pos = g.iota(c - s + Expr::z(), s);
-  const Tensor keys = g.arange(c).reshape({1, 1, 1, c}).expand({kv, groups, s, c});
-  Tensor hidden = pos.reshape({1, 1, s, 1}).expand({kv, groups, s, c}).lt(keys);
+  // (key positions first .. c - 1)
+  const Tensor keys = (first == Expr(0) ? g.arange(c) : g.iota(first + Expr::z(), n))
+                          .reshape({1, 1, 1, n})
+                          .expand({kv, groups, s, n});
+  Tensor hidden = pos.reshape({1, 1, s, 1}).expand({kv, groups, s, n}).lt(keys);
   if (opts.window) {
-    if (*opts.window < 1)
-      throw Error("nn::cached_attention '" + name + "': the sliding window must be positive, got " +
-                  std::to_string(*opts.window));
     // Hidden when j <= p - window, i.e. j < p - window + 1.
-    const Tensor first = g.iota(c - s - (*opts.window - 1) + Expr::z(), s);
-    hidden = hidden.logical_or(keys.lt(first.reshape({1, 1, s, 1}).expand({kv, groups, s, c})));
+    const Tensor lo = g.iota(c - s - (*opts.window - 1) + Expr::z(), s);
+    hidden = hidden.logical_or(keys.lt(lo.reshape({1, 1, s, 1}).expand({kv, groups, s, n})));
   }
   const Tensor att =
       scores.masked_fill(hidden, -std::numeric_limits<double>::infinity()).softmax(3).cast(dt);

@@ -13,7 +13,9 @@
 // so the GEMM planner merges the group axis into M. Scores are scaled by 1/sqrt(hd) (or
 // AttentionOptions::scale), soft-capped where asked (cap * tanh(score / cap), Gemma), masked
 // with -inf and soft-maxed in f32 for 16-bit inputs. A sliding window (Gemma 3's local layers)
-// also hides keys `window` or more positions before the query: a mask over the same cache.
+// also hides keys `window` or more positions before the query: a mask over the same cache, and
+// with AttentionOptions::window_read the step reads only the rows some query of it can see
+// (rows max(0, c - s - window + 1) .. c - 1: at most s + window - 1 of them, whatever c).
 #include <optional>
 #include <string>
 
@@ -26,6 +28,10 @@ struct AttentionOptions {
   std::optional<double> scale;    // default 1/sqrt(head_dim)
   std::optional<double> softcap;  // scores -> softcap * tanh(scores / softcap)
   std::optional<int64_t> window;  // key j visible to a query at position p when p - j < window
+  /// With a window: read the cache from the first row a query of the step can see (its offset
+  /// and length are expressions in s and c) instead of masking the rows before it; the same
+  /// values, the scores and P @ V over min(c, s + window - 1) keys instead of c.
+  bool window_read = false;
 };
 
 Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -16,6 +16,9 @@ llama-bench and `luminal bench` on the same file). The vocabulary is SmolLM2's b
              qwen3moe-tiny  Qwen3-30B-A3B's router and experts (128 experts, 8 active) in a
                           4-layer model (hidden 256, 4/2 heads of 64, expert FFN 64, vocab 8192):
                           a MoE decode step's kernel count on the CPU
+             gemma3-small  Gemma 3's layer pattern (every 6th layer global, window 128) in 12
+                          small layers (hidden 128, 2/1 heads of 64, FFN 256, vocab 8192): long
+                          contexts on the CPU, where attention outweighs the weights
              gemma3-1b    Gemma-3-1B (26 layers, hidden 1152, 4/1 heads of 256, FFN 6912, vocab
                           262144, window 512, every 6th layer global, tied embeddings)
     VOCAB    SmolLM2's GGUF or the JSON --dump-vocab wrote from it
@@ -49,6 +52,8 @@ SHAPES = {
                        theta=1000000.0, eps=1e-6, tied=False, E=128, K=8, IE=768),
     "qwen3moe-tiny": dict(arch="qwen3moe", V=8192, H=256, I=768, L=4, NH=4, NKV=2, HD=64,
                           theta=1000000.0, eps=1e-6, tied=False, E=128, K=8, IE=64),
+    "gemma3-small": dict(arch="gemma3", V=8192, H=128, I=256, L=12, NH=2, NKV=1, HD=64,
+                         theta=1000000.0, eps=1e-6, tied=True, window=128),
     "gemma3-1b": dict(arch="gemma3", V=262144, H=1152, I=6912, L=26, NH=4, NKV=1, HD=256,
                       theta=1000000.0, eps=1e-6, tied=True, window=512),
 }
@@ -90,6 +95,12 @@ def main():
     toks, types = voc["tokens"][:V], voc["types"][:V]
     toks += [f"<|dummy_{i}|>" for i in range(V - len(toks))]
     types += [gguf.TokenType.NORMAL] * (V - len(types))
+    # A vocabulary cut short keeps the merges whose parts and result it still holds (a tokenizer
+    # rejects a merge of tokens it does not have).
+    kept = set(toks)
+    merges = [m for m in voc["merges"]
+              if (lambda p: len(p) == 2 and p[0] in kept and p[1] in kept and p[0] + p[1] in kept)(
+                  m.split(" "))]
 
     w = gguf.GGUFWriter(a.out, s["arch"])
     w.add_context_length(8192)
@@ -118,7 +129,7 @@ def main():
     w.add_tokenizer_pre("smollm")
     w.add_token_list(toks)
     w.add_token_types(types)
-    w.add_token_merges(voc["merges"])
+    w.add_token_merges(merges)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_add_bos_token(False)

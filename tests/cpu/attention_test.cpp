@@ -110,6 +110,37 @@ TEST_F(CpuAttention, SoftCappedAndWindowedRows) {
   opstest::check_program(g, p, contexts(), kTol, "softcap + window", 2, 2, -1, 1);
 }
 
+// The window read from the first row a query of the step sees (AttentionOptions::window_read:
+// the caches at a run-time row offset, min(c, s + window - 1) rows): programs drawn from the
+// e-graph (and the seed), each against the reference, before, at and past the window, decode
+// steps and a 4-token prefill.
+TEST_F(CpuAttention, WindowReadProgramsMatchTheReference) {
+  nn::AttentionOptions o;
+  o.window = 300;
+  o.window_read = true;
+  Graph g;
+  g.declare_dim("s", 1, 4);
+  g.declare_dim("c", 1, kSlots);
+  nn::cached_attention(g, g.tensor("q", {"s", 4, 32}), g.tensor("k", {"s", 2, 32}),
+                       g.tensor("v", {"s", 2, 32}), "l0", static_cast<int>(kSlots), o)
+      .output("o");
+  cpu::CpuBackend cpu(2);
+  BuiltSpace b = build_search_space(g, cpu, g.dim_facts());
+  Rng rng(23);
+  std::set<std::string> seen;
+  const std::vector<DynMap> at = {
+      {{"s", 1}, {"c", 1}}, {{"s", 1}, {"c", 299}}, {{"s", 1}, {"c", 301}}, {{"s", 1}, {"c", 700}},
+      {{"s", 4}, {"c", 4}}, {{"s", 4}, {"c", 302}}, {{"s", 4}, {"c", 650}}};
+  for (int d = 0; d < 40 && seen.size() < 10; ++d) {
+    const LlirGraph l = d == 0 ? to_llir(*b.space, b.space->fewest_kernels_genome())
+                               : to_llir(*b.space, b.space->random_genome(rng));
+    if (!seen.insert(l.to_text()).second) continue;
+    opstest::check_program(g, l, at, kTol, "window read, program " + std::to_string(seen.size()), 2,
+                           11, -1, 1);
+  }
+  EXPECT_GE(seen.size(), 6u);
+}
+
 TEST_F(CpuAttention, QueryGroupsOfOneToSixHeads) {
   for (int64_t groups : {1, 4, 6}) {
     const Graph g = decode_step(2, groups, 16);

@@ -3,6 +3,7 @@
 // (a prefill on top of a filled cache included) on the reference and the CPU backend, SwiGLU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -115,29 +116,31 @@ TEST(NnRope, RotatesHalvesAtTheStepPositions) {
       }
 }
 
-// Plain attention over a host cache: rows [0, c) hold every key/value so far.
+// Plain attention over a host cache: rows [0, c) hold every key/value so far; with a window w,
+// a query at position p sees keys p - w + 1 .. p only.
 std::vector<float> naive_attention(const std::vector<float>& q, const std::vector<float>& kc,
                                    const std::vector<float>& vc, int s, int c, int heads, int kv,
-                                   int hd) {
+                                   int hd, int window = 0) {
   std::vector<float> out(static_cast<size_t>(s * heads * hd));
   const int groups = heads / kv;
   for (int i = 0; i < s; ++i)
     for (int h = 0; h < heads; ++h) {
       const int kh = h / groups, last = c - s + i;
+      const int lo = window > 0 ? std::max(0, last - window + 1) : 0;
       std::vector<double> w(static_cast<size_t>(last + 1));
       double mx = -1e300, sum = 0;
-      for (int j = 0; j <= last; ++j) {
+      for (int j = lo; j <= last; ++j) {
         double d = 0;
         for (int e = 0; e < hd; ++e)
           d += static_cast<double>(q[(i * heads + h) * hd + e]) * kc[(j * kv + kh) * hd + e];
         w[j] = d / std::sqrt(static_cast<double>(hd));
         mx = std::max(mx, w[j]);
       }
-      for (double& x : w)
-        sum += (x = std::exp(x - mx));
+      for (int j = lo; j <= last; ++j)
+        sum += (w[j] = std::exp(w[j] - mx));
       for (int e = 0; e < hd; ++e) {
         double acc = 0;
-        for (int j = 0; j <= last; ++j)
+        for (int j = lo; j <= last; ++j)
           acc += w[j] / sum * vc[(j * kv + kh) * hd + e];
         out[(i * heads + h) * hd + e] = static_cast<float>(acc);
       }
@@ -193,6 +196,60 @@ TEST(NnAttention, CachedGqaMatchesPlainAttentionOverSteps) {
         nn::cached_attention(g, g.tensor("q3", {"s", 3, hd}), k, v, "bad", slots);
       },
       {"nn::cached_attention 'bad'", "not a multiple"});
+}
+
+// A sliding window (Gemma 3's local layers), masked over the whole cache or read from the first
+// row a query of the step sees (AttentionOptions::window_read: the cache read at a run-time
+// offset, min(c, s + window - 1) rows): both equal attention over each query's last `window`
+// keys, through prefills and decode steps before and past the window.
+TEST(NnAttention, SlidingWindowReadOrMaskedMatchesPlainAttention) {
+  const int heads = 4, kv = 2, hd = 8, slots = 24, window = 5;
+  for (bool read : {false, true}) {
+    Graph g;
+    g.declare_dim("s", 1, 8);
+    g.declare_dim("c", 1, slots);
+    Tensor q = g.tensor("q", {"s", heads, hd});
+    Tensor k = g.tensor("k", {"s", kv, hd});
+    Tensor v = g.tensor("v", {"s", kv, hd});
+    nn::AttentionOptions o;
+    o.window = window;
+    o.window_read = read;
+    nn::cached_attention(g, q, k, v, "l0", slots, o).output("o");
+    ReferenceRuntime ref(g);
+    cpu::CpuBackend cpu(1);
+    Session ses(g, cpu,
+                CompileOptions().search_graph_limit(8).verbose(false).dim_buckets(
+                    "s", {DimBucket(1, 1), DimBucket(2, 8)}));
+    for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
+      rt->set("l0.k_cache", std::vector<float>(slots * kv * hd, 0.f));
+      rt->set("l0.v_cache", std::vector<float>(slots * kv * hd, 0.f));
+    }
+    std::vector<float> kc(slots * kv * hd), vc(slots * kv * hd);
+    int c = 0, step = 0;
+    // Within the window, across it in one prefill, decode steps past it, a prefill on top.
+    for (int s : {3, 1, 6, 1, 1, 4, 1}) {
+      const auto qv = rnd(s * heads * hd, 40 + step), kv_ = rnd(s * kv * hd, 50 + step),
+                 vv = rnd(s * kv * hd, 60 + step);
+      for (int i = 0; i < s * kv * hd; ++i) {
+        kc[c * kv * hd + i] = kv_[i];
+        vc[c * kv * hd + i] = vv[i];
+      }
+      c += s;
+      const auto want = naive_attention(qv, kc, vc, s, c, heads, kv, hd, window);
+      for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
+        rt->set(q, qv);
+        rt->set(k, kv_);
+        rt->set(v, vv);
+        rt->execute({{"s", s}, {"c", c}});
+        const auto got = rt->get<float>("o");
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5) << (read ? "read" : "masked") << " step " << step
+                                             << " (s " << s << ", c " << c << ") element " << i;
+      }
+      ++step;
+    }
+  }
 }
 
 TEST(NnMlp, SwigluMatchesLoops) {
