@@ -107,11 +107,6 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   if (cfg.hidden_act != act)
     throw Error("models: activation '" + cfg.hidden_act + "' is not supported for " +
                 std::string(io::family_name(cfg.family)) + " (only " + act + ")");
-  if (cfg.sliding_window && !gemma)
-    throw Error(
-        "models: sliding-window attention is supported for gemma3 only so far "
-        "(sliding_window = " +
-        std::to_string(*cfg.sliding_window) + ")");
   if (!gemma && (cfg.attn_logit_softcapping || cfg.final_logit_softcapping))
     throw Error("models: logit soft-capping is supported for gemma3 only so far");
   if (shape.slots < 1 || shape.max_step < 1 || shape.max_step > shape.slots)
@@ -191,8 +186,10 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
       q = norm(q, p + "self_attn.q_norm.weight", hd);
       k = norm(k, p + "self_attn.k_norm.weight", hd);
     }
-    const bool sliding = gemma && cfg.is_sliding_layer(l);
-    const Tensor& freq = sliding && local_inv_freq ? *local_inv_freq : inv_freq;
+    // (a sliding layer: Gemma 3's local ones, every layer of a Mistral-7B-v0.1-style config, a
+    // Qwen2 layer past max_window_layers with use_sliding_window)
+    const bool sliding = cfg.sliding_window && cfg.is_sliding_layer(l);
+    const Tensor& freq = sliding && gemma && local_inv_freq ? *local_inv_freq : inv_freq;
     q = nn::apply_rope(q, pos, freq);
     k = nn::apply_rope(k, pos, freq);
     nn::AttentionOptions layer_attn = attn;

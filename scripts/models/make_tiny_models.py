@@ -16,6 +16,7 @@ What it writes, one folder per model under the output folder (default tests/data
     qwen2/    Qwen2ForCausalLM   same sizes, tied embeddings, q/k/v biases, rope_theta 10000.
     qwen3/    Qwen3ForCausalLM   same sizes, head_dim 16, tied embeddings, QK-norm, rope_theta 1e6.
     mistral/  MistralForCausalLM same sizes, untied, sliding_window None, rope_theta 10000.
+    mistral-swa/ the same with sliding_window 4 on every layer (Mistral-7B-v0.1's kind), seed 1008.
     gemma3/   Gemma3ForCausalLM  3 layers (sliding, full, sliding attention; window 4, shorter than
               the prompts), head_dim 16, query_pre_attn_scalar 24, tanh GELU, local/global rope
               theta 1e4/1e6, attention and final logit soft-capping (50, 30), tied embeddings.
@@ -220,6 +221,22 @@ def model_specs():
             MistralForCausalLM,
         ),
         (
+            # Mistral-7B-v0.1's sliding window (every layer), here 4 tokens: shorter than the
+            # prompts and the greedy continuations.
+            "mistral-swa",
+            1008,
+            MistralConfig(
+                **COMMON,
+                head_dim=16,
+                tie_word_embeddings=False,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-5,
+                sliding_window=4,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            ),
+            MistralForCausalLM,
+        ),
+        (
             # Sliding and full attention layers (a window of 4 tokens, shorter than the prompts),
             # local and global rope theta, query_pre_attn_scalar != head_dim, tanh GELU, the
             # extra feed-forward norms, QK-norm, both soft-cappings, tied embeddings.
@@ -357,8 +374,12 @@ def check_generate(model, ids, expected):
     gc = transformers.GenerationConfig(
         do_sample=False, max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=0,
         eos_token_id=None, pad_token_id=0, bos_token_id=None)
+    # (a None in `gc` reads as unset: the checkpoint's own eos_token_id would still stop it)
+    saved = model.generation_config.eos_token_id
+    model.generation_config.eos_token_id = None
     out = model.generate(torch.tensor([ids]), generation_config=gc,
                          attention_mask=torch.ones(1, len(ids), dtype=torch.long))
+    model.generation_config.eos_token_id = saved
     got = out[0, len(ids):].tolist()
     assert got == expected, f"generate {got} != manual loop {expected}"
 
@@ -485,12 +506,14 @@ def make_16bit(name, seed, config, cls, suffix, dtype, dtype_name, out_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT, help="output folder (default %(default)s)")
+    ap.add_argument("--only", nargs="*", help="write only these fixtures (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)  # deterministic reductions, and the machine is small
     print(f"torch {torch.__version__}, transformers {transformers.__version__}", file=sys.stderr)
-    for name, seed, config, cls in model_specs():
+    specs = [m for m in model_specs() if not args.only or m[0] in args.only]
+    for name, seed, config, cls in specs:
         make_one(name, seed, config, cls, args.out)
-    for name, seed, config, cls in model_specs():
+    for name, seed, config, cls in specs:
         if name in SIXTEEN_BIT:
             for suffix, dtype, dtype_name in DTYPES_16:
                 make_16bit(name, seed, config, cls, suffix, dtype, dtype_name, args.out)
