@@ -17,6 +17,8 @@ What it writes, one folder per model under the output folder (default tests/data
     qwen3/    Qwen3ForCausalLM   same sizes, head_dim 16, tied embeddings, QK-norm, rope_theta 1e6.
     mistral/  MistralForCausalLM same sizes, untied, sliding_window None, rope_theta 10000.
     mistral-swa/ the same with sliding_window 4 on every layer (Mistral-7B-v0.1's kind), seed 1008.
+    qwen2-swa/ qwen2's sizes with use_sliding_window, window 4, max_window_layers 1 (layer 1
+              slides), seed 1009.
     gemma3/   Gemma3ForCausalLM  3 layers (sliding, full, sliding attention; window 4, shorter than
               the prompts), head_dim 16, query_pre_attn_scalar 24, tanh GELU, local/global rope
               theta 1e4/1e6, attention and final logit soft-capping (50, 30), tied embeddings.
@@ -189,6 +191,22 @@ def model_specs():
                 rms_norm_eps=1e-6,
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
                 use_sliding_window=False,
+            ),
+            Qwen2ForCausalLM,
+        ),
+        (
+            # Qwen2's sliding window on the layers from max_window_layers on (here layer 1 of 2).
+            "qwen2-swa",
+            1009,
+            Qwen2Config(
+                **COMMON,
+                tie_word_embeddings=True,
+                max_position_embeddings=256,
+                rms_norm_eps=1e-6,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                use_sliding_window=True,
+                sliding_window=4,
+                max_window_layers=1,
             ),
             Qwen2ForCausalLM,
         ),

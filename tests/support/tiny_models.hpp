@@ -32,7 +32,8 @@ inline nlohmann::json tiny_model_goldens(const std::string& name) {
 ///   INSTANTIATE_TEST_SUITE_P(Families, Suite, ::testing::ValuesIn(testing::float32_families()),
 ///                            testing::family_case_name);
 inline std::vector<std::string> float32_families() {
-  return {"llama3", "qwen2", "qwen3", "mistral", "mistral-swa", "gemma3", "qwen3-moe", "mixtral"};
+  return {"llama3",    "qwen2",  "qwen3",     "mistral", "mistral-swa",
+          "qwen2-swa", "gemma3", "qwen3-moe", "mixtral"};
 }
 
 /// A gtest name for a folder name ("qwen3-moe" -> "qwen3_moe").
