@@ -168,6 +168,9 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   // Qwen2 has q/k/v biases and no o_proj bias (the config parser reports attention_bias true).
   const bool qkv_bias = cfg.attention_bias || cfg.family == ModelFamily::Qwen2;
   const bool o_bias = cfg.attention_bias && cfg.family != ModelFamily::Qwen2;
+  // (the sliding layers' form: DecoderShape::window_read, else LUMINAL_WINDOW_READ, else masked)
+  const bool window_read =
+      cfg.sliding_window && shape.window_read.value_or(window_read_env().value_or(false));
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto proj = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
@@ -195,7 +198,7 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     nn::AttentionOptions layer_attn = attn;
     if (sliding) {
       layer_attn.window = cfg.sliding_window;
-      layer_attn.window_read = shape.window_read.value_or(window_read_env().value_or(false));
+      layer_attn.window_read = window_read;
     }
     const Tensor o = nn::cached_attention(g, q, k, v, p + "self_attn", shape.slots, layer_attn);
     const Tensor attn_out = proj("self_attn.o_proj", hidden, H * hd, o_bias)(o);

@@ -8,16 +8,21 @@
 
 namespace luminal::testing {
 
-/// The fewest-kernels program of a `layers`-layer SmolLM2-shaped decode step stored as the
-/// published file stores it: q4_1 matrices, the tied embedding in q8_0.
-inline LlirGraph smollm2_q4_1_seed(int layers) {
+/// A `layers`-layer SmolLM2-shaped decode step (vocabulary 1000) stored as the published file
+/// stores it: q4_1 matrices, the tied embedding in q8_0.
+inline Graph smollm2_q4_1_graph(int layers) {
   const auto cfg = models::llama_config(
       {.layers = layers, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
   models::DecoderShape shape{.slots = 2048, .max_step = 1};
   shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
     return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
   });
-  return cuda_seed_program(models::build_decoder(cfg, shape).graph);
+  return models::build_decoder(cfg, shape).graph;
+}
+
+/// The fewest-kernels program of smollm2_q4_1_graph(layers).
+inline LlirGraph smollm2_q4_1_seed(int layers) {
+  return cuda_seed_program(smollm2_q4_1_graph(layers));
 }
 
 /// The fewest-kernels program of a `layers`-layer Llama-3-8B-shaped decode step (vocabulary

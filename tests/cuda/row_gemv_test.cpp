@@ -301,13 +301,7 @@ TEST(CudaRowGemvRules, TheQ4_1SeedRunsNoNormKernelBeforeTheProjections) {
   EXPECT_LE(critical_path(l), 160) << l.op_mix_string();
   EXPECT_LE(critical_path(l) + 2 * 30, critical_path(without)) << l.op_mix_string();
   if (cuda::nvrtc_available()) {
-    const auto cfg = models::llama_config(
-        {.layers = 3, .hidden = 576, .ffn = 1536, .heads = 9, .kv_heads = 3, .vocab = 1000});
-    models::DecoderShape shape{.slots = 2048, .max_step = 1};
-    shape.block_weights = models::matrix_block_types(cfg, shape, [](std::string_view label) {
-      return label.find("embed") != std::string_view::npos ? DType::Q8_0 : DType::Q4_1;
-    });
-    const Graph g = models::build_decoder(cfg, shape).graph;
+    const Graph g = testing::smollm2_q4_1_graph(3);
     std::vector<std::string> sources, whats;
     testing::add_kernels(testing::cuda_seed_program(g), testing::spec_of(g.dim_facts()), sources,
                          whats);

@@ -148,15 +148,20 @@ std::vector<float> naive_attention(const std::vector<float>& q, const std::vecto
   return out;
 }
 
-TEST(NnAttention, CachedGqaMatchesPlainAttentionOverSteps) {
-  const int heads = 4, kv = 2, hd = 8, slots = 16;
+// nn::cached_attention with `o` (heads 4 over 2 KV heads of 8, a 24-row cache) through steps of
+// `steps` tokens, on the reference runtime and a CPU session, against naive_attention (over each
+// query's last o.window keys where set); random values from seeds seed + 10 (q), + 20 (k), + 30
+// (v) plus the step.
+void expect_cached_attention_over_steps(const nn::AttentionOptions& o, std::vector<int> steps,
+                                        int seed, const std::string& what) {
+  const int heads = 4, kv = 2, hd = 8, slots = 24;
   Graph g;
   g.declare_dim("s", 1, 8);
   g.declare_dim("c", 1, slots);
   Tensor q = g.tensor("q", {"s", heads, hd});
   Tensor k = g.tensor("k", {"s", kv, hd});
   Tensor v = g.tensor("v", {"s", kv, hd});
-  nn::cached_attention(g, q, k, v, "l0", slots).output("o");
+  nn::cached_attention(g, q, k, v, "l0", slots, o).output("o");
   ReferenceRuntime ref(g);
   cpu::CpuBackend cpu(1);
   Session ses(g, cpu,
@@ -167,18 +172,17 @@ TEST(NnAttention, CachedGqaMatchesPlainAttentionOverSteps) {
     rt->set("l0.v_cache", std::vector<float>(slots * kv * hd, 0.f));
   }
   std::vector<float> kc(slots * kv * hd), vc(slots * kv * hd);
-  int c = 0;
-  // A 3-token prefill, a decode step, then a 2-token prefill on top of the filled cache.
-  int step = 0;
-  for (int s : {3, 1, 2}) {
-    const auto qv = rnd(s * heads * hd, 10 + step), kv_ = rnd(s * kv * hd, 20 + step),
-               vv = rnd(s * kv * hd, 30 + step);
+  int c = 0, step = 0;
+  for (int s : steps) {
+    const auto qv = rnd(s * heads * hd, seed + 10 + step), kv_ = rnd(s * kv * hd, seed + 20 + step),
+               vv = rnd(s * kv * hd, seed + 30 + step);
     for (int i = 0; i < s * kv * hd; ++i) {
       kc[c * kv * hd + i] = kv_[i];
       vc[c * kv * hd + i] = vv[i];
     }
     c += s;
-    const auto want = naive_attention(qv, kc, vc, s, c, heads, kv, hd);
+    const auto want =
+        naive_attention(qv, kc, vc, s, c, heads, kv, hd, static_cast<int>(o.window.value_or(0)));
     for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
       rt->set(q, qv);
       rt->set(k, kv_);
@@ -187,13 +191,23 @@ TEST(NnAttention, CachedGqaMatchesPlainAttentionOverSteps) {
       const auto got = rt->get<float>("o");
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5) << "step " << step << " element " << i;
+        ASSERT_NEAR(got[i], want[i], 2e-5)
+            << what << " step " << step << " (s " << s << ", c " << c << ") element " << i;
     }
     ++step;
   }
+}
+
+TEST(NnAttention, CachedGqaMatchesPlainAttentionOverSteps) {
+  // A 3-token prefill, a decode step, then a 2-token prefill on top of the filled cache.
+  expect_cached_attention_over_steps({}, {3, 1, 2}, 0, "plain");
+  Graph g;
+  g.declare_dim("s", 1, 8);
+  g.declare_dim("c", 1, 16);
   testing::expect_error(
       [&] {
-        nn::cached_attention(g, g.tensor("q3", {"s", 3, hd}), k, v, "bad", slots);
+        nn::cached_attention(g, g.tensor("q3", {"s", 3, 8}), g.tensor("k", {"s", 2, 8}),
+                             g.tensor("v", {"s", 2, 8}), "bad", 16);
       },
       {"nn::cached_attention 'bad'", "not a multiple"});
 }
@@ -203,52 +217,12 @@ TEST(NnAttention, CachedGqaMatchesPlainAttentionOverSteps) {
 // offset, min(c, s + window - 1) rows): both equal attention over each query's last `window`
 // keys, through prefills and decode steps before and past the window.
 TEST(NnAttention, SlidingWindowReadOrMaskedMatchesPlainAttention) {
-  const int heads = 4, kv = 2, hd = 8, slots = 24, window = 5;
   for (bool read : {false, true}) {
-    Graph g;
-    g.declare_dim("s", 1, 8);
-    g.declare_dim("c", 1, slots);
-    Tensor q = g.tensor("q", {"s", heads, hd});
-    Tensor k = g.tensor("k", {"s", kv, hd});
-    Tensor v = g.tensor("v", {"s", kv, hd});
     nn::AttentionOptions o;
-    o.window = window;
+    o.window = 5;
     o.window_read = read;
-    nn::cached_attention(g, q, k, v, "l0", slots, o).output("o");
-    ReferenceRuntime ref(g);
-    cpu::CpuBackend cpu(1);
-    Session ses(g, cpu,
-                CompileOptions().search_graph_limit(8).verbose(false).dim_buckets(
-                    "s", {DimBucket(1, 1), DimBucket(2, 8)}));
-    for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
-      rt->set("l0.k_cache", std::vector<float>(slots * kv * hd, 0.f));
-      rt->set("l0.v_cache", std::vector<float>(slots * kv * hd, 0.f));
-    }
-    std::vector<float> kc(slots * kv * hd), vc(slots * kv * hd);
-    int c = 0, step = 0;
     // Within the window, across it in one prefill, decode steps past it, a prefill on top.
-    for (int s : {3, 1, 6, 1, 1, 4, 1}) {
-      const auto qv = rnd(s * heads * hd, 40 + step), kv_ = rnd(s * kv * hd, 50 + step),
-                 vv = rnd(s * kv * hd, 60 + step);
-      for (int i = 0; i < s * kv * hd; ++i) {
-        kc[c * kv * hd + i] = kv_[i];
-        vc[c * kv * hd + i] = vv[i];
-      }
-      c += s;
-      const auto want = naive_attention(qv, kc, vc, s, c, heads, kv, hd, window);
-      for (Runtime* rt : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&ses)}) {
-        rt->set(q, qv);
-        rt->set(k, kv_);
-        rt->set(v, vv);
-        rt->execute({{"s", s}, {"c", c}});
-        const auto got = rt->get<float>("o");
-        ASSERT_EQ(got.size(), want.size());
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5) << (read ? "read" : "masked") << " step " << step
-                                             << " (s " << s << ", c " << c << ") element " << i;
-      }
-      ++step;
-    }
+    expect_cached_attention_over_steps(o, {3, 1, 6, 1, 1, 4, 1}, 30, read ? "read" : "masked");
   }
 }
 
