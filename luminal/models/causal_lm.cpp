@@ -145,7 +145,6 @@ ModelFiles weights_only(const std::filesystem::path& path) {
   return open_model(path, o);
 }
 
-// The "s" buckets (decode, prefill) unless `options` has its own.
 /// `shape` with what it leaves to the backend decided: window_read (unset: LUMINAL_WINDOW_READ,
 /// else on for the CPU, whose kernels read a cache window at its run-time row offset, so at long
 /// contexts the local layers read s + window - 1 rows, not c; the CUDA matmul forms do not take
@@ -155,6 +154,7 @@ DecoderShape for_backend(DecoderShape shape, const Backend& backend) {
   return shape;
 }
 
+// The "s" buckets (decode, prefill) unless `options` has its own.
 void set_buckets(CompileOptions& options, const DecoderShape& shape) {
   std::vector<DimBucket> buckets{DimBucket(1, 1)};
   if (shape.max_step > 1) buckets.push_back(DimBucket(2, shape.max_step));
