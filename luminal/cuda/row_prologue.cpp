@@ -25,7 +25,8 @@
 // f32 chunk sums) may add in another order: within one rounding of the row kernel's values where
 // those sums round differently to the row's dtype; the GEMV's own sums are E's.
 //
-// Off unless LUMINAL_CUDA_ROW_PROLOGUE=1 (not yet run on a GPU). Seed cost: E's less 0.05, so
+// On by default (LUMINAL_CUDA_ROW_PROLOGUE=0 turns it off; the models' GPU parity and fuzz pass
+// with it on an H100, 2026-12-07). Seed cost: E's less 0.05, so
 // the fewest-kernels seed moves each reader of the row to this form, and the row kernel drops out
 // once none reads it; the search times it against E and the row kernel.
 #include <algorithm>
@@ -237,7 +238,7 @@ void apply(const Match& m, EGraph& eg) {
 }
 
 std::vector<Rule> rules() {
-  if (!env_opt_in("LUMINAL_CUDA_ROW_PROLOGUE")) return {};
+  if (!env_switch_on("LUMINAL_CUDA_ROW_PROLOGUE")) return {};
   // (the limit in the rule's name: the compile cache's key names the rules)
   return {Rule{"cuda.row-gemv-" + std::to_string(max_weight_mib()),
                Pattern::any_op(inner_op).bind("g"), nullptr, apply}};

@@ -134,12 +134,16 @@ class CausalLM {
   /// overwrite the cache from there (e.g. a chat whose re-rendered history differs from what was
   /// generated after a common prefix). The repetition penalty's seen tokens are kept: reset()
   /// when that matters.
+  /// With a ring cache (DecoderShape::rolling_cache) a rewind further back than the positions
+  /// the ring still holds throws; can_rewind() says whether rewind(tokens) would succeed.
   void rewind(int tokens);
+  bool can_rewind(int tokens) const;
   /// Makes the context a prefix of `ids` (a whole conversation rendered again) and returns how
   /// many of them it holds: the longest common prefix of the context and `ids`, but at most
-  /// ids.size() - 1 (generate needs one id to feed). Rewinds to it, or resets when it is empty or
+  /// ids.size() - 1 (generate needs one id to feed). Rewinds to it, or resets when it is empty,
   /// when `sampling` has a repetition penalty and the prefix is not the whole context (rewinding
-  /// cannot forget seen tokens). Then generate(the rest of `ids`, ...) continues the chat.
+  /// cannot forget seen tokens), or when a ring cache no longer holds it (can_rewind). Then
+  /// generate(the rest of `ids`, ...) continues the chat.
   size_t continue_from(std::span<const int32_t> ids, const SamplingConfig& sampling);
   int context() const { return static_cast<int>(ids_.size()); }
   /// The ids the context holds, in order (generate does not feed its last token).
@@ -173,6 +177,7 @@ class CausalLM {
   TokenHead head_;
   std::unique_ptr<detail::Steps> steps_;
   std::vector<int32_t> ids_;  // the context, reserved to shape.slots
+  size_t written_ = 0;        // the positions written since reset() (can_rewind)
 };
 
 }  // namespace luminal::models

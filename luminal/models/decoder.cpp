@@ -91,13 +91,18 @@ Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string&
 
 }  // namespace
 
-std::optional<bool> window_read_env() {
-  const char* v = std::getenv("LUMINAL_WINDOW_READ");
+namespace {
+std::optional<bool> env_bool(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
   if (std::string_view(v) == "1") return true;
   if (std::string_view(v) == "0") return false;
-  throw Error(std::string("LUMINAL_WINDOW_READ must be 0 or 1, got '") + v + "'");
+  throw Error(std::string(name) + " must be 0 or 1, got '" + v + "'");
 }
+}  // namespace
+
+std::optional<bool> window_read_env() { return env_bool("LUMINAL_WINDOW_READ"); }
+std::optional<bool> rolling_cache_env() { return env_bool("LUMINAL_ROLLING_CACHE"); }
 
 Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   using io::ModelFamily;
@@ -171,6 +176,11 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   // (the sliding layers' form: DecoderShape::window_read, else LUMINAL_WINDOW_READ, else masked)
   const bool window_read =
       cfg.sliding_window && shape.window_read.value_or(window_read_env().value_or(false));
+  // (the sliding layers' cache: a ring of window + max_step - 1 rows where that is fewer than
+  // slots and DecoderShape::rolling_cache, else LUMINAL_ROLLING_CACHE, asks for it)
+  if (cfg.sliding_window && shape.rolling_cache.value_or(rolling_cache_env().value_or(false)) &&
+      *cfg.sliding_window + shape.max_step - 1 < shape.slots)
+    d.ring_rows = static_cast<int>(*cfg.sliding_window + shape.max_step - 1);
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto proj = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
@@ -199,8 +209,10 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
     if (sliding) {
       layer_attn.window = cfg.sliding_window;
       layer_attn.window_read = window_read;
+      layer_attn.ring = d.ring_rows > 0;
     }
-    const Tensor o = nn::cached_attention(g, q, k, v, p + "self_attn", shape.slots, layer_attn);
+    const Tensor o = nn::cached_attention(g, q, k, v, p + "self_attn",
+                                          layer_attn.ring ? d.ring_rows : shape.slots, layer_attn);
     const Tensor attn_out = proj("self_attn.o_proj", hidden, H * hd, o_bias)(o);
     if (gemma) {
       // Gemma 3: sandwich norms around attention and the GeGLU feed-forward.

@@ -30,19 +30,38 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   if (opts.window && *opts.window < 1)
     throw Error("nn::cached_attention '" + name + "': the sliding window must be positive, got " +
                 std::to_string(*opts.window));
-  // The rows read: [first, c), n of them. Every row (first 0) unless window_read: then from the
-  // first row the step's first query sees, c - s - (window - 1), or 0.
-  const Expr first =
-      opts.window && opts.window_read ? max(Expr(0), c - s - Expr(*opts.window - 1)) : Expr(0);
-  // Write this step's rows at c - s + i, then read rows first .. c - 1.
-  const Tensor rows = g.iota((c - s) * kvd + Expr::z(), s * kvd).reshape({s, kvd});
+  if (opts.ring) {
+    const int64_t most_s = g.dim_range("s").hi;
+    if (!opts.window)
+      throw Error("nn::cached_attention '" + name + "': a ring cache needs a sliding window");
+    if (static_cast<int64_t>(slots) < *opts.window + most_s - 1)
+      throw Error("nn::cached_attention '" + name + "': a ring cache of " + std::to_string(slots) +
+                  " rows cannot hold a window of " + std::to_string(*opts.window) +
+                  " and a step of " + std::to_string(most_s) +
+                  " tokens; give it at least window + s - 1 = " +
+                  std::to_string(*opts.window + most_s - 1) + " rows, or declare a smaller s");
+  }
+  // The rows read: [first, last). Every row before c (first 0) unless window_read: then from
+  // the first row the step's first query sees, c - s - (window - 1), or 0. In a ring: the
+  // min(c, slots) rows there are, row j holding the latest position p < c with p mod slots = j.
+  const Expr R(static_cast<int64_t>(slots));
+  const Expr first = opts.window && opts.window_read && !opts.ring
+                         ? max(Expr(0), c - s - Expr(*opts.window - 1))
+                         : Expr(0);
+  const Expr last = opts.ring ? min(c, R) : c;
+  // Write this step's rows at c - s + i (in a ring at row (c - s + i) mod slots).
+  const Tensor rows =
+      (opts.ring
+           ? g.iota(((c - s + Expr::z() / Expr(kvd)) % R) * kvd + Expr::z() % Expr(kvd), s * kvd)
+           : g.iota((c - s) * kvd + Expr::z(), s * kvd))
+          .reshape({s, kvd});
   auto update = [&](const Tensor& x, const std::string& which) {
     Tensor cache = g.tensor(name + "." + which + "_cache", {slots, kvd}, dt).persist();
     Tensor next =
         cache.scatter_flat(rows, x.reshape({s, kvd})).output(name + "." + which + "_cache_out");
     g.carry(next, cache);
     // [n, kv, hd] -> [kv, 1, n, hd] -> [kv, groups, n, hd] (stride 0 over the group)
-    const Tensor read = next.slice(0, first, c);
+    const Tensor read = next.slice(0, first, last);
     const Expr n = read.shape()[0];
     return read.reshape({n, kv, hd})
         .permute({1, 0, 2})
@@ -50,7 +69,7 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
         .expand({kv, groups, n, hd});
   };
   const Tensor K = update(k, "k"), V = update(v, "v");
-  const Expr n = K.shape()[2];  // (the rows read: c, or with window_read at most s + window - 1)
+  const Expr n = K.shape()[2];  // (c; with window_read at most s + window - 1; in a ring slots)
   // q [s, heads, hd] -> [kv, groups, s, hd]
   const Tensor Q = q.reshape({s, kv, groups, hd}).permute({1, 2, 0, 3});
   Tensor scores = Q.matmul(K.transpose(2, 3));  // [kv, groups, s, n]
@@ -58,10 +77,11 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   scores = scores * opts.scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
   if (opts.softcap) scores = (scores * (1.0 / *opts.softcap)).tanh() * *opts.softcap;
   const Tensor pos = g.iota(c - s + Expr::z(), s);
-  // (key positions first .. c - 1)
-  const Tensor keys = (first == Expr(0) ? g.arange(c) : g.iota(first + Expr::z(), n))
-                          .reshape({1, 1, 1, n})
-                          .expand({kv, groups, s, n});
+  // (the rows' positions: first .. c - 1, or in a ring c - 1 - ((c - 1 - j) mod slots))
+  const Tensor key_pos = opts.ring
+                             ? g.iota(c - Expr(1) - (c - Expr(1) - Expr::z()) % R, n)
+                             : (first == Expr(0) ? g.arange(c) : g.iota(first + Expr::z(), n));
+  const Tensor keys = key_pos.reshape({1, 1, 1, n}).expand({kv, groups, s, n});
   Tensor hidden = pos.reshape({1, 1, s, 1}).expand({kv, groups, s, n}).lt(keys);
   if (opts.window) {
     // Hidden when j <= p - window, i.e. j < p - window + 1.

@@ -176,7 +176,9 @@ TEST(CudaFusedQ8Rules, The32LayerSeedKeepsItsPath) {
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 32) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.GemvKNQ8"), 32) << l.op_mix_string();
   EXPECT_LE(critical_path(l), 359) << l.op_mix_string();
-  EXPECT_LE(testing::kernel_count(l), 549u) << l.op_mix_string();
+  // (549 before cuda.RowQGemv was on by default: k and v then compute the norm's row, q and
+  // gate/up still read the row kernel's, and the seed's descent ends two kernels apart)
+  EXPECT_LE(testing::kernel_count(l), 551u) << l.op_mix_string();
 }
 
 // The same step as it runs by default, with cuda.Attention (session 39): the attention output's
@@ -190,7 +192,7 @@ TEST(CudaFusedQ8Rules, The32LayerSeedWithCudaAttentionKeepsItsPath) {
   EXPECT_EQ(count_op(l, "cuda.AttentionQ8"), 32) << l.op_mix_string();
   EXPECT_EQ(count_op(l, "cuda.FusedQ8"), 32) << l.op_mix_string();
   EXPECT_LE(critical_path(l), 295) << l.op_mix_string();
-  EXPECT_LE(testing::kernel_count(l), 485u) << l.op_mix_string();
+  EXPECT_LE(testing::kernel_count(l), 487u) << l.op_mix_string();  // (485 without cuda.RowQGemv)
 }
 
 // Where the seed kept SwiGLU's product in f32 (SmolLM2's down GEMV takes the f32 activation

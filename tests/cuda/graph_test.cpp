@@ -169,7 +169,7 @@ TEST(CudaGraph, DecodeAheadGivesTheSameTokens) {
     r.later = lm.generate({7, 61}, 8);
     return r;
   };
-  const Run off = run(nullptr, {});
+  const Run off = run("0", {});
   const Run on = run("1", {});
   ASSERT_EQ(off.gen.tokens.size(), 40u);
   EXPECT_EQ(on.gen.tokens, off.gen.tokens);
@@ -177,7 +177,7 @@ TEST(CudaGraph, DecodeAheadGivesTheSameTokens) {
   EXPECT_EQ(on.later.tokens, off.later.tokens);
   models::StopConditions eos;
   eos.eos_ids = {off.gen.tokens[17]};
-  const Run eos_off = run(nullptr, eos);
+  const Run eos_off = run("0", eos);
   const Run eos_on = run("1", eos);
   ASSERT_EQ(eos_off.gen.stop, models::Generation::Stop::Eos);
   EXPECT_EQ(eos_on.gen.stop, models::Generation::Stop::Eos);

@@ -129,9 +129,12 @@ TEST(LtRules, DecodeSeedsStartFromGemvsAndTheLibrarySeedFromCalls) {
   testing::CudaRulesOnly rules(true);
   BuiltSpace b = build_search_space(d.graph, rules, d.graph.dim_facts());
   const LlirGraph use = to_llir(*b.space, b.space->fewest_kernels_genome());
-  // (q's and k's GEMVs with rope's product in their kernels count: gemv_then.hpp)
+  // (q's and k's GEMVs with rope's product in their kernels count: gemv_then.hpp; so do the
+  // GEMVs that compute the norm's row, cuda.RowGemv and its in-place forms)
   EXPECT_GE(count(use, "cuda.Gemv") + count(use, "cuda.GemvCast") +
-                count(use, "cuda.GemvCastMatmul") + count(use, "cuda.GemvCastMatmulScatter"),
+                count(use, "cuda.GemvCastMatmul") + count(use, "cuda.GemvCastMatmulScatter") +
+                count(use, "cuda.RowGemv") + count(use, "cuda.RowGemvInPlace2") +
+                count(use, "cuda.RowGemvInPlace3"),
             8)
       << use.op_mix_string();
   const LlirGraph prefer =

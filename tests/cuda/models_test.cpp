@@ -1,6 +1,7 @@
 // GPU suite (skips without a GPU): the tiny transformers models of tests/data/models on the CUDA
 // backend. Logits match the goldens recorded with transformers, greedy tokens are equal up to the
-// first near tie, and a second turn on the filled cache equals one prefill of both turns.
+// first near tie, and a second turn on the filled cache equals one prefill of both turns; the
+// sliding families also with their ring cache (DecoderShape::rolling_cache).
 // The bf16 and f16 checkpoints run in their dtype (DecoderShape::dtype) within the bound of
 // tests/models/parity_dtype_test.cpp (atol = twice the noise transformers itself shows in that
 // dtype, no relative term; a golden moved by 2 atol fails), with weights and KV cache in the dtype
@@ -35,17 +36,16 @@ using testing::expect_close;
 using testing::max_abs_diff;
 using testing::row;
 
-class CudaParity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
-  LUMINAL_REQUIRE_GPU();
-  const std::string name = GetParam();
+// ring: the sliding layers' ring cache (DecoderShape::rolling_cache) with 3-token steps, a ring
+// of window + 2 rows that the prompts, fed in chunks, wrap several times.
+void expect_cuda_parity(const std::string& name, bool ring) {
   const fs::path dir = models_dir() / name;
   std::ifstream in(dir / "goldens.json");
   const nlohmann::json gold = nlohmann::json::parse(in);
   models::DecoderShape shape;
   shape.slots = 64;
-  shape.max_step = 16;
+  shape.max_step = ring ? 3 : 16;
+  shape.rolling_cache = ring;
   auto lm = models::CausalLM::load(dir, testing::gpu(), shape,
                                    CompileOptions().search_graph_limit(10).verbose(false));
   const int64_t V = lm.vocab_size();
@@ -74,9 +74,28 @@ TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
   const std::vector<float> lb = lm.forward(b);
   expect_close(row(lb, static_cast<int64_t>(b.size()) - 1, V),
                two.at("logits_last").get<std::vector<float>>(), 1e-4, 1e-4, name + " two turns");
+  EXPECT_EQ(lm.decoder().ring_rows, ring ? 6 : 0) << name;
+}
+
+class CudaParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaParity, LogitsGreedyTokensAndTwoTurns) {
+  LUMINAL_REQUIRE_GPU();
+  expect_cuda_parity(GetParam(), false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaParity, ::testing::ValuesIn(testing::float32_families()),
+                         testing::family_case_name);
+
+class CudaRing : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaRing, LogitsGreedyTokensAndTwoTurnsWithARingCache) {
+  LUMINAL_REQUIRE_GPU();
+  expect_cuda_parity(GetParam(), true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CudaRing,
+                         ::testing::Values("gemma3", "mistral-swa", "qwen2-swa"),
                          testing::family_case_name);
 
 // The 16-bit checkpoints in their dtype, as parity_dtype_test.cpp runs them on the CPU.

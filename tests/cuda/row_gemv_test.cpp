@@ -1,7 +1,7 @@
-// cuda.RowGemv (luminal/cuda/row_prologue.cpp), offered under LUMINAL_CUDA_ROW_PROLOGUE=1: a
+// cuda.RowGemv (luminal/cuda/row_prologue.cpp), on unless LUMINAL_CUDA_ROW_PROLOGUE=0: a
 // decode GEMV whose activation is a one-row cuda.Row's output (an RMSNorm, a residual add before
 // it) computes that row in each block; so does an integer GEMV over GGUF blocks whose activation is
-// a cuda.RowQ8's Q8_1 row. On the host: not offered without the switch; offered for f32, bf16 and
+// a cuda.RowQ8's Q8_1 row. On the host: not offered with the switch off; offered for f32, bf16 and
 // f16 rows before plain and epilogue GEMVs, its payload through the compile cache's text form; a
 // SmolLM2-shaped bf16 decode's seed runs no norm kernel before q/k/v or gate/up, two kernels a
 // layer fewer, and its kernels compile for sm_90. On a GPU: the norm then the linear layer as one
@@ -88,8 +88,8 @@ std::string describe(const Case& c) {
 
 constexpr int64_t kN = 96;
 
-TEST(CudaRowGemvRules, NotOfferedWithoutTheSwitch) {
-  testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", nullptr);
+TEST(CudaRowGemvRules, NotOfferedWithTheSwitchOff) {
+  testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", "0");
   testing::CudaRulesOnly rules;
   EXPECT_EQ(
       testing::prefer_ops(norm_linear(576, kN, DType::BF16, false), rules, row_gemv_op).second, 0);
@@ -173,7 +173,7 @@ TEST(CudaRowGemvRules, TheSeedRunsNoNormKernelBeforeTheProjections) {
   };
   LlirGraph without;
   {
-    testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", nullptr);
+    testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", "0");
     without = testing::cuda_seed_program(graph(30));
   }
   const RowGemvOn on;
@@ -264,7 +264,7 @@ TEST(CudaRowGemvRules, TheIntegerFormTakesARowQ8AndCompiles) {
 TEST(CudaRowGemvRules, TheFoldedQ4_1SeedFitsFoldLimitWithNoNormKernel) {
   size_t without = 0;
   {
-    testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", nullptr);
+    testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", "0");
     const testing::FoldedSpace f(testing::smollm2_q4_1_decode());
     without = testing::kernel_count(to_llir(*f.b.space, f.b.space->fewest_kernels_genome()));
   }
@@ -286,7 +286,7 @@ TEST(CudaRowGemvRules, TheFoldedQ4_1SeedFitsFoldLimitWithNoNormKernel) {
 TEST(CudaRowGemvRules, TheQ4_1SeedRunsNoNormKernelBeforeTheProjections) {
   LlirGraph without;
   {
-    testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", nullptr);
+    testing::EnvScope off("LUMINAL_CUDA_ROW_PROLOGUE", "0");
     without = testing::smollm2_q4_1_seed(30);
   }
   const RowGemvOn on;

@@ -170,6 +170,94 @@ TEST(Generate, SampledInGraphOnBothRuntimes) {
 INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::ValuesIn(testing::float32_families()),
                          testing::family_case_name);
 
+// The sliding layers' ring cache (DecoderShape::rolling_cache; window 4 in the three fixtures):
+// with 2-token steps a ring of 5 rows, wrapped over and over by the 8-token prompts fed in chunks,
+// still gives the goldens' logits, greedy tokens and two turns on the CPU and the reference. A
+// rewind the ring no longer holds (to 8 of 14 positions, where a ring of 5 keeps rewinds to 12 and
+// later) is refused, and continue_from resets instead; with 6-token steps (9 rows) the same rewind
+// is kept.
+class SlidingRing : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SlidingRing, GivesTheGoldensWithRowsForTheWindowAndOneStep) {
+  const std::string name = GetParam();
+  const fs::path dir = models_dir() / name;
+  const nlohmann::json gold = goldens(name);
+  for (int step : {2, 6}) {
+    models::DecoderShape shape;
+    shape.slots = 64;
+    shape.max_step = step;
+    shape.rolling_cache = true;
+    const std::string what = name + " steps of " + std::to_string(step);
+    cpu::CpuBackend cpu(2);
+    auto lm = models::CausalLM::load(dir, cpu, shape,
+                                     CompileOptions().search_graph_limit(6).verbose(false));
+    auto ref = models::CausalLM::load_reference(dir, shape);
+    ASSERT_EQ(lm.decoder().ring_rows, 4 + step - 1) << what;
+    int rings = 0;
+    for (NodeId id : lm.decoder().graph.inputs()) {
+      const Node& n = lm.decoder().graph.node(id);
+      if (n.label.ends_with("k_cache")) rings += n.shape[0] == Expr(int64_t{4 + step - 1});
+    }
+    EXPECT_GT(rings, 0) << what << ": no layer has a ring";
+    const int64_t V = lm.vocab_size();
+    for (const nlohmann::json& p : gold.at("prompts")) {
+      const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
+      for (models::CausalLM* m : {&lm, &ref}) {
+        const std::string who = (m == &lm ? "cpu " : "reference ") + what;
+        m->reset();
+        const std::vector<float> logits = m->forward(ids);
+        expect_close(row(logits, 0, V), p.at("logits_first").get<std::vector<float>>(), 1e-5, 1e-5,
+                     who + " first position");
+        expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V),
+                     p.at("logits_last").get<std::vector<float>>(), 1e-5, 1e-5,
+                     who + " last position");
+      }
+      const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
+      const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
+      lm.reset();
+      const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
+      for (size_t t = 0; t < want.size(); ++t) {
+        if (margins[t] < 1e-4) break;
+        ASSERT_EQ(got[t], want[t]) << what << " greedy step " << t;
+      }
+    }
+    const nlohmann::json& two = gold.at("two_turn");
+    const auto a = two.at("a").get<std::vector<int32_t>>();
+    const auto b = two.at("b").get<std::vector<int32_t>>();
+    const auto want_last = two.at("logits_last").get<std::vector<float>>();
+    lm.reset();
+    lm.forward(a);
+    const int64_t nb = static_cast<int64_t>(b.size());
+    expect_close(row(lm.forward(b), nb - 1, V), want_last, 1e-5, 1e-5, what + " two turns");
+    ASSERT_EQ(a.size(), 8u);
+    ASSERT_EQ(b.size(), 6u);
+    std::vector<int32_t> ab = a, a_other = a;  // (a_other: A, then another turn)
+    ab.insert(ab.end(), b.begin(), b.end());
+    a_other.insert(a_other.end(), {b[0] == 1 ? 2 : 1, 3, 4});
+    if (step == 2) {
+      EXPECT_FALSE(lm.can_rewind(8)) << what;
+      EXPECT_FALSE(lm.can_rewind(11)) << what;
+      EXPECT_TRUE(lm.can_rewind(12)) << what << " (positions 9 .. 11 still in the ring)";
+      testing::expect_error([&] { lm.rewind(8); },
+                            {"cannot rewind to 8 tokens", "ring cache (5 rows", "reset()"});
+      // (A with another turn after it: the prefix A is not kept, all of it is fed again)
+      EXPECT_EQ(lm.continue_from(a_other, {}), 0u) << what;
+      EXPECT_EQ(lm.context(), 0);
+      expect_close(row(lm.forward(ab), static_cast<int64_t>(ab.size()) - 1, V), want_last, 1e-5,
+                   1e-5, what + " after continue_from reset");
+    } else {
+      EXPECT_TRUE(lm.can_rewind(8)) << what;
+      EXPECT_EQ(lm.continue_from(a_other, {}), 8u) << what;
+      expect_close(row(lm.forward(b), nb - 1, V), want_last, 1e-5, 1e-5,
+                   what + " two turns after rewind");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SlidingRing,
+                         ::testing::Values("gemma3", "mistral-swa", "qwen2-swa"),
+                         testing::family_case_name);
+
 // Mixtures of experts: the gathered form (the default) runs decode on cpu.ExpertMatmul, two per
 // MoE layer (gate/up, down), reading only the chosen experts; the dense masked form (every expert
 // on every token) gives the goldens' logits too and uses none.

@@ -153,11 +153,12 @@ std::vector<float> naive_attention(const std::vector<float>& q, const std::vecto
 // query's last o.window keys where set); random values from seeds seed + 10 (q), + 20 (k), + 30
 // (v) plus the step.
 void expect_cached_attention_over_steps(const nn::AttentionOptions& o, std::vector<int> steps,
-                                        int seed, const std::string& what) {
-  const int heads = 4, kv = 2, hd = 8, slots = 24;
+                                        int seed, const std::string& what, int slots = 24) {
+  // (the context may pass the cache's rows in a ring: up to 48 positions)
+  const int heads = 4, kv = 2, hd = 8, most = o.ring ? 48 : slots;
   Graph g;
   g.declare_dim("s", 1, 8);
-  g.declare_dim("c", 1, slots);
+  g.declare_dim("c", 1, most);
   Tensor q = g.tensor("q", {"s", heads, hd});
   Tensor k = g.tensor("k", {"s", kv, hd});
   Tensor v = g.tensor("v", {"s", kv, hd});
@@ -171,7 +172,7 @@ void expect_cached_attention_over_steps(const nn::AttentionOptions& o, std::vect
     rt->set("l0.k_cache", std::vector<float>(slots * kv * hd, 0.f));
     rt->set("l0.v_cache", std::vector<float>(slots * kv * hd, 0.f));
   }
-  std::vector<float> kc(slots * kv * hd), vc(slots * kv * hd);
+  std::vector<float> kc(most * kv * hd), vc(most * kv * hd);
   int c = 0, step = 0;
   for (int s : steps) {
     const auto qv = rnd(s * heads * hd, seed + 10 + step), kv_ = rnd(s * kv * hd, seed + 20 + step),
@@ -224,6 +225,35 @@ TEST(NnAttention, SlidingWindowReadOrMaskedMatchesPlainAttention) {
     // Within the window, across it in one prefill, decode steps past it, a prefill on top.
     expect_cached_attention_over_steps(o, {3, 1, 6, 1, 1, 4, 1}, 30, read ? "read" : "masked");
   }
+}
+
+// AttentionOptions::ring: a sliding layer's cache as a ring of window + s - 1 rows (12 for a
+// window of 5 and steps of up to 8), position p in row p mod 12. The same values as attention over
+// each query's last `window` keys, through prefills and decode steps that wrap the ring several
+// times (44 positions), a full 8-token step among them; a ring too small for the window and the
+// largest step, or without a window, is refused with the rows it needs.
+TEST(NnAttention, SlidingWindowInARingMatchesPlainAttention) {
+  nn::AttentionOptions o;
+  o.window = 5;
+  o.ring = true;
+  expect_cached_attention_over_steps(o, {3, 1, 6, 1, 1, 4, 1, 8, 1, 7, 2, 1, 1, 5, 1, 1}, 40,
+                                     "ring", 12);
+  o.window = 2;  // (a ring larger than needed)
+  expect_cached_attention_over_steps(o, {8, 1, 1, 8, 3, 1, 2}, 41, "ring of 12, window 2", 12);
+  auto attend = [](const nn::AttentionOptions& bad) {
+    Graph g;
+    g.declare_dim("s", 1, 8);
+    g.declare_dim("c", 1, 64);
+    nn::cached_attention(g, g.tensor("q", {"s", 4, 8}), g.tensor("k", {"s", 2, 8}),
+                         g.tensor("v", {"s", 2, 8}), "l", 11, bad);
+  };
+  o.window = 5;
+  testing::expect_error([&] { attend(o); },
+                        {"nn::cached_attention 'l'", "ring cache of 11 rows", "window of 5",
+                         "step of 8", "at least window + s - 1 = 12"});
+  nn::AttentionOptions no_window;
+  no_window.ring = true;
+  testing::expect_error([&] { attend(no_window); }, {"'l'", "a ring cache needs a sliding window"});
 }
 
 TEST(NnMlp, SwigluMatchesLoops) {
