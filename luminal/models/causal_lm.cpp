@@ -51,11 +51,12 @@ using detail::Steps;
 /// LUMINAL_DECODE_AHEAD=0/1, else on for every backend but the CPU (a CPU step finishes before it
 /// returns, so there it would only compute one step past a stop; on an H100 it took SmolLM2 q4_1's
 /// `luminal bench` TPOT from 0.589-0.601 to 0.580-0.581 ms).
-bool decode_ahead(const Backend& backend) {
+/// (`session`: null for a model on the ReferenceRuntime, which runs each step to its end too.)
+bool decode_ahead(const Session* session) {
   const char* v = std::getenv("LUMINAL_DECODE_AHEAD");
   if (v != nullptr && std::string_view(v) == "0") return false;
   if (v != nullptr && std::string_view(v) == "1") return true;
-  return backend.name() != "cpu";
+  return session != nullptr && session->backend().name() != "cpu";
 }
 
 // The fast path: handles and dim slots resolved once, so a step looks nothing up and allocates
@@ -391,7 +392,7 @@ Generation CausalLM::generate(const std::vector<int32_t>& prompt, int max_new_to
   // writes again; the context (ids_) holds only the tokens that were to be fed. A sampler's
   // state (its step counter, the tokens it has seen) is per fed token, so a head with a sampler
   // takes the steps one after another.
-  const bool ahead_on = decode_ahead(session().backend()) && !has_sampler();
+  const bool ahead_on = decode_ahead(steps_->session()) && !has_sampler();
   auto launch_ahead = [&](int t) {
     if (!ahead_on || t + 1 >= max_new_tokens ||
         ids_.size() + 1 > static_cast<size_t>(decoder_.shape.slots))
