@@ -217,7 +217,7 @@ void CausalLM::reset() {
 
 bool CausalLM::can_rewind(int tokens) const {
   if (tokens < 0 || tokens > context()) return false;
-  const int ring = decoder_.ring_rows;
+  const int ring = decoder_.ring_rows / 2;  // (the positions the ring holds)
   if (ring == 0 || tokens == 0) return true;
   // The next step reads positions from tokens - window + 1 on; each is still in its ring row
   // unless a later position of its row (p + ring) was written since reset().
@@ -230,11 +230,12 @@ void CausalLM::rewind(int tokens) {
     throw Error("models: cannot rewind to " + std::to_string(tokens) +
                 " tokens; the context holds " + std::to_string(context()));
   if (!can_rewind(tokens))
-    throw Error("models: cannot rewind to " + std::to_string(tokens) + " tokens: the sliding " +
-                "layers' ring cache (" + std::to_string(decoder_.ring_rows) +
-                " rows, DecoderShape::rolling_cache) no longer holds the positions before it " +
-                "that the next step reads; reset() and feed the context again (continue_from " +
-                "does), or turn the rolling cache off");
+    throw Error(
+        "models: cannot rewind to " + std::to_string(tokens) + " tokens: the sliding " +
+        "layers' ring cache (" + std::to_string(decoder_.ring_rows / 2) +
+        " positions, DecoderShape::rolling_cache) no longer holds the positions before it " +
+        "that the next step reads; reset() and feed the context again (continue_from " +
+        "does), or turn the rolling cache off");
   ids_.resize(static_cast<size_t>(tokens));
 }
 

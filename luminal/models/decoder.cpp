@@ -176,11 +176,12 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   // (the sliding layers' form: DecoderShape::window_read, else LUMINAL_WINDOW_READ, else masked)
   const bool window_read =
       cfg.sliding_window && shape.window_read.value_or(window_read_env().value_or(false));
-  // (the sliding layers' cache: a ring of window + max_step - 1 rows where that is fewer than
-  // slots and DecoderShape::rolling_cache, else LUMINAL_ROLLING_CACHE, asks for it)
+  // (the sliding layers' cache: a ring of window + max_step - 1 positions, two rows each, where
+  // that is fewer rows than slots and DecoderShape::rolling_cache, else LUMINAL_ROLLING_CACHE,
+  // asks for it)
   if (cfg.sliding_window && shape.rolling_cache.value_or(rolling_cache_env().value_or(false)) &&
-      *cfg.sliding_window + shape.max_step - 1 < shape.slots)
-    d.ring_rows = static_cast<int>(*cfg.sliding_window + shape.max_step - 1);
+      2 * (*cfg.sliding_window + shape.max_step - 1) < shape.slots)
+    d.ring_rows = static_cast<int>(2 * (*cfg.sliding_window + shape.max_step - 1));
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto proj = [&](const std::string& name, int64_t out, int64_t in, bool bias) {

@@ -68,10 +68,10 @@ struct DecoderShape {
   /// kernels read the caches at a run-time row offset (the CUDA matmul forms do not yet: there
   /// the read would add a copy of each window).
   std::optional<bool> window_read = std::nullopt;
-  /// Sliding-window layers keep their keys and values in a ring of window + max_step - 1 rows
-  /// (nn::AttentionOptions::ring) instead of `slots` rows, where that is fewer: a Gemma 3 local
-  /// layer's cache no longer grows with the context. Each step then reads every row of the ring,
-  /// where window_read reads s + window - 1 of them; a rewind deeper than max_step positions
+  /// Sliding-window layers keep their keys and values in a ring of window + max_step - 1
+  /// positions, each in two rows (nn::AttentionOptions::ring), instead of `slots` rows, where
+  /// that is fewer: a Gemma 3 local layer's cache no longer grows with the context. A step reads
+  /// the rows its queries see, as window_read does; a rewind deeper than max_step positions
   /// resets the context (CausalLM::continue_from). Unset: LUMINAL_ROLLING_CACHE (0 or 1), else
   /// off.
   std::optional<bool> rolling_cache = std::nullopt;
@@ -96,7 +96,8 @@ struct Decoder {
   std::vector<float> rope_local_inv_freq;
   DecoderShape shape;
   io::ModelConfig config;
-  /// The rows of each sliding layer's ring cache (DecoderShape::rolling_cache), 0 without one.
+  /// The rows of each sliding layer's ring cache (DecoderShape::rolling_cache: twice the
+  /// positions it holds), 0 without one.
   int ring_rows = 0;
 };
 

@@ -30,38 +30,45 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   if (opts.window && *opts.window < 1)
     throw Error("nn::cached_attention '" + name + "': the sliding window must be positive, got " +
                 std::to_string(*opts.window));
+  // A ring holds R = slots / 2 positions, each in two rows: p mod R and p mod R + R.
+  const int64_t ring = slots / 2;
   if (opts.ring) {
     const int64_t most_s = g.dim_range("s").hi;
     if (!opts.window)
       throw Error("nn::cached_attention '" + name + "': a ring cache needs a sliding window");
-    if (static_cast<int64_t>(slots) < *opts.window + most_s - 1)
+    if (slots % 2 != 0 || ring < *opts.window + most_s - 1)
       throw Error("nn::cached_attention '" + name + "': a ring cache of " + std::to_string(slots) +
                   " rows cannot hold a window of " + std::to_string(*opts.window) +
                   " and a step of " + std::to_string(most_s) +
-                  " tokens; give it at least window + s - 1 = " +
-                  std::to_string(*opts.window + most_s - 1) + " rows, or declare a smaller s");
+                  " tokens; give it 2 (window + s - 1) = " +
+                  std::to_string(2 * (*opts.window + most_s - 1)) +
+                  " rows or more (an even count), or declare a smaller s");
   }
-  // The rows read: [first, last). Every row before c (first 0) unless window_read: then from
-  // the first row the step's first query sees, c - s - (window - 1), or 0. In a ring: the
-  // min(c, slots) rows there are, row j holding the latest position p < c with p mod slots = j.
-  const Expr R(static_cast<int64_t>(slots));
-  const Expr first = opts.window && opts.window_read && !opts.ring
+  // The positions read: [first, c). Every one (first 0) unless window_read or a ring: then from
+  // the first position the step's first query sees, c - s - (window - 1), or 0: at most
+  // s + window - 1 of them. In order they are rows first .. c - 1; in a ring rows
+  // first mod R onwards, which never pass the second copy's end.
+  const Expr first = opts.window && (opts.window_read || opts.ring)
                          ? max(Expr(0), c - s - Expr(*opts.window - 1))
                          : Expr(0);
-  const Expr last = opts.ring ? min(c, R) : c;
-  // Write this step's rows at c - s + i (in a ring at row (c - s + i) mod slots).
+  const Expr R(ring);
+  const Expr from = opts.ring ? first % R : first, to = opts.ring ? from + (c - first) : c;
+  // Write this step's rows at c - s + i (in a ring at rows (c - s + i) mod R and that + R: the
+  // step's [s, kvd] values read twice through a stride-0 axis).
+  const Expr z = Expr::z(), step_rows = s * kvd;
   const Tensor rows =
-      (opts.ring
-           ? g.iota(((c - s + Expr::z() / Expr(kvd)) % R) * kvd + Expr::z() % Expr(kvd), s * kvd)
-           : g.iota((c - s) * kvd + Expr::z(), s * kvd))
-          .reshape({s, kvd});
+      opts.ring ? g.iota((((c - s + (z / kvd) % s) % R) + (z / step_rows) * R) * kvd + z % kvd,
+                         2 * step_rows)
+                      .reshape({2, s, kvd})
+                : g.iota((c - s) * kvd + z, step_rows).reshape({s, kvd});
   auto update = [&](const Tensor& x, const std::string& which) {
     Tensor cache = g.tensor(name + "." + which + "_cache", {slots, kvd}, dt).persist();
-    Tensor next =
-        cache.scatter_flat(rows, x.reshape({s, kvd})).output(name + "." + which + "_cache_out");
+    const Tensor values =
+        opts.ring ? x.reshape({1, s, kvd}).expand({2, s, kvd}) : x.reshape({s, kvd});
+    Tensor next = cache.scatter_flat(rows, values).output(name + "." + which + "_cache_out");
     g.carry(next, cache);
     // [n, kv, hd] -> [kv, 1, n, hd] -> [kv, groups, n, hd] (stride 0 over the group)
-    const Tensor read = next.slice(0, first, last);
+    const Tensor read = next.slice(0, from, to);
     const Expr n = read.shape()[0];
     return read.reshape({n, kv, hd})
         .permute({1, 0, 2})
@@ -69,7 +76,7 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
         .expand({kv, groups, n, hd});
   };
   const Tensor K = update(k, "k"), V = update(v, "v");
-  const Expr n = K.shape()[2];  // (c; with window_read at most s + window - 1; in a ring slots)
+  const Expr n = K.shape()[2];  // (c; with window_read or a ring at most s + window - 1)
   // q [s, heads, hd] -> [kv, groups, s, hd]
   const Tensor Q = q.reshape({s, kv, groups, hd}).permute({1, 2, 0, 3});
   Tensor scores = Q.matmul(K.transpose(2, 3));  // [kv, groups, s, n]
@@ -77,10 +84,8 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   scores = scores * opts.scale.value_or(1.0 / std::sqrt(static_cast<double>(hd)));
   if (opts.softcap) scores = (scores * (1.0 / *opts.softcap)).tanh() * *opts.softcap;
   const Tensor pos = g.iota(c - s + Expr::z(), s);
-  // (the rows' positions: first .. c - 1, or in a ring c - 1 - ((c - 1 - j) mod slots))
-  const Tensor key_pos = opts.ring
-                             ? g.iota(c - Expr(1) - (c - Expr(1) - Expr::z()) % R, n)
-                             : (first == Expr(0) ? g.arange(c) : g.iota(first + Expr::z(), n));
+  // (the keys' positions: first .. c - 1)
+  const Tensor key_pos = first == Expr(0) ? g.arange(c) : g.iota(first + Expr::z(), n);
   const Tensor keys = key_pos.reshape({1, 1, 1, n}).expand({kv, groups, s, n});
   Tensor hidden = pos.reshape({1, 1, s, 1}).expand({kv, groups, s, n}).lt(keys);
   if (opts.window) {

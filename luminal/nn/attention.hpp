@@ -16,9 +16,10 @@
 // also hides keys `window` or more positions before the query: a mask over the same cache, and
 // with AttentionOptions::window_read the step reads only the rows some query of it can see
 // (rows max(0, c - s - window + 1) .. c - 1: at most s + window - 1 of them, whatever c).
-// With AttentionOptions::ring the cache of a windowed layer is a ring of `slots` rows instead:
-// position p lives in row p mod slots, so its memory is window + s - 1 rows whatever the context
-// (c may pass slots); a row's position is c - 1 - ((c - 1 - row) mod slots), masked as above.
+// With AttentionOptions::ring the cache of a windowed layer is a ring instead: R = slots / 2
+// positions, position p in rows p mod R and p mod R + R, so its memory is 2 (window + s - 1) rows
+// whatever the context (c may pass slots), and the rows a step reads are one slice from
+// first mod R, as with window_read.
 #include <optional>
 #include <string>
 
@@ -35,11 +36,11 @@ struct AttentionOptions {
   /// and length are expressions in s and c) instead of masking the rows before it; the same
   /// values, the scores and P @ V over min(c, s + window - 1) keys instead of c.
   bool window_read = false;
-  /// With a window: the cache is a ring of `slots` rows holding the last `slots` positions
-  /// (position p in row p mod slots). Needs slots >= window + s - 1 for the largest s the graph
-  /// declares (the rows a step's first query sees and the step's own rows, all at once); the
-  /// caller keeps the context contiguous (a rewind by more than slots - window + 1 positions
-  /// loses rows the next step reads).
+  /// With a window: the cache's `slots` rows are a ring of R = slots / 2 positions, each
+  /// written twice (rows p mod R and p mod R + R, so a window is one slice). Needs an even slots
+  /// and R >= window + s - 1 for the largest s the graph declares (the positions a step's first
+  /// query sees and the step's own, all at once); the caller keeps the context contiguous (a
+  /// rewind by more than R - window + 1 positions loses rows the next step reads).
   bool ring = false;
 };
 

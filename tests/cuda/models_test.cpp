@@ -37,7 +37,7 @@ using testing::max_abs_diff;
 using testing::row;
 
 // ring: the sliding layers' ring cache (DecoderShape::rolling_cache) with 3-token steps, a ring
-// of window + 2 rows that the prompts, fed in chunks, wrap several times.
+// of window + 2 positions (12 rows) that the prompts, fed in chunks, wrap several times.
 void expect_cuda_parity(const std::string& name, bool ring) {
   const fs::path dir = models_dir() / name;
   std::ifstream in(dir / "goldens.json");
@@ -74,7 +74,7 @@ void expect_cuda_parity(const std::string& name, bool ring) {
   const std::vector<float> lb = lm.forward(b);
   expect_close(row(lb, static_cast<int64_t>(b.size()) - 1, V),
                two.at("logits_last").get<std::vector<float>>(), 1e-4, 1e-4, name + " two turns");
-  EXPECT_EQ(lm.decoder().ring_rows, ring ? 6 : 0) << name;
+  EXPECT_EQ(lm.decoder().ring_rows, ring ? 12 : 0) << name;
 }
 
 class CudaParity : public ::testing::TestWithParam<std::string> {};

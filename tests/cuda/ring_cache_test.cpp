@@ -1,7 +1,8 @@
 // The sliding layers' ring cache (DecoderShape::rolling_cache, nn::AttentionOptions::ring) on the
 // CUDA rules, on the host: the fewest-kernels programs of the tiny Gemma 3's decode and prefill
-// steps with a ring of window + max_step - 1 rows build (the rows written at (c - s + i) mod the
-// ring, the positions read back from each row) and their kernels compile for sm_90. On a GPU,
+// steps with a ring of window + max_step - 1 positions build (each step's rows written twice, at
+// (c - s + i) mod the ring and that plus the ring, the window read as one slice) and their kernels
+// compile for sm_90. On a GPU,
 // tests/cuda/models_test.cpp (CudaRing) checks the sliding families' logits with the ring.
 #include <gtest/gtest.h>
 
@@ -30,7 +31,7 @@ TEST(CudaRingCache, DecodeAndPrefillProgramsCompile) {
     models::DecoderShape shape{.slots = 64, .max_step = step};
     shape.rolling_cache = true;
     const models::Decoder d = models::build_decoder(cfg, shape);
-    ASSERT_EQ(d.ring_rows, 4 + step - 1);
+    ASSERT_EQ(d.ring_rows, 2 * (4 + step - 1));
     const LlirGraph l = testing::cuda_seed_program(d.graph);
     EXPECT_GT(testing::kernel_count(l), 0u);
     testing::add_kernels(l, testing::spec_of(d.graph.dim_facts()), sources, whats);

@@ -171,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Families, Parity, ::testing::ValuesIn(testing::float32_
                          testing::family_case_name);
 
 // The sliding layers' ring cache (DecoderShape::rolling_cache; window 4 in the three fixtures):
-// with 2-token steps a ring of 5 rows, wrapped over and over by the 8-token prompts fed in chunks,
+// with 2-token steps a ring of 5 positions (10 rows), wrapped over and over by the 8-token prompts
+// fed in chunks,
 // still gives the goldens' logits, greedy tokens and two turns on the CPU and the reference. A
 // rewind the ring no longer holds (to 8 of 14 positions, where a ring of 5 keeps rewinds to 12 and
 // later) is refused, and continue_from resets instead; with 6-token steps (9 rows) the same rewind
@@ -192,11 +193,11 @@ TEST_P(SlidingRing, GivesTheGoldensWithRowsForTheWindowAndOneStep) {
     auto lm = models::CausalLM::load(dir, cpu, shape,
                                      CompileOptions().search_graph_limit(6).verbose(false));
     auto ref = models::CausalLM::load_reference(dir, shape);
-    ASSERT_EQ(lm.decoder().ring_rows, 4 + step - 1) << what;
+    ASSERT_EQ(lm.decoder().ring_rows, 2 * (4 + step - 1)) << what;
     int rings = 0;
     for (NodeId id : lm.decoder().graph.inputs()) {
       const Node& n = lm.decoder().graph.node(id);
-      if (n.label.ends_with("k_cache")) rings += n.shape[0] == Expr(int64_t{4 + step - 1});
+      if (n.label.ends_with("k_cache")) rings += n.shape[0] == Expr(int64_t{2 * (4 + step - 1)});
     }
     EXPECT_GT(rings, 0) << what << ": no layer has a ring";
     const int64_t V = lm.vocab_size();
@@ -239,7 +240,7 @@ TEST_P(SlidingRing, GivesTheGoldensWithRowsForTheWindowAndOneStep) {
       EXPECT_FALSE(lm.can_rewind(11)) << what;
       EXPECT_TRUE(lm.can_rewind(12)) << what << " (positions 9 .. 11 still in the ring)";
       testing::expect_error([&] { lm.rewind(8); },
-                            {"cannot rewind to 8 tokens", "ring cache (5 rows", "reset()"});
+                            {"cannot rewind to 8 tokens", "ring cache (5 positions", "reset()"});
       // (A with another turn after it: the prefix A is not kept, all of it is fed again)
       EXPECT_EQ(lm.continue_from(a_other, {}), 0u) << what;
       EXPECT_EQ(lm.context(), 0);

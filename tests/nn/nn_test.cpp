@@ -227,30 +227,31 @@ TEST(NnAttention, SlidingWindowReadOrMaskedMatchesPlainAttention) {
   }
 }
 
-// AttentionOptions::ring: a sliding layer's cache as a ring of window + s - 1 rows (12 for a
-// window of 5 and steps of up to 8), position p in row p mod 12. The same values as attention over
-// each query's last `window` keys, through prefills and decode steps that wrap the ring several
-// times (44 positions), a full 8-token step among them; a ring too small for the window and the
-// largest step, or without a window, is refused with the rows it needs.
+// AttentionOptions::ring: a sliding layer's cache as a ring of window + s - 1 positions (12 for a
+// window of 5 and steps of up to 8) in 24 rows, position p in rows p mod 12 and p mod 12 + 12.
+// The same values as attention over each query's last `window` keys, through prefills and decode
+// steps that wrap the ring several times (44 positions), a full 8-token step among them; a ring
+// too small for the window and the largest step, or without a window, is refused with the rows it
+// needs.
 TEST(NnAttention, SlidingWindowInARingMatchesPlainAttention) {
   nn::AttentionOptions o;
   o.window = 5;
   o.ring = true;
   expect_cached_attention_over_steps(o, {3, 1, 6, 1, 1, 4, 1, 8, 1, 7, 2, 1, 1, 5, 1, 1}, 40,
-                                     "ring", 12);
+                                     "ring", 24);
   o.window = 2;  // (a ring larger than needed)
-  expect_cached_attention_over_steps(o, {8, 1, 1, 8, 3, 1, 2}, 41, "ring of 12, window 2", 12);
+  expect_cached_attention_over_steps(o, {8, 1, 1, 8, 3, 1, 2}, 41, "ring of 12, window 2", 24);
   auto attend = [](const nn::AttentionOptions& bad) {
     Graph g;
     g.declare_dim("s", 1, 8);
     g.declare_dim("c", 1, 64);
     nn::cached_attention(g, g.tensor("q", {"s", 4, 8}), g.tensor("k", {"s", 2, 8}),
-                         g.tensor("v", {"s", 2, 8}), "l", 11, bad);
+                         g.tensor("v", {"s", 2, 8}), "l", 22, bad);
   };
   o.window = 5;
   testing::expect_error([&] { attend(o); },
-                        {"nn::cached_attention 'l'", "ring cache of 11 rows", "window of 5",
-                         "step of 8", "at least window + s - 1 = 12"});
+                        {"nn::cached_attention 'l'", "ring cache of 22 rows", "window of 5",
+                         "step of 8", "2 (window + s - 1) = 24 rows"});
   nn::AttentionOptions no_window;
   no_window.ring = true;
   testing::expect_error([&] { attend(no_window); }, {"'l'", "a ring cache needs a sliding window"});
