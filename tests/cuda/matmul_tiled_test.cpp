@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,15 +136,22 @@ TEST(CudaMatmulTiled, WithinItsBoundOfTheReference) {
       const HostBuffer &y = got.at("y"), &r = want.at("y"), &m = mag.at("y");
       ASSERT_EQ(y.bytes.size(), r.bytes.size()) << what;
       int64_t bad = 0, inexact = 0;
+      std::string first_bad;  // (the first output past the bound: where, what, by how much)
       for (int64_t i = 0; i < static_cast<int64_t>(y.bytes.size() / 4); ++i) {
         const double a = load_as_double(DType::F32, y.bytes.data(), i);
         const double b = load_as_double(DType::F32, r.bytes.data(), i);
-        const double bound =
-            36 * 0x1p-24 * load_as_double(DType::F32, m.bytes.data(), i) + 0x1p-23 * std::fabs(b);
-        bad += !(std::fabs(a - b) <= bound);
+        const double mi = load_as_double(DType::F32, m.bytes.data(), i);
+        const double bound = 36 * 0x1p-24 * mi + 0x1p-23 * std::fabs(b);
+        if (!(std::fabs(a - b) <= bound) && bad++ == 0) {
+          std::ostringstream o;
+          o << std::setprecision(9) << "; output " << i << ": " << a << " against the reference's "
+            << b << " (sum |a b| " << mi << ", bound " << bound << ")";
+          first_bad = o.str();
+        }
         inexact += a != b;
       }
-      EXPECT_EQ(bad, 0) << what << " (" << inexact << " outputs differ from the reference)";
+      EXPECT_EQ(bad, 0) << what << " (" << inexact << " outputs differ from the reference"
+                        << first_bad << ")";
     }
   }
 }
