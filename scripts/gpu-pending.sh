@@ -30,12 +30,14 @@ nvidia-smi -L | tee -a "$summary"
 
 # 0. The sliding layers' ring cache (DecoderShape::rolling_cache, session 47): the sliding
 #    families' logits, greedy tokens and two turns on the GPU with it (and without), and its
-#    programs compiling (host-checked already).
+#    programs compiling (host-checked already); the window read in bf16 with cuda.Attention
+#    reading the cache at the window's row (CudaWindowRead: if it passes, window_read can be on
+#    for CUDA too, CausalLM's for_backend).
 if want ring; then
   mkdir -p "$out/ring"
   build_targets test_cuda_models test_cuda_ring_cache >"$out/ring/build.log" 2>&1
   timeout 120 "$BUILD/tests/test_cuda_models" \
-    --gtest_filter='Families/CudaRing.*:Families/CudaParity.*swa*:Families/CudaParity.*gemma3*' \
+    --gtest_filter='Families/CudaRing.*:CudaWindowRead.*:Families/CudaParity.*swa*:Families/CudaParity.*gemma3*' \
     >"$out/ring/models.log" 2>&1
   echo "[ring] test_cuda_models (CudaRing and the sliding families): rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$out/ring/models.log" | tr '\n' ' ')" >>"$summary"
   grep -E 'Failure|differ|want' "$out/ring/models.log" | head -8 | sed 's/^/[ring] /' >>"$summary"

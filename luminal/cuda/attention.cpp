@@ -611,7 +611,9 @@ std::vector<Rule> attention_rules() {
                        const size_t count = c.children.size();
                        if (count < 3 || c.attrs.axis < 0) return false;
                        for (size_t k : {static_cast<size_t>(c.attrs.axis), count - 2, count - 1})
-                         if (auto u = uncast(eg, c.children[k], c.attrs.views[k])) {
+                         // (K and V at a run-time row too: a sliding layer's window read, its
+                         // offset kept in the view, which the kernel reads through)
+                         if (auto u = uncast(eg, c.children[k], c.attrs.views[k], false, true)) {
                            c.children[k] = u->first;
                            c.attrs.views[k] = u->second;
                          }

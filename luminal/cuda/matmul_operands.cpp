@@ -5,11 +5,14 @@
 
 namespace luminal::cuda {
 
-std::optional<View> compose(const View& outer, const Shape& shape, const View& inner) {
+std::optional<View> compose(const View& outer, const Shape& shape, const View& inner,
+                            bool inner_base) {
   if (inner.dims != shape) return std::nullopt;
-  if (outer.has_base() || inner.has_base()) return std::nullopt;  // element offsets: not matched
+  // (element offsets: the cast's own only where asked for, kept as the composed view's)
+  if (outer.has_base() || (inner.has_base() && !inner_base)) return std::nullopt;
   const View c = View::contiguous(shape);
   View out{outer.dims, std::vector<Expr>(outer.dims.size(), Expr(0))};
+  out.base = inner.base;
   std::vector<bool> used(shape.size(), false);
   for (int d = 0; d < outer.rank(); ++d) {
     if (outer.strides[d] == Expr(0) || outer.dims[d] == Expr(1)) continue;
@@ -25,8 +28,8 @@ std::optional<View> compose(const View& outer, const Shape& shape, const View& i
   return out;
 }
 
-std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v,
-                                               bool fp8) {
+std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v, bool fp8,
+                                               bool inner_base) {
   if (eg.dtype(c) != DType::F32) return std::nullopt;
   for (ENodeId id : eg.nodes_of(c)) {
     const ENode& n = eg.node(id);
@@ -36,7 +39,7 @@ std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, cons
     const bool ok = from == DType::BF16 || from == DType::F16 ||
                     (fp8 && (from == DType::F8E4M3 || from == DType::F8E5M2));
     if (!ok || a.views.size() != 1) continue;
-    if (std::optional<View> w = compose(v, eg.shape(c), a.views[0]))
+    if (std::optional<View> w = compose(v, eg.shape(c), a.views[0], inner_base))
       return std::pair{eg.find(n.children[0]), *w};
   }
   return std::nullopt;

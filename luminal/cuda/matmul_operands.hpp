@@ -19,12 +19,17 @@ namespace luminal::cuda {
 /// view that tensor's elements were computed from, over `shape`), as one view of inner's source:
 /// when each axis of `outer` steps through one whole axis of `shape` (stride z * that axis'
 /// contiguous stride, the same length) or is broadcast, and no axis of `shape` is used twice.
-std::optional<View> compose(const View& outer, const Shape& shape, const View& inner);
+/// An `inner` at an element offset (a cast of a slice from a run-time row: the window of a
+/// sliding layer's cache) composes only with `inner_base`, keeping that offset; callers whose
+/// kernels read every view through its base (cuda.Attention) ask for it.
+std::optional<View> compose(const View& outer, const Shape& shape, const View& inner,
+                            bool inner_base = false);
 
 /// Where the matmul operand `c` read through `v` is an exact Cast of a 16-bit float tensor up to
-/// f32 (with `fp8`, also of an FP8 one): that tensor's class and the view reading it directly.
+/// f32 (with `fp8`, also of an FP8 one): that tensor's class and the view reading it directly
+/// (`inner_base`: as compose).
 std::optional<std::pair<ClassId, View>> uncast(const EGraph& eg, ClassId c, const View& v,
-                                               bool fp8 = false);
+                                               bool fp8 = false, bool inner_base = false);
 /// `p` with each operand that uncast finds read through its cast instead (the 16-bit tensor
 /// and the view reading it); nothing when neither operand is one.
 std::optional<MatmulParts> uncast_operands(const EGraph& eg, const MatmulParts& p,

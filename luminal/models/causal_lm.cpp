@@ -152,8 +152,8 @@ ModelFiles weights_only(const std::filesystem::path& path) {
 
 /// `shape` with what it leaves to the backend decided: window_read (unset: LUMINAL_WINDOW_READ,
 /// else on for the CPU, whose kernels read a cache window at its run-time row offset, so at long
-/// contexts the local layers read s + window - 1 rows, not c; the CUDA matmul forms do not take
-/// such a view yet: there the read would add a copy of each window).
+/// contexts the local layers read s + window - 1 rows, not c; off on CUDA until its GPU parity
+/// has run: cuda.Attention reads such a window in place, checked on the host only).
 DecoderShape for_backend(DecoderShape shape, const Backend& backend) {
   if (!shape.window_read) shape.window_read = window_read_env().value_or(backend.name() == "cpu");
   return shape;

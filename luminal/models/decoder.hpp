@@ -65,8 +65,8 @@ struct DecoderShape {
   /// Sliding-window layers (Gemma 3's local ones) read only the cache rows their queries can see
   /// (nn::AttentionOptions::window_read) rather than masking the rest. Unset: LUMINAL_WINDOW_READ
   /// (0 or 1) decides, else off here; CausalLM::load turns it on for the CPU backend, whose
-  /// kernels read the caches at a run-time row offset (the CUDA matmul forms do not yet: there
-  /// the read would add a copy of each window).
+  /// kernels read the caches at a run-time row offset (cuda.Attention does too, on the host's
+  /// checks; CUDA turns it on once its GPU parity has run).
   std::optional<bool> window_read = std::nullopt;
   /// Sliding-window layers keep their keys and values in a ring of window + max_step - 1
   /// positions, each in two rows (nn::AttentionOptions::ring), instead of `slots` rows, where
