@@ -147,6 +147,26 @@ Tensor Tensor::slice(int axis, Dim start, std::optional<Dim> end, int64_t step) 
   });
 }
 
+Tensor Tensor::slice_exact(int axis, Dim start, Dim length) const {
+  const int a = axis_of(*this, axis, "slice_exact");
+  const Expr d = dim(a), s = start.e, len = length.e;
+  if (s.is_const() && len.is_const() && d.is_const() &&
+      (s.as_const() < 0 || len.as_const() < 0 || s.as_const() + len.as_const() > d.as_const()))
+    throw Error("slice_exact: " + std::to_string(len.as_const()) + " elements from " +
+                std::to_string(s.as_const()) + " do not fit axis " + std::to_string(axis) +
+                " of a tensor of shape " + shape_str(*this) + "; use slice, which clamps");
+  if (s == Expr(0)) return with_view(*this, view_.shrink(a, len));
+  if (!is_block(dtype()))
+    if (std::optional<View> v = view_.slice(a, s, len, 1)) return with_view(*this, *v);
+  Shape out = shape();
+  out[a] = len;
+  return prim::gather_by_map(*this, out, [&](const std::vector<Expr>& i) {
+    std::vector<Expr> src = i;
+    src[a] = s + i[a];
+    return src;
+  });
+}
+
 Tensor Tensor::pad(const std::vector<std::pair<Dim, Dim>>& pads, double value) const {
   if (pads.size() > static_cast<size_t>(rank())) {
     throw Error("pad: " + std::to_string(pads.size()) +

@@ -181,6 +181,10 @@ class Tensor {
   /// Python slicing on one axis: [start, end) with step > 0; negative bounds count from the end;
   /// bounds are clamped. `end` = nullopt means the end of the axis.
   Tensor slice(int axis, Dim start, std::optional<Dim> end = std::nullopt, int64_t step = 1) const;
+  /// `length` elements of axis from `start`, not clamped: for run-time bounds the caller knows
+  /// fit (0 <= start, start + length <= the axis) where slice's clamps would hide the length
+  /// (a ring's window, nn::cached_attention). Constant bounds are checked.
+  Tensor slice_exact(int axis, Dim start, Dim length) const;
   /// Constant padding: pads[i] = {before, after} for axis i (fewer entries pad the first axes).
   Tensor pad(const std::vector<std::pair<Dim, Dim>>& pads, double value = 0) const;
   /// Sliding windows along axis: that axis becomes (d - size)/step + 1 and a new last axis of

@@ -52,7 +52,10 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
                          ? max(Expr(0), c - s - Expr(*opts.window - 1))
                          : Expr(0);
   const Expr R(ring);
-  const Expr from = opts.ring ? first % R : first, to = opts.ring ? from + (c - first) : c;
+  // (a ring's window: rows first mod R onwards, c - first of them, which fit its 2R rows; as
+  // slice_exact, since slice's clamps would hide that length from the row kernels)
+  const Facts dims{{"c", g.dim_range("c")}, {"s", g.dim_range("s")}};
+  const Expr ring_len = max(Expr(0), c - first).simplify(dims);
   // Write this step's rows at c - s + i (in a ring at rows (c - s + i) mod R and that + R: the
   // step's [s, kvd] values read twice through a stride-0 axis).
   const Expr z = Expr::z(), step_rows = s * kvd;
@@ -68,7 +71,8 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
     Tensor next = cache.scatter_flat(rows, values).output(name + "." + which + "_cache_out");
     g.carry(next, cache);
     // [n, kv, hd] -> [kv, 1, n, hd] -> [kv, groups, n, hd] (stride 0 over the group)
-    const Tensor read = next.slice(0, from, to);
+    const Tensor read =
+        opts.ring ? next.slice_exact(0, first % R, ring_len) : next.slice(0, first, c);
     const Expr n = read.shape()[0];
     return read.reshape({n, kv, hd})
         .permute({1, 0, 2})

@@ -158,6 +158,24 @@ TEST(Slice, DynamicStart) {
   }
 }
 
+// slice_exact: x[p % 5 : p % 5 + 3] of an axis of 8 (a ring's window, which always fits): the
+// same values as the clamped slice, its length the given 3 (no clamp in the shape); constant
+// bounds past the axis are refused.
+TEST(Slice, ExactWindow) {
+  std::vector<Case> win;
+  for (int64_t p : {0, 1, 4, 5, 9, 12})
+    win.push_back({{{"p", p}}, r_slice(input({8, 2}), 0, p % 5, p % 5 + 3, 1)});
+  const Expr p = Expr::var("p");
+  for (DType t : {DType::F32, DType::BF16})
+    check(
+        t, {{8, 2}}, [&](auto& x) { return x[0].slice_exact(0, p % 5, 3); }, win, 0, "exact");
+  Graph g;
+  const Tensor x = g.tensor("x", {8, 2});
+  EXPECT_EQ(x.slice_exact(0, p % 5, 3).shape()[0], Expr(3));
+  expect_error([&] { x.slice_exact(0, 6, 3); },
+               {"slice_exact: 3 elements from 6 do not fit axis 0", "use slice"});
+}
+
 TEST(Slice, DynamicEmptyResults) {
   // the sliced axis (or an axis after it) becomes empty at run time
   std::vector<Case> runs, runs2;
