@@ -89,9 +89,6 @@ Tensor moe_block(const Tensor& h, const io::ModelConfig& cfg, const std::string&
   return (y * share.transpose(0, 1).reshape({E, s, 1}).expand({E, s, hidden})).sum(0);
 }
 
-}  // namespace
-
-namespace {
 std::optional<bool> env_bool(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -179,9 +176,10 @@ Decoder build_decoder(const io::ModelConfig& cfg, const DecoderShape& shape) {
   // (the sliding layers' cache: a ring of window + max_step - 1 positions, two rows each, where
   // that is fewer rows than slots and DecoderShape::rolling_cache, else LUMINAL_ROLLING_CACHE,
   // asks for it)
-  if (cfg.sliding_window && shape.rolling_cache.value_or(rolling_cache_env().value_or(false)) &&
-      2 * (*cfg.sliding_window + shape.max_step - 1) < shape.slots)
-    d.ring_rows = static_cast<int>(2 * (*cfg.sliding_window + shape.max_step - 1));
+  if (cfg.sliding_window && shape.rolling_cache.value_or(rolling_cache_env().value_or(false))) {
+    const int64_t rows = 2 * (*cfg.sliding_window + shape.max_step - 1);
+    if (rows < shape.slots) d.ring_rows = static_cast<int>(rows);
+  }
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto proj = [&](const std::string& name, int64_t out, int64_t in, bool bias) {

@@ -54,8 +54,10 @@ Tensor cached_attention(Graph& g, const Tensor& q, const Tensor& k, const Tensor
   const Expr R(ring);
   // (a ring's window: rows first mod R onwards, c - first of them, which fit its 2R rows; as
   // slice_exact, since slice's clamps would hide that length from the row kernels)
-  const Facts dims{{"c", g.dim_range("c")}, {"s", g.dim_range("s")}};
-  const Expr ring_len = max(Expr(0), c - first).simplify(dims);
+  const Expr ring_len =
+      opts.ring
+          ? max(Expr(0), c - first).simplify({{"c", g.dim_range("c")}, {"s", g.dim_range("s")}})
+          : Expr(0);
   // Write this step's rows at c - s + i (in a ring at rows (c - s + i) mod R and that + R: the
   // step's [s, kvd] values read twice through a stride-0 axis).
   const Expr z = Expr::z(), step_rows = s * kvd;

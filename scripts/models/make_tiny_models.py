@@ -156,6 +156,22 @@ COMMON = dict(
     hidden_act="silu",
     attention_dropout=0.0,
 )
+# The Qwen2 and Mistral fixtures' own settings, with and without their sliding windows.
+QWEN2 = dict(
+    **COMMON,
+    tie_word_embeddings=True,
+    max_position_embeddings=256,
+    rms_norm_eps=1e-6,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+)
+MISTRAL = dict(
+    **COMMON,
+    head_dim=16,
+    tie_word_embeddings=False,
+    max_position_embeddings=256,
+    rms_norm_eps=1e-5,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+)
 
 
 def model_specs():
@@ -184,30 +200,14 @@ def model_specs():
         (
             "qwen2",
             1002,
-            Qwen2Config(
-                **COMMON,
-                tie_word_embeddings=True,
-                max_position_embeddings=256,
-                rms_norm_eps=1e-6,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-                use_sliding_window=False,
-            ),
+            Qwen2Config(**QWEN2, use_sliding_window=False),
             Qwen2ForCausalLM,
         ),
         (
             # Qwen2's sliding window on the layers from max_window_layers on (here layer 1 of 2).
             "qwen2-swa",
             1009,
-            Qwen2Config(
-                **COMMON,
-                tie_word_embeddings=True,
-                max_position_embeddings=256,
-                rms_norm_eps=1e-6,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-                use_sliding_window=True,
-                sliding_window=4,
-                max_window_layers=1,
-            ),
+            Qwen2Config(**QWEN2, use_sliding_window=True, sliding_window=4, max_window_layers=1),
             Qwen2ForCausalLM,
         ),
         (
@@ -227,15 +227,7 @@ def model_specs():
         (
             "mistral",
             1004,
-            MistralConfig(
-                **COMMON,
-                head_dim=16,
-                tie_word_embeddings=False,
-                max_position_embeddings=256,
-                rms_norm_eps=1e-5,
-                sliding_window=None,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-            ),
+            MistralConfig(**MISTRAL, sliding_window=None),
             MistralForCausalLM,
         ),
         (
@@ -243,15 +235,7 @@ def model_specs():
             # prompts and the greedy continuations.
             "mistral-swa",
             1008,
-            MistralConfig(
-                **COMMON,
-                head_dim=16,
-                tie_word_embeddings=False,
-                max_position_embeddings=256,
-                rms_norm_eps=1e-5,
-                sliding_window=4,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-            ),
+            MistralConfig(**MISTRAL, sliding_window=4),
             MistralForCausalLM,
         ),
         (

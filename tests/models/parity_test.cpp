@@ -36,6 +36,35 @@ int count_op(const LlirGraph& p, const std::string& op) {
   return it == mix.end() ? 0 : it->second;
 }
 
+// Each golden prompt on the CPU session `lm` and the reference `ref`: the first and last
+// positions' logits, then `lm`'s greedy tokens up to the golden's first near tie (top-2 margin
+// below 1e-4). `what` names the model in the messages.
+void expect_prompts_match_goldens(models::CausalLM& lm, models::CausalLM& ref,
+                                  const nlohmann::json& gold, const std::string& what) {
+  const int64_t V = lm.vocab_size();
+  for (const nlohmann::json& p : gold.at("prompts")) {
+    const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
+    const auto first = p.at("logits_first").get<std::vector<float>>();
+    const auto last = p.at("logits_last").get<std::vector<float>>();
+    for (models::CausalLM* m : {&lm, &ref}) {
+      const std::string who = (m == &lm ? "cpu " : "reference ") + what;
+      m->reset();
+      const std::vector<float> logits = m->forward(ids);
+      expect_close(row(logits, 0, V), first, 1e-5, 1e-5, who + " first position");
+      expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V), last, 1e-5, 1e-5,
+                   who + " last position");
+    }
+    const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
+    const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
+    lm.reset();
+    const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
+    for (size_t t = 0; t < want.size(); ++t) {
+      if (margins[t] < 1e-4) break;
+      ASSERT_EQ(got[t], want[t]) << what << " greedy step " << t;
+    }
+  }
+}
+
 class Parity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Parity, LogitsGreedyTokensAndTwoTurns) {
@@ -51,28 +80,8 @@ TEST_P(Parity, LogitsGreedyTokensAndTwoTurns) {
                                    CompileOptions().search_graph_limit(10).verbose(false));
   auto ref = models::CausalLM::load_reference(dir, shape);
   const int64_t V = lm.vocab_size();
-  for (const nlohmann::json& p : gold.at("prompts")) {
-    const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
-    const auto first = p.at("logits_first").get<std::vector<float>>();
-    const auto last = p.at("logits_last").get<std::vector<float>>();
-    for (models::CausalLM* m : {&lm, &ref}) {
-      const std::string who = (m == &lm ? "cpu " : "reference ") + name;
-      m->reset();
-      const std::vector<float> logits = m->forward(ids);
-      expect_close(row(logits, 0, V), first, 1e-5, 1e-5, who + " first position");
-      expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V), last, 1e-5, 1e-5,
-                   who + " last position");
-    }
-    // Greedy tokens equal up to the first near tie of the golden (top-2 margin below 1e-4).
-    const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
-    const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
-    lm.reset();
-    const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
-    for (size_t t = 0; t < want.size(); ++t) {
-      if (margins[t] < 1e-4) break;
-      ASSERT_EQ(got[t], want[t]) << name << " greedy step " << t;
-    }
-  }
+  expect_prompts_match_goldens(lm, ref, gold, name);
+  if (HasFatalFailure()) return;
   // Two turns: A then B on the filled cache equals one prefill of A + B.
   const nlohmann::json& two = gold.at("two_turn");
   const auto a = two.at("a").get<std::vector<int32_t>>();
@@ -201,27 +210,8 @@ TEST_P(SlidingRing, GivesTheGoldensWithRowsForTheWindowAndOneStep) {
     }
     EXPECT_GT(rings, 0) << what << ": no layer has a ring";
     const int64_t V = lm.vocab_size();
-    for (const nlohmann::json& p : gold.at("prompts")) {
-      const std::vector<int32_t> ids = p.at("input_ids").get<std::vector<int32_t>>();
-      for (models::CausalLM* m : {&lm, &ref}) {
-        const std::string who = (m == &lm ? "cpu " : "reference ") + what;
-        m->reset();
-        const std::vector<float> logits = m->forward(ids);
-        expect_close(row(logits, 0, V), p.at("logits_first").get<std::vector<float>>(), 1e-5, 1e-5,
-                     who + " first position");
-        expect_close(row(logits, static_cast<int64_t>(ids.size()) - 1, V),
-                     p.at("logits_last").get<std::vector<float>>(), 1e-5, 1e-5,
-                     who + " last position");
-      }
-      const auto want = p.at("greedy").at("generated_ids").get<std::vector<int32_t>>();
-      const auto margins = p.at("greedy").at("margins").get<std::vector<double>>();
-      lm.reset();
-      const std::vector<int32_t> got = lm.generate_greedy(ids, static_cast<int>(want.size()));
-      for (size_t t = 0; t < want.size(); ++t) {
-        if (margins[t] < 1e-4) break;
-        ASSERT_EQ(got[t], want[t]) << what << " greedy step " << t;
-      }
-    }
+    expect_prompts_match_goldens(lm, ref, gold, what);
+    if (HasFatalFailure()) return;
     const nlohmann::json& two = gold.at("two_turn");
     const auto a = two.at("a").get<std::vector<int32_t>>();
     const auto b = two.at("b").get<std::vector<int32_t>>();
